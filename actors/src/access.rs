@@ -1,0 +1,24 @@
+//! Who is asking, and what they may do with a session.
+
+use tandem_protocol::{SessionInfo, Visibility};
+
+/// An authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The user's id; sessions record it as their owner.
+    pub user_id: String,
+    /// Admins may see and drive every session.
+    pub admin: bool,
+}
+
+impl Principal {
+    /// May this caller see and subscribe to the session?
+    pub fn can_see(&self, info: &SessionInfo) -> bool {
+        self.admin || info.owner_id == self.user_id || info.visibility == Visibility::Shared
+    }
+
+    /// May this caller drive (send, interrupt, configure, stop tasks in) the session?
+    pub fn can_drive(&self, info: &SessionInfo) -> bool {
+        self.admin || info.owner_id == self.user_id
+    }
+}

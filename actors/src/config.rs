@@ -1,0 +1,32 @@
+//! Runtime settings, filled from the command line by the HTTP crate.
+
+use std::path::PathBuf;
+
+/// Everything the runtime needs to know at start.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Directory holding the SQLite database.
+    pub data_dir: PathBuf,
+    /// Session working directories must lie under one of these (canonical paths).
+    pub workspace_roots: Vec<PathBuf>,
+    /// Most events committed in one transaction. 1 means a commit per event (only for
+    /// measuring what batching saves).
+    pub commit_batch: usize,
+    /// Bytes a WebSocket client may have queued before it is told it lagged.
+    pub client_queue_bytes: usize,
+    /// Events each session keeps in memory for fast replay.
+    pub ring_events: usize,
+}
+
+impl RuntimeConfig {
+    /// Defaults for a data directory; workspace root is the current directory.
+    pub fn new(data_dir: PathBuf, workspace_roots: Vec<PathBuf>) -> Self {
+        RuntimeConfig {
+            data_dir,
+            workspace_roots,
+            commit_batch: 4096,
+            client_queue_bytes: 4 << 20,
+            ring_events: 1024,
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! Errors the runtime returns to callers; each maps onto a wire [`ErrorCode`].
+
+use tandem_protocol::ErrorCode;
+
+/// Why a runtime operation was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// No session with that id.
+    #[error("session {0} not found")]
+    SessionNotFound(String),
+    /// The caller may not act on the session.
+    #[error("access denied to session {0}")]
+    AccessDenied(String),
+    /// A turn already runs.
+    #[error("session {0} already runs a turn")]
+    RunInProgress(String),
+    /// Nothing to interrupt.
+    #[error("session {0} has no turn running")]
+    NoActiveRun(String),
+    /// Unknown background task.
+    #[error("session has no background task {0}")]
+    NoSuchTask(String),
+    /// The vendor cannot be used here.
+    #[error("vendor {0} is not installed")]
+    VendorNotInstalled(String),
+    /// A field or value is not acceptable.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The database failed.
+    #[error("storage error: {0}")]
+    Store(#[from] rusqlite::Error),
+    /// A file or directory could not be used.
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    /// An actor that should be alive is gone (the server is shutting down).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl RuntimeError {
+    /// The wire code for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            RuntimeError::SessionNotFound(_) => ErrorCode::SessionNotFound,
+            RuntimeError::AccessDenied(_) => ErrorCode::AccessDenied,
+            RuntimeError::RunInProgress(_) => ErrorCode::RunInProgress,
+            RuntimeError::NoActiveRun(_) => ErrorCode::NoActiveRun,
+            RuntimeError::NoSuchTask(_) => ErrorCode::NoSuchTask,
+            RuntimeError::VendorNotInstalled(_) => ErrorCode::VendorNotInstalled,
+            RuntimeError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            RuntimeError::Store(_) | RuntimeError::Io(_) | RuntimeError::Internal(_) => {
+                ErrorCode::Internal
+            }
+        }
+    }
+}
+
+impl From<actix::MailboxError> for RuntimeError {
+    fn from(e: actix::MailboxError) -> Self {
+        RuntimeError::Internal(format!("actor unavailable: {e}"))
+    }
+}

@@ -1,0 +1,633 @@
+//! The gateway actor: owns every subscription and fans committed events out to the
+//! WebSocket clients that asked for them.
+//!
+//! Architecture invariant: the gateway never waits for a client. Each client has a
+//! bounded byte budget ([`ClientQueue`]); frames go into its actor's mailbox with
+//! `try_send`. A live subscription that would overflow the budget is dropped and the
+//! client is told `lagged {resumeFrom}`; a client that keeps lagging is closed (1008).
+//! Replays (store pages, then the in-memory ring) are flow-controlled instead: the
+//! gateway holds the next page back until the client's queue has drained.
+
+mod client;
+mod topic;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use bytestring::ByteString;
+use tandem_protocol::{ServerFrame, SessionInfo};
+
+pub use client::{ClientQueue, Deliver};
+use topic::Topic;
+
+use crate::access::Principal;
+use crate::error::RuntimeError;
+use crate::metrics::Metrics;
+use crate::store::{Store, StoredEvent};
+
+/// Events read from the store per replay page.
+const PAGE_EVENTS: usize = 4096;
+/// Lags within [`LAG_WINDOW`] after which a client is closed as too slow.
+const LAG_STRIKES: usize = 3;
+const LAG_WINDOW: Duration = Duration::from_secs(30);
+/// Topics with no live subscriber and no commit for this long drop their ring.
+const TOPIC_IDLE: Duration = Duration::from_secs(60);
+
+/// A WebSocket client joins.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Connect {
+    /// Unique per connection.
+    pub client_id: u64,
+    /// The client's actor.
+    pub sink: Recipient<Deliver>,
+    /// Its byte budget.
+    pub queue: Arc<ClientQueue>,
+    /// Who it is (for `sessions.watch` filtering).
+    pub principal: Principal,
+}
+
+/// A WebSocket client left.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Disconnect {
+    /// The connection.
+    pub client_id: u64,
+}
+
+/// Subscribe a client to a session from `after + 1` on. Access was checked by the
+/// runtime; `ack` is the `chat_subscribed` frame to send before any event.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Subscribe {
+    /// The connection.
+    pub client_id: u64,
+    /// The session.
+    pub session_id: Arc<str>,
+    /// The last `seq` the client has.
+    pub after: u64,
+    /// The serialized `chat_subscribed` frame.
+    pub ack: ByteString,
+}
+
+/// Stop delivering these sessions to a client.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unsubscribe {
+    /// The connection.
+    pub client_id: u64,
+    /// Sessions to drop.
+    pub session_ids: Vec<String>,
+}
+
+/// Send `session_upserted` for every visible session change to this client.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Watch {
+    /// The connection.
+    pub client_id: u64,
+}
+
+/// A client's queue fell below half its budget after the gateway asked to know.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Drained {
+    /// The connection.
+    pub client_id: u64,
+}
+
+/// Events the store has committed, in commit order.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Committed(pub Vec<StoredEvent>);
+
+/// A session's metadata changed (for watchers).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SessionChanged(pub SessionInfo);
+
+/// One client's subscription to one session.
+#[derive(Debug)]
+struct Sub {
+    /// The next `seq` this client should receive.
+    next: u64,
+    /// Receiving live events (else: replaying).
+    live: bool,
+    /// A store read for this subscription is in flight.
+    reading: bool,
+    /// Distinguishes this subscription from an earlier one to the same session.
+    generation: u64,
+}
+
+struct Client {
+    sink: Recipient<Deliver>,
+    queue: Arc<ClientQueue>,
+    principal: Principal,
+    subs: HashMap<Arc<str>, Sub>,
+    /// Replays waiting for the queue to drain.
+    parked: Vec<Arc<str>>,
+    watching: bool,
+    lags: VecDeque<Instant>,
+}
+
+/// The two parts of a [`Client`] a delivery needs, borrowed apart from its
+/// subscriptions so both can be used at once.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    sink: &'a Recipient<Deliver>,
+    queue: &'a ClientQueue,
+}
+
+impl Client {
+    fn target(&self) -> Target<'_> {
+        Target {
+            sink: &self.sink,
+            queue: &self.queue,
+        }
+    }
+}
+
+/// Why a delivery did not happen.
+enum Refused {
+    /// Over budget or mailbox full.
+    Full,
+    /// The client's actor is gone.
+    Gone,
+}
+
+/// The fan-out actor.
+pub struct Gateway {
+    store: Store,
+    metrics: Arc<Metrics>,
+    ring_events: usize,
+    topics: HashMap<Arc<str>, Topic>,
+    clients: HashMap<u64, Client>,
+    generation: u64,
+}
+
+impl Gateway {
+    /// A gateway reading replays from `store`, keeping `ring_events` per session.
+    pub fn new(store: Store, metrics: Arc<Metrics>, ring_events: usize) -> Self {
+        Gateway {
+            store,
+            metrics,
+            ring_events: ring_events.max(1),
+            topics: HashMap::new(),
+            clients: HashMap::new(),
+            generation: 0,
+        }
+    }
+
+    /// Puts frames into a client's mailbox. `bounded` deliveries respect the byte
+    /// budget; control frames (acks, lag notices) do not, they are small and rare.
+    fn enqueue(
+        client: Target<'_>,
+        frames: Vec<ByteString>,
+        bytes: usize,
+        bounded: bool,
+        metrics: &Metrics,
+    ) -> Result<(), Refused> {
+        if frames.is_empty() {
+            return Ok(());
+        }
+        if bounded && client.queue.queued() + bytes > client.queue.limit() {
+            return Err(Refused::Full);
+        }
+        let count = frames.len() as u64;
+        client.queue.add(bytes);
+        match client.sink.try_send(Deliver {
+            frames,
+            bytes,
+            close: None,
+        }) {
+            Ok(()) => {
+                metrics
+                    .frames_delivered
+                    .fetch_add(count, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                client.queue.delivered(bytes);
+                match e {
+                    SendError::Full(_) => Err(Refused::Full),
+                    SendError::Closed(_) => Err(Refused::Gone),
+                }
+            }
+        }
+    }
+
+    fn remove_client(&mut self, client_id: u64) {
+        if let Some(client) = self.clients.remove(&client_id) {
+            for sid in client.subs.keys() {
+                if let Some(topic) = self.topics.get_mut(sid) {
+                    topic.remove_live(client_id);
+                }
+            }
+        }
+    }
+
+    /// Drops a subscription that could not keep up and tells the client where to
+    /// resume. Closes the client when it keeps lagging.
+    fn lag(&mut self, client_id: u64, sid: &Arc<str>, resume_from: u64, dropped: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.metrics.events_dropped_lag.fetch_add(dropped, Relaxed);
+        if let Some(topic) = self.topics.get_mut(sid) {
+            topic.remove_live(client_id);
+        }
+        let Some(client) = self.clients.get_mut(&client_id) else {
+            return;
+        };
+        client.subs.remove(sid);
+        let now = Instant::now();
+        client.lags.push_back(now);
+        while client
+            .lags
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > LAG_WINDOW)
+        {
+            client.lags.pop_front();
+        }
+        if client.lags.len() >= LAG_STRIKES {
+            self.metrics.clients_closed_slow.fetch_add(1, Relaxed);
+            tracing::info!(client = client_id, "closing a client that keeps lagging");
+            let _ = client.sink.try_send(Deliver {
+                frames: Vec::new(),
+                bytes: 0,
+                close: Some((1008, "client too slow".into())),
+            });
+            self.remove_client(client_id);
+            return;
+        }
+        self.metrics.lagged_notices.fetch_add(1, Relaxed);
+        let notice: ByteString = ServerFrame::Lagged {
+            session_id: sid.to_string(),
+            resume_from,
+        }
+        .to_json()
+        .into();
+        let len = notice.len();
+        if let Err(Refused::Gone) =
+            Self::enqueue(client.target(), vec![notice], len, false, &self.metrics)
+        {
+            self.remove_client(client_id);
+        }
+    }
+
+    /// Moves a replaying subscription forward: from the ring when it still holds what
+    /// the client needs, else one store page at a time; live once caught up.
+    fn advance(&mut self, client_id: u64, sid: &Arc<str>, ctx: &mut Context<Self>) {
+        let Some(client) = self.clients.get_mut(&client_id) else {
+            return;
+        };
+        let target = Target {
+            sink: &client.sink,
+            queue: &client.queue,
+        };
+        let Some(sub) = client.subs.get_mut(sid) else {
+            return;
+        };
+        if sub.live || sub.reading {
+            return;
+        }
+        if let Some(topic) = self.topics.get_mut(sid).filter(|t| t.last_committed > 0) {
+            if sub.next > topic.last_committed {
+                sub.live = true;
+                topic.live.push(client_id);
+                return;
+            }
+            let mut bytes = 0;
+            let ring: Option<Vec<ByteString>> = topic.ring_from(sub.next).map(|events| {
+                events
+                    .map(|e| {
+                        bytes += e.frame.len();
+                        e.frame.clone()
+                    })
+                    .collect()
+            });
+            if let Some(frames) = ring {
+                match Self::enqueue(target, frames, bytes, true, &self.metrics) {
+                    Ok(()) => {
+                        sub.next = topic.last_committed + 1;
+                        sub.live = true;
+                        topic.live.push(client_id);
+                    }
+                    Err(Refused::Full) => {
+                        client.queue.want_drain();
+                        client.parked.push(sid.clone());
+                    }
+                    Err(Refused::Gone) => self.remove_client(client_id),
+                }
+                return;
+            }
+        }
+        // The store has what we need. Hold the read back while the client is busy.
+        if client.queue.queued() > client.queue.limit() / 2 {
+            client.queue.want_drain();
+            client.parked.push(sid.clone());
+            return;
+        }
+        sub.reading = true;
+        let (after, generation) = (sub.next - 1, sub.generation);
+        let max_bytes = client.queue.limit() / 2;
+        let store = self.store.clone();
+        let session = sid.clone();
+        let read = actix_rt::task::spawn_blocking(move || {
+            store.read_events_bounded(&session, after, PAGE_EVENTS, max_bytes)
+        });
+        let sid = sid.clone();
+        ctx.spawn(
+            actix::fut::wrap_future(read).map(move |res, act: &mut Gateway, ctx| {
+                let res = res.unwrap_or_else(|e| Err(RuntimeError::Internal(e.to_string())));
+                act.on_page(client_id, &sid, generation, res, ctx);
+            }),
+        );
+    }
+
+    fn on_page(
+        &mut self,
+        client_id: u64,
+        sid: &Arc<str>,
+        generation: u64,
+        page: Result<(Vec<(u64, String)>, bool), RuntimeError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(client) = self.clients.get_mut(&client_id) else {
+            return;
+        };
+        let target = Target {
+            sink: &client.sink,
+            queue: &client.queue,
+        };
+        let Some(sub) = client
+            .subs
+            .get_mut(sid)
+            .filter(|s| s.generation == generation)
+        else {
+            return;
+        };
+        sub.reading = false;
+        let (rows, exhausted) = match page {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::error!(session = %sid, error = %e, "replay read failed");
+                let next = sub.next;
+                self.lag(client_id, sid, next, 0);
+                return;
+            }
+        };
+        let start = sub.next;
+        let mut bytes = 0;
+        let frames: Vec<ByteString> = rows
+            .into_iter()
+            .filter(|(seq, _)| *seq >= start)
+            .map(|(seq, frame)| {
+                sub.next = seq + 1;
+                bytes += frame.len();
+                ByteString::from(frame)
+            })
+            .collect();
+        if let Err(refused) = Self::enqueue(target, frames, bytes, false, &self.metrics) {
+            match refused {
+                Refused::Gone => self.remove_client(client_id),
+                Refused::Full => self.lag(client_id, sid, start, 0),
+            }
+            return;
+        }
+        if exhausted {
+            let topic = self.topics.entry(sid.clone()).or_insert_with(Topic::new);
+            let front = topic.ring.front().map(|e| e.seq);
+            if topic.last_committed < sub.next {
+                // Everything committed so far was delivered; later commits reach the
+                // gateway after this point and go out live.
+                sub.live = true;
+                topic.live.push(client_id);
+                return;
+            }
+            if let Some(front) = front.filter(|f| *f > sub.next) {
+                // The store lacks events the ring starts after (a failed batch):
+                // nothing can fill the hole, so continue from the ring.
+                tracing::warn!(session = %sid, from = sub.next, to = front, "history gap");
+                sub.next = front;
+            }
+        }
+        self.advance(client_id, sid, ctx);
+    }
+
+    fn on_committed(&mut self, events: Vec<StoredEvent>) {
+        struct Outgoing {
+            frames: Vec<ByteString>,
+            bytes: usize,
+            /// Per session: first seq in this delivery and how many events.
+            sessions: Vec<(Arc<str>, u64, u64)>,
+        }
+        let mut out: HashMap<u64, Outgoing> = HashMap::new();
+        let mut gaps: Vec<(u64, Arc<str>, u64)> = Vec::new();
+        for ev in &events {
+            let topic = self
+                .topics
+                .entry(ev.session_id.clone())
+                .or_insert_with(Topic::new);
+            topic.push(ev, self.ring_events);
+            for &cid in &topic.live {
+                let Some(sub) = self
+                    .clients
+                    .get_mut(&cid)
+                    .and_then(|c| c.subs.get_mut(&ev.session_id))
+                else {
+                    continue;
+                };
+                if ev.seq < sub.next {
+                    continue;
+                }
+                if ev.seq > sub.next {
+                    gaps.push((cid, ev.session_id.clone(), sub.next));
+                    continue;
+                }
+                sub.next += 1;
+                let o = out.entry(cid).or_insert_with(|| Outgoing {
+                    frames: Vec::new(),
+                    bytes: 0,
+                    sessions: Vec::new(),
+                });
+                o.frames.push(ev.frame.clone());
+                o.bytes += ev.frame.len();
+                match o.sessions.iter_mut().find(|(s, _, _)| *s == ev.session_id) {
+                    Some(entry) => entry.2 += 1,
+                    None => o.sessions.push((ev.session_id.clone(), ev.seq, 1)),
+                }
+            }
+        }
+        for (cid, o) in out {
+            let Some(client) = self.clients.get(&cid) else {
+                continue;
+            };
+            match Self::enqueue(client.target(), o.frames, o.bytes, true, &self.metrics) {
+                Ok(()) => {}
+                Err(Refused::Gone) => self.remove_client(cid),
+                Err(Refused::Full) => {
+                    for (sid, first, count) in o.sessions {
+                        self.lag(cid, &sid, first, count);
+                    }
+                }
+            }
+        }
+        for (cid, sid, resume) in gaps {
+            self.lag(cid, &sid, resume, 0);
+        }
+    }
+}
+
+impl Actor for Gateway {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(TOPIC_IDLE / 2, |act, _| {
+            let now = Instant::now();
+            act.topics
+                .retain(|_, t| !t.live.is_empty() || now.duration_since(t.touched) < TOPIC_IDLE);
+        });
+    }
+}
+
+impl Handler<Connect> for Gateway {
+    type Result = ();
+    fn handle(&mut self, msg: Connect, _: &mut Context<Self>) {
+        self.clients.insert(
+            msg.client_id,
+            Client {
+                sink: msg.sink,
+                queue: msg.queue,
+                principal: msg.principal,
+                subs: HashMap::new(),
+                parked: Vec::new(),
+                watching: false,
+                lags: VecDeque::new(),
+            },
+        );
+    }
+}
+
+impl Handler<Disconnect> for Gateway {
+    type Result = ();
+    fn handle(&mut self, msg: Disconnect, _: &mut Context<Self>) {
+        self.remove_client(msg.client_id);
+    }
+}
+
+impl Handler<Subscribe> for Gateway {
+    type Result = ();
+    fn handle(&mut self, msg: Subscribe, ctx: &mut Context<Self>) {
+        self.generation += 1;
+        let generation = self.generation;
+        let Some(client) = self.clients.get_mut(&msg.client_id) else {
+            return;
+        };
+        if client.subs.remove(&msg.session_id).is_some() {
+            if let Some(topic) = self.topics.get_mut(&msg.session_id) {
+                topic.remove_live(msg.client_id);
+            }
+        }
+        let len = msg.ack.len();
+        if let Err(Refused::Gone) =
+            Self::enqueue(client.target(), vec![msg.ack], len, false, &self.metrics)
+        {
+            self.remove_client(msg.client_id);
+            return;
+        }
+        client.subs.insert(
+            msg.session_id.clone(),
+            Sub {
+                next: msg.after + 1,
+                live: false,
+                reading: false,
+                generation,
+            },
+        );
+        if let Some(topic) = self.topics.get_mut(&msg.session_id) {
+            topic.touched = Instant::now();
+        }
+        self.advance(msg.client_id, &msg.session_id, ctx);
+    }
+}
+
+impl Handler<Unsubscribe> for Gateway {
+    type Result = ();
+    fn handle(&mut self, msg: Unsubscribe, _: &mut Context<Self>) {
+        let Some(client) = self.clients.get_mut(&msg.client_id) else {
+            return;
+        };
+        for sid in msg.session_ids {
+            let sid: Arc<str> = sid.into();
+            client.subs.remove(&sid);
+            client.parked.retain(|p| *p != sid);
+            if let Some(topic) = self.topics.get_mut(&sid) {
+                topic.remove_live(msg.client_id);
+            }
+        }
+    }
+}
+
+impl Handler<Watch> for Gateway {
+    type Result = ();
+    fn handle(&mut self, msg: Watch, _: &mut Context<Self>) {
+        if let Some(client) = self.clients.get_mut(&msg.client_id) {
+            client.watching = true;
+        }
+    }
+}
+
+impl Handler<Drained> for Gateway {
+    type Result = ();
+    fn handle(&mut self, msg: Drained, ctx: &mut Context<Self>) {
+        let parked = match self.clients.get_mut(&msg.client_id) {
+            Some(client) => std::mem::take(&mut client.parked),
+            None => return,
+        };
+        for sid in parked {
+            self.advance(msg.client_id, &sid, ctx);
+        }
+    }
+}
+
+impl Handler<Committed> for Gateway {
+    type Result = ();
+    fn handle(&mut self, msg: Committed, _: &mut Context<Self>) {
+        self.on_committed(msg.0);
+    }
+}
+
+impl Handler<SessionChanged> for Gateway {
+    type Result = ();
+    fn handle(&mut self, msg: SessionChanged, _: &mut Context<Self>) {
+        let info = msg.0;
+        let mut frame: Option<ByteString> = None;
+        let mut gone = Vec::new();
+        for (cid, client) in &self.clients {
+            if !client.watching || !client.principal.can_see(&info) {
+                continue;
+            }
+            let frame = frame
+                .get_or_insert_with(|| {
+                    ServerFrame::SessionUpserted {
+                        session: info.clone(),
+                    }
+                    .to_json()
+                    .into()
+                })
+                .clone();
+            let len = frame.len();
+            // A watcher that is over budget misses this upsert; the next one carries
+            // the whole session again, so nothing is lost for good.
+            if let Err(Refused::Gone) =
+                Self::enqueue(client.target(), vec![frame], len, true, &self.metrics)
+            {
+                gone.push(*cid);
+            }
+        }
+        for cid in gone {
+            self.remove_client(cid);
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Per-session fan-out state: recent events for replay and who receives live ones.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use crate::store::StoredEvent;
+
+/// One session as the gateway sees it.
+#[derive(Debug)]
+pub(super) struct Topic {
+    /// The most recent committed events, contiguous by `seq`, oldest first.
+    pub ring: VecDeque<StoredEvent>,
+    /// Newest committed `seq` seen since the server started; 0 when none was seen
+    /// (then only the store knows what exists).
+    pub last_committed: u64,
+    /// Clients receiving this session's events live.
+    pub live: Vec<u64>,
+    /// Last commit or subscription, for evicting idle topics.
+    pub touched: Instant,
+}
+
+impl Topic {
+    pub fn new() -> Self {
+        Topic {
+            ring: VecDeque::new(),
+            last_committed: 0,
+            live: Vec::new(),
+            touched: Instant::now(),
+        }
+    }
+
+    /// Records a committed event, keeping at most `cap` in the ring.
+    pub fn push(&mut self, ev: &StoredEvent, cap: usize) {
+        if self.ring.back().is_some_and(|last| last.seq + 1 != ev.seq) {
+            // A gap (a batch the store failed to write): the ring must stay contiguous.
+            self.ring.clear();
+        }
+        self.ring.push_back(ev.clone());
+        while self.ring.len() > cap {
+            self.ring.pop_front();
+        }
+        self.last_committed = self.last_committed.max(ev.seq);
+        self.touched = Instant::now();
+    }
+
+    /// Events from `next` on, if the ring still holds `next` (or nothing is newer).
+    pub fn ring_from(&self, next: u64) -> Option<impl Iterator<Item = &StoredEvent>> {
+        let front = self.ring.front()?.seq;
+        if front > next {
+            return None;
+        }
+        let skip = (next - front) as usize;
+        Some(self.ring.iter().skip(skip))
+    }
+
+    pub fn remove_live(&mut self, client: u64) {
+        self.live.retain(|c| *c != client);
+    }
+}

@@ -1,0 +1,24 @@
+//! tandem's runtime: every session, vendor adapter and the event gateway is an actix
+//! actor; SQLite (one writer thread, group commit) holds everything durable.
+//!
+//! The HTTP crate talks to this crate only through [`Runtime`], a cheap-to-clone handle.
+//! See ARCHITECTURE.md at the repository root for the bird's-eye view.
+
+pub mod access;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod gateway;
+pub mod metrics;
+pub mod record;
+pub mod runtime;
+pub mod session;
+pub mod store;
+pub mod tools;
+pub mod vendor;
+
+pub use access::Principal;
+pub use config::RuntimeConfig;
+pub use error::RuntimeError;
+pub use gateway::{ClientQueue, Deliver};
+pub use runtime::Runtime;

@@ -1,0 +1,581 @@
+//! [`Runtime`]: the handle the HTTP layer uses. It finds session actors, checks access
+//! against their published metadata, and forwards requests as actor messages.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use actix::prelude::*;
+use bytestring::ByteString;
+use dashmap::DashMap;
+use tandem_protocol::client::{ConfigureParams, CreateSessionParams, TurnOptions};
+use tandem_protocol::rest::{RunningSession, VendorInfo};
+use tandem_protocol::{EventBody, ServerFrame, SessionInfo, SessionStatus, TurnStatus};
+
+use crate::access::Principal;
+use crate::clock::{now_ms, random_id};
+use crate::config::RuntimeConfig;
+use crate::error::RuntimeError;
+use crate::gateway::{
+    ClientQueue, Connect, Deliver, Disconnect, Gateway, SessionChanged, Subscribe, Unsubscribe,
+    Watch,
+};
+use crate::metrics::Metrics;
+use crate::record::SessionRecord;
+use crate::session::{
+    event_frame, Abort, Configure, Send, SendOutcome, Services, SessionActor, SessionShared,
+    StopTask,
+};
+use crate::store::{Store, StoreWriter, StoredEvent, WriteOp};
+use crate::tools::ToolRouter;
+use crate::vendor::{clamp_effort, VendorCatalog};
+
+/// Most events one REST page returns.
+pub const MAX_EVENTS_PAGE: usize = 5000;
+
+/// A session actor's address and the metadata it publishes.
+#[derive(Clone)]
+struct SessionHandle {
+    addr: Addr<SessionActor>,
+    shared: Arc<SessionShared>,
+}
+
+/// The runtime; cheap to clone, shared by every HTTP worker.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: RuntimeConfig,
+    store: Store,
+    services: Services,
+    sessions: DashMap<String, SessionHandle>,
+    /// Token → user, loaded at start.
+    tokens: DashMap<String, Principal>,
+    /// The thread session actors (and their adapters) run on.
+    sessions_arbiter: Arbiter,
+    /// Kept so the gateway's thread lives as long as the runtime.
+    _gateway_arbiter: Arbiter,
+    next_client: AtomicU64,
+}
+
+/// What [`Runtime::start`] hands back.
+pub struct Started {
+    /// The runtime.
+    pub runtime: Runtime,
+    /// The admin's token (generated on first start).
+    pub admin_token: String,
+}
+
+/// The built-in admin user's id.
+pub const ADMIN_USER: &str = "admin";
+
+impl Runtime {
+    /// Opens the store, closes turns a previous process left open, and starts the
+    /// gateway, the store writer and one actor per stored session. Call inside an
+    /// actix `System`.
+    pub fn start(config: RuntimeConfig) -> Result<Started, RuntimeError> {
+        let metrics = Arc::new(Metrics::default());
+        let store = Store::open(&config.data_dir)?;
+        let admin_token = store.ensure_admin_token(|| random_id("tdm_", 24))?;
+        let mut loaded = store.load_sessions()?;
+        recover_interrupted_turns(&store, &mut loaded)?;
+
+        let gateway_arbiter = Arbiter::new();
+        let gw_store = store.clone();
+        let gw_metrics = metrics.clone();
+        let ring = config.ring_events;
+        let gateway = Gateway::start_in_arbiter(&gateway_arbiter.handle(), move |_| {
+            Gateway::new(gw_store, gw_metrics, ring)
+        });
+        let committed_to = gateway.clone();
+        let writer = StoreWriter::start(
+            &store,
+            config.commit_batch,
+            metrics.clone(),
+            Box::new(move |events| committed_to.do_send(crate::gateway::Committed(events))),
+        )?;
+        let services = Services {
+            writer,
+            gateway,
+            metrics,
+            catalog: Arc::new(VendorCatalog::default()),
+            tools: ToolRouter,
+        };
+        let runtime = Runtime {
+            inner: Arc::new(Inner {
+                config,
+                store,
+                services,
+                sessions: DashMap::new(),
+                tokens: DashMap::new(),
+                sessions_arbiter: Arbiter::new(),
+                _gateway_arbiter: gateway_arbiter,
+                next_client: AtomicU64::new(1),
+            }),
+        };
+        runtime.inner.tokens.insert(
+            admin_token.clone(),
+            Principal {
+                user_id: ADMIN_USER.into(),
+                admin: true,
+            },
+        );
+        for session in loaded {
+            runtime.spawn_session(session.record, session.last_seq);
+        }
+        Ok(Started {
+            runtime,
+            admin_token,
+        })
+    }
+
+    /// The principal used when authentication is off (`--auth none`, loopback only).
+    pub fn local_principal() -> Principal {
+        Principal {
+            user_id: ADMIN_USER.into(),
+            admin: true,
+        }
+    }
+
+    /// The user a token belongs to.
+    pub fn authenticate(&self, token: &str) -> Option<Principal> {
+        self.inner.tokens.get(token).map(|p| p.clone())
+    }
+
+    /// Counters for `/metrics`.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.services.metrics
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    fn spawn_session(&self, record: SessionRecord, last_seq: u64) -> SessionHandle {
+        let shared = Arc::new(SessionShared::new(record.to_info(last_seq, &[])));
+        let services = self.inner.services.clone();
+        let actor_shared = shared.clone();
+        let id = record.id.clone();
+        let addr =
+            SessionActor::start_in_arbiter(&self.inner.sessions_arbiter.handle(), move |_| {
+                SessionActor::new(record, last_seq, services, actor_shared)
+            });
+        let handle = SessionHandle { addr, shared };
+        self.inner.sessions.insert(id, handle.clone());
+        handle
+    }
+
+    fn lookup(&self, id: &str) -> Result<SessionHandle, RuntimeError> {
+        self.inner
+            .sessions
+            .get(id)
+            .map(|h| h.clone())
+            .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))
+    }
+
+    fn visible(&self, who: &Principal, id: &str) -> Result<SessionHandle, RuntimeError> {
+        let handle = self.lookup(id)?;
+        if !who.can_see(&handle.shared.info()) {
+            // Someone else's private session is reported as missing, not as
+            // forbidden: its existence is not the caller's business.
+            return Err(RuntimeError::SessionNotFound(id.to_string()));
+        }
+        Ok(handle)
+    }
+
+    fn drivable(&self, who: &Principal, id: &str) -> Result<SessionHandle, RuntimeError> {
+        let handle = self.visible(who, id)?;
+        if !who.can_drive(&handle.shared.info()) {
+            return Err(RuntimeError::AccessDenied(id.to_string()));
+        }
+        Ok(handle)
+    }
+
+    /// Creates a session owned by `who`.
+    pub fn create_session(
+        &self,
+        who: &Principal,
+        params: CreateSessionParams,
+    ) -> Result<SessionInfo, RuntimeError> {
+        let vendor = params.vendor.unwrap_or_else(|| "scripted".into());
+        let catalog = &self.inner.services.catalog;
+        let spec = catalog
+            .get(&vendor)
+            .ok_or_else(|| RuntimeError::InvalidArgument(format!("unknown vendor `{vendor}`")))?;
+        if !spec.installed {
+            return Err(RuntimeError::VendorNotInstalled(vendor));
+        }
+        let effort = clamp_effort(
+            params.effort.as_deref().unwrap_or("").trim(),
+            spec.effort_levels,
+        )
+        .map_err(RuntimeError::InvalidArgument)?;
+        let title = match params.title {
+            Some(t) => crate::session::validate_title(&t)?,
+            None => "New session".to_string(),
+        };
+        let cwd = self.resolve_cwd(params.cwd.as_deref())?;
+        let now = now_ms();
+        let record = SessionRecord {
+            id: random_id("ses_", 12),
+            title,
+            vendor,
+            model: params
+                .model
+                .map(|m| m.trim().to_string())
+                .unwrap_or_default(),
+            effort,
+            permission_mode: params.permission_mode.unwrap_or_default(),
+            status: SessionStatus::Idle,
+            turn_count: 0,
+            created_at: now,
+            last_activity: now,
+            owner_id: who.user_id.clone(),
+            visibility: params.visibility.unwrap_or_default(),
+            vendor_session_id: None,
+            cwd: cwd.to_string_lossy().into_owned(),
+            current_turn_id: None,
+            pair_id: None,
+            role: None,
+            queued: Vec::new(),
+        };
+        self.inner
+            .services
+            .writer
+            .write(WriteOp::Session(Box::new(record.clone())))?;
+        let handle = self.spawn_session(record, 0);
+        let info = handle.shared.info();
+        self.inner
+            .services
+            .gateway
+            .do_send(SessionChanged(info.clone()));
+        Ok(info)
+    }
+
+    /// Checks a requested working directory against the workspace roots.
+    fn resolve_cwd(&self, cwd: Option<&str>) -> Result<PathBuf, RuntimeError> {
+        let roots = &self.inner.config.workspace_roots;
+        let Some(cwd) = cwd.filter(|c| !c.trim().is_empty()) else {
+            return roots.first().cloned().ok_or_else(|| {
+                RuntimeError::InvalidArgument("no workspace root configured".into())
+            });
+        };
+        let path = Path::new(cwd).canonicalize().map_err(|e| {
+            RuntimeError::InvalidArgument(format!("cwd `{cwd}` is not usable: {e}"))
+        })?;
+        if !path.is_dir() {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "cwd `{cwd}` is not a directory"
+            )));
+        }
+        if !roots.iter().any(|root| path.starts_with(root)) {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "cwd `{cwd}` is outside the workspace roots"
+            )));
+        }
+        Ok(path)
+    }
+
+    /// Sessions `who` may see, most recently active first.
+    pub fn list_sessions(&self, who: &Principal) -> Vec<SessionInfo> {
+        let mut list: Vec<SessionInfo> = self
+            .inner
+            .sessions
+            .iter()
+            .map(|h| h.shared.info())
+            .filter(|info| who.can_see(info))
+            .collect();
+        list.sort_by(|a, b| b.last_activity.cmp(&a.last_activity).then(a.id.cmp(&b.id)));
+        list
+    }
+
+    /// Number of sessions in each status, for metrics.
+    pub fn status_counts(&self) -> Vec<(SessionStatus, usize)> {
+        let mut counts = [0usize; 5];
+        for h in self.inner.sessions.iter() {
+            let status = h.shared.info().status;
+            if let Some(i) = SessionStatus::ALL.iter().position(|s| *s == status) {
+                counts[i] += 1;
+            }
+        }
+        SessionStatus::ALL.into_iter().zip(counts).collect()
+    }
+
+    /// One session, if `who` may see it.
+    pub fn session(&self, who: &Principal, id: &str) -> Result<SessionInfo, RuntimeError> {
+        Ok(self.visible(who, id)?.shared.info())
+    }
+
+    /// Sessions with a turn or background work in flight.
+    pub fn running(&self, who: &Principal) -> Vec<RunningSession> {
+        let mut out: Vec<RunningSession> = self
+            .inner
+            .sessions
+            .iter()
+            .map(|h| h.shared.info())
+            .filter(|info| who.can_see(info))
+            .filter_map(|info| {
+                if info.status.is_busy() {
+                    Some(RunningSession {
+                        session_id: info.id,
+                        vendor: info.vendor,
+                        started_at: info.last_activity,
+                        last_seq: info.last_seq,
+                        background: None,
+                        can_interrupt: Some(true),
+                        status_text: None,
+                        tasks: (!info.background_tasks.is_empty()).then_some(info.background_tasks),
+                    })
+                } else if !info.background_tasks.is_empty() {
+                    let started = info
+                        .background_tasks
+                        .iter()
+                        .filter_map(|t| t.started_at)
+                        .min()
+                        .unwrap_or(info.last_activity);
+                    Some(RunningSession {
+                        session_id: info.id,
+                        vendor: info.vendor,
+                        started_at: started,
+                        last_seq: info.last_seq,
+                        background: Some(true),
+                        can_interrupt: Some(false),
+                        status_text: None,
+                        tasks: Some(info.background_tasks),
+                    })
+                } else {
+                    None
+                }
+            })
+            .collect();
+        out.sort_by_key(|s| s.started_at);
+        out
+    }
+
+    /// Starts a turn (or queues the message).
+    pub async fn send(
+        &self,
+        who: &Principal,
+        id: &str,
+        content: String,
+        options: Option<TurnOptions>,
+        queue: bool,
+    ) -> Result<SendOutcome, RuntimeError> {
+        let handle = self.drivable(who, id)?;
+        handle
+            .addr
+            .send(Send {
+                content,
+                options,
+                queue,
+            })
+            .await?
+    }
+
+    /// Interrupts the running turn.
+    pub async fn abort(&self, who: &Principal, id: &str) -> Result<(), RuntimeError> {
+        self.drivable(who, id)?.addr.send(Abort).await?
+    }
+
+    /// Stops one background task.
+    pub async fn stop_task(
+        &self,
+        who: &Principal,
+        id: &str,
+        task_id: String,
+    ) -> Result<(), RuntimeError> {
+        self.drivable(who, id)?
+            .addr
+            .send(StopTask { task_id })
+            .await?
+    }
+
+    /// Changes a session's settings.
+    pub async fn configure(
+        &self,
+        who: &Principal,
+        params: ConfigureParams,
+    ) -> Result<SessionInfo, RuntimeError> {
+        let handle = self.drivable(who, &params.session_id)?;
+        handle
+            .addr
+            .send(Configure {
+                model: params.model,
+                effort: params.effort,
+                vendor: params.vendor,
+                permission_mode: params.permission_mode,
+                title: params.title,
+            })
+            .await?
+    }
+
+    /// A new WebSocket client id.
+    pub fn next_client_id(&self) -> u64 {
+        self.inner.next_client.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A byte budget for a new client.
+    pub fn new_client_queue(&self) -> Arc<ClientQueue> {
+        Arc::new(ClientQueue::new(
+            self.inner.config.client_queue_bytes,
+            self.inner.services.metrics.clone(),
+        ))
+    }
+
+    /// Registers a WebSocket client with the gateway.
+    pub fn connect_client(
+        &self,
+        client_id: u64,
+        sink: Recipient<Deliver>,
+        queue: Arc<ClientQueue>,
+        principal: Principal,
+    ) {
+        self.inner
+            .services
+            .metrics
+            .ws_clients
+            .fetch_add(1, Ordering::Relaxed);
+        self.inner.services.gateway.do_send(Connect {
+            client_id,
+            sink,
+            queue,
+            principal,
+        });
+    }
+
+    /// Forgets a WebSocket client.
+    pub fn disconnect_client(&self, client_id: u64) {
+        self.inner
+            .services
+            .metrics
+            .ws_clients
+            .fetch_sub(1, Ordering::Relaxed);
+        self.inner
+            .services
+            .gateway
+            .do_send(Disconnect { client_id });
+    }
+
+    /// Subscribes a client to a session: `chat_subscribed`, then every event after
+    /// `last_seq`, then live events.
+    pub fn subscribe(
+        &self,
+        who: &Principal,
+        client_id: u64,
+        id: &str,
+        last_seq: u64,
+    ) -> Result<(), RuntimeError> {
+        let handle = self.visible(who, id)?;
+        let info = handle.shared.info();
+        let ack: ByteString = ServerFrame::ChatSubscribed {
+            session_id: info.id.clone(),
+            status: info.status,
+            last_seq: info.last_seq,
+            pending_permissions: Vec::new(),
+            background_tasks: info.background_tasks,
+        }
+        .to_json()
+        .into();
+        self.inner.services.gateway.do_send(Subscribe {
+            client_id,
+            session_id: info.id.as_str().into(),
+            after: last_seq,
+            ack,
+        });
+        Ok(())
+    }
+
+    /// Stops delivering sessions to a client.
+    pub fn unsubscribe(&self, client_id: u64, session_ids: Vec<String>) {
+        self.inner.services.gateway.do_send(Unsubscribe {
+            client_id,
+            session_ids,
+        });
+    }
+
+    /// Sends `session_upserted` to this client for every change it may see.
+    pub fn watch(&self, client_id: u64) {
+        self.inner.services.gateway.do_send(Watch { client_id });
+    }
+
+    /// The gateway's address (for clients that report a drained queue).
+    pub fn gateway(&self) -> Addr<Gateway> {
+        self.inner.services.gateway.clone()
+    }
+
+    /// Stored events after `after` (at most `limit`), the newest `seq`, and whether
+    /// more follow. Frames come back exactly as stored.
+    pub async fn events(
+        &self,
+        who: &Principal,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<String>, u64, bool), RuntimeError> {
+        let handle = self.visible(who, id)?;
+        let limit = limit.clamp(1, MAX_EVENTS_PAGE);
+        let store = self.inner.store.clone();
+        let sid = id.to_string();
+        let mut rows =
+            actix_rt::task::spawn_blocking(move || store.read_events(&sid, after, limit + 1))
+                .await
+                .map_err(|e| RuntimeError::Internal(e.to_string()))??;
+        let has_more = rows.len() > limit;
+        rows.truncate(limit);
+        Ok((
+            rows.into_iter().map(|(_, frame)| frame).collect(),
+            handle.shared.last_seq(),
+            has_more,
+        ))
+    }
+
+    /// Every vendor and whether it can be used here.
+    pub fn vendors(&self) -> Vec<VendorInfo> {
+        self.inner.services.catalog.infos()
+    }
+}
+
+/// Closes every turn the previous process left in flight: appends `turn_completed
+/// {interrupted}` at the next `seq` and marks the session interrupted, before any
+/// actor starts.
+fn recover_interrupted_turns(
+    store: &Store,
+    loaded: &mut [crate::store::LoadedSession],
+) -> Result<(), RuntimeError> {
+    let mut ops = Vec::new();
+    for session in loaded.iter_mut() {
+        let record = &mut session.record;
+        if !record.status.is_busy() {
+            continue;
+        }
+        let seq = session.last_seq + 1;
+        let ts = now_ms();
+        let frame = event_frame(
+            &record.id,
+            seq,
+            ts,
+            record.current_turn_id.take(),
+            EventBody::TurnCompleted {
+                status: TurnStatus::Interrupted,
+                error: Some("the server restarted during this turn".into()),
+            },
+        )?;
+        session.last_seq = seq;
+        record.status = SessionStatus::Interrupted;
+        record.last_activity = ts;
+        tracing::info!(session = %record.id, "closed a turn left open by a restart");
+        ops.push(WriteOp::Event(StoredEvent {
+            session_id: record.id.as_str().into(),
+            seq,
+            frame: frame.into(),
+        }));
+        ops.push(WriteOp::Session(Box::new(record.clone())));
+    }
+    if !ops.is_empty() {
+        store.write_now(&ops)?;
+    }
+    Ok(())
+}

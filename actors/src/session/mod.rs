@@ -1,0 +1,156 @@
+//! Session actors: each owns one session's state and history and is the only thing
+//! that changes them. Other actors and the HTTP layer talk to it with messages, and
+//! read the copy it publishes in [`SessionShared`].
+
+mod actor;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use actix::prelude::*;
+use tandem_protocol::client::TurnOptions;
+use tandem_protocol::{Event, EventBody, SessionInfo};
+
+pub(crate) use actor::validate_title;
+pub use actor::SessionActor;
+
+use crate::error::RuntimeError;
+use crate::gateway::Gateway;
+use crate::metrics::Metrics;
+use crate::store::StoreWriter;
+use crate::tools::ToolRouter;
+use crate::vendor::VendorCatalog;
+
+/// What every session actor shares with the rest of the runtime.
+#[derive(Clone)]
+pub struct Services {
+    /// Durable writes.
+    pub writer: StoreWriter,
+    /// Where metadata changes are announced.
+    pub gateway: Addr<Gateway>,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// Vendor facts.
+    pub catalog: Arc<VendorCatalog>,
+    /// Agent tools.
+    pub tools: ToolRouter,
+}
+
+/// The read-only copy of a session's metadata that its actor publishes, so listing
+/// and access checks never wait on a session's mailbox.
+#[derive(Debug)]
+pub struct SessionShared {
+    info: Mutex<SessionInfo>,
+    last_seq: AtomicU64,
+}
+
+impl SessionShared {
+    /// A published copy starting from `info`.
+    pub fn new(info: SessionInfo) -> Self {
+        let last_seq = AtomicU64::new(info.last_seq);
+        SessionShared {
+            info: Mutex::new(info),
+            last_seq,
+        }
+    }
+
+    /// The session as last published, with its newest `seq`.
+    pub fn info(&self) -> SessionInfo {
+        let mut info = match self.info.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        info.last_seq = self.last_seq.load(Ordering::Acquire);
+        info
+    }
+
+    /// Newest `seq` handed to the store.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq.load(Ordering::Acquire)
+    }
+
+    fn set(&self, info: SessionInfo) {
+        match self.info.lock() {
+            Ok(mut guard) => *guard = info,
+            Err(poisoned) => *poisoned.into_inner() = info,
+        }
+    }
+
+    fn set_last_seq(&self, seq: u64) {
+        self.last_seq.store(seq, Ordering::Release);
+    }
+}
+
+/// Serializes one history event exactly as it goes over the wire and into the store.
+pub fn event_frame(
+    session_id: &str,
+    seq: u64,
+    ts: u64,
+    turn_id: Option<String>,
+    body: EventBody,
+) -> Result<String, RuntimeError> {
+    serde_json::to_string(&Event {
+        session_id: session_id.to_string(),
+        seq,
+        ts,
+        turn_id,
+        body,
+    })
+    .map_err(|e| RuntimeError::Internal(format!("cannot serialize event: {e}")))
+}
+
+/// How a `chat.send` was taken.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendOutcome {
+    /// A turn started.
+    Started {
+        /// Its id.
+        turn_id: String,
+    },
+    /// The message waits until the session is idle with no background work.
+    Queued {
+        /// Messages ahead of it plus one.
+        position: usize,
+    },
+}
+
+/// Start a turn (or queue the message).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<SendOutcome, RuntimeError>")]
+pub struct Send {
+    /// The user's message.
+    pub content: String,
+    /// Settings applied before the turn (and kept).
+    pub options: Option<TurnOptions>,
+    /// Queue instead of refusing when busy.
+    pub queue: bool,
+}
+
+/// Interrupt the running turn.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), RuntimeError>")]
+pub struct Abort;
+
+/// Stop one background task.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), RuntimeError>")]
+pub struct StopTask {
+    /// The task.
+    pub task_id: String,
+}
+
+/// Change settings; absent fields stay.
+#[derive(Debug, Default, Message)]
+#[rtype(result = "Result<SessionInfo, RuntimeError>")]
+pub struct Configure {
+    /// New model.
+    pub model: Option<String>,
+    /// New effort.
+    pub effort: Option<String>,
+    /// New vendor.
+    pub vendor: Option<String>,
+    /// New permission mode.
+    pub permission_mode: Option<tandem_protocol::PermissionMode>,
+    /// New title.
+    pub title: Option<String>,
+}

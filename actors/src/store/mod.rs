@@ -1,0 +1,245 @@
+//! SQLite storage: one database file in WAL mode, one writer thread that group-commits
+//! ([`writer`]), and a small pool of read connections used from blocking tasks.
+
+pub mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytestring::ByteString;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::RuntimeError;
+use crate::record::SessionRecord;
+
+pub use writer::{StoreWriter, WriteOp};
+
+/// One history event, already serialized exactly as it goes over the wire.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    /// The session it belongs to.
+    pub session_id: Arc<str>,
+    /// Its sequence number in that session.
+    pub seq: u64,
+    /// The JSON frame (`{kind, sessionId, seq, ts, ...}`), shared by every recipient.
+    pub frame: ByteString,
+}
+
+/// A session loaded at start, with the newest `seq` its history holds.
+#[derive(Debug, Clone)]
+pub struct LoadedSession {
+    /// The metadata.
+    pub record: SessionRecord,
+    /// Newest event `seq` (0 when the history is empty).
+    pub last_seq: u64,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS users (
+    id TEXT PRIMARY KEY,
+    token TEXT NOT NULL UNIQUE,
+    admin INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    frame TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+";
+
+/// Read access to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<StoreInner>,
+}
+
+struct StoreInner {
+    path: PathBuf,
+    /// Idle read connections; a read takes one and gives it back.
+    readers: Mutex<Vec<Connection>>,
+}
+
+/// Opens a connection with the pragmas every connection needs.
+fn connect(path: &Path) -> Result<Connection, rusqlite::Error> {
+    let conn = Connection::open(path)?;
+    // WAL lets readers run beside the writer; NORMAL syncs at checkpoints, so a commit
+    // survives a crash of this process (not of the machine) without an fsync per commit.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    Ok(conn)
+}
+
+impl Store {
+    /// Opens (creating if needed) `tandem.db` in `data_dir`.
+    pub fn open(data_dir: &Path) -> Result<Store, RuntimeError> {
+        std::fs::create_dir_all(data_dir)?;
+        let path = data_dir.join("tandem.db");
+        let conn = connect(&path)?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Store {
+            inner: Arc::new(StoreInner {
+                path,
+                readers: Mutex::new(vec![conn]),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` with a read connection. Blocking: call from a blocking task.
+    pub fn with_reader<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
+    ) -> Result<T, RuntimeError> {
+        let pooled = self
+            .inner
+            .readers
+            .lock()
+            .map_err(|_| RuntimeError::Internal("reader pool poisoned".into()))?
+            .pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => connect(&self.inner.path)?,
+        };
+        let result = f(&conn);
+        if let Ok(mut pool) = self.inner.readers.lock() {
+            if pool.len() < 8 {
+                pool.push(conn);
+            }
+        }
+        Ok(result?)
+    }
+
+    /// Events of `session_id` with `seq > after`, oldest first, at most `limit`.
+    pub fn read_events(
+        &self,
+        session_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>, RuntimeError> {
+        self.with_reader(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, frame FROM events WHERE session_id = ?1 AND seq > ?2 \
+                 ORDER BY seq LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![session_id, after as i64, limit as i64], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// Like [`Store::read_events`], but stops once `max_bytes` of frames are read (at
+    /// least one row is returned). The flag is true when the store has nothing after
+    /// the last row returned (at the time of the read).
+    pub fn read_events_bounded(
+        &self,
+        session_id: &str,
+        after: u64,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<(Vec<(u64, String)>, bool), RuntimeError> {
+        self.with_reader(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, frame FROM events WHERE session_id = ?1 AND seq > ?2 \
+                 ORDER BY seq LIMIT ?3",
+            )?;
+            let mut rows = stmt.query(params![session_id, after as i64, limit as i64])?;
+            let mut out = Vec::new();
+            let mut bytes = 0;
+            while let Some(row) = rows.next()? {
+                let frame: String = row.get(1)?;
+                bytes += frame.len();
+                out.push((row.get::<_, i64>(0)? as u64, frame));
+                if bytes >= max_bytes {
+                    return Ok((out, false));
+                }
+            }
+            let exhausted = out.len() < limit;
+            Ok((out, exhausted))
+        })
+    }
+
+    /// Every stored session with its newest `seq`.
+    pub fn load_sessions(&self) -> Result<Vec<LoadedSession>, RuntimeError> {
+        let rows: Vec<(String, String, Option<i64>)> = self.with_reader(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT s.id, s.record, (SELECT MAX(seq) FROM events e WHERE e.session_id = s.id) \
+                 FROM sessions s",
+            )?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            rows.collect()
+        })?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (id, json, last) in rows {
+            match serde_json::from_str::<SessionRecord>(&json) {
+                Ok(record) => out.push(LoadedSession {
+                    record,
+                    last_seq: last.unwrap_or(0) as u64,
+                }),
+                // One unreadable row must not keep every other session from loading.
+                Err(e) => {
+                    tracing::error!(session = %id, error = %e, "skipping unreadable session record")
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The user a token belongs to: `(user_id, admin)`.
+    pub fn user_by_token(&self, token: &str) -> Result<Option<(String, bool)>, RuntimeError> {
+        self.with_reader(|conn| {
+            conn.query_row(
+                "SELECT id, admin FROM users WHERE token = ?1",
+                [token],
+                |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0)),
+            )
+            .optional()
+        })
+    }
+
+    /// The admin's token, created (and stored) on first use.
+    pub fn ensure_admin_token(
+        &self,
+        new_token: impl FnOnce() -> String,
+    ) -> Result<String, RuntimeError> {
+        self.with_reader(|conn| {
+            let existing: Option<String> = conn
+                .query_row("SELECT token FROM users WHERE id = 'admin'", [], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            if let Some(token) = existing {
+                return Ok(token);
+            }
+            let token = new_token();
+            conn.execute(
+                "INSERT INTO users (id, token, admin, created_at) VALUES ('admin', ?1, 1, ?2)",
+                params![token, crate::clock::now_ms() as i64],
+            )?;
+            Ok(token)
+        })
+    }
+
+    /// Writes events and records in one transaction, synchronously. Used at start-up
+    /// (before the writer thread exists) to close turns a crash left open.
+    pub fn write_now(&self, ops: &[WriteOp]) -> Result<(), RuntimeError> {
+        self.with_reader(|conn| {
+            let tx = conn.unchecked_transaction()?;
+            for op in ops {
+                writer::apply(&tx, op)?;
+            }
+            tx.commit()
+        })
+    }
+}

@@ -1,0 +1,137 @@
+//! The single writer: a dedicated thread that drains a channel of writes and commits
+//! them in batches. An event becomes visible to clients only after the batch holding it
+//! has committed: the writer hands committed events to a callback (the gateway).
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+
+use rusqlite::{params, Connection, Transaction};
+
+use super::{connect, Store, StoredEvent};
+use crate::error::RuntimeError;
+use crate::metrics::Metrics;
+use crate::record::SessionRecord;
+
+/// One write for the store.
+#[derive(Debug, Clone)]
+pub enum WriteOp {
+    /// Append a history event.
+    Event(StoredEvent),
+    /// Insert or replace a session's metadata.
+    Session(Box<SessionRecord>),
+}
+
+/// The sending side of the writer thread's channel; cheap to clone.
+#[derive(Clone)]
+pub struct StoreWriter {
+    tx: Sender<WriteOp>,
+}
+
+impl StoreWriter {
+    /// Starts the writer thread. `on_commit` receives each committed batch's events in
+    /// commit order; it must not block.
+    pub fn start(
+        store: &Store,
+        max_batch: usize,
+        metrics: Arc<Metrics>,
+        on_commit: Box<dyn FnMut(Vec<StoredEvent>) + Send>,
+    ) -> Result<StoreWriter, RuntimeError> {
+        let conn = connect(store.path())?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("tandem-store-writer".into())
+            .spawn(move || run(conn, rx, max_batch.max(1), metrics, on_commit))?;
+        Ok(StoreWriter { tx })
+    }
+
+    /// Queues a write. Fails only when the writer thread has died.
+    pub fn write(&self, op: WriteOp) -> Result<(), RuntimeError> {
+        self.tx
+            .send(op)
+            .map_err(|_| RuntimeError::Internal("store writer stopped".into()))
+    }
+}
+
+/// Applies one write inside a transaction.
+pub(super) fn apply(tx: &Transaction<'_>, op: &WriteOp) -> Result<(), rusqlite::Error> {
+    match op {
+        WriteOp::Event(ev) => {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO events (session_id, seq, frame) VALUES (?1, ?2, ?3)",
+            )?;
+            stmt.execute(params![&*ev.session_id, ev.seq as i64, &*ev.frame])?;
+        }
+        WriteOp::Session(rec) => {
+            let json = serde_json::to_string(rec)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO sessions (id, record) VALUES (?1, ?2) \
+                 ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+            )?;
+            stmt.execute(params![rec.id, json])?;
+        }
+    }
+    Ok(())
+}
+
+fn run(
+    mut conn: Connection,
+    rx: Receiver<WriteOp>,
+    max_batch: usize,
+    metrics: Arc<Metrics>,
+    mut on_commit: Box<dyn FnMut(Vec<StoredEvent>) + Send>,
+) {
+    let mut batch: Vec<WriteOp> = Vec::with_capacity(max_batch.min(4096));
+    // Block for the first write, then take whatever else is already waiting: under load
+    // batches grow by themselves, and an idle server still commits each write at once.
+    while let Ok(first) = rx.recv() {
+        batch.push(first);
+        while batch.len() < max_batch {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        match commit(&mut conn, &batch) {
+            Ok(()) => {
+                Metrics::inc(&metrics.commits);
+                let events: Vec<StoredEvent> = batch
+                    .drain(..)
+                    .filter_map(|op| match op {
+                        WriteOp::Event(ev) => Some(ev),
+                        WriteOp::Session(_) => None,
+                    })
+                    .collect();
+                metrics
+                    .events_committed
+                    .fetch_add(events.len() as u64, Ordering::Relaxed);
+                if !events.is_empty() {
+                    on_commit(events);
+                }
+            }
+            Err(e) => {
+                // Nothing of a failed batch is published: clients never see an event
+                // that is not on disk.
+                let lost = batch
+                    .iter()
+                    .filter(|op| matches!(op, WriteOp::Event(_)))
+                    .count();
+                metrics
+                    .store_failures
+                    .fetch_add(lost as u64, Ordering::Relaxed);
+                tracing::error!(error = %e, events = lost, "store commit failed");
+                batch.clear();
+            }
+        }
+    }
+    tracing::debug!("store writer stopped");
+}
+
+fn commit(conn: &mut Connection, batch: &[WriteOp]) -> Result<(), rusqlite::Error> {
+    let tx = conn.transaction()?;
+    for op in batch {
+        apply(&tx, op)?;
+    }
+    tx.commit()
+}

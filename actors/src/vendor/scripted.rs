@@ -1,0 +1,379 @@
+//! The built-in `scripted` vendor: deterministic turns driven by the user's message,
+//! line by line. Used by the quick start, the tests and the benchmarks.
+//!
+//! - plain line → a few `text_delta`s, then one `assistant_message`
+//! - `/sleep MS` → waits (an interrupt ends the wait at once)
+//! - `/stream N` → N `text_delta`s `"chunk i "` as fast as possible, then the whole text
+//! - `/tool NAME {json}` → calls a session-bound tool through the shared tool router
+//! - `/fail MESSAGE` → the turn fails with MESSAGE
+//! - `/background TASKID MS DESCRIPTION` → a background task that ends after MS
+//! - any other `/word` line is echoed as text
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use serde_json::Value;
+use tandem_protocol::{BackgroundTask, EventBody, TaskType, TurnStatus};
+
+use super::adapter::{AdapterCommand, AgentItem, AgentOutput};
+use crate::clock::now_ms;
+use crate::tools::ToolRouter;
+
+/// `/stream` waits for the session to take every this many events: the session's
+/// mailbox stays short, so an interrupt behind it is handled promptly, and a fast
+/// script cannot outrun the session.
+const AWAIT_EVERY: u64 = 64;
+
+/// One line of a script.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Text(String),
+    Sleep(u64),
+    Stream(u64),
+    Tool {
+        name: String,
+        args: String,
+    },
+    Fail(String),
+    Background {
+        id: String,
+        ms: u64,
+        description: String,
+    },
+}
+
+fn parse_script(text: &str) -> Vec<Step> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let line = line.trim_end();
+            let mut words = line.splitn(2, char::is_whitespace);
+            let head = words.next().unwrap_or_default();
+            let rest = words.next().unwrap_or_default().trim();
+            let number = |s: &str| s.parse::<u64>().ok();
+            match head {
+                "/sleep" => number(rest).map(Step::Sleep),
+                "/stream" => number(rest).map(Step::Stream),
+                "/fail" => Some(Step::Fail(if rest.is_empty() {
+                    "scripted failure".into()
+                } else {
+                    rest.into()
+                })),
+                "/tool" if !rest.is_empty() => {
+                    let mut parts = rest.splitn(2, char::is_whitespace);
+                    let name = parts.next().unwrap_or_default().to_string();
+                    let args = parts.next().unwrap_or("{}").trim().to_string();
+                    Some(Step::Tool { name, args })
+                }
+                "/background" => {
+                    let mut parts = rest.splitn(3, char::is_whitespace);
+                    match (parts.next(), parts.next().and_then(number)) {
+                        (Some(id), Some(ms)) if !id.is_empty() => Some(Step::Background {
+                            id: id.into(),
+                            ms,
+                            description: parts.next().unwrap_or("background task").trim().into(),
+                        }),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+            .unwrap_or_else(|| Step::Text(line.to_string()))
+        })
+        .collect()
+}
+
+/// Splits a line into at most three pieces on character boundaries.
+fn deltas(line: &str) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    let size = chars.len().div_ceil(3).max(1);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// Adapter actor for one scripted session.
+pub struct ScriptedAgent {
+    /// The session this agent works for (tool calls are made as it).
+    session_id: String,
+    /// Where outputs go.
+    out: Recipient<AgentOutput>,
+    /// Tool calls go through here.
+    tools: ToolRouter,
+    /// The running turn and the handle that cancels it.
+    turn: Option<(String, SpawnHandle)>,
+    /// Live background tasks and the timers that end them.
+    tasks: Vec<(BackgroundTask, SpawnHandle)>,
+}
+
+impl ScriptedAgent {
+    /// A new agent reporting to `out`.
+    pub fn new(session_id: String, out: Recipient<AgentOutput>, tools: ToolRouter) -> Self {
+        ScriptedAgent {
+            session_id,
+            out,
+            tools,
+            turn: None,
+            tasks: Vec::new(),
+        }
+    }
+
+    fn report_tasks(&self) {
+        let tasks = self.tasks.iter().map(|(t, _)| t.clone()).collect();
+        self.out.do_send(AgentOutput {
+            turn_id: None,
+            item: AgentItem::BackgroundTasks(tasks),
+        });
+    }
+}
+
+impl Actor for ScriptedAgent {
+    type Context = Context<Self>;
+}
+
+/// Sent by a running script to its own actor to start a background task.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct StartBackground {
+    id: String,
+    ms: u64,
+    description: String,
+}
+
+impl Handler<StartBackground> for ScriptedAgent {
+    type Result = ();
+
+    fn handle(&mut self, msg: StartBackground, ctx: &mut Context<Self>) {
+        if let Some(pos) = self.tasks.iter().position(|(t, _)| t.task_id == msg.id) {
+            let (_, handle) = self.tasks.remove(pos);
+            ctx.cancel_future(handle);
+        }
+        let id = msg.id.clone();
+        let handle = ctx.run_later(Duration::from_millis(msg.ms), move |act, _| {
+            act.tasks.retain(|(t, _)| t.task_id != id);
+            act.report_tasks();
+        });
+        self.tasks.push((
+            BackgroundTask {
+                task_id: msg.id,
+                task_type: TaskType::Shell,
+                description: msg.description,
+                started_at: Some(now_ms()),
+            },
+            handle,
+        ));
+        self.report_tasks();
+    }
+}
+
+impl Handler<AdapterCommand> for ScriptedAgent {
+    type Result = ();
+
+    fn handle(&mut self, msg: AdapterCommand, ctx: &mut Context<Self>) {
+        match msg {
+            AdapterCommand::StartTurn { turn_id, text, .. } => {
+                if let Some((old, handle)) = self.turn.take() {
+                    // The session never starts a turn while one runs; if it somehow
+                    // did, the old turn still ends exactly once.
+                    ctx.cancel_future(handle);
+                    self.out.do_send(AgentOutput {
+                        turn_id: Some(old),
+                        item: AgentItem::TurnEnded {
+                            status: TurnStatus::Interrupted,
+                            error: Some("superseded by a new turn".into()),
+                        },
+                    });
+                }
+                let run = Run {
+                    turn_id: turn_id.clone(),
+                    session_id: self.session_id.clone(),
+                    out: self.out.clone(),
+                    tools: self.tools.clone(),
+                    me: ctx.address(),
+                };
+                let finished = turn_id.clone();
+                let handle = ctx.spawn(run.execute(parse_script(&text)).into_actor(self).map(
+                    move |_, act, _| {
+                        if act.turn.as_ref().is_some_and(|(id, _)| *id == finished) {
+                            act.turn = None;
+                        }
+                    },
+                ));
+                self.turn = Some((turn_id, handle));
+            }
+            AdapterCommand::Interrupt { turn_id } => {
+                if self.turn.as_ref().is_some_and(|(id, _)| *id == turn_id) {
+                    if let Some((id, handle)) = self.turn.take() {
+                        ctx.cancel_future(handle);
+                        self.out.do_send(AgentOutput {
+                            turn_id: Some(id),
+                            item: AgentItem::TurnEnded {
+                                status: TurnStatus::Interrupted,
+                                error: None,
+                            },
+                        });
+                    }
+                }
+            }
+            AdapterCommand::StopTask { task_id } => {
+                if let Some(pos) = self.tasks.iter().position(|(t, _)| t.task_id == task_id) {
+                    let (_, handle) = self.tasks.remove(pos);
+                    ctx.cancel_future(handle);
+                    self.report_tasks();
+                }
+            }
+        }
+    }
+}
+
+/// Everything a running script needs, detached from the actor so it can be awaited.
+struct Run {
+    turn_id: String,
+    session_id: String,
+    out: Recipient<AgentOutput>,
+    tools: ToolRouter,
+    me: Addr<ScriptedAgent>,
+}
+
+impl Run {
+    fn emit(&self, body: EventBody) {
+        self.out.do_send(AgentOutput {
+            turn_id: Some(self.turn_id.clone()),
+            item: AgentItem::Event(body),
+        });
+    }
+
+    /// Emits and waits until the session has handled it; false if the session is gone.
+    async fn emit_and_wait(&self, body: EventBody) -> bool {
+        self.out
+            .send(AgentOutput {
+                turn_id: Some(self.turn_id.clone()),
+                item: AgentItem::Event(body),
+            })
+            .await
+            .is_ok()
+    }
+
+    fn end(&self, status: TurnStatus, error: Option<String>) {
+        self.out.do_send(AgentOutput {
+            turn_id: Some(self.turn_id.clone()),
+            item: AgentItem::TurnEnded { status, error },
+        });
+    }
+
+    async fn execute(self, steps: Vec<Step>) {
+        for (index, step) in steps.into_iter().enumerate() {
+            match step {
+                Step::Text(line) => {
+                    for piece in deltas(&line) {
+                        self.emit(EventBody::TextDelta { text: piece });
+                    }
+                    self.emit(EventBody::AssistantMessage { text: line });
+                }
+                Step::Sleep(ms) => actix_rt::time::sleep(Duration::from_millis(ms)).await,
+                Step::Stream(n) => {
+                    let mut all = String::new();
+                    for i in 0..n {
+                        let text = format!("chunk {i} ");
+                        all.push_str(&text);
+                        if (i + 1) % AWAIT_EVERY == 0 {
+                            if !self.emit_and_wait(EventBody::TextDelta { text }).await {
+                                return;
+                            }
+                        } else {
+                            self.emit(EventBody::TextDelta { text });
+                        }
+                    }
+                    self.emit(EventBody::AssistantMessage { text: all });
+                }
+                Step::Tool { name, args } => {
+                    let call_id = format!("{}_call_{index}", self.turn_id);
+                    let parsed: Result<Value, String> = serde_json::from_str(&args)
+                        .map_err(|e| format!("tool arguments are not JSON: {e}"));
+                    self.emit(EventBody::ToolCall {
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        input: parsed.clone().unwrap_or(Value::String(args)),
+                    });
+                    let result = match parsed {
+                        Ok(input) => self.tools.call(&self.session_id, &name, input).await,
+                        Err(e) => Err(e),
+                    };
+                    let (output, is_error) = match result {
+                        Ok(v) => (v, false),
+                        Err(e) => (Value::String(e), true),
+                    };
+                    self.emit(EventBody::ToolResult {
+                        call_id,
+                        output,
+                        is_error,
+                    });
+                }
+                Step::Fail(message) => {
+                    self.end(TurnStatus::Failed, Some(message));
+                    return;
+                }
+                Step::Background {
+                    id,
+                    ms,
+                    description,
+                } => {
+                    // Awaited so the task set is reported before later steps' events.
+                    if self
+                        .me
+                        .send(StartBackground {
+                            id,
+                            ms,
+                            description,
+                        })
+                        .await
+                        .is_err()
+                    {
+                        self.end(TurnStatus::Failed, Some("agent stopped".into()));
+                        return;
+                    }
+                }
+            }
+        }
+        self.end(TurnStatus::Completed, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_directive() {
+        let steps = parse_script(
+            "hello\n/sleep 5\n/stream 3\n/tool t {\"a\":1}\n/background b1 100 long job\n/what x\n/sleep x\n\n/fail boom",
+        );
+        assert_eq!(
+            steps,
+            vec![
+                Step::Text("hello".into()),
+                Step::Sleep(5),
+                Step::Stream(3),
+                Step::Tool {
+                    name: "t".into(),
+                    args: "{\"a\":1}".into()
+                },
+                Step::Background {
+                    id: "b1".into(),
+                    ms: 100,
+                    description: "long job".into()
+                },
+                Step::Text("/what x".into()),
+                Step::Text("/sleep x".into()),
+                Step::Fail("boom".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn deltas_rejoin_to_the_line() {
+        for line in ["a", "hello world", "ünïcödé text here"] {
+            let parts = deltas(line);
+            assert!(parts.len() <= 3);
+            assert_eq!(parts.concat(), line);
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! REST errors: `{"error": {"code", "message"}}` with the status the code implies.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use tandem_actors::RuntimeError;
+use tandem_protocol::error::{ErrorBody, ErrorDetail};
+use tandem_protocol::ErrorCode;
+
+/// An error answered to a REST caller.
+#[derive(Debug, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct ApiError {
+    /// Machine-readable code.
+    pub code: ErrorCode,
+    /// Human-readable message.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this code and message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<RuntimeError> for ApiError {
+    fn from(e: RuntimeError) -> Self {
+        ApiError::new(e.code(), e.to_string())
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status_code()).json(ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message.clone(),
+            },
+        })
+    }
+}

@@ -1,0 +1,12 @@
+//! tandem's HTTP gateway: REST under `/api/v1`, the WebSocket at `/ws`, `/metrics`,
+//! and the `tandem` command line. Only this crate knows HTTP and WebSocket framing.
+
+pub mod auth;
+pub mod cli;
+pub mod error;
+pub mod metrics;
+pub mod rest;
+pub mod server;
+pub mod ws;
+
+pub use server::{serve, ServeOptions};

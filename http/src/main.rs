@@ -1,0 +1,7 @@
+//! The `tandem` binary.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    tandem_http::cli::main()
+}

@@ -1,0 +1,199 @@
+//! REST handlers under `/api/v1`.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use tandem_actors::session::SendOutcome;
+use tandem_protocol::client::CreateSessionParams;
+use tandem_protocol::rest::{Health, PostMessage, RunningList, SessionList, VendorList};
+use tandem_protocol::ErrorCode;
+
+use crate::auth::caller;
+use crate::error::ApiError;
+use crate::server::AppState;
+
+/// Mounts every `/api/v1` route.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::scope("/api/v1")
+            .route("/health", web::get().to(health))
+            .route("/vendors", web::get().to(vendors))
+            .route("/sessions", web::get().to(list_sessions))
+            .route("/sessions", web::post().to(create_session))
+            .route("/sessions/running", web::get().to(running))
+            .route("/sessions/{id}", web::get().to(get_session))
+            .route("/sessions/{id}/events", web::get().to(events))
+            .route("/sessions/{id}/messages", web::post().to(post_message))
+            .route("/sessions/{id}/interrupt", web::post().to(interrupt))
+            .default_service(web::to(not_found)),
+    );
+}
+
+async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::new(
+        ErrorCode::NotFound,
+        format!("no route {} {}", req.method(), req.path()),
+    ))
+}
+
+/// Reads a JSON body of at most the frame limit. An empty body reads as `{}` when
+/// `empty_ok`.
+async fn body<T: DeserializeOwned>(
+    payload: web::Payload,
+    limit: usize,
+    empty_ok: bool,
+) -> Result<T, ApiError> {
+    let bytes = payload
+        .to_bytes_limited(limit)
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                ErrorCode::FrameTooLarge,
+                format!("body is larger than {limit} bytes"),
+            )
+        })?
+        .map_err(|e| {
+            ApiError::new(
+                ErrorCode::InvalidJson,
+                format!("body could not be read: {e}"),
+            )
+        })?;
+    let bytes: &[u8] = if empty_ok && bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        &bytes
+    };
+    serde_json::from_slice(bytes).map_err(|e| {
+        let code = if e.is_data() {
+            ErrorCode::InvalidArgument
+        } else {
+            ErrorCode::InvalidJson
+        };
+        ApiError::new(code, format!("bad request body: {e}"))
+    })
+}
+
+async fn health() -> HttpResponse {
+    HttpResponse::Ok().json(Health {
+        status: "ok".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    })
+}
+
+async fn vendors(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    caller(&req, &state.runtime, state.auth)?;
+    Ok(HttpResponse::Ok().json(VendorList {
+        vendors: state.runtime.vendors(),
+    }))
+}
+
+async fn list_sessions(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    Ok(HttpResponse::Ok().json(SessionList {
+        sessions: state.runtime.list_sessions(&who),
+    }))
+}
+
+async fn running(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    Ok(HttpResponse::Ok().json(RunningList {
+        sessions: state.runtime.running(&who),
+    }))
+}
+
+async fn create_session(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let params: CreateSessionParams = body(payload, state.max_frame_bytes, true).await?;
+    let info = state.runtime.create_session(&who, params)?;
+    Ok(HttpResponse::Created().json(info))
+}
+
+async fn get_session(
+    req: HttpRequest,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    Ok(HttpResponse::Ok().json(state.runtime.session(&who, &id)?))
+}
+
+/// Query of `GET /sessions/{id}/events`.
+#[derive(Debug, Deserialize)]
+struct EventsQuery {
+    #[serde(default)]
+    after: u64,
+    #[serde(default = "default_limit")]
+    limit: usize,
+}
+
+fn default_limit() -> usize {
+    1000
+}
+
+async fn events(
+    req: HttpRequest,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let query = web::Query::<EventsQuery>::from_query(req.query_string())
+        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let (frames, last_seq, has_more) = state
+        .runtime
+        .events(&who, &id, query.after, query.limit)
+        .await?;
+    // Frames are stored exactly as sent; splice them in rather than re-encoding.
+    let size = frames.iter().map(|f| f.len() + 1).sum::<usize>() + 64;
+    let mut out = String::with_capacity(size);
+    out.push_str("{\"events\":[");
+    for (i, frame) in frames.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(frame);
+    }
+    out.push_str(&format!(
+        "],\"lastSeq\":{last_seq},\"hasMore\":{has_more}}}"
+    ));
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(out))
+}
+
+async fn post_message(
+    req: HttpRequest,
+    id: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let msg: PostMessage = body(payload, state.max_frame_bytes, false).await?;
+    let outcome = state
+        .runtime
+        .send(&who, &id, msg.content, None, false)
+        .await?;
+    Ok(match outcome {
+        SendOutcome::Started { turn_id } => {
+            HttpResponse::Accepted().json(serde_json::json!({ "turnId": turn_id }))
+        }
+        SendOutcome::Queued { position } => HttpResponse::Accepted()
+            .json(serde_json::json!({ "queued": true, "position": position })),
+    })
+}
+
+async fn interrupt(
+    req: HttpRequest,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    state.runtime.abort(&who, &id).await?;
+    Ok(HttpResponse::Accepted().json(serde_json::json!({ "sessionId": id.as_str() })))
+}

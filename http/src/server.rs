@@ -1,0 +1,115 @@
+//! Builds the actix-web server around a started runtime.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use tandem_actors::{Runtime, RuntimeConfig};
+
+use crate::auth::{caller, AuthMode};
+use crate::error::ApiError;
+
+/// Everything `tandem serve` takes.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Address to bind.
+    pub bind: IpAddr,
+    /// Port; 0 picks a free one.
+    pub port: u16,
+    /// Token auth or none (loopback only).
+    pub auth: AuthMode,
+    /// Runtime settings.
+    pub runtime: RuntimeConfig,
+    /// Largest client frame or request body, bytes.
+    pub max_frame_bytes: usize,
+    /// HTTP worker threads.
+    pub workers: usize,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// `--auth none` on a non-loopback address.
+    #[error("--auth none is only allowed on a loopback address, not {0}")]
+    AuthNoneOffLoopback(IpAddr),
+    /// The runtime could not start.
+    #[error(transparent)]
+    Runtime(#[from] tandem_actors::RuntimeError),
+    /// Binding or serving failed.
+    #[error("server: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Shared by every handler.
+pub struct AppState {
+    /// The runtime.
+    pub runtime: Runtime,
+    /// Auth mode.
+    pub auth: AuthMode,
+    /// Largest frame or body accepted.
+    pub max_frame_bytes: usize,
+}
+
+/// Starts the runtime and serves until the process is stopped. Prints the start line
+/// (`tandem listening on http://HOST:PORT`) once the port is bound.
+pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
+    if opts.auth == AuthMode::None && !opts.bind.is_loopback() {
+        return Err(ServeError::AuthNoneOffLoopback(opts.bind));
+    }
+    let started = Runtime::start(opts.runtime.clone())?;
+    let state = web::Data::new(AppState {
+        runtime: started.runtime,
+        auth: opts.auth,
+        max_frame_bytes: opts.max_frame_bytes,
+    });
+    let app_state = state.clone();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(app_state.clone())
+            .configure(crate::rest::routes)
+            .route("/ws", web::get().to(crate::ws::connect))
+            .route("/metrics", web::get().to(metrics))
+            .route("/", web::get().to(index))
+    })
+    .workers(opts.workers.max(1))
+    .bind((opts.bind, opts.port))?;
+    let addr = server
+        .addrs()
+        .first()
+        .copied()
+        .ok_or_else(|| std::io::Error::other("bound to no address"))?;
+    let base = format!("http://{addr}");
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "tandem listening on {base}")?;
+    if opts.auth == AuthMode::Token {
+        writeln!(stdout, "open {base}/?token={}", started.admin_token)?;
+    }
+    stdout.flush()?;
+    drop(stdout);
+    tracing::info!(%addr, data_dir = %opts.runtime.data_dir.display(), "serving");
+    server.run().await?;
+    Ok(())
+}
+
+async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    caller(&req, &state.runtime, state.auth)?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(crate::metrics::render(&state.runtime)))
+}
+
+async fn index() -> HttpResponse {
+    HttpResponse::Ok().content_type("text/plain").body(format!(
+        "tandem {}\nREST: /api/v1 (sessions, vendors, health)\nWebSocket: /ws\nMetrics: /metrics\n",
+        env!("CARGO_PKG_VERSION")
+    ))
+}
+
+/// The default data directory: `~/.tandem`.
+pub fn default_data_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(".tandem")
+}

@@ -1,0 +1,461 @@
+//! The WebSocket endpoint: one actor per connection. It parses client frames, answers
+//! requests, and writes the frames the gateway delivers into its bounded mailbox.
+//!
+//! This is the only file that uses actix-web-actors; moving to actix-ws is a change
+//! here alone.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web_actors::ws;
+use serde_json::{json, Map, Value};
+use tandem_actors::gateway::Drained;
+use tandem_actors::session::SendOutcome;
+use tandem_actors::{ClientQueue, Deliver, Principal, Runtime, RuntimeError};
+use tandem_protocol::{parse_client_frame, ClientFrame, ClientRequest, ErrorCode, ServerFrame};
+
+use crate::auth::caller;
+use crate::server::AppState;
+
+/// How often the server pings.
+const PING_EVERY: Duration = Duration::from_secs(10);
+/// A client silent for this long (no frame, no pong) is dropped as half-open.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Messages the client actor's mailbox holds; the byte budget is the real bound.
+const MAILBOX: usize = 4096;
+/// Bad frames tolerated per [`ABUSE_WINDOW`] before the socket is closed.
+const MAX_BAD_FRAMES: usize = 50;
+const ABUSE_WINDOW: Duration = Duration::from_secs(10);
+/// Requests per second a client may send before it is told `RATE_LIMITED`.
+const MAX_REQUESTS_PER_SEC: u32 = 5000;
+
+/// `GET /ws`: authenticates, then upgrades.
+pub async fn connect(
+    req: HttpRequest,
+    stream: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, actix_web::Error> {
+    let principal = caller(&req, &state.runtime, state.auth)?;
+    let runtime = state.runtime.clone();
+    let client = WsClient {
+        id: runtime.next_client_id(),
+        queue: runtime.new_client_queue(),
+        runtime,
+        principal,
+        max_frame: state.max_frame_bytes,
+        last_heard: Instant::now(),
+        fragments: None,
+        bad_frames: VecDeque::new(),
+        second: (Instant::now(), 0),
+    };
+    // Frames up to 16× the limit are read and refused with FRAME_TOO_LARGE so the
+    // socket stays usable; anything larger is a protocol violation that closes it.
+    let hard_cap = state.max_frame_bytes.saturating_mul(16);
+    ws::WsResponseBuilder::new(client, &req, stream)
+        .frame_size(hard_cap)
+        .start()
+}
+
+/// A message being reassembled from continuation frames.
+struct Fragments {
+    text: bool,
+    data: Vec<u8>,
+    too_large: bool,
+}
+
+/// One WebSocket connection.
+pub struct WsClient {
+    id: u64,
+    runtime: Runtime,
+    principal: Principal,
+    queue: Arc<ClientQueue>,
+    max_frame: usize,
+    last_heard: Instant,
+    fragments: Option<Fragments>,
+    bad_frames: VecDeque<Instant>,
+    /// Start of the current one-second window and requests in it.
+    second: (Instant, u32),
+}
+
+type Ctx = ws::WebsocketContext<WsClient>;
+
+impl WsClient {
+    fn send_frame(ctx: &mut Ctx, frame: &ServerFrame) {
+        ctx.text(frame.to_json());
+    }
+
+    fn error(
+        &mut self,
+        ctx: &mut Ctx,
+        code: ErrorCode,
+        error: String,
+        request_id: Option<String>,
+        session_id: Option<String>,
+    ) {
+        tandem_actors::metrics::Metrics::inc(&self.runtime.metrics().protocol_errors);
+        Self::send_frame(
+            ctx,
+            &ServerFrame::ProtocolError {
+                code,
+                error,
+                session_id,
+                request_id,
+            },
+        );
+    }
+
+    /// Counts a bad frame; a client that keeps sending them is closed.
+    fn bad_frame(&mut self, ctx: &mut Ctx) {
+        let now = Instant::now();
+        self.bad_frames.push_back(now);
+        while self
+            .bad_frames
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > ABUSE_WINDOW)
+        {
+            self.bad_frames.pop_front();
+        }
+        if self.bad_frames.len() > MAX_BAD_FRAMES {
+            self.error(
+                ctx,
+                ErrorCode::RateLimited,
+                "too many bad frames; closing".into(),
+                None,
+                None,
+            );
+            ctx.close(Some(ws::CloseReason {
+                code: ws::CloseCode::Policy,
+                description: Some("too many bad frames".into()),
+            }));
+            ctx.stop();
+        }
+    }
+
+    fn over_rate(&mut self) -> bool {
+        let now = Instant::now();
+        if now.duration_since(self.second.0) >= Duration::from_secs(1) {
+            self.second = (now, 0);
+        }
+        self.second.1 += 1;
+        self.second.1 > MAX_REQUESTS_PER_SEC
+    }
+
+    fn on_text(&mut self, text: &str, ctx: &mut Ctx) {
+        if text.len() > self.max_frame {
+            self.error(
+                ctx,
+                ErrorCode::FrameTooLarge,
+                format!(
+                    "frame of {} bytes exceeds the {} byte limit",
+                    text.len(),
+                    self.max_frame
+                ),
+                None,
+                None,
+            );
+            self.bad_frame(ctx);
+            return;
+        }
+        match parse_client_frame(text) {
+            Ok(frame) => {
+                if self.over_rate() {
+                    self.error(
+                        ctx,
+                        ErrorCode::RateLimited,
+                        "too many requests; slow down".into(),
+                        frame.request_id,
+                        None,
+                    );
+                    return;
+                }
+                self.dispatch(frame, ctx);
+            }
+            Err(e) => {
+                self.error(ctx, e.code, e.message, e.request_id, e.session_id);
+                self.bad_frame(ctx);
+            }
+        }
+    }
+
+    fn dispatch(&mut self, frame: ClientFrame, ctx: &mut Ctx) {
+        let ClientFrame {
+            request_id,
+            request,
+        } = frame;
+        let rt = self.runtime.clone();
+        let who = self.principal.clone();
+        match request {
+            ClientRequest::Ping => reply(ctx, request_id, json!({ "pong": true })),
+            ClientRequest::SessionCreate(params) => match rt.create_session(&who, params) {
+                Ok(session) => reply(ctx, request_id, json!({ "session": session })),
+                Err(e) => self.fail(ctx, e, request_id, None),
+            },
+            ClientRequest::SessionsWatch => {
+                rt.watch(self.id);
+                reply(
+                    ctx,
+                    request_id,
+                    json!({ "sessions": rt.list_sessions(&who) }),
+                );
+            }
+            ClientRequest::ChatSubscribe(params) => {
+                let mut subscribed = Vec::new();
+                for entry in params.sessions {
+                    match rt.subscribe(
+                        &who,
+                        self.id,
+                        &entry.session_id,
+                        entry.last_seq.unwrap_or(0),
+                    ) {
+                        Ok(()) => subscribed.push(entry.session_id),
+                        Err(e) => self.fail(ctx, e, request_id.clone(), Some(entry.session_id)),
+                    }
+                }
+                if request_id.is_some() {
+                    reply(ctx, request_id, json!({ "subscribed": subscribed }));
+                }
+            }
+            ClientRequest::ChatUnsubscribe(params) => {
+                rt.unsubscribe(self.id, params.session_ids);
+                if request_id.is_some() {
+                    reply(ctx, request_id, json!({}));
+                }
+            }
+            ClientRequest::ChatSend(p) => {
+                let sid = p.session_id.clone();
+                self.later(ctx, request_id, Some(sid.clone()), async move {
+                    match rt
+                        .send(&who, &p.session_id, p.content, p.options, p.queue)
+                        .await?
+                    {
+                        SendOutcome::Started { turn_id } => {
+                            Ok(json!({ "sessionId": sid, "turnId": turn_id }))
+                        }
+                        SendOutcome::Queued { position } => {
+                            Ok(json!({ "sessionId": sid, "queued": true, "position": position }))
+                        }
+                    }
+                });
+            }
+            ClientRequest::ChatAbort(p) => {
+                let sid = p.session_id.clone();
+                self.later(ctx, request_id, Some(sid.clone()), async move {
+                    rt.abort(&who, &p.session_id).await?;
+                    Ok(json!({ "sessionId": sid }))
+                });
+            }
+            ClientRequest::ChatStopTask(p) => {
+                let sid = p.session_id.clone();
+                let task_id = p.task_id.unwrap_or_default();
+                self.later(ctx, request_id, Some(sid.clone()), async move {
+                    rt.stop_task(&who, &p.session_id, task_id.clone()).await?;
+                    Ok(json!({ "sessionId": sid, "taskId": task_id }))
+                });
+            }
+            ClientRequest::SessionConfigure(p) => {
+                let sid = p.session_id.clone();
+                self.later(ctx, request_id, Some(sid), async move {
+                    let session = rt.configure(&who, p).await?;
+                    Ok(json!({ "session": session }))
+                });
+            }
+        }
+    }
+
+    /// Runs a request that waits on an actor, answering when it is done. Requests run
+    /// concurrently; `requestId` ties each answer to its request.
+    fn later(
+        &mut self,
+        ctx: &mut Ctx,
+        request_id: Option<String>,
+        session_id: Option<String>,
+        fut: impl std::future::Future<Output = Result<Value, RuntimeError>> + 'static,
+    ) {
+        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
+            Ok(payload) => reply(ctx, request_id, payload),
+            Err(e) => act.fail(ctx, e, request_id, session_id),
+        }));
+    }
+
+    fn fail(
+        &mut self,
+        ctx: &mut Ctx,
+        e: RuntimeError,
+        request_id: Option<String>,
+        session_id: Option<String>,
+    ) {
+        self.error(ctx, e.code(), e.to_string(), request_id, session_id);
+    }
+
+    fn on_fragment(&mut self, item: actix_http::ws::Item, ctx: &mut Ctx) {
+        let (start, last, bytes) = match item {
+            actix_http::ws::Item::FirstText(b) => (Some(true), false, b),
+            actix_http::ws::Item::FirstBinary(b) => (Some(false), false, b),
+            actix_http::ws::Item::Continue(b) => (None, false, b),
+            actix_http::ws::Item::Last(b) => (None, true, b),
+        };
+        if let Some(text) = start {
+            self.fragments = Some(Fragments {
+                text,
+                data: Vec::new(),
+                too_large: false,
+            });
+        }
+        let Some(frag) = self.fragments.as_mut() else {
+            self.error(
+                ctx,
+                ErrorCode::InvalidJson,
+                "continuation without a first frame".into(),
+                None,
+                None,
+            );
+            self.bad_frame(ctx);
+            return;
+        };
+        if frag.data.len() + bytes.len() > self.max_frame {
+            // Keep reading to the end of the message, but keep none of it.
+            frag.too_large = true;
+            frag.data = Vec::new();
+        } else if !frag.too_large {
+            frag.data.extend_from_slice(&bytes);
+        }
+        if !last {
+            return;
+        }
+        let Some(frag) = self.fragments.take() else {
+            return;
+        };
+        if frag.too_large {
+            self.error(
+                ctx,
+                ErrorCode::FrameTooLarge,
+                format!("message exceeds the {} byte limit", self.max_frame),
+                None,
+                None,
+            );
+            self.bad_frame(ctx);
+        } else if !frag.text {
+            self.error(
+                ctx,
+                ErrorCode::InvalidJson,
+                "binary messages are not accepted".into(),
+                None,
+                None,
+            );
+            self.bad_frame(ctx);
+        } else {
+            match String::from_utf8(frag.data) {
+                Ok(text) => self.on_text(&text, ctx),
+                Err(_) => {
+                    self.error(
+                        ctx,
+                        ErrorCode::InvalidJson,
+                        "message is not UTF-8".into(),
+                        None,
+                        None,
+                    );
+                    self.bad_frame(ctx);
+                }
+            }
+        }
+    }
+}
+
+fn reply(ctx: &mut Ctx, request_id: Option<String>, payload: Value) {
+    let payload = match payload {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    WsClient::send_frame(ctx, &ServerFrame::reply(request_id, payload));
+}
+
+impl Actor for WsClient {
+    type Context = Ctx;
+
+    fn started(&mut self, ctx: &mut Ctx) {
+        ctx.set_mailbox_capacity(MAILBOX);
+        self.runtime.connect_client(
+            self.id,
+            ctx.address().recipient(),
+            self.queue.clone(),
+            self.principal.clone(),
+        );
+        ctx.run_interval(PING_EVERY, |act, ctx| {
+            if act.last_heard.elapsed() > CLIENT_TIMEOUT {
+                tracing::info!(client = act.id, "dropping a silent WebSocket client");
+                ctx.stop();
+                return;
+            }
+            ctx.ping(b"");
+        });
+    }
+
+    fn stopped(&mut self, _: &mut Ctx) {
+        self.runtime.disconnect_client(self.id);
+        // Frames still in the mailbox die with it; release their bytes.
+        self.queue.delivered(self.queue.queued());
+    }
+}
+
+impl Handler<Deliver> for WsClient {
+    type Result = ();
+
+    fn handle(&mut self, msg: Deliver, ctx: &mut Ctx) {
+        for frame in msg.frames {
+            ctx.text(frame);
+        }
+        if self.queue.delivered(msg.bytes) {
+            self.runtime
+                .gateway()
+                .do_send(Drained { client_id: self.id });
+        }
+        if let Some((code, reason)) = msg.close {
+            ctx.close(Some(ws::CloseReason {
+                code: ws::CloseCode::from(code),
+                description: Some(reason),
+            }));
+            ctx.stop();
+        }
+    }
+}
+
+impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsClient {
+    fn handle(&mut self, msg: Result<ws::Message, ws::ProtocolError>, ctx: &mut Ctx) {
+        self.last_heard = Instant::now();
+        match msg {
+            Ok(ws::Message::Text(text)) => self.on_text(&text, ctx),
+            Ok(ws::Message::Binary(_)) => {
+                self.error(
+                    ctx,
+                    ErrorCode::InvalidJson,
+                    "binary frames are not accepted".into(),
+                    None,
+                    None,
+                );
+                self.bad_frame(ctx);
+            }
+            Ok(ws::Message::Continuation(item)) => self.on_fragment(item, ctx),
+            Ok(ws::Message::Ping(bytes)) => ctx.pong(&bytes),
+            Ok(ws::Message::Pong(_)) | Ok(ws::Message::Nop) => {}
+            Ok(ws::Message::Close(reason)) => {
+                ctx.close(reason);
+                ctx.stop();
+            }
+            Err(e) => {
+                tracing::debug!(client = self.id, error = %e, "WebSocket protocol error");
+                let code = match e {
+                    ws::ProtocolError::Overflow => ws::CloseCode::Size,
+                    _ => ws::CloseCode::Protocol,
+                };
+                ctx.close(Some(ws::CloseReason {
+                    code,
+                    description: Some(e.to_string()),
+                }));
+                ctx.stop();
+            }
+        }
+    }
+}

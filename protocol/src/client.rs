@@ -1,0 +1,353 @@
+//! Client → server WebSocket frames, and the parser that classifies bad ones.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::ErrorCode;
+use crate::session::{PermissionMode, Visibility};
+
+/// A parsed client frame: the request and the optional `requestId` to echo.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientFrame {
+    /// Echoed on the reply or error.
+    pub request_id: Option<String>,
+    /// What the client asks for.
+    pub request: ClientRequest,
+}
+
+/// Every client request the server understands, keyed by the frame's `type`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientRequest {
+    /// `session.create`
+    SessionCreate(CreateSessionParams),
+    /// `chat.send`
+    ChatSend(ChatSendParams),
+    /// `chat.abort`
+    ChatAbort(SessionRef),
+    /// `chat.stop-task`
+    ChatStopTask(StopTaskParams),
+    /// `chat.subscribe`
+    ChatSubscribe(SubscribeParams),
+    /// `chat.unsubscribe`
+    ChatUnsubscribe(UnsubscribeParams),
+    /// `session.configure`
+    SessionConfigure(ConfigureParams),
+    /// `sessions.watch`
+    SessionsWatch,
+    /// `ping`: answered with a `reply` carrying `pong: true`.
+    Ping,
+}
+
+/// Fields of `session.create` and of `POST /api/v1/sessions`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateSessionParams {
+    /// Vendor id; `scripted` when absent.
+    #[serde(default)]
+    pub vendor: Option<String>,
+    /// Model name.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Reasoning effort (clamped to the vendor's levels).
+    #[serde(default)]
+    pub effort: Option<String>,
+    /// Title; "New session" when absent.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Working directory; must lie under a workspace root.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Tool approval mode.
+    #[serde(default)]
+    pub permission_mode: Option<PermissionMode>,
+    /// Private (default) or shared.
+    #[serde(default)]
+    pub visibility: Option<Visibility>,
+}
+
+/// Per-turn overrides on `chat.send`; they stick to the session like `session.configure`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnOptions {
+    /// Model for this and later turns.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Effort for this and later turns.
+    #[serde(default)]
+    pub effort: Option<String>,
+    /// Permission mode for this and later turns.
+    #[serde(default)]
+    pub permission_mode: Option<PermissionMode>,
+}
+
+/// Fields of `chat.send`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatSendParams {
+    /// Target session.
+    pub session_id: String,
+    /// The user's message.
+    pub content: String,
+    /// Model/effort/permission changes applied before the turn.
+    #[serde(default)]
+    pub options: Option<TurnOptions>,
+    /// Queue the message instead of failing when a turn runs.
+    #[serde(default)]
+    pub queue: bool,
+}
+
+/// A request that names one session and nothing else.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRef {
+    /// The session.
+    pub session_id: String,
+}
+
+/// Fields of `chat.stop-task`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopTaskParams {
+    /// The session that owns the task.
+    pub session_id: String,
+    /// The background task to stop.
+    #[serde(default)]
+    pub task_id: Option<String>,
+}
+
+/// One entry of `chat.subscribe`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeEntry {
+    /// The session to watch.
+    pub session_id: String,
+    /// The last `seq` the client already has; replay starts after it (0: everything).
+    #[serde(default)]
+    pub last_seq: Option<u64>,
+}
+
+/// Fields of `chat.subscribe`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeParams {
+    /// Sessions to subscribe to.
+    pub sessions: Vec<SubscribeEntry>,
+}
+
+/// Fields of `chat.unsubscribe`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnsubscribeParams {
+    /// Sessions to stop receiving.
+    pub session_ids: Vec<String>,
+}
+
+/// Fields of `session.configure`; absent fields stay as they are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigureParams {
+    /// The session.
+    pub session_id: String,
+    /// New model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// New effort (clamped).
+    #[serde(default)]
+    pub effort: Option<String>,
+    /// New vendor (refused once the vendor has a session id).
+    #[serde(default)]
+    pub vendor: Option<String>,
+    /// New permission mode.
+    #[serde(default)]
+    pub permission_mode: Option<PermissionMode>,
+    /// New title.
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+/// Why a frame could not be turned into a request. Carries what is needed to answer
+/// with a `protocol_error`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameError {
+    /// The code to report.
+    pub code: ErrorCode,
+    /// What was wrong, for a person.
+    pub message: String,
+    /// The frame's `requestId`, when it could be read.
+    pub request_id: Option<String>,
+    /// The frame's `sessionId`, when it could be read.
+    pub session_id: Option<String>,
+}
+
+/// Parses one text frame. Never panics; every failure is classified:
+/// not JSON or not an object → `INVALID_JSON`; missing or unknown `type` →
+/// `UNKNOWN_MESSAGE_TYPE`; a missing `sessionId` where one is needed →
+/// `SESSION_ID_REQUIRED`; any other shape problem → `INVALID_ARGUMENT`.
+pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| FrameError {
+        code: ErrorCode::InvalidJson,
+        message: format!("frame is not valid JSON: {e}"),
+        request_id: None,
+        session_id: None,
+    })?;
+    let Value::Object(mut obj) = value else {
+        return Err(FrameError {
+            code: ErrorCode::InvalidJson,
+            message: "frame must be a JSON object".into(),
+            request_id: None,
+            session_id: None,
+        });
+    };
+    let request_id = obj
+        .get("requestId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let session_id = obj
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let fail = |code: ErrorCode, message: String| FrameError {
+        code,
+        message,
+        request_id: request_id.clone(),
+        session_id: session_id.clone(),
+    };
+    let bad = |message: String| fail(ErrorCode::InvalidArgument, message);
+    let Some(Value::String(kind)) = obj.remove("type") else {
+        return Err(fail(
+            ErrorCode::UnknownMessageType,
+            "frame has no string `type`".into(),
+        ));
+    };
+    obj.remove("requestId");
+    let needs_session = matches!(
+        kind.as_str(),
+        "chat.send" | "chat.abort" | "chat.stop-task" | "session.configure"
+    );
+    if needs_session && session_id.as_deref().is_none_or(str::is_empty) {
+        return Err(fail(
+            ErrorCode::SessionIdRequired,
+            format!("`{kind}` needs a string `sessionId`"),
+        ));
+    }
+    let request = match kind.as_str() {
+        "session.create" => ClientRequest::SessionCreate(fields(obj, &kind).map_err(&bad)?),
+        "chat.send" => ClientRequest::ChatSend(fields(obj, &kind).map_err(&bad)?),
+        "chat.abort" => ClientRequest::ChatAbort(fields(obj, &kind).map_err(&bad)?),
+        "chat.stop-task" => {
+            let p: StopTaskParams = fields(obj, &kind).map_err(&bad)?;
+            if p.task_id.as_deref().is_none_or(str::is_empty) {
+                return Err(fail(
+                    ErrorCode::TaskIdRequired,
+                    "`chat.stop-task` needs a `taskId`".into(),
+                ));
+            }
+            ClientRequest::ChatStopTask(p)
+        }
+        "chat.subscribe" => {
+            let missing = obj
+                .get("sessions")
+                .and_then(Value::as_array)
+                .is_some_and(|entries| {
+                    entries.iter().any(|e| {
+                        e.get("sessionId")
+                            .and_then(Value::as_str)
+                            .is_none_or(str::is_empty)
+                    })
+                });
+            if missing {
+                return Err(fail(
+                    ErrorCode::SessionIdRequired,
+                    "every `sessions` entry needs a string `sessionId`".into(),
+                ));
+            }
+            ClientRequest::ChatSubscribe(fields(obj, &kind).map_err(&bad)?)
+        }
+        "chat.unsubscribe" => ClientRequest::ChatUnsubscribe(fields(obj, &kind).map_err(&bad)?),
+        "session.configure" => ClientRequest::SessionConfigure(fields(obj, &kind).map_err(&bad)?),
+        "sessions.watch" => ClientRequest::SessionsWatch,
+        "ping" => ClientRequest::Ping,
+        other => {
+            return Err(fail(
+                ErrorCode::UnknownMessageType,
+                format!("unknown message type `{other}`"),
+            ))
+        }
+    };
+    Ok(ClientFrame {
+        request_id,
+        request,
+    })
+}
+
+/// Deserializes the frame's remaining fields into a request's parameter struct.
+fn fields<T: DeserializeOwned>(obj: Map<String, Value>, kind: &str) -> Result<T, String> {
+    serde_json::from_value(Value::Object(obj)).map_err(|e| format!("bad `{kind}` fields: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(text: &str) -> ErrorCode {
+        match parse_client_frame(text) {
+            Ok(f) => panic!("parsed {f:?}"),
+            Err(e) => e.code,
+        }
+    }
+
+    #[test]
+    fn classifies_bad_frames() {
+        assert_eq!(code("{nope"), ErrorCode::InvalidJson);
+        assert_eq!(code("[1,2]"), ErrorCode::InvalidJson);
+        assert_eq!(
+            code(r#"{"type":"warp.drive"}"#),
+            ErrorCode::UnknownMessageType
+        );
+        assert_eq!(code(r#"{"requestId":"r"}"#), ErrorCode::UnknownMessageType);
+        assert_eq!(
+            code(r#"{"type":"chat.send","content":"x"}"#),
+            ErrorCode::SessionIdRequired
+        );
+        assert_eq!(
+            code(r#"{"type":"chat.send","sessionId":"s"}"#),
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            code(r#"{"type":"chat.stop-task","sessionId":"s"}"#),
+            ErrorCode::TaskIdRequired
+        );
+        assert_eq!(
+            code(r#"{"type":"chat.subscribe","sessions":[{"lastSeq":1}]}"#),
+            ErrorCode::SessionIdRequired
+        );
+        assert_eq!(
+            code(r#"{"type":"session.create","permissionMode":"yolo"}"#),
+            ErrorCode::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn keeps_request_id_on_errors_and_success() {
+        let err = parse_client_frame(r#"{"type":"bogus","requestId":"r7","sessionId":"s"}"#)
+            .err()
+            .unwrap_or_else(|| panic!("should fail"));
+        assert_eq!(err.request_id.as_deref(), Some("r7"));
+        assert_eq!(err.session_id.as_deref(), Some("s"));
+        let ok = parse_client_frame(
+            r#"{"type":"chat.send","requestId":"r8","sessionId":"s","content":"hi"}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(ok.request_id.as_deref(), Some("r8"));
+        assert_eq!(
+            ok.request,
+            ClientRequest::ChatSend(ChatSendParams {
+                session_id: "s".into(),
+                content: "hi".into(),
+                options: None,
+                queue: false,
+            })
+        );
+    }
+}

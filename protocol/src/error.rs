@@ -1,0 +1,78 @@
+//! Error codes shared by `protocol_error` frames and REST `{error: {code, message}}` bodies.
+
+use serde::{Deserialize, Serialize};
+
+/// A machine-readable error code. Clients branch on these; the message is for humans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// The frame or body is not valid JSON, or not a JSON object.
+    InvalidJson,
+    /// The frame's `type` is missing or not one we know.
+    UnknownMessageType,
+    /// The request needs a `sessionId` and has none.
+    SessionIdRequired,
+    /// No session with that id exists.
+    SessionNotFound,
+    /// The session already runs a turn.
+    RunInProgress,
+    /// An interrupt was asked for but no turn runs.
+    NoActiveRun,
+    /// `chat.stop-task` without a `taskId`.
+    TaskIdRequired,
+    /// `chat.stop-task` for a task the session does not have.
+    NoSuchTask,
+    /// The caller may not see or act on that resource.
+    AccessDenied,
+    /// A field is missing, has the wrong type, or a value out of range.
+    InvalidArgument,
+    /// The vendor's CLI is not installed (or has no adapter in this build).
+    VendorNotInstalled,
+    /// The frame is larger than the server accepts.
+    FrameTooLarge,
+    /// The client sent too many bad frames or requests too fast.
+    RateLimited,
+    /// No valid token was presented.
+    Unauthorized,
+    /// Unknown REST path.
+    NotFound,
+    /// Something failed inside the server; the message says what.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The HTTP status a REST answer with this code carries.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::InvalidJson
+            | ErrorCode::UnknownMessageType
+            | ErrorCode::SessionIdRequired
+            | ErrorCode::TaskIdRequired
+            | ErrorCode::InvalidArgument
+            | ErrorCode::VendorNotInstalled => 400,
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::AccessDenied => 403,
+            ErrorCode::SessionNotFound | ErrorCode::NoSuchTask | ErrorCode::NotFound => 404,
+            ErrorCode::RunInProgress | ErrorCode::NoActiveRun => 409,
+            ErrorCode::FrameTooLarge => 413,
+            ErrorCode::RateLimited => 429,
+            ErrorCode::Internal => 500,
+        }
+    }
+}
+
+/// The body of every REST error: `{"error": {"code", "message"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// The error itself.
+    pub error: ErrorDetail,
+}
+
+/// Code and human-readable message of an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// Machine-readable code.
+    pub code: ErrorCode,
+    /// What went wrong, for a person.
+    pub message: String,
+}

@@ -1,0 +1,207 @@
+//! History events: one frame per event, each with the session's next `seq`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::session::{BackgroundTask, PermissionMode};
+
+/// How a turn ended. `interrupted` and `failed` are never reported as completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnStatus {
+    /// The agent finished its answer.
+    Completed,
+    /// Someone stopped the turn (or the server restarted under it).
+    Interrupted,
+    /// The turn ended in error.
+    Failed,
+}
+
+/// One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`.
+///
+/// `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId`
+/// (the protocol's `turn_started {turnId}`), so the body never repeats it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// The session the event belongs to.
+    pub session_id: String,
+    /// Gap-free, monotonic per session, starting at 1.
+    pub seq: u64,
+    /// When the event was appended, epoch milliseconds.
+    pub ts: u64,
+    /// The turn that produced it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// What happened.
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The kinds of history events and their payloads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum EventBody {
+    /// A user (or the server on someone's behalf) spoke to the agent.
+    UserMessage {
+        /// The message text.
+        text: String,
+        /// True when the server wrote it (a delegation result, a restart notice).
+        #[serde(default, skip_serializing_if = "is_false")]
+        internal: bool,
+        /// The Driver session that delegated this message, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delegated_by: Option<String>,
+    },
+    /// A piece of assistant text as it streams.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A whole assistant message (also written for partial text of a stopped turn).
+    AssistantMessage {
+        /// The full text.
+        text: String,
+    },
+    /// Reasoning text the vendor chose to show.
+    Thinking {
+        /// The text.
+        text: String,
+    },
+    /// The agent called a tool.
+    ToolCall {
+        /// Pairs the call with its result.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments as the agent gave them.
+        input: Value,
+    },
+    /// A tool's answer.
+    ToolResult {
+        /// The call it answers.
+        call_id: String,
+        /// The output.
+        output: Value,
+        /// True when the tool failed.
+        is_error: bool,
+    },
+    /// A turn began; its id is the envelope's `turnId`.
+    TurnStarted {},
+    /// A turn ended; its id is the envelope's `turnId`. Exactly one per turn.
+    TurnCompleted {
+        /// How it ended.
+        status: TurnStatus,
+        /// Why it failed or was cut off.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// Something went wrong that the user should see.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+    /// A notice from the server.
+    Info {
+        /// The notice.
+        text: String,
+    },
+    /// The complete live set of background tasks (empty when none remain).
+    BackgroundTasks {
+        /// Every task still running.
+        tasks: Vec<BackgroundTask>,
+    },
+    /// The vendor asks whether it may use a tool.
+    PermissionRequest {
+        /// Answer with `chat.permission-response {requestId}`.
+        request_id: String,
+        /// The tool it wants.
+        tool_name: String,
+        /// The tool's input.
+        input: Value,
+    },
+    /// A permission request was answered (or withdrawn).
+    PermissionResolved {
+        /// The request that is settled.
+        request_id: String,
+    },
+    /// The session's configuration changed.
+    ConfigChanged {
+        /// Model after the change.
+        model: String,
+        /// Effort after the change (clamped).
+        effort: String,
+        /// Vendor after the change.
+        vendor: String,
+        /// Permission mode after the change.
+        permission_mode: PermissionMode,
+    },
+}
+
+impl EventBody {
+    /// The wire name of the kind, for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventBody::UserMessage { .. } => "user_message",
+            EventBody::TextDelta { .. } => "text_delta",
+            EventBody::AssistantMessage { .. } => "assistant_message",
+            EventBody::Thinking { .. } => "thinking",
+            EventBody::ToolCall { .. } => "tool_call",
+            EventBody::ToolResult { .. } => "tool_result",
+            EventBody::TurnStarted {} => "turn_started",
+            EventBody::TurnCompleted { .. } => "turn_completed",
+            EventBody::Error { .. } => "error",
+            EventBody::Info { .. } => "info",
+            EventBody::BackgroundTasks { .. } => "background_tasks",
+            EventBody::PermissionRequest { .. } => "permission_request",
+            EventBody::PermissionResolved { .. } => "permission_resolved",
+            EventBody::ConfigChanged { .. } => "config_changed",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_serializes_flat_with_kind() {
+        let ev = Event {
+            session_id: "s1".into(),
+            seq: 3,
+            ts: 10,
+            turn_id: Some("t1".into()),
+            body: EventBody::TurnCompleted {
+                status: TurnStatus::Interrupted,
+                error: None,
+            },
+        };
+        let v = serde_json::to_value(&ev).unwrap_or_default();
+        assert_eq!(
+            v,
+            serde_json::json!({"sessionId":"s1","seq":3,"ts":10,"turnId":"t1",
+                "kind":"turn_completed","status":"interrupted"})
+        );
+        let back: Event = serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, ev);
+    }
+
+    #[test]
+    fn user_message_omits_defaults() {
+        let body = EventBody::UserMessage {
+            text: "hi".into(),
+            internal: false,
+            delegated_by: None,
+        };
+        let v = serde_json::to_value(&body).unwrap_or_default();
+        assert_eq!(v, serde_json::json!({"kind":"user_message","text":"hi"}));
+    }
+}

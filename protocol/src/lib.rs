@@ -1,0 +1,21 @@
+//! tandem's wire contract: every type that crosses the WebSocket, REST or MCP boundary.
+//!
+//! This crate holds data shapes and their (de)serialization only: no actors, no I/O.
+//! All JSON is camelCase. Client frames carry `type`, server frames carry `kind`.
+//! The human-readable description lives in `docs/PROTOCOL.md` at the repository root;
+//! keep the two in step.
+
+pub mod client;
+pub mod error;
+pub mod event;
+pub mod rest;
+pub mod server;
+pub mod session;
+
+pub use client::{parse_client_frame, ClientFrame, ClientRequest, FrameError};
+pub use error::ErrorCode;
+pub use event::{Event, EventBody, TurnStatus};
+pub use server::ServerFrame;
+pub use session::{
+    BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, TaskType, Visibility,
+};

@@ -1,0 +1,107 @@
+//! REST bodies under `/api/v1`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::Event;
+use crate::session::{BackgroundTask, SessionInfo};
+
+/// `GET /api/v1/health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    /// Always "ok" when the server answers.
+    pub status: String,
+    /// The server's version.
+    pub version: String,
+}
+
+/// `GET /api/v1/sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionList {
+    /// Sessions the caller may see, newest first.
+    pub sessions: Vec<SessionInfo>,
+}
+
+/// `GET /api/v1/sessions/{id}/events`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventsPage {
+    /// Events with `seq > after`, oldest first.
+    pub events: Vec<Event>,
+    /// The session's newest `seq`.
+    pub last_seq: u64,
+    /// True when more events follow the last one returned.
+    pub has_more: bool,
+}
+
+/// One entry of `GET /api/v1/sessions/running`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningSession {
+    /// The session.
+    pub session_id: String,
+    /// Its vendor.
+    pub vendor: String,
+    /// When the turn (or the oldest background task) started, epoch milliseconds.
+    pub started_at: u64,
+    /// The session's newest `seq`.
+    pub last_seq: u64,
+    /// True when no turn runs but background work does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<bool>,
+    /// False when an interrupt cannot reach it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub can_interrupt: Option<bool>,
+    /// A short description of what it is doing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_text: Option<String>,
+    /// Its background tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Vec<BackgroundTask>>,
+}
+
+/// `GET /api/v1/sessions/running`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningList {
+    /// Sessions with a turn or background work in flight.
+    pub sessions: Vec<RunningSession>,
+}
+
+/// One vendor in `GET /api/v1/vendors`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VendorInfo {
+    /// Vendor id used in `session.create`.
+    pub id: String,
+    /// Name to show people.
+    pub display_name: String,
+    /// True when sessions of this vendor can be created here.
+    pub installed: bool,
+    /// Known model names (the first is the default).
+    pub models: Vec<String>,
+    /// Supported effort levels, lowest first.
+    pub effort_levels: Vec<String>,
+    /// What the adapter can do (`interrupt`, `backgroundTasks`, ...).
+    pub capabilities: Vec<String>,
+}
+
+/// `GET /api/v1/vendors`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VendorList {
+    /// All vendors, installed or not.
+    pub vendors: Vec<VendorInfo>,
+}
+
+/// `POST /api/v1/sessions/{id}/messages` body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PostMessage {
+    /// The user's message.
+    pub content: String,
+}
+
+/// `POST /api/v1/sessions/{id}/messages` answer (202).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnAccepted {
+    /// The turn that was started.
+    pub turn_id: String,
+}

@@ -1,0 +1,113 @@
+//! Server → client frames other than history events.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::ErrorCode;
+use crate::session::{BackgroundTask, SessionInfo, SessionStatus};
+
+/// Control frames the server sends; history events are [`crate::Event`]s.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ServerFrame {
+    /// A request succeeded. The payload's fields sit beside `requestId` and `ok`.
+    Reply {
+        /// The client's `requestId`, if it sent one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_id: Option<String>,
+        /// Always true: failures are `protocol_error`.
+        ok: bool,
+        /// Request-specific fields (`session`, `turnId`, ...).
+        #[serde(flatten)]
+        payload: Map<String, Value>,
+    },
+    /// A request or frame was refused; the socket stays open.
+    ProtocolError {
+        /// Machine-readable code.
+        code: ErrorCode,
+        /// What went wrong.
+        error: String,
+        /// The session the request named, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        /// The client's `requestId`, if it sent one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_id: Option<String>,
+    },
+    /// A subscription is in place; replayed events follow, then live ones.
+    ChatSubscribed {
+        /// The session.
+        session_id: String,
+        /// Its status at subscription time.
+        status: SessionStatus,
+        /// The newest `seq` the session had at subscription time.
+        last_seq: u64,
+        /// Tool approvals still waiting for an answer.
+        pending_permissions: Vec<Value>,
+        /// Background work running at subscription time.
+        background_tasks: Vec<BackgroundTask>,
+    },
+    /// The server dropped events for this socket; re-subscribe with
+    /// `lastSeq = resumeFrom - 1` to get them.
+    Lagged {
+        /// The session whose events were dropped.
+        session_id: String,
+        /// The first `seq` this socket did not receive.
+        resume_from: u64,
+    },
+    /// A session this socket may see was created or changed (after `sessions.watch`).
+    SessionUpserted {
+        /// The session as it is now.
+        session: SessionInfo,
+    },
+}
+
+impl ServerFrame {
+    /// A `reply` with the given payload fields.
+    pub fn reply(request_id: Option<String>, payload: Map<String, Value>) -> Self {
+        ServerFrame::Reply {
+            request_id,
+            ok: true,
+            payload,
+        }
+    }
+
+    /// Serializes the frame. Serializing these types cannot fail (string keys only),
+    /// but a failure would still yield a valid frame rather than a panic.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            format!(r#"{{"kind":"protocol_error","code":"INTERNAL","error":"serialize: {e}"}}"#)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reply_flattens_payload() {
+        let mut payload = Map::new();
+        payload.insert("turnId".into(), Value::from("turn_1"));
+        let text = ServerFrame::reply(Some("r1".into()), payload).to_json();
+        let v: Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_eq!(
+            v,
+            serde_json::json!({"kind":"reply","requestId":"r1","ok":true,"turnId":"turn_1"})
+        );
+    }
+
+    #[test]
+    fn lagged_shape() {
+        let text = ServerFrame::Lagged {
+            session_id: "s".into(),
+            resume_from: 42,
+        }
+        .to_json();
+        assert_eq!(text, r#"{"kind":"lagged","sessionId":"s","resumeFrom":42}"#);
+    }
+}

@@ -1,0 +1,203 @@
+//! Session metadata as clients see it.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a session's last turn stands. `interrupted` and `failed` are never "done".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionStatus {
+    /// No turn in flight (the last one completed, or none ran yet).
+    Idle,
+    /// A turn was accepted and the vendor is being started.
+    Starting,
+    /// A turn is in flight.
+    Running,
+    /// The last turn was stopped by someone before it finished.
+    Interrupted,
+    /// The last turn ended in error.
+    Failed,
+}
+
+impl SessionStatus {
+    /// Every status, for metrics that report a count per status.
+    pub const ALL: [SessionStatus; 5] = [
+        SessionStatus::Idle,
+        SessionStatus::Starting,
+        SessionStatus::Running,
+        SessionStatus::Interrupted,
+        SessionStatus::Failed,
+    ];
+
+    /// The wire name of the status.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Idle => "idle",
+            SessionStatus::Starting => "starting",
+            SessionStatus::Running => "running",
+            SessionStatus::Interrupted => "interrupted",
+            SessionStatus::Failed => "failed",
+        }
+    }
+
+    /// Parses a wire name back; used when loading stored sessions.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// True while a turn is in flight.
+    pub fn is_busy(self) -> bool {
+        matches!(self, SessionStatus::Starting | SessionStatus::Running)
+    }
+}
+
+/// Who besides the owner may see a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Visibility {
+    /// Only the owner (and admins).
+    #[default]
+    Private,
+    /// Every user may see and subscribe; only the owner drives.
+    Shared,
+}
+
+impl Visibility {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Private => "private",
+            Visibility::Shared => "shared",
+        }
+    }
+
+    /// Parses a wire name back.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "private" => Some(Visibility::Private),
+            "shared" => Some(Visibility::Shared),
+            _ => None,
+        }
+    }
+}
+
+/// How the vendor asks before using tools. Names follow Claude Code's modes, which the
+/// other adapters map onto their own approval policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PermissionMode {
+    /// Ask before every tool use that needs approval.
+    #[default]
+    Default,
+    /// File edits are accepted without asking.
+    AcceptEdits,
+    /// Read-only planning.
+    Plan,
+    /// Never ask.
+    BypassPermissions,
+}
+
+impl PermissionMode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "acceptEdits",
+            PermissionMode::Plan => "plan",
+            PermissionMode::BypassPermissions => "bypassPermissions",
+        }
+    }
+
+    /// Parses a wire name back.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            PermissionMode::Default,
+            PermissionMode::AcceptEdits,
+            PermissionMode::Plan,
+            PermissionMode::BypassPermissions,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == s)
+    }
+}
+
+/// A session's role inside a Driver/Worker pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Role {
+    /// Directs the other session.
+    Driver,
+    /// Takes delegated work.
+    Worker,
+}
+
+/// What kind of background work a task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TaskType {
+    /// A backgrounded shell command.
+    Shell,
+    /// A sub-agent.
+    Agent,
+    /// Anything else the vendor reports.
+    Other,
+}
+
+/// One piece of work still running after its turn ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackgroundTask {
+    /// The vendor's id for the task; `chat.stop-task` takes it.
+    pub task_id: String,
+    /// What kind of work it is.
+    pub task_type: TaskType,
+    /// A short human description (the command, the sub-agent's goal).
+    pub description: String,
+    /// When it started, epoch milliseconds, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<u64>,
+}
+
+/// A session as REST and `session_upserted` describe it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// Our stable id, minted at creation.
+    pub id: String,
+    /// Human title.
+    pub title: String,
+    /// Vendor id (`scripted`, `codex`, `claude`, ...).
+    pub vendor: String,
+    /// Model name; empty means the vendor's default.
+    pub model: String,
+    /// Reasoning effort, already clamped to the vendor's levels; empty means default.
+    pub effort: String,
+    /// Tool approval mode.
+    pub permission_mode: PermissionMode,
+    /// Where the last turn stands.
+    pub status: SessionStatus,
+    /// Turns started so far.
+    pub turn_count: u64,
+    /// Sequence number of the newest history event (0 when there is none).
+    pub last_seq: u64,
+    /// Creation time, epoch milliseconds.
+    pub created_at: u64,
+    /// Time of the last event or change, epoch milliseconds.
+    pub last_activity: u64,
+    /// The owning user's id.
+    pub owner_id: String,
+    /// Who else may see it.
+    pub visibility: Visibility,
+    /// The vendor's own session or thread id, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_session_id: Option<String>,
+    /// The pair this session belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_id: Option<String>,
+    /// Its role in that pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// Background work still running.
+    pub background_tasks: Vec<BackgroundTask>,
+    /// Working directory of the vendor process.
+    pub cwd: String,
+}

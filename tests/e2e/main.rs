@@ -1,0 +1,29 @@
+//! End-to-end tests: each starts the real server as a process on a loopback port and
+//! speaks WebSocket and REST to it. One test binary, so the workspace links it once.
+
+mod bad_input;
+mod configure;
+mod flow;
+mod restart;
+mod subscribe;
+
+use serde_json::Value;
+
+/// Asserts that events carry seq `from, from+1, ...` with no gap and no duplicate.
+pub fn assert_contiguous(events: &[Value], from: u64) {
+    for (i, ev) in events.iter().enumerate() {
+        assert_eq!(
+            ev["seq"].as_u64(),
+            Some(from + i as u64),
+            "event {i} out of sequence: {ev}"
+        );
+    }
+}
+
+/// The `kind` of each event.
+pub fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap_or("?").to_string())
+        .collect()
+}

@@ -1,0 +1,114 @@
+//! Subscriptions: replay then live, no gaps and no duplicates, many clients.
+
+use serde_json::{json, Value};
+use tandem_tests::Server;
+
+use crate::assert_contiguous;
+
+#[actix_rt::test]
+async fn two_clients_see_identical_sequences() {
+    let server = Server::start();
+    let mut a = server.ws().await;
+    let mut b = server.ws().await;
+    let sid = a.create_session().await;
+    a.subscribe(&sid, 0).await;
+    b.subscribe(&sid, 0).await;
+    assert_eq!(a.recv().await["kind"], "chat_subscribed");
+    assert_eq!(b.recv().await["kind"], "chat_subscribed");
+    a.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/stream 2000\nend"}))
+        .await;
+    let seen_a = a.events_until_turn_end(&sid).await;
+    let seen_b = b.events_until_turn_end(&sid).await;
+    // turn_started, user_message, 2000 deltas + message, 3 deltas + message, turn_completed
+    assert_eq!(seen_a.len(), 2 + 2001 + 4 + 1);
+    assert_contiguous(&seen_a, 1);
+    assert_eq!(seen_a, seen_b);
+}
+
+/// Subscribing with `lastSeq` resumes exactly after it, whether the turn is still
+/// running or already over.
+#[actix_rt::test]
+async fn reconnect_with_last_seq_mid_turn_and_after() {
+    let server = Server::start();
+    let mut driver = server.ws().await;
+    let sid = driver.create_session().await;
+    let mut first = server.ws().await;
+    first.subscribe(&sid, 0).await;
+    assert_eq!(first.recv().await["kind"], "chat_subscribed");
+    driver
+        .ok(json!({"type": "chat.send", "sessionId": sid, "content": "/stream 300\n/sleep 700\n/stream 300"}))
+        .await;
+    // Read part of the turn, then drop the connection mid-turn.
+    let mut got: Vec<Value> = Vec::new();
+    while got.len() < 150 {
+        let v = first.recv().await;
+        if v.get("seq").is_some() {
+            got.push(v);
+        }
+    }
+    first.close().await;
+    let resume = got.last().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
+
+    // A new connection resumes from where the old one stopped, while the turn runs.
+    let mut second = server.ws().await;
+    second.subscribe(&sid, resume).await;
+    let ack = second.recv().await;
+    assert_eq!(ack["kind"], "chat_subscribed");
+    assert_eq!(ack["status"], "running");
+    got.extend(second.events_until_turn_end(&sid).await);
+    assert_contiguous(&got, 1);
+    assert_eq!(
+        got.last().map(|v| v["kind"].clone()),
+        Some(json!("turn_completed"))
+    );
+    assert_eq!(got, server.all_events(&sid).await);
+
+    // After the turn: replay from the start, the middle, the last event and past it
+    // (from the store), then live with nothing in between. Each round adds a turn.
+    for point in [Some(0), Some(resume), None, Some(u64::MAX)] {
+        let total = got.len() as u64;
+        let from = match point {
+            Some(u64::MAX) => total,
+            Some(p) => p,
+            None => total - 1,
+        };
+        let mut late = server.ws().await;
+        late.subscribe(&sid, from).await;
+        let ack = late.recv().await;
+        assert_eq!(ack["lastSeq"], total);
+        assert_eq!(ack["status"], "idle");
+        let mut replay = Vec::new();
+        for _ in from..total {
+            replay.push(late.recv().await);
+        }
+        assert_eq!(replay, got[from as usize..].to_vec());
+        late.ok(json!({"type": "chat.send", "sessionId": sid, "content": "next"}))
+            .await;
+        let live = late.events_until_turn_end(&sid).await;
+        assert_contiguous(&live, total + 1);
+        got.extend(live);
+    }
+}
+
+#[actix_rt::test]
+async fn unsubscribe_stops_delivery_and_unknown_sessions_are_refused() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let sid = ws.create_session().await;
+    ws.subscribe(&sid, 0).await;
+    assert_eq!(ws.recv().await["kind"], "chat_subscribed");
+    ws.ok(json!({"type": "chat.unsubscribe", "sessionIds": [sid]}))
+        .await;
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "quiet"}))
+        .await;
+    // Only the reply to ping comes back: no events of the unsubscribed session.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let pong = ws.request(json!({"type": "ping"})).await;
+    assert_eq!(pong["pong"], true);
+    let reply = ws
+        .request(json!({"type": "chat.subscribe", "sessions": [{"sessionId": "ses_missing"}]}))
+        .await;
+    assert_eq!(reply["kind"], "protocol_error");
+    assert_eq!(reply["code"], "SESSION_NOT_FOUND");
+    assert_eq!(reply["sessionId"], "ses_missing");
+}

@@ -1,0 +1,11 @@
+//! Test support: start the real `tandem` server as a child process on a free loopback
+//! port, and talk to it over real sockets (WebSocket via awc, REST via awc).
+//!
+//! Every server started here is killed when its [`Server`] is dropped, so a failing
+//! test never leaves a process behind. Data directories are removed the same way.
+
+pub mod server;
+pub mod ws;
+
+pub use server::{Server, ServerOptions, TempDir};
+pub use ws::WsClient;

@@ -1,0 +1,265 @@
+//! Starting and stopping server processes.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A directory removed when dropped.
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    /// A new empty directory under the system temp dir.
+    pub fn new(label: &str) -> TempDir {
+        let mut bytes = [0u8; 8];
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (nanos >> (i * 8)) as u8 ^ (std::process::id() >> (i % 4 * 8)) as u8;
+        }
+        let name = format!(
+            "tandem-{label}-{}-{}",
+            std::process::id(),
+            bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+        let path = std::env::temp_dir().join(name);
+        if let Err(e) = std::fs::create_dir_all(&path) {
+            panic!("cannot create {}: {e}", path.display());
+        }
+        TempDir { path }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// How to start a server.
+#[derive(Debug, Default)]
+pub struct ServerOptions {
+    /// Require tokens (the default for real use); tests mostly run with `--auth none`.
+    pub token_auth: bool,
+    /// Extra `tandem serve` flags.
+    pub args: Vec<String>,
+}
+
+/// A running server process.
+#[derive(Debug)]
+pub struct Server {
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    /// The admin token when token auth is on.
+    pub token: Option<String>,
+    /// Workspace root and data directory parent; kept across restarts.
+    pub dir: std::sync::Arc<TempDir>,
+    child: Child,
+}
+
+/// The server binary: the bench program's `serve` mode runs the very same server code
+/// as `tandem serve`. Cargo builds it for this package's integration tests, next to
+/// the `deps/` folder that holds the test executables; the bench finds itself.
+pub fn server_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
+    let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = if dir.ends_with("deps") {
+        dir.parent().map(Path::to_path_buf).unwrap_or(dir)
+    } else {
+        dir
+    };
+    dir.join(format!("bench{}", std::env::consts::EXE_SUFFIX))
+}
+
+impl Server {
+    /// Starts a server with `--auth none` in a fresh directory.
+    pub fn start() -> Server {
+        Server::start_with(ServerOptions::default())
+    }
+
+    /// Starts a server with options in a fresh directory.
+    pub fn start_with(opts: ServerOptions) -> Server {
+        Server::start_in(std::sync::Arc::new(TempDir::new("srv")), opts)
+    }
+
+    /// Starts a server on an existing directory (to test restarts).
+    pub fn start_in(dir: std::sync::Arc<TempDir>, opts: ServerOptions) -> Server {
+        let data = dir.path().join("data");
+        let mut cmd = Command::new(server_binary());
+        cmd.arg("serve")
+            .args(["--port", "0", "--data-dir"])
+            .arg(&data)
+            .arg("--workspace-root")
+            .arg(dir.path())
+            .args(["--auth", if opts.token_auth { "token" } else { "none" }])
+            .args(&opts.args)
+            .env(
+                "TANDEM_LOG",
+                std::env::var("TANDEM_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => panic!("cannot start {}: {e}", server_binary().display()),
+        };
+        let Some(stdout) = child.stdout.take() else {
+            panic!("no stdout");
+        };
+        let (tx, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut base = None;
+        let mut token = None;
+        while base.is_none() || (opts.token_auth && token.is_none()) {
+            let line = match rx.recv_timeout(Duration::from_secs(30)) {
+                Ok(line) => line,
+                Err(e) => {
+                    let _ = child.kill();
+                    panic!("server did not print its start line: {e}");
+                }
+            };
+            if let Some(url) = line.strip_prefix("tandem listening on ") {
+                base = Some(url.trim().to_string());
+            } else if let Some((_, t)) = line.split_once("?token=") {
+                token = Some(t.trim().to_string());
+            }
+        }
+        Server {
+            base: base.unwrap_or_default(),
+            token,
+            dir,
+            child,
+        }
+    }
+
+    /// Kills the process with SIGKILL (no clean shutdown) and waits for it.
+    pub fn kill(mut self) -> std::sync::Arc<TempDir> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.dir.clone()
+    }
+
+    /// `ws://127.0.0.1:PORT/ws` with the token if any.
+    pub fn ws_url(&self) -> String {
+        let base = self.base.replacen("http://", "ws://", 1);
+        match &self.token {
+            Some(t) => format!("{base}/ws?token={t}"),
+            None => format!("{base}/ws"),
+        }
+    }
+
+    /// Opens a WebSocket client.
+    pub async fn ws(&self) -> crate::WsClient {
+        crate::WsClient::connect(&self.ws_url()).await
+    }
+
+    fn request(&self, method: awc::http::Method, path: &str) -> awc::ClientRequest {
+        let client = awc::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .finish();
+        let req = client.request(method, format!("{}{path}", self.base));
+        match &self.token {
+            Some(t) => req.insert_header(("Authorization", format!("Bearer {t}"))),
+            None => req,
+        }
+    }
+
+    /// GET a path; returns the status and the JSON body (Null when not JSON).
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let mut resp = match self.request(awc::http::Method::GET, path).send().await {
+            Ok(r) => r,
+            Err(e) => panic!("GET {path}: {e}"),
+        };
+        let body = resp.body().limit(256 << 20).await.unwrap_or_default();
+        (
+            resp.status().as_u16(),
+            serde_json::from_slice(&body).unwrap_or(Value::Null),
+        )
+    }
+
+    /// GET a path and return the raw body text.
+    pub async fn get_text(&self, path: &str) -> (u16, String) {
+        let mut resp = match self.request(awc::http::Method::GET, path).send().await {
+            Ok(r) => r,
+            Err(e) => panic!("GET {path}: {e}"),
+        };
+        let body = resp.body().limit(256 << 20).await.unwrap_or_default();
+        (
+            resp.status().as_u16(),
+            String::from_utf8_lossy(&body).into_owned(),
+        )
+    }
+
+    /// POST a raw body; returns the status and the JSON body.
+    pub async fn post_raw(&self, path: &str, body: impl Into<Vec<u8>>) -> (u16, Value) {
+        let body: Vec<u8> = body.into();
+        let mut resp = match self
+            .request(awc::http::Method::POST, path)
+            .insert_header(("Content-Type", "application/json"))
+            .send_body(body)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => panic!("POST {path}: {e}"),
+        };
+        let body = resp.body().limit(64 << 20).await.unwrap_or_default();
+        (
+            resp.status().as_u16(),
+            serde_json::from_slice(&body).unwrap_or(Value::Null),
+        )
+    }
+
+    /// POST JSON.
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.post_raw(path, body.to_string()).await
+    }
+
+    /// All stored events of a session, via REST paging.
+    pub async fn all_events(&self, session_id: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut after = 0;
+        loop {
+            let (status, page) = self
+                .get(&format!(
+                    "/api/v1/sessions/{session_id}/events?after={after}&limit=5000"
+                ))
+                .await;
+            assert_eq!(status, 200, "events page: {page}");
+            let events = page["events"].as_array().cloned().unwrap_or_default();
+            if let Some(last) = events.last() {
+                after = last["seq"].as_u64().unwrap_or(after);
+            }
+            out.extend(events);
+            if !page["hasMore"].as_bool().unwrap_or(false) {
+                return out;
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

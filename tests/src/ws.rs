@@ -1,0 +1,177 @@
+//! A WebSocket client for tests: JSON in, JSON out, with timeouts.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use actix_codec::Framed;
+use awc::ws::{Codec, Frame, Message};
+use awc::BoxedSocket;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+
+/// How long a test waits for one frame before failing.
+pub const RECV_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A connected WebSocket client.
+pub struct WsClient {
+    framed: Framed<BoxedSocket, Codec>,
+    /// Frames received while waiting for something else, oldest first.
+    backlog: VecDeque<Value>,
+    next_request: u64,
+}
+
+impl WsClient {
+    /// Connects or panics.
+    pub async fn connect(url: &str) -> WsClient {
+        match Self::try_connect(url).await {
+            Ok(c) => c,
+            Err(e) => panic!("cannot connect to {url}: {e}"),
+        }
+    }
+
+    /// Connects, or returns the HTTP status / error text.
+    pub async fn try_connect(url: &str) -> Result<WsClient, String> {
+        let (_, framed) = awc::Client::builder()
+            .max_http_version(awc::http::Version::HTTP_11)
+            .finish()
+            .ws(url)
+            .max_frame_size(64 << 20)
+            .connect()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(WsClient {
+            framed,
+            backlog: VecDeque::new(),
+            next_request: 1,
+        })
+    }
+
+    /// Sends a JSON value as a text frame.
+    pub async fn send(&mut self, value: &Value) {
+        self.send_text(value.to_string()).await;
+    }
+
+    /// Sends raw text.
+    pub async fn send_text(&mut self, text: String) {
+        if let Err(e) = self.framed.send(Message::Text(text.into())).await {
+            panic!("ws send: {e}");
+        }
+    }
+
+    /// Sends a raw WebSocket message.
+    pub async fn send_message(&mut self, msg: Message) {
+        if let Err(e) = self.framed.send(msg).await {
+            panic!("ws send: {e}");
+        }
+    }
+
+    /// The next frame from the socket itself (not the backlog), or `None` when the
+    /// socket closed; panics after `timeout`.
+    pub async fn next_frame(&mut self, timeout: Duration) -> Option<Value> {
+        loop {
+            let frame = match tokio::time::timeout(timeout, self.framed.next()).await {
+                Ok(f) => f,
+                Err(_) => panic!("no frame within {timeout:?}"),
+            };
+            match frame {
+                None => return None,
+                Some(Err(e)) => panic!("ws receive: {e}"),
+                Some(Ok(Frame::Text(bytes))) => match serde_json::from_slice(&bytes) {
+                    Ok(v) => return Some(v),
+                    Err(e) => panic!("server sent non-JSON text: {e}"),
+                },
+                Some(Ok(Frame::Ping(p))) => {
+                    let _ = self.framed.send(Message::Pong(p)).await;
+                }
+                Some(Ok(Frame::Close(_))) => return None,
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+
+    /// The next frame (backlog first); panics on timeout or close.
+    pub async fn recv(&mut self) -> Value {
+        if let Some(v) = self.backlog.pop_front() {
+            return v;
+        }
+        match self.next_frame(RECV_TIMEOUT).await {
+            Some(v) => v,
+            None => panic!("socket closed"),
+        }
+    }
+
+    /// Frames until (and including) the first that satisfies `done`.
+    pub async fn recv_until(&mut self, mut done: impl FnMut(&Value) -> bool) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let v = self.recv().await;
+            let stop = done(&v);
+            out.push(v);
+            if stop {
+                return out;
+            }
+        }
+    }
+
+    /// Sends a request with a fresh `requestId` and returns its `reply` or
+    /// `protocol_error`; other frames meanwhile go to the backlog.
+    pub async fn request(&mut self, mut body: Value) -> Value {
+        let id = format!("r{}", self.next_request);
+        self.next_request += 1;
+        body["requestId"] = json!(id);
+        self.send(&body).await;
+        loop {
+            let v = match self.next_frame(RECV_TIMEOUT).await {
+                Some(v) => v,
+                None => panic!("socket closed while waiting for {id}"),
+            };
+            if v["requestId"] == json!(id)
+                && (v["kind"] == "reply" || v["kind"] == "protocol_error")
+            {
+                return v;
+            }
+            self.backlog.push_back(v);
+        }
+    }
+
+    /// Like [`WsClient::request`] but panics unless the answer is a `reply`.
+    pub async fn ok(&mut self, body: Value) -> Value {
+        let answer = self.request(body.clone()).await;
+        assert_eq!(answer["kind"], "reply", "request {body} failed: {answer}");
+        answer
+    }
+
+    /// Creates a scripted session and returns its id.
+    pub async fn create_session(&mut self) -> String {
+        let reply = self
+            .ok(json!({"type": "session.create", "title": "test"}))
+            .await;
+        match reply["session"]["id"].as_str() {
+            Some(id) => id.to_string(),
+            None => panic!("no session id in {reply}"),
+        }
+    }
+
+    /// Subscribes to a session after `last_seq`.
+    pub async fn subscribe(&mut self, session_id: &str, last_seq: u64) {
+        self.send(&json!({"type": "chat.subscribe", "sessions": [{"sessionId": session_id, "lastSeq": last_seq}]}))
+            .await;
+    }
+
+    /// Events of `session_id` until its `turn_completed` (inclusive), skipping other
+    /// frames.
+    pub async fn events_until_turn_end(&mut self, session_id: &str) -> Vec<Value> {
+        let frames = self
+            .recv_until(|v| v["kind"] == "turn_completed" && v["sessionId"] == session_id)
+            .await;
+        frames
+            .into_iter()
+            .filter(|v| v["sessionId"] == session_id && v.get("seq").is_some())
+            .collect()
+    }
+
+    /// Closes the socket.
+    pub async fn close(mut self) {
+        let _ = self.framed.send(Message::Close(None)).await;
+    }
+}
