@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod gateway;
 pub mod metrics;
+pub mod pair;
 pub mod record;
 pub mod runtime;
 pub mod session;

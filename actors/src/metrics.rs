@@ -27,6 +27,8 @@ pub struct Metrics {
     pub client_queued_bytes: AtomicUsize,
     /// The most bytes ever queued for one client.
     pub client_queued_bytes_peak: AtomicUsize,
+    /// Delegation results pushed back into a Driver as an internal turn.
+    pub pushbacks: AtomicU64,
     /// Bad client frames answered with `protocol_error`.
     pub protocol_errors: AtomicU64,
 }

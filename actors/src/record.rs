@@ -1,6 +1,7 @@
 //! The persisted form of a session's metadata.
 
 use serde::{Deserialize, Serialize};
+use tandem_protocol::pair::{DelegationInfo, PairInfo, ProposalStatus, WorkerChoice};
 use tandem_protocol::{
     BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, Visibility,
 };
@@ -50,7 +51,106 @@ pub struct SessionRecord {
     pub role: Option<Role>,
     /// Messages waiting for the session to be idle with no background work.
     #[serde(default)]
-    pub queued: Vec<String>,
+    pub queued: Vec<QueuedMessage>,
+    /// The session that spawned this one with `spawn_sessions`.
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    /// A spawned session's first prompt, until its parent lets it start.
+    #[serde(default)]
+    pub pending_prompt: Option<String>,
+    /// The latest Worker proposal.
+    #[serde(default)]
+    pub proposal: Option<ProposalRecord>,
+    /// Ids of the latest results pushed into this session (delegation results,
+    /// proposal outcomes), so a result re-sent after a crash is not delivered twice.
+    #[serde(default)]
+    pub delivered: Vec<String>,
+}
+
+/// A message waiting for its session to be free.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedMessage {
+    /// The text.
+    pub text: String,
+    /// True when the server wrote it (a pushed-back result).
+    #[serde(default)]
+    pub internal: bool,
+}
+
+/// A Worker proposal's persisted state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProposalRecord {
+    /// Its id.
+    pub proposal_id: String,
+    /// One-line summary.
+    pub summary: String,
+    /// The plan.
+    pub plan: String,
+    /// The task the Worker gets on acceptance.
+    pub message: String,
+    /// The recommended Worker.
+    pub recommended: WorkerChoice,
+    /// Where it stands.
+    pub status: ProposalStatus,
+    /// Accepted automatically.
+    #[serde(default)]
+    pub auto_approved: bool,
+}
+
+/// A pair's persisted state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairRecord {
+    /// Its id.
+    pub pair_id: String,
+    /// The Driver.
+    pub driver_id: String,
+    /// The Worker.
+    pub worker_id: String,
+    /// Creation time, epoch ms.
+    pub created_at: u64,
+    /// The delegation token, while one is held.
+    #[serde(default)]
+    pub delegation: Option<DelegationRecord>,
+}
+
+/// The delegation token: at most one per pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationRecord {
+    /// Its id (also the push-back's de-duplication key).
+    pub delegation_id: String,
+    /// The task.
+    pub message: String,
+    /// When it started, epoch ms.
+    pub started_at: u64,
+    /// Nobody waits for the result: it is pushed back to the Driver.
+    pub detached: bool,
+    /// The proposal this delegation carries out, if any.
+    #[serde(default)]
+    pub proposal_id: Option<String>,
+}
+
+impl PairRecord {
+    /// The client-facing view.
+    pub fn to_info(&self) -> PairInfo {
+        PairInfo {
+            pair_id: self.pair_id.clone(),
+            driver_id: self.driver_id.clone(),
+            worker_id: self.worker_id.clone(),
+            created_at: self.created_at,
+            delegation: self.delegation.as_ref().map(|d| DelegationInfo {
+                delegation_id: d.delegation_id.clone(),
+                from: self.driver_id.clone(),
+                to: self.worker_id.clone(),
+                message: d.message.clone(),
+                started_at: d.started_at,
+                detached: d.detached,
+            }),
+        }
+    }
 }
 
 impl SessionRecord {
@@ -73,6 +173,7 @@ impl SessionRecord {
             vendor_session_id: self.vendor_session_id.clone(),
             pair_id: self.pair_id.clone(),
             role: self.role,
+            parent_id: self.parent_id.clone(),
             background_tasks: background_tasks.to_vec(),
             cwd: self.cwd.clone(),
         }

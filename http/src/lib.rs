@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod cli;
 pub mod error;
+pub mod mcp;
 pub mod metrics;
 pub mod rest;
 pub mod server;

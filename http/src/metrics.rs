@@ -64,6 +64,12 @@ pub fn render(runtime: &Runtime) -> String {
         m.clients_closed_slow.load(Relaxed),
     );
     metric(
+        "tandem_pushbacks_total",
+        "counter",
+        "Delegation results pushed back into a Driver.",
+        m.pushbacks.load(Relaxed),
+    );
+    metric(
         "tandem_protocol_errors_total",
         "counter",
         "Client frames answered with protocol_error.",

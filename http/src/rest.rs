@@ -5,7 +5,9 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use tandem_actors::session::SendOutcome;
 use tandem_protocol::client::CreateSessionParams;
-use tandem_protocol::rest::{Health, PostMessage, RunningList, SessionList, VendorList};
+use tandem_protocol::rest::{
+    Health, McpToken, PairList, PostMessage, RunningList, SessionList, VendorList,
+};
 use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
@@ -25,6 +27,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/sessions/{id}/events", web::get().to(events))
             .route("/sessions/{id}/messages", web::post().to(post_message))
             .route("/sessions/{id}/interrupt", web::post().to(interrupt))
+            .route("/sessions/{id}/mcp-token", web::post().to(mcp_token))
+            .route("/pairs", web::get().to(pairs))
             .default_service(web::to(not_found)),
     );
 }
@@ -196,4 +200,25 @@ async fn interrupt(
     let who = caller(&req, &state.runtime, state.auth)?;
     state.runtime.abort(&who, &id).await?;
     Ok(HttpResponse::Accepted().json(serde_json::json!({ "sessionId": id.as_str() })))
+}
+
+async fn pairs(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    Ok(HttpResponse::Ok().json(PairList {
+        pairs: state.runtime.list_pairs(&who),
+    }))
+}
+
+async fn mcp_token(
+    req: HttpRequest,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let token = state.runtime.mcp_token(&who, &id)?;
+    let info = req.connection_info();
+    Ok(HttpResponse::Ok().json(McpToken {
+        token,
+        url: format!("{}://{}/mcp", info.scheme(), info.host()),
+    }))
 }

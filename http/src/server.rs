@@ -68,6 +68,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         App::new()
             .app_data(app_state.clone())
             .configure(crate::rest::routes)
+            .configure(crate::mcp::routes)
             .route("/ws", web::get().to(crate::ws::connect))
             .route("/metrics", web::get().to(metrics))
             .route("/", web::get().to(index))

@@ -255,6 +255,39 @@ impl WsClient {
                     Ok(json!({ "sessionId": sid, "taskId": task_id }))
                 });
             }
+            ClientRequest::ToolCall(p) => {
+                let sid = p.session_id.clone();
+                self.later(ctx, request_id, Some(sid), async move {
+                    Ok(
+                        match rt
+                            .call_tool(&who, &p.session_id, &p.name, p.arguments)
+                            .await?
+                        {
+                            Ok(result) => json!({ "result": result, "isError": false }),
+                            Err(message) => json!({ "result": message, "isError": true }),
+                        },
+                    )
+                });
+            }
+            ClientRequest::ProposalRespond(p) => {
+                let sid = p.session_id.clone();
+                self.later(ctx, request_id, Some(sid), async move {
+                    rt.respond_proposal(&who, p).await
+                });
+            }
+            ClientRequest::PairCreate(p) => {
+                let sid = p.driver_id.clone();
+                self.later(ctx, request_id, Some(sid), async move {
+                    let pair = rt.create_pair(&who, &p.driver_id, p.worker).await?;
+                    Ok(json!({ "pair": pair }))
+                });
+            }
+            ClientRequest::PairClose(p) => {
+                self.later(ctx, request_id, None, async move {
+                    let interrupted = rt.close_pair(&who, &p.pair_id).await?;
+                    Ok(json!({ "pairId": p.pair_id, "interrupted": interrupted }))
+                });
+            }
             ClientRequest::SessionConfigure(p) => {
                 let sid = p.session_id.clone();
                 self.later(ctx, request_id, Some(sid), async move {

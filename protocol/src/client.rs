@@ -35,8 +35,86 @@ pub enum ClientRequest {
     SessionConfigure(ConfigureParams),
     /// `sessions.watch`
     SessionsWatch,
+    /// `tool.call`
+    ToolCall(ToolCallParams),
+    /// `proposal.respond`
+    ProposalRespond(ProposalRespondParams),
+    /// `pair.create`
+    PairCreate(PairCreateParams),
+    /// `pair.close`
+    PairClose(PairCloseParams),
     /// `ping`: answered with a `reply` carrying `pong: true`.
     Ping,
+}
+
+/// Fields of `tool.call`: call a session-bound tool as that session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallParams {
+    /// The session the call is made as.
+    pub session_id: String,
+    /// Tool name.
+    pub name: String,
+    /// Tool arguments (an object).
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// Fields of `proposal.respond`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProposalRespondParams {
+    /// The Driver session that proposed.
+    pub session_id: String,
+    /// The proposal.
+    pub proposal_id: String,
+    /// Accept (true) or decline.
+    pub accepted: bool,
+    /// Worker vendor (default: the recommendation).
+    #[serde(default)]
+    pub vendor: Option<String>,
+    /// Worker model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Worker effort.
+    #[serde(default)]
+    pub effort: Option<String>,
+}
+
+/// The Worker side of `pair.create`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerSpec {
+    /// Worker vendor.
+    pub vendor: String,
+    /// Worker model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Worker effort.
+    #[serde(default)]
+    pub effort: Option<String>,
+}
+
+/// Fields of `pair.create`: a new Worker session paired with an existing Driver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairCreateParams {
+    /// The Driver session.
+    pub driver_id: String,
+    /// The Worker to create.
+    pub worker: WorkerSpec,
+}
+
+/// Fields of `pair.close`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairCloseParams {
+    /// The pair to dissolve.
+    pub pair_id: String,
 }
 
 /// Fields of `session.create` and of `POST /api/v1/sessions`.
@@ -223,7 +301,12 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
     obj.remove("requestId");
     let needs_session = matches!(
         kind.as_str(),
-        "chat.send" | "chat.abort" | "chat.stop-task" | "session.configure"
+        "chat.send"
+            | "chat.abort"
+            | "chat.stop-task"
+            | "session.configure"
+            | "tool.call"
+            | "proposal.respond"
     );
     if needs_session && session_id.as_deref().is_none_or(str::is_empty) {
         return Err(fail(
@@ -267,6 +350,10 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
         "chat.unsubscribe" => ClientRequest::ChatUnsubscribe(fields(obj, &kind).map_err(&bad)?),
         "session.configure" => ClientRequest::SessionConfigure(fields(obj, &kind).map_err(&bad)?),
         "sessions.watch" => ClientRequest::SessionsWatch,
+        "tool.call" => ClientRequest::ToolCall(fields(obj, &kind).map_err(&bad)?),
+        "proposal.respond" => ClientRequest::ProposalRespond(fields(obj, &kind).map_err(&bad)?),
+        "pair.create" => ClientRequest::PairCreate(fields(obj, &kind).map_err(&bad)?),
+        "pair.close" => ClientRequest::PairClose(fields(obj, &kind).map_err(&bad)?),
         "ping" => ClientRequest::Ping,
         other => {
             return Err(fail(

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::pair::{PairInfo, ProposalStatus, WorkerChoice};
 use crate::session::{BackgroundTask, PermissionMode};
 
 /// How a turn ended. `interrupted` and `failed` are never reported as completed.
@@ -133,6 +134,65 @@ pub enum EventBody {
         /// The request that is settled.
         request_id: String,
     },
+    /// A delegation between the sessions of a pair started (`active`) or ended.
+    Delegation {
+        /// The pair.
+        pair_id: String,
+        /// The Driver.
+        from: String,
+        /// The Worker.
+        to: String,
+        /// True while the Worker holds the delegation.
+        active: bool,
+    },
+    /// This session joined a pair.
+    PairCreated {
+        /// The pair.
+        pair: PairInfo,
+    },
+    /// This session's pair was dissolved; both histories stay.
+    PairClosed {
+        /// The pair that was closed.
+        pair_id: String,
+    },
+    /// The agent proposes handing a task to a Worker.
+    WorkerProposal {
+        /// The proposal's id (`proposal.respond` takes it).
+        proposal_id: String,
+        /// One-line summary.
+        summary: String,
+        /// The plan the Worker would follow.
+        plan: String,
+        /// Its status when recorded.
+        status: ProposalStatus,
+        /// The recommended Worker.
+        recommended: WorkerChoice,
+        /// True when it was accepted automatically (permissions bypassed).
+        #[serde(default, skip_serializing_if = "is_false")]
+        auto_approved: bool,
+    },
+    /// A proposal moved to another status.
+    WorkerProposalUpdate {
+        /// The proposal.
+        proposal_id: String,
+        /// Its new status.
+        status: ProposalStatus,
+        /// The Worker chosen on acceptance.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selected: Option<WorkerChoice>,
+        /// The Worker session, once created.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worker_id: Option<String>,
+        /// The pair, once created.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pair_id: Option<String>,
+        /// Why it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// True when accepted automatically.
+        #[serde(default, skip_serializing_if = "is_false")]
+        auto_approved: bool,
+    },
     /// The session's configuration changed.
     ConfigChanged {
         /// Model after the change.
@@ -164,6 +224,11 @@ impl EventBody {
             EventBody::PermissionRequest { .. } => "permission_request",
             EventBody::PermissionResolved { .. } => "permission_resolved",
             EventBody::ConfigChanged { .. } => "config_changed",
+            EventBody::Delegation { .. } => "delegation",
+            EventBody::PairCreated { .. } => "pair_created",
+            EventBody::PairClosed { .. } => "pair_closed",
+            EventBody::WorkerProposal { .. } => "worker_proposal",
+            EventBody::WorkerProposalUpdate { .. } => "worker_proposal_update",
         }
     }
 }

@@ -8,6 +8,8 @@
 pub mod client;
 pub mod error;
 pub mod event;
+pub mod mcp;
+pub mod pair;
 pub mod rest;
 pub mod server;
 pub mod session;

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::event::Event;
+use crate::pair::PairInfo;
 use crate::session::{BackgroundTask, SessionInfo};
 
 /// `GET /api/v1/health`.
@@ -104,4 +105,20 @@ pub struct PostMessage {
 pub struct TurnAccepted {
     /// The turn that was started.
     pub turn_id: String,
+}
+
+/// `GET /api/v1/pairs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairList {
+    /// Pairs whose sessions the caller may see.
+    pub pairs: Vec<PairInfo>,
+}
+
+/// `POST /api/v1/sessions/{id}/mcp-token` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpToken {
+    /// Bearer token for `/mcp`, bound to the session.
+    pub token: String,
+    /// The MCP endpoint.
+    pub url: String,
 }

@@ -62,7 +62,7 @@ pub enum ServerFrame {
     /// A session this socket may see was created or changed (after `sessions.watch`).
     SessionUpserted {
         /// The session as it is now.
-        session: SessionInfo,
+        session: Box<SessionInfo>,
     },
 }
 

@@ -196,6 +196,9 @@ pub struct SessionInfo {
     /// Its role in that pair.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
+    /// The session that spawned this one, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
     /// Background work still running.
     pub background_tasks: Vec<BackgroundTask>,
     /// Working directory of the vendor process.

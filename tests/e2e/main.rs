@@ -4,7 +4,9 @@
 mod bad_input;
 mod configure;
 mod flow;
+mod pairs;
 mod restart;
+mod slow_client;
 mod subscribe;
 
 use serde_json::Value;

@@ -4,6 +4,7 @@
 //! Every server started here is killed when its [`Server`] is dropped, so a failing
 //! test never leaves a process behind. Data directories are removed the same way.
 
+pub mod bench;
 pub mod server;
 pub mod ws;
 

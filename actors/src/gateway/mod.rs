@@ -611,7 +611,7 @@ impl Handler<SessionChanged> for Gateway {
             let frame = frame
                 .get_or_insert_with(|| {
                     ServerFrame::SessionUpserted {
-                        session: info.clone(),
+                        session: Box::new(info.clone()),
                     }
                     .to_json()
                     .into()

@@ -1,17 +1,19 @@
-//! The session actor.
+//! The session actor: state, history appends, turns and configuration.
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use tandem_protocol::{BackgroundTask, EventBody, SessionInfo, SessionStatus, TurnStatus};
 
+use super::turns::{turn_number, TurnSummary, KEEP_TURNS};
 use super::{event_frame, Abort, Configure, Send, SendOutcome, Services, SessionShared, StopTask};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::gateway::SessionChanged;
 use crate::metrics::Metrics;
-use crate::record::SessionRecord;
+use crate::record::{QueuedMessage, SessionRecord};
 use crate::store::{StoredEvent, WriteOp};
 use crate::vendor::adapter::{AdapterCommand, AgentItem, AgentOutput, TurnSettings};
 use crate::vendor::clamp_effort;
@@ -22,27 +24,78 @@ use crate::vendor::scripted::ScriptedAgent;
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 /// Longest title accepted, in characters.
 const MAX_TITLE_CHARS: usize = 200;
+/// A delegated turn's response is capped to its last this many characters.
+pub(crate) const RESPONSE_TAIL_CHARS: usize = 30_000;
+
+/// The delegation a Worker's turn carries out.
+#[derive(Debug, Clone)]
+pub(super) struct TurnDelegation {
+    pub pair_id: String,
+    pub delegation_id: String,
+}
 
 /// The turn in flight.
 #[derive(Debug)]
-struct ActiveTurn {
-    id: String,
+pub(super) struct ActiveTurn {
+    pub id: String,
     /// Streamed text not yet closed by an `assistant_message`; kept in history as a
     /// partial message if the turn is cut short.
-    partial: String,
-    interrupt_requested: bool,
+    pub partial: String,
+    /// Every assistant message of the turn so far.
+    pub text: String,
+    pub interrupt_requested: bool,
+    pub delegation: Option<TurnDelegation>,
+}
+
+impl ActiveTurn {
+    /// The turn's assistant text including what is still streaming.
+    pub fn text_so_far(&self) -> String {
+        let mut text = self.text.clone();
+        if !self.partial.is_empty() {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(&self.partial);
+        }
+        text
+    }
+}
+
+/// Keeps the last `max` characters of `text`.
+pub(crate) fn tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    text.chars().skip(count - max).collect()
+}
+
+/// Children of a parent session waiting to start, and those running.
+#[derive(Debug, Default)]
+pub(super) struct SpawnState {
+    pub pending: VecDeque<String>,
+    pub running: HashSet<String>,
 }
 
 /// One session: its metadata, its history's next `seq`, its turn and its adapter.
 pub struct SessionActor {
-    id: Arc<str>,
-    record: SessionRecord,
-    next_seq: u64,
-    background: Vec<BackgroundTask>,
-    turn: Option<ActiveTurn>,
+    pub(super) id: Arc<str>,
+    pub(super) record: SessionRecord,
+    pub(super) next_seq: u64,
+    pub(super) background: Vec<BackgroundTask>,
+    pub(super) turn: Option<ActiveTurn>,
     adapter: Option<Recipient<AdapterCommand>>,
-    services: Services,
+    pub(super) services: Services,
     shared: Arc<SessionShared>,
+    /// Writes made by the message being handled; flushed as one batch so each
+    /// handler's effect lands on disk atomically.
+    pending: Vec<WriteOp>,
+    /// Set when the metadata changed during the message being handled.
+    dirty: bool,
+    /// Summaries of the most recent turns, oldest first.
+    recent: VecDeque<TurnSummary>,
+    /// Spawned children (when this session is a parent).
+    pub(super) spawn: SpawnState,
 }
 
 impl SessionActor {
@@ -62,16 +115,34 @@ impl SessionActor {
             adapter: None,
             services,
             shared,
+            pending: Vec::new(),
+            dirty: false,
+            recent: VecDeque::new(),
+            spawn: SpawnState::default(),
         }
     }
 
-    fn info(&self) -> SessionInfo {
+    pub(super) fn info(&self) -> SessionInfo {
         self.record.to_info(self.next_seq - 1, &self.background)
     }
 
-    /// Appends one event to the history: next `seq`, serialized once, handed to the
-    /// store writer (which makes it visible after commit).
-    fn emit(&mut self, turn_id: Option<String>, body: EventBody) {
+    /// Summaries of the turns this actor has seen, oldest first.
+    pub(super) fn recent_turns(&self) -> Vec<TurnSummary> {
+        let mut list: Vec<TurnSummary> = self.recent.iter().cloned().collect();
+        if let Some(turn) = &self.turn {
+            if let Some(last) = list
+                .last_mut()
+                .filter(|t| Some(t.number) == turn_number(&turn.id))
+            {
+                last.response = turn.text_so_far();
+            }
+        }
+        list
+    }
+
+    /// Appends one event to the history: next `seq`, serialized once, written with
+    /// the rest of this message's writes.
+    pub(super) fn emit(&mut self, turn_id: Option<String>, body: EventBody) {
         let ts = now_ms();
         let seq = self.next_seq;
         let frame = match event_frame(&self.id, seq, ts, turn_id, body) {
@@ -83,30 +154,42 @@ impl SessionActor {
         };
         self.next_seq += 1;
         self.record.last_activity = ts;
-        let op = WriteOp::Event(StoredEvent {
+        self.pending.push(WriteOp::Event(StoredEvent {
             session_id: self.id.clone(),
             seq,
             frame: frame.into(),
-        });
-        if let Err(e) = self.services.writer.write(op) {
-            tracing::error!(session = %self.id, error = %e, "event not stored");
-        }
+        }));
         self.shared.set_last_seq(seq);
         Metrics::inc(&self.services.metrics.events_appended);
     }
 
-    /// Persists the metadata and publishes it to readers and watchers.
-    fn publish(&mut self) {
-        if let Err(e) = self
-            .services
-            .writer
-            .write(WriteOp::Session(Box::new(self.record.clone())))
-        {
-            tracing::error!(session = %self.id, error = %e, "session record not stored");
+    /// Marks the metadata as changed; [`SessionActor::flush`] persists and publishes it.
+    pub(super) fn touch(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Hands this message's writes to the store as one atomic batch and publishes
+    /// changed metadata. Every handler ends with it.
+    pub(super) fn flush(&mut self) {
+        if self.dirty {
+            self.pending
+                .push(WriteOp::Session(Box::new(self.record.clone())));
         }
-        let info = self.info();
-        self.shared.set(info.clone());
-        self.services.gateway.do_send(SessionChanged(info));
+        let op = match self.pending.len() {
+            0 => None,
+            1 => self.pending.pop(),
+            _ => Some(WriteOp::Batch(std::mem::take(&mut self.pending))),
+        };
+        if let Some(op) = op {
+            if let Err(e) = self.services.writer.write(op) {
+                tracing::error!(session = %self.id, error = %e, "writes not stored");
+            }
+        }
+        if std::mem::take(&mut self.dirty) {
+            let info = self.info();
+            self.shared.set(info.clone());
+            self.services.gateway.do_send(SessionChanged(info));
+        }
     }
 
     fn adapter(
@@ -132,9 +215,13 @@ impl SessionActor {
         Ok(adapter)
     }
 
-    fn start_turn(
+    /// Starts a turn with `text`. `internal` marks server-written messages (pushed-back
+    /// results); `delegation` marks a Worker turn delegated by its Driver.
+    pub(super) fn start_turn(
         &mut self,
         text: String,
+        internal: bool,
+        delegation: Option<(TurnDelegation, String)>,
         ctx: &mut Context<Self>,
     ) -> Result<String, RuntimeError> {
         let adapter = self.adapter(ctx)?;
@@ -142,73 +229,120 @@ impl SessionActor {
         let turn_id = format!("turn_{}", self.record.turn_count);
         self.record.status = SessionStatus::Running;
         self.record.current_turn_id = Some(turn_id.clone());
+        let (delegation, delegated_by) = match delegation {
+            Some((d, by)) => (Some(d), Some(by)),
+            None => (None, None),
+        };
+        self.recent.push_back(TurnSummary {
+            number: self.record.turn_count,
+            user: text.clone(),
+            delegated: delegated_by.is_some(),
+            response: String::new(),
+        });
+        while self.recent.len() > KEEP_TURNS {
+            self.recent.pop_front();
+        }
         self.turn = Some(ActiveTurn {
             id: turn_id.clone(),
             partial: String::new(),
+            text: String::new(),
             interrupt_requested: false,
+            delegation,
         });
         self.emit(Some(turn_id.clone()), EventBody::TurnStarted {});
         self.emit(
             Some(turn_id.clone()),
             EventBody::UserMessage {
                 text: text.clone(),
-                internal: false,
-                delegated_by: None,
+                internal,
+                delegated_by,
             },
         );
-        self.publish();
+        self.touch();
         adapter.do_send(AdapterCommand::StartTurn {
             turn_id: turn_id.clone(),
             text,
+            internal,
             settings: TurnSettings {
                 model: self.record.model.clone(),
                 effort: self.record.effort.clone(),
                 permission_mode: self.record.permission_mode,
+                system_prompt: crate::pair::texts::system_prompt(&self.record),
             },
         });
         Ok(turn_id)
     }
 
-    fn finish_turn(&mut self, status: TurnStatus, error: Option<String>, ctx: &mut Context<Self>) {
+    pub(super) fn finish_turn(
+        &mut self,
+        status: TurnStatus,
+        error: Option<String>,
+        ctx: &mut Context<Self>,
+    ) {
         let Some(turn) = self.turn.take() else {
             return;
         };
+        let response = turn.text_so_far();
         if !turn.partial.is_empty() {
             self.emit(
                 Some(turn.id.clone()),
                 EventBody::AssistantMessage { text: turn.partial },
             );
         }
-        self.emit(Some(turn.id), EventBody::TurnCompleted { status, error });
+        self.emit(
+            Some(turn.id.clone()),
+            EventBody::TurnCompleted {
+                status,
+                error: error.clone(),
+            },
+        );
+        if let Some(last) = self
+            .recent
+            .back_mut()
+            .filter(|t| Some(t.number) == turn_number(&turn.id))
+        {
+            last.response = response.clone();
+        }
         self.record.status = match status {
             TurnStatus::Completed => SessionStatus::Idle,
             TurnStatus::Interrupted => SessionStatus::Interrupted,
             TurnStatus::Failed => SessionStatus::Failed,
         };
         self.record.current_turn_id = None;
-        self.publish();
+        self.touch();
+        if let Some(d) = turn.delegation {
+            self.notify_pair(d, status, response, error.clone());
+        }
+        self.notify_parent();
         self.dispatch_queued(ctx);
     }
 
     /// Sends the oldest queued message when nothing runs: no turn and no background
     /// work (a new turn would kill that work).
-    fn dispatch_queued(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn dispatch_queued(&mut self, ctx: &mut Context<Self>) {
         if self.turn.is_some() || !self.background.is_empty() || self.record.queued.is_empty() {
             return;
         }
-        let text = self.record.queued.remove(0);
-        if let Err(e) = self.start_turn(text, ctx) {
+        let next = self.record.queued.remove(0);
+        self.touch();
+        if let Err(e) = self.start_turn(next.text, next.internal, None, ctx) {
             self.emit(
                 None,
                 EventBody::Error {
                     message: format!("queued message could not start: {e}"),
                 },
             );
-            self.publish();
         }
     }
 
-    fn apply_config(&mut self, change: Configure) -> Result<bool, RuntimeError> {
+    /// Runs `text` now if the session is free, else queues it.
+    pub(super) fn run_or_queue(&mut self, text: String, internal: bool, ctx: &mut Context<Self>) {
+        self.record.queued.push(QueuedMessage { text, internal });
+        self.touch();
+        self.dispatch_queued(ctx);
+    }
+
+    fn apply_config(&mut self, change: Configure) -> Result<(), RuntimeError> {
         let catalog = self.services.catalog.clone();
         let mut record = self.record.clone();
         if let Some(vendor) = change.vendor.filter(|v| *v != record.vendor) {
@@ -256,7 +390,9 @@ impl SessionActor {
             || record.effort != self.record.effort
             || record.vendor != self.record.vendor
             || record.permission_mode != self.record.permission_mode;
-        let changed = config_changed || record.title != self.record.title;
+        if config_changed || record.title != self.record.title {
+            self.touch();
+        }
         self.record = record;
         if config_changed {
             self.emit(
@@ -269,7 +405,112 @@ impl SessionActor {
                 },
             );
         }
-        Ok(changed)
+        Ok(())
+    }
+
+    fn on_send(&mut self, msg: Send, ctx: &mut Context<Self>) -> Result<SendOutcome, RuntimeError> {
+        if msg.content.trim().is_empty() {
+            return Err(RuntimeError::InvalidArgument("content is empty".into()));
+        }
+        let busy = self.turn.is_some() || !self.background.is_empty();
+        if self.turn.is_some() && !msg.queue {
+            return Err(RuntimeError::RunInProgress(self.record.id.clone()));
+        }
+        if let Some(options) = msg.options {
+            self.apply_config(Configure {
+                model: options.model,
+                effort: options.effort,
+                permission_mode: options.permission_mode,
+                ..Configure::default()
+            })?;
+        }
+        if msg.queue && (busy || !self.record.queued.is_empty()) {
+            self.record.queued.push(QueuedMessage {
+                text: msg.content,
+                internal: false,
+            });
+            self.touch();
+            return Ok(SendOutcome::Queued {
+                position: self.record.queued.len(),
+            });
+        }
+        let turn_id = self.start_turn(msg.content, false, None, ctx)?;
+        Ok(SendOutcome::Started { turn_id })
+    }
+
+    fn on_output(&mut self, msg: AgentOutput, ctx: &mut Context<Self>) {
+        let current = self.turn.as_ref().map(|t| t.id.as_str());
+        if msg.turn_id.is_some() && msg.turn_id.as_deref() != current {
+            tracing::debug!(session = %self.id, turn = ?msg.turn_id, "output of a finished turn ignored");
+            return;
+        }
+        match msg.item {
+            AgentItem::Event(body) => {
+                if let Some(turn) = self.turn.as_mut().filter(|_| msg.turn_id.is_some()) {
+                    match &body {
+                        EventBody::TextDelta { text } => turn.partial.push_str(text),
+                        EventBody::AssistantMessage { text } => {
+                            turn.partial.clear();
+                            if !turn.text.is_empty() {
+                                turn.text.push_str("\n\n");
+                            }
+                            turn.text.push_str(text);
+                        }
+                        _ => {}
+                    }
+                }
+                self.emit(msg.turn_id, body);
+            }
+            AgentItem::TurnEnded { status, error } => {
+                if msg.turn_id.is_some() {
+                    self.finish_turn(status, error, ctx);
+                }
+            }
+            AgentItem::BackgroundTasks(tasks) => {
+                if tasks != self.background {
+                    self.background = tasks.clone();
+                    self.emit(None, EventBody::BackgroundTasks { tasks });
+                    self.touch();
+                    self.dispatch_queued(ctx);
+                }
+            }
+            AgentItem::VendorSessionId(id) => {
+                if self.record.vendor_session_id.as_deref() != Some(id.as_str()) {
+                    self.record.vendor_session_id = Some(id);
+                    self.touch();
+                }
+            }
+        }
+    }
+
+    /// Asks the adapter to stop the turn, and closes it anyway if the adapter does not
+    /// confirm in time.
+    pub(super) fn interrupt(&mut self, ctx: &mut Context<Self>) -> Result<(), RuntimeError> {
+        let Some(turn) = self.turn.as_mut() else {
+            return Err(RuntimeError::NoActiveRun(self.record.id.clone()));
+        };
+        if turn.interrupt_requested {
+            return Ok(());
+        }
+        turn.interrupt_requested = true;
+        let turn_id = turn.id.clone();
+        if let Some(adapter) = &self.adapter {
+            adapter.do_send(AdapterCommand::Interrupt {
+                turn_id: turn_id.clone(),
+            });
+        }
+        ctx.run_later(INTERRUPT_GRACE, move |act, ctx| {
+            if act.turn.as_ref().is_some_and(|t| t.id == turn_id) {
+                tracing::warn!(session = %act.id, "adapter did not confirm the interrupt; closing the turn");
+                act.finish_turn(
+                    TurnStatus::Interrupted,
+                    Some("the agent did not stop in time".into()),
+                    ctx,
+                );
+                act.flush();
+            }
+        });
+        Ok(())
     }
 }
 
@@ -295,31 +536,9 @@ impl Handler<Send> for SessionActor {
     type Result = Result<SendOutcome, RuntimeError>;
 
     fn handle(&mut self, msg: Send, ctx: &mut Context<Self>) -> Self::Result {
-        if msg.content.trim().is_empty() {
-            return Err(RuntimeError::InvalidArgument("content is empty".into()));
-        }
-        let busy = self.turn.is_some() || !self.background.is_empty();
-        if self.turn.is_some() && !msg.queue {
-            return Err(RuntimeError::RunInProgress(self.record.id.clone()));
-        }
-        if let Some(options) = msg.options {
-            if self.apply_config(Configure {
-                model: options.model,
-                effort: options.effort,
-                permission_mode: options.permission_mode,
-                ..Configure::default()
-            })? {
-                self.publish();
-            }
-        }
-        if msg.queue && (busy || !self.record.queued.is_empty()) {
-            self.record.queued.push(msg.content);
-            let position = self.record.queued.len();
-            self.publish();
-            return Ok(SendOutcome::Queued { position });
-        }
-        let turn_id = self.start_turn(msg.content, ctx)?;
-        Ok(SendOutcome::Started { turn_id })
+        let result = self.on_send(msg, ctx);
+        self.flush();
+        result
     }
 }
 
@@ -327,30 +546,7 @@ impl Handler<Abort> for SessionActor {
     type Result = Result<(), RuntimeError>;
 
     fn handle(&mut self, _: Abort, ctx: &mut Context<Self>) -> Self::Result {
-        let Some(turn) = self.turn.as_mut() else {
-            return Err(RuntimeError::NoActiveRun(self.record.id.clone()));
-        };
-        if turn.interrupt_requested {
-            return Ok(());
-        }
-        turn.interrupt_requested = true;
-        let turn_id = turn.id.clone();
-        if let Some(adapter) = &self.adapter {
-            adapter.do_send(AdapterCommand::Interrupt {
-                turn_id: turn_id.clone(),
-            });
-        }
-        ctx.run_later(INTERRUPT_GRACE, move |act, ctx| {
-            if act.turn.as_ref().is_some_and(|t| t.id == turn_id) {
-                tracing::warn!(session = %act.id, "adapter did not confirm the interrupt; closing the turn");
-                act.finish_turn(
-                    TurnStatus::Interrupted,
-                    Some("the agent did not stop in time".into()),
-                    ctx,
-                );
-            }
-        });
-        Ok(())
+        self.interrupt(ctx)
     }
 }
 
@@ -377,10 +573,9 @@ impl Handler<Configure> for SessionActor {
     type Result = Result<SessionInfo, RuntimeError>;
 
     fn handle(&mut self, msg: Configure, _: &mut Context<Self>) -> Self::Result {
-        if self.apply_config(msg)? {
-            self.publish();
-        }
-        Ok(self.info())
+        let result = self.apply_config(msg);
+        self.flush();
+        result.map(|()| self.info())
     }
 }
 
@@ -388,41 +583,7 @@ impl Handler<AgentOutput> for SessionActor {
     type Result = ();
 
     fn handle(&mut self, msg: AgentOutput, ctx: &mut Context<Self>) {
-        let current = self.turn.as_ref().map(|t| t.id.as_str());
-        if msg.turn_id.is_some() && msg.turn_id.as_deref() != current {
-            tracing::debug!(session = %self.id, turn = ?msg.turn_id, "output of a finished turn ignored");
-            return;
-        }
-        match msg.item {
-            AgentItem::Event(body) => {
-                if let Some(turn) = self.turn.as_mut().filter(|_| msg.turn_id.is_some()) {
-                    match &body {
-                        EventBody::TextDelta { text } => turn.partial.push_str(text),
-                        EventBody::AssistantMessage { .. } => turn.partial.clear(),
-                        _ => {}
-                    }
-                }
-                self.emit(msg.turn_id, body);
-            }
-            AgentItem::TurnEnded { status, error } => {
-                if msg.turn_id.is_some() {
-                    self.finish_turn(status, error, ctx);
-                }
-            }
-            AgentItem::BackgroundTasks(tasks) => {
-                if tasks != self.background {
-                    self.background = tasks.clone();
-                    self.emit(None, EventBody::BackgroundTasks { tasks });
-                    self.publish();
-                    self.dispatch_queued(ctx);
-                }
-            }
-            AgentItem::VendorSessionId(id) => {
-                if self.record.vendor_session_id.as_deref() != Some(id.as_str()) {
-                    self.record.vendor_session_id = Some(id);
-                    self.publish();
-                }
-            }
-        }
+        self.on_output(msg, ctx);
+        self.flush();
     }
 }

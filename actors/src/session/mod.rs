@@ -3,6 +3,10 @@
 //! read the copy it publishes in [`SessionShared`].
 
 mod actor;
+mod pairing;
+mod proposal;
+mod spawn;
+mod turns;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,6 +17,12 @@ use tandem_protocol::{Event, EventBody, SessionInfo};
 
 pub(crate) use actor::validate_title;
 pub use actor::SessionActor;
+pub use pairing::{
+    Describe, JoinPair, LeavePair, PartialText, RecordEvent, Resume, SessionState, StartDelegated,
+};
+pub use proposal::{ProposalDecision, ProposalProgress, Propose};
+pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
+pub use turns::{RecentTurns, TurnSummary};
 
 use crate::error::RuntimeError;
 use crate::gateway::Gateway;
@@ -34,6 +44,10 @@ pub struct Services {
     pub catalog: Arc<VendorCatalog>,
     /// Agent tools.
     pub tools: ToolRouter,
+    /// Reads (replays, turn summaries).
+    pub store: crate::store::Store,
+    /// The runtime, for finding other sessions and pairs.
+    pub runtime: crate::runtime::RuntimeRef,
 }
 
 /// The read-only copy of a session's metadata that its actor publishes, so listing

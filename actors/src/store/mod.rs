@@ -10,7 +10,7 @@ use bytestring::ByteString;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::RuntimeError;
-use crate::record::SessionRecord;
+use crate::record::{PairRecord, SessionRecord};
 
 pub use writer::{StoreWriter, WriteOp};
 
@@ -42,6 +42,10 @@ CREATE TABLE IF NOT EXISTS users (
     created_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pairs (
     id TEXT PRIMARY KEY,
     record TEXT NOT NULL
 );
@@ -194,6 +198,25 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Every stored pair.
+    pub fn load_pairs(&self) -> Result<Vec<PairRecord>, RuntimeError> {
+        let rows: Vec<(String, String)> = self.with_reader(|conn| {
+            let mut stmt = conn.prepare("SELECT id, record FROM pairs")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, json)| match serde_json::from_str(&json) {
+                Ok(rec) => Some(rec),
+                Err(e) => {
+                    tracing::error!(pair = %id, error = %e, "skipping unreadable pair record");
+                    None
+                }
+            })
+            .collect())
     }
 
     /// The user a token belongs to: `(user_id, admin)`.

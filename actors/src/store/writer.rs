@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, Transaction};
 use super::{connect, Store, StoredEvent};
 use crate::error::RuntimeError;
 use crate::metrics::Metrics;
-use crate::record::SessionRecord;
+use crate::record::{PairRecord, SessionRecord};
 
 /// One write for the store.
 #[derive(Debug, Clone)]
@@ -20,6 +20,31 @@ pub enum WriteOp {
     Event(StoredEvent),
     /// Insert or replace a session's metadata.
     Session(Box<SessionRecord>),
+    /// Insert or replace a pair.
+    Pair(Box<PairRecord>),
+    /// Remove a dissolved pair.
+    DeletePair(String),
+    /// Writes that must land together: always in the same transaction.
+    Batch(Vec<WriteOp>),
+}
+
+impl WriteOp {
+    /// The events this write carries, in order.
+    fn into_events(self, out: &mut Vec<StoredEvent>) {
+        match self {
+            WriteOp::Event(ev) => out.push(ev),
+            WriteOp::Batch(ops) => ops.into_iter().for_each(|op| op.into_events(out)),
+            WriteOp::Session(_) | WriteOp::Pair(_) | WriteOp::DeletePair(_) => {}
+        }
+    }
+
+    fn event_count(&self) -> usize {
+        match self {
+            WriteOp::Event(_) => 1,
+            WriteOp::Batch(ops) => ops.iter().map(WriteOp::event_count).sum(),
+            WriteOp::Session(_) | WriteOp::Pair(_) | WriteOp::DeletePair(_) => 0,
+        }
+    }
 }
 
 /// The sending side of the writer thread's channel; cheap to clone.
@@ -71,6 +96,24 @@ pub(super) fn apply(tx: &Transaction<'_>, op: &WriteOp) -> Result<(), rusqlite::
             )?;
             stmt.execute(params![rec.id, json])?;
         }
+        WriteOp::Pair(rec) => {
+            let json = serde_json::to_string(rec)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO pairs (id, record) VALUES (?1, ?2) \
+                 ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+            )?;
+            stmt.execute(params![rec.pair_id, json])?;
+        }
+        WriteOp::DeletePair(id) => {
+            tx.prepare_cached("DELETE FROM pairs WHERE id = ?1")?
+                .execute([id])?;
+        }
+        WriteOp::Batch(ops) => {
+            for op in ops {
+                apply(tx, op)?;
+            }
+        }
     }
     Ok(())
 }
@@ -96,13 +139,8 @@ fn run(
         match commit(&mut conn, &batch) {
             Ok(()) => {
                 Metrics::inc(&metrics.commits);
-                let events: Vec<StoredEvent> = batch
-                    .drain(..)
-                    .filter_map(|op| match op {
-                        WriteOp::Event(ev) => Some(ev),
-                        WriteOp::Session(_) => None,
-                    })
-                    .collect();
+                let mut events = Vec::new();
+                batch.drain(..).for_each(|op| op.into_events(&mut events));
                 metrics
                     .events_committed
                     .fetch_add(events.len() as u64, Ordering::Relaxed);
@@ -113,10 +151,7 @@ fn run(
             Err(e) => {
                 // Nothing of a failed batch is published: clients never see an event
                 // that is not on disk.
-                let lost = batch
-                    .iter()
-                    .filter(|op| matches!(op, WriteOp::Event(_)))
-                    .count();
+                let lost: usize = batch.iter().map(WriteOp::event_count).sum();
                 metrics
                     .store_failures
                     .fetch_add(lost as u64, Ordering::Relaxed);

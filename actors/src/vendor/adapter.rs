@@ -13,6 +13,9 @@ pub enum AdapterCommand {
         turn_id: String,
         /// The user's message.
         text: String,
+        /// True when the server wrote the message (a pushed-back result), not a
+        /// person or a Driver.
+        internal: bool,
         /// Settings in force for the turn.
         settings: TurnSettings,
     },
@@ -39,6 +42,8 @@ pub struct TurnSettings {
     pub effort: String,
     /// Tool approval mode.
     pub permission_mode: PermissionMode,
+    /// Extra system instruction for the agent (the Driver's pair instruction).
+    pub system_prompt: Option<String>,
 }
 
 /// What an adapter reports to its session.

@@ -8,6 +8,9 @@
 //! - `/fail MESSAGE` → the turn fails with MESSAGE
 //! - `/background TASKID MS DESCRIPTION` → a background task that ends after MS
 //! - any other `/word` line is echoed as text
+//!
+//! Messages the server writes (pushed-back results) are echoed line by line and never
+//! executed: they quote other sessions' scripts.
 
 use std::time::Duration;
 
@@ -169,7 +172,12 @@ impl Handler<AdapterCommand> for ScriptedAgent {
 
     fn handle(&mut self, msg: AdapterCommand, ctx: &mut Context<Self>) {
         match msg {
-            AdapterCommand::StartTurn { turn_id, text, .. } => {
+            AdapterCommand::StartTurn {
+                turn_id,
+                text,
+                internal,
+                ..
+            } => {
                 if let Some((old, handle)) = self.turn.take() {
                     // The session never starts a turn while one runs; if it somehow
                     // did, the old turn still ends exactly once.
@@ -190,13 +198,22 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                     me: ctx.address(),
                 };
                 let finished = turn_id.clone();
-                let handle = ctx.spawn(run.execute(parse_script(&text)).into_actor(self).map(
-                    move |_, act, _| {
+                // A server-written message (a pushed-back result) quotes other
+                // sessions' scripts: it is echoed as text, never executed.
+                let steps = if internal {
+                    text.lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .map(|l| Step::Text(l.trim_end().to_string()))
+                        .collect()
+                } else {
+                    parse_script(&text)
+                };
+                let handle =
+                    ctx.spawn(run.execute(steps).into_actor(self).map(move |_, act, _| {
                         if act.turn.as_ref().is_some_and(|(id, _)| *id == finished) {
                             act.turn = None;
                         }
-                    },
-                ));
+                    }));
                 self.turn = Some((turn_id, handle));
             }
             AdapterCommand::Interrupt { turn_id } => {

@@ -1,5 +1,7 @@
 //! Benchmarks for tandem (see BENCHMARKS.md). `bench serve ARGS` runs the server itself
 //! (exactly `tandem serve ARGS`), so tests and benchmarks start it as a child process.
+//! `bench fanout|sessions|replay|durability [flags]` start that server as a child
+//! process and measure it over loopback ([`tandem_tests::bench`]).
 
 use std::process::ExitCode;
 
@@ -16,8 +18,11 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some(mode @ ("fanout" | "sessions" | "replay" | "durability")) => {
+            tandem_tests::bench::run(mode, &args[1..])
+        }
         _ => {
-            eprintln!("usage: bench serve [tandem serve flags]");
+            eprintln!("{}", tandem_tests::bench::USAGE);
             ExitCode::from(2)
         }
     }

@@ -1,9 +1,12 @@
 //! [`Runtime`]: the handle the HTTP layer uses. It finds session actors, checks access
 //! against their published metadata, and forwards requests as actor messages.
 
+mod agents;
+mod pairs;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use actix::prelude::*;
 use bytestring::ByteString;
@@ -40,6 +43,40 @@ struct SessionHandle {
     shared: Arc<SessionShared>,
 }
 
+/// A pair actor's address and the record it publishes.
+#[derive(Clone)]
+struct PairHandle {
+    addr: Addr<crate::pair::PairActor>,
+    shared: crate::pair::PairShared,
+}
+
+/// A weak handle on the runtime, held by actors (a strong one would keep the runtime
+/// alive through its own actors).
+#[derive(Clone, Default)]
+pub struct RuntimeRef(Weak<Inner>);
+
+impl RuntimeRef {
+    /// The runtime, unless it is shutting down.
+    pub fn upgrade(&self) -> Option<Runtime> {
+        self.0.upgrade().map(|inner| Runtime { inner })
+    }
+}
+
+/// What a new session is made of (validated by [`Runtime::new_session`]).
+struct NewSession {
+    id: Option<String>,
+    owner_id: String,
+    visibility: tandem_protocol::Visibility,
+    vendor: String,
+    model: String,
+    effort: String,
+    title: Option<String>,
+    cwd: String,
+    permission_mode: tandem_protocol::PermissionMode,
+    parent_id: Option<String>,
+    pending_prompt: Option<String>,
+}
+
 /// The runtime; cheap to clone, shared by every HTTP worker.
 #[derive(Clone)]
 pub struct Runtime {
@@ -51,6 +88,9 @@ struct Inner {
     store: Store,
     services: Services,
     sessions: DashMap<String, SessionHandle>,
+    pairs: DashMap<String, PairHandle>,
+    /// MCP token → the session it is bound to.
+    mcp_tokens: DashMap<String, String>,
     /// Token → user, loaded at start.
     tokens: DashMap<String, Principal>,
     /// The thread session actors (and their adapters) run on.
@@ -96,25 +136,28 @@ impl Runtime {
             metrics.clone(),
             Box::new(move |events| committed_to.do_send(crate::gateway::Committed(events))),
         )?;
-        let services = Services {
-            writer,
-            gateway,
-            metrics,
-            catalog: Arc::new(VendorCatalog::default()),
-            tools: ToolRouter,
-        };
-        let runtime = Runtime {
-            inner: Arc::new(Inner {
-                config,
-                store,
-                services,
-                sessions: DashMap::new(),
-                tokens: DashMap::new(),
-                sessions_arbiter: Arbiter::new(),
-                _gateway_arbiter: gateway_arbiter,
-                next_client: AtomicU64::new(1),
-            }),
-        };
+        let pairs = store.load_pairs()?;
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
+            config,
+            store: store.clone(),
+            services: Services {
+                writer,
+                gateway,
+                metrics,
+                catalog: Arc::new(VendorCatalog::default()),
+                tools: ToolRouter::new(RuntimeRef(weak.clone())),
+                runtime: RuntimeRef(weak.clone()),
+                store: store.clone(),
+            },
+            sessions: DashMap::new(),
+            pairs: DashMap::new(),
+            mcp_tokens: DashMap::new(),
+            tokens: DashMap::new(),
+            sessions_arbiter: Arbiter::new(),
+            _gateway_arbiter: gateway_arbiter,
+            next_client: AtomicU64::new(1),
+        });
+        let runtime = Runtime { inner };
         runtime.inner.tokens.insert(
             admin_token.clone(),
             Principal {
@@ -122,8 +165,27 @@ impl Runtime {
                 admin: true,
             },
         );
+        let mut waiting_children: Vec<(String, String)> = Vec::new();
         for session in loaded {
+            if let (Some(parent), true) = (
+                session.record.parent_id.clone(),
+                session.record.pending_prompt.is_some(),
+            ) {
+                waiting_children.push((parent, session.record.id.clone()));
+            }
             runtime.spawn_session(session.record, session.last_seq);
+        }
+        for record in pairs {
+            runtime.restore_pair(record);
+        }
+        // Spawned sessions that were still waiting for a slot go back in their
+        // parent's queue.
+        for (parent, child) in waiting_children {
+            if let Some(addr) = runtime.session_addr(&parent) {
+                addr.do_send(crate::session::SpawnChildren {
+                    children: vec![child],
+                });
+            }
         }
         Ok(Started {
             runtime,
@@ -200,47 +262,61 @@ impl Runtime {
         who: &Principal,
         params: CreateSessionParams,
     ) -> Result<SessionInfo, RuntimeError> {
-        let vendor = params.vendor.unwrap_or_else(|| "scripted".into());
+        let cwd = self.resolve_cwd(params.cwd.as_deref())?;
+        self.new_session(NewSession {
+            id: None,
+            owner_id: who.user_id.clone(),
+            visibility: params.visibility.unwrap_or_default(),
+            vendor: params.vendor.unwrap_or_else(|| "scripted".into()),
+            model: params.model.unwrap_or_default(),
+            effort: params.effort.unwrap_or_default(),
+            title: params.title,
+            cwd: cwd.to_string_lossy().into_owned(),
+            permission_mode: params.permission_mode.unwrap_or_default(),
+            parent_id: None,
+            pending_prompt: None,
+        })
+    }
+
+    /// Validates and creates a session, persists it and starts its actor.
+    fn new_session(&self, spec: NewSession) -> Result<SessionInfo, RuntimeError> {
         let catalog = &self.inner.services.catalog;
-        let spec = catalog
-            .get(&vendor)
-            .ok_or_else(|| RuntimeError::InvalidArgument(format!("unknown vendor `{vendor}`")))?;
-        if !spec.installed {
-            return Err(RuntimeError::VendorNotInstalled(vendor));
+        let vendor = catalog.get(&spec.vendor).ok_or_else(|| {
+            RuntimeError::InvalidArgument(format!("unknown vendor `{}`", spec.vendor))
+        })?;
+        if !vendor.installed {
+            return Err(RuntimeError::VendorNotInstalled(spec.vendor));
         }
-        let effort = clamp_effort(
-            params.effort.as_deref().unwrap_or("").trim(),
-            spec.effort_levels,
-        )
-        .map_err(RuntimeError::InvalidArgument)?;
-        let title = match params.title {
+        let effort = clamp_effort(spec.effort.trim(), vendor.effort_levels)
+            .map_err(RuntimeError::InvalidArgument)?;
+        let title = match spec.title {
             Some(t) => crate::session::validate_title(&t)?,
             None => "New session".to_string(),
         };
-        let cwd = self.resolve_cwd(params.cwd.as_deref())?;
         let now = now_ms();
         let record = SessionRecord {
-            id: random_id("ses_", 12),
+            id: spec.id.unwrap_or_else(|| random_id("ses_", 12)),
             title,
-            vendor,
-            model: params
-                .model
-                .map(|m| m.trim().to_string())
-                .unwrap_or_default(),
+            vendor: spec.vendor,
+            model: spec.model.trim().to_string(),
             effort,
-            permission_mode: params.permission_mode.unwrap_or_default(),
+            permission_mode: spec.permission_mode,
             status: SessionStatus::Idle,
             turn_count: 0,
             created_at: now,
             last_activity: now,
-            owner_id: who.user_id.clone(),
-            visibility: params.visibility.unwrap_or_default(),
+            owner_id: spec.owner_id,
+            visibility: spec.visibility,
             vendor_session_id: None,
-            cwd: cwd.to_string_lossy().into_owned(),
+            cwd: spec.cwd,
             current_turn_id: None,
             pair_id: None,
             role: None,
             queued: Vec::new(),
+            parent_id: spec.parent_id,
+            pending_prompt: spec.pending_prompt,
+            proposal: None,
+            delivered: Vec::new(),
         };
         self.inner
             .services

@@ -1,0 +1,472 @@
+//! Driver/Worker pairs. A pair actor owns the relation and at most one delegation
+//! token. Delegation start, finish, timeout, interrupt and close are messages to it;
+//! the Worker's session tells it when the delegated turn ends, so nothing polls.
+//!
+//! Architecture invariant: a delegation's outcome reaches the Driver exactly once:
+//! as the waiting `send_to_partner` result, or else as one pushed-back internal turn.
+//! The pair resolves a delegation at most once (`resolving`), and the Driver's session
+//! drops a push-back whose id it has already taken (a re-send after a crash).
+
+pub mod texts;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::prelude::*;
+use tandem_protocol::pair::{PairInfo, ProposalStatus};
+use tandem_protocol::{EventBody, TurnStatus};
+use tokio::sync::oneshot;
+
+use crate::clock::{now_ms, random_id};
+use crate::error::RuntimeError;
+use crate::record::{DelegationRecord, PairRecord};
+use crate::session::{
+    Abort, LeavePair, PartialText, ProposalProgress, RecordEvent, Resume, Services, SessionActor,
+    StartDelegated,
+};
+use crate::store::WriteOp;
+
+/// How a delegation ended, in tool-result words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DelegationStatus {
+    /// The Worker's turn completed.
+    Complete,
+    /// The Worker's turn failed.
+    Error,
+    /// The Worker was stopped (by someone, by closing the pair, by a restart).
+    Interrupted,
+}
+
+impl DelegationStatus {
+    /// The wire word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DelegationStatus::Complete => "complete",
+            DelegationStatus::Error => "error",
+            DelegationStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// A finished delegation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// How it ended.
+    pub status: DelegationStatus,
+    /// The Worker's assistant text of the delegated turn (tail-capped).
+    pub response: String,
+    /// Why it failed or stopped.
+    pub error: Option<String>,
+}
+
+/// What `Delegate` answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DelegateReply {
+    /// The Worker's turn ended while the caller waited.
+    Finished(Outcome),
+    /// The wait timed out; the Worker keeps going and the result will be pushed back.
+    TimedOut {
+        /// The Worker's text so far.
+        partial: String,
+    },
+    /// Not waiting: the result will be pushed back.
+    Detached,
+}
+
+/// Hand the Worker one task.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<DelegateReply, String>")]
+pub struct Delegate {
+    /// The task.
+    pub message: String,
+    /// Wait for the Worker's turn to end.
+    pub wait: bool,
+    /// How long to wait.
+    pub timeout: Duration,
+    /// The proposal this carries out, if any.
+    pub proposal_id: Option<String>,
+}
+
+/// The Worker's delegated turn ended (sent by the Worker's session).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct WorkerTurnEnded {
+    /// The delegation the turn carried out.
+    pub delegation_id: String,
+    /// How the turn ended.
+    pub status: TurnStatus,
+    /// The turn's assistant text (tail-capped).
+    pub response: String,
+    /// The turn's error.
+    pub error: Option<String>,
+}
+
+/// Interrupt the Worker; answers whether it was running.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<bool, String>")]
+pub struct InterruptWorker;
+
+/// Dissolve the pair (interrupting the Worker if it runs); answers whether the Worker
+/// was interrupted.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<bool, String>")]
+pub struct ClosePair;
+
+/// The published view of a pair, read without messaging its actor.
+pub type PairShared = Arc<Mutex<PairRecord>>;
+
+/// One Driver/Worker pair.
+pub struct PairActor {
+    record: PairRecord,
+    shared: PairShared,
+    services: Services,
+    driver: Addr<SessionActor>,
+    worker: Addr<SessionActor>,
+    /// The waiting `send_to_partner` call (also used to answer a detached start).
+    waiter: Option<oneshot::Sender<Result<DelegateReply, String>>>,
+    /// The outcome is being delivered; later endings of the same delegation are ignored.
+    resolving: bool,
+    timeout: Option<SpawnHandle>,
+    closed: bool,
+}
+
+impl PairActor {
+    /// An actor for `record`. If the record holds a delegation (a restart cut it
+    /// off), it is resolved as interrupted as soon as the actor starts.
+    pub fn new(
+        record: PairRecord,
+        shared: PairShared,
+        services: Services,
+        driver: Addr<SessionActor>,
+        worker: Addr<SessionActor>,
+    ) -> Self {
+        PairActor {
+            record,
+            shared,
+            services,
+            driver,
+            worker,
+            waiter: None,
+            resolving: false,
+            timeout: None,
+            closed: false,
+        }
+    }
+
+    /// Persists and publishes the record.
+    fn save(&mut self) {
+        if let Err(e) = self
+            .services
+            .writer
+            .write(WriteOp::Pair(Box::new(self.record.clone())))
+        {
+            tracing::error!(pair = %self.record.pair_id, error = %e, "pair not stored");
+        }
+        if let Ok(mut shared) = self.shared.lock() {
+            *shared = self.record.clone();
+        }
+    }
+
+    fn delegation_event(&self, active: bool) {
+        for session in [&self.driver, &self.worker] {
+            session.do_send(RecordEvent(EventBody::Delegation {
+                pair_id: self.record.pair_id.clone(),
+                from: self.record.driver_id.clone(),
+                to: self.record.worker_id.clone(),
+                active,
+            }));
+        }
+    }
+
+    fn current(&self, delegation_id: &str) -> bool {
+        self.record
+            .delegation
+            .as_ref()
+            .is_some_and(|d| d.delegation_id == delegation_id)
+    }
+
+    /// Delivers a delegation's outcome exactly once: to the waiting caller if there
+    /// is one, else as an internal turn pushed into the Driver.
+    fn resolve(&mut self, outcome: Outcome, ctx: &mut Context<Self>) {
+        let Some(delegation) = self.record.delegation.clone() else {
+            return;
+        };
+        if self.resolving {
+            return;
+        }
+        self.resolving = true;
+        if let Some(handle) = self.timeout.take() {
+            ctx.cancel_future(handle);
+        }
+        self.delegation_event(false);
+        let outcome = match self.waiter.take() {
+            Some(waiter) => match waiter.send(Ok(DelegateReply::Finished(outcome))) {
+                Ok(()) => {
+                    self.finish_delegation();
+                    return;
+                }
+                // The caller stopped waiting (its turn was interrupted): push back.
+                Err(Ok(DelegateReply::Finished(outcome))) => outcome,
+                Err(_) => {
+                    self.finish_delegation();
+                    return;
+                }
+            },
+            None => outcome,
+        };
+        let proposal = delegation
+            .proposal_id
+            .clone()
+            .map(|proposal_id| ProposalProgress {
+                proposal_id,
+                status: match outcome.status {
+                    DelegationStatus::Complete => ProposalStatus::Completed,
+                    DelegationStatus::Interrupted => ProposalStatus::Interrupted,
+                    DelegationStatus::Error => ProposalStatus::Error,
+                },
+                worker_id: Some(self.record.worker_id.clone()),
+                pair_id: Some(self.record.pair_id.clone()),
+                error: outcome.error.clone(),
+            });
+        let resume = Resume {
+            id: delegation.delegation_id.clone(),
+            text: texts::pushback(&delegation, &outcome),
+            proposal,
+        };
+        Metrics::pushback(&self.services);
+        ctx.spawn(actix::fut::wrap_future(self.driver.send(resume)).map(
+            |res, act: &mut PairActor, _| {
+                if let Err(e) = res {
+                    tracing::error!(pair = %act.record.pair_id, error = %e, "Driver gone; result not delivered");
+                }
+                act.finish_delegation();
+            },
+        ));
+    }
+
+    fn finish_delegation(&mut self) {
+        self.record.delegation = None;
+        self.resolving = false;
+        if !self.closed {
+            self.save();
+        }
+    }
+}
+
+/// Counting push-backs, so tests and metrics can see exactly-once delivery.
+struct Metrics;
+
+impl Metrics {
+    fn pushback(services: &Services) {
+        crate::metrics::Metrics::inc(&services.metrics.pushbacks);
+    }
+}
+
+impl Actor for PairActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.record.delegation.is_some() {
+            // Loaded with a delegation in flight: the restart cut the Worker's turn
+            // off (its session closed it as interrupted). Tell the Driver, once.
+            self.resolve(
+                Outcome {
+                    status: DelegationStatus::Interrupted,
+                    response: String::new(),
+                    error: Some("the server restarted while the Worker was on it".into()),
+                },
+                ctx,
+            );
+        }
+    }
+}
+
+impl Handler<Delegate> for PairActor {
+    type Result = ResponseFuture<Result<DelegateReply, String>>;
+
+    fn handle(&mut self, msg: Delegate, ctx: &mut Context<Self>) -> Self::Result {
+        if self.closed {
+            return Box::pin(async { Err("the pair was closed".to_string()) });
+        }
+        if self.record.delegation.is_some() {
+            return Box::pin(async {
+                Err(
+                    "the Worker already holds a delegation; wait for its result, check it with \
+                     read_partner, or stop it with interrupt_partner"
+                        .to_string(),
+                )
+            });
+        }
+        let delegation_id = random_id("dlg_", 8);
+        self.record.delegation = Some(DelegationRecord {
+            delegation_id: delegation_id.clone(),
+            message: msg.message.clone(),
+            started_at: now_ms(),
+            detached: !msg.wait,
+            proposal_id: msg.proposal_id,
+        });
+        self.resolving = false;
+        let (tx, rx) = oneshot::channel();
+        self.waiter = Some(tx);
+        self.save();
+        self.delegation_event(true);
+        let start = self.worker.send(StartDelegated {
+            text: msg.message,
+            driver_id: self.record.driver_id.clone(),
+            pair_id: self.record.pair_id.clone(),
+            delegation_id: delegation_id.clone(),
+        });
+        let (wait, timeout) = (msg.wait, msg.timeout);
+        ctx.spawn(
+            actix::fut::wrap_future(start).map(move |res, act: &mut PairActor, ctx| {
+                if !act.current(&delegation_id) || act.resolving {
+                    return;
+                }
+                let refused = match res {
+                    Ok(Ok(_turn_id)) => None,
+                    Ok(Err(RuntimeError::RunInProgress(_))) => Some(
+                        "the Worker is busy with a turn of its own; wait for it or stop it with \
+                     interrupt_partner"
+                            .to_string(),
+                    ),
+                    Ok(Err(e)) => Some(format!("the Worker could not start: {e}")),
+                    Err(e) => Some(format!("the Worker is unavailable: {e}")),
+                };
+                if let Some(reason) = refused {
+                    act.delegation_event(false);
+                    act.record.delegation = None;
+                    act.save();
+                    if let Some(waiter) = act.waiter.take() {
+                        let _ = waiter.send(Err(reason));
+                    }
+                    return;
+                }
+                if !wait {
+                    if let Some(waiter) = act.waiter.take() {
+                        let _ = waiter.send(Ok(DelegateReply::Detached));
+                    }
+                    return;
+                }
+                act.timeout = Some(ctx.run_later(timeout, move |act, ctx| {
+                    act.timeout = None;
+                    if !act.current(&delegation_id) || act.resolving {
+                        return;
+                    }
+                    let Some(waiter) = act.waiter.take() else {
+                        return;
+                    };
+                    // From now on the result is pushed back when it comes.
+                    if let Some(d) = act.record.delegation.as_mut() {
+                        d.detached = true;
+                    }
+                    act.save();
+                    ctx.spawn(actix::fut::wrap_future(act.worker.send(PartialText)).map(
+                        move |partial, _, _| {
+                            let partial = partial.unwrap_or_default();
+                            let _ = waiter.send(Ok(DelegateReply::TimedOut { partial }));
+                        },
+                    ));
+                }));
+            }),
+        );
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Err("the pair was closed before the Worker answered".into()))
+        })
+    }
+}
+
+impl Handler<WorkerTurnEnded> for PairActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: WorkerTurnEnded, ctx: &mut Context<Self>) {
+        if !self.current(&msg.delegation_id) {
+            return;
+        }
+        let status = match msg.status {
+            TurnStatus::Completed => DelegationStatus::Complete,
+            TurnStatus::Failed => DelegationStatus::Error,
+            TurnStatus::Interrupted => DelegationStatus::Interrupted,
+        };
+        self.resolve(
+            Outcome {
+                status,
+                response: msg.response,
+                error: msg.error,
+            },
+            ctx,
+        );
+    }
+}
+
+impl Handler<InterruptWorker> for PairActor {
+    type Result = ResponseFuture<Result<bool, String>>;
+
+    fn handle(&mut self, _: InterruptWorker, _: &mut Context<Self>) -> Self::Result {
+        let abort = self.worker.send(Abort);
+        Box::pin(async move {
+            match abort.await {
+                Ok(Ok(())) => Ok(true),
+                Ok(Err(RuntimeError::NoActiveRun(_))) => Ok(false),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(format!("the Worker is unavailable: {e}")),
+            }
+        })
+    }
+}
+
+impl Handler<ClosePair> for PairActor {
+    type Result = ResponseActFuture<Self, Result<bool, String>>;
+
+    fn handle(&mut self, _: ClosePair, _: &mut Context<Self>) -> Self::Result {
+        if self.closed {
+            return Box::pin(actix::fut::ready(Err(
+                "the pair is already closed".to_string()
+            )));
+        }
+        self.closed = true;
+        let partial = self.worker.send(PartialText);
+        let abort = self.worker.send(Abort);
+        Box::pin(
+            actix::fut::wrap_future(async move {
+                let partial = partial.await.unwrap_or_default();
+                let interrupted = matches!(abort.await, Ok(Ok(())));
+                (partial, interrupted)
+            })
+            .map(|(partial, interrupted), act: &mut PairActor, ctx| {
+                if act.record.delegation.is_some() && !act.resolving {
+                    act.resolve(
+                        Outcome {
+                            status: DelegationStatus::Interrupted,
+                            response: partial,
+                            error: Some("the pair was closed".into()),
+                        },
+                        ctx,
+                    );
+                }
+                let pair_id = act.record.pair_id.clone();
+                for session in [&act.driver, &act.worker] {
+                    session.do_send(LeavePair {
+                        pair_id: pair_id.clone(),
+                    });
+                }
+                if let Err(e) = act
+                    .services
+                    .writer
+                    .write(WriteOp::DeletePair(pair_id.clone()))
+                {
+                    tracing::error!(pair = %pair_id, error = %e, "pair removal not stored");
+                }
+                if let Some(rt) = act.services.runtime.upgrade() {
+                    rt.forget_pair(&pair_id);
+                }
+                Ok(interrupted)
+            }),
+        )
+    }
+}
+
+/// The client view of a shared pair record.
+pub fn pair_info(shared: &PairShared) -> Option<PairInfo> {
+    shared.lock().ok().map(|r| r.to_info())
+}

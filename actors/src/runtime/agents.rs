@@ -1,0 +1,185 @@
+//! The agent-facing side: tools (for MCP, `tool.call` and scripts), MCP tokens,
+//! proposals and spawned sessions.
+
+use serde_json::Value;
+use tandem_protocol::client::ProposalRespondParams;
+use tandem_protocol::mcp::ToolDef;
+use tandem_protocol::pair::WorkerChoice;
+use tandem_protocol::SessionInfo;
+
+use super::{NewSession, Runtime};
+use crate::access::Principal;
+use crate::clock::random_id;
+use crate::error::RuntimeError;
+use crate::tools::{accept_proposal, decline_proposal, describe, tools_for};
+use crate::vendor::VendorSpec;
+
+impl Runtime {
+    /// Ids of the vendors sessions can be created for, in catalog order.
+    pub fn installed_vendors(&self) -> Vec<&'static str> {
+        self.inner
+            .services
+            .catalog
+            .infos()
+            .iter()
+            .filter(|v| v.installed)
+            .filter_map(|v| self.inner.services.catalog.get(&v.id).map(|s| s.id))
+            .collect()
+    }
+
+    /// One vendor's facts.
+    pub fn vendor(&self, id: &str) -> Option<VendorSpec> {
+        self.inner.services.catalog.get(id).cloned()
+    }
+
+    /// Sessions spawned by `parent`, oldest first.
+    pub fn children_of(&self, parent: &str) -> Vec<SessionInfo> {
+        let mut children: Vec<SessionInfo> = self
+            .inner
+            .sessions
+            .iter()
+            .map(|h| h.shared.info())
+            .filter(|info| info.parent_id.as_deref() == Some(parent))
+            .collect();
+        children.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        children
+    }
+
+    /// Creates a spawned session that holds `prompt` until its parent starts it. It
+    /// inherits the parent's owner, visibility and working directory.
+    pub fn create_child(
+        &self,
+        parent: &SessionInfo,
+        vendor: &str,
+        title: String,
+        prompt: String,
+    ) -> Result<SessionInfo, RuntimeError> {
+        self.new_session(NewSession {
+            id: None,
+            owner_id: parent.owner_id.clone(),
+            visibility: parent.visibility,
+            vendor: vendor.to_string(),
+            model: if vendor == parent.vendor {
+                parent.model.clone()
+            } else {
+                String::new()
+            },
+            effort: String::new(),
+            title: Some(title),
+            cwd: parent.cwd.clone(),
+            permission_mode: parent.permission_mode,
+            parent_id: Some(parent.id.clone()),
+            pending_prompt: Some(prompt),
+        })
+    }
+
+    /// `tool.call`: calls a tool as session `id`, which the caller must own. The inner
+    /// result is the tool's own success or readable failure.
+    pub async fn call_tool(
+        &self,
+        who: &Principal,
+        id: &str,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Result<Value, String>, RuntimeError> {
+        self.drivable(who, id)?;
+        Ok(self.inner.services.tools.call(id, name, arguments).await)
+    }
+
+    /// Calls a tool as the session an MCP token is bound to.
+    pub async fn call_tool_as(
+        &self,
+        session_id: &str,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, String> {
+        self.inner
+            .services
+            .tools
+            .call(session_id, name, arguments)
+            .await
+    }
+
+    /// The tools a session is offered, and the instruction for its role.
+    pub async fn tools_for_session(
+        &self,
+        session_id: &str,
+    ) -> Result<(Vec<ToolDef>, Option<String>), String> {
+        let state = describe(self, session_id).await?;
+        let instruction = match (state.info.role, &state.parent_id) {
+            (_, Some(_)) | (Some(tandem_protocol::Role::Worker), _) => None,
+            (Some(tandem_protocol::Role::Driver), _) => {
+                Some(crate::pair::texts::DRIVER.to_string())
+            }
+            (None, None) => Some(crate::pair::texts::UNPAIRED.to_string()),
+        };
+        Ok((tools_for(&state), instruction))
+    }
+
+    /// A bearer token for `/mcp` bound to session `id` (the same one each time).
+    pub fn mcp_token(&self, who: &Principal, id: &str) -> Result<String, RuntimeError> {
+        self.drivable(who, id)?;
+        if let Some(existing) = self
+            .inner
+            .mcp_tokens
+            .iter()
+            .find(|e| e.value() == id)
+            .map(|e| e.key().clone())
+        {
+            return Ok(existing);
+        }
+        let token = random_id("mcp_", 24);
+        self.inner.mcp_tokens.insert(token.clone(), id.to_string());
+        Ok(token)
+    }
+
+    /// The session an MCP token is bound to.
+    pub fn mcp_session(&self, token: &str) -> Option<String> {
+        self.inner.mcp_tokens.get(token).map(|s| s.clone())
+    }
+
+    /// `proposal.respond`: accept (with an optional other Worker) or decline.
+    pub async fn respond_proposal(
+        &self,
+        who: &Principal,
+        params: ProposalRespondParams,
+    ) -> Result<Value, RuntimeError> {
+        self.drivable(who, &params.session_id)?;
+        if !params.accepted {
+            decline_proposal(self, &params.session_id, &params.proposal_id).await?;
+            return Ok(serde_json::json!({"proposalId": params.proposal_id, "status": "declined"}));
+        }
+        let driver = describe(self, &params.session_id)
+            .await
+            .map_err(RuntimeError::Internal)?;
+        let recommended = driver
+            .proposal
+            .filter(|p| p.proposal_id == params.proposal_id)
+            .map(|p| p.recommended)
+            .ok_or_else(|| {
+                RuntimeError::InvalidArgument(format!("no proposal {}", params.proposal_id))
+            })?;
+        let vendor_changed = params
+            .vendor
+            .as_ref()
+            .is_some_and(|v| *v != recommended.vendor);
+        let choice = WorkerChoice {
+            vendor: params.vendor.unwrap_or(recommended.vendor),
+            // A recommended model belongs to the recommended vendor.
+            model: params.model.unwrap_or(if vendor_changed {
+                String::new()
+            } else {
+                recommended.model
+            }),
+            effort: params.effort.unwrap_or(recommended.effort),
+        };
+        let started =
+            accept_proposal(self, &params.session_id, &params.proposal_id, choice, false).await?;
+        Ok(serde_json::json!({
+            "proposalId": params.proposal_id,
+            "status": "running",
+            "workerId": started.worker_id,
+            "pairId": started.pair_id,
+        }))
+    }
+}

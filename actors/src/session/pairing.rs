@@ -1,0 +1,241 @@
+//! Messages that tie a session to its pair, its Driver's results and its callers.
+
+use actix::prelude::*;
+use tandem_protocol::pair::PairInfo;
+use tandem_protocol::{EventBody, Role, SessionInfo, TurnStatus};
+
+use super::actor::{tail, TurnDelegation, RESPONSE_TAIL_CHARS};
+use super::SessionActor;
+use crate::error::RuntimeError;
+use crate::pair::WorkerTurnEnded;
+use crate::record::ProposalRecord;
+
+/// How many delivered-result ids a session remembers for de-duplication.
+const DELIVERED_MEMORY: usize = 64;
+
+/// Start a turn delegated by the Driver of this session's pair.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<String, RuntimeError>")]
+pub struct StartDelegated {
+    /// The task.
+    pub text: String,
+    /// The Driver.
+    pub driver_id: String,
+    /// The pair.
+    pub pair_id: String,
+    /// The delegation, reported back when the turn ends.
+    pub delegation_id: String,
+}
+
+/// Push a result into this session as an internal user turn (run now, or queued until
+/// the session is free). `id` de-duplicates: a result is delivered once.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), RuntimeError>")]
+pub struct Resume {
+    /// De-duplication key (a delegation or proposal id).
+    pub id: String,
+    /// The message the agent receives.
+    pub text: String,
+    /// A proposal status change that travels with the result.
+    pub proposal: Option<super::proposal::ProposalProgress>,
+}
+
+/// This session joins a pair; refused when it already belongs to another one.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), RuntimeError>")]
+pub struct JoinPair {
+    /// The pair.
+    pub pair: PairInfo,
+    /// This session's role in it.
+    pub role: Role,
+}
+
+/// This session's pair was dissolved.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct LeavePair {
+    /// The pair.
+    pub pair_id: String,
+}
+
+/// Append an event written by another actor (the pair) to this history.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct RecordEvent(pub EventBody);
+
+/// What callers of the agent tools need to know about the calling session.
+#[derive(Debug, Clone)]
+pub struct SessionState {
+    /// The session as it is now.
+    pub info: SessionInfo,
+    /// True while it runs a turn delegated by a Driver.
+    pub delegated_turn: bool,
+    /// The session that spawned it.
+    pub parent_id: Option<String>,
+    /// Its latest proposal.
+    pub proposal: Option<ProposalRecord>,
+}
+
+/// Ask for [`SessionState`].
+#[derive(Debug, Message)]
+#[rtype(result = "SessionState")]
+pub struct Describe;
+
+/// The assistant text of the running turn so far (or of the last turn).
+#[derive(Debug, Message)]
+#[rtype(result = "String")]
+pub struct PartialText;
+
+impl SessionActor {
+    /// Tells the pair that the delegated turn ended.
+    pub(super) fn notify_pair(
+        &mut self,
+        delegation: TurnDelegation,
+        status: TurnStatus,
+        response: String,
+        error: Option<String>,
+    ) {
+        match self
+            .services
+            .runtime
+            .upgrade()
+            .and_then(|rt| rt.pair_addr(&delegation.pair_id))
+        {
+            Some(pair) => pair.do_send(WorkerTurnEnded {
+                delegation_id: delegation.delegation_id,
+                status,
+                response: tail(&response, RESPONSE_TAIL_CHARS),
+                error,
+            }),
+            None => {
+                tracing::debug!(session = %self.id, "delegated turn ended after its pair closed")
+            }
+        }
+    }
+}
+
+impl Handler<StartDelegated> for SessionActor {
+    type Result = Result<String, RuntimeError>;
+
+    fn handle(&mut self, msg: StartDelegated, ctx: &mut Context<Self>) -> Self::Result {
+        if self.record.pair_id.as_deref() != Some(msg.pair_id.as_str())
+            || self.record.role != Some(Role::Worker)
+        {
+            return Err(RuntimeError::InvalidArgument(
+                "this session is not the Worker of that pair".into(),
+            ));
+        }
+        if self.turn.is_some() {
+            return Err(RuntimeError::RunInProgress(self.record.id.clone()));
+        }
+        let delegation = TurnDelegation {
+            pair_id: msg.pair_id,
+            delegation_id: msg.delegation_id,
+        };
+        let result = self.start_turn(msg.text, false, Some((delegation, msg.driver_id)), ctx);
+        self.flush();
+        result
+    }
+}
+
+impl Handler<Resume> for SessionActor {
+    type Result = Result<(), RuntimeError>;
+
+    fn handle(&mut self, msg: Resume, ctx: &mut Context<Self>) -> Self::Result {
+        if self.record.delivered.contains(&msg.id) {
+            // Re-sent after a crash: it was delivered already.
+            return Ok(());
+        }
+        self.record.delivered.push(msg.id);
+        if self.record.delivered.len() > DELIVERED_MEMORY {
+            self.record.delivered.remove(0);
+        }
+        if let Some(progress) = msg.proposal {
+            self.apply_proposal_progress(progress);
+        }
+        self.run_or_queue(msg.text, true, ctx);
+        self.flush();
+        Ok(())
+    }
+}
+
+impl Handler<JoinPair> for SessionActor {
+    type Result = Result<(), RuntimeError>;
+
+    fn handle(&mut self, msg: JoinPair, _: &mut Context<Self>) -> Self::Result {
+        if self.record.pair_id.is_some() {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "session {} already belongs to a pair",
+                self.record.id
+            )));
+        }
+        if self.record.parent_id.is_some() {
+            return Err(RuntimeError::InvalidArgument(
+                "a spawned session cannot be paired".into(),
+            ));
+        }
+        self.record.pair_id = Some(msg.pair.pair_id.clone());
+        self.record.role = Some(msg.role);
+        self.emit(None, EventBody::PairCreated { pair: msg.pair });
+        self.touch();
+        self.flush();
+        Ok(())
+    }
+}
+
+impl Handler<LeavePair> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: LeavePair, _: &mut Context<Self>) {
+        if self.record.pair_id.as_deref() != Some(msg.pair_id.as_str()) {
+            return;
+        }
+        self.record.pair_id = None;
+        self.record.role = None;
+        if let Some(turn) = self.turn.as_mut() {
+            // The pair is gone: the turn's end has nobody to report to.
+            turn.delegation = None;
+        }
+        self.emit(
+            None,
+            EventBody::PairClosed {
+                pair_id: msg.pair_id,
+            },
+        );
+        self.touch();
+        self.flush();
+    }
+}
+
+impl Handler<RecordEvent> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RecordEvent, _: &mut Context<Self>) {
+        self.emit(None, msg.0);
+        self.flush();
+    }
+}
+
+impl Handler<Describe> for SessionActor {
+    type Result = MessageResult<Describe>;
+
+    fn handle(&mut self, _: Describe, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(SessionState {
+            info: self.info(),
+            delegated_turn: self.turn.as_ref().is_some_and(|t| t.delegation.is_some()),
+            parent_id: self.record.parent_id.clone(),
+            proposal: self.record.proposal.clone(),
+        })
+    }
+}
+
+impl Handler<PartialText> for SessionActor {
+    type Result = String;
+
+    fn handle(&mut self, _: PartialText, _: &mut Context<Self>) -> String {
+        match &self.turn {
+            Some(turn) => tail(&turn.text_so_far(), RESPONSE_TAIL_CHARS),
+            None => String::new(),
+        }
+    }
+}

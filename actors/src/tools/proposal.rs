@@ -1,0 +1,206 @@
+//! `propose_worker`, and accepting or declining a proposal (from a person, or
+//! automatically when the Driver bypasses permissions).
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
+
+use super::partner::choose_worker_vendor;
+use super::{opt_string, string_arg};
+use crate::error::RuntimeError;
+use crate::pair::{Delegate, DelegateReply};
+use crate::record::ProposalRecord;
+use crate::runtime::Runtime;
+use crate::session::{ProposalDecision, ProposalProgress, Resume, SessionState};
+use crate::vendor::clamp_effort;
+
+pub(super) async fn propose_worker(
+    rt: &Runtime,
+    state: &SessionState,
+    args: &Map<String, Value>,
+) -> Result<Value, String> {
+    let summary = string_arg(args, "summary")?;
+    let plan = string_arg(args, "plan")?;
+    let message = string_arg(args, "message")?;
+    if state.info.pair_id.is_some() || state.parent_id.is_some() || state.delegated_turn {
+        return Err("only a session without a Worker can propose one".into());
+    }
+    let installed = rt.installed_vendors();
+    let requested =
+        opt_string(args, "recommendedVendor")?.filter(|v| installed.contains(&v.as_str()));
+    let vendor = choose_worker_vendor(requested.as_deref(), &state.info.vendor, &installed)?;
+    let spec = rt
+        .vendor(&vendor)
+        .ok_or_else(|| format!("unknown vendor `{vendor}`"))?;
+    let model = opt_string(args, "recommendedModel")?
+        .filter(|m| spec.models.contains(&m.as_str()))
+        .unwrap_or_default();
+    let effort = clamp_effort(
+        &opt_string(args, "recommendedEffort")?.unwrap_or_else(|| "medium".into()),
+        spec.effort_levels,
+    )
+    .unwrap_or_default();
+    let driver = rt
+        .session_addr(&state.info.id)
+        .ok_or_else(|| "session gone".to_string())?;
+    let record = driver
+        .send(crate::session::Propose {
+            summary,
+            plan,
+            message,
+            recommended: WorkerChoice {
+                vendor,
+                model,
+                effort,
+            },
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    if record.auto_approved {
+        let choice = record.recommended.clone();
+        let started = accept_proposal(rt, &state.info.id, &record.proposal_id, choice, true)
+            .await
+            .map_err(|e| e.to_string())?;
+        return Ok(json!({
+            "status": "running",
+            "proposalId": record.proposal_id,
+            "autoApproved": true,
+            "workerId": started.worker_id,
+            "pairId": started.pair_id,
+            "hint": "Permissions are bypassed, so the Worker was started at once. Its result will be delivered to you as a new message."
+        }));
+    }
+    Ok(json!({
+        "status": "posted",
+        "proposalId": record.proposal_id,
+        "hint": "The user will accept or decline. Stop here; you will be resumed with the decision."
+    }))
+}
+
+/// Where an accepted proposal's Worker runs.
+#[derive(Debug, Clone)]
+pub struct StartedWorker {
+    /// The Worker session.
+    pub worker_id: String,
+    /// The pair.
+    pub pair_id: String,
+}
+
+/// Checks a Worker choice against what is installed: the vendor must be installed, a
+/// model must be one the vendor lists, the effort is clamped.
+fn validate_choice(rt: &Runtime, choice: WorkerChoice) -> Result<WorkerChoice, RuntimeError> {
+    let spec = rt.vendor(&choice.vendor).ok_or_else(|| {
+        RuntimeError::InvalidArgument(format!("unknown vendor `{}`", choice.vendor))
+    })?;
+    if !spec.installed {
+        return Err(RuntimeError::VendorNotInstalled(choice.vendor));
+    }
+    if !choice.model.is_empty() && !spec.models.contains(&choice.model.as_str()) {
+        return Err(RuntimeError::InvalidArgument(format!(
+            "model `{}` is not available for {}",
+            choice.model, spec.id
+        )));
+    }
+    let effort =
+        clamp_effort(&choice.effort, spec.effort_levels).map_err(RuntimeError::InvalidArgument)?;
+    Ok(WorkerChoice { effort, ..choice })
+}
+
+/// Accepts a pending proposal: records the choice, creates the Worker and the pair,
+/// and delegates the proposal's task (detached: the outcome is pushed back).
+pub async fn accept_proposal(
+    rt: &Runtime,
+    driver_id: &str,
+    proposal_id: &str,
+    choice: WorkerChoice,
+    auto: bool,
+) -> Result<StartedWorker, RuntimeError> {
+    let choice = validate_choice(rt, choice)?;
+    let driver = rt
+        .session_addr(driver_id)
+        .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
+    let record: ProposalRecord = driver
+        .send(ProposalDecision {
+            proposal_id: proposal_id.to_string(),
+            accept: Some(choice.clone()),
+            auto,
+        })
+        .await??;
+    let fail = |error: String| {
+        let driver = driver.clone();
+        let proposal_id = proposal_id.to_string();
+        async move {
+            let _ = driver
+                .send(Resume {
+                    id: format!("{proposal_id}:failed"),
+                    text: format!(
+                        "[Worker could not start]\n{error}\nCarry on with the task yourself."
+                    ),
+                    proposal: Some(ProposalProgress {
+                        proposal_id,
+                        status: ProposalStatus::Error,
+                        worker_id: None,
+                        pair_id: None,
+                        error: Some(error.clone()),
+                    }),
+                })
+                .await;
+            RuntimeError::Internal(error)
+        }
+    };
+    let pair = match rt.pair_with_new_worker(driver_id, choice).await {
+        Ok(pair) => pair,
+        Err(e) => return Err(fail(e.to_string()).await),
+    };
+    driver.do_send(ProposalProgress {
+        proposal_id: proposal_id.to_string(),
+        status: ProposalStatus::Running,
+        worker_id: Some(pair.worker_id.clone()),
+        pair_id: Some(pair.pair_id.clone()),
+        error: None,
+    });
+    let Some((pair_addr, _)) = rt.pair_parts(&pair.pair_id) else {
+        return Err(fail("the pair vanished".into()).await);
+    };
+    let delegated = pair_addr
+        .send(Delegate {
+            message: record.message,
+            wait: false,
+            timeout: Duration::from_secs(1),
+            proposal_id: Some(proposal_id.to_string()),
+        })
+        .await;
+    match delegated {
+        Ok(Ok(DelegateReply::Detached)) | Ok(Ok(DelegateReply::Finished(_))) => Ok(StartedWorker {
+            worker_id: pair.worker_id,
+            pair_id: pair.pair_id,
+        }),
+        Ok(Ok(DelegateReply::TimedOut { .. })) => Ok(StartedWorker {
+            worker_id: pair.worker_id,
+            pair_id: pair.pair_id,
+        }),
+        Ok(Err(e)) => Err(fail(e).await),
+        Err(e) => Err(fail(e.to_string()).await),
+    }
+}
+
+/// Declines a pending proposal; the Driver is resumed and told to continue itself.
+pub async fn decline_proposal(
+    rt: &Runtime,
+    driver_id: &str,
+    proposal_id: &str,
+) -> Result<(), RuntimeError> {
+    let driver = rt
+        .session_addr(driver_id)
+        .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
+    driver
+        .send(ProposalDecision {
+            proposal_id: proposal_id.to_string(),
+            accept: None,
+            auto: false,
+        })
+        .await??;
+    Ok(())
+}

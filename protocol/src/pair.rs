@@ -1,0 +1,82 @@
+//! Driver/Worker pairs and Worker proposals as clients see them.
+
+use serde::{Deserialize, Serialize};
+
+/// A Driver/Worker pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairInfo {
+    /// The pair's id.
+    pub pair_id: String,
+    /// The session that directs.
+    pub driver_id: String,
+    /// The session that takes delegated work.
+    pub worker_id: String,
+    /// Creation time, epoch ms.
+    pub created_at: u64,
+    /// The delegation in flight, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation: Option<DelegationInfo>,
+}
+
+/// A delegation in flight.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationInfo {
+    /// The delegation's id.
+    pub delegation_id: String,
+    /// The delegating (Driver) session.
+    pub from: String,
+    /// The Worker session.
+    pub to: String,
+    /// The task.
+    pub message: String,
+    /// When it started, epoch ms.
+    pub started_at: u64,
+    /// True when nobody waits for the result: it will be pushed back to the Driver.
+    pub detached: bool,
+}
+
+/// Where a Worker proposal stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ProposalStatus {
+    /// Waiting for a person to accept or decline.
+    Pending,
+    /// Accepted; the Worker is being created.
+    Starting,
+    /// The Worker runs the task.
+    Running,
+    /// The Worker finished the task.
+    Completed,
+    /// The Worker was stopped; its work is partial.
+    Interrupted,
+    /// The Worker could not start or its turn failed.
+    Error,
+    /// A person declined the proposal.
+    Declined,
+}
+
+impl ProposalStatus {
+    /// True until the proposal reaches an end state.
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            ProposalStatus::Pending | ProposalStatus::Starting | ProposalStatus::Running
+        )
+    }
+}
+
+/// A vendor/model/effort choice for a Worker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerChoice {
+    /// Vendor id.
+    pub vendor: String,
+    /// Model; empty for the vendor's default.
+    #[serde(default)]
+    pub model: String,
+    /// Effort (clamped); empty for the default.
+    #[serde(default)]
+    pub effort: String,
+}

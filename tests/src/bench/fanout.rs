@@ -1,0 +1,469 @@
+//! `bench fanout`: S sessions each stream E events to C subscribed clients.
+//!
+//! One run: start a server; create S sessions; open S×C WebSocket clients spread over
+//! worker threads (each its own actix System: awc clients are not `Send`), each
+//! subscribed from `lastSeq 0`; then send every session one `chat.send` with the
+//! script `/stream E` (or a paced script with `--rate`), and wait until every client
+//! has received its session's `turn_completed`.
+//!
+//! Counted as delivered: every history event frame (a frame with a `"seq":` field) a
+//! client received during the window; one turn of `/stream E` is E + 4 events
+//! (`turn_started`, `user_message`, E `text_delta`s, `assistant_message`,
+//! `turn_completed`). Control frames (`chat_subscribed`, `reply`) are not counted.
+//! The window runs from just before the first `chat.send` is written to the receipt
+//! of the last client's `turn_completed`. Latency is the client's wall clock at
+//! receipt minus the event's `ts` (the server's wall clock in ms when it appended the
+//! event, just before its commit), for every delivered event.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::args::Flags;
+use super::procfs::{cpu_seconds, now_us};
+use super::raw_ws::{Incoming, RawWs};
+use super::report;
+use super::scan;
+use super::server::BenchServer;
+use super::stats::{median, percentile, round};
+use super::trace::Tracer;
+
+/// Longest a run may take from the first send; then it fails (a lost event must not
+/// hang the benchmark).
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+/// Longest the setup (connecting and subscribing every client) may take.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What one fanout point is.
+#[derive(Debug, Clone)]
+pub struct FanoutConfig {
+    /// Sessions streaming at once.
+    pub sessions: usize,
+    /// Clients subscribed to each session.
+    pub clients: usize,
+    /// `text_delta` events each session streams.
+    pub events: u64,
+    /// Events per second per session (paced); `None` streams as fast as possible.
+    pub rate: Option<f64>,
+    /// A paced script sleeps this long between its `/stream` bursts.
+    pub tick_ms: u64,
+    /// Client threads.
+    pub threads: usize,
+    /// Runs of the point, each against a fresh server.
+    pub runs: usize,
+    /// Sample `/metrics` this often during a run (0: never); see [`super::trace`].
+    pub trace_ms: u64,
+    /// Write every delivery's receipt time, latency and seq to this file (the last
+    /// run's), to see when latency builds up.
+    pub dump: Option<String>,
+}
+
+impl FanoutConfig {
+    /// Reads the fanout flags.
+    pub fn from_flags(flags: &mut Flags) -> Result<FanoutConfig, String> {
+        let cfg = FanoutConfig {
+            sessions: flags.num("sessions", 10)?,
+            clients: flags.num("clients", 10)?,
+            events: flags.num("events", 2000)?,
+            rate: flags.opt("rate")?,
+            tick_ms: flags.num("tick-ms", 10)?,
+            threads: flags.num("threads", 2)?,
+            runs: flags.num("runs", 3)?,
+            trace_ms: flags.num("trace-ms", 0)?,
+            dump: flags.all("dump-latency").pop(),
+        };
+        if [cfg.sessions, cfg.clients, cfg.threads, cfg.runs].contains(&0) || cfg.tick_ms == 0 {
+            return Err(
+                "--sessions, --clients, --threads, --runs, --tick-ms must be positive".into(),
+            );
+        }
+        Ok(cfg)
+    }
+
+    /// The script each session runs.
+    fn script(&self) -> String {
+        let Some(rate) = self.rate.filter(|r| *r > 0.0) else {
+            return format!("/stream {}", self.events);
+        };
+        // Bursts of `per_tick` events every `tick_ms`. The achieved rate is lower (a
+        // burst takes time, a sleep lasts at least its length); runs report it.
+        let per_tick = ((rate * self.tick_ms as f64 / 1000.0).round() as u64).max(1);
+        let mut lines = Vec::new();
+        let mut left = self.events;
+        while left > 0 {
+            let n = left.min(per_tick);
+            lines.push(format!("/stream {n}"));
+            left -= n;
+            if left > 0 {
+                lines.push(format!("/sleep {}", self.tick_ms));
+            }
+        }
+        lines.join("\n")
+    }
+}
+
+/// What one run measured.
+#[derive(Debug, Clone)]
+pub struct FanoutRun {
+    /// Event frames received by all clients.
+    pub delivered: u64,
+    /// First send to last `turn_completed` received, seconds.
+    pub window_s: f64,
+    /// Latency percentiles, microseconds.
+    pub p50_us: u32,
+    /// 99th percentile.
+    pub p99_us: u32,
+    /// Largest.
+    pub max_us: u32,
+    /// Server CPU (user + system) over the window, seconds.
+    pub server_cpu_s: f64,
+    /// This load generator's CPU over the window, seconds.
+    pub client_cpu_s: f64,
+    /// `lagged` notices clients got (each invalidates the run's delivery count).
+    pub lagged: u64,
+    /// Events that arrived out of sequence (must be 0).
+    pub gaps: u64,
+}
+
+impl FanoutRun {
+    /// Delivered events per second.
+    pub fn rate(&self) -> f64 {
+        self.delivered as f64 / self.window_s
+    }
+
+    /// Server CPU microseconds per delivered event.
+    pub fn cpu_us_per_delivery(&self) -> f64 {
+        self.server_cpu_s * 1e6 / self.delivered.max(1) as f64
+    }
+
+    /// One JSON result line.
+    pub fn to_json(&self, cfg: &FanoutConfig, run: usize, extra: &[String]) -> Value {
+        let per_session = self.delivered as f64 / (cfg.sessions * cfg.clients) as f64;
+        json!({
+            "mode": "fanout",
+            "run": run,
+            "sessions": cfg.sessions,
+            "clients": cfg.clients,
+            "events": cfg.events,
+            "rate_target": cfg.rate,
+            "tick_ms": cfg.rate.map(|_| cfg.tick_ms),
+            "server_args": extra,
+            "delivered": self.delivered,
+            "window_ms": round(self.window_s * 1e3, 1),
+            "delivered_per_s": self.rate().round(),
+            "events_per_s_per_session": round(per_session / self.window_s, 1),
+            "p50_ms": round(f64::from(self.p50_us) / 1e3, 3),
+            "p99_ms": round(f64::from(self.p99_us) / 1e3, 3),
+            "max_ms": round(f64::from(self.max_us) / 1e3, 3),
+            "server_cpu_s": round(self.server_cpu_s, 2),
+            "server_cpu_us_per_delivery": round(self.cpu_us_per_delivery(), 3),
+            "client_cpu_s": round(self.client_cpu_s, 2),
+            "lagged": self.lagged,
+            "gaps": self.gaps,
+        })
+    }
+}
+
+/// The medians of several runs, as one JSON line.
+pub fn summary(cfg: &FanoutConfig, runs: &[FanoutRun], extra: &[String]) -> Value {
+    let m = |f: &dyn Fn(&FanoutRun) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+    json!({
+        "mode": "fanout",
+        "summary": true,
+        "runs": runs.len(),
+        "sessions": cfg.sessions,
+        "clients": cfg.clients,
+        "events": cfg.events,
+        "rate_target": cfg.rate,
+        "tick_ms": cfg.rate.map(|_| cfg.tick_ms),
+        "server_args": extra,
+        "median_delivered_per_s": m(&|r| r.rate()).round(),
+        "median_events_per_s_per_session": round(
+            m(&|r| r.delivered as f64 / (cfg.sessions * cfg.clients) as f64 / r.window_s),
+            1
+        ),
+        "median_p50_ms": round(m(&|r| f64::from(r.p50_us)) / 1e3, 3),
+        "median_p99_ms": round(m(&|r| f64::from(r.p99_us)) / 1e3, 3),
+        "median_max_ms": round(m(&|r| f64::from(r.max_us)) / 1e3, 3),
+        "median_server_cpu_us_per_delivery": round(m(&|r| r.cpu_us_per_delivery()), 3),
+        "lagged": runs.iter().map(|r| r.lagged).sum::<u64>(),
+        "gaps": runs.iter().map(|r| r.gaps).sum::<u64>(),
+    })
+}
+
+/// `bench fanout`.
+pub fn main(mut flags: Flags) -> Result<(), String> {
+    let cfg = FanoutConfig::from_flags(&mut flags)?;
+    let extra = flags.all("server-arg");
+    flags.done()?;
+    let mut runs = Vec::new();
+    for run in 1..=cfg.runs {
+        let r = run_once(&cfg, &extra)?;
+        report::line(&r.to_json(&cfg, run, &extra));
+        runs.push(r);
+    }
+    report::line(&summary(&cfg, &runs, &extra));
+    Ok(())
+}
+
+/// What one client thread measured.
+#[derive(Debug, Default)]
+struct ThreadOut {
+    latencies: Vec<u32>,
+    /// Client index, receipt time (µs since the epoch), latency (µs) and seq of every
+    /// delivery, kept only for `--dump-latency`.
+    samples: Vec<(usize, u64, u32, u64)>,
+    delivered: u64,
+    last_us: u64,
+    lagged: u64,
+    gaps: u64,
+}
+
+/// One run against a fresh server started with `extra` flags.
+pub fn run_once(cfg: &FanoutConfig, extra: &[String]) -> Result<FanoutRun, String> {
+    let server = BenchServer::start(extra)?;
+    let url = server.ws_url();
+    let system = actix_rt::System::new();
+    let (mut driver, sessions) = system.block_on(async {
+        let mut driver = RawWs::connect(&url).await?;
+        let mut sessions = Vec::new();
+        for i in 0..cfg.sessions {
+            sessions.push(create_session(&mut driver, i).await?);
+        }
+        Ok::<_, String>((driver, sessions))
+    })?;
+
+    let deadline = Instant::now() + SETUP_TIMEOUT + RUN_TIMEOUT;
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    let expected = (cfg.events + 4) as usize;
+    let mut workers = Vec::new();
+    for t in 0..cfg.threads {
+        // Client j watches session j % S and lives on thread j % threads.
+        let subs: Vec<String> = (0..cfg.sessions * cfg.clients)
+            .filter(|j| j % cfg.threads == t)
+            .map(|j| sessions[j % cfg.sessions].clone())
+            .collect();
+        let (url, ready, keep) = (url.clone(), ready_tx.clone(), cfg.dump.is_some());
+        let cfg_threads = cfg.threads;
+        workers.push(
+            std::thread::Builder::new()
+                .name(format!("bench-clients-{t}"))
+                .spawn(move || {
+                    let place = (t, cfg_threads);
+                    client_thread(&url, subs, expected, keep, place, ready, deadline)
+                })
+                .map_err(|e| format!("spawn client thread: {e}"))?,
+        );
+    }
+    drop(ready_tx);
+    for _ in 0..cfg.threads {
+        match ready_rx.recv_timeout(SETUP_TIMEOUT) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(e) => return Err(format!("client threads not ready: {e}")),
+        }
+    }
+
+    let script = cfg.script();
+    let server_cpu0 = cpu_seconds(server.pid())?;
+    let client_cpu0 = cpu_seconds(std::process::id())?;
+    let t0 = now_us();
+    let tracer = (cfg.trace_ms > 0)
+        .then(|| Tracer::start(&server.base, Duration::from_millis(cfg.trace_ms), t0));
+    system.block_on(async {
+        for (i, sid) in sessions.iter().enumerate() {
+            let frame = json!({"type": "chat.send", "sessionId": sid, "content": script,
+                "requestId": format!("send{i}")});
+            driver.send_text(frame.to_string()).await?;
+        }
+        for _ in 0..sessions.len() {
+            let reply = next_control(&mut driver).await?;
+            if reply["kind"] != "reply" {
+                return Err(format!("chat.send refused: {reply}"));
+            }
+        }
+        Ok::<_, String>(())
+    })?;
+
+    let mut total = ThreadOut::default();
+    for w in workers {
+        let out = w
+            .join()
+            .map_err(|_| "a client thread panicked".to_string())??;
+        total.latencies.extend(out.latencies);
+        total.samples.extend(out.samples);
+        total.delivered += out.delivered;
+        total.last_us = total.last_us.max(out.last_us);
+        total.lagged += out.lagged;
+        total.gaps += out.gaps;
+    }
+    let server_cpu_s = cpu_seconds(server.pid())? - server_cpu0;
+    if let Some(tracer) = tracer {
+        tracer.stop();
+    }
+    let client_cpu_s = cpu_seconds(std::process::id())? - client_cpu0;
+    total.latencies.sort_unstable();
+    if let Some(path) = &cfg.dump {
+        let mut text = String::from("# client recv_ms_since_first_send latency_us seq\n");
+        for (client, at, latency, seq) in &total.samples {
+            let since = at.saturating_sub(t0) as f64 / 1e3;
+            text.push_str(&format!("{client} {since:.3} {latency} {seq}\n"));
+        }
+        std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(FanoutRun {
+        delivered: total.delivered,
+        window_s: total.last_us.saturating_sub(t0).max(1) as f64 / 1e6,
+        p50_us: percentile(&total.latencies, 50.0),
+        p99_us: percentile(&total.latencies, 99.0),
+        max_us: percentile(&total.latencies, 100.0),
+        server_cpu_s,
+        client_cpu_s,
+        lagged: total.lagged,
+        gaps: total.gaps,
+    })
+}
+
+/// Creates a scripted session over `ws` and returns its id.
+pub async fn create_session(ws: &mut RawWs, i: usize) -> Result<String, String> {
+    let frame = json!({"type": "session.create", "title": format!("bench {i}"),
+        "requestId": format!("create{i}")});
+    ws.send_text(frame.to_string()).await?;
+    let reply = next_control(ws).await?;
+    reply["session"]["id"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("session.create failed: {reply}"))
+}
+
+/// The next `reply` or `protocol_error`, parsed (control frames are rare and small).
+pub async fn next_control(ws: &mut RawWs) -> Result<Value, String> {
+    loop {
+        match ws
+            .next_text(Duration::from_secs(30), |b| {
+                serde_json::from_slice::<Value>(b).unwrap_or(Value::Null)
+            })
+            .await?
+        {
+            Incoming::Closed(code) => return Err(format!("socket closed ({code:?})")),
+            Incoming::Text(v) if v["kind"] == "reply" || v["kind"] == "protocol_error" => {
+                return Ok(v)
+            }
+            Incoming::Text(_) => {}
+        }
+    }
+}
+
+/// Opens one client per entry of `subs` on this thread, subscribes each, reports ready,
+/// then receives until every client has its session's `turn_completed`.
+fn client_thread(
+    url: &str,
+    subs: Vec<String>,
+    expected: usize,
+    keep_samples: bool,
+    (thread, threads): (usize, usize),
+    ready: mpsc::Sender<Result<(), String>>,
+    deadline: Instant,
+) -> Result<ThreadOut, String> {
+    actix_rt::System::new().block_on(async move {
+        let setup = async {
+            let mut clients = Vec::with_capacity(subs.len());
+            for sid in &subs {
+                let mut ws = RawWs::connect(url).await?;
+                let sub = json!({"type": "chat.subscribe",
+                    "sessions": [{"sessionId": sid, "lastSeq": 0}]});
+                ws.send_text(sub.to_string()).await?;
+                match ws
+                    .next_text(SETUP_TIMEOUT, |b| scan::kind(b) == Some(b"chat_subscribed"))
+                    .await?
+                {
+                    Incoming::Text(true) => clients.push(ws),
+                    _ => return Err(format!("no chat_subscribed for {sid}")),
+                }
+            }
+            Ok::<_, String>(clients)
+        };
+        let clients = match setup.await {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = ready.send(Err(e.clone()));
+                return Err(e);
+            }
+        };
+        let _ = ready.send(Ok(()));
+        let tasks: Vec<_> = clients
+            .into_iter()
+            .enumerate()
+            .map(|(i, ws)| {
+                // Client j of the run is the i-th of thread j % threads.
+                let id = keep_samples.then_some(i * threads + thread);
+                actix_rt::spawn(receive(ws, expected, id, deadline))
+            })
+            .collect();
+        let mut out = ThreadOut::default();
+        for task in tasks {
+            let c = task.await.map_err(|e| format!("client task: {e}"))??;
+            out.latencies.extend(c.latencies);
+            out.samples.extend(c.samples);
+            out.delivered += c.delivered;
+            out.last_us = out.last_us.max(c.last_us);
+            out.lagged += c.lagged;
+            out.gaps += c.gaps;
+        }
+        Ok(out)
+    })
+}
+
+/// One client: counts event frames and their latency until `turn_completed`.
+async fn receive(
+    mut ws: RawWs,
+    expected: usize,
+    sample_id: Option<usize>,
+    deadline: Instant,
+) -> Result<ThreadOut, String> {
+    let mut out = ThreadOut {
+        latencies: Vec::with_capacity(expected),
+        ..ThreadOut::default()
+    };
+    let mut next_seq = 1;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let frame = ws
+            .next_text(left, |b| {
+                let at = now_us();
+                let done = scan::kind(b) == Some(b"turn_completed");
+                let lagged = scan::kind(b) == Some(b"lagged");
+                (scan::seq(b), scan::ts(b), done, lagged, at)
+            })
+            .await?;
+        let (seq, ts, done, lagged, at) = match frame {
+            Incoming::Text(t) => t,
+            Incoming::Closed(code) => return Err(format!("client closed by server ({code:?})")),
+        };
+        if lagged {
+            // The subscription is gone; nothing more will come for it.
+            out.lagged += 1;
+            out.last_us = at;
+            return Ok(out);
+        }
+        let Some(seq) = seq else { continue };
+        if seq != next_seq {
+            out.gaps += 1;
+        }
+        next_seq = seq + 1;
+        out.delivered += 1;
+        out.last_us = at;
+        if let Some(ts) = ts {
+            let latency = at.saturating_sub(ts * 1000).min(u64::from(u32::MAX)) as u32;
+            out.latencies.push(latency);
+            if let Some(id) = sample_id {
+                out.samples.push((id, at, latency, seq));
+            }
+        }
+        if done {
+            ws.close().await;
+            return Ok(out);
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! The benchmark program (`bench fanout|sessions|replay|durability`, see BENCHMARKS.md).
+//!
+//! Every mode starts the real server as a separate process ([`server::BenchServer`]),
+//! talks to it over loopback WebSockets and REST, and prints one JSON object per line
+//! on stdout ([`report`]); progress goes to stderr. The load generator shares the
+//! machine's cores with the server, so it does as little work per frame as it can: it
+//! never parses an event frame, it scans it for `"seq":`, `"ts":` and `"kind":`
+//! ([`scan`]).
+
+pub mod args;
+pub mod durability;
+pub mod fanout;
+pub mod procfs;
+pub mod raw_ws;
+pub mod replay;
+pub mod report;
+pub mod scan;
+pub mod server;
+pub mod sessions;
+pub mod stats;
+pub mod trace;
+
+use std::process::ExitCode;
+
+/// Runs a benchmark mode with its flags; the exit code says whether it completed.
+pub fn run(mode: &str, flags: &[String]) -> ExitCode {
+    let flags = match args::Flags::parse(flags) {
+        Ok(f) => f,
+        Err(e) => return usage_error(&e),
+    };
+    let outcome = match mode {
+        "fanout" => fanout::main(flags),
+        "sessions" => sessions::main(flags),
+        "replay" => replay::main(flags),
+        "durability" => durability::main(flags),
+        other => Err(format!("unknown mode {other}")),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench {mode}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The modes and their flags, for `bench` without arguments or with a bad flag.
+pub const USAGE: &str = "\
+usage: bench serve [tandem serve flags]
+       bench fanout     [--sessions 10] [--clients 10] [--events 2000] [--runs 3]
+                        [--rate EV_PER_S_PER_SESSION] [--tick-ms 10] [--threads 2]
+                        [--trace-ms N] [--dump-latency FILE] [--server-arg ARG]...
+       bench sessions   [--count 10000] [--clients 8] [--window 32] [--runs 3]
+                        [--threads 2] [--server-arg ARG]...
+       bench replay     [--sizes 5000,100000] [--runs 5] [--server-arg ARG]...
+       bench durability [fanout flags] (runs fanout with --commit-batch 1 and default)";
+
+fn usage_error(e: &str) -> ExitCode {
+    eprintln!("bench: {e}\n{USAGE}");
+    ExitCode::from(2)
+}

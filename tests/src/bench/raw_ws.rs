@@ -1,0 +1,85 @@
+//! A bare WebSocket client: frames as bytes, no JSON parsing, no backlog. The load
+//! generator and the slow-client test use it where [`crate::WsClient`] would parse
+//! every frame or hide how the socket closed.
+
+use std::time::Duration;
+
+use actix_codec::Framed;
+use awc::ws::{Codec, Frame, Message};
+use awc::BoxedSocket;
+use futures_util::{SinkExt, StreamExt};
+
+/// What [`RawWs::next_text`] saw.
+#[derive(Debug, PartialEq)]
+pub enum Incoming<R> {
+    /// A text frame, as the caller's closure made it.
+    Text(R),
+    /// The server closed the socket (with this close code, if it gave one), or the
+    /// connection ended.
+    Closed(Option<u16>),
+}
+
+/// A connected WebSocket client.
+pub struct RawWs {
+    framed: Framed<BoxedSocket, Codec>,
+}
+
+impl RawWs {
+    /// Connects to a `ws://` URL.
+    pub async fn connect(url: &str) -> Result<RawWs, String> {
+        let (_, framed) = awc::Client::builder()
+            .max_http_version(awc::http::Version::HTTP_11)
+            .finish()
+            .ws(url)
+            // Replayed `assistant_message`s of long `/stream`s are large frames.
+            .max_frame_size(64 << 20)
+            .connect()
+            .await
+            .map_err(|e| format!("connect {url}: {e}"))?;
+        Ok(RawWs { framed })
+    }
+
+    /// Sends a text frame.
+    pub async fn send_text(&mut self, text: String) -> Result<(), String> {
+        self.framed
+            .send(Message::Text(text.into()))
+            .await
+            .map_err(|e| format!("ws send: {e}"))
+    }
+
+    /// Waits up to `timeout` for the next text frame and hands its bytes to `f`.
+    /// Pings are answered on the way. The server never fragments messages, so a
+    /// continuation frame is an error.
+    pub async fn next_text<R>(
+        &mut self,
+        timeout: Duration,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Incoming<R>, String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let frame = tokio::time::timeout_at(deadline, self.framed.next())
+                .await
+                .map_err(|_| format!("no frame within {timeout:?}"))?;
+            match frame {
+                None => return Ok(Incoming::Closed(None)),
+                Some(Err(e)) => return Err(format!("ws receive: {e}")),
+                Some(Ok(Frame::Text(bytes))) => return Ok(Incoming::Text(f(&bytes))),
+                Some(Ok(Frame::Ping(p))) => {
+                    let _ = self.framed.send(Message::Pong(p)).await;
+                }
+                Some(Ok(Frame::Close(reason))) => {
+                    return Ok(Incoming::Closed(reason.map(|r| u16::from(r.code))));
+                }
+                Some(Ok(Frame::Continuation(_))) => {
+                    return Err("unexpected fragmented message".into());
+                }
+                Some(Ok(Frame::Binary(_) | Frame::Pong(_))) => {}
+            }
+        }
+    }
+
+    /// Sends a close frame.
+    pub async fn close(mut self) {
+        let _ = self.framed.send(Message::Close(None)).await;
+    }
+}
