@@ -73,6 +73,15 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
             .route("/metrics", web::get().to(metrics))
             .route("/", web::get().to(index))
     })
+    // Small frames must leave at once: with Nagle on, a frame waits for the peer's
+    // delayed ACK (~40 ms).
+    .on_connect(|conn, _| {
+        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+        }
+    })
     .workers(opts.workers.max(1))
     .bind((opts.bind, opts.port))?;
     let addr = server

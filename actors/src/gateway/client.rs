@@ -28,6 +28,8 @@ pub struct ClientQueue {
     limit: usize,
     /// Set by the gateway when it holds back a replay until the queue drains.
     drain_wanted: AtomicBool,
+    /// Set by the gateway when it gave up on the client; its actor then closes.
+    evicted: AtomicBool,
     metrics: Arc<Metrics>,
 }
 
@@ -38,6 +40,7 @@ impl ClientQueue {
             bytes: AtomicUsize::new(0),
             limit,
             drain_wanted: AtomicBool::new(false),
+            evicted: AtomicBool::new(false),
             metrics,
         }
     }
@@ -58,6 +61,16 @@ impl ClientQueue {
             .client_queued_bytes
             .fetch_add(n, Ordering::Relaxed);
         self.metrics.observe_queue(now);
+    }
+
+    pub(crate) fn evict(&self) {
+        self.evicted.store(true, Ordering::Release);
+    }
+
+    /// True once the gateway has given up on this client (it stayed too far behind);
+    /// the client's actor must close the socket with 1008.
+    pub fn evicted(&self) -> bool {
+        self.evicted.load(Ordering::Acquire)
     }
 
     pub(crate) fn want_drain(&self) {

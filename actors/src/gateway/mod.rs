@@ -9,6 +9,7 @@
 //! gateway holds the next page back until the client's queue has drained.
 
 mod client;
+mod flow;
 mod topic;
 
 use std::collections::{HashMap, VecDeque};
@@ -20,6 +21,7 @@ use bytestring::ByteString;
 use tandem_protocol::{ServerFrame, SessionInfo};
 
 pub use client::{ClientQueue, Deliver};
+pub use flow::FlowGate;
 use topic::Topic;
 
 use crate::access::Principal;
@@ -268,10 +270,16 @@ impl Gateway {
         .to_json()
         .into();
         let len = notice.len();
-        if let Err(Refused::Gone) =
-            Self::enqueue(client.target(), vec![notice], len, false, &self.metrics)
-        {
-            self.remove_client(client_id);
+        match Self::enqueue(client.target(), vec![notice], len, false, &self.metrics) {
+            Ok(()) => {}
+            Err(Refused::Gone) => self.remove_client(client_id),
+            Err(Refused::Full) => {
+                // Its mailbox is full: it cannot even be told. Its actor closes the
+                // socket (1008) when it next looks at its queue.
+                client.queue.evict();
+                self.metrics.clients_closed_slow.fetch_add(1, Relaxed);
+                self.remove_client(client_id);
+            }
         }
     }
 
@@ -475,6 +483,20 @@ impl Gateway {
         }
         for (cid, sid, resume) in gaps {
             self.lag(cid, &sid, resume, 0);
+        }
+        // Fanned out: let producers waiting on these sessions go on.
+        let mut last: Option<&Arc<FlowGate>> = None;
+        for ev in &events {
+            ev.gate.advance(ev.seq);
+            if last.is_some_and(|g| !Arc::ptr_eq(g, &ev.gate)) {
+                if let Some(g) = last {
+                    g.wake();
+                }
+            }
+            last = Some(&ev.gate);
+        }
+        if let Some(g) = last {
+            g.wake();
         }
     }
 }

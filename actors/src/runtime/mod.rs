@@ -647,6 +647,7 @@ fn recover_interrupted_turns(
             session_id: record.id.as_str().into(),
             seq,
             frame: frame.into(),
+            gate: Arc::default(),
         }));
         ops.push(WriteOp::Session(Box::new(record.clone())));
     }

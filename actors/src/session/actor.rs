@@ -11,7 +11,7 @@ use super::turns::{turn_number, TurnSummary, KEEP_TURNS};
 use super::{event_frame, Abort, Configure, Send, SendOutcome, Services, SessionShared, StopTask};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
-use crate::gateway::SessionChanged;
+use crate::gateway::{FlowGate, SessionChanged};
 use crate::metrics::Metrics;
 use crate::record::{QueuedMessage, SessionRecord};
 use crate::store::{StoredEvent, WriteOp};
@@ -24,6 +24,17 @@ use crate::vendor::scripted::ScriptedAgent;
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 /// Longest title accepted, in characters.
 const MAX_TITLE_CHARS: usize = 200;
+/// Events a producer may run ahead of fan-out before [`Pace`] makes it wait.
+const PACE_WINDOW: u64 = 64;
+/// Longest a producer waits at the gate.
+const PACE_LIMIT: Duration = Duration::from_secs(1);
+
+/// Sent (and awaited) by an adapter that produces fast: answers once the session's
+/// events, up to a small window, have been fanned out to clients.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Pace;
+
 /// A delegated turn's response is capped to its last this many characters.
 pub(crate) const RESPONSE_TAIL_CHARS: usize = 30_000;
 
@@ -96,6 +107,8 @@ pub struct SessionActor {
     recent: VecDeque<TurnSummary>,
     /// Spawned children (when this session is a parent).
     pub(super) spawn: SpawnState,
+    /// Advanced by the gateway as this session's events are fanned out.
+    gate: Arc<FlowGate>,
 }
 
 impl SessionActor {
@@ -119,6 +132,7 @@ impl SessionActor {
             dirty: false,
             recent: VecDeque::new(),
             spawn: SpawnState::default(),
+            gate: Arc::new(FlowGate::new(last_seq)),
         }
     }
 
@@ -158,6 +172,7 @@ impl SessionActor {
             session_id: self.id.clone(),
             seq,
             frame: frame.into(),
+            gate: self.gate.clone(),
         }));
         self.shared.set_last_seq(seq);
         Metrics::inc(&self.services.metrics.events_appended);
@@ -204,6 +219,7 @@ impl SessionActor {
         let adapter = match self.record.vendor.as_str() {
             "scripted" => ScriptedAgent::new(
                 self.record.id.clone(),
+                ctx.address().recipient(),
                 ctx.address().recipient(),
                 self.services.tools.clone(),
             )
@@ -566,6 +582,16 @@ impl Handler<StopTask> for SessionActor {
             }
             None => Err(RuntimeError::NoSuchTask(msg.task_id)),
         }
+    }
+}
+
+impl Handler<Pace> for SessionActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Pace, _: &mut Context<Self>) -> Self::Result {
+        let target = (self.next_seq - 1).saturating_sub(PACE_WINDOW);
+        let gate = self.gate.clone();
+        Box::pin(async move { gate.wait_for(target, PACE_LIMIT).await })
     }
 }
 

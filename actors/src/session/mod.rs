@@ -16,7 +16,7 @@ use tandem_protocol::client::TurnOptions;
 use tandem_protocol::{Event, EventBody, SessionInfo};
 
 pub(crate) use actor::validate_title;
-pub use actor::SessionActor;
+pub use actor::{Pace, SessionActor};
 pub use pairing::{
     Describe, JoinPair, LeavePair, PartialText, RecordEvent, Resume, SessionState, StartDelegated,
 };

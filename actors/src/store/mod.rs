@@ -23,6 +23,8 @@ pub struct StoredEvent {
     pub seq: u64,
     /// The JSON frame (`{kind, sessionId, seq, ts, ...}`), shared by every recipient.
     pub frame: ByteString,
+    /// The session's flow gate, advanced once the event is fanned out.
+    pub gate: Arc<crate::gateway::FlowGate>,
 }
 
 /// A session loaded at start, with the newest `seq` its history holds.

@@ -20,11 +20,12 @@ use tandem_protocol::{BackgroundTask, EventBody, TaskType, TurnStatus};
 
 use super::adapter::{AdapterCommand, AgentItem, AgentOutput};
 use crate::clock::now_ms;
+use crate::session::Pace;
 use crate::tools::ToolRouter;
 
-/// `/stream` waits for the session to take every this many events: the session's
-/// mailbox stays short, so an interrupt behind it is handled promptly, and a fast
-/// script cannot outrun the session.
+/// `/stream` waits for the session to take every this many events, and then at the
+/// session's flow gate: the session's mailbox stays short (an interrupt behind it is
+/// handled promptly) and a fast script cannot outrun fan-out to clients.
 const AWAIT_EVERY: u64 = 64;
 
 /// One line of a script.
@@ -99,6 +100,8 @@ pub struct ScriptedAgent {
     session_id: String,
     /// Where outputs go.
     out: Recipient<AgentOutput>,
+    /// Awaited while streaming fast, so the script does not outrun fan-out.
+    pace: Recipient<Pace>,
     /// Tool calls go through here.
     tools: ToolRouter,
     /// The running turn and the handle that cancels it.
@@ -109,10 +112,16 @@ pub struct ScriptedAgent {
 
 impl ScriptedAgent {
     /// A new agent reporting to `out`.
-    pub fn new(session_id: String, out: Recipient<AgentOutput>, tools: ToolRouter) -> Self {
+    pub fn new(
+        session_id: String,
+        out: Recipient<AgentOutput>,
+        pace: Recipient<Pace>,
+        tools: ToolRouter,
+    ) -> Self {
         ScriptedAgent {
             session_id,
             out,
+            pace,
             tools,
             turn: None,
             tasks: Vec::new(),
@@ -194,6 +203,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                     turn_id: turn_id.clone(),
                     session_id: self.session_id.clone(),
                     out: self.out.clone(),
+                    pace: self.pace.clone(),
                     tools: self.tools.clone(),
                     me: ctx.address(),
                 };
@@ -246,6 +256,7 @@ struct Run {
     turn_id: String,
     session_id: String,
     out: Recipient<AgentOutput>,
+    pace: Recipient<Pace>,
     tools: ToolRouter,
     me: Addr<ScriptedAgent>,
 }
@@ -292,7 +303,9 @@ impl Run {
                         let text = format!("chunk {i} ");
                         all.push_str(&text);
                         if (i + 1) % AWAIT_EVERY == 0 {
-                            if !self.emit_and_wait(EventBody::TextDelta { text }).await {
+                            if !self.emit_and_wait(EventBody::TextDelta { text }).await
+                                || self.pace.send(Pace).await.is_err()
+                            {
                                 return;
                             }
                         } else {
