@@ -22,6 +22,27 @@ pub struct Cli {
 enum Command {
     /// Start the server.
     Serve(ServeArgs),
+    /// Manage users (multi-user mode: each user has a token and sees only their own
+    /// and shared sessions).
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum UserCommand {
+    /// Add a user and print its token (works while the server runs).
+    Add {
+        /// The user's id.
+        id: String,
+        /// Give the user access to every session.
+        #[arg(long)]
+        admin: bool,
+        /// Where the database lives (default: ~/.tandem).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
 }
 
 /// Flags of `tandem serve`.
@@ -69,15 +90,64 @@ enum AuthArg {
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
     init_tracing();
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Serve(args) => run_serve(args),
+    run(Cli::parse())
+}
+
+/// Runs `tandem ARGS` (without the program name); used by the benchmark binary, which
+/// passes its non-benchmark commands through.
+pub fn main_from(args: &[String]) -> ExitCode {
+    init_tracing();
+    let argv = std::iter::once("tandem".to_string()).chain(args.iter().cloned());
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => run(cli),
+        Err(e) => {
+            let _ = e.print();
+            ExitCode::from(2)
+        }
     }
 }
 
-/// Runs `tandem serve` with already-parsed flags (also used by the benchmark's
-/// server mode).
-pub fn run_serve(args: ServeArgs) -> ExitCode {
+fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Serve(args) => run_serve(args),
+        Command::User {
+            command:
+                UserCommand::Add {
+                    id,
+                    admin,
+                    data_dir,
+                },
+        } => add_user(&id, admin, data_dir.unwrap_or_else(default_data_dir)),
+    }
+}
+
+fn add_user(id: &str, admin: bool, data_dir: PathBuf) -> ExitCode {
+    let valid = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if !valid {
+        eprintln!("tandem: a user id is 1 to 64 letters, digits, '-', '_' or '.'");
+        return ExitCode::from(2);
+    }
+    let token = tandem_actors::clock::random_id("tdm_", 24);
+    let added = tandem_actors::store::Store::open(&data_dir)
+        .and_then(|store| store.add_user(id, admin, &token));
+    match added {
+        Ok(()) => {
+            println!("{token}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("tandem: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `tandem serve` with parsed flags.
+fn run_serve(args: ServeArgs) -> ExitCode {
     let opts = match options(args) {
         Ok(opts) => opts,
         Err(e) => {
@@ -93,17 +163,6 @@ pub fn run_serve(args: ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Parses `tandem serve` flags from an argument list (without the program name).
-pub fn parse_serve_args(args: &[String]) -> Result<ServeArgs, clap::Error> {
-    #[derive(Parser)]
-    struct Only {
-        #[command(flatten)]
-        serve: ServeArgs,
-    }
-    let argv = std::iter::once("serve".to_string()).chain(args.iter().cloned());
-    Only::try_parse_from(argv).map(|o| o.serve)
 }
 
 fn options(args: ServeArgs) -> Result<ServeOptions, String> {
@@ -139,7 +198,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
 }
 
 /// Logs go to stderr; `TANDEM_LOG` sets the level (error, warn, info, debug, trace).
-pub fn init_tracing() {
+fn init_tracing() {
     let level = std::env::var("TANDEM_LOG")
         .ok()
         .and_then(|l| l.parse::<tracing::Level>().ok())

@@ -1,6 +1,7 @@
 //! End-to-end tests: each starts the real server as a process on a loopback port and
 //! speaks WebSocket and REST to it. One test binary, so the workspace links it once.
 
+mod access;
 mod bad_input;
 mod configure;
 mod flow;

@@ -58,16 +58,30 @@ pub struct ServerOptions {
     pub args: Vec<String>,
 }
 
-/// A running server process.
+/// A running server process. It derefs to an [`Api`] client holding the admin token
+/// (when token auth is on); [`Server::as_user`] gives one for another token.
 #[derive(Debug)]
 pub struct Server {
-    /// `http://127.0.0.1:PORT`
-    pub base: String,
-    /// The admin token when token auth is on.
-    pub token: Option<String>,
+    api: Api,
     /// Workspace root and data directory parent; kept across restarts.
     pub dir: std::sync::Arc<TempDir>,
     child: Child,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Api;
+    fn deref(&self) -> &Api {
+        &self.api
+    }
+}
+
+/// REST and WebSocket access to a server as one caller.
+#[derive(Debug, Clone)]
+pub struct Api {
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    /// The caller's token, if any.
+    pub token: Option<String>,
 }
 
 /// The server binary: the bench program's `serve` mode runs the very same server code
@@ -145,10 +159,36 @@ impl Server {
             }
         }
         Server {
-            base: base.unwrap_or_default(),
-            token,
+            api: Api {
+                base: base.unwrap_or_default(),
+                token,
+            },
             dir,
             child,
+        }
+    }
+
+    /// Adds a user with `tandem user add` (while the server runs) and returns an
+    /// [`Api`] that calls as that user.
+    pub fn add_user(&self, id: &str) -> Api {
+        let out = Command::new(server_binary())
+            .args(["user", "add", id, "--data-dir"])
+            .arg(self.dir.path().join("data"))
+            .output()
+            .unwrap_or_else(|e| panic!("user add: {e}"));
+        assert!(
+            out.status.success(),
+            "user add: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.as_user(String::from_utf8_lossy(&out.stdout).trim())
+    }
+
+    /// An [`Api`] that calls with `token`.
+    pub fn as_user(&self, token: &str) -> Api {
+        Api {
+            base: self.api.base.clone(),
+            token: Some(token.to_string()),
         }
     }
 
@@ -158,7 +198,9 @@ impl Server {
         let _ = self.child.wait();
         self.dir.clone()
     }
+}
 
+impl Api {
     /// `ws://127.0.0.1:PORT/ws` with the token if any.
     pub fn ws_url(&self) -> String {
         let base = self.base.replacen("http://", "ws://", 1);

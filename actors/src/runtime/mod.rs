@@ -202,8 +202,18 @@ impl Runtime {
     }
 
     /// The user a token belongs to.
+    /// Users added while the server runs (`tandem user add`) are found in the store
+    /// on their first request and remembered.
     pub fn authenticate(&self, token: &str) -> Option<Principal> {
-        self.inner.tokens.get(token).map(|p| p.clone())
+        if let Some(p) = self.inner.tokens.get(token) {
+            return Some(p.clone());
+        }
+        let (user_id, admin) = self.inner.store.user_by_token(token).ok().flatten()?;
+        let principal = Principal { user_id, admin };
+        self.inner
+            .tokens
+            .insert(token.to_string(), principal.clone());
+        Some(principal)
     }
 
     /// Counters for `/metrics`.

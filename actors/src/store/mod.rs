@@ -233,6 +233,23 @@ impl Store {
         })
     }
 
+    /// Adds a user with a fresh token and returns the token. An existing id is an
+    /// error: tokens are never silently replaced.
+    pub fn add_user(&self, id: &str, admin: bool, token: &str) -> Result<(), RuntimeError> {
+        let inserted = self.with_reader(|conn| {
+            conn.execute(
+                "INSERT OR IGNORE INTO users (id, token, admin, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![id, token, admin as i64, crate::clock::now_ms() as i64],
+            )
+        })?;
+        if inserted == 0 {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "user `{id}` already exists"
+            )));
+        }
+        Ok(())
+    }
+
     /// The admin's token, created (and stored) on first use.
     pub fn ensure_admin_token(
         &self,

@@ -1,6 +1,7 @@
 //! Benchmarks for tandem (see BENCHMARKS.md). `bench serve ARGS` runs the server itself
-//! (exactly `tandem serve ARGS`), so tests and benchmarks start it as a child process.
-//! `bench fanout|sessions|replay|durability [flags]` start that server as a child
+//! (exactly `tandem serve ARGS`; likewise `bench user ...`), so tests and benchmarks
+//! start it as a child process.
+//! `bench fanout|sessions|replay|durability|delegation [flags]` start that server as a child
 //! process and measure it over loopback ([`tandem_tests::bench`]).
 
 use std::process::ExitCode;
@@ -8,17 +9,9 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("serve") => {
-            tandem_http::cli::init_tracing();
-            match tandem_http::cli::parse_serve_args(&args[1..]) {
-                Ok(serve) => tandem_http::cli::run_serve(serve),
-                Err(e) => {
-                    let _ = e.print();
-                    ExitCode::from(2)
-                }
-            }
-        }
-        Some(mode @ ("fanout" | "sessions" | "replay" | "durability")) => {
+        // The server's own commands, exactly as `tandem` runs them.
+        Some("serve" | "user") => tandem_http::cli::main_from(&args),
+        Some(mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation")) => {
             tandem_tests::bench::run(mode, &args[1..])
         }
         _ => {
