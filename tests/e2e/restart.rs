@@ -75,3 +75,40 @@ async fn kill_mid_turn_then_restart() {
     assert_eq!(info["turnCount"], 2);
     assert_eq!(info["lastSeq"], (stored.len() + next.len()) as u64);
 }
+
+#[actix_rt::test]
+async fn queued_messages_survive_a_kill_and_run_once() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let sid = ws.create_session().await;
+    ws.subscribe(&sid, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 60000"}))
+        .await;
+    let queued = ws
+        .ok(json!({"type": "chat.send", "sessionId": sid, "content": "queued before the crash", "queue": true}))
+        .await;
+    assert_eq!(queued["position"], 1);
+    ws.recv_until(|v| v["kind"] == "user_message" && v["text"] == "/sleep 60000")
+        .await;
+    let dir = server.kill();
+    let server = Server::start_in(dir, ServerOptions::default());
+    let mut ws = server.ws().await;
+    ws.subscribe(&sid, 0).await;
+    let events = ws
+        .recv_until(|v| v["kind"] == "turn_completed" && v["turnId"] == "turn_2")
+        .await;
+    assert!(events
+        .iter()
+        .any(|e| e["kind"] == "user_message" && e["text"] == "queued before the crash"));
+    let stored = server.all_events(&sid).await;
+    let sent = stored
+        .iter()
+        .filter(|e| e["text"] == "queued before the crash" && e["kind"] == "user_message")
+        .count();
+    assert_eq!(sent, 1);
+    // And not again after another restart.
+    let dir = server.kill();
+    let server = Server::start_in(dir, ServerOptions::default());
+    let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+    assert_eq!(info["turnCount"], 2);
+}

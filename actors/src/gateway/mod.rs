@@ -424,47 +424,63 @@ impl Gateway {
     }
 
     fn on_committed(&mut self, events: Vec<StoredEvent>) {
+        /// What one client gets from this batch.
+        #[derive(Default)]
         struct Outgoing {
             frames: Vec<ByteString>,
             bytes: usize,
             /// Per session: first seq in this delivery and how many events.
             sessions: Vec<(Arc<str>, u64, u64)>,
         }
+        let cap = self.ring_events;
         let mut out: HashMap<u64, Outgoing> = HashMap::new();
         let mut gaps: Vec<(u64, Arc<str>, u64)> = Vec::new();
-        for ev in &events {
-            let topic = self
-                .topics
-                .entry(ev.session_id.clone())
-                .or_insert_with(Topic::new);
-            topic.push(ev, self.ring_events);
+        let mut gates: Vec<Arc<FlowGate>> = Vec::new();
+        // A batch is made of runs of one session's events (in seq order). Handling a
+        // run at a time pays the per-subscriber lookups once per run, not per event.
+        let mut start = 0;
+        while start < events.len() {
+            let sid = &events[start].session_id;
+            let end = events[start..]
+                .iter()
+                .position(|e| e.session_id != *sid)
+                .map_or(events.len(), |n| start + n);
+            let run = &events[start..end];
+            start = end;
+            let topic = self.topics.entry(sid.clone()).or_insert_with(Topic::new);
+            for ev in run {
+                topic.push(ev, cap);
+            }
             for &cid in &topic.live {
-                let Some(sub) = self
-                    .clients
-                    .get_mut(&cid)
-                    .and_then(|c| c.subs.get_mut(&ev.session_id))
-                else {
+                let Some(sub) = self.clients.get_mut(&cid).and_then(|c| c.subs.get_mut(sid)) else {
                     continue;
                 };
-                if ev.seq < sub.next {
-                    continue;
+                let next = sub.next;
+                let mut fresh = run.iter().filter(|e| e.seq >= next).peekable();
+                match fresh.peek() {
+                    None => continue,
+                    Some(first) if first.seq > next => {
+                        gaps.push((cid, sid.clone(), next));
+                        continue;
+                    }
+                    Some(_) => {}
                 }
-                if ev.seq > sub.next {
-                    gaps.push((cid, ev.session_id.clone(), sub.next));
-                    continue;
+                let o = out.entry(cid).or_default();
+                let (first, mut count) = (next, 0);
+                for ev in fresh {
+                    o.frames.push(ev.frame.clone());
+                    o.bytes += ev.frame.len();
+                    sub.next = ev.seq + 1;
+                    count += 1;
                 }
-                sub.next += 1;
-                let o = out.entry(cid).or_insert_with(|| Outgoing {
-                    frames: Vec::new(),
-                    bytes: 0,
-                    sessions: Vec::new(),
-                });
-                o.frames.push(ev.frame.clone());
-                o.bytes += ev.frame.len();
-                match o.sessions.iter_mut().find(|(s, _, _)| *s == ev.session_id) {
-                    Some(entry) => entry.2 += 1,
-                    None => o.sessions.push((ev.session_id.clone(), ev.seq, 1)),
+                match o.sessions.iter_mut().find(|(s, _, _)| s == sid) {
+                    Some(entry) => entry.2 += count,
+                    None => o.sessions.push((sid.clone(), first, count)),
                 }
+            }
+            if let Some(last) = run.last() {
+                last.gate.advance(last.seq);
+                gates.push(last.gate.clone());
             }
         }
         for (cid, o) in out {
@@ -484,19 +500,9 @@ impl Gateway {
         for (cid, sid, resume) in gaps {
             self.lag(cid, &sid, resume, 0);
         }
-        // Fanned out: let producers waiting on these sessions go on.
-        let mut last: Option<&Arc<FlowGate>> = None;
-        for ev in &events {
-            ev.gate.advance(ev.seq);
-            if last.is_some_and(|g| !Arc::ptr_eq(g, &ev.gate)) {
-                if let Some(g) = last {
-                    g.wake();
-                }
-            }
-            last = Some(&ev.gate);
-        }
-        if let Some(g) = last {
-            g.wake();
+        // Fanned out: producers waiting on these sessions may go on.
+        for gate in gates {
+            gate.wake();
         }
     }
 }

@@ -546,6 +546,13 @@ pub(crate) fn validate_title(title: &str) -> Result<String, RuntimeError> {
 
 impl Actor for SessionActor {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // Messages queued before a restart (including pushed-back results) go out
+        // now that the session is free.
+        self.dispatch_queued(ctx);
+        self.flush();
+    }
 }
 
 impl Handler<Send> for SessionActor {
