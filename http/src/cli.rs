@@ -79,6 +79,12 @@ pub struct ServeArgs {
     /// HTTP worker threads (default: number of CPUs).
     #[arg(long)]
     workers: Option<usize>,
+    /// Seconds between WebSocket pings.
+    #[arg(long, default_value_t = 10)]
+    ws_ping_secs: u64,
+    /// Seconds of silence (no frame, no pong) after which a WebSocket client is dropped.
+    #[arg(long, default_value_t = 30)]
+    ws_timeout_secs: u64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -191,6 +197,10 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         },
         runtime,
         max_frame_bytes: args.max_frame_bytes.max(1024),
+        heartbeat: crate::server::Heartbeat {
+            ping_every: std::time::Duration::from_secs(args.ws_ping_secs.max(1)),
+            timeout: std::time::Duration::from_secs(args.ws_timeout_secs.max(2)),
+        },
         workers: args
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),

@@ -25,6 +25,18 @@ pub struct ServeOptions {
     pub max_frame_bytes: usize,
     /// HTTP worker threads.
     pub workers: usize,
+    /// WebSocket keep-alive.
+    pub heartbeat: Heartbeat,
+}
+
+/// WebSocket keep-alive: the server pings every `ping_every` and drops a client it
+/// has not heard from (no frame, no pong) for `timeout`.
+#[derive(Debug, Clone, Copy)]
+pub struct Heartbeat {
+    /// Ping interval.
+    pub ping_every: std::time::Duration,
+    /// Silence after which a client is dropped as half-open.
+    pub timeout: std::time::Duration,
 }
 
 /// Why the server could not start.
@@ -49,6 +61,8 @@ pub struct AppState {
     pub auth: AuthMode,
     /// Largest frame or body accepted.
     pub max_frame_bytes: usize,
+    /// WebSocket keep-alive.
+    pub heartbeat: Heartbeat,
 }
 
 /// Starts the runtime and serves until the process is stopped. Prints the start line
@@ -62,6 +76,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         runtime: started.runtime,
         auth: opts.auth,
         max_frame_bytes: opts.max_frame_bytes,
+        heartbeat: opts.heartbeat,
     });
     let app_state = state.clone();
     let server = HttpServer::new(move || {

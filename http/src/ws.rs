@@ -18,12 +18,8 @@ use tandem_actors::{ClientQueue, Deliver, Principal, Runtime, RuntimeError};
 use tandem_protocol::{parse_client_frame, ClientFrame, ClientRequest, ErrorCode, ServerFrame};
 
 use crate::auth::caller;
-use crate::server::AppState;
+use crate::server::{AppState, Heartbeat};
 
-/// How often the server pings.
-const PING_EVERY: Duration = Duration::from_secs(10);
-/// A client silent for this long (no frame, no pong) is dropped as half-open.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Messages the client actor's mailbox holds; the byte budget is the real bound.
 const MAILBOX: usize = 4096;
 /// Bad frames tolerated per [`ABUSE_WINDOW`] before the socket is closed.
@@ -46,6 +42,7 @@ pub async fn connect(
         runtime,
         principal,
         max_frame: state.max_frame_bytes,
+        heartbeat: state.heartbeat,
         last_heard: Instant::now(),
         fragments: None,
         bad_frames: VecDeque::new(),
@@ -73,6 +70,9 @@ pub struct WsClient {
     principal: Principal,
     queue: Arc<ClientQueue>,
     max_frame: usize,
+    /// How often to ping, and how long a silent client (no frame, no pong) may stay
+    /// before it is dropped as half-open.
+    heartbeat: Heartbeat,
     last_heard: Instant,
     fragments: Option<Fragments>,
     bad_frames: VecDeque<Instant>,
@@ -416,8 +416,8 @@ impl Actor for WsClient {
             self.queue.clone(),
             self.principal.clone(),
         );
-        ctx.run_interval(PING_EVERY, |act, ctx| {
-            if act.last_heard.elapsed() > CLIENT_TIMEOUT {
+        ctx.run_interval(self.heartbeat.ping_every, |act, ctx| {
+            if act.last_heard.elapsed() > act.heartbeat.timeout {
                 tracing::info!(client = act.id, "dropping a silent WebSocket client");
                 ctx.stop();
                 return;

@@ -235,3 +235,38 @@ fn auth_none_is_refused_off_loopback() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("loopback"), "{err}");
 }
+
+/// The server pings; a client that never answers (half-open) is dropped, one that
+/// does stays. Clients may ping too.
+#[actix_rt::test]
+async fn heartbeat_drops_silent_clients() {
+    let server = Server::start_with(ServerOptions {
+        args: vec![
+            "--ws-ping-secs".into(),
+            "1".into(),
+            "--ws-timeout-secs".into(),
+            "2".into(),
+        ],
+        ..ServerOptions::default()
+    });
+    let silent = server.ws().await;
+    let mut alive = server.ws().await;
+    // A client ping is answered with a pong.
+    alive
+        .send_message(Message::Ping(b"hi".to_vec().into()))
+        .await;
+    let mut dropped = false;
+    for _ in 0..100 {
+        // Reading answers the server's pings (next_frame replies to them).
+        assert_eq!(alive.request(json!({"type": "ping"})).await["pong"], true);
+        actix_rt::time::sleep(std::time::Duration::from_millis(100)).await;
+        let (_, metrics) = server.get_text("/metrics").await;
+        if metrics.contains("tandem_ws_clients 1\n") {
+            dropped = true;
+            break;
+        }
+    }
+    assert!(dropped, "the silent client was not dropped");
+    assert_eq!(alive.request(json!({"type": "ping"})).await["pong"], true);
+    drop(silent);
+}

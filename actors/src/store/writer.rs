@@ -87,24 +87,20 @@ pub(super) fn apply(tx: &Transaction<'_>, op: &WriteOp) -> Result<(), rusqlite::
             )?;
             stmt.execute(params![&*ev.session_id, ev.seq as i64, &*ev.frame])?;
         }
-        WriteOp::Session(rec) => {
-            let json = serde_json::to_string(rec)
-                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO sessions (id, record) VALUES (?1, ?2) \
-                 ON CONFLICT(id) DO UPDATE SET record = excluded.record",
-            )?;
-            stmt.execute(params![rec.id, json])?;
-        }
-        WriteOp::Pair(rec) => {
-            let json = serde_json::to_string(rec)
-                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO pairs (id, record) VALUES (?1, ?2) \
-                 ON CONFLICT(id) DO UPDATE SET record = excluded.record",
-            )?;
-            stmt.execute(params![rec.pair_id, json])?;
-        }
+        WriteOp::Session(rec) => upsert_record(
+            tx,
+            "INSERT INTO sessions (id, record) VALUES (?1, ?2) \
+             ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+            &rec.id,
+            rec,
+        )?,
+        WriteOp::Pair(rec) => upsert_record(
+            tx,
+            "INSERT INTO pairs (id, record) VALUES (?1, ?2) \
+             ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+            &rec.pair_id,
+            rec,
+        )?,
         WriteOp::DeletePair(id) => {
             tx.prepare_cached("DELETE FROM pairs WHERE id = ?1")?
                 .execute([id])?;
@@ -115,6 +111,19 @@ pub(super) fn apply(tx: &Transaction<'_>, op: &WriteOp) -> Result<(), rusqlite::
             }
         }
     }
+    Ok(())
+}
+
+/// Stores `record` as JSON under `id` with an upsert statement.
+fn upsert_record<T: serde::Serialize>(
+    tx: &Transaction<'_>,
+    sql: &str,
+    id: &str,
+    record: &T,
+) -> Result<(), rusqlite::Error> {
+    let json = serde_json::to_string(record)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    tx.prepare_cached(sql)?.execute(params![id, json])?;
     Ok(())
 }
 
