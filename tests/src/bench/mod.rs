@@ -1,4 +1,5 @@
-//! The benchmark program (`bench fanout|sessions|replay|durability`, see BENCHMARKS.md).
+//! The benchmark program (`bench fanout|sessions|replay|durability|delegation`, see
+//! BENCHMARKS.md).
 //!
 //! Every mode starts the real server as a separate process ([`server::BenchServer`]),
 //! talks to it over loopback WebSockets and REST, and prints one JSON object per line
@@ -8,6 +9,7 @@
 //! ([`scan`]).
 
 pub mod args;
+pub mod delegation;
 pub mod durability;
 pub mod fanout;
 pub mod procfs;
@@ -33,6 +35,7 @@ pub fn run(mode: &str, flags: &[String]) -> ExitCode {
         "sessions" => sessions::main(flags),
         "replay" => replay::main(flags),
         "durability" => durability::main(flags),
+        "delegation" => delegation::main(flags),
         other => Err(format!("unknown mode {other}")),
     };
     match outcome {
@@ -53,7 +56,9 @@ usage: bench serve [tandem serve flags]
        bench sessions   [--count 10000] [--clients 8] [--window 32] [--runs 3]
                         [--threads 2] [--server-arg ARG]...
        bench replay     [--sizes 5000,100000] [--runs 5] [--server-arg ARG]...
-       bench durability [fanout flags] (runs fanout with --commit-batch 1 and default)";
+       bench durability [fanout flags] (runs fanout with --commit-batch 1 and default)
+       bench delegation [--pairs 100] [--calls 1000] [--per-pair 50] [--runs 3]
+                        [--threads 2] [--server-arg ARG]...";
 
 fn usage_error(e: &str) -> ExitCode {
     eprintln!("bench: {e}\n{USAGE}");
