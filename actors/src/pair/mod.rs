@@ -199,21 +199,43 @@ impl PairActor {
             ctx.cancel_future(handle);
         }
         self.delegation_event(false);
-        let outcome = match self.waiter.take() {
-            Some(waiter) => match waiter.send(Ok(DelegateReply::Finished(outcome))) {
-                Ok(()) => {
-                    self.finish_delegation();
-                    return;
-                }
-                // The caller stopped waiting (its turn was interrupted): push back.
-                Err(Ok(DelegateReply::Finished(outcome))) => outcome,
-                Err(_) => {
-                    self.finish_delegation();
-                    return;
-                }
-            },
-            None => outcome,
-        };
+        if let Some(waiter) = self.waiter.take().filter(|w| !w.is_closed()) {
+            // The caller gets the result only once the cleared token is on disk:
+            // after a crash before that, the restart reports the delegation (once),
+            // and the caller, whose turn died with the process, never saw it.
+            self.record.delegation = None;
+            if !self.closed {
+                self.save();
+            }
+            let synced = self.services.writer.synced();
+            ctx.spawn(actix::fut::wrap_future(synced).map(
+                move |stored, act: &mut PairActor, ctx| {
+                    if !stored {
+                        tracing::error!(pair = %act.record.pair_id, "delegation end not stored");
+                    }
+                    act.resolving = false;
+                    if let Err(Ok(DelegateReply::Finished(outcome))) =
+                        waiter.send(Ok(DelegateReply::Finished(outcome)))
+                    {
+                        // The caller stopped waiting meanwhile: push the result back.
+                        act.resolving = true;
+                        act.push_back(delegation, outcome, ctx);
+                    }
+                },
+            ));
+            return;
+        }
+        self.push_back(delegation, outcome, ctx);
+    }
+
+    /// Pushes an outcome into the Driver as an internal turn (keyed by the delegation
+    /// id, so the Driver takes it once) and clears the token once the Driver has it.
+    fn push_back(
+        &mut self,
+        delegation: DelegationRecord,
+        outcome: Outcome,
+        ctx: &mut Context<Self>,
+    ) {
         let proposal = delegation
             .proposal_id
             .clone()
@@ -234,21 +256,25 @@ impl PairActor {
             proposal,
         };
         Metrics::pushback(&self.services);
+        let id = delegation.delegation_id;
         ctx.spawn(actix::fut::wrap_future(self.driver.send(resume)).map(
-            |res, act: &mut PairActor, _| {
+            move |res, act: &mut PairActor, _| {
                 if let Err(e) = res {
                     tracing::error!(pair = %act.record.pair_id, error = %e, "Driver gone; result not delivered");
                 }
-                act.finish_delegation();
+                act.finish_delegation(&id);
             },
         ));
     }
 
-    fn finish_delegation(&mut self) {
-        self.record.delegation = None;
+    /// Drops the token of delegation `id` (if it is still the current one).
+    fn finish_delegation(&mut self, id: &str) {
         self.resolving = false;
-        if !self.closed {
-            self.save();
+        if self.current(id) {
+            self.record.delegation = None;
+            if !self.closed {
+                self.save();
+            }
         }
     }
 }
@@ -288,7 +314,7 @@ impl Handler<Delegate> for PairActor {
         if self.closed {
             return Box::pin(async { Err("the pair was closed".to_string()) });
         }
-        if self.record.delegation.is_some() {
+        if self.record.delegation.is_some() || self.resolving {
             return Box::pin(async {
                 Err(
                     "the Worker already holds a delegation; wait for its result, check it with \

@@ -7,6 +7,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 
 use rusqlite::{params, Connection, Transaction};
+use tokio::sync::oneshot;
 
 use super::{connect, Store, StoredEvent};
 use crate::error::RuntimeError;
@@ -14,7 +15,7 @@ use crate::metrics::Metrics;
 use crate::record::{PairRecord, SessionRecord};
 
 /// One write for the store.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum WriteOp {
     /// Append a history event.
     Event(StoredEvent),
@@ -26,15 +27,22 @@ pub enum WriteOp {
     DeletePair(String),
     /// Writes that must land together: always in the same transaction.
     Batch(Vec<WriteOp>),
+    /// Answered once everything queued before it is committed (dropped unanswered if
+    /// that commit fails).
+    Sync(oneshot::Sender<()>),
 }
 
 impl WriteOp {
-    /// The events this write carries, in order.
-    fn into_events(self, out: &mut Vec<StoredEvent>) {
+    /// After a successful commit: collects the events this write carried (in order)
+    /// and answers its sync markers.
+    fn committed(self, out: &mut Vec<StoredEvent>) {
         match self {
             WriteOp::Event(ev) => out.push(ev),
-            WriteOp::Batch(ops) => ops.into_iter().for_each(|op| op.into_events(out)),
+            WriteOp::Batch(ops) => ops.into_iter().for_each(|op| op.committed(out)),
             WriteOp::Session(_) | WriteOp::Pair(_) | WriteOp::DeletePair(_) => {}
+            WriteOp::Sync(done) => {
+                let _ = done.send(());
+            }
         }
     }
 
@@ -42,7 +50,7 @@ impl WriteOp {
         match self {
             WriteOp::Event(_) => 1,
             WriteOp::Batch(ops) => ops.iter().map(WriteOp::event_count).sum(),
-            WriteOp::Session(_) | WriteOp::Pair(_) | WriteOp::DeletePair(_) => 0,
+            WriteOp::Session(_) | WriteOp::Pair(_) | WriteOp::DeletePair(_) | WriteOp::Sync(_) => 0,
         }
     }
 }
@@ -63,11 +71,24 @@ impl StoreWriter {
         on_commit: Box<dyn FnMut(Vec<StoredEvent>) + Send>,
     ) -> Result<StoreWriter, RuntimeError> {
         let conn = connect(store.path())?;
+        // A large page cache keeps the events index hot while many sessions append at
+        // once; a larger checkpoint threshold makes the (writer-thread) checkpoints
+        // rarer and longer-running instead of frequent.
+        conn.pragma_update(None, "cache_size", -65536)?;
+        conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("tandem-store-writer".into())
             .spawn(move || run(conn, rx, max_batch.max(1), metrics, on_commit))?;
         Ok(StoreWriter { tx })
+    }
+
+    /// Resolves once every write queued before this call is committed; false if that
+    /// commit failed or the writer is gone.
+    pub fn synced(&self) -> impl std::future::Future<Output = bool> {
+        let (tx, rx) = oneshot::channel();
+        let queued = self.tx.send(WriteOp::Sync(tx)).is_ok();
+        async move { queued && rx.await.is_ok() }
     }
 
     /// Queues a write. Fails only when the writer thread has died.
@@ -110,6 +131,7 @@ pub(super) fn apply(tx: &Transaction<'_>, op: &WriteOp) -> Result<(), rusqlite::
                 apply(tx, op)?;
             }
         }
+        WriteOp::Sync(_) => {}
     }
     Ok(())
 }
@@ -149,7 +171,7 @@ fn run(
             Ok(()) => {
                 Metrics::inc(&metrics.commits);
                 let mut events = Vec::new();
-                batch.drain(..).for_each(|op| op.into_events(&mut events));
+                batch.drain(..).for_each(|op| op.committed(&mut events));
                 metrics
                     .events_committed
                     .fetch_add(events.len() as u64, Ordering::Relaxed);
