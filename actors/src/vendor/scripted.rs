@@ -23,7 +23,7 @@ use crate::clock::now_ms;
 use crate::session::Pace;
 use crate::tools::ToolRouter;
 
-/// `/stream` waits for the session to take every this many events, and then at the
+/// A script waits for the session to take every this many events, and then at the
 /// session's flow gate: the session's mailbox stays short (an interrupt behind it is
 /// handled promptly) and a fast script cannot outrun fan-out to clients.
 const AWAIT_EVERY: u64 = 64;
@@ -206,6 +206,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                     pace: self.pace.clone(),
                     tools: self.tools.clone(),
                     me: ctx.address(),
+                    emitted: std::cell::Cell::new(0),
                 };
                 let finished = turn_id.clone();
                 // A server-written message (a pushed-back result) quotes other
@@ -259,25 +260,26 @@ struct Run {
     pace: Recipient<Pace>,
     tools: ToolRouter,
     me: Addr<ScriptedAgent>,
+    /// Events emitted so far in this turn.
+    emitted: std::cell::Cell<u64>,
 }
 
 impl Run {
-    fn emit(&self, body: EventBody) {
-        self.out.do_send(AgentOutput {
+    /// Emits one event. Every [`AWAIT_EVERY`] events it waits for the session to take
+    /// them and then at the session's flow gate, so no script can flood the session,
+    /// the store or the clients. False when the session is gone.
+    async fn emit(&self, body: EventBody) -> bool {
+        let output = AgentOutput {
             turn_id: Some(self.turn_id.clone()),
             item: AgentItem::Event(body),
-        });
-    }
-
-    /// Emits and waits until the session has handled it; false if the session is gone.
-    async fn emit_and_wait(&self, body: EventBody) -> bool {
-        self.out
-            .send(AgentOutput {
-                turn_id: Some(self.turn_id.clone()),
-                item: AgentItem::Event(body),
-            })
-            .await
-            .is_ok()
+        };
+        let n = self.emitted.get() + 1;
+        self.emitted.set(n);
+        if !n.is_multiple_of(AWAIT_EVERY) {
+            self.out.do_send(output);
+            return true;
+        }
+        self.out.send(output).await.is_ok() && self.pace.send(Pace).await.is_ok()
     }
 
     fn end(&self, status: TurnStatus, error: Option<String>) {
@@ -292,9 +294,13 @@ impl Run {
             match step {
                 Step::Text(line) => {
                     for piece in deltas(&line) {
-                        self.emit(EventBody::TextDelta { text: piece });
+                        if !self.emit(EventBody::TextDelta { text: piece }).await {
+                            return;
+                        }
                     }
-                    self.emit(EventBody::AssistantMessage { text: line });
+                    if !self.emit(EventBody::AssistantMessage { text: line }).await {
+                        return;
+                    }
                 }
                 Step::Sleep(ms) => actix_rt::time::sleep(Duration::from_millis(ms)).await,
                 Step::Stream(n) => {
@@ -302,27 +308,26 @@ impl Run {
                     for i in 0..n {
                         let text = format!("chunk {i} ");
                         all.push_str(&text);
-                        if (i + 1) % AWAIT_EVERY == 0 {
-                            if !self.emit_and_wait(EventBody::TextDelta { text }).await
-                                || self.pace.send(Pace).await.is_err()
-                            {
-                                return;
-                            }
-                        } else {
-                            self.emit(EventBody::TextDelta { text });
+                        if !self.emit(EventBody::TextDelta { text }).await {
+                            return;
                         }
                     }
-                    self.emit(EventBody::AssistantMessage { text: all });
+                    if !self.emit(EventBody::AssistantMessage { text: all }).await {
+                        return;
+                    }
                 }
                 Step::Tool { name, args } => {
                     let call_id = format!("{}_call_{index}", self.turn_id);
                     let parsed: Result<Value, String> = serde_json::from_str(&args)
                         .map_err(|e| format!("tool arguments are not JSON: {e}"));
-                    self.emit(EventBody::ToolCall {
+                    let call = EventBody::ToolCall {
                         call_id: call_id.clone(),
                         name: name.clone(),
                         input: parsed.clone().unwrap_or(Value::String(args)),
-                    });
+                    };
+                    if !self.emit(call).await {
+                        return;
+                    }
                     let result = match parsed {
                         Ok(input) => self.tools.call(&self.session_id, &name, input).await,
                         Err(e) => Err(e),
@@ -331,11 +336,14 @@ impl Run {
                         Ok(v) => (v, false),
                         Err(e) => (Value::String(e), true),
                     };
-                    self.emit(EventBody::ToolResult {
+                    let result = EventBody::ToolResult {
                         call_id,
                         output,
                         is_error,
-                    });
+                    };
+                    if !self.emit(result).await {
+                        return;
+                    }
                 }
                 Step::Fail(message) => {
                     self.end(TurnStatus::Failed, Some(message));
