@@ -43,6 +43,9 @@ pub struct SessionRecord {
     /// The turn in flight, so a restart can close it as interrupted.
     #[serde(default)]
     pub current_turn_id: Option<String>,
+    /// When that turn started, epoch ms.
+    #[serde(default)]
+    pub turn_started_at: Option<u64>,
     /// Pair membership.
     #[serde(default)]
     pub pair_id: Option<String>,
@@ -173,6 +176,7 @@ impl SessionRecord {
             vendor_session_id: self.vendor_session_id.clone(),
             pair_id: self.pair_id.clone(),
             role: self.role,
+            turn_started_at: self.turn_started_at,
             parent_id: self.parent_id.clone(),
             background_tasks: background_tasks.to_vec(),
             cwd: self.cwd.clone(),

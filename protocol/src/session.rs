@@ -196,6 +196,9 @@ pub struct SessionInfo {
     /// Its role in that pair.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
+    /// When the turn in flight started, epoch ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_started_at: Option<u64>,
     /// The session that spawned this one, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,

@@ -169,6 +169,11 @@ async fn interrupt_ends_a_sleep_at_once_over_rest() {
     let (_, running) = server.get("/api/v1/sessions/running").await;
     assert_eq!(running["sessions"][0]["sessionId"], sid.as_str());
     assert_eq!(running["sessions"][0]["canInterrupt"], true);
+    let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+    assert_eq!(running["sessions"][0]["startedAt"], info["turnStartedAt"]);
+    assert!(info["turnStartedAt"]
+        .as_u64()
+        .is_some_and(|t| t >= session["createdAt"].as_u64().unwrap_or(0)));
     let started = std::time::Instant::now();
     let (status, _) = server
         .post(&format!("/api/v1/sessions/{sid}/interrupt"), &json!({}))

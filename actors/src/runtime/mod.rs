@@ -320,6 +320,7 @@ impl Runtime {
             vendor_session_id: None,
             cwd: spec.cwd,
             current_turn_id: None,
+            turn_started_at: None,
             pair_id: None,
             role: None,
             queued: Vec::new(),
@@ -408,7 +409,7 @@ impl Runtime {
                     Some(RunningSession {
                         session_id: info.id,
                         vendor: info.vendor,
-                        started_at: info.last_activity,
+                        started_at: info.turn_started_at.unwrap_or(info.last_activity),
                         last_seq: info.last_seq,
                         background: None,
                         can_interrupt: Some(true),
@@ -651,6 +652,7 @@ fn recover_interrupted_turns(
         )?;
         session.last_seq = seq;
         record.status = SessionStatus::Interrupted;
+        record.turn_started_at = None;
         record.last_activity = ts;
         tracing::info!(session = %record.id, "closed a turn left open by a restart");
         ops.push(WriteOp::Event(StoredEvent {

@@ -245,6 +245,7 @@ impl SessionActor {
         let turn_id = format!("turn_{}", self.record.turn_count);
         self.record.status = SessionStatus::Running;
         self.record.current_turn_id = Some(turn_id.clone());
+        self.record.turn_started_at = Some(now_ms());
         let (delegation, delegated_by) = match delegation {
             Some((d, by)) => (Some(d), Some(by)),
             None => (None, None),
@@ -325,6 +326,7 @@ impl SessionActor {
             TurnStatus::Failed => SessionStatus::Failed,
         };
         self.record.current_turn_id = None;
+        self.record.turn_started_at = None;
         self.touch();
         if let Some(d) = turn.delegation {
             self.notify_pair(d, status, response, error.clone());
