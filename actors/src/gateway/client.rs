@@ -30,6 +30,9 @@ pub struct ClientQueue {
     drain_wanted: AtomicBool,
     /// Set by the gateway when it gave up on the client; its actor then closes.
     evicted: AtomicBool,
+    /// Set by the gateway when it holds a producer back until this client has
+    /// written most of its queue ([`ClientQueue::soft_limit`]).
+    soft_drain_wanted: AtomicBool,
     metrics: Arc<Metrics>,
 }
 
@@ -41,6 +44,7 @@ impl ClientQueue {
             limit,
             drain_wanted: AtomicBool::new(false),
             evicted: AtomicBool::new(false),
+            soft_drain_wanted: AtomicBool::new(false),
             metrics,
         }
     }
@@ -53,6 +57,16 @@ impl ClientQueue {
     /// The bound.
     pub fn limit(&self) -> usize {
         self.limit
+    }
+
+    /// Queued bytes above which a keeping-up client holds its sessions' producers
+    /// back (see [`super::flow`]); far below the bound, so latency stays low.
+    pub fn soft_limit(&self) -> usize {
+        (self.limit / 512).clamp(4 << 10, 64 << 10)
+    }
+
+    pub(crate) fn want_soft_drain(&self) {
+        self.soft_drain_wanted.store(true, Ordering::Release);
     }
 
     pub(crate) fn add(&self, n: usize) {
@@ -86,6 +100,9 @@ impl ClientQueue {
             .client_queued_bytes
             .fetch_sub(n, Ordering::Relaxed);
         let now = before.saturating_sub(n);
-        now <= self.limit / 2 && self.drain_wanted.swap(false, Ordering::AcqRel)
+        let replay = now <= self.limit / 2 && self.drain_wanted.swap(false, Ordering::AcqRel);
+        let flow =
+            now <= self.soft_limit() / 2 && self.soft_drain_wanted.swap(false, Ordering::AcqRel);
+        replay || flow
     }
 }

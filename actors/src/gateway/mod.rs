@@ -36,6 +36,9 @@ const LAG_STRIKES: usize = 3;
 const LAG_WINDOW: Duration = Duration::from_secs(30);
 /// Topics with no live subscriber and no commit for this long drop their ring.
 const TOPIC_IDLE: Duration = Duration::from_secs(60);
+/// A client above its soft limit for this long no longer holds producers back: it is
+/// slow, and will lag if it stays behind, instead of slowing everyone.
+const SLOW_AFTER: Duration = Duration::from_millis(50);
 
 /// A WebSocket client joins.
 #[derive(Message)]
@@ -132,6 +135,8 @@ struct Client {
     parked: Vec<Arc<str>>,
     watching: bool,
     lags: VecDeque<Instant>,
+    /// Since when its queue has been above the soft limit.
+    over_soft_since: Option<Instant>,
 }
 
 /// The two parts of a [`Client`] a delivery needs, borrowed apart from its
@@ -423,7 +428,7 @@ impl Gateway {
         self.advance(client_id, sid, ctx);
     }
 
-    fn on_committed(&mut self, events: Vec<StoredEvent>) {
+    fn on_committed(&mut self, events: Vec<StoredEvent>, ctx: &mut Context<Self>) {
         /// What one client gets from this batch.
         #[derive(Default)]
         struct Outgoing {
@@ -435,7 +440,7 @@ impl Gateway {
         let cap = self.ring_events;
         let mut out: HashMap<u64, Outgoing> = HashMap::new();
         let mut gaps: Vec<(u64, Arc<str>, u64)> = Vec::new();
-        let mut gates: Vec<Arc<FlowGate>> = Vec::new();
+        let mut released: Vec<Arc<str>> = Vec::new();
         // A batch is made of runs of one session's events (in seq order). Handling a
         // run at a time pays the per-subscriber lookups once per run, not per event.
         let mut start = 0;
@@ -479,8 +484,10 @@ impl Gateway {
                 }
             }
             if let Some(last) = run.last() {
-                last.gate.advance(last.seq);
-                gates.push(last.gate.clone());
+                topic.held = Some((last.gate.clone(), last.seq));
+                if !released.contains(sid) {
+                    released.push(sid.clone());
+                }
             }
         }
         for (cid, o) in out {
@@ -500,9 +507,62 @@ impl Gateway {
         for (cid, sid, resume) in gaps {
             self.lag(cid, &sid, resume, 0);
         }
-        // Fanned out: producers waiting on these sessions may go on.
-        for gate in gates {
-            gate.wake();
+        // Fanned out: producers waiting on these sessions may go on, once the
+        // subscribers that keep up have written most of it.
+        for sid in released {
+            self.try_release(&sid, ctx);
+        }
+    }
+
+    /// Opens a topic's held flow gate unless a subscriber that keeps up still has more
+    /// than its soft limit queued; then it re-checks when that client drains (or when
+    /// the client has been behind long enough to count as slow and be ignored).
+    fn try_release(&mut self, sid: &Arc<str>, ctx: &mut Context<Self>) {
+        let Some(topic) = self.topics.get_mut(sid) else {
+            return;
+        };
+        let Some((gate, seq)) = topic.held.clone() else {
+            return;
+        };
+        let now = Instant::now();
+        let mut wait: Option<Duration> = None;
+        for cid in &topic.live {
+            let Some(client) = self.clients.get_mut(cid) else {
+                continue;
+            };
+            if client.queue.queued() <= client.queue.soft_limit() {
+                client.over_soft_since = None;
+                continue;
+            }
+            let since = *client.over_soft_since.get_or_insert(now);
+            let left = SLOW_AFTER.saturating_sub(now.duration_since(since));
+            if left.is_zero() {
+                continue;
+            }
+            client.queue.want_soft_drain();
+            if client.queue.queued() <= client.queue.soft_limit() {
+                // It drained between the check and the flag: it will not report.
+                continue;
+            }
+            wait = Some(wait.map_or(left, |w| w.min(left)));
+        }
+        match wait {
+            None => {
+                topic.held = None;
+                gate.advance(seq);
+                gate.wake();
+            }
+            Some(left) if !topic.recheck => {
+                topic.recheck = true;
+                let sid = sid.clone();
+                ctx.run_later(left, move |act, ctx| {
+                    if let Some(topic) = act.topics.get_mut(&sid) {
+                        topic.recheck = false;
+                    }
+                    act.try_release(&sid, ctx);
+                });
+            }
+            Some(_) => {}
         }
     }
 }
@@ -532,6 +592,7 @@ impl Handler<Connect> for Gateway {
                 parked: Vec::new(),
                 watching: false,
                 lags: VecDeque::new(),
+                over_soft_since: None,
             },
         );
     }
@@ -609,20 +670,32 @@ impl Handler<Watch> for Gateway {
 impl Handler<Drained> for Gateway {
     type Result = ();
     fn handle(&mut self, msg: Drained, ctx: &mut Context<Self>) {
-        let parked = match self.clients.get_mut(&msg.client_id) {
-            Some(client) => std::mem::take(&mut client.parked),
-            None => return,
-        };
+        let (parked, live): (Vec<Arc<str>>, Vec<Arc<str>>) =
+            match self.clients.get_mut(&msg.client_id) {
+                Some(client) => (
+                    std::mem::take(&mut client.parked),
+                    client
+                        .subs
+                        .iter()
+                        .filter(|(_, sub)| sub.live)
+                        .map(|(sid, _)| sid.clone())
+                        .collect(),
+                ),
+                None => return,
+            };
         for sid in parked {
             self.advance(msg.client_id, &sid, ctx);
+        }
+        for sid in live {
+            self.try_release(&sid, ctx);
         }
     }
 }
 
 impl Handler<Committed> for Gateway {
     type Result = ();
-    fn handle(&mut self, msg: Committed, _: &mut Context<Self>) {
-        self.on_committed(msg.0);
+    fn handle(&mut self, msg: Committed, ctx: &mut Context<Self>) {
+        self.on_committed(msg.0, ctx);
     }
 }
 

@@ -1,7 +1,10 @@
 //! Per-session fan-out state: recent events for replay and who receives live ones.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Instant;
+
+use super::FlowGate;
 
 use crate::store::StoredEvent;
 
@@ -17,6 +20,11 @@ pub(super) struct Topic {
     pub live: Vec<u64>,
     /// Last commit or subscription, for evicting idle topics.
     pub touched: Instant,
+    /// A flow-gate advance held back until the live subscribers have written what
+    /// they were given: the session's gate and the seq to open it to.
+    pub held: Option<(Arc<FlowGate>, u64)>,
+    /// A re-check of `held` is scheduled.
+    pub recheck: bool,
 }
 
 impl Topic {
@@ -26,6 +34,8 @@ impl Topic {
             last_committed: 0,
             live: Vec::new(),
             touched: Instant::now(),
+            held: None,
+            recheck: false,
         }
     }
 
