@@ -62,7 +62,7 @@ impl ClientQueue {
     /// Queued bytes above which a keeping-up client holds its sessions' producers
     /// back (see [`super::flow`]); far below the bound, so latency stays low.
     pub fn soft_limit(&self) -> usize {
-        (self.limit / 512).clamp(4 << 10, 64 << 10)
+        (self.limit / 2048).clamp(2 << 10, 64 << 10)
     }
 
     pub(crate) fn want_soft_drain(&self) {
