@@ -459,19 +459,7 @@ async fn pair_thread(
     ready: mpsc::Sender<Result<(), String>>,
     go: mpsc::Receiver<()>,
 ) -> Result<ThreadOut, String> {
-    let mut conns = Vec::with_capacity(drivers.len());
-    for _ in &drivers {
-        match RawWs::connect(url).await {
-            Ok(ws) => conns.push(ws),
-            Err(e) => {
-                let _ = ready.send(Err(e.clone()));
-                return Err(e);
-            }
-        }
-    }
-    let _ = ready.send(Ok(()));
-    go.recv_timeout(Duration::from_secs(60))
-        .map_err(|e| format!("no start signal: {e}"))?;
+    let conns = RawWs::connect_all(url, drivers.len(), &ready, &go).await?;
     let deadline = Instant::now() + PHASE_TIMEOUT;
     let tasks: Vec<_> = conns
         .into_iter()

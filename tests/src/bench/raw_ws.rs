@@ -25,6 +25,32 @@ pub struct RawWs {
 }
 
 impl RawWs {
+    /// Opens `count` connections for a client thread, tells the coordinator it is
+    /// ready (or why it is not), and waits for the start signal, so that no thread
+    /// starts measuring before every client exists.
+    pub async fn connect_all(
+        url: &str,
+        count: usize,
+        ready: &std::sync::mpsc::Sender<Result<(), String>>,
+        go: &std::sync::mpsc::Receiver<()>,
+    ) -> Result<Vec<RawWs>, String> {
+        let mut conns = Vec::with_capacity(count);
+        for _ in 0..count {
+            match RawWs::connect(url).await {
+                Ok(ws) => conns.push(ws),
+                Err(e) => {
+                    let _ = ready.send(Err(e.clone()));
+                    return Err(e);
+                }
+            }
+        }
+        let _ = ready.send(Ok(()));
+        // Nothing else runs on this thread until the start signal.
+        go.recv_timeout(Duration::from_secs(60))
+            .map_err(|e| format!("no start signal: {e}"))?;
+        Ok(conns)
+    }
+
     /// Connects to a `ws://` URL.
     pub async fn connect(url: &str) -> Result<RawWs, String> {
         let (_, framed) = awc::Client::builder()

@@ -151,20 +151,7 @@ async fn ws_thread(
     ready: mpsc::Sender<Result<(), String>>,
     go: mpsc::Receiver<()>,
 ) -> Result<(u64, u64), String> {
-    let mut conns = Vec::new();
-    for _ in &clients {
-        match RawWs::connect(url).await {
-            Ok(ws) => conns.push(ws),
-            Err(e) => {
-                let _ = ready.send(Err(e.clone()));
-                return Err(e);
-            }
-        }
-    }
-    let _ = ready.send(Ok(()));
-    // Nothing else runs on this thread until the start signal.
-    go.recv_timeout(Duration::from_secs(60))
-        .map_err(|e| format!("no start signal: {e}"))?;
+    let conns = RawWs::connect_all(url, clients.len(), &ready, &go).await?;
     let deadline = Instant::now() + PHASE_TIMEOUT;
     let tasks: Vec<_> = conns
         .into_iter()
