@@ -17,14 +17,7 @@ use crate::vendor::VendorSpec;
 impl Runtime {
     /// Ids of the vendors sessions can be created for, in catalog order.
     pub fn installed_vendors(&self) -> Vec<&'static str> {
-        self.inner
-            .services
-            .catalog
-            .infos()
-            .iter()
-            .filter(|v| v.installed)
-            .filter_map(|v| self.inner.services.catalog.get(&v.id).map(|s| s.id))
-            .collect()
+        self.inner.services.catalog.installed()
     }
 
     /// One vendor's facts.

@@ -69,6 +69,15 @@ impl VendorCatalog {
         self.vendors.iter().find(|v| v.id == id)
     }
 
+    /// Ids of the vendors sessions can be created for, in catalog order.
+    pub fn installed(&self) -> Vec<&'static str> {
+        self.vendors
+            .iter()
+            .filter(|v| v.installed)
+            .map(|v| v.id)
+            .collect()
+    }
+
     /// All vendors for `GET /vendors`.
     pub fn infos(&self) -> Vec<VendorInfo> {
         self.vendors
