@@ -283,3 +283,22 @@ async fn sessions_watch_sees_creations_and_changes() {
         .recv_until(|v| v["kind"] == "session_upserted" && v["session"]["status"] == "idle")
         .await;
 }
+
+#[actix_rt::test]
+async fn the_queue_is_bounded() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let sid = ws.create_session().await;
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 60000"}))
+        .await;
+    for i in 0..100 {
+        let r = ws
+            .ok(json!({"type": "chat.send", "sessionId": sid, "content": format!("q{i}"), "queue": true}))
+            .await;
+        assert_eq!(r["position"], i + 1);
+    }
+    let full = ws
+        .request(json!({"type": "chat.send", "sessionId": sid, "content": "one too many", "queue": true}))
+        .await;
+    assert_eq!(full["code"], "INVALID_ARGUMENT");
+}

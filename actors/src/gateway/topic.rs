@@ -6,6 +6,9 @@ use std::time::Instant;
 
 use super::FlowGate;
 
+/// Most frame bytes a session's ring holds; older events are replayed from the store.
+const RING_BYTES: usize = 1 << 20;
+
 use crate::store::StoredEvent;
 
 /// One session as the gateway sees it.
@@ -13,6 +16,8 @@ use crate::store::StoredEvent;
 pub(super) struct Topic {
     /// The most recent committed events, contiguous by `seq`, oldest first.
     pub ring: VecDeque<StoredEvent>,
+    /// Bytes of the frames in `ring`.
+    ring_bytes: usize,
     /// Newest committed `seq` seen since the server started; 0 when none was seen
     /// (then only the store knows what exists).
     pub last_committed: u64,
@@ -31,6 +36,7 @@ impl Topic {
     pub fn new() -> Self {
         Topic {
             ring: VecDeque::new(),
+            ring_bytes: 0,
             last_committed: 0,
             live: Vec::new(),
             touched: Instant::now(),
@@ -39,15 +45,20 @@ impl Topic {
         }
     }
 
-    /// Records a committed event, keeping at most `cap` in the ring.
+    /// Records a committed event, keeping at most `cap` events and [`RING_BYTES`]
+    /// bytes in the ring (a few huge frames must not pin megabytes per session).
     pub fn push(&mut self, ev: &StoredEvent, cap: usize) {
         if self.ring.back().is_some_and(|last| last.seq + 1 != ev.seq) {
             // A gap (a batch the store failed to write): the ring must stay contiguous.
             self.ring.clear();
+            self.ring_bytes = 0;
         }
+        self.ring_bytes += ev.frame.len();
         self.ring.push_back(ev.clone());
-        while self.ring.len() > cap {
-            self.ring.pop_front();
+        while self.ring.len() > cap || (self.ring_bytes > RING_BYTES && self.ring.len() > 1) {
+            if let Some(old) = self.ring.pop_front() {
+                self.ring_bytes -= old.frame.len();
+            }
         }
         self.last_committed = self.last_committed.max(ev.seq);
         self.touched = Instant::now();

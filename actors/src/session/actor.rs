@@ -22,6 +22,8 @@ use crate::vendor::scripted::ScriptedAgent;
 /// How long an adapter may take to confirm an interrupt before the session closes the
 /// turn itself: a stuck vendor must not leave a session running forever.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+/// Messages a person may queue in one session.
+const MAX_QUEUED: usize = 100;
 /// Longest title accepted, in characters.
 const MAX_TITLE_CHARS: usize = 200;
 /// Events a producer may run ahead of fan-out before [`Pace`] makes it wait.
@@ -443,6 +445,11 @@ impl SessionActor {
             })?;
         }
         if msg.queue && (busy || !self.record.queued.is_empty()) {
+            if self.record.queued.len() >= MAX_QUEUED {
+                return Err(RuntimeError::InvalidArgument(format!(
+                    "the queue already holds {MAX_QUEUED} messages"
+                )));
+            }
             self.record.queued.push(QueuedMessage {
                 text: msg.content,
                 internal: false,
