@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod gateway;
+pub mod handoff;
 pub mod metrics;
 pub mod pair;
 pub mod record;

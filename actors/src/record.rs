@@ -58,6 +58,9 @@ pub struct SessionRecord {
     /// The session that spawned this one with `spawn_sessions`.
     #[serde(default)]
     pub parent_id: Option<String>,
+    /// The session this one continues (handoff).
+    #[serde(default)]
+    pub handoff_from: Option<String>,
     /// A spawned session's first prompt, until its parent lets it start.
     #[serde(default)]
     pub pending_prompt: Option<String>,
@@ -177,6 +180,7 @@ impl SessionRecord {
             pair_id: self.pair_id.clone(),
             role: self.role,
             turn_started_at: self.turn_started_at,
+            handoff_from: self.handoff_from.clone(),
             parent_id: self.parent_id.clone(),
             background_tasks: background_tasks.to_vec(),
             cwd: self.cwd.clone(),

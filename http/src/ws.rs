@@ -282,6 +282,17 @@ impl WsClient {
                     Ok(json!({ "pair": pair }))
                 });
             }
+            ClientRequest::SessionHandoff(p) => {
+                let sid = p.session_id.clone();
+                self.later(ctx, request_id, Some(sid), async move {
+                    let h = rt.handoff(&who, p).await?;
+                    Ok(json!({
+                        "sourceSessionId": h.source_session_id,
+                        "targetSessionId": h.target_session_id,
+                        "targetVendor": h.target_vendor,
+                    }))
+                });
+            }
             ClientRequest::PairClose(p) => {
                 self.later(ctx, request_id, None, async move {
                     let interrupted = rt.close_pair(&who, &p.pair_id).await?;

@@ -43,6 +43,8 @@ pub enum ClientRequest {
     PairCreate(PairCreateParams),
     /// `pair.close`
     PairClose(PairCloseParams),
+    /// `session.handoff`
+    SessionHandoff(HandoffParams),
     /// `ping`: answered with a `reply` carrying `pong: true`.
     Ping,
 }
@@ -107,6 +109,23 @@ pub struct PairCreateParams {
     pub driver_id: String,
     /// The Worker to create.
     pub worker: WorkerSpec,
+}
+
+/// Fields of `session.handoff`: continue a conversation in a new session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandoffParams {
+    /// The session to continue.
+    pub session_id: String,
+    /// Vendor of the new session (required; absent gives a clear error).
+    #[serde(default)]
+    pub target_vendor: Option<String>,
+    /// Model of the new session.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Effort of the new session.
+    #[serde(default)]
+    pub effort: Option<String>,
 }
 
 /// Fields of `pair.close`.
@@ -307,6 +326,7 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
             | "session.configure"
             | "tool.call"
             | "proposal.respond"
+            | "session.handoff"
     );
     if needs_session && session_id.as_deref().is_none_or(str::is_empty) {
         return Err(fail(
@@ -354,6 +374,7 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
         "proposal.respond" => ClientRequest::ProposalRespond(fields(obj, &kind).map_err(&bad)?),
         "pair.create" => ClientRequest::PairCreate(fields(obj, &kind).map_err(&bad)?),
         "pair.close" => ClientRequest::PairClose(fields(obj, &kind).map_err(&bad)?),
+        "session.handoff" => ClientRequest::SessionHandoff(fields(obj, &kind).map_err(&bad)?),
         "ping" => ClientRequest::Ping,
         other => {
             return Err(fail(

@@ -155,6 +155,26 @@ pub enum EventBody {
         /// The pair that was closed.
         pair_id: String,
     },
+    /// This conversation continues in another session (written in the source).
+    HandoffCreated {
+        /// The new session.
+        target_session_id: String,
+        /// Its vendor.
+        target_vendor: String,
+        /// Its title.
+        target_title: String,
+    },
+    /// This session continues another one (written in the target, first).
+    HandoffContext {
+        /// The session continued.
+        source_session_id: String,
+        /// Its vendor.
+        source_vendor: String,
+        /// Its title.
+        source_title: String,
+        /// The latest user request there, verbatim.
+        request: String,
+    },
     /// The agent proposes handing a task to a Worker.
     WorkerProposal {
         /// The proposal's id (`proposal.respond` takes it).
@@ -228,6 +248,8 @@ impl EventBody {
             EventBody::PairCreated { .. } => "pair_created",
             EventBody::PairClosed { .. } => "pair_closed",
             EventBody::WorkerProposal { .. } => "worker_proposal",
+            EventBody::HandoffCreated { .. } => "handoff_created",
+            EventBody::HandoffContext { .. } => "handoff_context",
             EventBody::WorkerProposalUpdate { .. } => "worker_proposal_update",
         }
     }

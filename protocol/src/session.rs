@@ -199,6 +199,9 @@ pub struct SessionInfo {
     /// When the turn in flight started, epoch ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_started_at: Option<u64>,
+    /// The session this one continues (a handoff), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_from: Option<String>,
     /// The session that spawned this one, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,

@@ -5,6 +5,7 @@ mod access;
 mod bad_input;
 mod configure;
 mod flow;
+mod handoff;
 mod pairs;
 mod restart;
 mod slow_client;

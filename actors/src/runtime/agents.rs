@@ -63,6 +63,7 @@ impl Runtime {
             permission_mode: parent.permission_mode,
             parent_id: Some(parent.id.clone()),
             pending_prompt: Some(prompt),
+            handoff_from: None,
         })
     }
 

@@ -2,6 +2,7 @@
 //! against their published metadata, and forwards requests as actor messages.
 
 mod agents;
+mod handoff;
 mod pairs;
 
 use std::path::{Path, PathBuf};
@@ -75,6 +76,7 @@ struct NewSession {
     permission_mode: tandem_protocol::PermissionMode,
     parent_id: Option<String>,
     pending_prompt: Option<String>,
+    handoff_from: Option<String>,
 }
 
 /// The runtime; cheap to clone, shared by every HTTP worker.
@@ -285,6 +287,7 @@ impl Runtime {
             permission_mode: params.permission_mode.unwrap_or_default(),
             parent_id: None,
             pending_prompt: None,
+            handoff_from: None,
         })
     }
 
@@ -325,6 +328,7 @@ impl Runtime {
             role: None,
             queued: Vec::new(),
             parent_id: spec.parent_id,
+            handoff_from: spec.handoff_from,
             pending_prompt: spec.pending_prompt,
             proposal: None,
             delivered: Vec::new(),

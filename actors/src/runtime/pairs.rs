@@ -127,6 +127,7 @@ impl Runtime {
             permission_mode: driver_info.permission_mode,
             parent_id: None,
             pending_prompt: None,
+            handoff_from: None,
         });
         let joined = match created {
             Ok(_) => match self.session_addr(&record.worker_id) {

@@ -17,6 +17,8 @@ pub const PROPOSE_WORKER: &str = "propose_worker";
 pub const SPAWN_SESSIONS: &str = "spawn_sessions";
 /// See [`SEND_TO_PARTNER`].
 pub const CHECK_SPAWNED_SESSIONS: &str = "check_spawned_sessions";
+/// See [`SEND_TO_PARTNER`].
+pub const READ_HANDOFF_SOURCE: &str = "read_handoff_source";
 
 fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
@@ -81,6 +83,16 @@ pub fn def(name: &str) -> Option<ToolDef> {
         CHECK_SPAWNED_SESSIONS => (
             "List the sessions you spawned with their status (running, interrupted, error, done), turn count and last activity.",
             object(json!({}), &[]),
+        ),
+        READ_HANDOFF_SOURCE => (
+            "Read the conversation this session continues (after a handoff), including earlier handoffs up to 5 levels back: user and assistant messages, newest page first (offset 0 is the latest `limit` messages).",
+            object(
+                json!({
+                    "offset": {"type": "number", "description": "Messages to skip, counted back from the newest. Default 0."},
+                    "limit": {"type": "number", "description": "Messages per page, 1 to 100. Default 30."}
+                }),
+                &[],
+            ),
         ),
         _ => return None,
     };

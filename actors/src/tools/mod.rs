@@ -4,6 +4,7 @@
 //! role (Driver, Worker, unpaired, spawned child).
 
 pub mod defs;
+mod handoff;
 mod partner;
 mod proposal;
 mod spawn;
@@ -69,6 +70,7 @@ impl ToolRouter {
                 PROPOSE_WORKER => proposal::propose_worker(&rt, &state, &args).await,
                 SPAWN_SESSIONS => spawn::spawn_sessions(&rt, &state, &args).await,
                 CHECK_SPAWNED_SESSIONS => spawn::check_spawned_sessions(&rt, &state),
+                READ_HANDOFF_SOURCE => handoff::read_handoff_source(&rt, &state, &args).await,
                 other => Err(format!("unknown tool `{other}`")),
             };
             tracing::debug!(session = %caller, tool = %name, ok = result.is_ok(), "tool call");
@@ -112,11 +114,23 @@ pub fn tools_for(state: &SessionState) -> Vec<ToolDef> {
             ],
         }
     };
-    names.iter().filter_map(|n| defs::def(n)).collect()
+    let handoff: &[&str] = if state.info.handoff_from.is_some() {
+        &[READ_HANDOFF_SOURCE]
+    } else {
+        &[]
+    };
+    names
+        .iter()
+        .chain(handoff)
+        .filter_map(|n| defs::def(n))
+        .collect()
 }
 
 /// Why a known tool is not available to this session.
 fn not_offered(state: &SessionState, name: &str) -> String {
+    if name == READ_HANDOFF_SOURCE {
+        return "this session does not continue another one".into();
+    }
     if state.parent_id.is_some() {
         return format!("spawned sessions cannot use {name}");
     }
