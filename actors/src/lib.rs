@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod pair;
 pub mod record;
 pub mod runtime;
+pub mod schedule;
 pub mod session;
 pub mod store;
 pub mod tools;

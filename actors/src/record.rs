@@ -67,6 +67,9 @@ pub struct SessionRecord {
     /// The latest Worker proposal.
     #[serde(default)]
     pub proposal: Option<ProposalRecord>,
+    /// Scheduled messages: pending ones and the latest finished ones.
+    #[serde(default)]
+    pub schedules: Vec<crate::schedule::ScheduleRecord>,
     /// Ids of the latest results pushed into this session (delegation results,
     /// proposal outcomes), so a result re-sent after a crash is not delivered twice.
     #[serde(default)]

@@ -28,6 +28,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/sessions/{id}/messages", web::post().to(post_message))
             .route("/sessions/{id}/interrupt", web::post().to(interrupt))
             .route("/sessions/{id}/mcp-token", web::post().to(mcp_token))
+            .route("/sessions/{id}/schedules", web::get().to(schedules))
             .route("/pairs", web::get().to(pairs))
             .default_service(web::to(not_found)),
     );
@@ -77,6 +78,19 @@ async fn body<T: DeserializeOwned>(
     })
 }
 
+/// Waits until what the request wrote is committed, so an acknowledged change
+/// survives a crash.
+async fn committed(state: &AppState) -> Result<(), ApiError> {
+    if state.runtime.synced().await {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            ErrorCode::Internal,
+            "the store could not commit",
+        ))
+    }
+}
+
 async fn health() -> HttpResponse {
     HttpResponse::Ok().json(Health {
         status: "ok".into(),
@@ -116,6 +130,7 @@ async fn create_session(
     let who = caller(&req, &state.runtime, state.auth)?;
     let params: CreateSessionParams = body(payload, state.max_frame_bytes, true).await?;
     let info = state.runtime.create_session(&who, params)?;
+    committed(&state).await?;
     Ok(HttpResponse::Created().json(info))
 }
 
@@ -221,4 +236,14 @@ async fn mcp_token(
         token,
         url: format!("{}://{}/mcp", info.scheme(), info.host()),
     }))
+}
+
+async fn schedules(
+    req: HttpRequest,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let schedules = state.runtime.schedules(&who, &id).await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "schedules": schedules })))
 }

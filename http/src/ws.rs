@@ -189,10 +189,12 @@ impl WsClient {
         let who = self.principal.clone();
         match request {
             ClientRequest::Ping => reply(ctx, request_id, json!({ "pong": true })),
-            ClientRequest::SessionCreate(params) => match rt.create_session(&who, params) {
-                Ok(session) => reply(ctx, request_id, json!({ "session": session })),
-                Err(e) => self.fail(ctx, e, request_id, None),
-            },
+            ClientRequest::SessionCreate(params) => {
+                self.later(ctx, request_id, None, async move {
+                    let session = rt.create_session(&who, params)?;
+                    Ok(json!({ "session": session }))
+                });
+            }
             ClientRequest::SessionsWatch => {
                 rt.watch(self.id);
                 reply(
@@ -293,6 +295,22 @@ impl WsClient {
                     }))
                 });
             }
+            ClientRequest::SessionSchedule(p) => {
+                let sid = p.session_id.clone();
+                self.later(ctx, request_id, Some(sid), async move {
+                    let s = rt.schedule(&who, &p.session_id, p.content, &p.at).await?;
+                    Ok(json!({ "scheduleId": s.schedule_id, "at": s.at, "status": s.status }))
+                });
+            }
+            ClientRequest::SessionScheduleCancel(p) => {
+                let sid = p.session_id.clone();
+                self.later(ctx, request_id, Some(sid), async move {
+                    let s = rt
+                        .cancel_schedule(&who, &p.session_id, p.schedule_id)
+                        .await?;
+                    Ok(json!({ "scheduleId": s.schedule_id, "status": s.status }))
+                });
+            }
             ClientRequest::PairClose(p) => {
                 self.later(ctx, request_id, None, async move {
                     let interrupted = rt.close_pair(&who, &p.pair_id).await?;
@@ -310,7 +328,9 @@ impl WsClient {
     }
 
     /// Runs a request that waits on an actor, answering when it is done. Requests run
-    /// concurrently; `requestId` ties each answer to its request.
+    /// concurrently; `requestId` ties each answer to its request. A success is
+    /// answered only once what the request wrote is committed: an acknowledged
+    /// message, schedule or session survives a crash.
     fn later(
         &mut self,
         ctx: &mut Ctx,
@@ -318,10 +338,22 @@ impl WsClient {
         session_id: Option<String>,
         fut: impl std::future::Future<Output = Result<Value, RuntimeError>> + 'static,
     ) {
-        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
-            Ok(payload) => reply(ctx, request_id, payload),
-            Err(e) => act.fail(ctx, e, request_id, session_id),
-        }));
+        let rt = self.runtime.clone();
+        let durable = async move {
+            let res = fut.await;
+            if res.is_ok() && !rt.synced().await {
+                return Err(RuntimeError::Internal("the store could not commit".into()));
+            }
+            res
+        };
+        ctx.spawn(
+            durable
+                .into_actor(self)
+                .map(move |res, act, ctx| match res {
+                    Ok(payload) => reply(ctx, request_id, payload),
+                    Err(e) => act.fail(ctx, e, request_id, session_id),
+                }),
+        );
     }
 
     fn fail(

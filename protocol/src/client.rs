@@ -45,6 +45,10 @@ pub enum ClientRequest {
     PairClose(PairCloseParams),
     /// `session.handoff`
     SessionHandoff(HandoffParams),
+    /// `session.schedule`
+    SessionSchedule(ScheduleParams),
+    /// `session.schedule-cancel`
+    SessionScheduleCancel(ScheduleCancelParams),
     /// `ping`: answered with a `reply` carrying `pong: true`.
     Ping,
 }
@@ -126,6 +130,28 @@ pub struct HandoffParams {
     /// Effort of the new session.
     #[serde(default)]
     pub effort: Option<String>,
+}
+
+/// Fields of `session.schedule`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleParams {
+    /// The session.
+    pub session_id: String,
+    /// The message to send when it comes due.
+    pub content: String,
+    /// When, RFC 3339 (at most 365 days ahead; a past time fires at once).
+    pub at: String,
+}
+
+/// Fields of `session.schedule-cancel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleCancelParams {
+    /// The session.
+    pub session_id: String,
+    /// The pending schedule.
+    pub schedule_id: String,
 }
 
 /// Fields of `pair.close`.
@@ -327,6 +353,8 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
             | "tool.call"
             | "proposal.respond"
             | "session.handoff"
+            | "session.schedule"
+            | "session.schedule-cancel"
     );
     if needs_session && session_id.as_deref().is_none_or(str::is_empty) {
         return Err(fail(
@@ -375,6 +403,10 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
         "pair.create" => ClientRequest::PairCreate(fields(obj, &kind).map_err(&bad)?),
         "pair.close" => ClientRequest::PairClose(fields(obj, &kind).map_err(&bad)?),
         "session.handoff" => ClientRequest::SessionHandoff(fields(obj, &kind).map_err(&bad)?),
+        "session.schedule" => ClientRequest::SessionSchedule(fields(obj, &kind).map_err(&bad)?),
+        "session.schedule-cancel" => {
+            ClientRequest::SessionScheduleCancel(fields(obj, &kind).map_err(&bad)?)
+        }
         "ping" => ClientRequest::Ping,
         other => {
             return Err(fail(

@@ -11,6 +11,7 @@ pub mod event;
 pub mod mcp;
 pub mod pair;
 pub mod rest;
+pub mod schedule;
 pub mod server;
 pub mod session;
 

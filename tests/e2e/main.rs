@@ -8,6 +8,7 @@ mod flow;
 mod handoff;
 mod pairs;
 mod restart;
+mod schedule;
 mod slow_client;
 mod subscribe;
 

@@ -68,8 +68,10 @@ impl WsClient {
     /// The next frame from the socket itself (not the backlog), or `None` when the
     /// socket closed; panics after `timeout`.
     pub async fn next_frame(&mut self, timeout: Duration) -> Option<Value> {
+        // One deadline for the whole wait: the server's pings must not extend it.
+        let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let frame = match tokio::time::timeout(timeout, self.framed.next()).await {
+            let frame = match tokio::time::timeout_at(deadline, self.framed.next()).await {
                 Ok(f) => f,
                 Err(_) => panic!("no frame within {timeout:?}"),
             };

@@ -4,6 +4,7 @@
 mod agents;
 mod handoff;
 mod pairs;
+mod schedules;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -223,6 +224,11 @@ impl Runtime {
         &self.inner.services.metrics
     }
 
+    /// Resolves once every write queued so far is committed (false if that failed).
+    pub fn synced(&self) -> impl std::future::Future<Output = bool> {
+        self.inner.services.writer.synced()
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> &RuntimeConfig {
         &self.inner.config
@@ -331,6 +337,7 @@ impl Runtime {
             handoff_from: spec.handoff_from,
             pending_prompt: spec.pending_prompt,
             proposal: None,
+            schedules: Vec::new(),
             delivered: Vec::new(),
         };
         self.inner

@@ -558,8 +558,9 @@ impl Actor for SessionActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         // Messages queued before a restart (including pushed-back results) go out
-        // now that the session is free.
+        // now that the session is free; schedules are armed (past ones fire now).
         self.dispatch_queued(ctx);
+        self.arm_all(ctx);
         self.flush();
     }
 }

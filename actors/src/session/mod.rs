@@ -5,6 +5,7 @@
 mod actor;
 mod pairing;
 mod proposal;
+mod schedules;
 mod spawn;
 mod turns;
 
@@ -21,6 +22,7 @@ pub use pairing::{
     Describe, JoinPair, LeavePair, PartialText, RecordEvent, Resume, SessionState, StartDelegated,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
+pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
 

@@ -1,0 +1,48 @@
+//! Scheduling messages into a session.
+
+use tandem_protocol::schedule::ScheduleInfo;
+
+use super::Runtime;
+use crate::access::Principal;
+use crate::error::RuntimeError;
+use crate::schedule::parse_rfc3339;
+use crate::session::{CancelSchedule, ListSchedules, ScheduleMessage};
+
+impl Runtime {
+    /// Schedules `content` into session `id` at `at` (RFC 3339).
+    pub async fn schedule(
+        &self,
+        who: &Principal,
+        id: &str,
+        content: String,
+        at: &str,
+    ) -> Result<ScheduleInfo, RuntimeError> {
+        let at = parse_rfc3339(at).map_err(RuntimeError::InvalidArgument)?;
+        self.drivable(who, id)?
+            .addr
+            .send(ScheduleMessage { content, at })
+            .await?
+    }
+
+    /// Cancels a pending schedule.
+    pub async fn cancel_schedule(
+        &self,
+        who: &Principal,
+        id: &str,
+        schedule_id: String,
+    ) -> Result<ScheduleInfo, RuntimeError> {
+        self.drivable(who, id)?
+            .addr
+            .send(CancelSchedule { schedule_id })
+            .await?
+    }
+
+    /// A session's schedules (pending and recently finished).
+    pub async fn schedules(
+        &self,
+        who: &Principal,
+        id: &str,
+    ) -> Result<Vec<ScheduleInfo>, RuntimeError> {
+        Ok(self.visible(who, id)?.addr.send(ListSchedules).await?)
+    }
+}

@@ -1,0 +1,148 @@
+//! Scheduled messages.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+use tandem_tests::{Server, ServerOptions};
+
+/// Epoch milliseconds as RFC 3339 UTC (civil-from-days, Howard Hinnant).
+fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[actix_rt::test]
+async fn a_due_message_interrupts_the_running_turn_and_runs_next() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let sid = ws.create_session().await;
+    ws.subscribe(&sid, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 60000"}))
+        .await;
+    let reply = ws
+        .ok(json!({"type": "session.schedule", "sessionId": sid, "content": "wake up", "at": rfc3339(now_ms() + 300)}))
+        .await;
+    assert_eq!(reply["status"], "pending");
+    let schedule_id = reply["scheduleId"].as_str().unwrap_or_default().to_string();
+    let first = ws.events_until_turn_end(&sid).await;
+    assert_eq!(
+        first.last().map(|e| e["status"].clone()),
+        Some(json!("interrupted"))
+    );
+    assert!(first.iter().any(
+        |e| e["kind"] == "info" && e["text"].as_str().is_some_and(|t| t.contains(&schedule_id))
+    ));
+    let second = ws.events_until_turn_end(&sid).await;
+    assert_eq!(second[1]["text"], "wake up");
+    assert_eq!(
+        second.last().map(|e| e["status"].clone()),
+        Some(json!("completed"))
+    );
+    let (_, list) = server
+        .get(&format!("/api/v1/sessions/{sid}/schedules"))
+        .await;
+    assert_eq!(list["schedules"][0]["status"], "sent");
+}
+
+#[actix_rt::test]
+async fn past_times_fire_at_once_and_pending_ones_can_be_cancelled() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let sid = ws.create_session().await;
+    ws.subscribe(&sid, 0).await;
+    ws.ok(json!({"type": "session.schedule", "sessionId": sid, "content": "from the past", "at": "2000-01-01T00:00:00Z"}))
+        .await;
+    let turn = ws.events_until_turn_end(&sid).await;
+    assert!(turn
+        .iter()
+        .any(|e| e["kind"] == "user_message" && e["text"] == "from the past"));
+    let pending = ws
+        .ok(json!({"type": "session.schedule", "sessionId": sid, "content": "never", "at": rfc3339(now_ms() + 600)}))
+        .await;
+    let id = pending["scheduleId"].clone();
+    let cancelled = ws
+        .ok(json!({"type": "session.schedule-cancel", "sessionId": sid, "scheduleId": id}))
+        .await;
+    assert_eq!(cancelled["status"], "cancelled");
+    let again = ws
+        .request(json!({"type": "session.schedule-cancel", "sessionId": sid, "scheduleId": id}))
+        .await;
+    assert_eq!(again["code"], "INVALID_ARGUMENT");
+    actix_rt::time::sleep(Duration::from_millis(900)).await;
+    let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+    assert_eq!(info["turnCount"], 1, "a cancelled message never runs");
+    for (body, code) in [
+        (
+            json!({"type": "session.schedule", "sessionId": sid, "content": "x", "at": "next tuesday"}),
+            "INVALID_ARGUMENT",
+        ),
+        (
+            json!({"type": "session.schedule", "sessionId": sid, "content": "x", "at": rfc3339(now_ms() + 366 * 86_400_000)}),
+            "INVALID_ARGUMENT",
+        ),
+        (
+            json!({"type": "session.schedule", "sessionId": sid, "content": " ", "at": "2000-01-01T00:00:00Z"}),
+            "INVALID_ARGUMENT",
+        ),
+        (
+            json!({"type": "session.schedule", "sessionId": "ses_nope", "content": "x", "at": "2000-01-01T00:00:00Z"}),
+            "SESSION_NOT_FOUND",
+        ),
+        (
+            json!({"type": "session.schedule", "content": "x", "at": "2000-01-01T00:00:00Z"}),
+            "SESSION_ID_REQUIRED",
+        ),
+    ] {
+        let answer = ws.request(body.clone()).await;
+        assert_eq!(answer["code"], code, "{body}: {answer}");
+    }
+}
+
+#[actix_rt::test]
+async fn a_pending_schedule_survives_a_kill_and_fires_once() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let sid = ws.create_session().await;
+    ws.ok(json!({"type": "session.schedule", "sessionId": sid, "content": "after the crash", "at": rfc3339(now_ms() + 700)}))
+        .await;
+    let dir = server.kill();
+    let server = Server::start_in(dir, ServerOptions::default());
+    let mut ws = server.ws().await;
+    ws.subscribe(&sid, 0).await;
+    let turn = ws.events_until_turn_end(&sid).await;
+    assert!(turn
+        .iter()
+        .any(|e| e["kind"] == "user_message" && e["text"] == "after the crash"));
+    let dir = server.kill();
+    let server = Server::start_in(dir, ServerOptions::default());
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+    assert_eq!(info["turnCount"], 1);
+    let (_, list) = server
+        .get(&format!("/api/v1/sessions/{sid}/schedules"))
+        .await;
+    assert_eq!(list["schedules"][0]["status"], "sent");
+}
