@@ -255,7 +255,8 @@ impl PairActor {
             text: texts::pushback(&delegation, &outcome),
             proposal,
         };
-        Metrics::pushback(&self.services);
+        // Counted, so metrics (and the tests) can see exactly-once delivery.
+        crate::metrics::Metrics::inc(&self.services.metrics.pushbacks);
         let id = delegation.delegation_id;
         ctx.spawn(actix::fut::wrap_future(self.driver.send(resume)).map(
             move |res, act: &mut PairActor, _| {
@@ -276,15 +277,6 @@ impl PairActor {
                 self.save();
             }
         }
-    }
-}
-
-/// Counting push-backs, so tests and metrics can see exactly-once delivery.
-struct Metrics;
-
-impl Metrics {
-    fn pushback(services: &Services) {
-        crate::metrics::Metrics::inc(&services.metrics.pushbacks);
     }
 }
 

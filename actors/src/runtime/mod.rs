@@ -28,7 +28,7 @@ use crate::gateway::{
 use crate::metrics::Metrics;
 use crate::record::SessionRecord;
 use crate::session::{
-    event_frame, Abort, Configure, Send, SendOutcome, Services, SessionActor, SessionShared,
+    event_frame, Abort, Configure, SendMessage, SendOutcome, Services, SessionActor, SessionShared,
     StopTask,
 };
 use crate::store::{Store, StoreWriter, StoredEvent, WriteOp};
@@ -465,7 +465,7 @@ impl Runtime {
         let handle = self.drivable(who, id)?;
         handle
             .addr
-            .send(Send {
+            .send(SendMessage {
                 content,
                 options,
                 queue,

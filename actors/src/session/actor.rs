@@ -8,7 +8,9 @@ use actix::prelude::*;
 use tandem_protocol::{BackgroundTask, EventBody, SessionInfo, SessionStatus, TurnStatus};
 
 use super::turns::{turn_number, TurnSummary, KEEP_TURNS};
-use super::{event_frame, Abort, Configure, Send, SendOutcome, Services, SessionShared, StopTask};
+use super::{
+    event_frame, Abort, Configure, SendMessage, SendOutcome, Services, SessionShared, StopTask,
+};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::gateway::{FlowGate, SessionChanged};
@@ -428,7 +430,11 @@ impl SessionActor {
         Ok(())
     }
 
-    fn on_send(&mut self, msg: Send, ctx: &mut Context<Self>) -> Result<SendOutcome, RuntimeError> {
+    fn on_send(
+        &mut self,
+        msg: SendMessage,
+        ctx: &mut Context<Self>,
+    ) -> Result<SendOutcome, RuntimeError> {
         if msg.content.trim().is_empty() {
             return Err(RuntimeError::InvalidArgument("content is empty".into()));
         }
@@ -565,10 +571,10 @@ impl Actor for SessionActor {
     }
 }
 
-impl Handler<Send> for SessionActor {
+impl Handler<SendMessage> for SessionActor {
     type Result = Result<SendOutcome, RuntimeError>;
 
-    fn handle(&mut self, msg: Send, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: SendMessage, ctx: &mut Context<Self>) -> Self::Result {
         let result = self.on_send(msg, ctx);
         self.flush();
         result

@@ -133,7 +133,7 @@ pub enum SendOutcome {
 /// Start a turn (or queue the message).
 #[derive(Debug, Message)]
 #[rtype(result = "Result<SendOutcome, RuntimeError>")]
-pub struct Send {
+pub struct SendMessage {
     /// The user's message.
     pub content: String,
     /// Settings applied before the turn (and kept).
