@@ -29,7 +29,7 @@ const MAX_QUEUED: usize = 100;
 /// Longest title accepted, in characters.
 const MAX_TITLE_CHARS: usize = 200;
 /// Events a producer may run ahead of fan-out before [`Pace`] makes it wait.
-const PACE_WINDOW: u64 = 64;
+const PACE_WINDOW: u64 = 32;
 /// Longest a producer waits at the gate.
 const PACE_LIMIT: Duration = Duration::from_secs(1);
 

@@ -26,7 +26,7 @@ use crate::tools::ToolRouter;
 /// A script waits for the session to take every this many events, and then at the
 /// session's flow gate: the session's mailbox stays short (an interrupt behind it is
 /// handled promptly) and a fast script cannot outrun fan-out to clients.
-const AWAIT_EVERY: u64 = 64;
+const AWAIT_EVERY: u64 = 32;
 
 /// One line of a script.
 #[derive(Debug, Clone, PartialEq)]
