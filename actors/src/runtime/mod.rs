@@ -2,36 +2,33 @@
 //! against their published metadata, and forwards requests as actor messages.
 
 mod agents;
+mod clients;
 mod handoff;
 mod pairs;
+mod recovery;
 mod schedules;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
 
 use actix::prelude::*;
-use bytestring::ByteString;
 use dashmap::DashMap;
 use tandem_protocol::client::{ConfigureParams, CreateSessionParams, TurnOptions};
 use tandem_protocol::rest::{RunningSession, VendorInfo};
-use tandem_protocol::{EventBody, ServerFrame, SessionInfo, SessionStatus, TurnStatus};
+use tandem_protocol::{SessionInfo, SessionStatus};
 
 use crate::access::Principal;
 use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
-use crate::gateway::{
-    ClientQueue, Connect, Deliver, Disconnect, Gateway, SessionChanged, Subscribe, Unsubscribe,
-    Watch,
-};
+use crate::gateway::{Gateway, SessionChanged};
 use crate::metrics::Metrics;
 use crate::record::SessionRecord;
 use crate::session::{
-    event_frame, Abort, Configure, SendMessage, SendOutcome, Services, SessionActor, SessionShared,
-    StopTask,
+    Abort, Configure, SendMessage, SendOutcome, Services, SessionActor, SessionShared, StopTask,
 };
-use crate::store::{Store, StoreWriter, StoredEvent, WriteOp};
+use crate::store::{Store, StoreWriter, WriteOp};
 use crate::tools::ToolRouter;
 use crate::vendor::{clamp_effort, VendorCatalog};
 
@@ -123,7 +120,7 @@ impl Runtime {
         let store = Store::open(&config.data_dir)?;
         let admin_token = store.ensure_admin_token(|| random_id("tdm_", 24))?;
         let mut loaded = store.load_sessions()?;
-        recover_interrupted_turns(&store, &mut loaded)?;
+        recovery::recover_interrupted_turns(&store, &mut loaded)?;
 
         let gateway_arbiter = Arbiter::new();
         let gw_store = store.clone();
@@ -510,172 +507,8 @@ impl Runtime {
             .await?
     }
 
-    /// A new WebSocket client id.
-    pub fn next_client_id(&self) -> u64 {
-        self.inner.next_client.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// A byte budget for a new client.
-    pub fn new_client_queue(&self) -> Arc<ClientQueue> {
-        Arc::new(ClientQueue::new(
-            self.inner.config.client_queue_bytes,
-            self.inner.services.metrics.clone(),
-        ))
-    }
-
-    /// Registers a WebSocket client with the gateway.
-    pub fn connect_client(
-        &self,
-        client_id: u64,
-        sink: Recipient<Deliver>,
-        queue: Arc<ClientQueue>,
-        principal: Principal,
-    ) {
-        self.inner
-            .services
-            .metrics
-            .ws_clients
-            .fetch_add(1, Ordering::Relaxed);
-        self.inner.services.gateway.do_send(Connect {
-            client_id,
-            sink,
-            queue,
-            principal,
-        });
-    }
-
-    /// Forgets a WebSocket client.
-    pub fn disconnect_client(&self, client_id: u64) {
-        self.inner
-            .services
-            .metrics
-            .ws_clients
-            .fetch_sub(1, Ordering::Relaxed);
-        self.inner
-            .services
-            .gateway
-            .do_send(Disconnect { client_id });
-    }
-
-    /// Subscribes a client to a session: `chat_subscribed`, then every event after
-    /// `last_seq`, then live events.
-    pub fn subscribe(
-        &self,
-        who: &Principal,
-        client_id: u64,
-        id: &str,
-        last_seq: u64,
-    ) -> Result<(), RuntimeError> {
-        let handle = self.visible(who, id)?;
-        let info = handle.shared.info();
-        let ack: ByteString = ServerFrame::ChatSubscribed {
-            session_id: info.id.clone(),
-            status: info.status,
-            last_seq: info.last_seq,
-            pending_permissions: Vec::new(),
-            background_tasks: info.background_tasks,
-        }
-        .to_json()
-        .into();
-        self.inner.services.gateway.do_send(Subscribe {
-            client_id,
-            session_id: info.id.as_str().into(),
-            after: last_seq,
-            ack,
-        });
-        Ok(())
-    }
-
-    /// Stops delivering sessions to a client.
-    pub fn unsubscribe(&self, client_id: u64, session_ids: Vec<String>) {
-        self.inner.services.gateway.do_send(Unsubscribe {
-            client_id,
-            session_ids,
-        });
-    }
-
-    /// Sends `session_upserted` to this client for every change it may see.
-    pub fn watch(&self, client_id: u64) {
-        self.inner.services.gateway.do_send(Watch { client_id });
-    }
-
-    /// The gateway's address (for clients that report a drained queue).
-    pub fn gateway(&self) -> Addr<Gateway> {
-        self.inner.services.gateway.clone()
-    }
-
-    /// Stored events after `after` (at most `limit`), the newest `seq`, and whether
-    /// more follow. Frames come back exactly as stored.
-    pub async fn events(
-        &self,
-        who: &Principal,
-        id: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<(Vec<String>, u64, bool), RuntimeError> {
-        let handle = self.visible(who, id)?;
-        let limit = limit.clamp(1, MAX_EVENTS_PAGE);
-        let store = self.inner.store.clone();
-        let sid = id.to_string();
-        let mut rows =
-            actix_rt::task::spawn_blocking(move || store.read_events(&sid, after, limit + 1))
-                .await
-                .map_err(|e| RuntimeError::Internal(e.to_string()))??;
-        let has_more = rows.len() > limit;
-        rows.truncate(limit);
-        Ok((
-            rows.into_iter().map(|(_, frame)| frame).collect(),
-            handle.shared.last_seq(),
-            has_more,
-        ))
-    }
-
     /// Every vendor and whether it can be used here.
     pub fn vendors(&self) -> Vec<VendorInfo> {
         self.inner.services.catalog.infos()
     }
-}
-
-/// Closes every turn the previous process left in flight: appends `turn_completed
-/// {interrupted}` at the next `seq` and marks the session interrupted, before any
-/// actor starts.
-fn recover_interrupted_turns(
-    store: &Store,
-    loaded: &mut [crate::store::LoadedSession],
-) -> Result<(), RuntimeError> {
-    let mut ops = Vec::new();
-    for session in loaded.iter_mut() {
-        let record = &mut session.record;
-        if !record.status.is_busy() {
-            continue;
-        }
-        let seq = session.last_seq + 1;
-        let ts = now_ms();
-        let frame = event_frame(
-            &record.id,
-            seq,
-            ts,
-            record.current_turn_id.take(),
-            EventBody::TurnCompleted {
-                status: TurnStatus::Interrupted,
-                error: Some("the server restarted during this turn".into()),
-            },
-        )?;
-        session.last_seq = seq;
-        record.status = SessionStatus::Interrupted;
-        record.turn_started_at = None;
-        record.last_activity = ts;
-        tracing::info!(session = %record.id, "closed a turn left open by a restart");
-        ops.push(WriteOp::Event(StoredEvent {
-            session_id: record.id.as_str().into(),
-            seq,
-            frame: frame.into(),
-            gate: Arc::default(),
-        }));
-        ops.push(WriteOp::Session(Box::new(record.clone())));
-    }
-    if !ops.is_empty() {
-        store.write_now(&ops)?;
-    }
-    Ok(())
 }

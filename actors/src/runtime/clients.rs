@@ -1,0 +1,138 @@
+//! WebSocket clients: registration with the gateway, subscriptions, and REST reads
+//! of stored events.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use bytestring::ByteString;
+use tandem_protocol::ServerFrame;
+
+use super::{Runtime, MAX_EVENTS_PAGE};
+use crate::access::Principal;
+use crate::error::RuntimeError;
+use crate::gateway::{
+    ClientQueue, Connect, Deliver, Disconnect, Gateway, Subscribe, Unsubscribe, Watch,
+};
+
+impl Runtime {
+    /// A new WebSocket client id.
+    pub fn next_client_id(&self) -> u64 {
+        self.inner.next_client.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A byte budget for a new client.
+    pub fn new_client_queue(&self) -> Arc<ClientQueue> {
+        Arc::new(ClientQueue::new(
+            self.inner.config.client_queue_bytes,
+            self.inner.services.metrics.clone(),
+        ))
+    }
+
+    /// Registers a WebSocket client with the gateway.
+    pub fn connect_client(
+        &self,
+        client_id: u64,
+        sink: Recipient<Deliver>,
+        queue: Arc<ClientQueue>,
+        principal: Principal,
+    ) {
+        self.inner
+            .services
+            .metrics
+            .ws_clients
+            .fetch_add(1, Ordering::Relaxed);
+        self.inner.services.gateway.do_send(Connect {
+            client_id,
+            sink,
+            queue,
+            principal,
+        });
+    }
+
+    /// Forgets a WebSocket client.
+    pub fn disconnect_client(&self, client_id: u64) {
+        self.inner
+            .services
+            .metrics
+            .ws_clients
+            .fetch_sub(1, Ordering::Relaxed);
+        self.inner
+            .services
+            .gateway
+            .do_send(Disconnect { client_id });
+    }
+
+    /// Subscribes a client to a session: `chat_subscribed`, then every event after
+    /// `last_seq`, then live events.
+    pub fn subscribe(
+        &self,
+        who: &Principal,
+        client_id: u64,
+        id: &str,
+        last_seq: u64,
+    ) -> Result<(), RuntimeError> {
+        let handle = self.visible(who, id)?;
+        let info = handle.shared.info();
+        let ack: ByteString = ServerFrame::ChatSubscribed {
+            session_id: info.id.clone(),
+            status: info.status,
+            last_seq: info.last_seq,
+            pending_permissions: Vec::new(),
+            background_tasks: info.background_tasks,
+        }
+        .to_json()
+        .into();
+        self.inner.services.gateway.do_send(Subscribe {
+            client_id,
+            session_id: info.id.as_str().into(),
+            after: last_seq,
+            ack,
+        });
+        Ok(())
+    }
+
+    /// Stops delivering sessions to a client.
+    pub fn unsubscribe(&self, client_id: u64, session_ids: Vec<String>) {
+        self.inner.services.gateway.do_send(Unsubscribe {
+            client_id,
+            session_ids,
+        });
+    }
+
+    /// Sends `session_upserted` to this client for every change it may see.
+    pub fn watch(&self, client_id: u64) {
+        self.inner.services.gateway.do_send(Watch { client_id });
+    }
+
+    /// The gateway's address (for clients that report a drained queue).
+    pub fn gateway(&self) -> Addr<Gateway> {
+        self.inner.services.gateway.clone()
+    }
+
+    /// Stored events after `after` (at most `limit`), the newest `seq`, and whether
+    /// more follow. Frames come back exactly as stored.
+    pub async fn events(
+        &self,
+        who: &Principal,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<String>, u64, bool), RuntimeError> {
+        let handle = self.visible(who, id)?;
+        let limit = limit.clamp(1, MAX_EVENTS_PAGE);
+        let store = self.inner.store.clone();
+        let sid = id.to_string();
+        let mut rows =
+            actix_rt::task::spawn_blocking(move || store.read_events(&sid, after, limit + 1))
+                .await
+                .map_err(|e| RuntimeError::Internal(e.to_string()))??;
+        let has_more = rows.len() > limit;
+        rows.truncate(limit);
+        Ok((
+            rows.into_iter().map(|(_, frame)| frame).collect(),
+            handle.shared.last_seq(),
+            has_more,
+        ))
+    }
+}
