@@ -12,6 +12,20 @@ use serde_json::{json, Value};
 /// How long a test waits for one frame before failing.
 pub const RECV_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Opens a WebSocket to `url` (HTTP/1.1; frames up to 64 MiB, since replayed
+/// `assistant_message`s of long `/stream`s are large).
+pub async fn connect_framed(url: &str) -> Result<Framed<BoxedSocket, Codec>, String> {
+    let (_, framed) = awc::Client::builder()
+        .max_http_version(awc::http::Version::HTTP_11)
+        .finish()
+        .ws(url)
+        .max_frame_size(64 << 20)
+        .connect()
+        .await
+        .map_err(|e| format!("connect {url}: {e}"))?;
+    Ok(framed)
+}
+
 /// A connected WebSocket client.
 pub struct WsClient {
     framed: Framed<BoxedSocket, Codec>,
@@ -31,14 +45,7 @@ impl WsClient {
 
     /// Connects, or returns the HTTP status / error text.
     pub async fn try_connect(url: &str) -> Result<WsClient, String> {
-        let (_, framed) = awc::Client::builder()
-            .max_http_version(awc::http::Version::HTTP_11)
-            .finish()
-            .ws(url)
-            .max_frame_size(64 << 20)
-            .connect()
-            .await
-            .map_err(|e| e.to_string())?;
+        let framed = connect_framed(url).await?;
         Ok(WsClient {
             framed,
             backlog: VecDeque::new(),

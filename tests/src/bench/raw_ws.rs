@@ -53,16 +53,9 @@ impl RawWs {
 
     /// Connects to a `ws://` URL.
     pub async fn connect(url: &str) -> Result<RawWs, String> {
-        let (_, framed) = awc::Client::builder()
-            .max_http_version(awc::http::Version::HTTP_11)
-            .finish()
-            .ws(url)
-            // Replayed `assistant_message`s of long `/stream`s are large frames.
-            .max_frame_size(64 << 20)
-            .connect()
-            .await
-            .map_err(|e| format!("connect {url}: {e}"))?;
-        Ok(RawWs { framed })
+        Ok(RawWs {
+            framed: crate::ws::connect_framed(url).await?,
+        })
     }
 
     /// Sends a text frame.
