@@ -32,6 +32,8 @@ pub struct WsClient {
     /// Frames received while waiting for something else, oldest first.
     backlog: VecDeque<Value>,
     next_request: u64,
+    /// Pong frames received (answers to our pings).
+    pub pongs: u64,
 }
 
 impl WsClient {
@@ -50,6 +52,7 @@ impl WsClient {
             framed,
             backlog: VecDeque::new(),
             next_request: 1,
+            pongs: 0,
         })
     }
 
@@ -92,6 +95,7 @@ impl WsClient {
                 Some(Ok(Frame::Ping(p))) => {
                     let _ = self.framed.send(Message::Pong(p)).await;
                 }
+                Some(Ok(Frame::Pong(_))) => self.pongs += 1,
                 Some(Ok(Frame::Close(_))) => return None,
                 Some(Ok(_)) => {}
             }

@@ -264,8 +264,12 @@ impl Runtime {
     }
 
     fn drivable(&self, who: &Principal, id: &str) -> Result<SessionHandle, RuntimeError> {
-        let handle = self.visible(who, id)?;
-        if !who.can_drive(&handle.shared.info()) {
+        let handle = self.lookup(id)?;
+        let info = handle.shared.info();
+        if !who.can_see(&info) {
+            return Err(RuntimeError::SessionNotFound(id.to_string()));
+        }
+        if !who.can_drive(&info) {
             return Err(RuntimeError::AccessDenied(id.to_string()));
         }
         Ok(handle)

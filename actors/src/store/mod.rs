@@ -133,16 +133,8 @@ impl Store {
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>, RuntimeError> {
-        self.with_reader(|conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT seq, frame FROM events WHERE session_id = ?1 AND seq > ?2 \
-                 ORDER BY seq LIMIT ?3",
-            )?;
-            let rows = stmt.query_map(params![session_id, after as i64, limit as i64], |r| {
-                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
-            })?;
-            rows.collect()
-        })
+        self.read_events_bounded(session_id, after, limit, usize::MAX)
+            .map(|(rows, _)| rows)
     }
 
     /// Like [`Store::read_events`], but stops once `max_bytes` of frames are read (at
