@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::adapter::VendorsConfig;
+
 /// Everything the runtime needs to know at start.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -16,6 +18,8 @@ pub struct RuntimeConfig {
     pub client_queue_bytes: usize,
     /// Events each session keeps in memory for fast replay.
     pub ring_events: usize,
+    /// The vendor CLIs this server can run.
+    pub vendors: VendorsConfig,
 }
 
 impl RuntimeConfig {
@@ -27,6 +31,7 @@ impl RuntimeConfig {
             commit_batch: 4096,
             client_queue_bytes: 4 << 20,
             ring_events: 1024,
+            vendors: VendorsConfig::default(),
         }
     }
 }

@@ -20,6 +20,9 @@ pub enum RuntimeError {
     /// Unknown background task.
     #[error("session has no background task {0}")]
     NoSuchTask(String),
+    /// No pending permission request with that id.
+    #[error("no pending permission request {0}")]
+    NoSuchPermission(String),
     /// The vendor cannot be used here.
     #[error("vendor {0} is not installed")]
     VendorNotInstalled(String),
@@ -46,6 +49,7 @@ impl RuntimeError {
             RuntimeError::RunInProgress(_) => ErrorCode::RunInProgress,
             RuntimeError::NoActiveRun(_) => ErrorCode::NoActiveRun,
             RuntimeError::NoSuchTask(_) => ErrorCode::NoSuchTask,
+            RuntimeError::NoSuchPermission(_) => ErrorCode::NoSuchPermission,
             RuntimeError::VendorNotInstalled(_) => ErrorCode::VendorNotInstalled,
             RuntimeError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             RuntimeError::Store(_) | RuntimeError::Io(_) | RuntimeError::Internal(_) => {

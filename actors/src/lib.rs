@@ -5,11 +5,13 @@
 //! See ARCHITECTURE.md at the repository root for the bird's-eye view.
 
 pub mod access;
+pub mod adapter;
 pub mod clock;
 pub mod config;
 pub mod error;
 pub mod gateway;
 pub mod handoff;
+pub mod mcp_tokens;
 pub mod metrics;
 pub mod pair;
 pub mod record;
@@ -18,7 +20,6 @@ pub mod schedule;
 pub mod session;
 pub mod store;
 pub mod tools;
-pub mod vendor;
 
 pub use access::Principal;
 pub use config::RuntimeConfig;

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tandem_actors::RuntimeConfig;
 
 use crate::auth::AuthMode;
+use crate::config_file::ConfigFile;
 use crate::server::{default_data_dir, serve, ServeOptions};
 
 /// tandem: run coding agents side by side and stream them to the web.
@@ -57,6 +58,10 @@ pub struct ServeArgs {
     /// Where the database lives (default: ~/.tandem).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// A TOML file saying how to start each vendor's CLI (`[vendors.codex]`,
+    /// `[vendors.claude]`: bin, args, env) and the workspace roots (`[workspace] roots`).
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// `token` (default) or `none` (loopback binds only).
     #[arg(long, value_enum, default_value_t = AuthArg::Token)]
     auth: AuthArg,
@@ -172,11 +177,16 @@ fn run_serve(args: ServeArgs) -> ExitCode {
 }
 
 fn options(args: ServeArgs) -> Result<ServeOptions, String> {
-    let roots = if args.workspace_roots.is_empty() {
-        vec![std::env::current_dir().map_err(|e| format!("current directory: {e}"))?]
-    } else {
-        args.workspace_roots
+    let file = match &args.config {
+        Some(path) => ConfigFile::load(path).map_err(|e| e.to_string())?,
+        None => ConfigFile::default(),
     };
+    // Roots from the command line come on top of the file's.
+    let mut roots = file.workspace.roots.clone();
+    roots.extend(args.workspace_roots);
+    if roots.is_empty() {
+        roots.push(std::env::current_dir().map_err(|e| format!("current directory: {e}"))?);
+    }
     let roots = roots
         .into_iter()
         .map(|r| {
@@ -188,6 +198,10 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     runtime.commit_batch = args.commit_batch.max(1);
     runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
     runtime.ring_events = args.ring_events.max(1);
+    runtime.vendors = file.vendors(
+        |key| std::env::var(key).ok(),
+        std::env::var_os("PATH").as_deref(),
+    );
     Ok(ServeOptions {
         bind: args.bind,
         port: args.port,

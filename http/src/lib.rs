@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod cli;
+pub mod config_file;
 pub mod error;
 pub mod mcp;
 pub mod metrics;

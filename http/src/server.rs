@@ -105,6 +105,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         .copied()
         .ok_or_else(|| std::io::Error::other("bound to no address"))?;
     let base = format!("http://{addr}");
+    state.runtime.set_base_url(&base);
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "tandem listening on {base}")?;
     if opts.auth == AuthMode::Token {

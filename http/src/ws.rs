@@ -257,6 +257,14 @@ impl WsClient {
                     Ok(json!({ "sessionId": sid, "taskId": task_id }))
                 });
             }
+            ClientRequest::ChatPermissionResponse(p) => {
+                let sid = p.session_id.clone();
+                self.later(ctx, request_id, sid, async move {
+                    let permission = p.request_id.clone();
+                    rt.respond_permission(&who, p).await?;
+                    Ok(json!({ "permissionId": permission }))
+                });
+            }
             ClientRequest::ToolCall(p) => {
                 let sid = p.session_id.clone();
                 self.later(ctx, request_id, Some(sid), async move {

@@ -27,6 +27,8 @@ pub enum ClientRequest {
     ChatAbort(SessionRef),
     /// `chat.stop-task`
     ChatStopTask(StopTaskParams),
+    /// `chat.permission-response`
+    ChatPermissionResponse(PermissionResponseParams),
     /// `chat.subscribe`
     ChatSubscribe(SubscribeParams),
     /// `chat.unsubscribe`
@@ -228,6 +230,28 @@ pub struct SessionRef {
     pub session_id: String,
 }
 
+/// Fields of `chat.permission-response`: a person's answer to a `permission_request`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionResponseParams {
+    /// The permission request answered. On the wire it is the frame's `requestId`
+    /// (which the reply echoes as usual), so the parser fills it in.
+    #[serde(default)]
+    pub request_id: String,
+    /// The session that asked; optional (request ids are unique server-wide), but it
+    /// saves a lookup.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Allow the tool call once (true) or deny it.
+    pub allow: bool,
+    /// Input to run the tool with instead of the requested one.
+    #[serde(default)]
+    pub updated_input: Option<Value>,
+    /// Why it was denied; passed on to the agent.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
 /// Fields of `chat.stop-task`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -376,6 +400,16 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
             }
             ClientRequest::ChatStopTask(p)
         }
+        "chat.permission-response" => {
+            let mut p: PermissionResponseParams = fields(obj, &kind).map_err(&bad)?;
+            p.request_id = request_id
+                .clone()
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| {
+                    bad("`chat.permission-response` needs the permission's `requestId`".into())
+                })?;
+            ClientRequest::ChatPermissionResponse(p)
+        }
         "chat.subscribe" => {
             let missing = obj
                 .get("sessions")
@@ -487,6 +521,33 @@ mod tests {
                 content: "hi".into(),
                 options: None,
                 queue: false,
+            })
+        );
+    }
+
+    #[test]
+    fn permission_response_takes_the_frame_request_id() {
+        assert_eq!(
+            code(r#"{"type":"chat.permission-response","allow":true}"#),
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            code(r#"{"type":"chat.permission-response","requestId":"perm_1"}"#),
+            ErrorCode::InvalidArgument
+        );
+        let ok = parse_client_frame(
+            r#"{"type":"chat.permission-response","requestId":"perm_1","allow":false,"message":"no"}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(ok.request_id.as_deref(), Some("perm_1"));
+        assert_eq!(
+            ok.request,
+            ClientRequest::ChatPermissionResponse(PermissionResponseParams {
+                request_id: "perm_1".into(),
+                session_id: None,
+                allow: false,
+                updated_input: None,
+                message: Some("no".into()),
             })
         );
     }

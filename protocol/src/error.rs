@@ -22,6 +22,9 @@ pub enum ErrorCode {
     TaskIdRequired,
     /// `chat.stop-task` for a task the session does not have.
     NoSuchTask,
+    /// `chat.permission-response` for a request that is not pending (never raised,
+    /// already answered, or withdrawn when its turn ended).
+    NoSuchPermission,
     /// The caller may not see or act on that resource.
     AccessDenied,
     /// A field is missing, has the wrong type, or a value out of range.
@@ -52,7 +55,10 @@ impl ErrorCode {
             | ErrorCode::VendorNotInstalled => 400,
             ErrorCode::Unauthorized => 401,
             ErrorCode::AccessDenied => 403,
-            ErrorCode::SessionNotFound | ErrorCode::NoSuchTask | ErrorCode::NotFound => 404,
+            ErrorCode::SessionNotFound
+            | ErrorCode::NoSuchTask
+            | ErrorCode::NoSuchPermission
+            | ErrorCode::NotFound => 404,
             ErrorCode::RunInProgress | ErrorCode::NoActiveRun => 409,
             ErrorCode::FrameTooLarge => 413,
             ErrorCode::RateLimited => 429,

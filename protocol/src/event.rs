@@ -104,6 +104,9 @@ pub enum EventBody {
         /// Why it failed or was cut off.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// Token usage and cost as the vendor reported them (vendor-shaped JSON).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Value>,
     },
     /// Something went wrong that the user should see.
     Error {
@@ -269,6 +272,7 @@ mod tests {
             body: EventBody::TurnCompleted {
                 status: TurnStatus::Interrupted,
                 error: None,
+                usage: None,
             },
         };
         let v = serde_json::to_value(&ev).unwrap_or_default();

@@ -77,6 +77,9 @@ pub struct VendorInfo {
     pub display_name: String,
     /// True when sessions of this vendor can be created here.
     pub installed: bool,
+    /// The CLI's version line, once known (absent when not installed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// Known model names (the first is the default).
     pub models: Vec<String>,
     /// Supported effort levels, lowest first.

@@ -47,7 +47,7 @@ pub enum ServerFrame {
         /// The newest `seq` the session had at subscription time.
         last_seq: u64,
         /// Tool approvals still waiting for an answer.
-        pending_permissions: Vec<Value>,
+        pending_permissions: Vec<PendingPermission>,
         /// Background work running at subscription time.
         background_tasks: Vec<BackgroundTask>,
     },
@@ -110,4 +110,17 @@ mod tests {
         .to_json();
         assert_eq!(text, r#"{"kind":"lagged","sessionId":"s","resumeFrom":42}"#);
     }
+}
+
+/// A tool approval the vendor asked for that no one has answered yet: the fields of
+/// its `permission_request` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingPermission {
+    /// Unique across the server; answer with `chat.permission-response {requestId}`.
+    pub request_id: String,
+    /// The tool the vendor wants to run.
+    pub tool_name: String,
+    /// Its input.
+    pub input: Value,
 }

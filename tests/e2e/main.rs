@@ -7,6 +7,7 @@ mod configure;
 mod flow;
 mod handoff;
 mod pairs;
+mod permissions;
 mod restart;
 mod schedule;
 mod slow_client;

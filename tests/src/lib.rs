@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod server;
+pub mod vendor_clis;
 pub mod ws;
 
 pub use server::{Server, ServerOptions, TempDir};

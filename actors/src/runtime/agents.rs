@@ -9,10 +9,9 @@ use tandem_protocol::SessionInfo;
 
 use super::{NewSession, Runtime};
 use crate::access::Principal;
-use crate::clock::random_id;
+use crate::adapter::VendorSpec;
 use crate::error::RuntimeError;
 use crate::tools::{accept_proposal, decline_proposal, describe, tools_for};
-use crate::vendor::VendorSpec;
 
 impl Runtime {
     /// Ids of the vendors sessions can be created for, in catalog order.
@@ -22,7 +21,7 @@ impl Runtime {
 
     /// One vendor's facts.
     pub fn vendor(&self, id: &str) -> Option<VendorSpec> {
-        self.inner.services.catalog.get(id).cloned()
+        self.inner.services.catalog.get(id)
     }
 
     /// Sessions spawned by `parent`, oldest first.
@@ -113,23 +112,12 @@ impl Runtime {
     /// A bearer token for `/mcp` bound to session `id` (the same one each time).
     pub fn mcp_token(&self, who: &Principal, id: &str) -> Result<String, RuntimeError> {
         self.drivable(who, id)?;
-        if let Some(existing) = self
-            .inner
-            .mcp_tokens
-            .iter()
-            .find(|e| e.value() == id)
-            .map(|e| e.key().clone())
-        {
-            return Ok(existing);
-        }
-        let token = random_id("mcp_", 24);
-        self.inner.mcp_tokens.insert(token.clone(), id.to_string());
-        Ok(token)
+        Ok(self.inner.services.mcp.token_for(id))
     }
 
     /// The session an MCP token is bound to.
     pub fn mcp_session(&self, token: &str) -> Option<String> {
-        self.inner.mcp_tokens.get(token).map(|s| s.clone())
+        self.inner.services.mcp.session_of(token)
     }
 
     /// `proposal.respond`: accept (with an optional other Worker) or decline.

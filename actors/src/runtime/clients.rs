@@ -78,7 +78,7 @@ impl Runtime {
             session_id: info.id.clone(),
             status: info.status,
             last_seq: info.last_seq,
-            pending_permissions: Vec::new(),
+            pending_permissions: handle.shared.permissions(),
             background_tasks: info.background_tasks,
         }
         .to_json()

@@ -14,23 +14,27 @@ use std::sync::{Arc, Weak};
 
 use actix::prelude::*;
 use dashmap::DashMap;
-use tandem_protocol::client::{ConfigureParams, CreateSessionParams, TurnOptions};
+use tandem_protocol::client::{
+    ConfigureParams, CreateSessionParams, PermissionResponseParams, TurnOptions,
+};
 use tandem_protocol::rest::{RunningSession, VendorInfo};
 use tandem_protocol::{SessionInfo, SessionStatus};
 
 use crate::access::Principal;
+use crate::adapter::{clamp_effort, VendorCatalog};
 use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
 use crate::gateway::{Gateway, SessionChanged};
+use crate::mcp_tokens::McpTokens;
 use crate::metrics::Metrics;
 use crate::record::SessionRecord;
 use crate::session::{
-    Abort, Configure, SendMessage, SendOutcome, Services, SessionActor, SessionShared, StopTask,
+    Abort, Configure, RespondPermission, SendMessage, SendOutcome, Services, SessionActor,
+    SessionShared, StopTask,
 };
 use crate::store::{Store, StoreWriter, WriteOp};
 use crate::tools::ToolRouter;
-use crate::vendor::{clamp_effort, VendorCatalog};
 
 /// Most events one REST page returns.
 pub const MAX_EVENTS_PAGE: usize = 5000;
@@ -89,8 +93,6 @@ struct Inner {
     services: Services,
     sessions: DashMap<String, SessionHandle>,
     pairs: DashMap<String, PairHandle>,
-    /// MCP token → the session it is bound to.
-    mcp_tokens: DashMap<String, String>,
     /// Token → user, loaded at start.
     tokens: DashMap<String, Principal>,
     /// The thread session actors (and their adapters) run on.
@@ -137,6 +139,8 @@ impl Runtime {
             Box::new(move |events| committed_to.do_send(crate::gateway::Committed(events))),
         )?;
         let pairs = store.load_pairs()?;
+        let catalog = Arc::new(VendorCatalog::new(&config.vendors));
+        let vendors = Arc::new(config.vendors.clone());
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -144,14 +148,15 @@ impl Runtime {
                 writer,
                 gateway,
                 metrics,
-                catalog: Arc::new(VendorCatalog::default()),
+                catalog,
+                vendors,
+                mcp: McpTokens::default(),
                 tools: ToolRouter::new(RuntimeRef(weak.clone())),
                 runtime: RuntimeRef(weak.clone()),
                 store: store.clone(),
             },
             sessions: DashMap::new(),
             pairs: DashMap::new(),
-            mcp_tokens: DashMap::new(),
             tokens: DashMap::new(),
             sessions_arbiter: Arbiter::new(),
             _gateway_arbiter: gateway_arbiter,
@@ -187,10 +192,36 @@ impl Runtime {
                 });
             }
         }
+        runtime.probe_vendor_versions();
         Ok(Started {
             runtime,
             admin_token,
         })
+    }
+
+    /// Asks each installed vendor CLI for its version in the background; `GET /vendors`
+    /// shows it once known.
+    fn probe_vendor_versions(&self) {
+        let catalog = self.inner.services.catalog.clone();
+        let vendors = self.inner.services.vendors.clone();
+        actix::spawn(async move {
+            for id in ["codex", "claude"] {
+                if let Some(process) = vendors.get(id) {
+                    match process.version().await {
+                        Some(version) => catalog.set_version(id, version),
+                        None => {
+                            tracing::warn!(vendor = id, bin = %process.bin.display(), "`--version` failed")
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Tells the runtime where it is served (`http://HOST:PORT`), once bound: vendor
+    /// CLIs reach the agent tools at `/mcp` under it.
+    pub fn set_base_url(&self, base: &str) {
+        self.inner.services.mcp.set_base_url(base);
     }
 
     /// The principal used when authentication is off (`--auth none`, loopback only).
@@ -489,6 +520,34 @@ impl Runtime {
         self.drivable(who, id)?
             .addr
             .send(StopTask { task_id })
+            .await?
+    }
+
+    /// `chat.permission-response`: answers a pending tool approval. Request ids are
+    /// unique across the server, so `session_id` is only a shortcut.
+    pub async fn respond_permission(
+        &self,
+        who: &Principal,
+        params: PermissionResponseParams,
+    ) -> Result<(), RuntimeError> {
+        let id = match params.session_id.filter(|s| !s.is_empty()) {
+            Some(id) => id,
+            None => self
+                .inner
+                .sessions
+                .iter()
+                .find(|e| e.value().shared.has_permission(&params.request_id))
+                .map(|e| e.key().clone())
+                .ok_or_else(|| RuntimeError::NoSuchPermission(params.request_id.clone()))?,
+        };
+        self.drivable(who, &id)?
+            .addr
+            .send(RespondPermission {
+                request_id: params.request_id,
+                allow: params.allow,
+                updated_input: params.updated_input,
+                message: params.message,
+            })
             .await?
     }
 

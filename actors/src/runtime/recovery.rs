@@ -32,6 +32,7 @@ pub(super) fn recover_interrupted_turns(
             EventBody::TurnCompleted {
                 status: TurnStatus::Interrupted,
                 error: Some("the server restarted during this turn".into()),
+                usage: None,
             },
         )?;
         session.last_seq = seq;

@@ -9,17 +9,19 @@ use tandem_protocol::{BackgroundTask, EventBody, SessionInfo, SessionStatus, Tur
 
 use super::turns::{turn_number, TurnSummary, KEEP_TURNS};
 use super::{
-    event_frame, Abort, Configure, SendMessage, SendOutcome, Services, SessionShared, StopTask,
+    event_frame, Abort, Configure, RespondPermission, SendMessage, SendOutcome, Services,
+    SessionShared, StopTask,
 };
+use crate::adapter::messages::{AdapterCommand, AgentItem, AgentOutput, TurnSettings};
+use crate::adapter::scripted::ScriptedAgent;
+use crate::adapter::{clamp_effort, AdapterContext};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::gateway::{FlowGate, SessionChanged};
 use crate::metrics::Metrics;
 use crate::record::{QueuedMessage, SessionRecord};
 use crate::store::{StoredEvent, WriteOp};
-use crate::vendor::adapter::{AdapterCommand, AgentItem, AgentOutput, TurnSettings};
-use crate::vendor::clamp_effort;
-use crate::vendor::scripted::ScriptedAgent;
+use tandem_protocol::server::PendingPermission;
 
 /// How long an adapter may take to confirm an interrupt before the session closes the
 /// turn itself: a stuck vendor must not leave a session running forever.
@@ -60,6 +62,8 @@ pub(super) struct ActiveTurn {
     pub text: String,
     pub interrupt_requested: bool,
     pub delegation: Option<TurnDelegation>,
+    /// Usage and cost the adapter reported, kept on `turn_completed`.
+    pub usage: Option<serde_json::Value>,
 }
 
 impl ActiveTurn {
@@ -113,6 +117,8 @@ pub struct SessionActor {
     pub(super) spawn: SpawnState,
     /// Advanced by the gateway as this session's events are fanned out.
     gate: Arc<FlowGate>,
+    /// Tool approvals the adapter asked for that no one has answered yet.
+    permissions: Vec<PendingPermission>,
 }
 
 impl SessionActor {
@@ -137,6 +143,7 @@ impl SessionActor {
             recent: VecDeque::new(),
             spawn: SpawnState::default(),
             gate: Arc::new(FlowGate::new(last_seq)),
+            permissions: Vec::new(),
         }
     }
 
@@ -220,11 +227,22 @@ impl SessionActor {
                 return Ok(adapter.clone());
             }
         }
+        let context = AdapterContext {
+            session_id: self.record.id.clone(),
+            owner_id: self.record.owner_id.clone(),
+            cwd: self.record.cwd.clone().into(),
+            vendor_session_id: self.record.vendor_session_id.clone(),
+            settings: self.turn_settings(),
+            out: ctx.address().recipient(),
+            pace: ctx.address().recipient(),
+            mcp: self.services.mcp.access(&self.record.id),
+            process: self.services.vendors.get(&self.record.vendor).cloned(),
+        };
         let adapter = match self.record.vendor.as_str() {
             "scripted" => ScriptedAgent::new(
-                self.record.id.clone(),
-                ctx.address().recipient(),
-                ctx.address().recipient(),
+                context.session_id,
+                context.out,
+                context.pace,
                 self.services.tools.clone(),
             )
             .start()
@@ -269,6 +287,7 @@ impl SessionActor {
             text: String::new(),
             interrupt_requested: false,
             delegation,
+            usage: None,
         });
         self.emit(Some(turn_id.clone()), EventBody::TurnStarted {});
         self.emit(
@@ -284,14 +303,67 @@ impl SessionActor {
             turn_id: turn_id.clone(),
             text,
             internal,
-            settings: TurnSettings {
-                model: self.record.model.clone(),
-                effort: self.record.effort.clone(),
-                permission_mode: self.record.permission_mode,
-                system_prompt: crate::pair::texts::system_prompt(&self.record),
-            },
+            settings: self.turn_settings(),
         });
         Ok(turn_id)
+    }
+
+    /// Model and behaviour as the session's record says now.
+    fn turn_settings(&self) -> TurnSettings {
+        TurnSettings {
+            model: self.record.model.clone(),
+            effort: self.record.effort.clone(),
+            permission_mode: self.record.permission_mode,
+            system_prompt: crate::pair::texts::system_prompt(&self.record),
+        }
+    }
+
+    /// Publishes the pending permission requests for new subscribers.
+    fn publish_permissions(&self) {
+        self.shared.set_permissions(self.permissions.clone());
+    }
+
+    /// Withdraws every pending permission request (its turn is over).
+    fn withdraw_permissions(&mut self) {
+        for pending in std::mem::take(&mut self.permissions) {
+            self.emit(
+                None,
+                EventBody::PermissionResolved {
+                    request_id: pending.request_id,
+                },
+            );
+        }
+        self.publish_permissions();
+    }
+
+    fn on_permission_response(&mut self, msg: RespondPermission) -> Result<(), RuntimeError> {
+        let Some(pos) = self
+            .permissions
+            .iter()
+            .position(|p| p.request_id == msg.request_id)
+        else {
+            return Err(RuntimeError::NoSuchPermission(msg.request_id));
+        };
+        let pending = self.permissions.remove(pos);
+        self.publish_permissions();
+        self.emit(
+            None,
+            EventBody::PermissionResolved {
+                request_id: pending.request_id.clone(),
+            },
+        );
+        match &self.adapter {
+            Some(adapter) => {
+                adapter.do_send(AdapterCommand::PermissionResponse {
+                    request_id: pending.request_id,
+                    allow: msg.allow,
+                    updated_input: msg.updated_input,
+                    message: msg.message,
+                });
+                Ok(())
+            }
+            None => Err(RuntimeError::NoSuchPermission(pending.request_id)),
+        }
     }
 
     pub(super) fn finish_turn(
@@ -310,11 +382,15 @@ impl SessionActor {
                 EventBody::AssistantMessage { text: turn.partial },
             );
         }
+        if !self.permissions.is_empty() {
+            self.withdraw_permissions();
+        }
         self.emit(
             Some(turn.id.clone()),
             EventBody::TurnCompleted {
                 status,
                 error: error.clone(),
+                usage: turn.usage,
             },
         );
         if let Some(last) = self
@@ -384,7 +460,7 @@ impl SessionActor {
                 return Err(RuntimeError::VendorNotInstalled(vendor));
             }
             // A model named for the old vendor means nothing to the new one.
-            if !spec.models.contains(&record.model.as_str()) {
+            if !spec.knows_model(&record.model) {
                 record.model.clear();
             }
             record.effort = clamp_effort(&record.effort, spec.effort_levels)
@@ -417,6 +493,11 @@ impl SessionActor {
         }
         self.record = record;
         if config_changed {
+            if let Some(adapter) = &self.adapter {
+                adapter.do_send(AdapterCommand::Configure {
+                    settings: self.turn_settings(),
+                });
+            }
             self.emit(
                 None,
                 EventBody::ConfigChanged {
@@ -509,6 +590,39 @@ impl SessionActor {
                 if self.record.vendor_session_id.as_deref() != Some(id.as_str()) {
                     self.record.vendor_session_id = Some(id);
                     self.touch();
+                }
+            }
+            AgentItem::PermissionRequest {
+                request_id,
+                tool_name,
+                input,
+            } => {
+                self.permissions.push(PendingPermission {
+                    request_id: request_id.clone(),
+                    tool_name: tool_name.clone(),
+                    input: input.clone(),
+                });
+                self.publish_permissions();
+                self.emit(
+                    msg.turn_id,
+                    EventBody::PermissionRequest {
+                        request_id,
+                        tool_name,
+                        input,
+                    },
+                );
+            }
+            AgentItem::PermissionResolved { request_id } => {
+                let before = self.permissions.len();
+                self.permissions.retain(|p| p.request_id != request_id);
+                if self.permissions.len() != before {
+                    self.publish_permissions();
+                    self.emit(msg.turn_id, EventBody::PermissionResolved { request_id });
+                }
+            }
+            AgentItem::Usage(usage) => {
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.usage = Some(usage);
                 }
             }
         }
@@ -605,6 +719,16 @@ impl Handler<StopTask> for SessionActor {
             }
             None => Err(RuntimeError::NoSuchTask(msg.task_id)),
         }
+    }
+}
+
+impl Handler<RespondPermission> for SessionActor {
+    type Result = Result<(), RuntimeError>;
+
+    fn handle(&mut self, msg: RespondPermission, _: &mut Context<Self>) -> Self::Result {
+        let result = self.on_permission_response(msg);
+        self.flush();
+        result
     }
 }
 

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use tandem_protocol::client::TurnOptions;
+use tandem_protocol::server::PendingPermission;
 use tandem_protocol::{Event, EventBody, SessionInfo};
 
 pub(crate) use actor::validate_title;
@@ -26,12 +27,12 @@ pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
 
+use crate::adapter::VendorCatalog;
 use crate::error::RuntimeError;
 use crate::gateway::Gateway;
 use crate::metrics::Metrics;
 use crate::store::StoreWriter;
 use crate::tools::ToolRouter;
-use crate::vendor::VendorCatalog;
 
 /// What every session actor shares with the rest of the runtime.
 #[derive(Clone)]
@@ -44,6 +45,10 @@ pub struct Services {
     pub metrics: Arc<Metrics>,
     /// Vendor facts.
     pub catalog: Arc<VendorCatalog>,
+    /// How to start each vendor's CLI (absent = not installed).
+    pub vendors: Arc<crate::adapter::VendorsConfig>,
+    /// Agent tools endpoint and its per-session tokens, handed to vendor CLIs.
+    pub mcp: crate::mcp_tokens::McpTokens,
     /// Agent tools.
     pub tools: ToolRouter,
     /// Reads (replays, turn summaries).
@@ -58,6 +63,9 @@ pub struct Services {
 pub struct SessionShared {
     info: Mutex<SessionInfo>,
     last_seq: AtomicU64,
+    /// Pending permission requests as `permission_request` fields, for
+    /// `chat_subscribed`.
+    permissions: Mutex<Vec<PendingPermission>>,
 }
 
 impl SessionShared {
@@ -67,6 +75,7 @@ impl SessionShared {
         SessionShared {
             info: Mutex::new(info),
             last_seq,
+            permissions: Mutex::new(Vec::new()),
         }
     }
 
@@ -89,6 +98,28 @@ impl SessionShared {
         match self.info.lock() {
             Ok(mut guard) => *guard = info,
             Err(poisoned) => *poisoned.into_inner() = info,
+        }
+    }
+
+    /// Permission requests waiting for an answer.
+    pub fn permissions(&self) -> Vec<PendingPermission> {
+        match self.permissions.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// True when `request_id` is pending here.
+    pub fn has_permission(&self, request_id: &str) -> bool {
+        self.permissions()
+            .iter()
+            .any(|p| p.request_id == request_id)
+    }
+
+    fn set_permissions(&self, list: Vec<PendingPermission>) {
+        match self.permissions.lock() {
+            Ok(mut guard) => *guard = list,
+            Err(poisoned) => *poisoned.into_inner() = list,
         }
     }
 
@@ -140,6 +171,20 @@ pub struct SendMessage {
     pub options: Option<TurnOptions>,
     /// Queue instead of refusing when busy.
     pub queue: bool,
+}
+
+/// A person's answer to a pending permission request.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), RuntimeError>")]
+pub struct RespondPermission {
+    /// The request answered.
+    pub request_id: String,
+    /// Allow once, or deny.
+    pub allow: bool,
+    /// Input to use instead of the requested one.
+    pub updated_input: Option<serde_json::Value>,
+    /// Why it was denied.
+    pub message: Option<String>,
 }
 
 /// Interrupt the running turn.

@@ -8,12 +8,12 @@ use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
 
 use super::partner::choose_worker_vendor;
 use super::{opt_string, string_arg};
+use crate::adapter::clamp_effort;
 use crate::error::RuntimeError;
 use crate::pair::{Delegate, DelegateReply};
 use crate::record::ProposalRecord;
 use crate::runtime::Runtime;
 use crate::session::{ProposalDecision, ProposalProgress, Resume, SessionState};
-use crate::vendor::clamp_effort;
 
 pub(super) async fn propose_worker(
     rt: &Runtime,
@@ -34,7 +34,7 @@ pub(super) async fn propose_worker(
         .vendor(&vendor)
         .ok_or_else(|| format!("unknown vendor `{vendor}`"))?;
     let model = opt_string(args, "recommendedModel")?
-        .filter(|m| spec.models.contains(&m.as_str()))
+        .filter(|m| spec.knows_model(m))
         .unwrap_or_default();
     let effort = clamp_effort(
         &opt_string(args, "recommendedEffort")?.unwrap_or_else(|| "medium".into()),
@@ -97,7 +97,7 @@ fn validate_choice(rt: &Runtime, choice: WorkerChoice) -> Result<WorkerChoice, R
     if !spec.installed {
         return Err(RuntimeError::VendorNotInstalled(choice.vendor));
     }
-    if !choice.model.is_empty() && !spec.models.contains(&choice.model.as_str()) {
+    if !choice.model.is_empty() && !spec.knows_model(&choice.model) {
         return Err(RuntimeError::InvalidArgument(format!(
             "model `{}` is not available for {}",
             choice.model, spec.id

@@ -1,6 +1,10 @@
 //! Static facts about vendors: names, models, effort levels, and whether they can run.
 
+use std::sync::RwLock;
+
 use tandem_protocol::rest::VendorInfo;
+
+use super::process::VendorsConfig;
 
 /// Effort levels in increasing order; vendors support a subset.
 const EFFORT_ORDER: [&str; 6] = ["minimal", "low", "medium", "high", "xhigh", "max"];
@@ -12,81 +16,128 @@ pub struct VendorSpec {
     pub id: &'static str,
     /// Name shown to people (also used in handoff titles).
     pub display_name: &'static str,
-    /// Known models; the first is the default.
-    pub models: &'static [&'static str],
+    /// Known models; the first is the default. Adapters that can ask their CLI replace
+    /// the built-in list with what it reports.
+    pub models: Vec<String>,
     /// Supported effort levels, lowest first.
     pub effort_levels: &'static [&'static str],
     /// What the adapter supports.
     pub capabilities: &'static [&'static str],
     /// True when sessions of this vendor can be created in this server.
     pub installed: bool,
+    /// The CLI's own version line, once known.
+    pub version: Option<String>,
 }
 
-/// The vendors this server offers.
-#[derive(Debug, Clone)]
+impl VendorSpec {
+    /// True when `model` is one this vendor is known to offer.
+    pub fn knows_model(&self, model: &str) -> bool {
+        self.models.iter().any(|m| m == model)
+    }
+}
+
+/// The vendors this server offers. Shared by every session; the model lists and
+/// versions are filled in once the CLIs have been asked, hence the lock.
+#[derive(Debug)]
 pub struct VendorCatalog {
-    vendors: Vec<VendorSpec>,
+    vendors: RwLock<Vec<VendorSpec>>,
 }
 
 impl Default for VendorCatalog {
+    /// Only the scripted vendor installed.
     fn default() -> Self {
+        VendorCatalog::new(&VendorsConfig::default())
+    }
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_string()).collect()
+}
+
+impl VendorCatalog {
+    /// The catalog for a server whose vendor CLIs are `vendors` (absent = not
+    /// installed).
+    pub fn new(vendors: &VendorsConfig) -> Self {
         VendorCatalog {
-            vendors: vec![
+            vendors: RwLock::new(vec![
                 VendorSpec {
                     id: "scripted",
                     display_name: "Scripted",
-                    models: &["scripted-1"],
+                    models: strings(&["scripted-1"]),
                     effort_levels: &["low", "medium", "high"],
                     capabilities: &["interrupt", "backgroundTasks", "tools"],
                     installed: true,
+                    version: Some(env!("CARGO_PKG_VERSION").to_string()),
                 },
-                // The Codex and Claude Code adapters are not part of this build yet, so
-                // they are listed as not installed whatever is on PATH.
                 VendorSpec {
                     id: "codex",
                     display_name: "Codex",
-                    models: &["gpt-5-codex", "gpt-5"],
+                    models: strings(&["gpt-5-codex", "gpt-5"]),
                     effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
-                    capabilities: &[],
-                    installed: false,
+                    capabilities: &["interrupt", "backgroundTasks", "tools", "approvals"],
+                    installed: vendors.codex.is_some(),
+                    version: None,
                 },
                 VendorSpec {
                     id: "claude",
                     display_name: "Claude Code",
-                    models: &["sonnet", "opus", "haiku"],
+                    models: strings(&["sonnet", "opus", "haiku"]),
                     effort_levels: &["low", "medium", "high", "xhigh", "max"],
-                    capabilities: &[],
-                    installed: false,
+                    capabilities: &["interrupt", "backgroundTasks", "tools", "approvals"],
+                    installed: vendors.claude.is_some(),
+                    version: None,
                 },
-            ],
+            ]),
         }
     }
-}
 
-impl VendorCatalog {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<VendorSpec>> {
+        self.vendors.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn update(&self, id: &str, change: impl FnOnce(&mut VendorSpec)) {
+        let mut vendors = self.vendors.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(spec) = vendors.iter_mut().find(|v| v.id == id) {
+            change(spec);
+        }
+    }
+
     /// The vendor with this id.
-    pub fn get(&self, id: &str) -> Option<&VendorSpec> {
-        self.vendors.iter().find(|v| v.id == id)
+    pub fn get(&self, id: &str) -> Option<VendorSpec> {
+        self.read().iter().find(|v| v.id == id).cloned()
     }
 
     /// Ids of the vendors sessions can be created for, in catalog order.
     pub fn installed(&self) -> Vec<&'static str> {
-        self.vendors
+        self.read()
             .iter()
             .filter(|v| v.installed)
             .map(|v| v.id)
             .collect()
     }
 
+    /// Records the CLI's version line.
+    pub fn set_version(&self, id: &str, version: String) {
+        self.update(id, |spec| spec.version = Some(version));
+    }
+
+    /// Replaces the model list with what the CLI reported (ignored when empty).
+    pub fn set_models(&self, id: &str, models: Vec<String>) {
+        if !models.is_empty() {
+            self.update(id, |spec| spec.models = models);
+        }
+    }
+
     /// All vendors for `GET /vendors`.
     pub fn infos(&self) -> Vec<VendorInfo> {
-        self.vendors
+        self.read()
             .iter()
             .map(|v| VendorInfo {
                 id: v.id.into(),
                 display_name: v.display_name.into(),
                 installed: v.installed,
-                models: v.models.iter().map(|m| (*m).into()).collect(),
+                version: v.version.clone(),
+                models: v.models.clone(),
                 effort_levels: v.effort_levels.iter().map(|m| (*m).into()).collect(),
                 capabilities: v.capabilities.iter().map(|m| (*m).into()).collect(),
             })

@@ -31,10 +31,29 @@ pub enum AdapterCommand {
         /// The vendor's task id.
         task_id: String,
     },
+    /// A person answered a permission request this adapter raised with
+    /// [`AgentItem::PermissionRequest`].
+    PermissionResponse {
+        /// The id the adapter gave the request.
+        request_id: String,
+        /// Allow the tool call once, or deny it.
+        allow: bool,
+        /// The tool input to use instead of the requested one, when allowed.
+        updated_input: Option<serde_json::Value>,
+        /// Why it was denied (passed on to the agent).
+        message: Option<String>,
+    },
+    /// Model, effort or permission mode changed between turns. Adapters whose process
+    /// outlives a turn apply it to that process at once; others use it from the next
+    /// `StartTurn` on (which carries the same settings).
+    Configure {
+        /// The settings now in force.
+        settings: TurnSettings,
+    },
 }
 
 /// Model and behaviour for one turn.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TurnSettings {
     /// Model; empty for the default.
     pub model: String,
@@ -70,6 +89,29 @@ pub enum AgentItem {
     },
     /// The complete set of background tasks now running.
     BackgroundTasks(Vec<BackgroundTask>),
-    /// The vendor's own session id became known.
+    /// The vendor's own session id became known; the session persists it as
+    /// `vendorSessionId` and hands it back to a new adapter to resume from.
     VendorSessionId(String),
+    /// The vendor asks to run a tool. The session records `permission_request` and keeps
+    /// it pending until a person answers (forwarded as
+    /// [`AdapterCommand::PermissionResponse`]). Adapters answer by themselves in
+    /// `bypassPermissions` mode and never raise this then.
+    PermissionRequest {
+        /// Unique across the server (`random_id("perm_", 12)`): clients answer by it
+        /// alone.
+        request_id: String,
+        /// The tool the vendor wants to run.
+        tool_name: String,
+        /// Its input, as the vendor gave it.
+        input: serde_json::Value,
+    },
+    /// A pending request ended without an answer (the turn was interrupted, the process
+    /// died); the session records `permission_resolved`.
+    PermissionResolved {
+        /// The request that ended.
+        request_id: String,
+    },
+    /// Token usage and cost of the current turn, as the vendor reports it; kept on the
+    /// turn's `turn_completed`. Send it before [`AgentItem::TurnEnded`].
+    Usage(serde_json::Value),
 }

@@ -7,19 +7,24 @@
 //! - `/tool NAME {json}` → calls a session-bound tool through the shared tool router
 //! - `/fail MESSAGE` → the turn fails with MESSAGE
 //! - `/background TASKID MS DESCRIPTION` → a background task that ends after MS
+//! - `/ask TOOL {json}` → asks permission to use TOOL (a `permission_request`), waits
+//!   for the answer and says `allowed TOOL` or `denied TOOL: MESSAGE`; allowed at once
+//!   when the session bypasses permissions
 //! - any other `/word` line is echoed as text
 //!
 //! Messages the server writes (pushed-back results) are echoed line by line and never
 //! executed: they quote other sessions' scripts.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use actix::prelude::*;
 use serde_json::Value;
-use tandem_protocol::{BackgroundTask, EventBody, TaskType, TurnStatus};
+use tandem_protocol::{BackgroundTask, EventBody, PermissionMode, TaskType, TurnStatus};
+use tokio::sync::oneshot;
 
-use super::adapter::{AdapterCommand, AgentItem, AgentOutput};
-use crate::clock::now_ms;
+use super::messages::{AdapterCommand, AgentItem, AgentOutput};
+use crate::clock::{now_ms, random_id};
 use crate::session::Pace;
 use crate::tools::ToolRouter;
 
@@ -39,6 +44,10 @@ enum Step {
         args: String,
     },
     Fail(String),
+    Ask {
+        tool: String,
+        input: String,
+    },
     Background {
         id: String,
         ms: u64,
@@ -68,6 +77,12 @@ fn parse_script(text: &str) -> Vec<Step> {
                     let name = parts.next().unwrap_or_default().to_string();
                     let args = parts.next().unwrap_or("{}").trim().to_string();
                     Some(Step::Tool { name, args })
+                }
+                "/ask" if !rest.is_empty() => {
+                    let mut parts = rest.splitn(2, char::is_whitespace);
+                    let tool = parts.next().unwrap_or_default().to_string();
+                    let input = parts.next().unwrap_or("{}").trim().to_string();
+                    Some(Step::Ask { tool, input })
                 }
                 "/background" => {
                     let mut parts = rest.splitn(3, char::is_whitespace);
@@ -108,6 +123,29 @@ pub struct ScriptedAgent {
     turn: Option<(String, SpawnHandle)>,
     /// Live background tasks and the timers that end them.
     tasks: Vec<(BackgroundTask, SpawnHandle)>,
+    /// Permission requests of the running script, waiting for an answer.
+    asks: HashMap<String, oneshot::Sender<Answer>>,
+}
+
+/// A person's answer to an `/ask`: allowed, or denied with a message.
+type Answer = Result<(), String>;
+
+/// Sent by a running script to its own actor: wait for the answer to `request_id`.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct AwaitAnswer {
+    request_id: String,
+    reply: oneshot::Sender<Answer>,
+}
+
+impl Handler<AwaitAnswer> for ScriptedAgent {
+    type Result = ();
+
+    fn handle(&mut self, msg: AwaitAnswer, _: &mut Context<Self>) {
+        // Requests of a finished script can never be answered.
+        self.asks.retain(|_, tx| !tx.is_closed());
+        self.asks.insert(msg.request_id, msg.reply);
+    }
 }
 
 impl ScriptedAgent {
@@ -125,6 +163,7 @@ impl ScriptedAgent {
             tools,
             turn: None,
             tasks: Vec::new(),
+            asks: HashMap::new(),
         }
     }
 
@@ -185,7 +224,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 turn_id,
                 text,
                 internal,
-                ..
+                settings,
             } => {
                 if let Some((old, handle)) = self.turn.take() {
                     // The session never starts a turn while one runs; if it somehow
@@ -206,6 +245,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                     pace: self.pace.clone(),
                     tools: self.tools.clone(),
                     me: ctx.address(),
+                    bypass: settings.permission_mode == PermissionMode::BypassPermissions,
                     emitted: std::cell::Cell::new(0),
                 };
                 let finished = turn_id.clone();
@@ -248,6 +288,23 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                     self.report_tasks();
                 }
             }
+            AdapterCommand::PermissionResponse {
+                request_id,
+                allow,
+                message,
+                ..
+            } => {
+                if let Some(reply) = self.asks.remove(&request_id) {
+                    let answer = if allow {
+                        Ok(())
+                    } else {
+                        Err(message.unwrap_or_else(|| "denied".into()))
+                    };
+                    let _ = reply.send(answer);
+                }
+            }
+            // Settings arrive with every turn; the script has no process to update.
+            AdapterCommand::Configure { .. } => {}
         }
     }
 }
@@ -260,6 +317,8 @@ struct Run {
     pace: Recipient<Pace>,
     tools: ToolRouter,
     me: Addr<ScriptedAgent>,
+    /// `/ask` is allowed without asking.
+    bypass: bool,
     /// Events emitted so far in this turn.
     emitted: std::cell::Cell<u64>,
 }
@@ -280,6 +339,33 @@ impl Run {
             return true;
         }
         self.out.send(output).await.is_ok() && self.pace.send(Pace).await.is_ok()
+    }
+
+    /// Raises a permission request and waits for its answer; `None` when the agent
+    /// stopped first.
+    async fn ask(&self, tool: &str, input: &str) -> Option<Answer> {
+        let request_id = random_id("perm_", 12);
+        let (reply, answer) = oneshot::channel();
+        self.me
+            .send(AwaitAnswer {
+                request_id: request_id.clone(),
+                reply,
+            })
+            .await
+            .ok()?;
+        self.out
+            .send(AgentOutput {
+                turn_id: Some(self.turn_id.clone()),
+                item: AgentItem::PermissionRequest {
+                    request_id,
+                    tool_name: tool.to_string(),
+                    input: serde_json::from_str(input)
+                        .unwrap_or_else(|_| Value::String(input.to_string())),
+                },
+            })
+            .await
+            .ok()?;
+        answer.await.ok()
     }
 
     fn end(&self, status: TurnStatus, error: Option<String>) {
@@ -349,6 +435,23 @@ impl Run {
                     self.end(TurnStatus::Failed, Some(message));
                     return;
                 }
+                Step::Ask { tool, input } => {
+                    let answer = if self.bypass {
+                        Ok(())
+                    } else {
+                        match self.ask(&tool, &input).await {
+                            Some(answer) => answer,
+                            None => return,
+                        }
+                    };
+                    let line = match answer {
+                        Ok(()) => format!("allowed {tool}"),
+                        Err(message) => format!("denied {tool}: {message}"),
+                    };
+                    if !self.emit(EventBody::AssistantMessage { text: line }).await {
+                        return;
+                    }
+                }
                 Step::Background {
                     id,
                     ms,
@@ -382,7 +485,7 @@ mod tests {
     #[test]
     fn parses_every_directive() {
         let steps = parse_script(
-            "hello\n/sleep 5\n/stream 3\n/tool t {\"a\":1}\n/background b1 100 long job\n/what x\n/sleep x\n\n/fail boom",
+            "hello\n/sleep 5\n/stream 3\n/tool t {\"a\":1}\n/background b1 100 long job\n/what x\n/sleep x\n\n/ask Bash {\"command\":\"ls\"}\n/fail boom",
         );
         assert_eq!(
             steps,
@@ -401,6 +504,10 @@ mod tests {
                 },
                 Step::Text("/what x".into()),
                 Step::Text("/sleep x".into()),
+                Step::Ask {
+                    tool: "Bash".into(),
+                    input: "{\"command\":\"ls\"}".into()
+                },
                 Step::Fail("boom".into()),
             ]
         );

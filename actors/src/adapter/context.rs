@@ -1,0 +1,45 @@
+//! What a session hands a new adapter: who it works for, where, how to start its CLI,
+//! and where to report.
+
+use std::path::PathBuf;
+
+use actix::Recipient;
+
+use super::messages::{AgentOutput, TurnSettings};
+use super::process::VendorProcess;
+use crate::session::Pace;
+
+/// The agent tools endpoint for one session: the `/mcp` URL and the bearer token bound
+/// to the session. Vendor CLIs are configured with it so their model can call
+/// `send_to_partner` and the rest as this session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpAccess {
+    /// `http://HOST:PORT/mcp` of this server.
+    pub url: String,
+    /// Bearer token bound to the session (never logged).
+    pub token: String,
+}
+
+/// Everything an adapter needs to serve one session.
+#[derive(Clone)]
+pub struct AdapterContext {
+    /// Our session id (tool calls are made as it).
+    pub session_id: String,
+    /// The session's owner (adapters that share a process per user key by it).
+    pub owner_id: String,
+    /// The session's working directory.
+    pub cwd: PathBuf,
+    /// The vendor's own session/thread id to resume, once known.
+    pub vendor_session_id: Option<String>,
+    /// Settings in force when the adapter starts.
+    pub settings: TurnSettings,
+    /// Where outputs go.
+    pub out: Recipient<AgentOutput>,
+    /// Awaited every few dozen events when producing fast, so the adapter cannot
+    /// outrun fan-out.
+    pub pace: Recipient<Pace>,
+    /// The agent tools endpoint for this session; `None` before the server is bound.
+    pub mcp: Option<McpAccess>,
+    /// How to start the vendor's CLI; `None` for the built-in scripted vendor.
+    pub process: Option<VendorProcess>,
+}

@@ -1,0 +1,16 @@
+//! Vendor adapters and what the server knows about each vendor.
+//!
+//! Only the adapter modules know a vendor's wire format. Every adapter is an actor that
+//! takes [`messages::AdapterCommand`]s from its session and reports
+//! [`messages::AgentOutput`]s back; [`AdapterContext`] is what a session hands a new
+//! adapter.
+
+pub mod catalog;
+pub mod context;
+pub mod messages;
+pub mod process;
+pub mod scripted;
+
+pub use catalog::{clamp_effort, VendorCatalog, VendorSpec};
+pub use context::{AdapterContext, McpAccess};
+pub use process::{VendorProcess, VendorsConfig};

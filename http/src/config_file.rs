@@ -1,0 +1,263 @@
+//! `tandem serve --config FILE`: the TOML file that says how to start each vendor's CLI
+//! and where sessions may work. Every key has a default, so no file is needed.
+//!
+//! ```toml
+//! [vendors.codex]
+//! bin = "/path/to/codex"   # default: `codex` on PATH; TANDEM_CODEX_BIN overrides
+//! args = ["-c", "model_provider=mock"]
+//! env = { CODEX_HOME = "/tmp/x" }
+//! idle_secs = 600          # close an idle process after this long (adapters that keep one)
+//!
+//! [vendors.claude]
+//! bin = "/path/to/claude"  # default: `claude` on PATH; TANDEM_CLAUDE_BIN overrides
+//!
+//! [workspace]
+//! roots = ["/home/me/src"]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use tandem_actors::adapter::{VendorProcess, VendorsConfig};
+
+/// The file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// `[vendors.*]`.
+    #[serde(default)]
+    pub vendors: VendorsSection,
+    /// `[workspace]`.
+    #[serde(default)]
+    pub workspace: WorkspaceSection,
+}
+
+/// `[vendors]`: one table per vendor CLI.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VendorsSection {
+    /// `[vendors.codex]`.
+    pub codex: Option<VendorSection>,
+    /// `[vendors.claude]`.
+    pub claude: Option<VendorSection>,
+}
+
+/// How to start one vendor's CLI.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VendorSection {
+    /// The executable: a path, or a name looked up on PATH.
+    pub bin: Option<PathBuf>,
+    /// Extra arguments, before the adapter's own.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment for the process (on top of PATH, HOME, LANG, TERM).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Seconds an idle vendor process is kept before it is closed.
+    pub idle_secs: Option<u64>,
+}
+
+/// `[workspace]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceSection {
+    /// Session working directories must lie under one of these.
+    #[serde(default)]
+    pub roots: Vec<PathBuf>,
+}
+
+/// Why the file could not be used. The message names the file, and for a bad value
+/// the line and the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has a wrong key or value.
+    #[error("config file {path}, line {line}{key}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the problem.
+        line: usize,
+        /// `, key `a.b``, when one can be named.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl ConfigFile {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses `text` (read from `path`, which only names it in errors).
+    pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
+        toml::from_str(text).map_err(|e| {
+            let offset = e.span().map_or(0, |span| span.start);
+            let line = text[..offset.min(text.len())].matches('\n').count() + 1;
+            ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                key: key_at(text, line)
+                    .map(|k| format!(", key `{k}`"))
+                    .unwrap_or_default(),
+                message: e.message().trim().to_string(),
+            }
+        })
+    }
+
+    /// The vendor CLIs: the file's `bin`, overridden by `TANDEM_CODEX_BIN` /
+    /// `TANDEM_CLAUDE_BIN` (`env_bin`), else the vendor's name on `path_var`. A binary
+    /// that cannot be found leaves the vendor not installed.
+    pub fn vendors(
+        &self,
+        env_bin: impl Fn(&str) -> Option<String>,
+        path_var: Option<&std::ffi::OsStr>,
+    ) -> VendorsConfig {
+        let resolve = |name: &str, env_key: &str, section: Option<&VendorSection>| {
+            let default = VendorSection::default();
+            let section = section.unwrap_or(&default);
+            let wanted = env_bin(env_key)
+                .filter(|b| !b.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| section.bin.clone())
+                .unwrap_or_else(|| PathBuf::from(name));
+            let Some(bin) = find_executable(&wanted, path_var) else {
+                tracing::info!(vendor = name, bin = %wanted.display(), "vendor CLI not found; not installed");
+                return None;
+            };
+            Some(VendorProcess {
+                bin,
+                args: section.args.clone(),
+                env: section.env.clone(),
+                idle_close: section.idle_secs.map(std::time::Duration::from_secs),
+            })
+        };
+        VendorsConfig {
+            codex: resolve("codex", "TANDEM_CODEX_BIN", self.vendors.codex.as_ref()),
+            claude: resolve("claude", "TANDEM_CLAUDE_BIN", self.vendors.claude.as_ref()),
+        }
+    }
+}
+
+/// The dotted key a line sets: the nearest `[table]` header above it plus the name
+/// before `=` on the line itself.
+fn key_at(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line.checked_sub(1)?)?.trim();
+    let name = here.split_once('=').map(|(k, _)| k.trim().to_string());
+    let table = lines[..line - 1]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    match (table, name) {
+        (Some(t), Some(n)) => Some(format!("{t}.{n}")),
+        (None, Some(n)) => Some(n),
+        (Some(t), None) if here.starts_with('[') => Some(t),
+        _ => None,
+    }
+}
+
+/// `wanted` itself when it names a file (it has a `/`), else the first match on PATH;
+/// only executable regular files count.
+fn find_executable(wanted: &Path, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if wanted.components().count() > 1 || wanted.is_absolute() {
+        return runnable(wanted).then(|| wanted.to_path_buf());
+    }
+    std::env::split_paths(path_var?)
+        .map(|dir| dir.join(wanted))
+        .find(|p| runnable(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(text: &str) -> String {
+        match ConfigFile::parse(Path::new("/etc/tandem.toml"), text) {
+            Ok(c) => panic!("parsed {c:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn reads_every_key() {
+        let text = "[vendors.codex]\nbin = \"/bin/sh\"\nargs = [\"-c\", \"x\"]\nenv = { CODEX_HOME = \"/tmp/c\" }\nidle_secs = 5\n\n[workspace]\nroots = [\"/tmp\"]\n";
+        let config = ConfigFile::parse(Path::new("t.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let vendors = config.vendors(|_| None, None);
+        let codex = vendors
+            .codex
+            .unwrap_or_else(|| panic!("codex not resolved"));
+        assert_eq!(codex.bin, PathBuf::from("/bin/sh"));
+        assert_eq!(codex.args, vec!["-c".to_string(), "x".to_string()]);
+        assert_eq!(
+            codex.env.get("CODEX_HOME").map(String::as_str),
+            Some("/tmp/c")
+        );
+        assert_eq!(codex.idle_close, Some(std::time::Duration::from_secs(5)));
+        assert!(vendors.claude.is_none(), "no PATH, no claude");
+        assert_eq!(config.workspace.roots, vec![PathBuf::from("/tmp")]);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let e = invalid("[vendors.codex]\nargs = [\"a\"]\nbin = 3\n");
+        assert!(e.contains("/etc/tandem.toml"), "{e}");
+        assert!(e.contains("line 3"), "{e}");
+        assert!(e.contains("vendors.codex.bin"), "{e}");
+        let e = invalid("[vendors.codex]\nbinary = \"x\"\n");
+        assert!(
+            e.contains("line 2") && e.contains("vendors.codex.binary"),
+            "{e}"
+        );
+        assert!(e.contains("unknown field"), "{e}");
+        let e = invalid("[vendors.gemini]\nbin = \"x\"\n");
+        assert!(e.contains("line 1") && e.contains("gemini"), "{e}");
+        let e = invalid("[workspace\n");
+        assert!(e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn env_override_and_path_lookup() {
+        let config = ConfigFile::parse(
+            Path::new("t.toml"),
+            "[vendors.claude]\nbin = \"/nonexistent/claude\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let none = config.vendors(|_| None, None);
+        assert!(none.claude.is_none(), "a missing binary is not installed");
+        let env = |k: &str| (k == "TANDEM_CLAUDE_BIN").then(|| "/bin/sh".to_string());
+        let over = config.vendors(env, None);
+        assert_eq!(over.claude.map(|c| c.bin), Some(PathBuf::from("/bin/sh")));
+        let dir = std::env::temp_dir().join(format!("tandem-path-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let fake = dir.join("codex");
+        std::fs::write(&fake, "#!/bin/sh\n").unwrap_or_else(|e| panic!("{e}"));
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let found = ConfigFile::default().vendors(|_| None, Some(dir.as_os_str()));
+        assert_eq!(found.codex.map(|c| c.bin), Some(fake));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
