@@ -20,6 +20,10 @@ pub struct RuntimeConfig {
     pub ring_events: usize,
     /// The vendor CLIs this server can run.
     pub vendors: VendorsConfig,
+    /// How long commits may keep failing (no success in between) before the server
+    /// stops: a store that never comes back must not leave a server that acknowledges
+    /// nothing.
+    pub store_give_up: std::time::Duration,
 }
 
 impl RuntimeConfig {
@@ -32,6 +36,7 @@ impl RuntimeConfig {
             client_queue_bytes: 4 << 20,
             ring_events: 1024,
             vendors: VendorsConfig::default(),
+            store_give_up: std::time::Duration::from_secs(60),
         }
     }
 }

@@ -29,6 +29,17 @@ pub enum RuntimeError {
     /// A field or value is not acceptable.
     #[error("{0}")]
     InvalidArgument(String),
+    /// The database cannot be written at all (checked at start).
+    #[error("the database {} cannot be written: {reason}", path.display())]
+    Unwritable {
+        /// The database file.
+        path: std::path::PathBuf,
+        /// What SQLite said.
+        reason: String,
+    },
+    /// A write was not committed; nothing of it was acknowledged or shown.
+    #[error("the store could not commit: {0}")]
+    NotCommitted(String),
     /// The database failed.
     #[error("storage error: {0}")]
     Store(#[from] rusqlite::Error),
@@ -52,9 +63,11 @@ impl RuntimeError {
             RuntimeError::NoSuchPermission(_) => ErrorCode::NoSuchPermission,
             RuntimeError::VendorNotInstalled(_) => ErrorCode::VendorNotInstalled,
             RuntimeError::InvalidArgument(_) => ErrorCode::InvalidArgument,
-            RuntimeError::Store(_) | RuntimeError::Io(_) | RuntimeError::Internal(_) => {
-                ErrorCode::Internal
-            }
+            RuntimeError::Store(_)
+            | RuntimeError::Io(_)
+            | RuntimeError::Internal(_)
+            | RuntimeError::Unwritable { .. }
+            | RuntimeError::NotCommitted(_) => ErrorCode::Internal,
         }
     }
 }

@@ -84,6 +84,10 @@ pub struct ServeArgs {
     /// HTTP worker threads (default: number of CPUs).
     #[arg(long)]
     workers: Option<usize>,
+    /// Seconds commits may keep failing (no success in between) before the server
+    /// stops with an error.
+    #[arg(long, default_value_t = 60)]
+    store_give_up_secs: u64,
     /// Seconds between WebSocket pings.
     #[arg(long, default_value_t = 10)]
     ws_ping_secs: u64,
@@ -198,6 +202,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     runtime.commit_batch = args.commit_batch.max(1);
     runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
     runtime.ring_events = args.ring_events.max(1);
+    runtime.store_give_up = std::time::Duration::from_secs(args.store_give_up_secs.max(1));
     runtime.vendors = file.vendors(
         |key| std::env::var(key).ok(),
         std::env::var_os("PATH").as_deref(),

@@ -5,6 +5,8 @@ pub mod auth;
 pub mod cli;
 pub mod config_file;
 pub mod error;
+#[cfg(feature = "failpoints")]
+pub mod failpoints;
 pub mod mcp;
 pub mod metrics;
 pub mod rest;

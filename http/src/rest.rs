@@ -80,8 +80,8 @@ async fn body<T: DeserializeOwned>(
 
 /// Waits until what the request wrote is committed, so an acknowledged change
 /// survives a crash.
-async fn committed(state: &AppState) -> Result<(), ApiError> {
-    if state.runtime.synced().await {
+async fn committed(state: &AppState, epoch: u64) -> Result<(), ApiError> {
+    if state.runtime.synced_since(epoch).await {
         Ok(())
     } else {
         Err(ApiError::new(
@@ -129,8 +129,7 @@ async fn create_session(
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
     let params: CreateSessionParams = body(payload, state.max_frame_bytes, true).await?;
-    let info = state.runtime.create_session(&who, params)?;
-    committed(&state).await?;
+    let info = state.runtime.create_session(&who, params).await?;
     Ok(HttpResponse::Created().json(info))
 }
 
@@ -194,10 +193,13 @@ async fn post_message(
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
     let msg: PostMessage = body(payload, state.max_frame_bytes, false).await?;
+    let epoch = state.runtime.write_epoch();
     let outcome = state
         .runtime
         .send(&who, &id, msg.content, None, false)
         .await?;
+    // 202 only once the turn's start (or the queue entry) is on disk.
+    committed(&state, epoch).await?;
     Ok(match outcome {
         SendOutcome::Started { turn_id } => {
             HttpResponse::Accepted().json(serde_json::json!({ "turnId": turn_id }))

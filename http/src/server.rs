@@ -80,8 +80,10 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     });
     let app_state = state.clone();
     let server = HttpServer::new(move || {
-        App::new()
-            .app_data(app_state.clone())
+        let app = App::new();
+        #[cfg(feature = "failpoints")]
+        let app = app.configure(crate::failpoints::routes);
+        app.app_data(app_state.clone())
             .configure(crate::rest::routes)
             .configure(crate::mcp::routes)
             .route("/ws", web::get().to(crate::ws::connect))

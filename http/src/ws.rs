@@ -191,7 +191,7 @@ impl WsClient {
             ClientRequest::Ping => reply(ctx, request_id, json!({ "pong": true })),
             ClientRequest::SessionCreate(params) => {
                 self.later(ctx, request_id, None, async move {
-                    let session = rt.create_session(&who, params)?;
+                    let session = rt.create_session(&who, params).await?;
                     Ok(json!({ "session": session }))
                 });
             }
@@ -347,9 +347,11 @@ impl WsClient {
         fut: impl std::future::Future<Output = Result<Value, RuntimeError>> + 'static,
     ) {
         let rt = self.runtime.clone();
+        // Before the request's writes: a failure after this may have hit them.
+        let epoch = rt.write_epoch();
         let durable = async move {
             let res = fut.await;
-            if res.is_ok() && !rt.synced().await {
+            if res.is_ok() && !rt.synced_since(epoch).await {
                 return Err(RuntimeError::Internal("the store could not commit".into()));
             }
             res

@@ -4,6 +4,7 @@
 mod access;
 mod bad_input;
 mod configure;
+mod durability;
 mod flow;
 mod handoff;
 mod pairs;

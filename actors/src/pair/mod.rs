@@ -204,10 +204,11 @@ impl PairActor {
             // after a crash before that, the restart reports the delegation (once),
             // and the caller, whose turn died with the process, never saw it.
             self.record.delegation = None;
+            let epoch = self.services.writer.epoch();
             if !self.closed {
                 self.save();
             }
-            let synced = self.services.writer.synced();
+            let synced = self.services.writer.synced_since(epoch);
             ctx.spawn(actix::fut::wrap_future(synced).map(
                 move |stored, act: &mut PairActor, ctx| {
                     if !stored {

@@ -39,7 +39,7 @@ impl Runtime {
 
     /// Creates a spawned session that holds `prompt` until its parent starts it. It
     /// inherits the parent's owner, visibility and working directory.
-    pub fn create_child(
+    pub async fn create_child(
         &self,
         parent: &SessionInfo,
         vendor: &str,
@@ -64,6 +64,7 @@ impl Runtime {
             pending_prompt: Some(prompt),
             handoff_from: None,
         })
+        .await
     }
 
     /// `tool.call`: calls a tool as session `id`, which the caller must own. The inner

@@ -132,20 +132,22 @@ impl Runtime {
             .chars()
             .take(200)
             .collect();
-        let target = self.new_session(NewSession {
-            id: None,
-            owner_id: source.owner_id.clone(),
-            visibility: source.visibility,
-            vendor: vendor.clone(),
-            model: params.model.unwrap_or_default(),
-            effort: params.effort.unwrap_or_default(),
-            title: Some(title.clone()),
-            cwd: source.cwd.clone(),
-            permission_mode: source.permission_mode,
-            parent_id: None,
-            pending_prompt: None,
-            handoff_from: Some(source.id.clone()),
-        })?;
+        let target = self
+            .new_session(NewSession {
+                id: None,
+                owner_id: source.owner_id.clone(),
+                visibility: source.visibility,
+                vendor: vendor.clone(),
+                model: params.model.unwrap_or_default(),
+                effort: params.effort.unwrap_or_default(),
+                title: Some(title.clone()),
+                cwd: source.cwd.clone(),
+                permission_mode: source.permission_mode,
+                parent_id: None,
+                pending_prompt: None,
+                handoff_from: Some(source.id.clone()),
+            })
+            .await?;
         let (Some(source_addr), Some(target_addr)) =
             (self.session_addr(&source.id), self.session_addr(&target.id))
         else {

@@ -33,7 +33,7 @@ use crate::session::{
     Abort, Configure, RespondPermission, SendMessage, SendOutcome, Services, SessionActor,
     SessionShared, StopTask,
 };
-use crate::store::{Store, StoreWriter, WriteOp};
+use crate::store::{Store, StoreFailure, StoreWriter, WriteOp, WriterHooks};
 use crate::tools::ToolRouter;
 
 /// Most events one REST page returns.
@@ -132,11 +132,36 @@ impl Runtime {
             Gateway::new(gw_store, gw_metrics, ring)
         });
         let committed_to = gateway.clone();
+        // The writer starts before the runtime exists; failures reach the sessions
+        // through this once it does.
+        let failures_to: Arc<std::sync::OnceLock<RuntimeRef>> = Arc::default();
+        let failures = failures_to.clone();
+        let db_path = store.path().to_path_buf();
+        let give_up_after = config.store_give_up;
         let writer = StoreWriter::start(
             &store,
             config.commit_batch,
+            give_up_after,
             metrics.clone(),
-            Box::new(move |events| committed_to.do_send(crate::gateway::Committed(events))),
+            WriterHooks {
+                on_commit: Box::new(move |events| {
+                    committed_to.do_send(crate::gateway::Committed(events))
+                }),
+                on_failure: Box::new(move |failure| {
+                    if let Some(rt) = failures.get().and_then(RuntimeRef::upgrade) {
+                        rt.store_failed(failure);
+                    }
+                }),
+                on_give_up: Box::new(move |error| {
+                    tracing::error!(path = %db_path.display(), %error, "store keeps failing; stopping");
+                    eprintln!(
+                        "tandem: the database {} could not be written for {} s ({error}); stopping",
+                        db_path.display(),
+                        give_up_after.as_secs()
+                    );
+                    std::process::exit(1);
+                }),
+            },
         )?;
         let pairs = store.load_pairs()?;
         let catalog = Arc::new(VendorCatalog::new(&config.vendors));
@@ -163,6 +188,7 @@ impl Runtime {
             next_client: AtomicU64::new(1),
         });
         let runtime = Runtime { inner };
+        let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
         runtime.inner.tokens.insert(
             admin_token.clone(),
             Principal {
@@ -252,9 +278,16 @@ impl Runtime {
         &self.inner.services.metrics
     }
 
-    /// Resolves once every write queued so far is committed (false if that failed).
-    pub fn synced(&self) -> impl std::future::Future<Output = bool> {
-        self.inner.services.writer.synced()
+    /// Resolves once every write queued so far is committed and none failed since
+    /// `epoch` (false otherwise).
+    pub fn synced_since(&self, epoch: u64) -> impl std::future::Future<Output = bool> {
+        self.inner.services.writer.synced_since(epoch)
+    }
+
+    /// The store writer's failure count: take it before a request's writes and pass
+    /// it to [`Runtime::synced_since`] before acknowledging them.
+    pub fn write_epoch(&self) -> u64 {
+        self.inner.services.writer.epoch()
     }
 
     /// The configuration in force.
@@ -274,6 +307,25 @@ impl Runtime {
         let handle = SessionHandle { addr, shared };
         self.inner.sessions.insert(id, handle.clone());
         handle
+    }
+
+    /// A commit failed: each session whose writes were in it reloads from disk.
+    fn store_failed(&self, failure: StoreFailure) {
+        for id in failure.sessions {
+            if let Some(handle) = self.inner.sessions.get(&*id) {
+                handle.addr.do_send(crate::session::StoreFailed {
+                    error: failure.error.clone(),
+                });
+            } else {
+                // A session whose creation failed has no actor: nothing to reload.
+                let _ = self.inner.services.writer.write(WriteOp::Resume(id));
+            }
+        }
+    }
+
+    /// Removes a session whose record never reached the disk.
+    pub(crate) fn forget_session(&self, id: &str) {
+        self.inner.sessions.remove(id);
     }
 
     fn lookup(&self, id: &str) -> Result<SessionHandle, RuntimeError> {
@@ -307,7 +359,7 @@ impl Runtime {
     }
 
     /// Creates a session owned by `who`.
-    pub fn create_session(
+    pub async fn create_session(
         &self,
         who: &Principal,
         params: CreateSessionParams,
@@ -327,10 +379,11 @@ impl Runtime {
             pending_prompt: None,
             handoff_from: None,
         })
+        .await
     }
 
     /// Validates and creates a session, persists it and starts its actor.
-    fn new_session(&self, spec: NewSession) -> Result<SessionInfo, RuntimeError> {
+    async fn new_session(&self, spec: NewSession) -> Result<SessionInfo, RuntimeError> {
         let catalog = &self.inner.services.catalog;
         let vendor = catalog.get(&spec.vendor).ok_or_else(|| {
             RuntimeError::InvalidArgument(format!("unknown vendor `{}`", spec.vendor))
@@ -372,10 +425,16 @@ impl Runtime {
             schedules: Vec::new(),
             delivered: Vec::new(),
         };
-        self.inner
-            .services
-            .writer
-            .write(WriteOp::Session(Box::new(record.clone())))?;
+        let writer = &self.inner.services.writer;
+        let epoch = writer.epoch();
+        writer.write(WriteOp::Session(Box::new(record.clone())))?;
+        // Listed and announced only once it is on disk.
+        if !writer.synced_since(epoch).await {
+            return Err(RuntimeError::NotCommitted(format!(
+                "session {} was not created",
+                record.id
+            )));
+        }
         let handle = self.spawn_session(record, 0);
         let info = handle.shared.info();
         self.inner

@@ -115,20 +115,22 @@ impl Runtime {
                 role: Role::Driver,
             })
             .await??;
-        let created = self.new_session(NewSession {
-            id: Some(record.worker_id.clone()),
-            owner_id: driver_info.owner_id.clone(),
-            visibility: driver_info.visibility,
-            vendor: choice.vendor,
-            model: choice.model,
-            effort: choice.effort,
-            title: Some(worker_title(&driver_info.title)),
-            cwd: driver_info.cwd.clone(),
-            permission_mode: driver_info.permission_mode,
-            parent_id: None,
-            pending_prompt: None,
-            handoff_from: None,
-        });
+        let created = self
+            .new_session(NewSession {
+                id: Some(record.worker_id.clone()),
+                owner_id: driver_info.owner_id.clone(),
+                visibility: driver_info.visibility,
+                vendor: choice.vendor,
+                model: choice.model,
+                effort: choice.effort,
+                title: Some(worker_title(&driver_info.title)),
+                cwd: driver_info.cwd.clone(),
+                permission_mode: driver_info.permission_mode,
+                parent_id: None,
+                pending_prompt: None,
+                handoff_from: None,
+            })
+            .await;
         let joined = match created {
             Ok(_) => match self.session_addr(&record.worker_id) {
                 Some(worker) => worker

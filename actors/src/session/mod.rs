@@ -173,6 +173,15 @@ pub struct SendMessage {
     pub queue: bool,
 }
 
+/// A commit with this session's writes failed: reload from disk, stop the turn, and
+/// say so in the history once the store takes writes again.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct StoreFailed {
+    /// What SQLite said.
+    pub error: String,
+}
+
 /// A person's answer to a pending permission request.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), RuntimeError>")]

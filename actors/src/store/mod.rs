@@ -12,7 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::error::RuntimeError;
 use crate::record::{PairRecord, SessionRecord};
 
-pub use writer::{StoreWriter, WriteOp};
+pub use writer::{StoreFailure, StoreWriter, WriteOp, WriterHooks};
 
 /// One history event, already serialized exactly as it goes over the wire.
 #[derive(Debug, Clone)]
@@ -51,6 +51,10 @@ CREATE TABLE IF NOT EXISTS pairs (
     id TEXT PRIMARY KEY,
     record TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -82,13 +86,32 @@ fn connect(path: &Path) -> Result<Connection, rusqlite::Error> {
     Ok(conn)
 }
 
+/// A real write in a transaction: a database this process can open but not write
+/// (another user's file, a read-only mount) must stop the server at start, not fail
+/// every write later.
+fn prove_writable(conn: &Connection) -> Result<(), rusqlite::Error> {
+    let tx = conn.unchecked_transaction()?;
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('last_open', ?1) \
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        [crate::clock::now_ms().to_string()],
+    )?;
+    tx.commit()
+}
+
 impl Store {
-    /// Opens (creating if needed) `tandem.db` in `data_dir`.
+    /// Opens (creating if needed) `tandem.db` in `data_dir` and proves it can write
+    /// there.
     pub fn open(data_dir: &Path) -> Result<Store, RuntimeError> {
         std::fs::create_dir_all(data_dir)?;
         let path = data_dir.join("tandem.db");
-        let conn = connect(&path)?;
-        conn.execute_batch(SCHEMA)?;
+        let unwritable = |e: &dyn std::fmt::Display| RuntimeError::Unwritable {
+            path: path.clone(),
+            reason: e.to_string(),
+        };
+        let conn = connect(&path).map_err(|e| unwritable(&e))?;
+        conn.execute_batch(SCHEMA).map_err(|e| unwritable(&e))?;
+        prove_writable(&conn).map_err(|e| unwritable(&e))?;
         Ok(Store {
             inner: Arc::new(StoreInner {
                 path,
@@ -192,6 +215,28 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// One stored session with its newest `seq`; `None` when it was never committed.
+    pub fn load_session(&self, id: &str) -> Result<Option<LoadedSession>, RuntimeError> {
+        let row: Option<(String, Option<i64>)> = self.with_reader(|conn| {
+            conn.query_row(
+                "SELECT s.record, (SELECT MAX(seq) FROM events e WHERE e.session_id = s.id) \
+                 FROM sessions s WHERE s.id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+        })?;
+        let Some((json, last)) = row else {
+            return Ok(None);
+        };
+        let record = serde_json::from_str::<SessionRecord>(&json)
+            .map_err(|e| RuntimeError::Internal(format!("unreadable session record {id}: {e}")))?;
+        Ok(Some(LoadedSession {
+            record,
+            last_seq: last.unwrap_or(0).max(0) as u64,
+        }))
     }
 
     /// Every stored pair.

@@ -50,6 +50,7 @@ pub(super) async fn spawn_sessions(
     for (title, prompt) in tasks {
         let info = rt
             .create_child(&state.info, &vendor, title, prompt)
+            .await
             .map_err(|e| e.to_string())?;
         created.push(info);
     }
