@@ -16,6 +16,9 @@ pub struct RuntimeConfig {
     pub commit_batch: usize,
     /// Bytes a WebSocket client may have queued before it is told it lagged.
     pub client_queue_bytes: usize,
+    /// A WebSocket client that has bytes queued and writes none of them for this long
+    /// is disconnected.
+    pub client_stall: std::time::Duration,
     /// Events each session keeps in memory for fast replay.
     pub ring_events: usize,
     /// The vendor CLIs this server can run.
@@ -35,6 +38,7 @@ impl RuntimeConfig {
             commit_batch: 4096,
             client_queue_bytes: 4 << 20,
             ring_events: 1024,
+            client_stall: std::time::Duration::from_secs(30),
             vendors: VendorsConfig::default(),
             store_give_up: std::time::Duration::from_secs(60),
         }

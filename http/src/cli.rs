@@ -75,6 +75,10 @@ pub struct ServeArgs {
     /// Bytes a WebSocket client may have queued before it is told it lagged.
     #[arg(long, default_value_t = 4 << 20)]
     client_queue_bytes: usize,
+    /// Seconds a WebSocket client may have bytes queued without writing any before it
+    /// is disconnected.
+    #[arg(long, default_value_t = 30)]
+    client_stall_secs: u64,
     /// Most events per SQLite commit (1 = a commit per event; for measurements).
     #[arg(long, default_value_t = 4096)]
     commit_batch: usize,
@@ -202,6 +206,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     runtime.commit_batch = args.commit_batch.max(1);
     runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
     runtime.ring_events = args.ring_events.max(1);
+    runtime.client_stall = std::time::Duration::from_secs(args.client_stall_secs.max(1));
     runtime.store_give_up = std::time::Duration::from_secs(args.store_give_up_secs.max(1));
     runtime.vendors = file.vendors(
         |key| std::env::var(key).ok(),

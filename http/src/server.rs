@@ -92,10 +92,18 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     })
     // Small frames must leave at once: with Nagle on, a frame waits for the peer's
     // delayed ACK (~40 ms).
-    .on_connect(|conn, _| {
+    .on_connect(|conn, data| {
         if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
             if let Err(e) = tcp.set_nodelay(true) {
                 tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+            // Kept with the connection, so a WebSocket client that stops reading can
+            // be disconnected from outside its (then stalled) actor.
+            match crate::ws::ConnSocket::of(tcp) {
+                Ok(socket) => {
+                    data.insert(socket);
+                }
+                Err(e) => tracing::debug!(error = %e, "could not keep the socket"),
             }
         }
     })

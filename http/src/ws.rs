@@ -5,6 +5,7 @@
 //! here alone.
 
 use std::collections::VecDeque;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +13,7 @@ use actix::prelude::*;
 use actix_web::{web, HttpRequest, HttpResponse};
 use actix_web_actors::ws;
 use serde_json::{json, Map, Value};
-use tandem_actors::gateway::Drained;
+use tandem_actors::gateway::{Drained, Shutdown};
 use tandem_actors::session::SendOutcome;
 use tandem_actors::{ClientQueue, Deliver, Principal, Runtime, RuntimeError};
 use tandem_protocol::{parse_client_frame, ClientFrame, ClientRequest, ErrorCode, ServerFrame};
@@ -28,6 +29,37 @@ const ABUSE_WINDOW: Duration = Duration::from_secs(10);
 /// Requests per second a client may send before it is told `RATE_LIMITED`.
 const MAX_REQUESTS_PER_SEC: u32 = 5000;
 
+/// The connection's socket, kept per connection (`on_connect`) so the gateway can shut
+/// it from outside the client's actor. Dropped with the connection; the gateway holds
+/// only a weak reference, so it never keeps a socket open.
+#[derive(Clone)]
+pub struct ConnSocket(Arc<OwnedFd>);
+
+impl ConnSocket {
+    /// A duplicate of the stream's descriptor.
+    pub fn of(tcp: &impl AsFd) -> std::io::Result<ConnSocket> {
+        Ok(ConnSocket(Arc::new(tcp.as_fd().try_clone_to_owned()?)))
+    }
+
+    /// A [`Shutdown`] that shuts the socket both ways while the connection lives.
+    fn shutdown(&self) -> Shutdown {
+        let weak = Arc::downgrade(&self.0);
+        Shutdown::new(move || {
+            let Some(fd) = weak.upgrade() else {
+                return;
+            };
+            match fd.try_clone() {
+                // Shutting down (not closing) ends the connection for every
+                // descriptor of it: the HTTP layer's reads and writes fail at once.
+                Ok(dup) => {
+                    let _ = std::net::TcpStream::from(dup).shutdown(std::net::Shutdown::Both);
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot shut a client's socket"),
+            }
+        })
+    }
+}
+
 /// `GET /ws`: authenticates, then upgrades.
 pub async fn connect(
     req: HttpRequest,
@@ -36,9 +68,13 @@ pub async fn connect(
 ) -> Result<HttpResponse, actix_web::Error> {
     let principal = caller(&req, &state.runtime, state.auth)?;
     let runtime = state.runtime.clone();
+    let queue = runtime.new_client_queue();
+    if let Some(socket) = req.conn_data::<ConnSocket>() {
+        queue.set_shutdown(socket.shutdown());
+    }
     let client = WsClient {
         id: runtime.next_client_id(),
-        queue: runtime.new_client_queue(),
+        queue,
         runtime,
         principal,
         max_frame: state.max_frame_bytes,
@@ -480,6 +516,7 @@ impl Actor for WsClient {
     }
 
     fn stopped(&mut self, _: &mut Ctx) {
+        self.queue.mark_closed();
         self.runtime.disconnect_client(self.id);
         // Frames still in the mailbox die with it; release their bytes.
         self.queue.delivered(self.queue.queued());
@@ -490,6 +527,11 @@ impl Handler<Deliver> for WsClient {
     type Result = ();
 
     fn handle(&mut self, msg: Deliver, ctx: &mut Ctx) {
+        if self.queue.evicted() {
+            // Given up on: its socket is being shut; write nothing more.
+            ctx.stop();
+            return;
+        }
         for frame in msg.frames {
             ctx.text(frame);
         }
@@ -510,6 +552,11 @@ impl Handler<Deliver> for WsClient {
 
 impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsClient {
     fn handle(&mut self, msg: Result<ws::Message, ws::ProtocolError>, ctx: &mut Ctx) {
+        if self.queue.evicted() {
+            // Whatever an evicted client sends is refused.
+            ctx.stop();
+            return;
+        }
         self.last_heard = Instant::now();
         match msg {
             Ok(ws::Message::Text(text)) => self.on_text(&text, ctx),

@@ -12,6 +12,7 @@ mod permissions;
 mod restart;
 mod schedule;
 mod slow_client;
+mod stalled_clients;
 mod subscribe;
 
 use serde_json::Value;

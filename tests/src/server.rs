@@ -192,6 +192,11 @@ impl Server {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the process with SIGKILL (no clean shutdown) and waits for it.
     pub fn kill(mut self) -> std::sync::Arc<TempDir> {
         let _ = self.child.kill();

@@ -1,7 +1,8 @@
 //! What the gateway knows of one WebSocket client, and the message it delivers to it.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use actix::Message;
 use bytestring::ByteString;
@@ -20,6 +21,24 @@ pub struct Deliver {
     pub close: Option<(u16, String)>,
 }
 
+/// Shuts a client's socket from outside its actor. A client that stops reading stalls
+/// its own actor (the HTTP layer stops polling it while the socket's buffer is full),
+/// so only shutting the socket itself ends such a connection.
+pub struct Shutdown(Box<dyn Fn() + Send + Sync>);
+
+impl Shutdown {
+    /// Wraps the function that shuts the socket.
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Self {
+        Shutdown(Box::new(f))
+    }
+}
+
+impl std::fmt::Debug for Shutdown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Shutdown")
+    }
+}
+
 /// Byte accounting for one client's undelivered frames, shared between the gateway
 /// (which adds) and the client's actor (which subtracts as it writes to the socket).
 #[derive(Debug)]
@@ -34,6 +53,18 @@ pub struct ClientQueue {
     /// written most of its queue ([`ClientQueue::soft_limit`]).
     soft_drain_wanted: AtomicBool,
     metrics: Arc<Metrics>,
+    /// When this queue was made; progress times count from here.
+    born: Instant,
+    /// Milliseconds after `born` of the last progress: bytes written to the socket, or
+    /// the queue becoming non-empty (a stall is measured from there).
+    progress_ms: AtomicU64,
+    /// Bytes written in all, so the gateway can tell a client that lags but keeps
+    /// reading from one that makes no progress.
+    written: AtomicU64,
+    /// Set by the client's actor when it has stopped.
+    closed: AtomicBool,
+    /// Shuts the socket (set by the HTTP layer once it has one).
+    shutdown: OnceLock<Shutdown>,
 }
 
 impl ClientQueue {
@@ -46,7 +77,63 @@ impl ClientQueue {
             evicted: AtomicBool::new(false),
             soft_drain_wanted: AtomicBool::new(false),
             metrics,
+            born: Instant::now(),
+            progress_ms: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            shutdown: OnceLock::new(),
         }
+    }
+
+    /// Sets how to shut this client's socket from outside its actor.
+    pub fn set_shutdown(&self, shutdown: Shutdown) {
+        let _ = self.shutdown.set(shutdown);
+    }
+
+    fn touch(&self) {
+        let ms = self.born.elapsed().as_millis() as u64;
+        self.progress_ms.store(ms, Ordering::Release);
+    }
+
+    /// How long the client has had bytes queued without writing any; `None` while its
+    /// queue is empty.
+    pub fn stalled_for(&self) -> Option<Duration> {
+        if self.queued() == 0 || self.evicted() {
+            return None;
+        }
+        let since = Duration::from_millis(self.progress_ms.load(Ordering::Acquire));
+        Some(self.born.elapsed().saturating_sub(since))
+    }
+
+    /// Bytes written to the socket so far.
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Acquire)
+    }
+
+    /// Called by the client's actor when it stops.
+    pub fn mark_closed(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// True once the client's actor has stopped.
+    pub fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Subtracts up to `n` bytes; returns what was really subtracted (an evicted
+    /// queue was already emptied).
+    pub(crate) fn release(&self, n: usize) -> usize {
+        let before = self
+            .bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                Some(b.saturating_sub(n))
+            })
+            .unwrap_or(0);
+        let taken = before.min(n);
+        self.metrics
+            .client_queued_bytes
+            .fetch_sub(taken, Ordering::Relaxed);
+        taken
     }
 
     /// Bytes queued now.
@@ -70,19 +157,32 @@ impl ClientQueue {
     }
 
     pub(crate) fn add(&self, n: usize) {
-        let now = self.bytes.fetch_add(n, Ordering::AcqRel) + n;
+        let before = self.bytes.fetch_add(n, Ordering::AcqRel);
+        if before == 0 {
+            // The stall clock starts when there is something to write.
+            self.touch();
+        }
+        let now = before + n;
         self.metrics
             .client_queued_bytes
             .fetch_add(n, Ordering::Relaxed);
         self.metrics.observe_queue(now);
     }
 
+    /// Gives up on the client: its queued bytes are released at once, its socket is
+    /// shut from outside its actor, and whatever it sends afterwards is refused.
     pub(crate) fn evict(&self) {
-        self.evicted.store(true, Ordering::Release);
+        if self.evicted.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.release(usize::MAX);
+        if let Some(shutdown) = self.shutdown.get() {
+            (shutdown.0)();
+        }
     }
 
-    /// True once the gateway has given up on this client (it stayed too far behind);
-    /// the client's actor must close the socket with 1008.
+    /// True once the gateway has given up on this client (it made no progress); its
+    /// socket is being shut and nothing more is read from or written to it.
     pub fn evicted(&self) -> bool {
         self.evicted.load(Ordering::Acquire)
     }
@@ -95,11 +195,13 @@ impl ClientQueue {
     /// Returns true when the gateway asked to hear that the queue has drained, in
     /// which case the caller sends it [`super::Drained`].
     pub fn delivered(&self, n: usize) -> bool {
-        let before = self.bytes.fetch_sub(n, Ordering::AcqRel);
-        self.metrics
-            .client_queued_bytes
-            .fetch_sub(n, Ordering::Relaxed);
-        let now = before.saturating_sub(n);
+        if self.evicted() {
+            return false;
+        }
+        let taken = self.release(n);
+        self.written.fetch_add(taken as u64, Ordering::AcqRel);
+        self.touch();
+        let now = self.queued();
         let replay = now <= self.limit / 2 && self.drain_wanted.swap(false, Ordering::AcqRel);
         let flow =
             now <= self.soft_limit() / 2 && self.soft_drain_wanted.swap(false, Ordering::AcqRel);

@@ -21,7 +21,7 @@ use actix::prelude::*;
 use bytestring::ByteString;
 use tandem_protocol::ServerFrame;
 
-pub use client::{ClientQueue, Deliver};
+pub use client::{ClientQueue, Deliver, Shutdown};
 pub use flow::FlowGate;
 pub use messages::{
     Committed, Connect, Disconnect, Drained, SessionChanged, Subscribe, Unsubscribe, Watch,
@@ -40,6 +40,10 @@ const LAG_STRIKES: usize = 3;
 const LAG_WINDOW: Duration = Duration::from_secs(30);
 /// Topics with no live subscriber and no commit for this long drop their ring.
 const TOPIC_IDLE: Duration = Duration::from_secs(60);
+/// How long a client told to close (1008) may take before its socket is shut.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// How often clients are checked for stalls.
+const STALL_CHECK: Duration = Duration::from_millis(500);
 /// A client above its soft limit for this long no longer holds producers back: it is
 /// slow, and will lag if it stays behind, instead of slowing everyone.
 const SLOW_AFTER: Duration = Duration::from_millis(50);
@@ -65,7 +69,8 @@ struct Client {
     /// Replays waiting for the queue to drain.
     parked: Vec<Arc<str>>,
     watching: bool,
-    lags: VecDeque<Instant>,
+    /// Recent lags, with the bytes the client had written by then.
+    lags: VecDeque<(Instant, u64)>,
     /// Since when its queue has been above the soft limit.
     over_soft_since: Option<Instant>,
 }
@@ -100,6 +105,10 @@ pub struct Gateway {
     store: Store,
     metrics: Arc<Metrics>,
     ring_events: usize,
+    /// A client with bytes queued that writes nothing for this long is disconnected.
+    stall_limit: Duration,
+    /// Clients sent a 1008 close, and when: shut if still open after [`CLOSE_GRACE`].
+    closing: Vec<(Arc<ClientQueue>, Instant)>,
     topics: HashMap<Arc<str>, Topic>,
     clients: HashMap<u64, Client>,
     generation: u64,
@@ -107,11 +116,18 @@ pub struct Gateway {
 
 impl Gateway {
     /// A gateway reading replays from `store`, keeping `ring_events` per session.
-    pub fn new(store: Store, metrics: Arc<Metrics>, ring_events: usize) -> Self {
+    pub fn new(
+        store: Store,
+        metrics: Arc<Metrics>,
+        ring_events: usize,
+        stall_limit: Duration,
+    ) -> Self {
         Gateway {
             store,
             metrics,
             ring_events: ring_events.max(1),
+            stall_limit,
+            closing: Vec::new(),
             topics: HashMap::new(),
             clients: HashMap::new(),
             generation: 0,
@@ -147,13 +163,49 @@ impl Gateway {
                 Ok(())
             }
             Err(e) => {
-                client.queue.delivered(bytes);
+                client.queue.release(bytes);
                 match e {
                     SendError::Full(_) => Err(Refused::Full),
                     SendError::Closed(_) => Err(Refused::Gone),
                 }
             }
         }
+    }
+
+    /// Disconnects clients that have had bytes queued and written none for the stall
+    /// limit, and shuts the sockets of clients that ignored a close. Their queued
+    /// bytes are released at once.
+    fn disconnect_stalled(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let limit = self.stall_limit;
+        let stalled: Vec<u64> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.queue.stalled_for().is_some_and(|d| d >= limit))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stalled {
+            if let Some(client) = self.clients.get(&id) {
+                tracing::info!(
+                    client = id,
+                    "disconnecting a client that wrote nothing for {limit:?}"
+                );
+                client.queue.evict();
+                self.metrics.clients_closed_slow.fetch_add(1, Relaxed);
+            }
+            self.remove_client(id);
+        }
+        let now = Instant::now();
+        self.closing.retain(|(queue, since)| {
+            if queue.closed() {
+                return false;
+            }
+            if now.duration_since(*since) < CLOSE_GRACE {
+                return true;
+            }
+            queue.evict();
+            false
+        });
     }
 
     fn remove_client(&mut self, client_id: u64) {
@@ -179,22 +231,34 @@ impl Gateway {
         };
         client.subs.remove(sid);
         let now = Instant::now();
-        client.lags.push_back(now);
+        let written = client.queue.written();
+        // A client that wrote anything since its last lag is reading: falling behind
+        // costs it a replay, never the connection.
+        if client.lags.back().is_some_and(|(_, w)| *w != written) {
+            client.lags.clear();
+        }
+        client.lags.push_back((now, written));
         while client
             .lags
             .front()
-            .is_some_and(|t| now.duration_since(*t) > LAG_WINDOW)
+            .is_some_and(|(t, _)| now.duration_since(*t) > LAG_WINDOW)
         {
             client.lags.pop_front();
         }
         if client.lags.len() >= LAG_STRIKES {
             self.metrics.clients_closed_slow.fetch_add(1, Relaxed);
-            tracing::info!(client = client_id, "closing a client that keeps lagging");
+            tracing::info!(
+                client = client_id,
+                "closing a client that lags without reading"
+            );
             let _ = client.sink.try_send(Deliver {
                 frames: Vec::new(),
                 bytes: 0,
                 close: Some((1008, "client too slow".into())),
             });
+            // A client that does not read never sees the close frame: its socket is
+            // shut if it is still open after a grace period.
+            self.closing.push((client.queue.clone(), now));
             self.remove_client(client_id);
             return;
         }
@@ -210,8 +274,7 @@ impl Gateway {
             Ok(()) => {}
             Err(Refused::Gone) => self.remove_client(client_id),
             Err(Refused::Full) => {
-                // Its mailbox is full: it cannot even be told. Its actor closes the
-                // socket (1008) when it next looks at its queue.
+                // Its mailbox is full: it cannot even be told. Its socket is shut.
                 client.queue.evict();
                 self.metrics.clients_closed_slow.fetch_add(1, Relaxed);
                 self.remove_client(client_id);
@@ -502,6 +565,7 @@ impl Actor for Gateway {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(STALL_CHECK, |act, _| act.disconnect_stalled());
         ctx.run_interval(TOPIC_IDLE / 2, |act, _| {
             let now = Instant::now();
             act.topics

@@ -128,8 +128,9 @@ impl Runtime {
         let gw_store = store.clone();
         let gw_metrics = metrics.clone();
         let ring = config.ring_events;
+        let stall = config.client_stall;
         let gateway = Gateway::start_in_arbiter(&gateway_arbiter.handle(), move |_| {
-            Gateway::new(gw_store, gw_metrics, ring)
+            Gateway::new(gw_store, gw_metrics, ring, stall)
         });
         let committed_to = gateway.clone();
         // The writer starts before the runtime exists; failures reach the sessions

@@ -120,8 +120,12 @@ pub struct FanoutRun {
     pub server_cpu_s: f64,
     /// This load generator's CPU over the window, seconds.
     pub client_cpu_s: f64,
-    /// `lagged` notices clients got (each invalidates the run's delivery count).
+    /// `lagged` notices clients got; each client then resubscribes from the notice's
+    /// `resumeFrom`, as a real client does.
     pub lagged: u64,
+    /// Clients the server closed before their session's turn ended (must be 0: these
+    /// clients never stop reading).
+    pub closes: u64,
     /// Events that arrived out of sequence (must be 0).
     pub gaps: u64,
 }
@@ -160,6 +164,7 @@ impl FanoutRun {
             "server_cpu_us_per_delivery": round(self.cpu_us_per_delivery(), 3),
             "client_cpu_s": round(self.client_cpu_s, 2),
             "lagged": self.lagged,
+            "closes": self.closes,
             "gaps": self.gaps,
         })
     }
@@ -188,6 +193,7 @@ pub fn summary(cfg: &FanoutConfig, runs: &[FanoutRun], extra: &[String]) -> Valu
         "median_max_ms": round(m(&|r| f64::from(r.max_us)) / 1e3, 3),
         "median_server_cpu_us_per_delivery": round(m(&|r| r.cpu_us_per_delivery()), 3),
         "lagged": runs.iter().map(|r| r.lagged).sum::<u64>(),
+        "closes": runs.iter().map(|r| r.closes).sum::<u64>(),
         "gaps": runs.iter().map(|r| r.gaps).sum::<u64>(),
     })
 }
@@ -217,6 +223,7 @@ struct ThreadOut {
     delivered: u64,
     last_us: u64,
     lagged: u64,
+    closes: u64,
     gaps: u64,
 }
 
@@ -296,6 +303,7 @@ pub fn run_once(cfg: &FanoutConfig, extra: &[String]) -> Result<FanoutRun, Strin
         total.delivered += out.delivered;
         total.last_us = total.last_us.max(out.last_us);
         total.lagged += out.lagged;
+        total.closes += out.closes;
         total.gaps += out.gaps;
     }
     let server_cpu_s = cpu_seconds(server.pid())? - server_cpu0;
@@ -321,6 +329,7 @@ pub fn run_once(cfg: &FanoutConfig, extra: &[String]) -> Result<FanoutRun, Strin
         server_cpu_s,
         client_cpu_s,
         lagged: total.lagged,
+        closes: total.closes,
         gaps: total.gaps,
     })
 }
@@ -394,11 +403,12 @@ fn client_thread(
         let _ = ready.send(Ok(()));
         let tasks: Vec<_> = clients
             .into_iter()
+            .zip(subs.iter().cloned())
             .enumerate()
-            .map(|(i, ws)| {
+            .map(|(i, (ws, sid))| {
                 // Client j of the run is the i-th of thread j % threads.
                 let id = keep_samples.then_some(i * threads + thread);
-                actix_rt::spawn(receive(ws, expected, id, deadline))
+                actix_rt::spawn(receive(ws, sid, expected, id, deadline))
             })
             .collect();
         let mut out = ThreadOut::default();
@@ -409,15 +419,18 @@ fn client_thread(
             out.delivered += c.delivered;
             out.last_us = out.last_us.max(c.last_us);
             out.lagged += c.lagged;
+            out.closes += c.closes;
             out.gaps += c.gaps;
         }
         Ok(out)
     })
 }
 
-/// One client: counts event frames and their latency until `turn_completed`.
+/// One client: counts event frames and their latency until `turn_completed`. Told it
+/// lagged, it resubscribes from where it was dropped and goes on.
 async fn receive(
     mut ws: RawWs,
+    sid: String,
     expected: usize,
     sample_id: Option<usize>,
     deadline: Instant,
@@ -433,19 +446,27 @@ async fn receive(
             .next_text(left, |b| {
                 let at = now_us();
                 let done = scan::kind(b) == Some(b"turn_completed");
-                let lagged = scan::kind(b) == Some(b"lagged");
+                let lagged = (scan::kind(b) == Some(b"lagged"))
+                    .then(|| scan::u64_after(b, b"\"resumeFrom\":"))
+                    .flatten();
                 (scan::seq(b), scan::ts(b), done, lagged, at)
             })
             .await?;
         let (seq, ts, done, lagged, at) = match frame {
             Incoming::Text(t) => t,
-            Incoming::Closed(code) => return Err(format!("client closed by server ({code:?})")),
+            Incoming::Closed(_) => {
+                out.closes += 1;
+                return Ok(out);
+            }
         };
-        if lagged {
-            // The subscription is gone; nothing more will come for it.
+        if let Some(resume_from) = lagged {
+            // The subscription was dropped: take it up again where it stopped.
             out.lagged += 1;
-            out.last_us = at;
-            return Ok(out);
+            let sub = json!({"type": "chat.subscribe",
+                "sessions": [{"sessionId": sid, "lastSeq": resume_from.saturating_sub(1)}]});
+            ws.send_text(sub.to_string()).await?;
+            next_seq = resume_from;
+            continue;
         }
         let Some(seq) = seq else { continue };
         if seq != next_seq {
