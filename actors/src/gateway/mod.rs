@@ -559,7 +559,7 @@ impl Handler<Subscribe> for Gateway {
         client.subs.insert(
             msg.session_id.clone(),
             Sub {
-                next: msg.after + 1,
+                next: msg.after.saturating_add(1),
                 live: false,
                 reading: false,
                 generation,
