@@ -109,7 +109,10 @@ async fn unsubscribe_stops_delivery_and_unknown_sessions_are_refused() {
     ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "quiet"}))
         .await;
     let turn = witness.events_until_turn_end(&sid).await;
-    assert_eq!(turn.last().map(|e| e["kind"].clone()), Some(json!("turn_completed")));
+    assert_eq!(
+        turn.last().map(|e| e["kind"].clone()),
+        Some(json!("turn_completed"))
+    );
     // The gateway handles messages in order: this subscription's ack is queued for the
     // client after anything the turn's commits could have queued, and a client's
     // frames arrive in the order they were queued. So everything the client got up to
@@ -155,7 +158,10 @@ async fn positions_past_the_store_are_refused_never_wrapped() {
             .request(json!({"type": "chat.subscribe", "sessions": [{"sessionId": sid, "lastSeq": last}]}))
             .await;
         assert_eq!(answer["kind"], "protocol_error", "lastSeq {last}: {answer}");
-        assert_eq!(answer["code"], "INVALID_ARGUMENT", "lastSeq {last}: {answer}");
+        assert_eq!(
+            answer["code"], "INVALID_ARGUMENT",
+            "lastSeq {last}: {answer}"
+        );
         assert_eq!(answer["sessionId"], sid.as_str());
         // Nothing was replayed: the socket's next frame is the answer to a ping.
         assert_eq!(late.request(json!({"type": "ping"})).await["pong"], true);
@@ -170,7 +176,9 @@ async fn positions_past_the_store_are_refused_never_wrapped() {
     // The largest position is accepted and replays nothing.
     let mut edge = server.ws().await;
     let answer = edge
-        .request(json!({"type": "chat.subscribe", "sessions": [{"sessionId": sid, "lastSeq": MAX}]}))
+        .request(
+            json!({"type": "chat.subscribe", "sessions": [{"sessionId": sid, "lastSeq": MAX}]}),
+        )
         .await;
     assert_eq!(answer["kind"], "reply", "{answer}");
     let ack = edge.recv().await;
