@@ -11,6 +11,8 @@
 mod client;
 mod flow;
 mod messages;
+#[cfg(test)]
+mod tests;
 mod topic;
 
 use std::collections::{HashMap, VecDeque};
