@@ -128,3 +128,98 @@ pub fn seqs(frames: &[Value], session: &str) -> Vec<u64> {
         .filter_map(|f| f["seq"].as_u64())
         .collect()
 }
+
+/// A whole runtime (store, writer, gateway, session and pair actors) in a scratch
+/// directory, driven through [`crate::Runtime`]'s methods as the HTTP layer does.
+pub struct RuntimeFixture {
+    /// The runtime.
+    pub runtime: crate::Runtime,
+    /// The caller (the admin, as with `--auth none`).
+    pub who: crate::Principal,
+    _dir: Scratch,
+}
+
+impl RuntimeFixture {
+    /// Starts a runtime. Call inside an actix system (`#[actix_rt::test]`).
+    pub fn start() -> RuntimeFixture {
+        let dir = Scratch::new("runtime");
+        let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let config = crate::RuntimeConfig::new(dir.path().join("data"), vec![root]);
+        let started = crate::Runtime::start(config).unwrap_or_else(|e| panic!("{e}"));
+        RuntimeFixture {
+            runtime: started.runtime,
+            who: crate::Runtime::local_principal(),
+            _dir: dir,
+        }
+    }
+
+    /// A new scripted session's id.
+    pub fn session(&self) -> String {
+        let params = tandem_protocol::client::CreateSessionParams {
+            vendor: None,
+            model: None,
+            effort: None,
+            title: Some("unit".into()),
+            cwd: None,
+            permission_mode: None,
+            visibility: None,
+        };
+        self.runtime
+            .create_session(&self.who, params)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .id
+    }
+
+    /// A client (that keeps up) subscribed to `session` from its start.
+    pub fn watch(&self, session: &str) -> Addr<Sink> {
+        let id = self.runtime.next_client_id();
+        let queue = self.runtime.new_client_queue();
+        let sink = Sink::new(id, queue.clone(), Some(self.runtime.gateway())).start();
+        self.runtime
+            .connect_client(id, sink.clone().recipient(), queue, self.who.clone());
+        self.runtime
+            .subscribe(&self.who, id, session, 0)
+            .unwrap_or_else(|e| panic!("{e}"));
+        sink
+    }
+
+    /// Sends a message; panics when it is refused.
+    pub async fn send(
+        &self,
+        session: &str,
+        text: &str,
+        queue: bool,
+    ) -> crate::session::SendOutcome {
+        self.runtime
+            .send(&self.who, session, text.to_string(), None, queue)
+            .await
+            .unwrap_or_else(|e| panic!("send {text:?}: {e}"))
+    }
+
+    /// The session's stored history.
+    pub async fn history(&self, session: &str) -> Vec<Value> {
+        let (frames, _, _) = self
+            .runtime
+            .events(&self.who, session, 0, crate::runtime::MAX_EVENTS_PAGE)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        frames
+            .iter()
+            .map(|f| serde_json::from_str(f).unwrap_or_else(|e| panic!("{e}")))
+            .collect()
+    }
+}
+
+/// Waits until `sink` has seen `n` `turn_completed` events of `session`; returns
+/// every frame it has.
+pub async fn turns_done(sink: &Addr<Sink>, session: &str, n: usize) -> Vec<Value> {
+    wait_for(&format!("{n} turns of {session}"), || async {
+        let (frames, _) = sink.send(Recorded).await.unwrap_or_else(|e| panic!("{e}"));
+        let done = frames
+            .iter()
+            .filter(|f| f["kind"] == "turn_completed" && f["sessionId"] == session)
+            .count();
+        (done >= n).then_some(frames)
+    })
+    .await
+}
