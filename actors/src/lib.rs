@@ -19,6 +19,8 @@ pub mod runtime;
 pub mod schedule;
 pub mod session;
 pub mod store;
+#[cfg(test)]
+mod testkit;
 pub mod tools;
 
 pub use access::Principal;

@@ -163,6 +163,15 @@ async fn events(
     let who = caller(&req, &state.runtime, state.auth)?;
     let query = web::Query::<EventsQuery>::from_query(req.query_string())
         .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    if query.after > tandem_protocol::MAX_SEQ {
+        return Err(ApiError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "`after` must be at most {} (positions are never wrapped)",
+                tandem_protocol::MAX_SEQ
+            ),
+        ));
+    }
     let (frames, last_seq, has_more) = state
         .runtime
         .events(&who, &id, query.after, query.limit)

@@ -427,7 +427,21 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
                     "every `sessions` entry needs a string `sessionId`".into(),
                 ));
             }
-            ClientRequest::ChatSubscribe(fields(obj, &kind).map_err(&bad)?)
+            let params: SubscribeParams = fields(obj, &kind).map_err(&bad)?;
+            if let Some(entry) = params
+                .sessions
+                .iter()
+                .find(|e| e.last_seq.is_some_and(|s| s > crate::MAX_SEQ))
+            {
+                return Err(FrameError {
+                    session_id: Some(entry.session_id.clone()),
+                    ..bad(format!(
+                        "`lastSeq` must be at most {} (positions are never wrapped)",
+                        crate::MAX_SEQ
+                    ))
+                });
+            }
+            ClientRequest::ChatSubscribe(params)
         }
         "chat.unsubscribe" => ClientRequest::ChatUnsubscribe(fields(obj, &kind).map_err(&bad)?),
         "session.configure" => ClientRequest::SessionConfigure(fields(obj, &kind).map_err(&bad)?),
@@ -499,6 +513,45 @@ mod tests {
         assert_eq!(
             code(r#"{"type":"session.create","permissionMode":"yolo"}"#),
             ErrorCode::InvalidArgument
+        );
+    }
+
+    /// Positions past what the store can hold are refused, never wrapped: `lastSeq`
+    /// 2^64-1 once made the gateway compute `after + 1` = 0 and replay everything.
+    #[test]
+    fn subscribe_positions_are_bounded() {
+        for last in [
+            (crate::MAX_SEQ + 1).to_string(),
+            u64::MAX.to_string(),
+            "18446744073709551616".into(),
+            "-1".into(),
+            "1.5".into(),
+        ] {
+            let text = format!(
+                r#"{{"type":"chat.subscribe","sessions":[{{"sessionId":"s","lastSeq":{last}}}]}}"#
+            );
+            assert_eq!(code(&text), ErrorCode::InvalidArgument, "{last}");
+        }
+        let err = parse_client_frame(&format!(
+            r#"{{"type":"chat.subscribe","sessions":[{{"sessionId":"a"}},{{"sessionId":"b","lastSeq":{}}}]}}"#,
+            u64::MAX
+        ))
+        .err()
+        .unwrap_or_else(|| panic!("should fail"));
+        assert_eq!(err.session_id.as_deref(), Some("b"));
+        let ok = parse_client_frame(&format!(
+            r#"{{"type":"chat.subscribe","sessions":[{{"sessionId":"s","lastSeq":{}}}]}}"#,
+            crate::MAX_SEQ
+        ))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            ok.request,
+            ClientRequest::ChatSubscribe(SubscribeParams {
+                sessions: vec![SubscribeEntry {
+                    session_id: "s".into(),
+                    last_seq: Some(crate::MAX_SEQ),
+                }]
+            })
         );
     }
 

@@ -18,6 +18,12 @@ pub enum TurnStatus {
     Failed,
 }
 
+/// The largest `seq` a history can hold, and so the largest position a client may name
+/// (`chat.subscribe`'s `lastSeq`, REST `after`): the store keeps positions as SQLite's
+/// signed 64-bit integers. Larger positions are refused with `INVALID_ARGUMENT`, never
+/// wrapped.
+pub const MAX_SEQ: u64 = i64::MAX as u64;
+
 /// One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`.
 ///
 /// `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId`

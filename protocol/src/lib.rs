@@ -17,7 +17,7 @@ pub mod session;
 
 pub use client::{parse_client_frame, ClientFrame, ClientRequest, FrameError};
 pub use error::ErrorCode;
-pub use event::{Event, EventBody, TurnStatus};
+pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
 pub use server::ServerFrame;
 pub use session::{
     BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, TaskType, Visibility,

@@ -57,17 +57,61 @@ async fn pushbacks(server: &Server, sid: &str) -> Vec<String> {
         .collect()
 }
 
-/// Waits until `sid` has `n` pushed-back results, then a little longer to catch any
-/// extra one, and returns them.
+/// The user message [`await_pushbacks`] queues into a Driver to settle it.
+const SETTLE: &str = "(settle)";
+
+/// Waits until `sid` has `n` pushed-back results, then settles: waits until no pair
+/// of this Driver holds a delegation token (a token is cleared only once the Driver
+/// has taken its result), then queues a message into the Driver and waits for its turn
+/// to end. Anything pushed back before it was run or queued ahead of it, so an extra
+/// push-back cannot arrive unseen. Returns the push-backs.
 async fn await_pushbacks(server: &Server, sid: &str, n: usize) -> Vec<String> {
+    let mut seen = false;
     for _ in 0..400 {
         if pushbacks(server, sid).await.len() >= n {
+            seen = true;
             break;
         }
         actix_rt::time::sleep(Duration::from_millis(25)).await;
     }
-    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(seen, "{sid}: fewer than {n} push-backs");
+    let mut settled = false;
+    for _ in 0..400 {
+        let (_, pairs) = server.get("/api/v1/pairs").await;
+        let busy = pairs["pairs"].as_array().is_some_and(|ps| {
+            ps.iter()
+                .any(|p| p["driverId"] == sid && p.get("delegation").is_some())
+        });
+        if !busy {
+            settled = true;
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(settled, "{sid}: a delegation never ended");
+    let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+    let mut ws = server.ws().await;
+    ws.subscribe(sid, info["lastSeq"].as_u64().unwrap_or(0))
+        .await;
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": SETTLE, "queue": true}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "user_message" && v["sessionId"] == sid && v["text"] == SETTLE)
+        .await;
+    ws.events_until_turn_end(sid).await;
     pushbacks(server, sid).await
+}
+
+/// `turn_completed` events of a history, leaving out the turns [`await_pushbacks`]
+/// added.
+fn completed_turns(hist: &[Value]) -> usize {
+    let settle: Vec<&Value> = hist
+        .iter()
+        .filter(|e| e["kind"] == "user_message" && e["text"] == SETTLE)
+        .map(|e| &e["turnId"])
+        .collect();
+    hist.iter()
+        .filter(|e| e["kind"] == "turn_completed" && !settle.contains(&&e["turnId"]))
+        .count()
 }
 
 async fn worker_of(server: &Server, driver: &str) -> String {
@@ -180,11 +224,7 @@ async fn detached_delegation_pushes_back_once() {
     assert!(got[0].contains("background result"));
     // The push-back ran as a Driver turn of its own.
     let hist = server.all_events(&d).await;
-    let completions = hist
-        .iter()
-        .filter(|e| e["kind"] == "turn_completed")
-        .count();
-    assert_eq!(completions, 2);
+    assert_eq!(completed_turns(&hist), 2);
 }
 
 #[actix_rt::test]

@@ -1,6 +1,6 @@
 //! Scheduled messages.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 use tandem_tests::{Server, ServerOptions};
@@ -91,9 +91,26 @@ async fn past_times_fire_at_once_and_pending_ones_can_be_cancelled() {
         .request(json!({"type": "session.schedule-cancel", "sessionId": sid, "scheduleId": id}))
         .await;
     assert_eq!(again["code"], "INVALID_ARGUMENT");
-    actix_rt::time::sleep(Duration::from_millis(900)).await;
+    // A later message: by the time it runs, the cancelled one's timer has gone off.
+    ws.ok(json!({"type": "session.schedule", "sessionId": sid, "content": "marker", "at": rfc3339(now_ms() + 900)}))
+        .await;
+    ws.recv_until(|e| e["kind"] == "user_message" && e["text"] == "marker")
+        .await;
+    let turn = ws.events_until_turn_end(&sid).await;
+    assert_eq!(
+        turn.last().map(|e| e["status"].clone()),
+        Some(json!("completed"))
+    );
     let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
-    assert_eq!(info["turnCount"], 1, "a cancelled message never runs");
+    assert_eq!(info["turnCount"], 2, "a cancelled message never runs");
+    assert!(
+        !server
+            .all_events(&sid)
+            .await
+            .iter()
+            .any(|e| e["text"] == "never"),
+        "the cancelled message ran"
+    );
     for (body, code) in [
         (
             json!({"type": "session.schedule", "sessionId": sid, "content": "x", "at": "next tuesday"}),
@@ -101,6 +118,19 @@ async fn past_times_fire_at_once_and_pending_ones_can_be_cancelled() {
         ),
         (
             json!({"type": "session.schedule", "sessionId": sid, "content": "x", "at": rfc3339(now_ms() + 366 * 86_400_000)}),
+            "INVALID_ARGUMENT",
+        ),
+        // Days a month does not have are refused, not rolled over into the next one.
+        (
+            json!({"type": "session.schedule", "sessionId": sid, "content": "x", "at": "2026-02-31T00:00:00Z"}),
+            "INVALID_ARGUMENT",
+        ),
+        (
+            json!({"type": "session.schedule", "sessionId": sid, "content": "x", "at": "2027-02-29T12:00:00Z"}),
+            "INVALID_ARGUMENT",
+        ),
+        (
+            json!({"type": "session.schedule", "sessionId": sid, "content": "x", "at": "2026-11-29T24:00:00Z"}),
             "INVALID_ARGUMENT",
         ),
         (
@@ -121,14 +151,21 @@ async fn past_times_fire_at_once_and_pending_ones_can_be_cancelled() {
     }
 }
 
+/// A message scheduled before a crash fires after the restart, exactly once. The test
+/// proves it fired in the restarted server (every event of its turn is stamped after
+/// the kill), so it cannot pass by the message firing before the kill.
 #[actix_rt::test]
 async fn a_pending_schedule_survives_a_kill_and_fires_once() {
     let server = Server::start();
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
-    ws.ok(json!({"type": "session.schedule", "sessionId": sid, "content": "after the crash", "at": rfc3339(now_ms() + 700)}))
+    let at = now_ms() + 1500;
+    let reply = ws
+        .ok(json!({"type": "session.schedule", "sessionId": sid, "content": "after the crash", "at": rfc3339(at)}))
         .await;
+    let schedule_id = reply["scheduleId"].as_str().unwrap_or_default().to_string();
     let dir = server.kill();
+    let killed_at = now_ms();
     let server = Server::start_in(dir, ServerOptions::default());
     let mut ws = server.ws().await;
     ws.subscribe(&sid, 0).await;
@@ -136,11 +173,45 @@ async fn a_pending_schedule_survives_a_kill_and_fires_once() {
     assert!(turn
         .iter()
         .any(|e| e["kind"] == "user_message" && e["text"] == "after the crash"));
+    assert_eq!(
+        turn.last().map(|e| e["status"].clone()),
+        Some(json!("completed"))
+    );
+    let due = turn
+        .iter()
+        .find(|e| {
+            e["kind"] == "info" && e["text"].as_str().is_some_and(|t| t.contains(&schedule_id))
+        })
+        .unwrap_or_else(|| panic!("no due notice in {turn:?}"));
+    let fired = due["seq"].as_u64().unwrap_or(0);
+    for e in turn.iter().filter(|e| e["seq"].as_u64() >= Some(fired)) {
+        let ts = e["ts"].as_u64().unwrap_or(0);
+        assert!(ts >= killed_at, "the message fired before the kill: {e}");
+    }
+
+    // Another restart fires nothing more. A message sent afterwards runs alone: a
+    // second firing would be due at once and would have run (or interrupted it).
     let dir = server.kill();
     let server = Server::start_in(dir, ServerOptions::default());
-    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    let mut ws = server.ws().await;
+    ws.subscribe(&sid, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "after the second restart"}))
+        .await;
+    ws.recv_until(|e| e["kind"] == "user_message" && e["text"] == "after the second restart")
+        .await;
+    let turn = ws.events_until_turn_end(&sid).await;
+    assert_eq!(
+        turn.last().map(|e| e["status"].clone()),
+        Some(json!("completed"))
+    );
+    let history = server.all_events(&sid).await;
+    let runs = history
+        .iter()
+        .filter(|e| e["kind"] == "user_message" && e["text"] == "after the crash")
+        .count();
+    assert_eq!(runs, 1, "the scheduled message ran {runs} times");
     let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
-    assert_eq!(info["turnCount"], 1);
+    assert_eq!(info["turnCount"], 2);
     let (_, list) = server
         .get(&format!("/api/v1/sessions/{sid}/schedules"))
         .await;

@@ -7,6 +7,12 @@
 //! and the client's receive buffer), so the test keeps producing until the server
 //! reports a lag, then a few turns more. The server runs with a small per-client
 //! budget so that this happens after a few MB.
+//!
+//! Until the slow client lags, turns carry only large events, so every delivery to it
+//! is kilobytes and its byte budget fills long before its actor's mailbox (4,096
+//! messages) could: the outcome is always a `lagged` notice, never the "cannot even be
+//! told" close. Small `/stream` events come once it has lagged (and receives nothing
+//! live). A second test lags one client three times: it is closed with 1008.
 
 use std::time::Duration;
 
@@ -24,18 +30,17 @@ const LINES_PER_TURN: usize = 4;
 const LINE_BYTES: usize = 16 << 10;
 /// And this many small `text_delta`s (`/stream`), for the event count.
 const STREAM_PER_TURN: u64 = 1000;
-/// Turns after the server first reports a lag: events the slow client must catch up on.
-const TURNS_AFTER_LAG: usize = 3;
-/// At least this many turns (over 20,000 events), however early the lag shows.
-const MIN_TURNS: usize = 20;
+/// Turns after the server first reports a lag, each with a `/stream`: events the
+/// slow client must catch up on (over 20,000 in all).
+const TURNS_AFTER_LAG: usize = 20;
 /// Upper bound on turns: ~325 KB each, so 200 turns is far more than any loopback
 /// buffering; reaching it means the server never noticed the slow client.
 const MAX_TURNS: usize = 200;
 /// How long to wait for any one frame.
 const FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The script of turn `t`: big plain lines, then a `/stream`.
-fn turn_script(t: usize) -> String {
+/// The script of turn `t`: big plain lines, then (when `stream`) a `/stream`.
+fn turn_script(t: usize, stream: bool) -> String {
     let mut lines: Vec<String> = (0..LINES_PER_TURN)
         .map(|l| {
             let mut line = format!("turn {t} line {l} ");
@@ -43,7 +48,9 @@ fn turn_script(t: usize) -> String {
             line
         })
         .collect();
-    lines.push(format!("/stream {STREAM_PER_TURN}"));
+    if stream {
+        lines.push(format!("/stream {STREAM_PER_TURN}"));
+    }
     lines.join("\n")
 }
 
@@ -129,7 +136,7 @@ async fn a_client_that_stops_reading_stays_bounded_is_told_and_resumes() {
     let mut lag_turn = None;
     for t in 0..MAX_TURNS {
         driver
-            .ok(json!({"type": "chat.send", "sessionId": sid, "content": turn_script(t)}))
+            .ok(json!({"type": "chat.send", "sessionId": sid, "content": turn_script(t, lag_turn.is_some())}))
             .await;
         let mut turn_bytes = 0;
         loop {
@@ -158,10 +165,12 @@ async fn a_client_that_stops_reading_stays_bounded_is_told_and_resumes() {
         if lag_turn.is_none() {
             let m = metrics(&server).await;
             if m("tandem_lagged_notices_total") + m("tandem_clients_closed_slow_total") > 0 {
+                // Checked before any small event is sent: it lagged, it was not closed.
+                assert_eq!(m("tandem_clients_closed_slow_total"), 0, "closed, not told");
                 lag_turn = Some(t);
             }
         }
-        if t + 1 >= MIN_TURNS && lag_turn.is_some_and(|l| t >= l + TURNS_AFTER_LAG) {
+        if lag_turn.is_some_and(|l| t >= l + TURNS_AFTER_LAG) {
             break;
         }
     }
@@ -180,7 +189,7 @@ async fn a_client_that_stops_reading_stays_bounded_is_told_and_resumes() {
     }
 
     // (b) The slow client finally reads: everything it was sent before the lag, in
-    // order, then the lag notice (or, in the variant that closes such clients, 1008).
+    // order, then the lag notice.
     let mut got: Vec<Vec<u8>> = Vec::new();
     let resume_from = loop {
         match next_or_close(&mut slow).await {
@@ -193,12 +202,7 @@ async fn a_client_that_stops_reading_stays_bounded_is_told_and_resumes() {
             }
             Ok(f) if scan::seq(&f).is_some() => got.push(f),
             Ok(f) => panic!("unexpected frame: {}", text(&f)),
-            Err(code) => {
-                assert_eq!(code, Some(1008), "slow client closed without 1008");
-                // Resume on a new connection from what it has.
-                slow = connect(server.ws_url()).await;
-                break got.len() as u64 + 1;
-            }
+            Err(code) => panic!("slow client closed ({code:?}) instead of being told it lagged"),
         }
     };
     let next_seq = assert_contiguous_from(&got, 1, "slow client before its lag");
@@ -215,9 +219,11 @@ async fn a_client_that_stops_reading_stays_bounded_is_told_and_resumes() {
         m("tandem_events_dropped_lag_total") > 0,
         "no events dropped"
     );
-    assert!(
-        m("tandem_lagged_notices_total") + m("tandem_clients_closed_slow_total") > 0,
-        "no lag notice and no slow close counted"
+    assert_eq!(m("tandem_lagged_notices_total"), 1, "one lag, one notice");
+    assert_eq!(
+        m("tandem_clients_closed_slow_total"),
+        0,
+        "a client that lagged once is not closed"
     );
 
     // (d) Subscribing again after resumeFrom - 1 delivers exactly what was missed.
@@ -255,4 +261,109 @@ async fn a_client_that_stops_reading_stays_bounded_is_told_and_resumes() {
     );
     slow.close().await;
     normal.close().await;
+}
+
+/// Runs one turn of large events in `sid` and reads it to its end on `reader`.
+async fn big_turn(driver: &mut tandem_tests::WsClient, reader: &mut RawWs, sid: &str, t: usize) {
+    driver
+        .ok(json!({"type": "chat.send", "sessionId": sid, "content": turn_script(t, false)}))
+        .await;
+    loop {
+        let Some(f) = next(reader).await else {
+            panic!("reader closed in turn {t}");
+        };
+        assert_ne!(scan::kind(&f), Some(&b"lagged"[..]), "the reader lagged");
+        if scan::kind(&f) == Some(b"turn_completed") && parse(&f)["sessionId"] == sid {
+            return;
+        }
+    }
+}
+
+/// A client that lags in three sessions within 30 s is closed with 1008: it is told
+/// of the first two lags, in order, after everything it was sent before each, and then
+/// the socket closes. Deterministic: only large events are sent, so its byte budget
+/// (not its mailbox) is what overflows, and every notice fits its mailbox.
+#[actix_rt::test]
+async fn a_client_that_lags_three_times_is_closed_with_1008() {
+    let server = Server::start_with(ServerOptions {
+        args: vec!["--client-queue-bytes".into(), QUEUE_LIMIT.to_string()],
+        ..ServerOptions::default()
+    });
+    let mut driver = server.ws().await;
+    let sessions = [
+        driver.create_session().await,
+        driver.create_session().await,
+        driver.create_session().await,
+    ];
+    let connect =
+        |url: String| async move { RawWs::connect(&url).await.unwrap_or_else(|e| panic!("{e}")) };
+    let mut reader = connect(server.ws_url()).await;
+    let mut slow = connect(server.ws_url()).await;
+    for sid in &sessions {
+        subscribe(&mut reader, sid, 0).await;
+        subscribe(&mut slow, sid, 0).await;
+    }
+    // Session after session, turns until the slow client has lagged in it.
+    let mut t = 0;
+    for (i, sid) in sessions.iter().enumerate() {
+        let lags = i as u64 + 1;
+        loop {
+            assert!(t < MAX_TURNS, "{MAX_TURNS} turns and lag {lags} never came");
+            big_turn(&mut driver, &mut reader, sid, t).await;
+            t += 1;
+            let m = metrics(&server).await;
+            let seen = m("tandem_lagged_notices_total") + m("tandem_clients_closed_slow_total");
+            assert!(seen <= lags, "lagged in a session it was not sent");
+            if seen == lags {
+                break;
+            }
+        }
+    }
+    let m = metrics(&server).await;
+    assert_eq!(m("tandem_lagged_notices_total"), 2, "two notices");
+    assert_eq!(m("tandem_clients_closed_slow_total"), 1, "then the close");
+
+    // The slow client reads: per session, contiguous events from 1, then (for the
+    // first two) the notice resuming right after them; then the close.
+    let mut got: Vec<Vec<Vec<u8>>> = vec![Vec::new(); sessions.len()];
+    let mut notices: Vec<(usize, u64)> = Vec::new();
+    let code = loop {
+        match next_or_close(&mut slow).await {
+            Ok(f) if scan::kind(&f) == Some(b"lagged") => {
+                let notice = parse(&f);
+                let i = sessions
+                    .iter()
+                    .position(|s| notice["sessionId"] == s.as_str())
+                    .unwrap_or_else(|| panic!("notice for an unknown session: {notice}"));
+                let resume = notice["resumeFrom"].as_u64().unwrap_or(0);
+                assert_eq!(resume, got[i].len() as u64 + 1, "resumeFrom of {notice}");
+                notices.push((i, resume));
+            }
+            Ok(f) if scan::seq(&f).is_some() => {
+                let v = parse(&f);
+                let i = sessions
+                    .iter()
+                    .position(|s| v["sessionId"] == s.as_str())
+                    .unwrap_or_else(|| panic!("event of an unknown session: {}", text(&f)));
+                assert!(
+                    !notices.iter().any(|(n, _)| *n == i),
+                    "an event after its session's lag notice: {}",
+                    text(&f)
+                );
+                got[i].push(f);
+            }
+            Ok(f) => panic!("unexpected frame: {}", text(&f)),
+            Err(code) => break code,
+        }
+    };
+    assert_eq!(code, Some(1008), "closed without 1008");
+    assert_eq!(
+        notices.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        vec![0, 1],
+        "the first two lags are told, in order"
+    );
+    for (i, frames) in got.iter().enumerate() {
+        assert_contiguous_from(frames, 1, &format!("slow client, session {i}"));
+    }
+    reader.close().await;
 }

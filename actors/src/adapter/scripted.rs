@@ -3,6 +3,9 @@
 //!
 //! - plain line → a few `text_delta`s, then one `assistant_message`
 //! - `/sleep MS` → waits (an interrupt ends the wait at once)
+//! - `/stubborn MS` → waits MS and ignores any interrupt meanwhile, like a vendor that
+//!   never confirms one (to exercise the session's own fallback); the rest of the
+//!   script then runs on
 //! - `/stream N` → N `text_delta`s `"chunk i "` as fast as possible, then the whole text
 //! - `/tool NAME {json}` → calls a session-bound tool through the shared tool router
 //! - `/fail MESSAGE` → the turn fails with MESSAGE
@@ -38,6 +41,7 @@ const AWAIT_EVERY: u64 = 32;
 enum Step {
     Text(String),
     Sleep(u64),
+    Stubborn(u64),
     Stream(u64),
     Tool {
         name: String,
@@ -66,6 +70,7 @@ fn parse_script(text: &str) -> Vec<Step> {
             let number = |s: &str| s.parse::<u64>().ok();
             match head {
                 "/sleep" => number(rest).map(Step::Sleep),
+                "/stubborn" => number(rest).map(Step::Stubborn),
                 "/stream" => number(rest).map(Step::Stream),
                 "/fail" => Some(Step::Fail(if rest.is_empty() {
                     "scripted failure".into()
@@ -125,6 +130,8 @@ pub struct ScriptedAgent {
     tasks: Vec<(BackgroundTask, SpawnHandle)>,
     /// Permission requests of the running script, waiting for an answer.
     asks: HashMap<String, oneshot::Sender<Answer>>,
+    /// The running script is in a `/stubborn` step: interrupts are ignored.
+    stubborn: bool,
 }
 
 /// A person's answer to an `/ask`: allowed, or denied with a message.
@@ -136,6 +143,19 @@ type Answer = Result<(), String>;
 struct AwaitAnswer {
     request_id: String,
     reply: oneshot::Sender<Answer>,
+}
+
+/// Sent by a running script to its own actor around a `/stubborn` step.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Stubborn(bool);
+
+impl Handler<Stubborn> for ScriptedAgent {
+    type Result = ();
+
+    fn handle(&mut self, msg: Stubborn, _: &mut Context<Self>) {
+        self.stubborn = msg.0;
+    }
 }
 
 impl Handler<AwaitAnswer> for ScriptedAgent {
@@ -164,6 +184,7 @@ impl ScriptedAgent {
             turn: None,
             tasks: Vec::new(),
             asks: HashMap::new(),
+            stubborn: false,
         }
     }
 
@@ -226,6 +247,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 internal,
                 settings,
             } => {
+                self.stubborn = false;
                 if let Some((old, handle)) = self.turn.take() {
                     // The session never starts a turn while one runs; if it somehow
                     // did, the old turn still ends exactly once.
@@ -268,6 +290,10 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 self.turn = Some((turn_id, handle));
             }
             AdapterCommand::Interrupt { turn_id } => {
+                if self.stubborn {
+                    tracing::debug!(session = %self.session_id, turn = %turn_id, "stubborn script ignores an interrupt");
+                    return;
+                }
                 if self.turn.as_ref().is_some_and(|(id, _)| *id == turn_id) {
                     if let Some((id, handle)) = self.turn.take() {
                         ctx.cancel_future(handle);
@@ -389,6 +415,15 @@ impl Run {
                     }
                 }
                 Step::Sleep(ms) => actix_rt::time::sleep(Duration::from_millis(ms)).await,
+                Step::Stubborn(ms) => {
+                    if self.me.send(Stubborn(true)).await.is_err() {
+                        return;
+                    }
+                    actix_rt::time::sleep(Duration::from_millis(ms)).await;
+                    if self.me.send(Stubborn(false)).await.is_err() {
+                        return;
+                    }
+                }
                 Step::Stream(n) => {
                     let mut all = String::new();
                     for i in 0..n {
@@ -485,13 +520,14 @@ mod tests {
     #[test]
     fn parses_every_directive() {
         let steps = parse_script(
-            "hello\n/sleep 5\n/stream 3\n/tool t {\"a\":1}\n/background b1 100 long job\n/what x\n/sleep x\n\n/ask Bash {\"command\":\"ls\"}\n/fail boom",
+            "hello\n/sleep 5\n/stubborn 7\n/stream 3\n/tool t {\"a\":1}\n/background b1 100 long job\n/what x\n/sleep x\n\n/ask Bash {\"command\":\"ls\"}\n/fail boom",
         );
         assert_eq!(
             steps,
             vec![
                 Step::Text("hello".into()),
                 Step::Sleep(5),
+                Step::Stubborn(7),
                 Step::Stream(3),
                 Step::Tool {
                     name: "t".into(),

@@ -73,6 +73,30 @@ mod tests {
     #[actix_rt::test]
     async fn gives_up_after_the_limit() {
         let gate = FlowGate::new(0);
-        gate.wait_for(1, Duration::from_millis(20)).await;
+        let started = std::time::Instant::now();
+        let limit = Duration::from_millis(50);
+        // Nothing ever publishes seq 1: the wait ends only because of its limit...
+        let waited = tokio::time::timeout(Duration::from_secs(20), gate.wait_for(1, limit)).await;
+        assert!(waited.is_ok(), "wait_for ignored its limit");
+        // ...and not before it (timers never fire early).
+        assert!(started.elapsed() >= limit, "gave up before the limit");
+    }
+
+    #[actix_rt::test]
+    async fn published_seqs_pass_at_once() {
+        let gate = FlowGate::new(5);
+        let waited = tokio::time::timeout(
+            Duration::from_secs(20),
+            gate.wait_for(5, Duration::from_secs(3600)),
+        )
+        .await;
+        assert!(waited.is_ok(), "a published seq must not wait");
+        gate.advance(3);
+        let waited = tokio::time::timeout(
+            Duration::from_secs(20),
+            gate.wait_for(4, Duration::from_secs(3600)),
+        )
+        .await;
+        assert!(waited.is_ok(), "advance never moves the gate back");
     }
 }

@@ -11,6 +11,8 @@
 mod client;
 mod flow;
 mod messages;
+#[cfg(test)]
+mod tests;
 mod topic;
 
 use std::collections::{HashMap, VecDeque};
@@ -623,7 +625,7 @@ impl Handler<Subscribe> for Gateway {
         client.subs.insert(
             msg.session_id.clone(),
             Sub {
-                next: msg.after + 1,
+                next: msg.after.saturating_add(1),
                 live: false,
                 reading: false,
                 generation,

@@ -7,6 +7,8 @@
 //! The pair resolves a delegation at most once (`resolving`), and the Driver's session
 //! drops a push-back whose id it has already taken (a re-send after a crash).
 
+#[cfg(test)]
+mod tests;
 pub mod texts;
 
 use std::sync::{Arc, Mutex};

@@ -73,6 +73,7 @@ impl Runtime {
         last_seq: u64,
     ) -> Result<(), RuntimeError> {
         let handle = self.visible(who, id)?;
+        check_position(last_seq)?;
         let info = handle.shared.info();
         let ack: ByteString = ServerFrame::ChatSubscribed {
             session_id: info.id.clone(),
@@ -120,6 +121,7 @@ impl Runtime {
         limit: usize,
     ) -> Result<(Vec<String>, u64, bool), RuntimeError> {
         let handle = self.visible(who, id)?;
+        check_position(after)?;
         let limit = limit.clamp(1, MAX_EVENTS_PAGE);
         let store = self.inner.store.clone();
         let sid = id.to_string();
@@ -135,4 +137,16 @@ impl Runtime {
             has_more,
         ))
     }
+}
+
+/// Refuses a position past the largest `seq` a history can hold: positions are never
+/// wrapped (`after + 1` on 2^64-1 once replayed everything).
+fn check_position(after: u64) -> Result<(), RuntimeError> {
+    if after > tandem_protocol::MAX_SEQ {
+        return Err(RuntimeError::InvalidArgument(format!(
+            "position {after} is past the largest possible seq {}",
+            tandem_protocol::MAX_SEQ
+        )));
+    }
+    Ok(())
 }

@@ -2,8 +2,10 @@
 //! same) vendor, and the new session may page the old history.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::Command;
 
 use tandem_protocol::client::HandoffParams;
 use tandem_protocol::{EventBody, SessionInfo};
@@ -30,44 +32,54 @@ pub struct Handoff {
     pub target_vendor: String,
 }
 
-/// `git status --short --branch` of `cwd`, or a note saying why there is none. Runs
-/// with a minimal environment and gives up after a few seconds.
-fn git_status(cwd: &Path) -> String {
-    let child = Command::new("git")
-        .args(["status", "--short", "--branch"])
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("GIT_OPTIONAL_LOCKS", "0")
+/// How long `git status` may take before the handoff goes on without it.
+const GIT_STATUS_LIMIT: Duration = Duration::from_secs(5);
+
+/// Why a bounded command gave no output.
+#[derive(Debug, PartialEq)]
+enum RunFailure {
+    /// It could not be started.
+    Spawn,
+    /// It exited unsuccessfully.
+    Failed,
+    /// It did not finish in time (and was killed).
+    TimedOut,
+}
+
+/// Runs `cmd` to completion and returns its stdout, or why not. The process is killed
+/// when `limit` passes: the future owning it is dropped, and `kill_on_drop` ends it.
+async fn run_bounded(mut cmd: Command, limit: Duration) -> Result<String, RunFailure> {
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn();
-    let Ok(mut child) = child else {
-        return "not a git repository (git is not available)".into();
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => {
-                let out = child
-                    .wait_with_output()
-                    .map(|o| String::from_utf8_lossy(&o.stdout).trim_end().to_string())
-                    .unwrap_or_default();
-                return if out.is_empty() {
-                    "(clean)".into()
-                } else {
-                    out
-                };
-            }
-            Ok(Some(_)) => return "not a git repository".into(),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return "git status did not answer in time".into();
-            }
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|_| RunFailure::Spawn)?;
+    match tokio::time::timeout(limit, child.wait_with_output()).await {
+        Ok(Ok(out)) if out.status.success() => {
+            Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
         }
+        Ok(_) => Err(RunFailure::Failed),
+        Err(_) => Err(RunFailure::TimedOut),
+    }
+}
+
+/// `git status --short --branch` of `cwd`, or a note saying why there is none. Runs
+/// with a minimal environment and gives up after [`GIT_STATUS_LIMIT`].
+async fn git_status(cwd: &Path) -> String {
+    let mut cmd = Command::new("git");
+    cmd.args(["status", "--short", "--branch"])
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_OPTIONAL_LOCKS", "0");
+    match run_bounded(cmd, GIT_STATUS_LIMIT).await {
+        Ok(out) if out.is_empty() => "(clean)".into(),
+        Ok(out) => out,
+        Err(RunFailure::Spawn) => "not a git repository (git is not available)".into(),
+        Err(RunFailure::Failed) => "not a git repository".into(),
+        Err(RunFailure::TimedOut) => "git status did not answer in time".into(),
     }
 }
 
@@ -120,9 +132,7 @@ impl Runtime {
         })?;
         let entries = transcript(&frames);
         let cwd = source.cwd.clone();
-        let git = actix_rt::task::spawn_blocking(move || git_status(Path::new(&cwd)))
-            .await
-            .unwrap_or_else(|_| "git status failed".into());
+        let git = git_status(Path::new(&cwd)).await;
         let source_vendor = self
             .vendor(&source.vendor)
             .map(|v| v.display_name.to_string())
@@ -213,5 +223,95 @@ impl Runtime {
             );
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch directory removed on drop.
+    struct Scratch(std::path::PathBuf);
+
+    impl Scratch {
+        fn new(label: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!(
+                "tandem-{label}-{}-{}",
+                std::process::id(),
+                crate::clock::random_id("", 4)
+            ));
+            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+            Scratch(dir)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// True while `pid` runs (a zombie or a reaped process does not).
+    fn running(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
+                Some(state != "Z" && state != "X")
+            })
+            .unwrap_or(false)
+    }
+
+    #[actix_rt::test]
+    async fn a_command_that_hangs_is_killed_at_the_limit() {
+        let dir = Scratch::new("hang");
+        let pidfile = dir.0.join("pid");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("echo $$ > {}; exec sleep 30", pidfile.display()));
+        assert_eq!(
+            run_bounded(cmd, Duration::from_secs(2)).await,
+            Err(RunFailure::TimedOut)
+        );
+        let pid = std::fs::read_to_string(&pidfile).unwrap_or_else(|e| panic!("{e}"));
+        let pid = pid.trim();
+        // Killed, not left running: wait (bounded) for the kill to land.
+        let mut alive = true;
+        for _ in 0..500 {
+            alive = running(pid);
+            if !alive {
+                break;
+            }
+            actix_rt::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(!alive, "process {pid} still runs after the limit");
+    }
+
+    #[actix_rt::test]
+    async fn output_failure_and_missing_programs_are_told_apart() {
+        let mut echo = Command::new("sh");
+        echo.args(["-c", "echo hello; echo"]);
+        assert_eq!(
+            run_bounded(echo, Duration::from_secs(20)).await,
+            Ok("hello".into())
+        );
+        let mut fail = Command::new("sh");
+        fail.args(["-c", "exit 3"]);
+        assert_eq!(
+            run_bounded(fail, Duration::from_secs(20)).await,
+            Err(RunFailure::Failed)
+        );
+        let missing = Command::new("/nonexistent/tandem-no-such-program");
+        assert_eq!(
+            run_bounded(missing, Duration::from_secs(20)).await,
+            Err(RunFailure::Spawn)
+        );
+    }
+
+    #[actix_rt::test]
+    async fn git_status_outside_a_repository() {
+        let dir = Scratch::new("git-status");
+        let status = git_status(&dir.0).await;
+        assert!(status.starts_with("not a git repository"), "{status}");
     }
 }

@@ -7,6 +7,8 @@ mod pairing;
 mod proposal;
 mod schedules;
 mod spawn;
+#[cfg(test)]
+mod tests;
 mod turns;
 
 use std::sync::atomic::{AtomicU64, Ordering};

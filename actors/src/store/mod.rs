@@ -170,12 +170,21 @@ impl Store {
         limit: usize,
         max_bytes: usize,
     ) -> Result<(Vec<(u64, String)>, bool), RuntimeError> {
+        // SQLite holds positions as i64: a larger `after` is refused, never wrapped
+        // (wrapped, 2^63 would read as negative and return the whole history).
+        let after = i64::try_from(after).map_err(|_| {
+            RuntimeError::InvalidArgument(format!(
+                "position {after} is past the largest possible seq {}",
+                tandem_protocol::MAX_SEQ
+            ))
+        })?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.with_reader(|conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT seq, frame FROM events WHERE session_id = ?1 AND seq > ?2 \
                  ORDER BY seq LIMIT ?3",
             )?;
-            let mut rows = stmt.query(params![session_id, after as i64, limit as i64])?;
+            let mut rows = stmt.query(params![session_id, after, limit])?;
             let mut out = Vec::new();
             let mut bytes = 0;
             while let Some(row) = rows.next()? {
@@ -186,7 +195,7 @@ impl Store {
                     return Ok((out, false));
                 }
             }
-            let exhausted = out.len() < limit;
+            let exhausted = (out.len() as i64) < limit;
             Ok((out, exhausted))
         })
     }

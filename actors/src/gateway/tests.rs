@@ -1,0 +1,264 @@
+//! The gateway on its own: a real store, the gateway actor, and stand-in clients
+//! ([`Sink`]) in place of WebSocket actors. Commits are handed to it the way the store
+//! writer does: written to SQLite first, then `Committed`.
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use bytestring::ByteString;
+use serde_json::json;
+use tandem_protocol::EventBody;
+
+use super::*;
+use crate::access::Principal;
+use crate::session::event_frame;
+use crate::store::WriteOp;
+use crate::testkit::{seqs, wait_for, Recorded, Scratch, Sink};
+
+/// A gateway over a fresh store.
+struct Fixture {
+    _dir: Scratch,
+    store: Store,
+    metrics: Arc<Metrics>,
+    gateway: Addr<Gateway>,
+    gate: Arc<FlowGate>,
+}
+
+impl Fixture {
+    fn new(ring_events: usize) -> Fixture {
+        let dir = Scratch::new("gateway");
+        let store = Store::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let metrics = Arc::new(Metrics::default());
+        let gateway = Gateway::new(store.clone(), metrics.clone(), ring_events).start();
+        Fixture {
+            _dir: dir,
+            store,
+            metrics,
+            gateway,
+            gate: Arc::new(FlowGate::new(0)),
+        }
+    }
+
+    /// Event `seq` of `session`, padded to about `size` bytes.
+    fn event(&self, session: &str, seq: u64, size: usize) -> StoredEvent {
+        let text = format!("{session} {seq} {}", "x".repeat(size.saturating_sub(100)));
+        let frame = event_frame(session, seq, 1, None, EventBody::Info { text })
+            .unwrap_or_else(|e| panic!("{e}"));
+        StoredEvent {
+            session_id: session.into(),
+            seq,
+            frame: frame.into(),
+            gate: self.gate.clone(),
+        }
+    }
+
+    /// Stores events `seqs` of `session` and hands them to the gateway as one commit,
+    /// waiting until the gateway has handled it.
+    async fn commit(&self, session: &str, seqs: std::ops::RangeInclusive<u64>, size: usize) {
+        let events: Vec<StoredEvent> = seqs.map(|s| self.event(session, s, size)).collect();
+        let ops: Vec<WriteOp> = events.iter().cloned().map(WriteOp::Event).collect();
+        self.store.write_now(&ops).unwrap_or_else(|e| panic!("{e}"));
+        self.gateway
+            .send(Committed(events))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// A client with a `limit`-byte budget; `drains` says whether it keeps up.
+    async fn client(&self, id: u64, limit: usize, drains: bool) -> Addr<Sink> {
+        let queue = Arc::new(ClientQueue::new(limit, self.metrics.clone()));
+        let sink = Sink::new(id, queue.clone(), drains.then(|| self.gateway.clone())).start();
+        self.gateway
+            .send(Connect {
+                client_id: id,
+                sink: sink.clone().recipient(),
+                queue,
+                principal: Principal {
+                    user_id: "admin".into(),
+                    admin: true,
+                },
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        sink
+    }
+
+    async fn subscribe(&self, client: u64, session: &str, after: u64) {
+        let ack: ByteString = json!({"kind": "chat_subscribed", "sessionId": session})
+            .to_string()
+            .into();
+        self.gateway
+            .send(Subscribe {
+                client_id: client,
+                session_id: session.into(),
+                after,
+                ack,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+async fn recorded(sink: &Addr<Sink>) -> (Vec<serde_json::Value>, Option<u16>) {
+    sink.send(Recorded).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A subscription that starts deep in a stored history, while commits keep coming,
+/// receives every later event once, in order: store pages (held back until the client
+/// drains), then the ring, then live, with no gap and no duplicate at the seams.
+#[actix_rt::test]
+async fn replay_then_live_has_no_gap_and_no_duplicate() {
+    // A small ring, so the replay must go to the store for most of the history.
+    let fx = Fixture::new(64);
+    let sid = "ses_replay";
+    let stored = 3000;
+    for start in (1..=stored).step_by(500) {
+        fx.commit(sid, start..=start + 499, 300).await;
+    }
+    // A 64 KiB budget: replay pages of 32 KiB, about a hundred events each.
+    let sink = fx.client(1, 64 << 10, true).await;
+    let after = 17;
+    fx.subscribe(1, sid, after).await;
+    // Commits land while the first pages are being read and sent.
+    let total = stored + 400;
+    for start in (stored + 1..=total).step_by(20) {
+        fx.commit(sid, start..=start + 19, 300).await;
+    }
+    let frames = wait_for("the whole history", || async {
+        let (frames, _) = recorded(&sink).await;
+        (seqs(&frames, sid).last() == Some(&total)).then_some(frames)
+    })
+    .await;
+    assert_eq!(frames[0]["kind"], "chat_subscribed", "the ack comes first");
+    let got = seqs(&frames, sid);
+    let want: Vec<u64> = (after + 1..=total).collect();
+    assert_eq!(got.len(), want.len(), "events missing or repeated");
+    assert_eq!(got, want);
+    // Live from here on.
+    fx.commit(sid, total + 1..=total + 1, 300).await;
+    let (frames, _) = wait_for("a live event", || async {
+        let r = recorded(&sink).await;
+        (seqs(&r.0, sid).last() == Some(&(total + 1))).then_some(r)
+    })
+    .await;
+    assert_eq!(seqs(&frames, sid).len(), want.len() + 1);
+}
+
+/// A subscription from the ring (recent history in memory) also joins live without a
+/// gap, and a second subscription to the same session replaces the first.
+#[actix_rt::test]
+async fn ring_replay_and_resubscribe() {
+    let fx = Fixture::new(1024);
+    let sid = "ses_ring";
+    fx.commit(sid, 1..=50, 200).await;
+    let sink = fx.client(1, 1 << 20, true).await;
+    fx.subscribe(1, sid, 40).await;
+    fx.commit(sid, 51..=60, 200).await;
+    fx.subscribe(1, sid, 55).await;
+    fx.commit(sid, 61..=70, 200).await;
+    let (frames, _) = wait_for("event 70", || async {
+        let r = recorded(&sink).await;
+        (seqs(&r.0, sid).last() == Some(&70)).then_some(r)
+    })
+    .await;
+    let got = seqs(&frames, sid);
+    // First subscription: 41..=60 (at least up to the re-subscribe); second: 56..=70.
+    let second = got
+        .iter()
+        .rposition(|s| *s == 56)
+        .unwrap_or_else(|| panic!("no replay from 56: {got:?}"));
+    assert_eq!(got[second..], (56..=70).collect::<Vec<_>>()[..]);
+    assert_eq!(got[..second], (41..=60).collect::<Vec<_>>()[..]);
+}
+
+/// A live subscriber that stops draining is cut off once its budget would overflow:
+/// it gets every event that fit, in order, then `lagged` naming the first it missed,
+/// and nothing more of that session; other subscribers are unaffected.
+#[actix_rt::test]
+async fn a_client_over_budget_is_told_where_to_resume() {
+    let fx = Fixture::new(1024);
+    let sid = "ses_lag";
+    let stalled = fx.client(1, 8 << 10, false).await;
+    let healthy = fx.client(2, 8 << 10, true).await;
+    // Subscribed at the newest event, both go live at once (a replay, by contrast,
+    // would wait for a stalled client to drain rather than drop it).
+    fx.commit(sid, 1..=1, 100).await;
+    fx.subscribe(1, sid, 1).await;
+    fx.subscribe(2, sid, 1).await;
+    for seq in 2..=40 {
+        fx.commit(sid, seq..=seq, 1000).await;
+    }
+    let (frames, close) = recorded(&stalled).await;
+    assert_eq!(close, None, "one lag does not close the client");
+    let got = seqs(&frames, sid);
+    assert!(!got.is_empty() && got.len() < 39, "{got:?}");
+    assert_eq!(got, (2..=got.len() as u64 + 1).collect::<Vec<_>>());
+    let notices: Vec<&serde_json::Value> =
+        frames.iter().filter(|f| f["kind"] == "lagged").collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0]["sessionId"], sid);
+    assert_eq!(notices[0]["resumeFrom"], got.len() as u64 + 2);
+    assert_eq!(frames.last().map(|f| &f["kind"]), Some(&json!("lagged")));
+    let (frames, _) = wait_for("the healthy client's events", || async {
+        let r = recorded(&healthy).await;
+        (seqs(&r.0, sid).len() == 39).then_some(r)
+    })
+    .await;
+    assert_eq!(seqs(&frames, sid), (2..=40).collect::<Vec<_>>());
+    use std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(fx.metrics.lagged_notices.load(Relaxed), 1);
+    assert_eq!(fx.metrics.clients_closed_slow.load(Relaxed), 0);
+}
+
+/// The third lag within the window closes the client with 1008 instead of a notice.
+#[actix_rt::test]
+async fn a_third_lag_closes_the_client() {
+    let fx = Fixture::new(1024);
+    let stalled = fx.client(1, 8 << 10, false).await;
+    let sessions = ["ses_a", "ses_b", "ses_c"];
+    for sid in sessions {
+        fx.commit(sid, 1..=1, 100).await;
+        fx.subscribe(1, sid, 1).await;
+    }
+    for sid in sessions {
+        for seq in 2..=12 {
+            fx.commit(sid, seq..=seq, 1000).await;
+        }
+    }
+    let (frames, close) = recorded(&stalled).await;
+    let notices: Vec<&serde_json::Value> =
+        frames.iter().filter(|f| f["kind"] == "lagged").collect();
+    assert_eq!(
+        notices
+            .iter()
+            .map(|n| n["sessionId"].clone())
+            .collect::<Vec<_>>(),
+        vec![json!("ses_a"), json!("ses_b")]
+    );
+    assert_eq!(close, Some(1008));
+    use std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(fx.metrics.lagged_notices.load(Relaxed), 2);
+    assert_eq!(fx.metrics.clients_closed_slow.load(Relaxed), 1);
+}
+
+/// Positions never wrap: a subscription after the largest `seq` gets nothing from a
+/// history, where `after + 1` wrapping to 0 would replay all of it.
+#[actix_rt::test]
+async fn the_largest_position_replays_nothing() {
+    let fx = Fixture::new(1024);
+    let sid = "ses_max";
+    fx.commit(sid, 1..=5, 200).await;
+    let sink = fx.client(1, 1 << 20, true).await;
+    fx.subscribe(1, sid, u64::MAX).await;
+    fx.subscribe(1, "ses_other", 0).await;
+    let (frames, _) = wait_for("both acks", || async {
+        let r = recorded(&sink).await;
+        (r.0.iter()
+            .filter(|f| f["kind"] == "chat_subscribed")
+            .count()
+            == 2)
+            .then_some(r)
+    })
+    .await;
+    assert!(seqs(&frames, sid).is_empty(), "{frames:?}");
+}
