@@ -154,7 +154,7 @@ impl RuntimeFixture {
     }
 
     /// A new scripted session's id.
-    pub fn session(&self) -> String {
+    pub async fn session(&self) -> String {
         let params = tandem_protocol::client::CreateSessionParams {
             vendor: None,
             model: None,
@@ -166,6 +166,7 @@ impl RuntimeFixture {
         };
         self.runtime
             .create_session(&self.who, params)
+            .await
             .unwrap_or_else(|e| panic!("{e}"))
             .id
     }

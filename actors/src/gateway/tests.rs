@@ -29,7 +29,13 @@ impl Fixture {
         let dir = Scratch::new("gateway");
         let store = Store::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
         let metrics = Arc::new(Metrics::default());
-        let gateway = Gateway::new(store.clone(), metrics.clone(), ring_events).start();
+        let gateway = Gateway::new(
+            store.clone(),
+            metrics.clone(),
+            ring_events,
+            std::time::Duration::from_secs(30),
+        )
+        .start();
         Fixture {
             _dir: dir,
             store,

@@ -83,7 +83,7 @@ async fn racing_endings_resolve_a_detached_delegation_once() {
     let fx = RuntimeFixture::start();
     let rounds = 16u64;
     for round in 0..rounds {
-        let d = fx.session();
+        let d = fx.session().await;
         let (pair_id, w) = pair(&fx, &d).await;
         let ms = round % 4;
         let out = delegate(
@@ -119,7 +119,7 @@ async fn racing_endings_resolve_a_detached_delegation_once() {
 async fn a_waiting_delegation_racing_an_interrupt_is_told_once() {
     let fx = RuntimeFixture::start();
     for round in 0..12u64 {
-        let d = fx.session();
+        let d = fx.session().await;
         let (_, w) = pair(&fx, &d).await;
         let ms = round % 4;
         let call = delegate(

@@ -27,7 +27,7 @@ fn turn_kinds(events: &[Value]) -> Vec<(String, String)> {
 #[actix_rt::test]
 async fn one_turn_at_a_time_queue_in_order_and_seq_without_gaps() {
     let fx = RuntimeFixture::start();
-    let sid = fx.session();
+    let sid = fx.session().await;
     let sink = fx.watch(&sid);
     assert_eq!(
         fx.send(&sid, "/stream 200\n/sleep 50\nfirst", false).await,
@@ -104,7 +104,7 @@ async fn one_turn_at_a_time_queue_in_order_and_seq_without_gaps() {
 #[actix_rt::test]
 async fn an_unconfirmed_interrupt_is_closed_by_the_session() {
     let fx = RuntimeFixture::start();
-    let sid = fx.session();
+    let sid = fx.session().await;
     let sink = fx.watch(&sid);
     fx.send(&sid, "/stubborn 60000\nlate", false).await;
     fx.send(&sid, "after", true).await;

@@ -265,13 +265,13 @@ impl Writer {
             Ok(()) => {
                 self.failing_since = None;
                 Metrics::inc(&self.metrics.commits);
-                let acknowledge = self.recovering.is_empty();
+                let failures = self.failures.load(Ordering::Acquire);
                 let mut events = Vec::new();
                 for op in batch.drain(..) {
                     match op {
-                        // Not while a session recovers: its dropped writes may be the
-                        // ones this marker stands for.
-                        WriteOp::Sync(..) if !acknowledge => {}
+                        // A failed commit or a dropped write since the caller took its
+                        // epoch may have hit the writes this marker stands for.
+                        WriteOp::Sync(_, epoch) if epoch != failures => {}
                         op => op.committed(&mut events),
                     }
                 }
