@@ -1,0 +1,127 @@
+//! Background work and the running panel; a session with 100,000 events opens at its
+//! newest part and pages older parts in while the DOM stays bounded.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::{create_session, skip, Page};
+
+#[actix_rt::test]
+async fn a_background_task_is_stopped_from_the_running_panel() {
+    if skip() {
+        return;
+    }
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+    let id = create_session(&page, "indexer").await;
+    page.open_session(&id).await;
+    page.send(&id, "/background idx 120000 indexing the repository")
+        .await;
+    page.wait_text(&id, ".chat-head .chip.bg", "indexing the repository")
+        .await;
+    b.wait(
+        "the list badge",
+        "document.querySelector('.session-list .badge.bg')",
+    )
+    .await;
+    b.click(".top .btn[aria-controls=running]").await;
+    b.wait(
+        "the task in the running panel",
+        "document.querySelector('#running button[data-task=idx]')",
+    )
+    .await;
+    b.screenshot("running").await;
+    page.assert_accessible("running panel").await;
+    b.click("#running button[data-task=idx]").await;
+    b.wait(
+        "the panel to empty",
+        "!document.querySelector('#running button[data-task]') && document.querySelector('#running p.muted')",
+    )
+    .await;
+    b.wait(
+        "the header chip to go",
+        "!document.querySelector('.chat-head .chip.bg')",
+    )
+    .await;
+    let (_, running) = page.server.get("/api/v1/sessions/running").await;
+    assert_eq!(running["sessions"], json!([]));
+}
+
+#[actix_rt::test]
+async fn a_hundred_thousand_events_open_fast_with_a_bounded_dom() {
+    if skip() {
+        return;
+    }
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+    let id = create_session(&page, "huge").await;
+    let mut ws = page.ws().await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 100000\nfinal line"}))
+        .await;
+    // Wait for the turn to end (bounded polling of REST).
+    let mut last_seq = 0;
+    for _ in 0..1200 {
+        let (_, info) = page.server.get(&format!("/api/v1/sessions/{id}")).await;
+        if info["status"] == "idle" {
+            last_seq = info["lastSeq"].as_u64().unwrap_or(0);
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(last_seq > 100_000, "the stream did not finish: {last_seq}");
+
+    b.exec("location.reload();", vec![]).await;
+    b.wait("the page to connect", "document.querySelector('.conn.live')")
+        .await;
+    let started = Instant::now();
+    page.open_session(&id).await;
+    page.wait_text(&id, ".msg.assistant", "final line").await;
+    let first_paint = started.elapsed();
+    let opened = dom(b, &id, "opened").await;
+    assert!(opened["nodes"].as_u64() < Some(3000), "{opened}");
+    assert!(opened["first"].as_u64() > Some(99_000), "{opened}");
+    b.screenshot("large-history").await;
+
+    // Scroll up repeatedly: older pages come in through REST; the DOM stays bounded.
+    let mut first = opened["first"].as_u64().unwrap_or(0);
+    for _ in 0..8 {
+        b.exec(
+            "const l = document.querySelector(`.chat[data-session='${arguments[0]}'] .log`); l.scrollTop = 0; l.dispatchEvent(new Event('scroll'));",
+            vec![json!(id)],
+        )
+        .await;
+        let now = b
+            .wait(
+                "an older page",
+                &format!("window.__tandem.view('{id}').first < {first} && window.__tandem.view('{id}').first"),
+            )
+            .await
+            .as_u64()
+            .unwrap_or(0);
+        first = now;
+    }
+    let scrolled = dom(b, &id, "after scrolling up").await;
+    assert!(scrolled["nodes"].as_u64() < Some(6000), "{scrolled}");
+    assert!(first < opened["first"].as_u64().unwrap_or(0));
+    eprintln!(
+        "100k-event session: latest part shown {:?} after opening; {} events paged in",
+        first_paint,
+        opened["first"].as_u64().unwrap_or(0) - first
+    );
+}
+
+/// DOM size, rendered items, JS heap and the window's first seq, printed and returned.
+async fn dom(b: &tandem_tests::Browser, id: &str, label: &str) -> serde_json::Value {
+    let v = b
+        .exec(
+            "return {nodes: document.getElementsByTagName('*').length,\
+                     items: document.querySelectorAll('.items > *').length,\
+                     heap: performance.memory ? performance.memory.usedJSHeapSize : null,\
+                     first: window.__tandem.view(arguments[0]).first};",
+            vec![json!(id)],
+        )
+        .await;
+    eprintln!("{label}: {v}");
+    v
+}
