@@ -61,7 +61,8 @@ export class ChatView {
     this.log = h('div.log', { role: 'log', 'aria-labelledby': titleId, tabindex: '0' }, this.sentinel, this.list);
     this.input = h('textarea.input', {
       rows: 1,
-      placeholder: 'Message · Enter sends · Shift+Enter new line · Esc stops',
+      placeholder: 'Message · Enter to send',
+      title: 'Enter sends, Shift+Enter starts a new line, Esc stops the running turn',
       'aria-label': `Message to ${this.info.title || 'session'}`,
       onkeydown: (e) => this.onKey(e),
       oninput: () => this.autosize(),
@@ -257,13 +258,16 @@ export class ChatView {
     this.loading = true;
     this.olderBtn.textContent = 'Loading…';
     try {
-      const from = Math.max(1, this.first - PAGE);
+      const from = Math.max(1, this.first - (this.pageSize || PAGE));
       const page = await this.fetchPage(from - 1, this.first - from);
       const events = (page.events || []).filter((e) => e.seq < this.first);
       const frag = document.createDocumentFragment();
       const items = [];
       for (const ev of events) this.render(ev, frag, items, true);
       this.mergeBoundary(items);
+      // A page that adds nothing visible (deltas of a message already shown): take
+      // bigger steps, up to the REST limit, until something shows.
+      this.pageSize = items.length ? PAGE : Math.min(5000, (this.pageSize || PAGE) * 2);
       const before = this.log.scrollHeight;
       const top = this.log.scrollTop;
       this.list.prepend(frag);
@@ -514,7 +518,10 @@ export class ChatView {
       h('details', { open: true }, h('summary', 'Plan'), h('div.text', markdownOrText(ev.plan || ''))),
       controls);
     const item = add('proposal', el);
-    item.update = (u) => {
+    item.update = (u, fromEvent = true) => {
+      // The reply to our own answer can come after later events; never go back.
+      if (!fromEvent && item.seen) return;
+      if (fromEvent) item.seen = true;
       status.textContent = u.status + (u.error ? `: ${u.error}` : '');
       el.dataset.status = u.status;
       controls.hidden = true;
@@ -528,7 +535,7 @@ export class ChatView {
       if (accepted) Object.assign(fields, { vendor: vendorSel.value, model: modelSel.value || undefined, effort: effortSel.value || undefined });
       try {
         const reply = await this.app.conn.request('proposal.respond', fields);
-        item.update({ status: reply.status });
+        item.update({ status: reply.status }, false);
       } catch (err) {
         status.textContent = `failed: ${err.message}`;
         accept.disabled = false;

@@ -57,41 +57,45 @@ async fn a_hundred_thousand_events_open_fast_with_a_bounded_dom() {
     let b = &page.browser;
     let id = create_session(&page, "huge").await;
     let mut ws = page.ws().await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 100000\nfinal line"}))
-        .await;
-    // Wait for the turn to end (bounded polling of REST).
-    let mut last_seq = 0;
-    for _ in 0..1200 {
-        let (_, info) = page.server.get(&format!("/api/v1/sessions/{id}")).await;
-        if info["status"] == "idle" {
-            last_seq = info["lastSeq"].as_u64().unwrap_or(0);
-            break;
+    // 100,000 streamed chunks, then 2,500 short answers (about 10,000 more events, one
+    // rendered item each) so that scrolling back crosses many items.
+    let lines: Vec<String> = (0..2500).map(|i| format!("answer {i}: **ok**")).collect();
+    for content in ["/stream 100000".to_string(), lines.join("\n")] {
+        ws.ok(json!({"type": "chat.send", "sessionId": id, "content": content}))
+            .await;
+        for _ in 0..1200 {
+            let (_, info) = page.server.get(&format!("/api/v1/sessions/{id}")).await;
+            if info["status"] == "idle" {
+                break;
+            }
+            actix_rt::time::sleep(Duration::from_millis(100)).await;
         }
-        actix_rt::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(last_seq > 100_000, "the stream did not finish: {last_seq}");
+    let (_, info) = page.server.get(&format!("/api/v1/sessions/{id}")).await;
+    let last_seq = info["lastSeq"].as_u64().unwrap_or(0);
+    assert!(last_seq > 110_000, "the turns did not finish: {info}");
 
     b.exec("location.reload();", vec![]).await;
     b.wait("the page to connect", "document.querySelector('.conn.live')")
         .await;
     let started = Instant::now();
     page.open_session(&id).await;
-    page.wait_text(&id, ".msg.assistant", "final line").await;
+    page.wait_text(&id, ".msg.assistant", "answer 2499").await;
     let first_paint = started.elapsed();
     let opened = dom(b, &id, "opened").await;
     assert!(opened["nodes"].as_u64() < Some(3000), "{opened}");
-    assert!(opened["first"].as_u64() > Some(99_000), "{opened}");
+    assert!(opened["first"].as_u64() > Some(last_seq - 1000), "{opened}");
     b.screenshot("large-history").await;
 
     // Scroll up repeatedly: older pages come in through REST; the DOM stays bounded.
     let mut first = opened["first"].as_u64().unwrap_or(0);
-    for _ in 0..8 {
+    for _ in 0..16 {
         b.exec(
-            "const l = document.querySelector(`.chat[data-session='${arguments[0]}'] .log`); l.scrollTop = 0; l.dispatchEvent(new Event('scroll'));",
+            "document.querySelector(`.chat[data-session='${arguments[0]}'] .log`).scrollTop = 0;",
             vec![json!(id)],
         )
         .await;
-        let now = b
+        first = b
             .wait(
                 "an older page",
                 &format!("window.__tandem.view('{id}').first < {first} && window.__tandem.view('{id}').first"),
@@ -99,14 +103,22 @@ async fn a_hundred_thousand_events_open_fast_with_a_bounded_dom() {
             .await
             .as_u64()
             .unwrap_or(0);
-        first = now;
     }
     let scrolled = dom(b, &id, "after scrolling up").await;
-    assert!(scrolled["nodes"].as_u64() < Some(6000), "{scrolled}");
-    assert!(first < opened["first"].as_u64().unwrap_or(0));
+    assert!(scrolled["items"].as_u64() <= Some(1200), "{scrolled}");
+    assert!(scrolled["nodes"].as_u64() < Some(12_000), "{scrolled}");
+    // The newest part was dropped to stay bounded; one click brings it back.
+    b.click(&format!(".chat[data-session='{id}'] .jump")).await;
+    page.wait_text(&id, ".msg.assistant", "answer 2499").await;
+    let back = dom(b, &id, "back at the newest").await;
+    assert!(back["items"].as_u64() <= Some(1200), "{back}");
+    assert!(
+        b.exec("return window.__tandem.view(arguments[0]).liveEdge;", vec![json!(id)])
+            .await
+            == json!(true)
+    );
     eprintln!(
-        "100k-event session: latest part shown {:?} after opening; {} events paged in",
-        first_paint,
+        "{last_seq}-event session: newest part shown {first_paint:?} after opening; {} events paged in",
         opened["first"].as_u64().unwrap_or(0) - first
     );
 }

@@ -139,6 +139,14 @@ impl Browser {
 
     /// One WebDriver command; returns its `value` or panics with the driver's error.
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        match self.try_call(method, path, body).await {
+            Ok(v) => v,
+            Err(e) => panic!("WebDriver {method} {path}: {e}"),
+        }
+    }
+
+    /// One WebDriver command; `Err` holds the driver's error value.
+    async fn try_call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, Value> {
         let url = format!("{}{path}", self.driver_url);
         let req = match method {
             "GET" => self.client.get(url),
@@ -157,9 +165,9 @@ impl Browser {
             .await
             .unwrap_or_else(|e| panic!("WebDriver {method} {path}: bad answer: {e}"));
         if !resp.status().is_success() {
-            panic!("WebDriver {method} {path}: {}", v["value"]);
+            return Err(v["value"].clone());
         }
-        v["value"].clone()
+        Ok(v["value"].clone())
     }
 
     fn s(&self, rest: &str) -> String {
@@ -238,10 +246,21 @@ impl Browser {
     }
 
     /// Clicks the element matching `css` (a real pointer click through WebDriver).
+    /// The page may re-render the element between finding and clicking it; then the
+    /// click is retried on the fresh element.
     pub async fn click(&self, css: &str) {
-        let id = self.find(css).await;
-        self.call("POST", &self.s(&format!("/element/{id}/click")), None)
-            .await;
+        for _ in 0..20 {
+            let id = self.find(css).await;
+            match self
+                .try_call("POST", &self.s(&format!("/element/{id}/click")), None)
+                .await
+            {
+                Ok(_) => return,
+                Err(e) if e["error"] == "stale element reference" => continue,
+                Err(e) => panic!("click {css}: {e}"),
+            }
+        }
+        panic!("click {css}: the element kept being replaced");
     }
 
     /// Types into the element matching `css`. `\u{E007}` is Enter, `\u{E00C}` Escape.
