@@ -38,7 +38,7 @@ class App {
     this.conn.connect();
     window.addEventListener('hashchange', () => this.navigate());
     document.addEventListener('keydown', (e) => this.onGlobalKey(e));
-    setInterval(() => this.renderList(), 15000);
+    setInterval(() => { this.renderList(); this.renderPairBar(); }, 10000);
     this.navigate();
   }
 
@@ -171,7 +171,8 @@ class App {
         s.role ? h(`span.badge.role-${s.role}`, { title: s.role }, s.role === 'driver' ? 'D' : 'W') : null,
         s.parentId ? h('span.badge.child', { title: 'spawned' }, 'sub') : null,
         bg ? h('span.badge.bg', { title: `${bg} background task(s)` }, `⚙${bg}`) : null),
-      h('span.sub', h('span.sr', `${s.status}, `), [s.vendor, s.model].filter(Boolean).join(' · '), h('span.when', ago(s.lastActivity))));
+      h('span.sub', s.status === 'idle' ? h('span.sr', 'idle, ') : h(`span.st-label.st-${s.status}`, s.status),
+        [s.vendor, s.model].filter(Boolean).join(' · '), h('span.when', { title: new Date(s.lastActivity).toLocaleString() }, ago(s.lastActivity))));
       const li = h('li', { style: depth ? `--depth:${depth}` : null, class: depth ? 'child' : null }, a);
       const out = [li];
       for (const c of children.get(s.id) || []) out.push(...row(c, depth + 1));
@@ -258,7 +259,7 @@ class App {
     const since = d ? `since ${clock(d.startedAt)} (${ago(d.startedAt)})` : '';
     clear(this.pairBar).append(
       h('span.pair-title', h('span.badge.role-driver', 'Driver'), ' ⇄ ', h('span.badge.role-worker', 'Worker')),
-      d ? h('span.delegation.active', { title: d.message }, h('strong', 'Delegation in flight: '), h('span.asked', d.message.length > 160 ? `${d.message.slice(0, 160)}…` : d.message), h('span.since', ` ${since}`))
+      d ? h('span.delegation.active', { title: d.message }, h('strong', 'Delegation in flight'), h('span.since', ` ${since}: `), h('span.asked', d.message.length > 160 ? `${d.message.slice(0, 160)}…` : d.message))
         : h('span.delegation', 'No delegation in flight'),
       h('span.spacer'),
       h('button.btn', { type: 'button', onclick: () => this.partnerTool(pair, 'interrupt_partner') }, 'Interrupt Worker'),
@@ -395,8 +396,11 @@ class App {
       this.sessions.set(r.session.id, r.session);
       this.dialog.close();
       this.cTitle.value = '';
+      // Closing the dialog gave focus back to its opener; lay out now and move focus
+      // to the new conversation (the hashchange that follows changes nothing).
       location.hash = `#/s/${r.session.id}`;
-      requestAnimationFrame(() => this.views.get(r.session.id)?.input.focus());
+      this.navigate();
+      this.views.get(r.session.id)?.input.focus();
     } catch (err) {
       this.cError.textContent = err.message;
     }

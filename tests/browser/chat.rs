@@ -18,9 +18,15 @@ async fn wrong_or_missing_token_shows_the_login_page() {
     let browser = Browser::start(1280, 800).await;
     browser.goto(&format!("{}/", server.base)).await;
     let why = browser
-        .wait("the login page", "document.querySelector('#login-why')?.textContent")
+        .wait(
+            "the login page",
+            "document.querySelector('#login-why')?.textContent",
+        )
         .await;
-    assert!(why.as_str().is_some_and(|w| w.contains("No access token")), "{why}");
+    assert!(
+        why.as_str().is_some_and(|w| w.contains("No access token")),
+        "{why}"
+    );
     browser.goto(&format!("{}/?token=wrong", server.base)).await;
     let why = browser
         .wait(
@@ -37,9 +43,14 @@ async fn wrong_or_missing_token_shows_the_login_page() {
     browser.screenshot("login").await;
     // Signing in with the right token from the form.
     let token = server.token.clone().unwrap_or_default();
-    browser.type_into("#token", &format!("{token}\u{E007}")).await;
     browser
-        .wait("the page to connect", "document.querySelector('.conn.live')")
+        .type_into("#token", &format!("{token}\u{E007}"))
+        .await;
+    browser
+        .wait(
+            "the page to connect",
+            "document.querySelector('.conn.live')",
+        )
         .await;
     let stored = browser
         .exec("return localStorage.getItem('tandem.token');", vec![])
@@ -64,15 +75,22 @@ async fn create_send_stream_stop_and_queue() {
     }
     // Create one through the dialog.
     b.click(".top .btn.primary").await;
-    b.wait("the dialog", "document.querySelector('dialog.create[open]')")
-        .await;
+    b.wait(
+        "the dialog",
+        "document.querySelector('dialog.create[open]')",
+    )
+    .await;
     let vendors = b
         .exec(
             "return [...document.querySelectorAll('dialog.create select[name=vendor] option')].map(o => o.value);",
             vec![],
         )
         .await;
-    assert_eq!(vendors, json!(["scripted"]), "only installed vendors are offered");
+    assert_eq!(
+        vendors,
+        json!(["scripted"]),
+        "only installed vendors are offered"
+    );
     b.exec(
         "document.querySelector('dialog.create select[name=effort]').value = 'high';\
          document.querySelector('dialog.create select[name=permissionMode]').value = 'acceptEdits';",
@@ -112,11 +130,20 @@ async fn create_send_stream_stop_and_queue() {
     page.wait_text(&id, ".turn-end.completed", "Turn completed")
         .await;
     let streamed = b.exec("return window.__streamed;", vec![]).await;
-    assert!(streamed.as_u64() > Some(1), "no text was shown while streaming: {streamed}");
+    assert!(
+        streamed.as_u64() > Some(1),
+        "no text was shown while streaming: {streamed}"
+    );
     assert_eq!(
-        page.count(&format!(".chat[data-session=\"{id}\"] .msg.user")).await,
+        page.count(&format!(".chat[data-session=\"{id}\"] .msg.user"))
+            .await,
         1
     );
+
+    // A failed turn shows its error.
+    page.send(&id, "/fail compiler exploded").await;
+    page.wait_text(&id, ".turn-end.failed", "Turn failed: compiler exploded")
+        .await;
 
     // Stop with Esc.
     page.send(&id, "/sleep 60000").await;
@@ -125,8 +152,11 @@ async fn create_send_stream_stop_and_queue() {
         "document.querySelector('.chat .status.st-running')",
     )
     .await;
-    b.type_into(&format!(".chat[data-session=\"{id}\"] textarea"), "\u{E00C}")
-        .await;
+    b.type_into(
+        &format!(".chat[data-session=\"{id}\"] textarea"),
+        "\u{E00C}",
+    )
+    .await;
     page.wait_text(&id, ".turn-end.interrupted", "Turn interrupted")
         .await;
 
@@ -255,16 +285,52 @@ async fn agent_html_is_shown_as_text_never_run() {
     assert_eq!(md["ol"], 2, "{md}");
     assert_eq!(md["h"], "Plan", "{md}");
     assert_eq!(
-        md["pre"],
-        "fn main() { println!(\"<script>alert(1)</script>\"); }",
+        md["pre"], "fn main() { println!(\"<script>alert(1)</script>\"); }",
         "{md}"
     );
     assert_eq!(md["imgs"], 0, "{md}");
     assert_eq!(md["b"], 0, "{md}");
     assert_eq!(md["xss"], json!(null), "{md}");
-    // The page itself runs under a strict CSP: no inline script could run anyway.
-    let (_, csp) = page.server.get_text("/").await;
-    assert!(csp.contains("/assets/app.js"));
+    // Thinking is collapsed; opening it shows the text.
+    b.exec(
+        "window.__tandem.inject(arguments[0], {kind: 'thinking', turnId: 'turn_9', text: 'weighing <b>options</b>'});",
+        vec![json!(id)],
+    )
+    .await;
+    let thinking = b
+        .exec(
+            "const t = [...document.querySelectorAll('.chat details.thinking')].pop();\
+             return {open: t.open, text: t.querySelector('.text').textContent, b: t.querySelectorAll('b').length};",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        thinking,
+        json!({"open": false, "text": "weighing <b>options</b>", "b": 0})
+    );
+    // The page runs under a strict CSP (no inline script could run anyway), and its
+    // assets are served with their types.
+    let served = b
+        .exec_async(
+            "const done = arguments[arguments.length - 1];\
+             Promise.all([fetch('/'), fetch('/assets/app.js'), fetch('/assets/style.css'), fetch('/assets/nope.js')])\
+               .then(([i, j, c, n]) => done({csp: i.headers.get('content-security-policy'),\
+                 html: i.headers.get('content-type'), js: j.headers.get('content-type'),\
+                 css: c.headers.get('content-type'), missing: n.status,\
+                 inline: document.querySelectorAll('script:not([src])').length}));",
+            vec![],
+        )
+        .await;
+    let csp = served["csp"].as_str().unwrap_or_default();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe"),
+        "{served}"
+    );
+    assert_eq!(served["html"], "text/html; charset=utf-8");
+    assert_eq!(served["js"], "text/javascript; charset=utf-8");
+    assert_eq!(served["css"], "text/css; charset=utf-8");
+    assert_eq!(served["missing"], 404);
+    assert_eq!(served["inline"], 0);
 }
 
 #[actix_rt::test]
@@ -312,4 +378,41 @@ async fn permission_requests_are_answered_from_a_prompt() {
         "document.querySelector('.card.permission.done') && document.querySelector('.card.permission .btn.primary').disabled",
     )
     .await;
+}
+
+#[actix_rt::test]
+async fn dark_mode_is_readable() {
+    if skip() {
+        return;
+    }
+    let page = Page::open_with(
+        &[],
+        &[
+            "--force-dark-mode",
+            "--blink-settings=preferredColorScheme=0",
+        ],
+    )
+    .await;
+    let b = &page.browser;
+    let dark = b
+        .exec(
+            "return matchMedia('(prefers-color-scheme: dark)').matches;",
+            vec![],
+        )
+        .await;
+    assert_eq!(dark, true, "the browser did not prefer dark");
+    let id = create_session(&page, "Dark session").await;
+    page.open_session(&id).await;
+    page.send(
+        &id,
+        "Checking the **build** with `cargo check`\n/tool check_spawned_sessions {}\n/fail linker not found",
+    )
+    .await;
+    page.wait_text(&id, ".turn-end.failed", "linker not found")
+        .await;
+    page.send(&id, "/background watch 60000 cargo watch").await;
+    page.wait_text(&id, ".chat-head .chip.bg", "cargo watch")
+        .await;
+    b.screenshot("chat-dark").await;
+    page.assert_accessible("dark chat").await;
 }

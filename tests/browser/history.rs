@@ -76,8 +76,11 @@ async fn a_hundred_thousand_events_open_fast_with_a_bounded_dom() {
     assert!(last_seq > 110_000, "the turns did not finish: {info}");
 
     b.exec("location.reload();", vec![]).await;
-    b.wait("the page to connect", "document.querySelector('.conn.live')")
-        .await;
+    b.wait(
+        "the page to connect",
+        "document.querySelector('.conn.live')",
+    )
+    .await;
     let started = Instant::now();
     page.open_session(&id).await;
     page.wait_text(&id, ".msg.assistant", "answer 2499").await;
@@ -113,8 +116,11 @@ async fn a_hundred_thousand_events_open_fast_with_a_bounded_dom() {
     let back = dom(b, &id, "back at the newest").await;
     assert!(back["items"].as_u64() <= Some(1200), "{back}");
     assert!(
-        b.exec("return window.__tandem.view(arguments[0]).liveEdge;", vec![json!(id)])
-            .await
+        b.exec(
+            "return window.__tandem.view(arguments[0]).liveEdge;",
+            vec![json!(id)]
+        )
+        .await
             == json!(true)
     );
     eprintln!(

@@ -32,11 +32,16 @@ pub fn skip() -> bool {
 impl Page {
     /// Starts a token-auth server with `args` and logs a 1280×800 browser in to it.
     pub async fn open(args: &[&str]) -> Page {
+        Page::open_with(args, &[]).await
+    }
+
+    /// Like [`Page::open`], with extra Chromium flags.
+    pub async fn open_with(args: &[&str], browser_args: &[&str]) -> Page {
         let server = Server::start_with(ServerOptions {
             token_auth: true,
             args: args.iter().map(|s| s.to_string()).collect(),
         });
-        let browser = Browser::start(1280, 800).await;
+        let browser = Browser::start_with(1280, 800, browser_args).await;
         let page = Page { server, browser };
         page.login().await;
         page
@@ -49,7 +54,10 @@ impl Page {
             .goto(&format!("{}/?token={token}", self.server.base))
             .await;
         self.browser
-            .wait("the page to connect", "document.querySelector('.conn.live')")
+            .wait(
+                "the page to connect",
+                "document.querySelector('.conn.live')",
+            )
             .await;
     }
 
@@ -85,7 +93,9 @@ impl Page {
                 .await;
             self.browser.type_into(&css, "\u{E007}").await;
         } else {
-            self.browser.type_into(&css, &format!("{text}\u{E007}")).await;
+            self.browser
+                .type_into(&css, &format!("{text}\u{E007}"))
+                .await;
         }
     }
 

@@ -12,6 +12,22 @@ async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
     }
     let page = Page::open(&[]).await;
     let b = &page.browser;
+    // Other sessions, so the list looks like a working day (and the screenshot too).
+    let mut ws = page.ws().await;
+    for (title, content) in [
+        (
+            "Refactor the parser",
+            "/background lint 60000 cargo clippy --workspace",
+        ),
+        (
+            "Fix flaky CI job",
+            "The retry loop hid the real error; fixed in `ci/run`.",
+        ),
+    ] {
+        let id = create_session(&page, title).await;
+        ws.ok(json!({"type": "chat.send", "sessionId": id, "content": content}))
+            .await;
+    }
     let d = create_session(&page, "Driver: release prep").await;
     page.open_session(&d).await;
     page.send(
@@ -45,7 +61,8 @@ async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
     b.screenshot("split").await;
     page.assert_accessible("split").await;
     // The result arrives in the Worker, and in the Driver's tool card.
-    page.wait_text(&w, ".msg.assistant strong", "12 passed").await;
+    page.wait_text(&w, ".msg.assistant strong", "12 passed")
+        .await;
     page.wait_text(&d, ".card.tool.ok .tool-out", "\"complete\"")
         .await;
     b.wait(
@@ -64,7 +81,11 @@ async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
             vec![json!(d), json!(w)],
         )
         .await;
-    assert_eq!(nested["wi"], nested["di"].as_i64().unwrap_or(-9) + 1, "{nested}");
+    assert_eq!(
+        nested["wi"],
+        nested["di"].as_i64().unwrap_or(-9) + 1,
+        "{nested}"
+    );
     assert_eq!(nested["child"], true, "{nested}");
     assert_eq!(nested["badges"], "DW", "{nested}");
 
@@ -127,7 +148,10 @@ async fn a_proposal_is_accepted_from_its_card_and_spawned_sessions_nest() {
             vec![],
         )
         .await;
-    assert_eq!(choice, json!({"vendor": "scripted", "effort": "high", "plan": 2}));
+    assert_eq!(
+        choice,
+        json!({"vendor": "scripted", "effort": "high", "plan": 2})
+    );
     page.assert_accessible("proposal").await;
     b.screenshot("proposal").await;
     b.click(".card.proposal .btn.primary").await;

@@ -46,7 +46,10 @@ async fn a_server_restart_loses_and_repeats_nothing() {
     );
     let page = Page { server, browser };
     page.browser
-        .wait("the page to reconnect", "document.querySelector('.conn.live')")
+        .wait(
+            "the page to reconnect",
+            "document.querySelector('.conn.live')",
+        )
         .await;
     // The restart ended the turn as interrupted: the page got that event by replay.
     page.wait_text(&id, ".turn-end.interrupted", "Turn interrupted")

@@ -65,6 +65,11 @@ fn free_port() -> u16 {
 impl Browser {
     /// Starts chromedriver and a browser window of `width`×`height` CSS pixels.
     pub async fn start(width: u32, height: u32) -> Browser {
+        Browser::start_with(width, height, &[]).await
+    }
+
+    /// Like [`Browser::start`], with extra Chromium flags (e.g. `--force-dark-mode`).
+    pub async fn start_with(width: u32, height: u32, extra: &[&str]) -> Browser {
         let (chromium, chromedriver) = match browser_binaries() {
             Ok(b) => b,
             Err(why) => panic!("{why}"),
@@ -107,6 +112,10 @@ impl Browser {
             format!("--window-size={width},{height}"),
             format!("--user-data-dir={}", browser._profile.path().display()),
         ];
+        let args: Vec<String> = args
+            .into_iter()
+            .chain(extra.iter().map(|a| a.to_string()))
+            .collect();
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {"binary": chromium, "args": args},
@@ -146,7 +155,12 @@ impl Browser {
     }
 
     /// One WebDriver command; `Err` holds the driver's error value.
-    async fn try_call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, Value> {
+    async fn try_call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, Value> {
         let url = format!("{}{path}", self.driver_url);
         let req = match method {
             "GET" => self.client.get(url),
@@ -219,7 +233,10 @@ impl Browser {
             }
             if std::time::Instant::now() > deadline {
                 let shot = self.screenshot(&format!("failed-{}", slug(what))).await;
-                panic!("timed out waiting for {what} ({expr}); screenshot {}", shot.display());
+                panic!(
+                    "timed out waiting for {what} ({expr}); screenshot {}",
+                    shot.display()
+                );
             }
             actix_rt::time::sleep(Duration::from_millis(50)).await;
         }
