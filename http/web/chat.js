@@ -179,6 +179,12 @@ export class ChatView {
   onSubscribed(frame) {
     this.bg = frame.backgroundTasks || [];
     this.renderBg();
+    // A request older than the window still needs its prompt.
+    for (const p of frame.pendingPermissions || []) {
+      if (!p?.requestId || this.perms.has(p.requestId) || !this.liveEdge) continue;
+      const item = this.render({ kind: 'permission_request', seq: this.tip, ...p }, this.list, this.items);
+      if (item) item.pending = true;
+    }
   }
 
   /** One event from the live stream (or a replay after resubscribing). */
@@ -461,6 +467,15 @@ export class ChatView {
   }
 
   permissionCard(ev, add) {
+    // The same request shown from `pendingPermissions` before its event was replayed:
+    // the event's card takes its place.
+    const early = this.perms.get(ev.requestId);
+    if (early?.pending && !early.dead) {
+      early.el.remove();
+      early.dead = true;
+      const at = this.items.indexOf(early);
+      if (at >= 0) this.items.splice(at, 1);
+    }
     const status = h('span.card-state', 'waiting for you');
     const msg = h('input.field', { type: 'text', placeholder: 'Optional message to the agent', 'aria-label': 'Message with the answer' });
     const allow = h('button.btn.primary', { type: 'button', onclick: () => answer(true) }, 'Allow');

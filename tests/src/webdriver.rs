@@ -405,8 +405,7 @@ impl Drop for Browser {
                     self.session
                 );
                 if tcp.write_all(req.as_bytes()).is_ok() {
-                    let mut sink = Vec::new();
-                    let _ = tcp.read_to_end(&mut sink);
+                    read_response(&mut tcp);
                 }
             }
         }
@@ -417,5 +416,33 @@ impl Drop for Browser {
             .status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+    }
+}
+
+/// Reads one HTTP response (chromedriver answers after the browser has quit); stops at
+/// the end of the body rather than waiting for the peer to close.
+fn read_response(tcp: &mut TcpStream) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match tcp.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+        let text = String::from_utf8_lossy(&buf);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse::<usize>().ok())
+                        .flatten()
+                })
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + length {
+                return;
+            }
+        }
     }
 }
