@@ -90,6 +90,17 @@ class App {
       }
       this.everOpen = true;
     } else {
+      // A socket refused over and over may mean the token is no longer valid (a reset
+      // data directory): ask REST, and go back to the login page if so.
+      if (this.conn.attempt === 3) {
+        this.conn.rest('GET', '/vendors').catch((err) => {
+          if (err.status === 401) {
+            this.conn.stop();
+            localStorage.removeItem(TOKEN_KEY);
+            showLogin('The server no longer accepts this token.');
+          }
+        });
+      }
       this.connEl.textContent = 'Reconnecting…';
       this.connEl.className = 'conn down';
       this.banner.hidden = false;
@@ -415,6 +426,7 @@ class App {
   }
 
   onGlobalKey(e) {
+    if (e.defaultPrevented) return;
     if (e.key === 'Escape' && !this.dialog.open) {
       const inPane = e.target.closest?.('.chat');
       const v = inPane ? this.views.get(inPane.dataset.session) : this.views.get(this.route.id);

@@ -56,10 +56,17 @@ export class Conn extends EventTarget {
       for (const p of this.pending.values()) p.reject(Object.assign(new Error('connection lost'), { code: 'DISCONNECTED' }));
       this.pending.clear();
       this.setState('reconnecting');
+      if (this.stopped) return;
       const wait = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
       this.attempt++;
-      setTimeout(() => this.connect(), wait);
+      setTimeout(() => { if (!this.stopped) this.connect(); }, wait);
     };
+  }
+
+  /** Stops reconnecting (the page is leaving for the login form). */
+  stop() {
+    this.stopped = true;
+    if (this.ws) this.ws.close();
   }
 
   setState(state) {

@@ -416,3 +416,71 @@ async fn dark_mode_is_readable() {
     b.screenshot("chat-dark").await;
     page.assert_accessible("dark chat").await;
 }
+
+#[actix_rt::test]
+async fn keyboard_only_create_send_and_stop() {
+    if skip() {
+        return;
+    }
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+    // Tab from the top of the page to "New session", open it with Enter.
+    b.exec(
+        "document.activeElement?.blur(); document.body.focus();",
+        vec![],
+    )
+    .await;
+    let mut reached = false;
+    for _ in 0..12 {
+        b.chord("\u{E004}").await;
+        let label = b
+            .exec("return document.activeElement?.textContent;", vec![])
+            .await;
+        if label == "New session" {
+            reached = true;
+            break;
+        }
+    }
+    assert!(reached, "Tab never reached the New session button");
+    b.chord("\u{E007}").await;
+    b.wait(
+        "the dialog",
+        "document.querySelector('dialog.create[open]')",
+    )
+    .await;
+    // Focus starts in the title; type it and submit with Enter.
+    b.keys_text("Keyboard session\u{E007}").await;
+    let id = b
+        .wait(
+            "the new session with focus in its composer",
+            "document.activeElement?.tagName === 'TEXTAREA' && location.hash.slice(4)",
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    b.keys_text("/sleep 60000\u{E007}").await;
+    b.wait(
+        "running status",
+        "document.querySelector('.chat .status.st-running')",
+    )
+    .await;
+    b.keys_text("\u{E00C}").await;
+    page.wait_text(&id, ".turn-end.interrupted", "Turn interrupted")
+        .await;
+    // One Esc, one interrupt: no second abort was refused.
+    let note = b
+        .exec(
+            "return document.querySelector('.chat .note').textContent;",
+            vec![],
+        )
+        .await;
+    assert_eq!(note, "");
+    let aborts = b
+        .exec(
+            "return window.__tandem.sent.filter(f => f.type === 'chat.abort').length;",
+            vec![],
+        )
+        .await;
+    assert_eq!(aborts, 1);
+}

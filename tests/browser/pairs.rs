@@ -60,6 +60,19 @@ async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
         .await;
     b.screenshot("split").await;
     page.assert_accessible("split").await;
+    // On a phone the two panes stack.
+    b.resize(390, 844).await;
+    let stacked = b
+        .exec(
+            "const [d, w] = [...document.querySelectorAll('.split .pane')].map(p => p.getBoundingClientRect());\
+             return w.top >= d.bottom - 1 && document.documentElement.scrollWidth <= innerWidth;",
+            vec![],
+        )
+        .await;
+    assert_eq!(stacked, true);
+    b.screenshot("phone-split").await;
+    page.assert_accessible("phone split").await;
+    b.resize(1280, 800).await;
     // The result arrives in the Worker, and in the Driver's tool card.
     page.wait_text(&w, ".msg.assistant strong", "12 passed")
         .await;

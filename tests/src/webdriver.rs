@@ -311,6 +311,25 @@ impl Browser {
         self.call("DELETE", &self.s("/actions"), None).await;
     }
 
+    /// Types `text` into whatever has focus, key by key.
+    pub async fn keys_text(&self, text: &str) {
+        let actions: Vec<Value> = text
+            .chars()
+            .flat_map(|c| {
+                [
+                    json!({"type": "keyDown", "value": c.to_string()}),
+                    json!({"type": "keyUp", "value": c.to_string()}),
+                ]
+            })
+            .collect();
+        self.call(
+            "POST",
+            &self.s("/actions"),
+            Some(json!({"actions": [{"type": "key", "id": "kb", "actions": actions}]})),
+        )
+        .await;
+    }
+
     /// Resizes the window (CSS pixels).
     pub async fn resize(&self, width: u32, height: u32) {
         self.call(
