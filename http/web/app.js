@@ -126,7 +126,10 @@ class App {
       case 'lagged': {
         // The server dropped this subscription; pick up right after what we hold.
         const v = this.views.get(f.sessionId);
-        if (v) v.subscribe();
+        if (v) {
+          v.stats.lagged = (v.stats.lagged || 0) + 1;
+          v.subscribe();
+        }
         return;
       }
       case 'protocol_error':

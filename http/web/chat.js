@@ -31,6 +31,8 @@ export class ChatView {
     this.perms = new Map();
     this.bg = info?.backgroundTasks || [];
     this.queued = [];
+    /** Streaming items with text not yet written to the DOM (see `flush`). */
+    this.dirty = new Set();
     this.loading = false;
     /** Counters the browser tests read: duplicates dropped, gaps seen, events applied. */
     this.stats = { dups: 0, gaps: 0, applied: 0, subscribes: 0 };
@@ -201,10 +203,17 @@ export class ChatView {
       this.jumpBtn.hidden = false;
       return;
     }
-    const stick = this.atBottom();
+    // Read the scroll position once per frame, not once per event: a fast stream
+    // would otherwise force a layout for every chunk.
+    if (this.stick === undefined) {
+      this.stick = this.atBottom();
+      requestAnimationFrame(() => {
+        if (this.stick) this.scrollToBottom();
+        this.stick = undefined;
+      });
+    }
     this.render(ev, this.list, this.items);
     this.trimTop();
-    if (stick) this.scrollToBottom();
   }
 
   sideEffects(ev) {
@@ -219,6 +228,16 @@ export class ChatView {
       }
     }
     if (['delegation', 'pair_created', 'pair_closed', 'worker_proposal_update'].includes(ev.kind)) this.app.pairsChanged();
+  }
+
+  /** Writes the streamed text gathered since the last frame. */
+  flush() {
+    this.flushing = false;
+    for (const it of this.dirty) {
+      if (!it.dead && it.buf) it.textNode.appendData(it.buf);
+      it.buf = '';
+    }
+    this.dirty.clear();
   }
 
   atBottom() {
@@ -298,7 +317,7 @@ export class ChatView {
     const next = this.items[0];
     if (!last || !next || last.type !== 'stream' || !last.open || last.turnId !== next.turnId) return;
     if (next.type === 'stream' && next.open) {
-      next.textNode.insertData(0, last.textNode.data);
+      next.textNode.insertData(0, last.textNode.data + last.buf);
       next.seq = last.seq;
     } else if (next.type !== 'assistant') return;
     older.pop();
@@ -374,16 +393,25 @@ export class ChatView {
       case 'text_delta': {
         const open = this.openStream(items, ev.turnId);
         if (open) {
-          open.textNode.appendData(ev.text);
+          // Appending to a long text node copies it; gather the chunks and write them
+          // once per frame instead.
+          open.buf += ev.text;
+          this.dirty.add(open);
+          if (!this.flushing) {
+            this.flushing = true;
+            requestAnimationFrame(() => this.flush());
+          }
           return null;
         }
         const textNode = document.createTextNode(ev.text);
-        return add('stream', h('div.msg.assistant.streaming', h('div.who', 'Assistant', h('time', clock(ev.ts))), h('div.text.plain', textNode)), { open: true, textNode });
+        return add('stream', h('div.msg.assistant.streaming', h('div.who', 'Assistant', h('time', clock(ev.ts))), h('div.text.plain', textNode)), { open: true, textNode, buf: '' });
       }
       case 'assistant_message': {
         const open = this.openStream(items, ev.turnId);
         const body = markdownOrText(ev.text);
         if (open) {
+          open.buf = '';
+          this.dirty.delete(open);
           open.open = false;
           open.type = 'assistant';
           open.el.dataset.kind = 'assistant';

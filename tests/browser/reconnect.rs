@@ -114,3 +114,43 @@ async fn a_server_restart_loses_and_repeats_nothing() {
         )
         .await;
 }
+
+#[actix_rt::test]
+async fn a_page_that_falls_behind_is_told_it_lagged_and_catches_up() {
+    if skip() {
+        return;
+    }
+    // A small client budget (2 MiB: above the gateway's 1 MiB ring, see the report on
+    // budgets below it) and a page too busy to read.
+    let page = Page::open(&["--client-queue-bytes", "2097152"]).await;
+    let b = &page.browser;
+    let id = create_session(&page, "lagging").await;
+    page.open_session(&id).await;
+    let mut ws = page.ws().await;
+    ws.ok(
+        json!({"type": "chat.send", "sessionId": id, "content": "/stream 100000\nafter the lag"}),
+    )
+    .await;
+    b.exec(
+        "const t = Date.now(); while (Date.now() - t < 4000) {}",
+        vec![],
+    )
+    .await;
+    page.wait_text(&id, ".msg.assistant", "after the lag").await;
+    let stored = page.server.all_events(&id).await;
+    let last = stored.last().and_then(|e| e["seq"].as_u64()).unwrap_or(0);
+    b.wait(
+        "every event",
+        &format!("window.__tandem.view('{id}').tip === {last}"),
+    )
+    .await;
+    let stats = page.stats(&id).await;
+    eprintln!("lagging page: {stats}");
+    assert!(
+        stats["lagged"].as_u64() >= Some(1),
+        "the page never lagged: {stats}"
+    );
+    assert_eq!(stats["gaps"], 0, "{stats}");
+    assert_eq!(stats["applied"], last, "{stats}");
+    assert_no_duplicate_items(&page, &id).await;
+}
