@@ -1,7 +1,7 @@
 // tandem's page: log in with the token, list sessions live, open one (or a Driver and
 // its Worker side by side), and keep up across reconnects. Plain modules, no build.
 
-import { h, clear, ago, clock } from './dom.js';
+import { h, clear, ago, clock, keepFocus } from './dom.js';
 import { Conn } from './conn.js';
 import { ChatView } from './chat.js';
 
@@ -187,14 +187,18 @@ class App {
         bg ? h('span.badge.bg', { title: `${bg} background task(s)` }, `⚙${bg}`) : null),
       h('span.sub', s.status === 'idle' ? h('span.sr', 'idle, ') : h(`span.st-label.st-${s.status}`, s.status),
         [s.vendor, s.model].filter(Boolean).join(' · '), h('span.when', { title: new Date(s.lastActivity).toLocaleString() }, ago(s.lastActivity))));
-      const li = h('li', { style: depth ? `--depth:${depth}` : null, class: depth ? 'child' : null }, a);
+      const li = h('li', { class: depth ? 'child' : null }, a);
+      // CSSOM, not a style attribute: the CSP allows no inline styles.
+      if (depth) li.style.setProperty('--depth', String(depth));
       const out = [li];
       for (const c of children.get(s.id) || []) out.push(...row(c, depth + 1));
       return out;
     };
     const rows = roots.flatMap((s) => row(s, 0));
-    clear(this.listEl).append(...rows);
-    if (!rows.length) this.listEl.append(h('li.empty', 'No sessions yet. Create one with “New session”.'));
+    keepFocus(this.listEl, () => {
+      clear(this.listEl).append(...rows);
+      if (!rows.length) this.listEl.append(h('li.empty', 'No sessions yet. Create one with “New session”.'));
+    });
     const running = [...this.sessions.values()].filter((s) => s.status === 'running' || s.status === 'starting' || s.backgroundTasks?.length).length;
     this.runningBtn.textContent = running ? `Running (${running})` : 'Running';
   }
@@ -262,7 +266,9 @@ class App {
       this.renderPairBar();
     } else {
       this.pairBar = null;
-      this.mainEl.append(view(id).el);
+      const v = view(id);
+      v.el.classList.remove('pane', 'driver', 'worker');
+      this.mainEl.append(v.el);
     }
   }
 
@@ -271,13 +277,13 @@ class App {
     if (!pair || !this.pairBar) return;
     const d = pair.delegation;
     const since = d ? `since ${clock(d.startedAt)} (${ago(d.startedAt)})` : '';
-    clear(this.pairBar).append(
+    keepFocus(this.pairBar, () => clear(this.pairBar).append(
       h('span.pair-title', h('span.badge.role-driver', 'Driver'), ' ⇄ ', h('span.badge.role-worker', 'Worker')),
       d ? h('span.delegation.active', { title: d.message }, h('strong', 'Delegation in flight'), h('span.since', ` ${since}: `), h('span.asked', d.message.length > 160 ? `${d.message.slice(0, 160)}…` : d.message))
         : h('span.delegation', 'No delegation in flight'),
       h('span.spacer'),
       h('button.btn', { type: 'button', onclick: () => this.partnerTool(pair, 'interrupt_partner') }, 'Interrupt Worker'),
-      h('button.btn.danger', { type: 'button', onclick: () => this.partnerTool(pair, 'close_partner') }, 'Close pair'));
+      h('button.btn.danger', { type: 'button', onclick: () => this.partnerTool(pair, 'close_partner') }, 'Close pair')));
   }
 
   async partnerTool(pair, name) {
@@ -349,8 +355,8 @@ class App {
           h('span.sub', t.startedAt ? ` ${ago(t.startedAt)}` : ''),
           h('button.btn.tiny', { type: 'button', dataset: { task: t.taskId }, 'aria-label': `Stop ${t.description || t.taskId}`, onclick: () => this.stopTask(r.sessionId, t.taskId) }, 'Stop')))));
     });
-    clear(this.runningEl).append(h('div.panel-head', h('h2', 'Running'), h('button.btn.tiny', { type: 'button', onclick: () => this.toggleRunning(), 'aria-label': 'Close running panel' }, '✕')),
-      items.length ? h('ul.runs', items) : h('p.muted', 'Nothing is running.'));
+    keepFocus(this.runningEl, () => clear(this.runningEl).append(h('div.panel-head', h('h2', 'Running'), h('button.btn.tiny', { type: 'button', onclick: () => this.toggleRunning(), 'aria-label': 'Close running panel' }, '✕')),
+      items.length ? h('ul.runs', items) : h('p.muted', 'Nothing is running.')));
   }
 
   async stopTask(sessionId, taskId) {
@@ -470,6 +476,10 @@ function showLogin(reason) {
   input.focus();
 }
 
+/** CSP violations seen by this page (the browser tests assert there are none). */
+const cspViolations = [];
+document.addEventListener('securitypolicyviolation', (e) => cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+
 async function boot() {
   const params = new URLSearchParams(location.search);
   if (params.has('token')) {
@@ -497,6 +507,7 @@ async function boot() {
     view: (id) => app.views.get(id),
     stats: (id) => app.views.get(id)?.stats,
     sent: app.conn.sent,
+    cspViolations,
     inject: (id, ev) => {
       const v = app.views.get(id);
       v.onEvent({ sessionId: id, seq: v.tip + 1, ts: Date.now(), ...ev });

@@ -62,3 +62,22 @@ export function json(v, max = 20000) {
   if (s === undefined) s = String(v);
   return s.length > max ? s.slice(0, max) + `\n… (${s.length - max} more characters)` : s;
 }
+
+/**
+ * Re-renders `container` with `render()` without losing keyboard focus: the focused
+ * element inside it is found again afterwards by its data-id, data-task or text.
+ */
+export function keepFocus(container, render) {
+  const active = document.activeElement;
+  const inside = active && active !== container && container.contains(active);
+  const key = inside ? (active.dataset.id || active.dataset.task || active.textContent) : null;
+  const tag = inside ? active.tagName : null;
+  render();
+  if (!inside) return;
+  for (const el of container.querySelectorAll(tag)) {
+    if ((el.dataset.id || el.dataset.task || el.textContent) === key) {
+      el.focus();
+      return;
+    }
+  }
+}

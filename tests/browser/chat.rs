@@ -124,8 +124,9 @@ async fn create_send_stream_stop_and_queue() {
         vec![],
     )
     .await;
-    page.send(&id, "/stream 60\n/sleep 800\nall **done**").await;
-    page.wait_text(&id, ".msg.assistant", "chunk 59").await;
+    page.send(&id, "/stream 3000\n/sleep 800\nall **done**")
+        .await;
+    page.wait_text(&id, ".msg.assistant", "chunk 2999").await;
     page.wait_text(&id, ".msg.assistant strong", "done").await;
     page.wait_text(&id, ".turn-end.completed", "Turn completed")
         .await;
@@ -483,4 +484,14 @@ async fn keyboard_only_create_send_and_stop() {
         )
         .await;
     assert_eq!(aborts, 1);
+    // The live list re-renders often; a focused row keeps the focus.
+    let kept = b
+        .exec(
+            "document.querySelector(`a.session[data-id='${arguments[0]}']`).focus();\
+             window.__tandem.app.renderList();\
+             return document.activeElement?.dataset.id === arguments[0];",
+            vec![json!(id)],
+        )
+        .await;
+    assert_eq!(kept, true);
 }

@@ -122,8 +122,14 @@ impl Page {
             .unwrap_or(0)
     }
 
-    /// Runs axe-core and fails on any serious or critical violation.
+    /// Runs axe-core and fails on any serious or critical violation; also fails on any
+    /// Content-Security-Policy violation the page has seen so far.
     pub async fn assert_accessible(&self, view: &str) {
+        let csp = self
+            .browser
+            .exec("return window.__tandem?.cspViolations ?? [];", vec![])
+            .await;
+        assert_eq!(csp, json!([]), "CSP violations in the {view} view");
         let bad = self.browser.axe_serious().await;
         assert!(
             bad.is_empty(),

@@ -131,9 +131,18 @@ async fn a_page_that_falls_behind_is_told_it_lagged_and_catches_up() {
         json!({"type": "chat.send", "sessionId": id, "content": "/stream 100000\nafter the lag"}),
     )
     .await;
+    // Block the page's main thread until the turn has ended on the server (synchronous
+    // requests): it reads nothing meanwhile, so the server must drop it as lagged.
     b.exec(
-        "const t = Date.now(); while (Date.now() - t < 4000) {}",
-        vec![],
+        "const token = localStorage.getItem('tandem.token');\
+         for (;;) {\
+           const x = new XMLHttpRequest();\
+           x.open('GET', '/api/v1/sessions/' + arguments[0], false);\
+           x.setRequestHeader('Authorization', 'Bearer ' + token);\
+           x.send();\
+           if (JSON.parse(x.responseText).status === 'idle') break;\
+         }",
+        vec![json!(id)],
     )
     .await;
     page.wait_text(&id, ".msg.assistant", "after the lag").await;
