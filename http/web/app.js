@@ -82,6 +82,7 @@ class App {
         for (const s of r.sessions) this.sessions.set(s.id, s);
         this.renderList();
         for (const v of this.views.values()) v.updateHeader();
+        if (this.layoutKey.startsWith('missing:')) this.layout();
       }).catch(() => {});
       for (const v of this.views.values()) v.subscribe();
       if (this.everOpen) {
@@ -117,6 +118,7 @@ class App {
         const v = this.views.get(f.session.id);
         if (v) v.updateHeader();
         if (old?.pairId !== f.session.pairId) this.pairsChanged();
+        if (this.layoutKey === `missing:${f.session.id}`) this.layout();
         if (this.runningOpen) this.scheduleRunning();
         return;
       }
@@ -244,6 +246,8 @@ class App {
       return;
     }
     if (!this.sessions.has(id)) {
+      // Maybe just created elsewhere: its `session_upserted` lays the page out again.
+      this.layoutKey = `missing:${id}`;
       this.mainEl.append(h('div.empty-main', h('h2', 'Session not found'), h('p', id), h('a.btn', { href: '#/' }, 'Back')));
       return;
     }

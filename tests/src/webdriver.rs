@@ -75,9 +75,20 @@ impl Browser {
             Err(why) => panic!("{why}"),
         };
         let port = free_port();
-        let driver = Command::new(&chromedriver)
-            .arg(format!("--port={port}"))
-            .arg("--allowed-ips=127.0.0.1")
+        // chromedriver runs under a small shell that leads its own process group and
+        // watches this test process: if the test dies without unwinding (killed by the
+        // runner), the shell ends the group, so no browser outlives its test.
+        let driver = Command::new("sh")
+            .arg("-c")
+            .arg(
+                "\"$2\" --port=\"$3\" --allowed-ips=127.0.0.1 >/dev/null 2>&1 &\n\
+                 while kill -0 \"$1\" 2>/dev/null; do sleep 1; done\n\
+                 kill -KILL 0",
+            )
+            .arg("tandem-webdriver")
+            .arg(std::process::id().to_string())
+            .arg(&chromedriver)
+            .arg(port.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
