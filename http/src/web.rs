@@ -92,4 +92,14 @@ mod tests {
         assert!(super::find("../Cargo.toml").is_none());
         assert!(super::find("app.js").is_some());
     }
+
+    #[test]
+    fn the_policy_allows_nothing_inline() {
+        let csp = super::CONTENT_SECURITY_POLICY;
+        assert!(csp.contains("script-src 'self';"));
+        assert!(csp.contains("style-src 'self';"));
+        assert!(!csp.contains("unsafe"));
+        let html = String::from_utf8_lossy(super::INDEX);
+        assert!(!html.contains("<script>") && !html.contains(" style="));
+    }
 }

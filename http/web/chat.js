@@ -179,6 +179,7 @@ export class ChatView {
   }
 
   onSubscribed(frame) {
+    this.healing = false;
     this.bg = frame.backgroundTasks || [];
     this.renderBg();
     // A request older than the window still needs its prompt.
@@ -195,7 +196,16 @@ export class ChatView {
       this.stats.dups++;
       return;
     }
-    if (ev.seq !== this.tip + 1) this.stats.gaps++;
+    if (ev.seq !== this.tip + 1) {
+      // Never show an event after a hole: ask again from what we hold; the replay
+      // fills the hole and whatever repeats is dropped above.
+      this.stats.gaps++;
+      if (!this.healing) {
+        this.healing = true;
+        this.subscribe();
+      }
+      return;
+    }
     this.tip = ev.seq;
     this.stats.applied++;
     this.sideEffects(ev);

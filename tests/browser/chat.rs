@@ -99,6 +99,8 @@ async fn create_send_stream_stop_and_queue() {
     .await;
     b.type_into("dialog.create input[name=title]", "Browser session")
         .await;
+    let cwd = page.server.dir.path().display().to_string();
+    b.type_into("dialog.create input[name=cwd]", &cwd).await;
     b.click("dialog.create button[type=submit]").await;
     let id = b
         .wait(
@@ -113,6 +115,7 @@ async fn create_send_stream_stop_and_queue() {
     assert_eq!(info["title"], "Browser session");
     assert_eq!(info["effort"], "high");
     assert_eq!(info["permissionMode"], "acceptEdits");
+    assert_eq!(info["cwd"], cwd.as_str());
 
     // Streamed text: the bubble grows while the turn runs, then is final.
     // Record what the streaming bubble showed before the final message replaced it.

@@ -103,6 +103,22 @@ async fn a_server_restart_loses_and_repeats_nothing() {
     );
     assert_eq!(after["gaps"], 0, "{after}");
     assert_no_duplicate_items(&page, &id).await;
+    // An event after a hole is never shown: the page asks again from what it holds.
+    let healed = page
+        .browser
+        .exec(
+            "const v = window.__tandem.view(arguments[0]), tip = v.tip;\
+             window.__tandem.app.onFrame({kind: 'info', sessionId: arguments[0], seq: tip + 5, ts: 0, text: 'ghost'});\
+             const last = window.__tandem.sent[window.__tandem.sent.length - 1];\
+             return {tip: v.tip === tip, resubscribed: last.type === 'chat.subscribe' && last.sessions[0].lastSeq === tip,\
+                     ghost: document.body.textContent.includes('ghost')};",
+            vec![json!(id)],
+        )
+        .await;
+    assert_eq!(
+        healed,
+        json!({"tip": true, "resubscribed": true, "ghost": false})
+    );
     let stored = page.server.all_events(&id).await;
     page.browser
         .wait(
