@@ -50,6 +50,7 @@ class App {
     this.connEl = h('span.conn', { role: 'status' }, 'Connecting…');
     this.runningBtn = h('button.btn', { type: 'button', 'aria-expanded': 'false', 'aria-controls': 'running', onclick: () => this.toggleRunning() }, 'Running');
     this.listEl = h('ul.session-list', { 'aria-label': 'Sessions' });
+    this.filterEl = h('input.field.filter', { type: 'search', placeholder: 'Filter sessions (press /)', 'aria-label': 'Filter sessions', oninput: () => this.renderList() });
     this.mainEl = h('main.main#main', { tabindex: '-1' });
     this.runningEl = h('aside.running#running', { hidden: true, 'aria-label': 'Running work' });
     this.banner = h('div.banner', { hidden: true, role: 'alert' });
@@ -61,7 +62,7 @@ class App {
         this.runningBtn,
         h('button.btn.primary', { type: 'button', onclick: () => this.openCreate() }, 'New session')),
       this.banner,
-      h('nav.sidebar', { 'aria-label': 'Sessions' }, h('h1.side-title', 'Sessions'), this.listEl),
+      h('nav.sidebar', { 'aria-label': 'Sessions' }, h('h1.side-title', 'Sessions'), this.filterEl, this.listEl),
       this.mainEl,
       this.runningEl);
     clear(document.body).append(h('a.skip', { href: '#main', onclick: (e) => { e.preventDefault(); this.mainEl.focus(); } }, 'Skip to conversation'), shell, this.buildCreateDialog());
@@ -173,7 +174,13 @@ class App {
 
   renderList() {
     if (!this.listEl) return;
-    const { roots, children } = this.tree();
+    const tree = this.tree();
+    const { children } = tree;
+    // A filter shows matching sessions (and the Driver or parent of a match).
+    const q = this.filterEl.value.trim().toLowerCase();
+    const hit = (s) => !q || `${s.title} ${s.vendor} ${s.model} ${s.status}`.toLowerCase().includes(q)
+      || (children.get(s.id) || []).some(hit);
+    const roots = tree.roots.filter(hit);
     const row = (s, depth) => {
       const bg = s.backgroundTasks?.length || 0;
       const a = h('a.session', {
@@ -199,10 +206,11 @@ class App {
     const rows = roots.flatMap((s) => row(s, 0));
     keepFocus(this.listEl, () => {
       clear(this.listEl).append(...rows);
-      if (!rows.length) this.listEl.append(h('li.empty', 'No sessions yet. Create one with “New session”.'));
+        if (!rows.length) this.listEl.append(h('li.empty', q ? 'No session matches the filter.' : 'No sessions yet. Create one with “New session”.'));
     });
     const running = [...this.sessions.values()].filter((s) => s.status === 'running' || s.status === 'starting' || s.backgroundTasks?.length).length;
     this.runningBtn.textContent = running ? `Running (${running})` : 'Running';
+    document.title = running ? `(${running}) tandem` : 'tandem';
   }
 
   // ---- routing and layout ---------------------------------------------------------
@@ -440,6 +448,12 @@ class App {
 
   onGlobalKey(e) {
     if (e.defaultPrevented) return;
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName);
+    if (e.key === '/' && !typing && !this.dialog.open) {
+      e.preventDefault();
+      this.filterEl.focus();
+      return;
+    }
     if (e.key === 'Escape' && !this.dialog.open) {
       const inPane = e.target.closest?.('.chat');
       const v = inPane ? this.views.get(inPane.dataset.session) : this.views.get(this.route.id);

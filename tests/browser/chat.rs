@@ -497,4 +497,18 @@ async fn keyboard_only_create_send_and_stop() {
         )
         .await;
     assert_eq!(kept, true);
+    // "/" jumps to the filter; typing narrows the list.
+    create_session(&page, "Another one").await;
+    b.wait(
+        "two sessions",
+        "document.querySelectorAll('a.session').length === 2",
+    )
+    .await;
+    b.exec("document.activeElement.blur();", vec![]).await;
+    b.keys_text("/Keyb").await;
+    b.wait(
+        "the filtered list",
+        "document.activeElement.classList.contains('filter') && document.querySelectorAll('a.session').length === 1",
+    )
+    .await;
 }
