@@ -1,5 +1,6 @@
 //! tandem's HTTP gateway: REST under `/api/v1`, the WebSocket at `/ws`, `/metrics`,
-//! and the `tandem` command line. Only this crate knows HTTP and WebSocket framing.
+//! the browser page (`/`, `/assets/`), and the `tandem` command line. Only this crate
+//! knows HTTP and WebSocket framing.
 
 pub mod auth;
 pub mod cli;
@@ -11,6 +12,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod rest;
 pub mod server;
+pub mod web;
 pub mod ws;
 
 pub use server::{serve, ServeOptions};

@@ -88,7 +88,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
             .configure(crate::mcp::routes)
             .route("/ws", web::get().to(crate::ws::connect))
             .route("/metrics", web::get().to(metrics))
-            .route("/", web::get().to(index))
+            .configure(crate::web::routes)
     })
     // Small frames must leave at once: with Nagle on, a frame waits for the peer's
     // delayed ACK (~40 ms).
@@ -133,13 +133,6 @@ async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
         .body(crate::metrics::render(&state.runtime)))
-}
-
-async fn index() -> HttpResponse {
-    HttpResponse::Ok().content_type("text/plain").body(format!(
-        "tandem {}\nREST: /api/v1 (sessions, vendors, health)\nWebSocket: /ws\nMetrics: /metrics\n",
-        env!("CARGO_PKG_VERSION")
-    ))
 }
 
 /// The default data directory: `~/.tandem`.

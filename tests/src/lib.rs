@@ -7,7 +7,9 @@
 pub mod bench;
 pub mod server;
 pub mod vendor_clis;
+pub mod webdriver;
 pub mod ws;
 
 pub use server::{Server, ServerOptions, TempDir};
+pub use webdriver::Browser;
 pub use ws::WsClient;

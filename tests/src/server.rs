@@ -113,8 +113,12 @@ impl Server {
     pub fn start_in(dir: std::sync::Arc<TempDir>, opts: ServerOptions) -> Server {
         let data = dir.path().join("data");
         let mut cmd = Command::new(server_binary());
-        cmd.arg("serve")
-            .args(["--port", "0", "--data-dir"])
+        cmd.arg("serve");
+        // A restart that must keep its address passes its own `--port`.
+        if !opts.args.iter().any(|a| a == "--port") {
+            cmd.args(["--port", "0"]);
+        }
+        cmd.arg("--data-dir")
             .arg(&data)
             .arg("--workspace-root")
             .arg(dir.path())

@@ -1,0 +1,614 @@
+// One session's conversation: a bounded window of rendered events over the session's
+// full history. The newest part comes over the WebSocket subscription; older parts are
+// paged in through REST when the reader scrolls up. At most MAX_ITEMS items are in the
+// DOM, so a session with 100,000 events costs the tab no more than one with 1,000.
+
+import { h, clear, clock, json, ago } from './dom.js';
+import { renderMarkdown } from './md.js';
+
+/** Events replayed when a session is opened, and per REST page when scrolling up. */
+export const PAGE = 400;
+/** Rendered items kept in the DOM; the rest is dropped and re-paged on demand. */
+export const MAX_ITEMS = 1200;
+/** Above this, text is shown as plain text instead of Markdown (keeps big outputs fast). */
+const MARKDOWN_LIMIT = 100000;
+
+export class ChatView {
+  constructor(app, sessionId, opts = {}) {
+    this.app = app;
+    this.id = sessionId;
+    this.opts = opts;
+    const info = app.sessions.get(sessionId);
+    const start = Math.max(0, (info?.lastSeq || 0) - PAGE);
+    /** Highest seq received (rendered, or passed over while scrolled back). */
+    this.tip = start;
+    /** Lowest seq in the window; older ones come from REST. */
+    this.first = start + 1;
+    this.liveEdge = true;
+    this.items = [];
+    this.cards = new Map();
+    this.proposals = new Map();
+    this.perms = new Map();
+    this.bg = info?.backgroundTasks || [];
+    this.queued = [];
+    /** Streaming items with text not yet written to the DOM (see `flush`). */
+    this.dirty = new Set();
+    this.loading = false;
+    /** Counters the browser tests read: duplicates dropped, gaps seen, events applied. */
+    this.stats = { dups: 0, gaps: 0, applied: 0, subscribes: 0 };
+    this.build();
+    this.updateHeader();
+  }
+
+  get info() {
+    return this.app.sessions.get(this.id) || { id: this.id, title: this.id, status: 'idle' };
+  }
+
+  get busy() {
+    const s = this.info.status;
+    return s === 'running' || s === 'starting';
+  }
+
+  build() {
+    const titleId = `title-${this.id}`;
+    this.titleEl = h('h2.chat-title', { id: titleId });
+    this.statusEl = h('span.status');
+    this.metaEl = h('span.meta');
+    this.bgEl = h('div.bg-tasks');
+    this.stopBtn = h('button.btn.danger.stop', { type: 'button', title: 'Interrupt the running turn (Esc)', onclick: () => this.interrupt() }, 'Stop');
+    this.olderBtn = h('button.btn.link.older', { type: 'button', onclick: () => this.loadOlder() }, 'Load older messages');
+    this.sentinel = h('div.sentinel', this.olderBtn);
+    this.list = h('div.items');
+    this.jumpBtn = h('button.btn.jump', { type: 'button', hidden: true, onclick: () => this.jumpLatest() }, 'Jump to latest ↓');
+    this.log = h('div.log', { role: 'log', 'aria-labelledby': titleId, tabindex: '0' }, this.sentinel, this.list);
+    this.input = h('textarea.input', {
+      rows: 1,
+      placeholder: 'Message · Enter to send',
+      title: 'Enter sends, Shift+Enter starts a new line, Esc stops the running turn',
+      'aria-label': `Message to ${this.info.title || 'session'}`,
+      onkeydown: (e) => this.onKey(e),
+      oninput: () => this.autosize(),
+    });
+    this.sendBtn = h('button.btn.primary.send', { type: 'submit' }, 'Send');
+    this.queueEl = h('ul.queued', { 'aria-label': 'Queued messages' });
+    this.noteEl = h('div.note', { role: 'status' });
+    this.form = h('form.composer', { onsubmit: (e) => { e.preventDefault(); this.submit(); } },
+      this.queueEl, this.noteEl, h('div.row', this.input, this.sendBtn, this.stopBtn));
+    this.el = h('section.chat', { dataset: { session: this.id }, 'aria-labelledby': titleId },
+      h('header.chat-head',
+        h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.titleEl, this.statusEl),
+        h('div.line.sub', this.metaEl, this.bgEl)),
+      h('div.log-wrap', this.log, this.jumpBtn),
+      this.form);
+    this.observer = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) this.loadOlder();
+    }, { root: this.log, rootMargin: '200px 0px 0px 0px' });
+    this.observer.observe(this.sentinel);
+    this.updateOlder();
+  }
+
+  destroy() {
+    this.observer.disconnect();
+    this.el.remove();
+  }
+
+  // ---- header and composer -------------------------------------------------------
+
+  updateHeader() {
+    const s = this.info;
+    this.titleEl.textContent = s.title || s.id;
+    this.statusEl.className = `status st-${s.status}`;
+    this.statusEl.textContent = s.status;
+    const role = s.role ? [h(`span.badge.role-${s.role}`, s.role === 'driver' ? 'Driver' : 'Worker')] : [];
+    clear(this.metaEl).append(...role, [s.vendor, s.model, s.effort].filter(Boolean).join(' · '),
+      s.permissionMode && s.permissionMode !== 'default' ? ` · ${s.permissionMode}` : '');
+    this.stopBtn.disabled = !this.busy;
+    this.sendBtn.textContent = this.busy ? 'Queue' : 'Send';
+    this.renderBg();
+  }
+
+  renderBg() {
+    clear(this.bgEl);
+    for (const t of this.bg) {
+      this.bgEl.append(h('span.chip.bg', { title: t.description },
+        h('span', `⚙ ${t.description || t.taskId}`),
+        h('button.btn.tiny', { type: 'button', 'aria-label': `Stop background task ${t.description || t.taskId}`,
+          onclick: () => this.app.stopTask(this.id, t.taskId) }, 'Stop')));
+    }
+  }
+
+  autosize() {
+    this.input.style.height = 'auto';
+    this.input.style.height = `${Math.min(this.input.scrollHeight, 240)}px`;
+    this.input.style.overflowY = this.input.scrollHeight > 240 ? 'auto' : 'hidden';
+  }
+
+  onKey(e) {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      this.submit();
+    } else if (e.key === 'Escape') {
+      e.preventDefault();
+      this.interrupt();
+    }
+  }
+
+  note(text, kind = '') {
+    this.noteEl.className = `note ${kind}`;
+    this.noteEl.textContent = text;
+  }
+
+  async submit() {
+    const content = this.input.value;
+    if (!content.trim()) return;
+    const queue = this.busy;
+    this.input.value = '';
+    this.autosize();
+    this.note('');
+    try {
+      const reply = await this.app.conn.request('chat.send', { sessionId: this.id, content, queue });
+      if (reply.queued) {
+        this.queued.push(content);
+        this.renderQueued();
+      }
+    } catch (err) {
+      this.input.value = content;
+      this.note(`Not sent: ${err.message}`, 'error');
+    }
+  }
+
+  renderQueued() {
+    clear(this.queueEl);
+    this.queued.forEach((q, i) => this.queueEl.append(h('li.chip', `Queued ${i + 1}: ${q.length > 80 ? `${q.slice(0, 80)}…` : q}`)));
+  }
+
+  async interrupt() {
+    if (!this.busy) return;
+    try {
+      await this.app.conn.request('chat.abort', { sessionId: this.id });
+    } catch (err) {
+      this.note(`Could not stop: ${err.message}`, 'error');
+    }
+  }
+
+  // ---- subscription ---------------------------------------------------------------
+
+  subscribe() {
+    this.stats.subscribes++;
+    this.app.conn.send({ type: 'chat.subscribe', sessions: [{ sessionId: this.id, lastSeq: this.tip }] });
+  }
+
+  onSubscribed(frame) {
+    this.healing = false;
+    this.bg = frame.backgroundTasks || [];
+    this.renderBg();
+    // A request older than the window still needs its prompt.
+    for (const p of frame.pendingPermissions || []) {
+      if (!p?.requestId || this.perms.has(p.requestId) || !this.liveEdge) continue;
+      const item = this.render({ kind: 'permission_request', seq: this.tip, ...p }, this.list, this.items);
+      if (item) item.pending = true;
+    }
+  }
+
+  /** One event from the live stream (or a replay after resubscribing). */
+  onEvent(ev) {
+    if (ev.seq <= this.tip) {
+      this.stats.dups++;
+      return;
+    }
+    if (ev.seq !== this.tip + 1) {
+      // Never show an event after a hole: ask again from what we hold; the replay
+      // fills the hole and whatever repeats is dropped above.
+      this.stats.gaps++;
+      if (!this.healing) {
+        this.healing = true;
+        this.subscribe();
+      }
+      return;
+    }
+    this.tip = ev.seq;
+    this.stats.applied++;
+    this.sideEffects(ev);
+    if (!this.liveEdge) {
+      this.jumpBtn.hidden = false;
+      return;
+    }
+    // Read the scroll position once per frame, not once per event: a fast stream
+    // would otherwise force a layout for every chunk.
+    if (this.stick === undefined) {
+      this.stick = this.atBottom();
+      requestAnimationFrame(() => {
+        if (this.stick) this.scrollToBottom();
+        this.stick = undefined;
+      });
+    }
+    this.render(ev, this.list, this.items);
+    this.trimTop();
+  }
+
+  sideEffects(ev) {
+    if (ev.kind === 'background_tasks') {
+      this.bg = ev.tasks || [];
+      this.renderBg();
+    } else if (ev.kind === 'user_message' && !ev.internal) {
+      const i = this.queued.indexOf(ev.text);
+      if (i >= 0) {
+        this.queued.splice(i, 1);
+        this.renderQueued();
+      }
+    }
+    if (['delegation', 'pair_created', 'pair_closed', 'worker_proposal_update'].includes(ev.kind)) this.app.pairsChanged();
+  }
+
+  /** Writes the streamed text gathered since the last frame. */
+  flush() {
+    this.flushing = false;
+    for (const it of this.dirty) {
+      if (!it.dead && it.buf) it.textNode.appendData(it.buf);
+      it.buf = '';
+    }
+    this.dirty.clear();
+  }
+
+  atBottom() {
+    return this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 48;
+  }
+
+  scrollToBottom() {
+    this.log.scrollTop = this.log.scrollHeight;
+  }
+
+  // ---- window over history --------------------------------------------------------
+
+  updateOlder() {
+    const more = this.first > 1;
+    this.olderBtn.hidden = !more;
+    this.sentinel.classList.toggle('start', !more);
+    this.sentinel.dataset.label = more ? '' : 'Start of session';
+  }
+
+  trimTop() {
+    if (this.items.length <= MAX_ITEMS) return;
+    const drop = this.items.splice(0, this.items.length - MAX_ITEMS);
+    for (const it of drop) { it.el.remove(); it.dead = true; }
+    this.first = this.items[0].seq;
+    this.updateOlder();
+  }
+
+  trimBottom() {
+    if (this.items.length <= MAX_ITEMS) return;
+    const drop = this.items.splice(MAX_ITEMS);
+    for (const it of drop) { it.el.remove(); it.dead = true; }
+    this.liveEdge = false;
+    this.jumpBtn.hidden = false;
+  }
+
+  async fetchPage(after, limit) {
+    return this.app.conn.rest('GET', `/sessions/${encodeURIComponent(this.id)}/events?after=${after}&limit=${limit}`);
+  }
+
+  /** Pages in the events before the window (REST), keeping the reader's place. */
+  async loadOlder() {
+    if (this.loading || this.first <= 1) return;
+    this.loading = true;
+    this.olderBtn.textContent = 'Loading…';
+    try {
+      const from = Math.max(1, this.first - (this.pageSize || PAGE));
+      const page = await this.fetchPage(from - 1, this.first - from);
+      const events = (page.events || []).filter((e) => e.seq < this.first);
+      const frag = document.createDocumentFragment();
+      const items = [];
+      for (const ev of events) this.render(ev, frag, items, true);
+      this.mergeBoundary(items);
+      // A page that adds nothing visible (deltas of a message already shown): take
+      // bigger steps, up to the REST limit, until something shows.
+      this.pageSize = items.length ? PAGE : Math.min(5000, (this.pageSize || PAGE) * 2);
+      const before = this.log.scrollHeight;
+      const top = this.log.scrollTop;
+      this.list.prepend(frag);
+      this.items = items.concat(this.items);
+      this.log.scrollTop = top + (this.log.scrollHeight - before);
+      this.first = from;
+      this.trimBottom();
+    } catch (err) {
+      this.note(`Could not load older messages: ${err.message}`, 'error');
+    } finally {
+      this.loading = false;
+      this.olderBtn.textContent = 'Load older messages';
+      this.updateOlder();
+    }
+    // Still at the top (the page added little): keep going.
+    if (this.first > 1 && this.log.scrollTop < 200) setTimeout(() => this.loadOlder(), 0);
+  }
+
+  /** A streamed text run at the end of an older page belongs to the window's first item. */
+  mergeBoundary(older) {
+    const last = older[older.length - 1];
+    const next = this.items[0];
+    if (!last || !next || last.type !== 'stream' || !last.open || last.turnId !== next.turnId) return;
+    if (next.type === 'stream' && next.open) {
+      next.textNode.insertData(0, last.textNode.data + last.buf);
+      next.seq = last.seq;
+    } else if (next.type !== 'assistant') return;
+    older.pop();
+    last.el.remove();
+    last.dead = true;
+  }
+
+  /** Drops the window and shows the newest part again. */
+  async jumpLatest() {
+    this.jumpBtn.hidden = true;
+    for (const it of this.items) { it.el.remove(); it.dead = true; }
+    this.items = [];
+    this.cards.clear();
+    let after = Math.max(0, this.tip - PAGE);
+    this.first = after + 1;
+    try {
+      for (;;) {
+        const page = await this.fetchPage(after, 5000);
+        for (const ev of page.events || []) {
+          if (ev.seq > this.tip) {
+            this.tip = ev.seq;
+            this.sideEffects(ev);
+          }
+          this.render(ev, this.list, this.items);
+          after = ev.seq;
+        }
+        if (!page.hasMore && after >= this.tip) break;
+        if (!(page.events || []).length) break;
+      }
+      this.liveEdge = true;
+      this.trimTop();
+    } catch (err) {
+      this.note(`Could not load: ${err.message}`, 'error');
+      this.jumpBtn.hidden = false;
+    }
+    this.updateOlder();
+    this.scrollToBottom();
+  }
+
+  // ---- rendering one event ----------------------------------------------------------
+
+  push(target, items, item, ev) {
+    item.seq = ev.seq;
+    item.turnId = ev.turnId;
+    item.el.dataset.seq = ev.seq;
+    item.el.dataset.kind = item.type;
+    target.append(item.el);
+    items.push(item);
+    return item;
+  }
+
+  openStream(items, turnId) {
+    for (let i = items.length - 1; i >= 0 && i >= items.length - 4; i--) {
+      const it = items[i];
+      if (it.type === 'stream' && it.open && it.turnId === turnId) return it;
+    }
+    return null;
+  }
+
+  render(ev, target, items) {
+    const add = (type, el, extra = {}) => this.push(target, items, { type, el, ...extra }, ev);
+    switch (ev.kind) {
+      case 'turn_started':
+        return null;
+      case 'user_message': {
+        const cls = ev.internal ? 'msg.user.internal' : 'msg.user';
+        const label = ev.internal ? 'Server message (result pushed back)' : ev.delegatedBy ? 'Delegated by the Driver' : 'You';
+        const body = ev.internal && ev.text.length > 400
+          ? h('details', h('summary', `${ev.text.slice(0, 120)}…`), h('div.text', ev.text))
+          : h('div.text', ev.text);
+        return add('user', h(`div.${cls}`, h('div.who', label, h('time', clock(ev.ts))), body));
+      }
+      case 'text_delta': {
+        const open = this.openStream(items, ev.turnId);
+        if (open) {
+          // Appending to a long text node copies it; gather the chunks and write them
+          // once per frame instead.
+          open.buf += ev.text;
+          this.dirty.add(open);
+          if (!this.flushing) {
+            this.flushing = true;
+            requestAnimationFrame(() => this.flush());
+          }
+          return null;
+        }
+        const textNode = document.createTextNode(ev.text);
+        return add('stream', h('div.msg.assistant.streaming', h('div.who', 'Assistant', h('time', clock(ev.ts))), h('div.text.plain', textNode)), { open: true, textNode, buf: '' });
+      }
+      case 'assistant_message': {
+        const open = this.openStream(items, ev.turnId);
+        const body = markdownOrText(ev.text);
+        if (open) {
+          open.buf = '';
+          this.dirty.delete(open);
+          open.open = false;
+          open.type = 'assistant';
+          open.el.dataset.kind = 'assistant';
+          open.el.classList.remove('streaming');
+          open.el.lastChild.replaceWith(body);
+          return null;
+        }
+        return add('assistant', h('div.msg.assistant', h('div.who', 'Assistant', h('time', clock(ev.ts))), body));
+      }
+      case 'thinking':
+        return add('thinking', h('details.thinking', h('summary', 'Thinking'), h('div.text', ev.text)));
+      case 'tool_call': {
+        const result = h('pre.tool-out', 'running…');
+        const el = h('details.card.tool.pending',
+          h('summary', h('span.tool-name', ev.name), h('span.tool-preview', preview(ev.input)), h('span.tool-state', '…')),
+          h('div.card-body', h('div.label', 'Input'), h('pre', json(ev.input)), h('div.label', 'Result'), result));
+        const item = add('tool', el, { result });
+        this.cards.set(ev.callId, item);
+        return item;
+      }
+      case 'tool_result': {
+        const card = this.cards.get(ev.callId);
+        if (card && !card.dead) {
+          card.result.textContent = json(ev.output);
+          card.el.classList.remove('pending');
+          card.el.classList.add(ev.isError ? 'failed' : 'ok');
+          card.el.querySelector('.tool-state').textContent = ev.isError ? 'error' : 'done';
+          return null;
+        }
+        return add('tool', h(`details.card.tool.${ev.isError ? 'failed' : 'ok'}`,
+          h('summary', h('span.tool-name', 'result'), h('span.tool-preview', preview(ev.output)), h('span.tool-state', ev.isError ? 'error' : 'done')),
+          h('div.card-body', h('pre.tool-out', json(ev.output)))));
+      }
+      case 'turn_completed': {
+        const text = ev.status === 'completed' ? 'Turn completed' : ev.status === 'interrupted' ? 'Turn interrupted' : `Turn failed${ev.error ? `: ${ev.error}` : ''}`;
+        return add('turn', h(`div.turn-end.${ev.status}`, h('span', text), h('time', clock(ev.ts))));
+      }
+      case 'error':
+        return add('error', h('div.line-event.error', { role: 'alert' }, `Error: ${ev.message}`));
+      case 'info':
+        return add('info', h('div.line-event', ev.text));
+      case 'background_tasks':
+        return add('info', h('div.line-event.muted', ev.tasks?.length ? `Background: ${ev.tasks.map((t) => t.description || t.taskId).join(', ')}` : 'Background work finished'));
+      case 'config_changed':
+        return add('info', h('div.line-event.muted', `Settings: ${[ev.vendor, ev.model, ev.effort, ev.permissionMode].filter(Boolean).join(' · ')}`));
+      case 'delegation': {
+        const mine = ev.from === this.id;
+        const text = ev.active
+          ? (mine ? 'Delegated to the Worker' : 'Delegation from the Driver started')
+          : (mine ? 'The Worker finished the delegation' : 'Delegation ended');
+        return add('info', h(`div.line-event.delegation${ev.active ? '.active' : ''}`, `⇄ ${text}`));
+      }
+      case 'pair_created':
+        return add('info', h('div.line-event.delegation', '⇄ Driver and Worker paired'));
+      case 'pair_closed':
+        return add('info', h('div.line-event.delegation', '⇄ Pair closed'));
+      case 'handoff_created':
+        return add('info', h('div.line-event', 'Continued in ', h('a', { href: `#/s/${ev.targetSessionId}` }, ev.targetTitle || ev.targetSessionId), ` (${ev.targetVendor})`));
+      case 'handoff_context':
+        return add('info', h('div.line-event', 'Continues ', h('a', { href: `#/s/${ev.sourceSessionId}` }, ev.sourceTitle || ev.sourceSessionId), ` (${ev.sourceVendor})`));
+      case 'permission_request':
+        return this.permissionCard(ev, add);
+      case 'permission_resolved': {
+        const card = this.perms.get(ev.requestId);
+        if (card) card.resolve('resolved');
+        return null;
+      }
+      case 'worker_proposal':
+        return this.proposalCard(ev, add);
+      case 'worker_proposal_update': {
+        const card = this.proposals.get(ev.proposalId);
+        if (card && !card.dead) {
+          card.update(ev);
+          return null;
+        }
+        return add('info', h('div.line-event.delegation', `Proposal ${ev.status}${ev.error ? `: ${ev.error}` : ''}`));
+      }
+      default:
+        return add('info', h('div.line-event.muted', ev.kind));
+    }
+  }
+
+  permissionCard(ev, add) {
+    // The same request shown from `pendingPermissions` before its event was replayed:
+    // the event's card takes its place.
+    const early = this.perms.get(ev.requestId);
+    if (early?.pending && !early.dead) {
+      early.el.remove();
+      early.dead = true;
+      const at = this.items.indexOf(early);
+      if (at >= 0) this.items.splice(at, 1);
+    }
+    const status = h('span.card-state', 'waiting for you');
+    const msg = h('input.field', { type: 'text', placeholder: 'Optional message to the agent', 'aria-label': 'Message with the answer' });
+    const allow = h('button.btn.primary', { type: 'button', onclick: () => answer(true) }, 'Allow');
+    const deny = h('button.btn.danger', { type: 'button', onclick: () => answer(false) }, 'Deny');
+    const el = h('div.card.permission', { role: 'group', 'aria-label': `Permission request for ${ev.toolName}` },
+      h('div.card-head', h('strong', `Permission: ${ev.toolName}`), status),
+      h('pre', json(ev.input, 4000)),
+      h('div.row', msg, allow, deny));
+    const item = add('permission', el);
+    item.resolve = (text) => {
+      status.textContent = text;
+      allow.disabled = true;
+      deny.disabled = true;
+      msg.disabled = true;
+      el.classList.add('done');
+    };
+    const answer = async (ok) => {
+      allow.disabled = true;
+      deny.disabled = true;
+      const fields = { sessionId: this.id, requestId: ev.requestId, allow: ok };
+      if (msg.value.trim()) fields.message = msg.value.trim();
+      try {
+        await this.app.conn.request('chat.permission-response', fields);
+        item.resolve(ok ? 'allowed' : 'denied');
+      } catch (err) {
+        status.textContent = `not sent: ${err.message}`;
+        allow.disabled = false;
+        deny.disabled = false;
+      }
+    };
+    this.perms.set(ev.requestId, item);
+    return item;
+  }
+
+  proposalCard(ev, add) {
+    const rec = ev.recommended || {};
+    const vendors = this.app.installedVendors();
+    const vendorSel = h('select.field', { 'aria-label': 'Worker vendor' }, vendors.map((v) => h('option', { value: v.id, selected: v.id === rec.vendor }, v.displayName)));
+    const modelSel = h('select.field', { 'aria-label': 'Worker model' });
+    const effortSel = h('select.field', { 'aria-label': 'Worker effort' });
+    const fill = () => {
+      const v = vendors.find((x) => x.id === vendorSel.value) || { models: [], effortLevels: [] };
+      clear(modelSel).append(...v.models.map((m) => h('option', { value: m, selected: m === rec.model }, m)));
+      clear(effortSel).append(...v.effortLevels.map((e) => h('option', { value: e, selected: e === rec.effort }, e)));
+    };
+    vendorSel.addEventListener('change', fill);
+    fill();
+    const status = h('span.card-state', ev.autoApproved ? 'auto-approved' : ev.status);
+    const accept = h('button.btn.primary', { type: 'button', onclick: () => respond(true) }, 'Accept');
+    const decline = h('button.btn', { type: 'button', onclick: () => respond(false) }, 'Decline');
+    const controls = h('div.row.choices', vendorSel, modelSel, effortSel, accept, decline);
+    const el = h('div.card.proposal', { role: 'group', 'aria-label': 'Worker proposal' },
+      h('div.card-head', h('strong', 'Worker proposal'), status),
+      h('div.summary', ev.summary),
+      h('details', { open: true }, h('summary', 'Plan'), h('div.text', markdownOrText(ev.plan || ''))),
+      controls);
+    const item = add('proposal', el);
+    item.update = (u, fromEvent = true) => {
+      // The reply to our own answer can come after later events; never go back.
+      if (!fromEvent && item.seen) return;
+      if (fromEvent) item.seen = true;
+      status.textContent = u.status + (u.error ? `: ${u.error}` : '');
+      el.dataset.status = u.status;
+      controls.hidden = true;
+    };
+    if (ev.status !== 'pending' || ev.autoApproved) controls.hidden = true;
+    el.dataset.status = ev.status;
+    const respond = async (accepted) => {
+      accept.disabled = true;
+      decline.disabled = true;
+      const fields = { sessionId: this.id, proposalId: ev.proposalId, accepted };
+      if (accepted) Object.assign(fields, { vendor: vendorSel.value, model: modelSel.value || undefined, effort: effortSel.value || undefined });
+      try {
+        const reply = await this.app.conn.request('proposal.respond', fields);
+        item.update({ status: reply.status }, false);
+      } catch (err) {
+        status.textContent = `failed: ${err.message}`;
+        accept.disabled = false;
+        decline.disabled = false;
+      }
+    };
+    this.proposals.set(ev.proposalId, item);
+    return item;
+  }
+}
+
+function markdownOrText(text) {
+  if (text.length > MARKDOWN_LIMIT) return h('div.text.plain', text);
+  return h('div.text.md', renderMarkdown(text));
+}
+
+function preview(v) {
+  const s = typeof v === 'string' ? v : JSON.stringify(v);
+  if (!s) return '';
+  return s.length > 90 ? `${s.slice(0, 90)}…` : s;
+}
+
+export { ago };

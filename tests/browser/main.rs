@@ -1,0 +1,184 @@
+//! Browser tests: the real server (scripted vendor) and the page in a real headless
+//! Chromium, driven over WebDriver. They skip, saying why, only when Chromium or
+//! chromedriver is missing and `CI` is not set. Screenshots of the main views land in
+//! `target/screenshots/`.
+
+mod chat;
+mod history;
+mod pairs;
+mod reconnect;
+
+use serde_json::{json, Value};
+use tandem_tests::webdriver::browser_binaries;
+use tandem_tests::{Browser, Server, ServerOptions};
+
+/// A server with token auth and a browser logged in to it.
+pub struct Page {
+    pub server: Server,
+    pub browser: Browser,
+}
+
+/// True (after printing why) when the browser tests cannot run here.
+pub fn skip() -> bool {
+    match browser_binaries() {
+        Ok(_) => false,
+        Err(why) => {
+            eprintln!("skipping browser test: {why}");
+            true
+        }
+    }
+}
+
+impl Page {
+    /// Starts a token-auth server with `args` and logs a 1280×800 browser in to it.
+    pub async fn open(args: &[&str]) -> Page {
+        Page::open_with(args, &[]).await
+    }
+
+    /// Like [`Page::open`], with extra Chromium flags.
+    pub async fn open_with(args: &[&str], browser_args: &[&str]) -> Page {
+        let server = Server::start_with(ServerOptions {
+            token_auth: true,
+            args: args.iter().map(|s| s.to_string()).collect(),
+        });
+        let browser = Browser::start_with(1280, 800, browser_args).await;
+        let page = Page { server, browser };
+        page.login().await;
+        page
+    }
+
+    /// Opens the printed URL (`/?token=…`) and waits for the session list.
+    pub async fn login(&self) {
+        let token = self.server.token.clone().unwrap_or_default();
+        self.browser
+            .goto(&format!("{}/?token={token}", self.server.base))
+            .await;
+        self.browser
+            .wait(
+                "the page to connect",
+                "document.querySelector('.conn.live')",
+            )
+            .await;
+    }
+
+    /// A WebSocket client as the admin.
+    pub async fn ws(&self) -> tandem_tests::WsClient {
+        self.server.ws().await
+    }
+
+    /// Opens a session in the page and waits for its conversation view.
+    pub async fn open_session(&self, id: &str) {
+        self.browser
+            .exec("location.hash = '#/s/' + arguments[0];", vec![json!(id)])
+            .await;
+        self.browser
+            .wait(
+                "the session view",
+                &format!("document.querySelector('.chat[data-session=\"{id}\"] .log')"),
+            )
+            .await;
+    }
+
+    /// Types into a session's composer and presses Enter.
+    pub async fn send(&self, id: &str, text: &str) {
+        let css = format!(".chat[data-session=\"{id}\"] textarea");
+        // Shift+Enter would be a newline; the test sends one line per call, or uses
+        // the value setter for multi-line text.
+        if text.contains('\n') {
+            self.browser
+                .exec(
+                    "const t = document.querySelector(arguments[0]); t.value = arguments[1]; t.focus();",
+                    vec![json!(css), json!(text)],
+                )
+                .await;
+            self.browser.type_into(&css, "\u{E007}").await;
+        } else {
+            self.browser
+                .type_into(&css, &format!("{text}\u{E007}"))
+                .await;
+        }
+    }
+
+    /// Waits until some rendered item of session `id` matching `sel` contains `text`.
+    pub async fn wait_text(&self, id: &str, sel: &str, text: &str) {
+        let expr = format!(
+            "[...document.querySelectorAll('.chat[data-session=\"{id}\"] {sel}')].some(e => e.textContent.includes({}))",
+            json!(text)
+        );
+        self.browser
+            .wait(&format!("{sel} containing {text:?}"), &expr)
+            .await;
+    }
+
+    /// Counts elements matching `css` in the page.
+    pub async fn count(&self, css: &str) -> u64 {
+        self.browser
+            .exec(
+                "return document.querySelectorAll(arguments[0]).length;",
+                vec![json!(css)],
+            )
+            .await
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// Runs axe-core and fails on any serious or critical violation; also fails on any
+    /// Content-Security-Policy violation the page has seen so far.
+    pub async fn assert_accessible(&self, view: &str) {
+        let csp = self
+            .browser
+            .exec("return window.__tandem?.cspViolations ?? [];", vec![])
+            .await;
+        assert_eq!(csp, json!([]), "CSP violations in the {view} view");
+        let bad = self.browser.axe_serious().await;
+        assert!(
+            bad.is_empty(),
+            "accessibility violations in the {view} view: {}",
+            Value::Array(bad)
+        );
+    }
+
+    /// The view's counters: duplicates dropped, gaps, events applied, tip.
+    pub async fn stats(&self, id: &str) -> Value {
+        self.browser
+            .exec(
+                "const v = window.__tandem.view(arguments[0]); return v ? {...v.stats, tip: v.tip, first: v.first} : null;",
+                vec![json!(id)],
+            )
+            .await
+    }
+}
+
+/// Creates a scripted session over WebSocket and returns its id.
+pub async fn create_session(page: &Page, title: &str) -> String {
+    let mut ws = page.ws().await;
+    let reply = ws
+        .ok(json!({"type": "session.create", "title": title}))
+        .await;
+    reply["session"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Asserts that rendered items of session `id` carry strictly increasing seqs.
+pub async fn assert_no_duplicate_items(page: &Page, id: &str) {
+    let seqs = page
+        .browser
+        .exec(
+            "return [...document.querySelectorAll('.chat[data-session=\"' + arguments[0] + '\"] .items > [data-seq]')].map(e => +e.dataset.seq);",
+            vec![json!(id)],
+        )
+        .await;
+    let seqs: Vec<u64> = seqs
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Value::as_u64)
+        .collect();
+    assert!(!seqs.is_empty(), "no rendered items");
+    for w in seqs.windows(2) {
+        assert!(w[0] < w[1], "items out of order or repeated: {seqs:?}");
+    }
+}
