@@ -16,6 +16,9 @@ pub struct RuntimeConfig {
     pub client_queue_bytes: usize,
     /// Events each session keeps in memory for fast replay.
     pub ring_events: usize,
+    /// Most sessions one user may own (Workers, spawned and handed-off sessions
+    /// count); the next creation is `LIMIT_EXCEEDED`.
+    pub max_sessions_per_user: usize,
 }
 
 impl RuntimeConfig {
@@ -27,6 +30,7 @@ impl RuntimeConfig {
             commit_batch: 4096,
             client_queue_bytes: 4 << 20,
             ring_events: 1024,
+            max_sessions_per_user: 100_000,
         }
     }
 }

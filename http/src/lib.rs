@@ -4,9 +4,12 @@
 pub mod auth;
 pub mod cli;
 pub mod error;
+pub mod guard;
+pub mod limits;
 pub mod mcp;
 pub mod metrics;
 pub mod rest;
+pub mod rest_edit;
 pub mod server;
 pub mod ws;
 

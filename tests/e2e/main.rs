@@ -3,12 +3,16 @@
 
 mod access;
 mod bad_input;
+mod browser_attacks;
 mod configure;
 mod flow;
 mod handoff;
+mod limits;
 mod pairs;
+mod rest_parity;
 mod restart;
 mod schedule;
+mod secrets;
 mod slow_client;
 mod subscribe;
 

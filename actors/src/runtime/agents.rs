@@ -9,7 +9,6 @@ use tandem_protocol::SessionInfo;
 
 use super::{NewSession, Runtime};
 use crate::access::Principal;
-use crate::clock::random_id;
 use crate::error::RuntimeError;
 use crate::tools::{accept_proposal, decline_proposal, describe, tools_for};
 use crate::vendor::VendorSpec;
@@ -122,7 +121,7 @@ impl Runtime {
         {
             return Ok(existing);
         }
-        let token = random_id("mcp_", 24);
+        let token = crate::clock::random_token("mcp_", 24)?;
         self.inner.mcp_tokens.insert(token.clone(), id.to_string());
         Ok(token)
     }
