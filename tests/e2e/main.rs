@@ -6,6 +6,7 @@ mod bad_input;
 mod browser_attacks;
 mod configure;
 mod flow;
+mod fuzz_socket;
 mod handoff;
 mod limits;
 mod pairs;
