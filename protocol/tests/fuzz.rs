@@ -183,7 +183,7 @@ proptest! {
     fn mangled_json_and_deep_nesting_are_answered(
         (_, frame) in typed_frame(),
         cut in any::<prop::sample::Index>(),
-        depth in 0usize..600,
+        depth in 0usize..300,
         junk in text(),
     ) {
         let text = frame.to_string();

@@ -5,6 +5,7 @@ mod access;
 mod bad_input;
 mod browser_attacks;
 mod configure;
+mod first_run;
 mod flow;
 mod fuzz_socket;
 mod handoff;
