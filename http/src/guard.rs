@@ -20,8 +20,11 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method};
-use actix_web::HttpRequest;
+use actix_web::middleware::Next;
+use actix_web::{web, HttpRequest};
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
@@ -119,6 +122,22 @@ impl Guard {
         }
         self.origins.contains(&origin)
     }
+}
+
+/// The middleware: refuses a request the [`Guard`] in the app data rejects, before
+/// any route sees it. Registered with `.app_data(Data<Guard>)` and
+/// `.wrap(from_fn(middleware))`.
+pub async fn middleware(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let Some(guard) = req.app_data::<web::Data<Guard>>() else {
+        return Err(
+            ApiError::new(ErrorCode::Internal, "the request guard is not configured").into(),
+        );
+    };
+    guard.check(req.request())?;
+    next.call(req).await
 }
 
 /// The host part of a `Host` value: lowercase, without port, brackets or trailing dot.

@@ -4,7 +4,6 @@ use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use actix_web::dev::Service;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use tandem_actors::{Runtime, RuntimeConfig};
 
@@ -125,29 +124,19 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         limits: opts.limits,
         connections: crate::limits::ConnectionCounts::default(),
     });
-    let guard = crate::guard::Guard::new(addr.ip(), &opts.allowed_hosts, &opts.allowed_origins);
+    let guard = web::Data::from(crate::guard::Guard::new(
+        addr.ip(),
+        &opts.allowed_hosts,
+        &opts.allowed_origins,
+    ));
     let app_state = state.clone();
     let server = HttpServer::new(move || {
-        let guard = guard.clone();
         App::new()
             .app_data(app_state.clone())
-            // Origin, Host and Content-Type checks come before every route and before
+            // Origin, Host and Content-Type checks before every route and before
             // authentication (see guard.rs).
-            .wrap_fn(move |req, srv| {
-                let verdict = guard.check(req.request());
-                let handled = verdict.is_ok().then(|| srv.call(req));
-                async move {
-                    match (verdict, handled) {
-                        (_, Some(fut)) => fut.await,
-                        (Err(e), None) => Err(e.into()),
-                        (Ok(()), None) => Err(ApiError::new(
-                            tandem_protocol::ErrorCode::Internal,
-                            "request was neither refused nor handled",
-                        )
-                        .into()),
-                    }
-                }
-            })
+            .app_data(guard.clone())
+            .wrap(actix_web::middleware::from_fn(crate::guard::middleware))
             .configure(crate::rest::routes)
             .configure(crate::mcp::routes)
             .route("/ws", web::get().to(crate::ws::connect))

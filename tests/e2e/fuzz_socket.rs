@@ -264,3 +264,79 @@ fn generated_frames_are_each_answered_and_the_socket_stays_usable() {
     }
     assert_eq!(answered, 320);
 }
+
+#[actix_rt::test]
+async fn generated_rest_bodies_get_json_answers() {
+    let server = Server::start();
+    let (_, session) = server.post("/api/v1/sessions", &json!({})).await;
+    let sid = session["id"].as_str().unwrap_or_default().to_string();
+    let values = [
+        json!(null),
+        json!(false),
+        json!(-7),
+        json!(u64::MAX),
+        json!(1.5e300),
+        json!(""),
+        json!("low"),
+        json!("/sleep 1"),
+        json!(["a", 1]),
+        json!({"model": {"deep": [[[]]]}}),
+    ];
+    let fields = [
+        "content",
+        "queue",
+        "options",
+        "title",
+        "vendor",
+        "model",
+        "effort",
+        "permissionMode",
+        "visibility",
+        "cwd",
+        "junk",
+    ];
+    let paths = [
+        ("POST", "/api/v1/sessions".to_string()),
+        ("POST", format!("/api/v1/sessions/{sid}/messages")),
+        ("PATCH", format!("/api/v1/sessions/{sid}")),
+    ];
+    let client = awc::Client::default();
+    let mut rng = Lcg(11);
+    for i in 0..150 {
+        let (method, path) = rng.pick(&paths);
+        let body = match i % 5 {
+            // Raw bytes: cut JSON, invalid UTF-8, nothing.
+            0 => vec![b'{', 0xff, b'"'],
+            1 => b"{\"content\": \"unterminated".to_vec(),
+            2 => Vec::new(),
+            _ => {
+                let mut obj = serde_json::Map::new();
+                for _ in 0..rng.next() % 4 {
+                    obj.insert((*rng.pick(&fields)).into(), rng.pick(&values).clone());
+                }
+                Value::Object(obj).to_string().into_bytes()
+            }
+        };
+        let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap_or_default();
+        let mut resp = client
+            .request(method, format!("{}{path}", server.base))
+            .insert_header(("Content-Type", "application/json"))
+            .send_body(body.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let status = resp.status().as_u16();
+        let bytes = resp.body().await.unwrap_or_default();
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+            panic!(
+                "{path} {:?}: not JSON: {bytes:?}",
+                String::from_utf8_lossy(&body)
+            )
+        });
+        assert!(status < 500, "{path}: {status} {answer}");
+        if status >= 400 {
+            assert!(answer["error"]["code"].is_string(), "{path}: {answer}");
+        }
+    }
+    // Still serving.
+    assert_eq!(server.get("/api/v1/health").await.0, 200);
+}
