@@ -20,7 +20,7 @@ use tandem_protocol::incoming::{Fragment, Incoming, Reassembler};
 use tandem_protocol::rest::SessionList;
 use tandem_protocol::{parse_client_frame, ClientFrame, ClientRequest, ErrorCode, ServerFrame};
 
-use crate::auth::caller;
+use crate::auth::{caller, AuthMode};
 use crate::limits::{ConnectionSlot, RateWindow};
 use crate::server::{AppState, Heartbeat};
 
@@ -52,8 +52,14 @@ pub async fn connect(
         )
         .into());
     };
+    let token = match state.auth {
+        AuthMode::Token => crate::auth::presented_token(&req),
+        AuthMode::None => None,
+    };
     let runtime = state.runtime.clone();
     let client = WsClient {
+        token,
+        auth_checked: Instant::now(),
         id: runtime.next_client_id(),
         queue: runtime.new_client_queue(),
         runtime,
@@ -92,6 +98,10 @@ pub struct WsClient {
     rate: RateWindow,
     /// This connection's share of its user's `--max-connections-per-user`.
     _slot: ConnectionSlot,
+    /// The token it connected with (token auth), checked again before requests at
+    /// most once a second, so a revoked or rotated token stops a socket too.
+    token: Option<String>,
+    auth_checked: Instant,
 }
 
 type Ctx = ws::WebsocketContext<WsClient>;
@@ -148,6 +158,18 @@ impl WsClient {
         }
     }
 
+    /// False once the token this socket connected with no longer authenticates.
+    fn still_authorized(&mut self) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        if self.auth_checked.elapsed() < Duration::from_secs(1) {
+            return true;
+        }
+        self.auth_checked = Instant::now();
+        self.runtime.authenticate(token).is_some()
+    }
+
     /// Answers what the reassembler made of a data frame.
     fn on_incoming(&mut self, incoming: Incoming, ctx: &mut Ctx) {
         match incoming {
@@ -164,6 +186,21 @@ impl WsClient {
         if text.len() > self.max_frame {
             let refused = self.incoming.too_large(text.len());
             self.on_incoming(refused, ctx);
+            return;
+        }
+        if !self.still_authorized() {
+            self.error(
+                ctx,
+                ErrorCode::Unauthorized,
+                "the token was revoked or replaced; closing".into(),
+                None,
+                None,
+            );
+            ctx.close(Some(ws::CloseReason {
+                code: ws::CloseCode::Policy,
+                description: Some("token revoked".into()),
+            }));
+            ctx.stop();
             return;
         }
         match parse_client_frame(text) {

@@ -230,3 +230,43 @@ async fn plain_text_tokens_of_an_old_database_are_migrated() {
     drop(server);
     assert!(!contains(&db_bytes(&data), bob));
 }
+
+#[actix_rt::test]
+async fn a_revoked_token_stops_an_open_socket() {
+    let server = Server::start_with(ServerOptions {
+        token_auth: true,
+        ..ServerOptions::default()
+    });
+    let bob = server.add_user("bob");
+    let mut ws = bob.ws().await;
+    assert_eq!(
+        ws.request(serde_json::json!({"type": "ping"})).await["pong"],
+        true
+    );
+    server.cli(&["user", "revoke", "bob", "--data-dir"]);
+    // Within about a second its next request is refused and the socket closed.
+    let mut refused = None;
+    for _ in 0..100 {
+        ws.send(&serde_json::json!({"type": "ping", "requestId": "p"}))
+            .await;
+        match ws.next_frame(Duration::from_secs(10)).await {
+            Some(v) if v["kind"] == "reply" => {
+                actix_rt::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => {
+                refused = Some(other);
+                break;
+            }
+        }
+    }
+    let refused = refused.unwrap_or_else(|| panic!("still answered after revocation"));
+    assert_eq!(
+        refused.as_ref().map(|v| v["code"].clone()),
+        Some(serde_json::json!("UNAUTHORIZED")),
+        "{refused:?}"
+    );
+    assert!(
+        ws.next_frame(Duration::from_secs(10)).await.is_none(),
+        "not closed"
+    );
+}
