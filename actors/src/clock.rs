@@ -10,25 +10,44 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// `prefix` followed by `bytes` random bytes in lowercase hex. Ids and tokens come from
-/// the operating system's generator, so they are unguessable.
+/// `prefix` followed by `bytes` random bytes in lowercase hex, for ids (sessions,
+/// pairs, schedules). Ids are not secrets (every access is checked against the
+/// caller), so if the OS generator fails they fall back to time-derived bytes rather
+/// than stopping the server. Secrets use [`random_token`], which has no fallback.
 pub fn random_id(prefix: &str, bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    if let Err(e) = getrandom::fill(&mut buf) {
-        // The OS generator failing is not recoverable in any useful way; fall back to
-        // time-derived bytes so the server still works, and say so loudly.
-        tracing::error!(error = %e, "OS random generator failed; using time-derived ids");
-        let t = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = (t >> ((i % 16) * 8)) as u8 ^ (i as u8).wrapping_mul(151);
+    match random_token(prefix, bytes) {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::error!(error = %e, "OS random generator failed; using time-derived ids");
+            let t = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            let buf: Vec<u8> = (0..bytes)
+                .map(|i| (t >> ((i % 16) * 8)) as u8 ^ (i as u8).wrapping_mul(151))
+                .collect();
+            hex(prefix, &buf)
         }
     }
-    let mut out = String::with_capacity(prefix.len() + bytes * 2);
+}
+
+/// The OS random generator failed, so no secret can be made.
+#[derive(Debug, thiserror::Error)]
+#[error("the operating system's random generator failed: {0}")]
+pub struct RandomError(String);
+
+/// `prefix` followed by `bytes` bytes from the OS generator in lowercase hex: tokens.
+/// Fails closed: a token is never derived from anything guessable.
+pub fn random_token(prefix: &str, bytes: usize) -> Result<String, RandomError> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| RandomError(e.to_string()))?;
+    Ok(hex(prefix, &buf))
+}
+
+fn hex(prefix: &str, bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(prefix.len() + bytes.len() * 2);
     out.push_str(prefix);
-    for b in buf {
+    for b in bytes {
         out.push(char::from_digit((b >> 4) as u32, 16).unwrap_or('0'));
         out.push(char::from_digit((b & 15) as u32, 16).unwrap_or('0'));
     }
@@ -43,5 +62,7 @@ mod tests {
         let b = super::random_id("ses_", 12);
         assert!(a.starts_with("ses_") && a.len() == 4 + 24);
         assert_ne!(a, b);
+        let t = super::random_token("tdm_", 24).unwrap_or_else(|e| panic!("{e}"));
+        assert!(t.starts_with("tdm_") && t.len() == 4 + 48);
     }
 }

@@ -27,6 +27,9 @@ pub struct RuntimeConfig {
     /// stops: a store that never comes back must not leave a server that acknowledges
     /// nothing.
     pub store_give_up: std::time::Duration,
+    /// Most sessions one user may own (Workers, spawned and handed-off sessions
+    /// count); the next creation is `LIMIT_EXCEEDED`.
+    pub max_sessions_per_user: usize,
 }
 
 impl RuntimeConfig {
@@ -41,6 +44,7 @@ impl RuntimeConfig {
             client_stall: std::time::Duration::from_secs(30),
             vendors: VendorsConfig::default(),
             store_give_up: std::time::Duration::from_secs(60),
+            max_sessions_per_user: 100_000,
         }
     }
 }

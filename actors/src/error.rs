@@ -46,6 +46,20 @@ pub enum RuntimeError {
     /// A file or directory could not be used.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
+    /// No secret could be generated (the OS random generator failed).
+    #[error(transparent)]
+    Random(#[from] crate::clock::RandomError),
+    /// The data directory or a file in it could not be used; names the path.
+    #[error("{path}: {source}")]
+    DataDir {
+        /// The directory or file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A per-user limit is reached (`LIMIT_EXCEEDED`).
+    #[error("{0}")]
+    LimitExceeded(String),
     /// An actor that should be alive is gone (the server is shutting down).
     #[error("internal error: {0}")]
     Internal(String),
@@ -63,8 +77,11 @@ impl RuntimeError {
             RuntimeError::NoSuchPermission(_) => ErrorCode::NoSuchPermission,
             RuntimeError::VendorNotInstalled(_) => ErrorCode::VendorNotInstalled,
             RuntimeError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            RuntimeError::LimitExceeded(_) => ErrorCode::LimitExceeded,
             RuntimeError::Store(_)
             | RuntimeError::Io(_)
+            | RuntimeError::Random(_)
+            | RuntimeError::DataDir { .. }
             | RuntimeError::Internal(_)
             | RuntimeError::Unwritable { .. }
             | RuntimeError::NotCommitted(_) => ErrorCode::Internal,

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use dashmap::DashMap;
 
 use crate::adapter::McpAccess;
-use crate::clock::random_id;
+use crate::clock::{random_token, RandomError};
 
 /// The registry of MCP tokens; cheap to clone.
 #[derive(Clone, Default)]
@@ -34,19 +34,25 @@ impl McpTokens {
             .set(format!("{}/mcp", base.trim_end_matches('/')));
     }
 
-    /// The token bound to `session_id`, minted on first use.
-    pub fn token_for(&self, session_id: &str) -> String {
-        self.inner
-            .tokens
-            .entry(session_id.to_string())
-            .or_insert_with(|| {
-                let token = random_id("mcp_", 24);
+    /// The token bound to `session_id`, minted on first use. Fails closed when the
+    /// OS random source fails: a token is a secret, never clock-derived.
+    pub fn token_for(&self, session_id: &str) -> Result<String, RandomError> {
+        if let Some(token) = self.inner.tokens.get(session_id) {
+            return Ok(token.clone());
+        }
+        let entry = self.inner.tokens.entry(session_id.to_string());
+        let token = match entry {
+            dashmap::Entry::Occupied(e) => e.get().clone(),
+            dashmap::Entry::Vacant(e) => {
+                let token = random_token("mcp_", 24)?;
                 self.inner
                     .sessions
                     .insert(token.clone(), session_id.to_string());
+                e.insert(token.clone());
                 token
-            })
-            .clone()
+            }
+        };
+        Ok(token)
     }
 
     /// The session a token is bound to.
@@ -57,10 +63,13 @@ impl McpTokens {
     /// URL and token for `session_id`; `None` before the server is bound.
     pub fn access(&self, session_id: &str) -> Option<McpAccess> {
         let url = self.inner.url.get()?.clone();
-        Some(McpAccess {
-            url,
-            token: self.token_for(session_id),
-        })
+        match self.token_for(session_id) {
+            Ok(token) => Some(McpAccess { url, token }),
+            Err(e) => {
+                tracing::error!(error = %e, "no MCP token for a vendor process");
+                None
+            }
+        }
     }
 }
 
@@ -73,9 +82,10 @@ mod tests {
         let tokens = McpTokens::default();
         assert!(tokens.access("s1").is_none(), "no URL before bind");
         tokens.set_base_url("http://127.0.0.1:9/");
-        let a = tokens.token_for("s1");
-        assert_eq!(tokens.token_for("s1"), a);
-        assert_ne!(tokens.token_for("s2"), a);
+        let token = |s: &str| tokens.token_for(s).unwrap_or_else(|e| panic!("{e}"));
+        let a = token("s1");
+        assert_eq!(token("s1"), a);
+        assert_ne!(token("s2"), a);
         assert_eq!(tokens.session_of(&a).as_deref(), Some("s1"));
         assert_eq!(tokens.session_of("nope"), None);
         let access = tokens.access("s1").unwrap_or_else(|| panic!("no access"));

@@ -74,6 +74,9 @@ pub struct SessionRecord {
     /// proposal outcomes), so a result re-sent after a crash is not delivered twice.
     #[serde(default)]
     pub delivered: Vec<String>,
+    /// When it was archived; an archived session is not loaded at start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<u64>,
 }
 
 /// A message waiting for its session to be free.
@@ -187,6 +190,7 @@ impl SessionRecord {
             parent_id: self.parent_id.clone(),
             background_tasks: background_tasks.to_vec(),
             cwd: self.cwd.clone(),
+            archived_at: self.archived_at,
         }
     }
 }

@@ -20,10 +20,14 @@ pub fn caller(req: &HttpRequest, runtime: &Runtime, mode: AuthMode) -> Result<Pr
     if mode == AuthMode::None {
         return Ok(Runtime::local_principal());
     }
-    let token = bearer(req).or_else(|| query_token(req.query_string()));
-    token
+    presented_token(req)
         .and_then(|t| runtime.authenticate(&t))
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "a valid token is required"))
+}
+
+/// The token the request carries (header first, then `?token=`), if any.
+pub fn presented_token(req: &HttpRequest) -> Option<String> {
+    bearer(req).or_else(|| query_token(req.query_string()))
 }
 
 fn bearer(req: &HttpRequest) -> Option<String> {

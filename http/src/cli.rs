@@ -29,6 +29,31 @@ enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Print or replace the admin token (or another user's with --user).
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Print the admin token and the URL to open.
+    Show {
+        /// Where the database lives (default: ~/.tandem).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+    /// Replace a token with a new one and print it; the old one stops working
+    /// (within a second on a running server).
+    Rotate {
+        /// Whose token (default: the admin's).
+        #[arg(long, default_value = "admin")]
+        user: String,
+        /// Where the database lives (default: ~/.tandem).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -44,14 +69,28 @@ enum UserCommand {
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
+    /// List users (ids, admin flag, when added; never tokens).
+    List {
+        /// Where the database lives (default: ~/.tandem).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+    /// Remove a user; its token stops working (within a second on a running server).
+    Revoke {
+        /// The user's id.
+        id: String,
+        /// Where the database lives (default: ~/.tandem).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
 }
 
 /// Flags of `tandem serve`.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
+    /// Address to listen on: an IP address or `localhost`.
     #[arg(long, default_value = "127.0.0.1")]
-    bind: IpAddr,
+    bind: String,
     /// Port to listen on; 0 picks a free port (the start line says which).
     #[arg(long, default_value_t = 7420)]
     port: u16,
@@ -98,6 +137,23 @@ pub struct ServeArgs {
     /// Seconds of silence (no frame, no pong) after which a WebSocket client is dropped.
     #[arg(long, default_value_t = 30)]
     ws_timeout_secs: u64,
+    /// A host name this server is reached by (besides the bound address and
+    /// `localhost`), e.g. behind a proxy; repeatable. Other `Host` headers are refused.
+    #[arg(long = "allowed-host")]
+    allowed_hosts: Vec<String>,
+    /// A web origin (`https://app.example`) whose pages may call this server;
+    /// repeatable. Pages of other origins are refused.
+    #[arg(long = "allowed-origin")]
+    allowed_origins: Vec<String>,
+    /// Most sessions one user may own.
+    #[arg(long, default_value_t = 100_000)]
+    max_sessions_per_user: usize,
+    /// Most WebSocket connections one user may hold open.
+    #[arg(long, default_value_t = 1024)]
+    max_connections_per_user: usize,
+    /// Most requests one WebSocket may send per second; the rest are `RATE_LIMITED`.
+    #[arg(long, default_value_t = 5000)]
+    ws_messages_per_sec: u32,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -127,42 +183,84 @@ pub fn main_from(args: &[String]) -> ExitCode {
 }
 
 fn run(cli: Cli) -> ExitCode {
-    match cli.command {
-        Command::Serve(args) => run_serve(args),
-        Command::User {
-            command:
-                UserCommand::Add {
-                    id,
-                    admin,
-                    data_dir,
-                },
-        } => add_user(&id, admin, data_dir.unwrap_or_else(default_data_dir)),
-    }
-}
-
-fn add_user(id: &str, admin: bool, data_dir: PathBuf) -> ExitCode {
-    let valid = !id.is_empty()
-        && id.len() <= 64
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-    if !valid {
-        eprintln!("tandem: a user id is 1 to 64 letters, digits, '-', '_' or '.'");
-        return ExitCode::from(2);
-    }
-    let token = tandem_actors::clock::random_id("tdm_", 24);
-    let added = tandem_actors::store::Store::open(&data_dir)
-        .and_then(|store| store.add_user(id, admin, &token));
-    match added {
-        Ok(()) => {
-            println!("{token}");
-            ExitCode::SUCCESS
-        }
+    let result = match cli.command {
+        Command::Serve(args) => return run_serve(args),
+        Command::User { command } => user(command),
+        Command::Token { command } => token(command),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tandem: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Opens the store of `data_dir` (default `~/.tandem`) for a CLI command.
+fn store(data_dir: Option<PathBuf>) -> Result<tandem_actors::store::Store, String> {
+    let dir = match data_dir {
+        Some(dir) => dir,
+        None => default_data_dir()?,
+    };
+    tandem_actors::store::Store::open(&dir).map_err(|e| e.to_string())
+}
+
+fn user(command: UserCommand) -> Result<(), String> {
+    match command {
+        UserCommand::Add {
+            id,
+            admin,
+            data_dir,
+        } => {
+            let valid = !id.is_empty()
+                && id.len() <= 64
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+            if !valid {
+                return Err("a user id is 1 to 64 letters, digits, '-', '_' or '.'".into());
+            }
+            let token = store(data_dir)?
+                .add_user(&id, admin)
+                .map_err(|e| e.to_string())?;
+            println!("{token}");
+        }
+        UserCommand::List { data_dir } => {
+            for user in store(data_dir)?.list_users().map_err(|e| e.to_string())? {
+                let role = if user.admin { "admin" } else { "user" };
+                println!("{}\t{role}\tadded {}", user.id, user.created_at);
+            }
+        }
+        UserCommand::Revoke { id, data_dir } => {
+            if !store(data_dir)?
+                .revoke_user(&id)
+                .map_err(|e| e.to_string())?
+            {
+                return Err(format!("no user `{id}` (tandem user list shows them)"));
+            }
+            println!("revoked {id}");
+        }
+    }
+    Ok(())
+}
+
+fn token(command: TokenCommand) -> Result<(), String> {
+    match command {
+        TokenCommand::Show { data_dir } => {
+            let token = store(data_dir)?
+                .admin_token()
+                .map_err(|e| format!("{e}; `tandem token rotate` makes a new admin token"))?;
+            println!("{token}");
+        }
+        TokenCommand::Rotate { user, data_dir } => {
+            let token = store(data_dir)?
+                .rotate_token(&user)
+                .map_err(|e| e.to_string())?;
+            println!("{token}");
+        }
+    }
+    Ok(())
 }
 
 /// Runs `tandem serve` with parsed flags.
@@ -202,7 +300,15 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
                 .map_err(|e| format!("workspace root {}: {e}", r.display()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut runtime = RuntimeConfig::new(args.data_dir.unwrap_or_else(default_data_dir), roots);
+    let data_dir = match args.data_dir {
+        Some(dir) => dir,
+        None => default_data_dir()?,
+    };
+    let (bind, bind_name) = bind_address(&args.bind)?;
+    let mut allowed_hosts = args.allowed_hosts;
+    allowed_hosts.extend(bind_name);
+    let mut runtime = RuntimeConfig::new(data_dir, roots);
+    runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
     runtime.commit_batch = args.commit_batch.max(1);
     runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
     runtime.ring_events = args.ring_events.max(1);
@@ -213,7 +319,13 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         std::env::var_os("PATH").as_deref(),
     );
     Ok(ServeOptions {
-        bind: args.bind,
+        bind,
+        allowed_hosts,
+        allowed_origins: args.allowed_origins,
+        limits: crate::server::Limits {
+            connections_per_user: args.max_connections_per_user.max(1),
+            messages_per_sec: args.ws_messages_per_sec.max(1),
+        },
         port: args.port,
         auth: match args.auth {
             AuthArg::Token => AuthMode::Token,
@@ -231,7 +343,26 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     })
 }
 
+/// `--bind`: an IP address, or a name that resolves to one (`localhost`). A name is
+/// returned too, as a `Host` the server must accept.
+fn bind_address(bind: &str) -> Result<(IpAddr, Option<String>), String> {
+    if let Ok(ip) = bind.parse::<IpAddr>() {
+        return Ok((ip, None));
+    }
+    if bind.eq_ignore_ascii_case("localhost") {
+        return Ok((IpAddr::from([127, 0, 0, 1]), None));
+    }
+    use std::net::ToSocketAddrs;
+    let addr = (bind, 0u16)
+        .to_socket_addrs()
+        .map_err(|e| format!("--bind {bind}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("--bind {bind}: the name has no address"))?;
+    Ok((addr.ip(), Some(bind.to_ascii_lowercase())))
+}
+
 /// Logs go to stderr; `TANDEM_LOG` sets the level (error, warn, info, debug, trace).
+/// Colour codes only when stderr is a terminal.
 fn init_tracing() {
     let level = std::env::var("TANDEM_LOG")
         .ok()
@@ -240,6 +371,7 @@ fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }

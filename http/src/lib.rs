@@ -8,9 +8,12 @@ pub mod config_file;
 pub mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
+pub mod guard;
+pub mod limits;
 pub mod mcp;
 pub mod metrics;
 pub mod rest;
+pub mod rest_edit;
 pub mod server;
 pub mod web;
 pub mod ws;

@@ -19,11 +19,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/mcp", web::to(not_allowed));
 }
 
-async fn not_allowed() -> HttpResponse {
+async fn not_allowed(req: HttpRequest) -> HttpResponse {
     // No server-initiated stream: everything is request/response.
     HttpResponse::MethodNotAllowed()
         .insert_header(("Allow", "POST"))
-        .finish()
+        .json(tandem_protocol::error::ErrorBody {
+            error: tandem_protocol::error::ErrorDetail {
+                code: ErrorCode::MethodNotAllowed,
+                message: format!("{} is not allowed on /mcp; POST JSON-RPC", req.method()),
+            },
+        })
 }
 
 fn bearer(req: &HttpRequest) -> Option<String> {

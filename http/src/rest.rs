@@ -4,7 +4,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use tandem_actors::session::SendOutcome;
-use tandem_protocol::client::CreateSessionParams;
+use tandem_protocol::client::{CreateSessionParams, ListParams};
 use tandem_protocol::rest::{
     Health, McpToken, PairList, PostMessage, RunningList, SessionList, VendorList,
 };
@@ -14,36 +14,57 @@ use crate::auth::caller;
 use crate::error::ApiError;
 use crate::server::AppState;
 
-/// Mounts every `/api/v1` route.
+/// Mounts every `/api/v1` route. Each path is a resource whose other methods are
+/// answered 405 with a JSON body; unknown paths 404 with one.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    fn at(path: &str) -> actix_web::Resource {
+        web::resource(path).default_service(web::to(method_not_allowed))
+    }
     cfg.service(
         web::scope("/api/v1")
-            .route("/health", web::get().to(health))
-            .route("/vendors", web::get().to(vendors))
-            .route("/sessions", web::get().to(list_sessions))
-            .route("/sessions", web::post().to(create_session))
-            .route("/sessions/running", web::get().to(running))
-            .route("/sessions/{id}", web::get().to(get_session))
-            .route("/sessions/{id}/events", web::get().to(events))
-            .route("/sessions/{id}/messages", web::post().to(post_message))
-            .route("/sessions/{id}/interrupt", web::post().to(interrupt))
-            .route("/sessions/{id}/mcp-token", web::post().to(mcp_token))
-            .route("/sessions/{id}/schedules", web::get().to(schedules))
-            .route("/pairs", web::get().to(pairs))
+            .service(at("/health").route(web::get().to(health)))
+            .service(at("/vendors").route(web::get().to(vendors)))
+            .service(
+                at("/sessions")
+                    .route(web::get().to(list_sessions))
+                    .route(web::post().to(create_session)),
+            )
+            .service(at("/sessions/running").route(web::get().to(running)))
+            .service(
+                at("/sessions/{id}")
+                    .route(web::get().to(get_session))
+                    .route(web::patch().to(crate::rest_edit::patch_session))
+                    .route(web::delete().to(crate::rest_edit::delete_session)),
+            )
+            .service(at("/sessions/{id}/events").route(web::get().to(events)))
+            .service(at("/sessions/{id}/messages").route(web::post().to(post_message)))
+            .service(at("/sessions/{id}/interrupt").route(web::post().to(interrupt)))
+            .service(at("/sessions/{id}/mcp-token").route(web::post().to(mcp_token)))
+            .service(at("/sessions/{id}/schedules").route(web::get().to(schedules)))
+            .service(at("/pairs").route(web::get().to(pairs)))
             .default_service(web::to(not_found)),
     );
 }
 
-async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+/// Any unknown path: 404 with a JSON body.
+pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::new(
         ErrorCode::NotFound,
         format!("no route {} {}", req.method(), req.path()),
     ))
 }
 
+/// A known path with a method it does not take: 405 with a JSON body.
+pub async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!("{} is not allowed on {}", req.method(), req.path()),
+    ))
+}
+
 /// Reads a JSON body of at most the frame limit. An empty body reads as `{}` when
 /// `empty_ok`.
-async fn body<T: DeserializeOwned>(
+pub(crate) async fn body<T: DeserializeOwned>(
     payload: web::Payload,
     limit: usize,
     empty_ok: bool,
@@ -80,7 +101,7 @@ async fn body<T: DeserializeOwned>(
 
 /// Waits until what the request wrote is committed, so an acknowledged change
 /// survives a crash.
-async fn committed(state: &AppState, epoch: u64) -> Result<(), ApiError> {
+pub(crate) async fn committed(state: &AppState, epoch: u64) -> Result<(), ApiError> {
     if state.runtime.synced_since(epoch).await {
         Ok(())
     } else {
@@ -110,8 +131,16 @@ async fn list_sessions(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
+    let query = web::Query::<ListParams>::from_query(req.query_string())
+        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let page = state.runtime.session_page(
+        &who,
+        query.limit.unwrap_or(ListParams::DEFAULT_LIMIT),
+        query.cursor.as_deref(),
+    )?;
     Ok(HttpResponse::Ok().json(SessionList {
-        sessions: state.runtime.list_sessions(&who),
+        sessions: page.sessions,
+        next_cursor: page.next_cursor,
     }))
 }
 
@@ -172,6 +201,13 @@ async fn events(
             ),
         ));
     }
+    let max = tandem_actors::runtime::MAX_EVENTS_PAGE;
+    if query.limit == 0 || query.limit > max {
+        return Err(ApiError::new(
+            ErrorCode::InvalidArgument,
+            format!("limit must be 1 to {max}"),
+        ));
+    }
     let (frames, last_seq, has_more) = state
         .runtime
         .events(&who, &id, query.after, query.limit)
@@ -205,7 +241,7 @@ async fn post_message(
     let epoch = state.runtime.write_epoch();
     let outcome = state
         .runtime
-        .send(&who, &id, msg.content, None, false)
+        .send(&who, &id, msg.content, msg.options, msg.queue)
         .await?;
     // 202 only once the turn's start (or the queue entry) is on disk.
     committed(&state, epoch).await?;

@@ -27,6 +27,21 @@ pub struct ServeOptions {
     pub workers: usize,
     /// WebSocket keep-alive.
     pub heartbeat: Heartbeat,
+    /// Host names accepted in `Host` besides the bound address and `localhost`.
+    pub allowed_hosts: Vec<String>,
+    /// Web origins accepted besides the server's own.
+    pub allowed_origins: Vec<String>,
+    /// Per-connection and per-user limits of the WebSocket.
+    pub limits: Limits,
+}
+
+/// How much one user or one socket may ask of the server.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Open WebSocket connections per user; the next upgrade is `LIMIT_EXCEEDED`.
+    pub connections_per_user: usize,
+    /// Client messages per second per socket; the rest are `RATE_LIMITED`.
+    pub messages_per_sec: u32,
 }
 
 /// WebSocket keep-alive: the server pings every `ping_every` and drops a client it
@@ -45,6 +60,16 @@ pub enum ServeError {
     /// `--auth none` on a non-loopback address.
     #[error("--auth none is only allowed on a loopback address, not {0}")]
     AuthNoneOffLoopback(IpAddr),
+    /// The address could not be bound (in use, not ours, no permission).
+    #[error("cannot listen on {addr}: {source}{hint}")]
+    Bind {
+        /// `IP:PORT` asked for.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+        /// What to try instead.
+        hint: &'static str,
+    },
     /// The runtime could not start.
     #[error(transparent)]
     Runtime(#[from] tandem_actors::RuntimeError),
@@ -63,6 +88,10 @@ pub struct AppState {
     pub max_frame_bytes: usize,
     /// WebSocket keep-alive.
     pub heartbeat: Heartbeat,
+    /// Per-user and per-socket limits.
+    pub limits: Limits,
+    /// Open WebSocket connections per user.
+    pub connections: crate::limits::ConnectionCounts,
 }
 
 /// Starts the runtime and serves until the process is stopped. Prints the start line
@@ -71,24 +100,51 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     if opts.auth == AuthMode::None && !opts.bind.is_loopback() {
         return Err(ServeError::AuthNoneOffLoopback(opts.bind));
     }
+    // Bind before anything touches the data directory: a port in use must not leave a
+    // fresh database behind, and its error must say which address.
+    let listener = std::net::TcpListener::bind((opts.bind, opts.port)).map_err(|source| {
+        let hint = if source.kind() == std::io::ErrorKind::AddrInUse {
+            " (another process uses it; pick another --port, or --port 0 for a free one)"
+        } else {
+            ""
+        };
+        ServeError::Bind {
+            addr: std::net::SocketAddr::new(opts.bind, opts.port).to_string(),
+            source,
+            hint,
+        }
+    })?;
+    let addr = listener.local_addr()?;
     let started = Runtime::start(opts.runtime.clone())?;
     let state = web::Data::new(AppState {
         runtime: started.runtime,
         auth: opts.auth,
         max_frame_bytes: opts.max_frame_bytes,
         heartbeat: opts.heartbeat,
+        limits: opts.limits,
+        connections: crate::limits::ConnectionCounts::default(),
     });
+    let guard = web::Data::from(crate::guard::Guard::new(
+        addr.ip(),
+        &opts.allowed_hosts,
+        &opts.allowed_origins,
+    ));
     let app_state = state.clone();
     let server = HttpServer::new(move || {
         let app = App::new();
         #[cfg(feature = "failpoints")]
         let app = app.configure(crate::failpoints::routes);
         app.app_data(app_state.clone())
+            // Origin, Host and Content-Type checks before every route and before
+            // authentication (see guard.rs).
+            .app_data(guard.clone())
+            .wrap(actix_web::middleware::from_fn(crate::guard::middleware))
             .configure(crate::rest::routes)
             .configure(crate::mcp::routes)
             .route("/ws", web::get().to(crate::ws::connect))
             .route("/metrics", web::get().to(metrics))
             .configure(crate::web::routes)
+            .default_service(web::to(crate::rest::not_found))
     })
     // Small frames must leave at once: with Nagle on, a frame waits for the peer's
     // delayed ACK (~40 ms).
@@ -108,24 +164,35 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         }
     })
     .workers(opts.workers.max(1))
-    .bind((opts.bind, opts.port))?;
-    let addr = server
-        .addrs()
-        .first()
-        .copied()
-        .ok_or_else(|| std::io::Error::other("bound to no address"))?;
+    .listen(listener)?;
     let base = format!("http://{addr}");
     state.runtime.set_base_url(&base);
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "tandem listening on {base}")?;
     if opts.auth == AuthMode::Token {
-        writeln!(stdout, "open {base}/?token={}", started.admin_token)?;
+        match &started.new_admin_token {
+            // Shown once, when it is created; afterwards `tandem token show`.
+            Some(token) => writeln!(stdout, "open {base}/?token={token}")?,
+            None => writeln!(
+                stdout,
+                "admin token: run `tandem token show{}` to print it",
+                data_dir_flag(&opts.runtime.data_dir)
+            )?,
+        }
     }
+    writeln!(stdout, "tandem listening on {base}")?;
     stdout.flush()?;
     drop(stdout);
     tracing::info!(%addr, data_dir = %opts.runtime.data_dir.display(), "serving");
     server.run().await?;
     Ok(())
+}
+
+/// ` --data-dir DIR` when `dir` is not the default, so the hint can be pasted as is.
+fn data_dir_flag(dir: &std::path::Path) -> String {
+    match default_data_dir() {
+        Ok(default) if default == dir => String::new(),
+        _ => format!(" --data-dir {}", dir.display()),
+    }
 }
 
 async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
@@ -135,10 +202,13 @@ async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
         .body(crate::metrics::render(&state.runtime)))
 }
 
-/// The default data directory: `~/.tandem`.
-pub fn default_data_dir() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."))
-        .join(".tandem")
+/// The default data directory: `~/.tandem`. Without `HOME` there is no sensible
+/// place (a database in the current folder would be a surprise), so it is an error.
+pub fn default_data_dir() -> Result<PathBuf, String> {
+    match std::env::var_os("HOME") {
+        Some(home) if !home.is_empty() => Ok(PathBuf::from(home).join(".tandem")),
+        _ => Err(
+            "HOME is not set, so there is no default data directory; pass --data-dir DIR".into(),
+        ),
+    }
 }

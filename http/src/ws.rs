@@ -16,9 +16,13 @@ use serde_json::{json, Map, Value};
 use tandem_actors::gateway::{Drained, Shutdown};
 use tandem_actors::session::SendOutcome;
 use tandem_actors::{ClientQueue, Deliver, Principal, Runtime, RuntimeError};
+use tandem_protocol::client::ListParams;
+use tandem_protocol::incoming::{Fragment, Incoming, Reassembler};
+use tandem_protocol::rest::SessionList;
 use tandem_protocol::{parse_client_frame, ClientFrame, ClientRequest, ErrorCode, ServerFrame};
 
-use crate::auth::caller;
+use crate::auth::{caller, AuthMode};
+use crate::limits::{ConnectionSlot, RateWindow};
 use crate::server::{AppState, Heartbeat};
 
 /// Messages the client actor's mailbox holds; the byte budget is the real bound.
@@ -26,8 +30,6 @@ const MAILBOX: usize = 4096;
 /// Bad frames tolerated per [`ABUSE_WINDOW`] before the socket is closed.
 const MAX_BAD_FRAMES: usize = 50;
 const ABUSE_WINDOW: Duration = Duration::from_secs(10);
-/// Requests per second a client may send before it is told `RATE_LIMITED`.
-const MAX_REQUESTS_PER_SEC: u32 = 5000;
 
 /// The connection's socket, kept per connection (`on_connect`) so the gateway can shut
 /// it from outside the client's actor. Dropped with the connection; the gateway holds
@@ -67,12 +69,33 @@ pub async fn connect(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, actix_web::Error> {
     let principal = caller(&req, &state.runtime, state.auth)?;
+    let max_connections = state.limits.connections_per_user;
+    let Some(slot) = state
+        .connections
+        .acquire(&principal.user_id, max_connections)
+    else {
+        return Err(crate::error::ApiError::new(
+            ErrorCode::LimitExceeded,
+            format!(
+                "user `{}` already has {max_connections} WebSocket connections open \
+                 (--max-connections-per-user)",
+                principal.user_id
+            ),
+        )
+        .into());
+    };
+    let token = match state.auth {
+        AuthMode::Token => crate::auth::presented_token(&req),
+        AuthMode::None => None,
+    };
     let runtime = state.runtime.clone();
     let queue = runtime.new_client_queue();
     if let Some(socket) = req.conn_data::<ConnSocket>() {
         queue.set_shutdown(socket.shutdown());
     }
     let client = WsClient {
+        token,
+        auth_checked: Instant::now(),
         id: runtime.next_client_id(),
         queue,
         runtime,
@@ -80,9 +103,10 @@ pub async fn connect(
         max_frame: state.max_frame_bytes,
         heartbeat: state.heartbeat,
         last_heard: Instant::now(),
-        fragments: None,
+        incoming: Reassembler::new(state.max_frame_bytes),
         bad_frames: VecDeque::new(),
-        second: (Instant::now(), 0),
+        rate: RateWindow::new(state.limits.messages_per_sec),
+        _slot: slot,
     };
     // Frames up to 16× the limit are read and refused with FRAME_TOO_LARGE so the
     // socket stays usable; anything larger is a protocol violation that closes it.
@@ -90,13 +114,6 @@ pub async fn connect(
     ws::WsResponseBuilder::new(client, &req, stream)
         .frame_size(hard_cap)
         .start()
-}
-
-/// A message being reassembled from continuation frames.
-struct Fragments {
-    text: bool,
-    data: Vec<u8>,
-    too_large: bool,
 }
 
 /// One WebSocket connection.
@@ -110,10 +127,17 @@ pub struct WsClient {
     /// before it is dropped as half-open.
     heartbeat: Heartbeat,
     last_heard: Instant,
-    fragments: Option<Fragments>,
+    /// Size limit, fragment reassembly and UTF-8 checks of incoming messages.
+    incoming: Reassembler,
     bad_frames: VecDeque<Instant>,
-    /// Start of the current one-second window and requests in it.
-    second: (Instant, u32),
+    /// Requests in the current second (`--ws-messages-per-sec`).
+    rate: RateWindow,
+    /// This connection's share of its user's `--max-connections-per-user`.
+    _slot: ConnectionSlot,
+    /// The token it connected with (token auth), checked again before requests at
+    /// most once a second, so a revoked or rotated token stops a socket too.
+    token: Option<String>,
+    auth_checked: Instant,
 }
 
 type Ctx = ws::WebsocketContext<WsClient>;
@@ -170,34 +194,54 @@ impl WsClient {
         }
     }
 
-    fn over_rate(&mut self) -> bool {
-        let now = Instant::now();
-        if now.duration_since(self.second.0) >= Duration::from_secs(1) {
-            self.second = (now, 0);
+    /// False once the token this socket connected with no longer authenticates.
+    fn still_authorized(&mut self) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        if self.auth_checked.elapsed() < Duration::from_secs(1) {
+            return true;
         }
-        self.second.1 += 1;
-        self.second.1 > MAX_REQUESTS_PER_SEC
+        self.auth_checked = Instant::now();
+        self.runtime.authenticate(token).is_some()
+    }
+
+    /// Answers what the reassembler made of a data frame.
+    fn on_incoming(&mut self, incoming: Incoming, ctx: &mut Ctx) {
+        match incoming {
+            Incoming::Text(text) => self.on_text(&text, ctx),
+            Incoming::Refused { code, message } => {
+                self.error(ctx, code, message, None, None);
+                self.bad_frame(ctx);
+            }
+            Incoming::Pending => {}
+        }
     }
 
     fn on_text(&mut self, text: &str, ctx: &mut Ctx) {
         if text.len() > self.max_frame {
+            let refused = self.incoming.too_large(text.len());
+            self.on_incoming(refused, ctx);
+            return;
+        }
+        if !self.still_authorized() {
             self.error(
                 ctx,
-                ErrorCode::FrameTooLarge,
-                format!(
-                    "frame of {} bytes exceeds the {} byte limit",
-                    text.len(),
-                    self.max_frame
-                ),
+                ErrorCode::Unauthorized,
+                "the token was revoked or replaced; closing".into(),
                 None,
                 None,
             );
-            self.bad_frame(ctx);
+            ctx.close(Some(ws::CloseReason {
+                code: ws::CloseCode::Policy,
+                description: Some("token revoked".into()),
+            }));
+            ctx.stop();
             return;
         }
         match parse_client_frame(text) {
             Ok(frame) => {
-                if self.over_rate() {
+                if self.rate.over() {
                     self.error(
                         ctx,
                         ErrorCode::RateLimited,
@@ -231,14 +275,8 @@ impl WsClient {
                     Ok(json!({ "session": session }))
                 });
             }
-            ClientRequest::SessionsWatch => {
-                rt.watch(self.id);
-                reply(
-                    ctx,
-                    request_id,
-                    json!({ "sessions": rt.list_sessions(&who) }),
-                );
-            }
+            ClientRequest::SessionsWatch(p) => self.list_page(ctx, request_id, p, true),
+            ClientRequest::SessionsList(p) => self.list_page(ctx, request_id, p, false),
             ClientRequest::ChatSubscribe(params) => {
                 let mut subscribed = Vec::new();
                 for entry in params.sessions {
@@ -371,6 +409,39 @@ impl WsClient {
         }
     }
 
+    /// Answers `sessions.watch` / `sessions.list` with one page; a watch also
+    /// starts `session_upserted` delivery. A page at a time: a snapshot of every
+    /// session could be megabytes.
+    fn list_page(
+        &mut self,
+        ctx: &mut Ctx,
+        request_id: Option<String>,
+        params: ListParams,
+        watch: bool,
+    ) {
+        let limit = params.limit.unwrap_or(ListParams::DEFAULT_LIMIT);
+        match self
+            .runtime
+            .session_page(&self.principal, limit, params.cursor.as_deref())
+        {
+            Ok(page) => {
+                if watch {
+                    self.runtime.watch(self.id);
+                }
+                let list = SessionList {
+                    sessions: page.sessions,
+                    next_cursor: page.next_cursor,
+                };
+                reply(
+                    ctx,
+                    request_id,
+                    serde_json::to_value(list).unwrap_or_default(),
+                );
+            }
+            Err(e) => self.fail(ctx, e, request_id, None),
+        }
+    }
+
     /// Runs a request that waits on an actor, answering when it is done. Requests run
     /// concurrently; `requestId` ties each answer to its request. A success is
     /// answered only once what the request wrote is committed: an acknowledged
@@ -413,76 +484,14 @@ impl WsClient {
     }
 
     fn on_fragment(&mut self, item: actix_http::ws::Item, ctx: &mut Ctx) {
-        let (start, last, bytes) = match item {
-            actix_http::ws::Item::FirstText(b) => (Some(true), false, b),
-            actix_http::ws::Item::FirstBinary(b) => (Some(false), false, b),
-            actix_http::ws::Item::Continue(b) => (None, false, b),
-            actix_http::ws::Item::Last(b) => (None, true, b),
+        let (kind, bytes) = match item {
+            actix_http::ws::Item::FirstText(b) => (Fragment::FirstText, b),
+            actix_http::ws::Item::FirstBinary(b) => (Fragment::FirstBinary, b),
+            actix_http::ws::Item::Continue(b) => (Fragment::Continue, b),
+            actix_http::ws::Item::Last(b) => (Fragment::Last, b),
         };
-        if let Some(text) = start {
-            self.fragments = Some(Fragments {
-                text,
-                data: Vec::new(),
-                too_large: false,
-            });
-        }
-        let Some(frag) = self.fragments.as_mut() else {
-            self.error(
-                ctx,
-                ErrorCode::InvalidJson,
-                "continuation without a first frame".into(),
-                None,
-                None,
-            );
-            self.bad_frame(ctx);
-            return;
-        };
-        if frag.data.len() + bytes.len() > self.max_frame {
-            // Keep reading to the end of the message, but keep none of it.
-            frag.too_large = true;
-            frag.data = Vec::new();
-        } else if !frag.too_large {
-            frag.data.extend_from_slice(&bytes);
-        }
-        if !last {
-            return;
-        }
-        let Some(frag) = self.fragments.take() else {
-            return;
-        };
-        if frag.too_large {
-            self.error(
-                ctx,
-                ErrorCode::FrameTooLarge,
-                format!("message exceeds the {} byte limit", self.max_frame),
-                None,
-                None,
-            );
-            self.bad_frame(ctx);
-        } else if !frag.text {
-            self.error(
-                ctx,
-                ErrorCode::InvalidJson,
-                "binary messages are not accepted".into(),
-                None,
-                None,
-            );
-            self.bad_frame(ctx);
-        } else {
-            match String::from_utf8(frag.data) {
-                Ok(text) => self.on_text(&text, ctx),
-                Err(_) => {
-                    self.error(
-                        ctx,
-                        ErrorCode::InvalidJson,
-                        "message is not UTF-8".into(),
-                        None,
-                        None,
-                    );
-                    self.bad_frame(ctx);
-                }
-            }
-        }
+        let incoming = self.incoming.fragment(kind, &bytes);
+        self.on_incoming(incoming, ctx);
     }
 }
 
@@ -561,14 +570,8 @@ impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsClient {
         match msg {
             Ok(ws::Message::Text(text)) => self.on_text(&text, ctx),
             Ok(ws::Message::Binary(_)) => {
-                self.error(
-                    ctx,
-                    ErrorCode::InvalidJson,
-                    "binary frames are not accepted".into(),
-                    None,
-                    None,
-                );
-                self.bad_frame(ctx);
+                let refused = self.incoming.binary();
+                self.on_incoming(refused, ctx);
             }
             Ok(ws::Message::Continuation(item)) => self.on_fragment(item, ctx),
             Ok(ws::Message::Ping(bytes)) => ctx.pong(&bytes),
@@ -576,6 +579,11 @@ impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsClient {
             Ok(ws::Message::Close(reason)) => {
                 ctx.close(reason);
                 ctx.stop();
+            }
+            // actix-web-actors reports a whole text frame that is not UTF-8 as an I/O
+            // error, having consumed the frame; answer it like a fragmented one.
+            Err(ws::ProtocolError::Io(e)) if e.to_string().contains("utf-8") => {
+                self.on_incoming(tandem_protocol::incoming::not_utf8(), ctx);
             }
             Err(e) => {
                 tracing::debug!(client = self.id, error = %e, "WebSocket protocol error");

@@ -35,8 +35,10 @@ pub enum ClientRequest {
     ChatUnsubscribe(UnsubscribeParams),
     /// `session.configure`
     SessionConfigure(ConfigureParams),
-    /// `sessions.watch`
-    SessionsWatch,
+    /// `sessions.watch`: the first page of sessions, then `session_upserted`.
+    SessionsWatch(ListParams),
+    /// `sessions.list`: one page of sessions.
+    SessionsList(ListParams),
     /// `tool.call`
     ToolCall(ToolCallParams),
     /// `proposal.respond`
@@ -282,6 +284,24 @@ pub struct SubscribeParams {
     pub sessions: Vec<SubscribeEntry>,
 }
 
+/// Paging fields of `sessions.watch` and `sessions.list` (and the query of REST
+/// `GET /sessions`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListParams {
+    /// Sessions per page, 1 to 1000 (default 100).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// `nextCursor` of the previous page; absent for the first.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+impl ListParams {
+    /// Page size when none is asked for.
+    pub const DEFAULT_LIMIT: usize = 100;
+}
+
 /// Fields of `chat.unsubscribe`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -445,7 +465,8 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
         }
         "chat.unsubscribe" => ClientRequest::ChatUnsubscribe(fields(obj, &kind).map_err(&bad)?),
         "session.configure" => ClientRequest::SessionConfigure(fields(obj, &kind).map_err(&bad)?),
-        "sessions.watch" => ClientRequest::SessionsWatch,
+        "sessions.watch" => ClientRequest::SessionsWatch(fields(obj, &kind).map_err(&bad)?),
+        "sessions.list" => ClientRequest::SessionsList(fields(obj, &kind).map_err(&bad)?),
         "tool.call" => ClientRequest::ToolCall(fields(obj, &kind).map_err(&bad)?),
         "proposal.respond" => ClientRequest::ProposalRespond(fields(obj, &kind).map_err(&bad)?),
         "pair.create" => ClientRequest::PairCreate(fields(obj, &kind).map_err(&bad)?),

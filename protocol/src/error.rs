@@ -41,6 +41,19 @@ pub enum ErrorCode {
     NotFound,
     /// Something failed inside the server; the message says what.
     Internal,
+    /// The request came from a web page of another origin (`Origin` header not the
+    /// server's own and not allow-listed): what a hostile page's browser sends.
+    OriginNotAllowed,
+    /// The `Host` header names neither the bound address, `localhost`, nor an
+    /// allow-listed name: a DNS-rebinding attempt or a misconfigured proxy.
+    HostNotAllowed,
+    /// A POST whose body is not declared `application/json` (a cross-site form or
+    /// `text/plain` request a browser sends without asking).
+    UnsupportedMediaType,
+    /// The path exists but not with this method.
+    MethodNotAllowed,
+    /// A per-user or per-connection count limit (sessions, connections) is reached.
+    LimitExceeded,
 }
 
 impl ErrorCode {
@@ -54,14 +67,18 @@ impl ErrorCode {
             | ErrorCode::InvalidArgument
             | ErrorCode::VendorNotInstalled => 400,
             ErrorCode::Unauthorized => 401,
-            ErrorCode::AccessDenied => 403,
+            ErrorCode::AccessDenied | ErrorCode::OriginNotAllowed | ErrorCode::HostNotAllowed => {
+                403
+            }
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::SessionNotFound
             | ErrorCode::NoSuchTask
             | ErrorCode::NoSuchPermission
             | ErrorCode::NotFound => 404,
             ErrorCode::RunInProgress | ErrorCode::NoActiveRun => 409,
             ErrorCode::FrameTooLarge => 413,
-            ErrorCode::RateLimited => 429,
+            ErrorCode::RateLimited | ErrorCode::LimitExceeded => 429,
             ErrorCode::Internal => 500,
         }
     }

@@ -8,6 +8,7 @@
 pub mod client;
 pub mod error;
 pub mod event;
+pub mod incoming;
 pub mod mcp;
 pub mod pair;
 pub mod rest;

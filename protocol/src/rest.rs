@@ -15,11 +15,16 @@ pub struct Health {
     pub version: String,
 }
 
-/// `GET /api/v1/sessions`.
+/// `GET /api/v1/sessions` (one page), and the `sessions.watch` / `sessions.list`
+/// replies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SessionList {
-    /// Sessions the caller may see, newest first.
+    /// Sessions the caller may see, most recently active first.
     pub sessions: Vec<SessionInfo>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// `GET /api/v1/sessions/{id}/events`.
@@ -97,9 +102,16 @@ pub struct VendorList {
 
 /// `POST /api/v1/sessions/{id}/messages` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PostMessage {
     /// The user's message.
     pub content: String,
+    /// Model/effort/permission changes applied before the turn (as on `chat.send`).
+    #[serde(default)]
+    pub options: Option<crate::client::TurnOptions>,
+    /// Queue the message when a turn runs instead of answering `RUN_IN_PROGRESS`.
+    #[serde(default)]
+    pub queue: bool,
 }
 
 /// `POST /api/v1/sessions/{id}/messages` answer (202).

@@ -209,4 +209,8 @@ pub struct SessionInfo {
     pub background_tasks: Vec<BackgroundTask>,
     /// Working directory of the vendor process.
     pub cwd: String,
+    /// When it was archived (`DELETE /sessions/{id}`), epoch ms; an archived session
+    /// is listed nowhere and announced once with this set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<u64>,
 }

@@ -3,14 +3,20 @@
 
 mod access;
 mod bad_input;
+mod browser_attacks;
 mod configure;
 mod durability;
+mod first_run;
 mod flow;
+mod fuzz_socket;
 mod handoff;
+mod limits;
 mod pairs;
 mod permissions;
+mod rest_parity;
 mod restart;
 mod schedule;
+mod secrets;
 mod slow_client;
 mod stalled_clients;
 mod subscribe;

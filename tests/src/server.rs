@@ -146,9 +146,11 @@ impl Server {
                 }
             }
         });
+        // With token auth the first start prints `open URL?token=T` (once, before the
+        // start line); later starts do not, and `tandem token show` prints it.
         let mut base = None;
         let mut token = None;
-        while base.is_none() || (opts.token_auth && token.is_none()) {
+        while base.is_none() {
             let line = match rx.recv_timeout(Duration::from_secs(30)) {
                 Ok(line) => line,
                 Err(e) => {
@@ -162,6 +164,9 @@ impl Server {
                 token = Some(t.trim().to_string());
             }
         }
+        if opts.token_auth && token.is_none() {
+            token = Some(cli(&["token", "show", "--data-dir"], &data));
+        }
         Server {
             api: Api {
                 base: base.unwrap_or_default(),
@@ -172,20 +177,16 @@ impl Server {
         }
     }
 
+    /// Runs `tandem ARGS... DIR` against this server's data directory (`ARGS` ending
+    /// in `--data-dir`) and returns its trimmed stdout; panics if it fails.
+    pub fn cli(&self, args: &[&str]) -> String {
+        cli(args, &self.dir.path().join("data"))
+    }
+
     /// Adds a user with `tandem user add` (while the server runs) and returns an
     /// [`Api`] that calls as that user.
     pub fn add_user(&self, id: &str) -> Api {
-        let out = Command::new(server_binary())
-            .args(["user", "add", id, "--data-dir"])
-            .arg(self.dir.path().join("data"))
-            .output()
-            .unwrap_or_else(|e| panic!("user add: {e}"));
-        assert!(
-            out.status.success(),
-            "user add: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        self.as_user(String::from_utf8_lossy(&out.stdout).trim())
+        self.as_user(&self.cli(&["user", "add", id, "--data-dir"]))
     }
 
     /// An [`Api`] that calls with `token`.
@@ -207,6 +208,21 @@ impl Server {
         let _ = self.child.wait();
         self.dir.clone()
     }
+}
+
+/// Runs the `tandem` command line with `args` followed by `data`.
+fn cli(args: &[&str], data: &Path) -> String {
+    let out = Command::new(server_binary())
+        .args(args)
+        .arg(data)
+        .output()
+        .unwrap_or_else(|e| panic!("tandem {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "tandem {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 impl Api {

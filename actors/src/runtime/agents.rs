@@ -113,7 +113,7 @@ impl Runtime {
     /// A bearer token for `/mcp` bound to session `id` (the same one each time).
     pub fn mcp_token(&self, who: &Principal, id: &str) -> Result<String, RuntimeError> {
         self.drivable(who, id)?;
-        Ok(self.inner.services.mcp.token_for(id))
+        Ok(self.inner.services.mcp.token_for(id)?)
     }
 
     /// The session an MCP token is bound to.

@@ -2,8 +2,10 @@
 //! against their published metadata, and forwards requests as actor messages.
 
 mod agents;
+mod archive;
 mod clients;
 mod handoff;
+mod listing;
 mod pairs;
 mod recovery;
 mod schedules;
@@ -35,6 +37,11 @@ use crate::session::{
 };
 use crate::store::{Store, StoreFailure, StoreWriter, WriteOp, WriterHooks};
 use crate::tools::ToolRouter;
+
+pub use listing::{SessionPage, MAX_SESSIONS_PAGE};
+
+/// Longest id a session lookup accepts (ours are 28 bytes).
+const MAX_ID_BYTES: usize = 128;
 
 /// Most events one REST page returns.
 pub const MAX_EVENTS_PAGE: usize = 5000;
@@ -93,8 +100,11 @@ struct Inner {
     services: Services,
     sessions: DashMap<String, SessionHandle>,
     pairs: DashMap<String, PairHandle>,
-    /// Token → user, loaded at start.
-    tokens: DashMap<String, Principal>,
+    /// Token digest → user and when the store was last asked, so a revoked or
+    /// rotated token stops working within [`TOKEN_RECHECK`] on a running server.
+    tokens: DashMap<crate::store::tokens::TokenDigest, (Principal, std::time::Instant)>,
+    /// Sessions per owner, for `max_sessions_per_user`.
+    owned: DashMap<String, usize>,
     /// The thread session actors (and their adapters) run on.
     sessions_arbiter: Arbiter,
     /// Kept so the gateway's thread lives as long as the runtime.
@@ -106,9 +116,13 @@ struct Inner {
 pub struct Started {
     /// The runtime.
     pub runtime: Runtime,
-    /// The admin's token (generated on first start).
-    pub admin_token: String,
+    /// The admin's token when it was created by this start (shown once); `None`
+    /// when it already existed (`tandem token show` prints it).
+    pub new_admin_token: Option<String>,
 }
+
+/// How long a token found in the store is trusted before it is looked up again.
+const TOKEN_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The built-in admin user's id.
 pub const ADMIN_USER: &str = "admin";
@@ -120,7 +134,7 @@ impl Runtime {
     pub fn start(config: RuntimeConfig) -> Result<Started, RuntimeError> {
         let metrics = Arc::new(Metrics::default());
         let store = Store::open(&config.data_dir)?;
-        let admin_token = store.ensure_admin_token(|| random_id("tdm_", 24))?;
+        let new_admin_token = store.ensure_admin()?;
         let mut loaded = store.load_sessions()?;
         recovery::recover_interrupted_turns(&store, &mut loaded)?;
 
@@ -184,27 +198,30 @@ impl Runtime {
             sessions: DashMap::new(),
             pairs: DashMap::new(),
             tokens: DashMap::new(),
+            owned: DashMap::new(),
             sessions_arbiter: Arbiter::new(),
             _gateway_arbiter: gateway_arbiter,
             next_client: AtomicU64::new(1),
         });
         let runtime = Runtime { inner };
         let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
-        runtime.inner.tokens.insert(
-            admin_token.clone(),
-            Principal {
-                user_id: ADMIN_USER.into(),
-                admin: true,
-            },
-        );
         let mut waiting_children: Vec<(String, String)> = Vec::new();
         for session in loaded {
+            // Archived sessions keep their rows but get no actor and no slot.
+            if session.record.archived_at.is_some() {
+                continue;
+            }
             if let (Some(parent), true) = (
                 session.record.parent_id.clone(),
                 session.record.pending_prompt.is_some(),
             ) {
                 waiting_children.push((parent, session.record.id.clone()));
             }
+            *runtime
+                .inner
+                .owned
+                .entry(session.record.owner_id.clone())
+                .or_insert(0) += 1;
             runtime.spawn_session(session.record, session.last_seq);
         }
         for record in pairs {
@@ -222,7 +239,7 @@ impl Runtime {
         runtime.probe_vendor_versions();
         Ok(Started {
             runtime,
-            admin_token,
+            new_admin_token,
         })
     }
 
@@ -259,19 +276,35 @@ impl Runtime {
         }
     }
 
-    /// The user a token belongs to.
-    /// Users added while the server runs (`tandem user add`) are found in the store
-    /// on their first request and remembered.
+    /// The user a token belongs to. Tokens are looked up by their SHA-256 digest and
+    /// remembered for a second, so users added, revoked or rotated with the CLI while
+    /// the server runs take effect within that second.
     pub fn authenticate(&self, token: &str) -> Option<Principal> {
-        if let Some(p) = self.inner.tokens.get(token) {
-            return Some(p.clone());
+        use crate::store::tokens::{digest, digests_equal};
+        let wanted = digest(token);
+        if let Some(entry) = self.inner.tokens.get(&wanted) {
+            let (principal, checked) = entry.value();
+            if digests_equal(entry.key(), &wanted) && checked.elapsed() < TOKEN_RECHECK {
+                return Some(principal.clone());
+            }
         }
-        let (user_id, admin) = self.inner.store.user_by_token(token).ok().flatten()?;
-        let principal = Principal { user_id, admin };
-        self.inner
-            .tokens
-            .insert(token.to_string(), principal.clone());
-        Some(principal)
+        match self.inner.store.user_by_token(token) {
+            Ok(Some((user_id, admin))) => {
+                let principal = Principal { user_id, admin };
+                self.inner
+                    .tokens
+                    .insert(wanted, (principal.clone(), std::time::Instant::now()));
+                Some(principal)
+            }
+            Ok(None) => {
+                self.inner.tokens.remove(&wanted);
+                None
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "token lookup failed");
+                None
+            }
+        }
     }
 
     /// Counters for `/metrics`.
@@ -330,6 +363,13 @@ impl Runtime {
     }
 
     fn lookup(&self, id: &str) -> Result<SessionHandle, RuntimeError> {
+        if id.len() > MAX_ID_BYTES {
+            // Not echoed: an error must not be as large as the garbage it answers.
+            return Err(RuntimeError::InvalidArgument(format!(
+                "a session id is at most {MAX_ID_BYTES} bytes, not {}",
+                id.len()
+            )));
+        }
         self.inner
             .sessions
             .get(id)
@@ -394,10 +434,39 @@ impl Runtime {
         }
         let effort = clamp_effort(spec.effort.trim(), vendor.effort_levels)
             .map_err(RuntimeError::InvalidArgument)?;
-        let title = match spec.title {
-            Some(t) => crate::session::validate_title(&t)?,
+        let title = match spec.title.as_deref() {
+            Some(t) => crate::session::validate_title(t)?,
             None => "New session".to_string(),
         };
+        // Reserve the owner's slot before anything is written; given back on failure.
+        let max = self.inner.config.max_sessions_per_user;
+        {
+            let mut owned = self.inner.owned.entry(spec.owner_id.clone()).or_insert(0);
+            if *owned >= max {
+                return Err(RuntimeError::LimitExceeded(format!(
+                    "user `{}` already has {max} sessions (--max-sessions-per-user)",
+                    spec.owner_id
+                )));
+            }
+            *owned += 1;
+        }
+        let owner = spec.owner_id.clone();
+        let created = self.create_record(spec, effort, title).await;
+        if created.is_err() {
+            if let Some(mut owned) = self.inner.owned.get_mut(&owner) {
+                *owned = owned.saturating_sub(1);
+            }
+        }
+        created
+    }
+
+    /// Persists a validated new session and, once it is committed, starts its actor.
+    async fn create_record(
+        &self,
+        spec: NewSession,
+        effort: String,
+        title: String,
+    ) -> Result<SessionInfo, RuntimeError> {
         let now = now_ms();
         let record = SessionRecord {
             id: spec.id.unwrap_or_else(|| random_id("ses_", 12)),
@@ -425,6 +494,7 @@ impl Runtime {
             proposal: None,
             schedules: Vec::new(),
             delivered: Vec::new(),
+            archived_at: None,
         };
         let writer = &self.inner.services.writer;
         let epoch = writer.epoch();
@@ -467,19 +537,6 @@ impl Runtime {
             )));
         }
         Ok(path)
-    }
-
-    /// Sessions `who` may see, most recently active first.
-    pub fn list_sessions(&self, who: &Principal) -> Vec<SessionInfo> {
-        let mut list: Vec<SessionInfo> = self
-            .inner
-            .sessions
-            .iter()
-            .map(|h| h.shared.info())
-            .filter(|info| who.can_see(info))
-            .collect();
-        list.sort_by(|a, b| b.last_activity.cmp(&a.last_activity).then(a.id.cmp(&b.id)));
-        list
     }
 
     /// Number of sessions in each status, for metrics.

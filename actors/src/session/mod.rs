@@ -3,6 +3,7 @@
 //! read the copy it publishes in [`SessionShared`].
 
 mod actor;
+mod archive;
 mod pairing;
 mod proposal;
 mod schedules;
@@ -21,6 +22,7 @@ use tandem_protocol::{Event, EventBody, SessionInfo};
 
 pub(crate) use actor::validate_title;
 pub use actor::{Pace, SessionActor};
+pub use archive::Archive;
 pub use pairing::{
     Describe, JoinPair, LeavePair, PartialText, RecordEvent, Resume, SessionState, StartDelegated,
 };
@@ -89,6 +91,15 @@ impl SessionShared {
         };
         info.last_seq = self.last_seq.load(Ordering::Acquire);
         info
+    }
+
+    /// Runs `f` on the published metadata without copying it (listing many
+    /// sessions looks at every one but copies only a page).
+    pub fn peek<T>(&self, f: impl FnOnce(&SessionInfo) -> T) -> T {
+        match self.info.lock() {
+            Ok(guard) => f(&guard),
+            Err(poisoned) => f(&poisoned.into_inner()),
+        }
     }
 
     /// Newest `seq` handed to the store.

@@ -1,6 +1,7 @@
 //! SQLite storage: one database file in WAL mode, one writer thread that group-commits
 //! ([`writer`]), and a small pool of read connections used from blocking tasks.
 
+pub mod tokens;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
@@ -39,7 +40,7 @@ pub struct LoadedSession {
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS users (
     id TEXT PRIMARY KEY,
-    token TEXT NOT NULL UNIQUE,
+    token_hash TEXT NOT NULL UNIQUE,
     admin INTEGER NOT NULL,
     created_at INTEGER NOT NULL
 );
@@ -101,10 +102,24 @@ fn prove_writable(conn: &Connection) -> Result<(), rusqlite::Error> {
 
 impl Store {
     /// Opens (creating if needed) `tandem.db` in `data_dir` and proves it can write
-    /// there.
+    /// there. The directory is made 0700 and the database files 0600: they hold every
+    /// conversation.
     pub fn open(data_dir: &Path) -> Result<Store, RuntimeError> {
-        std::fs::create_dir_all(data_dir)?;
+        private_dir(data_dir)?;
         let path = data_dir.join("tandem.db");
+        // Created 0600 before SQLite opens it; SQLite gives its -wal and -shm files
+        // the database file's mode. Files of older versions are narrowed.
+        for name in ["tandem.db", "tandem.db-wal", "tandem.db-shm"] {
+            let file = data_dir.join(name);
+            let result = if name == "tandem.db" {
+                private_file_keep(&file)
+            } else if file.exists() {
+                set_mode(&file, 0o600)
+            } else {
+                Ok(())
+            };
+            result.map_err(|source| RuntimeError::DataDir { path: file, source })?;
+        }
         let unwritable = |e: &dyn std::fmt::Display| RuntimeError::Unwritable {
             path: path.clone(),
             reason: e.to_string(),
@@ -112,6 +127,7 @@ impl Store {
         let conn = connect(&path).map_err(|e| unwritable(&e))?;
         conn.execute_batch(SCHEMA).map_err(|e| unwritable(&e))?;
         prove_writable(&conn).map_err(|e| unwritable(&e))?;
+        tokens::migrate(&conn, data_dir)?;
         Ok(Store {
             inner: Arc::new(StoreInner {
                 path,
@@ -267,58 +283,6 @@ impl Store {
             .collect())
     }
 
-    /// The user a token belongs to: `(user_id, admin)`.
-    pub fn user_by_token(&self, token: &str) -> Result<Option<(String, bool)>, RuntimeError> {
-        self.with_reader(|conn| {
-            conn.query_row(
-                "SELECT id, admin FROM users WHERE token = ?1",
-                [token],
-                |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0)),
-            )
-            .optional()
-        })
-    }
-
-    /// Adds a user with a fresh token and returns the token. An existing id is an
-    /// error: tokens are never silently replaced.
-    pub fn add_user(&self, id: &str, admin: bool, token: &str) -> Result<(), RuntimeError> {
-        let inserted = self.with_reader(|conn| {
-            conn.execute(
-                "INSERT OR IGNORE INTO users (id, token, admin, created_at) VALUES (?1, ?2, ?3, ?4)",
-                params![id, token, admin as i64, crate::clock::now_ms() as i64],
-            )
-        })?;
-        if inserted == 0 {
-            return Err(RuntimeError::InvalidArgument(format!(
-                "user `{id}` already exists"
-            )));
-        }
-        Ok(())
-    }
-
-    /// The admin's token, created (and stored) on first use.
-    pub fn ensure_admin_token(
-        &self,
-        new_token: impl FnOnce() -> String,
-    ) -> Result<String, RuntimeError> {
-        self.with_reader(|conn| {
-            let existing: Option<String> = conn
-                .query_row("SELECT token FROM users WHERE id = 'admin'", [], |r| {
-                    r.get(0)
-                })
-                .optional()?;
-            if let Some(token) = existing {
-                return Ok(token);
-            }
-            let token = new_token();
-            conn.execute(
-                "INSERT INTO users (id, token, admin, created_at) VALUES ('admin', ?1, 1, ?2)",
-                params![token, crate::clock::now_ms() as i64],
-            )?;
-            Ok(token)
-        })
-    }
-
     /// Writes events and records in one transaction, synchronously. Used at start-up
     /// (before the writer thread exists) to close turns a crash left open.
     pub fn write_now(&self, ops: &[WriteOp]) -> Result<(), RuntimeError> {
@@ -330,4 +294,66 @@ impl Store {
             tx.commit()
         })
     }
+}
+
+/// Creates `dir` (and missing parents) 0700; warns when an existing one is open to
+/// other users. Errors name the path.
+fn private_dir(dir: &Path) -> Result<(), RuntimeError> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let fail = |source| RuntimeError::DataDir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(fail)?;
+    }
+    let meta = std::fs::metadata(dir).map_err(fail)?;
+    if !meta.is_dir() {
+        return Err(fail(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            "not a directory",
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        tracing::warn!(
+            dir = %dir.display(),
+            mode = format!("{:o}", meta.permissions().mode() & 0o777),
+            "the data directory is open to other users; `chmod 700` it"
+        );
+    }
+    Ok(())
+}
+
+/// Opens `path` for writing, created (or truncated) with mode 0600.
+pub(crate) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    set_mode(path, 0o600)?;
+    Ok(file)
+}
+
+/// Creates `path` empty with mode 0600 unless it exists; either way leaves it 0600.
+fn private_file_keep(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    set_mode(path, 0o600)
+}
+
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }

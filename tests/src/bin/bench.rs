@@ -10,7 +10,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         // The server's own commands, exactly as `tandem` runs them.
-        Some("serve" | "user") => tandem_http::cli::main_from(&args),
+        Some("serve" | "user" | "token") => tandem_http::cli::main_from(&args),
         Some(mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation")) => {
             tandem_tests::bench::run(mode, &args[1..])
         }

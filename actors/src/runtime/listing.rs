@@ -1,0 +1,110 @@
+//! Session lists a page at a time. With many sessions a whole list is megabytes
+//! (100,000 sessions are ~30 MB of JSON), so REST `GET /sessions` and the
+//! `sessions.watch` snapshot hand out pages and a cursor for the next one.
+//!
+//! Order: most recently active first, ties by id. The cursor is the position of the
+//! last session returned (`lastActivity` and id), so a page is found by one pass over
+//! the sessions without copying more than the page. A session that becomes active
+//! while a client pages moves to the front: it may be missed by that walk (the
+//! client learns of it from `session_upserted`) or, never, seen twice in one walk.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use tandem_protocol::SessionInfo;
+
+use super::Runtime;
+use crate::access::Principal;
+use crate::error::RuntimeError;
+
+/// Largest page a client may ask for.
+pub const MAX_SESSIONS_PAGE: usize = 1000;
+
+/// One page of sessions.
+#[derive(Debug, Clone)]
+pub struct SessionPage {
+    /// Sessions on this page, in list order.
+    pub sessions: Vec<SessionInfo>,
+    /// Where the next page starts; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Sort key: larger `lastActivity` first, then smaller id. As a tuple that sorts
+/// ascending in list order.
+type Key = (Reverse<u64>, String);
+
+fn encode(key: &Key) -> String {
+    format!("{}.{}", key.0 .0, key.1)
+}
+
+fn decode(cursor: &str) -> Result<Key, RuntimeError> {
+    let bad = || RuntimeError::InvalidArgument(format!("cursor `{cursor:.80}` is not valid"));
+    let (at, id) = cursor.split_once('.').ok_or_else(bad)?;
+    let at = at.parse::<u64>().map_err(|_| bad())?;
+    if id.is_empty() {
+        return Err(bad());
+    }
+    Ok((Reverse(at), id.to_string()))
+}
+
+impl Runtime {
+    /// Sessions `who` may see after `cursor` (from the start when `None`), at most
+    /// `limit` (1..=[`MAX_SESSIONS_PAGE`]).
+    pub fn session_page(
+        &self,
+        who: &Principal,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<SessionPage, RuntimeError> {
+        if limit == 0 || limit > MAX_SESSIONS_PAGE {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "limit must be 1 to {MAX_SESSIONS_PAGE}"
+            )));
+        }
+        let after = cursor.map(decode).transpose()?;
+        // The `limit + 1` smallest keys after the cursor: a max-heap of that size.
+        let mut best: BinaryHeap<Key> = BinaryHeap::with_capacity(limit + 2);
+        for handle in self.inner.sessions.iter() {
+            let key = handle.shared.peek(|info| {
+                who.can_see(info)
+                    .then(|| (Reverse(info.last_activity), info.id.clone()))
+            });
+            let Some(key) = key else { continue };
+            if after.as_ref().is_some_and(|a| key <= *a) {
+                continue;
+            }
+            if best.len() <= limit {
+                best.push(key);
+            } else if best.peek().is_some_and(|top| key < *top) {
+                best.pop();
+                best.push(key);
+            }
+        }
+        let mut keys = best.into_sorted_vec();
+        let more = keys.len() > limit;
+        keys.truncate(limit);
+        let next_cursor = more.then(|| keys.last().map(encode)).flatten();
+        let sessions = keys
+            .iter()
+            .filter_map(|(_, id)| self.inner.sessions.get(id).map(|h| h.shared.info()))
+            .collect();
+        Ok(SessionPage {
+            sessions,
+            next_cursor,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_order() {
+        let a: Key = (Reverse(20), "ses_b".into());
+        let b: Key = (Reverse(10), "ses_a".into());
+        assert!(a < b, "more recent first");
+        assert_eq!(decode(&encode(&a)).ok(), Some(a));
+        assert!(decode("nope").is_err() && decode("12.").is_err() && decode("x.y").is_err());
+    }
+}

@@ -1,0 +1,70 @@
+//! REST edits of a session, so a script needs no WebSocket for them:
+//! `PATCH /api/v1/sessions/{id}` renames and configures (the fields of
+//! `session.configure`), `DELETE /api/v1/sessions/{id}` archives.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use tandem_protocol::client::ConfigureParams;
+use tandem_protocol::PermissionMode;
+
+use crate::auth::caller;
+use crate::error::ApiError;
+use crate::rest::{body, committed};
+use crate::server::AppState;
+
+/// Body of `PATCH /sessions/{id}`: every field optional, absent ones unchanged.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SessionPatch {
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    effort: Option<String>,
+    #[serde(default)]
+    vendor: Option<String>,
+    #[serde(default)]
+    permission_mode: Option<PermissionMode>,
+}
+
+/// `PATCH /sessions/{id}` → 200 `SessionInfo`.
+pub async fn patch_session(
+    req: HttpRequest,
+    id: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let patch: SessionPatch = body(payload, state.max_frame_bytes, false).await?;
+    let epoch = state.runtime.write_epoch();
+    let info = state
+        .runtime
+        .configure(
+            &who,
+            ConfigureParams {
+                session_id: id.into_inner(),
+                model: patch.model,
+                effort: patch.effort,
+                vendor: patch.vendor,
+                permission_mode: patch.permission_mode,
+                title: patch.title,
+            },
+        )
+        .await?;
+    committed(&state, epoch).await?;
+    Ok(HttpResponse::Ok().json(info))
+}
+
+/// `DELETE /sessions/{id}` → 200 `{sessionId, archived: true}`.
+pub async fn delete_session(
+    req: HttpRequest,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let epoch = state.runtime.write_epoch();
+    state.runtime.archive(&who, &id).await?;
+    committed(&state, epoch).await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({ "sessionId": id.as_str(), "archived": true })))
+}
