@@ -16,6 +16,9 @@ pub struct RuntimeConfig {
     pub commit_batch: usize,
     /// Bytes a WebSocket client may have queued before it is told it lagged.
     pub client_queue_bytes: usize,
+    /// Bytes all WebSocket clients together may have queued; past it the clients
+    /// furthest behind are evicted.
+    pub total_queue_bytes: usize,
     /// A WebSocket client that has bytes queued and writes none of them for this long
     /// is disconnected.
     pub client_stall: std::time::Duration,
@@ -39,7 +42,8 @@ impl RuntimeConfig {
             data_dir,
             workspace_roots,
             commit_batch: 4096,
-            client_queue_bytes: 4 << 20,
+            client_queue_bytes: 256 << 10,
+            total_queue_bytes: 256 << 20,
             ring_events: 1024,
             client_stall: std::time::Duration::from_secs(30),
             vendors: VendorsConfig::default(),

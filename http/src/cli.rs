@@ -112,8 +112,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1 << 20)]
     max_frame_bytes: usize,
     /// Bytes a WebSocket client may have queued before it is told it lagged.
-    #[arg(long, default_value_t = 4 << 20)]
+    #[arg(long, default_value_t = 256 << 10)]
     client_queue_bytes: usize,
+    /// Bytes all WebSocket clients together may have queued; past it the clients
+    /// furthest behind are disconnected first.
+    #[arg(long, default_value_t = 256 << 20)]
+    total_queue_bytes: usize,
     /// Seconds a WebSocket client may have bytes queued without writing any before it
     /// is disconnected.
     #[arg(long, default_value_t = 30)]
@@ -311,6 +315,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
     runtime.commit_batch = args.commit_batch.max(1);
     runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
+    runtime.total_queue_bytes = args.total_queue_bytes.max(runtime.client_queue_bytes);
     runtime.ring_events = args.ring_events.max(1);
     runtime.client_stall = std::time::Duration::from_secs(args.client_stall_secs.max(1));
     runtime.store_give_up = std::time::Duration::from_secs(args.store_give_up_secs.max(1));

@@ -17,5 +17,6 @@ pub mod rest_edit;
 pub mod server;
 pub mod web;
 pub mod ws;
+pub mod ws_limit;
 
 pub use server::{serve, ServeOptions};

@@ -24,6 +24,7 @@ use tandem_protocol::{parse_client_frame, ClientFrame, ClientRequest, ErrorCode,
 use crate::auth::{caller, AuthMode};
 use crate::limits::{ConnectionSlot, RateWindow};
 use crate::server::{AppState, Heartbeat};
+use crate::ws_limit::FrameLimit;
 
 /// Messages the client actor's mailbox holds; the byte budget is the real bound.
 const MAILBOX: usize = 4096;
@@ -90,8 +91,9 @@ pub async fn connect(
     };
     let runtime = state.runtime.clone();
     let queue = runtime.new_client_queue();
-    if let Some(socket) = req.conn_data::<ConnSocket>() {
-        queue.set_shutdown(socket.shutdown());
+    let shutdown = req.conn_data::<ConnSocket>().map(ConnSocket::shutdown);
+    if let Some(shutdown) = &shutdown {
+        queue.set_shutdown(shutdown.clone());
     }
     let client = WsClient {
         token,
@@ -107,17 +109,22 @@ pub async fn connect(
         bad_frames: VecDeque::new(),
         rate: RateWindow::new(state.limits.messages_per_sec),
         _slot: slot,
+        oversized: Arc::default(),
     };
     // Frames up to 16× the limit are read and refused with FRAME_TOO_LARGE so the
-    // socket stays usable; anything larger is a protocol violation that closes it.
+    // socket stays usable; anything larger is a protocol violation that closes it
+    // (1009), refused at its header before any of its payload is buffered.
     let hard_cap = state.max_frame_bytes.saturating_mul(16);
-    ws::WsResponseBuilder::new(client, &req, stream)
+    let limited = FrameLimit::new(stream, hard_cap, client.oversized.clone(), shutdown);
+    ws::WsResponseBuilder::new(client, &req, limited)
         .frame_size(hard_cap)
         .start()
 }
 
 /// One WebSocket connection.
 pub struct WsClient {
+    /// Set when the byte stream was cut at a frame header over the hard limit.
+    oversized: Arc<std::sync::atomic::AtomicBool>,
     id: u64,
     runtime: Runtime,
     principal: Principal,
@@ -587,7 +594,9 @@ impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsClient {
             }
             Err(e) => {
                 tracing::debug!(client = self.id, error = %e, "WebSocket protocol error");
+                let oversized = self.oversized.load(std::sync::atomic::Ordering::Acquire);
                 let code = match e {
+                    _ if oversized => ws::CloseCode::Size,
                     ws::ProtocolError::Overflow => ws::CloseCode::Size,
                     _ => ws::CloseCode::Protocol,
                 };

@@ -4,12 +4,14 @@
 mod access;
 mod bad_input;
 mod browser_attacks;
+mod budgets;
 mod configure;
 mod durability;
 mod first_run;
 mod flow;
 mod fuzz_socket;
 mod handoff;
+mod huge_frames;
 mod limits;
 mod pairs;
 mod permissions;

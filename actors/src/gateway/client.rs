@@ -24,12 +24,18 @@ pub struct Deliver {
 /// Shuts a client's socket from outside its actor. A client that stops reading stalls
 /// its own actor (the HTTP layer stops polling it while the socket's buffer is full),
 /// so only shutting the socket itself ends such a connection.
-pub struct Shutdown(Box<dyn Fn() + Send + Sync>);
+#[derive(Clone)]
+pub struct Shutdown(Arc<dyn Fn() + Send + Sync>);
 
 impl Shutdown {
     /// Wraps the function that shuts the socket.
     pub fn new(f: impl Fn() + Send + Sync + 'static) -> Self {
-        Shutdown(Box::new(f))
+        Shutdown(Arc::new(f))
+    }
+
+    /// Shuts the socket (nothing once the connection is gone).
+    pub fn run(&self) {
+        (self.0)()
     }
 }
 
@@ -177,7 +183,7 @@ impl ClientQueue {
         }
         self.release(usize::MAX);
         if let Some(shutdown) = self.shutdown.get() {
-            (shutdown.0)();
+            shutdown.run();
         }
     }
 

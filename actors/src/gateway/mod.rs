@@ -109,6 +109,9 @@ pub struct Gateway {
     ring_events: usize,
     /// A client with bytes queued that writes nothing for this long is disconnected.
     stall_limit: Duration,
+    /// Bytes all clients together may have queued; past it the clients furthest
+    /// behind are evicted first.
+    total_cap: usize,
     /// Clients sent a 1008 close, and when: shut if still open after [`CLOSE_GRACE`].
     closing: Vec<(Arc<ClientQueue>, Instant)>,
     topics: HashMap<Arc<str>, Topic>,
@@ -123,12 +126,14 @@ impl Gateway {
         metrics: Arc<Metrics>,
         ring_events: usize,
         stall_limit: Duration,
+        total_cap: usize,
     ) -> Self {
         Gateway {
             store,
             metrics,
             ring_events: ring_events.max(1),
             stall_limit,
+            total_cap,
             closing: Vec::new(),
             topics: HashMap::new(),
             clients: HashMap::new(),
@@ -148,7 +153,10 @@ impl Gateway {
         if frames.is_empty() {
             return Ok(());
         }
-        if bounded && client.queue.queued() + bytes > client.queue.limit() {
+        // An empty queue takes any one delivery, so an event larger than the whole
+        // budget (a big tool output) still reaches a client that keeps up.
+        let queued = client.queue.queued();
+        if bounded && queued > 0 && queued + bytes > client.queue.limit() {
             return Err(Refused::Full);
         }
         let count = frames.len() as u64;
@@ -208,6 +216,36 @@ impl Gateway {
             queue.evict();
             false
         });
+    }
+
+    /// Keeps all clients' queued bytes under the server-wide cap by evicting the
+    /// clients furthest behind (most bytes queued) first.
+    fn enforce_total_cap(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let total = self.metrics.client_queued_bytes.load(Relaxed);
+        if total <= self.total_cap {
+            return;
+        }
+        let mut behind: Vec<(usize, u64)> = self
+            .clients
+            .iter()
+            .map(|(id, c)| (c.queue.queued(), *id))
+            .filter(|(q, _)| *q > 0)
+            .collect();
+        behind.sort_unstable_by(|a, b| b.cmp(a));
+        let mut over = total - self.total_cap;
+        for (queued, id) in behind {
+            if over == 0 {
+                break;
+            }
+            if let Some(client) = self.clients.get(&id) {
+                tracing::info!(client = id, queued, "evicting the client furthest behind: all clients' queues are over the server-wide cap");
+                client.queue.evict();
+                self.metrics.clients_closed_slow.fetch_add(1, Relaxed);
+            }
+            self.remove_client(id);
+            over = over.saturating_sub(queued);
+        }
     }
 
     fn remove_client(&mut self, client_id: u64) {
@@ -306,21 +344,33 @@ impl Gateway {
                 topic.live.push(client_id);
                 return;
             }
-            let mut bytes = 0;
-            let ring: Option<Vec<ByteString>> = topic.ring_from(sub.next).map(|events| {
-                events
-                    .map(|e| {
-                        bytes += e.frame.len();
-                        e.frame.clone()
-                    })
-                    .collect()
+            // Catch up from the ring in pieces that fit the client's room (at least one
+            // event, so one larger than the whole budget still goes to an empty queue).
+            let room = client.queue.limit().saturating_sub(client.queue.queued());
+            let piece = topic.ring_from(sub.next).map(|events| {
+                let (mut frames, mut bytes, mut last, mut whole) = (Vec::new(), 0, 0, true);
+                for e in events {
+                    if !frames.is_empty() && bytes + e.frame.len() > room {
+                        whole = false;
+                        break;
+                    }
+                    bytes += e.frame.len();
+                    frames.push(e.frame.clone());
+                    last = e.seq;
+                }
+                (frames, bytes, last, whole)
             });
-            if let Some(frames) = ring {
+            if let Some((frames, bytes, last, whole)) = piece {
                 match Self::enqueue(target, frames, bytes, true, &self.metrics) {
-                    Ok(()) => {
+                    Ok(()) if whole => {
                         sub.next = topic.last_committed + 1;
                         sub.live = true;
                         topic.live.push(client_id);
+                    }
+                    Ok(()) => {
+                        sub.next = last + 1;
+                        client.queue.want_drain();
+                        client.parked.push(sid.clone());
                     }
                     Err(Refused::Full) => {
                         client.queue.want_drain();
@@ -503,6 +553,7 @@ impl Gateway {
         for (cid, sid, resume) in gaps {
             self.lag(cid, &sid, resume, 0);
         }
+        self.enforce_total_cap();
         // Fanned out: producers waiting on these sessions may go on, once the
         // subscribers that keep up have written most of it.
         for sid in released {

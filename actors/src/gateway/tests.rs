@@ -34,6 +34,7 @@ impl Fixture {
             metrics.clone(),
             ring_events,
             std::time::Duration::from_secs(30),
+            usize::MAX,
         )
         .start();
         Fixture {

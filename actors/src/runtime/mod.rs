@@ -143,8 +143,9 @@ impl Runtime {
         let gw_metrics = metrics.clone();
         let ring = config.ring_events;
         let stall = config.client_stall;
+        let total_cap = config.total_queue_bytes;
         let gateway = Gateway::start_in_arbiter(&gateway_arbiter.handle(), move |_| {
-            Gateway::new(gw_store, gw_metrics, ring, stall)
+            Gateway::new(gw_store, gw_metrics, ring, stall, total_cap)
         });
         let committed_to = gateway.clone();
         // The writer starts before the runtime exists; failures reach the sessions

@@ -1,0 +1,153 @@
+//! Per-client byte budgets and the server-wide cap: an event larger than a client's
+//! budget still reaches a client that keeps up, a replay catches up through the ring
+//! in pieces that fit the budget, and past the server-wide cap the client furthest
+//! behind is evicted.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tandem_tests::bench::server::metric_value;
+use tandem_tests::{Server, ServerOptions};
+
+use crate::assert_contiguous;
+
+fn options(args: &[&str]) -> ServerOptions {
+    ServerOptions {
+        args: args.iter().map(|a| a.to_string()).collect(),
+        ..ServerOptions::default()
+    }
+}
+
+#[actix_rt::test]
+async fn an_event_larger_than_the_budget_reaches_a_client_that_keeps_up() {
+    // A 256 KiB budget (the default); the line is 900 KB (its deltas 300 KB each).
+    let server = Server::start_with(options(&["--client-queue-bytes", "262144"]));
+    let mut ws = server.ws().await;
+    let id = ws.create_session().await;
+    ws.subscribe(&id, 0).await;
+    let line = "z".repeat(900_000);
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": line}))
+        .await;
+    let frames = ws
+        .recv_until(|v| v["kind"] == "turn_completed" || v["kind"] == "lagged")
+        .await;
+    let last = frames.last().cloned().unwrap_or_default();
+    assert_eq!(last["kind"], "turn_completed", "told it lagged instead");
+    let message = frames
+        .iter()
+        .find(|f| f["kind"] == "assistant_message")
+        .and_then(|f| f["text"].as_str())
+        .map(str::len);
+    assert_eq!(message, Some(900_000));
+}
+
+#[actix_rt::test]
+async fn a_replay_catches_up_through_a_ring_larger_than_the_budget() {
+    let server = Server::start_with(options(&["--client-queue-bytes", "65536"]));
+    let mut ws = server.ws().await;
+    let id = ws.create_session().await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 5000"}))
+        .await;
+    // Wait for the turn to end (through REST: nothing is subscribed yet).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
+        if info["status"] == "idle" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "turn did not end: {info}");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    // From the start: store pages, then the ring's tail (about 80 KB, more than the
+    // 64 KiB budget) in pieces, then live.
+    ws.subscribe(&id, 0).await;
+    let events: Vec<Value> = ws
+        .recv_until(|v| v["kind"] == "turn_completed" || v["kind"] == "lagged")
+        .await
+        .into_iter()
+        .filter(|v| v.get("seq").is_some())
+        .collect();
+    assert_eq!(
+        events.last().map(|e| e["kind"].clone()),
+        Some(json!("turn_completed"))
+    );
+    assert_contiguous(&events, 1);
+    // And it is live afterwards.
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "again"}))
+        .await;
+    let more = ws.events_until_turn_end(&id).await;
+    assert_contiguous(&more, events.len() as u64 + 1);
+}
+
+/// A raw WebSocket client that subscribes to `session` and never reads.
+fn never_reading(server: &Server, session: &str) -> TcpStream {
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&addr).unwrap_or_else(|e| panic!("connect: {e}"));
+    let request = format!(
+        "GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    stream
+        .write_all(request.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            other => panic!("handshake: {other:?}"),
+        }
+    }
+    let text =
+        json!({"type": "chat.subscribe", "sessions": [{"sessionId": session, "lastSeq": 0}]})
+            .to_string();
+    let mask = [1u8, 2, 3, 4];
+    let mut frame = vec![0x81, 0x80 | 126];
+    frame.extend_from_slice(&(text.len() as u16).to_be_bytes());
+    frame.extend_from_slice(&mask);
+    frame.extend(text.bytes().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    stream.write_all(&frame).unwrap_or_else(|e| panic!("{e}"));
+    stream
+}
+
+#[actix_rt::test]
+async fn past_the_server_wide_cap_the_client_furthest_behind_is_evicted() {
+    // Budgets of 1 MiB each, 1.5 MiB for all: two clients that stop reading cannot
+    // both fill theirs. The stall limit is far away, so only the cap can evict.
+    let server = Server::start_with(options(&[
+        "--client-queue-bytes",
+        "1048576",
+        "--total-queue-bytes",
+        "1572864",
+        "--client-stall-secs",
+        "600",
+    ]));
+    let (_, created) = server.post("/api/v1/sessions", &json!({})).await;
+    let id = created["id"].as_str().unwrap_or_default().to_string();
+    let _a = never_reading(&server, &id);
+    let _b = never_reading(&server, &id);
+    let (status, _) = server
+        .post(
+            &format!("/api/v1/sessions/{id}/messages"),
+            &json!({"content": "/stream 300000"}),
+        )
+        .await;
+    assert_eq!(status, 202);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, text) = server.get_text("/metrics").await;
+        let closed = metric_value(&text, "tandem_clients_closed_slow_total").unwrap_or(0.0);
+        let queued = metric_value(&text, "tandem_client_queued_bytes").unwrap_or(0.0);
+        assert!(queued <= 1_572_864.0 + 1_048_576.0, "queued {queued} bytes");
+        if closed >= 1.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nobody was evicted; {queued} bytes queued"
+        );
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+}
