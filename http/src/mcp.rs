@@ -4,14 +4,11 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
-use tandem_protocol::mcp::{RpcRequest, RpcResponse};
+use tandem_protocol::mcp::{negotiate_version, InitializeResult, RpcRequest, RpcResponse};
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
 use crate::server::AppState;
-
-/// The MCP revision we answer with when the client names none.
-const PROTOCOL_VERSION: &str = "2025-06-18";
 
 /// Mounts `/mcp`.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -88,26 +85,22 @@ async fn post(
     let rt = &state.runtime;
     let response = match request.method.as_str() {
         "initialize" => {
-            let version = request
+            let requested = request
                 .params
                 .get("protocolVersion")
-                .and_then(Value::as_str)
-                .unwrap_or(PROTOCOL_VERSION)
-                .to_string();
+                .and_then(Value::as_str);
             let instructions = rt
                 .tools_for_session(&session_id)
                 .await
                 .ok()
                 .and_then(|(_, i)| i);
-            let mut result = json!({
-                "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": false}},
-                "serverInfo": {"name": "tandem", "version": env!("CARGO_PKG_VERSION")},
-            });
-            if let Some(text) = instructions {
-                result["instructions"] = json!(text);
-            }
-            RpcResponse::ok(id, result)
+            let result = InitializeResult {
+                protocol_version: negotiate_version(requested).to_string(),
+                capabilities: json!({"tools": {"listChanged": false}}),
+                server_info: json!({"name": "tandem", "version": env!("CARGO_PKG_VERSION")}),
+                instructions,
+            };
+            RpcResponse::ok(id, serde_json::to_value(result).unwrap_or_default())
         }
         "ping" => RpcResponse::ok(id, json!({})),
         "tools/list" => match rt.tools_for_session(&session_id).await {

@@ -80,3 +80,46 @@ pub struct ToolDef {
     /// JSON Schema of the arguments.
     pub input_schema: Value,
 }
+
+/// MCP revisions this server speaks, newest first. Every one of them has the methods
+/// `/mcp` serves (`initialize`, `ping`, `tools/list`, `tools/call`) with the same shapes.
+pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The revision to answer an `initialize` with: the client's when this server speaks
+/// it, else the newest this server speaks (the client then decides whether it can go
+/// on), as the MCP lifecycle rules ask.
+pub fn negotiate_version(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(|v| SUPPORTED_VERSIONS.iter().find(|s| **s == v))
+        .copied()
+        .unwrap_or(SUPPORTED_VERSIONS[0])
+}
+
+/// The result of `initialize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The negotiated revision.
+    pub protocol_version: String,
+    /// What the server offers: `{tools: {listChanged: false}}`.
+    pub capabilities: Value,
+    /// `{name, version}`.
+    pub server_info: Value,
+    /// The session's system instruction (the Driver's, or an unpaired session's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::negotiate_version;
+
+    #[test]
+    fn answers_a_version_it_speaks() {
+        assert_eq!(negotiate_version(Some("2025-03-26")), "2025-03-26");
+        assert_eq!(negotiate_version(Some("2024-11-05")), "2024-11-05");
+        assert_eq!(negotiate_version(Some("1999-01-01")), "2025-06-18");
+        assert_eq!(negotiate_version(Some("")), "2025-06-18");
+        assert_eq!(negotiate_version(None), "2025-06-18");
+    }
+}
