@@ -18,6 +18,7 @@ use tandem_protocol::Role;
 
 pub use partner::choose_worker_vendor;
 pub use proposal::{accept_proposal, decline_proposal};
+pub(crate) use proposal::failed_resume;
 
 use crate::runtime::{Runtime, RuntimeRef};
 use crate::session::{Describe, SessionState};
