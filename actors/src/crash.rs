@@ -25,7 +25,9 @@ pub(crate) async fn crash_point(_writer: &StoreWriter, _name: &str) {}
 /// with MESSAGE (to test a workflow's handling of an ordinary error).
 #[cfg(feature = "failpoints")]
 pub(crate) fn fail_here(name: &str) -> Result<(), String> {
-    match fail::eval(name, |arg| arg.unwrap_or_else(|| format!("failpoint {name}"))) {
+    match fail::eval(name, |arg| {
+        arg.unwrap_or_else(|| format!("failpoint {name}"))
+    }) {
         Some(message) => Err(message),
         None => Ok(()),
     }

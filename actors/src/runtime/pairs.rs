@@ -16,8 +16,8 @@ use crate::error::RuntimeError;
 use crate::pair::{pair_info, pushback_resume, ClosePair, Delegate, PairActor};
 use crate::record::{DelegationRecord, PairRecord};
 use crate::session::{JoinPair, LeavePair, ProposalProgress, SessionActor};
-use crate::tools::failed_resume;
 use crate::store::WriteOp;
+use crate::tools::failed_resume;
 
 impl Runtime {
     /// A session actor's address.

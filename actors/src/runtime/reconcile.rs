@@ -174,9 +174,11 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
         }
     }
     for session in live.values() {
-        let Some(proposal) = session.proposal.as_ref().filter(|p| {
-            matches!(p.status, ProposalStatus::Starting | ProposalStatus::Running)
-        }) else {
+        let Some(proposal) = session
+            .proposal
+            .as_ref()
+            .filter(|p| matches!(p.status, ProposalStatus::Starting | ProposalStatus::Running))
+        else {
             continue;
         };
         let pair = out.start.iter().find(|p| p.driver_id == session.id);
@@ -213,7 +215,8 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
         };
         out.proposals.push(fix);
     }
-    out.proposals.sort_by(|a, b| proposal_key(a).cmp(proposal_key(b)));
+    out.proposals
+        .sort_by(|a, b| proposal_key(a).cmp(proposal_key(b)));
     out
 }
 
@@ -325,7 +328,11 @@ pub(super) fn apply(
             ops.push(WriteOp::Session(Box::new(session.record.clone())));
         }
     }
-    for pair in plan.start.iter().filter(|p| plan.activated.contains(&p.pair_id)) {
+    for pair in plan
+        .start
+        .iter()
+        .filter(|p| plan.activated.contains(&p.pair_id))
+    {
         tracing::info!(pair = %pair.pair_id, "rolled a half-created pair forward");
         ops.push(WriteOp::Pair(Box::new(pair.clone())));
     }

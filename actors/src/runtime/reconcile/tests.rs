@@ -73,7 +73,10 @@ fn unpair(session: &str, reason: &str) -> Unpair {
 
 #[test]
 fn an_active_pair_with_both_members_just_starts() {
-    let (d, w) = (member("d", "p", Role::Driver), member("w", "p", Role::Worker));
+    let (d, w) = (
+        member("d", "p", Role::Driver),
+        member("w", "p", Role::Worker),
+    );
     let out = plan(&[pair("p", PairState::Active)], &[&d, &w]);
     assert_eq!(out.start, vec![pair("p", PairState::Active)]);
     assert!(out.activated.is_empty() && out.removed.is_empty() && out.unpair.is_empty());
@@ -81,7 +84,10 @@ fn an_active_pair_with_both_members_just_starts() {
 
 #[test]
 fn a_creating_pair_with_both_members_rolls_forward() {
-    let (d, w) = (member("d", "p", Role::Driver), member("w", "p", Role::Worker));
+    let (d, w) = (
+        member("d", "p", Role::Driver),
+        member("w", "p", Role::Worker),
+    );
     let out = plan(&[pair("p", PairState::Creating)], &[&d, &w]);
     assert_eq!(out.start, vec![pair("p", PairState::Active)]);
     assert_eq!(out.activated, vec!["p".to_string()]);
@@ -136,7 +142,10 @@ fn an_active_pair_whose_driver_is_archived_frees_the_worker() {
 
 #[test]
 fn a_closed_pair_finishes_closing() {
-    let (d, w) = (member("d", "p", Role::Driver), member("w", "p", Role::Worker));
+    let (d, w) = (
+        member("d", "p", Role::Driver),
+        member("w", "p", Role::Worker),
+    );
     let out = plan(&[pair("p", PairState::Closed)], &[&d, &w]);
     assert!(out.start.is_empty());
     assert_eq!(out.removed, vec!["p".to_string()]);
