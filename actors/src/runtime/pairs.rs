@@ -205,7 +205,7 @@ impl Runtime {
             .map_err(RuntimeError::from)
             .and_then(|r| r)
         {
-            record.state = PairState::Closed;
+            // Nobody joined: the row alone goes.
             let _ = writer.write(WriteOp::DeletePair(record.pair_id.clone()));
             return Err(e);
         }
