@@ -36,12 +36,12 @@ async fn driver(server: &Server) -> (WsClient, String) {
     (ws, sid)
 }
 
-/// Starts a Driver turn that calls `tool` with `args`, without waiting for it.
+/// Starts a turn that calls `tool` with `args`, without waiting for the reply (the
+/// server may crash before it is sent).
 async fn start_tool(ws: &mut WsClient, sid: &str, tool: &str, args: Value) {
-    ws.ok(
-        json!({"type": "chat.send", "sessionId": sid, "content": format!("/tool {tool} {args}")}),
-    )
-    .await;
+    let content = format!("/tool {tool} {args}");
+    ws.send(&json!({"type": "chat.send", "requestId": "t1", "sessionId": sid, "content": content}))
+        .await;
 }
 
 /// Runs one turn that calls `tool`; returns the tool result's `output` and `isError`.
@@ -257,6 +257,31 @@ async fn pair_create_cut_after_the_worker_joined_is_rolled_forward() {
     assert!(pairs(&server).await.is_empty());
 }
 
+/// `send_to_partner` creating a Worker, cut after the Driver joined: the Driver's turn
+/// ends interrupted, the half-made pair is undone, and the next call makes a Worker.
+#[actix_rt::test]
+async fn send_to_partner_cut_mid_creation_leaves_a_driver_that_can_delegate() {
+    let server = Server::start();
+    let (mut ws, d) = driver(&server).await;
+    failpoint(&server, "pair.create.driver", "return").await;
+    start_tool(
+        &mut ws,
+        &d,
+        "send_to_partner",
+        json!({"message": "lost task"}),
+    )
+    .await;
+    let server = restart_after_crash(server).await;
+    let info = session(&server, &d).await;
+    assert_eq!(info["status"], "interrupted", "{info}");
+    assert!(info.get("pairId").is_none(), "{info}");
+    assert!(pairs(&server).await.is_empty());
+    let hist = server.all_events(&d).await;
+    assert_eq!(count(&hist, "pair_closed"), 1, "{hist:?}");
+    driver_can_pair_again(&server, &d).await;
+    assert_eq!(pairs(&server).await.len(), 1);
+}
+
 #[actix_rt::test]
 async fn pair_close_cut_after_the_closed_row_is_finished_and_reports_once() {
     let server = Server::start();
@@ -365,7 +390,7 @@ async fn an_accepted_proposal_cut_before_its_delegation_is_rolled_forward() {
     let statuses = proposal_statuses(&hist);
     assert_eq!(statuses.first().map(String::as_str), Some("starting"));
     assert_eq!(statuses.last().map(String::as_str), Some("completed"));
-    assert!(!statuses.iter().any(|s| s == "error"), "{statuses:?}");
+    assert_eq!(statuses, vec!["starting", "running", "completed"]);
     let ps = pairs(&server).await;
     assert_eq!(ps.len(), 1);
     assert_eq!(ps[0]["driverId"], d.as_str());
