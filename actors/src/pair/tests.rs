@@ -181,10 +181,15 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
     let closed = fx.runtime.close_pair(&fx.who, "pair_stray").await;
     assert_eq!(closed.ok(), Some(false));
     assert_eq!(fx.runtime.session_info(&d).and_then(|i| i.pair_id), None);
-    let history = fx.history(&d).await;
-    assert!(history
-        .iter()
-        .any(|e| e["kind"] == "pair_closed" && e["pairId"] == "pair_stray"));
+    // The event is stored (and so readable) once its commit lands.
+    wait_for("pair_closed in the Driver's history", || async {
+        fx.history(&d)
+            .await
+            .iter()
+            .any(|e| e["kind"] == "pair_closed" && e["pairId"] == "pair_stray")
+            .then_some(())
+    })
+    .await;
     // Nothing names it any more: a second close is refused.
     assert!(fx.runtime.close_pair(&fx.who, "pair_stray").await.is_err());
     let (pair_id, _) = pair(&fx, &d).await;

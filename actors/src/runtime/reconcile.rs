@@ -181,6 +181,14 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
         else {
             continue;
         };
+        let reported = out
+            .cut_off
+            .iter()
+            .any(|(_, d)| d.proposal_id.as_deref() == Some(proposal.proposal_id.as_str()));
+        if reported {
+            // Its cut-off delegation is reported (and ends it): nothing more to say.
+            continue;
+        }
         let pair = out.start.iter().find(|p| p.driver_id == session.id);
         let fix = match pair {
             None => ProposalFix::Fail {

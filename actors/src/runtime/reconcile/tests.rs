@@ -228,3 +228,18 @@ fn a_starting_proposal_whose_pair_holds_its_delegation_is_running() {
     d.proposal = Some(proposal(ProposalStatus::Running));
     assert!(plan(&[p], &[&d, &w]).proposals.is_empty());
 }
+
+#[test]
+fn a_proposal_whose_removed_pair_held_its_delegation_is_reported_once() {
+    let mut d = member("d", "p", Role::Driver);
+    d.proposal = Some(proposal(ProposalStatus::Running));
+    let mut p = pair("p", PairState::Closed);
+    p.delegation = Some(delegation(Some("prop_1")));
+    let out = plan(std::slice::from_ref(&p), &[&d]);
+    assert_eq!(
+        out.cut_off.len(),
+        1,
+        "the delegation's push-back ends the proposal"
+    );
+    assert!(out.proposals.is_empty(), "{:?}", out.proposals);
+}
