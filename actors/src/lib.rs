@@ -8,6 +8,7 @@ pub mod access;
 pub mod adapter;
 pub mod clock;
 pub mod config;
+pub(crate) mod crash;
 pub mod error;
 pub mod gateway;
 pub mod handoff;

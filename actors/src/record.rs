@@ -1,7 +1,7 @@
 //! The persisted form of a session's metadata.
 
 use serde::{Deserialize, Serialize};
-use tandem_protocol::pair::{DelegationInfo, PairInfo, ProposalStatus, WorkerChoice};
+use tandem_protocol::pair::{DelegationInfo, PairInfo, PairState, ProposalStatus, WorkerChoice};
 use tandem_protocol::{
     BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, Visibility,
 };
@@ -126,6 +126,9 @@ pub struct PairRecord {
     /// The delegation token, while one is held.
     #[serde(default)]
     pub delegation: Option<DelegationRecord>,
+    /// Where its creation or closing stands, so start-up can finish or undo it.
+    #[serde(default)]
+    pub state: PairState,
 }
 
 /// The delegation token: at most one per pair.
@@ -161,6 +164,7 @@ impl PairRecord {
                 started_at: d.started_at,
                 detached: d.detached,
             }),
+            state: self.state,
         }
     }
 }

@@ -17,6 +17,25 @@ pub struct PairInfo {
     /// The delegation in flight, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegation: Option<DelegationInfo>,
+    /// Where the pair's life stands (`creating` while its sessions are joined).
+    #[serde(default)]
+    pub state: PairState,
+}
+
+/// A pair's persisted life cycle: `creating → active → closed`. The pair row is
+/// written first (`creating`), then the two memberships, then `active`; closing writes
+/// `closed` before the memberships are cleared. Start-up finishes or undoes any pair
+/// left between two steps by a crash.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PairState {
+    /// The row exists; the sessions are being joined.
+    Creating,
+    /// Both sessions belong to it. (Rows stored before states existed read as this.)
+    #[default]
+    Active,
+    /// Being dissolved; its memberships are being cleared.
+    Closed,
 }
 
 /// A delegation in flight.

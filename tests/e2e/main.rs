@@ -6,6 +6,7 @@ mod bad_input;
 mod browser_attacks;
 mod budgets;
 mod configure;
+mod crash_workflows;
 mod durability;
 mod first_run;
 mod flow;

@@ -202,6 +202,20 @@ impl Server {
         self.child.id()
     }
 
+    /// Waits (polling, for at most 30 s) for the process to end by itself, e.g. at a
+    /// crash point, and returns its exit status and the directory for a restart.
+    /// Panics (and the drop kills the process) if it keeps running.
+    pub async fn exited(mut self) -> (std::process::ExitStatus, std::sync::Arc<TempDir>) {
+        for _ in 0..600 {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return (status, self.dir.clone()),
+                Ok(None) => actix_rt::time::sleep(Duration::from_millis(50)).await,
+                Err(e) => panic!("waiting for the server: {e}"),
+            }
+        }
+        panic!("the server did not exit");
+    }
+
     /// Kills the process with SIGKILL (no clean shutdown) and waits for it.
     pub fn kill(mut self) -> std::sync::Arc<TempDir> {
         let _ = self.child.kill();

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
-use tandem_protocol::pair::{PairInfo, ProposalStatus};
+use tandem_protocol::pair::{PairInfo, PairState, ProposalStatus};
 use tandem_protocol::{EventBody, TurnStatus};
 use tokio::sync::oneshot;
 
@@ -239,25 +239,7 @@ impl PairActor {
         outcome: Outcome,
         ctx: &mut Context<Self>,
     ) {
-        let proposal = delegation
-            .proposal_id
-            .clone()
-            .map(|proposal_id| ProposalProgress {
-                proposal_id,
-                status: match outcome.status {
-                    DelegationStatus::Complete => ProposalStatus::Completed,
-                    DelegationStatus::Interrupted => ProposalStatus::Interrupted,
-                    DelegationStatus::Error => ProposalStatus::Error,
-                },
-                worker_id: Some(self.record.worker_id.clone()),
-                pair_id: Some(self.record.pair_id.clone()),
-                error: outcome.error.clone(),
-            });
-        let resume = Resume {
-            id: delegation.delegation_id.clone(),
-            text: texts::pushback(&delegation, &outcome),
-            proposal,
-        };
+        let resume = pushback_resume(&self.record, &delegation, &outcome);
         // Counted, so metrics (and the tests) can see exactly-once delivery.
         crate::metrics::Metrics::inc(&self.services.metrics.pushbacks);
         let id = delegation.delegation_id;
@@ -445,13 +427,19 @@ impl Handler<ClosePair> for PairActor {
                 "the pair is already closed".to_string()
             )));
         }
+        // `closed` is on disk before anyone leaves: a crash from here on is finished
+        // by start-up (memberships cleared, a cut-off delegation reported once).
+        self.record.state = PairState::Closed;
+        self.save();
         self.closed = true;
         let partial = self.worker.send(PartialText);
         let abort = self.worker.send(Abort);
+        let writer = self.services.writer.clone();
         Box::pin(
             actix::fut::wrap_future(async move {
                 let partial = partial.await.unwrap_or_default();
                 let interrupted = matches!(abort.await, Ok(Ok(())));
+                crate::crash::crash_point(&writer, "pair.close.row").await;
                 (partial, interrupted)
             })
             .map(|(partial, interrupted), act: &mut PairActor, ctx| {
@@ -484,6 +472,34 @@ impl Handler<ClosePair> for PairActor {
                 Ok(interrupted)
             }),
         )
+    }
+}
+
+/// The internal turn that reports `outcome` of `delegation` (of pair `record`) to its
+/// Driver, keyed by the delegation id so the Driver takes it once.
+pub(crate) fn pushback_resume(
+    record: &PairRecord,
+    delegation: &DelegationRecord,
+    outcome: &Outcome,
+) -> Resume {
+    let proposal = delegation
+        .proposal_id
+        .clone()
+        .map(|proposal_id| ProposalProgress {
+            proposal_id,
+            status: match outcome.status {
+                DelegationStatus::Complete => ProposalStatus::Completed,
+                DelegationStatus::Interrupted => ProposalStatus::Interrupted,
+                DelegationStatus::Error => ProposalStatus::Error,
+            },
+            worker_id: Some(record.worker_id.clone()),
+            pair_id: Some(record.pair_id.clone()),
+            error: outcome.error.clone(),
+        });
+    Resume {
+        id: delegation.delegation_id.clone(),
+        text: texts::pushback(delegation, outcome),
+        proposal,
     }
 }
 

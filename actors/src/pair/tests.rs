@@ -146,3 +146,52 @@ async fn a_waiting_delegation_racing_an_interrupt_is_told_once() {
     use std::sync::atomic::Ordering::Relaxed;
     assert_eq!(fx.runtime.metrics().pushbacks.load(Relaxed), 0);
 }
+
+/// `pair.close` frees a session that names a pair with no actor (a state only a bug or
+/// a crash can leave): the Driver is unpaired, told, and can pair again.
+#[actix_rt::test]
+async fn closing_a_pair_with_no_actor_frees_its_driver() {
+    use tandem_protocol::pair::{PairInfo, PairState};
+    use tandem_protocol::Role;
+    let fx = RuntimeFixture::start();
+    let d = fx.session().await;
+    let addr = fx
+        .runtime
+        .session_addr(&d)
+        .unwrap_or_else(|| panic!("no actor"));
+    let stray = PairInfo {
+        pair_id: "pair_stray".into(),
+        driver_id: d.clone(),
+        worker_id: "ses_gone".into(),
+        created_at: 1,
+        delegation: None,
+        state: PairState::Creating,
+    };
+    addr.send(crate::session::JoinPair {
+        pair: stray,
+        role: Role::Driver,
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        fx.runtime.session_info(&d).and_then(|i| i.pair_id),
+        Some("pair_stray".into())
+    );
+    let closed = fx.runtime.close_pair(&fx.who, "pair_stray").await;
+    assert_eq!(closed.ok(), Some(false));
+    assert_eq!(fx.runtime.session_info(&d).and_then(|i| i.pair_id), None);
+    // The event is stored (and so readable) once its commit lands.
+    wait_for("pair_closed in the Driver's history", || async {
+        fx.history(&d)
+            .await
+            .iter()
+            .any(|e| e["kind"] == "pair_closed" && e["pairId"] == "pair_stray")
+            .then_some(())
+    })
+    .await;
+    // Nothing names it any more: a second close is refused.
+    assert!(fx.runtime.close_pair(&fx.who, "pair_stray").await.is_err());
+    let (pair_id, _) = pair(&fx, &d).await;
+    assert!(pair_id.starts_with("pair_"));
+}

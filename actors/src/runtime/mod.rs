@@ -7,6 +7,7 @@ mod clients;
 mod handoff;
 mod listing;
 mod pairs;
+mod reconcile;
 mod recovery;
 mod schedules;
 
@@ -137,6 +138,11 @@ impl Runtime {
         let new_admin_token = store.ensure_admin()?;
         let mut loaded = store.load_sessions()?;
         recovery::recover_interrupted_turns(&store, &mut loaded)?;
+        let plan = {
+            let records: Vec<&SessionRecord> = loaded.iter().map(|s| &s.record).collect();
+            reconcile::plan(&store.load_pairs()?, &records)
+        };
+        let after_start = reconcile::apply(&store, &mut loaded, plan)?;
 
         let gateway_arbiter = Arbiter::new();
         let gw_store = store.clone();
@@ -179,7 +185,6 @@ impl Runtime {
                 }),
             },
         )?;
-        let pairs = store.load_pairs()?;
         let catalog = Arc::new(VendorCatalog::new(&config.vendors));
         let vendors = Arc::new(config.vendors.clone());
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
@@ -225,9 +230,15 @@ impl Runtime {
                 .or_insert(0) += 1;
             runtime.spawn_session(session.record, session.last_seq);
         }
-        for record in pairs {
+        let reconcile::AfterStart {
+            start,
+            cut_off,
+            proposals,
+        } = after_start;
+        for record in start {
             runtime.restore_pair(record);
         }
+        runtime.finish_after_start(cut_off, proposals);
         // Spawned sessions that were still waiting for a slot go back in their
         // parent's queue.
         for (parent, child) in waiting_children {

@@ -4,17 +4,20 @@ use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use tandem_protocol::client::WorkerSpec;
-use tandem_protocol::pair::{PairInfo, WorkerChoice};
+use tandem_protocol::pair::{PairInfo, PairState, ProposalStatus, WorkerChoice};
 use tandem_protocol::{Role, SessionInfo};
 
+use super::reconcile::{self, ProposalFix};
 use super::{NewSession, PairHandle, Runtime};
 use crate::access::Principal;
 use crate::clock::{now_ms, random_id};
+use crate::crash::crash_point;
 use crate::error::RuntimeError;
-use crate::pair::{pair_info, ClosePair, PairActor};
-use crate::record::PairRecord;
-use crate::session::{JoinPair, LeavePair, SessionActor};
+use crate::pair::{pair_info, pushback_resume, ClosePair, Delegate, PairActor};
+use crate::record::{DelegationRecord, PairRecord};
+use crate::session::{JoinPair, LeavePair, ProposalProgress, SessionActor};
 use crate::store::WriteOp;
+use crate::tools::failed_resume;
 
 impl Runtime {
     /// A session actor's address.
@@ -37,6 +40,84 @@ impl Runtime {
         let handle = self.inner.pairs.get(id)?;
         let worker = handle.shared.lock().ok()?.worker_id.clone();
         Some((handle.addr.clone(), worker))
+    }
+
+    /// The store writer (for crash points).
+    pub(crate) fn writer(&self) -> &crate::store::StoreWriter {
+        &self.inner.services.writer
+    }
+
+    /// Start-up, once actors run: reports delegations cut off by a removed pair to
+    /// their Drivers (once: keyed by the delegation id), and finishes accepted
+    /// proposals that never reached their Worker.
+    pub(super) fn finish_after_start(
+        &self,
+        cut_off: Vec<(PairRecord, DelegationRecord)>,
+        proposals: Vec<ProposalFix>,
+    ) {
+        for (pair, delegation) in cut_off {
+            if let Some(driver) = self.session_addr(&pair.driver_id) {
+                crate::metrics::Metrics::inc(&self.inner.services.metrics.pushbacks);
+                driver.do_send(pushback_resume(
+                    &pair,
+                    &delegation,
+                    &reconcile::cut_off_outcome(&pair),
+                ));
+            }
+        }
+        for fix in proposals {
+            match fix {
+                ProposalFix::Running { .. } => {}
+                ProposalFix::Fail {
+                    driver_id,
+                    proposal_id,
+                    reason,
+                } => {
+                    if let Some(driver) = self.session_addr(&driver_id) {
+                        driver.do_send(failed_resume(&proposal_id, &reason));
+                    }
+                }
+                ProposalFix::Delegate {
+                    driver_id,
+                    proposal_id,
+                    pair_id,
+                    message,
+                } => {
+                    let (Some(driver), Some((pair, worker_id))) =
+                        (self.session_addr(&driver_id), self.pair_parts(&pair_id))
+                    else {
+                        continue;
+                    };
+                    tracing::info!(proposal = %proposal_id, "delivering an accepted proposal's task after a restart");
+                    // Running first, as on acceptance: a crash before the delegation
+                    // is stored leaves `running` with no delegation, which the next
+                    // start delegates again.
+                    driver.do_send(ProposalProgress {
+                        proposal_id: proposal_id.clone(),
+                        status: ProposalStatus::Running,
+                        worker_id: Some(worker_id),
+                        pair_id: Some(pair_id),
+                        error: None,
+                    });
+                    actix::spawn(async move {
+                        let sent = pair
+                            .send(Delegate {
+                                message,
+                                wait: false,
+                                timeout: std::time::Duration::from_secs(1),
+                                proposal_id: Some(proposal_id.clone()),
+                            })
+                            .await;
+                        let error = match sent {
+                            Ok(Ok(_)) => return,
+                            Ok(Err(e)) => e,
+                            Err(e) => e.to_string(),
+                        };
+                        let _ = driver.send(failed_resume(&proposal_id, &error)).await;
+                    });
+                }
+            }
+        }
     }
 
     /// Drops a dissolved pair from the registry.
@@ -62,13 +143,13 @@ impl Runtime {
         Ok(())
     }
 
-    /// Starts the actor of a pair loaded from the store. A pair whose sessions are
-    /// gone is removed.
+    /// Starts the actor of an active pair loaded from the store (start-up has
+    /// reconciled it: both sessions exist and belong to it).
     pub(super) fn restore_pair(&self, record: PairRecord) {
         let id = record.pair_id.clone();
         if let Err(e) = self.start_pair(record) {
-            tracing::warn!(pair = %id, error = %e, "dropping a pair whose sessions are gone");
-            let _ = self.inner.services.writer.write(WriteOp::DeletePair(id));
+            // Reconciliation checked both sessions; this is a bug, not a crash leftover.
+            tracing::error!(pair = %id, error = %e, "a reconciled pair could not start");
         }
     }
 
@@ -101,20 +182,34 @@ impl Runtime {
         if !spec.installed {
             return Err(RuntimeError::VendorNotInstalled(choice.vendor));
         }
-        let record = PairRecord {
+        let mut record = PairRecord {
             pair_id: random_id("pair_", 8),
             driver_id: driver_id.to_string(),
             worker_id: random_id("ses_", 12),
             created_at: now_ms(),
             delegation: None,
+            state: PairState::Creating,
         };
+        // Row first (`creating`), then the memberships, then `active`: a crash between
+        // two steps leaves a `creating` row that start-up rolls forward or back.
+        let writer = &self.inner.services.writer;
+        writer.write(WriteOp::Pair(Box::new(record.clone())))?;
+        crash_point(writer, "pair.create.row").await;
         let info = record.to_info();
-        driver
+        if let Err(e) = driver
             .send(JoinPair {
                 pair: info.clone(),
                 role: Role::Driver,
             })
-            .await??;
+            .await
+            .map_err(RuntimeError::from)
+            .and_then(|r| r)
+        {
+            // Nobody joined: the row alone goes.
+            let _ = writer.write(WriteOp::DeletePair(record.pair_id.clone()));
+            return Err(e);
+        }
+        crash_point(writer, "pair.create.driver").await;
         let created = self
             .new_session(NewSession {
                 id: Some(record.worker_id.clone()),
@@ -146,15 +241,20 @@ impl Runtime {
             Err(e) => Err(e),
         };
         if let Err(e) = joined {
+            // Roll back: the row goes `closed` before the Driver leaves, so a crash
+            // in between is finished by start-up.
+            record.state = PairState::Closed;
+            let _ = writer.write(WriteOp::Pair(Box::new(record.clone())));
             driver.do_send(LeavePair {
                 pair_id: record.pair_id.clone(),
             });
+            let _ = writer.write(WriteOp::DeletePair(record.pair_id.clone()));
             return Err(e);
         }
-        self.inner
-            .services
-            .writer
-            .write(WriteOp::Pair(Box::new(record.clone())))?;
+        crash_point(writer, "pair.create.worker").await;
+        record.state = PairState::Active;
+        writer.write(WriteOp::Pair(Box::new(record.clone())))?;
+        let info = record.to_info();
         self.start_pair(record)?;
         Ok(info)
     }
@@ -186,14 +286,19 @@ impl Runtime {
         .await
     }
 
-    /// `pair.close`: a person dissolves a pair whose Driver they may drive.
+    /// `pair.close`: a person dissolves a pair whose Driver they may drive. A pair
+    /// that has no running actor (its creation is half done, or it is gone while a
+    /// session still names it) is dissolved too: every session naming it that the
+    /// caller may drive leaves it, so a Driver can always be freed.
     pub async fn close_pair(&self, who: &Principal, pair_id: &str) -> Result<bool, RuntimeError> {
         let driver_id = self
             .inner
             .pairs
             .get(pair_id)
-            .and_then(|h| h.shared.lock().ok().map(|r| r.driver_id.clone()))
-            .ok_or_else(|| RuntimeError::InvalidArgument(format!("no pair {pair_id}")))?;
+            .and_then(|h| h.shared.lock().ok().map(|r| r.driver_id.clone()));
+        let Some(driver_id) = driver_id else {
+            return self.close_stray_pair(who, pair_id).await;
+        };
         self.drivable(who, &driver_id)?;
         let addr = self
             .pair_addr(pair_id)
@@ -201,6 +306,39 @@ impl Runtime {
         addr.send(ClosePair)
             .await?
             .map_err(RuntimeError::InvalidArgument)
+    }
+
+    /// Clears the memberships of a pair with no actor (see [`Runtime::close_pair`]).
+    async fn close_stray_pair(&self, who: &Principal, pair_id: &str) -> Result<bool, RuntimeError> {
+        if pair_id.len() > 128 {
+            return Err(RuntimeError::InvalidArgument("no such pair".into()));
+        }
+        let members: Vec<(String, Addr<SessionActor>)> = self
+            .inner
+            .sessions
+            .iter()
+            .filter(|h| h.shared.info().pair_id.as_deref() == Some(pair_id))
+            .map(|h| (h.key().clone(), h.addr.clone()))
+            .collect();
+        let mut left = false;
+        for (id, addr) in members {
+            if self.drivable(who, &id).is_err() {
+                continue;
+            }
+            addr.send(LeavePair {
+                pair_id: pair_id.to_string(),
+            })
+            .await?;
+            left = true;
+        }
+        if !left {
+            return Err(RuntimeError::InvalidArgument(format!("no pair {pair_id}")));
+        }
+        self.inner
+            .services
+            .writer
+            .write(WriteOp::DeletePair(pair_id.to_string()))?;
+        Ok(false)
     }
 
     /// Pairs whose Driver the caller may see.

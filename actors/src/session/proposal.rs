@@ -66,7 +66,9 @@ impl SessionActor {
         else {
             return;
         };
-        if !proposal.status.is_open() {
+        // A finished proposal stays finished; a repeated step (re-sent after a
+        // restart) is not recorded twice.
+        if !proposal.status.is_open() || proposal.status == progress.status {
             return;
         }
         proposal.status = progress.status;

@@ -17,6 +17,7 @@ use tandem_protocol::mcp::ToolDef;
 use tandem_protocol::Role;
 
 pub use partner::choose_worker_vendor;
+pub(crate) use proposal::failed_resume;
 pub use proposal::{accept_proposal, decline_proposal};
 
 use crate::runtime::{Runtime, RuntimeRef};

@@ -132,24 +132,11 @@ pub async fn accept_proposal(
         let driver = driver.clone();
         let proposal_id = proposal_id.to_string();
         async move {
-            let _ = driver
-                .send(Resume {
-                    id: format!("{proposal_id}:failed"),
-                    text: format!(
-                        "[Worker could not start]\n{error}\nCarry on with the task yourself."
-                    ),
-                    proposal: Some(ProposalProgress {
-                        proposal_id,
-                        status: ProposalStatus::Error,
-                        worker_id: None,
-                        pair_id: None,
-                        error: Some(error.clone()),
-                    }),
-                })
-                .await;
+            let _ = driver.send(failed_resume(&proposal_id, &error)).await;
             RuntimeError::Internal(error)
         }
     };
+    crate::crash::crash_point(rt.writer(), "proposal.accept.starting").await;
     let pair = match rt.pair_with_new_worker(driver_id, choice).await {
         Ok(pair) => pair,
         Err(e) => return Err(fail(e.to_string()).await),
@@ -161,6 +148,7 @@ pub async fn accept_proposal(
         pair_id: Some(pair.pair_id.clone()),
         error: None,
     });
+    crate::crash::crash_point(rt.writer(), "proposal.accept.running").await;
     let Some((pair_addr, _)) = rt.pair_parts(&pair.pair_id) else {
         return Err(fail("the pair vanished".into()).await);
     };
@@ -183,6 +171,23 @@ pub async fn accept_proposal(
         }),
         Ok(Err(e)) => Err(fail(e).await),
         Err(e) => Err(fail(e.to_string()).await),
+    }
+}
+
+/// What the Driver is told when its accepted proposal's Worker could not start: an
+/// internal turn keyed `{proposal_id}:failed` (taken once) that ends the proposal in
+/// `error`.
+pub(crate) fn failed_resume(proposal_id: &str, error: &str) -> Resume {
+    Resume {
+        id: format!("{proposal_id}:failed"),
+        text: format!("[Worker could not start]\n{error}\nCarry on with the task yourself."),
+        proposal: Some(ProposalProgress {
+            proposal_id: proposal_id.to_string(),
+            status: ProposalStatus::Error,
+            worker_id: None,
+            pair_id: None,
+            error: Some(error.to_string()),
+        }),
     }
 }
 

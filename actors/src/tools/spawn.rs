@@ -46,17 +46,46 @@ pub(super) async fn spawn_sessions(
         ));
     }
     let vendor = opt_string(args, "vendor")?.unwrap_or_else(|| state.info.vendor.clone());
-    let mut created = Vec::with_capacity(tasks.len());
-    for (title, prompt) in tasks {
-        let info = rt
-            .create_child(&state.info, &vendor, title, prompt)
-            .await
-            .map_err(|e| e.to_string())?;
-        created.push(info);
-    }
     let parent = rt
         .session_addr(&state.info.id)
         .ok_or_else(|| "session gone".to_string())?;
+    let mut created: Vec<tandem_protocol::SessionInfo> = Vec::with_capacity(tasks.len());
+    for (title, prompt) in tasks {
+        let made = match crate::crash::fail_here("spawn.create_child") {
+            Ok(()) => rt
+                .create_child(&state.info, &vendor, title, prompt)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        };
+        let info = match made {
+            Ok(info) => info,
+            Err(e) if created.is_empty() => return Err(e),
+            Err(e) => {
+                // The ones already created are real sessions holding their prompt:
+                // they are started like any others, and the caller is told which.
+                parent.do_send(SpawnChildren {
+                    children: created.iter().map(|c| c.id.clone()).collect(),
+                });
+                return Err(format!(
+                    "session {} of {} could not be created ({e}); the {} created before it \
+                     were started: {}",
+                    created.len() + 1,
+                    entries.len(),
+                    created.len(),
+                    created
+                        .iter()
+                        .map(|c| c.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        };
+        created.push(info);
+        // A crash from here on leaves the children created so far waiting with their
+        // prompt; start-up queues them in this parent again.
+        crate::crash::crash_point(rt.writer(), "spawn.child").await;
+    }
     parent.do_send(SpawnChildren {
         children: created.iter().map(|c| c.id.clone()).collect(),
     });

@@ -1,0 +1,371 @@
+//! Start-up reconciliation of the multi-step workflows a crash can cut in half: pair
+//! creation (`creating` rows), pair closing (`closed` rows), pairs whose other session
+//! is gone, memberships naming a pair that does not run, and accepted proposals that
+//! never reached `running`. [`plan`] is pure (records in, decisions out); [`apply`]
+//! writes the decisions, with the events that tell each session, in one transaction
+//! before any actor starts; what needs running actors is handed back as [`AfterStart`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use tandem_protocol::pair::{PairState, ProposalStatus};
+use tandem_protocol::{EventBody, Role};
+
+use crate::clock::now_ms;
+use crate::error::RuntimeError;
+use crate::pair::{DelegationStatus, Outcome};
+use crate::record::{DelegationRecord, PairRecord, SessionRecord};
+use crate::session::event_frame;
+use crate::store::{LoadedSession, Store, StoredEvent, WriteOp};
+
+/// What start-up decided about the stored pairs, memberships and proposals.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Plan {
+    /// Pairs to run, all `active` (rolled-forward ones included).
+    pub start: Vec<PairRecord>,
+    /// Ids of `creating` pairs rolled forward (their row is rewritten `active`).
+    pub activated: Vec<String>,
+    /// Pair rows to delete (closed, rolled back, or missing a session).
+    pub removed: Vec<String>,
+    /// Sessions to take out of a pair that does not run, and why.
+    pub unpair: Vec<Unpair>,
+    /// Delegations of removed pairs whose Driver is still here: reported once to it.
+    pub cut_off: Vec<(PairRecord, DelegationRecord)>,
+    /// Accepted proposals that never reached `running` (or whose task never reached
+    /// the Worker).
+    pub proposals: Vec<ProposalFix>,
+}
+
+/// A session leaves a pair at start-up.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Unpair {
+    /// The session.
+    pub session_id: String,
+    /// The pair it named.
+    pub pair_id: String,
+    /// What the session is told.
+    pub reason: String,
+}
+
+/// How an open accepted proposal is finished.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum ProposalFix {
+    /// Its pair holds its delegation: it is `running` (the pair reports the cut-off
+    /// delegation itself).
+    Running {
+        /// The Driver.
+        driver_id: String,
+        /// The proposal.
+        proposal_id: String,
+        /// The pair.
+        pair_id: String,
+        /// The Worker.
+        worker_id: String,
+    },
+    /// The pair exists but never got the task: delegate it once actors run.
+    Delegate {
+        /// The Driver.
+        driver_id: String,
+        /// The proposal.
+        proposal_id: String,
+        /// The pair.
+        pair_id: String,
+        /// The task.
+        message: String,
+    },
+    /// No Worker to carry it out: it ends in `error` and the Driver is told.
+    Fail {
+        /// The Driver.
+        driver_id: String,
+        /// The proposal.
+        proposal_id: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Work for the running actors, handed back by [`apply`].
+#[derive(Debug, Default)]
+pub(super) struct AfterStart {
+    /// Pairs to run, all `active`.
+    pub start: Vec<PairRecord>,
+    /// Cut-off delegations to report to their Drivers.
+    pub cut_off: Vec<(PairRecord, DelegationRecord)>,
+    /// Proposals to delegate or fail.
+    pub proposals: Vec<ProposalFix>,
+}
+
+/// Why a pair creation that never finished was undone.
+const ROLLED_BACK: &str = "the server stopped while this pair was being created; it was undone";
+/// Why a pair missing a session was closed.
+const PARTNER_GONE: &str = "the other session of this pair is gone; the pair was closed";
+/// Why a pair being closed was finished.
+const CLOSED: &str = "this pair was closed";
+/// Why a membership naming no running pair was cleared.
+const NO_PAIR: &str = "this session's pair no longer exists; it was unpaired";
+
+/// Decides, from the stored records alone, what start-up does. Archived sessions count
+/// as gone and are left untouched.
+pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
+    let live: HashMap<&str, &SessionRecord> = sessions
+        .iter()
+        .filter(|s| s.archived_at.is_none())
+        .map(|s| (s.id.as_str(), *s))
+        .collect();
+    let member = |id: &str, pair_id: &str, role: Role| {
+        live.get(id)
+            .is_some_and(|s| s.pair_id.as_deref() == Some(pair_id) && s.role == Some(role))
+    };
+    let mut out = Plan::default();
+    let mut reasons: HashMap<&str, &str> = HashMap::new();
+    let mut running: HashSet<&str> = HashSet::new();
+    // A session in two started pairs is impossible (JoinPair refuses), but a corrupt
+    // store must not start the same session in two pairs.
+    let mut taken: HashSet<&str> = HashSet::new();
+    for pair in pairs {
+        let id = pair.pair_id.as_str();
+        let both = member(&pair.driver_id, id, Role::Driver)
+            && member(&pair.worker_id, id, Role::Worker)
+            && !taken.contains(pair.driver_id.as_str())
+            && !taken.contains(pair.worker_id.as_str());
+        let reason = match pair.state {
+            PairState::Closed => Some(CLOSED),
+            PairState::Creating if !both => Some(ROLLED_BACK),
+            PairState::Active if !both => Some(PARTNER_GONE),
+            PairState::Creating | PairState::Active => None,
+        };
+        if let Some(reason) = reason {
+            reasons.insert(id, reason);
+            out.removed.push(pair.pair_id.clone());
+            if let Some(delegation) = &pair.delegation {
+                if live.contains_key(pair.driver_id.as_str()) {
+                    out.cut_off.push((pair.clone(), delegation.clone()));
+                }
+            }
+            continue;
+        }
+        if pair.state == PairState::Creating {
+            out.activated.push(pair.pair_id.clone());
+        }
+        running.insert(id);
+        taken.insert(pair.driver_id.as_str());
+        taken.insert(pair.worker_id.as_str());
+        out.start.push(PairRecord {
+            state: PairState::Active,
+            ..pair.clone()
+        });
+    }
+    let mut ids: Vec<&&SessionRecord> = live.values().collect();
+    ids.sort_by(|a, b| a.id.cmp(&b.id));
+    for session in ids {
+        let Some(pair_id) = session.pair_id.as_deref() else {
+            continue;
+        };
+        let in_running = running.contains(pair_id)
+            && out.start.iter().any(|p| {
+                p.pair_id == pair_id && (p.driver_id == session.id || p.worker_id == session.id)
+            });
+        if !in_running {
+            out.unpair.push(Unpair {
+                session_id: session.id.clone(),
+                pair_id: pair_id.to_string(),
+                reason: reasons.get(pair_id).copied().unwrap_or(NO_PAIR).to_string(),
+            });
+        }
+    }
+    for session in live.values() {
+        let Some(proposal) = session
+            .proposal
+            .as_ref()
+            .filter(|p| matches!(p.status, ProposalStatus::Starting | ProposalStatus::Running))
+        else {
+            continue;
+        };
+        let reported = out
+            .cut_off
+            .iter()
+            .any(|(_, d)| d.proposal_id.as_deref() == Some(proposal.proposal_id.as_str()));
+        if reported {
+            // Its cut-off delegation is reported (and ends it): nothing more to say.
+            continue;
+        }
+        let pair = out.start.iter().find(|p| p.driver_id == session.id);
+        let fix = match pair {
+            None => ProposalFix::Fail {
+                driver_id: session.id.clone(),
+                proposal_id: proposal.proposal_id.clone(),
+                reason: "the server stopped before the proposed Worker started".into(),
+            },
+            Some(pair) => match &pair.delegation {
+                Some(d) if d.proposal_id.as_deref() == Some(proposal.proposal_id.as_str()) => {
+                    if proposal.status == ProposalStatus::Running {
+                        continue;
+                    }
+                    ProposalFix::Running {
+                        driver_id: session.id.clone(),
+                        proposal_id: proposal.proposal_id.clone(),
+                        pair_id: pair.pair_id.clone(),
+                        worker_id: pair.worker_id.clone(),
+                    }
+                }
+                None => ProposalFix::Delegate {
+                    driver_id: session.id.clone(),
+                    proposal_id: proposal.proposal_id.clone(),
+                    pair_id: pair.pair_id.clone(),
+                    message: proposal.message.clone(),
+                },
+                Some(_) => ProposalFix::Fail {
+                    driver_id: session.id.clone(),
+                    proposal_id: proposal.proposal_id.clone(),
+                    reason: "the Worker is busy with another task".into(),
+                },
+            },
+        };
+        out.proposals.push(fix);
+    }
+    out.proposals
+        .sort_by(|a, b| proposal_key(a).cmp(proposal_key(b)));
+    out
+}
+
+fn proposal_key(fix: &ProposalFix) -> &str {
+    match fix {
+        ProposalFix::Running { proposal_id, .. }
+        | ProposalFix::Delegate { proposal_id, .. }
+        | ProposalFix::Fail { proposal_id, .. } => proposal_id,
+    }
+}
+
+/// Appends `body` to a loaded session's history (in `ops`).
+fn append(
+    session: &mut LoadedSession,
+    body: EventBody,
+    ops: &mut Vec<WriteOp>,
+) -> Result<(), RuntimeError> {
+    let seq = session.last_seq + 1;
+    let frame = event_frame(&session.record.id, seq, now_ms(), None, body)?;
+    session.last_seq = seq;
+    ops.push(WriteOp::Event(StoredEvent {
+        session_id: session.record.id.as_str().into(),
+        seq,
+        frame: frame.into(),
+        gate: Arc::default(),
+    }));
+    Ok(())
+}
+
+/// Writes `plan` (rows, memberships, the events that tell the sessions) in one
+/// transaction, and returns what must wait for the actors.
+pub(super) fn apply(
+    store: &Store,
+    loaded: &mut [LoadedSession],
+    plan: Plan,
+) -> Result<AfterStart, RuntimeError> {
+    let mut ops = Vec::new();
+    let mut touched: HashSet<String> = HashSet::new();
+    let index: HashMap<String, usize> = loaded
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.record.id.clone(), i))
+        .collect();
+    for unpair in &plan.unpair {
+        let Some(session) = index.get(&unpair.session_id).map(|i| &mut loaded[*i]) else {
+            continue;
+        };
+        session.record.pair_id = None;
+        session.record.role = None;
+        session.record.last_activity = now_ms();
+        append(
+            session,
+            EventBody::PairClosed {
+                pair_id: unpair.pair_id.clone(),
+            },
+            &mut ops,
+        )?;
+        append(
+            session,
+            EventBody::Info {
+                text: unpair.reason.clone(),
+            },
+            &mut ops,
+        )?;
+        tracing::info!(session = %unpair.session_id, pair = %unpair.pair_id, reason = %unpair.reason, "unpaired at start-up");
+        touched.insert(unpair.session_id.clone());
+    }
+    let mut after = AfterStart {
+        start: Vec::new(),
+        cut_off: plan.cut_off,
+        proposals: Vec::new(),
+    };
+    for fix in plan.proposals {
+        let ProposalFix::Running {
+            driver_id,
+            proposal_id,
+            pair_id,
+            worker_id,
+        } = &fix
+        else {
+            after.proposals.push(fix);
+            continue;
+        };
+        let Some(session) = index.get(driver_id).map(|i| &mut loaded[*i]) else {
+            continue;
+        };
+        let Some(proposal) = session.record.proposal.as_mut() else {
+            continue;
+        };
+        proposal.status = ProposalStatus::Running;
+        let auto_approved = proposal.auto_approved;
+        append(
+            session,
+            EventBody::WorkerProposalUpdate {
+                proposal_id: proposal_id.clone(),
+                status: ProposalStatus::Running,
+                selected: None,
+                worker_id: Some(worker_id.clone()),
+                pair_id: Some(pair_id.clone()),
+                error: None,
+                auto_approved,
+            },
+            &mut ops,
+        )?;
+        touched.insert(driver_id.clone());
+    }
+    for id in &touched {
+        if let Some(session) = index.get(id).map(|i| &loaded[*i]) {
+            ops.push(WriteOp::Session(Box::new(session.record.clone())));
+        }
+    }
+    for pair in plan
+        .start
+        .iter()
+        .filter(|p| plan.activated.contains(&p.pair_id))
+    {
+        tracing::info!(pair = %pair.pair_id, "rolled a half-created pair forward");
+        ops.push(WriteOp::Pair(Box::new(pair.clone())));
+    }
+    for id in plan.removed {
+        tracing::info!(pair = %id, "removed a pair at start-up");
+        ops.push(WriteOp::DeletePair(id));
+    }
+    if !ops.is_empty() {
+        store.write_now(&ops)?;
+    }
+    after.start = plan.start;
+    Ok(after)
+}
+
+/// What a cut-off delegation of a removed pair tells its Driver.
+pub(super) fn cut_off_outcome(pair: &PairRecord) -> Outcome {
+    Outcome {
+        status: DelegationStatus::Interrupted,
+        response: String::new(),
+        error: Some(match pair.state {
+            PairState::Closed => "the pair was closed".into(),
+            _ => "the Worker's session is gone".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;
