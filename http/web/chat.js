@@ -114,6 +114,9 @@ export class ChatView {
   updateHeader() {
     const s = this.info;
     this.titleEl.textContent = s.title || s.id;
+    // Two conversations side by side: each button says which session it acts on.
+    this.renameBtn.setAttribute('aria-label', `Rename ${s.title || s.id}`);
+    this.archiveBtn.setAttribute('aria-label', `Archive ${s.title || s.id}`);
     this.statusEl.className = `status st-${s.status}`;
     this.statusEl.textContent = s.status;
     const role = s.role ? [h(`span.badge.role-${s.role}`, s.role === 'driver' ? 'Driver' : 'Worker')] : [];
