@@ -203,6 +203,16 @@ async fn every_page_of_sessions_is_listed_and_stays_live() {
         }
     }
     assert_eq!(total, 250);
+
+    // Archived elsewhere while open here: the page leaves it and the list drops it.
+    page.open_session(&ids[3]).await;
+    let (status, body) = rest(&page, "DELETE", &format!("/sessions/{}", ids[3]), None).await;
+    assert_eq!(status, 200, "{body}");
+    b.wait(
+        "the page to leave the session archived elsewhere",
+        "location.hash === '#/' && !document.querySelector('.chat') && document.querySelectorAll('a.session').length === 249",
+    )
+    .await;
 }
 
 #[actix_rt::test]
