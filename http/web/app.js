@@ -6,6 +6,8 @@ import { Conn } from './conn.js';
 import { ChatView } from './chat.js';
 
 const TOKEN_KEY = 'tandem.token';
+/** Sessions per list page (the server's default; at most 1,000). */
+const LIST_PAGE = 100;
 const $ = (sel) => document.querySelector(sel);
 
 class App {
@@ -19,13 +21,19 @@ class App {
     this.route = { id: null };
     this.runningOpen = false;
     this.everOpen = false;
+    /** Bumped by each full list load, so an older load that is still paging stops. */
+    this.listGen = 0;
+    /** Ids upserted while a load pages through the list: those pages are older news. */
+    this.touched = null;
+    /** True once every page of the list has been read at least once. */
+    this.listComplete = false;
   }
 
   // ---- start ----------------------------------------------------------------------
 
   async start() {
     const [list, vendors, pairs] = await Promise.all([
-      this.conn.rest('GET', '/sessions'),
+      this.conn.rest('GET', `/sessions?limit=${LIST_PAGE}`),
       this.conn.rest('GET', '/vendors'),
       this.conn.rest('GET', '/pairs'),
     ]);
@@ -65,7 +73,7 @@ class App {
       h('nav.sidebar', { 'aria-label': 'Sessions' }, h('h1.side-title', 'Sessions'), this.filterEl, this.listEl),
       this.mainEl,
       this.runningEl);
-    clear(document.body).append(h('a.skip', { href: '#main', onclick: (e) => { e.preventDefault(); this.mainEl.focus(); } }, 'Skip to conversation'), shell, this.buildCreateDialog());
+    clear(document.body).append(h('a.skip', { href: '#main', onclick: (e) => { e.preventDefault(); this.mainEl.focus(); } }, 'Skip to conversation'), shell, this.buildCreateDialog(), this.buildArchiveDialog());
     this.renderList();
   }
 
@@ -78,13 +86,7 @@ class App {
       this.banner.hidden = true;
       // Watch first, then resubscribe from the last seq each view has: the server
       // replays exactly what was missed, and views drop anything they already hold.
-      this.conn.request('sessions.watch').then((r) => {
-        this.sessions.clear();
-        for (const s of r.sessions) this.sessions.set(s.id, s);
-        this.renderList();
-        for (const v of this.views.values()) v.updateHeader();
-        if (this.layoutKey.startsWith('missing:')) this.layout();
-      }).catch(() => {});
+      this.loadSessions();
       for (const v of this.views.values()) v.subscribe();
       if (this.everOpen) {
         this.pairsChanged();
@@ -113,13 +115,18 @@ class App {
   onFrame(f) {
     switch (f.kind) {
       case 'session_upserted': {
+        this.touched?.add(f.session.id);
+        if (f.session.archivedAt) {
+          this.forget(f.session.id);
+          return;
+        }
         const old = this.sessions.get(f.session.id);
         this.sessions.set(f.session.id, f.session);
         this.scheduleList();
         const v = this.views.get(f.session.id);
         if (v) v.updateHeader();
         if (old?.pairId !== f.session.pairId) this.pairsChanged();
-        if (this.layoutKey === `missing:${f.session.id}`) this.layout();
+        if (this.layoutKey === `missing:${f.session.id}` || this.layoutKey === `loading:${f.session.id}`) this.layout();
         if (this.runningOpen) this.scheduleRunning();
         return;
       }
@@ -144,6 +151,54 @@ class App {
   }
 
   // ---- session list ---------------------------------------------------------------
+
+  /**
+   * Reads every visible session: `sessions.watch` answers with the first page and
+   * starts the `session_upserted` stream, `sessions.list` follows `nextCursor` for
+   * the rest. Pages are merged as they come; an upsert seen meanwhile wins over a
+   * page's copy, and sessions no page named (archived while we were away) go.
+   */
+  async loadSessions() {
+    const gen = ++this.listGen;
+    const touched = new Set();
+    const seen = new Set();
+    this.touched = touched;
+    try {
+      let page = await this.conn.request('sessions.watch', { limit: LIST_PAGE });
+      for (;;) {
+        if (gen !== this.listGen) return;
+        for (const s of page.sessions || []) {
+          seen.add(s.id);
+          if (!touched.has(s.id)) this.sessions.set(s.id, s);
+        }
+        this.scheduleList();
+        if (!page.nextCursor) break;
+        page = await this.conn.request('sessions.list', { limit: LIST_PAGE, cursor: page.nextCursor });
+      }
+    } catch {
+      // The socket went away; the next `open` loads again.
+      return;
+    }
+    if (gen !== this.listGen) return;
+    this.touched = null;
+    for (const id of [...this.sessions.keys()]) {
+      if (!seen.has(id) && !touched.has(id)) this.sessions.delete(id);
+    }
+    this.listComplete = true;
+    this.renderList();
+    for (const v of this.views.values()) v.updateHeader();
+    if (this.layoutKey.startsWith('missing:') || this.layoutKey.startsWith('loading:')) this.layout();
+  }
+
+  /** A session archived (here or elsewhere): out of the list, and closed if open. */
+  forget(id) {
+    this.sessions.delete(id);
+    this.scheduleList();
+    if (this.route.id === id || this.layoutKey.includes(id)) {
+      location.hash = '#/';
+      this.navigate();
+    }
+  }
 
   scheduleList() {
     if (this.listPending) return;
@@ -254,7 +309,13 @@ class App {
       return;
     }
     if (!this.sessions.has(id)) {
-      // Maybe just created elsewhere: its `session_upserted` lays the page out again.
+      // Maybe on a page of the list not read yet, or just created elsewhere: the end
+      // of the list load or its `session_upserted` lays the page out again.
+      if (!this.listComplete) {
+        this.layoutKey = `loading:${id}`;
+        this.mainEl.append(h('div.empty-main', { role: 'status' }, h('h2', 'Loading…'), h('p', id)));
+        return;
+      }
       this.layoutKey = `missing:${id}`;
       this.mainEl.append(h('div.empty-main', h('h2', 'Session not found'), h('p', id), h('a.btn', { href: '#/' }, 'Back')));
       return;
@@ -438,6 +499,56 @@ class App {
     }
   }
 
+  // ---- rename and archive ---------------------------------------------------------
+
+  /** PATCH the title; resolves with the new SessionInfo, rejects with the error. */
+  async rename(id, title) {
+    const info = await this.conn.rest('PATCH', `/sessions/${encodeURIComponent(id)}`, { title });
+    if (info?.id && this.sessions.has(id)) {
+      this.sessions.set(id, info);
+      this.scheduleList();
+      this.views.get(id)?.updateHeader();
+    }
+    return info;
+  }
+
+  buildArchiveDialog() {
+    this.aText = h('p#archive-desc');
+    this.aError = h('p.error-text', { role: 'alert' });
+    this.aCancel = h('button.btn', { type: 'button', onclick: () => this.archiveDialog.close() }, 'Cancel');
+    this.archiveDialog = h('dialog.confirm', { 'aria-labelledby': 'archive-title', 'aria-describedby': 'archive-desc' },
+      h('form', { method: 'dialog', onsubmit: (e) => { e.preventDefault(); this.archive(); } },
+        h('h2#archive-title', 'Archive this session?'),
+        this.aText,
+        this.aError,
+        h('div.row.end', this.aCancel, h('button.btn.danger', { type: 'submit' }, 'Archive'))));
+    return this.archiveDialog;
+  }
+
+  /** Asks before archiving; Cancel has the focus, so Enter alone archives nothing. */
+  confirmArchive(id) {
+    const s = this.sessions.get(id);
+    this.archiveId = id;
+    this.aText.textContent = `“${s?.title || id}” will leave every list and can no longer be opened or sent to. Its history stays in the database.`;
+    this.aError.textContent = '';
+    this.archiveDialog.showModal();
+    this.aCancel.focus();
+  }
+
+  async archive() {
+    const id = this.archiveId;
+    try {
+      await this.conn.rest('DELETE', `/sessions/${encodeURIComponent(id)}`);
+    } catch (err) {
+      this.aError.textContent = `Not archived: ${err.message}`;
+      return;
+    }
+    this.archiveDialog.close();
+    this.forget(id);
+    this.toast('Session archived');
+    this.filterEl.focus();
+  }
+
   // ---- misc -----------------------------------------------------------------------
 
   toast(text, kind = '') {
@@ -449,12 +560,13 @@ class App {
   onGlobalKey(e) {
     if (e.defaultPrevented) return;
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName);
-    if (e.key === '/' && !typing && !this.dialog.open) {
+    const modal = this.dialog.open || this.archiveDialog.open;
+    if (e.key === '/' && !typing && !modal) {
       e.preventDefault();
       this.filterEl.focus();
       return;
     }
-    if (e.key === 'Escape' && !this.dialog.open) {
+    if (e.key === 'Escape' && !modal) {
       const inPane = e.target.closest?.('.chat');
       const v = inPane ? this.views.get(inPane.dataset.session) : this.views.get(this.route.id);
       if (v && v.busy) {

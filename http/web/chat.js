@@ -29,13 +29,15 @@ export class ChatView {
     this.cards = new Map();
     this.proposals = new Map();
     this.perms = new Map();
+    /** Permission requests known to be settled (their card may be paged in later). */
+    this.settled = new Set();
     this.bg = info?.backgroundTasks || [];
     this.queued = [];
     /** Streaming items with text not yet written to the DOM (see `flush`). */
     this.dirty = new Set();
     this.loading = false;
     /** Counters the browser tests read: duplicates dropped, gaps seen, events applied. */
-    this.stats = { dups: 0, gaps: 0, applied: 0, subscribes: 0 };
+    this.stats = { dups: 0, gaps: 0, applied: 0, subscribes: 0, pendingShown: 0 };
     this.build();
     this.updateHeader();
   }
@@ -55,6 +57,20 @@ export class ChatView {
     this.statusEl = h('span.status');
     this.metaEl = h('span.meta');
     this.bgEl = h('div.bg-tasks');
+    this.renameBtn = h('button.btn.tiny.rename', { type: 'button', title: 'Rename this session', onclick: () => this.startRename() }, 'Rename');
+    this.archiveBtn = h('button.btn.tiny.archive', { type: 'button', title: 'Archive this session', onclick: () => this.app.confirmArchive(this.id) }, 'Archive');
+    this.renameInput = h('input.field.rename-input', { type: 'text', 'aria-label': 'Session title', maxlength: 200, onkeydown: (e) => {
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        this.endRename();
+      }
+    } });
+    this.renameError = h('span.error-text', { role: 'alert' });
+    this.renameForm = h('form.rename-form', { hidden: true, onsubmit: (e) => { e.preventDefault(); this.saveRename(); } },
+      this.renameInput,
+      h('button.btn.tiny.primary', { type: 'submit' }, 'Save'),
+      h('button.btn.tiny', { type: 'button', onclick: () => this.endRename() }, 'Cancel'),
+      this.renameError);
     this.stopBtn = h('button.btn.danger.stop', { type: 'button', title: 'Interrupt the running turn (Esc)', onclick: () => this.interrupt() }, 'Stop');
     this.olderBtn = h('button.btn.link.older', { type: 'button', onclick: () => this.loadOlder() }, 'Load older messages');
     this.sentinel = h('div.sentinel', this.olderBtn);
@@ -76,7 +92,8 @@ export class ChatView {
       this.queueEl, this.noteEl, h('div.row', this.input, this.sendBtn, this.stopBtn));
     this.el = h('section.chat', { dataset: { session: this.id }, 'aria-labelledby': titleId },
       h('header.chat-head',
-        h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.titleEl, this.statusEl),
+        h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.titleEl, this.renameForm, this.statusEl,
+          h('span.head-actions', this.renameBtn, this.archiveBtn)),
         h('div.line.sub', this.metaEl, this.bgEl)),
       h('div.log-wrap', this.log, this.jumpBtn),
       this.form);
@@ -97,6 +114,9 @@ export class ChatView {
   updateHeader() {
     const s = this.info;
     this.titleEl.textContent = s.title || s.id;
+    // Two conversations side by side: each button says which session it acts on.
+    this.renameBtn.setAttribute('aria-label', `Rename ${s.title || s.id}`);
+    this.archiveBtn.setAttribute('aria-label', `Archive ${s.title || s.id}`);
     this.statusEl.className = `status st-${s.status}`;
     this.statusEl.textContent = s.status;
     const role = s.role ? [h(`span.badge.role-${s.role}`, s.role === 'driver' ? 'Driver' : 'Worker')] : [];
@@ -114,6 +134,37 @@ export class ChatView {
         h('span', `⚙ ${t.description || t.taskId}`),
         h('button.btn.tiny', { type: 'button', 'aria-label': `Stop background task ${t.description || t.taskId}`,
           onclick: () => this.app.stopTask(this.id, t.taskId) }, 'Stop')));
+    }
+  }
+
+  startRename() {
+    this.renameInput.value = this.info.title || '';
+    this.renameError.textContent = '';
+    this.titleEl.hidden = true;
+    this.renameBtn.hidden = true;
+    this.renameForm.hidden = false;
+    this.renameInput.focus();
+    this.renameInput.select();
+  }
+
+  endRename() {
+    this.renameForm.hidden = true;
+    this.titleEl.hidden = false;
+    this.renameBtn.hidden = false;
+    this.renameBtn.focus();
+  }
+
+  async saveRename() {
+    const title = this.renameInput.value.trim();
+    if (!title) {
+      this.renameError.textContent = 'A title cannot be empty.';
+      return;
+    }
+    try {
+      await this.app.rename(this.id, title);
+      this.endRename();
+    } catch (err) {
+      this.renameError.textContent = `Not renamed: ${err.message}`;
     }
   }
 
@@ -182,11 +233,15 @@ export class ChatView {
     this.healing = false;
     this.bg = frame.backgroundTasks || [];
     this.renderBg();
-    // A request older than the window still needs its prompt.
+    // A request older than the window still needs its prompt. If its event is
+    // replayed after all, that card takes this one's place.
     for (const p of frame.pendingPermissions || []) {
       if (!p?.requestId || this.perms.has(p.requestId) || !this.liveEdge) continue;
       const item = this.render({ kind: 'permission_request', seq: this.tip, ...p }, this.list, this.items);
-      if (item) item.pending = true;
+      if (item) {
+        item.pending = true;
+        this.stats.pendingShown++;
+      }
     }
   }
 
@@ -485,8 +540,9 @@ export class ChatView {
       case 'permission_request':
         return this.permissionCard(ev, add);
       case 'permission_resolved': {
+        this.settled.add(ev.requestId);
         const card = this.perms.get(ev.requestId);
-        if (card) card.resolve('resolved');
+        if (card && !card.dead) card.settle();
         return null;
       }
       case 'worker_proposal':
@@ -514,31 +570,63 @@ export class ChatView {
       const at = this.items.indexOf(early);
       if (at >= 0) this.items.splice(at, 1);
     }
+    const tool = ev.toolName || 'a tool';
+    // Settled before this card was drawn (a page of history): no prompt, one line.
+    if (this.settled.has(ev.requestId)) {
+      return add('permission', h('div.line-event.muted.perm-closed', { dataset: { request: ev.requestId } }, `Permission for ${tool} was asked`));
+    }
     const status = h('span.card-state', 'waiting for you');
-    const msg = h('input.field', { type: 'text', placeholder: 'Optional message to the agent', 'aria-label': 'Message with the answer' });
-    const allow = h('button.btn.primary', { type: 'button', onclick: () => answer(true) }, 'Allow');
-    const deny = h('button.btn.danger', { type: 'button', onclick: () => answer(false) }, 'Deny');
-    const el = h('div.card.permission', { role: 'group', 'aria-label': `Permission request for ${ev.toolName}` },
-      h('div.card-head', h('strong', `Permission: ${ev.toolName}`), status),
+    const msgId = `perm-msg-${ev.requestId}`;
+    const msg = h('input.field', { type: 'text', id: msgId, placeholder: 'Optional message to the agent', 'aria-label': `Message with the answer about ${tool}` });
+    const allow = h('button.btn.primary.allow', { type: 'button', onclick: () => answer(true) }, 'Allow');
+    const deny = h('button.btn.danger.deny', { type: 'button', onclick: () => answer(false) }, 'Deny');
+    const el = h('div.card.permission', { role: 'group', 'aria-label': `Permission request for ${tool}`, dataset: { request: ev.requestId } },
+      h('div.card-head', h('strong', `Permission: ${tool}`), status),
       h('pre', json(ev.input, 4000)),
       h('div.row', msg, allow, deny));
     const item = add('permission', el);
-    item.resolve = (text) => {
+    /** What this page answered (true/false), once it has sent an answer. */
+    item.answer = undefined;
+    const done = (text) => {
       status.textContent = text;
       allow.disabled = true;
       deny.disabled = true;
       msg.disabled = true;
       el.classList.add('done');
     };
+    // The request is settled. If this page answered, the card keeps the answer;
+    // otherwise (answered elsewhere, or withdrawn when its turn ended) the prompt
+    // goes away and one line says it was asked.
+    item.settle = () => {
+      if (item.closed) return;
+      if (item.answer !== undefined) {
+        done(item.answer ? 'allowed' : 'denied');
+        return;
+      }
+      const hadFocus = el.contains(document.activeElement);
+      const line = h('div.line-event.muted.perm-closed', { dataset: { request: ev.requestId } }, `Permission for ${tool} is no longer pending`);
+      line.dataset.seq = el.dataset.seq;
+      line.dataset.kind = 'permission';
+      el.replaceWith(line);
+      item.el = line;
+      item.closed = true;
+      if (hadFocus) this.input.focus();
+    };
     const answer = async (ok) => {
       allow.disabled = true;
       deny.disabled = true;
+      item.answer = ok;
       const fields = { sessionId: this.id, requestId: ev.requestId, allow: ok };
       if (msg.value.trim()) fields.message = msg.value.trim();
       try {
         await this.app.conn.request('chat.permission-response', fields);
-        item.resolve(ok ? 'allowed' : 'denied');
+        done(ok ? 'allowed' : 'denied');
       } catch (err) {
+        item.answer = undefined;
+        if (err.code === 'NO_SUCH_PERMISSION') {
+          item.settle();
+          return;
+        }
         status.textContent = `not sent: ${err.message}`;
         allow.disabled = false;
         deny.disabled = false;

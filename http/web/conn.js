@@ -22,7 +22,9 @@ export class Conn extends EventTarget {
 
   /** REST call; resolves with the JSON body, rejects with {status, code, message}. */
   async rest(method, path, body) {
-    const init = { method, headers: this.headers(body ? { 'Content-Type': 'application/json' } : {}) };
+    // The server refuses a POST, PUT or PATCH that is not JSON, also without a body.
+    const json = method !== 'GET' && method !== 'HEAD';
+    const init = { method, headers: this.headers(json ? { 'Content-Type': 'application/json' } : {}) };
     if (body) init.body = JSON.stringify(body);
     const resp = await fetch(`/api/v1${path}`, init);
     let data = null;
@@ -98,7 +100,9 @@ export class Conn extends EventTarget {
 
   /** Sends a request; resolves with its reply, rejects with its protocol_error. */
   request(type, fields = {}) {
-    const requestId = `w${this.nextId++}`;
+    // `chat.permission-response` names the permission with the frame's own requestId,
+    // and its reply (or error) echoes that id: it is the key the answer comes back on.
+    const requestId = fields.requestId || `w${this.nextId++}`;
     return new Promise((resolve, reject) => {
       if (!this.send({ type, requestId, ...fields })) {
         reject(Object.assign(new Error('not connected'), { code: 'DISCONNECTED' }));

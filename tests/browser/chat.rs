@@ -1,5 +1,6 @@
-//! Logging in, creating a session, chatting, stopping, queueing, the XSS case, the
-//! permission prompt, keyboard and phone-width use, and accessibility.
+//! Logging in, creating a session, chatting, stopping, queueing, the XSS case,
+//! keyboard and phone-width use, and accessibility. Permission prompts are in
+//! `permissions.rs`, the session list, rename and archive in `sessions.rs`.
 
 use serde_json::json;
 use tandem_tests::{Browser, Server, ServerOptions};
@@ -335,53 +336,6 @@ async fn agent_html_is_shown_as_text_never_run() {
     assert_eq!(served["css"], "text/css; charset=utf-8");
     assert_eq!(served["missing"], 404);
     assert_eq!(served["inline"], 0);
-}
-
-#[actix_rt::test]
-async fn permission_requests_are_answered_from_a_prompt() {
-    if skip() {
-        return;
-    }
-    let page = Page::open(&[]).await;
-    let b = &page.browser;
-    let id = create_session(&page, "permissions").await;
-    page.open_session(&id).await;
-    // Unit-level: the scripted vendor never asks, so the request is injected into the
-    // view; the answer must go out as `chat.permission-response`.
-    b.exec(
-        "window.__tandem.inject(arguments[0], {kind: 'permission_request', turnId: 'turn_1', requestId: 'perm-7', toolName: 'Bash', input: {command: 'rm -rf build'}});",
-        vec![json!(id)],
-    )
-    .await;
-    page.wait_text(&id, ".card.permission", "Permission: Bash")
-        .await;
-    page.wait_text(&id, ".card.permission pre", "rm -rf build")
-        .await;
-    page.assert_accessible("permission prompt").await;
-    b.type_into(".card.permission input", "only the build dir")
-        .await;
-    b.click(".card.permission .btn.primary").await;
-    let sent = b
-        .wait(
-            "the permission answer",
-            "window.__tandem.sent.find(f => f.type === 'chat.permission-response')",
-        )
-        .await;
-    assert_eq!(sent["sessionId"], id.as_str());
-    assert_eq!(sent["requestId"], "perm-7");
-    assert_eq!(sent["allow"], true);
-    assert_eq!(sent["message"], "only the build dir");
-    // A resolution event closes the prompt.
-    b.exec(
-        "window.__tandem.inject(arguments[0], {kind: 'permission_resolved', turnId: 'turn_1', requestId: 'perm-7'});",
-        vec![json!(id)],
-    )
-    .await;
-    b.wait(
-        "the prompt to close",
-        "document.querySelector('.card.permission.done') && document.querySelector('.card.permission .btn.primary').disabled",
-    )
-    .await;
 }
 
 #[actix_rt::test]

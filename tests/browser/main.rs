@@ -6,7 +6,9 @@
 mod chat;
 mod history;
 mod pairs;
+mod permissions;
 mod reconnect;
+mod sessions;
 
 use serde_json::{json, Value};
 use tandem_tests::webdriver::browser_binaries;
