@@ -56,6 +56,8 @@ pub struct ServerOptions {
     pub token_auth: bool,
     /// Extra `tandem serve` flags.
     pub args: Vec<String>,
+    /// Extra environment for the server process.
+    pub env: Vec<(String, String)>,
 }
 
 /// A running server process. It derefs to an [`Api`] client holding the admin token
@@ -124,6 +126,7 @@ impl Server {
             .arg(dir.path())
             .args(["--auth", if opts.token_auth { "token" } else { "none" }])
             .args(&opts.args)
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .env(
                 "TANDEM_LOG",
                 std::env::var("TANDEM_LOG").unwrap_or_else(|_| "warn".into()),
