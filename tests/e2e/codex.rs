@@ -64,14 +64,20 @@ fn options(config: &Path, env: &[(String, String)]) -> ServerOptions {
     }
 }
 
-/// `[vendors.codex]` with `bin`, `args` and a private `CODEX_HOME`.
+/// `[vendors.codex]` with `bin`, `args`, a private `CODEX_HOME` and a private `HOME`
+/// (the machine's own profile scripts must not run in the tests' shells).
 fn write_config(dir: &Path, bin: &Path, args: &[String], home: &Path) -> PathBuf {
     let args: Vec<String> = args.iter().map(|a| json!(a).to_string()).collect();
+    let user_home = dir.join("home");
+    if let Err(e) = std::fs::create_dir_all(&user_home) {
+        panic!("cannot create {}: {e}", user_home.display());
+    }
     let text = format!(
-        "[vendors.codex]\nbin = {}\nargs = [{}]\nenv = {{ CODEX_HOME = {} }}\n",
+        "[vendors.codex]\nbin = {}\nargs = [{}]\nenv = {{ CODEX_HOME = {}, HOME = {} }}\n",
         json!(bin.display().to_string()),
         args.join(", "),
         json!(home.display().to_string()),
+        json!(user_home.display().to_string()),
     );
     let path = dir.join("tandem.toml");
     if let Err(e) = std::fs::write(&path, text) {
@@ -252,4 +258,494 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
         .contains("say hello from the mock model"));
     let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
     assert_eq!(info["vendorSessionId"], json!(thread));
+}
+
+#[actix_rt::test]
+async fn shell_tool_turn_reports_call_and_result() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
+    let events = turn(
+        &mut ws,
+        &id,
+        "shell echo out-$((6*7)); echo err-line >&2; exit 3",
+    )
+    .await;
+    let call = last_of(&events, "tool_call");
+    assert_eq!(call["name"], "shell", "{call}");
+    assert!(
+        call["input"]["command"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("echo out-"),
+        "{call}"
+    );
+    let result = last_of(&events, "tool_result");
+    assert_eq!(result["callId"], call["callId"]);
+    assert_eq!(result["isError"], true, "exit 3 is an error: {result}");
+    assert_eq!(result["output"]["exitCode"], 3, "{result}");
+    let output = result["output"]["output"].as_str().unwrap_or_default();
+    assert!(
+        output.contains("out-42") && output.contains("err-line"),
+        "{result}"
+    );
+    // The model saw the command's output and answered.
+    let text = last_of(&events, "assistant_message")["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        text.starts_with("tool output:") && text.contains("out-42"),
+        "{text}"
+    );
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let order = kinds(&events);
+    let call_at = order.iter().position(|k| k == "tool_call");
+    let result_at = order.iter().position(|k| k == "tool_result");
+    assert!(call_at < result_at, "{order:?}");
+}
+
+#[actix_rt::test]
+async fn interrupt_mid_stream_then_a_normal_turn() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "slow 400 50"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "text_delta" && v["sessionId"] == json!(id))
+        .await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    let events = ws.events_until_turn_end(&id).await;
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "interrupted", "{done}");
+    // The partial text is kept as the turn's message.
+    let partial = last_of(&events, "assistant_message")["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(partial.starts_with("w0"), "{partial}");
+    assert!(!partial.contains("w399"), "{partial}");
+
+    let events = turn(&mut ws, &id, "say back again").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert_eq!(last_of(&events, "assistant_message")["text"], "back again");
+}
+
+#[actix_rt::test]
+async fn interrupted_shell_command_becomes_a_stoppable_background_task() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell echo begun; sleep 41.5"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "tool_call" && v["sessionId"] == json!(id))
+        .await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "interrupted");
+    // The open command got a result from us.
+    let result = last_of(&events, "tool_result");
+    assert_eq!(result["isError"], true, "{result}");
+
+    let frames = ws
+        .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
+        .await;
+    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
+    assert_eq!(tasks[0]["taskType"], "shell");
+    assert!(
+        tasks[0]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("sleep 41.5"),
+        "{tasks}"
+    );
+    let task_id = tasks[0]["taskId"].as_str().unwrap_or_default().to_string();
+
+    let (status, running) = codex.get("/api/v1/sessions/running").await;
+    assert_eq!(status, 200);
+    let entry = running["sessions"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["sessionId"] == json!(id)).cloned())
+        .unwrap_or_default();
+    assert_eq!(entry["background"], true, "{running}");
+    assert_eq!(entry["tasks"][0]["taskId"], json!(task_id), "{running}");
+
+    ws.ok(json!({"type": "chat.stop-task", "sessionId": id, "taskId": task_id}))
+        .await;
+    let frames = ws
+        .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
+        .await;
+    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    assert_eq!(tasks, json!([]), "stopping the task empties the set");
+    let (_, running) = codex.get("/api/v1/sessions/running").await;
+    assert!(
+        !running.to_string().contains(&id),
+        "no longer running: {running}"
+    );
+    let home = codex.home.clone();
+    eventually("the stopped command is gone", || {
+        !processes_with_home(&home).iter().any(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains("sleep 41.5"))
+                .unwrap_or(false)
+        })
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_thread_resumes_after_a_server_restart() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "say remember the word heron").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    let thread = info["vendorSessionId"].clone();
+    ws.close().await;
+
+    let codex = codex.restart();
+    let mut ws = codex.ws().await;
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
+        .await;
+    let events = turn(&mut ws, &id, "say what was the word").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    assert!(
+        of_kind(&events, "info").is_empty(),
+        "resumed, not restarted: {events:?}"
+    );
+    // The new process resumed the thread: the model sees the first turn.
+    let last = codex.mock.requests().last().cloned().unwrap_or_default();
+    assert!(
+        last["input"]
+            .to_string()
+            .contains("remember the word heron"),
+        "{last}"
+    );
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(info["vendorSessionId"], thread);
+}
+
+/// Answers a permission request (its `requestId` is the permission's id, so the
+/// generic request helper cannot be used) and waits for the reply.
+async fn answer(ws: &mut WsClient, request: &Value, allow: bool) {
+    let id = request["requestId"].clone();
+    ws.send(&json!({"type": "chat.permission-response", "requestId": id, "allow": allow}))
+        .await;
+    let frames = ws
+        .recv_until(|v| {
+            v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error")
+        })
+        .await;
+    let last = frames.last().cloned().unwrap_or_default();
+    assert_eq!(last["kind"], "reply", "{last}");
+}
+
+/// The next `permission_request` of `id`.
+async fn permission_request(ws: &mut WsClient, id: &str) -> Value {
+    let frames = ws
+        .recv_until(|v| v["kind"] == "permission_request" && v["sessionId"] == json!(id))
+        .await;
+    frames.last().cloned().unwrap_or_default()
+}
+
+#[actix_rt::test]
+async fn approvals_allow_deny_and_interrupt() {
+    let Some(codex) = start(&[]) else { return };
+    let dir = codex.dir.path().to_path_buf();
+    let mut ws = codex.ws().await;
+    // Default mode asks before commands that are not known to be harmless.
+    let id = codex_session(&mut ws, json!({"cwd": dir.display().to_string()})).await;
+
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch allowed.txt"}))
+        .await;
+    let request = permission_request(&mut ws, &id).await;
+    assert_eq!(request["toolName"], "shell", "{request}");
+    assert!(
+        request["input"]["command"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("touch allowed.txt"),
+        "{request}"
+    );
+    answer(&mut ws, &request, true).await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert_eq!(last_of(&events, "tool_result")["isError"], false);
+    assert!(dir.join("allowed.txt").exists());
+
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch denied.txt"}))
+        .await;
+    let request = permission_request(&mut ws, &id).await;
+    answer(&mut ws, &request, false).await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let result = last_of(&events, "tool_result");
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["output"]["status"], "declined", "{result}");
+    assert!(!dir.join("denied.txt").exists());
+
+    // An interrupt withdraws a pending approval.
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch never.txt"}))
+        .await;
+    let request = permission_request(&mut ws, &id).await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "interrupted");
+    assert!(
+        of_kind(&events, "permission_resolved")
+            .iter()
+            .any(|e| e["requestId"] == request["requestId"]),
+        "{events:?}"
+    );
+    ws.send(&json!({"type": "chat.permission-response", "requestId": request["requestId"], "allow": true}))
+        .await;
+    let frames = ws
+        .recv_until(|v| v["requestId"] == request["requestId"] && v["kind"] == "protocol_error")
+        .await;
+    let late = frames.last().cloned().unwrap_or_default();
+    assert_eq!(late["code"], "NO_SUCH_PERMISSION", "{late}");
+    assert!(!dir.join("never.txt").exists());
+
+    // Bypass mode answers by itself.
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "permissionMode": "bypassPermissions"}))
+        .await;
+    let events = turn(&mut ws, &id, "shell touch bypassed.txt").await;
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert!(dir.join("bypassed.txt").exists());
+}
+
+#[actix_rt::test]
+async fn app_server_killed_mid_turn_fails_the_turn_and_the_next_one_resumes() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "say first turn").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "slow 400 50"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "text_delta" && v["sessionId"] == json!(id))
+        .await;
+    let Some(pid) = app_server_pid(&codex.home) else {
+        panic!("no app-server process found");
+    };
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status();
+    assert!(killed.is_ok_and(|s| s.success()));
+    let events = ws.events_until_turn_end(&id).await;
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(
+        done["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("app-server exited"),
+        "{done}"
+    );
+
+    let events = turn(&mut ws, &id, "say after the crash").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    assert_eq!(
+        last_of(&events, "assistant_message")["text"],
+        "after the crash"
+    );
+    let last = codex.mock.requests().last().cloned().unwrap_or_default();
+    assert!(
+        last["input"].to_string().contains("first turn"),
+        "resumed: {last}"
+    );
+    assert_ne!(app_server_pid(&codex.home), Some(pid));
+}
+
+#[actix_rt::test]
+async fn an_unreachable_model_fails_the_turn() {
+    let Some(bin) = require(codex_bin(), "the pinned codex CLI") else {
+        return;
+    };
+    // A port nobody listens on: Codex retries forever, the adapter gives up.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(9);
+    let dir = Arc::new(TempDir::new("codex-down"));
+    let home = dir.path().join("codex-home");
+    let _ = std::fs::create_dir_all(&home);
+    let args: Vec<String> = MockOpenAi::codex_args_for(&format!("http://127.0.0.1:{closed}/v1"));
+    let config = write_config(dir.path(), &bin, &args, &home);
+    let env = vec![(
+        "TANDEM_CODEX_UNREACHABLE_MS".to_string(),
+        "1500".to_string(),
+    )];
+    let server = Server::start_in(dir, options(&config, &env));
+    let mut ws = server.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "say anything").await;
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(
+        done["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("could not be reached"),
+        "{done}"
+    );
+
+    // A model that answers with an error fails the turn too.
+    drop(server);
+}
+
+#[actix_rt::test]
+async fn a_model_error_fails_the_turn() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "fail").await;
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "failed", "{done}");
+    // Codex words an HTTP 500 its own way; the turn carries its message.
+    assert!(
+        !done["error"].as_str().unwrap_or_default().is_empty(),
+        "{done}"
+    );
+    let events = turn(&mut ws, &id, "say fine again").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+}
+
+/// A stand-in `codex` that records the environment it was given and never answers.
+fn silent_codex(dir: &Path) -> (PathBuf, PathBuf) {
+    let env_file = dir.join("codex-env.txt");
+    let script = dir.join("silent-codex");
+    let text = format!(
+        "#!/bin/sh\ntr '\\0' '\\n' < /proc/$$/environ > {}\nexec sleep 300\n",
+        env_file.display()
+    );
+    if let Err(e) = std::fs::write(&script, text) {
+        panic!("cannot write {}: {e}", script.display());
+    }
+    let made_executable = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status();
+    assert!(made_executable.is_ok_and(|s| s.success()));
+    (script, env_file)
+}
+
+#[actix_rt::test]
+async fn a_request_without_answer_times_out_and_the_process_gets_a_minimal_env() {
+    let dir = Arc::new(TempDir::new("codex-silent"));
+    let (script, env_file) = silent_codex(dir.path());
+    let home = dir.path().join("codex-home");
+    let config = write_config(dir.path(), &script, &[], &home);
+    let env = vec![
+        (
+            "TANDEM_CODEX_REQUEST_TIMEOUT_MS".to_string(),
+            "1000".to_string(),
+        ),
+        ("TANDEM_TEST_SECRET".to_string(), "do-not-leak".to_string()),
+    ];
+    let server = Server::start_in(dir.clone(), options(&config, &env));
+    let mut ws = server.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "hello?").await;
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(
+        done["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not answer initialize"),
+        "{done}"
+    );
+
+    let vars = std::fs::read_to_string(&env_file).unwrap_or_default();
+    let names: Vec<&str> = vars
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert!(names.contains(&"CODEX_HOME"), "{names:?}");
+    assert!(!vars.contains("do-not-leak"), "{vars}");
+    for name in &names {
+        assert!(
+            ["PATH", "HOME", "LANG", "TERM", "CODEX_HOME"].contains(name),
+            "unexpected variable {name} in the vendor's environment"
+        );
+    }
+}
+
+#[actix_rt::test]
+async fn stopping_the_server_leaves_no_codex_process() {
+    let Some(codex) = start(&[]) else { return };
+    let home = codex.home.clone();
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell sleep 43.5"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "tool_call" && v["sessionId"] == json!(id))
+        .await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    ws.recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
+        .await;
+    assert!(app_server_pid(&home).is_some());
+    assert!(
+        processes_with_home(&home).len() >= 2,
+        "app-server and the command"
+    );
+    drop(ws);
+    let Codex { server, mock, .. } = codex;
+    let _dir = server.kill();
+    eventually("no process of this Codex home remains", || {
+        processes_with_home(&home).is_empty()
+    })
+    .await;
+    drop(mock);
+}
+
+#[actix_rt::test]
+async fn a_codex_driver_delegates_to_a_scripted_worker() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let call = json!({"message": "worker line one", "workerVendor": "scripted", "wait": true});
+    let events = turn(&mut ws, &id, &format!("tool send_to_partner {call}")).await;
+    let tool = last_of(&events, "tool_call");
+    assert_eq!(tool["name"], "mcp__tandem__send_to_partner", "{tool}");
+    assert_eq!(tool["input"]["message"], "worker line one");
+    let result = last_of(&events, "tool_result");
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["output"]["status"], "complete", "{result}");
+    assert_eq!(result["output"]["response"], "worker line one", "{result}");
+    let worker = result["output"]["partnerId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!worker.is_empty(), "{result}");
+    // The model got the Worker's answer back.
+    let text = last_of(&events, "assistant_message")["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(text.contains("worker line one"), "{text}");
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(info["role"], "driver", "{info}");
+    let (_, worker_info) = codex.get(&format!("/api/v1/sessions/{worker}")).await;
+    assert_eq!(worker_info["vendor"], "scripted", "{worker_info}");
+    assert_eq!(worker_info["role"], "worker", "{worker_info}");
 }

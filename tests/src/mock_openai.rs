@@ -96,12 +96,18 @@ impl MockOpenAi {
     /// `codex` flags that point it at this server with a model called `mock-model`,
     /// no retries, and no background network use.
     pub fn codex_args(&self) -> Vec<String> {
+        MockOpenAi::codex_args_for(&self.base_url())
+    }
+
+    /// [`MockOpenAi::codex_args`] for any provider base URL (tests point Codex at a
+    /// port nobody listens on this way).
+    pub fn codex_args_for(base_url: &str) -> Vec<String> {
         let mut args = Vec::new();
         for kv in [
             "model=mock-model".to_string(),
             "model_provider=mock".into(),
             "model_providers.mock.name=Mock".into(),
-            format!("model_providers.mock.base_url={}", self.base_url()),
+            format!("model_providers.mock.base_url={base_url}"),
             "model_providers.mock.wire_api=responses".into(),
             "model_providers.mock.request_max_retries=0".into(),
             "model_providers.mock.stream_max_retries=0".into(),

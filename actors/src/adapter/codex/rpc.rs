@@ -189,6 +189,15 @@ impl Connection {
         let mut stdin = stdin;
         actix_rt::spawn(async move {
             while let Some(line) = out_rx.recv().await {
+                if tracing::enabled!(tracing::Level::TRACE) {
+                    // Thread config carries the session's MCP token: never log it.
+                    let text = String::from_utf8_lossy(&line);
+                    if text.contains("Authorization") {
+                        tracing::trace!(target: "codex", generation, "> ({} bytes, holds a token)", line.len());
+                    } else {
+                        tracing::trace!(target: "codex", generation, "> {}", text.trim_end());
+                    }
+                }
                 if stdin.write_all(&line).await.is_err() {
                     break;
                 }
@@ -399,6 +408,7 @@ impl Inner {
 
     /// Handles one line from stdout.
     fn dispatch(&self, line: &str) {
+        tracing::trace!(target: "codex", generation = self.generation, "< {line}");
         let raw: RawMessage = match serde_json::from_str(line) {
             Ok(raw) => raw,
             Err(e) => {
