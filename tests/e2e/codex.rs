@@ -749,3 +749,26 @@ async fn a_codex_driver_delegates_to_a_scripted_worker() {
     assert_eq!(worker_info["vendor"], "scripted", "{worker_info}");
     assert_eq!(worker_info["role"], "worker", "{worker_info}");
 }
+
+#[actix_rt::test]
+async fn a_background_command_that_ends_by_itself_leaves_the_set() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell sleep 1.5"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "tool_call" && v["sessionId"] == json!(id))
+        .await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    let frames = ws
+        .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
+        .await;
+    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
+    // Nobody stops it: when it exits, the set is reported empty.
+    let frames = ws
+        .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
+        .await;
+    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    assert_eq!(tasks, json!([]));
+}
