@@ -66,7 +66,12 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
     let mut paired = Vec::new();
     let mut cpus = Vec::new();
     for run in 1..=runs {
-        let (direct, served, diffs, cpu_ms) = run_once(&bin, turns, &extra)?;
+        let RunResult {
+            direct,
+            served,
+            diffs,
+            cpu_ms,
+        } = run_once(&bin, turns, &extra)?;
         let overhead = ms(percentile(&served, 50.0)) - ms(percentile(&direct, 50.0));
         let p99 = ms(percentile(&served, 99.0)) - ms(percentile(&direct, 99.0));
         let pair = median(&diffs);
@@ -117,19 +122,29 @@ fn homes(dir: &Path, side: &str) -> Result<(PathBuf, PathBuf), String> {
     Ok((codex_home, home))
 }
 
-/// One run: sorted direct and served turn times (µs), and each served turn minus the
-/// direct turn run just before it (ms), and the server's CPU time per timed turn (ms).
-fn run_once(
-    bin: &Path,
-    turns: usize,
-    extra: &[String],
-) -> Result<(Vec<u32>, Vec<u32>, Vec<f64>, f64), String> {
+/// What one run measured.
+struct RunResult {
+    /// Direct turn times, sorted, µs.
+    direct: Vec<u32>,
+    /// Served turn times, sorted, µs.
+    served: Vec<u32>,
+    /// Each served turn minus the direct turn run just before it, ms.
+    diffs: Vec<f64>,
+    /// The server's CPU time per timed turn, ms.
+    cpu_ms: f64,
+}
+
+fn run_once(bin: &Path, turns: usize, extra: &[String]) -> Result<RunResult, String> {
     let mock = MockOpenAi::start();
     let dir = TempDir::new("bench-codex");
 
     let (codex_home, home) = homes(dir.path(), "served")?;
     let config = dir.path().join("tandem.toml");
-    let args: Vec<String> = mock.codex_args().iter().map(|a| json!(a).to_string()).collect();
+    let args: Vec<String> = mock
+        .codex_args()
+        .iter()
+        .map(|a| json!(a).to_string())
+        .collect();
     let text = format!(
         "[vendors.codex]\nbin = {}\nargs = [{}]\nenv = {{ CODEX_HOME = {}, HOME = {} }}\n",
         json!(bin.display().to_string()),
@@ -169,7 +184,12 @@ fn run_once(
     drop(direct);
     direct_us.sort_unstable();
     served_us.sort_unstable();
-    Ok((direct_us, served_us, diffs, cpu_ms))
+    Ok(RunResult {
+        direct: direct_us,
+        served: served_us,
+        diffs,
+        cpu_ms,
+    })
 }
 
 /// The minimal direct client.
@@ -320,7 +340,10 @@ async fn mcp_access(server: &BenchServer) -> Result<(String, String), String> {
         .send_json(&json!({"title": "direct bench client"}))
         .await
         .map_err(|e| format!("create session: {e}"))?;
-    let created: Value = resp.json().await.map_err(|e| format!("create session: {e}"))?;
+    let created: Value = resp
+        .json()
+        .await
+        .map_err(|e| format!("create session: {e}"))?;
     let id = created["id"]
         .as_str()
         .ok_or_else(|| format!("create session: {created}"))?
