@@ -772,3 +772,54 @@ async fn a_background_command_that_ends_by_itself_leaves_the_set() {
     let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
     assert_eq!(tasks, json!([]));
 }
+
+#[actix_rt::test]
+async fn one_app_server_serves_an_owners_sessions_and_routes_by_thread() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let a = codex_session(&mut ws, json!({"title": "a"})).await;
+    let b = codex_session(&mut ws, json!({"title": "b"})).await;
+    // Both turns run at once; each session must get only its own thread's text.
+    ws.ok(json!({"type": "chat.send", "sessionId": a, "content": "slow 30 20"}))
+        .await;
+    ws.ok(json!({"type": "chat.send", "sessionId": b, "content": "say only for b"}))
+        .await;
+    let mut done = std::collections::HashMap::new();
+    let mut texts: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    while done.len() < 2 {
+        let v = ws.recv().await;
+        let sid = v["sessionId"].as_str().unwrap_or_default().to_string();
+        if v["kind"] == "text_delta" {
+            texts
+                .entry(sid.clone())
+                .or_default()
+                .push_str(v["text"].as_str().unwrap_or_default());
+        }
+        if v["kind"] == "turn_completed" {
+            assert_eq!(v["status"], "completed", "{v}");
+            done.insert(sid, true);
+        }
+    }
+    let expected_a: Vec<String> = (0..30).map(|i| format!("w{i}")).collect();
+    assert_eq!(
+        texts.get(&a).cloned().unwrap_or_default(),
+        expected_a.join(" ")
+    );
+    assert_eq!(texts.get(&b).cloned().unwrap_or_default(), "only for b");
+    let servers: Vec<u32> = processes_with_home(&codex.home)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| c.split(|b| *b == 0).any(|arg| arg == b"app-server"))
+                .unwrap_or(false)
+        })
+        .collect();
+    assert_eq!(
+        servers.len(),
+        1,
+        "one app-server for the owner: {servers:?}"
+    );
+    let (_, ia) = codex.get(&format!("/api/v1/sessions/{a}")).await;
+    let (_, ib) = codex.get(&format!("/api/v1/sessions/{b}")).await;
+    assert_ne!(ia["vendorSessionId"], ib["vendorSessionId"]);
+}

@@ -48,6 +48,19 @@ pub struct CommandStarted {
     pub command: String,
 }
 
+/// True for the notifications [`TurnMapper::notification`] reads.
+pub fn maps(method_name: &str) -> bool {
+    matches!(
+        method_name,
+        method::AGENT_MESSAGE_DELTA
+            | method::REASONING_SUMMARY_DELTA
+            | method::REASONING_TEXT_DELTA
+            | method::ITEM_STARTED
+            | method::ITEM_COMPLETED
+            | method::TOKEN_USAGE
+    )
+}
+
 impl TurnMapper {
     /// Maps one notification; returns the events to append, and a shell command that
     /// started (so the caller can remember when background terminals began).

@@ -8,7 +8,7 @@
 //! requests. After each turn it lists the thread's background terminals and reports
 //! the set when it changed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use actix::prelude::*;
 use serde::Serialize;
@@ -118,6 +118,8 @@ pub struct CodexThread {
     /// When each shell command of this session started (background task start times).
     command_starts: HashMap<String, u64>,
     emitted: u64,
+    /// Notification methods this adapter does not read, logged once each.
+    ignored: HashSet<String>,
 }
 
 impl CodexThread {
@@ -141,6 +143,7 @@ impl CodexThread {
             tasks: Vec::new(),
             command_starts: HashMap::new(),
             emitted: 0,
+            ignored: HashSet::new(),
         }
     }
 
@@ -530,6 +533,11 @@ impl CodexThread {
                 };
                 if n.will_retry {
                     self.arm_unreachable_guard(n.error.describe(), ctx);
+                }
+            }
+            other if !super::mapping::maps(other) => {
+                if self.ignored.insert(other.to_string()) {
+                    tracing::debug!(session = %self.session_id, method = other, "Codex notification ignored (logged once)");
                 }
             }
             _ => {
