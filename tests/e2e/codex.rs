@@ -176,13 +176,26 @@ fn processes_with_home(home: &Path) -> Vec<u32> {
     out
 }
 
-/// The app-server process of this test (the one running `app-server`).
-fn app_server_pid(home: &Path) -> Option<u32> {
-    processes_with_home(home).into_iter().find(|pid| {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|c| c.split(|b| *b == 0).any(|arg| arg == b"app-server"))
-            .unwrap_or(false)
+/// Live `app-server` processes of this test's Codex home.
+fn app_servers(home: &Path) -> Vec<u32> {
+    processes_with_home(home)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| c.split(|b| *b == 0).any(|arg| arg == b"app-server"))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// The one app-server of this test, once the short-lived one that lists models at
+/// start-up is gone.
+async fn the_app_server(home: &Path) -> u32 {
+    eventually("exactly one app-server runs", || {
+        app_servers(home).len() == 1
     })
+    .await;
+    app_servers(home).first().copied().unwrap_or_default()
 }
 
 /// Polls (bounded) until `done`.
@@ -537,9 +550,7 @@ async fn app_server_killed_mid_turn_fails_the_turn_and_the_next_one_resumes() {
         .await;
     ws.recv_until(|v| v["kind"] == "text_delta" && v["sessionId"] == json!(id))
         .await;
-    let Some(pid) = app_server_pid(&codex.home) else {
-        panic!("no app-server process found");
-    };
+    let pid = the_app_server(&codex.home).await;
     let killed = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status();
@@ -570,7 +581,7 @@ async fn app_server_killed_mid_turn_fails_the_turn_and_the_next_one_resumes() {
         last["input"].to_string().contains("first turn"),
         "resumed: {last}"
     );
-    assert_ne!(app_server_pid(&codex.home), Some(pid));
+    assert_ne!(the_app_server(&codex.home).await, pid);
 }
 
 #[actix_rt::test]
@@ -701,7 +712,7 @@ async fn stopping_the_server_leaves_no_codex_process() {
     ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
     ws.recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
         .await;
-    assert!(app_server_pid(&home).is_some());
+    the_app_server(&home).await;
     assert!(
         processes_with_home(&home).len() >= 2,
         "app-server and the command"
@@ -806,19 +817,7 @@ async fn one_app_server_serves_an_owners_sessions_and_routes_by_thread() {
         expected_a.join(" ")
     );
     assert_eq!(texts.get(&b).cloned().unwrap_or_default(), "only for b");
-    let servers: Vec<u32> = processes_with_home(&codex.home)
-        .into_iter()
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| c.split(|b| *b == 0).any(|arg| arg == b"app-server"))
-                .unwrap_or(false)
-        })
-        .collect();
-    assert_eq!(
-        servers.len(),
-        1,
-        "one app-server for the owner: {servers:?}"
-    );
+    the_app_server(&codex.home).await;
     let (_, ia) = codex.get(&format!("/api/v1/sessions/{a}")).await;
     let (_, ib) = codex.get(&format!("/api/v1/sessions/{b}")).await;
     assert_ne!(ia["vendorSessionId"], ib["vendorSessionId"]);
