@@ -271,6 +271,18 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
         .contains("say hello from the mock model"));
     let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
     assert_eq!(info["vendorSessionId"], json!(thread));
+
+    // Reasoning is recorded as `thinking`, before the answer.
+    let events = turn(&mut ws, &id, "think about the question first").await;
+    let order = kinds(&events);
+    let thinking = last_of(&events, "thinking");
+    assert_eq!(thinking["text"], "about the question first", "{thinking}");
+    assert!(
+        order.iter().position(|k| k == "thinking")
+            < order.iter().position(|k| k == "assistant_message"),
+        "{order:?}"
+    );
+    assert_eq!(last_of(&events, "assistant_message")["text"], "thought");
 }
 
 #[actix_rt::test]
