@@ -34,6 +34,11 @@ impl std::ops::Deref for Codex {
 /// Writes the config file and starts the server; `None` (after printing why) when the
 /// binary is absent outside CI.
 fn start(env: &[(&str, &str)]) -> Option<Codex> {
+    start_tuned(env, "")
+}
+
+/// [`start`] with `more` appended to the `[vendors.codex]` section.
+fn start_tuned(env: &[(&str, &str)], more: &str) -> Option<Codex> {
     let bin = require(codex_bin(), "the pinned codex CLI")?;
     let mock = MockOpenAi::start();
     let dir = Arc::new(TempDir::new("codex"));
@@ -42,6 +47,12 @@ fn start(env: &[(&str, &str)]) -> Option<Codex> {
         panic!("cannot create {}: {e}", home.display());
     }
     let config = write_config(dir.path(), &bin, &mock.codex_args(), &home);
+    if !more.is_empty() {
+        let text = std::fs::read_to_string(&config).unwrap_or_default();
+        if let Err(e) = std::fs::write(&config, format!("{text}{more}\n")) {
+            panic!("cannot write {}: {e}", config.display());
+        }
+    }
     let env: Vec<(String, String)> = env
         .iter()
         .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
@@ -833,4 +844,32 @@ async fn one_app_server_serves_an_owners_sessions_and_routes_by_thread() {
     let (_, ia) = codex.get(&format!("/api/v1/sessions/{a}")).await;
     let (_, ib) = codex.get(&format!("/api/v1/sessions/{b}")).await;
     assert_ne!(ia["vendorSessionId"], ib["vendorSessionId"]);
+}
+
+#[actix_rt::test]
+async fn an_idle_app_server_is_closed_and_the_next_turn_resumes() {
+    let Some(codex) = start_tuned(&[], "idle_secs = 1") else {
+        return;
+    };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "say the word is kestrel").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let home = codex.home.clone();
+    eventually("the idle app-server is closed", || {
+        app_servers(&home).is_empty()
+    })
+    .await;
+
+    let events = turn(&mut ws, &id, "say and again").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    let last = codex.mock.requests().last().cloned().unwrap_or_default();
+    assert!(
+        last["input"].to_string().contains("the word is kestrel"),
+        "resumed: {last}"
+    );
 }

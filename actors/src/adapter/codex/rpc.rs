@@ -125,13 +125,19 @@ struct Inner {
 /// Kills the process when the last [`Connection`] handle goes.
 struct KillGuard(Mutex<Option<oneshot::Sender<()>>>);
 
-impl Drop for KillGuard {
-    fn drop(&mut self) {
+impl KillGuard {
+    fn fire(&self) {
         if let Ok(mut slot) = self.0.lock() {
             if let Some(tx) = slot.take() {
                 let _ = tx.send(());
             }
         }
+    }
+}
+
+impl Drop for KillGuard {
+    fn drop(&mut self) {
+        self.fire();
     }
 }
 
@@ -381,6 +387,11 @@ impl Connection {
         if let Ok(mut routes) = self.inner.routes.lock() {
             routes.remove(thread_id);
         }
+    }
+
+    /// Kills the process now (other handles see it end like a crash).
+    pub fn close(&self) {
+        self._guard.fire();
     }
 
     /// The last lines app-server wrote to stderr.

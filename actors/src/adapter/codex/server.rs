@@ -7,7 +7,7 @@
 //! so the next `Connect` starts a fresh one. Sessions route their threads on the
 //! connection themselves.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -104,6 +104,10 @@ pub struct AppServer {
     conn: Option<Connection>,
     /// Processes started so far (a connection's generation).
     started: u64,
+    /// Sessions with a turn, a pending approval or background work on the process.
+    busy: HashSet<String>,
+    /// Closes the process once nobody has been busy for `process.idle_close`.
+    idle_timer: Option<SpawnHandle>,
 }
 
 impl AppServer {
@@ -114,7 +118,55 @@ impl AppServer {
             limits,
             conn: None,
             started: 0,
+            busy: HashSet::new(),
+            idle_timer: None,
         }
+    }
+
+    /// Arms or disarms the idle close after the busy set changed.
+    fn check_idle(&mut self, ctx: &mut Context<Self>) {
+        if let Some(timer) = self.idle_timer.take() {
+            ctx.cancel_future(timer);
+        }
+        let Some(idle) = self.process.idle_close else {
+            return;
+        };
+        if !self.busy.is_empty() || self.conn.is_none() {
+            return;
+        }
+        self.idle_timer = Some(ctx.run_later(idle, |act, _| {
+            act.idle_timer = None;
+            if act.busy.is_empty() {
+                if let Some(conn) = act.conn.take() {
+                    tracing::info!(owner = %act.owner_id, generation = conn.generation(), "closing the idle codex app-server");
+                    conn.close();
+                }
+            }
+        }));
+    }
+}
+
+/// A session says whether it needs the process (a turn, an approval or background
+/// work); an owner's process with nobody busy is closed after `idle_secs`.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Busy {
+    /// The session.
+    pub session_id: String,
+    /// Whether it needs the process now.
+    pub busy: bool,
+}
+
+impl Handler<Busy> for AppServer {
+    type Result = ();
+
+    fn handle(&mut self, msg: Busy, ctx: &mut Context<Self>) {
+        if msg.busy {
+            self.busy.insert(msg.session_id);
+        } else {
+            self.busy.remove(&msg.session_id);
+        }
+        self.check_idle(ctx);
     }
 }
 
@@ -168,9 +220,10 @@ impl Handler<Connect> for AppServer {
             Ok(conn)
         };
         AtomicResponse::new(Box::pin(handshake.into_actor(self).map(
-            |res: Result<Connection, RpcError>, act, _| {
+            |res: Result<Connection, RpcError>, act, ctx| {
                 if let Ok(conn) = &res {
                     act.conn = Some(conn.clone());
+                    act.check_idle(ctx);
                 }
                 res
             },

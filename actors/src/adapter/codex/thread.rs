@@ -17,7 +17,7 @@ use tandem_protocol::{BackgroundTask, EventBody, PermissionMode, TaskType, TurnS
 
 use super::mapping::TurnMapper;
 use super::rpc::{Connection, RpcError, ThreadInbound};
-use super::server::{AppServer, Connect, Limits};
+use super::server::{AppServer, Busy, Connect, Limits};
 use super::wire::{
     self, method, ApprovalDecision, ApprovalPolicy, ApprovalResponse,
     BackgroundTerminalsListParams, BackgroundTerminalsListResponse,
@@ -120,6 +120,8 @@ pub struct CodexThread {
     emitted: u64,
     /// Notification methods this adapter does not read, logged once each.
     ignored: HashSet<String>,
+    /// What the app-server actor was last told about this session needing it.
+    busy: bool,
 }
 
 impl CodexThread {
@@ -144,6 +146,20 @@ impl CodexThread {
             command_starts: HashMap::new(),
             emitted: 0,
             ignored: HashSet::new(),
+            busy: false,
+        }
+    }
+
+    /// Tells the app-server actor whether this session needs the process (a turn,
+    /// an approval or background work), when that changed.
+    fn report_busy(&mut self) {
+        let busy = self.turn.is_some() || !self.approvals.is_empty() || !self.tasks.is_empty();
+        if busy != self.busy {
+            self.busy = busy;
+            self.server.do_send(Busy {
+                session_id: self.session_id.clone(),
+                busy,
+            });
         }
     }
 
@@ -191,6 +207,7 @@ impl CodexThread {
         // The session withdraws whatever is still pending when the turn ends.
         self.approvals.clear();
         self.refresh_tasks(ctx);
+        self.report_busy();
     }
 
     fn remember_finished(&mut self, codex_id: String) {
@@ -459,6 +476,7 @@ impl CodexThread {
         self.command_starts
             .retain(|item, _| self.tasks.iter().any(|t| t.item_id == *item));
         self.output(None, AgentItem::BackgroundTasks(live));
+        self.report_busy();
     }
 
     fn on_notification(&mut self, method_name: &str, params: Value, ctx: &mut Context<Self>) {
@@ -882,6 +900,7 @@ impl Handler<AdapterCommand> for CodexThread {
                     retrying: None,
                     guard: None,
                 });
+                self.report_busy();
                 self.begin(turn_id, text, ctx);
             }
             AdapterCommand::Interrupt { turn_id } => {
