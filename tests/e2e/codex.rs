@@ -469,18 +469,32 @@ async fn a_thread_resumes_after_a_server_restart() {
 }
 
 /// Answers a permission request (its `requestId` is the permission's id, so the
-/// generic request helper cannot be used) and waits for the reply.
-async fn answer(ws: &mut WsClient, request: &Value, allow: bool) {
+/// generic request helper cannot be used), waits for the reply, then for the turn's
+/// end; returns the session's events after the request, in order.
+async fn answer_until_turn_end(
+    ws: &mut WsClient,
+    session: &str,
+    request: &Value,
+    allow: bool,
+) -> Vec<Value> {
     let id = request["requestId"].clone();
     ws.send(&json!({"type": "chat.permission-response", "requestId": id, "allow": allow}))
         .await;
-    let frames = ws
+    let mut frames = ws
         .recv_until(|v| {
             v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error")
         })
         .await;
-    let last = frames.last().cloned().unwrap_or_default();
-    assert_eq!(last["kind"], "reply", "{last}");
+    let reply = frames.pop().unwrap_or_default();
+    assert_eq!(reply["kind"], "reply", "{reply}");
+    let mut events: Vec<Value> = frames
+        .into_iter()
+        .filter(|v| v["sessionId"] == json!(session) && v.get("seq").is_some())
+        .collect();
+    if !events.iter().any(|e| e["kind"] == "turn_completed") {
+        events.extend(ws.events_until_turn_end(session).await);
+    }
+    events
 }
 
 /// The next `permission_request` of `id`.
@@ -510,8 +524,7 @@ async fn approvals_allow_deny_and_interrupt() {
             .contains("touch allowed.txt"),
         "{request}"
     );
-    answer(&mut ws, &request, true).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = answer_until_turn_end(&mut ws, &id, &request, true).await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     assert_eq!(last_of(&events, "tool_result")["isError"], false);
     assert!(dir.join("allowed.txt").exists());
@@ -519,8 +532,7 @@ async fn approvals_allow_deny_and_interrupt() {
     ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch denied.txt"}))
         .await;
     let request = permission_request(&mut ws, &id).await;
-    answer(&mut ws, &request, false).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = answer_until_turn_end(&mut ws, &id, &request, false).await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     let result = last_of(&events, "tool_result");
     assert_eq!(result["isError"], true, "{result}");
