@@ -67,6 +67,11 @@ struct Running {
     retrying: Option<String>,
     /// Armed while Codex retries an unreachable model.
     guard: Option<SpawnHandle>,
+    /// A shell command started in this turn (it may outlive the turn).
+    ran_commands: bool,
+    /// The process generation the turn runs on, once `turn/start` answered; a turn
+    /// still starting handles a dying process itself.
+    generation: Option<u64>,
 }
 
 /// What kind of answer an approval takes.
@@ -206,7 +211,11 @@ impl CodexThread {
         }
         // The session withdraws whatever is still pending when the turn ends.
         self.approvals.clear();
-        self.refresh_tasks(ctx);
+        // Only a shell command can become a background terminal: a turn that ran none
+        // cannot have changed the set (finished ones report their end by themselves).
+        if turn.ran_commands || !self.tasks.is_empty() {
+            self.refresh_tasks(ctx);
+        }
         self.report_busy();
     }
 
@@ -239,7 +248,6 @@ impl CodexThread {
     fn begin(&mut self, turn_id: String, text: String, ctx: &mut Context<Self>) {
         let (approval_policy, sandbox) = policy(self.settings.permission_mode);
         let known = self.live_conn();
-        let server = self.server.clone();
         let me = ctx.address().recipient::<ThreadInbound>();
         let timeout = self.limits.request;
         let thread_id = self.thread_id.clone();
@@ -247,7 +255,7 @@ impl CodexThread {
         let config = self.thread_config();
         let cwd = self.cwd.clone();
         let model = self.model();
-        let mut input = Vec::new();
+        let mut input: Vec<UserInput> = Vec::new();
         // A loaded thread keeps the instructions it was given; a change (the session
         // became a Driver) goes in front of the message.
         if known.is_some() && instructions.is_some() && instructions != self.instructions {
@@ -260,52 +268,31 @@ impl CodexThread {
             text,
             text_elements: Vec::new(),
         });
-        let effort = Some(self.settings.effort.clone()).filter(|e| !e.is_empty());
-        let turn_params = move |thread_id: String| TurnStartParams {
+        let plan = TurnPlan {
+            server: self.server.clone(),
+            me,
+            timeout,
             thread_id,
+            cwd,
+            approval_policy,
+            sandbox,
+            model,
+            effort: Some(self.settings.effort.clone()).filter(|e| !e.is_empty()),
+            instructions,
+            config,
             input,
-            model: model.clone(),
-            effort,
-            approval_policy: Some(approval_policy),
-            sandbox_policy: Some(sandbox.into()),
         };
-        let model = self.model();
-        // `known` is only set once this thread is loaded on it.
-        let reuse = known.is_some() && thread_id.is_some();
         let work = async move {
-            let conn = match known {
-                Some(conn) => conn,
-                None => server
-                    .send(Connect)
-                    .await
-                    .map_err(|e| RpcError::Closed(format!("app-server actor gone: {e}")))??,
-            };
-            let mut loaded = None;
-            let thread = match (reuse, thread_id.clone()) {
-                (true, Some(id)) => id,
-                _ => {
-                    let outcome = load_thread(
-                        &conn,
-                        thread_id,
-                        cwd,
-                        approval_policy,
-                        sandbox,
-                        model,
-                        instructions,
-                        config,
-                        timeout,
-                    )
-                    .await?;
-                    let id = outcome.thread_id.clone();
-                    conn.route(&id, me);
-                    loaded = Some(outcome);
-                    id
+            let reused = known.is_some();
+            match plan.run(known).await {
+                // The process died between turns and we had not heard yet: start a
+                // fresh one (resuming the thread) once.
+                Err(RpcError::Closed(why)) if reused => {
+                    tracing::info!("codex app-server had exited ({why}); starting a new one");
+                    plan.run(None).await
                 }
-            };
-            let started: TurnStartResponse = conn
-                .request(method::TURN_START, &turn_params(thread), timeout)
-                .await?;
-            Ok::<_, RpcError>((conn, loaded, started.turn.id))
+                other => other,
+            }
         };
         ctx.spawn(work.into_actor(self).map(move |res, act, ctx| {
             act.began(turn_id, res, ctx);
@@ -348,13 +335,26 @@ impl CodexThread {
                     self.send_interrupt(codex_id, ctx);
                     return;
                 }
+                let generation = self.conn.as_ref().map(Connection::generation);
                 let interrupt = match self.turn.as_mut() {
                     Some(turn) => {
                         turn.codex_id.get_or_insert(codex_id.clone());
+                        turn.generation = generation;
                         turn.interrupt
                     }
                     None => false,
                 };
+                if let Some(conn) = self.conn.as_ref().filter(|c| c.is_closed()) {
+                    // It died right after answering; its exit was already handled.
+                    let detail = conn.stderr_tail();
+                    self.conn = None;
+                    self.end_turn(
+                        TurnStatus::Failed,
+                        Some(format!("codex app-server exited: {detail}")),
+                        ctx,
+                    );
+                    return;
+                }
                 if interrupt {
                     self.send_interrupt(codex_id, ctx);
                 }
@@ -570,6 +570,7 @@ impl CodexThread {
                     }
                 }
                 if let Some(started) = started {
+                    turn.ran_commands = true;
                     self.command_starts.insert(started.item_id, now_ms());
                 }
                 for body in events {
@@ -709,7 +710,12 @@ impl CodexThread {
         }
         self.conn = None;
         self.approvals.clear();
-        if self.turn.is_some() {
+        // A turn still starting sees the failure in its own requests (and may retry).
+        if self
+            .turn
+            .as_ref()
+            .is_some_and(|t| t.generation == Some(generation))
+        {
             self.end_turn(
                 TurnStatus::Failed,
                 Some(format!("codex app-server exited: {detail}")),
@@ -718,6 +724,76 @@ impl CodexThread {
         }
         // Its background terminals died with it.
         self.set_tasks(Vec::new());
+    }
+}
+
+/// Everything needed to start a turn, detached from the actor (it may run twice).
+struct TurnPlan {
+    server: Addr<AppServer>,
+    me: Recipient<ThreadInbound>,
+    timeout: std::time::Duration,
+    /// The thread to use or resume; `None` starts one.
+    thread_id: Option<String>,
+    cwd: String,
+    approval_policy: ApprovalPolicy,
+    sandbox: SandboxMode,
+    model: Option<String>,
+    effort: Option<String>,
+    instructions: Option<String>,
+    config: Option<Value>,
+    input: Vec<UserInput>,
+}
+
+impl TurnPlan {
+    /// Connects (unless `known`, a connection the thread is loaded on), loads the
+    /// thread if needed and routes it, then `turn/start`.
+    async fn run(
+        &self,
+        known: Option<Connection>,
+    ) -> Result<(Connection, Option<Loaded>, String), RpcError> {
+        let reuse = known.is_some() && self.thread_id.is_some();
+        let conn = match known {
+            Some(conn) => conn,
+            None => self
+                .server
+                .send(Connect)
+                .await
+                .map_err(|e| RpcError::Closed(format!("app-server actor gone: {e}")))??,
+        };
+        let mut loaded = None;
+        let thread = match (reuse, self.thread_id.clone()) {
+            (true, Some(id)) => id,
+            _ => {
+                let outcome = load_thread(
+                    &conn,
+                    self.thread_id.clone(),
+                    self.cwd.clone(),
+                    self.approval_policy,
+                    self.sandbox,
+                    self.model.clone(),
+                    self.instructions.clone(),
+                    self.config.clone(),
+                    self.timeout,
+                )
+                .await?;
+                let id = outcome.thread_id.clone();
+                conn.route(&id, self.me.clone());
+                loaded = Some(outcome);
+                id
+            }
+        };
+        let params = TurnStartParams {
+            thread_id: thread,
+            input: self.input.clone(),
+            model: self.model.clone(),
+            effort: self.effort.clone(),
+            approval_policy: Some(self.approval_policy),
+            sandbox_policy: Some(self.sandbox.into()),
+        };
+        let started: TurnStartResponse = conn
+            .request(method::TURN_START, &params, self.timeout)
+            .await?;
+        Ok((conn, loaded, started.turn.id))
     }
 }
 
@@ -899,6 +975,8 @@ impl Handler<AdapterCommand> for CodexThread {
                     fail_with: None,
                     retrying: None,
                     guard: None,
+                    ran_commands: false,
+                    generation: None,
                 });
                 self.report_busy();
                 self.begin(turn_id, text, ctx);

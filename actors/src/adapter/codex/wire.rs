@@ -215,7 +215,7 @@ pub struct Thread {
 }
 
 /// One piece of user input.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum UserInput {
     /// Plain text.
