@@ -71,6 +71,7 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
             served,
             diffs,
             cpu_ms,
+            commits,
         } = run_once(&bin, turns, &extra)?;
         let overhead = ms(percentile(&served, 50.0)) - ms(percentile(&direct, 50.0));
         let p99 = ms(percentile(&served, 99.0)) - ms(percentile(&direct, 99.0));
@@ -82,6 +83,7 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
             "overhead_p99_ms": round(p99, 2),
             "paired_difference_median_ms": round(pair, 2),
             "server_cpu_ms_per_turn": round(cpu_ms, 3),
+            "store_commits_per_turn": round(commits, 2),
         }));
         cpus.push(cpu_ms);
         overheads.push(overhead);
@@ -132,6 +134,8 @@ struct RunResult {
     diffs: Vec<f64>,
     /// The server's CPU time per timed turn, ms.
     cpu_ms: f64,
+    /// Store commits per timed turn.
+    commits: f64,
 }
 
 fn run_once(bin: &Path, turns: usize, extra: &[String]) -> Result<RunResult, String> {
@@ -167,9 +171,11 @@ fn run_once(bin: &Path, turns: usize, extra: &[String]) -> Result<RunResult, Str
     let mut served_us = Vec::with_capacity(turns);
     let mut diffs = Vec::with_capacity(turns);
     let mut cpu0 = 0.0;
+    let mut commits0 = 0.0;
     for i in 0..WARMUP + turns {
         if i == WARMUP {
             cpu0 = cpu_seconds(server.pid())?;
+            commits0 = system.block_on(server.metric("tandem_store_commits_total"))?;
         }
         let d = direct.turn()?;
         let s = system.block_on(served.turn(i))?;
@@ -180,6 +186,8 @@ fn run_once(bin: &Path, turns: usize, extra: &[String]) -> Result<RunResult, Str
         }
     }
     let cpu_ms = (cpu_seconds(server.pid())? - cpu0) * 1000.0 / turns as f64;
+    let commits =
+        (system.block_on(server.metric("tandem_store_commits_total"))? - commits0) / turns as f64;
     system.block_on(served.ws.close());
     drop(direct);
     direct_us.sort_unstable();
@@ -189,6 +197,7 @@ fn run_once(bin: &Path, turns: usize, extra: &[String]) -> Result<RunResult, Str
         served: served_us,
         diffs,
         cpu_ms,
+        commits,
     })
 }
 
