@@ -885,3 +885,62 @@ async fn an_idle_app_server_is_closed_and_the_next_turn_resumes() {
         "resumed: {last}"
     );
 }
+
+#[actix_rt::test]
+async fn a_thread_codex_no_longer_has_starts_anew_with_a_note() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "say before the loss").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    let old_thread = info["vendorSessionId"].clone();
+    ws.close().await;
+
+    // Codex's own state is lost while the server is down.
+    let Codex {
+        server,
+        mock,
+        home,
+        config,
+        env,
+    } = codex;
+    let dir = server.kill();
+    let _ = std::fs::remove_dir_all(&home);
+    if let Err(e) = std::fs::create_dir_all(&home) {
+        panic!("cannot create {}: {e}", home.display());
+    }
+    let codex = Codex {
+        server: Server::start_in(dir, options(&config, &env)),
+        mock,
+        home,
+        config,
+        env,
+    };
+    let mut ws = codex.ws().await;
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
+        .await;
+    let events = turn(&mut ws, &id, "say after the loss").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    let note = last_of(&events, "info");
+    assert!(
+        note["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("could not resume"),
+        "{note}"
+    );
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_ne!(
+        info["vendorSessionId"], old_thread,
+        "a new thread is recorded"
+    );
+    assert!(info["vendorSessionId"]
+        .as_str()
+        .is_some_and(|t| !t.is_empty()));
+}

@@ -764,18 +764,7 @@ impl TurnPlan {
         let thread = match (reuse, self.thread_id.clone()) {
             (true, Some(id)) => id,
             _ => {
-                let outcome = load_thread(
-                    &conn,
-                    self.thread_id.clone(),
-                    self.cwd.clone(),
-                    self.approval_policy,
-                    self.sandbox,
-                    self.model.clone(),
-                    self.instructions.clone(),
-                    self.config.clone(),
-                    self.timeout,
-                )
-                .await?;
+                let outcome = load_thread(&conn, self).await?;
                 let id = outcome.thread_id.clone();
                 conn.route(&id, self.me.clone());
                 loaded = Some(outcome);
@@ -804,34 +793,23 @@ struct Loaded {
     note: Option<String>,
 }
 
-/// Resumes `thread_id` or, when there is none (or it cannot be resumed), starts a new
-/// thread.
-#[allow(clippy::too_many_arguments)]
-async fn load_thread(
-    conn: &Connection,
-    thread_id: Option<String>,
-    cwd: String,
-    approval_policy: ApprovalPolicy,
-    sandbox: SandboxMode,
-    model: Option<String>,
-    instructions: Option<String>,
-    config: Option<Value>,
-    timeout: std::time::Duration,
-) -> Result<Loaded, RpcError> {
+/// Resumes the plan's thread or, when there is none (or it cannot be resumed), starts
+/// a new thread.
+async fn load_thread(conn: &Connection, plan: &TurnPlan) -> Result<Loaded, RpcError> {
     let mut note = None;
-    if let Some(id) = thread_id {
+    if let Some(id) = plan.thread_id.clone() {
         let params = ThreadResumeParams {
             thread_id: id.clone(),
-            cwd: cwd.clone(),
-            approval_policy,
-            sandbox,
-            model: model.clone(),
-            developer_instructions: instructions.clone(),
-            config: config.clone(),
+            cwd: plan.cwd.clone(),
+            approval_policy: plan.approval_policy,
+            sandbox: plan.sandbox,
+            model: plan.model.clone(),
+            developer_instructions: plan.instructions.clone(),
+            config: plan.config.clone(),
             exclude_turns: true,
         };
         match conn
-            .request::<_, ThreadResponse>(method::THREAD_RESUME, &params, timeout)
+            .request::<_, ThreadResponse>(method::THREAD_RESUME, &params, plan.timeout)
             .await
         {
             Ok(r) => {
@@ -849,14 +827,16 @@ async fn load_thread(
         }
     }
     let params = ThreadStartParams {
-        cwd,
-        approval_policy,
-        sandbox,
-        model,
-        developer_instructions: instructions,
-        config,
+        cwd: plan.cwd.clone(),
+        approval_policy: plan.approval_policy,
+        sandbox: plan.sandbox,
+        model: plan.model.clone(),
+        developer_instructions: plan.instructions.clone(),
+        config: plan.config.clone(),
     };
-    let r: ThreadResponse = conn.request(method::THREAD_START, &params, timeout).await?;
+    let r: ThreadResponse = conn
+        .request(method::THREAD_START, &params, plan.timeout)
+        .await?;
     Ok(Loaded {
         thread_id: r.thread.id,
         note,
