@@ -57,7 +57,7 @@ fn start_tuned(env: &[(&str, &str)], more: &str) -> Option<Codex> {
         .iter()
         .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
         .collect();
-    let server = Server::start_in(dir, options(&config, &env));
+    let server = Server::start_in_env(dir, options(&config), &env);
     Some(Codex {
         server,
         mock,
@@ -67,10 +67,9 @@ fn start_tuned(env: &[(&str, &str)], more: &str) -> Option<Codex> {
     })
 }
 
-fn options(config: &Path, env: &[(String, String)]) -> ServerOptions {
+fn options(config: &Path) -> ServerOptions {
     ServerOptions {
         args: vec!["--config".into(), config.display().to_string()],
-        env: env.to_vec(),
         ..ServerOptions::default()
     }
 }
@@ -108,7 +107,7 @@ impl Codex {
             env,
         } = self;
         let dir = server.kill();
-        let server = Server::start_in(dir, options(&config, &env));
+        let server = Server::start_in_env(dir, options(&config), &env);
         Codex {
             server,
             mock,
@@ -638,7 +637,7 @@ async fn an_unreachable_model_fails_the_turn() {
         "TANDEM_CODEX_UNREACHABLE_MS".to_string(),
         "1500".to_string(),
     )];
-    let server = Server::start_in(dir, options(&config, &env));
+    let server = Server::start_in_env(dir, options(&config), &env);
     let mut ws = server.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     let events = turn(&mut ws, &id, "say anything").await;
@@ -705,7 +704,7 @@ async fn a_request_without_answer_times_out_and_the_process_gets_a_minimal_env()
         ),
         ("TANDEM_TEST_SECRET".to_string(), "do-not-leak".to_string()),
     ];
-    let server = Server::start_in(dir.clone(), options(&config, &env));
+    let server = Server::start_in_env(dir.clone(), options(&config), &env);
     let mut ws = server.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     let events = turn(&mut ws, &id, "hello?").await;
@@ -911,7 +910,7 @@ async fn a_thread_codex_no_longer_has_starts_anew_with_a_note() {
         panic!("cannot create {}: {e}", home.display());
     }
     let codex = Codex {
-        server: Server::start_in(dir, options(&config, &env)),
+        server: Server::start_in_env(dir, options(&config), &env),
         mock,
         home,
         config,
