@@ -359,7 +359,7 @@ async fn mcp_access(server: &BenchServer) -> Result<(String, String), String> {
         .to_string();
     let mut resp = client
         .post(format!("{}/api/v1/sessions/{id}/mcp-token", server.base))
-        .send()
+        .send_json(&json!({}))
         .await
         .map_err(|e| format!("mcp-token: {e}"))?;
     let access: Value = resp.json().await.map_err(|e| format!("mcp-token: {e}"))?;
