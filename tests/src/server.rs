@@ -111,6 +111,15 @@ impl Server {
 
     /// Starts a server on an existing directory (to test restarts).
     pub fn start_in(dir: std::sync::Arc<TempDir>, opts: ServerOptions) -> Server {
+        Server::start_in_env(dir, opts, &[])
+    }
+
+    /// [`Server::start_in`] with extra environment variables for the server process.
+    pub fn start_in_env(
+        dir: std::sync::Arc<TempDir>,
+        opts: ServerOptions,
+        env: &[(String, String)],
+    ) -> Server {
         let data = dir.path().join("data");
         let mut cmd = Command::new(server_binary());
         cmd.arg("serve");
@@ -124,6 +133,7 @@ impl Server {
             .arg(dir.path())
             .args(["--auth", if opts.token_auth { "token" } else { "none" }])
             .args(&opts.args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .env(
                 "TANDEM_LOG",
                 std::env::var("TANDEM_LOG").unwrap_or_else(|_| "warn".into()),

@@ -197,6 +197,7 @@ impl Runtime {
                 catalog,
                 vendors,
                 mcp: McpTokens::default(),
+                codex: crate::adapter::codex::CodexHub::default(),
                 tools: ToolRouter::new(RuntimeRef(weak.clone())),
                 runtime: RuntimeRef(weak.clone()),
                 store: store.clone(),
@@ -267,6 +268,11 @@ impl Runtime {
                         Some(version) => catalog.set_version(id, version),
                         None => {
                             tracing::warn!(vendor = id, bin = %process.bin.display(), "`--version` failed")
+                        }
+                    }
+                    if id == "codex" {
+                        if let Some(models) = crate::adapter::codex::list_models(process).await {
+                            catalog.set_models(id, models);
                         }
                     }
                 }

@@ -53,6 +53,8 @@ pub struct Services {
     pub vendors: Arc<crate::adapter::VendorsConfig>,
     /// Agent tools endpoint and its per-session tokens, handed to vendor CLIs.
     pub mcp: crate::mcp_tokens::McpTokens,
+    /// Each owner's shared `codex app-server` (the Codex adapter).
+    pub codex: crate::adapter::codex::CodexHub,
     /// Agent tools.
     pub tools: ToolRouter,
     /// Reads (replays, turn summaries).

@@ -1,4 +1,4 @@
-//! The benchmark program (`bench fanout|sessions|replay|durability|delegation`, see
+//! The benchmark program (`bench fanout|sessions|replay|durability|delegation|codex`, see
 //! BENCHMARKS.md).
 //!
 //! Every mode starts the real server as a separate process ([`server::BenchServer`]),
@@ -9,6 +9,7 @@
 //! ([`scan`]).
 
 pub mod args;
+pub mod codex;
 pub mod delegation;
 pub mod durability;
 pub mod fanout;
@@ -36,6 +37,7 @@ pub fn run(mode: &str, flags: &[String]) -> ExitCode {
         "replay" => replay::main(flags),
         "durability" => durability::main(flags),
         "delegation" => delegation::main(flags),
+        "codex" => codex::main(flags),
         other => Err(format!("unknown mode {other}")),
     };
     match outcome {
@@ -58,7 +60,8 @@ usage: bench serve [tandem serve flags]
        bench replay     [--sizes 5000,100000] [--runs 5] [--server-arg ARG]...
        bench durability [fanout flags] (runs fanout with --commit-batch 1 and default)
        bench delegation [--pairs 100] [--calls 1000] [--per-pair 50] [--runs 3]
-                        [--threads 2] [--server-arg ARG]...";
+                        [--threads 2] [--server-arg ARG]...
+       bench codex      [--turns 100] [--runs 3] [--codex-bin PATH] [--server-arg ARG]...";
 
 fn usage_error(e: &str) -> ExitCode {
     eprintln!("bench: {e}\n{USAGE}");

@@ -1,0 +1,87 @@
+//! The Codex adapter: drives the real `codex app-server` over JSON-RPC on stdio.
+//!
+//! - [`rpc`]: the transport: one process, requests correlated by id with a timeout,
+//!   notifications and server requests routed by `threadId`, stderr tail, exit.
+//! - [`server`]: one [`server::AppServer`] actor per owner (its process is shared by
+//!   that owner's Codex sessions) and the [`CodexHub`] that finds it.
+//! - [`thread`]: the adapter actor of one session: its Codex thread, turns,
+//!   interrupts, approvals and background terminals.
+//! - [`mapping`]: a turn's notifications → our history events.
+//! - [`wire`]: typed serde shapes of the app-server messages we use.
+
+pub mod mapping;
+pub mod rpc;
+pub mod server;
+pub mod thread;
+pub mod wire;
+
+#[cfg(test)]
+mod schema_check;
+
+use actix::prelude::*;
+
+pub use server::{CodexHub, Limits};
+
+use crate::adapter::messages::AdapterCommand;
+use crate::adapter::{AdapterContext, VendorProcess};
+use crate::error::RuntimeError;
+use crate::session::Services;
+
+/// Starts the adapter actor for one Codex session (the owner's app-server starts with
+/// its first turn).
+pub fn start(
+    ctx: AdapterContext,
+    services: &Services,
+) -> Result<Recipient<AdapterCommand>, RuntimeError> {
+    let process = ctx
+        .process
+        .clone()
+        .ok_or_else(|| RuntimeError::VendorNotInstalled("codex".into()))?;
+    let server = services.codex.server_for(&ctx.owner_id, &process);
+    Ok(thread::CodexThread::new(ctx, server, services.codex.limits)
+        .start()
+        .recipient())
+}
+
+/// The models `model/list` reports (hidden ones left out), from a short-lived
+/// app-server; `None` when it cannot be asked.
+pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
+    let limits = Limits::from_env();
+    let mut cmd = process.command();
+    cmd.arg("app-server");
+    let conn = rpc::Connection::spawn(cmd, 0, None).ok()?;
+    let init = wire::InitializeParams {
+        client_info: wire::ClientInfo {
+            name: "tandem".into(),
+            title: "tandem".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        capabilities: wire::InitializeCapabilities {
+            experimental_api: true,
+            opt_out_notification_methods: Vec::new(),
+        },
+    };
+    conn.request::<_, wire::InitializeResponse>(wire::method::INITIALIZE, &init, limits.request)
+        .await
+        .ok()?;
+    conn.notify(wire::method::INITIALIZED, &serde_json::json!({}));
+    let mut models = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page: wire::ModelListResponse = conn
+            .request(
+                wire::method::MODEL_LIST,
+                &wire::ModelListParams {
+                    cursor: cursor.take(),
+                },
+                limits.request,
+            )
+            .await
+            .ok()?;
+        models.extend(page.data.into_iter().filter(|m| !m.hidden).map(|m| m.model));
+        match page.next_cursor {
+            Some(next) if !next.is_empty() => cursor = Some(next),
+            _ => return Some(models),
+        }
+    }
+}

@@ -1,0 +1,945 @@
+//! The Codex adapter against the real, pinned `codex` binary, which talks to a mock
+//! Responses API on loopback ([`MockOpenAi`]). Each test scripts the model by what it
+//! sends (see `tests/src/mock_openai.rs`). Without the binary the tests print why and
+//! return, except under CI, where they fail.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tandem_tests::mock_openai::MockOpenAi;
+use tandem_tests::vendor_clis::{codex_bin, require};
+use tandem_tests::{Server, ServerOptions, TempDir, WsClient};
+
+use crate::kinds;
+
+/// A server whose Codex vendor is the pinned binary pointed at a mock model.
+struct Codex {
+    server: Server,
+    mock: MockOpenAi,
+    /// Codex's `CODEX_HOME`, private to the test.
+    home: PathBuf,
+    config: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl std::ops::Deref for Codex {
+    type Target = Server;
+    fn deref(&self) -> &Server {
+        &self.server
+    }
+}
+
+/// Writes the config file and starts the server; `None` (after printing why) when the
+/// binary is absent outside CI.
+fn start(env: &[(&str, &str)]) -> Option<Codex> {
+    start_tuned(env, "")
+}
+
+/// [`start`] with `more` appended to the `[vendors.codex]` section.
+fn start_tuned(env: &[(&str, &str)], more: &str) -> Option<Codex> {
+    let bin = require(codex_bin(), "the pinned codex CLI")?;
+    let mock = MockOpenAi::start();
+    let dir = Arc::new(TempDir::new("codex"));
+    let home = dir.path().join("codex-home");
+    if let Err(e) = std::fs::create_dir_all(&home) {
+        panic!("cannot create {}: {e}", home.display());
+    }
+    let config = write_config(dir.path(), &bin, &mock.codex_args(), &home);
+    if !more.is_empty() {
+        let text = std::fs::read_to_string(&config).unwrap_or_default();
+        if let Err(e) = std::fs::write(&config, format!("{text}{more}\n")) {
+            panic!("cannot write {}: {e}", config.display());
+        }
+    }
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+        .collect();
+    let server = Server::start_in_env(dir, options(&config), &env);
+    Some(Codex {
+        server,
+        mock,
+        home,
+        config,
+        env,
+    })
+}
+
+fn options(config: &Path) -> ServerOptions {
+    ServerOptions {
+        args: vec!["--config".into(), config.display().to_string()],
+        ..ServerOptions::default()
+    }
+}
+
+/// `[vendors.codex]` with `bin`, `args`, a private `CODEX_HOME` and a private `HOME`
+/// (the machine's own profile scripts must not run in the tests' shells).
+fn write_config(dir: &Path, bin: &Path, args: &[String], home: &Path) -> PathBuf {
+    let args: Vec<String> = args.iter().map(|a| json!(a).to_string()).collect();
+    let user_home = dir.join("home");
+    if let Err(e) = std::fs::create_dir_all(&user_home) {
+        panic!("cannot create {}: {e}", user_home.display());
+    }
+    let text = format!(
+        "[vendors.codex]\nbin = {}\nargs = [{}]\nenv = {{ CODEX_HOME = {}, HOME = {} }}\n",
+        json!(bin.display().to_string()),
+        args.join(", "),
+        json!(home.display().to_string()),
+        json!(user_home.display().to_string()),
+    );
+    let path = dir.join("tandem.toml");
+    if let Err(e) = std::fs::write(&path, text) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+    path
+}
+
+impl Codex {
+    /// Stops the server (SIGKILL) and starts it again on the same data and config.
+    fn restart(self) -> Codex {
+        let Codex {
+            server,
+            mock,
+            home,
+            config,
+            env,
+        } = self;
+        let dir = server.kill();
+        let server = Server::start_in_env(dir, options(&config), &env);
+        Codex {
+            server,
+            mock,
+            home,
+            config,
+            env,
+        }
+    }
+}
+
+/// Creates a Codex session (with `extra` fields) and subscribes to it.
+async fn codex_session(ws: &mut WsClient, extra: Value) -> String {
+    let mut body = json!({"type": "session.create", "vendor": "codex", "title": "codex"});
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        b.extend(e.clone());
+    }
+    let reply = ws.ok(body).await;
+    let id = reply["session"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!id.is_empty(), "{reply}");
+    ws.subscribe(&id, 0).await;
+    id
+}
+
+/// Sends a message and returns the turn's events through `turn_completed`.
+async fn turn(ws: &mut WsClient, id: &str, content: &str) -> Vec<Value> {
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": content}))
+        .await;
+    ws.events_until_turn_end(id).await
+}
+
+fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["kind"] == kind).collect()
+}
+
+fn last_of<'a>(events: &'a [Value], kind: &str) -> &'a Value {
+    match events.iter().rev().find(|e| e["kind"] == kind) {
+        Some(e) => e,
+        None => panic!("no {kind} in {:?}", kinds(events)),
+    }
+}
+
+/// Ids of live processes whose environment holds `CODEX_HOME=home` (the app-server
+/// and everything it started).
+fn processes_with_home(home: &Path) -> Vec<u32> {
+    let needle = format!("CODEX_HOME={}", home.display());
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            // Zombies count as gone.
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
+            if state != Some('Z') {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Live `app-server` processes of this test's Codex home.
+fn app_servers(home: &Path) -> Vec<u32> {
+    processes_with_home(home)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| c.split(|b| *b == 0).any(|arg| arg == b"app-server"))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// The one app-server of this test, once the short-lived one that lists models at
+/// start-up is gone.
+async fn the_app_server(home: &Path) -> u32 {
+    eventually("exactly one app-server runs", || {
+        app_servers(home).len() == 1
+    })
+    .await;
+    app_servers(home).first().copied().unwrap_or_default()
+}
+
+/// Polls (bounded) until `done`.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if done() {
+            return;
+        }
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+#[actix_rt::test]
+async fn text_turn_streams_deltas_and_applies_model_and_effort() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+
+    let events = turn(&mut ws, &id, "say hello from the mock model").await;
+    let deltas: String = of_kind(&events, "text_delta")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(deltas, "hello from the mock model", "{events:?}");
+    assert!(of_kind(&events, "text_delta").len() > 1, "{events:?}");
+    assert_eq!(
+        last_of(&events, "assistant_message")["text"],
+        "hello from the mock model"
+    );
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["usage"]["inputTokens"], 12, "{done}");
+    assert_eq!(done["usage"]["outputTokens"], 7, "{done}");
+
+    // The thread id is recorded as vendorSessionId.
+    let (status, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(status, 200);
+    let thread = info["vendorSessionId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!thread.is_empty(), "{info}");
+
+    // Model and effort from the session apply to the next turn.
+    let (status, vendors) = codex.get("/api/v1/vendors").await;
+    assert_eq!(status, 200);
+    let entry = vendors["vendors"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["id"] == "codex").cloned())
+        .unwrap_or_default();
+    assert_eq!(entry["installed"], true, "{entry}");
+    assert!(
+        entry["version"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("0.171.0"),
+        "{entry}"
+    );
+    let model = entry["models"][0].as_str().unwrap_or_default().to_string();
+    assert!(!model.is_empty(), "model/list gave no models: {entry}");
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "model": model, "effort": "high"}))
+        .await;
+    let events = turn(&mut ws, &id, "say again").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let requests = codex.mock.requests();
+    let last = requests.last().cloned().unwrap_or_default();
+    assert_eq!(last["model"], json!(model), "{last}");
+    assert_eq!(last["reasoning"]["effort"], "high", "{last}");
+    // The same thread carried on: the first message is in the second request.
+    assert!(last["input"]
+        .to_string()
+        .contains("say hello from the mock model"));
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(info["vendorSessionId"], json!(thread));
+
+    // Reasoning is recorded as `thinking`, before the answer.
+    let events = turn(&mut ws, &id, "think about the question first").await;
+    let order = kinds(&events);
+    let thinking = last_of(&events, "thinking");
+    assert_eq!(thinking["text"], "about the question first", "{thinking}");
+    assert!(
+        order.iter().position(|k| k == "thinking")
+            < order.iter().position(|k| k == "assistant_message"),
+        "{order:?}"
+    );
+    assert_eq!(last_of(&events, "assistant_message")["text"], "thought");
+}
+
+#[actix_rt::test]
+async fn shell_tool_turn_reports_call_and_result() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
+    let events = turn(
+        &mut ws,
+        &id,
+        "shell echo out-$((6*7)); echo err-line >&2; exit 3",
+    )
+    .await;
+    let call = last_of(&events, "tool_call");
+    assert_eq!(call["name"], "shell", "{call}");
+    assert!(
+        call["input"]["command"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("echo out-"),
+        "{call}"
+    );
+    let result = last_of(&events, "tool_result");
+    assert_eq!(result["callId"], call["callId"]);
+    assert_eq!(result["isError"], true, "exit 3 is an error: {result}");
+    assert_eq!(result["output"]["exitCode"], 3, "{result}");
+    let output = result["output"]["output"].as_str().unwrap_or_default();
+    assert!(
+        output.contains("out-42") && output.contains("err-line"),
+        "{result}"
+    );
+    // The model saw the command's output and answered.
+    let text = last_of(&events, "assistant_message")["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        text.starts_with("tool output:") && text.contains("out-42"),
+        "{text}"
+    );
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let order = kinds(&events);
+    let call_at = order.iter().position(|k| k == "tool_call");
+    let result_at = order.iter().position(|k| k == "tool_result");
+    assert!(call_at < result_at, "{order:?}");
+}
+
+#[actix_rt::test]
+async fn interrupt_mid_stream_then_a_normal_turn() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "slow 400 50"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "text_delta" && v["sessionId"] == json!(id))
+        .await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    let events = ws.events_until_turn_end(&id).await;
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "interrupted", "{done}");
+    // The partial text is kept as the turn's message.
+    let partial = last_of(&events, "assistant_message")["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(partial.starts_with("w0"), "{partial}");
+    assert!(!partial.contains("w399"), "{partial}");
+
+    let events = turn(&mut ws, &id, "say back again").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert_eq!(last_of(&events, "assistant_message")["text"], "back again");
+}
+
+#[actix_rt::test]
+async fn interrupted_shell_command_becomes_a_stoppable_background_task() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell echo begun; sleep 41.5"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "tool_call" && v["sessionId"] == json!(id))
+        .await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "interrupted");
+    // The open command got a result from us.
+    let result = last_of(&events, "tool_result");
+    assert_eq!(result["isError"], true, "{result}");
+
+    let frames = ws
+        .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
+        .await;
+    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
+    assert_eq!(tasks[0]["taskType"], "shell");
+    assert!(
+        tasks[0]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("sleep 41.5"),
+        "{tasks}"
+    );
+    let task_id = tasks[0]["taskId"].as_str().unwrap_or_default().to_string();
+
+    let (status, running) = codex.get("/api/v1/sessions/running").await;
+    assert_eq!(status, 200);
+    let entry = running["sessions"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["sessionId"] == json!(id)).cloned())
+        .unwrap_or_default();
+    assert_eq!(entry["background"], true, "{running}");
+    assert_eq!(entry["tasks"][0]["taskId"], json!(task_id), "{running}");
+
+    ws.ok(json!({"type": "chat.stop-task", "sessionId": id, "taskId": task_id}))
+        .await;
+    let frames = ws
+        .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
+        .await;
+    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    assert_eq!(tasks, json!([]), "stopping the task empties the set");
+    let (_, running) = codex.get("/api/v1/sessions/running").await;
+    assert!(
+        !running.to_string().contains(&id),
+        "no longer running: {running}"
+    );
+    let home = codex.home.clone();
+    eventually("the stopped command is gone", || {
+        !processes_with_home(&home).iter().any(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains("sleep 41.5"))
+                .unwrap_or(false)
+        })
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_thread_resumes_after_a_server_restart() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "say remember the word heron").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    let thread = info["vendorSessionId"].clone();
+    ws.close().await;
+
+    let codex = codex.restart();
+    let mut ws = codex.ws().await;
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
+        .await;
+    let events = turn(&mut ws, &id, "say what was the word").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    assert!(
+        of_kind(&events, "info").is_empty(),
+        "resumed, not restarted: {events:?}"
+    );
+    // The new process resumed the thread: the model sees the first turn.
+    let last = codex.mock.requests().last().cloned().unwrap_or_default();
+    assert!(
+        last["input"]
+            .to_string()
+            .contains("remember the word heron"),
+        "{last}"
+    );
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(info["vendorSessionId"], thread);
+}
+
+/// Answers a permission request (its `requestId` is the permission's id, so the
+/// generic request helper cannot be used), waits for the reply, then for the turn's
+/// end; returns the session's events after the request, in order.
+async fn answer_until_turn_end(
+    ws: &mut WsClient,
+    session: &str,
+    request: &Value,
+    allow: bool,
+) -> Vec<Value> {
+    let id = request["requestId"].clone();
+    ws.send(&json!({"type": "chat.permission-response", "requestId": id, "allow": allow}))
+        .await;
+    let mut frames = ws
+        .recv_until(|v| {
+            v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error")
+        })
+        .await;
+    let reply = frames.pop().unwrap_or_default();
+    assert_eq!(reply["kind"], "reply", "{reply}");
+    let mut events: Vec<Value> = frames
+        .into_iter()
+        .filter(|v| v["sessionId"] == json!(session) && v.get("seq").is_some())
+        .collect();
+    if !events.iter().any(|e| e["kind"] == "turn_completed") {
+        events.extend(ws.events_until_turn_end(session).await);
+    }
+    events
+}
+
+/// The next `permission_request` of `id`.
+async fn permission_request(ws: &mut WsClient, id: &str) -> Value {
+    let frames = ws
+        .recv_until(|v| v["kind"] == "permission_request" && v["sessionId"] == json!(id))
+        .await;
+    frames.last().cloned().unwrap_or_default()
+}
+
+#[actix_rt::test]
+async fn approvals_allow_deny_and_interrupt() {
+    let Some(codex) = start(&[]) else { return };
+    let dir = codex.dir.path().to_path_buf();
+    let mut ws = codex.ws().await;
+    // Default mode asks before commands that are not known to be harmless.
+    let id = codex_session(&mut ws, json!({"cwd": dir.display().to_string()})).await;
+
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch allowed.txt"}))
+        .await;
+    let request = permission_request(&mut ws, &id).await;
+    assert_eq!(request["toolName"], "shell", "{request}");
+    assert!(
+        request["input"]["command"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("touch allowed.txt"),
+        "{request}"
+    );
+    let events = answer_until_turn_end(&mut ws, &id, &request, true).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert_eq!(last_of(&events, "tool_result")["isError"], false);
+    assert!(dir.join("allowed.txt").exists());
+
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch denied.txt"}))
+        .await;
+    let request = permission_request(&mut ws, &id).await;
+    let events = answer_until_turn_end(&mut ws, &id, &request, false).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let result = last_of(&events, "tool_result");
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["output"]["status"], "declined", "{result}");
+    assert!(!dir.join("denied.txt").exists());
+
+    // An interrupt withdraws a pending approval.
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch never.txt"}))
+        .await;
+    let request = permission_request(&mut ws, &id).await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "interrupted");
+    assert!(
+        of_kind(&events, "permission_resolved")
+            .iter()
+            .any(|e| e["requestId"] == request["requestId"]),
+        "{events:?}"
+    );
+    ws.send(&json!({"type": "chat.permission-response", "requestId": request["requestId"], "allow": true}))
+        .await;
+    let frames = ws
+        .recv_until(|v| v["requestId"] == request["requestId"] && v["kind"] == "protocol_error")
+        .await;
+    let late = frames.last().cloned().unwrap_or_default();
+    assert_eq!(late["code"], "NO_SUCH_PERMISSION", "{late}");
+    assert!(!dir.join("never.txt").exists());
+
+    // Bypass mode answers by itself.
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "permissionMode": "bypassPermissions"}))
+        .await;
+    let events = turn(&mut ws, &id, "shell touch bypassed.txt").await;
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert!(dir.join("bypassed.txt").exists());
+}
+
+#[actix_rt::test]
+async fn app_server_killed_mid_turn_fails_the_turn_and_the_next_one_resumes() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "say first turn").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "slow 400 50"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "text_delta" && v["sessionId"] == json!(id))
+        .await;
+    let pid = the_app_server(&codex.home).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status();
+    assert!(killed.is_ok_and(|s| s.success()));
+    let events = ws.events_until_turn_end(&id).await;
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(
+        done["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("app-server exited"),
+        "{done}"
+    );
+
+    let events = turn(&mut ws, &id, "say after the crash").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    assert_eq!(
+        last_of(&events, "assistant_message")["text"],
+        "after the crash"
+    );
+    let last = codex.mock.requests().last().cloned().unwrap_or_default();
+    assert!(
+        last["input"].to_string().contains("first turn"),
+        "resumed: {last}"
+    );
+    assert_ne!(the_app_server(&codex.home).await, pid);
+}
+
+#[actix_rt::test]
+async fn an_unreachable_model_fails_the_turn() {
+    let Some(bin) = require(codex_bin(), "the pinned codex CLI") else {
+        return;
+    };
+    // A port nobody listens on: Codex retries forever, the adapter gives up.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(9);
+    let dir = Arc::new(TempDir::new("codex-down"));
+    let home = dir.path().join("codex-home");
+    let _ = std::fs::create_dir_all(&home);
+    let args: Vec<String> = MockOpenAi::codex_args_for(&format!("http://127.0.0.1:{closed}/v1"));
+    let config = write_config(dir.path(), &bin, &args, &home);
+    let env = vec![(
+        "TANDEM_CODEX_UNREACHABLE_MS".to_string(),
+        "1500".to_string(),
+    )];
+    let server = Server::start_in_env(dir, options(&config), &env);
+    let mut ws = server.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "say anything").await;
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(
+        done["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("could not be reached"),
+        "{done}"
+    );
+
+    // A model that answers with an error fails the turn too.
+    drop(server);
+}
+
+#[actix_rt::test]
+async fn a_model_error_fails_the_turn() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "fail").await;
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "failed", "{done}");
+    // Codex words an HTTP 500 its own way; the turn carries its message.
+    assert!(
+        !done["error"].as_str().unwrap_or_default().is_empty(),
+        "{done}"
+    );
+    let events = turn(&mut ws, &id, "say fine again").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+}
+
+/// A stand-in `codex` that records the environment it was given and never answers.
+fn silent_codex(dir: &Path) -> (PathBuf, PathBuf) {
+    let env_file = dir.join("codex-env.txt");
+    let script = dir.join("silent-codex");
+    let text = format!(
+        "#!/bin/sh\ntr '\\0' '\\n' < /proc/$$/environ > {}\nexec sleep 300\n",
+        env_file.display()
+    );
+    if let Err(e) = std::fs::write(&script, text) {
+        panic!("cannot write {}: {e}", script.display());
+    }
+    let made_executable = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status();
+    assert!(made_executable.is_ok_and(|s| s.success()));
+    (script, env_file)
+}
+
+#[actix_rt::test]
+async fn a_request_without_answer_times_out_and_the_process_gets_a_minimal_env() {
+    let dir = Arc::new(TempDir::new("codex-silent"));
+    let (script, env_file) = silent_codex(dir.path());
+    let home = dir.path().join("codex-home");
+    let config = write_config(dir.path(), &script, &[], &home);
+    let env = vec![
+        (
+            "TANDEM_CODEX_REQUEST_TIMEOUT_MS".to_string(),
+            "1000".to_string(),
+        ),
+        ("TANDEM_TEST_SECRET".to_string(), "do-not-leak".to_string()),
+    ];
+    let server = Server::start_in_env(dir.clone(), options(&config), &env);
+    let mut ws = server.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "hello?").await;
+    let done = last_of(&events, "turn_completed");
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(
+        done["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not answer initialize"),
+        "{done}"
+    );
+
+    let vars = std::fs::read_to_string(&env_file).unwrap_or_default();
+    let names: Vec<&str> = vars
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert!(names.contains(&"CODEX_HOME"), "{names:?}");
+    assert!(!vars.contains("do-not-leak"), "{vars}");
+    for name in &names {
+        assert!(
+            ["PATH", "HOME", "LANG", "TERM", "CODEX_HOME"].contains(name),
+            "unexpected variable {name} in the vendor's environment"
+        );
+    }
+}
+
+#[actix_rt::test]
+async fn stopping_the_server_leaves_no_codex_process() {
+    let Some(codex) = start(&[]) else { return };
+    let home = codex.home.clone();
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell sleep 43.5"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "tool_call" && v["sessionId"] == json!(id))
+        .await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    ws.recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
+        .await;
+    the_app_server(&home).await;
+    assert!(
+        processes_with_home(&home).len() >= 2,
+        "app-server and the command"
+    );
+    drop(ws);
+    let Codex { server, mock, .. } = codex;
+    let _dir = server.kill();
+    eventually("no process of this Codex home remains", || {
+        processes_with_home(&home).is_empty()
+    })
+    .await;
+    drop(mock);
+}
+
+#[actix_rt::test]
+async fn a_codex_driver_delegates_to_a_scripted_worker() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let call = json!({"message": "worker line one", "workerVendor": "scripted", "wait": true});
+    let events = turn(&mut ws, &id, &format!("tool send_to_partner {call}")).await;
+    let tool = last_of(&events, "tool_call");
+    assert_eq!(tool["name"], "mcp__tandem__send_to_partner", "{tool}");
+    assert_eq!(tool["input"]["message"], "worker line one");
+    let result = last_of(&events, "tool_result");
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["output"]["status"], "complete", "{result}");
+    assert_eq!(result["output"]["response"], "worker line one", "{result}");
+    let worker = result["output"]["partnerId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!worker.is_empty(), "{result}");
+    // The model got the Worker's answer back.
+    let text = last_of(&events, "assistant_message")["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(text.contains("worker line one"), "{text}");
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(info["role"], "driver", "{info}");
+    let (_, worker_info) = codex.get(&format!("/api/v1/sessions/{worker}")).await;
+    assert_eq!(worker_info["vendor"], "scripted", "{worker_info}");
+    assert_eq!(worker_info["role"], "worker", "{worker_info}");
+}
+
+#[actix_rt::test]
+async fn a_background_command_that_ends_by_itself_leaves_the_set() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell sleep 1.5"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "tool_call" && v["sessionId"] == json!(id))
+        .await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    let frames = ws
+        .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
+        .await;
+    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
+    // Nobody stops it: when it exits, the set is reported empty.
+    let frames = ws
+        .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
+        .await;
+    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    assert_eq!(tasks, json!([]));
+}
+
+#[actix_rt::test]
+async fn one_app_server_serves_an_owners_sessions_and_routes_by_thread() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let a = codex_session(&mut ws, json!({"title": "a"})).await;
+    let b = codex_session(&mut ws, json!({"title": "b"})).await;
+    // Both turns run at once; each session must get only its own thread's text.
+    ws.ok(json!({"type": "chat.send", "sessionId": a, "content": "slow 30 20"}))
+        .await;
+    ws.ok(json!({"type": "chat.send", "sessionId": b, "content": "say only for b"}))
+        .await;
+    let mut done = std::collections::HashMap::new();
+    let mut texts: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    while done.len() < 2 {
+        let v = ws.recv().await;
+        let sid = v["sessionId"].as_str().unwrap_or_default().to_string();
+        if v["kind"] == "text_delta" {
+            texts
+                .entry(sid.clone())
+                .or_default()
+                .push_str(v["text"].as_str().unwrap_or_default());
+        }
+        if v["kind"] == "turn_completed" {
+            assert_eq!(v["status"], "completed", "{v}");
+            done.insert(sid, true);
+        }
+    }
+    let expected_a: Vec<String> = (0..30).map(|i| format!("w{i}")).collect();
+    assert_eq!(
+        texts.get(&a).cloned().unwrap_or_default(),
+        expected_a.join(" ")
+    );
+    assert_eq!(texts.get(&b).cloned().unwrap_or_default(), "only for b");
+    the_app_server(&codex.home).await;
+    let (_, ia) = codex.get(&format!("/api/v1/sessions/{a}")).await;
+    let (_, ib) = codex.get(&format!("/api/v1/sessions/{b}")).await;
+    assert_ne!(ia["vendorSessionId"], ib["vendorSessionId"]);
+}
+
+#[actix_rt::test]
+async fn an_idle_app_server_is_closed_and_the_next_turn_resumes() {
+    let Some(codex) = start_tuned(&[], "idle_secs = 1") else {
+        return;
+    };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "say the word is kestrel").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let home = codex.home.clone();
+    eventually("the idle app-server is closed", || {
+        app_servers(&home).is_empty()
+    })
+    .await;
+
+    let events = turn(&mut ws, &id, "say and again").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    let last = codex.mock.requests().last().cloned().unwrap_or_default();
+    assert!(
+        last["input"].to_string().contains("the word is kestrel"),
+        "resumed: {last}"
+    );
+}
+
+#[actix_rt::test]
+async fn a_thread_codex_no_longer_has_starts_anew_with_a_note() {
+    let Some(codex) = start(&[]) else { return };
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let events = turn(&mut ws, &id, "say before the loss").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    let old_thread = info["vendorSessionId"].clone();
+    ws.close().await;
+
+    // Codex's own state is lost while the server is down.
+    let Codex {
+        server,
+        mock,
+        home,
+        config,
+        env,
+    } = codex;
+    let dir = server.kill();
+    let _ = std::fs::remove_dir_all(&home);
+    if let Err(e) = std::fs::create_dir_all(&home) {
+        panic!("cannot create {}: {e}", home.display());
+    }
+    let codex = Codex {
+        server: Server::start_in_env(dir, options(&config), &env),
+        mock,
+        home,
+        config,
+        env,
+    };
+    let mut ws = codex.ws().await;
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
+        .await;
+    let events = turn(&mut ws, &id, "say after the loss").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    let note = last_of(&events, "info");
+    assert!(
+        note["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("could not resume"),
+        "{note}"
+    );
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_ne!(
+        info["vendorSessionId"], old_thread,
+        "a new thread is recorded"
+    );
+    assert!(info["vendorSessionId"]
+        .as_str()
+        .is_some_and(|t| !t.is_empty()));
+}
