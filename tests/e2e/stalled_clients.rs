@@ -205,12 +205,13 @@ async fn two_hundred_clients_that_never_read_are_all_released() {
     let third = round_of_two_hundred(&server, &id).await;
     eprintln!("server RSS: baseline {baseline} KiB, after rounds {first} / {second} / {third} KiB");
     // Every queued byte is released (checked in each round). The allocator keeps
-    // freed pages for reuse, so RSS stays near its high-water mark instead of falling
-    // to the idle baseline; what must hold is that nothing accumulates: the third
-    // round (which, like the second, also replays the earlier turns) ends about where
-    // the second did.
+    // freed pages for reuse and SQLite's page caches grow with the history, so RSS
+    // stays near its high-water mark instead of falling to the idle baseline. What
+    // must not happen is that a round's queued data stays: each round queues up to
+    // 200 clients × 1 MiB, so a leak would add about 200 MiB per round; the third
+    // round must add less than half that.
     assert!(
-        third <= second + 64 * 1024,
+        third < second + 100 * 1024,
         "memory grows with stalled clients: {second} KiB, then {third} KiB"
     );
 }

@@ -325,11 +325,13 @@ impl Runtime {
             if self.drivable(who, &id).is_err() {
                 continue;
             }
-            addr.send(LeavePair {
-                pair_id: pair_id.to_string(),
-            })
-            .await?;
-            left = true;
+            // A session still leaving a pair closed a moment ago answers false: the
+            // pair was not stray.
+            left |= addr
+                .send(LeavePair {
+                    pair_id: pair_id.to_string(),
+                })
+                .await?;
         }
         if !left {
             return Err(RuntimeError::InvalidArgument(format!("no pair {pair_id}")));

@@ -50,9 +50,9 @@ pub struct JoinPair {
     pub role: Role,
 }
 
-/// This session's pair was dissolved.
+/// This session's pair was dissolved; answers whether the session was still in it.
 #[derive(Debug, Message)]
-#[rtype(result = "()")]
+#[rtype(result = "bool")]
 pub struct LeavePair {
     /// The pair.
     pub pair_id: String,
@@ -184,11 +184,11 @@ impl Handler<JoinPair> for SessionActor {
 }
 
 impl Handler<LeavePair> for SessionActor {
-    type Result = ();
+    type Result = bool;
 
-    fn handle(&mut self, msg: LeavePair, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: LeavePair, _: &mut Context<Self>) -> bool {
         if self.record.pair_id.as_deref() != Some(msg.pair_id.as_str()) {
-            return;
+            return false;
         }
         self.record.pair_id = None;
         self.record.role = None;
@@ -204,6 +204,7 @@ impl Handler<LeavePair> for SessionActor {
         );
         self.touch();
         self.flush();
+        true
     }
 }
 

@@ -106,8 +106,21 @@ async fn an_unconfirmed_interrupt_is_closed_by_the_session() {
     let fx = RuntimeFixture::start();
     let sid = fx.session().await;
     let sink = fx.watch(&sid);
-    fx.send(&sid, "/stubborn 60000\nlate", false).await;
+    fx.send(&sid, "running\n/stubborn 60000\nlate", false).await;
     fx.send(&sid, "after", true).await;
+    // Interrupt only once the script is inside its stubborn step (an earlier interrupt
+    // is confirmed by the agent at once).
+    crate::testkit::wait_for("the stubborn step", || async {
+        let (frames, _) = sink
+            .send(crate::testkit::Recorded)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        frames
+            .iter()
+            .any(|f| f["kind"] == "assistant_message" && f["text"] == "running")
+            .then_some(())
+    })
+    .await;
     fx.runtime
         .abort(&fx.who, &sid)
         .await
