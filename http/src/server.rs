@@ -184,6 +184,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     drop(stdout);
     tracing::info!(%addr, data_dir = %opts.runtime.data_dir.display(), "serving");
     server.run().await?;
+    state.runtime.stop_vendor_processes().await;
     Ok(())
 }
 

@@ -5,6 +5,7 @@ mod access;
 mod bad_input;
 mod browser_attacks;
 mod budgets;
+mod claude;
 mod codex;
 mod configure;
 mod crash_workflows;

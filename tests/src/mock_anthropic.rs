@@ -495,6 +495,43 @@ fn stream_reply(stream: &mut TcpStream, shared: &Shared, model: &str, reply: Rep
     }
 }
 
+/// Writes a `tandem serve --config` file under `dir` that runs the `claude` binary
+/// `bin` against `mock`, with `home` as the CLI's private HOME (its transcripts and
+/// process registry live there) and `idle_secs` as the idle-close time. Returns the
+/// file's path.
+pub fn claude_config(
+    dir: &std::path::Path,
+    bin: &std::path::Path,
+    mock: &MockAnthropic,
+    home: &std::path::Path,
+    idle_secs: u64,
+) -> std::path::PathBuf {
+    if let Err(e) = std::fs::create_dir_all(home) {
+        panic!("cannot create {}: {e}", home.display());
+    }
+    let mut env: Vec<(String, String)> = mock.cli_env();
+    env.push(("HOME".into(), home.display().to_string()));
+    let env = env
+        .iter()
+        .map(|(k, v)| format!("{k} = {}", toml_string(v)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = format!(
+        "[vendors.claude]\nbin = {}\nidle_secs = {idle_secs}\nenv = {{ {env} }}\n",
+        toml_string(&bin.display().to_string())
+    );
+    let path = dir.join("tandem.toml");
+    if let Err(e) = std::fs::write(&path, text) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+    path
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

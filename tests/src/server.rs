@@ -226,6 +226,28 @@ impl Server {
         panic!("the server did not exit");
     }
 
+    /// Stops the process with SIGTERM (a clean shutdown) and waits for it to exit;
+    /// panics if it is still running after 30 s (it is then killed).
+    pub fn terminate(mut self) -> std::sync::Arc<TempDir> {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        // A clean stop that hangs must fail the test, not hang it: a watchdog kills the
+        // server after 30 s.
+        let (done, watch) = mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if watch.recv_timeout(Duration::from_secs(30)).is_err() {
+                let _ = Command::new("kill").args(["-KILL", &pid]).status();
+                return true;
+            }
+            false
+        });
+        let status = self.child.wait();
+        let _ = done.send(());
+        let hung = watchdog.join().unwrap_or(true);
+        assert!(!hung, "the server did not stop within 30 s of SIGTERM ({status:?})");
+        self.dir.clone()
+    }
+
     /// Kills the process with SIGKILL (no clean shutdown) and waits for it.
     pub fn kill(mut self) -> std::sync::Arc<TempDir> {
         let _ = self.child.kill();

@@ -6,6 +6,7 @@
 //! adapter.
 
 pub mod catalog;
+pub mod claude;
 pub mod codex;
 pub mod context;
 pub mod messages;

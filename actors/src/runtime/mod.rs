@@ -187,6 +187,7 @@ impl Runtime {
         )?;
         let catalog = Arc::new(VendorCatalog::new(&config.vendors));
         let vendors = Arc::new(config.vendors.clone());
+        let claude = crate::adapter::claude::ClaudeHub::new(config.vendors.claude.as_ref());
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -198,6 +199,7 @@ impl Runtime {
                 vendors,
                 mcp: McpTokens::default(),
                 codex: crate::adapter::codex::CodexHub::default(),
+                claude,
                 tools: ToolRouter::new(RuntimeRef(weak.clone())),
                 runtime: RuntimeRef(weak.clone()),
                 store: store.clone(),
@@ -284,6 +286,13 @@ impl Runtime {
     /// CLIs reach the agent tools at `/mcp` under it.
     pub fn set_base_url(&self, base: &str) {
         self.inner.services.mcp.set_base_url(base);
+    }
+
+    /// Kills the vendor processes adapters started and waits (briefly) until they have
+    /// exited; called when the server stops, so no CLI outlives it.
+    pub async fn stop_vendor_processes(&self) {
+        let limit = std::time::Duration::from_secs(5);
+        self.inner.services.claude.shutdown(limit).await;
     }
 
     /// The principal used when authentication is off (`--auth none`, loopback only).
@@ -576,12 +585,16 @@ impl Runtime {
 
     /// Sessions with a turn or background work in flight.
     pub fn running(&self, who: &Principal) -> Vec<RunningSession> {
-        let mut out: Vec<RunningSession> = self
+        let visible: Vec<SessionInfo> = self
             .inner
             .sessions
             .iter()
             .map(|h| h.shared.info())
             .filter(|info| who.can_see(info))
+            .collect();
+        let mut out: Vec<RunningSession> = visible
+            .iter()
+            .cloned()
             .filter_map(|info| {
                 if info.status.is_busy() {
                     Some(RunningSession {
@@ -616,6 +629,10 @@ impl Runtime {
                 }
             })
             .collect();
+        // Claude Code processes outside tandem working on one of these sessions.
+        let external =
+            crate::adapter::claude::running::external(&self.inner.services.claude, &visible, &out);
+        out.extend(external);
         out.sort_by_key(|s| s.started_at);
         out
     }

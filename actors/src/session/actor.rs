@@ -251,6 +251,7 @@ impl SessionActor {
             .start()
             .recipient(),
             "codex" => crate::adapter::codex::start(context, &self.services)?,
+            "claude" => crate::adapter::claude::start(context, &self.services)?,
             other => return Err(RuntimeError::VendorNotInstalled(other.to_string())),
         };
         self.adapter = Some(adapter.clone());

@@ -55,6 +55,8 @@ pub struct Services {
     pub mcp: crate::mcp_tokens::McpTokens,
     /// Each owner's shared `codex app-server` (the Codex adapter).
     pub codex: crate::adapter::codex::CodexHub,
+    /// What every Claude adapter shares (our process pids, the CLI's home).
+    pub claude: crate::adapter::claude::ClaudeHub,
     /// Agent tools.
     pub tools: ToolRouter,
     /// Reads (replays, turn summaries).

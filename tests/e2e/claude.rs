@@ -1,0 +1,790 @@
+//! The Claude Code adapter against the real `claude` binary (pinned in `.vendor-clis`)
+//! and a mock Messages API: text turns, approvals, interrupts, resume, a dying CLI, a
+//! Driver delegating over MCP, background tasks, and the running view.
+//!
+//! Each test gets its own server, mock and private HOME for the CLI. Without the binary
+//! a test prints why and returns (under CI it fails instead).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tandem_tests::mock_anthropic::{claude_config, MockAnthropic};
+use tandem_tests::vendor_clis::{claude_bin, require};
+use tandem_tests::{Server, ServerOptions, TempDir, WsClient};
+
+/// Bounded polling: how often and how long.
+const POLL: Duration = Duration::from_millis(25);
+const POLL_LIMIT: Duration = Duration::from_secs(20);
+
+/// One test's world: a mock model server, a server configured to run `claude`
+/// against it, and the CLI's private HOME.
+struct World {
+    server: Option<Server>,
+    mock: MockAnthropic,
+    dir: Arc<TempDir>,
+    config: PathBuf,
+    home: PathBuf,
+}
+
+impl World {
+    /// `None` (with a printed reason) when the binary is absent outside CI.
+    fn start(label: &str) -> Option<World> {
+        World::start_idle(label, 600)
+    }
+
+    fn start_idle(label: &str, idle_secs: u64) -> Option<World> {
+        let bin = require(claude_bin(), "the claude CLI")?;
+        let mock = MockAnthropic::start();
+        let dir = Arc::new(TempDir::new(label));
+        let home = dir.path().join("home");
+        let config = claude_config(dir.path(), &bin, &mock, &home, idle_secs);
+        let server = Server::start_in(dir.clone(), World::options(&config));
+        Some(World {
+            server: Some(server),
+            mock,
+            dir,
+            config,
+            home,
+        })
+    }
+
+    fn options(config: &Path) -> ServerOptions {
+        ServerOptions {
+            args: vec!["--config".into(), config.display().to_string()],
+            ..ServerOptions::default()
+        }
+    }
+
+    fn server(&self) -> &Server {
+        match &self.server {
+            Some(s) => s,
+            None => panic!("the server is stopped"),
+        }
+    }
+
+    /// Kills the server (SIGKILL) and starts it again on the same data.
+    fn restart(&mut self) {
+        if let Some(old) = self.server.take() {
+            old.kill();
+        }
+        self.server = Some(Server::start_in(
+            self.dir.clone(),
+            World::options(&self.config),
+        ));
+    }
+
+    /// Creates a Claude session in `mode` and returns its id.
+    async fn session(&self, ws: &mut WsClient, mode: &str) -> String {
+        let reply = ws
+            .ok(json!({"type": "session.create", "vendor": "claude", "title": "claude test",
+                       "permissionMode": mode}))
+            .await;
+        match reply["session"]["id"].as_str() {
+            Some(id) => id.to_string(),
+            None => panic!("no session id in {reply}"),
+        }
+    }
+
+    /// Pids in the CLI's process registry whose process is alive (ours included).
+    fn registry_pids(&self) -> Vec<u32> {
+        let dir = self.home.join(".claude").join("sessions");
+        let mut pids: Vec<u32> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter_map(|e| std::fs::read(e.path()).ok())
+                    .filter_map(|b| serde_json::from_slice::<Value>(&b).ok())
+                    .filter_map(|v| v["pid"].as_u64().map(|p| p as u32))
+                    .filter(|pid| alive(*pid))
+                    .collect()
+            })
+            .unwrap_or_default();
+        pids.sort_unstable();
+        pids
+    }
+
+    /// Writes a registry file as an outside Claude Code process would.
+    fn write_registry(&self, name: &str, body: &str) {
+        let dir = self.home.join(".claude").join("sessions");
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.join(name), body).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    async fn running(&self) -> Vec<Value> {
+        let (status, body) = self.server().get("/api/v1/sessions/running").await;
+        assert_eq!(status, 200, "{body}");
+        body["sessions"].as_array().cloned().unwrap_or_default()
+    }
+
+    async fn info(&self, id: &str) -> Value {
+        let (status, body) = self.server().get(&format!("/api/v1/sessions/{id}")).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        // A clean stop kills the CLI processes too (SIGKILL would orphan busy ones).
+        if let Some(server) = self.server.take() {
+            if std::thread::panicking() {
+                server.kill();
+            } else {
+                server.terminate();
+            }
+        }
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().to_string()))
+        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
+}
+
+/// Polls `check` until it returns `Some`, at most [`POLL_LIMIT`].
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + POLL_LIMIT;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["kind"] == kind).collect()
+}
+
+fn texts(events: &[Value], kind: &str) -> Vec<String> {
+    of_kind(events, kind)
+        .iter()
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .collect()
+}
+
+async fn send(ws: &mut WsClient, id: &str, text: &str) {
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": text}))
+        .await;
+}
+
+/// Sends `text` and returns the turn's events.
+async fn turn(ws: &mut WsClient, id: &str, text: &str) -> Vec<Value> {
+    send(ws, id, text).await;
+    ws.events_until_turn_end(id).await
+}
+
+fn status(events: &[Value]) -> Value {
+    events
+        .last()
+        .map(|e| e["status"].clone())
+        .unwrap_or_default()
+}
+
+#[actix_rt::test]
+async fn text_turn_streams_deltas_and_keeps_usage() {
+    let Some(w) = World::start("claude-text") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    let events = turn(&mut ws, &id, "say hello from claude").await;
+    assert_eq!(
+        texts(&events, "text_delta").concat(),
+        "hello from claude",
+        "{events:?}"
+    );
+    assert!(texts(&events, "text_delta").len() > 1, "streamed in pieces");
+    assert_eq!(texts(&events, "assistant_message"), ["hello from claude"]);
+    let end = events.last().cloned().unwrap_or_default();
+    assert_eq!(end["status"], "completed", "{end}");
+    assert!(
+        end["usage"]["usage"]["output_tokens"].is_u64(),
+        "usage kept: {end}"
+    );
+    assert!(end["usage"]["totalCostUsd"].is_f64(), "cost kept: {end}");
+
+    let info = w.info(&id).await;
+    assert!(
+        info["vendorSessionId"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "the Claude session id is recorded: {info}"
+    );
+    let version = eventually("the CLI version", || async {
+        let (_, body) = w.server().get("/api/v1/vendors").await;
+        let claude = body["vendors"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["id"] == "claude").cloned())
+            .unwrap_or_default();
+        assert_eq!(claude["installed"], true, "{claude}");
+        claude["version"].as_str().map(str::to_string)
+    })
+    .await;
+    assert!(version.contains("Claude Code"), "{version}");
+    // Thinking streams as `thinking` events, once.
+    let events = turn(&mut ws, &id, "think pondering deeply").await;
+    assert_eq!(texts(&events, "thinking").concat(), "pondering deeply");
+    assert_eq!(texts(&events, "assistant_message"), ["thought"]);
+}
+
+/// The next `permission_request` among the session's frames.
+async fn next_permission(ws: &mut WsClient) -> Value {
+    let frames = ws.recv_until(|v| v["kind"] == "permission_request").await;
+    frames.last().cloned().unwrap_or_default()
+}
+
+/// Answers a permission request. Its `requestId` doubles as the request's own id, so
+/// the reply carries it too.
+async fn answer(ws: &mut WsClient, request: &Value, allow: bool, message: Option<&str>) {
+    let id = request["requestId"].clone();
+    let mut body = json!({"type": "chat.permission-response", "requestId": id, "allow": allow});
+    if let Some(m) = message {
+        body["message"] = json!(m);
+    }
+    ws.send(&body).await;
+    let frames = ws
+        .recv_until(|v| {
+            v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error")
+        })
+        .await;
+    assert_eq!(
+        frames.last().map(|v| v["kind"].clone()),
+        Some(json!("reply")),
+        "{frames:?}"
+    );
+}
+
+/// Every stored event of the turn that `end` (frames up to its `turn_completed`)
+/// finished.
+async fn turn_events(w: &World, id: &str, end: &[Value]) -> Vec<Value> {
+    let turn = end.last().map(|e| e["turnId"].clone()).unwrap_or_default();
+    w.server()
+        .all_events(id)
+        .await
+        .into_iter()
+        .filter(|e| e["turnId"] == turn)
+        .collect()
+}
+
+#[actix_rt::test]
+async fn bash_tool_asks_and_obeys_allow_and_deny() {
+    let Some(w) = World::start("claude-approval") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let work = PathBuf::from(w.info(&id).await["cwd"].as_str().unwrap_or_default());
+    ws.subscribe(&id, 0).await;
+
+    send(&mut ws, &id, "bash touch made.txt && echo made").await;
+    let request = next_permission(&mut ws).await;
+    assert_eq!(request["toolName"], "Bash", "{request}");
+    assert_eq!(request["input"]["command"], "touch made.txt && echo made");
+    answer(&mut ws, &request, true, None).await;
+    let end = ws.events_until_turn_end(&id).await;
+    let events = turn_events(&w, &id, &end).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let call = of_kind(&events, "tool_call");
+    assert_eq!(call.len(), 1, "{events:?}");
+    assert_eq!(call[0]["name"], "Bash");
+    let result = of_kind(&events, "tool_result");
+    assert_eq!(result[0]["output"], "made", "{events:?}");
+    assert_eq!(result[0]["isError"], false);
+    assert_eq!(texts(&events, "assistant_message"), ["result: made"]);
+    assert!(work.join("made.txt").exists());
+
+    send(&mut ws, &id, "bash touch denied.txt").await;
+    let request = next_permission(&mut ws).await;
+    answer(&mut ws, &request, false, Some("not today")).await;
+    let end = ws.events_until_turn_end(&id).await;
+    let events = turn_events(&w, &id, &end).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let result = of_kind(&events, "tool_result");
+    assert_eq!(result[0]["isError"], true, "{events:?}");
+    assert!(result[0]["output"]
+        .as_str()
+        .is_some_and(|o| o.contains("not today")));
+    assert_eq!(texts(&events, "assistant_message"), ["result: not today"]);
+    assert!(!work.join("denied.txt").exists(), "a denied command never ran");
+    let all = w.server().all_events(&id).await;
+    assert_eq!(of_kind(&all, "permission_resolved").len(), 2);
+}
+
+#[actix_rt::test]
+async fn bypass_mode_answers_approvals_itself() {
+    let Some(w) = World::start("claude-bypass") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "bypassPermissions").await;
+    ws.subscribe(&id, 0).await;
+    let events = turn(&mut ws, &id, "bash touch free.txt && echo free").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(of_kind(&events, "permission_request").is_empty());
+    assert_eq!(texts(&events, "assistant_message"), ["result: free"]);
+}
+
+#[actix_rt::test]
+async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
+    let Some(w) = World::start("claude-interrupt") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    send(&mut ws, &id, "hold").await;
+    ws.recv_until(|v| v["kind"] == "text_delta").await;
+    let pids = w.registry_pids();
+    assert_eq!(pids.len(), 1, "one CLI process: {pids:?}");
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(status(&events), "interrupted", "{events:?}");
+    let all = w.server().all_events(&id).await;
+    assert!(
+        texts(&all, "assistant_message").contains(&"holding ".to_string()),
+        "partial text stays: {all:?}"
+    );
+
+    let events = turn(&mut ws, &id, "say after the interrupt").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(texts(&events, "assistant_message"), ["after the interrupt"]);
+    assert_eq!(w.registry_pids(), pids, "the same process took the next turn");
+
+    // An interrupt while an approval is pending withdraws it.
+    send(&mut ws, &id, "bash touch never.txt").await;
+    let request = next_permission(&mut ws).await;
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(status(&events), "interrupted", "{events:?}");
+    let all = w.server().all_events(&id).await;
+    assert!(
+        all.iter().any(
+            |e| e["kind"] == "permission_resolved" && e["requestId"] == request["requestId"]
+        ),
+        "the pending approval is withdrawn"
+    );
+    let events = turn(&mut ws, &id, "say still fine").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+}
+
+#[actix_rt::test]
+async fn model_and_mode_changes_reach_the_live_process() {
+    let Some(w) = World::start("claude-configure") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    turn(&mut ws, &id, "say one").await;
+    let pids = w.registry_pids();
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "model": "claude-haiku-4-5",
+                 "permissionMode": "acceptEdits"}))
+        .await;
+    // acceptEdits lets a file write in the working directory through without asking.
+    let events = turn(&mut ws, &id, "bash touch edited.txt").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(of_kind(&events, "permission_request").is_empty(), "{events:?}");
+    let last = w
+        .mock
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.user_text == "bash touch edited.txt")
+        .map(|r| r.model)
+        .unwrap_or_default();
+    assert_eq!(last, "claude-haiku-4-5");
+    assert_eq!(w.registry_pids(), pids, "no restart for model or mode");
+}
+
+#[actix_rt::test]
+async fn a_restarted_server_resumes_the_claude_session() {
+    let Some(mut w) = World::start("claude-resume") else {
+        return;
+    };
+    let id = {
+        let mut ws = w.server().ws().await;
+        let id = w.session(&mut ws, "default").await;
+        ws.subscribe(&id, 0).await;
+        let events = turn(&mut ws, &id, "say remember the blue door").await;
+        assert_eq!(status(&events), "completed");
+        id
+    };
+    let before = w.info(&id).await["vendorSessionId"].clone();
+    assert!(before.is_string());
+    w.restart();
+    let mut ws = w.server().ws().await;
+    let info = w.info(&id).await;
+    ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0)).await;
+    let events = turn(&mut ws, &id, "say second turn").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(w.info(&id).await["vendorSessionId"], before);
+    let request = w
+        .mock
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.user_text == "say second turn")
+        .map(|r| r.body.to_string())
+        .unwrap_or_default();
+    assert!(
+        request.contains("remember the blue door"),
+        "the model saw the earlier conversation"
+    );
+}
+
+#[actix_rt::test]
+async fn a_cli_killed_mid_turn_fails_the_turn_and_the_next_one_works() {
+    let Some(w) = World::start("claude-killed") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    send(&mut ws, &id, "hold").await;
+    ws.recv_until(|v| v["kind"] == "text_delta").await;
+    let pids = w.registry_pids();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pids[0].to_string()])
+        .status()
+        .map(|s| s.success());
+    assert_eq!(killed.ok(), Some(true));
+    let events = ws.events_until_turn_end(&id).await;
+    let end = events.last().cloned().unwrap_or_default();
+    assert_eq!(end["status"], "failed", "{end}");
+    assert!(
+        end["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("exited") && e.contains("signal")),
+        "{end}"
+    );
+    let events = turn(&mut ws, &id, "say back again").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(texts(&events, "assistant_message"), ["back again"]);
+}
+
+#[actix_rt::test]
+async fn stopping_the_server_leaves_no_cli_behind() {
+    let Some(mut w) = World::start("claude-stop") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    send(&mut ws, &id, "hold").await;
+    ws.recv_until(|v| v["kind"] == "text_delta").await;
+    let pids = w.registry_pids();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    ws.close().await;
+    if let Some(server) = w.server.take() {
+        server.terminate();
+    }
+    // Left alone, this CLI would wait for the held reply for two minutes.
+    let pid = pids[0];
+    eventually("the CLI to exit with the server", || async {
+        (!alive(pid)).then_some(())
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_claude_driver_delegates_through_mcp() {
+    let Some(w) = World::start("claude-driver") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    let call = json!({"message": "from the scripted worker", "workerVendor": "scripted"});
+    let events = turn(
+        &mut ws,
+        &id,
+        &format!("tool mcp__tandem__send_to_partner {call}"),
+    )
+    .await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let calls = of_kind(&events, "tool_call");
+    assert_eq!(calls[0]["name"], "mcp__tandem__send_to_partner", "{events:?}");
+    let results = of_kind(&events, "tool_result");
+    let output: Value = serde_json::from_str(results[0]["output"].as_str().unwrap_or_default())
+        .unwrap_or_default();
+    assert_eq!(output["status"], "complete", "{results:?}");
+    assert_eq!(output["workerCreated"], true);
+    assert_eq!(output["response"], "from the scripted worker");
+    let worker = output["partnerId"].as_str().unwrap_or_default().to_string();
+    let worker_events = w.server().all_events(&worker).await;
+    assert_eq!(
+        texts(&worker_events, "assistant_message"),
+        ["from the scripted worker"]
+    );
+    assert!(
+        texts(&events, "assistant_message")[0].contains("from the scripted worker"),
+        "the Driver's model saw the result: {events:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn a_background_task_outlives_its_turn_until_stopped() {
+    let Some(w) = World::start("claude-background") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "bypassPermissions").await;
+    ws.subscribe(&id, 0).await;
+    let events = turn(&mut ws, &id, "bgbash sleep 120").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let tasks = {
+        let all = w.server().all_events(&id).await;
+        of_kind(&all, "background_tasks")
+            .last()
+            .map(|e| e["tasks"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
+    assert_eq!(tasks[0]["taskType"], "shell");
+    let task_id = tasks[0]["taskId"].as_str().unwrap_or_default().to_string();
+
+    let running = w.running().await;
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert_eq!(running[0]["sessionId"], json!(id));
+    assert_eq!(running[0]["background"], true);
+    assert_eq!(running[0]["canInterrupt"], false);
+    assert_eq!(running[0]["startedAt"], tasks[0]["startedAt"]);
+
+    // A queued message waits for the background work.
+    let queued = ws
+        .ok(json!({"type": "chat.send", "sessionId": id, "content": "say after the task",
+                   "queue": true}))
+        .await;
+    assert!(queued.to_string().contains("queued"), "{queued}");
+    ws.ok(json!({"type": "chat.stop-task", "sessionId": id, "taskId": task_id}))
+        .await;
+    let frames = ws
+        .recv_until(|v| v["kind"] == "turn_completed" && v["sessionId"] == json!(id))
+        .await;
+    let emptied = frames
+        .iter()
+        .position(|v| v["kind"] == "background_tasks" && v["tasks"] == json!([]));
+    let started = frames.iter().position(|v| v["kind"] == "turn_started");
+    assert!(
+        emptied.is_some() && started.is_some() && emptied < started,
+        "the queued turn starts after the task is gone: {frames:?}"
+    );
+    assert_eq!(
+        texts(&frames, "assistant_message").last().map(String::as_str),
+        Some("after the task")
+    );
+    let unknown = ws
+        .request(json!({"type": "chat.stop-task", "sessionId": id, "taskId": "nope"}))
+        .await;
+    assert_eq!(unknown["code"], "NO_SUCH_TASK", "{unknown}");
+}
+
+/// A session with a Claude session id (after one real turn) and that id.
+async fn session_with_claude_id(w: &World, ws: &mut WsClient) -> (String, String) {
+    let id = w.session(ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    let events = turn(ws, &id, "say ready").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let claude = w.info(&id).await["vendorSessionId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!claude.is_empty());
+    (id, claude)
+}
+
+#[actix_rt::test]
+async fn running_view_lists_an_outside_claude_process() {
+    let Some(w) = World::start("claude-outside") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let (id, claude) = session_with_claude_id(&w, &mut ws).await;
+    // Our own idle CLI has a registry file saying busy: it is not an outside process.
+    assert!(!w.registry_pids().is_empty());
+    assert_eq!(w.running().await, Vec::<Value>::new());
+    let me = std::process::id();
+    w.write_registry(
+        &format!("{me}.json"),
+        &json!({"pid": me, "sessionId": claude, "status": "busy", "entrypoint": "cli",
+                "startedAt": 4000})
+        .to_string(),
+    );
+    let running = w.running().await;
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert_eq!(running[0]["sessionId"], json!(id));
+    assert_eq!(running[0]["startedAt"], 4000);
+    assert_eq!(running[0]["canInterrupt"], false);
+    assert!(running[0]["statusText"].is_string());
+}
+
+#[actix_rt::test]
+async fn running_view_skips_dead_and_idle_processes() {
+    let Some(w) = World::start("claude-stale") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let (_, claude) = session_with_claude_id(&w, &mut ws).await;
+    let me = std::process::id();
+    w.write_registry(
+        "4194302.json",
+        &json!({"pid": 4194302, "sessionId": claude, "status": "busy", "startedAt": 1000})
+            .to_string(),
+    );
+    w.write_registry(
+        &format!("{me}.json"),
+        &json!({"pid": me, "sessionId": claude, "status": "idle", "startedAt": 2000})
+            .to_string(),
+    );
+    assert_eq!(w.running().await, Vec::<Value>::new());
+}
+
+#[actix_rt::test]
+async fn running_view_prefers_our_own_turn() {
+    let Some(w) = World::start("claude-both") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let (id, claude) = session_with_claude_id(&w, &mut ws).await;
+    let me = std::process::id();
+    w.write_registry(
+        &format!("{me}.json"),
+        &json!({"pid": me, "sessionId": claude, "status": "busy", "startedAt": 3000})
+            .to_string(),
+    );
+    send(&mut ws, &id, "hold").await;
+    ws.recv_until(|v| v["kind"] == "text_delta").await;
+    let running = w.running().await;
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert_eq!(running[0]["canInterrupt"], true, "our turn's entry wins");
+    assert!(running[0].get("statusText").is_none());
+    w.mock.release();
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(status(&events), "completed");
+}
+
+#[actix_rt::test]
+async fn running_view_survives_a_half_written_registry_file() {
+    let Some(w) = World::start("claude-broken") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let (id, claude) = session_with_claude_id(&w, &mut ws).await;
+    let me = std::process::id();
+    w.write_registry("broken.json", "{\"pid\":");
+    w.write_registry(
+        &format!("{me}.json"),
+        &json!({"pid": me, "sessionId": claude, "status": "busy", "startedAt": 5000})
+            .to_string(),
+    );
+    let running = w.running().await;
+    let ids: Vec<&Value> = running.iter().map(|r| &r["sessionId"]).collect();
+    assert_eq!(ids, [&json!(id)]);
+}
+
+#[actix_rt::test]
+async fn running_view_lists_a_turn_in_flight() {
+    let Some(w) = World::start("claude-inflight") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    send(&mut ws, &id, "hold").await;
+    ws.recv_until(|v| v["kind"] == "text_delta").await;
+    let running = w.running().await;
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert_eq!(running[0]["sessionId"], json!(id));
+    assert_eq!(running[0]["vendor"], "claude");
+    assert_eq!(running[0]["canInterrupt"], true);
+    w.mock.release();
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(status(&events), "completed");
+    assert_eq!(texts(&events, "assistant_message"), ["holding  released"]);
+}
+
+#[actix_rt::test]
+async fn an_idle_process_is_closed_and_the_next_turn_resumes() {
+    let Some(w) = World::start_idle("claude-idle", 1) else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    turn(&mut ws, &id, "say the password is swordfish").await;
+    let first = w.registry_pids();
+    assert_eq!(first.len(), 1);
+    eventually("the idle process to close", || async {
+        (!alive(first[0])).then_some(())
+    })
+    .await;
+    let events = turn(&mut ws, &id, "say what was it").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let body = w
+        .mock
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.user_text == "say what was it")
+        .map(|r| r.body.to_string())
+        .unwrap_or_default();
+    assert!(body.contains("swordfish"), "resumed the conversation");
+    assert_ne!(w.registry_pids(), first, "a new process");
+}
+
+/// A stand-in `claude` that writes one malformed line among valid ones.
+#[actix_rt::test]
+async fn a_malformed_line_is_skipped() {
+    let dir = Arc::new(TempDir::new("claude-fake"));
+    let bin = dir.path().join("fake-claude");
+    let script = r#"#!/bin/sh
+read line
+echo 'this is not json {'
+echo '{"type":"system","subtype":"init","session_id":"fake-session"}'
+echo '{"type":"assistant","message":{"content":[{"type":"text","text":"still fine"}]},"parent_tool_use_id":null}'
+echo '{"type":"result","subtype":"success","is_error":false,"session_id":"fake-session"}'
+cat > /dev/null
+"#;
+    std::fs::write(&bin, script).unwrap_or_else(|e| panic!("{e}"));
+    let chmod = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&bin)
+        .status();
+    assert!(chmod.is_ok_and(|s| s.success()));
+    let config = dir.path().join("tandem.toml");
+    std::fs::write(
+        &config,
+        format!("[vendors.claude]\nbin = {:?}\n", bin.display().to_string()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::start_in(dir.clone(), World::options(&config));
+    let mut ws = server.ws().await;
+    let reply = ws
+        .ok(json!({"type": "session.create", "vendor": "claude"}))
+        .await;
+    let id = reply["session"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    ws.subscribe(&id, 0).await;
+    let events = turn(&mut ws, &id, "anything").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(texts(&events, "assistant_message"), ["still fine"]);
+    let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(info["vendorSessionId"], "fake-session");
+}
