@@ -78,8 +78,10 @@ impl World {
     /// Creates a Claude session in `mode` and returns its id.
     async fn session(&self, ws: &mut WsClient, mode: &str) -> String {
         let reply = ws
-            .ok(json!({"type": "session.create", "vendor": "claude", "title": "claude test",
-                       "permissionMode": mode}))
+            .ok(
+                json!({"type": "session.create", "vendor": "claude", "title": "claude test",
+                       "permissionMode": mode}),
+            )
             .await;
         match reply["session"]["id"].as_str() {
             Some(id) => id.to_string(),
@@ -141,7 +143,10 @@ impl Drop for World {
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().to_string()))
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().to_string())
+        })
         .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
 }
 
@@ -319,7 +324,10 @@ async fn bash_tool_asks_and_obeys_allow_and_deny() {
         .as_str()
         .is_some_and(|o| o.contains("not today")));
     assert_eq!(texts(&events, "assistant_message"), ["result: not today"]);
-    assert!(!work.join("denied.txt").exists(), "a denied command never ran");
+    assert!(
+        !work.join("denied.txt").exists(),
+        "a denied command never ran"
+    );
     let all = w.server().all_events(&id).await;
     assert_eq!(of_kind(&all, "permission_resolved").len(), 2);
 }
@@ -362,7 +370,11 @@ async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
     let events = turn(&mut ws, &id, "say after the interrupt").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert_eq!(texts(&events, "assistant_message"), ["after the interrupt"]);
-    assert_eq!(w.registry_pids(), pids, "the same process took the next turn");
+    assert_eq!(
+        w.registry_pids(),
+        pids,
+        "the same process took the next turn"
+    );
 
     // An interrupt while an approval is pending withdraws it.
     send(&mut ws, &id, "bash touch never.txt").await;
@@ -372,9 +384,8 @@ async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
     assert_eq!(status(&events), "interrupted", "{events:?}");
     let all = w.server().all_events(&id).await;
     assert!(
-        all.iter().any(
-            |e| e["kind"] == "permission_resolved" && e["requestId"] == request["requestId"]
-        ),
+        all.iter()
+            .any(|e| e["kind"] == "permission_resolved" && e["requestId"] == request["requestId"]),
         "the pending approval is withdrawn"
     );
     let events = turn(&mut ws, &id, "say still fine").await;
@@ -391,13 +402,18 @@ async fn model_and_mode_changes_reach_the_live_process() {
     ws.subscribe(&id, 0).await;
     turn(&mut ws, &id, "say one").await;
     let pids = w.registry_pids();
-    ws.ok(json!({"type": "session.configure", "sessionId": id, "model": "claude-haiku-4-5",
-                 "permissionMode": "acceptEdits"}))
-        .await;
+    ws.ok(
+        json!({"type": "session.configure", "sessionId": id, "model": "claude-haiku-4-5",
+                 "permissionMode": "acceptEdits"}),
+    )
+    .await;
     // acceptEdits lets a file write in the working directory through without asking.
     let events = turn(&mut ws, &id, "bash touch edited.txt").await;
     assert_eq!(status(&events), "completed", "{events:?}");
-    assert!(of_kind(&events, "permission_request").is_empty(), "{events:?}");
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
     let last = w
         .mock
         .requests()
@@ -428,7 +444,8 @@ async fn a_restarted_server_resumes_the_claude_session() {
     w.restart();
     let mut ws = w.server().ws().await;
     let info = w.info(&id).await;
-    ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0)).await;
+    ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
+        .await;
     let events = turn(&mut ws, &id, "say second turn").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert_eq!(w.info(&id).await["vendorSessionId"], before);
@@ -443,6 +460,48 @@ async fn a_restarted_server_resumes_the_claude_session() {
     assert!(
         request.contains("remember the blue door"),
         "the model saw the earlier conversation"
+    );
+}
+
+#[actix_rt::test]
+async fn a_lost_claude_session_continues_in_a_new_one() {
+    let Some(mut w) = World::start("claude-lost") else {
+        return;
+    };
+    let id = {
+        let mut ws = w.server().ws().await;
+        let id = w.session(&mut ws, "default").await;
+        ws.subscribe(&id, 0).await;
+        turn(&mut ws, &id, "say first").await;
+        id
+    };
+    let before = w.info(&id).await["vendorSessionId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    w.restart();
+    // The transcript is gone (deleted by hand, another machine's HOME, ...).
+    let projects = w.home.join(".claude").join("projects");
+    for project in std::fs::read_dir(&projects).into_iter().flatten().flatten() {
+        let _ = std::fs::remove_file(project.path().join(format!("{before}.jsonl")));
+    }
+    let mut ws = w.server().ws().await;
+    let info = w.info(&id).await;
+    ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
+        .await;
+    let events = turn(&mut ws, &id, "say second").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(
+        texts(&events, "info")
+            .iter()
+            .any(|t| t.contains("could not resume")),
+        "{events:?}"
+    );
+    assert_eq!(texts(&events, "assistant_message"), ["second"]);
+    let after = w.info(&id).await["vendorSessionId"].clone();
+    assert!(
+        after.is_string() && after != json!(before),
+        "a new Claude session: {after}"
     );
 }
 
@@ -518,10 +577,13 @@ async fn a_claude_driver_delegates_through_mcp() {
     .await;
     assert_eq!(status(&events), "completed", "{events:?}");
     let calls = of_kind(&events, "tool_call");
-    assert_eq!(calls[0]["name"], "mcp__tandem__send_to_partner", "{events:?}");
+    assert_eq!(
+        calls[0]["name"], "mcp__tandem__send_to_partner",
+        "{events:?}"
+    );
     let results = of_kind(&events, "tool_result");
-    let output: Value = serde_json::from_str(results[0]["output"].as_str().unwrap_or_default())
-        .unwrap_or_default();
+    let output: Value =
+        serde_json::from_str(results[0]["output"].as_str().unwrap_or_default()).unwrap_or_default();
     assert_eq!(output["status"], "complete", "{results:?}");
     assert_eq!(output["workerCreated"], true);
     assert_eq!(output["response"], "from the scripted worker");
@@ -567,8 +629,10 @@ async fn a_background_task_outlives_its_turn_until_stopped() {
 
     // A queued message waits for the background work.
     let queued = ws
-        .ok(json!({"type": "chat.send", "sessionId": id, "content": "say after the task",
-                   "queue": true}))
+        .ok(
+            json!({"type": "chat.send", "sessionId": id, "content": "say after the task",
+                   "queue": true}),
+        )
         .await;
     assert!(queued.to_string().contains("queued"), "{queued}");
     ws.ok(json!({"type": "chat.stop-task", "sessionId": id, "taskId": task_id}))
@@ -585,7 +649,9 @@ async fn a_background_task_outlives_its_turn_until_stopped() {
         "the queued turn starts after the task is gone: {frames:?}"
     );
     assert_eq!(
-        texts(&frames, "assistant_message").last().map(String::as_str),
+        texts(&frames, "assistant_message")
+            .last()
+            .map(String::as_str),
         Some("after the task")
     );
     let unknown = ws
@@ -648,8 +714,7 @@ async fn running_view_skips_dead_and_idle_processes() {
     );
     w.write_registry(
         &format!("{me}.json"),
-        &json!({"pid": me, "sessionId": claude, "status": "idle", "startedAt": 2000})
-            .to_string(),
+        &json!({"pid": me, "sessionId": claude, "status": "idle", "startedAt": 2000}).to_string(),
     );
     assert_eq!(w.running().await, Vec::<Value>::new());
 }
@@ -664,8 +729,7 @@ async fn running_view_prefers_our_own_turn() {
     let me = std::process::id();
     w.write_registry(
         &format!("{me}.json"),
-        &json!({"pid": me, "sessionId": claude, "status": "busy", "startedAt": 3000})
-            .to_string(),
+        &json!({"pid": me, "sessionId": claude, "status": "busy", "startedAt": 3000}).to_string(),
     );
     send(&mut ws, &id, "hold").await;
     ws.recv_until(|v| v["kind"] == "text_delta").await;
@@ -689,8 +753,7 @@ async fn running_view_survives_a_half_written_registry_file() {
     w.write_registry("broken.json", "{\"pid\":");
     w.write_registry(
         &format!("{me}.json"),
-        &json!({"pid": me, "sessionId": claude, "status": "busy", "startedAt": 5000})
-            .to_string(),
+        &json!({"pid": me, "sessionId": claude, "status": "busy", "startedAt": 5000}).to_string(),
     );
     let running = w.running().await;
     let ids: Vec<&Value> = running.iter().map(|r| &r["sessionId"]).collect();
@@ -747,19 +810,10 @@ async fn an_idle_process_is_closed_and_the_next_turn_resumes() {
     assert_ne!(w.registry_pids(), first, "a new process");
 }
 
-/// A stand-in `claude` that writes one malformed line among valid ones.
-#[actix_rt::test]
-async fn a_malformed_line_is_skipped() {
+/// A server whose `claude` is the shell script `script`, and a session on it.
+async fn fake_claude(script: &str) -> (Server, WsClient, String) {
     let dir = Arc::new(TempDir::new("claude-fake"));
     let bin = dir.path().join("fake-claude");
-    let script = r#"#!/bin/sh
-read line
-echo 'this is not json {'
-echo '{"type":"system","subtype":"init","session_id":"fake-session"}'
-echo '{"type":"assistant","message":{"content":[{"type":"text","text":"still fine"}]},"parent_tool_use_id":null}'
-echo '{"type":"result","subtype":"success","is_error":false,"session_id":"fake-session"}'
-cat > /dev/null
-"#;
     std::fs::write(&bin, script).unwrap_or_else(|e| panic!("{e}"));
     let chmod = std::process::Command::new("chmod")
         .arg("+x")
@@ -782,9 +836,48 @@ cat > /dev/null
         .unwrap_or_default()
         .to_string();
     ws.subscribe(&id, 0).await;
+    (server, ws, id)
+}
+
+/// A stand-in `claude` that writes one malformed line among valid ones.
+#[actix_rt::test]
+async fn a_malformed_line_is_skipped() {
+    let (server, mut ws, id) = fake_claude(
+        r#"#!/bin/sh
+read line
+echo 'this is not json {'
+echo '{"type":"system","subtype":"init","session_id":"fake-session"}'
+echo '{"type":"assistant","message":{"content":[{"type":"text","text":"still fine"}]},"parent_tool_use_id":null}'
+echo '{"type":"result","subtype":"success","is_error":false,"session_id":"fake-session"}'
+cat > /dev/null
+"#,
+    )
+    .await;
     let events = turn(&mut ws, &id, "anything").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert_eq!(texts(&events, "assistant_message"), ["still fine"]);
     let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
     assert_eq!(info["vendorSessionId"], "fake-session");
+}
+
+/// A stand-in `claude` that dies mid-turn after complaining on stderr.
+#[actix_rt::test]
+async fn a_cli_exiting_mid_turn_fails_the_turn_with_its_stderr() {
+    let (_server, mut ws, id) = fake_claude(
+        r#"#!/bin/sh
+read line
+echo '{"type":"system","subtype":"init","session_id":"fake-dying"}'
+echo 'the model backend exploded' >&2
+exit 3
+"#,
+    )
+    .await;
+    let events = turn(&mut ws, &id, "anything").await;
+    let end = events.last().cloned().unwrap_or_default();
+    assert_eq!(end["status"], "failed", "{end}");
+    let error = end["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("exit code 3") && error.contains("the model backend exploded"),
+        "{end}"
+    );
 }

@@ -106,7 +106,10 @@ impl MockAnthropic {
         vec![
             ("ANTHROPIC_BASE_URL".into(), self.base_url()),
             ("ANTHROPIC_API_KEY".into(), "mock-key".into()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into()),
+            (
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                "1".into(),
+            ),
         ]
     }
 
@@ -355,12 +358,18 @@ fn usage(output: u64) -> Value {
 /// The whole reply as one non-streamed message (for `stream: false` requests).
 fn whole_message(shared: &Shared, model: &str, reply: &Reply) -> Value {
     let (content, stop) = match reply {
-        Reply::Text(parts) => (json!([{"type": "text", "text": parts.concat()}]), "end_turn"),
+        Reply::Text(parts) => (
+            json!([{"type": "text", "text": parts.concat()}]),
+            "end_turn",
+        ),
         Reply::Slow { n, .. } => (
             json!([{"type": "text", "text": (0..*n).map(|i| format!("chunk {i} ")).collect::<String>()}]),
             "end_turn",
         ),
-        Reply::Hold => (json!([{"type": "text", "text": "holding  released"}]), "end_turn"),
+        Reply::Hold => (
+            json!([{"type": "text", "text": "holding  released"}]),
+            "end_turn",
+        ),
         Reply::Think(t) => (
             json!([{"type": "thinking", "thinking": t, "signature": "sig"},
                    {"type": "text", "text": "thought"}]),
@@ -548,9 +557,7 @@ mod tests {
         assert_eq!(text, "bash ls\nsay ok");
         assert_eq!(step, 1);
         assert!(matches!(choose(&text, step, &body), Reply::Text(p) if p.concat() == "ok"));
-        assert!(
-            matches!(choose(&text, 2, &body), Reply::Text(p) if p.concat() == "result: files")
-        );
+        assert!(matches!(choose(&text, 2, &body), Reply::Text(p) if p.concat() == "result: files"));
     }
 
     /// Not a test: serves the mock until killed, for driving the CLI by hand

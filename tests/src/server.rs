@@ -244,7 +244,10 @@ impl Server {
         let status = self.child.wait();
         let _ = done.send(());
         let hung = watchdog.join().unwrap_or(true);
-        assert!(!hung, "the server did not stop within 30 s of SIGTERM ({status:?})");
+        assert!(
+            !hung,
+            "the server did not stop within 30 s of SIGTERM ({status:?})"
+        );
         self.dir.clone()
     }
 

@@ -1,4 +1,4 @@
-//! The benchmark program (`bench fanout|sessions|replay|durability|delegation|codex`, see
+//! The benchmark program (`bench fanout|sessions|replay|durability|delegation|codex|claude`, see
 //! BENCHMARKS.md).
 //!
 //! Every mode starts the real server as a separate process ([`server::BenchServer`]),
@@ -9,6 +9,7 @@
 //! ([`scan`]).
 
 pub mod args;
+pub mod claude;
 pub mod codex;
 pub mod delegation;
 pub mod durability;
@@ -38,6 +39,7 @@ pub fn run(mode: &str, flags: &[String]) -> ExitCode {
         "durability" => durability::main(flags),
         "delegation" => delegation::main(flags),
         "codex" => codex::main(flags),
+        "claude" => claude::main(flags),
         other => Err(format!("unknown mode {other}")),
     };
     match outcome {
@@ -61,7 +63,8 @@ usage: bench serve [tandem serve flags]
        bench durability [fanout flags] (runs fanout with --commit-batch 1 and default)
        bench delegation [--pairs 100] [--calls 1000] [--per-pair 50] [--runs 3]
                         [--threads 2] [--server-arg ARG]...
-       bench codex      [--turns 100] [--runs 3] [--codex-bin PATH] [--server-arg ARG]...";
+       bench codex      [--turns 100] [--runs 3] [--codex-bin PATH] [--server-arg ARG]...
+       bench claude     [--turns 100] [--warmup 5] [--bin PATH]";
 
 fn usage_error(e: &str) -> ExitCode {
     eprintln!("bench: {e}\n{USAGE}");

@@ -1,7 +1,7 @@
 //! Benchmarks for tandem (see BENCHMARKS.md). `bench serve ARGS` runs the server itself
 //! (exactly `tandem serve ARGS`; likewise `bench user ...`), so tests and benchmarks
 //! start it as a child process.
-//! `bench fanout|sessions|replay|durability|delegation|codex [flags]` start that server as a child
+//! `bench fanout|sessions|replay|durability|delegation|codex|claude [flags]` start that server as a child
 //! process and measure it over loopback ([`tandem_tests::bench`]).
 
 use std::process::ExitCode;
@@ -11,9 +11,10 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         // The server's own commands, exactly as `tandem` runs them.
         Some("serve" | "user" | "token") => tandem_http::cli::main_from(&args),
-        Some(mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex")) => {
-            tandem_tests::bench::run(mode, &args[1..])
-        }
+        Some(
+            mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex"
+            | "claude"),
+        ) => tandem_tests::bench::run(mode, &args[1..]),
         _ => {
             eprintln!("{}", tandem_tests::bench::USAGE);
             ExitCode::from(2)

@@ -457,7 +457,10 @@ impl ClaudeAgent {
                         .patch
                         .as_ref()
                         .and_then(|p| p["status"].as_str().map(str::to_string)),
-                    _ => system.status.as_ref().and_then(|s| s.as_str().map(str::to_string)),
+                    _ => system
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.as_str().map(str::to_string)),
                 };
                 if let (Some(id), Some(status)) = (system.task_id, status) {
                     if self.tasks.finished(&id, &status) {

@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use tandem_protocol::{EventBody, TurnStatus};
 
 use super::wire::{
-    AssistantMessage, CliMessage, ContentBlock, Delta, MessageContent, ResultMessage,
-    StreamEvent, UserMessage,
+    AssistantMessage, CliMessage, ContentBlock, Delta, MessageContent, ResultMessage, StreamEvent,
+    UserMessage,
 };
 
 /// Per-process mapping state.
@@ -278,7 +278,10 @@ mod tests {
         let stopped = result(
             json!({"subtype":"error_during_execution","is_error":true,"errors":["[ede_diagnostic]"]}),
         );
-        assert_eq!(turn_outcome(&stopped, true), (TurnStatus::Interrupted, None));
+        assert_eq!(
+            turn_outcome(&stopped, true),
+            (TurnStatus::Interrupted, None)
+        );
         assert_eq!(
             turn_outcome(&stopped, false),
             (TurnStatus::Failed, Some("[ede_diagnostic]".into()))

@@ -118,7 +118,10 @@ mod tests {
     fn own_start() -> String {
         let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
         let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-        rest.split_whitespace().nth(19).unwrap_or_default().to_string()
+        rest.split_whitespace()
+            .nth(19)
+            .unwrap_or_default()
+            .to_string()
     }
 
     #[test]
@@ -162,14 +165,14 @@ mod tests {
             ),
         );
         let found = scan(&h, &|_| false);
-        let ids: Vec<&str> = found
-            .iter()
-            .map(|r| r.claude_session_id.as_str())
-            .collect();
+        let ids: Vec<&str> = found.iter().map(|r| r.claude_session_id.as_str()).collect();
         if Path::new("/proc/self").exists() {
             assert_eq!(ids, ["busy", "same"]);
         }
-        assert!(scan(&h, &|pid| pid == me).is_empty(), "our own pids are skipped");
+        assert!(
+            scan(&h, &|pid| pid == me).is_empty(),
+            "our own pids are skipped"
+        );
         let _ = std::fs::remove_dir_all(&h);
     }
 

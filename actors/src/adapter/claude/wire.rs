@@ -490,23 +490,31 @@ mod tests {
     #[test]
     fn reads_lines_seen_from_the_cli() {
         // Shapes copied from a real 2.1.332 session (trimmed).
-        let m = parse(json!({"type":"system","subtype":"init","cwd":"/w","session_id":"s1",
-            "tools":["Bash"],"mcp_servers":[{"name":"tandem","status":"connected"}],"model":"m"}));
+        let m = parse(
+            json!({"type":"system","subtype":"init","cwd":"/w","session_id":"s1",
+            "tools":["Bash"],"mcp_servers":[{"name":"tandem","status":"connected"}],"model":"m"}),
+        );
         assert!(
             matches!(m, CliMessage::System(s) if s.subtype == "init" && s.session_id.as_deref() == Some("s1"))
         );
-        let m = parse(json!({"type":"stream_event","event":{"delta":{"text":"hi ","type":"text_delta"},
-            "index":0,"type":"content_block_delta"},"session_id":"s1","parent_tool_use_id":null}));
+        let m = parse(
+            json!({"type":"stream_event","event":{"delta":{"text":"hi ","type":"text_delta"},
+            "index":0,"type":"content_block_delta"},"session_id":"s1","parent_tool_use_id":null}),
+        );
         assert!(matches!(m, CliMessage::StreamEvent(StreamEventMessage {
             event: StreamEvent::ContentBlockDelta { delta: Delta::TextDelta { ref text } }, .. }) if text == "hi "));
-        let m = parse(json!({"type":"assistant","message":{"content":[{"id":"t1","input":{"command":"ls"},
+        let m = parse(
+            json!({"type":"assistant","message":{"content":[{"id":"t1","input":{"command":"ls"},
             "name":"Bash","type":"tool_use"}],"id":"msg","model":"m","role":"assistant"},
-            "parent_tool_use_id":null,"session_id":"s1"}));
+            "parent_tool_use_id":null,"session_id":"s1"}),
+        );
         assert!(
             matches!(m, CliMessage::Assistant(a) if matches!(&a.message.content[0], ContentBlock::ToolUse { name, .. } if name == "Bash"))
         );
-        let m = parse(json!({"type":"user","message":{"role":"user","content":"<local-command-stdout>x</local-command-stdout>"},
-            "isReplay":true}));
+        let m = parse(
+            json!({"type":"user","message":{"role":"user","content":"<local-command-stdout>x</local-command-stdout>"},
+            "isReplay":true}),
+        );
         assert!(matches!(
             m,
             CliMessage::User(UserMessage {
@@ -516,13 +524,17 @@ mod tests {
                 ..
             })
         ));
-        let m = parse(json!({"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool",
-            "tool_name":"Bash","input":{"command":"touch x"},"tool_use_id":"t1","permission_suggestions":[]}}));
+        let m = parse(
+            json!({"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool",
+            "tool_name":"Bash","input":{"command":"touch x"},"tool_use_id":"t1","permission_suggestions":[]}}),
+        );
         assert!(
             matches!(m, CliMessage::ControlRequest(r) if matches!(r.request, InboundRequest::CanUseTool { ref tool_name, .. } if tool_name == "Bash"))
         );
-        let m = parse(json!({"type":"result","subtype":"error_during_execution","is_error":true,
-            "session_id":"s1","total_cost_usd":0.1,"usage":{"input_tokens":1},"terminal_reason":"aborted_streaming"}));
+        let m = parse(
+            json!({"type":"result","subtype":"error_during_execution","is_error":true,
+            "session_id":"s1","total_cost_usd":0.1,"usage":{"input_tokens":1},"terminal_reason":"aborted_streaming"}),
+        );
         assert!(matches!(m, CliMessage::Result(r) if r.is_error && !r.is_self_started()));
         let m = parse(json!({"type":"result","subtype":"success","is_error":false,
             "origin":{"kind":"task-notification"}}));
@@ -532,7 +544,9 @@ mod tests {
             CliMessage::Other
         ));
         assert!(matches!(
-            parse(json!({"type":"control_request","request_id":"r","request":{"subtype":"mcp_message"}})),
+            parse(
+                json!({"type":"control_request","request_id":"r","request":{"subtype":"mcp_message"}})
+            ),
             CliMessage::ControlRequest(InboundControlRequest {
                 request: InboundRequest::Other,
                 ..
@@ -563,7 +577,10 @@ mod tests {
             OutboundRequest::SetPermissionMode { mode: "plan" },
         ))
         .unwrap_or(Value::Null);
-        assert_eq!(v["request"], json!({"subtype":"set_permission_mode","mode":"plan"}));
+        assert_eq!(
+            v["request"],
+            json!({"subtype":"set_permission_mode","mode":"plan"})
+        );
         let v = serde_json::to_value(OutboundControlResponse::decision(
             "r1",
             PermissionDecision::Allow {
