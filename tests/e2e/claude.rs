@@ -660,6 +660,44 @@ async fn a_background_task_outlives_its_turn_until_stopped() {
     assert_eq!(unknown["code"], "NO_SUCH_TASK", "{unknown}");
 }
 
+#[actix_rt::test]
+async fn what_claude_says_after_a_task_ends_stays_out_of_the_next_turn() {
+    let Some(w) = World::start("claude-notified") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "bypassPermissions").await;
+    ws.subscribe(&id, 0).await;
+    let events = turn(&mut ws, &id, "bgbash sleep 1").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    // Queued behind the task: sent the moment the task ends, which is also when the
+    // CLI starts a turn of its own to tell the model about it.
+    ws.ok(
+        json!({"type": "chat.send", "sessionId": id, "content": "say queued reply",
+                 "queue": true}),
+    )
+    .await;
+    let end = ws
+        .recv_until(|v| v["kind"] == "turn_completed" && v["sessionId"] == json!(id))
+        .await;
+    let queued = turn_events(&w, &id, &end).await;
+    assert_eq!(status(&queued), "completed", "{queued:?}");
+    assert_eq!(texts(&queued, "assistant_message"), ["queued reply"]);
+    // The CLI's own turn was recorded outside any turn.
+    let notice = eventually("the CLI's own reply", || async {
+        let all = w.server().all_events(&id).await;
+        all.iter()
+            .find(|e| {
+                e["kind"] == "assistant_message"
+                    && e.get("turnId").is_none()
+                    && e["text"].as_str().is_some_and(|t| t.starts_with("result:"))
+            })
+            .cloned()
+    })
+    .await;
+    assert!(notice["text"].is_string());
+}
+
 /// A session with a Claude session id (after one real turn) and that id.
 async fn session_with_claude_id(w: &World, ws: &mut WsClient) -> (String, String) {
     let id = w.session(ws, "default").await;

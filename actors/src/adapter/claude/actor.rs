@@ -22,7 +22,7 @@ use super::mapping::{turn_outcome, usage_value, StreamMapper};
 use super::tasks::TaskTracker;
 use super::transport::{self, cli_args, cli_mode, Exited, LiveProcess, StdoutLine};
 use super::wire::{
-    line, CliMessage, InboundControlRequest, InboundRequest, OutboundControlRequest,
+    line, new_uuid, CliMessage, InboundControlRequest, InboundRequest, OutboundControlRequest,
     OutboundControlResponse, OutboundRequest, PermissionDecision, ResultMessage, SystemMessage,
     UserTurn,
 };
@@ -74,6 +74,11 @@ struct Turn {
     interrupting: bool,
     /// The turn already moved to a fresh Claude session once.
     retried_fresh: bool,
+    /// The id our user message carries; `command_lifecycle` lines name it.
+    uuid: String,
+    /// The CLI started working on our message. Until then, output belongs to a turn
+    /// the CLI started by itself (after a background task finished), not to ours.
+    started: bool,
 }
 
 /// A tool approval the CLI is waiting for.
@@ -116,6 +121,9 @@ pub struct ClaudeAgent {
     started_ok: bool,
     /// The live process was started with `--resume`.
     resumed: bool,
+    /// The live process reports `command_lifecycle` (older CLIs do not: then every
+    /// line after our message counts as our turn's).
+    lifecycle_seen: bool,
     /// Processes asked to close, with their kill switches (dropped = killed).
     closing: Vec<(u64, Option<oneshot::Sender<()>>)>,
     /// Bumped per process.
@@ -156,6 +164,7 @@ impl ClaudeAgent {
             applied: None,
             started_ok: false,
             resumed: false,
+            lifecycle_seen: false,
             closing: Vec::new(),
             generation: 0,
             turn: None,
@@ -175,8 +184,12 @@ impl ClaudeAgent {
         self.out.do_send(AgentOutput { turn_id, item });
     }
 
+    /// Our turn, if the CLI is working on it (see [`Turn::started`]).
     fn current_turn(&self) -> Option<String> {
-        self.turn.as_ref().map(|t| t.id.clone())
+        self.turn
+            .as_ref()
+            .filter(|t| t.started || !self.lifecycle_seen)
+            .map(|t| t.id.clone())
     }
 
     fn end_turn(&mut self, turn_id: String, status: TurnStatus, error: Option<String>) {
@@ -212,6 +225,7 @@ impl ClaudeAgent {
         self.applied = Some(Applied::from(&self.settings));
         self.started_ok = false;
         self.resumed = resume.is_some();
+        self.lifecycle_seen = false;
         self.mapper = StreamMapper::default();
         Ok(())
     }
@@ -336,12 +350,15 @@ impl ClaudeAgent {
             return;
         }
         // A failed write means the process is dying: its exit ends the turn.
-        self.write(line(&UserTurn::new(&text)));
+        let uuid = new_uuid();
+        self.write(line(&UserTurn::new(&text, &uuid)));
         self.turn = Some(Turn {
             id: turn_id,
             text,
             interrupting: false,
             retried_fresh: false,
+            uuid,
+            started: false,
         });
     }
 
@@ -408,11 +425,21 @@ impl ClaudeAgent {
             CliMessage::System(system) => self.on_system(system, ctx),
             CliMessage::Result(result) => self.on_result(result, ctx),
             CliMessage::ControlRequest(request) => self.on_control_request(request),
-            CliMessage::ControlResponse(response) => {
-                if response.response.subtype != "success" {
-                    tracing::warn!(session = %self.session_id, request = %response.response.request_id,
-                        error = ?response.response.error, "claude refused a control request");
+            CliMessage::CommandLifecycle(progress) => {
+                self.lifecycle_seen = true;
+                if let Some(turn) = self
+                    .turn
+                    .as_mut()
+                    .filter(|t| t.uuid == progress.command_uuid)
+                {
+                    if progress.state == "started" {
+                        turn.started = true;
+                    }
                 }
+            }
+            CliMessage::ControlResponse(response) if response.response.subtype != "success" => {
+                tracing::warn!(session = %self.session_id, request = %response.response.request_id,
+                    error = ?response.response.error, "claude refused a control request");
             }
             CliMessage::ControlCancelRequest(cancel) => {
                 if let Some(pos) = self
@@ -482,6 +509,9 @@ impl ClaudeAgent {
         }
         if result.is_self_started() {
             tracing::debug!(session = %self.session_id, "a turn claude started itself ended");
+            return;
+        }
+        if self.current_turn().is_none() {
             return;
         }
         let Some(turn) = self.turn.take() else {
@@ -564,7 +594,12 @@ impl ClaudeAgent {
                 );
                 match self.spawn(ctx) {
                     Ok(()) => {
-                        self.write(line(&UserTurn::new(&text)));
+                        let uuid = new_uuid();
+                        self.write(line(&UserTurn::new(&text, &uuid)));
+                        if let Some(turn) = self.turn.as_mut() {
+                            turn.uuid = uuid;
+                            turn.started = false;
+                        }
                     }
                     Err(e) => {
                         self.turn = None;

@@ -28,6 +28,8 @@ pub enum CliMessage {
     ControlResponse(InboundControlResponse),
     /// The CLI withdraws a request it sent (after an interrupt).
     ControlCancelRequest(ControlCancel),
+    /// A user message we sent (with a `uuid`) was queued, started or completed.
+    CommandLifecycle(CommandLifecycle),
     /// Anything else; ignored.
     #[serde(other)]
     Other,
@@ -309,6 +311,29 @@ pub struct ControlCancel {
     pub request_id: String,
 }
 
+/// Progress of one user message we sent: `queued`, `started`, `completed`.
+#[derive(Debug, Deserialize)]
+pub struct CommandLifecycle {
+    /// The `uuid` we gave the message.
+    pub command_uuid: String,
+    /// Where it is.
+    pub state: String,
+}
+
+/// A random version-4 UUID, the form the CLI accepts as a message id.
+pub fn new_uuid() -> String {
+    let h = crate::clock::random_id("", 16);
+    // 32 hex digits as 8-4-4-4-12, with version 4 and variant 10xx.
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
+}
+
 /// A user turn written to the CLI's stdin.
 #[derive(Debug, Serialize)]
 pub struct UserTurn<'a> {
@@ -321,6 +346,8 @@ pub struct UserTurn<'a> {
     pub parent_tool_use_id: Option<String>,
     /// Empty: the CLI fills in its own session id.
     pub session_id: &'static str,
+    /// Ours: `command_lifecycle` lines name the message by it.
+    pub uuid: &'a str,
 }
 
 /// The message of a [`UserTurn`].
@@ -343,8 +370,8 @@ pub struct TextBlock<'a> {
 }
 
 impl<'a> UserTurn<'a> {
-    /// A user turn with this text.
-    pub fn new(text: &'a str) -> Self {
+    /// A user turn with this text and id.
+    pub fn new(text: &'a str, uuid: &'a str) -> Self {
         UserTurn {
             kind: "user",
             message: UserTurnMessage {
@@ -353,6 +380,7 @@ impl<'a> UserTurn<'a> {
             },
             parent_tool_use_id: None,
             session_id: "",
+            uuid,
         }
     }
 }
@@ -539,6 +567,13 @@ mod tests {
         let m = parse(json!({"type":"result","subtype":"success","is_error":false,
             "origin":{"kind":"task-notification"}}));
         assert!(matches!(m, CliMessage::Result(r) if r.is_self_started()));
+        let m = parse(
+            json!({"type":"command_lifecycle","command_uuid":"u-1","state":"started",
+            "uuid":"x","session_id":"s1"}),
+        );
+        assert!(
+            matches!(m, CliMessage::CommandLifecycle(c) if c.command_uuid == "u-1" && c.state == "started")
+        );
         assert!(matches!(
             parse(json!({"type":"rate_limit_event","x":1})),
             CliMessage::Other
@@ -555,13 +590,22 @@ mod tests {
     }
 
     #[test]
+    fn uuids_have_the_standard_form() {
+        let u = new_uuid();
+        let parts: Vec<usize> = u.split('-').map(str::len).collect();
+        assert_eq!(parts, [8, 4, 4, 4, 12], "{u}");
+        assert_eq!(&u[14..15], "4");
+        assert_ne!(new_uuid(), u);
+    }
+
+    #[test]
     fn writes_the_shapes_the_cli_reads() {
         let v: Value =
-            serde_json::from_slice(&line(&UserTurn::new("hello"))).unwrap_or(Value::Null);
+            serde_json::from_slice(&line(&UserTurn::new("hello", "u-1"))).unwrap_or(Value::Null);
         assert_eq!(
             v,
             json!({"type":"user","message":{"role":"user","content":[{"type":"text","text":"hello"}]},
-                   "parent_tool_use_id":null,"session_id":""})
+                   "parent_tool_use_id":null,"session_id":"","uuid":"u-1"})
         );
         let v = serde_json::to_value(OutboundControlRequest::new(
             "c1",
