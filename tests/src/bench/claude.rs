@@ -5,7 +5,9 @@
 //! `--config` runs the pinned `claude` (`TANDEM_TEST_CLAUDE_BIN`, else `.vendor-clis`)
 //! against it with a private HOME; one Claude session on it, subscribed over one
 //! WebSocket; and one `claude` process started directly with the adapter's own flags
-//! and environment (no `--mcp-config`: the direct process has no server to reach).
+//! and environment, including the same `--mcp-config` (the server's `/mcp` and the
+//! session's token, from `POST /sessions/{id}/mcp-token`), so the two processes differ
+//! only in who drives them.
 //! Both get `--warmup` turns first (the server's first turn also starts its process).
 //!
 //! Then `--turns` rounds, each one turn through the server and one direct turn, in
@@ -16,7 +18,9 @@
 //! the medians and of the p99s, and as the median of the per-round differences. Also
 //! the server process's CPU time (utime + stime from `/proc`, which does not include
 //! the `claude` child) over the timed rounds, per turn: the work the server does for a
-//! turn, independent of how busy the machine is.
+//! turn, independent of how busy the machine is. Finally, as a reference on the same
+//! server, `--turns` turns of a scripted session answering `pong` at once (same
+//! timing, same CPU measure).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -82,7 +86,6 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
         "claude: {turns} rounds after {warmup} warm-up turns each"
     ));
     actix_rt::System::new().block_on(async {
-        let mut direct = Direct::start(&bin, &mock, &direct_home, &work).await?;
         let mut ws = WsClient::try_connect(&server.ws_url()).await?;
         let reply = ws
             .request(json!({"type": "session.create", "vendor": "claude",
@@ -92,6 +95,8 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
             .as_str()
             .ok_or(format!("session.create: {reply}"))?
             .to_string();
+        let mcp = mcp_config(&server, &id).await?;
+        let mut direct = Direct::start(&bin, &mock, &direct_home, &work, &mcp).await?;
         ws.subscribe(&id, 0).await;
         for _ in 0..warmup {
             server_turn(&mut ws, &id).await?;
@@ -105,6 +110,33 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
             alone.push(direct.turn().await?);
         }
         let server_cpu_ms = (cpu_seconds(server.pid())? - cpu_before) * 1000.0 / turns as f64;
+        // Reference: the same number of turns of the built-in scripted vendor answering
+        // "pong" at once, on the same server.
+        let reply = ws
+            .request(json!({"type": "session.create", "cwd": work.display().to_string()}))
+            .await;
+        let scripted = reply["session"]["id"]
+            .as_str()
+            .ok_or(format!("session.create: {reply}"))?
+            .to_string();
+        ws.subscribe(&scripted, 0).await;
+        for _ in 0..warmup {
+            server_turn_text(&mut ws, &scripted, "pong").await?;
+        }
+        let cpu_before = cpu_seconds(server.pid())?;
+        let mut reference = Vec::with_capacity(turns);
+        for _ in 0..turns {
+            reference.push(server_turn_text(&mut ws, &scripted, "pong").await?);
+        }
+        let scripted_cpu_ms = (cpu_seconds(server.pid())? - cpu_before) * 1000.0 / turns as f64;
+        let (scripted_p50, scripted_p99) = {
+            let mut sorted = reference.clone();
+            sorted.sort_unstable();
+            (
+                percentile(&sorted, 50.0) as f64 / 1000.0,
+                percentile(&sorted, 99.0) as f64 / 1000.0,
+            )
+        };
         let diffs: Vec<f64> = through
             .iter()
             .zip(&alone)
@@ -131,6 +163,11 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
                 "median_of_round_differences": round(median(&diffs), 2),
             },
             "server_cpu_ms_per_turn": round(server_cpu_ms, 2),
+            "reference_scripted": {
+                "median_ms": round(scripted_p50, 2),
+                "p99_ms": round(scripted_p99, 2),
+                "server_cpu_ms_per_turn": round(scripted_cpu_ms, 2),
+            },
         }));
         direct.stop().await;
         Ok::<(), String>(())
@@ -139,11 +176,37 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
     Ok(())
 }
 
-/// One turn through the server; microseconds.
+/// The `--mcp-config` the server gives its own `claude` for session `id` (the same
+/// `/mcp` endpoint and token), so both processes are configured alike.
+async fn mcp_config(server: &BenchServer, id: &str) -> Result<String, String> {
+    let client = awc::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .finish();
+    let mut resp = client
+        .post(format!("{}/api/v1/sessions/{id}/mcp-token", server.base))
+        .send()
+        .await
+        .map_err(|e| format!("mcp-token: {e}"))?;
+    let body: Value = resp.json().await.map_err(|e| format!("mcp-token: {e}"))?;
+    let (Some(url), Some(token)) = (body["url"].as_str(), body["token"].as_str()) else {
+        return Err(format!("mcp-token: {body}"));
+    };
+    Ok(json!({"mcpServers": {"tandem": {"type": "http", "url": url,
+        "headers": {"Authorization": format!("Bearer {token}")}}}})
+    .to_string())
+}
+
+/// One Claude turn through the server; microseconds.
 async fn server_turn(ws: &mut WsClient, id: &str) -> Result<u32, String> {
+    server_turn_text(ws, id, "say pong").await
+}
+
+/// One turn with `text` through the server; microseconds from writing the frame to
+/// receiving the turn's `turn_completed`.
+async fn server_turn_text(ws: &mut WsClient, id: &str, text: &str) -> Result<u32, String> {
     let start = Instant::now();
     let reply = ws
-        .request(json!({"type": "chat.send", "sessionId": id, "content": "say pong"}))
+        .request(json!({"type": "chat.send", "sessionId": id, "content": text}))
         .await;
     if reply["kind"] != "reply" {
         return Err(format!("chat.send: {reply}"));
@@ -170,9 +233,11 @@ impl Direct {
         mock: &MockAnthropic,
         home: &std::path::Path,
         cwd: &std::path::Path,
+        mcp: &str,
     ) -> Result<Direct, String> {
         let mut cmd = tokio::process::Command::new(bin);
         cmd.args(CLI_ARGS)
+            .args(["--mcp-config", mcp, "--allowedTools", "mcp__tandem"])
             .current_dir(cwd)
             .env_clear()
             .envs(
