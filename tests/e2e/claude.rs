@@ -597,6 +597,23 @@ async fn a_claude_driver_delegates_through_mcp() {
         texts(&events, "assistant_message")[0].contains("from the scripted worker"),
         "the Driver's model saw the result: {events:?}"
     );
+    // Now a Driver, the session's next turn runs with the Driver's instruction.
+    let events = turn(&mut ws, &id, "say next").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let system = |text: &str| {
+        w.mock
+            .requests()
+            .into_iter()
+            .rev()
+            .find(|r| r.user_text == text)
+            .map(|r| r.body["system"].to_string())
+            .unwrap_or_default()
+    };
+    assert!(system("say next").contains("You direct a Worker"));
+    assert!(
+        !system(&format!("tool mcp__tandem__send_to_partner {call}"))
+            .contains("You direct a Worker")
+    );
 }
 
 #[actix_rt::test]

@@ -5,9 +5,9 @@
 //! `--config` runs the pinned `claude` (`TANDEM_TEST_CLAUDE_BIN`, else `.vendor-clis`)
 //! against it with a private HOME; one Claude session on it, subscribed over one
 //! WebSocket; and one `claude` process started directly with the adapter's own flags
-//! and environment, including the same `--mcp-config` (the server's `/mcp` and the
-//! session's token, from `POST /sessions/{id}/mcp-token`), so the two processes differ
-//! only in who drives them.
+//! (built by the adapter's `cli_args`, with the same `--mcp-config`: the server's `/mcp`
+//! and the session's token from `POST /sessions/{id}/mcp-token`) and environment, so
+//! the two processes differ only in who drives them.
 //! Both get `--warmup` turns first (the server's first turn also starts its process).
 //!
 //! Then `--turns` rounds, each one turn through the server and one direct turn, in
@@ -29,6 +29,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+use tandem_actors::adapter::claude::transport::cli_args;
+use tandem_actors::adapter::messages::TurnSettings;
+use tandem_actors::adapter::McpAccess;
+
 use super::args::Flags;
 use super::procfs::cpu_seconds;
 use super::report;
@@ -39,20 +43,6 @@ use crate::{TempDir, WsClient};
 
 /// Longest one direct turn may take.
 const TURN_TIMEOUT: Duration = Duration::from_secs(60);
-/// The adapter's own flags (see `actors/src/adapter/claude/transport.rs`).
-const CLI_ARGS: [&str; 11] = [
-    "-p",
-    "--input-format",
-    "stream-json",
-    "--output-format",
-    "stream-json",
-    "--verbose",
-    "--include-partial-messages",
-    "--permission-prompt-tool",
-    "stdio",
-    "--permission-mode",
-    "default",
-];
 
 /// Runs the mode.
 pub fn main(mut flags: Flags) -> Result<(), String> {
@@ -95,7 +85,7 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
             .as_str()
             .ok_or(format!("session.create: {reply}"))?
             .to_string();
-        let mcp = mcp_config(&server, &id).await?;
+        let mcp = mcp_access(&server, &id).await?;
         let mut direct = Direct::start(&bin, &mock, &direct_home, &work, &mcp).await?;
         ws.subscribe(&id, 0).await;
         for _ in 0..warmup {
@@ -176,9 +166,9 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
     Ok(())
 }
 
-/// The `--mcp-config` the server gives its own `claude` for session `id` (the same
-/// `/mcp` endpoint and token), so both processes are configured alike.
-async fn mcp_config(server: &BenchServer, id: &str) -> Result<String, String> {
+/// The `/mcp` endpoint and token the server gives its own `claude` for session `id`,
+/// so both processes are configured alike.
+async fn mcp_access(server: &BenchServer, id: &str) -> Result<McpAccess, String> {
     let client = awc::Client::builder()
         .timeout(Duration::from_secs(30))
         .finish();
@@ -191,9 +181,10 @@ async fn mcp_config(server: &BenchServer, id: &str) -> Result<String, String> {
     let (Some(url), Some(token)) = (body["url"].as_str(), body["token"].as_str()) else {
         return Err(format!("mcp-token: {body}"));
     };
-    Ok(json!({"mcpServers": {"tandem": {"type": "http", "url": url,
-        "headers": {"Authorization": format!("Bearer {token}")}}}})
-    .to_string())
+    Ok(McpAccess {
+        url: url.to_string(),
+        token: token.to_string(),
+    })
 }
 
 /// One Claude turn through the server; microseconds.
@@ -233,11 +224,15 @@ impl Direct {
         mock: &MockAnthropic,
         home: &std::path::Path,
         cwd: &std::path::Path,
-        mcp: &str,
+        mcp: &McpAccess,
     ) -> Result<Direct, String> {
+        // Exactly the adapter's flags for an unpaired session with default settings.
+        let settings = TurnSettings {
+            system_prompt: Some(tandem_actors::pair::texts::UNPAIRED.to_string()),
+            ..TurnSettings::default()
+        };
         let mut cmd = tokio::process::Command::new(bin);
-        cmd.args(CLI_ARGS)
-            .args(["--mcp-config", mcp, "--allowedTools", "mcp__tandem"])
+        cmd.args(cli_args(&settings, None, Some(mcp)))
             .current_dir(cwd)
             .env_clear()
             .envs(

@@ -101,6 +101,9 @@ pub fn cli_args(
     if let Some(prompt) = settings.system_prompt.as_ref().filter(|p| !p.is_empty()) {
         args.extend(["--append-system-prompt".into(), prompt.clone()]);
     }
+    // By default the CLI records the system prompt of a conversation's first request
+    // and replays it on resume; ours changes when a session joins a pair.
+    args.extend(["--system-prompt-snapshot".into(), "off".into()]);
     if let Some(id) = resume {
         args.extend(["--resume".into(), id.to_string()]);
     }
@@ -331,6 +334,7 @@ mod tests {
             "--effort high",
             "--append-system-prompt be a Driver",
             "--resume sess-1",
+            "--system-prompt-snapshot off",
             "--allowedTools mcp__tandem",
             "\"Authorization\":\"Bearer T\"",
         ] {
