@@ -120,6 +120,15 @@ impl World {
         body["sessions"].as_array().cloned().unwrap_or_default()
     }
 
+    /// Waits until REST lists the session as idle: a client can see a turn's
+    /// `turn_completed` a moment before the session's listed status changes.
+    async fn idle(&self, id: &str) {
+        eventually("the session to be listed idle", || async {
+            (self.info(id).await["status"] == "idle").then_some(())
+        })
+        .await;
+    }
+
     async fn info(&self, id: &str) -> Value {
         let (status, body) = self.server().get(&format!("/api/v1/sessions/{id}")).await;
         assert_eq!(status, 200, "{body}");
@@ -637,6 +646,7 @@ async fn a_background_task_outlives_its_turn_until_stopped() {
     assert_eq!(tasks[0]["taskType"], "shell");
     let task_id = tasks[0]["taskId"].as_str().unwrap_or_default().to_string();
 
+    w.idle(&id).await;
     let running = w.running().await;
     assert_eq!(running.len(), 1, "{running:?}");
     assert_eq!(running[0]["sessionId"], json!(id));
@@ -721,6 +731,7 @@ async fn session_with_claude_id(w: &World, ws: &mut WsClient) -> (String, String
     ws.subscribe(&id, 0).await;
     let events = turn(ws, &id, "say ready").await;
     assert_eq!(status(&events), "completed", "{events:?}");
+    w.idle(&id).await;
     let claude = w.info(&id).await["vendorSessionId"]
         .as_str()
         .unwrap_or_default()
