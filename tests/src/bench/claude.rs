@@ -174,7 +174,8 @@ async fn mcp_access(server: &BenchServer, id: &str) -> Result<McpAccess, String>
         .finish();
     let mut resp = client
         .post(format!("{}/api/v1/sessions/{id}/mcp-token", server.base))
-        .send()
+        .insert_header(("Content-Type", "application/json"))
+        .send_body("{}")
         .await
         .map_err(|e| format!("mcp-token: {e}"))?;
     let body: Value = resp.json().await.map_err(|e| format!("mcp-token: {e}"))?;
