@@ -319,7 +319,10 @@ mod tests {
         let mut settings = TurnSettings::default();
         let plain = cli_args(&settings, None, None);
         assert!(plain.join(" ").contains("--permission-mode default"));
-        assert!(!plain.contains(&"--model".to_string()), "no model: the default");
+        assert!(
+            !plain.contains(&"--model".to_string()),
+            "no model: the default"
+        );
         settings.model = "claude-sonnet-4-5".into();
         settings.effort = "high".into();
         settings.permission_mode = PermissionMode::BypassPermissions;
