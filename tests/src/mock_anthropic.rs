@@ -559,26 +559,4 @@ mod tests {
         assert!(matches!(choose(&text, step, &body), Reply::Text(p) if p.concat() == "ok"));
         assert!(matches!(choose(&text, 2, &body), Reply::Text(p) if p.concat() == "result: files"));
     }
-
-    /// Not a test: serves the mock until killed, for driving the CLI by hand
-    /// (`cargo test -p tandem-tests --lib serve_forever -- --ignored --nocapture`).
-    #[test]
-    #[ignore]
-    fn serve_forever() {
-        let mock = MockAnthropic::start();
-        println!("mock listening on {}", mock.base_url());
-        let mut printed = 0;
-        loop {
-            std::thread::sleep(Duration::from_millis(200));
-            let seen = mock.requests();
-            for r in &seen[printed..] {
-                println!("{} model={} text={:?}", r.path, r.model, r.user_text);
-                if let Ok(dir) = std::env::var("MOCK_DUMP") {
-                    let file = format!("{dir}/req{printed:03}.json");
-                    let _ = std::fs::write(file, r.body.to_string());
-                }
-                printed += 1;
-            }
-        }
-    }
 }
