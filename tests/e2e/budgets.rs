@@ -3,12 +3,13 @@
 //! in pieces that fit the budget, and past the server-wide cap the client furthest
 //! behind is evicted.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tandem_tests::bench::server::metric_value;
+use tandem_tests::raw_socket::{client_frame, upgrade};
 use tandem_tests::{Server, ServerOptions};
 
 use crate::assert_contiguous;
@@ -102,32 +103,13 @@ async fn a_replay_catches_up_through_a_ring_larger_than_the_budget() {
 
 /// A raw WebSocket client that subscribes to `session` and never reads.
 fn never_reading(server: &Server, session: &str) -> TcpStream {
-    let addr = server.base.trim_start_matches("http://").to_string();
-    let mut stream = TcpStream::connect(&addr).unwrap_or_else(|e| panic!("connect: {e}"));
-    let request = format!(
-        "GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-    );
-    stream
-        .write_all(request.as_bytes())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match stream.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            other => panic!("handshake: {other:?}"),
-        }
-    }
+    let mut stream = upgrade(&server.base, None);
     let text =
         json!({"type": "chat.subscribe", "sessions": [{"sessionId": session, "lastSeq": 0}]})
             .to_string();
-    let mask = [1u8, 2, 3, 4];
-    let mut frame = vec![0x81, 0x80 | 126];
-    frame.extend_from_slice(&(text.len() as u16).to_be_bytes());
-    frame.extend_from_slice(&mask);
-    frame.extend(text.bytes().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    stream.write_all(&frame).unwrap_or_else(|e| panic!("{e}"));
+    stream
+        .write_all(&client_frame(&text))
+        .unwrap_or_else(|e| panic!("{e}"));
     stream
 }
 

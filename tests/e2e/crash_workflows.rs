@@ -9,17 +9,6 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tandem_tests::{Server, ServerOptions, WsClient};
 
-/// Sets a failpoint in the server (test builds only).
-async fn failpoint(server: &Server, name: &str, actions: &str) {
-    let (status, body) = server
-        .post(
-            "/debug/failpoints",
-            &json!({"name": name, "actions": actions}),
-        )
-        .await;
-    assert_eq!(status, 200, "failpoint {name}: {body}");
-}
-
 /// Waits for the server to die at its crash point and starts it again on its data.
 async fn restart_after_crash(server: Server) -> Server {
     let (status, dir) = server.exited().await;
@@ -165,7 +154,7 @@ fn count(events: &[Value], kind: &str) -> usize {
 async fn crash_pair_create(point: &str) -> (Server, String) {
     let server = Server::start();
     let (mut ws, d) = driver(&server).await;
-    failpoint(&server, point, "return").await;
+    server.failpoint(point, "return").await;
     ws.send(&json!({"type": "pair.create", "requestId": "c1", "driverId": d, "worker": {"vendor": "scripted"}}))
         .await;
     (restart_after_crash(server).await, d)
@@ -263,7 +252,7 @@ async fn pair_create_cut_after_the_worker_joined_is_rolled_forward() {
 async fn send_to_partner_cut_mid_creation_leaves_a_driver_that_can_delegate() {
     let server = Server::start();
     let (mut ws, d) = driver(&server).await;
-    failpoint(&server, "pair.create.driver", "return").await;
+    server.failpoint("pair.create.driver", "return").await;
     start_tool(
         &mut ws,
         &d,
@@ -301,7 +290,7 @@ async fn pair_close_cut_after_the_closed_row_is_finished_and_reports_once() {
     wws.subscribe(&w, 0).await;
     wws.recv_until(|v| v["kind"] == "assistant_message" && v["text"] == "started")
         .await;
-    failpoint(&server, "pair.close.row", "return").await;
+    server.failpoint("pair.close.row", "return").await;
     ws.send(&json!({"type": "pair.close", "requestId": "c1", "pairId": pair_id}))
         .await;
     let server = restart_after_crash(server).await;
@@ -350,7 +339,7 @@ fn proposal_statuses(hist: &[Value]) -> Vec<String> {
 async fn an_accepted_proposal_cut_before_its_worker_fails_once_and_unblocks() {
     let server = Server::start();
     let (mut ws, d, pid) = proposal(&server).await;
-    failpoint(&server, "proposal.accept.starting", "return").await;
+    server.failpoint("proposal.accept.starting", "return").await;
     ws.send(&json!({"type": "proposal.respond", "requestId": "r1", "sessionId": d, "proposalId": pid, "accepted": true}))
         .await;
     let server = restart_after_crash(server).await;
@@ -379,7 +368,7 @@ async fn an_accepted_proposal_cut_before_its_worker_fails_once_and_unblocks() {
 async fn an_accepted_proposal_cut_before_its_delegation_is_rolled_forward() {
     let server = Server::start();
     let (mut ws, d, pid) = proposal(&server).await;
-    failpoint(&server, "proposal.accept.running", "return").await;
+    server.failpoint("proposal.accept.running", "return").await;
     ws.send(&json!({"type": "proposal.respond", "requestId": "r1", "sessionId": d, "proposalId": pid, "accepted": true}))
         .await;
     let server = restart_after_crash(server).await;
@@ -421,7 +410,7 @@ async fn turns_done(server: &Server, sid: &str, n: u64) -> Value {
 async fn spawn_cut_after_the_first_child_starts_it_after_restart() {
     let server = Server::start();
     let (mut ws, p) = driver(&server).await;
-    failpoint(&server, "spawn.child", "return").await;
+    server.failpoint("spawn.child", "return").await;
     let three: Vec<Value> = (0..3)
         .map(|i| json!({"title": format!("job {i}"), "prompt": format!("child {i} done")}))
         .collect();
@@ -447,12 +436,14 @@ async fn spawn_cut_after_the_first_child_starts_it_after_restart() {
 async fn a_spawn_failing_at_child_two_starts_the_first() {
     let server = Server::start();
     let (_ws, p) = driver(&server).await;
-    failpoint(&server, "spawn.create_child", "1*off->return(boom)").await;
+    server
+        .failpoint("spawn.create_child", "1*off->return(boom)")
+        .await;
     let three: Vec<Value> = (0..3)
         .map(|i| json!({"title": format!("job {i}"), "prompt": format!("child {i} done")}))
         .collect();
     let (out, err) = tool(&server, &p, "spawn_sessions", json!({"sessions": three})).await;
-    failpoint(&server, "spawn.create_child", "off").await;
+    server.failpoint("spawn.create_child", "off").await;
     assert!(err, "{out}");
     let text = out.as_str().unwrap_or_default();
     assert!(

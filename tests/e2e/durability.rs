@@ -10,17 +10,6 @@ use tandem_tests::{Server, TempDir};
 
 use crate::assert_contiguous;
 
-/// Sets a failpoint in the server (test builds only).
-async fn failpoint(server: &Server, name: &str, actions: &str) {
-    let (status, body) = server
-        .post(
-            "/debug/failpoints",
-            &json!({"name": name, "actions": actions}),
-        )
-        .await;
-    assert_eq!(status, 200, "failpoint {name}: {body}");
-}
-
 /// Polls `check` every 50 ms for up to 10 s.
 async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -56,7 +45,7 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
     ws.recv_until(|v| v["kind"] == "assistant_message" && v["text"] == "first")
         .await;
 
-    failpoint(&server, "store.commit", "return").await;
+    server.failpoint("store.commit", "return").await;
     // Session creation: an error, and the session is nowhere.
     let (status, body) = server.post("/api/v1/sessions", &json!({})).await;
     assert_eq!(status, 500, "{body}");
@@ -88,7 +77,7 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
         .await;
     assert_eq!(abort["kind"], "protocol_error", "{abort}");
 
-    failpoint(&server, "store.commit", "off").await;
+    server.failpoint("store.commit", "off").await;
     // Once the store takes writes again, the running turn ends `failed` with an error.
     let busy_events = format!("/api/v1/sessions/{busy}/events");
     eventually("the failed turn to be recorded", async || {
@@ -145,13 +134,13 @@ async fn a_full_database_fails_the_turn_and_loses_no_seq() {
     // SQLite's own SQLITE_FULL: the database may not grow past its current pages.
     // Which write hits the limit first depends on the free space left in existing
     // pages, so the contract is checked either way: acknowledged means stored.
-    failpoint(&server, "store.page-limit", "return(0)").await;
+    server.failpoint("store.page-limit", "return(0)").await;
     let big = "x".repeat(512 << 10);
     let sent = ws
         .request(json!({"type": "chat.send", "sessionId": id, "content": big}))
         .await;
     let acknowledged = sent["kind"] == "reply";
-    failpoint(&server, "store.page-limit", "off").await;
+    server.failpoint("store.page-limit", "off").await;
     let path = format!("/api/v1/sessions/{id}/events");
     eventually("the failure to be recorded", async || {
         let (_, page) = server.get(&path).await;

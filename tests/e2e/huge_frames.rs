@@ -2,53 +2,16 @@
 //! server closes the socket (1009) without buffering the payload that follows.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
+use tandem_tests::raw_socket::{rss_kib, upgrade};
 use tandem_tests::Server;
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Opens a WebSocket by hand and returns the socket after the 101.
-fn upgraded(server: &Server) -> TcpStream {
-    let addr = server.base.trim_start_matches("http://").to_string();
-    let mut stream = TcpStream::connect(&addr).unwrap_or_else(|e| panic!("connect: {e}"));
-    let request = format!(
-        "GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-    );
-    stream
-        .write_all(request.as_bytes())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match stream.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            other => panic!("handshake: {other:?}"),
-        }
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 101"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
-    stream
-}
 
 #[actix_rt::test]
 async fn a_frame_announcing_a_terabyte_is_refused_at_its_header() {
     let server = Server::start();
     let baseline = rss_kib(server.pid());
-    let mut stream = upgraded(&server);
+    let mut stream = upgrade(&server.base, None);
     // A masked text frame header announcing 2^40 bytes.
     let mut header = vec![0x81, 0x80 | 127];
     header.extend_from_slice(&(1u64 << 40).to_be_bytes());

@@ -5,79 +5,24 @@
 //! WebSocket handshake, subscribe, and never read again.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use socket2::{Domain, Socket, Type};
 use tandem_tests::bench::server::metric_value;
+use tandem_tests::raw_socket::{client_frame, rss_kib, upgrade};
 use tandem_tests::{Server, ServerOptions};
-
-/// A WebSocket text frame from a client (masked, as clients must).
-fn client_frame(text: &str) -> Vec<u8> {
-    let payload = text.as_bytes();
-    let mask = [0x12u8, 0x34, 0x56, 0x78];
-    let mut out = vec![0x81];
-    match payload.len() {
-        n if n < 126 => out.push(0x80 | n as u8),
-        n => {
-            out.push(0x80 | 126);
-            out.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-    }
-    out.extend_from_slice(&mask);
-    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    out
-}
 
 /// Connects with a 4 KiB receive buffer, upgrades, subscribes to `session` and
 /// returns the socket without reading anything more.
-fn never_reading_client(addr: SocketAddr, session: &str) -> TcpStream {
-    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap_or_else(|e| panic!("{e}"));
-    socket
-        .set_recv_buffer_size(4096)
-        .unwrap_or_else(|e| panic!("{e}"));
-    socket
-        .connect(&addr.into())
-        .unwrap_or_else(|e| panic!("connect: {e}"));
-    let mut stream: TcpStream = socket.into();
-    let request = format!(
-        "GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-    );
-    stream
-        .write_all(request.as_bytes())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match stream.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            other => panic!("handshake: {other:?}"),
-        }
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 101"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
+fn never_reading_client(server: &Server, session: &str) -> TcpStream {
+    let mut stream = upgrade(&server.base, Some(4096));
     let subscribe =
         json!({"type": "chat.subscribe", "sessions": [{"sessionId": session, "lastSeq": 0}]});
     stream
         .write_all(&client_frame(&subscribe.to_string()))
         .unwrap_or_else(|e| panic!("{e}"));
     stream
-}
-
-/// Resident memory of a process, from /proc.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 async fn metric(server: &Server, name: &str) -> u64 {
@@ -120,11 +65,6 @@ async fn until_released(server: &Server, within: Duration) {
     }
 }
 
-fn addr_of(server: &Server) -> SocketAddr {
-    let host = server.base.trim_start_matches("http://");
-    host.parse().unwrap_or_else(|e| panic!("{host}: {e}"))
-}
-
 fn options() -> ServerOptions {
     ServerOptions {
         args: [
@@ -162,7 +102,7 @@ fn assert_disconnected(mut stream: TcpStream) {
 async fn a_client_that_never_reads_is_disconnected_and_released() {
     let server = Server::start_with(options());
     let id = new_session(&server).await;
-    let stream = never_reading_client(addr_of(&server), &id);
+    let stream = never_reading_client(&server, &id);
     // Enough output to fill the socket's buffers several times over.
     start_turn(&server, &id, 400_000).await;
     until_released(&server, Duration::from_secs(30)).await;
@@ -176,9 +116,8 @@ async fn a_client_that_never_reads_is_disconnected_and_released() {
 /// One round: 200 clients subscribe and never read while a turn streams; returns the
 /// server's RSS once all of them are gone.
 async fn round_of_two_hundred(server: &Server, id: &str) -> u64 {
-    let addr = addr_of(server);
     let before = metric(server, "tandem_clients_closed_slow_total").await;
-    let streams: Vec<TcpStream> = (0..200).map(|_| never_reading_client(addr, id)).collect();
+    let streams: Vec<TcpStream> = (0..200).map(|_| never_reading_client(server, id)).collect();
     start_turn(server, id, 100_000).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while metric(server, "tandem_clients_closed_slow_total").await < before + 200 {

@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod mock_anthropic;
 pub mod mock_openai;
+pub mod raw_socket;
 pub mod server;
 pub mod vendor_clis;
 pub mod webdriver;

@@ -345,6 +345,15 @@ impl Api {
         )
     }
 
+    /// Sets one of the server's named failpoints (test builds have
+    /// `POST /debug/failpoints`); `actions` is the `fail` crate's syntax, `off` removes
+    /// it.
+    pub async fn failpoint(&self, name: &str, actions: &str) {
+        let body = serde_json::json!({"name": name, "actions": actions});
+        let (status, answer) = self.post("/debug/failpoints", &body).await;
+        assert_eq!(status, 200, "failpoint {name}: {answer}");
+    }
+
     /// POST JSON.
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         self.post_raw(path, body.to_string()).await
