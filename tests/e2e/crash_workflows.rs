@@ -40,31 +40,7 @@ async fn tool(server: &Server, sid: &str, tool: &str, args: Value) -> (Value, bo
     let mut ws = server.ws().await;
     ws.subscribe(sid, info["lastSeq"].as_u64().unwrap_or(0))
         .await;
-    let send =
-        json!({"type": "chat.send", "sessionId": sid, "content": format!("/tool {tool} {args}")});
-    let mut reply = ws.request(send.clone()).await;
-    for _ in 0..400 {
-        if reply["code"] != "RUN_IN_PROGRESS" {
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-        reply = ws.request(send.clone()).await;
-    }
-    assert_eq!(reply["kind"], "reply", "{reply}");
-    let turn = reply["turnId"].as_str().unwrap_or_default().to_string();
-    let events = ws
-        .recv_until(|v| {
-            v["kind"] == "turn_completed" && v["sessionId"] == sid && v["turnId"] == turn.as_str()
-        })
-        .await;
-    let result = events
-        .iter()
-        .find(|v| {
-            v["kind"] == "tool_result" && v["sessionId"] == sid && v["turnId"] == turn.as_str()
-        })
-        .cloned()
-        .unwrap_or_else(|| panic!("no tool_result in {events:?}"));
-    (result["output"].clone(), result["isError"] == true)
+    ws.scripted_tool(sid, tool, args).await
 }
 
 /// Sends a plain message (queued if the session is busy) and waits until a turn that

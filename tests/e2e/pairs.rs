@@ -6,35 +6,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tandem_tests::{Server, ServerOptions, WsClient};
 
-/// Runs one Driver turn that calls `tool` with `args`; returns the tool result's
-/// `output` and `isError`.
-/// Retries while the Driver is busy with a pushed-back turn of its own.
+/// [`WsClient::scripted_tool`]: one turn calling `tool`; its `output` and `isError`.
 async fn tool(ws: &mut WsClient, sid: &str, tool: &str, args: Value) -> (Value, bool) {
-    let send =
-        json!({"type": "chat.send", "sessionId": sid, "content": format!("/tool {tool} {args}")});
-    let mut reply = ws.request(send.clone()).await;
-    for _ in 0..200 {
-        if reply["code"] != "RUN_IN_PROGRESS" {
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(20)).await;
-        reply = ws.request(send.clone()).await;
-    }
-    assert_eq!(reply["kind"], "reply", "{reply}");
-    let turn = reply["turnId"].as_str().unwrap_or_default().to_string();
-    let events = ws
-        .recv_until(|v| {
-            v["kind"] == "turn_completed" && v["sessionId"] == sid && v["turnId"] == turn.as_str()
-        })
-        .await;
-    let result = events
-        .iter()
-        .find(|v| {
-            v["kind"] == "tool_result" && v["sessionId"] == sid && v["turnId"] == turn.as_str()
-        })
-        .cloned()
-        .unwrap_or_else(|| panic!("no tool_result in {events:?}"));
-    (result["output"].clone(), result["isError"] == true)
+    ws.scripted_tool(sid, tool, args).await
 }
 
 /// A connected client subscribed to a fresh Driver session.

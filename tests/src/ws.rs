@@ -183,6 +183,47 @@ impl WsClient {
             .collect()
     }
 
+    /// Runs one scripted turn that calls agent tool `tool` with `args` (`/tool NAME
+    /// {json}`) as `session_id`, which this client must be subscribed to; returns the
+    /// tool result's `output` and `isError`. Retries while the session is busy with a
+    /// turn of its own (a pushed-back result).
+    pub async fn scripted_tool(
+        &mut self,
+        session_id: &str,
+        tool: &str,
+        args: Value,
+    ) -> (Value, bool) {
+        let send = json!({"type": "chat.send", "sessionId": session_id,
+            "content": format!("/tool {tool} {args}")});
+        let mut reply = self.request(send.clone()).await;
+        for _ in 0..400 {
+            if reply["code"] != "RUN_IN_PROGRESS" {
+                break;
+            }
+            actix_rt::time::sleep(Duration::from_millis(25)).await;
+            reply = self.request(send.clone()).await;
+        }
+        assert_eq!(reply["kind"], "reply", "{reply}");
+        let turn = reply["turnId"].as_str().unwrap_or_default().to_string();
+        let events = self
+            .recv_until(|v| {
+                v["kind"] == "turn_completed"
+                    && v["sessionId"] == session_id
+                    && v["turnId"] == turn.as_str()
+            })
+            .await;
+        let result = events
+            .iter()
+            .find(|v| {
+                v["kind"] == "tool_result"
+                    && v["sessionId"] == session_id
+                    && v["turnId"] == turn.as_str()
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no tool_result in {events:?}"));
+        (result["output"].clone(), result["isError"] == true)
+    }
+
     /// Closes the socket.
     pub async fn close(mut self) {
         let _ = self.framed.send(Message::Close(None)).await;
