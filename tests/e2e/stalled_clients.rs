@@ -144,7 +144,7 @@ async fn two_hundred_clients_that_never_read_are_all_released() {
     let third = round_of_two_hundred(&server, &id).await;
     eprintln!("server RSS: baseline {baseline} KiB, after rounds {first} / {second} / {third} KiB");
     // Every queued byte is released (checked in each round). The allocator keeps
-    // freed pages for reuse and SQLite's page caches grow with the history, so RSS
+    // freed pages for reuse (and SQLite's page caches likely grow with the history), so RSS
     // stays near its high-water mark instead of falling to the idle baseline. What
     // must not happen is that a round's queued data stays: each round queues up to
     // 200 clients × 1 MiB, so a leak would add about 200 MiB per round; the third
