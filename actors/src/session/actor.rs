@@ -450,7 +450,7 @@ impl SessionActor {
         let mut record = self.record.clone();
         if let Some(vendor) = change.vendor.filter(|v| *v != record.vendor) {
             if record.vendor_session_id.is_some() {
-                return Err(RuntimeError::InvalidArgument(format!(
+                return Err(RuntimeError::Conflict(format!(
                     "the vendor cannot change once the {} conversation has started; hand the session off instead",
                     record.vendor
                 )));
@@ -538,7 +538,7 @@ impl SessionActor {
         }
         if msg.queue && (busy || !self.record.queued.is_empty()) {
             if self.record.queued.len() >= MAX_QUEUED {
-                return Err(RuntimeError::InvalidArgument(format!(
+                return Err(RuntimeError::LimitExceeded(format!(
                     "the queue already holds {MAX_QUEUED} messages"
                 )));
             }
