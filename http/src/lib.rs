@@ -18,5 +18,6 @@ pub mod server;
 pub mod web;
 pub mod ws;
 pub mod ws_limit;
+pub mod ws_requests;
 
 pub use server::{serve, ServeOptions};
