@@ -76,15 +76,9 @@ impl Runtime {
         id: &str,
         name: &str,
         arguments: Value,
-    ) -> Result<Result<Value, String>, RuntimeError> {
+    ) -> Result<Result<Value, ToolError>, RuntimeError> {
         self.drivable(who, id)?;
-        Ok(self
-            .inner
-            .services
-            .tools
-            .call(id, name, arguments)
-            .await
-            .map_err(|e| e.to_string()))
+        Ok(self.inner.services.tools.call(id, name, arguments).await)
     }
 
     /// Calls a tool as the session an MCP token is bound to.
@@ -128,18 +122,8 @@ impl Runtime {
         self.inner.services.mcp.session_of(token)
     }
 
-    /// `proposal.respond` as the JSON of its reply.
-    pub async fn respond_proposal(
-        &self,
-        who: &Principal,
-        params: ProposalRespondParams,
-    ) -> Result<Value, RuntimeError> {
-        let result = self.respond_proposal_typed(who, params).await?;
-        serde_json::to_value(result).map_err(|e| RuntimeError::Internal(e.to_string()))
-    }
-
     /// `proposal.respond`: accept (with an optional other Worker) or decline.
-    pub async fn respond_proposal_typed(
+    pub async fn respond_proposal(
         &self,
         who: &Principal,
         params: ProposalRespondParams,
