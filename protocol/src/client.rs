@@ -19,43 +19,73 @@ pub struct ClientFrame {
 /// Every client request the server understands, keyed by the frame's `type`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientRequest {
-    /// `session.create`
+    /// `session.create`; answered with [`crate::results::SessionCreateResult`].
     SessionCreate(CreateSessionParams),
-    /// `chat.send`
+    /// `chat.send`; answered with [`crate::results::ChatSendResult`].
     ChatSend(ChatSendParams),
-    /// `chat.abort`
+    /// `chat.abort`; answered with [`crate::results::ChatAbortResult`].
     ChatAbort(SessionRef),
-    /// `chat.stop-task`
+    /// `chat.stop-task`; answered with [`crate::results::ChatStopTaskResult`].
     ChatStopTask(StopTaskParams),
-    /// `chat.permission-response`
+    /// `chat.permission-response`; answered with
+    /// [`crate::results::PermissionResponseResult`].
     ChatPermissionResponse(PermissionResponseParams),
-    /// `chat.subscribe`
+    /// `chat.subscribe`; answered with [`crate::results::ChatSubscribeResult`].
     ChatSubscribe(SubscribeParams),
-    /// `chat.unsubscribe`
+    /// `chat.unsubscribe`; answered with [`crate::results::ChatUnsubscribeResult`].
     ChatUnsubscribe(UnsubscribeParams),
-    /// `session.configure`
+    /// `session.configure`; answered with [`crate::results::SessionConfigureResult`].
     SessionConfigure(ConfigureParams),
-    /// `sessions.watch`: the first page of sessions, then `session_upserted`.
+    /// `sessions.watch`: the first page of sessions, then `session_upserted`;
+    /// answered with [`crate::results::SessionsListResult`].
     SessionsWatch(ListParams),
-    /// `sessions.list`: one page of sessions.
+    /// `sessions.list`: one page of sessions; answered with [`crate::results::SessionsListResult`].
     SessionsList(ListParams),
-    /// `tool.call`
+    /// `tool.call`; answered with [`crate::results::ToolCallResult`].
     ToolCall(ToolCallParams),
-    /// `proposal.respond`
+    /// `proposal.respond`; answered with [`crate::results::ProposalRespondResult`].
     ProposalRespond(ProposalRespondParams),
-    /// `pair.create`
+    /// `pair.create`; answered with [`crate::results::PairCreateResult`].
     PairCreate(PairCreateParams),
-    /// `pair.close`
+    /// `pair.close`; answered with [`crate::results::PairCloseResult`].
     PairClose(PairCloseParams),
-    /// `session.handoff`
+    /// `session.handoff`; answered with [`crate::results::HandoffResult`].
     SessionHandoff(HandoffParams),
-    /// `session.schedule`
+    /// `session.schedule`; answered with [`crate::results::ScheduleResult`].
     SessionSchedule(ScheduleParams),
-    /// `session.schedule-cancel`
+    /// `session.schedule-cancel`; answered with [`crate::results::ScheduleCancelResult`].
     SessionScheduleCancel(ScheduleCancelParams),
-    /// `ping`: answered with a `reply` carrying `pong: true`.
+    /// `ping`: answered with [`crate::results::PingResult`] (`pong: true`).
     Ping,
 }
+
+// Each request's fields under the name of its `type` (codex-rs naming: `*Params`
+// here, `*Result` in [`crate::results`]). Several requests share a shape.
+
+/// `session.create` fields.
+pub type SessionCreateParams = CreateSessionParams;
+/// `chat.abort` fields: the session only.
+pub type ChatAbortParams = SessionRef;
+/// `chat.stop-task` fields.
+pub type ChatStopTaskParams = StopTaskParams;
+/// `chat.permission-response` fields.
+pub type ChatPermissionResponseParams = PermissionResponseParams;
+/// `chat.subscribe` fields.
+pub type ChatSubscribeParams = SubscribeParams;
+/// `chat.unsubscribe` fields.
+pub type ChatUnsubscribeParams = UnsubscribeParams;
+/// `session.configure` fields.
+pub type SessionConfigureParams = ConfigureParams;
+/// `sessions.watch` fields.
+pub type SessionsWatchParams = ListParams;
+/// `sessions.list` fields.
+pub type SessionsListParams = ListParams;
+/// `session.handoff` fields.
+pub type SessionHandoffParams = HandoffParams;
+/// `session.schedule` fields.
+pub type SessionScheduleParams = ScheduleParams;
+/// `session.schedule-cancel` fields.
+pub type SessionScheduleCancelParams = ScheduleCancelParams;
 
 /// Fields of `tool.call`: call a session-bound tool as that session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,18 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::client::{ListParams, SessionRef};
 use crate::error::ErrorCode;
 use crate::pair::{PairInfo, ProposalStatus};
 use crate::schedule::ScheduleStatus;
 use crate::session::SessionInfo;
-
-/// `chat.abort` fields: the session only.
-pub type ChatAbortParams = SessionRef;
-/// `sessions.watch` fields.
-pub type SessionsWatchParams = ListParams;
-/// `sessions.list` fields.
-pub type SessionsListParams = ListParams;
 
 /// `ping` reply: `{pong: true}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
