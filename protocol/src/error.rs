@@ -126,3 +126,29 @@ pub struct ErrorDetail {
     /// What went wrong, for a person.
     pub message: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    /// The wire names and REST statuses docs/PROTOCOL.md gives the codes added for
+    /// typed refusals.
+    #[test]
+    fn typed_refusal_codes() {
+        for (code, name, status) in [
+            (ErrorCode::Conflict, "CONFLICT", 409),
+            (ErrorCode::NotPaired, "NOT_PAIRED", 409),
+            (ErrorCode::NoSuchPair, "NO_SUCH_PAIR", 404),
+            (ErrorCode::NoSuchProposal, "NO_SUCH_PROPOSAL", 404),
+            (ErrorCode::NoSuchSchedule, "NO_SUCH_SCHEDULE", 404),
+            (ErrorCode::UnknownTool, "UNKNOWN_TOOL", 404),
+            (ErrorCode::ToolNotAvailable, "TOOL_NOT_AVAILABLE", 403),
+        ] {
+            assert_eq!(
+                serde_json::to_value(code).unwrap_or_default(),
+                serde_json::Value::from(name)
+            );
+            assert_eq!(code.http_status(), status, "{name}");
+        }
+    }
+}
