@@ -8,7 +8,7 @@ use tandem_protocol::mcp::{negotiate_version, InitializeResult, RpcRequest, RpcR
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// Mounts `/mcp`.
 pub fn routes(cfg: &mut web::ServiceConfig) {

@@ -9,8 +9,8 @@ use tandem_protocol::PermissionMode;
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::rest::{body, committed};
-use crate::server::AppState;
+use crate::request::{body, committed};
+use crate::state::AppState;
 
 /// Body of `PATCH /sessions/{id}`: every field optional, absent ones unchanged.
 #[derive(Debug, Deserialize)]

@@ -23,7 +23,7 @@ use tandem_protocol::{parse_client_frame, ClientFrame, ClientRequest, ErrorCode,
 
 use crate::auth::{caller, AuthMode};
 use crate::limits::{ConnectionSlot, RateWindow};
-use crate::server::{AppState, Heartbeat};
+use crate::state::{AppState, Heartbeat};
 use crate::ws_limit::FrameLimit;
 
 /// Messages the client actor's mailbox holds; the byte budget is the real bound.

@@ -9,7 +9,6 @@
 //! gateway holds the next page back until the client's queue has drained.
 
 mod client;
-mod flow;
 mod messages;
 #[cfg(test)]
 mod tests;
@@ -24,7 +23,6 @@ use bytestring::ByteString;
 use tandem_protocol::ServerFrame;
 
 pub use client::{ClientQueue, Deliver, Shutdown};
-pub use flow::FlowGate;
 pub use messages::{
     Committed, Connect, Disconnect, Drained, SessionChanged, Subscribe, Unsubscribe, Watch,
 };

@@ -11,6 +11,7 @@ use tandem_protocol::EventBody;
 
 use super::*;
 use crate::access::Principal;
+use crate::flow::FlowGate;
 use crate::session::event_frame;
 use crate::store::WriteOp;
 use crate::testkit::{seqs, wait_for, Recorded, Scratch, Sink};

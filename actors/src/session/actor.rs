@@ -12,12 +12,13 @@ use super::{
     event_frame, Abort, Configure, RespondPermission, SendMessage, SendOutcome, Services,
     SessionShared, StopTask, StoreFailed,
 };
-use crate::adapter::messages::{AdapterCommand, AgentItem, AgentOutput, TurnSettings};
+use crate::adapter::messages::{AdapterCommand, AgentItem, AgentOutput, Pace, TurnSettings};
 use crate::adapter::scripted::ScriptedAgent;
 use crate::adapter::{clamp_effort, AdapterContext};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
-use crate::gateway::{FlowGate, SessionChanged};
+use crate::flow::FlowGate;
+use crate::gateway::SessionChanged;
 use crate::metrics::Metrics;
 use crate::record::{QueuedMessage, SessionRecord};
 use crate::store::{StoredEvent, WriteOp};
@@ -35,12 +36,6 @@ const PACE_WINDOW: u64 = 32;
 /// Longest a producer waits at the gate.
 const PACE_LIMIT: Duration = Duration::from_secs(1);
 
-/// Sent (and awaited) by an adapter that produces fast: answers once the session's
-/// events, up to a small window, have been fanned out to clients.
-#[derive(Debug, Message)]
-#[rtype(result = "()")]
-pub struct Pace;
-
 /// A delegated turn's response is capped to its last this many characters.
 pub(crate) const RESPONSE_TAIL_CHARS: usize = 30_000;
 
@@ -49,6 +44,8 @@ pub(crate) const RESPONSE_TAIL_CHARS: usize = 30_000;
 pub(super) struct TurnDelegation {
     pub pair_id: String,
     pub delegation_id: String,
+    /// The pair actor, told when the turn ends.
+    pub report_to: Recipient<super::WorkerTurnEnded>,
 }
 
 /// The turn in flight.
@@ -250,8 +247,8 @@ impl SessionActor {
             )
             .start()
             .recipient(),
-            "codex" => crate::adapter::codex::start(context, &self.services)?,
-            "claude" => crate::adapter::claude::start(context, &self.services)?,
+            "codex" => crate::adapter::codex::start(context, &self.services.codex)?,
+            "claude" => crate::adapter::claude::start(context, &self.services.claude)?,
             other => return Err(RuntimeError::VendorNotInstalled(other.to_string())),
         };
         self.adapter = Some(adapter.clone());
@@ -319,7 +316,7 @@ impl SessionActor {
             model: self.record.model.clone(),
             effort: self.record.effort.clone(),
             permission_mode: self.record.permission_mode,
-            system_prompt: crate::pair::texts::system_prompt(&self.record),
+            system_prompt: super::prompts::system_prompt(&self.record),
         }
     }
 
@@ -762,9 +759,7 @@ impl SessionActor {
         let Some(stored) = stored else {
             // Its creation never reached the disk: it must not be listed.
             tracing::warn!(session = %self.id, "session dropped: its record was never committed");
-            if let Some(rt) = self.services.runtime.upgrade() {
-                rt.forget_session(&self.id);
-            }
+            self.services.sessions.remove(&self.id);
             let _ = self.services.writer.write(WriteOp::Resume(self.id.clone()));
             ctx.stop();
             return;
