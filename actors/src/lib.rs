@@ -13,6 +13,8 @@ pub mod error;
 pub mod flow;
 pub mod gateway;
 pub mod handoff;
+#[cfg(test)]
+mod layering;
 pub mod mcp_tokens;
 pub mod metrics;
 pub mod pair;
