@@ -5,12 +5,15 @@
 mod actor;
 mod archive;
 mod pairing;
+mod permissions;
 pub mod prompts;
 mod proposal;
 mod schedules;
 mod spawn;
+mod store_failure;
 #[cfg(test)]
 mod tests;
+mod turn;
 mod turns;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,7 +4,7 @@ use actix::prelude::*;
 use tandem_protocol::pair::PairInfo;
 use tandem_protocol::{EventBody, Role, SessionInfo, TurnStatus};
 
-use super::actor::{tail, TurnDelegation, RESPONSE_TAIL_CHARS};
+use super::turn::{tail, TurnDelegation, RESPONSE_TAIL_CHARS};
 use super::SessionActor;
 use crate::error::RuntimeError;
 use crate::record::ProposalRecord;
