@@ -22,3 +22,6 @@ impl Principal {
         self.admin || info.owner_id == self.user_id
     }
 }
+
+/// The built-in admin user's id: created at first start, never revoked.
+pub const ADMIN_USER: &str = "admin";

@@ -10,12 +10,16 @@ pub mod clock;
 pub mod config;
 pub(crate) mod crash;
 pub mod error;
+pub mod flow;
 pub mod gateway;
 pub mod handoff;
+#[cfg(test)]
+mod layering;
 pub mod mcp_tokens;
 pub mod metrics;
 pub mod pair;
 pub mod record;
+pub mod registry;
 pub mod runtime;
 pub mod schedule;
 pub mod session;
@@ -29,3 +33,9 @@ pub use config::RuntimeConfig;
 pub use error::RuntimeError;
 pub use gateway::{ClientQueue, Deliver};
 pub use runtime::Runtime;
+
+/// Starts the runtime with the agent tools wired into its sessions: the composition
+/// root the HTTP layer (and the test fixtures) call. Call inside an actix `System`.
+pub fn start(config: RuntimeConfig) -> Result<runtime::Started, RuntimeError> {
+    Runtime::start(config, tools::ToolRouter::host)
+}

@@ -145,7 +145,7 @@ impl RuntimeFixture {
         let dir = Scratch::new("runtime");
         let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
         let config = crate::RuntimeConfig::new(dir.path().join("data"), vec![root]);
-        let started = crate::Runtime::start(config).unwrap_or_else(|e| panic!("{e}"));
+        let started = crate::start(config).unwrap_or_else(|e| panic!("{e}"));
         RuntimeFixture {
             runtime: started.runtime,
             who: crate::Runtime::local_principal(),

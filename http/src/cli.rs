@@ -327,7 +327,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         bind,
         allowed_hosts,
         allowed_origins: args.allowed_origins,
-        limits: crate::server::Limits {
+        limits: crate::state::Limits {
             connections_per_user: args.max_connections_per_user.max(1),
             messages_per_sec: args.ws_messages_per_sec.max(1),
         },
@@ -338,7 +338,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         },
         runtime,
         max_frame_bytes: args.max_frame_bytes.max(1024),
-        heartbeat: crate::server::Heartbeat {
+        heartbeat: crate::state::Heartbeat {
             ping_every: std::time::Duration::from_secs(args.ws_ping_secs.max(1)),
             timeout: std::time::Duration::from_secs(args.ws_timeout_secs.max(2)),
         },

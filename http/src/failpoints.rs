@@ -9,7 +9,7 @@ use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// Body of `POST /debug/failpoints`.
 #[derive(Debug, Deserialize)]

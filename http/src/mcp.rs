@@ -12,7 +12,7 @@ use tandem_protocol::mcp::{
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// Mounts `/mcp`.
 pub fn routes(cfg: &mut web::ServiceConfig) {

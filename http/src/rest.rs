@@ -1,7 +1,6 @@
 //! REST handlers under `/api/v1`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::de::DeserializeOwned;
 use tandem_actors::session::SendOutcome;
 use tandem_protocol::client::{CreateSessionParams, ListParams};
 use tandem_protocol::rest::{
@@ -12,7 +11,8 @@ use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::server::AppState;
+use crate::request::{body, committed};
+use crate::state::AppState;
 
 /// Mounts every `/api/v1` route. Each path is a resource whose other methods are
 /// answered 405 with a JSON body; unknown paths 404 with one.
@@ -60,56 +60,6 @@ pub async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiErr
         ErrorCode::MethodNotAllowed,
         format!("{} is not allowed on {}", req.method(), req.path()),
     ))
-}
-
-/// Reads a JSON body of at most the frame limit. An empty body reads as `{}` when
-/// `empty_ok`.
-pub(crate) async fn body<T: DeserializeOwned>(
-    payload: web::Payload,
-    limit: usize,
-    empty_ok: bool,
-) -> Result<T, ApiError> {
-    let bytes = payload
-        .to_bytes_limited(limit)
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                ErrorCode::FrameTooLarge,
-                format!("body is larger than {limit} bytes"),
-            )
-        })?
-        .map_err(|e| {
-            ApiError::new(
-                ErrorCode::InvalidJson,
-                format!("body could not be read: {e}"),
-            )
-        })?;
-    let bytes: &[u8] = if empty_ok && bytes.iter().all(u8::is_ascii_whitespace) {
-        b"{}"
-    } else {
-        &bytes
-    };
-    serde_json::from_slice(bytes).map_err(|e| {
-        let code = if e.is_data() {
-            ErrorCode::InvalidArgument
-        } else {
-            ErrorCode::InvalidJson
-        };
-        ApiError::new(code, format!("bad request body: {e}"))
-    })
-}
-
-/// Waits until what the request wrote is committed, so an acknowledged change
-/// survives a crash.
-pub(crate) async fn committed(state: &AppState, epoch: u64) -> Result<(), ApiError> {
-    if state.runtime.synced_since(epoch).await {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            ErrorCode::Internal,
-            "the store could not commit",
-        ))
-    }
 }
 
 async fn health() -> HttpResponse {

@@ -8,8 +8,8 @@ use tandem_protocol::rest::{Archived, SessionPatch};
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::rest::{body, committed};
-use crate::server::AppState;
+use crate::request::{body, committed};
+use crate::state::AppState;
 
 /// `PATCH /sessions/{id}` → 200 `SessionInfo`.
 pub async fn patch_session(

@@ -5,10 +5,11 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
-use tandem_actors::{Runtime, RuntimeConfig};
+use tandem_actors::RuntimeConfig;
 
 use crate::auth::{caller, AuthMode};
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// Everything `tandem serve` takes.
 #[derive(Debug, Clone)]
@@ -26,32 +27,13 @@ pub struct ServeOptions {
     /// HTTP worker threads.
     pub workers: usize,
     /// WebSocket keep-alive.
-    pub heartbeat: Heartbeat,
+    pub heartbeat: crate::state::Heartbeat,
     /// Host names accepted in `Host` besides the bound address and `localhost`.
     pub allowed_hosts: Vec<String>,
     /// Web origins accepted besides the server's own.
     pub allowed_origins: Vec<String>,
     /// Per-connection and per-user limits of the WebSocket.
-    pub limits: Limits,
-}
-
-/// How much one user or one socket may ask of the server.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Open WebSocket connections per user; the next upgrade is `LIMIT_EXCEEDED`.
-    pub connections_per_user: usize,
-    /// Client messages per second per socket; the rest are `RATE_LIMITED`.
-    pub messages_per_sec: u32,
-}
-
-/// WebSocket keep-alive: the server pings every `ping_every` and drops a client it
-/// has not heard from (no frame, no pong) for `timeout`.
-#[derive(Debug, Clone, Copy)]
-pub struct Heartbeat {
-    /// Ping interval.
-    pub ping_every: std::time::Duration,
-    /// Silence after which a client is dropped as half-open.
-    pub timeout: std::time::Duration,
+    pub limits: crate::state::Limits,
 }
 
 /// Why the server could not start.
@@ -78,22 +60,6 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-/// Shared by every handler.
-pub struct AppState {
-    /// The runtime.
-    pub runtime: Runtime,
-    /// Auth mode.
-    pub auth: AuthMode,
-    /// Largest frame or body accepted.
-    pub max_frame_bytes: usize,
-    /// WebSocket keep-alive.
-    pub heartbeat: Heartbeat,
-    /// Per-user and per-socket limits.
-    pub limits: Limits,
-    /// Open WebSocket connections per user.
-    pub connections: crate::limits::ConnectionCounts,
-}
-
 /// Starts the runtime and serves until the process is stopped. Prints the start line
 /// (`tandem listening on http://HOST:PORT`) once the port is bound.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
@@ -115,7 +81,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         }
     })?;
     let addr = listener.local_addr()?;
-    let started = Runtime::start(opts.runtime.clone())?;
+    let started = tandem_actors::start(opts.runtime.clone())?;
     let state = web::Data::new(AppState {
         runtime: started.runtime,
         auth: opts.auth,

@@ -19,7 +19,7 @@ use tandem_protocol::{parse_client_frame, ClientFrame, ErrorCode, ServerFrame};
 
 use crate::auth::{caller, AuthMode};
 use crate::limits::{ConnectionSlot, RateWindow};
-use crate::server::{AppState, Heartbeat};
+use crate::state::{AppState, Heartbeat};
 use crate::ws_limit::FrameLimit;
 use crate::ws_requests::{dispatch, error_frame, Dispatched, Requester};
 

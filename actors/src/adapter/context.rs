@@ -7,7 +7,7 @@ use actix::Recipient;
 
 use super::messages::{AgentOutput, TurnSettings};
 use super::process::VendorProcess;
-use crate::session::Pace;
+use crate::adapter::messages::Pace;
 
 /// The agent tools endpoint for one session: the `/mcp` URL and the bearer token bound
 /// to the session. Vendor CLIs are configured with it so their model can call

@@ -115,3 +115,9 @@ pub enum AgentItem {
     /// turn's `turn_completed`. Send it before [`AgentItem::TurnEnded`].
     Usage(serde_json::Value),
 }
+
+/// Sent (and awaited) by an adapter that produces fast: answers once the session's
+/// events, up to a small window, have been fanned out to clients.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Pace;

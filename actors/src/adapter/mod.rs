@@ -12,7 +12,9 @@ pub mod context;
 pub mod messages;
 pub mod process;
 pub mod scripted;
+pub mod tool_host;
 
 pub use catalog::{clamp_effort, VendorCatalog, VendorSpec};
 pub use context::{AdapterContext, McpAccess};
 pub use process::{VendorProcess, VendorsConfig};
+pub use tool_host::{ToolFuture, ToolHost, Tools};

@@ -27,9 +27,9 @@ use tandem_protocol::{BackgroundTask, EventBody, PermissionMode, TaskType, TurnS
 use tokio::sync::oneshot;
 
 use super::messages::{AdapterCommand, AgentItem, AgentOutput};
+use crate::adapter::messages::Pace;
+use crate::adapter::Tools;
 use crate::clock::{now_ms, random_id};
-use crate::session::Pace;
-use crate::tools::ToolRouter;
 
 /// A script waits for the session to take every this many events, and then at the
 /// session's flow gate: the session's mailbox stays short (an interrupt behind it is
@@ -123,7 +123,7 @@ pub struct ScriptedAgent {
     /// Awaited while streaming fast, so the script does not outrun fan-out.
     pace: Recipient<Pace>,
     /// Tool calls go through here.
-    tools: ToolRouter,
+    tools: Tools,
     /// The running turn and the handle that cancels it.
     turn: Option<(String, SpawnHandle)>,
     /// Live background tasks and the timers that end them.
@@ -174,7 +174,7 @@ impl ScriptedAgent {
         session_id: String,
         out: Recipient<AgentOutput>,
         pace: Recipient<Pace>,
-        tools: ToolRouter,
+        tools: Tools,
     ) -> Self {
         ScriptedAgent {
             session_id,
@@ -341,7 +341,7 @@ struct Run {
     session_id: String,
     out: Recipient<AgentOutput>,
     pace: Recipient<Pace>,
-    tools: ToolRouter,
+    tools: Tools,
     me: Addr<ScriptedAgent>,
     /// `/ask` is allowed without asking.
     bypass: bool,

@@ -11,8 +11,9 @@ use tandem_protocol::EventBody;
 
 use super::*;
 use crate::access::Principal;
+use crate::flow::FlowGate;
 use crate::session::event_frame;
-use crate::store::WriteOp;
+use crate::store::{StoredEvent, WriteOp};
 use crate::testkit::{seqs, wait_for, Recorded, Scratch, Sink};
 
 /// A gateway over a fresh store.

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::FlowGate;
+use crate::flow::FlowGate;
 
 /// Most frame bytes a session's ring holds; older events are replayed from the store.
 const RING_BYTES: usize = 1 << 20;

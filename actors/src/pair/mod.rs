@@ -22,9 +22,10 @@ use tokio::sync::oneshot;
 use crate::clock::{now_ms, random_id};
 use crate::error::{PairError, RuntimeError};
 use crate::record::{DelegationRecord, PairRecord};
+use crate::registry::Registry;
 use crate::session::{
     Abort, LeavePair, PartialText, ProposalProgress, RecordEvent, Resume, Services, SessionActor,
-    StartDelegated,
+    StartDelegated, WorkerTurnEnded,
 };
 use crate::store::WriteOp;
 
@@ -89,20 +90,6 @@ pub struct Delegate {
     pub proposal_id: Option<String>,
 }
 
-/// The Worker's delegated turn ended (sent by the Worker's session).
-#[derive(Debug, Message)]
-#[rtype(result = "()")]
-pub struct WorkerTurnEnded {
-    /// The delegation the turn carried out.
-    pub delegation_id: String,
-    /// How the turn ended.
-    pub status: TurnStatus,
-    /// The turn's assistant text (tail-capped).
-    pub response: String,
-    /// The turn's error.
-    pub error: Option<String>,
-}
-
 /// Interrupt the Worker; answers whether it was running.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<bool, PairError>")]
@@ -117,6 +104,15 @@ pub struct ClosePair;
 /// The published view of a pair, read without messaging its actor.
 pub type PairShared = Arc<Mutex<PairRecord>>;
 
+/// A live pair actor's address and the record it publishes.
+#[derive(Clone)]
+pub struct PairHandle {
+    /// Where its messages go.
+    pub addr: Addr<PairActor>,
+    /// Its record, read without messaging it.
+    pub shared: PairShared,
+}
+
 /// One Driver/Worker pair.
 pub struct PairActor {
     record: PairRecord,
@@ -124,6 +120,8 @@ pub struct PairActor {
     services: Services,
     driver: Addr<SessionActor>,
     worker: Addr<SessionActor>,
+    /// Live pairs; this pair removes itself when it closes.
+    pairs: Registry<PairHandle>,
     /// The waiting `send_to_partner` call (also used to answer a detached start).
     waiter: Option<oneshot::Sender<Result<DelegateReply, PairError>>>,
     /// The outcome is being delivered; later endings of the same delegation are ignored.
@@ -141,6 +139,7 @@ impl PairActor {
         services: Services,
         driver: Addr<SessionActor>,
         worker: Addr<SessionActor>,
+        pairs: Registry<PairHandle>,
     ) -> Self {
         PairActor {
             record,
@@ -148,6 +147,7 @@ impl PairActor {
             services,
             driver,
             worker,
+            pairs,
             waiter: None,
             resolving: false,
             timeout: None,
@@ -312,6 +312,7 @@ impl Handler<Delegate> for PairActor {
             driver_id: self.record.driver_id.clone(),
             pair_id: self.record.pair_id.clone(),
             delegation_id: delegation_id.clone(),
+            report_to: ctx.address().recipient(),
         });
         let (wait, timeout) = (msg.wait, msg.timeout);
         ctx.spawn(
@@ -451,9 +452,7 @@ impl Handler<ClosePair> for PairActor {
                 {
                     tracing::error!(pair = %pair_id, error = %e, "pair removal not stored");
                 }
-                if let Some(rt) = act.services.runtime.upgrade() {
-                    rt.forget_pair(&pair_id);
-                }
+                act.pairs.remove(&pair_id);
                 Ok(interrupted)
             }),
         )

@@ -2,17 +2,12 @@
 //! proposals and spawned sessions.
 
 use serde_json::Value;
-use tandem_protocol::client::ProposalRespondParams;
-use tandem_protocol::mcp::ToolDef;
-use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
-use tandem_protocol::results::ProposalRespondResult;
 use tandem_protocol::SessionInfo;
 
 use super::{NewSession, Runtime};
 use crate::access::Principal;
 use crate::adapter::VendorSpec;
-use crate::error::{ProposalError, RuntimeError, ToolError};
-use crate::tools::{accept_proposal, decline_proposal, describe, tools_for};
+use crate::error::{RuntimeError, ToolError};
 
 impl Runtime {
     /// Ids of the vendors sessions can be created for, in catalog order.
@@ -27,13 +22,13 @@ impl Runtime {
 
     /// Sessions spawned by `parent`, oldest first.
     pub fn children_of(&self, parent: &str) -> Vec<SessionInfo> {
-        let mut children: Vec<SessionInfo> = self
-            .inner
-            .sessions
-            .iter()
-            .map(|h| h.shared.info())
-            .filter(|info| info.parent_id.as_deref() == Some(parent))
-            .collect();
+        let mut children: Vec<SessionInfo> = Vec::new();
+        self.inner.services.sessions.for_each(|_, h| {
+            let info = h.shared.info();
+            if info.parent_id.as_deref() == Some(parent) {
+                children.push(info);
+            }
+        });
         children.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         children
     }
@@ -95,22 +90,6 @@ impl Runtime {
             .await
     }
 
-    /// The tools a session is offered, and the instruction for its role.
-    pub async fn tools_for_session(
-        &self,
-        session_id: &str,
-    ) -> Result<(Vec<ToolDef>, Option<String>), RuntimeError> {
-        let state = describe(self, session_id).await?;
-        let instruction = match (state.info.role, &state.parent_id) {
-            (_, Some(_)) | (Some(tandem_protocol::Role::Worker), _) => None,
-            (Some(tandem_protocol::Role::Driver), _) => {
-                Some(crate::pair::texts::DRIVER.to_string())
-            }
-            (None, None) => Some(crate::pair::texts::UNPAIRED.to_string()),
-        };
-        Ok((tools_for(&state), instruction))
-    }
-
     /// A bearer token for `/mcp` bound to session `id` (the same one each time).
     pub fn mcp_token(&self, who: &Principal, id: &str) -> Result<String, RuntimeError> {
         self.drivable(who, id)?;
@@ -120,51 +99,5 @@ impl Runtime {
     /// The session an MCP token is bound to.
     pub fn mcp_session(&self, token: &str) -> Option<String> {
         self.inner.services.mcp.session_of(token)
-    }
-
-    /// `proposal.respond`: accept (with an optional other Worker) or decline.
-    pub async fn respond_proposal(
-        &self,
-        who: &Principal,
-        params: ProposalRespondParams,
-    ) -> Result<ProposalRespondResult, RuntimeError> {
-        self.drivable(who, &params.session_id)?;
-        if !params.accepted {
-            decline_proposal(self, &params.session_id, &params.proposal_id).await?;
-            return Ok(ProposalRespondResult {
-                proposal_id: params.proposal_id,
-                status: ProposalStatus::Declined,
-                worker_id: None,
-                pair_id: None,
-            });
-        }
-        let driver = describe(self, &params.session_id).await?;
-        let recommended = driver
-            .proposal
-            .filter(|p| p.proposal_id == params.proposal_id)
-            .map(|p| p.recommended)
-            .ok_or_else(|| ProposalError::NotFound(params.proposal_id.clone()))?;
-        let vendor_changed = params
-            .vendor
-            .as_ref()
-            .is_some_and(|v| *v != recommended.vendor);
-        let choice = WorkerChoice {
-            vendor: params.vendor.unwrap_or(recommended.vendor),
-            // A recommended model belongs to the recommended vendor.
-            model: params.model.unwrap_or(if vendor_changed {
-                String::new()
-            } else {
-                recommended.model
-            }),
-            effort: params.effort.unwrap_or(recommended.effort),
-        };
-        let started =
-            accept_proposal(self, &params.session_id, &params.proposal_id, choice, false).await?;
-        Ok(ProposalRespondResult {
-            proposal_id: params.proposal_id,
-            status: ProposalStatus::Running,
-            worker_id: Some(started.worker_id),
-            pair_id: Some(started.pair_id),
-        })
     }
 }

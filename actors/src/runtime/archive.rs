@@ -14,7 +14,7 @@ impl Runtime {
     pub async fn archive(&self, who: &Principal, id: &str) -> Result<SessionInfo, RuntimeError> {
         let handle = self.drivable(who, id)?;
         let info = handle.addr.send(Archive).await??;
-        if self.inner.sessions.remove(id).is_some() {
+        if self.inner.services.sessions.remove(id) {
             if let Some(mut owned) = self.inner.owned.get_mut(&info.owner_id) {
                 *owned = owned.saturating_sub(1);
             }

@@ -64,14 +64,14 @@ impl Runtime {
         let after = cursor.map(decode).transpose()?;
         // The `limit + 1` smallest keys after the cursor: a max-heap of that size.
         let mut best: BinaryHeap<Key> = BinaryHeap::with_capacity(limit + 2);
-        for handle in self.inner.sessions.iter() {
+        self.inner.services.sessions.for_each(|_, handle| {
             let key = handle.shared.peek(|info| {
                 who.can_see(info)
                     .then(|| (Reverse(info.last_activity), info.id.clone()))
             });
-            let Some(key) = key else { continue };
+            let Some(key) = key else { return };
             if after.as_ref().is_some_and(|a| key <= *a) {
-                continue;
+                return;
             }
             if best.len() <= limit {
                 best.push(key);
@@ -79,14 +79,20 @@ impl Runtime {
                 best.pop();
                 best.push(key);
             }
-        }
+        });
         let mut keys = best.into_sorted_vec();
         let more = keys.len() > limit;
         keys.truncate(limit);
         let next_cursor = more.then(|| keys.last().map(encode)).flatten();
         let sessions = keys
             .iter()
-            .filter_map(|(_, id)| self.inner.sessions.get(id).map(|h| h.shared.info()))
+            .filter_map(|(_, id)| {
+                self.inner
+                    .services
+                    .sessions
+                    .get(id)
+                    .map(|h| h.shared.info())
+            })
             .collect();
         Ok(SessionPage {
             sessions,

@@ -31,13 +31,14 @@ use crate::error::RuntimeError;
 use crate::gateway::{Gateway, SessionChanged};
 use crate::mcp_tokens::McpTokens;
 use crate::metrics::Metrics;
+use crate::pair::PairHandle;
 use crate::record::SessionRecord;
+use crate::registry::Registry;
 use crate::session::{
     Abort, Configure, RespondPermission, SendMessage, SendOutcome, Services, SessionActor,
-    SessionShared, StopTask,
+    SessionHandle, SessionShared, StopTask,
 };
 use crate::store::{Store, StoreFailure, StoreWriter, WriteOp, WriterHooks};
-use crate::tools::ToolRouter;
 
 pub use listing::{SessionPage, MAX_SESSIONS_PAGE};
 
@@ -46,20 +47,6 @@ const MAX_ID_BYTES: usize = 128;
 
 /// Most events one REST page returns.
 pub const MAX_EVENTS_PAGE: usize = 5000;
-
-/// A session actor's address and the metadata it publishes.
-#[derive(Clone)]
-struct SessionHandle {
-    addr: Addr<SessionActor>,
-    shared: Arc<SessionShared>,
-}
-
-/// A pair actor's address and the record it publishes.
-#[derive(Clone)]
-struct PairHandle {
-    addr: Addr<crate::pair::PairActor>,
-    shared: crate::pair::PairShared,
-}
 
 /// A weak handle on the runtime, held by actors (a strong one would keep the runtime
 /// alive through its own actors).
@@ -99,8 +86,8 @@ struct Inner {
     config: RuntimeConfig,
     store: Store,
     services: Services,
-    sessions: DashMap<String, SessionHandle>,
-    pairs: DashMap<String, PairHandle>,
+    /// Live pairs (live sessions are in `services.sessions`).
+    pairs: Registry<PairHandle>,
     /// Token digest → user and when the store was last asked, so a revoked or
     /// rotated token stops working within [`TOKEN_RECHECK`] on a running server.
     tokens: DashMap<crate::store::tokens::TokenDigest, (Principal, std::time::Instant)>,
@@ -125,14 +112,19 @@ pub struct Started {
 /// How long a token found in the store is trusted before it is looked up again.
 const TOKEN_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The built-in admin user's id.
-pub const ADMIN_USER: &str = "admin";
+pub use crate::access::ADMIN_USER;
 
 impl Runtime {
     /// Opens the store, closes turns a previous process left open, and starts the
     /// gateway, the store writer and one actor per stored session. Call inside an
     /// actix `System`.
-    pub fn start(config: RuntimeConfig) -> Result<Started, RuntimeError> {
+    ///
+    /// `tools` makes the tool host sessions hand their adapters; the crate's
+    /// [`crate::start`] passes the agent tools built on this runtime.
+    pub fn start(
+        config: RuntimeConfig,
+        tools: impl FnOnce(RuntimeRef) -> crate::adapter::Tools,
+    ) -> Result<Started, RuntimeError> {
         let metrics = Arc::new(Metrics::default());
         let store = Store::open(&config.data_dir)?;
         let new_admin_token = store.ensure_admin()?;
@@ -200,12 +192,11 @@ impl Runtime {
                 mcp: McpTokens::default(),
                 codex: crate::adapter::codex::CodexHub::default(),
                 claude,
-                tools: ToolRouter::new(RuntimeRef(weak.clone())),
-                runtime: RuntimeRef(weak.clone()),
+                tools: tools(RuntimeRef(weak.clone())),
+                sessions: Registry::default(),
                 store: store.clone(),
             },
-            sessions: DashMap::new(),
-            pairs: DashMap::new(),
+            pairs: Registry::default(),
             tokens: DashMap::new(),
             owned: DashMap::new(),
             sessions_arbiter: Arbiter::new(),
@@ -366,14 +357,14 @@ impl Runtime {
                 SessionActor::new(record, last_seq, services, actor_shared)
             });
         let handle = SessionHandle { addr, shared };
-        self.inner.sessions.insert(id, handle.clone());
+        self.inner.services.sessions.insert(id, handle.clone());
         handle
     }
 
     /// A commit failed: each session whose writes were in it reloads from disk.
     fn store_failed(&self, failure: StoreFailure) {
         for id in failure.sessions {
-            if let Some(handle) = self.inner.sessions.get(&*id) {
+            if let Some(handle) = self.inner.services.sessions.get(&id) {
                 handle.addr.do_send(crate::session::StoreFailed {
                     error: failure.error.clone(),
                 });
@@ -382,11 +373,6 @@ impl Runtime {
                 let _ = self.inner.services.writer.write(WriteOp::Resume(id));
             }
         }
-    }
-
-    /// Removes a session whose record never reached the disk.
-    pub(crate) fn forget_session(&self, id: &str) {
-        self.inner.sessions.remove(id);
     }
 
     fn lookup(&self, id: &str) -> Result<SessionHandle, RuntimeError> {
@@ -398,9 +384,9 @@ impl Runtime {
             )));
         }
         self.inner
+            .services
             .sessions
             .get(id)
-            .map(|h| h.clone())
             .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))
     }
 
@@ -414,7 +400,11 @@ impl Runtime {
         Ok(handle)
     }
 
-    fn drivable(&self, who: &Principal, id: &str) -> Result<SessionHandle, RuntimeError> {
+    pub(crate) fn drivable(
+        &self,
+        who: &Principal,
+        id: &str,
+    ) -> Result<SessionHandle, RuntimeError> {
         let handle = self.lookup(id)?;
         let info = handle.shared.info();
         if !who.can_see(&info) {
@@ -569,12 +559,12 @@ impl Runtime {
     /// Number of sessions in each status, for metrics.
     pub fn status_counts(&self) -> Vec<(SessionStatus, usize)> {
         let mut counts = [0usize; 5];
-        for h in self.inner.sessions.iter() {
+        self.inner.services.sessions.for_each(|_, h| {
             let status = h.shared.info().status;
             if let Some(i) = SessionStatus::ALL.iter().position(|s| *s == status) {
                 counts[i] += 1;
             }
-        }
+        });
         SessionStatus::ALL.into_iter().zip(counts).collect()
     }
 
@@ -585,13 +575,13 @@ impl Runtime {
 
     /// Sessions with a turn or background work in flight.
     pub fn running(&self, who: &Principal) -> Vec<RunningSession> {
-        let visible: Vec<SessionInfo> = self
-            .inner
-            .sessions
-            .iter()
-            .map(|h| h.shared.info())
-            .filter(|info| who.can_see(info))
-            .collect();
+        let mut visible: Vec<SessionInfo> = Vec::new();
+        self.inner.services.sessions.for_each(|_, h| {
+            let info = h.shared.info();
+            if who.can_see(&info) {
+                visible.push(info);
+            }
+        });
         let mut out: Vec<RunningSession> = visible
             .iter()
             .cloned()
@@ -684,13 +674,15 @@ impl Runtime {
     ) -> Result<(), RuntimeError> {
         let id = match params.session_id.filter(|s| !s.is_empty()) {
             Some(id) => id,
-            None => self
-                .inner
-                .sessions
-                .iter()
-                .find(|e| e.value().shared.has_permission(&params.request_id))
-                .map(|e| e.key().clone())
-                .ok_or_else(|| RuntimeError::NoSuchPermission(params.request_id.clone()))?,
+            None => {
+                let mut found = None;
+                self.inner.services.sessions.for_each(|id, h| {
+                    if found.is_none() && h.shared.has_permission(&params.request_id) {
+                        found = Some(id.to_string());
+                    }
+                });
+                found.ok_or_else(|| RuntimeError::NoSuchPermission(params.request_id.clone()))?
+            }
         };
         self.drivable(who, &id)?
             .addr

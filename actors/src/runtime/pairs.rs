@@ -15,24 +15,27 @@ use crate::crash::crash_point;
 use crate::error::{PairError, RuntimeError};
 use crate::pair::{pair_info, pushback_resume, ClosePair, Delegate, PairActor};
 use crate::record::{DelegationRecord, PairRecord};
-use crate::session::{JoinPair, LeavePair, ProposalProgress, SessionActor};
+use crate::session::{JoinPair, LeavePair, ProposalProgress, Resume, SessionActor};
 use crate::store::WriteOp;
-use crate::tools::failed_resume;
 
 impl Runtime {
     /// A session actor's address.
     pub fn session_addr(&self, id: &str) -> Option<Addr<SessionActor>> {
-        self.inner.sessions.get(id).map(|h| h.addr.clone())
+        self.inner.services.sessions.get(id).map(|h| h.addr)
     }
 
     /// A session's published metadata.
     pub fn session_info(&self, id: &str) -> Option<SessionInfo> {
-        self.inner.sessions.get(id).map(|h| h.shared.info())
+        self.inner
+            .services
+            .sessions
+            .get(id)
+            .map(|h| h.shared.info())
     }
 
     /// A pair actor's address.
     pub fn pair_addr(&self, id: &str) -> Option<Addr<PairActor>> {
-        self.inner.pairs.get(id).map(|h| h.addr.clone())
+        self.inner.pairs.get(id).map(|h| h.addr)
     }
 
     /// A pair's address and its Worker's id.
@@ -74,7 +77,7 @@ impl Runtime {
                     reason,
                 } => {
                     if let Some(driver) = self.session_addr(&driver_id) {
-                        driver.do_send(failed_resume(&proposal_id, &reason));
+                        driver.do_send(Resume::proposal_failed(&proposal_id, &reason));
                     }
                 }
                 ProposalFix::Delegate {
@@ -113,16 +116,13 @@ impl Runtime {
                             Ok(Err(e)) => e.to_string(),
                             Err(e) => e.to_string(),
                         };
-                        let _ = driver.send(failed_resume(&proposal_id, &error)).await;
+                        let _ = driver
+                            .send(Resume::proposal_failed(&proposal_id, &error))
+                            .await;
                     });
                 }
             }
         }
-    }
-
-    /// Drops a dissolved pair from the registry.
-    pub(crate) fn forget_pair(&self, id: &str) {
-        self.inner.pairs.remove(id);
     }
 
     fn start_pair(&self, record: PairRecord) -> Result<(), RuntimeError> {
@@ -136,8 +136,9 @@ impl Runtime {
         let services = self.inner.services.clone();
         let actor_shared = shared.clone();
         let id = record.pair_id.clone();
+        let pairs = self.inner.pairs.clone();
         let addr = PairActor::start_in_arbiter(&self.inner.sessions_arbiter.handle(), move |_| {
-            PairActor::new(record, actor_shared, services, driver, worker)
+            PairActor::new(record, actor_shared, services, driver, worker, pairs)
         });
         self.inner.pairs.insert(id, PairHandle { addr, shared });
         Ok(())
@@ -307,13 +308,12 @@ impl Runtime {
         if pair_id.len() > 128 {
             return Err(PairError::NoSuchPair(pair_id.chars().take(32).collect()).into());
         }
-        let members: Vec<(String, Addr<SessionActor>)> = self
-            .inner
-            .sessions
-            .iter()
-            .filter(|h| h.shared.info().pair_id.as_deref() == Some(pair_id))
-            .map(|h| (h.key().clone(), h.addr.clone()))
-            .collect();
+        let mut members: Vec<(String, Addr<SessionActor>)> = Vec::new();
+        self.inner.services.sessions.for_each(|id, h| {
+            if h.shared.info().pair_id.as_deref() == Some(pair_id) {
+                members.push((id.to_string(), h.addr.clone()));
+            }
+        });
         let mut left = false;
         for (id, addr) in members {
             if self.drivable(who, &id).is_err() {
@@ -339,11 +339,12 @@ impl Runtime {
 
     /// Pairs whose Driver the caller may see.
     pub fn list_pairs(&self, who: &Principal) -> Vec<PairInfo> {
-        let mut pairs: Vec<PairInfo> = self
-            .inner
+        let mut all: Vec<PairInfo> = Vec::new();
+        self.inner
             .pairs
-            .iter()
-            .filter_map(|h| pair_info(&h.shared))
+            .for_each(|_, h| all.extend(pair_info(&h.shared)));
+        let mut pairs: Vec<PairInfo> = all
+            .into_iter()
             .filter(|p| {
                 self.session_info(&p.driver_id)
                     .is_some_and(|info| who.can_see(&info))

@@ -5,11 +5,15 @@
 mod actor;
 mod archive;
 mod pairing;
+mod permissions;
+pub mod prompts;
 mod proposal;
 mod schedules;
 mod spawn;
+mod store_failure;
 #[cfg(test)]
 mod tests;
+mod turn;
 mod turns;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,10 +25,11 @@ use tandem_protocol::server::PendingPermission;
 use tandem_protocol::{Event, EventBody, SessionInfo};
 
 pub(crate) use actor::validate_title;
-pub use actor::{Pace, SessionActor};
+pub use actor::SessionActor;
 pub use archive::Archive;
 pub use pairing::{
     Describe, JoinPair, LeavePair, PartialText, RecordEvent, Resume, SessionState, StartDelegated,
+    WorkerTurnEnded,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
@@ -35,8 +40,8 @@ use crate::adapter::VendorCatalog;
 use crate::error::RuntimeError;
 use crate::gateway::Gateway;
 use crate::metrics::Metrics;
+use crate::registry::Registry;
 use crate::store::StoreWriter;
-use crate::tools::ToolRouter;
 
 /// What every session actor shares with the rest of the runtime.
 #[derive(Clone)]
@@ -58,11 +63,21 @@ pub struct Services {
     /// What every Claude adapter shares (our process pids, the CLI's home).
     pub claude: crate::adapter::claude::ClaudeHub,
     /// Agent tools.
-    pub tools: ToolRouter,
+    pub tools: crate::adapter::Tools,
     /// Reads (replays, turn summaries).
     pub store: crate::store::Store,
-    /// The runtime, for finding other sessions and pairs.
-    pub runtime: crate::runtime::RuntimeRef,
+    /// Live sessions by id: a parent finds its children here, and a session whose
+    /// creation never committed removes itself.
+    pub sessions: Registry<SessionHandle>,
+}
+
+/// A live session actor's address and the metadata it publishes.
+#[derive(Clone)]
+pub struct SessionHandle {
+    /// Where its messages go.
+    pub addr: Addr<SessionActor>,
+    /// What it publishes, read without messaging it.
+    pub shared: Arc<SessionShared>,
 }
 
 /// The read-only copy of a session's metadata that its actor publishes, so listing

@@ -4,10 +4,9 @@ use actix::prelude::*;
 use tandem_protocol::pair::PairInfo;
 use tandem_protocol::{EventBody, Role, SessionInfo, TurnStatus};
 
-use super::actor::{tail, TurnDelegation, RESPONSE_TAIL_CHARS};
+use super::turn::{tail, TurnDelegation, RESPONSE_TAIL_CHARS};
 use super::SessionActor;
 use crate::error::RuntimeError;
-use crate::pair::WorkerTurnEnded;
 use crate::record::ProposalRecord;
 
 /// How many delivered-result ids a session remembers for de-duplication.
@@ -25,6 +24,23 @@ pub struct StartDelegated {
     pub pair_id: String,
     /// The delegation, reported back when the turn ends.
     pub delegation_id: String,
+    /// Where the turn's end is reported: the pair, which owns the delegation.
+    pub report_to: Recipient<WorkerTurnEnded>,
+}
+
+/// The Worker's delegated turn ended (sent by the Worker's session to the
+/// recipient its [`StartDelegated`] carried).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct WorkerTurnEnded {
+    /// The delegation the turn carried out.
+    pub delegation_id: String,
+    /// How the turn ended.
+    pub status: TurnStatus,
+    /// The turn's assistant text (tail-capped).
+    pub response: String,
+    /// The turn's error.
+    pub error: Option<String>,
 }
 
 /// Push a result into this session as an internal user turn (run now, or queued until
@@ -95,21 +111,14 @@ impl SessionActor {
         response: String,
         error: Option<String>,
     ) {
-        match self
-            .services
-            .runtime
-            .upgrade()
-            .and_then(|rt| rt.pair_addr(&delegation.pair_id))
-        {
-            Some(pair) => pair.do_send(WorkerTurnEnded {
-                delegation_id: delegation.delegation_id,
-                status,
-                response: tail(&response, RESPONSE_TAIL_CHARS),
-                error,
-            }),
-            None => {
-                tracing::debug!(session = %self.id, "delegated turn ended after its pair closed")
-            }
+        let ended = WorkerTurnEnded {
+            delegation_id: delegation.delegation_id,
+            status,
+            response: tail(&response, RESPONSE_TAIL_CHARS),
+            error,
+        };
+        if delegation.report_to.try_send(ended).is_err() {
+            tracing::debug!(session = %self.id, pair = %delegation.pair_id, "delegated turn ended after its pair closed");
         }
     }
 }
@@ -131,6 +140,7 @@ impl Handler<StartDelegated> for SessionActor {
         let delegation = TurnDelegation {
             pair_id: msg.pair_id,
             delegation_id: msg.delegation_id,
+            report_to: msg.report_to,
         };
         let result = self.start_turn(msg.text, false, Some((delegation, msg.driver_id)), ctx);
         self.flush();

@@ -183,3 +183,22 @@ impl Handler<ProposalProgress> for SessionActor {
         self.flush();
     }
 }
+
+impl super::Resume {
+    /// What the Driver is told when its accepted proposal's Worker could not start:
+    /// an internal turn keyed `{proposal_id}:failed` (taken once) that ends the
+    /// proposal in `error`.
+    pub fn proposal_failed(proposal_id: &str, error: &str) -> Self {
+        super::Resume {
+            id: format!("{proposal_id}:failed"),
+            text: format!("[Worker could not start]\n{error}\nCarry on with the task yourself."),
+            proposal: Some(ProposalProgress {
+                proposal_id: proposal_id.to_string(),
+                status: ProposalStatus::Error,
+                worker_id: None,
+                pair_id: None,
+                error: Some(error.to_string()),
+            }),
+        }
+    }
+}

@@ -36,13 +36,8 @@ impl SessionActor {
         let Some(parent) = self.record.parent_id.clone() else {
             return;
         };
-        if let Some(addr) = self
-            .services
-            .runtime
-            .upgrade()
-            .and_then(|rt| rt.session_addr(&parent))
-        {
-            addr.do_send(ChildTurnEnded {
+        if let Some(parent) = self.services.sessions.get(&parent) {
+            parent.addr.do_send(ChildTurnEnded {
                 child_id: self.record.id.clone(),
             });
         }
@@ -50,14 +45,11 @@ impl SessionActor {
 
     /// Starts waiting children while fewer than the limit run.
     fn pump_children(&mut self, ctx: &mut Context<Self>) {
-        let Some(rt) = self.services.runtime.upgrade() else {
-            return;
-        };
         while self.spawn.running.len() < MAX_RUNNING_CHILDREN {
             let Some(child) = self.spawn.pending.pop_front() else {
                 break;
             };
-            let Some(addr) = rt.session_addr(&child) else {
+            let Some(addr) = self.services.sessions.get(&child).map(|h| h.addr) else {
                 continue;
             };
             self.spawn.running.insert(child.clone());

@@ -25,7 +25,7 @@ pub struct StoredEvent {
     /// The JSON frame (`{kind, sessionId, seq, ts, ...}`), shared by every recipient.
     pub frame: ByteString,
     /// The session's flow gate, advanced once the event is fanned out.
-    pub gate: Arc<crate::gateway::FlowGate>,
+    pub gate: Arc<crate::flow::FlowGate>,
 }
 
 /// A session loaded at start, with the newest `seq` its history holds.

@@ -80,7 +80,7 @@ pub(super) fn migrate(conn: &Connection, data_dir: &Path) -> Result<(), RuntimeE
         .prepare("SELECT id, token FROM users")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
-    if let Some((_, token)) = rows.iter().find(|(id, _)| id == crate::runtime::ADMIN_USER) {
+    if let Some((_, token)) = rows.iter().find(|(id, _)| id == crate::access::ADMIN_USER) {
         write_admin_file(data_dir, token)?;
     }
     // Zero the plain tokens' old bytes rather than leave them in free space, and
@@ -181,7 +181,7 @@ impl Store {
     pub fn revoke_user(&self, id: &str) -> Result<bool, RuntimeError> {
         let removed =
             self.with_reader(|conn| conn.execute("DELETE FROM users WHERE id = ?1", [id]))?;
-        if removed > 0 && id == crate::runtime::ADMIN_USER {
+        if removed > 0 && id == crate::access::ADMIN_USER {
             let _ = std::fs::remove_file(self.data_dir().join(ADMIN_TOKEN_FILE));
         }
         Ok(removed > 0)
@@ -201,7 +201,7 @@ impl Store {
                 "no user `{id}` (tandem user list shows them)"
             )));
         }
-        if id == crate::runtime::ADMIN_USER {
+        if id == crate::access::ADMIN_USER {
             write_admin_file(self.data_dir(), &token)?;
         }
         Ok(token)
@@ -212,7 +212,7 @@ impl Store {
     pub fn ensure_admin(&self) -> Result<Option<String>, RuntimeError> {
         let exists = self.with_reader(|conn| {
             conn.prepare("SELECT 1 FROM users WHERE id = ?1")?
-                .exists([crate::runtime::ADMIN_USER])
+                .exists([crate::access::ADMIN_USER])
         })?;
         if exists {
             return Ok(None);
@@ -224,7 +224,7 @@ impl Store {
                 "INSERT OR IGNORE INTO users (id, token_hash, admin, created_at) \
                  VALUES (?1, ?2, 1, ?3)",
                 params![
-                    crate::runtime::ADMIN_USER,
+                    crate::access::ADMIN_USER,
                     to_hex(&digest(&token)),
                     now_ms() as i64
                 ],

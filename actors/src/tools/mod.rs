@@ -3,21 +3,18 @@
 //! A tool is always called *as* a session; what it may do depends on that session's
 //! role (Driver, Worker, unpaired, spawned child).
 
+mod api;
 pub mod defs;
 mod handoff;
 mod partner;
 mod proposal;
 mod spawn;
 
-use std::future::Future;
-use std::pin::Pin;
-
 use serde_json::{Map, Value};
 use tandem_protocol::mcp::ToolDef;
 use tandem_protocol::Role;
 
 pub use partner::choose_worker_vendor;
-pub(crate) use proposal::failed_resume;
 pub use proposal::{accept_proposal, decline_proposal};
 
 use crate::error::{RuntimeError, ToolError};
@@ -25,8 +22,7 @@ use crate::runtime::{Runtime, RuntimeRef};
 use crate::session::{Describe, SessionState};
 use defs::*;
 
-/// The answer of a tool call: its JSON result, or why it failed.
-pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>>>>;
+pub use crate::adapter::ToolFuture;
 
 /// Routes a tool call made as a session to the tool's implementation.
 #[derive(Clone, Default)]
@@ -46,8 +42,15 @@ impl ToolRouter {
         ToolRouter { runtime }
     }
 
+    /// The tool host sessions hand their adapters (see [`crate::start`]).
+    pub fn host(runtime: RuntimeRef) -> crate::adapter::Tools {
+        std::sync::Arc::new(ToolRouter::new(runtime))
+    }
+}
+
+impl crate::adapter::ToolHost for ToolRouter {
     /// Calls `name` with `arguments` on behalf of session `caller`.
-    pub fn call(&self, caller: &str, name: &str, arguments: Value) -> ToolFuture {
+    fn call(&self, caller: &str, name: &str, arguments: Value) -> ToolFuture {
         let runtime = self.runtime.clone();
         let caller = caller.to_string();
         let name = name.to_string();

@@ -133,7 +133,7 @@ pub async fn accept_proposal(
         let proposal_id = proposal_id.to_string();
         async move {
             let _ = driver
-                .send(failed_resume(&proposal_id, &error.to_string()))
+                .send(Resume::proposal_failed(&proposal_id, &error.to_string()))
                 .await;
             error
         }
@@ -173,23 +173,6 @@ pub async fn accept_proposal(
         }),
         Ok(Err(e)) => Err(fail(e.into()).await),
         Err(e) => Err(fail(e.into()).await),
-    }
-}
-
-/// What the Driver is told when its accepted proposal's Worker could not start: an
-/// internal turn keyed `{proposal_id}:failed` (taken once) that ends the proposal in
-/// `error`.
-pub(crate) fn failed_resume(proposal_id: &str, error: &str) -> Resume {
-    Resume {
-        id: format!("{proposal_id}:failed"),
-        text: format!("[Worker could not start]\n{error}\nCarry on with the task yourself."),
-        proposal: Some(ProposalProgress {
-            proposal_id: proposal_id.to_string(),
-            status: ProposalStatus::Error,
-            worker_id: None,
-            pair_id: None,
-            error: Some(error.to_string()),
-        }),
     }
 }
 

@@ -229,7 +229,7 @@ impl Direct {
     ) -> Result<Direct, String> {
         // Exactly the adapter's flags for an unpaired session with default settings.
         let settings = TurnSettings {
-            system_prompt: Some(tandem_actors::pair::texts::UNPAIRED.to_string()),
+            system_prompt: Some(tandem_actors::session::prompts::UNPAIRED.to_string()),
             ..TurnSettings::default()
         };
         let mut cmd = tokio::process::Command::new(bin);

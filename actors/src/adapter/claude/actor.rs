@@ -27,10 +27,10 @@ use super::wire::{
     UserTurn,
 };
 use super::{ClaudeHub, DEFAULT_IDLE_CLOSE};
+use crate::adapter::messages::Pace;
 use crate::adapter::messages::{AdapterCommand, AgentItem, AgentOutput, TurnSettings};
 use crate::adapter::{AdapterContext, McpAccess, VendorProcess};
 use crate::clock::{now_ms, random_id};
-use crate::session::Pace;
 
 /// The adapter waits at the session's flow gate every this many events.
 const AWAIT_EVERY: u64 = 32;

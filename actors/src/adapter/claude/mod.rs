@@ -36,7 +36,6 @@ pub use registry::ExternalRun;
 use super::messages::AdapterCommand;
 use super::{AdapterContext, VendorProcess};
 use crate::error::RuntimeError;
-use crate::session::Services;
 
 /// Idle time after which a kept process is closed, unless configured
 /// (`[vendors.claude] idle_secs`).
@@ -124,12 +123,12 @@ impl ClaudeHub {
 /// Starts the adapter actor for one Claude session (on the caller's arbiter).
 pub fn start(
     ctx: AdapterContext,
-    services: &Services,
+    hub: &ClaudeHub,
 ) -> Result<Recipient<AdapterCommand>, RuntimeError> {
     let Some(process) = ctx.process.clone() else {
         return Err(RuntimeError::VendorNotInstalled("claude".into()));
     };
-    Ok(ClaudeAgent::new(ctx, process, services.claude.clone())
+    Ok(ClaudeAgent::new(ctx, process, hub.clone())
         .start()
         .recipient())
 }

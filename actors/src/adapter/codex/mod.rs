@@ -25,20 +25,19 @@ pub use server::{CodexHub, Limits};
 use crate::adapter::messages::AdapterCommand;
 use crate::adapter::{AdapterContext, VendorProcess};
 use crate::error::RuntimeError;
-use crate::session::Services;
 
 /// Starts the adapter actor for one Codex session (the owner's app-server starts with
 /// its first turn).
 pub fn start(
     ctx: AdapterContext,
-    services: &Services,
+    hub: &CodexHub,
 ) -> Result<Recipient<AdapterCommand>, RuntimeError> {
     let process = ctx
         .process
         .clone()
         .ok_or_else(|| RuntimeError::VendorNotInstalled("codex".into()))?;
-    let server = services.codex.server_for(&ctx.owner_id, &process);
-    Ok(thread::CodexThread::new(ctx, server, services.codex.limits)
+    let server = hub.server_for(&ctx.owner_id, &process);
+    Ok(thread::CodexThread::new(ctx, server, hub.limits)
         .start()
         .recipient())
 }

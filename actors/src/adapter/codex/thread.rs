@@ -28,10 +28,10 @@ use super::wire::{
     ThreadResumeParams, ThreadStartParams, TurnInterruptParams, TurnNotification, TurnStartParams,
     TurnStartResponse, UserInput,
 };
+use crate::adapter::messages::Pace;
 use crate::adapter::messages::{AdapterCommand, AgentItem, AgentOutput, TurnSettings};
 use crate::adapter::{AdapterContext, McpAccess};
 use crate::clock::{now_ms, random_id};
-use crate::session::Pace;
 
 /// Events between two waits at the session's flow gate.
 const AWAIT_EVERY: u64 = 32;

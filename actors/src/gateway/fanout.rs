@@ -1,0 +1,197 @@
+//! Live fan-out: a committed batch goes into every live subscriber's queue within its
+//! byte budget, and the session's flow gate opens again once the subscribers that keep
+//! up have room.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use bytestring::ByteString;
+
+use super::topic::Topic;
+use super::{Deliver, Gateway, Refused, Target, SLOW_AFTER};
+use crate::metrics::Metrics;
+use crate::store::StoredEvent;
+
+impl Gateway {
+    /// Puts frames into a client's mailbox. `bounded` deliveries respect the byte
+    /// budget; control frames (acks, lag notices) do not, they are small and rare.
+    pub(super) fn enqueue(
+        client: Target<'_>,
+        frames: Vec<ByteString>,
+        bytes: usize,
+        bounded: bool,
+        metrics: &Metrics,
+    ) -> Result<(), Refused> {
+        if frames.is_empty() {
+            return Ok(());
+        }
+        // An empty queue takes any one delivery, so an event larger than the whole
+        // budget (a big tool output) still reaches a client that keeps up.
+        let queued = client.queue.queued();
+        if bounded && queued > 0 && queued + bytes > client.queue.limit() {
+            return Err(Refused::Full);
+        }
+        let count = frames.len() as u64;
+        client.queue.add(bytes);
+        match client.sink.try_send(Deliver {
+            frames,
+            bytes,
+            close: None,
+        }) {
+            Ok(()) => {
+                metrics
+                    .frames_delivered
+                    .fetch_add(count, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                client.queue.release(bytes);
+                match e {
+                    SendError::Full(_) => Err(Refused::Full),
+                    SendError::Closed(_) => Err(Refused::Gone),
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_committed(&mut self, events: Vec<StoredEvent>, ctx: &mut Context<Self>) {
+        /// What one client gets from this batch.
+        #[derive(Default)]
+        struct Outgoing {
+            frames: Vec<ByteString>,
+            bytes: usize,
+            /// Per session: first seq in this delivery and how many events.
+            sessions: Vec<(Arc<str>, u64, u64)>,
+        }
+        let cap = self.ring_events;
+        let mut out: HashMap<u64, Outgoing> = HashMap::new();
+        let mut gaps: Vec<(u64, Arc<str>, u64)> = Vec::new();
+        let mut released: Vec<Arc<str>> = Vec::new();
+        // A batch is made of runs of one session's events (in seq order). Handling a
+        // run at a time pays the per-subscriber lookups once per run, not per event.
+        let mut start = 0;
+        while start < events.len() {
+            let sid = &events[start].session_id;
+            let end = events[start..]
+                .iter()
+                .position(|e| e.session_id != *sid)
+                .map_or(events.len(), |n| start + n);
+            let run = &events[start..end];
+            start = end;
+            let topic = self.topics.entry(sid.clone()).or_insert_with(Topic::new);
+            for ev in run {
+                topic.push(ev, cap);
+            }
+            for &cid in &topic.live {
+                let Some(sub) = self.clients.get_mut(&cid).and_then(|c| c.subs.get_mut(sid)) else {
+                    continue;
+                };
+                let next = sub.next;
+                let mut fresh = run.iter().filter(|e| e.seq >= next).peekable();
+                match fresh.peek() {
+                    None => continue,
+                    Some(first) if first.seq > next => {
+                        gaps.push((cid, sid.clone(), next));
+                        continue;
+                    }
+                    Some(_) => {}
+                }
+                let o = out.entry(cid).or_default();
+                let (first, mut count) = (next, 0);
+                for ev in fresh {
+                    o.frames.push(ev.frame.clone());
+                    o.bytes += ev.frame.len();
+                    sub.next = ev.seq + 1;
+                    count += 1;
+                }
+                match o.sessions.iter_mut().find(|(s, _, _)| s == sid) {
+                    Some(entry) => entry.2 += count,
+                    None => o.sessions.push((sid.clone(), first, count)),
+                }
+            }
+            if let Some(last) = run.last() {
+                topic.held = Some((last.gate.clone(), last.seq));
+                if !released.contains(sid) {
+                    released.push(sid.clone());
+                }
+            }
+        }
+        for (cid, o) in out {
+            let Some(client) = self.clients.get(&cid) else {
+                continue;
+            };
+            match Self::enqueue(client.target(), o.frames, o.bytes, true, &self.metrics) {
+                Ok(()) => {}
+                Err(Refused::Gone) => self.remove_client(cid),
+                Err(Refused::Full) => {
+                    for (sid, first, count) in o.sessions {
+                        self.lag(cid, &sid, first, count);
+                    }
+                }
+            }
+        }
+        for (cid, sid, resume) in gaps {
+            self.lag(cid, &sid, resume, 0);
+        }
+        self.enforce_total_cap();
+        // Fanned out: producers waiting on these sessions may go on, once the
+        // subscribers that keep up have written most of it.
+        for sid in released {
+            self.try_release(&sid, ctx);
+        }
+    }
+
+    /// Opens a topic's held flow gate unless a subscriber that keeps up still has more
+    /// than its soft limit queued; then it re-checks when that client drains (or when
+    /// the client has been behind long enough to count as slow and be ignored).
+    pub(super) fn try_release(&mut self, sid: &Arc<str>, ctx: &mut Context<Self>) {
+        let Some(topic) = self.topics.get_mut(sid) else {
+            return;
+        };
+        let Some((gate, seq)) = topic.held.clone() else {
+            return;
+        };
+        let now = Instant::now();
+        let mut wait: Option<Duration> = None;
+        for cid in &topic.live {
+            let Some(client) = self.clients.get_mut(cid) else {
+                continue;
+            };
+            if client.queue.queued() <= client.queue.soft_limit() {
+                client.over_soft_since = None;
+                continue;
+            }
+            let since = *client.over_soft_since.get_or_insert(now);
+            let left = SLOW_AFTER.saturating_sub(now.duration_since(since));
+            if left.is_zero() {
+                continue;
+            }
+            client.queue.want_soft_drain();
+            if client.queue.queued() <= client.queue.soft_limit() {
+                // It drained between the check and the flag: it will not report.
+                continue;
+            }
+            wait = Some(wait.map_or(left, |w| w.min(left)));
+        }
+        match wait {
+            None => {
+                topic.held = None;
+                gate.advance(seq);
+                gate.wake();
+            }
+            Some(left) if !topic.recheck => {
+                topic.recheck = true;
+                let sid = sid.clone();
+                ctx.run_later(left, move |act, ctx| {
+                    if let Some(topic) = act.topics.get_mut(&sid) {
+                        topic.recheck = false;
+                    }
+                    act.try_release(&sid, ctx);
+                });
+            }
+            Some(_) => {}
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Catching a subscriber up: from the in-memory ring when it still holds what the
+//! client needs, else from the store one page at a time, each page sent only once the
+//! client's queue has drained; and the `lagged` path that sends a live subscriber
+//! back to replay when it falls behind.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use bytestring::ByteString;
+use tandem_protocol::ServerFrame;
+
+use super::topic::Topic;
+use super::{Deliver, Gateway, Refused, Target, LAG_STRIKES, LAG_WINDOW, PAGE_EVENTS};
+use crate::error::RuntimeError;
+
+impl Gateway {
+    /// Drops a subscription that could not keep up and tells the client where to
+    /// resume. Closes the client when it keeps lagging.
+    pub(super) fn lag(&mut self, client_id: u64, sid: &Arc<str>, resume_from: u64, dropped: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.metrics.events_dropped_lag.fetch_add(dropped, Relaxed);
+        if let Some(topic) = self.topics.get_mut(sid) {
+            topic.remove_live(client_id);
+        }
+        let Some(client) = self.clients.get_mut(&client_id) else {
+            return;
+        };
+        client.subs.remove(sid);
+        let now = Instant::now();
+        let written = client.queue.written();
+        // A client that wrote anything since its last lag is reading: falling behind
+        // costs it a replay, never the connection.
+        if client.lags.back().is_some_and(|(_, w)| *w != written) {
+            client.lags.clear();
+        }
+        client.lags.push_back((now, written));
+        while client
+            .lags
+            .front()
+            .is_some_and(|(t, _)| now.duration_since(*t) > LAG_WINDOW)
+        {
+            client.lags.pop_front();
+        }
+        if client.lags.len() >= LAG_STRIKES {
+            self.metrics.clients_closed_slow.fetch_add(1, Relaxed);
+            tracing::info!(
+                client = client_id,
+                "closing a client that lags without reading"
+            );
+            let _ = client.sink.try_send(Deliver {
+                frames: Vec::new(),
+                bytes: 0,
+                close: Some((1008, "client too slow".into())),
+            });
+            // A client that does not read never sees the close frame: its socket is
+            // shut if it is still open after a grace period.
+            self.closing.push((client.queue.clone(), now));
+            self.remove_client(client_id);
+            return;
+        }
+        self.metrics.lagged_notices.fetch_add(1, Relaxed);
+        let notice: ByteString = ServerFrame::Lagged {
+            session_id: sid.to_string(),
+            resume_from,
+        }
+        .to_json()
+        .into();
+        let len = notice.len();
+        match Self::enqueue(client.target(), vec![notice], len, false, &self.metrics) {
+            Ok(()) => {}
+            Err(Refused::Gone) => self.remove_client(client_id),
+            Err(Refused::Full) => {
+                // Its mailbox is full: it cannot even be told. Its socket is shut.
+                client.queue.evict();
+                self.metrics.clients_closed_slow.fetch_add(1, Relaxed);
+                self.remove_client(client_id);
+            }
+        }
+    }
+
+    /// Moves a replaying subscription forward: from the ring when it still holds what
+    /// the client needs, else one store page at a time; live once caught up.
+    pub(super) fn advance(&mut self, client_id: u64, sid: &Arc<str>, ctx: &mut Context<Self>) {
+        let Some(client) = self.clients.get_mut(&client_id) else {
+            return;
+        };
+        let target = Target {
+            sink: &client.sink,
+            queue: &client.queue,
+        };
+        let Some(sub) = client.subs.get_mut(sid) else {
+            return;
+        };
+        if sub.live || sub.reading {
+            return;
+        }
+        if let Some(topic) = self.topics.get_mut(sid).filter(|t| t.last_committed > 0) {
+            if sub.next > topic.last_committed {
+                sub.live = true;
+                topic.live.push(client_id);
+                return;
+            }
+            // Catch up from the ring in pieces that fit the client's room (at least one
+            // event, so one larger than the whole budget still goes to an empty queue).
+            let room = client.queue.limit().saturating_sub(client.queue.queued());
+            let piece = topic.ring_from(sub.next).map(|events| {
+                let (mut frames, mut bytes, mut last, mut whole) = (Vec::new(), 0, 0, true);
+                for e in events {
+                    if !frames.is_empty() && bytes + e.frame.len() > room {
+                        whole = false;
+                        break;
+                    }
+                    bytes += e.frame.len();
+                    frames.push(e.frame.clone());
+                    last = e.seq;
+                }
+                (frames, bytes, last, whole)
+            });
+            if let Some((frames, bytes, last, whole)) = piece {
+                match Self::enqueue(target, frames, bytes, true, &self.metrics) {
+                    Ok(()) if whole => {
+                        sub.next = topic.last_committed + 1;
+                        sub.live = true;
+                        topic.live.push(client_id);
+                    }
+                    Ok(()) => {
+                        sub.next = last + 1;
+                        client.queue.want_drain();
+                        client.parked.push(sid.clone());
+                    }
+                    Err(Refused::Full) => {
+                        client.queue.want_drain();
+                        client.parked.push(sid.clone());
+                    }
+                    Err(Refused::Gone) => self.remove_client(client_id),
+                }
+                return;
+            }
+        }
+        // The store has what we need. Hold the read back while the client is busy.
+        if client.queue.queued() > client.queue.limit() / 2 {
+            client.queue.want_drain();
+            client.parked.push(sid.clone());
+            return;
+        }
+        sub.reading = true;
+        let (after, generation) = (sub.next - 1, sub.generation);
+        let max_bytes = client.queue.limit() / 2;
+        let store = self.store.clone();
+        let session = sid.clone();
+        let read = actix_rt::task::spawn_blocking(move || {
+            store.read_events_bounded(&session, after, PAGE_EVENTS, max_bytes)
+        });
+        let sid = sid.clone();
+        ctx.spawn(
+            actix::fut::wrap_future(read).map(move |res, act: &mut Gateway, ctx| {
+                let res = res.unwrap_or_else(|e| Err(RuntimeError::Internal(e.to_string())));
+                act.on_page(client_id, &sid, generation, res, ctx);
+            }),
+        );
+    }
+
+    pub(super) fn on_page(
+        &mut self,
+        client_id: u64,
+        sid: &Arc<str>,
+        generation: u64,
+        page: Result<(Vec<(u64, String)>, bool), RuntimeError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(client) = self.clients.get_mut(&client_id) else {
+            return;
+        };
+        let target = Target {
+            sink: &client.sink,
+            queue: &client.queue,
+        };
+        let Some(sub) = client
+            .subs
+            .get_mut(sid)
+            .filter(|s| s.generation == generation)
+        else {
+            return;
+        };
+        sub.reading = false;
+        let (rows, exhausted) = match page {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::error!(session = %sid, error = %e, "replay read failed");
+                let next = sub.next;
+                self.lag(client_id, sid, next, 0);
+                return;
+            }
+        };
+        let start = sub.next;
+        let mut bytes = 0;
+        let frames: Vec<ByteString> = rows
+            .into_iter()
+            .filter(|(seq, _)| *seq >= start)
+            .map(|(seq, frame)| {
+                sub.next = seq + 1;
+                bytes += frame.len();
+                ByteString::from(frame)
+            })
+            .collect();
+        if let Err(refused) = Self::enqueue(target, frames, bytes, false, &self.metrics) {
+            match refused {
+                Refused::Gone => self.remove_client(client_id),
+                Refused::Full => self.lag(client_id, sid, start, 0),
+            }
+            return;
+        }
+        if exhausted {
+            let topic = self.topics.entry(sid.clone()).or_insert_with(Topic::new);
+            let front = topic.ring.front().map(|e| e.seq);
+            if topic.last_committed < sub.next {
+                // Everything committed so far was delivered; later commits reach the
+                // gateway after this point and go out live.
+                sub.live = true;
+                topic.live.push(client_id);
+                return;
+            }
+            if let Some(front) = front.filter(|f| *f > sub.next) {
+                // The store lacks events the ring starts after (a failed batch):
+                // nothing can fill the hole, so continue from the ring.
+                tracing::warn!(session = %sid, from = sub.next, to = front, "history gap");
+                sub.next = front;
+            }
+        }
+        self.advance(client_id, sid, ctx);
+    }
+}

@@ -1,0 +1,445 @@
+//! A turn's life cycle in the session actor: a message starts a turn (or waits in the
+//! queue), the adapter's outputs become numbered events, an interrupt is confirmed or
+//! times out, and the turn ends with exactly one `turn_completed`, after which the
+//! next queued message runs.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use tandem_protocol::{EventBody, SessionStatus, TurnStatus};
+
+use super::actor::SessionActor;
+use super::turns::{turn_number, TurnSummary, KEEP_TURNS};
+use super::{Abort, Configure, SendMessage, SendOutcome};
+use crate::adapter::messages::{AdapterCommand, AgentItem, AgentOutput, Pace, TurnSettings};
+use crate::adapter::scripted::ScriptedAgent;
+use crate::adapter::AdapterContext;
+use crate::clock::now_ms;
+use crate::error::RuntimeError;
+use crate::record::QueuedMessage;
+use tandem_protocol::server::PendingPermission;
+
+/// How long an adapter may take to confirm an interrupt before the session closes the
+/// turn itself: a stuck vendor must not leave a session running forever.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+
+/// Messages a person may queue in one session.
+const MAX_QUEUED: usize = 100;
+
+/// Events a producer may run ahead of fan-out before [`Pace`] makes it wait.
+const PACE_WINDOW: u64 = 32;
+
+/// Longest a producer waits at the gate.
+const PACE_LIMIT: Duration = Duration::from_secs(1);
+
+/// A delegated turn's response is capped to its last this many characters.
+pub(crate) const RESPONSE_TAIL_CHARS: usize = 30_000;
+
+/// The delegation a Worker's turn carries out.
+#[derive(Debug, Clone)]
+pub(super) struct TurnDelegation {
+    pub pair_id: String,
+    pub delegation_id: String,
+    /// The pair actor, told when the turn ends.
+    pub report_to: Recipient<super::WorkerTurnEnded>,
+}
+
+/// The turn in flight.
+#[derive(Debug)]
+pub(super) struct ActiveTurn {
+    pub id: String,
+    /// Streamed text not yet closed by an `assistant_message`; kept in history as a
+    /// partial message if the turn is cut short.
+    pub partial: String,
+    /// Every assistant message of the turn so far.
+    pub text: String,
+    pub interrupt_requested: bool,
+    pub delegation: Option<TurnDelegation>,
+    /// Usage and cost the adapter reported, kept on `turn_completed`.
+    pub usage: Option<serde_json::Value>,
+}
+
+impl ActiveTurn {
+    /// The turn's assistant text including what is still streaming.
+    pub fn text_so_far(&self) -> String {
+        let mut text = self.text.clone();
+        if !self.partial.is_empty() {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(&self.partial);
+        }
+        text
+    }
+}
+
+/// Keeps the last `max` characters of `text`.
+pub(crate) fn tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    text.chars().skip(count - max).collect()
+}
+
+impl Handler<SendMessage> for SessionActor {
+    type Result = Result<SendOutcome, RuntimeError>;
+
+    fn handle(&mut self, msg: SendMessage, ctx: &mut Context<Self>) -> Self::Result {
+        let result = self.on_send(msg, ctx);
+        self.flush();
+        result
+    }
+}
+
+impl Handler<Abort> for SessionActor {
+    type Result = Result<(), RuntimeError>;
+
+    fn handle(&mut self, _: Abort, ctx: &mut Context<Self>) -> Self::Result {
+        self.interrupt(ctx)
+    }
+}
+
+impl Handler<Pace> for SessionActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Pace, _: &mut Context<Self>) -> Self::Result {
+        let target = (self.next_seq - 1).saturating_sub(PACE_WINDOW);
+        let gate = self.gate.clone();
+        Box::pin(async move { gate.wait_for(target, PACE_LIMIT).await })
+    }
+}
+
+impl Handler<AgentOutput> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: AgentOutput, ctx: &mut Context<Self>) {
+        self.on_output(msg, ctx);
+        self.flush();
+    }
+}
+
+impl SessionActor {
+    pub(super) fn adapter(
+        &mut self,
+        ctx: &mut Context<Self>,
+    ) -> Result<Recipient<AdapterCommand>, RuntimeError> {
+        if let Some(adapter) = &self.adapter {
+            if adapter.connected() {
+                return Ok(adapter.clone());
+            }
+        }
+        let context = AdapterContext {
+            session_id: self.record.id.clone(),
+            owner_id: self.record.owner_id.clone(),
+            cwd: self.record.cwd.clone().into(),
+            vendor_session_id: self.record.vendor_session_id.clone(),
+            settings: self.turn_settings(),
+            out: ctx.address().recipient(),
+            pace: ctx.address().recipient(),
+            mcp: self.services.mcp.access(&self.record.id),
+            process: self.services.vendors.get(&self.record.vendor).cloned(),
+        };
+        let adapter = match self.record.vendor.as_str() {
+            "scripted" => ScriptedAgent::new(
+                context.session_id,
+                context.out,
+                context.pace,
+                self.services.tools.clone(),
+            )
+            .start()
+            .recipient(),
+            "codex" => crate::adapter::codex::start(context, &self.services.codex)?,
+            "claude" => crate::adapter::claude::start(context, &self.services.claude)?,
+            other => return Err(RuntimeError::VendorNotInstalled(other.to_string())),
+        };
+        self.adapter = Some(adapter.clone());
+        Ok(adapter)
+    }
+
+    /// Starts a turn with `text`. `internal` marks server-written messages (pushed-back
+    /// results); `delegation` marks a Worker turn delegated by its Driver.
+    pub(super) fn start_turn(
+        &mut self,
+        text: String,
+        internal: bool,
+        delegation: Option<(TurnDelegation, String)>,
+        ctx: &mut Context<Self>,
+    ) -> Result<String, RuntimeError> {
+        let adapter = self.adapter(ctx)?;
+        self.record.turn_count += 1;
+        let turn_id = format!("turn_{}", self.record.turn_count);
+        self.record.status = SessionStatus::Running;
+        self.record.current_turn_id = Some(turn_id.clone());
+        self.record.turn_started_at = Some(now_ms());
+        let (delegation, delegated_by) = match delegation {
+            Some((d, by)) => (Some(d), Some(by)),
+            None => (None, None),
+        };
+        self.recent.push_back(TurnSummary {
+            number: self.record.turn_count,
+            user: text.clone(),
+            delegated: delegated_by.is_some(),
+            response: String::new(),
+        });
+        while self.recent.len() > KEEP_TURNS {
+            self.recent.pop_front();
+        }
+        self.turn = Some(ActiveTurn {
+            id: turn_id.clone(),
+            partial: String::new(),
+            text: String::new(),
+            interrupt_requested: false,
+            delegation,
+            usage: None,
+        });
+        self.emit(Some(turn_id.clone()), EventBody::TurnStarted {});
+        self.emit(
+            Some(turn_id.clone()),
+            EventBody::UserMessage {
+                text: text.clone(),
+                internal,
+                delegated_by,
+            },
+        );
+        self.touch();
+        adapter.do_send(AdapterCommand::StartTurn {
+            turn_id: turn_id.clone(),
+            text,
+            internal,
+            settings: self.turn_settings(),
+        });
+        Ok(turn_id)
+    }
+
+    /// Model and behaviour as the session's record says now.
+    pub(super) fn turn_settings(&self) -> TurnSettings {
+        TurnSettings {
+            model: self.record.model.clone(),
+            effort: self.record.effort.clone(),
+            permission_mode: self.record.permission_mode,
+            system_prompt: super::prompts::system_prompt(&self.record),
+        }
+    }
+
+    pub(super) fn finish_turn(
+        &mut self,
+        status: TurnStatus,
+        error: Option<String>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(turn) = self.turn.take() else {
+            return;
+        };
+        let response = turn.text_so_far();
+        if !turn.partial.is_empty() {
+            self.emit(
+                Some(turn.id.clone()),
+                EventBody::AssistantMessage { text: turn.partial },
+            );
+        }
+        if !self.permissions.is_empty() {
+            self.withdraw_permissions();
+        }
+        self.emit(
+            Some(turn.id.clone()),
+            EventBody::TurnCompleted {
+                status,
+                error: error.clone(),
+                usage: turn.usage,
+            },
+        );
+        if let Some(last) = self
+            .recent
+            .back_mut()
+            .filter(|t| Some(t.number) == turn_number(&turn.id))
+        {
+            last.response = response.clone();
+        }
+        self.record.status = match status {
+            TurnStatus::Completed => SessionStatus::Idle,
+            TurnStatus::Interrupted => SessionStatus::Interrupted,
+            TurnStatus::Failed => SessionStatus::Failed,
+        };
+        self.record.current_turn_id = None;
+        self.record.turn_started_at = None;
+        self.touch();
+        if let Some(d) = turn.delegation {
+            self.notify_pair(d, status, response, error.clone());
+        }
+        self.notify_parent();
+        self.dispatch_queued(ctx);
+    }
+
+    /// Sends the oldest queued message when nothing runs: no turn and no background
+    /// work (a new turn would kill that work).
+    pub(super) fn dispatch_queued(&mut self, ctx: &mut Context<Self>) {
+        if self.turn.is_some() || !self.background.is_empty() || self.record.queued.is_empty() {
+            return;
+        }
+        let next = self.record.queued.remove(0);
+        self.touch();
+        if let Err(e) = self.start_turn(next.text, next.internal, None, ctx) {
+            self.emit(
+                None,
+                EventBody::Error {
+                    message: format!("queued message could not start: {e}"),
+                },
+            );
+        }
+    }
+
+    /// Runs `text` now if the session is free, else queues it.
+    pub(super) fn run_or_queue(&mut self, text: String, internal: bool, ctx: &mut Context<Self>) {
+        self.record.queued.push(QueuedMessage { text, internal });
+        self.touch();
+        self.dispatch_queued(ctx);
+    }
+
+    pub(super) fn on_send(
+        &mut self,
+        msg: SendMessage,
+        ctx: &mut Context<Self>,
+    ) -> Result<SendOutcome, RuntimeError> {
+        if msg.content.trim().is_empty() {
+            return Err(RuntimeError::InvalidArgument("content is empty".into()));
+        }
+        let busy = self.turn.is_some() || !self.background.is_empty();
+        if self.turn.is_some() && !msg.queue {
+            return Err(RuntimeError::RunInProgress(self.record.id.clone()));
+        }
+        if let Some(options) = msg.options {
+            self.apply_config(Configure {
+                model: options.model,
+                effort: options.effort,
+                permission_mode: options.permission_mode,
+                ..Configure::default()
+            })?;
+        }
+        if msg.queue && (busy || !self.record.queued.is_empty()) {
+            if self.record.queued.len() >= MAX_QUEUED {
+                return Err(RuntimeError::LimitExceeded(format!(
+                    "the queue already holds {MAX_QUEUED} messages"
+                )));
+            }
+            self.record.queued.push(QueuedMessage {
+                text: msg.content,
+                internal: false,
+            });
+            self.touch();
+            return Ok(SendOutcome::Queued {
+                position: self.record.queued.len(),
+            });
+        }
+        let turn_id = self.start_turn(msg.content, false, None, ctx)?;
+        Ok(SendOutcome::Started { turn_id })
+    }
+
+    pub(super) fn on_output(&mut self, msg: AgentOutput, ctx: &mut Context<Self>) {
+        let current = self.turn.as_ref().map(|t| t.id.as_str());
+        if msg.turn_id.is_some() && msg.turn_id.as_deref() != current {
+            tracing::debug!(session = %self.id, turn = ?msg.turn_id, "output of a finished turn ignored");
+            return;
+        }
+        match msg.item {
+            AgentItem::Event(body) => {
+                if let Some(turn) = self.turn.as_mut().filter(|_| msg.turn_id.is_some()) {
+                    match &body {
+                        EventBody::TextDelta { text } => turn.partial.push_str(text),
+                        EventBody::AssistantMessage { text } => {
+                            turn.partial.clear();
+                            if !turn.text.is_empty() {
+                                turn.text.push_str("\n\n");
+                            }
+                            turn.text.push_str(text);
+                        }
+                        _ => {}
+                    }
+                }
+                self.emit(msg.turn_id, body);
+            }
+            AgentItem::TurnEnded { status, error } => {
+                if msg.turn_id.is_some() {
+                    self.finish_turn(status, error, ctx);
+                }
+            }
+            AgentItem::BackgroundTasks(tasks) => {
+                if tasks != self.background {
+                    self.background = tasks.clone();
+                    self.emit(None, EventBody::BackgroundTasks { tasks });
+                    self.touch();
+                    self.dispatch_queued(ctx);
+                }
+            }
+            AgentItem::VendorSessionId(id) => {
+                if self.record.vendor_session_id.as_deref() != Some(id.as_str()) {
+                    self.record.vendor_session_id = Some(id);
+                    self.touch();
+                }
+            }
+            AgentItem::PermissionRequest {
+                request_id,
+                tool_name,
+                input,
+            } => {
+                self.permissions.push(PendingPermission {
+                    request_id: request_id.clone(),
+                    tool_name: tool_name.clone(),
+                    input: input.clone(),
+                });
+                self.publish_permissions();
+                self.emit(
+                    msg.turn_id,
+                    EventBody::PermissionRequest {
+                        request_id,
+                        tool_name,
+                        input,
+                    },
+                );
+            }
+            AgentItem::PermissionResolved { request_id } => {
+                let before = self.permissions.len();
+                self.permissions.retain(|p| p.request_id != request_id);
+                if self.permissions.len() != before {
+                    self.publish_permissions();
+                    self.emit(msg.turn_id, EventBody::PermissionResolved { request_id });
+                }
+            }
+            AgentItem::Usage(usage) => {
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.usage = Some(usage);
+                }
+            }
+        }
+    }
+
+    /// Asks the adapter to stop the turn, and closes it anyway if the adapter does not
+    /// confirm in time.
+    pub(super) fn interrupt(&mut self, ctx: &mut Context<Self>) -> Result<(), RuntimeError> {
+        let Some(turn) = self.turn.as_mut() else {
+            return Err(RuntimeError::NoActiveRun(self.record.id.clone()));
+        };
+        if turn.interrupt_requested {
+            return Ok(());
+        }
+        turn.interrupt_requested = true;
+        let turn_id = turn.id.clone();
+        if let Some(adapter) = &self.adapter {
+            adapter.do_send(AdapterCommand::Interrupt {
+                turn_id: turn_id.clone(),
+            });
+        }
+        ctx.run_later(INTERRUPT_GRACE, move |act, ctx| {
+            if act.turn.as_ref().is_some_and(|t| t.id == turn_id) {
+                tracing::warn!(session = %act.id, "adapter did not confirm the interrupt; closing the turn");
+                act.finish_turn(
+                    TurnStatus::Interrupted,
+                    Some("the agent did not stop in time".into()),
+                    ctx,
+                );
+                act.flush();
+            }
+        });
+        Ok(())
+    }
+}

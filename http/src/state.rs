@@ -1,0 +1,42 @@
+//! What every handler shares: the runtime and the server's settings. Its own module so
+//! the handlers (REST, MCP, WebSocket) and the server that mounts them import it
+//! without importing each other.
+
+use tandem_actors::Runtime;
+
+use crate::auth::AuthMode;
+
+/// Shared by every handler.
+pub struct AppState {
+    /// The runtime.
+    pub runtime: Runtime,
+    /// Auth mode.
+    pub auth: AuthMode,
+    /// Largest frame or body accepted.
+    pub max_frame_bytes: usize,
+    /// WebSocket keep-alive.
+    pub heartbeat: Heartbeat,
+    /// Per-user and per-socket limits.
+    pub limits: Limits,
+    /// Open WebSocket connections per user.
+    pub connections: crate::limits::ConnectionCounts,
+}
+
+/// How much one user or one socket may ask of the server.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Open WebSocket connections per user; the next upgrade is `LIMIT_EXCEEDED`.
+    pub connections_per_user: usize,
+    /// Client messages per second per socket; the rest are `RATE_LIMITED`.
+    pub messages_per_sec: u32,
+}
+
+/// WebSocket keep-alive: the server pings every `ping_every` and drops a client it
+/// has not heard from (no frame, no pong) for `timeout`.
+#[derive(Debug, Clone, Copy)]
+pub struct Heartbeat {
+    /// Ping interval.
+    pub ping_every: std::time::Duration,
+    /// Silence after which a client is dropped as half-open.
+    pub timeout: std::time::Duration,
+}
