@@ -1,6 +1,6 @@
 //! What a WebSocket request does: turns a parsed [`ClientFrame`] into runtime calls and
-//! the frames that answer it. Knows nothing of the socket; the connection in
-//! [`crate::ws`] sends what [`dispatch`] returns.
+//! the frames that answer it. Knows nothing of the socket; the connection
+//! (`ws.rs`) sends what [`dispatch`] returns.
 
 use futures_util::future::LocalBoxFuture;
 use serde::Serialize;
