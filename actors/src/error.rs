@@ -20,6 +20,9 @@ pub enum RuntimeError {
     /// Unknown background task.
     #[error("session has no background task {0}")]
     NoSuchTask(String),
+    /// The session has no scheduled message with that id.
+    #[error("no scheduled message {0}")]
+    NoSuchSchedule(String),
     /// No pending permission request with that id.
     #[error("no pending permission request {0}")]
     NoSuchPermission(String),
@@ -60,6 +63,16 @@ pub enum RuntimeError {
     /// A per-user limit is reached (`LIMIT_EXCEEDED`).
     #[error("{0}")]
     LimitExceeded(String),
+    /// The session's state does not allow the request now (`CONFLICT`): the message
+    /// says what stands in the way.
+    #[error("{0}")]
+    Conflict(String),
+    /// A pair operation was refused or failed.
+    #[error(transparent)]
+    Pair(#[from] PairError),
+    /// A proposal could not be made, accepted or declined.
+    #[error(transparent)]
+    Proposal(#[from] ProposalError),
     /// An actor that should be alive is gone (the server is shutting down).
     #[error("internal error: {0}")]
     Internal(String),
@@ -75,9 +88,13 @@ impl RuntimeError {
             RuntimeError::NoActiveRun(_) => ErrorCode::NoActiveRun,
             RuntimeError::NoSuchTask(_) => ErrorCode::NoSuchTask,
             RuntimeError::NoSuchPermission(_) => ErrorCode::NoSuchPermission,
+            RuntimeError::NoSuchSchedule(_) => ErrorCode::NoSuchSchedule,
             RuntimeError::VendorNotInstalled(_) => ErrorCode::VendorNotInstalled,
             RuntimeError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             RuntimeError::LimitExceeded(_) => ErrorCode::LimitExceeded,
+            RuntimeError::Conflict(_) => ErrorCode::Conflict,
+            RuntimeError::Pair(e) => e.code(),
+            RuntimeError::Proposal(e) => e.code(),
             RuntimeError::Store(_)
             | RuntimeError::Io(_)
             | RuntimeError::Random(_)
@@ -92,5 +109,264 @@ impl RuntimeError {
 impl From<actix::MailboxError> for RuntimeError {
     fn from(e: actix::MailboxError) -> Self {
         RuntimeError::Internal(format!("actor unavailable: {e}"))
+    }
+}
+
+/// Why a pair could not be created, directed or closed.
+#[derive(Debug, thiserror::Error)]
+pub enum PairError {
+    /// No pair with that id runs (`NO_SUCH_PAIR`).
+    #[error("no pair {0}")]
+    NoSuchPair(String),
+    /// The session directs no Worker (`NOT_PAIRED`).
+    #[error("this session has no Worker; send_to_partner creates one")]
+    NoWorker,
+    /// The session's pair stopped running meanwhile (`NOT_PAIRED`).
+    #[error("the pair is gone; call send_to_partner again for a new Worker")]
+    Gone,
+    /// The pair was closed before the request reached it (`NOT_PAIRED`).
+    #[error("the pair was closed")]
+    Closed,
+    /// The pair was closed while the caller waited for the Worker (`NOT_PAIRED`).
+    #[error("the pair was closed before the Worker answered")]
+    ClosedBeforeAnswer,
+    /// The Worker session no longer exists (`NOT_PAIRED`).
+    #[error("the Worker session is gone")]
+    WorkerGone,
+    /// The caller is the Worker, and only the Driver directs (`TOOL_NOT_AVAILABLE`).
+    #[error("only the Driver may direct the pair; this session is the Worker")]
+    NotDriver,
+    /// The Driver already has a Worker (`CONFLICT`).
+    #[error("this session already has a Worker")]
+    AlreadyPaired,
+    /// A spawned session may not drive a pair (`CONFLICT`).
+    #[error("a spawned session cannot drive a pair")]
+    SpawnedDriver,
+    /// The pair is being dissolved already (`CONFLICT`).
+    #[error("the pair is already closed")]
+    AlreadyClosed,
+    /// One delegation at a time (`CONFLICT`).
+    #[error(
+        "the Worker already holds a delegation; wait for its result, check it with \
+         read_partner, or stop it with interrupt_partner"
+    )]
+    DelegationInFlight,
+    /// The Worker runs a turn of its own (`RUN_IN_PROGRESS`).
+    #[error(
+        "the Worker is busy with a turn of its own; wait for it or stop it with interrupt_partner"
+    )]
+    WorkerBusy,
+    /// The Worker refused the delegated turn or the interrupt; the code is the
+    /// Worker's.
+    #[error("the Worker could not start: {0}")]
+    WorkerRefused(Box<RuntimeError>),
+    /// The Worker refused an interrupt; the code is the Worker's.
+    #[error("{0}")]
+    Worker(Box<RuntimeError>),
+    /// An actor of the pair is gone (the server is shutting down) (`INTERNAL`).
+    #[error("the pair is unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl PairError {
+    /// The wire code for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            PairError::NoSuchPair(_) => ErrorCode::NoSuchPair,
+            PairError::NoWorker
+            | PairError::Gone
+            | PairError::Closed
+            | PairError::ClosedBeforeAnswer
+            | PairError::WorkerGone => ErrorCode::NotPaired,
+            PairError::NotDriver => ErrorCode::ToolNotAvailable,
+            PairError::AlreadyPaired
+            | PairError::SpawnedDriver
+            | PairError::AlreadyClosed
+            | PairError::DelegationInFlight => ErrorCode::Conflict,
+            PairError::WorkerBusy => ErrorCode::RunInProgress,
+            PairError::WorkerRefused(e) | PairError::Worker(e) => e.code(),
+            PairError::Unavailable(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+impl From<actix::MailboxError> for PairError {
+    fn from(e: actix::MailboxError) -> Self {
+        PairError::Unavailable(e.to_string())
+    }
+}
+
+/// Why a Worker proposal could not be made, accepted or declined.
+#[derive(Debug, thiserror::Error)]
+pub enum ProposalError {
+    /// The session has a Worker already (`CONFLICT`).
+    #[error("this session already has a Worker; use send_to_partner")]
+    AlreadyPaired,
+    /// Only a session on its own, in a turn of its own, may propose (`CONFLICT`).
+    #[error("only a session without a Worker can propose one")]
+    NotAlone,
+    /// One open proposal at a time (`CONFLICT`).
+    #[error("a Worker proposal is already open; wait for it to be resolved")]
+    AlreadyOpen,
+    /// The session has no proposal with that id (`NO_SUCH_PROPOSAL`).
+    #[error("no proposal {0} in this session")]
+    NotFound(String),
+    /// The proposal was accepted or declined already (`CONFLICT`).
+    #[error("this proposal was already resolved")]
+    AlreadyResolved,
+}
+
+impl ProposalError {
+    /// The wire code for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ProposalError::NotFound(_) => ErrorCode::NoSuchProposal,
+            ProposalError::AlreadyPaired
+            | ProposalError::NotAlone
+            | ProposalError::AlreadyOpen
+            | ProposalError::AlreadyResolved => ErrorCode::Conflict,
+        }
+    }
+}
+
+/// Why `spawn_sessions` refused or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// Children cannot spawn (`TOOL_NOT_AVAILABLE`).
+    #[error("spawned sessions cannot spawn sessions")]
+    Nested,
+    /// Too few or too many entries in one call (`INVALID_ARGUMENT`).
+    #[error("sessions must hold 1 to {max} entries")]
+    Count {
+        /// The most one call may ask for.
+        max: usize,
+    },
+    /// An entry lacks its title or prompt (`INVALID_ARGUMENT`).
+    #[error("sessions[{index}].{field} is required")]
+    MissingField {
+        /// The entry.
+        index: usize,
+        /// `title` or `prompt`.
+        field: &'static str,
+    },
+    /// The parent would have more children than allowed (`LIMIT_EXCEEDED`).
+    #[error("a session may spawn at most {max} sessions; {existing} exist already")]
+    TooMany {
+        /// Children one session may have.
+        max: usize,
+        /// Children it has.
+        existing: usize,
+    },
+    /// The first child could not be created; nothing was started. The code is the
+    /// creation's.
+    #[error(transparent)]
+    Create(RuntimeError),
+    /// A later child could not be created; the ones before it were started. The code
+    /// is the creation's.
+    #[error(
+        "session {number} of {total} could not be created ({source}); the {} created before it \
+         were started: {}",
+        started.len(),
+        started.join(", ")
+    )]
+    Partial {
+        /// Which one failed (1-based).
+        number: usize,
+        /// How many were asked for.
+        total: usize,
+        /// Why.
+        source: Box<RuntimeError>,
+        /// The children created and started before it.
+        started: Vec<String>,
+    },
+}
+
+impl SpawnError {
+    /// The wire code for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            SpawnError::Nested => ErrorCode::ToolNotAvailable,
+            SpawnError::Count { .. } | SpawnError::MissingField { .. } => {
+                ErrorCode::InvalidArgument
+            }
+            SpawnError::TooMany { .. } => ErrorCode::LimitExceeded,
+            SpawnError::Create(e) => e.code(),
+            SpawnError::Partial { source, .. } => source.code(),
+        }
+    }
+}
+
+/// Why an agent tool call failed. MCP answers it as an `isError` result whose text is
+/// the message and whose `structuredContent` carries the code; `tool.call` as
+/// `{result: message, isError: true, code}`.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// No tool of that name (`UNKNOWN_TOOL`).
+    #[error("unknown tool `{0}`")]
+    Unknown(String),
+    /// The tool is not offered to the calling session; the message says why
+    /// (`TOOL_NOT_AVAILABLE`).
+    #[error("{0}")]
+    NotOffered(String),
+    /// The arguments do not fit the tool's schema (`INVALID_ARGUMENT`).
+    #[error("invalid arguments for {tool}: {reason}")]
+    InvalidArguments {
+        /// The tool.
+        tool: &'static str,
+        /// What serde said (names the field).
+        reason: String,
+    },
+    /// A required text argument is empty (`INVALID_ARGUMENT`).
+    #[error("{0} is required")]
+    Required(&'static str),
+    /// The caller's position forbids the call: a Worker, a spawned session, a
+    /// delegated turn (`TOOL_NOT_AVAILABLE`).
+    #[error("{0}")]
+    NotAllowed(&'static str),
+    /// The requested Worker vendor is not installed (`VENDOR_NOT_INSTALLED`).
+    #[error("Worker vendor `{0}` is not installed")]
+    VendorNotInstalled(String),
+    /// No vendor is installed at all (`VENDOR_NOT_INSTALLED`).
+    #[error("no coding agent is installed for a Worker")]
+    NoVendor,
+    /// The runtime is gone (`INTERNAL`).
+    #[error("the server is shutting down")]
+    ShuttingDown,
+    /// A pair operation failed.
+    #[error(transparent)]
+    Pair(#[from] PairError),
+    /// A proposal failed.
+    #[error(transparent)]
+    Proposal(#[from] ProposalError),
+    /// Spawning failed.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// Any other refusal of the runtime.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+impl ToolError {
+    /// The wire code for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ToolError::Unknown(_) => ErrorCode::UnknownTool,
+            ToolError::NotOffered(_) | ToolError::NotAllowed(_) => ErrorCode::ToolNotAvailable,
+            ToolError::InvalidArguments { .. } | ToolError::Required(_) => {
+                ErrorCode::InvalidArgument
+            }
+            ToolError::VendorNotInstalled(_) | ToolError::NoVendor => ErrorCode::VendorNotInstalled,
+            ToolError::ShuttingDown => ErrorCode::Internal,
+            ToolError::Pair(e) => e.code(),
+            ToolError::Proposal(e) => e.code(),
+            ToolError::Spawn(e) => e.code(),
+            ToolError::Runtime(e) => e.code(),
+        }
+    }
+}
+
+impl From<actix::MailboxError> for ToolError {
+    fn from(e: actix::MailboxError) -> Self {
+        ToolError::Runtime(e.into())
     }
 }

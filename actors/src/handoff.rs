@@ -14,24 +14,8 @@ pub const MAX_TRANSCRIPT_CHARS: usize = 24_000;
 /// Characters of the whole prompt.
 pub const MAX_PROMPT_CHARS: usize = 36_000;
 
-/// Who said a transcript entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Speaker {
-    /// The user (or a Driver).
-    User,
-    /// The agent.
-    Assistant,
-}
-
-impl Speaker {
-    /// `user` or `assistant`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Speaker::User => "user",
-            Speaker::Assistant => "assistant",
-        }
-    }
-}
+/// Who said a transcript entry (the wire type: `read_handoff_source` returns it).
+pub use tandem_protocol::tools::Speaker;
 
 /// One message of a conversation: user text or assistant text, nothing else (no
 /// tool output, no deltas).

@@ -4,7 +4,7 @@
 //! server at a chosen step. Admin only.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
@@ -18,6 +18,13 @@ struct FailpointParams {
     name: String,
     /// What it does from now on (`off` removes it).
     actions: String,
+}
+
+/// Answer of `POST /debug/failpoints`: the failpoint that was set.
+#[derive(Debug, Serialize)]
+struct FailpointSet<'a> {
+    /// The failpoint's name.
+    name: &'a str,
 }
 
 /// Registers the route.
@@ -43,7 +50,7 @@ async fn set(
     match result {
         Ok(()) => {
             tracing::warn!(name = %body.name, actions = %body.actions, "failpoint set");
-            Ok(HttpResponse::Ok().json(serde_json::json!({"name": body.name})))
+            Ok(HttpResponse::Ok().json(FailpointSet { name: &body.name }))
         }
         Err(e) => Err(ApiError::new(ErrorCode::InvalidArgument, e)),
     }

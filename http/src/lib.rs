@@ -20,5 +20,6 @@ pub mod state;
 pub mod web;
 pub mod ws;
 pub mod ws_limit;
+pub mod ws_requests;
 
 pub use server::{serve, ServeOptions};

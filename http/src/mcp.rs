@@ -3,8 +3,12 @@
 //! session; every call runs as that session.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::{json, Value};
-use tandem_protocol::mcp::{negotiate_version, InitializeResult, RpcRequest, RpcResponse};
+use serde_json::Value;
+use tandem_protocol::mcp::{
+    negotiate_version, CallToolParams, CallToolResult, EmptyResult, Implementation,
+    InitializeParams, InitializeResult, ListToolsResult, RpcRequest, RpcResponse,
+    ServerCapabilities,
+};
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
@@ -85,57 +89,63 @@ async fn post(
     let rt = &state.runtime;
     let response = match request.method.as_str() {
         "initialize" => {
-            let requested = request
-                .params
-                .get("protocolVersion")
-                .and_then(Value::as_str);
+            // Params this server does not read are ignored; unreadable ones count as
+            // absent (the answer is then the newest revision).
+            let params: InitializeParams =
+                serde_json::from_value(request.params).unwrap_or_default();
             let instructions = rt
                 .tools_for_session(&session_id)
                 .await
                 .ok()
                 .and_then(|(_, i)| i);
-            let result = InitializeResult {
-                protocol_version: negotiate_version(requested).to_string(),
-                capabilities: json!({"tools": {"listChanged": false}}),
-                server_info: json!({"name": "tandem", "version": env!("CARGO_PKG_VERSION")}),
-                instructions,
-            };
-            RpcResponse::ok(id, serde_json::to_value(result).unwrap_or_default())
+            ok(
+                id,
+                InitializeResult {
+                    protocol_version: negotiate_version(params.protocol_version.as_deref())
+                        .to_string(),
+                    capabilities: ServerCapabilities::default(),
+                    server_info: Implementation {
+                        name: "tandem".into(),
+                        version: env!("CARGO_PKG_VERSION").into(),
+                    },
+                    instructions,
+                },
+            )
         }
-        "ping" => RpcResponse::ok(id, json!({})),
+        "ping" => ok(id, EmptyResult {}),
         "tools/list" => match rt.tools_for_session(&session_id).await {
-            Ok((tools, _)) => RpcResponse::ok(id, json!({ "tools": tools })),
-            Err(e) => RpcResponse::err(id, -32603, e),
+            Ok((tools, _)) => ok(id, ListToolsResult { tools }),
+            Err(e) => RpcResponse::err(id, -32603, e.to_string()),
         },
         "tools/call" => {
-            let Some(name) = request.params.get("name").and_then(Value::as_str) else {
-                return Ok(rpc(RpcResponse::err(
-                    id,
-                    -32602,
-                    "tools/call needs a tool `name`",
-                )));
+            let params: CallToolParams = match serde_json::from_value(request.params) {
+                Ok(p) => p,
+                Err(e) => {
+                    return Ok(rpc(RpcResponse::err(
+                        id,
+                        -32602,
+                        format!("tools/call needs a tool `name`: {e}"),
+                    )))
+                }
             };
-            let arguments = request
-                .params
-                .get("arguments")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
-            let result = match rt.call_tool_as(&session_id, name, arguments).await {
-                Ok(value) => json!({
-                    "content": [{"type": "text", "text": value.to_string()}],
-                    "structuredContent": value,
-                    "isError": false,
-                }),
-                Err(message) => json!({
-                    "content": [{"type": "text", "text": message}],
-                    "isError": true,
-                }),
+            let arguments = params.arguments.unwrap_or(Value::Null);
+            let result = match rt.call_tool_as(&session_id, &params.name, arguments).await {
+                Ok(value) => CallToolResult::success(value),
+                Err(e) => CallToolResult::failure(e.code(), e.to_string()),
             };
-            RpcResponse::ok(id, result)
+            ok(id, result)
         }
         other => RpcResponse::err(id, -32601, format!("method not found: {other}")),
     };
     Ok(rpc(response))
+}
+
+/// A success answer carrying `result`.
+fn ok<T: serde::Serialize>(id: Value, result: T) -> RpcResponse {
+    match serde_json::to_value(result) {
+        Ok(value) => RpcResponse::ok(id, value),
+        Err(e) => RpcResponse::err(id, -32603, format!("result not serializable: {e}")),
+    }
 }
 
 fn rpc(response: RpcResponse) -> HttpResponse {

@@ -1,11 +1,11 @@
 //! REST handlers under `/api/v1`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::Deserialize;
 use tandem_actors::session::SendOutcome;
 use tandem_protocol::client::{CreateSessionParams, ListParams};
 use tandem_protocol::rest::{
-    Health, McpToken, PairList, PostMessage, RunningList, SessionList, VendorList,
+    EventsQuery, Health, InterruptAccepted, McpToken, MessageAccepted, MessageQueued, PairList,
+    PostMessage, RunningList, ScheduleList, SessionList, TurnAccepted, VendorList,
 };
 use tandem_protocol::ErrorCode;
 
@@ -121,19 +121,6 @@ async fn get_session(
     Ok(HttpResponse::Ok().json(state.runtime.session(&who, &id)?))
 }
 
-/// Query of `GET /sessions/{id}/events`.
-#[derive(Debug, Deserialize)]
-struct EventsQuery {
-    #[serde(default)]
-    after: u64,
-    #[serde(default = "default_limit")]
-    limit: usize,
-}
-
-fn default_limit() -> usize {
-    1000
-}
-
 async fn events(
     req: HttpRequest,
     id: web::Path<String>,
@@ -195,13 +182,13 @@ async fn post_message(
         .await?;
     // 202 only once the turn's start (or the queue entry) is on disk.
     committed(&state, epoch).await?;
-    Ok(match outcome {
-        SendOutcome::Started { turn_id } => {
-            HttpResponse::Accepted().json(serde_json::json!({ "turnId": turn_id }))
-        }
-        SendOutcome::Queued { position } => HttpResponse::Accepted()
-            .json(serde_json::json!({ "queued": true, "position": position })),
-    })
+    Ok(HttpResponse::Accepted().json(match outcome {
+        SendOutcome::Started { turn_id } => MessageAccepted::Started(TurnAccepted { turn_id }),
+        SendOutcome::Queued { position } => MessageAccepted::Queued(MessageQueued {
+            queued: true,
+            position,
+        }),
+    }))
 }
 
 async fn interrupt(
@@ -211,7 +198,9 @@ async fn interrupt(
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
     state.runtime.abort(&who, &id).await?;
-    Ok(HttpResponse::Accepted().json(serde_json::json!({ "sessionId": id.as_str() })))
+    Ok(HttpResponse::Accepted().json(InterruptAccepted {
+        session_id: id.into_inner(),
+    }))
 }
 
 async fn pairs(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
@@ -242,5 +231,5 @@ async fn schedules(
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
     let schedules = state.runtime.schedules(&who, &id).await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "schedules": schedules })))
+    Ok(HttpResponse::Ok().json(ScheduleList { schedules }))
 }

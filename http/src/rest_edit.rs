@@ -3,30 +3,13 @@
 //! `session.configure`), `DELETE /api/v1/sessions/{id}` archives.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::Deserialize;
 use tandem_protocol::client::ConfigureParams;
-use tandem_protocol::PermissionMode;
+use tandem_protocol::rest::{Archived, SessionPatch};
 
 use crate::auth::caller;
 use crate::error::ApiError;
 use crate::request::{body, committed};
 use crate::state::AppState;
-
-/// Body of `PATCH /sessions/{id}`: every field optional, absent ones unchanged.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SessionPatch {
-    #[serde(default)]
-    title: Option<String>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    effort: Option<String>,
-    #[serde(default)]
-    vendor: Option<String>,
-    #[serde(default)]
-    permission_mode: Option<PermissionMode>,
-}
 
 /// `PATCH /sessions/{id}` → 200 `SessionInfo`.
 pub async fn patch_session(
@@ -66,5 +49,8 @@ pub async fn delete_session(
     let epoch = state.runtime.write_epoch();
     state.runtime.archive(&who, &id).await?;
     committed(&state, epoch).await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "sessionId": id.as_str(), "archived": true })))
+    Ok(HttpResponse::Ok().json(Archived {
+        session_id: id.into_inner(),
+        archived: true,
+    }))
 }

@@ -12,19 +12,16 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_web::{web, HttpRequest, HttpResponse};
 use actix_web_actors::ws;
-use serde_json::{json, Map, Value};
 use tandem_actors::gateway::{Drained, Shutdown};
-use tandem_actors::session::SendOutcome;
-use tandem_actors::{ClientQueue, Deliver, Principal, Runtime, RuntimeError};
-use tandem_protocol::client::ListParams;
+use tandem_actors::{ClientQueue, Deliver, Principal, Runtime};
 use tandem_protocol::incoming::{Fragment, Incoming, Reassembler};
-use tandem_protocol::rest::SessionList;
-use tandem_protocol::{parse_client_frame, ClientFrame, ClientRequest, ErrorCode, ServerFrame};
+use tandem_protocol::{parse_client_frame, ClientFrame, ErrorCode, ServerFrame};
 
 use crate::auth::{caller, AuthMode};
 use crate::limits::{ConnectionSlot, RateWindow};
 use crate::state::{AppState, Heartbeat};
 use crate::ws_limit::FrameLimit;
+use crate::ws_requests::{dispatch, error_frame, Dispatched, Requester};
 
 /// Messages the client actor's mailbox holds; the byte budget is the real bound.
 const MAILBOX: usize = 4096;
@@ -162,16 +159,8 @@ impl WsClient {
         request_id: Option<String>,
         session_id: Option<String>,
     ) {
-        tandem_actors::metrics::Metrics::inc(&self.runtime.metrics().protocol_errors);
-        Self::send_frame(
-            ctx,
-            &ServerFrame::ProtocolError {
-                code,
-                error,
-                session_id,
-                request_id,
-            },
-        );
+        let frame = error_frame(&self.runtime, code, error, request_id, session_id);
+        Self::send_frame(ctx, &frame);
     }
 
     /// Counts a bad frame; a client that keeps sending them is closed.
@@ -268,226 +257,24 @@ impl WsClient {
     }
 
     fn dispatch(&mut self, frame: ClientFrame, ctx: &mut Ctx) {
-        let ClientFrame {
-            request_id,
-            request,
-        } = frame;
-        let rt = self.runtime.clone();
-        let who = self.principal.clone();
-        match request {
-            ClientRequest::Ping => reply(ctx, request_id, json!({ "pong": true })),
-            ClientRequest::SessionCreate(params) => {
-                self.later(ctx, request_id, None, async move {
-                    let session = rt.create_session(&who, params).await?;
-                    Ok(json!({ "session": session }))
-                });
-            }
-            ClientRequest::SessionsWatch(p) => self.list_page(ctx, request_id, p, true),
-            ClientRequest::SessionsList(p) => self.list_page(ctx, request_id, p, false),
-            ClientRequest::ChatSubscribe(params) => {
-                let mut subscribed = Vec::new();
-                for entry in params.sessions {
-                    match rt.subscribe(
-                        &who,
-                        self.id,
-                        &entry.session_id,
-                        entry.last_seq.unwrap_or(0),
-                    ) {
-                        Ok(()) => subscribed.push(entry.session_id),
-                        Err(e) => self.fail(ctx, e, request_id.clone(), Some(entry.session_id)),
-                    }
-                }
-                if request_id.is_some() {
-                    reply(ctx, request_id, json!({ "subscribed": subscribed }));
+        let who = Requester {
+            runtime: &self.runtime,
+            principal: &self.principal,
+            client_id: self.id,
+        };
+        match dispatch(who, frame) {
+            Dispatched::Now(frames) => {
+                for frame in &frames {
+                    Self::send_frame(ctx, frame);
                 }
             }
-            ClientRequest::ChatUnsubscribe(params) => {
-                rt.unsubscribe(self.id, params.session_ids);
-                if request_id.is_some() {
-                    reply(ctx, request_id, json!({}));
-                }
-            }
-            ClientRequest::ChatSend(p) => {
-                let sid = p.session_id.clone();
-                self.later(ctx, request_id, Some(sid.clone()), async move {
-                    match rt
-                        .send(&who, &p.session_id, p.content, p.options, p.queue)
-                        .await?
-                    {
-                        SendOutcome::Started { turn_id } => {
-                            Ok(json!({ "sessionId": sid, "turnId": turn_id }))
-                        }
-                        SendOutcome::Queued { position } => {
-                            Ok(json!({ "sessionId": sid, "queued": true, "position": position }))
-                        }
-                    }
-                });
-            }
-            ClientRequest::ChatAbort(p) => {
-                let sid = p.session_id.clone();
-                self.later(ctx, request_id, Some(sid.clone()), async move {
-                    rt.abort(&who, &p.session_id).await?;
-                    Ok(json!({ "sessionId": sid }))
-                });
-            }
-            ClientRequest::ChatStopTask(p) => {
-                let sid = p.session_id.clone();
-                let task_id = p.task_id.unwrap_or_default();
-                self.later(ctx, request_id, Some(sid.clone()), async move {
-                    rt.stop_task(&who, &p.session_id, task_id.clone()).await?;
-                    Ok(json!({ "sessionId": sid, "taskId": task_id }))
-                });
-            }
-            ClientRequest::ChatPermissionResponse(p) => {
-                let sid = p.session_id.clone();
-                self.later(ctx, request_id, sid, async move {
-                    let permission = p.request_id.clone();
-                    rt.respond_permission(&who, p).await?;
-                    Ok(json!({ "permissionId": permission }))
-                });
-            }
-            ClientRequest::ToolCall(p) => {
-                let sid = p.session_id.clone();
-                self.later(ctx, request_id, Some(sid), async move {
-                    Ok(
-                        match rt
-                            .call_tool(&who, &p.session_id, &p.name, p.arguments)
-                            .await?
-                        {
-                            Ok(result) => json!({ "result": result, "isError": false }),
-                            Err(message) => json!({ "result": message, "isError": true }),
-                        },
-                    )
-                });
-            }
-            ClientRequest::ProposalRespond(p) => {
-                let sid = p.session_id.clone();
-                self.later(ctx, request_id, Some(sid), async move {
-                    rt.respond_proposal(&who, p).await
-                });
-            }
-            ClientRequest::PairCreate(p) => {
-                let sid = p.driver_id.clone();
-                self.later(ctx, request_id, Some(sid), async move {
-                    let pair = rt.create_pair(&who, &p.driver_id, p.worker).await?;
-                    Ok(json!({ "pair": pair }))
-                });
-            }
-            ClientRequest::SessionHandoff(p) => {
-                let sid = p.session_id.clone();
-                self.later(ctx, request_id, Some(sid), async move {
-                    let h = rt.handoff(&who, p).await?;
-                    Ok(json!({
-                        "sourceSessionId": h.source_session_id,
-                        "targetSessionId": h.target_session_id,
-                        "targetVendor": h.target_vendor,
-                    }))
-                });
-            }
-            ClientRequest::SessionSchedule(p) => {
-                let sid = p.session_id.clone();
-                self.later(ctx, request_id, Some(sid), async move {
-                    let s = rt.schedule(&who, &p.session_id, p.content, &p.at).await?;
-                    Ok(json!({ "scheduleId": s.schedule_id, "at": s.at, "status": s.status }))
-                });
-            }
-            ClientRequest::SessionScheduleCancel(p) => {
-                let sid = p.session_id.clone();
-                self.later(ctx, request_id, Some(sid), async move {
-                    let s = rt
-                        .cancel_schedule(&who, &p.session_id, p.schedule_id)
-                        .await?;
-                    Ok(json!({ "scheduleId": s.schedule_id, "status": s.status }))
-                });
-            }
-            ClientRequest::PairClose(p) => {
-                self.later(ctx, request_id, None, async move {
-                    let interrupted = rt.close_pair(&who, &p.pair_id).await?;
-                    Ok(json!({ "pairId": p.pair_id, "interrupted": interrupted }))
-                });
-            }
-            ClientRequest::SessionConfigure(p) => {
-                let sid = p.session_id.clone();
-                self.later(ctx, request_id, Some(sid), async move {
-                    let session = rt.configure(&who, p).await?;
-                    Ok(json!({ "session": session }))
-                });
-            }
-        }
-    }
-
-    /// Answers `sessions.watch` / `sessions.list` with one page; a watch also
-    /// starts `session_upserted` delivery. A page at a time: a snapshot of every
-    /// session could be megabytes.
-    fn list_page(
-        &mut self,
-        ctx: &mut Ctx,
-        request_id: Option<String>,
-        params: ListParams,
-        watch: bool,
-    ) {
-        let limit = params.limit.unwrap_or(ListParams::DEFAULT_LIMIT);
-        match self
-            .runtime
-            .session_page(&self.principal, limit, params.cursor.as_deref())
-        {
-            Ok(page) => {
-                if watch {
-                    self.runtime.watch(self.id);
-                }
-                let list = SessionList {
-                    sessions: page.sessions,
-                    next_cursor: page.next_cursor,
-                };
-                reply(
-                    ctx,
-                    request_id,
-                    serde_json::to_value(list).unwrap_or_default(),
+            Dispatched::Later(fut) => {
+                ctx.spawn(
+                    fut.into_actor(self)
+                        .map(|frame, _, ctx| Self::send_frame(ctx, &frame)),
                 );
             }
-            Err(e) => self.fail(ctx, e, request_id, None),
         }
-    }
-
-    /// Runs a request that waits on an actor, answering when it is done. Requests run
-    /// concurrently; `requestId` ties each answer to its request. A success is
-    /// answered only once what the request wrote is committed: an acknowledged
-    /// message, schedule or session survives a crash.
-    fn later(
-        &mut self,
-        ctx: &mut Ctx,
-        request_id: Option<String>,
-        session_id: Option<String>,
-        fut: impl std::future::Future<Output = Result<Value, RuntimeError>> + 'static,
-    ) {
-        let rt = self.runtime.clone();
-        // Before the request's writes: a failure after this may have hit them.
-        let epoch = rt.write_epoch();
-        let durable = async move {
-            let res = fut.await;
-            if res.is_ok() && !rt.synced_since(epoch).await {
-                return Err(RuntimeError::Internal("the store could not commit".into()));
-            }
-            res
-        };
-        ctx.spawn(
-            durable
-                .into_actor(self)
-                .map(move |res, act, ctx| match res {
-                    Ok(payload) => reply(ctx, request_id, payload),
-                    Err(e) => act.fail(ctx, e, request_id, session_id),
-                }),
-        );
-    }
-
-    fn fail(
-        &mut self,
-        ctx: &mut Ctx,
-        e: RuntimeError,
-        request_id: Option<String>,
-        session_id: Option<String>,
-    ) {
-        self.error(ctx, e.code(), e.to_string(), request_id, session_id);
     }
 
     fn on_fragment(&mut self, item: actix_http::ws::Item, ctx: &mut Ctx) {
@@ -500,14 +287,6 @@ impl WsClient {
         let incoming = self.incoming.fragment(kind, &bytes);
         self.on_incoming(incoming, ctx);
     }
-}
-
-fn reply(ctx: &mut Ctx, request_id: Option<String>, payload: Value) {
-    let payload = match payload {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    WsClient::send_frame(ctx, &ServerFrame::reply(request_id, payload));
 }
 
 impl Actor for WsClient {

@@ -52,8 +52,27 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     /// The path exists but not with this method.
     MethodNotAllowed,
-    /// A per-user or per-connection count limit (sessions, connections) is reached.
+    /// A per-user, per-session or per-connection count limit is reached (sessions,
+    /// connections, spawned sessions).
     LimitExceeded,
+    /// The request is well formed but the target's state does not allow it now (a
+    /// session already has a Worker, a proposal is already open or resolved, the
+    /// Worker holds a delegation, a session in a pair cannot be handed off).
+    Conflict,
+    /// The session is not the Driver of a running pair (it has no Worker, or its pair
+    /// was closed meanwhile).
+    NotPaired,
+    /// `pair.close` names a pair that does not exist (or the caller may not see).
+    NoSuchPair,
+    /// `proposal.respond` names a proposal the session does not have.
+    NoSuchProposal,
+    /// `session.schedule-cancel` names a schedule the session does not have.
+    NoSuchSchedule,
+    /// A tool call names a tool that does not exist.
+    UnknownTool,
+    /// The tool exists but is not offered to this session: its role (Worker, spawned
+    /// session, delegated turn) does not allow it, or it continues no other session.
+    ToolNotAvailable,
 }
 
 impl ErrorCode {
@@ -76,7 +95,15 @@ impl ErrorCode {
             | ErrorCode::NoSuchTask
             | ErrorCode::NoSuchPermission
             | ErrorCode::NotFound => 404,
-            ErrorCode::RunInProgress | ErrorCode::NoActiveRun => 409,
+            ErrorCode::RunInProgress
+            | ErrorCode::NoActiveRun
+            | ErrorCode::Conflict
+            | ErrorCode::NotPaired => 409,
+            ErrorCode::NoSuchPair
+            | ErrorCode::NoSuchProposal
+            | ErrorCode::NoSuchSchedule
+            | ErrorCode::UnknownTool => 404,
+            ErrorCode::ToolNotAvailable => 403,
             ErrorCode::FrameTooLarge => 413,
             ErrorCode::RateLimited | ErrorCode::LimitExceeded => 429,
             ErrorCode::Internal => 500,

@@ -12,9 +12,11 @@ pub mod incoming;
 pub mod mcp;
 pub mod pair;
 pub mod rest;
+pub mod results;
 pub mod schedule;
 pub mod server;
 pub mod session;
+pub mod tools;
 
 pub use client::{parse_client_frame, ClientFrame, ClientRequest, FrameError};
 pub use error::ErrorCode;

@@ -95,19 +95,128 @@ pub fn negotiate_version(requested: Option<&str>) -> &'static str {
         .unwrap_or(SUPPORTED_VERSIONS[0])
 }
 
+/// The params of `initialize` this server reads (the rest is ignored).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// The revision the client asks for.
+    #[serde(default)]
+    pub protocol_version: Option<String>,
+}
+
 /// The result of `initialize`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     /// The negotiated revision.
     pub protocol_version: String,
-    /// What the server offers: `{tools: {listChanged: false}}`.
-    pub capabilities: Value,
-    /// `{name, version}`.
-    pub server_info: Value,
+    /// What the server offers.
+    pub capabilities: ServerCapabilities,
+    /// Who answers.
+    pub server_info: Implementation,
     /// The session's system instruction (the Driver's, or an unpaired session's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+}
+
+/// What the server offers: tools only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerCapabilities {
+    /// The tools capability.
+    pub tools: ToolsCapability,
+}
+
+/// The tools capability: the list never changes within a call (it depends on the
+/// session's role, which the client reads again with `tools/list`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsCapability {
+    /// Always false: no `notifications/tools/list_changed`.
+    pub list_changed: bool,
+}
+
+/// `{name, version}` of the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Implementation {
+    /// "tandem".
+    pub name: String,
+    /// The server's version.
+    pub version: String,
+}
+
+/// `ping` result: an empty object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmptyResult {}
+
+/// `tools/list` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListToolsResult {
+    /// The tools the session's role is offered.
+    pub tools: Vec<ToolDef>,
+}
+
+/// `tools/call` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallToolParams {
+    /// The tool.
+    pub name: String,
+    /// Its arguments (an object; absent means none).
+    #[serde(default)]
+    pub arguments: Option<Value>,
+}
+
+/// One content block of a tool result: always text here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Content {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+}
+
+/// `tools/call` result. A tool's own failure is a result with `isError: true` (the
+/// model reads the text), not a JSON-RPC error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// The result as JSON text, or the error message.
+    pub content: Vec<Content>,
+    /// The result as JSON; on failure `{error: {code, message}}` (as REST errors), so
+    /// programs get the code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// True when the tool refused or failed.
+    pub is_error: bool,
+}
+
+impl CallToolResult {
+    /// A success: the result as text and as structured content.
+    pub fn success(result: Value) -> Self {
+        CallToolResult {
+            content: vec![Content::Text {
+                text: result.to_string(),
+            }],
+            structured_content: Some(result),
+            is_error: false,
+        }
+    }
+
+    /// A failure: its message as text, and `{error: {code, message}}`.
+    pub fn failure(code: crate::ErrorCode, message: String) -> Self {
+        let body = crate::error::ErrorBody {
+            error: crate::error::ErrorDetail {
+                code,
+                message: message.clone(),
+            },
+        };
+        CallToolResult {
+            content: vec![Content::Text { text: message }],
+            structured_content: serde_json::to_value(body).ok(),
+            is_error: true,
+        }
+    }
 }
 
 #[cfg(test)]

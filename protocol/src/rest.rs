@@ -137,3 +137,88 @@ pub struct McpToken {
     /// The MCP endpoint.
     pub url: String,
 }
+
+/// `POST /api/v1/sessions/{id}/messages` answer (202): the turn started, or (with
+/// `queue: true` during a turn) the message was queued.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MessageAccepted {
+    /// A turn started.
+    Started(TurnAccepted),
+    /// The message waits in the session's queue.
+    Queued(MessageQueued),
+}
+
+/// The message waits in the session's queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageQueued {
+    /// Always true.
+    pub queued: bool,
+    /// Its place in the queue (1: next).
+    pub position: usize,
+}
+
+/// `POST /api/v1/sessions/{id}/interrupt` answer (202).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InterruptAccepted {
+    /// The session whose turn is being stopped.
+    pub session_id: String,
+}
+
+/// `PATCH /api/v1/sessions/{id}` body: the fields of `session.configure` without the
+/// id (which is in the path); absent fields stay as they are, unknown ones are refused.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionPatch {
+    /// New title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// New model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// New effort (clamped).
+    #[serde(default)]
+    pub effort: Option<String>,
+    /// New vendor.
+    #[serde(default)]
+    pub vendor: Option<String>,
+    /// New permission mode.
+    #[serde(default)]
+    pub permission_mode: Option<crate::PermissionMode>,
+}
+
+/// `DELETE /api/v1/sessions/{id}` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Archived {
+    /// The archived session.
+    pub session_id: String,
+    /// Always true.
+    pub archived: bool,
+}
+
+/// `GET /api/v1/sessions/{id}/schedules`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleList {
+    /// Pending schedules and the latest 50 finished.
+    pub schedules: Vec<crate::schedule::ScheduleInfo>,
+}
+
+/// Query of `GET /api/v1/sessions/{id}/events`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventsQuery {
+    /// Events with `seq > after` (0..2^63−1).
+    #[serde(default)]
+    pub after: u64,
+    /// Events per page, 1 to 5000.
+    #[serde(default = "EventsQuery::default_limit")]
+    pub limit: usize,
+}
+
+impl EventsQuery {
+    /// Page size when none is asked for.
+    pub fn default_limit() -> usize {
+        1000
+    }
+}

@@ -76,6 +76,16 @@ impl ServerFrame {
         }
     }
 
+    /// A `reply` whose fields are those of `result` (a `*Result` of
+    /// [`crate::results`], or any struct that serializes to an object).
+    pub fn reply_with<T: Serialize>(request_id: Option<String>, result: &T) -> Self {
+        let payload = match serde_json::to_value(result) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        ServerFrame::reply(request_id, payload)
+    }
+
     /// Serializes the frame. Serializing these types cannot fail (string keys only),
     /// but a failure would still yield a valid frame rather than a panic.
     pub fn to_json(&self) -> String {

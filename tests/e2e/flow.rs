@@ -308,7 +308,7 @@ async fn the_queue_is_bounded() {
     let full = ws
         .request(json!({"type": "chat.send", "sessionId": sid, "content": "one too many", "queue": true}))
         .await;
-    assert_eq!(full["code"], "INVALID_ARGUMENT");
+    assert_eq!(full["code"], "LIMIT_EXCEEDED", "{full}");
 }
 
 /// An agent that never confirms an interrupt does not keep the session running: the

@@ -170,7 +170,7 @@ async fn handoff_refusals() {
     let cases = [
         (
             json!({"type": "session.handoff", "sessionId": empty, "targetVendor": "scripted"}),
-            "INVALID_ARGUMENT",
+            "CONFLICT",
         ),
         (
             json!({"type": "session.handoff", "sessionId": empty}),
@@ -210,7 +210,7 @@ async fn handoff_refusals() {
             json!({"type": "session.handoff", "sessionId": paired, "targetVendor": "scripted"}),
         )
         .await;
-    assert_eq!(refused["code"], "INVALID_ARGUMENT");
+    assert_eq!(refused["code"], "CONFLICT", "{refused}");
     let shared = ws
         .ok(json!({"type": "session.create", "visibility": "shared"}))
         .await["session"]["id"]

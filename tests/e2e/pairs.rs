@@ -439,7 +439,7 @@ async fn pair_create_and_close_over_websocket() {
     let again = ws
         .request(json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"}}))
         .await;
-    assert_eq!(again["code"], "INVALID_ARGUMENT");
+    assert_eq!(again["code"], "CONFLICT", "{again}");
     let not_installed = ws
         .request(json!({"type": "pair.create", "driverId": w, "worker": {"vendor": "claude"}}))
         .await;
@@ -451,7 +451,7 @@ async fn pair_create_and_close_over_websocket() {
     let gone = ws
         .request(json!({"type": "pair.close", "pairId": pair["pairId"]}))
         .await;
-    assert_eq!(gone["code"], "INVALID_ARGUMENT");
+    assert_eq!(gone["code"], "NO_SUCH_PAIR", "{gone}");
 }
 
 #[actix_rt::test]

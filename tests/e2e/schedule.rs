@@ -90,7 +90,7 @@ async fn past_times_fire_at_once_and_pending_ones_can_be_cancelled() {
     let again = ws
         .request(json!({"type": "session.schedule-cancel", "sessionId": sid, "scheduleId": id}))
         .await;
-    assert_eq!(again["code"], "INVALID_ARGUMENT");
+    assert_eq!(again["code"], "CONFLICT", "{again}");
     // A later message: by the time it runs, the cancelled one's timer has gone off.
     ws.ok(json!({"type": "session.schedule", "sessionId": sid, "content": "marker", "at": rfc3339(now_ms() + 900)}))
         .await;

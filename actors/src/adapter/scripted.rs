@@ -450,7 +450,11 @@ impl Run {
                         return;
                     }
                     let result = match parsed {
-                        Ok(input) => self.tools.call(&self.session_id, &name, input).await,
+                        Ok(input) => self
+                            .tools
+                            .call(&self.session_id, &name, input)
+                            .await
+                            .map_err(|e| e.to_string()),
                         Err(e) => Err(e),
                     };
                     let (output, is_error) = match result {

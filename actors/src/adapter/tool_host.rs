@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-/// The answer of a tool call: a JSON result, or a readable failure.
-pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
+use crate::error::ToolError;
+
+/// The answer of a tool call: its JSON result, or why it failed (with a wire code).
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>>>>;
 
 /// Calls agent tools on behalf of a session.
 pub trait ToolHost: Send + Sync {

@@ -20,7 +20,7 @@ use tandem_protocol::{EventBody, TurnStatus};
 use tokio::sync::oneshot;
 
 use crate::clock::{now_ms, random_id};
-use crate::error::RuntimeError;
+use crate::error::{PairError, RuntimeError};
 use crate::record::{DelegationRecord, PairRecord};
 use crate::registry::Registry;
 use crate::session::{
@@ -78,7 +78,7 @@ pub enum DelegateReply {
 
 /// Hand the Worker one task.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<DelegateReply, String>")]
+#[rtype(result = "Result<DelegateReply, PairError>")]
 pub struct Delegate {
     /// The task.
     pub message: String,
@@ -92,13 +92,13 @@ pub struct Delegate {
 
 /// Interrupt the Worker; answers whether it was running.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<bool, String>")]
+#[rtype(result = "Result<bool, PairError>")]
 pub struct InterruptWorker;
 
 /// Dissolve the pair (interrupting the Worker if it runs); answers whether the Worker
 /// was interrupted.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<bool, String>")]
+#[rtype(result = "Result<bool, PairError>")]
 pub struct ClosePair;
 
 /// The published view of a pair, read without messaging its actor.
@@ -123,7 +123,7 @@ pub struct PairActor {
     /// Live pairs; this pair removes itself when it closes.
     pairs: Registry<PairHandle>,
     /// The waiting `send_to_partner` call (also used to answer a detached start).
-    waiter: Option<oneshot::Sender<Result<DelegateReply, String>>>,
+    waiter: Option<oneshot::Sender<Result<DelegateReply, PairError>>>,
     /// The outcome is being delivered; later endings of the same delegation are ignored.
     resolving: bool,
     timeout: Option<SpawnHandle>,
@@ -285,20 +285,14 @@ impl Actor for PairActor {
 }
 
 impl Handler<Delegate> for PairActor {
-    type Result = ResponseFuture<Result<DelegateReply, String>>;
+    type Result = ResponseFuture<Result<DelegateReply, PairError>>;
 
     fn handle(&mut self, msg: Delegate, ctx: &mut Context<Self>) -> Self::Result {
         if self.closed {
-            return Box::pin(async { Err("the pair was closed".to_string()) });
+            return Box::pin(async { Err(PairError::Closed) });
         }
         if self.record.delegation.is_some() || self.resolving {
-            return Box::pin(async {
-                Err(
-                    "the Worker already holds a delegation; wait for its result, check it with \
-                     read_partner, or stop it with interrupt_partner"
-                        .to_string(),
-                )
-            });
+            return Box::pin(async { Err(PairError::DelegationInFlight) });
         }
         let delegation_id = random_id("dlg_", 8);
         self.record.delegation = Some(DelegationRecord {
@@ -328,13 +322,9 @@ impl Handler<Delegate> for PairActor {
                 }
                 let refused = match res {
                     Ok(Ok(_turn_id)) => None,
-                    Ok(Err(RuntimeError::RunInProgress(_))) => Some(
-                        "the Worker is busy with a turn of its own; wait for it or stop it with \
-                     interrupt_partner"
-                            .to_string(),
-                    ),
-                    Ok(Err(e)) => Some(format!("the Worker could not start: {e}")),
-                    Err(e) => Some(format!("the Worker is unavailable: {e}")),
+                    Ok(Err(RuntimeError::RunInProgress(_))) => Some(PairError::WorkerBusy),
+                    Ok(Err(e)) => Some(PairError::WorkerRefused(Box::new(e))),
+                    Err(e) => Some(PairError::Unavailable(e.to_string())),
                 };
                 if let Some(reason) = refused {
                     act.delegation_event(false);
@@ -373,10 +363,7 @@ impl Handler<Delegate> for PairActor {
                 }));
             }),
         );
-        Box::pin(async move {
-            rx.await
-                .unwrap_or_else(|_| Err("the pair was closed before the Worker answered".into()))
-        })
+        Box::pin(async move { rx.await.unwrap_or(Err(PairError::ClosedBeforeAnswer)) })
     }
 }
 
@@ -404,7 +391,7 @@ impl Handler<WorkerTurnEnded> for PairActor {
 }
 
 impl Handler<InterruptWorker> for PairActor {
-    type Result = ResponseFuture<Result<bool, String>>;
+    type Result = ResponseFuture<Result<bool, PairError>>;
 
     fn handle(&mut self, _: InterruptWorker, _: &mut Context<Self>) -> Self::Result {
         let abort = self.worker.send(Abort);
@@ -412,21 +399,19 @@ impl Handler<InterruptWorker> for PairActor {
             match abort.await {
                 Ok(Ok(())) => Ok(true),
                 Ok(Err(RuntimeError::NoActiveRun(_))) => Ok(false),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(e) => Err(format!("the Worker is unavailable: {e}")),
+                Ok(Err(e)) => Err(PairError::Worker(Box::new(e))),
+                Err(e) => Err(PairError::Unavailable(e.to_string())),
             }
         })
     }
 }
 
 impl Handler<ClosePair> for PairActor {
-    type Result = ResponseActFuture<Self, Result<bool, String>>;
+    type Result = ResponseActFuture<Self, Result<bool, PairError>>;
 
     fn handle(&mut self, _: ClosePair, _: &mut Context<Self>) -> Self::Result {
         if self.closed {
-            return Box::pin(actix::fut::ready(Err(
-                "the pair is already closed".to_string()
-            )));
+            return Box::pin(actix::fut::ready(Err(PairError::AlreadyClosed)));
         }
         // `closed` is on disk before anyone leaves: a crash from here on is finished
         // by start-up (memberships cleared, a cut-off delegation reported once).

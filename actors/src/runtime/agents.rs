@@ -7,7 +7,7 @@ use tandem_protocol::SessionInfo;
 use super::{NewSession, Runtime};
 use crate::access::Principal;
 use crate::adapter::VendorSpec;
-use crate::error::RuntimeError;
+use crate::error::{RuntimeError, ToolError};
 
 impl Runtime {
     /// Ids of the vendors sessions can be created for, in catalog order.
@@ -64,7 +64,7 @@ impl Runtime {
     }
 
     /// `tool.call`: calls a tool as session `id`, which the caller must own. The inner
-    /// result is the tool's own success or readable failure.
+    /// result is the tool's own success or failure.
     pub async fn call_tool(
         &self,
         who: &Principal,
@@ -73,7 +73,13 @@ impl Runtime {
         arguments: Value,
     ) -> Result<Result<Value, String>, RuntimeError> {
         self.drivable(who, id)?;
-        Ok(self.inner.services.tools.call(id, name, arguments).await)
+        Ok(self
+            .inner
+            .services
+            .tools
+            .call(id, name, arguments)
+            .await
+            .map_err(|e| e.to_string()))
     }
 
     /// Calls a tool as the session an MCP token is bound to.
@@ -82,7 +88,7 @@ impl Runtime {
         session_id: &str,
         name: &str,
         arguments: Value,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ToolError> {
         self.inner
             .services
             .tools

@@ -119,7 +119,7 @@ impl Runtime {
             return Err(RuntimeError::VendorNotInstalled(vendor));
         }
         if source.pair_id.is_some() {
-            return Err(RuntimeError::InvalidArgument(
+            return Err(RuntimeError::Conflict(
                 "a session in a pair cannot be handed off; close the pair first".into(),
             ));
         }
@@ -128,7 +128,7 @@ impl Runtime {
         }
         let frames = self.history_tail(&source.id, source.last_seq).await?;
         let request = latest_request(&frames).ok_or_else(|| {
-            RuntimeError::InvalidArgument("this session has no conversation to continue yet".into())
+            RuntimeError::Conflict("this session has no conversation to continue yet".into())
         })?;
         let entries = transcript(&frames);
         let cwd = source.cwd.clone();

@@ -12,7 +12,7 @@ use super::{NewSession, PairHandle, Runtime};
 use crate::access::Principal;
 use crate::clock::{now_ms, random_id};
 use crate::crash::crash_point;
-use crate::error::RuntimeError;
+use crate::error::{PairError, RuntimeError};
 use crate::pair::{pair_info, pushback_resume, ClosePair, Delegate, PairActor};
 use crate::record::{DelegationRecord, PairRecord};
 use crate::session::{JoinPair, LeavePair, ProposalProgress, Resume, SessionActor};
@@ -113,7 +113,7 @@ impl Runtime {
                             .await;
                         let error = match sent {
                             Ok(Ok(_)) => return,
-                            Ok(Err(e)) => e,
+                            Ok(Err(e)) => e.to_string(),
                             Err(e) => e.to_string(),
                         };
                         let _ = driver
@@ -168,9 +168,7 @@ impl Runtime {
             .session_addr(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
         if driver_info.pair_id.is_some() {
-            return Err(RuntimeError::InvalidArgument(
-                "this session already has a Worker".into(),
-            ));
+            return Err(PairError::AlreadyPaired.into());
         }
         let spec = self
             .inner
@@ -272,9 +270,7 @@ impl Runtime {
             .session_info(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
         if info.parent_id.is_some() {
-            return Err(RuntimeError::InvalidArgument(
-                "a spawned session cannot drive a pair".into(),
-            ));
+            return Err(PairError::SpawnedDriver.into());
         }
         self.pair_with_new_worker(
             driver_id,
@@ -303,16 +299,14 @@ impl Runtime {
         self.drivable(who, &driver_id)?;
         let addr = self
             .pair_addr(pair_id)
-            .ok_or_else(|| RuntimeError::InvalidArgument(format!("no pair {pair_id}")))?;
-        addr.send(ClosePair)
-            .await?
-            .map_err(RuntimeError::InvalidArgument)
+            .ok_or_else(|| PairError::NoSuchPair(pair_id.to_string()))?;
+        Ok(addr.send(ClosePair).await??)
     }
 
     /// Clears the memberships of a pair with no actor (see [`Runtime::close_pair`]).
     async fn close_stray_pair(&self, who: &Principal, pair_id: &str) -> Result<bool, RuntimeError> {
         if pair_id.len() > 128 {
-            return Err(RuntimeError::InvalidArgument("no such pair".into()));
+            return Err(PairError::NoSuchPair(pair_id.chars().take(32).collect()).into());
         }
         let mut members: Vec<(String, Addr<SessionActor>)> = Vec::new();
         self.inner.services.sessions.for_each(|id, h| {
@@ -334,7 +328,7 @@ impl Runtime {
                 .await?;
         }
         if !left {
-            return Err(RuntimeError::InvalidArgument(format!("no pair {pair_id}")));
+            return Err(PairError::NoSuchPair(pair_id.to_string()).into());
         }
         self.inner
             .services

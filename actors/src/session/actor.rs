@@ -171,7 +171,7 @@ impl SessionActor {
         let mut record = self.record.clone();
         if let Some(vendor) = change.vendor.filter(|v| *v != record.vendor) {
             if record.vendor_session_id.is_some() {
-                return Err(RuntimeError::InvalidArgument(format!(
+                return Err(RuntimeError::Conflict(format!(
                     "the vendor cannot change once the {} conversation has started; hand the session off instead",
                     record.vendor
                 )));

@@ -20,7 +20,7 @@ impl Handler<Archive> for SessionActor {
     fn handle(&mut self, _: Archive, ctx: &mut Context<Self>) -> Self::Result {
         let id = self.record.id.clone();
         let refuse = |why: &str| {
-            Err(RuntimeError::InvalidArgument(format!(
+            Err(RuntimeError::Conflict(format!(
                 "session {id} cannot be archived: {why}"
             )))
         };

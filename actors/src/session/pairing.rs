@@ -130,7 +130,7 @@ impl Handler<StartDelegated> for SessionActor {
         if self.record.pair_id.as_deref() != Some(msg.pair_id.as_str())
             || self.record.role != Some(Role::Worker)
         {
-            return Err(RuntimeError::InvalidArgument(
+            return Err(RuntimeError::Conflict(
                 "this session is not the Worker of that pair".into(),
             ));
         }
@@ -174,13 +174,13 @@ impl Handler<JoinPair> for SessionActor {
 
     fn handle(&mut self, msg: JoinPair, _: &mut Context<Self>) -> Self::Result {
         if self.record.pair_id.is_some() {
-            return Err(RuntimeError::InvalidArgument(format!(
+            return Err(RuntimeError::Conflict(format!(
                 "session {} already belongs to a pair",
                 self.record.id
             )));
         }
         if self.record.parent_id.is_some() {
-            return Err(RuntimeError::InvalidArgument(
+            return Err(RuntimeError::Conflict(
                 "a spawned session cannot be paired".into(),
             ));
         }

@@ -7,7 +7,7 @@ use tandem_protocol::{EventBody, PermissionMode};
 
 use super::SessionActor;
 use crate::clock::random_id;
-use crate::error::RuntimeError;
+use crate::error::{ProposalError, RuntimeError};
 use crate::record::ProposalRecord;
 
 /// Record a new proposal (from the `propose_worker` tool).
@@ -94,9 +94,7 @@ impl Handler<Propose> for SessionActor {
 
     fn handle(&mut self, msg: Propose, _: &mut Context<Self>) -> Self::Result {
         if self.record.pair_id.is_some() {
-            return Err(RuntimeError::InvalidArgument(
-                "this session already has a Worker; use send_to_partner".into(),
-            ));
+            return Err(ProposalError::AlreadyPaired.into());
         }
         if self
             .record
@@ -104,9 +102,7 @@ impl Handler<Propose> for SessionActor {
             .as_ref()
             .is_some_and(|p| p.status.is_open())
         {
-            return Err(RuntimeError::InvalidArgument(
-                "a Worker proposal is already open; wait for it to be resolved".into(),
-            ));
+            return Err(ProposalError::AlreadyOpen.into());
         }
         let record = ProposalRecord {
             proposal_id: random_id("prop_", 8),
@@ -145,15 +141,10 @@ impl Handler<ProposalDecision> for SessionActor {
             .as_mut()
             .filter(|p| p.proposal_id == msg.proposal_id)
         else {
-            return Err(RuntimeError::InvalidArgument(format!(
-                "no proposal {} in this session",
-                msg.proposal_id
-            )));
+            return Err(ProposalError::NotFound(msg.proposal_id).into());
         };
         if proposal.status != ProposalStatus::Pending {
-            return Err(RuntimeError::InvalidArgument(
-                "this proposal was already resolved".into(),
-            ));
+            return Err(ProposalError::AlreadyResolved.into());
         }
         let status = if msg.accept.is_some() {
             ProposalStatus::Starting

@@ -143,7 +143,7 @@ impl Handler<ScheduleMessage> for SessionActor {
             .filter(|s| s.status == ScheduleStatus::Pending)
             .count();
         if pending >= MAX_PENDING {
-            return Err(RuntimeError::InvalidArgument(format!(
+            return Err(RuntimeError::LimitExceeded(format!(
                 "this session already has {MAX_PENDING} scheduled messages"
             )));
         }
@@ -172,13 +172,10 @@ impl Handler<CancelSchedule> for SessionActor {
             .iter_mut()
             .find(|s| s.schedule_id == msg.schedule_id)
         else {
-            return Err(RuntimeError::InvalidArgument(format!(
-                "no scheduled message {}",
-                msg.schedule_id
-            )));
+            return Err(RuntimeError::NoSuchSchedule(msg.schedule_id));
         };
         if schedule.status != ScheduleStatus::Pending {
-            return Err(RuntimeError::InvalidArgument(
+            return Err(RuntimeError::Conflict(
                 "only a pending scheduled message can be cancelled".into(),
             ));
         }

@@ -318,7 +318,7 @@ impl SessionActor {
         }
         if msg.queue && (busy || !self.record.queued.is_empty()) {
             if self.record.queued.len() >= MAX_QUEUED {
-                return Err(RuntimeError::InvalidArgument(format!(
+                return Err(RuntimeError::LimitExceeded(format!(
                     "the queue already holds {MAX_QUEUED} messages"
                 )));
             }

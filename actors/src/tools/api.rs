@@ -6,11 +6,12 @@
 use serde_json::Value;
 use tandem_protocol::client::ProposalRespondParams;
 use tandem_protocol::mcp::ToolDef;
-use tandem_protocol::pair::WorkerChoice;
+use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
+use tandem_protocol::results::ProposalRespondResult;
 
 use super::{accept_proposal, decline_proposal, describe, tools_for};
 use crate::access::Principal;
-use crate::error::RuntimeError;
+use crate::error::{ProposalError, RuntimeError};
 use crate::runtime::Runtime;
 
 impl Runtime {
@@ -18,7 +19,7 @@ impl Runtime {
     pub async fn tools_for_session(
         &self,
         session_id: &str,
-    ) -> Result<(Vec<ToolDef>, Option<String>), String> {
+    ) -> Result<(Vec<ToolDef>, Option<String>), RuntimeError> {
         let state = describe(self, session_id).await?;
         let instruction = match (state.info.role, &state.parent_id) {
             (_, Some(_)) | (Some(tandem_protocol::Role::Worker), _) => None,
@@ -30,27 +31,38 @@ impl Runtime {
         Ok((tools_for(&state), instruction))
     }
 
-    /// `proposal.respond`: accept (with an optional other Worker) or decline.
+    /// `proposal.respond` as the JSON of its reply.
     pub async fn respond_proposal(
         &self,
         who: &Principal,
         params: ProposalRespondParams,
     ) -> Result<Value, RuntimeError> {
+        let result = self.respond_proposal_typed(who, params).await?;
+        serde_json::to_value(result).map_err(|e| RuntimeError::Internal(e.to_string()))
+    }
+
+    /// `proposal.respond`: accept (with an optional other Worker) or decline.
+    pub async fn respond_proposal_typed(
+        &self,
+        who: &Principal,
+        params: ProposalRespondParams,
+    ) -> Result<ProposalRespondResult, RuntimeError> {
         self.drivable(who, &params.session_id)?;
         if !params.accepted {
             decline_proposal(self, &params.session_id, &params.proposal_id).await?;
-            return Ok(serde_json::json!({"proposalId": params.proposal_id, "status": "declined"}));
+            return Ok(ProposalRespondResult {
+                proposal_id: params.proposal_id,
+                status: ProposalStatus::Declined,
+                worker_id: None,
+                pair_id: None,
+            });
         }
-        let driver = describe(self, &params.session_id)
-            .await
-            .map_err(RuntimeError::Internal)?;
+        let driver = describe(self, &params.session_id).await?;
         let recommended = driver
             .proposal
             .filter(|p| p.proposal_id == params.proposal_id)
             .map(|p| p.recommended)
-            .ok_or_else(|| {
-                RuntimeError::InvalidArgument(format!("no proposal {}", params.proposal_id))
-            })?;
+            .ok_or_else(|| ProposalError::NotFound(params.proposal_id.clone()))?;
         let vendor_changed = params
             .vendor
             .as_ref()
@@ -67,11 +79,11 @@ impl Runtime {
         };
         let started =
             accept_proposal(self, &params.session_id, &params.proposal_id, choice, false).await?;
-        Ok(serde_json::json!({
-            "proposalId": params.proposal_id,
-            "status": "running",
-            "workerId": started.worker_id,
-            "pairId": started.pair_id,
-        }))
+        Ok(ProposalRespondResult {
+            proposal_id: params.proposal_id,
+            status: ProposalStatus::Running,
+            worker_id: Some(started.worker_id),
+            pair_id: Some(started.pair_id),
+        })
     }
 }

@@ -17,6 +17,7 @@ use tandem_protocol::Role;
 pub use partner::choose_worker_vendor;
 pub use proposal::{accept_proposal, decline_proposal};
 
+use crate::error::{RuntimeError, ToolError};
 use crate::runtime::{Runtime, RuntimeRef};
 use crate::session::{Describe, SessionState};
 use defs::*;
@@ -54,28 +55,58 @@ impl crate::adapter::ToolHost for ToolRouter {
         let caller = caller.to_string();
         let name = name.to_string();
         Box::pin(async move {
-            let rt = runtime
-                .upgrade()
-                .ok_or_else(|| "the server is shutting down".to_string())?;
+            let rt = runtime.upgrade().ok_or(ToolError::ShuttingDown)?;
             let args = match arguments {
-                Value::Object(map) => map,
-                Value::Null => Map::new(),
-                _ => return Err("tool arguments must be a JSON object".into()),
+                Value::Object(map) => Value::Object(map),
+                Value::Null => Value::Object(Map::new()),
+                _ => {
+                    return Err(ToolError::InvalidArguments {
+                        tool: defs::ALL
+                            .iter()
+                            .find(|n| **n == name)
+                            .copied()
+                            .unwrap_or("the tool"),
+                        reason: "arguments must be a JSON object".into(),
+                    })
+                }
+            };
+            let Some(tool) = defs::ALL.iter().find(|n| **n == name).copied() else {
+                return Err(ToolError::Unknown(name));
             };
             let state = describe(&rt, &caller).await?;
-            if defs::def(&name).is_some() && !tools_for(&state).iter().any(|t| t.name == name) {
-                return Err(not_offered(&state, &name));
+            if !tools_for(&state).iter().any(|t| t.name == tool) {
+                return Err(ToolError::NotOffered(not_offered(&state, tool)));
             }
-            let result = match name.as_str() {
-                SEND_TO_PARTNER => partner::send_to_partner(&rt, &state, &args).await,
-                READ_PARTNER => partner::read_partner(&rt, &state, &args).await,
-                INTERRUPT_PARTNER => partner::interrupt_partner(&rt, &state).await,
-                CLOSE_PARTNER => partner::close_partner(&rt, &state).await,
-                PROPOSE_WORKER => proposal::propose_worker(&rt, &state, &args).await,
-                SPAWN_SESSIONS => spawn::spawn_sessions(&rt, &state, &args).await,
-                CHECK_SPAWNED_SESSIONS => spawn::check_spawned_sessions(&rt, &state),
-                READ_HANDOFF_SOURCE => handoff::read_handoff_source(&rt, &state, &args).await,
-                other => Err(format!("unknown tool `{other}`")),
+            let result = match tool {
+                SEND_TO_PARTNER => partner::send_to_partner(&rt, &state, parse(tool, args)?)
+                    .await
+                    .and_then(to_value),
+                READ_PARTNER => partner::read_partner(&rt, &state, parse(tool, args)?)
+                    .await
+                    .and_then(to_value),
+                INTERRUPT_PARTNER => {
+                    parse::<NoParams>(tool, args)?;
+                    partner::interrupt_partner(&rt, &state)
+                        .await
+                        .and_then(to_value)
+                }
+                CLOSE_PARTNER => {
+                    parse::<NoParams>(tool, args)?;
+                    partner::close_partner(&rt, &state).await.and_then(to_value)
+                }
+                PROPOSE_WORKER => proposal::propose_worker(&rt, &state, parse(tool, args)?)
+                    .await
+                    .and_then(to_value),
+                SPAWN_SESSIONS => spawn::spawn_sessions(&rt, &state, parse(tool, args)?)
+                    .await
+                    .and_then(to_value),
+                CHECK_SPAWNED_SESSIONS => {
+                    parse::<NoParams>(tool, args)?;
+                    to_value(spawn::check_spawned_sessions(&rt, &state))
+                }
+                _ => handoff::read_handoff_source(&rt, &state, parse(tool, args)?)
+                    .await
+                    .and_then(to_value),
             };
             tracing::debug!(session = %caller, tool = %name, ok = result.is_ok(), "tool call");
             result
@@ -83,14 +114,27 @@ impl crate::adapter::ToolHost for ToolRouter {
     }
 }
 
+/// Reads a tool's arguments into its `*Params` type; an unknown field, a missing one
+/// or a wrong type is `INVALID_ARGUMENT` naming the field.
+fn parse<T: serde::de::DeserializeOwned>(tool: &'static str, args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments {
+        tool,
+        reason: e.to_string(),
+    })
+}
+
+/// A tool's typed result as the JSON the caller gets.
+fn to_value<T: serde::Serialize>(result: T) -> Result<Value, ToolError> {
+    serde_json::to_value(result)
+        .map_err(|e| ToolError::Runtime(RuntimeError::Internal(format!("tool result: {e}"))))
+}
+
 /// The calling session's state, or why it cannot call tools.
-pub(crate) async fn describe(rt: &Runtime, session_id: &str) -> Result<SessionState, String> {
+pub(crate) async fn describe(rt: &Runtime, session_id: &str) -> Result<SessionState, RuntimeError> {
     let addr = rt
         .session_addr(session_id)
-        .ok_or_else(|| format!("session {session_id} not found"))?;
-    addr.send(Describe)
-        .await
-        .map_err(|e| format!("session unavailable: {e}"))
+        .ok_or_else(|| RuntimeError::SessionNotFound(session_id.to_string()))?;
+    Ok(addr.send(Describe).await?)
 }
 
 /// The tools a session is offered, by role: a Driver gets the partner tools, an
@@ -147,39 +191,27 @@ fn not_offered(state: &SessionState, name: &str) -> String {
     }
 }
 
-/// A required non-empty string argument.
-pub(crate) fn string_arg(args: &Map<String, Value>, key: &str) -> Result<String, String> {
-    match args.get(key) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-        Some(Value::String(_)) | None | Some(Value::Null) => Err(format!("{key} is required")),
-        Some(_) => Err(format!("{key} must be a string")),
+/// A required text argument, trimmed; empty is refused.
+pub(crate) fn required(key: &'static str, value: String) -> Result<String, ToolError> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Err(ToolError::Required(key));
     }
+    Ok(trimmed.to_string())
 }
 
-/// An optional string argument (empty counts as absent).
-pub(crate) fn opt_string(args: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
-        Some(_) => Err(format!("{key} must be a string")),
-    }
+/// An optional text argument, trimmed; empty counts as absent.
+pub(crate) fn optional(value: Option<String>) -> Option<String> {
+    value
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// An optional number argument, floored and clamped to `lo..=hi`.
-pub(crate) fn clamped_number(
-    args: &Map<String, Value>,
-    key: &str,
-    default: u64,
-    lo: u64,
-    hi: u64,
-) -> Result<u64, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Number(n)) => {
-            let v = n.as_f64().unwrap_or(default as f64).floor();
-            Ok((v.max(lo as f64).min(hi as f64)) as u64)
-        }
-        Some(_) => Err(format!("{key} must be a number")),
+pub(crate) fn clamped(value: Option<f64>, default: u64, lo: u64, hi: u64) -> u64 {
+    match value {
+        None => default,
+        Some(v) if v.is_nan() => default,
+        Some(v) => v.floor().max(lo as f64).min(hi as f64) as u64,
     }
 }

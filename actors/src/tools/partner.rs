@@ -2,12 +2,17 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
 use tandem_protocol::pair::WorkerChoice;
+use tandem_protocol::tools::{
+    ClosePartnerResult, ClosedState, DelegationState, InterruptPartnerResult, InterruptState,
+    PartnerState, PartnerTurn, ReadPartnerParams, ReadPartnerResult, SendToPartnerParams,
+    SendToPartnerResult,
+};
 use tandem_protocol::{Role, SessionStatus};
 
-use super::{clamped_number, opt_string, string_arg};
-use crate::pair::{ClosePair, Delegate, DelegateReply, InterruptWorker};
+use super::{clamped, optional, required};
+use crate::error::{PairError, ToolError};
+use crate::pair::{ClosePair, Delegate, DelegateReply, DelegationStatus, InterruptWorker};
 use crate::runtime::Runtime;
 use crate::session::{RecentTurns, SessionState};
 
@@ -18,12 +23,12 @@ pub fn choose_worker_vendor(
     requested: Option<&str>,
     driver_vendor: &str,
     installed: &[&str],
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     if let Some(vendor) = requested {
         return if installed.contains(&vendor) {
             Ok(vendor.to_string())
         } else {
-            Err(format!("Worker vendor `{vendor}` is not installed"))
+            Err(ToolError::VendorNotInstalled(vendor.to_string()))
         };
     }
     if installed.contains(&"codex") && driver_vendor != "codex" {
@@ -34,42 +39,38 @@ pub fn choose_worker_vendor(
         .find(|v| **v != driver_vendor)
         .or_else(|| installed.first())
         .map(|v| v.to_string())
-        .ok_or_else(|| "no coding agent is installed for a Worker".to_string())
+        .ok_or(ToolError::NoVendor)
 }
 
 /// The caller's pair, or why it has none.
-fn driver_pair(state: &SessionState) -> Result<String, String> {
+fn driver_pair(state: &SessionState) -> Result<String, PairError> {
     match (state.info.role, &state.info.pair_id) {
         (Some(Role::Driver), Some(pair_id)) => Ok(pair_id.clone()),
-        (Some(Role::Worker), _) => {
-            Err("only the Driver may direct the pair; this session is the Worker".into())
-        }
-        _ => Err("this session has no Worker; send_to_partner creates one".into()),
+        (Some(Role::Worker), _) => Err(PairError::NotDriver),
+        _ => Err(PairError::NoWorker),
     }
 }
 
 pub(super) async fn send_to_partner(
     rt: &Runtime,
     state: &SessionState,
-    args: &Map<String, Value>,
-) -> Result<Value, String> {
-    let message = string_arg(args, "message")?;
-    let wait = match args.get("wait") {
-        None | Some(Value::Null) => true,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err("wait must be a boolean".into()),
-    };
-    let timeout = clamped_number(args, "timeoutSeconds", 300, 1, 900)?;
+    args: SendToPartnerParams,
+) -> Result<SendToPartnerResult, ToolError> {
+    let message = required("message", args.message)?;
+    let wait = args.wait.unwrap_or(true);
+    let timeout = clamped(args.timeout_seconds, 300, 1, 900);
     if state.delegated_turn {
-        return Err(
-            "this turn was delegated to you, and a delegated turn cannot delegate further".into(),
-        );
+        return Err(ToolError::NotAllowed(
+            "this turn was delegated to you, and a delegated turn cannot delegate further",
+        ));
     }
     if state.info.role == Some(Role::Worker) {
-        return Err("only the Driver may delegate; this session is a Worker".into());
+        return Err(ToolError::NotAllowed(
+            "only the Driver may delegate; this session is a Worker",
+        ));
     }
     if state.parent_id.is_some() {
-        return Err("spawned sessions cannot delegate".into());
+        return Err(ToolError::NotAllowed("spawned sessions cannot delegate"));
     }
     let mut worker_created = false;
     let pair_id = match state.info.pair_id.clone() {
@@ -77,26 +78,21 @@ pub(super) async fn send_to_partner(
         None => {
             let installed = rt.installed_vendors();
             let vendor = choose_worker_vendor(
-                opt_string(args, "workerVendor")?.as_deref(),
+                optional(args.worker_vendor).as_deref(),
                 &state.info.vendor,
                 &installed,
             )?;
             let choice = WorkerChoice {
                 vendor,
-                model: opt_string(args, "workerModel")?.unwrap_or_default(),
-                effort: opt_string(args, "workerEffort")?.unwrap_or_default(),
+                model: optional(args.worker_model).unwrap_or_default(),
+                effort: optional(args.worker_effort).unwrap_or_default(),
             };
-            let pair = rt
-                .pair_with_new_worker(&state.info.id, choice)
-                .await
-                .map_err(|e| e.to_string())?;
+            let pair = rt.pair_with_new_worker(&state.info.id, choice).await?;
             worker_created = true;
             pair.pair_id
         }
     };
-    let (pair, worker_id) = rt.pair_parts(&pair_id).ok_or_else(|| {
-        "the pair is gone; call send_to_partner again for a new Worker".to_string()
-    })?;
+    let (pair, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
     let reply = pair
         .send(Delegate {
             message,
@@ -105,142 +101,164 @@ pub(super) async fn send_to_partner(
             proposal_id: None,
         })
         .await
-        .map_err(|e| format!("the pair is unavailable: {e}"))??;
-    let mut out = match reply {
-        DelegateReply::Finished(outcome) => {
-            let mut v = json!({"status": outcome.status.as_str(), "response": outcome.response});
-            if let Some(error) = outcome.error {
-                v["error"] = json!(error);
-            }
-            v
-        }
-        DelegateReply::TimedOut { partial } => json!({
-            "status": "running",
-            "response": partial,
-            "hint": "The Worker is still working. Its result will be delivered to you as a new message when it finishes."
-        }),
-        DelegateReply::Detached => json!({
-            "status": "running",
-            "hint": "The result will be delivered to you as a new message when the Worker finishes. Use read_partner only for an interim check."
-        }),
+        .map_err(PairError::from)??;
+    let running = |response: Option<String>, hint: &str| SendToPartnerResult {
+        status: DelegationState::Running,
+        response,
+        error: None,
+        hint: Some(hint.to_string()),
+        partner_id: worker_id.clone(),
+        worker_created,
     };
-    out["partnerId"] = json!(worker_id);
-    if worker_created {
-        out["workerCreated"] = json!(true);
-    }
-    Ok(out)
+    Ok(match reply {
+        DelegateReply::Finished(outcome) => SendToPartnerResult {
+            status: match outcome.status {
+                DelegationStatus::Complete => DelegationState::Complete,
+                DelegationStatus::Error => DelegationState::Error,
+                DelegationStatus::Interrupted => DelegationState::Interrupted,
+            },
+            response: Some(outcome.response),
+            error: outcome.error,
+            hint: None,
+            partner_id: worker_id.clone(),
+            worker_created,
+        },
+        DelegateReply::TimedOut { partial } => running(
+            Some(partial),
+            "The Worker is still working. Its result will be delivered to you as a new message when it finishes.",
+        ),
+        DelegateReply::Detached => running(
+            None,
+            "The result will be delivered to you as a new message when the Worker finishes. Use read_partner only for an interim check.",
+        ),
+    })
 }
 
 pub(super) async fn read_partner(
     rt: &Runtime,
     state: &SessionState,
-    args: &Map<String, Value>,
-) -> Result<Value, String> {
-    let count = clamped_number(args, "lastTurns", 1, 1, 5)? as usize;
+    args: ReadPartnerParams,
+) -> Result<ReadPartnerResult, ToolError> {
+    let count = clamped(args.last_turns, 1, 1, 5) as usize;
     let pair_id = driver_pair(state)?;
-    let (_, worker_id) = rt
-        .pair_parts(&pair_id)
-        .ok_or_else(|| "the pair is gone".to_string())?;
-    let worker = rt
-        .session_addr(&worker_id)
-        .ok_or_else(|| "the Worker session is gone".to_string())?;
-    let info = rt
-        .session_info(&worker_id)
-        .ok_or_else(|| "the Worker session is gone".to_string())?;
-    let turns = worker
-        .send(RecentTurns { count })
-        .await
-        .map_err(|e| format!("the Worker is unavailable: {e}"))?
-        .map_err(|e| e.to_string())?;
+    let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
+    let worker = rt.session_addr(&worker_id).ok_or(PairError::WorkerGone)?;
+    let info = rt.session_info(&worker_id).ok_or(PairError::WorkerGone)?;
+    let turns = worker.send(RecentTurns { count }).await??;
     let status = match info.status {
-        SessionStatus::Running | SessionStatus::Starting => "running",
-        SessionStatus::Interrupted => "interrupted",
-        SessionStatus::Idle | SessionStatus::Failed => "idle",
+        SessionStatus::Running | SessionStatus::Starting => PartnerState::Running,
+        SessionStatus::Interrupted => PartnerState::Interrupted,
+        SessionStatus::Idle | SessionStatus::Failed => PartnerState::Idle,
     };
-    Ok(json!({
-        "status": status,
-        "partnerId": worker_id,
-        "title": info.title,
-        "turns": turns
+    Ok(ReadPartnerResult {
+        status,
+        partner_id: worker_id,
+        title: info.title,
+        turns: turns
             .into_iter()
-            .map(|t| json!({"user": t.user, "delegated": t.delegated, "response": t.response}))
-            .collect::<Vec<_>>(),
-    }))
+            .map(|t| PartnerTurn {
+                user: t.user,
+                delegated: t.delegated,
+                response: t.response,
+            })
+            .collect(),
+    })
 }
 
-pub(super) async fn interrupt_partner(rt: &Runtime, state: &SessionState) -> Result<Value, String> {
+pub(super) async fn interrupt_partner(
+    rt: &Runtime,
+    state: &SessionState,
+) -> Result<InterruptPartnerResult, ToolError> {
     let pair_id = driver_pair(state)?;
-    let (pair, worker_id) = rt
-        .pair_parts(&pair_id)
-        .ok_or_else(|| "the pair is gone".to_string())?;
+    let (pair, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
     let was_running = pair
         .send(InterruptWorker)
         .await
-        .map_err(|e| format!("the pair is unavailable: {e}"))??;
+        .map_err(PairError::from)??;
     let title = rt
         .session_info(&worker_id)
         .map(|i| i.title)
         .unwrap_or_default();
-    Ok(json!({
-        "status": if was_running { "interrupting" } else { "idle" },
-        "partnerId": worker_id,
-        "title": title,
-    }))
+    Ok(InterruptPartnerResult {
+        status: if was_running {
+            InterruptState::Interrupting
+        } else {
+            InterruptState::Idle
+        },
+        partner_id: worker_id,
+        title,
+    })
 }
 
-pub(super) async fn close_partner(rt: &Runtime, state: &SessionState) -> Result<Value, String> {
+pub(super) async fn close_partner(
+    rt: &Runtime,
+    state: &SessionState,
+) -> Result<ClosePartnerResult, ToolError> {
     let pair_id = driver_pair(state)?;
-    let (pair, worker_id) = rt
-        .pair_parts(&pair_id)
-        .ok_or_else(|| "the pair is gone".to_string())?;
-    let interrupted = pair
-        .send(ClosePair)
-        .await
-        .map_err(|e| format!("the pair is unavailable: {e}"))??;
-    Ok(json!({
-        "status": "closed",
-        "partnerId": worker_id,
-        "interrupted": interrupted,
-        "historyPreserved": true,
-    }))
+    let (pair, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
+    let interrupted = pair.send(ClosePair).await.map_err(PairError::from)??;
+    Ok(ClosePartnerResult {
+        status: ClosedState::Closed,
+        partner_id: worker_id,
+        interrupted,
+        history_preserved: true,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::choose_worker_vendor;
+    use tandem_protocol::ErrorCode;
 
     #[test]
     fn worker_vendor_rule() {
         let all = ["scripted", "codex", "claude"];
         assert_eq!(
-            choose_worker_vendor(None, "claude", &all).as_deref(),
-            Ok("codex")
+            choose_worker_vendor(None, "claude", &all).ok().as_deref(),
+            Some("codex")
         );
         assert_eq!(
-            choose_worker_vendor(None, "codex", &all).as_deref(),
-            Ok("scripted")
+            choose_worker_vendor(None, "codex", &all).ok().as_deref(),
+            Some("scripted")
         );
         assert_eq!(
-            choose_worker_vendor(None, "codex", &["codex", "claude"]).as_deref(),
-            Ok("claude")
+            choose_worker_vendor(None, "codex", &["codex", "claude"])
+                .ok()
+                .as_deref(),
+            Some("claude")
         );
         assert_eq!(
-            choose_worker_vendor(None, "claude", &["claude"]).as_deref(),
-            Ok("claude")
+            choose_worker_vendor(None, "claude", &["claude"])
+                .ok()
+                .as_deref(),
+            Some("claude")
         );
         assert_eq!(
-            choose_worker_vendor(None, "scripted", &["scripted"]).as_deref(),
-            Ok("scripted")
+            choose_worker_vendor(None, "scripted", &["scripted"])
+                .ok()
+                .as_deref(),
+            Some("scripted")
         );
         assert_eq!(
-            choose_worker_vendor(None, "scripted", &["scripted", "claude"]).as_deref(),
-            Ok("claude")
+            choose_worker_vendor(None, "scripted", &["scripted", "claude"])
+                .ok()
+                .as_deref(),
+            Some("claude")
         );
         assert_eq!(
-            choose_worker_vendor(Some("claude"), "claude", &all).as_deref(),
-            Ok("claude")
+            choose_worker_vendor(Some("claude"), "claude", &all)
+                .ok()
+                .as_deref(),
+            Some("claude")
         );
-        assert!(choose_worker_vendor(Some("gemini"), "claude", &all).is_err());
-        assert!(choose_worker_vendor(None, "claude", &[]).is_err());
+        let code = |r: Result<String, crate::error::ToolError>| r.err().map(|e| e.code());
+        assert_eq!(
+            code(choose_worker_vendor(Some("gemini"), "claude", &all)),
+            Some(ErrorCode::VendorNotInstalled)
+        );
+        assert_eq!(
+            code(choose_worker_vendor(None, "claude", &[])),
+            Some(ErrorCode::VendorNotInstalled)
+        );
     }
 }

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
 use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
+use tandem_protocol::tools::{ProposeState, ProposeWorkerParams, ProposeWorkerResult};
 
 use super::partner::choose_worker_vendor;
-use super::{opt_string, string_arg};
+use super::{optional, required};
 use crate::adapter::clamp_effort;
-use crate::error::RuntimeError;
+use crate::error::{PairError, ProposalError, RuntimeError, ToolError};
 use crate::pair::{Delegate, DelegateReply};
 use crate::record::ProposalRecord;
 use crate::runtime::Runtime;
@@ -18,32 +18,31 @@ use crate::session::{ProposalDecision, ProposalProgress, Resume, SessionState};
 pub(super) async fn propose_worker(
     rt: &Runtime,
     state: &SessionState,
-    args: &Map<String, Value>,
-) -> Result<Value, String> {
-    let summary = string_arg(args, "summary")?;
-    let plan = string_arg(args, "plan")?;
-    let message = string_arg(args, "message")?;
+    args: ProposeWorkerParams,
+) -> Result<ProposeWorkerResult, ToolError> {
+    let summary = required("summary", args.summary)?;
+    let plan = required("plan", args.plan)?;
+    let message = required("message", args.message)?;
     if state.info.pair_id.is_some() || state.parent_id.is_some() || state.delegated_turn {
-        return Err("only a session without a Worker can propose one".into());
+        return Err(ProposalError::NotAlone.into());
     }
     let installed = rt.installed_vendors();
-    let requested =
-        opt_string(args, "recommendedVendor")?.filter(|v| installed.contains(&v.as_str()));
+    let requested = optional(args.recommended_vendor).filter(|v| installed.contains(&v.as_str()));
     let vendor = choose_worker_vendor(requested.as_deref(), &state.info.vendor, &installed)?;
     let spec = rt
         .vendor(&vendor)
-        .ok_or_else(|| format!("unknown vendor `{vendor}`"))?;
-    let model = opt_string(args, "recommendedModel")?
+        .ok_or_else(|| ToolError::VendorNotInstalled(vendor.clone()))?;
+    let model = optional(args.recommended_model)
         .filter(|m| spec.knows_model(m))
         .unwrap_or_default();
     let effort = clamp_effort(
-        &opt_string(args, "recommendedEffort")?.unwrap_or_else(|| "medium".into()),
+        &optional(args.recommended_effort).unwrap_or_else(|| "medium".into()),
         spec.effort_levels,
     )
     .unwrap_or_default();
     let driver = rt
         .session_addr(&state.info.id)
-        .ok_or_else(|| "session gone".to_string())?;
+        .ok_or_else(|| RuntimeError::SessionNotFound(state.info.id.clone()))?;
     let record = driver
         .send(crate::session::Propose {
             summary,
@@ -55,28 +54,29 @@ pub(super) async fn propose_worker(
                 effort,
             },
         })
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+        .await??;
     if record.auto_approved {
         let choice = record.recommended.clone();
-        let started = accept_proposal(rt, &state.info.id, &record.proposal_id, choice, true)
-            .await
-            .map_err(|e| e.to_string())?;
-        return Ok(json!({
-            "status": "running",
-            "proposalId": record.proposal_id,
-            "autoApproved": true,
-            "workerId": started.worker_id,
-            "pairId": started.pair_id,
-            "hint": "Permissions are bypassed, so the Worker was started at once. Its result will be delivered to you as a new message."
-        }));
+        let started =
+            accept_proposal(rt, &state.info.id, &record.proposal_id, choice, true).await?;
+        return Ok(ProposeWorkerResult {
+            status: ProposeState::Running,
+            proposal_id: record.proposal_id,
+            auto_approved: true,
+            worker_id: Some(started.worker_id),
+            pair_id: Some(started.pair_id),
+            hint: "Permissions are bypassed, so the Worker was started at once. Its result will be delivered to you as a new message.".into(),
+        });
     }
-    Ok(json!({
-        "status": "posted",
-        "proposalId": record.proposal_id,
-        "hint": "The user will accept or decline. Stop here; you will be resumed with the decision."
-    }))
+    Ok(ProposeWorkerResult {
+        status: ProposeState::Posted,
+        proposal_id: record.proposal_id,
+        auto_approved: false,
+        worker_id: None,
+        pair_id: None,
+        hint: "The user will accept or decline. Stop here; you will be resumed with the decision."
+            .into(),
+    })
 }
 
 /// Where an accepted proposal's Worker runs.
@@ -128,20 +128,20 @@ pub async fn accept_proposal(
             auto,
         })
         .await??;
-    let fail = |error: String| {
+    let fail = |error: RuntimeError| {
         let driver = driver.clone();
         let proposal_id = proposal_id.to_string();
         async move {
             let _ = driver
-                .send(Resume::proposal_failed(&proposal_id, &error))
+                .send(Resume::proposal_failed(&proposal_id, &error.to_string()))
                 .await;
-            RuntimeError::Internal(error)
+            error
         }
     };
     crate::crash::crash_point(rt.writer(), "proposal.accept.starting").await;
     let pair = match rt.pair_with_new_worker(driver_id, choice).await {
         Ok(pair) => pair,
-        Err(e) => return Err(fail(e.to_string()).await),
+        Err(e) => return Err(fail(e).await),
     };
     driver.do_send(ProposalProgress {
         proposal_id: proposal_id.to_string(),
@@ -152,7 +152,7 @@ pub async fn accept_proposal(
     });
     crate::crash::crash_point(rt.writer(), "proposal.accept.running").await;
     let Some((pair_addr, _)) = rt.pair_parts(&pair.pair_id) else {
-        return Err(fail("the pair vanished".into()).await);
+        return Err(fail(PairError::Gone.into()).await);
     };
     let delegated = pair_addr
         .send(Delegate {
@@ -171,8 +171,8 @@ pub async fn accept_proposal(
             worker_id: pair.worker_id,
             pair_id: pair.pair_id,
         }),
-        Ok(Err(e)) => Err(fail(e).await),
-        Err(e) => Err(fail(e.to_string()).await),
+        Ok(Err(e)) => Err(fail(e.into()).await),
+        Err(e) => Err(fail(e.into()).await),
     }
 }
 

@@ -1,9 +1,13 @@
 //! `spawn_sessions` and `check_spawned_sessions`.
 
-use serde_json::{json, Map, Value};
+use tandem_protocol::tools::{
+    CheckSpawnedSessionsResult, ChildState, ChildSummary, SpawnSessionsParams, SpawnSessionsResult,
+    SpawnedSession, StartedState,
+};
 use tandem_protocol::SessionStatus;
 
-use super::opt_string;
+use super::optional;
+use crate::error::{RuntimeError, SpawnError, ToolError};
 use crate::runtime::Runtime;
 use crate::session::{SessionState, SpawnChildren};
 
@@ -15,70 +19,57 @@ const MAX_CHILDREN: usize = 20;
 pub(super) async fn spawn_sessions(
     rt: &Runtime,
     state: &SessionState,
-    args: &Map<String, Value>,
-) -> Result<Value, String> {
+    args: SpawnSessionsParams,
+) -> Result<SpawnSessionsResult, ToolError> {
     if state.parent_id.is_some() {
-        return Err("spawned sessions cannot spawn sessions".into());
+        return Err(SpawnError::Nested.into());
     }
-    let Some(Value::Array(entries)) = args.get("sessions") else {
-        return Err("sessions is required: a list of {title, prompt}".into());
-    };
+    let entries = args.sessions;
     if entries.is_empty() || entries.len() > MAX_PER_CALL {
-        return Err(format!("sessions must hold 1 to {MAX_PER_CALL} entries"));
+        return Err(SpawnError::Count { max: MAX_PER_CALL }.into());
     }
-    let mut tasks = Vec::with_capacity(entries.len());
-    for (i, entry) in entries.iter().enumerate() {
-        let field = |key: &str| {
-            entry
-                .get(key)
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .ok_or_else(|| format!("sessions[{i}].{key} is required"))
+    let total = entries.len();
+    let mut tasks = Vec::with_capacity(total);
+    for (index, entry) in entries.into_iter().enumerate() {
+        let field = |field: &'static str, value: String| {
+            optional(Some(value)).ok_or(SpawnError::MissingField { index, field })
         };
-        tasks.push((field("title")?, field("prompt")?));
+        tasks.push((field("title", entry.title)?, field("prompt", entry.prompt)?));
     }
     let existing = rt.children_of(&state.info.id).len();
     if existing + tasks.len() > MAX_CHILDREN {
-        return Err(format!(
-            "a session may spawn at most {MAX_CHILDREN} sessions; {existing} exist already"
-        ));
+        return Err(SpawnError::TooMany {
+            max: MAX_CHILDREN,
+            existing,
+        }
+        .into());
     }
-    let vendor = opt_string(args, "vendor")?.unwrap_or_else(|| state.info.vendor.clone());
+    let vendor = optional(args.vendor).unwrap_or_else(|| state.info.vendor.clone());
     let parent = rt
         .session_addr(&state.info.id)
-        .ok_or_else(|| "session gone".to_string())?;
+        .ok_or_else(|| RuntimeError::SessionNotFound(state.info.id.clone()))?;
     let mut created: Vec<tandem_protocol::SessionInfo> = Vec::with_capacity(tasks.len());
     for (title, prompt) in tasks {
         let made = match crate::crash::fail_here("spawn.create_child") {
-            Ok(()) => rt
-                .create_child(&state.info, &vendor, title, prompt)
-                .await
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e),
+            Ok(()) => rt.create_child(&state.info, &vendor, title, prompt).await,
+            Err(e) => Err(RuntimeError::Internal(e)),
         };
         let info = match made {
             Ok(info) => info,
-            Err(e) if created.is_empty() => return Err(e),
+            Err(e) if created.is_empty() => return Err(SpawnError::Create(e).into()),
             Err(e) => {
                 // The ones already created are real sessions holding their prompt:
                 // they are started like any others, and the caller is told which.
                 parent.do_send(SpawnChildren {
                     children: created.iter().map(|c| c.id.clone()).collect(),
                 });
-                return Err(format!(
-                    "session {} of {} could not be created ({e}); the {} created before it \
-                     were started: {}",
-                    created.len() + 1,
-                    entries.len(),
-                    created.len(),
-                    created
-                        .iter()
-                        .map(|c| c.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                return Err(SpawnError::Partial {
+                    number: created.len() + 1,
+                    total,
+                    source: Box::new(e),
+                    started: created.into_iter().map(|c| c.id).collect(),
+                }
+                .into());
             }
         };
         created.push(info);
@@ -89,39 +80,45 @@ pub(super) async fn spawn_sessions(
     parent.do_send(SpawnChildren {
         children: created.iter().map(|c| c.id.clone()).collect(),
     });
-    Ok(json!({
-        "status": "started",
-        "sessions": created
-            .iter()
-            .map(|c| json!({"sessionId": c.id, "title": c.title}))
-            .collect::<Vec<_>>(),
-        "hint": "At most 3 run at once; the rest start as others finish. Use check_spawned_sessions to follow them."
-    }))
+    Ok(SpawnSessionsResult {
+        status: StartedState::Started,
+        sessions: created
+            .into_iter()
+            .map(|c| SpawnedSession {
+                session_id: c.id,
+                title: c.title,
+            })
+            .collect(),
+        hint: "At most 3 run at once; the rest start as others finish. Use check_spawned_sessions to follow them.".into(),
+    })
 }
 
-pub(super) fn check_spawned_sessions(rt: &Runtime, state: &SessionState) -> Result<Value, String> {
+pub(super) fn check_spawned_sessions(
+    rt: &Runtime,
+    state: &SessionState,
+) -> CheckSpawnedSessionsResult {
     let children = rt.children_of(&state.info.id);
-    Ok(json!({
-        "sessions": children
+    CheckSpawnedSessionsResult {
+        sessions: children
             .into_iter()
             .map(|c| {
                 // A child that has not started yet is waiting for a free slot: its
                 // work is still ahead, so it counts as running.
                 let status = match c.status {
-                    SessionStatus::Running | SessionStatus::Starting => "running",
-                    SessionStatus::Idle if c.turn_count == 0 => "running",
-                    SessionStatus::Interrupted => "interrupted",
-                    SessionStatus::Failed => "error",
-                    SessionStatus::Idle => "done",
+                    SessionStatus::Running | SessionStatus::Starting => ChildState::Running,
+                    SessionStatus::Idle if c.turn_count == 0 => ChildState::Running,
+                    SessionStatus::Interrupted => ChildState::Interrupted,
+                    SessionStatus::Failed => ChildState::Error,
+                    SessionStatus::Idle => ChildState::Done,
                 };
-                json!({
-                    "sessionId": c.id,
-                    "title": c.title,
-                    "status": status,
-                    "turnCount": c.turn_count,
-                    "lastActivity": c.last_activity,
-                })
+                ChildSummary {
+                    session_id: c.id,
+                    title: c.title,
+                    status,
+                    turn_count: c.turn_count,
+                    last_activity: c.last_activity,
+                }
             })
-            .collect::<Vec<_>>()
-    }))
+            .collect(),
+    }
 }

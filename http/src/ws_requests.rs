@@ -1,0 +1,268 @@
+//! What a WebSocket request does: turns a parsed [`ClientFrame`] into runtime calls and
+//! the frames that answer it. Knows nothing of the socket; the connection in
+//! [`crate::ws`] sends what [`dispatch`] returns.
+
+use futures_util::future::LocalBoxFuture;
+use serde_json::{json, Map, Value};
+use tandem_actors::session::SendOutcome;
+use tandem_actors::{Principal, Runtime, RuntimeError};
+use tandem_protocol::client::ListParams;
+use tandem_protocol::rest::SessionList;
+use tandem_protocol::{ClientFrame, ClientRequest, ErrorCode, ServerFrame};
+
+/// What a request is answered with.
+pub enum Dispatched {
+    /// Frames to send at once, in order.
+    Now(Vec<ServerFrame>),
+    /// One frame to send when the request is done. Requests run concurrently;
+    /// `requestId` ties each answer to its request.
+    Later(LocalBoxFuture<'static, ServerFrame>),
+}
+
+/// Who is asking, on which connection.
+pub struct Requester<'a> {
+    /// The runtime the request runs against.
+    pub runtime: &'a Runtime,
+    /// The authenticated caller.
+    pub principal: &'a Principal,
+    /// The connection's gateway client id (subscriptions and watches are per client).
+    pub client_id: u64,
+}
+
+/// An error frame; counts it in `protocol_errors`.
+pub fn error_frame(
+    runtime: &Runtime,
+    code: ErrorCode,
+    error: String,
+    request_id: Option<String>,
+    session_id: Option<String>,
+) -> ServerFrame {
+    tandem_actors::metrics::Metrics::inc(&runtime.metrics().protocol_errors);
+    ServerFrame::ProtocolError {
+        code,
+        error,
+        session_id,
+        request_id,
+    }
+}
+
+fn fail(
+    runtime: &Runtime,
+    e: RuntimeError,
+    request_id: Option<String>,
+    session_id: Option<String>,
+) -> ServerFrame {
+    error_frame(runtime, e.code(), e.to_string(), request_id, session_id)
+}
+
+fn reply(request_id: Option<String>, payload: Value) -> ServerFrame {
+    let payload = match payload {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    ServerFrame::reply(request_id, payload)
+}
+
+/// Runs one request.
+pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
+    let ClientFrame {
+        request_id,
+        request,
+    } = frame;
+    let base = who.runtime;
+    let rt = base.clone();
+    let client_id = who.client_id;
+    let who = who.principal.clone();
+    match request {
+        ClientRequest::Ping => Dispatched::Now(vec![reply(request_id, json!({ "pong": true }))]),
+        ClientRequest::SessionCreate(params) => later(base, request_id, None, async move {
+            let session = rt.create_session(&who, params).await?;
+            Ok(json!({ "session": session }))
+        }),
+        ClientRequest::SessionsWatch(p) => list_page(&rt, &who, client_id, request_id, p, true),
+        ClientRequest::SessionsList(p) => list_page(&rt, &who, client_id, request_id, p, false),
+        ClientRequest::ChatSubscribe(params) => {
+            let mut frames = Vec::new();
+            let mut subscribed = Vec::new();
+            for entry in params.sessions {
+                match rt.subscribe(
+                    &who,
+                    client_id,
+                    &entry.session_id,
+                    entry.last_seq.unwrap_or(0),
+                ) {
+                    Ok(()) => subscribed.push(entry.session_id),
+                    Err(e) => frames.push(fail(&rt, e, request_id.clone(), Some(entry.session_id))),
+                }
+            }
+            if request_id.is_some() {
+                frames.push(reply(request_id, json!({ "subscribed": subscribed })));
+            }
+            Dispatched::Now(frames)
+        }
+        ClientRequest::ChatUnsubscribe(params) => {
+            rt.unsubscribe(client_id, params.session_ids);
+            let mut frames = Vec::new();
+            if request_id.is_some() {
+                frames.push(reply(request_id, json!({})));
+            }
+            Dispatched::Now(frames)
+        }
+        ClientRequest::ChatSend(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid.clone()), async move {
+                match rt
+                    .send(&who, &p.session_id, p.content, p.options, p.queue)
+                    .await?
+                {
+                    SendOutcome::Started { turn_id } => {
+                        Ok(json!({ "sessionId": sid, "turnId": turn_id }))
+                    }
+                    SendOutcome::Queued { position } => {
+                        Ok(json!({ "sessionId": sid, "queued": true, "position": position }))
+                    }
+                }
+            })
+        }
+        ClientRequest::ChatAbort(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid.clone()), async move {
+                rt.abort(&who, &p.session_id).await?;
+                Ok(json!({ "sessionId": sid }))
+            })
+        }
+        ClientRequest::ChatStopTask(p) => {
+            let sid = p.session_id.clone();
+            let task_id = p.task_id.unwrap_or_default();
+            later(base, request_id, Some(sid.clone()), async move {
+                rt.stop_task(&who, &p.session_id, task_id.clone()).await?;
+                Ok(json!({ "sessionId": sid, "taskId": task_id }))
+            })
+        }
+        ClientRequest::ChatPermissionResponse(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, sid, async move {
+                let permission = p.request_id.clone();
+                rt.respond_permission(&who, p).await?;
+                Ok(json!({ "permissionId": permission }))
+            })
+        }
+        ClientRequest::ToolCall(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid), async move {
+                Ok(
+                    match rt
+                        .call_tool(&who, &p.session_id, &p.name, p.arguments)
+                        .await?
+                    {
+                        Ok(result) => json!({ "result": result, "isError": false }),
+                        Err(message) => json!({ "result": message, "isError": true }),
+                    },
+                )
+            })
+        }
+        ClientRequest::ProposalRespond(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid), async move {
+                rt.respond_proposal(&who, p).await
+            })
+        }
+        ClientRequest::PairCreate(p) => {
+            let sid = p.driver_id.clone();
+            later(base, request_id, Some(sid), async move {
+                let pair = rt.create_pair(&who, &p.driver_id, p.worker).await?;
+                Ok(json!({ "pair": pair }))
+            })
+        }
+        ClientRequest::SessionHandoff(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid), async move {
+                let h = rt.handoff(&who, p).await?;
+                Ok(json!({
+                    "sourceSessionId": h.source_session_id,
+                    "targetSessionId": h.target_session_id,
+                    "targetVendor": h.target_vendor,
+                }))
+            })
+        }
+        ClientRequest::SessionSchedule(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid), async move {
+                let s = rt.schedule(&who, &p.session_id, p.content, &p.at).await?;
+                Ok(json!({ "scheduleId": s.schedule_id, "at": s.at, "status": s.status }))
+            })
+        }
+        ClientRequest::SessionScheduleCancel(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid), async move {
+                let s = rt
+                    .cancel_schedule(&who, &p.session_id, p.schedule_id)
+                    .await?;
+                Ok(json!({ "scheduleId": s.schedule_id, "status": s.status }))
+            })
+        }
+        ClientRequest::PairClose(p) => later(base, request_id, None, async move {
+            let interrupted = rt.close_pair(&who, &p.pair_id).await?;
+            Ok(json!({ "pairId": p.pair_id, "interrupted": interrupted }))
+        }),
+        ClientRequest::SessionConfigure(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid), async move {
+                let session = rt.configure(&who, p).await?;
+                Ok(json!({ "session": session }))
+            })
+        }
+    }
+}
+
+/// Answers `sessions.watch` / `sessions.list` with one page; a watch also
+/// starts `session_upserted` delivery. A page at a time: a snapshot of every
+/// session could be megabytes.
+fn list_page(
+    rt: &Runtime,
+    who: &Principal,
+    client_id: u64,
+    request_id: Option<String>,
+    params: ListParams,
+    watch: bool,
+) -> Dispatched {
+    let limit = params.limit.unwrap_or(ListParams::DEFAULT_LIMIT);
+    let frame = match rt.session_page(who, limit, params.cursor.as_deref()) {
+        Ok(page) => {
+            if watch {
+                rt.watch(client_id);
+            }
+            let list = SessionList {
+                sessions: page.sessions,
+                next_cursor: page.next_cursor,
+            };
+            reply(request_id, serde_json::to_value(list).unwrap_or_default())
+        }
+        Err(e) => fail(rt, e, request_id, None),
+    };
+    Dispatched::Now(vec![frame])
+}
+
+/// A request that waits on an actor, answered when it is done. A success is
+/// answered only once what the request wrote is committed: an acknowledged
+/// message, schedule or session survives a crash.
+fn later(
+    rt: &Runtime,
+    request_id: Option<String>,
+    session_id: Option<String>,
+    fut: impl std::future::Future<Output = Result<Value, RuntimeError>> + 'static,
+) -> Dispatched {
+    let rt = rt.clone();
+    // Before the request's writes: a failure after this may have hit them.
+    let epoch = rt.write_epoch();
+    Dispatched::Later(Box::pin(async move {
+        let mut res = fut.await;
+        if res.is_ok() && !rt.synced_since(epoch).await {
+            res = Err(RuntimeError::Internal("the store could not commit".into()));
+        }
+        match res {
+            Ok(payload) => reply(request_id, payload),
+            Err(e) => fail(&rt, e, request_id, session_id),
+        }
+    }))
+}
