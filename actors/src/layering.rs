@@ -15,11 +15,17 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
     (name != "lib" && name != "main").then(|| name.to_string())
 }
 
-/// The text of a file without its test code: `tests.rs` files are skipped by the
-/// caller, and an inline `#[cfg(test)] mod tests {` ends the production part.
-fn production_part(text: &str) -> &str {
-    text.find("#[cfg(test)]\nmod tests {")
-        .map_or(text, |end| &text[..end])
+/// The code of a file without its test code and comments: `tests.rs` files are
+/// skipped by the caller, an inline `#[cfg(test)] mod tests {` ends the production
+/// part, and comment lines go (a doc link is not an import).
+fn production_part(text: &str) -> String {
+    let code = text
+        .find("#[cfg(test)]\nmod tests {")
+        .map_or(text, |end| &text[..end]);
+    code.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Every `crate::NAME` mentioned in `text`, including inside `use crate::{a, b}`.
@@ -70,7 +76,7 @@ fn collect(src: &Path, dir: &Path, graph: &mut Graph) {
         };
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let deps = graph.entry(module.clone()).or_default();
-        for name in referenced(production_part(&text)) {
+        for name in referenced(&production_part(&text)) {
             if name != module && name.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
                 deps.insert(name);
             }

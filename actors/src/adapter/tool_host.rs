@@ -10,8 +10,7 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 
-/// The answer of a tool call: a JSON result, or why it failed (a readable message
-/// and a wire code).
+/// The answer of a tool call: its JSON result, or why it failed (with a wire code).
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>>>>;
 
 /// Calls agent tools on behalf of a session.

@@ -30,7 +30,7 @@ impl Runtime {
         Ok((tools_for(&state), instruction))
     }
 
-    /// `proposal.respond`: accept (with an optional other Worker) or decline.
+    /// `proposal.respond` as the JSON of its reply.
     pub async fn respond_proposal(
         &self,
         who: &Principal,
