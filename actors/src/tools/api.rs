@@ -30,7 +30,7 @@ impl Runtime {
         Ok((tools_for(&state), instruction))
     }
 
-    /// `proposal.respond` as the JSON of its reply.
+    /// `proposal.respond`: accept (with an optional other Worker) or decline.
     pub async fn respond_proposal(
         &self,
         who: &Principal,
