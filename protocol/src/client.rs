@@ -1,5 +1,6 @@
 //! Client → server WebSocket frames, and the parser that classifies bad ones.
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -88,7 +89,7 @@ pub type SessionScheduleParams = ScheduleParams;
 pub type SessionScheduleCancelParams = ScheduleCancelParams;
 
 /// Fields of `tool.call`: call a session-bound tool as that session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallParams {
     /// The session the call is made as.
@@ -105,7 +106,7 @@ fn empty_object() -> Value {
 }
 
 /// Fields of `proposal.respond`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProposalRespondParams {
     /// The Driver session that proposed.
@@ -126,7 +127,7 @@ pub struct ProposalRespondParams {
 }
 
 /// The Worker side of `pair.create`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerSpec {
     /// Worker vendor.
@@ -140,7 +141,7 @@ pub struct WorkerSpec {
 }
 
 /// Fields of `pair.create`: a new Worker session paired with an existing Driver.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PairCreateParams {
     /// The Driver session.
@@ -150,7 +151,7 @@ pub struct PairCreateParams {
 }
 
 /// Fields of `session.handoff`: continue a conversation in a new session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HandoffParams {
     /// The session to continue.
@@ -167,7 +168,7 @@ pub struct HandoffParams {
 }
 
 /// Fields of `session.schedule`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleParams {
     /// The session.
@@ -179,7 +180,7 @@ pub struct ScheduleParams {
 }
 
 /// Fields of `session.schedule-cancel`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleCancelParams {
     /// The session.
@@ -189,7 +190,7 @@ pub struct ScheduleCancelParams {
 }
 
 /// Fields of `pair.close`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PairCloseParams {
     /// The pair to dissolve.
@@ -197,7 +198,7 @@ pub struct PairCloseParams {
 }
 
 /// Fields of `session.create` and of `POST /api/v1/sessions`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateSessionParams {
     /// Vendor id; `scripted` when absent.
@@ -224,7 +225,7 @@ pub struct CreateSessionParams {
 }
 
 /// Per-turn overrides on `chat.send`; they stick to the session like `session.configure`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnOptions {
     /// Model for this and later turns.
@@ -239,7 +240,7 @@ pub struct TurnOptions {
 }
 
 /// Fields of `chat.send`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatSendParams {
     /// Target session.
@@ -255,7 +256,7 @@ pub struct ChatSendParams {
 }
 
 /// A request that names one session and nothing else.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionRef {
     /// The session.
@@ -263,7 +264,7 @@ pub struct SessionRef {
 }
 
 /// Fields of `chat.permission-response`: a person's answer to a `permission_request`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionResponseParams {
     /// The permission request answered. On the wire it is the frame's `requestId`
@@ -285,7 +286,7 @@ pub struct PermissionResponseParams {
 }
 
 /// Fields of `chat.stop-task`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StopTaskParams {
     /// The session that owns the task.
@@ -296,7 +297,7 @@ pub struct StopTaskParams {
 }
 
 /// One entry of `chat.subscribe`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeEntry {
     /// The session to watch.
@@ -307,7 +308,7 @@ pub struct SubscribeEntry {
 }
 
 /// Fields of `chat.subscribe`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeParams {
     /// Sessions to subscribe to.
@@ -316,7 +317,7 @@ pub struct SubscribeParams {
 
 /// Paging fields of `sessions.watch` and `sessions.list` (and the query of REST
 /// `GET /sessions`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListParams {
     /// Sessions per page, 1 to 1000 (default 100).
@@ -333,7 +334,7 @@ impl ListParams {
 }
 
 /// Fields of `chat.unsubscribe`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UnsubscribeParams {
     /// Sessions to stop receiving.
@@ -341,7 +342,7 @@ pub struct UnsubscribeParams {
 }
 
 /// Fields of `session.configure`; absent fields stay as they are.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigureParams {
     /// The session.

@@ -1,9 +1,10 @@
 //! Error codes shared by `protocol_error` frames and REST `{error: {code, message}}` bodies.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A machine-readable error code. Clients branch on these; the message is for humans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     /// The frame or body is not valid JSON, or not a JSON object.
@@ -112,14 +113,14 @@ impl ErrorCode {
 }
 
 /// The body of every REST error: `{"error": {"code", "message"}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorBody {
     /// The error itself.
     pub error: ErrorDetail,
 }
 
 /// Code and human-readable message of an error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorDetail {
     /// Machine-readable code.
     pub code: ErrorCode,
