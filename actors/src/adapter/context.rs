@@ -33,7 +33,7 @@ pub struct AdapterContext {
     pub vendor_session_id: Option<String>,
     /// Settings in force when the adapter starts.
     pub settings: TurnSettings,
-    /// Where outputs go.
+    /// The session actor: every [`AgentOutput`] the adapter produces goes there.
     pub out: Recipient<AgentOutput>,
     /// Awaited every few dozen events when producing fast, so the adapter cannot
     /// outrun fan-out.

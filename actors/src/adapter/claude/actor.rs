@@ -44,7 +44,7 @@ const LOG_LINE_CHARS: usize = 200;
 struct Applied {
     /// Model (`--model` / `set_model`); empty for the default.
     model: String,
-    /// The CLI's permission mode.
+    /// The CLI's mode name; a change is sent as `set_permission_mode`, no restart.
     mode: &'static str,
     /// `--effort`: changing it needs a new process.
     effort: String,
@@ -94,7 +94,7 @@ struct Approval {
 
 /// The adapter actor for one Claude session.
 pub struct ClaudeAgent {
-    /// Our session (for logs).
+    /// Our session id; only used to tag log lines.
     session_id: String,
     /// The session's working directory.
     cwd: PathBuf,
@@ -102,7 +102,7 @@ pub struct ClaudeAgent {
     process: VendorProcess,
     /// The agent tools endpoint, passed as `--mcp-config`.
     mcp: Option<McpAccess>,
-    /// Where outputs go.
+    /// The session actor: events, turn ends, approvals and task lists all go there.
     out: Recipient<AgentOutput>,
     /// Awaited every [`AWAIT_EVERY`] events.
     pace: Recipient<Pace>,
@@ -126,11 +126,11 @@ pub struct ClaudeAgent {
     lifecycle_seen: bool,
     /// Processes asked to close, with their kill switches (dropped = killed).
     closing: Vec<(u64, Option<oneshot::Sender<()>>)>,
-    /// Bumped per process.
+    /// Bumped per process; stdout lines and exits of an older process are ignored.
     generation: u64,
     /// Our turn in flight.
     turn: Option<Turn>,
-    /// stream-json → events.
+    /// Turns stream-json lines into history events; reset for each new process.
     mapper: StreamMapper,
     /// Background tasks of the live process.
     tasks: TaskTracker,
