@@ -57,7 +57,7 @@ pub enum RuntimeError {
     DataDir {
         /// The directory or file, named in the message.
         path: std::path::PathBuf,
-        /// The OS error.
+        /// What the OS said (permission denied, not a directory, ...).
         source: std::io::Error,
     },
     /// A per-user limit is reached (`LIMIT_EXCEEDED`).

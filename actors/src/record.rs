@@ -96,7 +96,7 @@ pub struct QueuedMessage {
 pub struct ProposalRecord {
     /// Its id (`prop_…`); the accept or decline answer names it.
     pub proposal_id: String,
-    /// One-line summary.
+    /// One-line summary, shown on `worker_proposal`.
     pub summary: String,
     /// The proposing agent's plan, shown on `worker_proposal` to the person deciding.
     pub plan: String,
@@ -104,7 +104,7 @@ pub struct ProposalRecord {
     pub message: String,
     /// Vendor, model and effort the proposing agent suggests for the Worker.
     pub recommended: WorkerChoice,
-    /// Where it stands.
+    /// Where it stands; while open, no new proposal is accepted from the session.
     pub status: ProposalStatus,
     /// Accepted without asking, because the proposing session runs in `bypassPermissions`.
     #[serde(default)]

@@ -77,7 +77,7 @@ pub enum ConfigError {
     Read {
         /// The file, named in the message.
         path: PathBuf,
-        /// The OS error.
+        /// What the OS said (not found, permission denied, ...).
         source: std::io::Error,
     },
     /// The file is not valid TOML or has a wrong key or value.

@@ -47,7 +47,7 @@ pub enum ServeError {
     Bind {
         /// `IP:PORT` asked for, named in the message.
         addr: String,
-        /// The OS error.
+        /// What the OS said (address in use, not available, permission denied).
         source: std::io::Error,
         /// What to try instead (another `--port`), when the port is in use; else empty.
         hint: &'static str,

@@ -27,7 +27,7 @@ pub struct AdapterContext {
     pub session_id: String,
     /// The session's owner (adapters that share a process per user key by it).
     pub owner_id: String,
-    /// The session's working directory.
+    /// The session's working directory; vendor CLIs are started there.
     pub cwd: PathBuf,
     /// The vendor's own session/thread id to resume, once known.
     pub vendor_session_id: Option<String>,

@@ -108,7 +108,7 @@ pub enum AgentItem {
     /// A pending request ended without an answer (the turn was interrupted, the process
     /// died); the session records `permission_resolved`.
     PermissionResolved {
-        /// The request that ended.
+        /// The id the adapter gave it; the session drops it from the pending list.
         request_id: String,
     },
     /// Token usage and cost of the current turn, as the vendor reports it; kept on the

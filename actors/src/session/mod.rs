@@ -181,7 +181,7 @@ pub fn event_frame(
 /// How a `chat.send` was taken.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SendOutcome {
-    /// A turn started.
+    /// A turn started at once.
     Started {
         /// The new turn's id (`turn_N`); its events carry it.
         turn_id: String,

@@ -86,7 +86,7 @@ pub struct SessionState {
     pub info: SessionInfo,
     /// True while it runs a turn delegated by a Driver.
     pub delegated_turn: bool,
-    /// The session that spawned it.
+    /// The session that spawned it; a spawned session is offered no agent tools.
     pub parent_id: Option<String>,
     /// Its latest proposal: accepting one takes the recommended Worker from here.
     pub proposal: Option<ProposalRecord>,

@@ -18,7 +18,7 @@ pub struct Propose {
     pub summary: String,
     /// The agent's plan, shown to the person deciding.
     pub plan: String,
-    /// The task for the Worker.
+    /// The task the Worker gets as its first delegation once accepted.
     pub message: String,
     /// The recommended Worker (already validated).
     pub recommended: WorkerChoice,

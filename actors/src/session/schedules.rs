@@ -35,7 +35,7 @@ pub struct CancelSchedule {
     pub schedule_id: String,
 }
 
-/// The session's schedules.
+/// List the session's schedules: pending ones and the latest finished ones.
 #[derive(Debug, Message)]
 #[rtype(result = "Vec<ScheduleRecord>")]
 pub struct ListSchedules;

@@ -66,7 +66,7 @@ impl Applied {
 /// Our turn in flight.
 #[derive(Debug)]
 struct Turn {
-    /// The session's turn id.
+    /// The session's turn id; every output of the turn carries it.
     id: String,
     /// The user text, kept to send again if a `--resume` start fails.
     text: String,
@@ -86,7 +86,7 @@ struct Turn {
 struct Approval {
     /// Our id (`perm_…`), the one clients answer.
     id: String,
-    /// The CLI's control request id.
+    /// The CLI's control request id, echoed in our answer.
     cli_request_id: String,
     /// The tool input, returned as `updatedInput` when allowed unchanged.
     input: Value,
@@ -96,7 +96,7 @@ struct Approval {
 pub struct ClaudeAgent {
     /// Our session id; only used to tag log lines.
     session_id: String,
-    /// The session's working directory.
+    /// The session's working directory; `claude` is started there.
     cwd: PathBuf,
     /// How to start the CLI.
     process: VendorProcess,
@@ -128,7 +128,7 @@ pub struct ClaudeAgent {
     closing: Vec<(u64, Option<oneshot::Sender<()>>)>,
     /// Bumped per process; stdout lines and exits of an older process are ignored.
     generation: u64,
-    /// Our turn in flight.
+    /// The turn the session started and that has not ended; `None` between turns.
     turn: Option<Turn>,
     /// Turns stream-json lines into history events; reset for each new process.
     mapper: StreamMapper,

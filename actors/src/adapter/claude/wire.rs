@@ -297,7 +297,7 @@ pub struct InboundControlResponse {
 pub struct ControlResponseBody {
     /// `success` or `error`.
     pub subtype: String,
-    /// Our request's id.
+    /// Our request's id (`tandem_N`); logged when the CLI refuses it.
     pub request_id: String,
     /// The error text, for `error`.
     #[serde(default)]
@@ -436,14 +436,14 @@ pub struct OutboundControlResponse<'a> {
 pub enum OutboundResponseBody<'a> {
     /// The request is answered.
     Success {
-        /// The CLI's request id.
+        /// The CLI's request id, so it can match our answer to its request.
         request_id: &'a str,
         /// Whether the tool may run, and with which input.
         response: PermissionDecision,
     },
     /// The request is not supported.
     Error {
-        /// The CLI's request id.
+        /// The CLI's request id, so it can match our answer to its request.
         request_id: &'a str,
         /// Our reason; sent for requests tandem does not support.
         error: &'a str,
