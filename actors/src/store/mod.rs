@@ -18,7 +18,7 @@ pub use writer::{StoreFailure, StoreWriter, WriteOp, WriterHooks};
 /// One history event, already serialized exactly as it goes over the wire.
 #[derive(Debug, Clone)]
 pub struct StoredEvent {
-    /// The session it belongs to.
+    /// The session it belongs to; the gateway fans events out per session.
     pub session_id: Arc<str>,
     /// Its sequence number in that session.
     pub seq: u64,

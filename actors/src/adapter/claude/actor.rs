@@ -106,7 +106,7 @@ pub struct ClaudeAgent {
     out: Recipient<AgentOutput>,
     /// Awaited every [`AWAIT_EVERY`] events.
     pace: Recipient<Pace>,
-    /// Shared with every Claude adapter.
+    /// Shared with every Claude adapter: our pids (to tell outside runs apart), shutdown.
     hub: ClaudeHub,
     /// Settings as the session last gave them.
     settings: TurnSettings,
