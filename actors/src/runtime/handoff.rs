@@ -24,11 +24,11 @@ pub const MAX_HANDOFF_DEPTH: usize = 5;
 /// What a handoff created.
 #[derive(Debug, Clone)]
 pub struct Handoff {
-    /// The session continued.
+    /// The session handed off; it records `handoff_created`.
     pub source_session_id: String,
-    /// The new session.
+    /// The session created to continue it; it starts with the handoff prompt.
     pub target_session_id: String,
-    /// Its vendor.
+    /// The new session's vendor, as asked for (trimmed).
     pub target_vendor: String,
 }
 
