@@ -2,7 +2,7 @@
 
 use tandem_protocol::{SessionInfo, Visibility};
 
-/// An authenticated caller.
+/// Who a request was authenticated as; every session access check takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     /// The user's id; sessions record it as their owner.

@@ -24,7 +24,7 @@ pub struct RuntimeConfig {
     pub client_stall: std::time::Duration,
     /// Events each session keeps in memory for fast replay.
     pub ring_events: usize,
-    /// The vendor CLIs this server can run.
+    /// How to start each vendor's CLI; a vendor missing here is not installed.
     pub vendors: VendorsConfig,
     /// How long commits may keep failing (no success in between) before the server
     /// stops: a store that never comes back must not leave a server that acknowledges

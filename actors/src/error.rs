@@ -11,13 +11,13 @@ pub enum RuntimeError {
     /// The caller may not act on the session.
     #[error("access denied to session {0}")]
     AccessDenied(String),
-    /// A turn already runs.
+    /// A turn already runs, so this one cannot start now (`RUN_IN_PROGRESS`).
     #[error("session {0} already runs a turn")]
     RunInProgress(String),
-    /// Nothing to interrupt.
+    /// An interrupt found no turn running (`NO_ACTIVE_RUN`).
     #[error("session {0} has no turn running")]
     NoActiveRun(String),
-    /// Unknown background task.
+    /// The session lists no background task with that id (`NO_SUCH_TASK`).
     #[error("session has no background task {0}")]
     NoSuchTask(String),
     /// The session has no scheduled message with that id.
@@ -35,7 +35,7 @@ pub enum RuntimeError {
     /// The database cannot be written at all (checked at start).
     #[error("the database {} cannot be written: {reason}", path.display())]
     Unwritable {
-        /// The database file.
+        /// The database file, named in the message.
         path: std::path::PathBuf,
         /// What SQLite said.
         reason: String,
@@ -43,7 +43,7 @@ pub enum RuntimeError {
     /// A write was not committed; nothing of it was acknowledged or shown.
     #[error("the store could not commit: {0}")]
     NotCommitted(String),
-    /// The database failed.
+    /// A SQLite call failed (`INTERNAL`); the message carries SQLite's text.
     #[error("storage error: {0}")]
     Store(#[from] rusqlite::Error),
     /// A file or directory could not be used.
@@ -55,9 +55,9 @@ pub enum RuntimeError {
     /// The data directory or a file in it could not be used; names the path.
     #[error("{path}: {source}")]
     DataDir {
-        /// The directory or file.
+        /// The directory or file, named in the message.
         path: std::path::PathBuf,
-        /// Why.
+        /// What the OS said (permission denied, not a directory, ...).
         source: std::io::Error,
     },
     /// A per-user limit is reached (`LIMIT_EXCEEDED`).
@@ -244,7 +244,7 @@ pub enum SpawnError {
     /// An entry lacks its title or prompt (`INVALID_ARGUMENT`).
     #[error("sessions[{index}].{field} is required")]
     MissingField {
-        /// The entry.
+        /// The entry's 0-based index in `sessions`, named in the message.
         index: usize,
         /// `title` or `prompt`.
         field: &'static str,
@@ -254,7 +254,7 @@ pub enum SpawnError {
     TooMany {
         /// Children one session may have.
         max: usize,
-        /// Children it has.
+        /// Children it has already; with the new ones they would pass `max`.
         existing: usize,
     },
     /// The first child could not be created; nothing was started. The code is the
@@ -311,7 +311,7 @@ pub enum ToolError {
     /// The arguments do not fit the tool's schema (`INVALID_ARGUMENT`).
     #[error("invalid arguments for {tool}: {reason}")]
     InvalidArguments {
-        /// The tool.
+        /// The tool's name, named in the message.
         tool: &'static str,
         /// What serde said (names the field).
         reason: String,
@@ -332,13 +332,13 @@ pub enum ToolError {
     /// The runtime is gone (`INTERNAL`).
     #[error("the server is shutting down")]
     ShuttingDown,
-    /// A pair operation failed.
+    /// A pair operation failed; the code is the [`PairError`]'s.
     #[error(transparent)]
     Pair(#[from] PairError),
-    /// A proposal failed.
+    /// A proposal could not be made or answered; the code is the [`ProposalError`]'s.
     #[error(transparent)]
     Proposal(#[from] ProposalError),
-    /// Spawning failed.
+    /// `spawn_sessions` refused or stopped; the code is the [`SpawnError`]'s.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
     /// Any other refusal of the runtime.

@@ -21,13 +21,13 @@ pub use tandem_protocol::tools::Speaker;
 /// tool output, no deltas).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
-    /// The event's seq.
+    /// The event's seq, given to agents that page the source with `read_handoff_source`.
     pub seq: u64,
-    /// The turn it belongs to.
+    /// The turn it belongs to; the snapshot groups entries into one block per turn.
     pub turn_id: String,
-    /// Who said it.
+    /// Who said it; picks the label and how much of the text the snapshot keeps.
     pub speaker: Speaker,
-    /// What was said.
+    /// What was said, in full (the snapshot cuts it, `read_handoff_source` does not).
     pub text: String,
 }
 

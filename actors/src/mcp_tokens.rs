@@ -19,7 +19,7 @@ pub struct McpTokens {
 struct Inner {
     /// `http://HOST:PORT/mcp`, known once the HTTP server is bound.
     url: OnceLock<String>,
-    /// Token → session.
+    /// Token → session: a tool call's bearer token says which session calls.
     sessions: DashMap<String, String>,
     /// Session → token, so a session keeps one token.
     tokens: DashMap<String, String>,

@@ -11,34 +11,34 @@ use tandem_protocol::{
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionRecord {
-    /// Our stable id.
+    /// Our stable id (`ses_…` unless the creator chose one); requests name the session by it.
     pub id: String,
-    /// Human title.
+    /// Shown in session lists; a person can rename it.
     pub title: String,
-    /// Vendor id.
+    /// Which adapter serves the session (a catalog id such as `claude`).
     pub vendor: String,
     /// Model; empty for the vendor's default.
     pub model: String,
     /// Clamped effort; empty for the default.
     pub effort: String,
-    /// Tool approval mode.
+    /// Whether tool calls wait for a person's approval; the adapter applies it.
     pub permission_mode: PermissionMode,
     /// Where the last turn stands.
     pub status: SessionStatus,
     /// Turns started so far; the next turn is `turn_{turn_count + 1}`.
     pub turn_count: u64,
-    /// Creation time, epoch ms.
+    /// Creation time, epoch ms; never changes.
     pub created_at: u64,
-    /// Last change, epoch ms.
+    /// Last change, epoch ms; session lists sort on it, newest first.
     pub last_activity: u64,
-    /// Owning user.
+    /// The user who may drive the session (besides admins).
     pub owner_id: String,
-    /// Private or shared.
+    /// Shared sessions can be seen by every user; only the owner (or an admin) drives them.
     pub visibility: Visibility,
     /// The vendor's session/thread id, once known.
     #[serde(default)]
     pub vendor_session_id: Option<String>,
-    /// Working directory.
+    /// The directory the agent works in; vendor CLIs are started there.
     pub cwd: String,
     /// The turn in flight, so a restart can close it as interrupted.
     #[serde(default)]
@@ -46,10 +46,10 @@ pub struct SessionRecord {
     /// When that turn started, epoch ms.
     #[serde(default)]
     pub turn_started_at: Option<u64>,
-    /// Pair membership.
+    /// The pair this session belongs to; start-up checks that the pair still runs.
     #[serde(default)]
     pub pair_id: Option<String>,
-    /// Role in the pair.
+    /// Driver or Worker in that pair; `None` when not paired.
     #[serde(default)]
     pub role: Option<Role>,
     /// Messages waiting for the session to be idle with no background work.
@@ -64,7 +64,7 @@ pub struct SessionRecord {
     /// A spawned session's first prompt, until its parent lets it start.
     #[serde(default)]
     pub pending_prompt: Option<String>,
-    /// The latest Worker proposal.
+    /// The latest Worker proposal, kept to finish it after a restart.
     #[serde(default)]
     pub proposal: Option<ProposalRecord>,
     /// Scheduled messages: pending ones and the latest finished ones.
@@ -83,7 +83,7 @@ pub struct SessionRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueuedMessage {
-    /// The text.
+    /// The user message of the turn it starts once the session is free.
     pub text: String,
     /// True when the server wrote it (a pushed-back result).
     #[serde(default)]
@@ -94,19 +94,19 @@ pub struct QueuedMessage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProposalRecord {
-    /// Its id.
+    /// Its id (`prop_…`); the accept or decline answer names it.
     pub proposal_id: String,
-    /// One-line summary.
+    /// One-line summary, shown on `worker_proposal`.
     pub summary: String,
-    /// The plan.
+    /// The proposing agent's plan, shown on `worker_proposal` to the person deciding.
     pub plan: String,
     /// The task the Worker gets on acceptance.
     pub message: String,
-    /// The recommended Worker.
+    /// Vendor, model and effort the proposing agent suggests for the Worker.
     pub recommended: WorkerChoice,
-    /// Where it stands.
+    /// Where it stands; while open, no new proposal is accepted from the session.
     pub status: ProposalStatus,
-    /// Accepted automatically.
+    /// Accepted without asking, because the proposing session runs in `bypassPermissions`.
     #[serde(default)]
     pub auto_approved: bool,
 }
@@ -115,13 +115,13 @@ pub struct ProposalRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PairRecord {
-    /// Its id.
+    /// Its id (`pair_…`); both members' records name it.
     pub pair_id: String,
-    /// The Driver.
+    /// The session that delegates; push-backs and proposal outcomes go to it.
     pub driver_id: String,
-    /// The Worker.
+    /// The session that carries out the delegated tasks.
     pub worker_id: String,
-    /// Creation time, epoch ms.
+    /// Creation time, epoch ms; shown to clients.
     pub created_at: u64,
     /// The delegation token, while one is held.
     #[serde(default)]
@@ -137,7 +137,7 @@ pub struct PairRecord {
 pub struct DelegationRecord {
     /// Its id (also the push-back's de-duplication key).
     pub delegation_id: String,
-    /// The task.
+    /// The text the Worker's delegated turn receives.
     pub message: String,
     /// When it started, epoch ms.
     pub started_at: u64,

@@ -60,7 +60,7 @@ enum TokenCommand {
 enum UserCommand {
     /// Add a user and print its token (works while the server runs).
     Add {
-        /// The user's id.
+        /// The new user's id; sessions the user creates record it as their owner.
         id: String,
         /// Give the user access to every session.
         #[arg(long)]
@@ -77,7 +77,7 @@ enum UserCommand {
     },
     /// Remove a user; its token stops working (within a second on a running server).
     Revoke {
-        /// The user's id.
+        /// The user's id, as `tandem user list` shows it.
         id: String,
         /// Where the database lives (default: ~/.tandem).
         #[arg(long)]

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use tandem_actors::adapter::{VendorProcess, VendorsConfig};
 
-/// The file as written.
+/// The file as written; unknown keys are refused so a typo is not silently ignored.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
@@ -37,9 +37,9 @@ pub struct ConfigFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VendorsSection {
-    /// `[vendors.codex]`.
+    /// `[vendors.codex]`; absent: `TANDEM_CODEX_BIN` or `codex` on PATH, no extra arguments.
     pub codex: Option<VendorSection>,
-    /// `[vendors.claude]`.
+    /// `[vendors.claude]`; absent: `TANDEM_CLAUDE_BIN` or `claude` on PATH, no extra arguments.
     pub claude: Option<VendorSection>,
 }
 
@@ -75,21 +75,21 @@ pub enum ConfigError {
     /// The file could not be read.
     #[error("config file {path}: {source}")]
     Read {
-        /// The file.
+        /// The file, named in the message.
         path: PathBuf,
-        /// Why.
+        /// What the OS said (not found, permission denied, ...).
         source: std::io::Error,
     },
     /// The file is not valid TOML or has a wrong key or value.
     #[error("config file {path}, line {line}{key}: {message}")]
     Invalid {
-        /// The file.
+        /// The file, named in the message.
         path: PathBuf,
         /// 1-based line of the problem.
         line: usize,
         /// `, key `a.b``, when one can be named.
         key: String,
-        /// What is wrong.
+        /// What is wrong, as the TOML parser says it.
         message: String,
     },
 }

@@ -10,9 +10,9 @@ use tandem_protocol::ErrorCode;
 #[derive(Debug, thiserror::Error)]
 #[error("{code:?}: {message}")]
 pub struct ApiError {
-    /// Machine-readable code.
+    /// Machine-readable code; it also picks the HTTP status.
     pub code: ErrorCode,
-    /// Human-readable message.
+    /// Human-readable message, sent as `error.message`.
     pub message: String,
 }
 

@@ -14,7 +14,7 @@ use crate::state::AppState;
 /// Body of `POST /debug/failpoints`.
 #[derive(Debug, Deserialize)]
 struct FailpointParams {
-    /// The failpoint's name.
+    /// The failpoint's name, as the code declares it (e.g. a crash point's).
     name: String,
     /// What it does from now on (`off` removes it).
     actions: String,
@@ -23,7 +23,7 @@ struct FailpointParams {
 /// Answer of `POST /debug/failpoints`: the failpoint that was set.
 #[derive(Debug, Serialize)]
 struct FailpointSet<'a> {
-    /// The failpoint's name.
+    /// The failpoint's name, echoed so the caller sees which one was set.
     name: &'a str,
 }
 

@@ -14,19 +14,19 @@ use crate::state::AppState;
 /// Everything `tandem serve` takes.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// Address to bind.
+    /// Address to bind; `--auth none` is refused unless it is loopback.
     pub bind: IpAddr,
     /// Port; 0 picks a free one.
     pub port: u16,
     /// Token auth or none (loopback only).
     pub auth: AuthMode,
-    /// Runtime settings.
+    /// Settings the runtime starts with (data directory, queues, vendors, ...).
     pub runtime: RuntimeConfig,
     /// Largest client frame or request body, bytes.
     pub max_frame_bytes: usize,
-    /// HTTP worker threads.
+    /// HTTP worker threads (at least 1).
     pub workers: usize,
-    /// WebSocket keep-alive.
+    /// WebSocket keep-alive, copied into the shared state.
     pub heartbeat: crate::state::Heartbeat,
     /// Host names accepted in `Host` besides the bound address and `localhost`.
     pub allowed_hosts: Vec<String>,
@@ -45,17 +45,17 @@ pub enum ServeError {
     /// The address could not be bound (in use, not ours, no permission).
     #[error("cannot listen on {addr}: {source}{hint}")]
     Bind {
-        /// `IP:PORT` asked for.
+        /// `IP:PORT` asked for, named in the message.
         addr: String,
-        /// Why.
+        /// What the OS said (address in use, not available, permission denied).
         source: std::io::Error,
-        /// What to try instead.
+        /// What to try instead (another `--port`), when the port is in use; else empty.
         hint: &'static str,
     },
     /// The runtime could not start.
     #[error(transparent)]
     Runtime(#[from] tandem_actors::RuntimeError),
-    /// Binding or serving failed.
+    /// An I/O error after the bind (listening, printing the address, serving).
     #[error("server: {0}")]
     Io(#[from] std::io::Error),
 }

@@ -6,17 +6,17 @@ use tandem_actors::Runtime;
 
 use crate::auth::AuthMode;
 
-/// Shared by every handler.
+/// Shared by every handler (`web::Data`); built once by the server at start.
 pub struct AppState {
-    /// The runtime.
+    /// The composition root: every handler acts through it.
     pub runtime: Runtime,
-    /// Auth mode.
+    /// Whether callers need a token; handlers pass it to [`crate::auth::caller`].
     pub auth: AuthMode,
     /// Largest frame or body accepted.
     pub max_frame_bytes: usize,
-    /// WebSocket keep-alive.
+    /// WebSocket keep-alive, applied to each new socket.
     pub heartbeat: Heartbeat,
-    /// Per-user and per-socket limits.
+    /// Per-user and per-socket limits, checked on upgrade and per message.
     pub limits: Limits,
     /// Open WebSocket connections per user.
     pub connections: crate::limits::ConnectionCounts,
@@ -35,7 +35,7 @@ pub struct Limits {
 /// has not heard from (no frame, no pong) for `timeout`.
 #[derive(Debug, Clone, Copy)]
 pub struct Heartbeat {
-    /// Ping interval.
+    /// Time between pings the server sends on each socket.
     pub ping_every: std::time::Duration,
     /// Silence after which a client is dropped as half-open.
     pub timeout: std::time::Duration,

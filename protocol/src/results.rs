@@ -143,11 +143,11 @@ pub struct PairCloseResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HandoffResult {
-    /// The session continued.
+    /// The session handed off; it records `handoff_created`.
     pub source_session_id: String,
-    /// The new session.
+    /// The session created to continue it; it starts with the handoff prompt.
     pub target_session_id: String,
-    /// Its vendor.
+    /// The new session's vendor, as asked for (trimmed).
     pub target_vendor: String,
 }
 

@@ -21,7 +21,7 @@ pub struct VendorSpec {
     pub models: Vec<String>,
     /// Supported effort levels, lowest first.
     pub effort_levels: &'static [&'static str],
-    /// What the adapter supports.
+    /// Feature words served on `GET /api/v1/vendors` (`interrupt`, `approvals`, ...).
     pub capabilities: &'static [&'static str],
     /// True when sessions of this vendor can be created in this server.
     pub installed: bool,

@@ -27,13 +27,13 @@ pub struct AdapterContext {
     pub session_id: String,
     /// The session's owner (adapters that share a process per user key by it).
     pub owner_id: String,
-    /// The session's working directory.
+    /// The session's working directory; vendor CLIs are started there.
     pub cwd: PathBuf,
     /// The vendor's own session/thread id to resume, once known.
     pub vendor_session_id: Option<String>,
     /// Settings in force when the adapter starts.
     pub settings: TurnSettings,
-    /// Where outputs go.
+    /// The session actor: every [`AgentOutput`] the adapter produces goes there.
     pub out: Recipient<AgentOutput>,
     /// Awaited every few dozen events when producing fast, so the adapter cannot
     /// outrun fan-out.

@@ -11,7 +11,7 @@ pub enum AdapterCommand {
     StartTurn {
         /// The turn's id; every output for it carries this id.
         turn_id: String,
-        /// The user's message.
+        /// The text the vendor receives as the turn's user message.
         text: String,
         /// True when the server wrote the message (a pushed-back result), not a
         /// person or a Driver.
@@ -28,7 +28,7 @@ pub enum AdapterCommand {
     },
     /// Stop one background task.
     StopTask {
-        /// The vendor's task id.
+        /// The vendor's own task id, as the adapter reported it in [`AgentItem::BackgroundTasks`].
         task_id: String,
     },
     /// A person answered a permission request this adapter raised with
@@ -59,7 +59,7 @@ pub struct TurnSettings {
     pub model: String,
     /// Effort; empty for the default.
     pub effort: String,
-    /// Tool approval mode.
+    /// When a tool call waits for a person's approval (`bypassPermissions`: never).
     pub permission_mode: PermissionMode,
     /// Extra system instruction for the agent (the Driver's pair instruction).
     pub system_prompt: Option<String>,
@@ -71,7 +71,7 @@ pub struct TurnSettings {
 pub struct AgentOutput {
     /// The turn it belongs to; `None` for things outside turns (background work).
     pub turn_id: Option<String>,
-    /// What happened.
+    /// An event to record, a turn end, or state the session keeps (tasks, approvals).
     pub item: AgentItem,
 }
 
@@ -82,7 +82,7 @@ pub enum AgentItem {
     Event(EventBody),
     /// The turn ended; exactly one per started turn.
     TurnEnded {
-        /// How it ended.
+        /// Completed, failed or interrupted; recorded as the turn's end event.
         status: TurnStatus,
         /// Why, when it did not complete.
         error: Option<String>,
@@ -108,7 +108,7 @@ pub enum AgentItem {
     /// A pending request ended without an answer (the turn was interrupted, the process
     /// died); the session records `permission_resolved`.
     PermissionResolved {
-        /// The request that ended.
+        /// The id the adapter gave it; the session drops it from the pending list.
         request_id: String,
     },
     /// Token usage and cost of the current turn, as the vendor reports it; kept on the

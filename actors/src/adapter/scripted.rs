@@ -118,7 +118,7 @@ fn deltas(line: &str) -> Vec<String> {
 pub struct ScriptedAgent {
     /// The session this agent works for (tool calls are made as it).
     session_id: String,
-    /// Where outputs go.
+    /// The session actor: every [`AgentOutput`] the script produces goes there.
     out: Recipient<AgentOutput>,
     /// Awaited while streaming fast, so the script does not outrun fan-out.
     pace: Recipient<Pace>,

@@ -14,11 +14,11 @@ use crate::store::StoredEvent;
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Connect {
-    /// Unique per connection.
+    /// Unique per connection (the runtime counts them up); later messages name it.
     pub client_id: u64,
-    /// The client's actor.
+    /// The client's actor: frames are `try_send`-ed to it, never awaited.
     pub sink: Recipient<Deliver>,
-    /// Its byte budget.
+    /// Its byte budget, shared with the client's actor, which subtracts what it writes.
     pub queue: Arc<ClientQueue>,
     /// Who it is (for `sessions.watch` filtering).
     pub principal: Principal,
@@ -28,7 +28,7 @@ pub struct Connect {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Disconnect {
-    /// The connection.
+    /// The connection whose subscriptions and queue are dropped.
     pub client_id: u64,
 }
 
@@ -37,13 +37,13 @@ pub struct Disconnect {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Subscribe {
-    /// The connection.
+    /// The connection to deliver to; ignored if it already left.
     pub client_id: u64,
-    /// The session.
+    /// The session to follow; a subscription it already had there starts over.
     pub session_id: Arc<str>,
     /// The last `seq` the client has.
     pub after: u64,
-    /// The serialized `chat_subscribed` frame.
+    /// The serialized `chat_subscribed` frame, queued ahead of any event.
     pub ack: ByteString,
 }
 
@@ -51,9 +51,9 @@ pub struct Subscribe {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Unsubscribe {
-    /// The connection.
+    /// The connection to stop delivering to.
     pub client_id: u64,
-    /// Sessions to drop.
+    /// Sessions to drop; ids it does not follow are ignored.
     pub session_ids: Vec<String>,
 }
 
@@ -61,7 +61,7 @@ pub struct Unsubscribe {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Watch {
-    /// The connection.
+    /// The connection that now gets `session_upserted` for sessions it may see.
     pub client_id: u64,
 }
 
@@ -69,7 +69,7 @@ pub struct Watch {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Drained {
-    /// The connection.
+    /// The connection whose parked replays resume and whose live sessions may release.
     pub client_id: u64,
 }
 

@@ -106,7 +106,7 @@ enum Refused {
     Gone,
 }
 
-/// The fan-out actor.
+/// The fan-out actor: one per server, on its own thread; it never waits for a client.
 pub struct Gateway {
     store: Store,
     metrics: Arc<Metrics>,

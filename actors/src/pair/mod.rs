@@ -41,7 +41,7 @@ pub enum DelegationStatus {
 }
 
 impl DelegationStatus {
-    /// The wire word.
+    /// The name the wire spells the state with (`complete`, `error`, `interrupted`).
     pub fn as_str(self) -> &'static str {
         match self {
             DelegationStatus::Complete => "complete",
@@ -51,10 +51,10 @@ impl DelegationStatus {
     }
 }
 
-/// A finished delegation.
+/// How a delegation ended: answered to a waiting caller or pushed back to the Driver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
-    /// How it ended.
+    /// How it ended; picks the wording of the result text.
     pub status: DelegationStatus,
     /// The Worker's assistant text of the delegated turn (tail-capped).
     pub response: String,
@@ -80,11 +80,11 @@ pub enum DelegateReply {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<DelegateReply, PairError>")]
 pub struct Delegate {
-    /// The task.
+    /// The task, sent to the Worker as its turn's user message.
     pub message: String,
     /// Wait for the Worker's turn to end.
     pub wait: bool,
-    /// How long to wait.
+    /// With `wait`: how long before the caller gets the partial text and the result detaches.
     pub timeout: Duration,
     /// The proposal this carries out, if any.
     pub proposal_id: Option<String>,
@@ -107,13 +107,13 @@ pub type PairShared = Arc<Mutex<PairRecord>>;
 /// A live pair actor's address and the record it publishes.
 #[derive(Clone)]
 pub struct PairHandle {
-    /// Where its messages go.
+    /// The actor's address: delegations and closing are sent here.
     pub addr: Addr<PairActor>,
     /// Its record, read without messaging it.
     pub shared: PairShared,
 }
 
-/// One Driver/Worker pair.
+/// One Driver/Worker pair: holds the delegation token, so the Worker runs one task at a time.
 pub struct PairActor {
     record: PairRecord,
     shared: PairShared,

@@ -15,7 +15,7 @@ impl Runtime {
         self.inner.services.catalog.installed()
     }
 
-    /// One vendor's facts.
+    /// One vendor's facts from the catalog; `None` for an unknown id.
     pub fn vendor(&self, id: &str) -> Option<VendorSpec> {
         self.inner.services.catalog.get(id)
     }

@@ -102,7 +102,7 @@ struct Inner {
 
 /// What [`Runtime::start`] hands back.
 pub struct Started {
-    /// The runtime.
+    /// The composition root the HTTP layer holds and calls.
     pub runtime: Runtime,
     /// The admin's token when it was created by this start (shown once); `None`
     /// when it already existed (`tandem token show` prints it).
@@ -325,7 +325,7 @@ impl Runtime {
         }
     }
 
-    /// Counters for `/metrics`.
+    /// Process-wide counters, read by `/metrics`.
     pub fn metrics(&self) -> &Metrics {
         &self.inner.services.metrics
     }

@@ -19,12 +19,12 @@ use crate::session::{JoinPair, LeavePair, ProposalProgress, Resume, SessionActor
 use crate::store::WriteOp;
 
 impl Runtime {
-    /// A session actor's address.
+    /// A live session actor's address; `None` for an unknown or archived id.
     pub fn session_addr(&self, id: &str) -> Option<Addr<SessionActor>> {
         self.inner.services.sessions.get(id).map(|h| h.addr)
     }
 
-    /// A session's published metadata.
+    /// A live session's published metadata, read without messaging its actor.
     pub fn session_info(&self, id: &str) -> Option<SessionInfo> {
         self.inner
             .services
@@ -33,7 +33,7 @@ impl Runtime {
             .map(|h| h.shared.info())
     }
 
-    /// A pair actor's address.
+    /// A running pair actor's address; `None` once the pair is closed.
     pub fn pair_addr(&self, id: &str) -> Option<Addr<PairActor>> {
         self.inner.pairs.get(id).map(|h| h.addr)
     }

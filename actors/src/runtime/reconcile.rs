@@ -39,9 +39,9 @@ pub(super) struct Plan {
 /// A session leaves a pair at start-up.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Unpair {
-    /// The session.
+    /// The session whose membership is cleared (and told with `pair_closed`).
     pub session_id: String,
-    /// The pair it named.
+    /// The pair its record named, repeated on its `pair_closed` event.
     pub pair_id: String,
     /// What the session is told.
     pub reason: String,
@@ -53,33 +53,33 @@ pub(super) enum ProposalFix {
     /// Its pair holds its delegation: it is `running` (the pair reports the cut-off
     /// delegation itself).
     Running {
-        /// The Driver.
+        /// The session holding the proposal; `running` is recorded on it.
         driver_id: String,
-        /// The proposal.
+        /// Named on the `worker_proposal_update` event.
         proposal_id: String,
-        /// The pair.
+        /// The pair that holds the proposal's delegation.
         pair_id: String,
-        /// The Worker.
+        /// The pair's Worker, named on the update.
         worker_id: String,
     },
     /// The pair exists but never got the task: delegate it once actors run.
     Delegate {
-        /// The Driver.
+        /// The session holding the proposal; told `running`, or why delegating failed.
         driver_id: String,
-        /// The proposal.
+        /// Carried on the delegation, so its end updates this proposal.
         proposal_id: String,
-        /// The pair.
+        /// The pair the task is delegated through once its actor runs.
         pair_id: String,
-        /// The task.
+        /// The proposal's message, sent to the Worker as its turn's text.
         message: String,
     },
     /// No Worker to carry it out: it ends in `error` and the Driver is told.
     Fail {
-        /// The Driver.
+        /// The session holding the proposal; it records the failure.
         driver_id: String,
-        /// The proposal.
+        /// Ends in `error`.
         proposal_id: String,
-        /// Why.
+        /// Kept as the proposal's error and told to the Driver in an internal turn.
         reason: String,
     },
 }

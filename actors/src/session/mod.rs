@@ -46,13 +46,13 @@ use crate::store::StoreWriter;
 /// What every session actor shares with the rest of the runtime.
 #[derive(Clone)]
 pub struct Services {
-    /// Durable writes.
+    /// Every history event and record change goes to SQLite through it, off this thread.
     pub writer: StoreWriter,
     /// Where metadata changes are announced.
     pub gateway: Addr<Gateway>,
-    /// Counters.
+    /// Process-wide counters for `/metrics`; sessions count the events they append.
     pub metrics: Arc<Metrics>,
-    /// Vendor facts.
+    /// Vendor facts: a vendor or effort change is checked against them.
     pub catalog: Arc<VendorCatalog>,
     /// How to start each vendor's CLI (absent = not installed).
     pub vendors: Arc<crate::adapter::VendorsConfig>,
@@ -62,7 +62,7 @@ pub struct Services {
     pub codex: crate::adapter::codex::CodexHub,
     /// What every Claude adapter shares (our process pids, the CLI's home).
     pub claude: crate::adapter::claude::ClaudeHub,
-    /// Agent tools.
+    /// The agent tools, handed to every adapter this session starts.
     pub tools: crate::adapter::Tools,
     /// Reads (replays, turn summaries).
     pub store: crate::store::Store,
@@ -74,7 +74,7 @@ pub struct Services {
 /// A live session actor's address and the metadata it publishes.
 #[derive(Clone)]
 pub struct SessionHandle {
-    /// Where its messages go.
+    /// The actor's address: requests for the session are sent here.
     pub addr: Addr<SessionActor>,
     /// What it publishes, read without messaging it.
     pub shared: Arc<SessionShared>,
@@ -181,9 +181,9 @@ pub fn event_frame(
 /// How a `chat.send` was taken.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SendOutcome {
-    /// A turn started.
+    /// A turn started at once.
     Started {
-        /// Its id.
+        /// The new turn's id (`turn_N`); its events carry it.
         turn_id: String,
     },
     /// The message waits until the session is idle with no background work.
@@ -197,7 +197,7 @@ pub enum SendOutcome {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<SendOutcome, RuntimeError>")]
 pub struct SendMessage {
-    /// The user's message.
+    /// The text the agent gets as the turn's user message (or later, if queued).
     pub content: String,
     /// Settings applied before the turn (and kept).
     pub options: Option<TurnOptions>,
@@ -210,7 +210,7 @@ pub struct SendMessage {
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct StoreFailed {
-    /// What SQLite said.
+    /// What SQLite said; quoted in the history once the store takes writes again.
     pub error: String,
 }
 
@@ -218,13 +218,13 @@ pub struct StoreFailed {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), RuntimeError>")]
 pub struct RespondPermission {
-    /// The request answered.
+    /// Its id; an id not pending here is refused.
     pub request_id: String,
-    /// Allow once, or deny.
+    /// Allow this one call, or deny it.
     pub allow: bool,
     /// Input to use instead of the requested one.
     pub updated_input: Option<serde_json::Value>,
-    /// Why it was denied.
+    /// Why it was denied; the adapter passes it on to the agent.
     pub message: Option<String>,
 }
 
@@ -237,7 +237,7 @@ pub struct Abort;
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), RuntimeError>")]
 pub struct StopTask {
-    /// The task.
+    /// The vendor's task id; a task this session does not list is refused.
     pub task_id: String,
 }
 
@@ -245,14 +245,14 @@ pub struct StopTask {
 #[derive(Debug, Default, Message)]
 #[rtype(result = "Result<SessionInfo, RuntimeError>")]
 pub struct Configure {
-    /// New model.
+    /// New model, trimmed; empty selects the vendor's default.
     pub model: Option<String>,
-    /// New effort.
+    /// New effort, trimmed and moved to the vendor's nearest level (unknown ones refused).
     pub effort: Option<String>,
-    /// New vendor.
+    /// New vendor: only before the vendor's conversation started and between turns.
     pub vendor: Option<String>,
-    /// New permission mode.
+    /// New permission mode, passed on to a running adapter at once.
     pub permission_mode: Option<tandem_protocol::PermissionMode>,
-    /// New title.
+    /// New title, trimmed; empty or too long is refused.
     pub title: Option<String>,
 }

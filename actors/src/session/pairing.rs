@@ -16,11 +16,11 @@ const DELIVERED_MEMORY: usize = 64;
 #[derive(Debug, Message)]
 #[rtype(result = "Result<String, RuntimeError>")]
 pub struct StartDelegated {
-    /// The task.
+    /// The Driver's task, which the Worker's agent gets as the turn's user message.
     pub text: String,
-    /// The Driver.
+    /// The Driver's session id, kept as `delegatedBy` on the turn's `user_message`.
     pub driver_id: String,
-    /// The pair.
+    /// Must be this session's pair, with this session as Worker, or it is refused.
     pub pair_id: String,
     /// The delegation, reported back when the turn ends.
     pub delegation_id: String,
@@ -35,11 +35,11 @@ pub struct StartDelegated {
 pub struct WorkerTurnEnded {
     /// The delegation the turn carried out.
     pub delegation_id: String,
-    /// How the turn ended.
+    /// How the turn ended; the pair reports it to the Driver.
     pub status: TurnStatus,
     /// The turn's assistant text (tail-capped).
     pub response: String,
-    /// The turn's error.
+    /// Why the turn failed, when it did.
     pub error: Option<String>,
 }
 
@@ -60,7 +60,7 @@ pub struct Resume {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), RuntimeError>")]
 pub struct JoinPair {
-    /// The pair.
+    /// The pair this session joins; recorded on its `pair_created` event.
     pub pair: PairInfo,
     /// This session's role in it.
     pub role: Role,
@@ -70,7 +70,7 @@ pub struct JoinPair {
 #[derive(Debug, Message)]
 #[rtype(result = "bool")]
 pub struct LeavePair {
-    /// The pair.
+    /// The dissolved pair; a session no longer in it is left as it is.
     pub pair_id: String,
 }
 
@@ -86,9 +86,9 @@ pub struct SessionState {
     pub info: SessionInfo,
     /// True while it runs a turn delegated by a Driver.
     pub delegated_turn: bool,
-    /// The session that spawned it.
+    /// The session that spawned it; a spawned session is offered no agent tools.
     pub parent_id: Option<String>,
-    /// Its latest proposal.
+    /// Its latest proposal: accepting one takes the recommended Worker from here.
     pub proposal: Option<ProposalRecord>,
 }
 

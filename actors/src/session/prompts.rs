@@ -16,7 +16,7 @@ pub fn system_prompt(record: &SessionRecord) -> Option<String> {
     }
 }
 
-/// Given to a Driver.
+/// The system instruction of a Driver: how to direct its Worker with the pair tools.
 pub const DRIVER: &str = "You direct a Worker: another coding agent in its own session, \
 visible to the user. Your tools: send_to_partner hands the Worker one concrete, bounded \
 task (wait=true returns its answer; wait=false returns at once and the result is \

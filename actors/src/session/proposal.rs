@@ -14,11 +14,11 @@ use crate::record::ProposalRecord;
 #[derive(Debug, Message)]
 #[rtype(result = "Result<ProposalRecord, RuntimeError>")]
 pub struct Propose {
-    /// One-line summary.
+    /// One-line summary, shown on the `worker_proposal` event.
     pub summary: String,
-    /// The plan.
+    /// The agent's plan, shown to the person deciding.
     pub plan: String,
-    /// The task for the Worker.
+    /// The task the Worker gets as its first delegation once accepted.
     pub message: String,
     /// The recommended Worker (already validated).
     pub recommended: WorkerChoice,
@@ -28,7 +28,7 @@ pub struct Propose {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<ProposalRecord, RuntimeError>")]
 pub struct ProposalDecision {
-    /// The proposal.
+    /// Must be the session's current proposal, still pending.
     pub proposal_id: String,
     /// `Some(worker)` accepts, `None` declines.
     pub accept: Option<WorkerChoice>,
@@ -40,15 +40,15 @@ pub struct ProposalDecision {
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
 pub struct ProposalProgress {
-    /// The proposal.
+    /// The session's current proposal; other ids and finished proposals are ignored.
     pub proposal_id: String,
-    /// New status.
+    /// New status, recorded on a `worker_proposal_update` event (a repeat is not).
     pub status: ProposalStatus,
-    /// The Worker session.
+    /// The Worker session carrying the proposal out, once created.
     pub worker_id: Option<String>,
-    /// The pair.
+    /// The pair created for it, once created.
     pub pair_id: Option<String>,
-    /// Why it failed.
+    /// Why it failed; recorded with an `error` status.
     pub error: Option<String>,
 }
 

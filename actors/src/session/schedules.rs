@@ -21,7 +21,7 @@ const KEEP_FINISHED: usize = 50;
 #[derive(Debug, Message)]
 #[rtype(result = "Result<ScheduleRecord, RuntimeError>")]
 pub struct ScheduleMessage {
-    /// The message.
+    /// The user message to run when due (it interrupts a running turn); not blank.
     pub content: String,
     /// When, epoch ms (past times fire at once).
     pub at: u64,
@@ -31,11 +31,11 @@ pub struct ScheduleMessage {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<ScheduleRecord, RuntimeError>")]
 pub struct CancelSchedule {
-    /// The schedule.
+    /// Its id (`sch_…`); only a pending schedule can be cancelled.
     pub schedule_id: String,
 }
 
-/// The session's schedules.
+/// List the session's schedules: pending ones and the latest finished ones.
 #[derive(Debug, Message)]
 #[rtype(result = "Vec<ScheduleRecord>")]
 pub struct ListSchedules;

@@ -21,7 +21,7 @@ pub struct SpawnChildren {
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct ChildTurnEnded {
-    /// The child.
+    /// The child whose turn ended; its slot frees for the next waiting child.
     pub child_id: String,
 }
 

@@ -31,7 +31,7 @@ pub struct TurnSummary {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Vec<TurnSummary>, RuntimeError>")]
 pub struct RecentTurns {
-    /// How many.
+    /// How many (at least 1); older ones are read back from the store when needed.
     pub count: usize,
 }
 

@@ -18,7 +18,7 @@ pub use writer::{StoreFailure, StoreWriter, WriteOp, WriterHooks};
 /// One history event, already serialized exactly as it goes over the wire.
 #[derive(Debug, Clone)]
 pub struct StoredEvent {
-    /// The session it belongs to.
+    /// The session it belongs to; the gateway fans events out per session.
     pub session_id: Arc<str>,
     /// Its sequence number in that session.
     pub seq: u64,
@@ -31,7 +31,7 @@ pub struct StoredEvent {
 /// A session loaded at start, with the newest `seq` its history holds.
 #[derive(Debug, Clone)]
 pub struct LoadedSession {
-    /// The metadata.
+    /// Its stored record; start-up reconciliation may change it before actors start.
     pub record: SessionRecord,
     /// Newest event `seq` (0 when the history is empty).
     pub last_seq: u64,
@@ -136,7 +136,7 @@ impl Store {
         })
     }
 
-    /// The database file.
+    /// `tandem.db`; the writer opens its own connection to it, and the admin token lives beside it.
     pub fn path(&self) -> &Path {
         &self.inner.path
     }
@@ -264,7 +264,7 @@ impl Store {
         }))
     }
 
-    /// Every stored pair.
+    /// Every stored pair, in any state (start-up decides what to do with each).
     pub fn load_pairs(&self) -> Result<Vec<PairRecord>, RuntimeError> {
         let rows: Vec<(String, String)> = self.with_reader(|conn| {
             let mut stmt = conn.prepare("SELECT id, record FROM pairs")?;

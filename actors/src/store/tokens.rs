@@ -25,7 +25,7 @@ pub const ADMIN_TOKEN_FILE: &str = "admin-token";
 /// A SHA-256 digest of a token.
 pub type TokenDigest = [u8; 32];
 
-/// The digest of `token`.
+/// The digest of `token`: only digests are stored, so a leaked database holds no token.
 pub fn digest(token: &str) -> TokenDigest {
     Sha256::digest(token.as_bytes()).into()
 }
@@ -50,7 +50,7 @@ fn from_hex(s: &str) -> Option<TokenDigest> {
     Some(out)
 }
 
-/// A fresh token.
+/// A fresh token: `tdm_` and 192 random bits in hex.
 pub fn new_token() -> Result<String, RuntimeError> {
     Ok(random_token("tdm_", TOKEN_BYTES)?)
 }
@@ -58,7 +58,7 @@ pub fn new_token() -> Result<String, RuntimeError> {
 /// One user, as `tandem user list` shows it (never the token).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserRow {
-    /// The user's id.
+    /// The user's id; sessions record it as their owner.
     pub id: String,
     /// May see and drive every session.
     pub admin: bool,
@@ -161,7 +161,7 @@ impl Store {
         Ok(token)
     }
 
-    /// Every user, by id.
+    /// Every user, sorted by id.
     pub fn list_users(&self) -> Result<Vec<UserRow>, RuntimeError> {
         self.with_reader(|conn| {
             conn.prepare("SELECT id, admin, created_at FROM users ORDER BY id")?

@@ -48,7 +48,7 @@ pub enum WriteOp {
 pub struct StoreFailure {
     /// Sessions whose writes were lost.
     pub sessions: Vec<Arc<str>>,
-    /// What SQLite said.
+    /// What SQLite said; each session quotes it in its history.
     pub error: String,
 }
 
@@ -56,7 +56,7 @@ pub struct StoreFailure {
 pub struct WriterHooks {
     /// Each committed batch's events, in commit order.
     pub on_commit: Box<dyn FnMut(Vec<StoredEvent>) + Send>,
-    /// A commit failed.
+    /// A commit failed: the runtime tells each listed session to reload.
     pub on_failure: Box<dyn FnMut(StoreFailure) + Send>,
     /// Commits have failed without a success for longer than the configured limit:
     /// the store is not coming back; the server must stop.
@@ -232,7 +232,7 @@ struct Writer {
     /// When the current run of failed commits began.
     failing_since: Option<Instant>,
     give_up_after: std::time::Duration,
-    /// Shared with [`StoreWriter::epoch`].
+    /// Failed commits so far, shared with [`StoreWriter::epoch`] so acks can spot a failure.
     failures: Arc<AtomicU64>,
 }
 

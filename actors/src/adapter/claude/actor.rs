@@ -44,7 +44,7 @@ const LOG_LINE_CHARS: usize = 200;
 struct Applied {
     /// Model (`--model` / `set_model`); empty for the default.
     model: String,
-    /// The CLI's permission mode.
+    /// The CLI's mode name; a change is sent as `set_permission_mode`, no restart.
     mode: &'static str,
     /// `--effort`: changing it needs a new process.
     effort: String,
@@ -66,7 +66,7 @@ impl Applied {
 /// Our turn in flight.
 #[derive(Debug)]
 struct Turn {
-    /// The session's turn id.
+    /// The session's turn id; every output of the turn carries it.
     id: String,
     /// The user text, kept to send again if a `--resume` start fails.
     text: String,
@@ -86,7 +86,7 @@ struct Turn {
 struct Approval {
     /// Our id (`perm_…`), the one clients answer.
     id: String,
-    /// The CLI's control request id.
+    /// The CLI's control request id, echoed in our answer.
     cli_request_id: String,
     /// The tool input, returned as `updatedInput` when allowed unchanged.
     input: Value,
@@ -94,19 +94,19 @@ struct Approval {
 
 /// The adapter actor for one Claude session.
 pub struct ClaudeAgent {
-    /// Our session (for logs).
+    /// Our session id; only used to tag log lines.
     session_id: String,
-    /// The session's working directory.
+    /// The session's working directory; `claude` is started there.
     cwd: PathBuf,
     /// How to start the CLI.
     process: VendorProcess,
     /// The agent tools endpoint, passed as `--mcp-config`.
     mcp: Option<McpAccess>,
-    /// Where outputs go.
+    /// The session actor: events, turn ends, approvals and task lists all go there.
     out: Recipient<AgentOutput>,
     /// Awaited every [`AWAIT_EVERY`] events.
     pace: Recipient<Pace>,
-    /// Shared with every Claude adapter.
+    /// Shared with every Claude adapter: our pids (to tell outside runs apart), shutdown.
     hub: ClaudeHub,
     /// Settings as the session last gave them.
     settings: TurnSettings,
@@ -126,11 +126,11 @@ pub struct ClaudeAgent {
     lifecycle_seen: bool,
     /// Processes asked to close, with their kill switches (dropped = killed).
     closing: Vec<(u64, Option<oneshot::Sender<()>>)>,
-    /// Bumped per process.
+    /// Bumped per process; stdout lines and exits of an older process are ignored.
     generation: u64,
-    /// Our turn in flight.
+    /// The turn the session started and that has not ended; `None` between turns.
     turn: Option<Turn>,
-    /// stream-json → events.
+    /// Turns stream-json lines into history events; reset for each new process.
     mapper: StreamMapper,
     /// Background tasks of the live process.
     tasks: TaskTracker,

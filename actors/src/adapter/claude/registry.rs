@@ -14,7 +14,7 @@ use serde::Deserialize;
 /// A busy Claude Code process found in the registry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExternalRun {
-    /// Its process id.
+    /// Its process id (not ours: our own processes are filtered out); breaks sort ties.
     pub pid: u32,
     /// The Claude session it works on (matched against our sessions' vendor ids).
     pub claude_session_id: String,

@@ -35,7 +35,7 @@ pub fn task_type(cli: &str) -> TaskType {
 }
 
 impl TaskTracker {
-    /// The current set.
+    /// A copy of the running tasks, emitted to the session whenever the set changes.
     pub fn tasks(&self) -> Vec<BackgroundTask> {
         self.tasks.clone()
     }

@@ -41,7 +41,7 @@ pub struct StdoutLine {
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct Exited {
-    /// Which process.
+    /// Which process: the exit of a process already replaced must not end the live one.
     pub generation: u64,
     /// How it ended, for the error message.
     pub status: String,
@@ -124,7 +124,7 @@ pub fn cli_args(
 pub struct LiveProcess {
     /// Its generation (lines and exits carry it).
     pub generation: u64,
-    /// Its pid.
+    /// Its pid, for logs.
     pub pid: u32,
     /// Lines to write to stdin; dropping it closes stdin.
     pub stdin: Option<mpsc::UnboundedSender<Vec<u8>>>,

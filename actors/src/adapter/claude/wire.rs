@@ -88,7 +88,7 @@ pub struct ApiMessage {
     /// `<synthetic>` for messages the CLI made up itself (API error notes).
     #[serde(default)]
     pub model: Option<String>,
-    /// The content blocks.
+    /// Text, thinking and tool calls here become history events; other kinds are skipped.
     #[serde(default)]
     pub content: Vec<ContentBlock>,
 }
@@ -99,12 +99,12 @@ pub struct ApiMessage {
 pub enum ContentBlock {
     /// Plain text.
     Text {
-        /// The text.
+        /// The block's complete text; becomes an assistant message unless empty.
         text: String,
     },
     /// Visible reasoning.
     Thinking {
-        /// The reasoning text.
+        /// The complete reasoning; dropped when its deltas were already streamed.
         #[serde(default)]
         thinking: String,
     },
@@ -114,13 +114,13 @@ pub enum ContentBlock {
         id: String,
         /// Tool name (`Bash`, `mcp__tandem__send_to_partner`, ...).
         name: String,
-        /// The arguments.
+        /// The tool's arguments as the model wrote them, kept verbatim on the tool call.
         #[serde(default)]
         input: Value,
     },
     /// A tool's answer (in `user` lines).
     ToolResult {
-        /// The call it answers.
+        /// The [`ContentBlock::ToolUse`] `id` of the call this answers.
         tool_use_id: String,
         /// A string or a list of content parts.
         #[serde(default)]
@@ -156,9 +156,9 @@ pub struct UserContent {
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub enum MessageContent {
-    /// A list of blocks.
+    /// Tool results arrive this way; the only form the adapter reads.
     Blocks(Vec<ContentBlock>),
-    /// A plain string.
+    /// Replays of local commands; carries no tool result, so it is ignored.
     Text(String),
 }
 
@@ -177,13 +177,13 @@ pub struct ResultMessage {
     /// True when the turn did not end normally (also for API errors with `success`).
     #[serde(default)]
     pub is_error: bool,
-    /// The Claude session id.
+    /// The Claude session id (the adapter takes it from `init` instead).
     #[serde(default)]
     pub session_id: Option<String>,
     /// The final text, or the error text.
     #[serde(default)]
     pub result: Option<String>,
-    /// Diagnostic errors.
+    /// Diagnostic errors, joined as the turn's error when `result` is empty.
     #[serde(default)]
     pub errors: Option<Vec<String>>,
     /// Token usage of the turn.
@@ -214,7 +214,7 @@ impl ResultMessage {
 /// A `stream_event` line.
 #[derive(Debug, Deserialize)]
 pub struct StreamEventMessage {
-    /// The raw SSE event.
+    /// Only `message_start` and text/thinking deltas are read; the rest is `Other`.
     pub event: StreamEvent,
     /// Set for a sub-agent's stream.
     #[serde(default)]
@@ -229,7 +229,7 @@ pub enum StreamEvent {
     MessageStart {},
     /// A piece of a content block.
     ContentBlockDelta {
-        /// The piece.
+        /// Text and thinking deltas are streamed out; tool-input deltas are ignored.
         delta: Delta,
     },
     /// Anything else.
@@ -243,12 +243,12 @@ pub enum StreamEvent {
 pub enum Delta {
     /// More text.
     TextDelta {
-        /// The new text.
+        /// Streamed out as a text delta unless empty.
         text: String,
     },
     /// More reasoning.
     ThinkingDelta {
-        /// The new reasoning text.
+        /// Streamed out as thinking; marks the message's thinking as already sent.
         thinking: String,
     },
     /// Tool input JSON, signatures, ...
@@ -271,9 +271,9 @@ pub struct InboundControlRequest {
 pub enum InboundRequest {
     /// May the model run this tool (only with `--permission-prompt-tool stdio`)?
     CanUseTool {
-        /// The tool.
+        /// Shown to the person who approves (`Bash`, `Edit`, ...).
         tool_name: String,
-        /// Its input.
+        /// Shown for approval and sent back as `updatedInput` when allowed unchanged.
         #[serde(default)]
         input: Value,
         /// The tool_use block it belongs to.
@@ -288,7 +288,7 @@ pub enum InboundRequest {
 /// The CLI's answer to one of our control requests.
 #[derive(Debug, Deserialize)]
 pub struct InboundControlResponse {
-    /// The answer.
+    /// Only a non-`success` answer is acted on: it is logged as a refusal.
     pub response: ControlResponseBody,
 }
 
@@ -297,7 +297,7 @@ pub struct InboundControlResponse {
 pub struct ControlResponseBody {
     /// `success` or `error`.
     pub subtype: String,
-    /// Our request's id.
+    /// Our request's id (`tandem_N`); logged when the CLI refuses it.
     pub request_id: String,
     /// The error text, for `error`.
     #[serde(default)]
@@ -307,7 +307,7 @@ pub struct ControlResponseBody {
 /// The CLI withdraws a request (its turn was interrupted).
 #[derive(Debug, Deserialize)]
 pub struct ControlCancel {
-    /// The request withdrawn.
+    /// The CLI's id of the withdrawn `can_use_tool`; its pending approval is resolved.
     pub request_id: String,
 }
 
@@ -316,7 +316,7 @@ pub struct ControlCancel {
 pub struct CommandLifecycle {
     /// The `uuid` we gave the message.
     pub command_uuid: String,
-    /// Where it is.
+    /// `queued`, `started` or `completed`; `started` marks our turn as running.
     pub state: String,
 }
 
@@ -340,7 +340,7 @@ pub struct UserTurn<'a> {
     /// Always `user`.
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// The message.
+    /// The person's (or Driver's) text as one user message.
     pub message: UserTurnMessage<'a>,
     /// Always null for the session's own turns.
     pub parent_tool_use_id: Option<String>,
@@ -365,7 +365,7 @@ pub struct TextBlock<'a> {
     /// Always `text`.
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// The text.
+    /// The message text, verbatim.
     pub text: &'a str,
 }
 
@@ -405,7 +405,7 @@ pub enum OutboundRequest<'a> {
     Interrupt {},
     /// Switch model for later requests (`None` = the default model).
     SetModel {
-        /// The model.
+        /// `None` (serialized as null) returns to the CLI's default model.
         model: Option<&'a str>,
     },
     /// Switch the permission mode.
@@ -415,7 +415,7 @@ pub enum OutboundRequest<'a> {
     },
     /// Stop one background task.
     StopTask {
-        /// The task.
+        /// The CLI's `task_id` from `background_tasks_changed`.
         task_id: &'a str,
     },
 }
@@ -426,7 +426,7 @@ pub struct OutboundControlResponse<'a> {
     /// Always `control_response`.
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// The answer.
+    /// Tagged by `subtype`: a permission decision or a refusal.
     pub response: OutboundResponseBody<'a>,
 }
 
@@ -436,16 +436,16 @@ pub struct OutboundControlResponse<'a> {
 pub enum OutboundResponseBody<'a> {
     /// The request is answered.
     Success {
-        /// The CLI's request id.
+        /// The CLI's request id, so it can match our answer to its request.
         request_id: &'a str,
-        /// The answer.
+        /// Whether the tool may run, and with which input.
         response: PermissionDecision,
     },
     /// The request is not supported.
     Error {
-        /// The CLI's request id.
+        /// The CLI's request id, so it can match our answer to its request.
         request_id: &'a str,
-        /// Why.
+        /// Our reason; sent for requests tandem does not support.
         error: &'a str,
     },
 }
