@@ -370,3 +370,154 @@ impl From<actix::MailboxError> for ToolError {
         ToolError::Runtime(e.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every typed refusal names its own code; `INVALID_ARGUMENT` is left for malformed
+    /// arguments. (The e2e `error_codes` tests show the ones a client can provoke at
+    /// will; the `NOT_PAIRED` variants need a pair to vanish mid-call.)
+    #[test]
+    fn each_variant_has_its_code() {
+        let worker = || Box::new(RuntimeError::NoActiveRun("w".into()));
+        let cases: Vec<(ErrorCode, ErrorCode)> = vec![
+            (
+                PairError::NoSuchPair("p".into()).code(),
+                ErrorCode::NoSuchPair,
+            ),
+            (PairError::NoWorker.code(), ErrorCode::NotPaired),
+            (PairError::Gone.code(), ErrorCode::NotPaired),
+            (PairError::Closed.code(), ErrorCode::NotPaired),
+            (PairError::ClosedBeforeAnswer.code(), ErrorCode::NotPaired),
+            (PairError::WorkerGone.code(), ErrorCode::NotPaired),
+            (PairError::NotDriver.code(), ErrorCode::ToolNotAvailable),
+            (PairError::AlreadyPaired.code(), ErrorCode::Conflict),
+            (PairError::SpawnedDriver.code(), ErrorCode::Conflict),
+            (PairError::AlreadyClosed.code(), ErrorCode::Conflict),
+            (PairError::DelegationInFlight.code(), ErrorCode::Conflict),
+            (PairError::WorkerBusy.code(), ErrorCode::RunInProgress),
+            (
+                PairError::WorkerRefused(worker()).code(),
+                ErrorCode::NoActiveRun,
+            ),
+            (PairError::Worker(worker()).code(), ErrorCode::NoActiveRun),
+            (
+                PairError::Unavailable("x".into()).code(),
+                ErrorCode::Internal,
+            ),
+            (ProposalError::AlreadyPaired.code(), ErrorCode::Conflict),
+            (ProposalError::NotAlone.code(), ErrorCode::Conflict),
+            (ProposalError::AlreadyOpen.code(), ErrorCode::Conflict),
+            (ProposalError::AlreadyResolved.code(), ErrorCode::Conflict),
+            (
+                ProposalError::NotFound("p".into()).code(),
+                ErrorCode::NoSuchProposal,
+            ),
+            (SpawnError::Nested.code(), ErrorCode::ToolNotAvailable),
+            (
+                SpawnError::Count { max: 10 }.code(),
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                SpawnError::MissingField {
+                    index: 0,
+                    field: "title",
+                }
+                .code(),
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                SpawnError::TooMany {
+                    max: 20,
+                    existing: 20,
+                }
+                .code(),
+                ErrorCode::LimitExceeded,
+            ),
+            (
+                SpawnError::Create(RuntimeError::LimitExceeded("x".into())).code(),
+                ErrorCode::LimitExceeded,
+            ),
+            (
+                SpawnError::Partial {
+                    number: 2,
+                    total: 3,
+                    source: Box::new(RuntimeError::Internal("x".into())),
+                    started: vec!["ses_a".into()],
+                }
+                .code(),
+                ErrorCode::Internal,
+            ),
+            (
+                ToolError::Unknown("t".into()).code(),
+                ErrorCode::UnknownTool,
+            ),
+            (
+                ToolError::NotOffered("x".into()).code(),
+                ErrorCode::ToolNotAvailable,
+            ),
+            (
+                ToolError::NotAllowed("x").code(),
+                ErrorCode::ToolNotAvailable,
+            ),
+            (
+                ToolError::Required("message").code(),
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                ToolError::InvalidArguments {
+                    tool: "t",
+                    reason: "r".into(),
+                }
+                .code(),
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                ToolError::VendorNotInstalled("v".into()).code(),
+                ErrorCode::VendorNotInstalled,
+            ),
+            (ToolError::NoVendor.code(), ErrorCode::VendorNotInstalled),
+            (ToolError::ShuttingDown.code(), ErrorCode::Internal),
+            (
+                ToolError::from(PairError::Gone).code(),
+                ErrorCode::NotPaired,
+            ),
+            (
+                RuntimeError::from(PairError::NoSuchPair("p".into())).code(),
+                ErrorCode::NoSuchPair,
+            ),
+            (
+                RuntimeError::from(ProposalError::AlreadyOpen).code(),
+                ErrorCode::Conflict,
+            ),
+            (
+                RuntimeError::Conflict("x".into()).code(),
+                ErrorCode::Conflict,
+            ),
+            (
+                RuntimeError::NoSuchSchedule("s".into()).code(),
+                ErrorCode::NoSuchSchedule,
+            ),
+        ];
+        for (i, (got, want)) in cases.into_iter().enumerate() {
+            assert_eq!(got, want, "case {i}");
+        }
+    }
+
+    /// A partial spawn names the children that were started.
+    #[test]
+    fn partial_spawn_message_names_the_started_children() {
+        let e = SpawnError::Partial {
+            number: 3,
+            total: 4,
+            source: Box::new(RuntimeError::Internal("boom".into())),
+            started: vec!["ses_a".into(), "ses_b".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "session 3 of 4 could not be created (internal error: boom); the 2 created \
+             before it were started: ses_a, ses_b"
+        );
+    }
+}

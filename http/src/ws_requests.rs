@@ -1,13 +1,19 @@
 //! What a WebSocket request does: turns a parsed [`ClientFrame`] into runtime calls and
-//! the frames that answer it. Knows nothing of the socket; the connection in
-//! [`crate::ws`] sends what [`dispatch`] returns.
+//! the frames that answer it. Knows nothing of the socket; the connection
+//! (`ws.rs`) sends what [`dispatch`] returns.
 
 use futures_util::future::LocalBoxFuture;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 use tandem_actors::session::SendOutcome;
 use tandem_actors::{Principal, Runtime, RuntimeError};
 use tandem_protocol::client::ListParams;
-use tandem_protocol::rest::SessionList;
+use tandem_protocol::results::{
+    ChatAbortResult, ChatSendResult, ChatStopTaskResult, ChatSubscribeResult,
+    ChatUnsubscribeResult, PairCloseResult, PairCreateResult, PermissionResponseResult, PingResult,
+    ScheduleCancelResult, ScheduleResult, SessionConfigureResult, SessionCreateResult,
+    SessionsListResult, ToolCallResult,
+};
 use tandem_protocol::{ClientFrame, ClientRequest, ErrorCode, ServerFrame};
 
 /// What a request is answered with.
@@ -55,14 +61,6 @@ fn fail(
     error_frame(runtime, e.code(), e.to_string(), request_id, session_id)
 }
 
-fn reply(request_id: Option<String>, payload: Value) -> ServerFrame {
-    let payload = match payload {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    ServerFrame::reply(request_id, payload)
-}
-
 /// Runs one request.
 pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
     let ClientFrame {
@@ -74,10 +72,13 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
     let client_id = who.client_id;
     let who = who.principal.clone();
     match request {
-        ClientRequest::Ping => Dispatched::Now(vec![reply(request_id, json!({ "pong": true }))]),
+        ClientRequest::Ping => Dispatched::Now(vec![ServerFrame::reply_with(
+            request_id,
+            &PingResult { pong: true },
+        )]),
         ClientRequest::SessionCreate(params) => later(base, request_id, None, async move {
             let session = rt.create_session(&who, params).await?;
-            Ok(json!({ "session": session }))
+            Ok(SessionCreateResult { session })
         }),
         ClientRequest::SessionsWatch(p) => list_page(&rt, &who, client_id, request_id, p, true),
         ClientRequest::SessionsList(p) => list_page(&rt, &who, client_id, request_id, p, false),
@@ -96,7 +97,10 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
                 }
             }
             if request_id.is_some() {
-                frames.push(reply(request_id, json!({ "subscribed": subscribed })));
+                frames.push(ServerFrame::reply_with(
+                    request_id,
+                    &ChatSubscribeResult { subscribed },
+                ));
             }
             Dispatched::Now(frames)
         }
@@ -104,47 +108,58 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
             rt.unsubscribe(client_id, params.session_ids);
             let mut frames = Vec::new();
             if request_id.is_some() {
-                frames.push(reply(request_id, json!({})));
+                frames.push(ServerFrame::reply_with(
+                    request_id,
+                    &ChatUnsubscribeResult {},
+                ));
             }
             Dispatched::Now(frames)
         }
         ClientRequest::ChatSend(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid.clone()), async move {
-                match rt
-                    .send(&who, &p.session_id, p.content, p.options, p.queue)
-                    .await?
-                {
-                    SendOutcome::Started { turn_id } => {
-                        Ok(json!({ "sessionId": sid, "turnId": turn_id }))
-                    }
-                    SendOutcome::Queued { position } => {
-                        Ok(json!({ "sessionId": sid, "queued": true, "position": position }))
-                    }
-                }
+            let session_id = p.session_id.clone();
+            later(base, request_id, Some(session_id.clone()), async move {
+                Ok(
+                    match rt
+                        .send(&who, &p.session_id, p.content, p.options, p.queue)
+                        .await?
+                    {
+                        SendOutcome::Started { turn_id } => ChatSendResult::Started {
+                            session_id,
+                            turn_id,
+                        },
+                        SendOutcome::Queued { position } => ChatSendResult::Queued {
+                            session_id,
+                            queued: true,
+                            position,
+                        },
+                    },
+                )
             })
         }
         ClientRequest::ChatAbort(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid.clone()), async move {
+            let session_id = p.session_id.clone();
+            later(base, request_id, Some(session_id.clone()), async move {
                 rt.abort(&who, &p.session_id).await?;
-                Ok(json!({ "sessionId": sid }))
+                Ok(ChatAbortResult { session_id })
             })
         }
         ClientRequest::ChatStopTask(p) => {
-            let sid = p.session_id.clone();
+            let session_id = p.session_id.clone();
             let task_id = p.task_id.unwrap_or_default();
-            later(base, request_id, Some(sid.clone()), async move {
+            later(base, request_id, Some(session_id.clone()), async move {
                 rt.stop_task(&who, &p.session_id, task_id.clone()).await?;
-                Ok(json!({ "sessionId": sid, "taskId": task_id }))
+                Ok(ChatStopTaskResult {
+                    session_id,
+                    task_id,
+                })
             })
         }
         ClientRequest::ChatPermissionResponse(p) => {
             let sid = p.session_id.clone();
             later(base, request_id, sid, async move {
-                let permission = p.request_id.clone();
+                let permission_id = p.request_id.clone();
                 rt.respond_permission(&who, p).await?;
-                Ok(json!({ "permissionId": permission }))
+                Ok(PermissionResponseResult { permission_id })
             })
         }
         ClientRequest::ToolCall(p) => {
@@ -155,8 +170,16 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
                         .call_tool(&who, &p.session_id, &p.name, p.arguments)
                         .await?
                     {
-                        Ok(result) => json!({ "result": result, "isError": false }),
-                        Err(message) => json!({ "result": message, "isError": true }),
+                        Ok(result) => ToolCallResult {
+                            result,
+                            is_error: false,
+                            code: None,
+                        },
+                        Err(e) => ToolCallResult {
+                            result: Value::String(e.to_string()),
+                            is_error: true,
+                            code: Some(e.code()),
+                        },
                     },
                 )
             })
@@ -171,25 +194,24 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
             let sid = p.driver_id.clone();
             later(base, request_id, Some(sid), async move {
                 let pair = rt.create_pair(&who, &p.driver_id, p.worker).await?;
-                Ok(json!({ "pair": pair }))
+                Ok(PairCreateResult { pair })
             })
         }
         ClientRequest::SessionHandoff(p) => {
             let sid = p.session_id.clone();
             later(base, request_id, Some(sid), async move {
-                let h = rt.handoff(&who, p).await?;
-                Ok(json!({
-                    "sourceSessionId": h.source_session_id,
-                    "targetSessionId": h.target_session_id,
-                    "targetVendor": h.target_vendor,
-                }))
+                rt.handoff(&who, p).await
             })
         }
         ClientRequest::SessionSchedule(p) => {
             let sid = p.session_id.clone();
             later(base, request_id, Some(sid), async move {
                 let s = rt.schedule(&who, &p.session_id, p.content, &p.at).await?;
-                Ok(json!({ "scheduleId": s.schedule_id, "at": s.at, "status": s.status }))
+                Ok(ScheduleResult {
+                    schedule_id: s.schedule_id,
+                    at: s.at,
+                    status: s.status,
+                })
             })
         }
         ClientRequest::SessionScheduleCancel(p) => {
@@ -198,18 +220,24 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
                 let s = rt
                     .cancel_schedule(&who, &p.session_id, p.schedule_id)
                     .await?;
-                Ok(json!({ "scheduleId": s.schedule_id, "status": s.status }))
+                Ok(ScheduleCancelResult {
+                    schedule_id: s.schedule_id,
+                    status: s.status,
+                })
             })
         }
         ClientRequest::PairClose(p) => later(base, request_id, None, async move {
             let interrupted = rt.close_pair(&who, &p.pair_id).await?;
-            Ok(json!({ "pairId": p.pair_id, "interrupted": interrupted }))
+            Ok(PairCloseResult {
+                pair_id: p.pair_id,
+                interrupted,
+            })
         }),
         ClientRequest::SessionConfigure(p) => {
             let sid = p.session_id.clone();
             later(base, request_id, Some(sid), async move {
                 let session = rt.configure(&who, p).await?;
-                Ok(json!({ "session": session }))
+                Ok(SessionConfigureResult { session })
             })
         }
     }
@@ -232,11 +260,13 @@ fn list_page(
             if watch {
                 rt.watch(client_id);
             }
-            let list = SessionList {
-                sessions: page.sessions,
-                next_cursor: page.next_cursor,
-            };
-            reply(request_id, serde_json::to_value(list).unwrap_or_default())
+            ServerFrame::reply_with(
+                request_id,
+                &SessionsListResult {
+                    sessions: page.sessions,
+                    next_cursor: page.next_cursor,
+                },
+            )
         }
         Err(e) => fail(rt, e, request_id, None),
     };
@@ -246,11 +276,11 @@ fn list_page(
 /// A request that waits on an actor, answered when it is done. A success is
 /// answered only once what the request wrote is committed: an acknowledged
 /// message, schedule or session survives a crash.
-fn later(
+fn later<T: Serialize>(
     rt: &Runtime,
     request_id: Option<String>,
     session_id: Option<String>,
-    fut: impl std::future::Future<Output = Result<Value, RuntimeError>> + 'static,
+    fut: impl std::future::Future<Output = Result<T, RuntimeError>> + 'static,
 ) -> Dispatched {
     let rt = rt.clone();
     // Before the request's writes: a failure after this may have hit them.
@@ -261,7 +291,7 @@ fn later(
             res = Err(RuntimeError::Internal("the store could not commit".into()));
         }
         match res {
-            Ok(payload) => reply(request_id, payload),
+            Ok(result) => ServerFrame::reply_with(request_id, &result),
             Err(e) => fail(&rt, e, request_id, session_id),
         }
     }))

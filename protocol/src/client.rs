@@ -1,5 +1,6 @@
 //! Client → server WebSocket frames, and the parser that classifies bad ones.
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -19,46 +20,76 @@ pub struct ClientFrame {
 /// Every client request the server understands, keyed by the frame's `type`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientRequest {
-    /// `session.create`
+    /// `session.create`; answered with [`crate::results::SessionCreateResult`].
     SessionCreate(CreateSessionParams),
-    /// `chat.send`
+    /// `chat.send`; answered with [`crate::results::ChatSendResult`].
     ChatSend(ChatSendParams),
-    /// `chat.abort`
+    /// `chat.abort`; answered with [`crate::results::ChatAbortResult`].
     ChatAbort(SessionRef),
-    /// `chat.stop-task`
+    /// `chat.stop-task`; answered with [`crate::results::ChatStopTaskResult`].
     ChatStopTask(StopTaskParams),
-    /// `chat.permission-response`
+    /// `chat.permission-response`; answered with
+    /// [`crate::results::PermissionResponseResult`].
     ChatPermissionResponse(PermissionResponseParams),
-    /// `chat.subscribe`
+    /// `chat.subscribe`; answered with [`crate::results::ChatSubscribeResult`].
     ChatSubscribe(SubscribeParams),
-    /// `chat.unsubscribe`
+    /// `chat.unsubscribe`; answered with [`crate::results::ChatUnsubscribeResult`].
     ChatUnsubscribe(UnsubscribeParams),
-    /// `session.configure`
+    /// `session.configure`; answered with [`crate::results::SessionConfigureResult`].
     SessionConfigure(ConfigureParams),
-    /// `sessions.watch`: the first page of sessions, then `session_upserted`.
+    /// `sessions.watch`: the first page of sessions, then `session_upserted`;
+    /// answered with [`crate::results::SessionsListResult`].
     SessionsWatch(ListParams),
-    /// `sessions.list`: one page of sessions.
+    /// `sessions.list`: one page of sessions; answered with [`crate::results::SessionsListResult`].
     SessionsList(ListParams),
-    /// `tool.call`
+    /// `tool.call`; answered with [`crate::results::ToolCallResult`].
     ToolCall(ToolCallParams),
-    /// `proposal.respond`
+    /// `proposal.respond`; answered with [`crate::results::ProposalRespondResult`].
     ProposalRespond(ProposalRespondParams),
-    /// `pair.create`
+    /// `pair.create`; answered with [`crate::results::PairCreateResult`].
     PairCreate(PairCreateParams),
-    /// `pair.close`
+    /// `pair.close`; answered with [`crate::results::PairCloseResult`].
     PairClose(PairCloseParams),
-    /// `session.handoff`
+    /// `session.handoff`; answered with [`crate::results::HandoffResult`].
     SessionHandoff(HandoffParams),
-    /// `session.schedule`
+    /// `session.schedule`; answered with [`crate::results::ScheduleResult`].
     SessionSchedule(ScheduleParams),
-    /// `session.schedule-cancel`
+    /// `session.schedule-cancel`; answered with [`crate::results::ScheduleCancelResult`].
     SessionScheduleCancel(ScheduleCancelParams),
-    /// `ping`: answered with a `reply` carrying `pong: true`.
+    /// `ping`: answered with [`crate::results::PingResult`] (`pong: true`).
     Ping,
 }
 
+// Each request's fields under the name of its `type` (codex-rs naming: `*Params`
+// here, `*Result` in [`crate::results`]). Several requests share a shape.
+
+/// `session.create` fields.
+pub type SessionCreateParams = CreateSessionParams;
+/// `chat.abort` fields: the session only.
+pub type ChatAbortParams = SessionRef;
+/// `chat.stop-task` fields.
+pub type ChatStopTaskParams = StopTaskParams;
+/// `chat.permission-response` fields.
+pub type ChatPermissionResponseParams = PermissionResponseParams;
+/// `chat.subscribe` fields.
+pub type ChatSubscribeParams = SubscribeParams;
+/// `chat.unsubscribe` fields.
+pub type ChatUnsubscribeParams = UnsubscribeParams;
+/// `session.configure` fields.
+pub type SessionConfigureParams = ConfigureParams;
+/// `sessions.watch` fields.
+pub type SessionsWatchParams = ListParams;
+/// `sessions.list` fields.
+pub type SessionsListParams = ListParams;
+/// `session.handoff` fields.
+pub type SessionHandoffParams = HandoffParams;
+/// `session.schedule` fields.
+pub type SessionScheduleParams = ScheduleParams;
+/// `session.schedule-cancel` fields.
+pub type SessionScheduleCancelParams = ScheduleCancelParams;
+
 /// Fields of `tool.call`: call a session-bound tool as that session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallParams {
     /// The session the call is made as.
@@ -75,7 +106,7 @@ fn empty_object() -> Value {
 }
 
 /// Fields of `proposal.respond`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProposalRespondParams {
     /// The Driver session that proposed.
@@ -96,7 +127,7 @@ pub struct ProposalRespondParams {
 }
 
 /// The Worker side of `pair.create`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerSpec {
     /// Worker vendor.
@@ -110,7 +141,7 @@ pub struct WorkerSpec {
 }
 
 /// Fields of `pair.create`: a new Worker session paired with an existing Driver.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PairCreateParams {
     /// The Driver session.
@@ -120,7 +151,7 @@ pub struct PairCreateParams {
 }
 
 /// Fields of `session.handoff`: continue a conversation in a new session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HandoffParams {
     /// The session to continue.
@@ -137,7 +168,7 @@ pub struct HandoffParams {
 }
 
 /// Fields of `session.schedule`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleParams {
     /// The session.
@@ -149,7 +180,7 @@ pub struct ScheduleParams {
 }
 
 /// Fields of `session.schedule-cancel`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleCancelParams {
     /// The session.
@@ -159,7 +190,7 @@ pub struct ScheduleCancelParams {
 }
 
 /// Fields of `pair.close`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PairCloseParams {
     /// The pair to dissolve.
@@ -167,7 +198,7 @@ pub struct PairCloseParams {
 }
 
 /// Fields of `session.create` and of `POST /api/v1/sessions`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateSessionParams {
     /// Vendor id; `scripted` when absent.
@@ -194,7 +225,7 @@ pub struct CreateSessionParams {
 }
 
 /// Per-turn overrides on `chat.send`; they stick to the session like `session.configure`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnOptions {
     /// Model for this and later turns.
@@ -209,7 +240,7 @@ pub struct TurnOptions {
 }
 
 /// Fields of `chat.send`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatSendParams {
     /// Target session.
@@ -225,7 +256,7 @@ pub struct ChatSendParams {
 }
 
 /// A request that names one session and nothing else.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionRef {
     /// The session.
@@ -233,7 +264,7 @@ pub struct SessionRef {
 }
 
 /// Fields of `chat.permission-response`: a person's answer to a `permission_request`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionResponseParams {
     /// The permission request answered. On the wire it is the frame's `requestId`
@@ -255,7 +286,7 @@ pub struct PermissionResponseParams {
 }
 
 /// Fields of `chat.stop-task`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StopTaskParams {
     /// The session that owns the task.
@@ -266,7 +297,7 @@ pub struct StopTaskParams {
 }
 
 /// One entry of `chat.subscribe`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeEntry {
     /// The session to watch.
@@ -277,7 +308,7 @@ pub struct SubscribeEntry {
 }
 
 /// Fields of `chat.subscribe`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeParams {
     /// Sessions to subscribe to.
@@ -286,7 +317,7 @@ pub struct SubscribeParams {
 
 /// Paging fields of `sessions.watch` and `sessions.list` (and the query of REST
 /// `GET /sessions`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListParams {
     /// Sessions per page, 1 to 1000 (default 100).
@@ -303,7 +334,7 @@ impl ListParams {
 }
 
 /// Fields of `chat.unsubscribe`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UnsubscribeParams {
     /// Sessions to stop receiving.
@@ -311,7 +342,7 @@ pub struct UnsubscribeParams {
 }
 
 /// Fields of `session.configure`; absent fields stay as they are.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigureParams {
     /// The session.

@@ -1,9 +1,10 @@
 //! Error codes shared by `protocol_error` frames and REST `{error: {code, message}}` bodies.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A machine-readable error code. Clients branch on these; the message is for humans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     /// The frame or body is not valid JSON, or not a JSON object.
@@ -112,17 +113,43 @@ impl ErrorCode {
 }
 
 /// The body of every REST error: `{"error": {"code", "message"}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorBody {
     /// The error itself.
     pub error: ErrorDetail,
 }
 
 /// Code and human-readable message of an error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorDetail {
     /// Machine-readable code.
     pub code: ErrorCode,
     /// What went wrong, for a person.
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    /// The wire names and REST statuses docs/PROTOCOL.md gives the codes added for
+    /// typed refusals.
+    #[test]
+    fn typed_refusal_codes() {
+        for (code, name, status) in [
+            (ErrorCode::Conflict, "CONFLICT", 409),
+            (ErrorCode::NotPaired, "NOT_PAIRED", 409),
+            (ErrorCode::NoSuchPair, "NO_SUCH_PAIR", 404),
+            (ErrorCode::NoSuchProposal, "NO_SUCH_PROPOSAL", 404),
+            (ErrorCode::NoSuchSchedule, "NO_SUCH_SCHEDULE", 404),
+            (ErrorCode::UnknownTool, "UNKNOWN_TOOL", 404),
+            (ErrorCode::ToolNotAvailable, "TOOL_NOT_AVAILABLE", 403),
+        ] {
+            assert_eq!(
+                serde_json::to_value(code).unwrap_or_default(),
+                serde_json::Value::from(name)
+            );
+            assert_eq!(code.http_status(), status, "{name}");
+        }
+    }
 }

@@ -221,7 +221,42 @@ impl CallToolResult {
 
 #[cfg(test)]
 mod tests {
-    use super::negotiate_version;
+    use super::*;
+    use serde_json::json;
+
+    /// The shapes docs/PROTOCOL.md gives for `initialize` and `tools/call`.
+    #[test]
+    fn result_shapes() {
+        let init = InitializeResult {
+            protocol_version: "2025-06-18".into(),
+            capabilities: ServerCapabilities::default(),
+            server_info: Implementation {
+                name: "tandem".into(),
+                version: "1".into(),
+            },
+            instructions: None,
+        };
+        assert_eq!(
+            serde_json::to_value(init).unwrap_or_default(),
+            json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": false}},
+                "serverInfo": {"name": "tandem", "version": "1"}})
+        );
+        assert_eq!(
+            serde_json::to_value(CallToolResult::success(json!({"a": 1}))).unwrap_or_default(),
+            json!({"content": [{"type": "text", "text": "{\"a\":1}"}],
+                "structuredContent": {"a": 1}, "isError": false})
+        );
+        assert_eq!(
+            serde_json::to_value(CallToolResult::failure(
+                crate::ErrorCode::UnknownTool,
+                "unknown tool `x`".into()
+            ))
+            .unwrap_or_default(),
+            json!({"content": [{"type": "text", "text": "unknown tool `x`"}],
+                "structuredContent": {"error": {"code": "UNKNOWN_TOOL", "message": "unknown tool `x`"}},
+                "isError": true})
+        );
+    }
 
     #[test]
     fn answers_a_version_it_speaks() {

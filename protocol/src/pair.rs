@@ -1,9 +1,10 @@
 //! Driver/Worker pairs and Worker proposals as clients see them.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A Driver/Worker pair.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PairInfo {
     /// The pair's id.
@@ -26,7 +27,7 @@ pub struct PairInfo {
 /// written first (`creating`), then the two memberships, then `active`; closing writes
 /// `closed` before the memberships are cleared. Start-up finishes or undoes any pair
 /// left between two steps by a crash.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PairState {
     /// The row exists; the sessions are being joined.
@@ -39,7 +40,7 @@ pub enum PairState {
 }
 
 /// A delegation in flight.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DelegationInfo {
     /// The delegation's id.
@@ -57,7 +58,7 @@ pub struct DelegationInfo {
 }
 
 /// Where a Worker proposal stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ProposalStatus {
     /// Waiting for a person to accept or decline.
@@ -87,7 +88,7 @@ impl ProposalStatus {
 }
 
 /// A vendor/model/effort choice for a Worker.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerChoice {
     /// Vendor id.

@@ -1,5 +1,6 @@
 //! REST bodies under `/api/v1`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::event::Event;
@@ -7,7 +8,7 @@ use crate::pair::PairInfo;
 use crate::session::{BackgroundTask, SessionInfo};
 
 /// `GET /api/v1/health`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Health {
     /// Always "ok" when the server answers.
     pub status: String,
@@ -17,7 +18,7 @@ pub struct Health {
 
 /// `GET /api/v1/sessions` (one page), and the `sessions.watch` / `sessions.list`
 /// replies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionList {
     /// Sessions the caller may see, most recently active first.
@@ -40,7 +41,7 @@ pub struct EventsPage {
 }
 
 /// One entry of `GET /api/v1/sessions/running`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunningSession {
     /// The session.
@@ -66,14 +67,14 @@ pub struct RunningSession {
 }
 
 /// `GET /api/v1/sessions/running`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunningList {
     /// Sessions with a turn or background work in flight.
     pub sessions: Vec<RunningSession>,
 }
 
 /// One vendor in `GET /api/v1/vendors`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VendorInfo {
     /// Vendor id used in `session.create`.
@@ -94,14 +95,14 @@ pub struct VendorInfo {
 }
 
 /// `GET /api/v1/vendors`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct VendorList {
     /// All vendors, installed or not.
     pub vendors: Vec<VendorInfo>,
 }
 
 /// `POST /api/v1/sessions/{id}/messages` body.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostMessage {
     /// The user's message.
@@ -115,7 +116,7 @@ pub struct PostMessage {
 }
 
 /// `POST /api/v1/sessions/{id}/messages` answer (202).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnAccepted {
     /// The turn that was started.
@@ -123,14 +124,14 @@ pub struct TurnAccepted {
 }
 
 /// `GET /api/v1/pairs`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PairList {
     /// Pairs whose sessions the caller may see.
     pub pairs: Vec<PairInfo>,
 }
 
 /// `POST /api/v1/sessions/{id}/mcp-token` answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct McpToken {
     /// Bearer token for `/mcp`, bound to the session.
     pub token: String,
@@ -140,7 +141,7 @@ pub struct McpToken {
 
 /// `POST /api/v1/sessions/{id}/messages` answer (202): the turn started, or (with
 /// `queue: true` during a turn) the message was queued.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum MessageAccepted {
     /// A turn started.
@@ -150,7 +151,7 @@ pub enum MessageAccepted {
 }
 
 /// The message waits in the session's queue.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MessageQueued {
     /// Always true.
     pub queued: bool,
@@ -159,7 +160,7 @@ pub struct MessageQueued {
 }
 
 /// `POST /api/v1/sessions/{id}/interrupt` answer (202).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InterruptAccepted {
     /// The session whose turn is being stopped.
@@ -168,7 +169,7 @@ pub struct InterruptAccepted {
 
 /// `PATCH /api/v1/sessions/{id}` body: the fields of `session.configure` without the
 /// id (which is in the path); absent fields stay as they are, unknown ones are refused.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionPatch {
     /// New title.
@@ -189,7 +190,7 @@ pub struct SessionPatch {
 }
 
 /// `DELETE /api/v1/sessions/{id}` answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Archived {
     /// The archived session.
@@ -199,14 +200,14 @@ pub struct Archived {
 }
 
 /// `GET /api/v1/sessions/{id}/schedules`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScheduleList {
     /// Pending schedules and the latest 50 finished.
     pub schedules: Vec<crate::schedule::ScheduleInfo>,
 }
 
 /// Query of `GET /api/v1/sessions/{id}/events`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EventsQuery {
     /// Events with `seq > after` (0..2^63−1).
     #[serde(default)]

@@ -2,31 +2,24 @@
 //! [`crate::client`]). A reply frame is `{kind: "reply", requestId?, ok: true,
 //! ...fields of the result}`: [`crate::ServerFrame::reply_with`] flattens one of these.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::client::{ListParams, SessionRef};
 use crate::error::ErrorCode;
 use crate::pair::{PairInfo, ProposalStatus};
 use crate::schedule::ScheduleStatus;
 use crate::session::SessionInfo;
 
-/// `chat.abort` fields: the session only.
-pub type ChatAbortParams = SessionRef;
-/// `sessions.watch` fields.
-pub type SessionsWatchParams = ListParams;
-/// `sessions.list` fields.
-pub type SessionsListParams = ListParams;
-
 /// `ping` reply: `{pong: true}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PingResult {
     /// Always true.
     pub pong: bool,
 }
 
 /// `session.create` and `session.configure` reply: the session as it is now.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionResult {
     /// The session.
     pub session: SessionInfo,
@@ -40,7 +33,7 @@ pub type SessionConfigureResult = SessionResult;
 pub type SessionsListResult = crate::rest::SessionList;
 
 /// `chat.send` reply: the turn started, or the message was queued.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ChatSendResult {
     /// A turn started with the message.
@@ -64,7 +57,7 @@ pub enum ChatSendResult {
 }
 
 /// `chat.abort` reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatAbortResult {
     /// The session whose turn is being stopped.
@@ -72,7 +65,7 @@ pub struct ChatAbortResult {
 }
 
 /// `chat.stop-task` reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatStopTaskResult {
     /// The session.
@@ -82,7 +75,7 @@ pub struct ChatStopTaskResult {
 }
 
 /// `chat.permission-response` reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionResponseResult {
     /// The permission request answered.
@@ -90,18 +83,18 @@ pub struct PermissionResponseResult {
 }
 
 /// `chat.subscribe` reply (only when a `requestId` was given).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChatSubscribeResult {
     /// The sessions now subscribed; refused ones got a `protocol_error` each.
     pub subscribed: Vec<String>,
 }
 
 /// `chat.unsubscribe` reply (only when a `requestId` was given): no fields.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChatUnsubscribeResult {}
 
 /// `tool.call` reply: the tool's result, or its failure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallResult {
     /// The tool's JSON result, or its error text when `isError`.
@@ -114,7 +107,7 @@ pub struct ToolCallResult {
 }
 
 /// `proposal.respond` reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProposalRespondResult {
     /// The proposal.
@@ -130,14 +123,14 @@ pub struct ProposalRespondResult {
 }
 
 /// `pair.create` reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PairCreateResult {
     /// The new pair.
     pub pair: PairInfo,
 }
 
 /// `pair.close` reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PairCloseResult {
     /// The dissolved pair.
@@ -147,19 +140,19 @@ pub struct PairCloseResult {
 }
 
 /// `session.handoff` reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HandoffResult {
-    /// The session continued.
+    /// The session handed off; it records `handoff_created`.
     pub source_session_id: String,
-    /// The new session.
+    /// The session created to continue it; it starts with the handoff prompt.
     pub target_session_id: String,
-    /// Its vendor.
+    /// The new session's vendor, as asked for (trimmed).
     pub target_vendor: String,
 }
 
 /// `session.schedule` reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleResult {
     /// The new schedule.
@@ -171,7 +164,7 @@ pub struct ScheduleResult {
 }
 
 /// `session.schedule-cancel` reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleCancelResult {
     /// The schedule.
@@ -179,6 +172,78 @@ pub struct ScheduleCancelResult {
     /// Always `cancelled`.
     pub status: ScheduleStatus,
 }
+
+/// The schema of every WebSocket request's fields and of its reply, as
+/// `protocol/schemas/requests.json` holds it: `{requests: {TYPE: {params, result}},
+/// $defs}` (JSON Schema 2020-12). Params describe the frame's fields besides `type`
+/// and `requestId`; a result, the reply's fields besides `kind`, `requestId` and
+/// `ok`. Generated, so a change to a request's wire shape is a visible diff.
+pub fn request_schemas() -> Value {
+    use crate::client::*;
+    use schemars::generate::SchemaSettings;
+
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|s| s.meta_schema = None)
+        .into_generator();
+    let mut requests = serde_json::Map::new();
+    let mut add = |name: &str, params: schemars::Schema, result: schemars::Schema| {
+        requests.insert(
+            name.to_string(),
+            serde_json::json!({"params": params, "result": result}),
+        );
+    };
+    macro_rules! request {
+        ($name:literal, $params:ty, $result:ty) => {{
+            let params = generator.subschema_for::<$params>();
+            let result = generator.subschema_for::<$result>();
+            add($name, params, result);
+        }};
+    }
+    request!("session.create", SessionCreateParams, SessionCreateResult);
+    request!("chat.send", ChatSendParams, ChatSendResult);
+    request!("chat.abort", ChatAbortParams, ChatAbortResult);
+    request!("chat.stop-task", ChatStopTaskParams, ChatStopTaskResult);
+    request!(
+        "chat.permission-response",
+        ChatPermissionResponseParams,
+        PermissionResponseResult
+    );
+    request!("chat.subscribe", ChatSubscribeParams, ChatSubscribeResult);
+    request!(
+        "chat.unsubscribe",
+        ChatUnsubscribeParams,
+        ChatUnsubscribeResult
+    );
+    request!(
+        "session.configure",
+        SessionConfigureParams,
+        SessionConfigureResult
+    );
+    request!("sessions.watch", SessionsWatchParams, SessionsListResult);
+    request!("sessions.list", SessionsListParams, SessionsListResult);
+    request!("tool.call", ToolCallParams, ToolCallResult);
+    request!(
+        "proposal.respond",
+        ProposalRespondParams,
+        ProposalRespondResult
+    );
+    request!("pair.create", PairCreateParams, PairCreateResult);
+    request!("pair.close", PairCloseParams, PairCloseResult);
+    request!("session.handoff", SessionHandoffParams, HandoffResult);
+    request!("session.schedule", SessionScheduleParams, ScheduleResult);
+    request!(
+        "session.schedule-cancel",
+        SessionScheduleCancelParams,
+        ScheduleCancelResult
+    );
+    request!("ping", PingParams, PingResult);
+    let defs = generator.take_definitions(true);
+    serde_json::json!({"requests": requests, "$defs": defs})
+}
+
+/// `ping` has no fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PingParams {}
 
 #[cfg(test)]
 mod tests {
@@ -225,5 +290,29 @@ mod tests {
             json!({"result": "no", "isError": true, "code": "NOT_PAIRED"})
         );
         assert_eq!(wire(&ChatUnsubscribeResult {}), json!({}));
+    }
+
+    /// `protocol/schemas/requests.json` holds [`request_schemas`]; any change to a
+    /// request's or reply's wire shape shows as a diff of it. `UPDATE_SNAPSHOTS=1`
+    /// rewrites it.
+    #[test]
+    fn request_schemas_match_the_snapshot() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/requests.json");
+        let generated = serde_json::to_string_pretty(&request_schemas()).unwrap_or_default() + "\n";
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let stored = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            stored == generated,
+            "the request schemas changed; if that is meant, run with UPDATE_SNAPSHOTS=1 \
+             and commit protocol/schemas/requests.json\n--- generated ---\n{generated}"
+        );
+        let schemas = request_schemas();
+        assert_eq!(
+            schemas["requests"].as_object().map(|r| r.len()),
+            Some(18),
+            "one entry per ClientRequest variant"
+        );
     }
 }

@@ -1,9 +1,10 @@
 //! Scheduled messages.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where a scheduled message stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ScheduleStatus {
     /// Waiting for its time.
@@ -18,7 +19,7 @@ pub enum ScheduleStatus {
 
 /// A scheduled message (kept in its session's record; listed by
 /// `GET /api/v1/sessions/{id}/schedules`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleInfo {
     /// Its id.

@@ -1,9 +1,10 @@
 //! Session metadata as clients see it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where a session's last turn stands. `interrupted` and `failed` are never "done".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SessionStatus {
     /// No turn in flight (the last one completed, or none ran yet).
@@ -51,7 +52,7 @@ impl SessionStatus {
 }
 
 /// Who besides the owner may see a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Visibility {
     /// Only the owner (and admins).
@@ -82,7 +83,7 @@ impl Visibility {
 
 /// How the vendor asks before using tools. Names follow Claude Code's modes, which the
 /// other adapters map onto their own approval policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum PermissionMode {
     /// Ask before every tool use that needs approval.
@@ -121,7 +122,7 @@ impl PermissionMode {
 }
 
 /// A session's role inside a Driver/Worker pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Role {
     /// Directs the other session.
@@ -131,7 +132,7 @@ pub enum Role {
 }
 
 /// What kind of background work a task is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum TaskType {
     /// A backgrounded shell command.
@@ -143,7 +144,7 @@ pub enum TaskType {
 }
 
 /// One piece of work still running after its turn ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackgroundTask {
     /// The vendor's id for the task; `chat.stop-task` takes it.
@@ -158,7 +159,7 @@ pub struct BackgroundTask {
 }
 
 /// A session as REST and `session_upserted` describe it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
     /// Our stable id, minted at creation.

@@ -414,8 +414,17 @@ pub fn input_schema<T: JsonSchema>() -> Value {
 }
 
 /// The definition of a tool: its description for the model and its generated input
-/// schema.
+/// schema (generated once per process).
 pub fn def(name: &str) -> Option<ToolDef> {
+    static DEFS: std::sync::OnceLock<Vec<ToolDef>> = std::sync::OnceLock::new();
+    DEFS.get_or_init(|| ALL.iter().filter_map(|n| generate(n)).collect())
+        .iter()
+        .find(|d| d.name == name)
+        .cloned()
+}
+
+/// Builds a tool's definition.
+fn generate(name: &str) -> Option<ToolDef> {
     let (description, input_schema) = match name {
         SEND_TO_PARTNER => (
             "Give your Worker one concrete, bounded task. If you have no Worker yet, one is created and paired with you first (workerCreated: true). wait=true (default) returns the Worker's answer when its turn ends, or status 'running' with the text so far after timeoutSeconds; wait=false returns at once and the result arrives later as a new message. Delegation is one level deep.",

@@ -10,6 +10,7 @@ mod codex;
 mod configure;
 mod crash_workflows;
 mod durability;
+mod error_codes;
 mod first_run;
 mod flow;
 mod fuzz_socket;

@@ -71,15 +71,9 @@ impl Runtime {
         id: &str,
         name: &str,
         arguments: Value,
-    ) -> Result<Result<Value, String>, RuntimeError> {
+    ) -> Result<Result<Value, ToolError>, RuntimeError> {
         self.drivable(who, id)?;
-        Ok(self
-            .inner
-            .services
-            .tools
-            .call(id, name, arguments)
-            .await
-            .map_err(|e| e.to_string()))
+        Ok(self.inner.services.tools.call(id, name, arguments).await)
     }
 
     /// Calls a tool as the session an MCP token is bound to.

@@ -21,16 +21,8 @@ const HISTORY_SCAN: usize = 20_000;
 /// Earlier handoffs followed when paging a source history.
 pub const MAX_HANDOFF_DEPTH: usize = 5;
 
-/// What a handoff created.
-#[derive(Debug, Clone)]
-pub struct Handoff {
-    /// The session handed off; it records `handoff_created`.
-    pub source_session_id: String,
-    /// The session created to continue it; it starts with the handoff prompt.
-    pub target_session_id: String,
-    /// The new session's vendor, as asked for (trimmed).
-    pub target_vendor: String,
-}
+/// What a handoff created: the `session.handoff` reply.
+pub use tandem_protocol::results::HandoffResult as Handoff;
 
 /// How long `git status` may take before the handoff goes on without it.
 const GIT_STATUS_LIMIT: Duration = Duration::from_secs(5);

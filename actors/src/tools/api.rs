@@ -3,7 +3,6 @@
 //! `send_to_partner` does). Written here, as `impl Runtime`, because they are built on
 //! the tools; the runtime itself does not depend on this module.
 
-use serde_json::Value;
 use tandem_protocol::client::ProposalRespondParams;
 use tandem_protocol::mcp::ToolDef;
 use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
@@ -31,18 +30,8 @@ impl Runtime {
         Ok((tools_for(&state), instruction))
     }
 
-    /// `proposal.respond` as the JSON of its reply.
-    pub async fn respond_proposal(
-        &self,
-        who: &Principal,
-        params: ProposalRespondParams,
-    ) -> Result<Value, RuntimeError> {
-        let result = self.respond_proposal_typed(who, params).await?;
-        serde_json::to_value(result).map_err(|e| RuntimeError::Internal(e.to_string()))
-    }
-
     /// `proposal.respond`: accept (with an optional other Worker) or decline.
-    pub async fn respond_proposal_typed(
+    pub async fn respond_proposal(
         &self,
         who: &Principal,
         params: ProposalRespondParams,
