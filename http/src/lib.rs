@@ -17,6 +17,7 @@ pub mod rest_edit;
 pub mod server;
 pub mod web;
 pub mod ws;
+pub mod ws_io;
 pub mod ws_limit;
 pub mod ws_requests;
 

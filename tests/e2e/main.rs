@@ -16,6 +16,7 @@ mod fuzz_socket;
 mod handoff;
 mod huge_frames;
 mod limits;
+mod pair_gone;
 mod pairs;
 mod permissions;
 mod rest_parity;
@@ -25,6 +26,7 @@ mod secrets;
 mod slow_client;
 mod stalled_clients;
 mod subscribe;
+mod write_path;
 
 use serde_json::Value;
 
