@@ -10,6 +10,7 @@ pub mod error;
 pub mod failpoints;
 pub mod guard;
 pub mod limits;
+pub mod long_uri;
 pub mod mcp;
 pub mod metrics;
 pub mod rest;

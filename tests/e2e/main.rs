@@ -16,6 +16,7 @@ mod fuzz_socket;
 mod handoff;
 mod huge_frames;
 mod limits;
+mod long_urls;
 mod pair_gone;
 mod pairs;
 mod permissions;
