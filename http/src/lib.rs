@@ -10,6 +10,7 @@ pub mod error;
 pub mod failpoints;
 pub mod guard;
 pub mod limits;
+pub mod long_uri;
 pub mod mcp;
 pub mod metrics;
 pub mod request;
@@ -19,6 +20,7 @@ pub mod server;
 pub mod state;
 pub mod web;
 pub mod ws;
+pub mod ws_io;
 pub mod ws_limit;
 pub mod ws_requests;
 

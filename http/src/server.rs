@@ -4,11 +4,17 @@ use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use std::time::Duration;
+
+use actix_rt::net::TcpStream;
+use actix_service::IntoServiceFactory;
+use actix_service::ServiceFactoryExt;
+use actix_web::{web, App, HttpRequest, HttpResponse};
 use tandem_actors::RuntimeConfig;
 
 use crate::auth::{caller, AuthMode};
 use crate::error::ApiError;
+use crate::long_uri::LongUriGuard;
 use crate::state::AppState;
 
 /// Everything `tandem serve` takes.
@@ -96,41 +102,49 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         &opts.allowed_origins,
     ));
     let app_state = state.clone();
-    let server = HttpServer::new(move || {
-        let app = App::new();
-        #[cfg(feature = "failpoints")]
-        let app = app.configure(crate::failpoints::routes);
-        app.app_data(app_state.clone())
-            // Origin, Host and Content-Type checks before every route and before
-            // authentication (see guard.rs).
-            .app_data(guard.clone())
-            .wrap(actix_web::middleware::from_fn(crate::guard::middleware))
-            .configure(crate::rest::routes)
-            .configure(crate::mcp::routes)
-            .route("/ws", web::get().to(crate::ws::connect))
-            .route("/metrics", web::get().to(metrics))
-            .configure(crate::web::routes)
-            .default_service(web::to(crate::rest::not_found))
-    })
-    // Small frames must leave at once: with Nagle on, a frame waits for the peer's
-    // delayed ACK (~40 ms).
-    .on_connect(|conn, data| {
-        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY");
-            }
-            // Kept with the connection, so a WebSocket client that stops reading can
-            // be disconnected from outside its (then stalled) actor.
-            match crate::ws::ConnSocket::of(tcp) {
-                Ok(socket) => {
-                    data.insert(socket);
-                }
-                Err(e) => tracing::debug!(error = %e, "could not keep the socket"),
-            }
-        }
-    })
-    .workers(opts.workers.max(1))
-    .listen(listener)?;
+    // actix-web's `HttpServer` with one change: each connection's I/O goes through
+    // `LongUriGuard`, so a request target too long for actix-http gets a JSON answer.
+    let server = actix_server::Server::build()
+        .workers(opts.workers.max(1))
+        .listen("tandem", listener, move || {
+            let app = App::new();
+            #[cfg(feature = "failpoints")]
+            let app = app.configure(crate::failpoints::routes);
+            let app = app
+                .app_data(app_state.clone())
+                // Origin, Host and Content-Type checks before every route and before
+                // authentication (see guard.rs).
+                .app_data(guard.clone())
+                .wrap(actix_web::middleware::from_fn(crate::guard::middleware))
+                .configure(crate::rest::routes)
+                .configure(crate::mcp::routes)
+                .route("/ws", web::get().to(crate::ws::connect))
+                .route("/metrics", web::get().to(metrics))
+                .configure(crate::web::routes)
+                .default_service(web::to(crate::rest::not_found));
+            let app = app
+                .into_factory()
+                .map_err(|e: actix_web::Error| e.error_response());
+            let http = actix_http::HttpService::build()
+                .keep_alive(actix_http::KeepAlive::Timeout(Duration::from_secs(5)))
+                .client_request_timeout(Duration::from_secs(5))
+                .client_disconnect_timeout(Duration::from_secs(1))
+                .local_addr(addr)
+                .on_connect_ext(|io: &LongUriGuard<TcpStream>, data| on_connect(io.get_ref(), data))
+                .finish(actix_service::map_config(app, move |_| {
+                    actix_web::dev::AppConfig::default()
+                }));
+            actix_service::fn_service(|io: TcpStream| async move {
+                let peer = io.peer_addr().ok();
+                Ok::<_, actix_http::error::DispatchError>((
+                    LongUriGuard::new(io),
+                    actix_http::Protocol::Http1,
+                    peer,
+                ))
+            })
+            .and_then(http)
+        })?
+        .run();
     let base = format!("http://{addr}");
     state.runtime.set_base_url(&base);
     let mut stdout = std::io::stdout().lock();
@@ -149,7 +163,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     stdout.flush()?;
     drop(stdout);
     tracing::info!(%addr, data_dir = %opts.runtime.data_dir.display(), "serving");
-    server.run().await?;
+    server.await?;
     state.runtime.stop_vendor_processes().await;
     Ok(())
 }
@@ -159,6 +173,23 @@ fn data_dir_flag(dir: &std::path::Path) -> String {
     match default_data_dir() {
         Ok(default) if default == dir => String::new(),
         _ => format!(" --data-dir {}", dir.display()),
+    }
+}
+
+/// Per connection, before its first request.
+fn on_connect(tcp: &TcpStream, data: &mut actix_http::Extensions) {
+    // Small frames must leave at once: with Nagle on, a frame waits for the peer's
+    // delayed ACK (~40 ms).
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!(error = %e, "could not set TCP_NODELAY");
+    }
+    // Kept with the connection, so a WebSocket client that stops reading can be
+    // disconnected from outside its actor.
+    match crate::ws::ConnSocket::of(tcp) {
+        Ok(socket) => {
+            data.insert(socket);
+        }
+        Err(e) => tracing::debug!(error = %e, "could not keep the socket"),
     }
 }
 

@@ -1,8 +1,11 @@
 //! The WebSocket endpoint: one actor per connection. It parses client frames, answers
-//! requests, and writes the frames the gateway delivers into its bounded mailbox.
+//! requests, and queues what the gateway delivers; the response body
+//! ([`crate::ws_io::OutboxBody`]) writes it as fast as the socket takes it.
 //!
-//! This is the only file that uses actix-web-actors; moving to actix-ws is a change
-//! here alone.
+//! The actor runs on its own, not from the response body: its heartbeat, its close
+//! handling and the gateway's eviction work while the client's socket is full. Its
+//! input comes from [`crate::ws_io::Reader`], which reads only while the client's
+//! queue is within its budget; its output goes through [`crate::ws_io::Outbox`].
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, OwnedFd};
@@ -10,9 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use actix_http::ws::{CloseCode, CloseReason, Frame, Item, ProtocolError};
+use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
-use actix_web_actors::ws;
-use tandem_actors::gateway::{Drained, Shutdown};
+use tandem_actors::gateway::Shutdown;
 use tandem_actors::{ClientQueue, Deliver, Principal, Runtime};
 use tandem_protocol::incoming::{Fragment, Incoming, Reassembler};
 use tandem_protocol::{parse_client_frame, ClientFrame, ErrorCode, ServerFrame};
@@ -20,11 +24,18 @@ use tandem_protocol::{parse_client_frame, ClientFrame, ErrorCode, ServerFrame};
 use crate::auth::{caller, AuthMode};
 use crate::limits::{ConnectionSlot, RateWindow};
 use crate::state::{AppState, Heartbeat};
+use crate::ws_io::{Out, Outbox, OutboxBody, ReadError, Reader};
 use crate::ws_limit::FrameLimit;
 use crate::ws_requests::{dispatch, error_frame, Dispatched, Requester};
 
 /// Messages the client actor's mailbox holds; the byte budget is the real bound.
 const MAILBOX: usize = 4096;
+/// How often a socket that connected with a token checks that it still
+/// authenticates, so a revoked token's listen-only sockets close too.
+const AUTH_RECHECK: Duration = Duration::from_secs(1);
+/// How long a stopped connection's last frames (an error, the close) may take to be
+/// written before its socket is shut: a client that does not read never takes them.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// Bad frames tolerated per [`ABUSE_WINDOW`] before the socket is closed.
 const MAX_BAD_FRAMES: usize = 50;
 const ABUSE_WINDOW: Duration = Duration::from_secs(10);
@@ -86,17 +97,47 @@ pub async fn connect(
         AuthMode::Token => crate::auth::presented_token(&req),
         AuthMode::None => None,
     };
+    // Checked before anything is set up: a bad handshake is an HTTP error.
+    actix_http::ws::verify_handshake(req.head())?;
+    let accept = req
+        .headers()
+        .get(header::SEC_WEBSOCKET_KEY)
+        .map(|key| actix_http::ws::hash_key(key.as_bytes()))
+        .ok_or(actix_http::ws::HandshakeError::BadWebsocketKey)?;
     let runtime = state.runtime.clone();
     let queue = runtime.new_client_queue();
-    let shutdown = req.conn_data::<ConnSocket>().map(ConnSocket::shutdown);
-    if let Some(shutdown) = &shutdown {
-        queue.set_shutdown(shutdown.clone());
-    }
+    let outbox = Outbox::new(queue.clone());
+    let socket = req.conn_data::<ConnSocket>().map(ConnSocket::shutdown);
+    // Eviction shuts the socket and drops everything queued at once.
+    let evict = {
+        let socket = socket.clone();
+        let outbox = Arc::downgrade(&outbox);
+        Shutdown::new(move || {
+            if let Some(socket) = &socket {
+                socket.run();
+            }
+            if let Some(outbox) = outbox.upgrade() {
+                outbox.abandon();
+            }
+        })
+    };
+    queue.set_shutdown(evict);
+    let id = runtime.next_client_id();
+    let body = OutboxBody::new(outbox.clone(), runtime.gateway().recipient(), id);
+    // Frames up to 16× the limit are read and refused with FRAME_TOO_LARGE so the
+    // socket stays usable; anything larger is a protocol violation that closes it
+    // (1009), refused at its header before any of its payload is buffered.
+    let hard_cap = state.max_frame_bytes.saturating_mul(16);
+    let oversized = Arc::<std::sync::atomic::AtomicBool>::default();
+    let limited = FrameLimit::new(stream, hard_cap, oversized.clone(), socket.clone());
+    let reader = Reader::new(limited, hard_cap, outbox.clone());
     let client = WsClient {
         token,
         auth_checked: Instant::now(),
-        id: runtime.next_client_id(),
+        id,
         queue,
+        outbox,
+        socket,
         runtime,
         principal,
         max_frame: state.max_frame_bytes,
@@ -106,16 +147,20 @@ pub async fn connect(
         bad_frames: VecDeque::new(),
         rate: RateWindow::new(state.limits.messages_per_sec),
         _slot: slot,
-        oversized: Arc::default(),
+        oversized,
     };
-    // Frames up to 16× the limit are read and refused with FRAME_TOO_LARGE so the
-    // socket stays usable; anything larger is a protocol violation that closes it
-    // (1009), refused at its header before any of its payload is buffered.
-    let hard_cap = state.max_frame_bytes.saturating_mul(16);
-    let limited = FrameLimit::new(stream, hard_cap, client.oversized.clone(), shutdown);
-    ws::WsResponseBuilder::new(client, &req, limited)
-        .frame_size(hard_cap)
-        .start()
+    WsClient::create(|ctx| {
+        ctx.add_stream(reader);
+        client
+    });
+    Ok(HttpResponse::SwitchingProtocols()
+        .upgrade("websocket")
+        .insert_header((
+            header::SEC_WEBSOCKET_ACCEPT,
+            header::HeaderValue::from_bytes(&accept)
+                .map_err(actix_web::error::ErrorInternalServerError)?,
+        ))
+        .streaming(body))
 }
 
 /// One WebSocket connection.
@@ -126,6 +171,10 @@ pub struct WsClient {
     runtime: Runtime,
     principal: Principal,
     queue: Arc<ClientQueue>,
+    /// Frames waiting for the client; the response body takes them.
+    outbox: Arc<Outbox>,
+    /// Shuts the socket (none when the connection's socket could not be kept).
+    socket: Option<Shutdown>,
     max_frame: usize,
     /// How often to ping, and how long a silent client (no frame, no pong) may stay
     /// before it is dropped as half-open.
@@ -144,23 +193,31 @@ pub struct WsClient {
     auth_checked: Instant,
 }
 
-type Ctx = ws::WebsocketContext<WsClient>;
+type Ctx = Context<WsClient>;
 
 impl WsClient {
-    fn send_frame(ctx: &mut Ctx, frame: &ServerFrame) {
-        ctx.text(frame.to_json());
+    fn send_frame(&self, frame: &ServerFrame) {
+        self.outbox.push(Out::Text(frame.to_json().into()));
+    }
+
+    /// Queues the close frame (the last one written) and stops.
+    fn close(&self, ctx: &mut Ctx, code: CloseCode, description: &str) {
+        self.outbox.push(Out::Close(Some(CloseReason {
+            code,
+            description: Some(description.into()),
+        })));
+        ctx.stop();
     }
 
     fn error(
         &mut self,
-        ctx: &mut Ctx,
         code: ErrorCode,
         error: String,
         request_id: Option<String>,
         session_id: Option<String>,
     ) {
         let frame = error_frame(&self.runtime, code, error, request_id, session_id);
-        Self::send_frame(ctx, &frame);
+        self.send_frame(&frame);
     }
 
     /// Counts a bad frame; a client that keeps sending them is closed.
@@ -176,17 +233,12 @@ impl WsClient {
         }
         if self.bad_frames.len() > MAX_BAD_FRAMES {
             self.error(
-                ctx,
                 ErrorCode::RateLimited,
                 "too many bad frames; closing".into(),
                 None,
                 None,
             );
-            ctx.close(Some(ws::CloseReason {
-                code: ws::CloseCode::Policy,
-                description: Some("too many bad frames".into()),
-            }));
-            ctx.stop();
+            self.close(ctx, CloseCode::Policy, "too many bad frames");
         }
     }
 
@@ -195,11 +247,22 @@ impl WsClient {
         let Some(token) = &self.token else {
             return true;
         };
-        if self.auth_checked.elapsed() < Duration::from_secs(1) {
+        if self.auth_checked.elapsed() < AUTH_RECHECK {
             return true;
         }
         self.auth_checked = Instant::now();
         self.runtime.authenticate(token).is_some()
+    }
+
+    /// Tells the client its token no longer authenticates, and closes.
+    fn revoked(&mut self, ctx: &mut Ctx) {
+        self.error(
+            ErrorCode::Unauthorized,
+            "the token was revoked or replaced; closing".into(),
+            None,
+            None,
+        );
+        self.close(ctx, CloseCode::Policy, "token revoked");
     }
 
     /// Answers what the reassembler made of a data frame.
@@ -207,7 +270,7 @@ impl WsClient {
         match incoming {
             Incoming::Text(text) => self.on_text(&text, ctx),
             Incoming::Refused { code, message } => {
-                self.error(ctx, code, message, None, None);
+                self.error(code, message, None, None);
                 self.bad_frame(ctx);
             }
             Incoming::Pending => {}
@@ -221,25 +284,13 @@ impl WsClient {
             return;
         }
         if !self.still_authorized() {
-            self.error(
-                ctx,
-                ErrorCode::Unauthorized,
-                "the token was revoked or replaced; closing".into(),
-                None,
-                None,
-            );
-            ctx.close(Some(ws::CloseReason {
-                code: ws::CloseCode::Policy,
-                description: Some("token revoked".into()),
-            }));
-            ctx.stop();
+            self.revoked(ctx);
             return;
         }
         match parse_client_frame(text) {
             Ok(frame) => {
                 if self.rate.over() {
                     self.error(
-                        ctx,
                         ErrorCode::RateLimited,
                         "too many requests; slow down".into(),
                         frame.request_id,
@@ -250,7 +301,7 @@ impl WsClient {
                 self.dispatch(frame, ctx);
             }
             Err(e) => {
-                self.error(ctx, e.code, e.message, e.request_id, e.session_id);
+                self.error(e.code, e.message, e.request_id, e.session_id);
                 self.bad_frame(ctx);
             }
         }
@@ -265,24 +316,24 @@ impl WsClient {
         match dispatch(who, frame) {
             Dispatched::Now(frames) => {
                 for frame in &frames {
-                    Self::send_frame(ctx, frame);
+                    self.send_frame(frame);
                 }
             }
             Dispatched::Later(fut) => {
                 ctx.spawn(
                     fut.into_actor(self)
-                        .map(|frame, _, ctx| Self::send_frame(ctx, &frame)),
+                        .map(|frame, act, _| act.send_frame(&frame)),
                 );
             }
         }
     }
 
-    fn on_fragment(&mut self, item: actix_http::ws::Item, ctx: &mut Ctx) {
+    fn on_fragment(&mut self, item: Item, ctx: &mut Ctx) {
         let (kind, bytes) = match item {
-            actix_http::ws::Item::FirstText(b) => (Fragment::FirstText, b),
-            actix_http::ws::Item::FirstBinary(b) => (Fragment::FirstBinary, b),
-            actix_http::ws::Item::Continue(b) => (Fragment::Continue, b),
-            actix_http::ws::Item::Last(b) => (Fragment::Last, b),
+            Item::FirstText(b) => (Fragment::FirstText, b),
+            Item::FirstBinary(b) => (Fragment::FirstBinary, b),
+            Item::Continue(b) => (Fragment::Continue, b),
+            Item::Last(b) => (Fragment::Last, b),
         };
         let incoming = self.incoming.fragment(kind, &bytes);
         self.on_incoming(incoming, ctx);
@@ -303,18 +354,41 @@ impl Actor for WsClient {
         ctx.run_interval(self.heartbeat.ping_every, |act, ctx| {
             if act.last_heard.elapsed() > act.heartbeat.timeout {
                 tracing::info!(client = act.id, "dropping a silent WebSocket client");
+                if let Some(socket) = &act.socket {
+                    socket.run();
+                }
                 ctx.stop();
                 return;
             }
-            ctx.ping(b"");
+            act.outbox.push(Out::Ping);
         });
+        if self.token.is_some() {
+            // A socket that only listens sends no request to check its token on.
+            ctx.run_interval(AUTH_RECHECK, |act, ctx| {
+                if !act.still_authorized() {
+                    act.revoked(ctx);
+                }
+            });
+        }
     }
 
     fn stopped(&mut self, _: &mut Ctx) {
         self.queue.mark_closed();
         self.runtime.disconnect_client(self.id);
-        // Frames still in the mailbox die with it; release their bytes.
-        self.queue.delivered(self.queue.queued());
+        // What is still queued (an error, the close frame) is written if the client
+        // reads; its bytes no longer count against the gateway's budgets.
+        self.outbox.finish();
+        self.queue.release(usize::MAX);
+        let (outbox, socket) = (self.outbox.clone(), self.socket.clone());
+        actix_rt::spawn(async move {
+            actix_rt::time::sleep(CLOSE_GRACE).await;
+            if !outbox.ended() {
+                outbox.abandon();
+                if let Some(socket) = socket {
+                    socket.run();
+                }
+            }
+        });
     }
 }
 
@@ -327,26 +401,16 @@ impl Handler<Deliver> for WsClient {
             ctx.stop();
             return;
         }
-        for frame in msg.frames {
-            ctx.text(frame);
-        }
-        if self.queue.delivered(msg.bytes) {
-            self.runtime
-                .gateway()
-                .do_send(Drained { client_id: self.id });
-        }
+        // Charged by the gateway; released when the body takes them.
+        self.outbox.push_charged(msg.frames);
         if let Some((code, reason)) = msg.close {
-            ctx.close(Some(ws::CloseReason {
-                code: ws::CloseCode::from(code),
-                description: Some(reason),
-            }));
-            ctx.stop();
+            self.close(ctx, CloseCode::from(code), &reason);
         }
     }
 }
 
-impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsClient {
-    fn handle(&mut self, msg: Result<ws::Message, ws::ProtocolError>, ctx: &mut Ctx) {
+impl StreamHandler<Result<Frame, ReadError>> for WsClient {
+    fn handle(&mut self, msg: Result<Frame, ReadError>, ctx: &mut Ctx) {
         if self.queue.evicted() {
             // Whatever an evicted client sends is refused.
             ctx.stop();
@@ -354,36 +418,31 @@ impl StreamHandler<Result<ws::Message, ws::ProtocolError>> for WsClient {
         }
         self.last_heard = Instant::now();
         match msg {
-            Ok(ws::Message::Text(text)) => self.on_text(&text, ctx),
-            Ok(ws::Message::Binary(_)) => {
+            Ok(Frame::Text(bytes)) => match std::str::from_utf8(&bytes) {
+                Ok(text) => self.on_text(text, ctx),
+                // Answered like invalid UTF-8 in a fragmented message.
+                Err(_) => self.on_incoming(tandem_protocol::incoming::not_utf8(), ctx),
+            },
+            Ok(Frame::Binary(_)) => {
                 let refused = self.incoming.binary();
                 self.on_incoming(refused, ctx);
             }
-            Ok(ws::Message::Continuation(item)) => self.on_fragment(item, ctx),
-            Ok(ws::Message::Ping(bytes)) => ctx.pong(&bytes),
-            Ok(ws::Message::Pong(_)) | Ok(ws::Message::Nop) => {}
-            Ok(ws::Message::Close(reason)) => {
-                ctx.close(reason);
+            Ok(Frame::Continuation(item)) => self.on_fragment(item, ctx),
+            Ok(Frame::Ping(bytes)) => self.outbox.push(Out::Pong(bytes)),
+            Ok(Frame::Pong(_)) => {}
+            Ok(Frame::Close(reason)) => {
+                self.outbox.push(Out::Close(reason));
                 ctx.stop();
-            }
-            // actix-web-actors reports a whole text frame that is not UTF-8 as an I/O
-            // error, having consumed the frame; answer it like a fragmented one.
-            Err(ws::ProtocolError::Io(e)) if e.to_string().contains("utf-8") => {
-                self.on_incoming(tandem_protocol::incoming::not_utf8(), ctx);
             }
             Err(e) => {
                 tracing::debug!(client = self.id, error = %e, "WebSocket protocol error");
                 let oversized = self.oversized.load(std::sync::atomic::Ordering::Acquire);
                 let code = match e {
-                    _ if oversized => ws::CloseCode::Size,
-                    ws::ProtocolError::Overflow => ws::CloseCode::Size,
-                    _ => ws::CloseCode::Protocol,
+                    _ if oversized => CloseCode::Size,
+                    ReadError::Protocol(ProtocolError::Overflow) => CloseCode::Size,
+                    _ => CloseCode::Protocol,
                 };
-                ctx.close(Some(ws::CloseReason {
-                    code,
-                    description: Some(e.to_string()),
-                }));
-                ctx.stop();
+                self.close(ctx, code, &e.to_string());
             }
         }
     }

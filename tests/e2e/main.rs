@@ -17,6 +17,8 @@ mod fuzz_socket;
 mod handoff;
 mod huge_frames;
 mod limits;
+mod long_urls;
+mod pair_gone;
 mod pairs;
 mod permissions;
 mod rest_parity;
@@ -26,6 +28,7 @@ mod secrets;
 mod slow_client;
 mod stalled_clients;
 mod subscribe;
+mod write_path;
 
 use serde_json::Value;
 

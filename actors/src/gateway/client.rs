@@ -9,7 +9,9 @@ use bytestring::ByteString;
 
 use crate::metrics::Metrics;
 
-/// Frames for one client, delivered into its actor's bounded mailbox with `try_send`.
+/// Frames for one client, delivered into its connection actor's bounded mailbox with
+/// `try_send`; their bytes are charged to its [`ClientQueue`] until the socket takes
+/// them.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct Deliver {
@@ -21,9 +23,9 @@ pub struct Deliver {
     pub close: Option<(u16, String)>,
 }
 
-/// Shuts a client's socket from outside its actor. A client that stops reading stalls
-/// its own actor (the HTTP layer stops polling it while the socket's buffer is full),
-/// so only shutting the socket itself ends such a connection.
+/// Shuts a client's socket from outside its actor, and drops what is queued for it.
+/// The HTTP layer stops writing to a client whose socket buffer is full, so only
+/// shutting the socket itself ends such a connection at once.
 #[derive(Clone)]
 pub struct Shutdown(Arc<dyn Fn() + Send + Sync>);
 
@@ -45,15 +47,16 @@ impl std::fmt::Debug for Shutdown {
     }
 }
 
-/// Byte accounting for one client's undelivered frames, shared between the gateway
-/// (which adds) and the client's actor (which subtracts as it writes to the socket).
+/// Byte accounting for one client's unwritten frames, shared between the gateway and
+/// the client's connection (which add) and the connection's response body (which
+/// subtracts as the HTTP layer takes bytes for the socket).
 #[derive(Debug)]
 pub struct ClientQueue {
     bytes: AtomicUsize,
     limit: usize,
     /// Set by the gateway when it holds back a replay until the queue drains.
     drain_wanted: AtomicBool,
-    /// Set by the gateway when it gave up on the client; its actor then closes.
+    /// Set by the gateway when it gave up on the client; its connection then closes.
     evicted: AtomicBool,
     /// Set by the gateway when it holds a producer back until this client has
     /// written most of its queue ([`ClientQueue::soft_limit`]).
@@ -126,9 +129,10 @@ impl ClientQueue {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Subtracts up to `n` bytes; returns what was really subtracted (an evicted
-    /// queue was already emptied).
-    pub(crate) fn release(&self, n: usize) -> usize {
+    /// Subtracts up to `n` bytes that will never be written (dropped with their
+    /// connection); returns what was really subtracted (an evicted queue was already
+    /// emptied).
+    pub fn release(&self, n: usize) -> usize {
         let before = self
             .bytes
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
@@ -162,7 +166,10 @@ impl ClientQueue {
         self.soft_drain_wanted.store(true, Ordering::Release);
     }
 
-    pub(crate) fn add(&self, n: usize) {
+    /// Charges `n` bytes queued for the client: the gateway's deliveries, and the
+    /// connection's own frames (replies, errors, pings), so that everything the
+    /// server holds for a client counts against one budget.
+    pub fn add(&self, n: usize) {
         let before = self.bytes.fetch_add(n, Ordering::AcqRel);
         if before == 0 {
             // The stall clock starts when there is something to write.
@@ -197,7 +204,8 @@ impl ClientQueue {
         self.drain_wanted.store(true, Ordering::Release);
     }
 
-    /// Called by the client's actor once `n` bytes have been handed to the socket.
+    /// Called by the client's response body once the HTTP layer has taken `n` bytes
+    /// for the socket (it asks only while its write buffer has room).
     /// Returns true when the gateway asked to hear that the queue has drained, in
     /// which case the caller sends it [`super::Drained`].
     pub fn delivered(&self, n: usize) -> bool {
