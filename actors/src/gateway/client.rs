@@ -157,7 +157,7 @@ impl ClientQueue {
     }
 
     /// Queued bytes above which a keeping-up client holds its sessions' producers
-    /// back (see [`super::flow`]); far below the bound, so latency stays low.
+    /// back (see [`crate::flow`]); far below the bound, so latency stays low.
     pub fn soft_limit(&self) -> usize {
         (self.limit / 2048).clamp(2 << 10, 64 << 10)
     }

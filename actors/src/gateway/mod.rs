@@ -68,12 +68,17 @@ struct Sub {
 }
 
 struct Client {
+    /// The client's connection, which writes what it is handed.
     sink: Recipient<Deliver>,
+    /// Bytes handed to the connection and not yet written: the client's budget.
     queue: Arc<ClientQueue>,
+    /// Who the client is; subscriptions and the session list are checked against it.
     principal: Principal,
+    /// The client's subscriptions, by session id.
     subs: HashMap<Arc<str>, Sub>,
     /// Replays waiting for the queue to drain.
     parked: Vec<Arc<str>>,
+    /// Gets `session_upserted` frames (it sent `sessions.watch`).
     watching: bool,
     /// Recent lags, with the bytes the client had written by then.
     lags: VecDeque<(Instant, u64)>,
@@ -108,8 +113,11 @@ enum Refused {
 
 /// The fan-out actor: one per server, on its own thread; it never waits for a client.
 pub struct Gateway {
+    /// Read (off the actor's thread) for replays older than a ring holds.
     store: Store,
+    /// Delivery, lag and eviction counters for `/metrics`.
     metrics: Arc<Metrics>,
+    /// Events each session's ring keeps for subscribers catching up without the store.
     ring_events: usize,
     /// A client with bytes queued that writes nothing for this long is disconnected.
     stall_limit: Duration,
@@ -118,8 +126,12 @@ pub struct Gateway {
     total_cap: usize,
     /// Clients sent a 1008 close, and when: shut if still open after [`CLOSE_GRACE`].
     closing: Vec<(Arc<ClientQueue>, Instant)>,
+    /// Each session's ring and live subscribers; dropped when idle.
     topics: HashMap<Arc<str>, Topic>,
+    /// Connected clients, by the id the runtime gave them.
     clients: HashMap<u64, Client>,
+    /// Counter that tells a subscription from an earlier one to the same session, so
+    /// a store page read for the old one is not delivered to the new one.
     generation: u64,
 }
 

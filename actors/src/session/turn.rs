@@ -38,7 +38,9 @@ pub(crate) const RESPONSE_TAIL_CHARS: usize = 30_000;
 /// The delegation a Worker's turn carries out.
 #[derive(Debug, Clone)]
 pub(super) struct TurnDelegation {
+    /// The pair whose Driver delegated (for logs once the pair is gone).
     pub pair_id: String,
+    /// Reported back with the turn's end, so the pair resolves the right delegation.
     pub delegation_id: String,
     /// The pair actor, told when the turn ends.
     pub report_to: Recipient<super::WorkerTurnEnded>,
