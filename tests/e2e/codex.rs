@@ -293,6 +293,12 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
         "{order:?}"
     );
     assert_eq!(last_of(&events, "assistant_message")["text"], "thought");
+    // Model and effort stay without being sent again (the adapter sends a turn only
+    // the settings that changed; Codex keeps overrides for the following turns).
+    let requests = codex.mock.requests();
+    let last = requests.last().cloned().unwrap_or_default();
+    assert_eq!(last["model"], json!(model), "{last}");
+    assert_eq!(last["reasoning"]["effort"], "high", "{last}");
 }
 
 #[actix_rt::test]
