@@ -293,6 +293,12 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
         "{order:?}"
     );
     assert_eq!(last_of(&events, "assistant_message")["text"], "thought");
+    // Model and effort stay without being sent again (the adapter sends a turn only
+    // the settings that changed; Codex keeps overrides for the following turns).
+    let requests = codex.mock.requests();
+    let last = requests.last().cloned().unwrap_or_default();
+    assert_eq!(last["model"], json!(model), "{last}");
+    assert_eq!(last["reasoning"]["effort"], "high", "{last}");
 }
 
 #[actix_rt::test]
@@ -570,6 +576,83 @@ async fn approvals_allow_deny_and_interrupt() {
     );
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     assert!(dir.join("bypassed.txt").exists());
+}
+
+#[actix_rt::test]
+async fn file_change_approval_allow_and_deny() {
+    let Some(codex) = start(&[]) else { return };
+    let dir = codex.dir.path().to_path_buf();
+    let mut ws = codex.ws().await;
+    // Codex offers its `apply_patch` tool only for models its catalog knows: take one
+    // that `model/list` reported (the listing starts with placeholders until then).
+    let mut model = String::new();
+    for _ in 0..200 {
+        let (status, vendors) = codex.get("/api/v1/vendors").await;
+        assert_eq!(status, 200);
+        let models: Vec<String> = vendors["vendors"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["id"] == "codex"))
+            .and_then(|v| v["models"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|m| m.as_str().map(str::to_string))
+            .collect();
+        if !models.is_empty() && !models.iter().any(|m| m == "gpt-5-codex") {
+            model = models[0].clone();
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !model.is_empty(),
+        "model/list never replaced the placeholder models"
+    );
+    // Default mode asks before a patch, even inside the workspace.
+    let id = codex_session(
+        &mut ws,
+        json!({"cwd": dir.display().to_string(), "model": model}),
+    )
+    .await;
+
+    ws.ok(
+        json!({"type": "chat.send", "sessionId": id, "content": "patch patched.txt hello patch"}),
+    )
+    .await;
+    // Codex reports the file change (our `tool_call`) before it asks.
+    let asked = ws
+        .recv_until(|v| v["kind"] == "permission_request" && v["sessionId"] == json!(id))
+        .await;
+    let request = asked.last().cloned().unwrap_or_default();
+    assert_eq!(request["toolName"], "apply_patch", "{request}");
+    assert!(!dir.join("patched.txt").exists());
+    let call = last_of(&asked, "tool_call").clone();
+    let events = answer_until_turn_end(&mut ws, &id, &request, true).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert_eq!(call["name"], "apply_patch", "{events:?}");
+    assert!(call["input"].to_string().contains("patched.txt"), "{call}");
+    let result = last_of(&events, "tool_result");
+    assert_eq!(result["callId"], call["callId"], "{events:?}");
+    assert_eq!(result["isError"], false, "{result}");
+    let written = std::fs::read_to_string(dir.join("patched.txt")).unwrap_or_default();
+    assert_eq!(written.trim_end(), "hello patch");
+
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "patch refused.txt no"}))
+        .await;
+    let request = permission_request(&mut ws, &id).await;
+    assert_eq!(request["toolName"], "apply_patch", "{request}");
+    let events = answer_until_turn_end(&mut ws, &id, &request, false).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert!(!dir.join("refused.txt").exists());
+    assert_eq!(
+        last_of(&events, "tool_result")["isError"],
+        true,
+        "{events:?}"
+    );
+    // The model heard that the patch was refused.
+    let requests = codex.mock.requests();
+    let last = requests.last().cloned().unwrap_or_default();
+    let input = last["input"].to_string();
+    assert!(input.contains("custom_tool_call_output"), "{input}");
 }
 
 #[actix_rt::test]

@@ -12,6 +12,9 @@
 //!   `on-request`);
 //! - `tool NAME {json}` → a call to the MCP tool NAME of the `tandem` server (a
 //!   `function_call` in the `mcp__tandem` namespace);
+//! - `patch FILE TEXT` → a call to the freeform `apply_patch` tool (a
+//!   `custom_tool_call`) adding FILE with the line TEXT. Codex offers that tool only
+//!   for models its catalog knows (not for `mock-model`): tests pick one;
 //! - `fail` → HTTP 500;
 //! - anything else → `Hello from mock.`
 //!
@@ -162,6 +165,11 @@ enum Reply {
         name: String,
         arguments: Value,
     },
+    /// A freeform (custom) tool call: its input is plain text, not JSON.
+    Custom {
+        name: String,
+        input: String,
+    },
     Fail,
 }
 
@@ -224,6 +232,13 @@ fn choose(body: &Value) -> Reply {
                 namespace: Some("mcp__tandem".into()),
                 name: name.to_string(),
                 arguments: serde_json::from_str(args).unwrap_or_else(|_| json!({})),
+            }
+        }
+        "patch" => {
+            let (file, line) = rest.split_once(' ').unwrap_or((rest, ""));
+            Reply::Custom {
+                name: "apply_patch".into(),
+                input: format!("*** Begin Patch\n*** Add File: {file}\n+{line}\n*** End Patch\n"),
             }
         }
         "fail" => Reply::Fail,
@@ -396,6 +411,24 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             )?;
             vec![item]
         }
+        Reply::Custom { name, input } => {
+            let item = json!({
+                "type": "custom_tool_call",
+                "id": format!("ctc_{id}"),
+                "call_id": format!("call_{id}"),
+                "name": name,
+                "input": input,
+            });
+            sse.event(
+                "response.output_item.added",
+                json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+            )?;
+            sse.event(
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            )?;
+            vec![item]
+        }
         Reply::Fail => Vec::new(),
     };
     sse.event(
@@ -489,6 +522,13 @@ mod tests {
             choose(&body("tool send_to_partner {\"message\":\"x\"}")),
             Reply::Call { namespace: Some(ns), arguments, .. } if ns == "mcp__tandem" && arguments["message"] == "x"
         ));
+        assert_eq!(
+            choose(&body("patch a.txt hello there")),
+            Reply::Custom {
+                name: "apply_patch".into(),
+                input: "*** Begin Patch\n*** Add File: a.txt\n+hello there\n*** End Patch\n".into()
+            }
+        );
         let mut with_output = body("shell ls");
         if let Some(input) = with_output["input"].as_array_mut() {
             input.push(json!({"type": "function_call_output", "call_id": "c", "output": "ok"}));

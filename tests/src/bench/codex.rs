@@ -11,6 +11,12 @@
 //!   one Codex session, each turn timed from writing `chat.send` on a subscribed
 //!   WebSocket to receiving that turn's `turn_completed` event.
 //!
+//! Both send the same `turn/start` (the adapter adds the approval policy, sandbox,
+//! model or effort only when one changed since the thread was loaded, which it was
+//! not here). `--direct-overrides 1` makes the direct client add the approval policy
+//! and sandbox to every turn as the adapter once did, to measure what that costs
+//! app-server.
+//!
 //! Both run the same text turn (`say hello from the bench`), alternating turn by turn
 //! so both see the same machine load, after `WARMUP` untimed turns each (the first
 //! turn starts the process and the thread). Overhead = served − direct, for the
@@ -49,6 +55,7 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
     let turns: usize = flags.num("turns", 100)?;
     let runs: usize = flags.num("runs", 3)?;
     let bin: Option<String> = flags.opt("codex-bin")?;
+    let overrides = flags.num("direct-overrides", 0u8)? != 0;
     let extra = flags.all("server-arg");
     flags.done()?;
     if turns < 50 || runs == 0 {
@@ -72,12 +79,12 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
             diffs,
             cpu_ms,
             commits,
-        } = run_once(&bin, turns, &extra)?;
+        } = run_once(&bin, turns, &extra, overrides)?;
         let overhead = ms(percentile(&served, 50.0)) - ms(percentile(&direct, 50.0));
         let p99 = ms(percentile(&served, 99.0)) - ms(percentile(&direct, 99.0));
         let pair = median(&diffs);
         report::line(&json!({
-            "mode": "codex", "run": run, "turns": turns,
+            "mode": "codex", "run": run, "turns": turns, "direct_overrides": overrides,
             "direct_ms": summary(&direct), "served_ms": summary(&served),
             "overhead_median_ms": round(overhead, 2),
             "overhead_p99_ms": round(p99, 2),
@@ -138,7 +145,12 @@ struct RunResult {
     commits: f64,
 }
 
-fn run_once(bin: &Path, turns: usize, extra: &[String]) -> Result<RunResult, String> {
+fn run_once(
+    bin: &Path,
+    turns: usize,
+    extra: &[String],
+    overrides: bool,
+) -> Result<RunResult, String> {
     let mock = MockOpenAi::start();
     let dir = TempDir::new("bench-codex");
 
@@ -166,6 +178,7 @@ fn run_once(bin: &Path, turns: usize, extra: &[String]) -> Result<RunResult, Str
     // its threads (with the token of a session of its own), so both run the same turn.
     let mcp = system.block_on(mcp_access(&server))?;
     let mut direct = Direct::start(bin, &mock, dir.path(), mcp)?;
+    direct.overrides = overrides;
 
     let mut direct_us = Vec::with_capacity(turns);
     let mut served_us = Vec::with_capacity(turns);
@@ -208,6 +221,8 @@ struct Direct {
     stdout: BufReader<ChildStdout>,
     thread_id: String,
     next_id: u64,
+    /// Add the thread's approval policy and sandbox to every `turn/start`.
+    overrides: bool,
 }
 
 impl Drop for Direct {
@@ -246,6 +261,7 @@ impl Direct {
             stdout: BufReader::new(stdout),
             thread_id: String::new(),
             next_id: 1,
+            overrides: false,
         };
         // The same opt-outs as the adapter, so app-server does the same work.
         let opt_out = [
@@ -325,9 +341,14 @@ impl Direct {
     fn turn(&mut self) -> Result<u32, String> {
         let id = self.next_id;
         self.next_id += 1;
-        let frame = json!({"id": id, "method": "turn/start", "params": {
+        let mut frame = json!({"id": id, "method": "turn/start", "params": {
             "threadId": self.thread_id,
             "input": [{"type": "text", "text": PROMPT, "text_elements": []}]}});
+        if self.overrides {
+            // The same values the thread was started with.
+            frame["params"]["approvalPolicy"] = json!("untrusted");
+            frame["params"]["sandboxPolicy"] = json!({"type": "workspaceWrite"});
+        }
         let t0 = Instant::now();
         self.send(&frame)?;
         let line = self.read_until(|l| l.starts_with("{\"method\":\"turn/completed\""))?;

@@ -63,7 +63,8 @@ usage: bench serve [tandem serve flags]
        bench durability [fanout flags] (runs fanout with --commit-batch 1 and default)
        bench delegation [--pairs 100] [--calls 1000] [--per-pair 50] [--runs 3]
                         [--threads 2] [--server-arg ARG]...
-       bench codex      [--turns 100] [--runs 3] [--codex-bin PATH] [--server-arg ARG]...
+       bench codex      [--turns 100] [--runs 3] [--codex-bin PATH] [--direct-overrides 1]
+                        [--server-arg ARG]...
        bench claude     [--turns 100] [--warmup 5] [--bin PATH]";
 
 fn usage_error(e: &str) -> ExitCode {

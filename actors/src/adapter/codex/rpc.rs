@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -445,7 +446,8 @@ impl Inner {
             }
             (id, Some(method)) => {
                 let params = raw.params.unwrap_or(Value::Null);
-                let thread = serde_json::from_value::<ThreadRef>(params.clone())
+                // Read in place: the params go on to the session whole.
+                let thread = ThreadRef::deserialize(&params)
                     .ok()
                     .and_then(|t| t.thread_id);
                 let to = thread

@@ -74,6 +74,22 @@ struct Running {
     generation: Option<u64>,
 }
 
+/// The settings a loaded thread runs with. `turn/start` overrides are sticky ("this
+/// turn and subsequent turns"), and app-server takes several milliseconds longer to
+/// start a turn that carries any (measured with `bench codex`: ~4 ms even when the
+/// values equal the thread's), so a turn sends only the ones that changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Applied {
+    /// The process the thread is loaded in (a new process resumes it afresh).
+    generation: u64,
+    approval_policy: ApprovalPolicy,
+    sandbox: SandboxMode,
+    /// `None`: the thread's default (never overridden).
+    model: Option<String>,
+    /// `None`: not known (the thread's default, or whatever a resumed thread had).
+    effort: Option<String>,
+}
+
 /// What kind of answer an approval takes.
 #[derive(Debug, Clone)]
 enum ApprovalKind {
@@ -116,6 +132,8 @@ pub struct CodexThread {
     conn: Option<Connection>,
     /// The instructions the loaded thread was given.
     instructions: Option<String>,
+    /// The settings the loaded thread runs with, when known.
+    applied: Option<Applied>,
     turn: Option<Running>,
     finished: VecDeque<String>,
     approvals: Vec<Approval>,
@@ -144,6 +162,7 @@ impl CodexThread {
             thread_id: ctx.vendor_session_id,
             conn: None,
             instructions: None,
+            applied: None,
             turn: None,
             finished: VecDeque::new(),
             approvals: Vec::new(),
@@ -268,6 +287,7 @@ impl CodexThread {
             text,
             text_elements: Vec::new(),
         });
+        let applied = self.applied.clone();
         let plan = TurnPlan {
             server: self.server.clone(),
             me,
@@ -281,6 +301,7 @@ impl CodexThread {
             instructions,
             config,
             input,
+            applied,
         };
         let work = async move {
             let reused = known.is_some();
@@ -300,15 +321,16 @@ impl CodexThread {
     }
 
     /// `turn/start` answered (or failed).
-    fn began(
-        &mut self,
-        turn_id: String,
-        res: Result<(Connection, Option<Loaded>, String), RpcError>,
-        ctx: &mut Context<Self>,
-    ) {
+    fn began(&mut self, turn_id: String, res: Result<Started, RpcError>, ctx: &mut Context<Self>) {
         let current = self.turn.as_ref().is_some_and(|t| t.id == turn_id);
         match res {
-            Ok((conn, loaded, codex_id)) => {
+            Ok(Started {
+                conn,
+                loaded,
+                codex_id,
+                applied,
+            }) => {
+                self.applied = Some(applied);
                 if let Some(loaded) = loaded {
                     let fresh = self.thread_id.as_deref() != Some(loaded.thread_id.as_str());
                     self.thread_id = Some(loaded.thread_id.clone());
@@ -360,6 +382,8 @@ impl CodexThread {
                 }
             }
             Err(e) => {
+                // Whether the thread took any overrides is unknown: send them all next.
+                self.applied = None;
                 if matches!(e, RpcError::Closed(_) | RpcError::Timeout { .. }) {
                     self.conn = None;
                 }
@@ -742,15 +766,26 @@ struct TurnPlan {
     instructions: Option<String>,
     config: Option<Value>,
     input: Vec<UserInput>,
+    /// The settings the thread runs with on the known connection, when known.
+    applied: Option<Applied>,
+}
+
+/// A turn Codex accepted.
+struct Started {
+    /// The connection it runs on.
+    conn: Connection,
+    /// Set when the thread was (re)loaded for it.
+    loaded: Option<Loaded>,
+    /// Codex's turn id.
+    codex_id: String,
+    /// The settings the thread runs with from this turn on.
+    applied: Applied,
 }
 
 impl TurnPlan {
     /// Connects (unless `known`, a connection the thread is loaded on), loads the
     /// thread if needed and routes it, then `turn/start`.
-    async fn run(
-        &self,
-        known: Option<Connection>,
-    ) -> Result<(Connection, Option<Loaded>, String), RpcError> {
+    async fn run(&self, known: Option<Connection>) -> Result<Started, RpcError> {
         let reuse = known.is_some() && self.thread_id.is_some();
         let conn = match known {
             Some(conn) => conn,
@@ -771,18 +806,69 @@ impl TurnPlan {
                 id
             }
         };
-        let params = TurnStartParams {
-            thread_id: thread,
-            input: self.input.clone(),
-            model: self.model.clone(),
-            effort: self.effort.clone(),
-            approval_policy: Some(self.approval_policy),
-            sandbox_policy: Some(self.sandbox.into()),
+        // What the thread runs with before this turn: what loading it just set, or
+        // what earlier turns on this connection left.
+        let generation = conn.generation();
+        let before = match &loaded {
+            Some(_) => Some(Applied {
+                generation,
+                approval_policy: self.approval_policy,
+                sandbox: self.sandbox,
+                model: self.model.clone(),
+                effort: None,
+            }),
+            None => self.applied.clone().filter(|a| a.generation == generation),
         };
+        let wanted = Applied {
+            generation,
+            approval_policy: self.approval_policy,
+            sandbox: self.sandbox,
+            model: self
+                .model
+                .clone()
+                .or_else(|| before.as_ref()?.model.clone()),
+            effort: self
+                .effort
+                .clone()
+                .or_else(|| before.as_ref()?.effort.clone()),
+        };
+        let params = overrides(before.as_ref(), &wanted, thread, self.input.clone());
         let started: TurnStartResponse = conn
             .request(method::TURN_START, &params, self.timeout)
             .await?;
-        Ok((conn, loaded, started.turn.id))
+        Ok(Started {
+            conn,
+            loaded,
+            codex_id: started.turn.id,
+            applied: wanted,
+        })
+    }
+}
+
+/// `turn/start` for `input`, carrying only the settings that differ from `before`
+/// (all of them when it is not known).
+fn overrides(
+    before: Option<&Applied>,
+    wanted: &Applied,
+    thread_id: String,
+    input: Vec<UserInput>,
+) -> TurnStartParams {
+    let changed = |same: fn(&Applied, &Applied) -> bool| before.is_none_or(|b| !same(b, wanted));
+    TurnStartParams {
+        thread_id,
+        input,
+        model: wanted
+            .model
+            .clone()
+            .filter(|_| changed(|a, b| a.model == b.model)),
+        effort: wanted
+            .effort
+            .clone()
+            .filter(|_| changed(|a, b| a.effort == b.effort)),
+        approval_policy: Some(wanted.approval_policy)
+            .filter(|_| changed(|a, b| a.approval_policy == b.approval_policy)),
+        sandbox_policy: Some(wanted.sandbox.into())
+            .filter(|_| changed(|a, b| a.sandbox == b.sandbox)),
     }
 }
 
@@ -1019,5 +1105,54 @@ impl Handler<AdapterCommand> for CodexThread {
                 self.settings = settings;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn applied(effort: Option<&str>) -> Applied {
+        Applied {
+            generation: 1,
+            approval_policy: ApprovalPolicy::Untrusted,
+            sandbox: SandboxMode::WorkspaceWrite,
+            model: None,
+            effort: effort.map(str::to_string),
+        }
+    }
+
+    fn sent(before: Option<&Applied>, wanted: &Applied) -> Value {
+        serde_json::to_value(overrides(before, wanted, "t".into(), Vec::new())).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_turn_sends_only_the_settings_that_changed() {
+        let same = applied(Some("high"));
+        let params = sent(Some(&same), &same);
+        assert_eq!(params, json!({"threadId": "t", "input": []}));
+
+        let unknown = sent(None, &same);
+        assert_eq!(unknown["approvalPolicy"], "untrusted", "{unknown}");
+        assert_eq!(
+            unknown["sandboxPolicy"]["type"], "workspaceWrite",
+            "{unknown}"
+        );
+        assert_eq!(unknown["effort"], "high", "{unknown}");
+
+        let mut bypass = same.clone();
+        bypass.approval_policy = ApprovalPolicy::Never;
+        bypass.sandbox = SandboxMode::DangerFullAccess;
+        let changed = sent(Some(&same), &bypass);
+        assert_eq!(changed["approvalPolicy"], "never", "{changed}");
+        assert_eq!(
+            changed["sandboxPolicy"]["type"], "dangerFullAccess",
+            "{changed}"
+        );
+        assert!(changed.get("effort").is_none(), "{changed}");
+
+        let low = sent(Some(&same), &applied(Some("low")));
+        assert_eq!(low["effort"], "low", "{low}");
+        assert!(low.get("approvalPolicy").is_none(), "{low}");
     }
 }
