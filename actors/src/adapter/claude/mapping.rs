@@ -10,7 +10,7 @@
 //!   messages (API error notes, model `<synthetic>`) are not the session's text and
 //!   are skipped; a failed turn carries the error instead.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tandem_protocol::{EventBody, TurnStatus};
 
 use super::wire::{
@@ -149,17 +149,34 @@ pub fn turn_outcome(result: &ResultMessage, interrupting: bool) -> (TurnStatus, 
 }
 
 /// The usage and cost kept on `turn_completed`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnUsage<'a> {
+    /// Claude Code's token counts, as it reported them.
+    usage: &'a Value,
+    /// What the turn cost, in US dollars, by Claude Code's reckoning.
+    total_cost_usd: Option<f64>,
+    /// The turn's wall time as Claude Code measured it.
+    duration_ms: Option<u64>,
+    /// Model requests the turn made.
+    num_turns: Option<u64>,
+}
+
+/// The usage and cost kept on `turn_completed`.
 pub fn usage_value(result: &ResultMessage) -> Value {
-    json!({
-        "usage": result.usage.clone().unwrap_or(Value::Null),
-        "totalCostUsd": result.total_cost_usd,
-        "durationMs": result.duration_ms,
-        "numTurns": result.num_turns,
-    })
+    let usage = TurnUsage {
+        usage: result.usage.as_ref().unwrap_or(&Value::Null),
+        total_cost_usd: result.total_cost_usd,
+        duration_ms: result.duration_ms,
+        num_turns: result.num_turns,
+    };
+    serde_json::to_value(usage).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn parse(v: Value) -> CliMessage {

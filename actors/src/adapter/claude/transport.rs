@@ -62,12 +62,43 @@ pub fn cli_mode(mode: PermissionMode) -> &'static str {
 
 /// The `--mcp-config` value naming our `/mcp` endpoint as server `tandem`.
 pub fn mcp_config(mcp: &McpAccess) -> String {
-    serde_json::json!({"mcpServers": {"tandem": {
-        "type": "http",
-        "url": mcp.url,
-        "headers": {"Authorization": format!("Bearer {}", mcp.token)},
-    }}})
-    .to_string()
+    let config = McpConfig {
+        mcp_servers: McpServers {
+            tandem: McpServer {
+                kind: "http",
+                url: &mcp.url,
+                headers: [("Authorization", format!("Bearer {}", mcp.token))].into(),
+            },
+        },
+    };
+    serde_json::to_string(&config).unwrap_or_default()
+}
+
+/// Claude Code's `--mcp-config` document.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct McpConfig<'a> {
+    /// MCP servers by name.
+    mcp_servers: McpServers<'a>,
+}
+
+/// The one MCP server we give Claude Code.
+#[derive(serde::Serialize)]
+struct McpServers<'a> {
+    /// Our `/mcp` endpoint, as this session.
+    tandem: McpServer<'a>,
+}
+
+/// How Claude Code reaches our `/mcp`: streamable HTTP with the session's token.
+#[derive(serde::Serialize)]
+struct McpServer<'a> {
+    /// The transport (`http`).
+    #[serde(rename = "type")]
+    kind: &'static str,
+    /// `http://HOST:PORT/mcp`.
+    url: &'a str,
+    /// Sent with every request: the session's bearer token.
+    headers: std::collections::BTreeMap<&'static str, String>,
 }
 
 /// The adapter's own arguments (after the configured ones).

@@ -13,9 +13,10 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tandem_protocol::EventBody;
 
+use super::shown;
 use super::wire::{
     method, DeltaNotification, ItemNotification, ItemStatus, ThreadItem, TokenUsageBreakdown,
     TokenUsageNotification,
@@ -199,19 +200,9 @@ impl TurnMapper {
                 is_error: true,
             })
             .collect();
-        let usage = self.usage.map(|u| {
-            let mut v = json!({
-                "inputTokens": u.input_tokens,
-                "cachedInputTokens": u.cached_input_tokens,
-                "outputTokens": u.output_tokens,
-                "reasoningOutputTokens": u.reasoning_output_tokens,
-                "totalTokens": u.total_tokens,
-            });
-            if let Some(window) = self.context_window {
-                v["modelContextWindow"] = json!(window);
-            }
-            v
-        });
+        let usage = self
+            .usage
+            .map(|u| shown::value(shown::Usage::of(&u, self.context_window)));
         (out, usage)
     }
 }
@@ -224,12 +215,16 @@ fn tool_call(item: &ThreadItem) -> Option<EventBody> {
         } => (
             id.clone(),
             "shell".to_string(),
-            json!({"command": command, "cwd": cwd}),
+            shown::value(shown::Shell {
+                command: Some(command),
+                cwd: cwd.as_deref(),
+                reason: None,
+            }),
         ),
         ThreadItem::FileChange { id, changes, .. } => (
             id.clone(),
             "apply_patch".to_string(),
-            json!({"changes": changes}),
+            shown::value(shown::Patch { changes }),
         ),
         ThreadItem::McpToolCall {
             id,
@@ -251,7 +246,7 @@ fn tool_call(item: &ThreadItem) -> Option<EventBody> {
         ThreadItem::WebSearch { id, query } => (
             id.clone(),
             "web_search".to_string(),
-            json!({"query": query}),
+            shown::value(shown::Search { query }),
         ),
         _ => return None,
     };
@@ -271,16 +266,17 @@ fn tool_output(item: &ThreadItem) -> (Value, bool) {
             exit_code,
             ..
         } => (
-            json!({
-                "output": aggregated_output.clone().unwrap_or_default(),
-                "exitCode": exit_code,
-                "status": status,
+            shown::value(shown::ShellOutput {
+                output: aggregated_output.as_deref().unwrap_or_default(),
+                exit_code: *exit_code,
+                status,
             }),
             *status != ItemStatus::Completed || exit_code.is_some_and(|c| c != 0),
         ),
-        ThreadItem::FileChange { status, .. } => {
-            (json!({"status": status}), *status != ItemStatus::Completed)
-        }
+        ThreadItem::FileChange { status, .. } => (
+            shown::value(shown::Status { status }),
+            *status != ItemStatus::Completed,
+        ),
         ThreadItem::McpToolCall {
             status,
             result,
@@ -307,7 +303,7 @@ fn tool_output(item: &ThreadItem) -> (Value, bool) {
             content_items.clone().unwrap_or(Value::Null),
             *status != ItemStatus::Completed || *success == Some(false),
         ),
-        ThreadItem::WebSearch { query, .. } => (json!({"query": query}), false),
+        ThreadItem::WebSearch { query, .. } => (shown::value(shown::Search { query }), false),
         _ => (Value::Null, false),
     }
 }
@@ -338,6 +334,8 @@ fn mcp_text(result: Option<&Value>) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn item(method_name: &str, item: Value) -> (&str, Value) {

@@ -12,6 +12,7 @@
 pub mod mapping;
 pub mod rpc;
 pub mod server;
+pub mod shown;
 pub mod thread;
 pub mod wire;
 
@@ -63,7 +64,7 @@ pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
     conn.request::<_, wire::InitializeResponse>(wire::method::INITIALIZE, &init, limits.request)
         .await
         .ok()?;
-    conn.notify(wire::method::INITIALIZED, &serde_json::json!({}));
+    conn.notify(wire::method::INITIALIZED, &shown::Empty {});
     let mut models = Vec::new();
     let mut cursor = None;
     loop {

@@ -318,11 +318,7 @@ impl Connection {
         if let Ok(mut pending) = self.inner.pending.lock() {
             pending.insert(id, tx);
         }
-        let line = frame(&serde_json::json!({
-            "id": id,
-            "method": method,
-            "params": params,
-        }));
+        let line = frame(&RequestFrame { id, method, params });
         if self.inner.out.send(line).is_err() {
             self.forget(id);
             return Err(RpcError::Closed(self.inner.describe_exit("stdin closed")));
@@ -354,26 +350,23 @@ impl Connection {
 
     /// Sends a notification.
     pub fn notify<P: Serialize>(&self, method: &str, params: &P) {
-        let _ = self.inner.out.send(frame(&serde_json::json!({
-            "method": method,
-            "params": params,
-        })));
+        let _ = self
+            .inner
+            .out
+            .send(frame(&NotificationFrame { method, params }));
     }
 
     /// Answers a request app-server sent us.
     pub fn respond<R: Serialize>(&self, id: &RequestId, result: &R) {
-        let _ = self.inner.out.send(frame(&serde_json::json!({
-            "id": id,
-            "result": result,
-        })));
+        let _ = self.inner.out.send(frame(&ResultFrame { id, result }));
     }
 
     /// Refuses a request app-server sent us.
     pub fn respond_error(&self, id: &RequestId, code: i64, message: &str) {
-        let _ = self.inner.out.send(frame(&serde_json::json!({
-            "id": id,
-            "error": {"code": code, "message": message},
-        })));
+        let _ = self.inner.out.send(frame(&ErrorFrame {
+            id,
+            error: ErrorBody { code, message },
+        }));
     }
 
     /// Routes notifications and requests about `thread_id` to `to`.
@@ -468,10 +461,13 @@ impl Inner {
                     (None, Some(id)) => {
                         // Nobody can answer it: refuse so app-server does not wait.
                         tracing::debug!(target: "codex", %method, "unroutable request refused");
-                        let _ = self.out.send(frame(&serde_json::json!({
-                            "id": id,
-                            "error": {"code": -32601, "message": "no session for this request"},
-                        })));
+                        let _ = self.out.send(frame(&ErrorFrame {
+                            id: &id,
+                            error: ErrorBody {
+                                code: -32601,
+                                message: "no session for this request",
+                            },
+                        }));
                     }
                     (None, None) => {
                         let first = self
@@ -491,7 +487,54 @@ impl Inner {
 }
 
 /// Serializes a message as one line.
-fn frame(value: &Value) -> Vec<u8> {
+/// A request we send (app-server's JSON-RPC omits the `jsonrpc` member).
+#[derive(Serialize)]
+struct RequestFrame<'a, P> {
+    /// Correlates the answer.
+    id: i64,
+    /// The app-server method.
+    method: &'a str,
+    /// Its typed params.
+    params: &'a P,
+}
+
+/// A notification we send: a request nobody answers.
+#[derive(Serialize)]
+struct NotificationFrame<'a, P> {
+    /// The app-server method.
+    method: &'a str,
+    /// Its typed params.
+    params: &'a P,
+}
+
+/// Our answer to a request app-server sent.
+#[derive(Serialize)]
+struct ResultFrame<'a, R> {
+    /// The id app-server gave its request.
+    id: &'a RequestId,
+    /// What we answer.
+    result: &'a R,
+}
+
+/// Our refusal of a request app-server sent.
+#[derive(Serialize)]
+struct ErrorFrame<'a> {
+    /// The id app-server gave its request.
+    id: &'a RequestId,
+    /// JSON-RPC's error object.
+    error: ErrorBody<'a>,
+}
+
+/// JSON-RPC's error object.
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    /// JSON-RPC error code (-32601 method not found, -32602 invalid params).
+    code: i64,
+    /// Why, for app-server's log.
+    message: &'a str,
+}
+
+fn frame<T: Serialize>(value: &T) -> Vec<u8> {
     let mut line = serde_json::to_vec(value).unwrap_or_default();
     line.push(b'\n');
     line

@@ -216,7 +216,7 @@ impl Handler<Connect> for AppServer {
             let reply: InitializeResponse =
                 conn.request(method::INITIALIZE, &params, timeout).await?;
             tracing::debug!(user_agent = %reply.user_agent, "codex app-server initialized");
-            conn.notify(method::INITIALIZED, &serde_json::json!({}));
+            conn.notify(method::INITIALIZED, &super::shown::Empty {});
             Ok(conn)
         };
         AtomicResponse::new(Box::pin(handshake.into_actor(self).map(

@@ -12,12 +12,13 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use actix::prelude::*;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tandem_protocol::{BackgroundTask, EventBody, PermissionMode, TaskType, TurnStatus};
 
 use super::mapping::TurnMapper;
 use super::rpc::{Connection, RpcError, ThreadInbound};
 use super::server::{AppServer, Busy, Connect, Limits};
+use super::shown;
 use super::wire::{
     self, method, ApprovalDecision, ApprovalPolicy, ApprovalResponse,
     BackgroundTerminalsListParams, BackgroundTerminalsListResponse,
@@ -249,13 +250,9 @@ impl CodexThread {
     /// thread (not on the command line) because one process serves many sessions; the
     /// tools run without a Codex approval prompt since they are the server's own.
     fn thread_config(&self) -> Option<Value> {
-        self.mcp.as_ref().map(|m| {
-            json!({"mcp_servers": {"tandem": {
-                "url": m.url,
-                "http_headers": {"Authorization": format!("Bearer {}", m.token)},
-                "default_tools_approval_mode": "approve",
-            }}})
-        })
+        self.mcp
+            .as_ref()
+            .map(|m| shown::value(shown::ThreadConfig::tandem(&m.url, &m.token)))
     }
 
     fn model(&self) -> Option<String> {
@@ -651,7 +648,11 @@ impl CodexThread {
                 (
                     ApprovalKind::Decision,
                     "shell".to_string(),
-                    json!({"command": p.command, "cwd": p.cwd, "reason": p.reason}),
+                    shown::value(shown::Shell {
+                        command: p.command.as_deref(),
+                        cwd: p.cwd.as_deref(),
+                        reason: p.reason.as_deref(),
+                    }),
                 )
             }
             method::FILE_CHANGE_APPROVAL => {
@@ -662,7 +663,11 @@ impl CodexThread {
                 (
                     ApprovalKind::Decision,
                     "apply_patch".to_string(),
-                    json!({"itemId": p.item_id, "reason": p.reason, "grantRoot": p.grant_root}),
+                    shown::value(shown::PatchApproval {
+                        item_id: &p.item_id,
+                        reason: p.reason.as_deref(),
+                        grant_root: p.grant_root.as_deref(),
+                    }),
                 )
             }
             method::PERMISSIONS_APPROVAL => {
@@ -673,7 +678,10 @@ impl CodexThread {
                 (
                     ApprovalKind::Permissions(p.permissions.clone()),
                     "permissions".to_string(),
-                    json!({"permissions": p.permissions, "reason": p.reason}),
+                    shown::value(shown::Permissions {
+                        permissions: &p.permissions,
+                        reason: p.reason.as_deref(),
+                    }),
                 )
             }
             method::ELICITATION => {
@@ -687,10 +695,11 @@ impl CodexThread {
                     Some(tool) => format!("mcp__{}__{tool}", p.server_name),
                     None => format!("mcp__{}", p.server_name),
                 };
-                let input = meta
-                    .get("tool_params")
-                    .cloned()
-                    .unwrap_or_else(|| json!({"message": p.message}));
+                let input = meta.get("tool_params").cloned().unwrap_or_else(|| {
+                    shown::value(shown::Elicitation {
+                        message: p.message.as_deref(),
+                    })
+                });
                 (ApprovalKind::Elicitation, name, input)
             }
             other => {
@@ -950,7 +959,11 @@ fn answer(conn: &Connection, id: &RequestId, kind: &ApprovalKind, allow: bool) {
             conn,
             id,
             PermissionsApprovalResponse {
-                permissions: if allow { requested.clone() } else { json!({}) },
+                permissions: if allow {
+                    requested.clone()
+                } else {
+                    shown::value(shown::Empty {})
+                },
             },
         ),
         ApprovalKind::Elicitation => send(
@@ -962,7 +975,7 @@ fn answer(conn: &Connection, id: &RequestId, kind: &ApprovalKind, allow: bool) {
                 } else {
                     ElicitationAction::Decline
                 },
-                content: allow.then(|| json!({})),
+                content: allow.then(|| shown::value(shown::Empty {})),
             },
         ),
     }
@@ -1110,6 +1123,8 @@ impl Handler<AdapterCommand> for CodexThread {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn applied(effort: Option<&str>) -> Applied {
