@@ -42,8 +42,9 @@ pub struct SessionActor {
     pub(super) next_seq: u64,
     /// Work the adapter reported still running after its turn (shells, agents).
     pub(super) background: Vec<BackgroundTask>,
-    /// The turn in flight, if any; at most one.
-    pub(super) turn: Option<ActiveTurn>,
+    /// The turn in flight, if any; at most one. Boxed: most sessions are idle, and
+    /// an idle session should not carry a turn's worth of empty fields.
+    pub(super) turn: Option<Box<ActiveTurn>>,
     /// The vendor adapter, started with the first turn (not at load, so idle sessions
     /// cost no process).
     pub(super) adapter: Option<Recipient<AdapterCommand>>,

@@ -187,14 +187,14 @@ impl SessionActor {
         while self.recent.len() > KEEP_TURNS {
             self.recent.pop_front();
         }
-        self.turn = Some(ActiveTurn {
+        self.turn = Some(Box::new(ActiveTurn {
             id: turn_id.clone(),
             partial: String::new(),
             text: String::new(),
             interrupt_requested: false,
             delegation,
             usage: None,
-        });
+        }));
         self.emit(Some(turn_id.clone()), EventBody::TurnStarted {});
         self.emit(
             Some(turn_id.clone()),
