@@ -102,6 +102,73 @@ enum ApprovalKind {
     Elicitation,
 }
 
+/// Why an app-server request gets no approval prompt.
+#[derive(Debug, PartialEq)]
+enum Refused {
+    /// Its params do not parse (JSON-RPC -32602).
+    Unreadable,
+    /// A method tandem does not serve (-32601).
+    Unsupported,
+}
+
+/// An approval request as we show it: how to answer it, the tool it is for, and the
+/// `permission_request` input.
+fn approval_request(
+    method_name: &str,
+    params: Value,
+) -> Result<(ApprovalKind, String, Value), Refused> {
+    fn parse<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, Refused> {
+        serde_json::from_value(params).map_err(|_| Refused::Unreadable)
+    }
+    Ok(match method_name {
+        method::COMMAND_APPROVAL => {
+            let p: CommandApprovalParams = parse(params)?;
+            let input = shown::value(shown::Shell {
+                command: p.command.as_deref(),
+                cwd: p.cwd.as_deref(),
+                reason: p.reason.as_deref(),
+            });
+            (ApprovalKind::Decision, "shell".to_string(), input)
+        }
+        method::FILE_CHANGE_APPROVAL => {
+            let p: FileChangeApprovalParams = parse(params)?;
+            let input = shown::value(shown::PatchApproval {
+                item_id: &p.item_id,
+                reason: p.reason.as_deref(),
+                grant_root: p.grant_root.as_deref(),
+            });
+            (ApprovalKind::Decision, "apply_patch".to_string(), input)
+        }
+        method::PERMISSIONS_APPROVAL => {
+            let p: PermissionsApprovalParams = parse(params)?;
+            let input = shown::value(shown::Permissions {
+                permissions: &p.permissions,
+                reason: p.reason.as_deref(),
+            });
+            (
+                ApprovalKind::Permissions(p.permissions),
+                "permissions".to_string(),
+                input,
+            )
+        }
+        method::ELICITATION => {
+            let p: ElicitationParams = parse(params)?;
+            let meta = p.meta.unwrap_or(Value::Null);
+            let name = match meta.get("tool_name").and_then(Value::as_str) {
+                Some(tool) => format!("mcp__{}__{tool}", p.server_name),
+                None => format!("mcp__{}", p.server_name),
+            };
+            let input = meta.get("tool_params").cloned().unwrap_or_else(|| {
+                shown::value(shown::Elicitation {
+                    message: p.message.as_deref(),
+                })
+            });
+            (ApprovalKind::Elicitation, name, input)
+        }
+        _ => return Err(Refused::Unsupported),
+    })
+}
+
 /// An approval app-server waits for.
 struct Approval {
     request_id: String,
@@ -639,72 +706,16 @@ impl CodexThread {
             return;
         };
         let bypass = self.settings.permission_mode == PermissionMode::BypassPermissions;
-        let (kind, tool_name, input) = match method_name {
-            method::COMMAND_APPROVAL => {
-                let Ok(p) = serde_json::from_value::<CommandApprovalParams>(params) else {
-                    conn.respond_error(&id, -32602, "unreadable params");
-                    return;
-                };
-                (
-                    ApprovalKind::Decision,
-                    "shell".to_string(),
-                    shown::value(shown::Shell {
-                        command: p.command.as_deref(),
-                        cwd: p.cwd.as_deref(),
-                        reason: p.reason.as_deref(),
-                    }),
-                )
+        let (kind, tool_name, input) = match approval_request(method_name, params) {
+            Ok(request) => request,
+            Err(Refused::Unreadable) => {
+                conn.respond_error(&id, -32602, "unreadable params");
+                return;
             }
-            method::FILE_CHANGE_APPROVAL => {
-                let Ok(p) = serde_json::from_value::<FileChangeApprovalParams>(params) else {
-                    conn.respond_error(&id, -32602, "unreadable params");
-                    return;
-                };
-                (
-                    ApprovalKind::Decision,
-                    "apply_patch".to_string(),
-                    shown::value(shown::PatchApproval {
-                        item_id: &p.item_id,
-                        reason: p.reason.as_deref(),
-                        grant_root: p.grant_root.as_deref(),
-                    }),
-                )
-            }
-            method::PERMISSIONS_APPROVAL => {
-                let Ok(p) = serde_json::from_value::<PermissionsApprovalParams>(params) else {
-                    conn.respond_error(&id, -32602, "unreadable params");
-                    return;
-                };
-                (
-                    ApprovalKind::Permissions(p.permissions.clone()),
-                    "permissions".to_string(),
-                    shown::value(shown::Permissions {
-                        permissions: &p.permissions,
-                        reason: p.reason.as_deref(),
-                    }),
-                )
-            }
-            method::ELICITATION => {
-                let Ok(p) = serde_json::from_value::<ElicitationParams>(params) else {
-                    conn.respond_error(&id, -32602, "unreadable params");
-                    return;
-                };
-                let meta = p.meta.unwrap_or(Value::Null);
-                let tool = meta.get("tool_name").and_then(Value::as_str);
-                let name = match tool {
-                    Some(tool) => format!("mcp__{}__{tool}", p.server_name),
-                    None => format!("mcp__{}", p.server_name),
-                };
-                let input = meta.get("tool_params").cloned().unwrap_or_else(|| {
-                    shown::value(shown::Elicitation {
-                        message: p.message.as_deref(),
-                    })
-                });
-                (ApprovalKind::Elicitation, name, input)
-            }
-            other => {
+            Err(Refused::Unsupported) => {
                 // Dynamic tools and user-input prompts are not offered to Codex.
-                conn.respond_error(&id, -32601, &format!("{other} is not supported by tandem"));
+                let message = format!("{method_name} is not supported by tandem");
+                conn.respond_error(&id, -32601, &message);
                 return;
             }
         };
@@ -1139,6 +1150,26 @@ mod tests {
 
     fn sent(before: Option<&Applied>, wanted: &Applied) -> Value {
         serde_json::to_value(overrides(before, wanted, "t".into(), Vec::new())).unwrap_or_default()
+    }
+
+    #[test]
+    fn approval_requests_are_shown_or_refused() {
+        let (kind, name, input) = approval_request(
+            method::COMMAND_APPROVAL,
+            json!({"threadId": "t", "turnId": "u", "itemId": "i", "command": "ls", "cwd": "/w"}),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        assert!(matches!(kind, ApprovalKind::Decision));
+        assert_eq!(name, "shell");
+        assert_eq!(input, json!({"command": "ls", "cwd": "/w"}));
+        assert_eq!(
+            approval_request(method::COMMAND_APPROVAL, json!({"threadId": 1})).err(),
+            Some(Refused::Unreadable)
+        );
+        assert_eq!(
+            approval_request("item/tool/requestUserInput", json!({})).err(),
+            Some(Refused::Unsupported)
+        );
     }
 
     #[test]
