@@ -53,16 +53,6 @@ impl<H: Clone> Registry<H> {
             f(entry.key(), entry.value());
         }
     }
-
-    /// How many actors are registered.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// True when no actor is registered.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -78,6 +68,5 @@ mod tests {
         assert!(b.remove("x"));
         assert!(!a.remove("x"));
         assert_eq!(a.get("x"), None);
-        assert!(a.is_empty());
     }
 }

@@ -40,17 +40,6 @@ pub enum DelegationStatus {
     Interrupted,
 }
 
-impl DelegationStatus {
-    /// The name the wire spells the state with (`complete`, `error`, `interrupted`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DelegationStatus::Complete => "complete",
-            DelegationStatus::Error => "error",
-            DelegationStatus::Interrupted => "interrupted",
-        }
-    }
-}
-
 /// How a delegation ended: answered to a waiting caller or pushed back to the Driver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
