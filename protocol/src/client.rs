@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ErrorCode;
+use crate::permission::RememberScope;
 use crate::session::{PermissionMode, Visibility};
 
 /// A parsed client frame: the request and the optional `requestId` to echo.
@@ -283,6 +284,14 @@ pub struct PermissionResponseParams {
     /// Why it was denied; passed on to the agent.
     #[serde(default)]
     pub message: Option<String>,
+    /// With `allow`: also allow this tool without asking for the rest of the session
+    /// (the vendor's "always allow").
+    #[serde(default)]
+    pub remember: Option<RememberScope>,
+    /// With `allow`: the session's permission mode from now on (a plan approved with
+    /// "accept edits" answers `acceptEdits`).
+    #[serde(default)]
+    pub permission_mode: Option<PermissionMode>,
 }
 
 /// Fields of `chat.stop-task`.
@@ -653,7 +662,23 @@ mod tests {
                 allow: false,
                 updated_input: None,
                 message: Some("no".into()),
+                remember: None,
+                permission_mode: None,
             })
+        );
+        let always = parse_client_frame(
+            r#"{"type":"chat.permission-response","requestId":"perm_2","allow":true,"remember":"session"}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let ClientRequest::ChatPermissionResponse(p) = always.request else {
+            panic!("not a permission response: {:?}", always.request);
+        };
+        assert_eq!(p.remember, Some(RememberScope::Session));
+        assert_eq!(
+            code(
+                r#"{"type":"chat.permission-response","requestId":"p","allow":true,"remember":"forever"}"#
+            ),
+            ErrorCode::InvalidArgument
         );
     }
 }
