@@ -48,12 +48,10 @@ pub struct SessionRecord {
     /// When that turn started, epoch ms.
     #[serde(default)]
     pub turn_started_at: Option<u64>,
-    /// The pair this session belongs to; start-up checks that the pair still runs.
-    #[serde(default)]
-    pub pair_id: Option<String>,
-    /// Driver or Worker in that pair; `None` when not paired.
-    #[serde(default)]
-    pub role: Option<Role>,
+    /// The pair this session belongs to and its role there; start-up checks that the
+    /// pair still runs. Stored as the record's `pairId` and `role` fields.
+    #[serde(flatten, default)]
+    pub pair: Option<Membership>,
     /// Messages waiting for the session to be idle with no background work.
     #[serde(default)]
     pub queued: Vec<QueuedMessage>,
@@ -154,6 +152,25 @@ pub struct DelegationRecord {
     pub proposal_id: Option<String>,
 }
 
+/// A session's place in a pair.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Membership {
+    /// The pair.
+    pub pair_id: String,
+    /// Driver or Worker.
+    pub role: Role,
+}
+
+impl SessionRecord {
+    /// True when this session is in pair `pair_id`, in `role` if given.
+    pub fn in_pair(&self, pair_id: &str, role: Option<Role>) -> bool {
+        self.pair
+            .as_ref()
+            .is_some_and(|m| m.pair_id == pair_id && role.is_none_or(|r| m.role == r))
+    }
+}
+
 impl PairRecord {
     /// The client-facing view.
     pub fn to_info(&self) -> PairInfo {
@@ -193,8 +210,8 @@ impl SessionRecord {
             owner_id: self.owner_id.clone(),
             visibility: self.visibility,
             vendor_session_id: self.vendor_session_id.clone(),
-            pair_id: self.pair_id.clone(),
-            role: self.role,
+            pair_id: self.pair.as_ref().map(|m| m.pair_id.clone()),
+            role: self.pair.as_ref().map(|m| m.role),
             turn_started_at: self.turn_started_at,
             handoff_from: self.handoff_from.clone(),
             parent_id: self.parent_id.clone(),

@@ -947,3 +947,114 @@ exit 3
         "{end}"
     );
 }
+
+/// Answers `request` with `fields` (`allow`, `remember`, `permissionMode`).
+async fn answer_with(ws: &mut WsClient, request: &Value, fields: Value) {
+    let id = request["requestId"].clone();
+    let mut body = json!({"type": "chat.permission-response", "requestId": id});
+    if let (Some(body), Some(fields)) = (body.as_object_mut(), fields.as_object()) {
+        body.extend(fields.clone());
+    }
+    ws.send(&body).await;
+    let mut frames = ws
+        .recv_until(|v| {
+            v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error")
+        })
+        .await;
+    let reply = frames.pop().unwrap_or_else(|| panic!("no answer"));
+    assert_eq!(reply["kind"], "reply", "{reply}");
+    ws.requeue(frames);
+}
+
+#[actix_rt::test]
+async fn always_allow_is_remembered_and_sent_to_the_cli() {
+    let Some(w) = World::start("claude-always") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let work = PathBuf::from(
+        w.info(&id).await["cwd"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no cwd")),
+    );
+    ws.subscribe(&id, 0).await;
+
+    send(&mut ws, &id, "bash touch first.txt && echo first").await;
+    let request = next_permission(&mut ws).await;
+    let remember: Vec<&Value> = request["choices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no choices in {request}"))
+        .iter()
+        .filter(|c| c["remember"] == "session")
+        .collect();
+    assert_eq!(remember.len(), 1, "{request}");
+    assert_eq!(remember[0]["allow"], true);
+    answer_with(
+        &mut ws,
+        &request,
+        json!({"allow": true, "remember": "session"}),
+    )
+    .await;
+    let end = ws.events_until_turn_end(&id).await;
+    let events = turn_events(&w, &id, &end).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(work.join("first.txt").exists());
+    let all = w.server().all_events(&id).await;
+    let rules = of_kind(&all, "permission_remembered");
+    assert_eq!(rules.len(), 1, "{all:?}");
+    assert_eq!(rules[0]["rule"]["toolName"], "Bash");
+
+    // The next Bash call runs without asking anyone.
+    let end = turn(&mut ws, &id, "bash touch second.txt && echo second").await;
+    let events = turn_events(&w, &id, &end).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
+    assert_eq!(texts(&events, "assistant_message"), ["result: second"]);
+    assert!(work.join("second.txt").exists());
+}
+
+#[actix_rt::test]
+async fn a_plan_is_approved_with_accept_edits() {
+    let Some(w) = World::start("claude-plan") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "plan").await;
+    ws.subscribe(&id, 0).await;
+
+    // The model writes its plan to the plan file, then asks to leave plan mode.
+    send(&mut ws, &id, "plan 1. Write the file\ntool ExitPlanMode {}").await;
+    let request = next_permission(&mut ws).await;
+    assert_eq!(request["toolName"], "ExitPlanMode", "{request}");
+    assert_eq!(request["permissionKind"], "plan", "{request}");
+    assert_eq!(request["input"]["plan"], "1. Write the file", "{request}");
+    let accept = request["choices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no choices in {request}"))
+        .iter()
+        .find(|c| c["permissionMode"] == "acceptEdits")
+        .cloned()
+        .unwrap_or_else(|| panic!("no accept-edits choice in {request}"));
+    assert_eq!(accept["allow"], true);
+    answer_with(
+        &mut ws,
+        &request,
+        json!({"allow": true, "permissionMode": "acceptEdits"}),
+    )
+    .await;
+    let end = ws.events_until_turn_end(&id).await;
+    let events = turn_events(&w, &id, &end).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(w.info(&id).await["permissionMode"], "acceptEdits");
+    let all = w.server().all_events(&id).await;
+    let changed = of_kind(&all, "config_changed");
+    assert_eq!(
+        changed.last().map(|c| c["permissionMode"].clone()),
+        Some(json!("acceptEdits")),
+        "{all:?}"
+    );
+}

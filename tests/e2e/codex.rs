@@ -579,6 +579,55 @@ async fn approvals_allow_deny_and_interrupt() {
 }
 
 #[actix_rt::test]
+async fn always_allow_accepts_for_the_session_and_later_commands_run_unasked() {
+    let Some(codex) = start(&[]) else { return };
+    let dir = codex.dir.path().to_path_buf();
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"cwd": dir.display().to_string()})).await;
+
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch first.txt"}))
+        .await;
+    let request = permission_request(&mut ws, &id).await;
+    assert_eq!(request["toolName"], "shell", "{request}");
+    let choices = request["choices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no choices in {request}"));
+    assert!(
+        choices
+            .iter()
+            .any(|c| c["allow"] == true && c["remember"] == "session"),
+        "{request}"
+    );
+    let rid = request["requestId"].clone();
+    ws.send(
+        &json!({"type": "chat.permission-response", "requestId": rid,
+        "allow": true, "remember": "session"}),
+    )
+    .await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert!(dir.join("first.txt").exists());
+    let all = codex.all_events(&id).await;
+    assert_eq!(
+        of_kind(&all, "permission_remembered")
+            .iter()
+            .map(|e| e["rule"]["toolName"].clone())
+            .collect::<Vec<_>>(),
+        vec![json!("shell")],
+        "{all:?}"
+    );
+
+    // Another command: no request reaches anyone, and it runs.
+    let events = turn(&mut ws, &id, "shell touch second.txt").await;
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert!(dir.join("second.txt").exists());
+}
+
+#[actix_rt::test]
 async fn file_change_approval_allow_and_deny() {
     let Some(codex) = start(&[]) else { return };
     let dir = codex.dir.path().to_path_buf();

@@ -102,6 +102,14 @@ impl WsClient {
         }
     }
 
+    /// Puts frames back to be received again, in order (a helper that read past what
+    /// it wanted).
+    pub fn requeue(&mut self, frames: impl IntoIterator<Item = Value>) {
+        let mut frames: Vec<Value> = frames.into_iter().collect();
+        frames.extend(self.backlog.drain(..));
+        self.backlog.extend(frames);
+    }
+
     /// The next frame (backlog first); panics on timeout or close.
     pub async fn recv(&mut self) -> Value {
         if let Some(v) = self.backlog.pop_front() {

@@ -7,7 +7,7 @@ use tandem_protocol::{EventBody, Role, SessionInfo, TurnStatus};
 use super::turn::{tail, TurnDelegation, RESPONSE_TAIL_CHARS};
 use super::SessionActor;
 use crate::error::RuntimeError;
-use crate::record::ProposalRecord;
+use crate::record::{Membership, ProposalRecord};
 
 /// How many delivered-result ids a session remembers for de-duplication.
 const DELIVERED_MEMORY: usize = 64;
@@ -127,9 +127,7 @@ impl Handler<StartDelegated> for SessionActor {
     type Result = Result<String, RuntimeError>;
 
     fn handle(&mut self, msg: StartDelegated, ctx: &mut Context<Self>) -> Self::Result {
-        if self.record.pair_id.as_deref() != Some(msg.pair_id.as_str())
-            || self.record.role != Some(Role::Worker)
-        {
+        if !self.record.in_pair(&msg.pair_id, Some(Role::Worker)) {
             return Err(RuntimeError::Conflict(
                 "this session is not the Worker of that pair".into(),
             ));
@@ -173,7 +171,7 @@ impl Handler<JoinPair> for SessionActor {
     type Result = Result<(), RuntimeError>;
 
     fn handle(&mut self, msg: JoinPair, _: &mut Context<Self>) -> Self::Result {
-        if self.record.pair_id.is_some() {
+        if self.record.pair.is_some() {
             return Err(RuntimeError::Conflict(format!(
                 "session {} already belongs to a pair",
                 self.record.id
@@ -184,8 +182,10 @@ impl Handler<JoinPair> for SessionActor {
                 "a spawned session cannot be paired".into(),
             ));
         }
-        self.record.pair_id = Some(msg.pair.pair_id.clone());
-        self.record.role = Some(msg.role);
+        self.record.pair = Some(Membership {
+            pair_id: msg.pair.pair_id.clone(),
+            role: msg.role,
+        });
         self.emit(None, EventBody::PairCreated { pair: msg.pair });
         self.touch();
         self.flush();
@@ -197,11 +197,10 @@ impl Handler<LeavePair> for SessionActor {
     type Result = bool;
 
     fn handle(&mut self, msg: LeavePair, _: &mut Context<Self>) -> bool {
-        if self.record.pair_id.as_deref() != Some(msg.pair_id.as_str()) {
+        if !self.record.in_pair(&msg.pair_id, None) {
             return false;
         }
-        self.record.pair_id = None;
-        self.record.role = None;
+        self.record.pair = None;
         if let Some(turn) = self.turn.as_mut() {
             // The pair is gone: the turn's end has nobody to report to.
             turn.delegation = None;

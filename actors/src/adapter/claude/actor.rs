@@ -16,7 +16,7 @@ use actix::prelude::*;
 use tandem_protocol::TurnStatus;
 use tokio::sync::oneshot;
 
-use super::approvals::ClaudeApproval;
+use super::approvals::{ClaudeApproval, PlanLookup};
 use super::mapping::StreamMapper;
 use super::tasks::TaskTracker;
 use super::transport::{self, cli_args, cli_mode, Exited, LiveProcess, StdoutLine};
@@ -136,6 +136,8 @@ pub struct ClaudeAgent {
     pub(super) tasks: TaskTracker,
     /// Approvals waiting for a person.
     pub(super) approvals: Approvals<ClaudeApproval>,
+    /// A plan approval held back until the CLI says what the plan is.
+    pub(super) plan_lookup: Option<PlanLookup>,
     /// How long an idle process is kept.
     idle_close: Duration,
     /// Counter for our control request ids.
@@ -163,6 +165,7 @@ impl ClaudeAgent {
             mapper: StreamMapper::default(),
             tasks: TaskTracker::default(),
             approvals: Approvals::new(ctx.remembered),
+            plan_lookup: None,
             next_control: 0,
         }
     }
@@ -196,12 +199,12 @@ impl ClaudeAgent {
         self.up().is_some_and(|u| u.proc.write(bytes))
     }
 
-    /// Sends a control request; false without a live process.
-    pub(super) fn control(&mut self, request: OutboundRequest<'_>) -> bool {
+    /// Sends a control request; its id, or `None` without a live process.
+    pub(super) fn control(&mut self, request: OutboundRequest<'_>) -> Option<String> {
         self.next_control += 1;
         let id = format!("tandem_{}", self.next_control);
         let bytes = line(&OutboundControlRequest::new(&id, request));
-        self.write(bytes)
+        self.write(bytes).then_some(id)
     }
 
     /// Starts a new process with the current settings.
@@ -258,6 +261,7 @@ impl ClaudeAgent {
     /// The live process is gone: its approvals and background tasks went with it.
     pub(super) fn process_gone(&mut self) {
         let turn_id = self.current_turn();
+        self.plan_lookup = None;
         for (request_id, _) in self.approvals.drain() {
             self.emitter.send(
                 turn_id.clone(),
@@ -390,7 +394,7 @@ impl ClaudeAgent {
             Some(Phase::Starting | Phase::Live) => {}
             _ => return, // already being stopped
         }
-        if !self.control(OutboundRequest::Interrupt {}) {
+        if self.control(OutboundRequest::Interrupt {}).is_none() {
             // No process to ask: the turn is over now.
             self.turn.end(TurnStatus::Interrupted, None);
         }

@@ -8,8 +8,8 @@ use tandem_protocol::{PermissionChoice, PermissionKind, PermissionMode, Remember
 use super::actor::ClaudeAgent;
 use super::transport::cli_mode;
 use super::wire::{
-    line, InboundControlRequest, InboundRequest, OutboundControlResponse, PermissionDecision,
-    PermissionUpdate,
+    line, InboundControlRequest, InboundRequest, OutboundControlResponse, OutboundRequest,
+    PermissionDecision, PermissionUpdate,
 };
 use crate::adapter::core::Asked;
 use crate::adapter::messages::AgentItem;
@@ -25,6 +25,19 @@ pub struct ClaudeApproval {
     /// The tool, named in an "always allow" rule.
     tool_name: String,
     /// The tool input, returned as `updatedInput` when allowed unchanged.
+    input: Value,
+}
+
+/// A plan approval waiting for the CLI's answer to `get_plan` before it is shown.
+#[derive(Debug)]
+pub struct PlanLookup {
+    /// Our `get_plan` control request id.
+    control_id: String,
+    /// The pending approval's id.
+    request_id: String,
+    /// The turn it belongs to.
+    turn_id: Option<String>,
+    /// `ExitPlanMode`'s input, to which the plan is added as `plan`.
     input: Value,
 }
 
@@ -96,23 +109,76 @@ impl ClaudeAgent {
             self.approvals
                 .ask(self.settings.permission_mode, &tool_name, approval)
         };
-        match asked {
-            Asked::Allowed(approval) => self.decide(approval, true, None, None, false, None),
-            Asked::Pending(request_id) => {
-                let (permission_kind, choices) = kind_and_choices(&tool_name);
-                let turn_id = self.current_turn();
-                self.emitter.send(
+        let request_id = match asked {
+            Asked::Allowed(approval) => {
+                self.decide(approval, true, None, None, false, None);
+                return;
+            }
+            Asked::Pending(request_id) => request_id,
+        };
+        let turn_id = self.current_turn();
+        if tool_name == EXIT_PLAN_MODE && input.get("plan").is_none() {
+            // The plan lives in the CLI's plan file: ask for it, show the request then.
+            if let Some(control_id) = self.control(OutboundRequest::GetPlan {}) {
+                self.plan_lookup = Some(PlanLookup {
+                    control_id,
+                    request_id,
                     turn_id,
-                    AgentItem::PermissionRequest {
-                        request_id,
-                        tool_name,
-                        input,
-                        permission_kind,
-                        choices,
-                    },
-                );
+                    input,
+                });
+                return;
             }
         }
+        self.raise(request_id, turn_id, tool_name, input);
+    }
+
+    /// Shows a pending approval to the session.
+    fn raise(
+        &mut self,
+        request_id: String,
+        turn_id: Option<String>,
+        tool_name: String,
+        input: Value,
+    ) {
+        let (permission_kind, choices) = kind_and_choices(&tool_name);
+        self.emitter.send(
+            turn_id,
+            AgentItem::PermissionRequest {
+                request_id,
+                tool_name,
+                input,
+                permission_kind,
+                choices,
+            },
+        );
+    }
+
+    /// The CLI answered one of our control requests; only `get_plan` is waited for.
+    /// Without a plan (none written, or the CLI refused) the request is shown as is.
+    pub(super) fn on_control_response(&mut self, control_id: &str, response: Option<Value>) {
+        if self
+            .plan_lookup
+            .as_ref()
+            .is_none_or(|l| l.control_id != control_id)
+        {
+            return;
+        }
+        let Some(mut lookup) = self.plan_lookup.take() else {
+            return;
+        };
+        let plan = response
+            .as_ref()
+            .filter(|r| r["exists"] == Value::Bool(true))
+            .and_then(|r| r["content"].as_str());
+        if let (Some(plan), Some(input)) = (plan, lookup.input.as_object_mut()) {
+            input.insert("plan".into(), Value::String(plan.to_string()));
+        }
+        self.raise(
+            lookup.request_id,
+            lookup.turn_id,
+            EXIT_PLAN_MODE.to_string(),
+            lookup.input,
+        );
     }
 
     /// A person answered `request_id`.

@@ -49,9 +49,13 @@ impl ClaudeAgent {
                     self.turn.go_live();
                 }
             }
-            CliMessage::ControlResponse(response) if response.response.subtype != "success" => {
-                tracing::warn!(session = %self.session_id, request = %response.response.request_id,
-                    error = ?response.response.error, "claude refused a control request");
+            CliMessage::ControlResponse(response) => {
+                let body = response.response;
+                if body.subtype != "success" {
+                    tracing::warn!(session = %self.session_id, request = %body.request_id,
+                        error = ?body.error, "claude refused a control request");
+                }
+                self.on_control_response(&body.request_id, body.response);
             }
             CliMessage::ControlCancelRequest(cancel) => self.on_cancel(&cancel.request_id),
             _ => {}
@@ -121,6 +125,7 @@ impl ClaudeAgent {
         let stopping = matches!(self.turn.phase(), Some(Phase::Stopping(_)));
         let (status, error) = turn_outcome(&result, stopping);
         self.approvals.drain();
+        self.plan_lookup = None;
         self.turn.end(status, error);
         self.arm_idle(ctx);
     }

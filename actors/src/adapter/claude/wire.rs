@@ -302,6 +302,9 @@ pub struct ControlResponseBody {
     /// The error text, for `error`.
     #[serde(default)]
     pub error: Option<String>,
+    /// The answer, for `success` (read for `get_plan`).
+    #[serde(default)]
+    pub response: Option<Value>,
 }
 
 /// The CLI withdraws a request (its turn was interrupted).
@@ -418,6 +421,9 @@ pub enum OutboundRequest<'a> {
         /// The CLI's `task_id` from `background_tasks_changed`.
         task_id: &'a str,
     },
+    /// Read the session's plan (plan mode keeps it in a file; `ExitPlanMode`'s input
+    /// does not carry it). Answered `{exists, content?}`.
+    GetPlan {},
 }
 
 /// Our answer to a control request from the CLI.
