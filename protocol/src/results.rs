@@ -173,6 +173,18 @@ pub struct ScheduleCancelResult {
     pub status: ScheduleStatus,
 }
 
+/// `chat.queue-cancel` and `chat.queue-edit` reply: the queue as it is now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueChangeResult {
+    /// The session.
+    pub session_id: String,
+    /// The message cancelled or edited.
+    pub queue_id: String,
+    /// What the queue holds after the change, oldest first.
+    pub queued: Vec<crate::server::QueuedEntry>,
+}
+
 /// The schema of every WebSocket request's fields and of its reply, as
 /// `protocol/schemas/requests.json` holds it: `{requests: {TYPE: {params, result}},
 /// $defs}` (JSON Schema 2020-12). Params describe the frame's fields besides `type`
@@ -236,6 +248,12 @@ pub fn request_schemas() -> Value {
         SessionScheduleCancelParams,
         ScheduleCancelResult
     );
+    request!(
+        "chat.queue-cancel",
+        ChatQueueCancelParams,
+        QueueChangeResult
+    );
+    request!("chat.queue-edit", ChatQueueEditParams, QueueChangeResult);
     request!("ping", PingParams, PingResult);
     let defs = generator.take_definitions(true);
     serde_json::json!({"requests": requests, "$defs": defs})
@@ -311,7 +329,7 @@ mod tests {
         let schemas = request_schemas();
         assert_eq!(
             schemas["requests"].as_object().map(|r| r.len()),
-            Some(18),
+            Some(20),
             "one entry per ClientRequest variant"
         );
     }

@@ -13,6 +13,9 @@
 //! - `/ask TOOL {json}` → asks permission to use TOOL (a `permission_request`), waits
 //!   for the answer and says `allowed TOOL` or `denied TOOL: MESSAGE`; allowed at once
 //!   when the session bypasses permissions
+//! - `/usage {json}` → reports that usage for the turn (on its `turn_completed`)
+//! - `/show NAME {json}` → a `tool_call` NAME with that input and an `ok`
+//!   `tool_result`, running nothing (how a vendor's own tools look in the history)
 //! - any other `/word` line is echoed as text
 //!
 //! Messages the server writes (pushed-back results) are echoed line by line and never
@@ -57,6 +60,14 @@ enum Step {
         ms: u64,
         description: String,
     },
+    /// Reports the turn's usage as a vendor would (`/usage {json}`).
+    Usage(Value),
+    /// A tool call shown as a vendor reports one, with an `ok` result, running
+    /// nothing (`/show NAME {json}`): how the page draws a vendor's tools.
+    Show {
+        name: String,
+        input: Value,
+    },
 }
 
 fn parse_script(text: &str) -> Vec<Step> {
@@ -88,6 +99,14 @@ fn parse_script(text: &str) -> Vec<Step> {
                     let tool = parts.next().unwrap_or_default().to_string();
                     let input = parts.next().unwrap_or("{}").trim().to_string();
                     Some(Step::Ask { tool, input })
+                }
+                "/usage" => serde_json::from_str(rest).ok().map(Step::Usage),
+                "/show" if !rest.is_empty() => {
+                    let mut parts = rest.splitn(2, char::is_whitespace);
+                    let name = parts.next().unwrap_or_default().to_string();
+                    serde_json::from_str(parts.next().unwrap_or("{}").trim())
+                        .ok()
+                        .map(|input| Step::Show { name, input })
                 }
                 "/background" => {
                     let mut parts = rest.splitn(3, char::is_whitespace);
@@ -467,6 +486,28 @@ impl Run {
                         is_error,
                     };
                     if !self.emit(result).await {
+                        return;
+                    }
+                }
+                Step::Usage(usage) => {
+                    self.out.do_send(AgentOutput {
+                        turn_id: Some(self.turn_id.clone()),
+                        item: AgentItem::Usage(usage),
+                    });
+                }
+                Step::Show { name, input } => {
+                    let call_id = format!("{}_call_{index}", self.turn_id);
+                    let call = EventBody::ToolCall {
+                        call_id: call_id.clone(),
+                        name,
+                        input,
+                    };
+                    let result = EventBody::ToolResult {
+                        call_id,
+                        output: Value::String("ok".into()),
+                        is_error: false,
+                    };
+                    if !self.emit(call).await || !self.emit(result).await {
                         return;
                     }
                 }

@@ -81,6 +81,7 @@ impl Runtime {
             last_seq: info.last_seq,
             pending_permissions: handle.shared.permissions(),
             background_tasks: info.background_tasks,
+            queued: handle.shared.queued(),
         }
         .to_json()
         .into();

@@ -8,6 +8,7 @@ mod pairing;
 mod permissions;
 pub mod prompts;
 mod proposal;
+mod queue;
 mod schedules;
 mod spawn;
 mod store_failure;
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use tandem_protocol::client::TurnOptions;
-use tandem_protocol::server::PendingPermission;
+use tandem_protocol::server::{PendingPermission, QueuedEntry};
 use tandem_protocol::{Event, EventBody, SessionInfo};
 
 pub(crate) use actor::validate_title;
@@ -32,6 +33,7 @@ pub use pairing::{
     WorkerTurnEnded,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
+pub use queue::{CancelQueued, EditQueued};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
@@ -89,6 +91,8 @@ pub struct SessionShared {
     /// Pending permission requests as `permission_request` fields, for
     /// `chat_subscribed`.
     permissions: Mutex<Vec<PendingPermission>>,
+    /// The queue as last flushed, for `chat_subscribed` and `GET .../queue`.
+    queued: Mutex<Vec<QueuedEntry>>,
 }
 
 impl SessionShared {
@@ -99,6 +103,7 @@ impl SessionShared {
             info: Mutex::new(info),
             last_seq,
             permissions: Mutex::new(Vec::new()),
+            queued: Mutex::new(Vec::new()),
         }
     }
 
@@ -146,6 +151,21 @@ impl SessionShared {
         self.permissions()
             .iter()
             .any(|p| p.request_id == request_id)
+    }
+
+    /// Messages waiting in the queue, oldest first.
+    pub fn queued(&self) -> Vec<QueuedEntry> {
+        match self.queued.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set_queued(&self, list: Vec<QueuedEntry>) {
+        match self.queued.lock() {
+            Ok(mut guard) => *guard = list,
+            Err(poisoned) => *poisoned.into_inner() = list,
+        }
     }
 
     fn set_permissions(&self, list: Vec<PendingPermission>) {
