@@ -5,7 +5,8 @@ use tandem_actors::session::SendOutcome;
 use tandem_protocol::client::{CreateSessionParams, ListParams};
 use tandem_protocol::rest::{
     EventsQuery, Health, InterruptAccepted, McpToken, MessageAccepted, MessageQueued, PairList,
-    PostMessage, QueueList, RunningList, ScheduleList, SessionList, TurnAccepted, VendorList,
+    PostMessage, QueueList, RunningList, ScheduleList, SessionList, TurnAccepted, UsageQuery,
+    VendorList,
 };
 use tandem_protocol::ErrorCode;
 
@@ -255,5 +256,7 @@ async fn usage(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
-    Ok(HttpResponse::Ok().json(state.runtime.usage(&who, &id).await?))
+    let query = web::Query::<UsageQuery>::from_query(req.query_string())
+        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    Ok(HttpResponse::Ok().json(state.runtime.usage(&who, &id, query.since).await?))
 }

@@ -264,6 +264,14 @@ pub struct UsageSummary {
     pub delegations: Vec<DelegationUsage>,
 }
 
+/// Query of `GET /api/v1/sessions/{id}/usage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageQuery {
+    /// Count only turns that ended at or after this time, epoch ms (default 0: all).
+    #[serde(default)]
+    pub since: u64,
+}
+
 /// Query of `GET /api/v1/sessions/{id}/events`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EventsQuery {

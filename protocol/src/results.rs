@@ -187,7 +187,8 @@ pub struct QueueChangeResult {
 
 /// The schema of every WebSocket request's fields and of its reply, as
 /// `protocol/schemas/requests.json` holds it: `{requests: {TYPE: {params, result}},
-/// $defs}` (JSON Schema 2020-12). Params describe the frame's fields besides `type`
+/// rest: {"METHOD PATH": body}, $defs}` (JSON Schema 2020-12; `rest` holds the REST
+/// bodies the web page reads, whose JSDoc types are generated from this file). Params describe the frame's fields besides `type`
 /// and `requestId`; a result, the reply's fields besides `kind`, `requestId` and
 /// `ok`. Generated, so a change to a request's wire shape is a visible diff.
 pub fn request_schemas() -> Value {
@@ -255,8 +256,21 @@ pub fn request_schemas() -> Value {
     );
     request!("chat.queue-edit", ChatQueueEditParams, QueueChangeResult);
     request!("ping", PingParams, PingResult);
+    // REST bodies the web page reads, so its generated types cover them too.
+    let mut rest = serde_json::Map::new();
+    macro_rules! body {
+        ($path:literal, $ty:ty) => {{
+            rest.insert($path.to_string(), generator.subschema_for::<$ty>().into());
+        }};
+    }
+    body!("GET /vendors", crate::rest::VendorList);
+    body!("GET /pairs", crate::rest::PairList);
+    body!("GET /sessions/running", crate::rest::RunningList);
+    body!("GET /sessions/{id}/schedules", crate::rest::ScheduleList);
+    body!("GET /sessions/{id}/queue", crate::rest::QueueList);
+    body!("GET /sessions/{id}/usage", crate::rest::UsageSummary);
     let defs = generator.take_definitions(true);
-    serde_json::json!({"requests": requests, "$defs": defs})
+    serde_json::json!({"requests": requests, "rest": rest, "$defs": defs})
 }
 
 /// `ping` has no fields.

@@ -17,12 +17,18 @@ const READ_PAGE: usize = 5000;
 
 impl Runtime {
     /// Usage of session `id`: its own turns, and the delegated Worker turns that it
-    /// delegated (a Driver) or ran (a Worker).
-    pub async fn usage(&self, who: &Principal, id: &str) -> Result<UsageSummary, RuntimeError> {
+    /// delegated (a Driver) or ran (a Worker); only turns that ended at or after
+    /// `since` (epoch ms) count.
+    pub async fn usage(
+        &self,
+        who: &Principal,
+        id: &str,
+        since: u64,
+    ) -> Result<UsageSummary, RuntimeError> {
         self.visible(who, id)?;
         let store = self.inner.store.clone();
         let sid = id.to_string();
-        actix_rt::task::spawn_blocking(move || summarize(&store, &sid))
+        actix_rt::task::spawn_blocking(move || summarize(&store, &sid, since))
             .await
             .map_err(|e| RuntimeError::Internal(e.to_string()))?
     }
@@ -34,15 +40,17 @@ struct HistoryUsage {
     total: UsageTotals,
     /// Delegated turns of this session, in order.
     delegated: Vec<DelegationUsage>,
+    /// Per delegated turn: whether it ended at or after `since`.
+    counted: Vec<bool>,
     /// Sessions this one delegated to (`delegation.to` where `from` is this one).
     workers: BTreeSet<String>,
 }
 
-fn summarize(store: &Store, id: &str) -> Result<UsageSummary, RuntimeError> {
-    let own = read_history(store, id)?;
+fn summarize(store: &Store, id: &str, since: u64) -> Result<UsageSummary, RuntimeError> {
+    let own = read_history(store, id, since)?;
     let mut delegations = own.delegated;
     for worker in own.workers.iter().filter(|w| w.as_str() != id) {
-        let theirs = read_history(store, worker)?;
+        let theirs = read_history(store, worker, since)?;
         delegations.extend(theirs.delegated.into_iter().filter(|d| d.driver_id == id));
     }
     delegations.sort_by_key(|d| d.started_at);
@@ -53,7 +61,7 @@ fn summarize(store: &Store, id: &str) -> Result<UsageSummary, RuntimeError> {
     })
 }
 
-fn read_history(store: &Store, id: &str) -> Result<HistoryUsage, RuntimeError> {
+fn read_history(store: &Store, id: &str, since: u64) -> Result<HistoryUsage, RuntimeError> {
     let mut out = HistoryUsage::default();
     // Delegated turns seen so far, by turn id, until their `turn_completed`.
     let mut open: HashMap<String, usize> = HashMap::new();
@@ -77,10 +85,14 @@ fn read_history(store: &Store, id: &str) -> Result<HistoryUsage, RuntimeError> {
             let turn = ev["turnId"].as_str().unwrap_or_default();
             match ev["kind"].as_str() {
                 Some("turn_completed") => {
+                    let counted = ev["ts"].as_u64().unwrap_or(0) >= since;
                     let usage = normalize(&ev["usage"]);
-                    add(&mut out.total, &usage);
+                    if counted {
+                        add(&mut out.total, &usage);
+                    }
                     if let Some(i) = open.remove(turn) {
                         out.delegated[i].usage = usage;
+                        out.counted[i] = counted;
                     }
                 }
                 Some("user_message") => {
@@ -93,6 +105,7 @@ fn read_history(store: &Store, id: &str) -> Result<HistoryUsage, RuntimeError> {
                             started_at: ev["ts"].as_u64().unwrap_or(0),
                             usage: UsageTotals::default(),
                         });
+                        out.counted.push(false);
                     }
                 }
                 Some("delegation") if ev["from"].as_str() == Some(id) => {
@@ -108,6 +121,12 @@ fn read_history(store: &Store, id: &str) -> Result<HistoryUsage, RuntimeError> {
         }
         after = last;
     }
+    let counted = std::mem::take(&mut out.counted);
+    out.delegated = std::mem::take(&mut out.delegated)
+        .into_iter()
+        .zip(counted)
+        .filter_map(|(d, keep)| keep.then_some(d))
+        .collect();
     Ok(out)
 }
 
