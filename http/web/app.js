@@ -37,6 +37,8 @@ export class App {
     this.touched = null;
     /** @type {HTMLElement | null} */
     this.pairBar = null;
+    /** Today's usage as last read, and when. @type {{at: number, total: import('./wire.js').UsageTotals} | null} */
+    this.today = null;
   }
 
   get sessions() {
@@ -477,6 +479,7 @@ export class App {
 
   toggleRunning() {
     this.runningOpen = !this.runningOpen;
+    this.today = null;
     this.runningEl.hidden = !this.runningOpen;
     this.runningBtn.setAttribute('aria-expanded', String(this.runningOpen));
     document.body.classList.toggle('running-open', this.runningOpen);
@@ -497,6 +500,8 @@ export class App {
    * `GET .../usage?since=<local midnight>` (at most 100 sessions, the most recent).
    */
   async todayUsage() {
+    // Each read totals whole histories on the server: at most one every 30 s.
+    if (this.today && Date.now() - this.today.at < 30000) return this.today.total;
     const midnight = new Date();
     midnight.setHours(0, 0, 0, 0);
     const since = midnight.getTime();
@@ -513,6 +518,7 @@ export class App {
       total.outputTokens += u.total.outputTokens;
       if (typeof u.total.costUsd === 'number') total.costUsd = (total.costUsd || 0) + u.total.costUsd;
     }
+    this.today = { at: Date.now(), total };
     return total;
   }
 

@@ -52,6 +52,8 @@ export class ChatView {
     this.costLines = [];
     /** @type {import('./wire.js').ScheduleInfo[]} */
     this.schedules = [];
+    /** History lines of due schedules, by schedule id. @type {Map<string, HTMLElement>} */
+    this.scheduleLines = new Map();
     /** Streaming items with text not yet written to the DOM (see `flush`). */
     this.dirty = new Set();
     this.loading = false;
@@ -281,7 +283,24 @@ export class ChatView {
     this.renderSchedules();
   }
 
+  /**
+   * A due schedule's history line says whether it was sent or failed (and why), once
+   * the schedule list knows.
+   * @param {string} scheduleId
+   */
+  fillScheduleLine(scheduleId) {
+    const line = this.scheduleLines.get(scheduleId);
+    const sch = this.schedules.find((x) => x.scheduleId === scheduleId);
+    if (!line || !sch) return;
+    const text = sch.content.length > 120 ? `${sch.content.slice(0, 120)}…` : sch.content;
+    line.classList.toggle('error', sch.status === 'failed');
+    line.textContent = sch.status === 'failed'
+      ? `⏰ Scheduled message failed${sch.reason ? ` (${sch.reason})` : ''}: ${text}`
+      : `⏰ Scheduled message sent: ${text}`;
+  }
+
   renderSchedules() {
+    for (const id of this.scheduleLines.keys()) this.fillScheduleLine(id);
     const pending = this.schedules.filter((s) => s.status === 'pending').sort((a, b) => a.at - b.at);
     clear(this.schedulesEl).append(...pending.map((s) => {
       const at = new Date(s.at).toLocaleString();
@@ -831,8 +850,10 @@ export class ChatView {
       case 'info': {
         const due = /^scheduled message (\S+) is due$/.exec(ev.text || '');
         if (due) {
-          const sch = this.schedules.find((x) => x.scheduleId === due[1]);
-          return add('info', h('div.line-event.schedule-fired', `⏰ Scheduled message sent${sch ? `: ${sch.content.length > 120 ? `${sch.content.slice(0, 120)}…` : sch.content}` : ''}`));
+          const line = h('div.line-event.schedule-fired', '⏰ Scheduled message due');
+          this.scheduleLines.set(due[1], line);
+          this.fillScheduleLine(due[1]);
+          return add('info', line);
         }
         return add('info', h('div.line-event', ev.text));
       }

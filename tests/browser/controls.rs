@@ -680,3 +680,46 @@ async fn a_request_without_an_answer_times_out_visibly() {
     assert_eq!(kept, "are you there");
     drop(resume);
 }
+
+#[actix_rt::test]
+async fn the_session_list_updates_its_rows_in_place() {
+    if skip() {
+        return;
+    }
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+    let a = create_session(&page, "Alpha").await;
+    let other = create_session(&page, "Beta").await;
+    b.wait(
+        "both rows",
+        "document.querySelectorAll('.session-list li[data-row]').length === 2",
+    )
+    .await;
+    // Tag the DOM nodes of both rows; a rebuilt list would drop the tags.
+    b.exec(
+        "for (const li of document.querySelectorAll('.session-list li[data-row]')) li.tagged = li.dataset.row;",
+        vec![],
+    )
+    .await;
+    // A turn in Alpha moves it to the top and changes its status, twice.
+    let mut ws = page.ws().await;
+    ws.subscribe(&a, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": a, "content": "hello"}))
+        .await;
+    ws.events_until_turn_end(&a).await;
+    b.wait(
+        "Alpha first and idle",
+        &format!(
+            "(() => {{ const rows = [...document.querySelectorAll('.session-list li[data-row]')]; return rows[0].dataset.row === '{a}' && rows[0].querySelector('a').dataset.status === 'idle' && rows[0].querySelector('.when').textContent === 'now'; }})()"
+        ),
+    )
+    .await;
+    let tags = b
+        .exec(
+            "return [...document.querySelectorAll('.session-list li[data-row]')].map(li => [li.dataset.row, li.tagged ?? null]);",
+            vec![],
+        )
+        .await;
+    // Beta did not change: the same node, moved; Alpha changed: its row was redrawn.
+    assert_eq!(tags, json!([[a, null], [other, other]]), "{tags}");
+}

@@ -130,7 +130,10 @@ impl Page {
     pub async fn assert_accessible(&self, view: &str) {
         let csp = self
             .browser
-            .exec("return window.__tandem?.cspViolations ?? [];", vec![])
+            .exec(
+                "return window.__tandem ? window.__tandem.cspViolations : 'the test hooks are missing';",
+                vec![],
+            )
             .await;
         assert_eq!(csp, json!([]), "CSP violations in the {view} view");
         let bad = self.browser.axe_serious().await;
