@@ -160,6 +160,9 @@ export class App {
         const wasBusy = old && (old.status === 'running' || old.status === 'starting');
         const nowBusy = f.session.status === 'running' || f.session.status === 'starting';
         this.store.upsertSession(f.session);
+        // Any change of an open session's record (a queue edited in another tab
+        // included) comes as an upsert: its view re-reads the queue, debounced.
+        this.views.get(f.session.id)?.scheduleQueueRefresh();
         if (wasBusy && !nowBusy) this.attention.turnEnded(f.session.id, f.session.status);
         this.layout();
         if (this.runningOpen) this.scheduleRunning();

@@ -145,6 +145,7 @@ export class ChatView {
     this.observer.disconnect();
     this.unsubscribeQueue();
     clearTimeout(this.usageTimer);
+    clearTimeout(this.queueTimer);
     this.el.remove();
   }
 
@@ -474,6 +475,12 @@ export class ChatView {
       h('button.btn.link', { type: 'button', onclick: () => { this.askEl.hidden = true; this.input.focus(); } }, 'Keep editing'));
     this.askEl.hidden = false;
     queueBtn.focus();
+  }
+
+  /** A queue re-read soon, once for a burst of changes. */
+  scheduleQueueRefresh() {
+    clearTimeout(this.queueTimer);
+    this.queueTimer = setTimeout(() => this.refreshQueue(), 250);
   }
 
   /** Reads the queue from the server (it lives there, and survives a reload). */

@@ -86,6 +86,23 @@ async fn the_queue_lives_on_the_server_and_background_work_asks_first() {
     )
     .await;
     assert_eq!(queue_texts(&page, &id).await, ["queued one, edited"]);
+    // A message queued elsewhere (another tab, a script) shows up here too.
+    let mut ws = page.ws().await;
+    ws.ok(
+        json!({"type": "chat.send", "sessionId": id, "content": "from elsewhere", "queue": true}),
+    )
+    .await;
+    b.wait(
+        "the chip queued elsewhere",
+        "[...document.querySelectorAll('.queued li')].some(l => l.textContent.includes('Queued 2: from elsewhere'))",
+    )
+    .await;
+    page.press(&chat(&id), "Cancel queued message 2").await;
+    b.wait(
+        "one chip left again",
+        "document.querySelectorAll('.queued li').length === 1",
+    )
+    .await;
     page.check_view("queue").await;
 
     // Stopping the turn sends the queued message; its chip goes.
