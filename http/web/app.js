@@ -163,7 +163,9 @@ export class App {
         // Any change of an open session's record (a queue edited in another tab
         // included) comes as an upsert: its view re-reads the queue, debounced.
         this.views.get(f.session.id)?.scheduleQueueRefresh();
-        if (wasBusy && !nowBusy) this.attention.turnEnded(f.session.id, f.session.status);
+        // An open view reports its own turn ends (from `turn_completed`); this covers
+        // the sessions not open.
+        if (wasBusy && !nowBusy && !this.views.has(f.session.id)) this.attention.turnEnded(f.session.id, f.session.status);
         this.layout();
         if (this.runningOpen) this.scheduleRunning();
         return;

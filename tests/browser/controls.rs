@@ -611,6 +611,21 @@ async fn notifications_with_consent_and_a_title_that_counts_attention() {
     )
     .await;
     b.wait("the title", "document.title === '(1) tandem'").await;
+    // Once the list has the session's upsert too, still one notification.
+    b.wait(
+        "the row idle",
+        &format!(
+            "document.querySelector('.session-list a[data-id=\"{a}\"]')?.dataset.status === 'idle'"
+        ),
+    )
+    .await;
+    let count = b
+        .exec(
+            "return window.__tandem.notifications.filter(n => n.title === 'watched: turn completed').length;",
+            vec![],
+        )
+        .await;
+    assert_eq!(count, 1, "one notification per turn end");
     b.exec("window.__tandem.setHidden(false);", vec![]).await;
     b.wait("the title cleared", "document.title === 'tandem'")
         .await;
