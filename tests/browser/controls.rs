@@ -570,6 +570,26 @@ async fn file_edits_render_as_diffs_also_in_permission_requests() {
     b.click(&format!("{} .card.permission .allow", chat(&id)))
         .await;
     page.wait_text(&id, ".msg.assistant", "allowed Edit").await;
+
+    // Codex asks about a file change by its item id: the card shows that item's diff.
+    let codex = create_session(&page, "codex-like").await;
+    page.open_session(&codex).await;
+    page.send(
+        &codex,
+        &format!(
+            "/show apply_patch {patch}\n/ask apply_patch {}",
+            json!({"itemId": "turn_1_call_0", "reason": "write app.py"})
+        ),
+    )
+    .await;
+    b.wait(
+        "the Codex permission's diff",
+        &format!(
+            "document.querySelector('{} .card.permission .diff-file')?.textContent === 'app.py'",
+            chat(&codex)
+        ),
+    )
+    .await;
 }
 
 #[actix_rt::test]
