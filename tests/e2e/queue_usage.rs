@@ -277,9 +277,76 @@ async fn usage_totals_per_session_and_per_delegation() {
     assert_eq!(usage["total"]["outputTokens"], 3, "{usage}");
     assert_eq!(usage["delegations"][0]["turnId"], delegations[0]["turnId"]);
 
+    // `since` counts only turns that ended at or after it.
+    let (_, all) = server
+        .get(&format!("/api/v1/sessions/{driver}/usage?since=0"))
+        .await;
+    assert_eq!(all["total"]["turns"], 2);
+    let (_, none) = server
+        .get(&format!(
+            "/api/v1/sessions/{driver}/usage?since=99999999999999"
+        ))
+        .await;
+    assert_eq!(none["total"]["turns"], 0, "{none}");
+    assert_eq!(none["total"].get("costUsd"), None, "{none}");
+    assert_eq!(none["delegations"], json!([]), "{none}");
+    let (status, body) = server
+        .get(&format!("/api/v1/sessions/{driver}/usage?since=yesterday"))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (400, json!("INVALID_ARGUMENT"))
+    );
+
     let (status, body) = server.get("/api/v1/sessions/ses_missing/usage").await;
     assert_eq!(
         (status, body["error"]["code"].clone()),
         (404, json!("SESSION_NOT_FOUND"))
     );
+}
+
+#[actix_rt::test]
+async fn a_result_the_server_queued_cannot_be_edited_or_cancelled() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let driver = ws.create_session().await;
+    ws.subscribe(&driver, 0).await;
+    ws.ok(json!({"type": "pair.create", "driverId": driver, "worker": {"vendor": "scripted"}}))
+        .await;
+    // A detached delegation whose result comes back while the Driver is busy: it is
+    // queued as a server-written (internal) message.
+    let (output, is_error) = ws
+        .scripted_tool(
+            &driver,
+            "send_to_partner",
+            json!({"message": "/sleep 300\nworker done", "wait": false}),
+        )
+        .await;
+    assert!(!is_error, "{output}");
+    ws.ok(json!({"type": "chat.send", "sessionId": driver, "content": "/sleep 60000"}))
+        .await;
+    let mut queued = Value::Null;
+    for _ in 0..200 {
+        queued = server
+            .get(&format!("/api/v1/sessions/{driver}/queue"))
+            .await
+            .1;
+        if queued["queued"][0]["internal"] == true {
+            break;
+        }
+        actix_rt::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(queued["queued"][0]["internal"], true, "{queued}");
+    let qid = queued["queued"][0]["queueId"].clone();
+    for body in [
+        json!({"type": "chat.queue-cancel", "sessionId": driver, "queueId": qid}),
+        json!({"type": "chat.queue-edit", "sessionId": driver, "queueId": qid, "content": "forged"}),
+    ] {
+        let answer = ws.request(body.clone()).await;
+        assert_eq!(answer["code"], "CONFLICT", "{body}: {answer}");
+    }
+    let (_, after) = server
+        .get(&format!("/api/v1/sessions/{driver}/queue"))
+        .await;
+    assert_eq!(after["queued"], queued["queued"], "nothing changed");
 }
