@@ -87,11 +87,39 @@ pub struct SessionRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueuedMessage {
+    /// Its id (`q_…`), named by `chat.queue-cancel` and `chat.queue-edit`. Records
+    /// written before ids existed get one when read (stored at the next write).
+    #[serde(default = "new_queue_id")]
+    pub id: String,
     /// The user message of the turn it starts once the session is free.
     pub text: String,
     /// True when the server wrote it (a pushed-back result).
     #[serde(default)]
     pub internal: bool,
+}
+
+fn new_queue_id() -> String {
+    crate::clock::random_id("q_", 8)
+}
+
+impl QueuedMessage {
+    /// A new entry with a fresh id.
+    pub fn new(text: String, internal: bool) -> Self {
+        QueuedMessage {
+            id: new_queue_id(),
+            text,
+            internal,
+        }
+    }
+
+    /// The entry as the wire lists it.
+    pub fn entry(&self) -> tandem_protocol::server::QueuedEntry {
+        tandem_protocol::server::QueuedEntry {
+            queue_id: self.id.clone(),
+            text: self.text.clone(),
+            internal: self.internal,
+        }
+    }
 }
 
 /// A Worker proposal's persisted state.

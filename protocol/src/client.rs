@@ -57,6 +57,10 @@ pub enum ClientRequest {
     SessionSchedule(ScheduleParams),
     /// `session.schedule-cancel`; answered with [`crate::results::ScheduleCancelResult`].
     SessionScheduleCancel(ScheduleCancelParams),
+    /// `chat.queue-cancel`; answered with [`crate::results::QueueChangeResult`].
+    ChatQueueCancel(QueueCancelParams),
+    /// `chat.queue-edit`; answered with [`crate::results::QueueChangeResult`].
+    ChatQueueEdit(QueueEditParams),
     /// `ping`: answered with [`crate::results::PingResult`] (`pong: true`).
     Ping,
 }
@@ -188,6 +192,33 @@ pub struct ScheduleCancelParams {
     pub session_id: String,
     /// The pending schedule.
     pub schedule_id: String,
+}
+
+/// `chat.queue-cancel` fields.
+pub type ChatQueueCancelParams = QueueCancelParams;
+/// `chat.queue-edit` fields.
+pub type ChatQueueEditParams = QueueEditParams;
+
+/// Fields of `chat.queue-cancel`: take a message out of the session's queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueCancelParams {
+    /// The session.
+    pub session_id: String,
+    /// The queued message (`queueId` of `chat_subscribed.queued` or `GET .../queue`).
+    pub queue_id: String,
+}
+
+/// Fields of `chat.queue-edit`: replace a queued message's text; it keeps its place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueEditParams {
+    /// The session.
+    pub session_id: String,
+    /// The queued message.
+    pub queue_id: String,
+    /// Its new text; not blank.
+    pub content: String,
 }
 
 /// Fields of `pair.close`.
@@ -439,6 +470,8 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
             | "session.handoff"
             | "session.schedule"
             | "session.schedule-cancel"
+            | "chat.queue-cancel"
+            | "chat.queue-edit"
     );
     if needs_session && session_id.as_deref().is_none_or(str::is_empty) {
         return Err(fail(
@@ -516,6 +549,8 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
         "session.schedule-cancel" => {
             ClientRequest::SessionScheduleCancel(fields(obj, &kind).map_err(&bad)?)
         }
+        "chat.queue-cancel" => ClientRequest::ChatQueueCancel(fields(obj, &kind).map_err(&bad)?),
+        "chat.queue-edit" => ClientRequest::ChatQueueEdit(fields(obj, &kind).map_err(&bad)?),
         "ping" => ClientRequest::Ping,
         other => {
             return Err(fail(

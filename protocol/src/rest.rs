@@ -206,6 +206,72 @@ pub struct ScheduleList {
     pub schedules: Vec<crate::schedule::ScheduleInfo>,
 }
 
+/// `GET /api/v1/sessions/{id}/queue`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueList {
+    /// The session.
+    pub session_id: String,
+    /// Messages waiting to be sent, oldest first.
+    pub queued: Vec<crate::server::QueuedEntry>,
+}
+
+/// Token counts and cost summed over turns. Vendors report usage in their own
+/// shapes (`turn_completed.usage`); these are the parts every page shows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageTotals {
+    /// Turns that reported usage.
+    pub turns: u64,
+    /// Input tokens (Claude: including cache reads and writes).
+    pub input_tokens: u64,
+    /// Of the input, tokens served from the vendor's cache.
+    pub cached_input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars, summed over the turns whose vendor reported one; absent
+    /// when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// What one delegated Worker turn used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationUsage {
+    /// The Worker session that ran it.
+    pub worker_id: String,
+    /// The Worker's turn.
+    pub turn_id: String,
+    /// The Driver that delegated it.
+    pub driver_id: String,
+    /// When the turn started, epoch ms.
+    pub started_at: u64,
+    /// Its usage (`turns` is 1 when the vendor reported any, else 0).
+    pub usage: UsageTotals,
+}
+
+/// `GET /api/v1/sessions/{id}/usage`: totals from the stored `turn_completed` events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageSummary {
+    /// The session.
+    pub session_id: String,
+    /// Every turn of this session.
+    pub total: UsageTotals,
+    /// Delegated turns: for a Driver, its Workers' turns it delegated; for a Worker,
+    /// its own delegated turns. Oldest first.
+    pub delegations: Vec<DelegationUsage>,
+}
+
+/// Query of `GET /api/v1/sessions/{id}/usage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageQuery {
+    /// Count only turns that ended at or after this time, epoch ms (default 0: all).
+    #[serde(default)]
+    pub since: u64,
+}
+
 /// Query of `GET /api/v1/sessions/{id}/events`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EventsQuery {

@@ -1,5 +1,6 @@
 //! Server → client frames other than history events.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -54,6 +55,9 @@ pub enum ServerFrame {
         permission_rules: Vec<PermissionRule>,
         /// Background work running at subscription time.
         background_tasks: Vec<BackgroundTask>,
+        /// Messages waiting to be sent, oldest first (also `GET .../queue`).
+        #[serde(default)]
+        queued: Vec<QueuedEntry>,
     },
     /// The server dropped events for this socket; re-subscribe with
     /// `lastSeq = resumeFrom - 1` to get them.
@@ -124,6 +128,21 @@ mod tests {
         .to_json();
         assert_eq!(text, r#"{"kind":"lagged","sessionId":"s","resumeFrom":42}"#);
     }
+}
+
+/// A message waiting in a session's queue until the session has no turn and no
+/// background work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedEntry {
+    /// Its id (`q_…`); `chat.queue-cancel` and `chat.queue-edit` name it.
+    pub queue_id: String,
+    /// The user message it sends once the session is free.
+    pub text: String,
+    /// True for a message the server queued (a pushed-back result): it cannot be
+    /// edited or cancelled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub internal: bool,
 }
 
 /// A tool approval the vendor asked for that no one has answered yet: the fields of

@@ -4,6 +4,7 @@
 //! `target/screenshots/`.
 
 mod chat;
+mod controls;
 mod history;
 mod pairs;
 mod permissions;
@@ -129,7 +130,10 @@ impl Page {
     pub async fn assert_accessible(&self, view: &str) {
         let csp = self
             .browser
-            .exec("return window.__tandem?.cspViolations ?? [];", vec![])
+            .exec(
+                "return window.__tandem ? window.__tandem.cspViolations : 'the test hooks are missing';",
+                vec![],
+            )
             .await;
         assert_eq!(csp, json!([]), "CSP violations in the {view} view");
         let bad = self.browser.axe_serious().await;
@@ -148,6 +152,74 @@ impl Page {
                 vec![json!(id)],
             )
             .await
+    }
+}
+
+impl Page {
+    /// Clicks the button inside `scope` (CSS) whose accessible name (its
+    /// `aria-label`, else its text) is `name`.
+    pub async fn press(&self, scope: &str, name: &str) {
+        let mark = self
+            .browser
+            .wait(
+                &format!("the {name:?} button"),
+                &format!(
+                    "(() => {{ const b = [...document.querySelectorAll({} + ' button')].find(b => !b.hidden && b.offsetParent !== null && (b.getAttribute('aria-label') || b.textContent).trim() === {}); if (!b) return null; b.dataset.press = b.dataset.press || String(Math.random()).slice(2); return b.dataset.press; }})()",
+                    serde_json::json!(scope),
+                    serde_json::json!(name)
+                ),
+            )
+            .await;
+        let mark = mark.as_str().unwrap_or_default().to_string();
+        self.browser
+            .click(&format!("button[data-press=\"{mark}\"]"))
+            .await;
+    }
+
+    /// The open dialog's CSS selector, once one is open.
+    pub async fn dialog(&self, class: &str) -> String {
+        let css = format!("dialog.{class}[open]");
+        self.browser
+            .wait(
+                &format!("the {class} dialog"),
+                &format!("document.querySelector({})", serde_json::json!(css)),
+            )
+            .await;
+        css
+    }
+
+    /// Sets a select or input (inside `css`) and fires its change event.
+    pub async fn set_value(&self, css: &str, value: &str) {
+        self.browser
+            .exec(
+                "const e = document.querySelector(arguments[0]); e.value = arguments[1];\
+                 e.dispatchEvent(new Event('input', {bubbles: true}));\
+                 e.dispatchEvent(new Event('change', {bubbles: true}));",
+                vec![json!(css), json!(value)],
+            )
+            .await;
+    }
+
+    /// Axe and phone width for what is on screen now: no serious violation at
+    /// 1280 px and at 390 px, and nothing wider than a phone. Saves screenshots
+    /// `NAME.png` and `phone-NAME.png`.
+    pub async fn check_view(&self, name: &str) {
+        self.browser.screenshot(name).await;
+        self.assert_accessible(name).await;
+        self.browser.resize(390, 844).await;
+        let overflow = self
+            .browser
+            .exec(
+                "const wide = [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 1 && e.getClientRects().length)\
+                   .slice(0, 5).map(e => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`);\
+                 return document.documentElement.scrollWidth > innerWidth || wide.some(w => w.startsWith('DIALOG')) ? wide : false;",
+                vec![],
+            )
+            .await;
+        assert_eq!(overflow, false, "{name} is wider than a phone");
+        self.browser.screenshot(&format!("phone-{name}")).await;
+        self.assert_accessible(&format!("phone {name}")).await;
+        self.browser.resize(1280, 800).await;
     }
 }
 

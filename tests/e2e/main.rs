@@ -21,6 +21,7 @@ mod long_urls;
 mod pair_gone;
 mod pairs;
 mod permissions;
+mod queue_usage;
 mod rest_parity;
 mod restart;
 mod schedule;

@@ -341,6 +341,18 @@ impl Browser {
         .await;
     }
 
+    /// Sets a permission for the page's origin as if the person had answered the
+    /// browser's prompt (WebDriver's Set Permission), e.g. `("notifications",
+    /// "granted")`.
+    pub async fn set_permission(&self, name: &str, state: &str) {
+        self.call(
+            "POST",
+            &self.s("/permissions"),
+            Some(json!({"descriptor": {"name": name}, "state": state})),
+        )
+        .await;
+    }
+
     /// Resizes the window (CSS pixels).
     pub async fn resize(&self, width: u32, height: u32) {
         self.call(

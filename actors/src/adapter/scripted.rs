@@ -13,6 +13,9 @@
 //! - `/ask TOOL {json}` → asks permission to use TOOL (a `permission_request`), waits
 //!   for the answer and says `allowed TOOL` or `denied TOOL: MESSAGE`; allowed at once
 //!   when the session bypasses permissions
+//! - `/usage {json}` → reports that usage for the turn (on its `turn_completed`)
+//! - `/show NAME {json}` → a `tool_call` NAME with that input and an `ok`
+//!   `tool_result`, running nothing (how a vendor's own tools look in the history)
 //! - any other `/word` line is echoed as text
 //!
 //! Messages the server writes (pushed-back results) are echoed line by line and never
@@ -23,7 +26,8 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde_json::Value;
 use tandem_protocol::{
-    BackgroundTask, EventBody, PermissionKind, PermissionMode, TaskType, TurnStatus,
+    BackgroundTask, EventBody, PermissionChoice, PermissionKind, PermissionMode, RememberScope,
+    TaskType, TurnStatus,
 };
 use tokio::sync::oneshot;
 
@@ -54,6 +58,14 @@ enum Step {
         id: String,
         ms: u64,
         description: String,
+    },
+    /// Reports the turn's usage as a vendor would (`/usage {json}`).
+    Usage(Value),
+    /// A tool call shown as a vendor reports one, with an `ok` result, running
+    /// nothing (`/show NAME {json}`): how the page draws a vendor's tools.
+    Show {
+        name: String,
+        input: Value,
     },
 }
 
@@ -86,6 +98,14 @@ fn parse_script(text: &str) -> Vec<Step> {
                     let tool = parts.next().unwrap_or_default().to_string();
                     let input = parts.next().unwrap_or("{}").trim().to_string();
                     Some(Step::Ask { tool, input })
+                }
+                "/usage" => serde_json::from_str(rest).ok().map(Step::Usage),
+                "/show" if !rest.is_empty() => {
+                    let mut parts = rest.splitn(2, char::is_whitespace);
+                    let name = parts.next().unwrap_or_default().to_string();
+                    serde_json::from_str(parts.next().unwrap_or("{}").trim())
+                        .ok()
+                        .map(|input| Step::Show { name, input })
                 }
                 "/background" => {
                     let mut parts = rest.splitn(3, char::is_whitespace);
@@ -198,11 +218,30 @@ impl Handler<Ask> for ScriptedAgent {
                     tool_name: msg.tool,
                     input: msg.input,
                     permission_kind: PermissionKind::Tool,
-                    choices: Vec::new(),
+                    choices: choices(),
                 },
             ),
         }
     }
+}
+
+/// What `/ask` offers: once, always for this session, or deny.
+fn choices() -> Vec<PermissionChoice> {
+    let choice = |label: &str, allow: bool, remember: Option<RememberScope>| PermissionChoice {
+        label: label.into(),
+        allow,
+        remember,
+        permission_mode: None,
+    };
+    vec![
+        choice("Allow once", true, None),
+        choice(
+            "Always allow in this session",
+            true,
+            Some(RememberScope::Session),
+        ),
+        choice("Deny", false, None),
+    ]
 }
 
 impl ScriptedAgent {
@@ -462,6 +501,26 @@ impl Run {
                         is_error,
                     };
                     if !self.emit(result).await {
+                        return None;
+                    }
+                }
+                Step::Usage(usage) => {
+                    self.emitter
+                        .send(Some(self.turn_id.clone()), AgentItem::Usage(usage));
+                }
+                Step::Show { name, input } => {
+                    let call_id = format!("{}_call_{index}", self.turn_id);
+                    let call = EventBody::ToolCall {
+                        call_id: call_id.clone(),
+                        name,
+                        input,
+                    };
+                    let result = EventBody::ToolResult {
+                        call_id,
+                        output: Value::String("ok".into()),
+                        is_error: false,
+                    };
+                    if !self.emit(call).await || !self.emit(result).await {
                         return None;
                     }
                 }

@@ -82,6 +82,7 @@ impl Runtime {
             pending_permissions: handle.shared.permissions(),
             permission_rules: handle.shared.permission_rules(),
             background_tasks: info.background_tasks,
+            queued: handle.shared.queued(),
         }
         .to_json()
         .into();

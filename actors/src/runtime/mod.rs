@@ -7,9 +7,11 @@ mod clients;
 mod handoff;
 mod listing;
 mod pairs;
+mod queue;
 mod reconcile;
 mod recovery;
 mod schedules;
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;

@@ -77,6 +77,7 @@ impl SessionActor {
         services: Services,
         shared: Arc<SessionShared>,
     ) -> Self {
+        shared.set_queued(record.queued.iter().map(|q| q.entry()).collect());
         SessionActor {
             id: record.id.as_str().into(),
             record,
@@ -163,6 +164,8 @@ impl SessionActor {
         if std::mem::take(&mut self.dirty) {
             let info = self.info();
             self.shared.set(info.clone());
+            self.shared
+                .set_queued(self.record.queued.iter().map(|q| q.entry()).collect());
             self.services.gateway.do_send(SessionChanged(info));
         }
     }

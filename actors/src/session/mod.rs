@@ -8,6 +8,7 @@ mod pairing;
 mod permissions;
 pub mod prompts;
 mod proposal;
+mod queue;
 mod schedules;
 mod spawn;
 mod store_failure;
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use tandem_protocol::client::TurnOptions;
-use tandem_protocol::server::PendingPermission;
+use tandem_protocol::server::{PendingPermission, QueuedEntry};
 use tandem_protocol::{Event, EventBody, PermissionRule, SessionInfo};
 
 pub(crate) use actor::validate_title;
@@ -32,6 +33,7 @@ pub use pairing::{
     WorkerTurnEnded,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
+pub use queue::{CancelQueued, EditQueued};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
@@ -87,6 +89,8 @@ pub struct SessionShared {
     permissions: Mutex<Vec<PendingPermission>>,
     /// Tools allowed for the rest of the session, for `chat_subscribed`.
     rules: Mutex<Vec<PermissionRule>>,
+    /// The queue as last flushed, for `chat_subscribed` and `GET .../queue`.
+    queued: Mutex<Vec<QueuedEntry>>,
 }
 
 impl SessionShared {
@@ -98,6 +102,7 @@ impl SessionShared {
             last_seq,
             permissions: Mutex::new(Vec::new()),
             rules: Mutex::new(Vec::new()),
+            queued: Mutex::new(Vec::new()),
         }
     }
 
@@ -149,17 +154,20 @@ impl SessionShared {
 
     /// Tools a person allowed for the rest of the session.
     pub fn permission_rules(&self) -> Vec<PermissionRule> {
-        match self.rules.lock() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        read(&self.rules)
     }
 
     fn set_permission_rules(&self, list: Vec<PermissionRule>) {
-        match self.rules.lock() {
-            Ok(mut guard) => *guard = list,
-            Err(poisoned) => *poisoned.into_inner() = list,
-        }
+        write(&self.rules, list);
+    }
+
+    /// Messages waiting in the queue, oldest first.
+    pub fn queued(&self) -> Vec<QueuedEntry> {
+        read(&self.queued)
+    }
+
+    fn set_queued(&self, list: Vec<QueuedEntry>) {
+        write(&self.queued, list);
     }
 
     fn set_permissions(&self, list: Vec<PendingPermission>) {
@@ -171,6 +179,22 @@ impl SessionShared {
 
     fn set_last_seq(&self, seq: u64) {
         self.last_seq.store(seq, Ordering::Release);
+    }
+}
+
+/// A copy of what `published` holds (a poisoned lock still holds the last value set).
+fn read<T: Clone>(published: &Mutex<T>) -> T {
+    match published.lock() {
+        Ok(guard) => guard.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+/// Replaces what `published` holds.
+fn write<T>(published: &Mutex<T>, value: T) {
+    match published.lock() {
+        Ok(mut guard) => *guard = value,
+        Err(poisoned) => *poisoned.into_inner() = value,
     }
 }
 

@@ -286,7 +286,7 @@ impl SessionActor {
 
     /// Runs `text` now if the session is free, else queues it.
     pub(super) fn run_or_queue(&mut self, text: String, internal: bool, ctx: &mut Context<Self>) {
-        self.record.queued.push(QueuedMessage { text, internal });
+        self.record.queued.push(QueuedMessage::new(text, internal));
         self.touch();
         self.dispatch_queued(ctx);
     }
@@ -317,10 +317,9 @@ impl SessionActor {
                     "the queue already holds {MAX_QUEUED} messages"
                 )));
             }
-            self.record.queued.push(QueuedMessage {
-                text: msg.content,
-                internal: false,
-            });
+            self.record
+                .queued
+                .push(QueuedMessage::new(msg.content, false));
             self.touch();
             return Ok(SendOutcome::Queued {
                 position: self.record.queued.len(),
