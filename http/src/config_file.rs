@@ -52,7 +52,8 @@ pub struct VendorSection {
     /// Extra arguments, before the adapter's own.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Extra environment for the process (on top of PATH, HOME, LANG, TERM).
+    /// Extra environment for the process, on top of what it inherits from the server
+    /// (all but `TANDEM_*`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Seconds an idle vendor process is kept before it is closed.

@@ -28,6 +28,7 @@ mod secrets;
 mod slow_client;
 mod stalled_clients;
 mod subscribe;
+mod vendor_env;
 mod write_path;
 
 use serde_json::Value;
