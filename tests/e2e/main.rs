@@ -29,6 +29,7 @@ mod slow_client;
 mod stalled_clients;
 mod subscribe;
 mod vendor_env;
+mod worker_choice;
 mod write_path;
 
 use serde_json::Value;
