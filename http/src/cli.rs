@@ -29,6 +29,13 @@ enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Check each vendor CLI (binary, version, login) without calling a model; exits
+    /// non-zero when one that is installed or configured cannot work.
+    Doctor {
+        /// The config file `tandem serve --config` would use.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Print or replace the admin token (or another user's with --user).
     Token {
         #[command(subcommand)]
@@ -189,6 +196,7 @@ pub fn main_from(args: &[String]) -> ExitCode {
 fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => return run_serve(args),
+        Command::Doctor { config } => return crate::doctor::run(config),
         Command::User { command } => user(command),
         Command::Token { command } => token(command),
     };

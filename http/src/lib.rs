@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod cli;
 pub mod config_file;
+pub mod doctor;
 pub mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;

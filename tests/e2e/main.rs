@@ -29,6 +29,7 @@ mod slow_client;
 mod stalled_clients;
 mod subscribe;
 mod vendor_env;
+mod vendor_errors;
 mod worker_choice;
 mod write_path;
 

@@ -4,6 +4,7 @@ use std::sync::RwLock;
 
 use tandem_protocol::rest::VendorInfo;
 
+use super::health::{Health, VendorStatus};
 use super::process::VendorsConfig;
 
 /// Effort levels in increasing order; vendors support a subset.
@@ -27,6 +28,10 @@ pub struct VendorSpec {
     pub installed: bool,
     /// The CLI's own version line, once known.
     pub version: Option<String>,
+    /// Whether it can work here (see [`super::health`]).
+    pub status: VendorStatus,
+    /// What is wrong and how to fix it.
+    pub problem: Option<String>,
 }
 
 impl VendorSpec {
@@ -50,6 +55,15 @@ impl Default for VendorCatalog {
     }
 }
 
+/// The status of a vendor before its check: unknown when installed, else missing.
+fn unchecked(installed: bool) -> VendorStatus {
+    if installed {
+        VendorStatus::Unknown
+    } else {
+        VendorStatus::Missing
+    }
+}
+
 fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_string()).collect()
 }
@@ -68,6 +82,8 @@ impl VendorCatalog {
                     capabilities: &["interrupt", "backgroundTasks", "tools"],
                     installed: true,
                     version: Some(env!("CARGO_PKG_VERSION").to_string()),
+                    status: VendorStatus::Ok,
+                    problem: None,
                 },
                 VendorSpec {
                     id: "codex",
@@ -77,6 +93,8 @@ impl VendorCatalog {
                     capabilities: &["interrupt", "backgroundTasks", "tools", "approvals"],
                     installed: vendors.codex.is_some(),
                     version: None,
+                    status: unchecked(vendors.codex.is_some()),
+                    problem: None,
                 },
                 VendorSpec {
                     id: "claude",
@@ -86,6 +104,8 @@ impl VendorCatalog {
                     capabilities: &["interrupt", "backgroundTasks", "tools", "approvals"],
                     installed: vendors.claude.is_some(),
                     version: None,
+                    status: unchecked(vendors.claude.is_some()),
+                    problem: None,
                 },
             ]),
         }
@@ -116,16 +136,18 @@ impl VendorCatalog {
             .collect()
     }
 
-    /// Records the CLI's version line.
-    pub fn set_version(&self, id: &str, version: String) {
-        self.update(id, |spec| spec.version = Some(version));
-    }
-
-    /// Replaces the model list with what the CLI reported (ignored when empty).
-    pub fn set_models(&self, id: &str, models: Vec<String>) {
-        if !models.is_empty() {
-            self.update(id, |spec| spec.models = models);
-        }
+    /// Records what a [`super::health::check`] found (a missing vendor's problem too).
+    pub fn set_health(&self, id: &str, health: Health) {
+        self.update(id, |spec| {
+            if health.version.is_some() {
+                spec.version = health.version;
+            }
+            spec.status = health.status;
+            spec.problem = health.problem;
+            if let Some(models) = health.models.filter(|m| !m.is_empty()) {
+                spec.models = models;
+            }
+        });
     }
 
     /// All vendors for `GET /vendors`.
@@ -137,6 +159,8 @@ impl VendorCatalog {
                 display_name: v.display_name.into(),
                 installed: v.installed,
                 version: v.version.clone(),
+                status: v.status.as_str().into(),
+                problem: v.problem.clone(),
                 models: v.models.clone(),
                 effort_levels: v.effort_levels.iter().map(|m| (*m).into()).collect(),
                 capabilities: v.capabilities.iter().map(|m| (*m).into()).collect(),

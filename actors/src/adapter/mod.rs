@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod claude;
 pub mod codex;
 pub mod context;
+pub mod health;
 pub mod messages;
 pub mod process;
 pub mod scripted;

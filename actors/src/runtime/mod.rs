@@ -249,26 +249,22 @@ impl Runtime {
         })
     }
 
-    /// Asks each installed vendor CLI for its version in the background; `GET /vendors`
-    /// shows it once known.
+    /// Checks each vendor CLI in the background (version, supported range, login,
+    /// Codex's models; no tokens spent); `GET /vendors` shows it once known.
     fn probe_vendor_versions(&self) {
         let catalog = self.inner.services.catalog.clone();
         let vendors = self.inner.services.vendors.clone();
         actix::spawn(async move {
             for id in ["codex", "claude"] {
-                if let Some(process) = vendors.get(id) {
-                    match process.version().await {
-                        Some(version) => catalog.set_version(id, version),
-                        None => {
-                            tracing::warn!(vendor = id, bin = %process.bin.display(), "`--version` failed")
-                        }
+                let health = crate::adapter::health::check(id, vendors.get(id)).await;
+                match (&health.problem, health.status) {
+                    (Some(problem), crate::adapter::health::VendorStatus::Missing) => {
+                        tracing::info!(vendor = id, %problem, "vendor check")
                     }
-                    if id == "codex" {
-                        if let Some(models) = crate::adapter::codex::list_models(process).await {
-                            catalog.set_models(id, models);
-                        }
-                    }
+                    (Some(problem), _) => tracing::warn!(vendor = id, %problem, "vendor check"),
+                    (None, _) => {}
                 }
+                catalog.set_health(id, health);
             }
         });
     }

@@ -38,6 +38,17 @@ const AWAIT_EVERY: u64 = 32;
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// Longest piece of a malformed line quoted in the log.
 const LOG_LINE_CHARS: usize = 200;
+/// How long Claude Code may keep retrying an API it cannot reach before the turn is
+/// stopped and fails (it would retry for minutes); `TANDEM_CLAUDE_UNREACHABLE_MS`
+/// shortens it for tests.
+const UNREACHABLE_LIMIT: Duration = Duration::from_secs(30);
+
+fn unreachable_limit() -> Duration {
+    std::env::var("TANDEM_CLAUDE_UNREACHABLE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(UNREACHABLE_LIMIT, Duration::from_millis)
+}
 
 /// What the live process was started with or has been switched to.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +90,10 @@ struct Turn {
     /// The CLI started working on our message. Until then, output belongs to a turn
     /// the CLI started by itself (after a background task finished), not to ours.
     started: bool,
+    /// Armed while the CLI retries an API it cannot reach; cancelled by any output.
+    unreachable: Option<SpawnHandle>,
+    /// Why the turn fails once the interrupt we sent takes effect.
+    fail_with: Option<String>,
 }
 
 /// A tool approval the CLI is waiting for.
@@ -359,6 +374,8 @@ impl ClaudeAgent {
             retried_fresh: false,
             uuid,
             started: false,
+            unreachable: None,
+            fail_with: None,
         });
     }
 
@@ -373,7 +390,10 @@ impl ClaudeAgent {
         if !self.control(OutboundRequest::Interrupt {}) {
             // No process to ask: the turn is over now.
             if let Some(turn) = self.turn.take() {
-                self.end_turn(turn.id, TurnStatus::Interrupted, None);
+                match turn.fail_with {
+                    Some(reason) => self.end_turn(turn.id, TurnStatus::Failed, Some(reason)),
+                    None => self.end_turn(turn.id, TurnStatus::Interrupted, None),
+                }
             }
         }
     }
@@ -418,7 +438,14 @@ impl ClaudeAgent {
             }
         };
         let turn_id = self.current_turn();
-        for body in self.mapper.events(&msg) {
+        let events = self.mapper.events(&msg);
+        if !events.is_empty() {
+            // The model answers: whatever was retried got through.
+            if let Some(guard) = self.turn.as_mut().and_then(|t| t.unreachable.take()) {
+                ctx.cancel_future(guard);
+            }
+        }
+        for body in events {
             self.emit(turn_id.clone(), AgentItem::Event(body));
         }
         match msg {
@@ -471,6 +498,10 @@ impl ClaudeAgent {
                     }
                 }
             }
+            // No HTTP status: the request got no answer at all.
+            "api_retry" if system.error_status.as_ref().is_none_or(Value::is_null) => {
+                self.arm_unreachable_guard(system.error.unwrap_or_default(), ctx);
+            }
             "background_tasks_changed" => {
                 let list = system.tasks.unwrap_or_default();
                 if self.tasks.replace(&list, now_ms()) {
@@ -500,6 +531,32 @@ impl ClaudeAgent {
         }
     }
 
+    /// Claude Code retries an API it cannot reach for minutes; give it
+    /// [`unreachable_limit`], then interrupt the turn and end it `failed`.
+    fn arm_unreachable_guard(&mut self, error: String, ctx: &mut Context<Self>) {
+        let limit = unreachable_limit();
+        let Some(turn) = self.turn.as_mut().filter(|t| t.unreachable.is_none()) else {
+            return;
+        };
+        let turn_id = turn.id.clone();
+        turn.unreachable = Some(ctx.run_later(limit, move |act, _| {
+            let Some(turn) = act.turn.as_mut().filter(|t| t.id == turn_id) else {
+                return;
+            };
+            turn.unreachable = None;
+            turn.fail_with = Some(format!(
+                "the API could not be reached for {} s ({})",
+                limit.as_secs_f32(),
+                if error.is_empty() {
+                    "no answer"
+                } else {
+                    error.as_str()
+                }
+            ));
+            act.interrupt(turn_id);
+        }));
+    }
+
     fn on_result(&mut self, result: ResultMessage, ctx: &mut Context<Self>) {
         if !self.started_ok {
             // A start that failed (an unknown `--resume` id): the process exits next
@@ -521,7 +578,10 @@ impl ClaudeAgent {
             Some(turn.id.clone()),
             AgentItem::Usage(usage_value(&result)),
         );
-        let (status, error) = turn_outcome(&result, turn.interrupting);
+        let (status, error) = match turn.fail_with {
+            Some(reason) => (TurnStatus::Failed, Some(reason)),
+            None => turn_outcome(&result, turn.interrupting),
+        };
         self.approvals.clear();
         self.end_turn(turn.id, status, error);
         self.arm_idle(ctx);
@@ -616,7 +676,9 @@ impl ClaudeAgent {
         tracing::debug!(session = %self.session_id, status = %exit.status, "claude exited");
         self.process_gone();
         if let Some(turn) = self.turn.take() {
-            let (status, error) = if turn.interrupting {
+            let (status, error) = if let Some(reason) = turn.fail_with {
+                (TurnStatus::Failed, Some(reason))
+            } else if turn.interrupting {
                 (TurnStatus::Interrupted, None)
             } else {
                 let mut error = format!("Claude Code exited during the turn ({})", exit.status);

@@ -43,9 +43,19 @@ pub fn start(
         .recipient())
 }
 
-/// The models `model/list` reports (hidden ones left out), from a short-lived
-/// app-server; `None` when it cannot be asked.
-pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
+/// What a short-lived app-server says about itself: its models and its login.
+#[derive(Debug, Default)]
+pub struct AppServerFacts {
+    /// `model/list` (hidden ones left out); `None` when it could not be read.
+    pub models: Option<Vec<String>>,
+    /// `account/read`: `Some(false)` when the provider needs an OpenAI login and
+    /// there is none; `None` when it could not be read.
+    pub logged_in: Option<bool>,
+}
+
+/// Starts a short-lived app-server and asks it for [`AppServerFacts`] (no model is
+/// called, so no tokens are spent); `None` when it does not start or initialize.
+pub async fn probe(process: &VendorProcess) -> Option<AppServerFacts> {
     let limits = Limits::from_env();
     let mut cmd = process.command();
     cmd.arg("app-server");
@@ -65,6 +75,24 @@ pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
         .await
         .ok()?;
     conn.notify(wire::method::INITIALIZED, &shown::Empty {});
+    let account: Option<wire::GetAccountResponse> = conn
+        .request(
+            wire::method::ACCOUNT_READ,
+            &wire::GetAccountParams {
+                refresh_token: false,
+            },
+            limits.request,
+        )
+        .await
+        .ok();
+    Some(AppServerFacts {
+        models: list_models(&conn, limits.request).await,
+        logged_in: account.map(|a| !a.requires_openai_auth || a.account.is_some()),
+    })
+}
+
+/// The models `model/list` reports (hidden ones left out), every page.
+async fn list_models(conn: &rpc::Connection, timeout: std::time::Duration) -> Option<Vec<String>> {
     let mut models = Vec::new();
     let mut cursor = None;
     loop {
@@ -74,7 +102,7 @@ pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
                 &wire::ModelListParams {
                     cursor: cursor.take(),
                 },
-                limits.request,
+                timeout,
             )
             .await
             .ok()?;
