@@ -36,6 +36,8 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    #[command(flatten)]
+    Client(crate::client::ClientCommand),
     /// Print or replace the admin token (or another user's with --user).
     Token {
         #[command(subcommand)]
@@ -197,6 +199,7 @@ fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => return run_serve(args),
         Command::Doctor { config } => return crate::doctor::run(config),
+        Command::Client(command) => return crate::client::run(command),
         Command::User { command } => user(command),
         Command::Token { command } => token(command),
     };

@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod config_file;
 pub mod doctor;
 pub mod error;

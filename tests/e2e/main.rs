@@ -28,6 +28,7 @@ mod secrets;
 mod slow_client;
 mod stalled_clients;
 mod subscribe;
+mod terminal_client;
 mod vendor_env;
 mod vendor_errors;
 mod worker_choice;
