@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod request;
 pub mod rest;
+pub mod rest_control;
 pub mod rest_edit;
 pub mod server;
 pub mod state;
