@@ -330,6 +330,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     runtime.ring_events = args.ring_events.max(1);
     runtime.client_stall = std::time::Duration::from_secs(args.client_stall_secs.max(1));
     runtime.store_give_up = std::time::Duration::from_secs(args.store_give_up_secs.max(1));
+    runtime.configured_models = file.configured_models();
     runtime.vendors = file.vendors(
         |key| std::env::var(key).ok(),
         std::env::var_os("PATH").as_deref(),

@@ -94,8 +94,13 @@ pub struct VendorInfo {
     /// What is wrong and how to fix it, when `status` is neither `ok` nor `unknown`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
-    /// Known model names (the first is the default).
+    /// Known model names: what the CLI reports (Codex's `model/list`, its default
+    /// first) or its aliases (Claude Code), plus those the config file names.
     pub models: Vec<String>,
+    /// The model a session gets when it names none, where the CLI says (absent: the
+    /// CLI decides, e.g. by the account).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
     /// Supported effort levels, lowest first.
     pub effort_levels: Vec<String>,
     /// What the adapter can do (`interrupt`, `backgroundTasks`, ...).

@@ -39,7 +39,7 @@ fn write_config(
     claude_env.push(format!("HOME = {}", toml(&home.display().to_string())));
     let text = format!(
         "[vendors.codex]\nbin = {}\nargs = [{}]\nenv = {{ CODEX_HOME = {}, HOME = {} }}\n\n\
-         [vendors.claude]\nbin = {}\nenv = {{ {} }}\n",
+         [vendors.claude]\nbin = {}\nmodels = [\"claude-pinned-test-model\"]\nenv = {{ {} }}\n",
         toml(&codex.display().to_string()),
         args.join(", "),
         toml(&codex_home.display().to_string()),
@@ -90,6 +90,52 @@ async fn a_codex_driver_gets_claude_not_the_scripted_agent() {
         },
     );
     let mut ws = server.ws().await;
+
+    // Models come from the CLIs: Codex's model/list with its default marked and first,
+    // Claude Code's aliases plus the model the config names.
+    let mut vendors = Value::Null;
+    for _ in 0..600 {
+        let (_, body) = server.get("/api/v1/vendors").await;
+        let checked = |id: &str| {
+            body["vendors"]
+                .as_array()
+                .and_then(|l| l.iter().find(|v| v["id"] == id))
+                .is_some_and(|v| v["status"] != "unknown")
+        };
+        if checked("codex") && checked("claude") {
+            vendors = body;
+            break;
+        }
+        actix_rt::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let entry = |id: &str| {
+        vendors["vendors"]
+            .as_array()
+            .and_then(|l| l.iter().find(|v| v["id"] == id).cloned())
+            .unwrap_or_default()
+    };
+    let codex_entry = entry("codex");
+    assert_eq!(codex_entry["status"], "ok", "{codex_entry}");
+    let default = codex_entry["defaultModel"].as_str().unwrap_or_default();
+    assert!(!default.is_empty(), "{codex_entry}");
+    assert_eq!(codex_entry["models"][0], default, "{codex_entry}");
+    assert!(
+        !codex_entry["models"].as_array().is_some_and(|m| m
+            .iter()
+            .any(|m| m == "gpt-5-codex" || m == "claude-pinned-test-model")),
+        "the built-in placeholders were replaced: {codex_entry}"
+    );
+    let claude_entry = entry("claude");
+    let claude_models: Vec<&str> = claude_entry["models"]
+        .as_array()
+        .map(|m| m.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        claude_models,
+        ["sonnet", "opus", "haiku", "claude-pinned-test-model"],
+        "{claude_entry}"
+    );
+    assert!(claude_entry.get("defaultModel").is_none(), "{claude_entry}");
 
     // send_to_partner without workerVendor: the Worker is Claude Code, and it answers.
     let driver = codex_session(&mut ws).await;

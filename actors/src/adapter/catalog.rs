@@ -32,6 +32,10 @@ pub struct VendorSpec {
     pub status: VendorStatus,
     /// What is wrong and how to fix it.
     pub problem: Option<String>,
+    /// The model a session gets when it names none, where known.
+    pub default_model: Option<String>,
+    /// Models the config file names; kept when the CLI's list replaces the rest.
+    pub configured_models: Vec<String>,
 }
 
 impl VendorSpec {
@@ -84,6 +88,8 @@ impl VendorCatalog {
                     version: Some(env!("CARGO_PKG_VERSION").to_string()),
                     status: VendorStatus::Ok,
                     problem: None,
+                    default_model: Some("scripted-1".into()),
+                    configured_models: Vec::new(),
                 },
                 VendorSpec {
                     id: "codex",
@@ -95,6 +101,8 @@ impl VendorCatalog {
                     version: None,
                     status: unchecked(vendors.codex.is_some()),
                     problem: None,
+                    default_model: None,
+                    configured_models: Vec::new(),
                 },
                 VendorSpec {
                     id: "claude",
@@ -106,6 +114,9 @@ impl VendorCatalog {
                     version: None,
                     status: unchecked(vendors.claude.is_some()),
                     problem: None,
+                    // Claude Code's default depends on the account; only the CLI knows.
+                    default_model: None,
+                    configured_models: Vec::new(),
                 },
             ]),
         }
@@ -144,8 +155,30 @@ impl VendorCatalog {
             }
             spec.status = health.status;
             spec.problem = health.problem;
-            if let Some(models) = health.models.filter(|m| !m.is_empty()) {
+            if let Some(mut models) = health.models.filter(|m| !m.is_empty()) {
+                for extra in &spec.configured_models {
+                    if !models.contains(extra) {
+                        models.push(extra.clone());
+                    }
+                }
                 spec.models = models;
+            }
+            if health.default_model.is_some() {
+                spec.default_model = health.default_model;
+            }
+        });
+    }
+
+    /// Adds model names the config file gives for `id` (kept across CLI refreshes).
+    pub fn add_configured_models(&self, id: &str, models: &[String]) {
+        self.update(id, |spec| {
+            for model in models {
+                if !spec.models.contains(model) {
+                    spec.models.push(model.clone());
+                }
+                if !spec.configured_models.contains(model) {
+                    spec.configured_models.push(model.clone());
+                }
             }
         });
     }
@@ -161,6 +194,7 @@ impl VendorCatalog {
                 version: v.version.clone(),
                 status: v.status.as_str().into(),
                 problem: v.problem.clone(),
+                default_model: v.default_model.clone(),
                 models: v.models.clone(),
                 effort_levels: v.effort_levels.iter().map(|m| (*m).into()).collect(),
                 capabilities: v.capabilities.iter().map(|m| (*m).into()).collect(),

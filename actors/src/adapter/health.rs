@@ -114,6 +114,8 @@ pub struct Health {
     pub models: Option<Vec<String>>,
     /// The login state, where the CLI reports one.
     pub logged_in: Option<bool>,
+    /// The model the CLI uses when none is named, where it says (Codex).
+    pub default_model: Option<String>,
 }
 
 /// The name people know a vendor by.
@@ -173,6 +175,7 @@ pub async fn check(vendor: &str, process: Option<&VendorProcess>) -> Health {
             problem: Some(format!("{name} is not installed: {}", install_hint(vendor))),
             models: None,
             logged_in: None,
+            default_model: None,
         };
     };
     let Some(version) = process.version().await else {
@@ -185,6 +188,7 @@ pub async fn check(vendor: &str, process: Option<&VendorProcess>) -> Health {
             )),
             models: None,
             logged_in: None,
+            default_model: None,
         };
     };
     if let Some(problem) = version_problem(vendor, &version) {
@@ -194,15 +198,16 @@ pub async fn check(vendor: &str, process: Option<&VendorProcess>) -> Health {
             problem: Some(problem),
             models: None,
             logged_in: None,
+            default_model: None,
         };
     }
-    let (logged_in, models) = match vendor {
-        "claude" => (claude_logged_in(process).await, None),
+    let (logged_in, models, default_model) = match vendor {
+        "claude" => (claude_logged_in(process).await, None, None),
         "codex" => match super::codex::probe(process).await {
-            Some(facts) => (facts.logged_in, facts.models),
-            None => (None, None),
+            Some(facts) => (facts.logged_in, facts.models, facts.default_model),
+            None => (None, None, None),
         },
-        _ => (None, None),
+        _ => (None, None, None),
     };
     if logged_in == Some(false) {
         return Health {
@@ -211,6 +216,7 @@ pub async fn check(vendor: &str, process: Option<&VendorProcess>) -> Health {
             problem: Some(format!("{name} is not logged in: {}", login_hint(vendor))),
             models,
             logged_in,
+            default_model,
         };
     }
     Health {
@@ -219,6 +225,7 @@ pub async fn check(vendor: &str, process: Option<&VendorProcess>) -> Health {
         problem: None,
         models,
         logged_in,
+        default_model,
     }
 }
 

@@ -178,6 +178,9 @@ impl Runtime {
             },
         )?;
         let catalog = Arc::new(VendorCatalog::new(&config.vendors));
+        for (id, models) in &config.configured_models {
+            catalog.add_configured_models(id, models);
+        }
         let vendors = Arc::new(config.vendors.clone());
         let claude = crate::adapter::claude::ClaudeHub::new(config.vendors.claude.as_ref());
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {

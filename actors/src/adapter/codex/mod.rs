@@ -46,8 +46,11 @@ pub fn start(
 /// What a short-lived app-server says about itself: its models and its login.
 #[derive(Debug, Default)]
 pub struct AppServerFacts {
-    /// `model/list` (hidden ones left out); `None` when it could not be read.
+    /// `model/list` (hidden ones left out), the default first; `None` when it could
+    /// not be read.
     pub models: Option<Vec<String>>,
+    /// The one `model/list` marks as the default.
+    pub default_model: Option<String>,
     /// `account/read`: `Some(false)` when the provider needs an OpenAI login and
     /// there is none; `None` when it could not be read.
     pub logged_in: Option<bool>,
@@ -85,14 +88,27 @@ pub async fn probe(process: &VendorProcess) -> Option<AppServerFacts> {
         )
         .await
         .ok();
+    let listed = list_models(&conn, limits.request).await;
+    let default_model = listed
+        .as_ref()
+        .and_then(|l| l.iter().find(|m| m.is_default).map(|m| m.model.clone()));
+    let models = listed.map(|list| {
+        // The default first, so the list's head is what a session gets by default.
+        let (default, rest): (Vec<_>, Vec<_>) = list.into_iter().partition(|m| m.is_default);
+        default.into_iter().chain(rest).map(|m| m.model).collect()
+    });
     Some(AppServerFacts {
-        models: list_models(&conn, limits.request).await,
+        models,
+        default_model,
         logged_in: account.map(|a| !a.requires_openai_auth || a.account.is_some()),
     })
 }
 
 /// The models `model/list` reports (hidden ones left out), every page.
-async fn list_models(conn: &rpc::Connection, timeout: std::time::Duration) -> Option<Vec<String>> {
+async fn list_models(
+    conn: &rpc::Connection,
+    timeout: std::time::Duration,
+) -> Option<Vec<wire::Model>> {
     let mut models = Vec::new();
     let mut cursor = None;
     loop {
@@ -106,7 +122,7 @@ async fn list_models(conn: &rpc::Connection, timeout: std::time::Duration) -> Op
             )
             .await
             .ok()?;
-        models.extend(page.data.into_iter().filter(|m| !m.hidden).map(|m| m.model));
+        models.extend(page.data.into_iter().filter(|m| !m.hidden));
         match page.next_cursor {
             Some(next) if !next.is_empty() => cursor = Some(next),
             _ => return Some(models),

@@ -413,6 +413,9 @@ pub struct Model {
     /// Hidden from pickers.
     #[serde(default)]
     pub hidden: bool,
+    /// The model Codex uses when none is named.
+    #[serde(default)]
+    pub is_default: bool,
 }
 
 // ---------------------------------------------------------------------------
