@@ -50,7 +50,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     .route(web::get().to(pairs))
                     .route(web::post().to(crate::rest_control::create_pair)),
             )
-            .configure(crate::rest_control::routes)
+            .configure(|cfg| crate::rest_control::routes(cfg, at))
             .default_service(web::to(not_found)),
     );
 }

@@ -17,11 +17,10 @@ use crate::error::ApiError;
 use crate::request::{body, committed};
 use crate::state::AppState;
 
-/// Mounts the routes (inside the `/api/v1` scope of `rest.rs`).
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    fn at(path: &str) -> actix_web::Resource {
-        web::resource(path).default_service(web::to(crate::rest::method_not_allowed))
-    }
+/// Mounts the routes inside the `/api/v1` scope of `rest.rs`, each made by its `at`
+/// (a resource whose other methods are answered 405), which is passed in so this
+/// module does not import `rest.rs` back.
+pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource) {
     cfg.service(at("/openapi.json").route(web::get().to(openapi)))
         .service(at("/sessions/{id}/handoff").route(web::post().to(handoff)))
         .service(

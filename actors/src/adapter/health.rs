@@ -250,6 +250,10 @@ async fn claude_logged_in(process: &VendorProcess) -> Option<bool> {
 /// and the fix when the cause is one a user can fix (no login, no key, an unreachable
 /// API); anything else is returned as it was.
 pub fn explain(vendor: &str, raw: String) -> String {
+    if supported_range(vendor).is_none() {
+        // No CLI behind it (the scripted vendor): its errors are its script's words.
+        return raw;
+    }
     let name = display_name(vendor);
     let lower = raw.to_ascii_lowercase();
     let cause = if lower.contains("not logged in") || lower.contains("/login") {
@@ -324,6 +328,8 @@ mod tests {
             "the model could not be reached for 2.0 s: stream disconnected".into(),
         );
         assert!(e.starts_with("Codex cannot reach its model API"), "{e}");
+        let scripted = "please run /login".to_string();
+        assert_eq!(explain("scripted", scripted.clone()), scripted);
         let plain = "the tool crashed".to_string();
         assert_eq!(explain("claude", plain.clone()), plain);
         // Already explained: not wrapped twice.
