@@ -10,6 +10,7 @@
 //!
 //! [vendors.claude]
 //! bin = "/path/to/claude"  # default: `claude` on PATH; TANDEM_CLAUDE_BIN overrides
+//! models = ["claude-sonnet-4-5"]  # offered besides the CLI's aliases
 //!
 //! [workspace]
 //! roots = ["/home/me/src"]
@@ -54,11 +55,16 @@ pub struct VendorSection {
     /// Extra arguments, before the adapter's own.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Extra environment for the process (on top of PATH, HOME, LANG, TERM).
+    /// Extra environment for the process, on top of what it inherits from the server
+    /// (all but `TANDEM_*`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Seconds an idle vendor process is kept before it is closed.
     pub idle_secs: Option<u64>,
+    /// Model names to offer besides the CLI's own (Claude Code lists only its
+    /// aliases; a pinned full model name goes here).
+    #[serde(default)]
+    pub models: Vec<String>,
 }
 
 /// `[workspace]`.
@@ -180,6 +186,22 @@ impl ConfigFile {
     }
 }
 
+impl ConfigFile {
+    /// The `models` each `[vendors.X]` names, by vendor id.
+    pub fn configured_models(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        [
+            ("codex", &self.vendors.codex),
+            ("claude", &self.vendors.claude),
+        ]
+        .into_iter()
+        .filter_map(|(id, section)| {
+            let models = &section.as_ref()?.models;
+            (!models.is_empty()).then(|| (id.to_string(), models.clone()))
+        })
+        .collect()
+    }
+}
+
 /// The dotted key a line sets: the nearest `[table]` header above it plus the name
 /// before `=` on the line itself.
 fn key_at(text: &str, line: usize) -> Option<String> {
@@ -247,6 +269,21 @@ mod tests {
             "no PATH, no claude"
         );
         assert_eq!(config.workspace.roots, vec![PathBuf::from("/tmp")]);
+    }
+
+    #[test]
+    fn configured_models_by_vendor() {
+        let config = ConfigFile::parse(
+            Path::new("t.toml"),
+            "[vendors.claude]\nmodels = [\"claude-x\", \"claude-y\"]\n[vendors.codex]\nargs = []\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let models = config.configured_models();
+        assert_eq!(
+            models.get("claude").cloned(),
+            Some(vec!["claude-x".to_string(), "claude-y".to_string()])
+        );
+        assert!(!models.contains_key("codex"), "no models, no entry");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 
 pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod config_file;
+pub mod doctor;
 pub mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
@@ -15,6 +17,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod request;
 pub mod rest;
+pub mod rest_control;
 pub mod rest_edit;
 pub mod server;
 pub mod state;

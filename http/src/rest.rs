@@ -41,10 +41,19 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(at("/sessions/{id}/messages").route(web::post().to(post_message)))
             .service(at("/sessions/{id}/interrupt").route(web::post().to(interrupt)))
             .service(at("/sessions/{id}/mcp-token").route(web::post().to(mcp_token)))
-            .service(at("/sessions/{id}/schedules").route(web::get().to(schedules)))
+            .service(
+                at("/sessions/{id}/schedules")
+                    .route(web::get().to(schedules))
+                    .route(web::post().to(crate::rest_control::create_schedule)),
+            )
             .service(at("/sessions/{id}/queue").route(web::get().to(queue)))
             .service(at("/sessions/{id}/usage").route(web::get().to(usage)))
-            .service(at("/pairs").route(web::get().to(pairs)))
+            .service(
+                at("/pairs")
+                    .route(web::get().to(pairs))
+                    .route(web::post().to(crate::rest_control::create_pair)),
+            )
+            .configure(|cfg| crate::rest_control::routes(cfg, at))
             .default_service(web::to(not_found)),
     );
 }

@@ -476,11 +476,14 @@
  * One vendor in `GET /api/v1/vendors`.
  * @typedef {object} VendorInfo
  * @property {Array<string>} capabilities What the adapter can do (`interrupt`, `backgroundTasks`, ...).
+ * @property {string | null} [defaultModel] The model a session gets when it names none, where the CLI says (absent: the CLI decides, e.g. by the account).
  * @property {string} displayName Name to show people.
  * @property {Array<string>} effortLevels Supported effort levels, lowest first.
  * @property {string} id Vendor id used in `session.create`.
  * @property {boolean} installed True when sessions of this vendor can be created here.
- * @property {Array<string>} models Known model names (the first is the default).
+ * @property {Array<string>} models Known model names: what the CLI reports (Codex's `model/list`, its default first) or its aliases (Claude Code), plus those the config file names.
+ * @property {string | null} [problem] What is wrong and how to fix it, when `status` is neither `ok` nor `unknown`.
+ * @property {string} [status] Whether the vendor can work here, as far as is known without calling a model: `ok`, `unknown` (not checked yet), `missing`, `broken` (does not run), `unsupportedVersion`, `notLoggedIn`.
  * @property {string | null} [version] The CLI's version line, once known (absent when not installed).
  */
 

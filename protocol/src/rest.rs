@@ -86,12 +86,29 @@ pub struct VendorInfo {
     /// The CLI's version line, once known (absent when not installed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// Known model names (the first is the default).
+    /// Whether the vendor can work here, as far as is known without calling a model:
+    /// `ok`, `unknown` (not checked yet), `missing`, `broken` (does not run),
+    /// `unsupportedVersion`, `notLoggedIn`.
+    #[serde(default = "unknown_status")]
+    pub status: String,
+    /// What is wrong and how to fix it, when `status` is neither `ok` nor `unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// Known model names: what the CLI reports (Codex's `model/list`, its default
+    /// first) or its aliases (Claude Code), plus those the config file names.
     pub models: Vec<String>,
+    /// The model a session gets when it names none, where the CLI says (absent: the
+    /// CLI decides, e.g. by the account).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
     /// Supported effort levels, lowest first.
     pub effort_levels: Vec<String>,
     /// What the adapter can do (`interrupt`, `backgroundTasks`, ...).
     pub capabilities: Vec<String>,
+}
+
+fn unknown_status() -> String {
+    "unknown".into()
 }
 
 /// `GET /api/v1/vendors`.

@@ -18,6 +18,7 @@ mod handoff;
 mod huge_frames;
 mod limits;
 mod long_urls;
+mod openapi;
 mod pair_gone;
 mod pairs;
 mod permissions;
@@ -29,6 +30,10 @@ mod secrets;
 mod slow_client;
 mod stalled_clients;
 mod subscribe;
+mod terminal_client;
+mod vendor_env;
+mod vendor_errors;
+mod worker_choice;
 mod write_path;
 
 use serde_json::Value;

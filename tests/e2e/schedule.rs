@@ -6,7 +6,7 @@ use serde_json::json;
 use tandem_tests::{Server, ServerOptions};
 
 /// Epoch milliseconds as RFC 3339 UTC (civil-from-days, Howard Hinnant).
-fn rfc3339(ms: u64) -> String {
+pub(crate) fn rfc3339(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let z = days + 719_468;
@@ -27,7 +27,7 @@ fn rfc3339(ms: u64) -> String {
     )
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

@@ -4,7 +4,8 @@ use std::sync::RwLock;
 
 use tandem_protocol::rest::VendorInfo;
 
-use super::vendors::{VendorFacts, Vendors};
+use super::health::{Health, VendorStatus};
+use super::vendors::Vendors;
 use super::VendorId;
 
 /// Effort levels in increasing order; vendors support a subset.
@@ -28,6 +29,14 @@ pub struct VendorSpec {
     pub installed: bool,
     /// The CLI's own version line, once known.
     pub version: Option<String>,
+    /// Whether it can work here (see [`super::health`]).
+    pub status: VendorStatus,
+    /// What is wrong and how to fix it.
+    pub problem: Option<String>,
+    /// The model a session gets when it names none, where known.
+    pub default_model: Option<String>,
+    /// Models the config file names; kept when the CLI's list replaces the rest.
+    pub configured_models: Vec<String>,
 }
 
 impl VendorSpec {
@@ -89,15 +98,38 @@ impl VendorCatalog {
             .collect()
     }
 
-    /// Records what the CLI said about itself: its version, and its models (when it
-    /// listed any).
-    pub fn learn(&self, id: &VendorId, facts: VendorFacts) {
+    /// Records what a [`super::health::check`] found (a missing vendor's problem too).
+    pub fn set_health(&self, id: &VendorId, health: Health) {
         self.update(id, |spec| {
-            if facts.version.is_some() {
-                spec.version = facts.version;
+            if health.version.is_some() {
+                spec.version = health.version;
             }
-            if !facts.models.is_empty() {
-                spec.models = facts.models;
+            spec.status = health.status;
+            spec.problem = health.problem;
+            if let Some(mut models) = health.models.filter(|m| !m.is_empty()) {
+                for extra in &spec.configured_models {
+                    if !models.contains(extra) {
+                        models.push(extra.clone());
+                    }
+                }
+                spec.models = models;
+            }
+            if health.default_model.is_some() {
+                spec.default_model = health.default_model;
+            }
+        });
+    }
+
+    /// Adds model names the config file gives for `id` (kept across CLI refreshes).
+    pub fn add_configured_models(&self, id: &VendorId, models: &[String]) {
+        self.update(id, |spec| {
+            for model in models {
+                if !spec.models.contains(model) {
+                    spec.models.push(model.clone());
+                }
+                if !spec.configured_models.contains(model) {
+                    spec.configured_models.push(model.clone());
+                }
             }
         });
     }
@@ -111,6 +143,9 @@ impl VendorCatalog {
                 display_name: v.display_name.clone(),
                 installed: v.installed,
                 version: v.version.clone(),
+                status: v.status.as_str().into(),
+                problem: v.problem.clone(),
+                default_model: v.default_model.clone(),
                 models: v.models.clone(),
                 effort_levels: strings(v.effort_levels),
                 capabilities: v.capabilities.clone(),

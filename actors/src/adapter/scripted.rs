@@ -33,6 +33,7 @@ use tokio::sync::oneshot;
 
 use super::catalog::strings;
 use super::core::{Approvals, Asked, Emitter, TurnSlot};
+use super::health::VendorStatus;
 use super::messages::{AdapterCommand, AgentItem};
 use super::{AdapterContext, AdapterFactory, Tools, VendorId, VendorSpec};
 use crate::clock::now_ms;
@@ -145,6 +146,10 @@ impl AdapterFactory for Factory {
             capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
             installed: true,
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            status: VendorStatus::Ok,
+            problem: None,
+            default_model: Some("scripted-1".into()),
+            configured_models: Vec::new(),
         }
     }
 

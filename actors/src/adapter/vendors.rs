@@ -14,6 +14,7 @@ use actix::Recipient;
 use tandem_protocol::rest::RunningSession;
 use tandem_protocol::SessionInfo;
 
+use super::health::{self, Health};
 use super::messages::AdapterCommand;
 use super::process::{ConfiguredVendor, VendorProtocol, VendorsConfig};
 use super::{AdapterContext, VendorId, VendorSpec};
@@ -21,15 +22,6 @@ use crate::error::RuntimeError;
 
 /// A future run on the caller's arbiter (adapters are actix actors, not `Send`).
 pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
-
-/// What a vendor's CLI says about itself, asked once in the background at start.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct VendorFacts {
-    /// The CLI's version line.
-    pub version: Option<String>,
-    /// Models the CLI offers (replace the built-in list when not empty).
-    pub models: Vec<String>,
-}
 
 /// One vendor's adapter: how to start it for a session, and what the server asks of the
 /// vendor as a whole.
@@ -40,8 +32,9 @@ pub trait AdapterFactory: Send + Sync {
     /// Starts the adapter actor for one session, on the caller's arbiter.
     fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError>;
 
-    /// Asks the CLI for its version and models; `None` when there is nothing to ask.
-    fn probe(&self) -> Option<LocalFuture<VendorFacts>> {
+    /// Checks the CLI without spending tokens (version and supported range, login,
+    /// models); `None` when there is nothing to check.
+    fn probe(&self) -> Option<LocalFuture<Health>> {
         None
     }
 
@@ -97,14 +90,19 @@ impl Vendors {
         for (id, spec) in &builtins {
             entries.push(match config.get(id) {
                 Some(vendor) => installed(factory(vendor)),
-                None => Entry {
-                    id: id.clone(),
-                    spec: VendorSpec {
-                        installed: false,
-                        ..spec()
-                    },
-                    factory: None,
-                },
+                None => {
+                    let missing = health::missing(id.as_str());
+                    Entry {
+                        id: id.clone(),
+                        spec: VendorSpec {
+                            installed: false,
+                            status: missing.status,
+                            problem: missing.problem,
+                            ..spec()
+                        },
+                        factory: None,
+                    }
+                }
             });
         }
         for vendor in &config.vendors {
@@ -134,7 +132,7 @@ impl Vendors {
     }
 
     /// Every installed vendor's probe, to run in the background.
-    pub fn probes(&self) -> Vec<(VendorId, LocalFuture<VendorFacts>)> {
+    pub fn probes(&self) -> Vec<(VendorId, LocalFuture<Health>)> {
         self.installed()
             .filter_map(|(id, f)| f.probe().map(|p| (id.clone(), p)))
             .collect()

@@ -181,6 +181,9 @@ impl Runtime {
         )?;
         let vendors = crate::adapter::Vendors::from_config(&config.vendors);
         let catalog = Arc::new(VendorCatalog::new(vendors.specs()));
+        for (id, models) in &config.configured_models {
+            catalog.add_configured_models(&VendorId::from(id.as_str()), models);
+        }
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -248,13 +251,19 @@ impl Runtime {
         })
     }
 
-    /// Asks each installed vendor CLI for its version and models in the background;
-    /// `GET /vendors` shows them once known.
+    /// Checks each installed vendor CLI in the background (version, supported range,
+    /// login, models; no tokens spent); `GET /vendors` shows it once known.
     fn probe_vendor_versions(&self) {
         let catalog = self.inner.services.catalog.clone();
         for (id, probe) in self.inner.services.vendors.probes() {
             let catalog = catalog.clone();
-            actix::spawn(async move { catalog.learn(&id, probe.await) });
+            actix::spawn(async move {
+                let health = probe.await;
+                if let Some(problem) = &health.problem {
+                    tracing::warn!(vendor = %id, %problem, "vendor check");
+                }
+                catalog.set_health(&id, health);
+            });
         }
     }
 

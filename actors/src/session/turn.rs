@@ -198,6 +198,18 @@ impl SessionActor {
             },
         );
         self.touch();
+        if let Some(problem) = self.unsupported_cli() {
+            // The CLI's version is outside the supported range: the turn fails at once
+            // (through the adapters' own path) rather than in some unexpected way.
+            ctx.notify(AgentOutput {
+                turn_id: Some(turn_id.clone()),
+                item: AgentItem::TurnEnded {
+                    status: TurnStatus::Failed,
+                    error: Some(problem),
+                },
+            });
+            return Ok(turn_id);
+        }
         adapter.do_send(AdapterCommand::StartTurn {
             turn_id: turn_id.clone(),
             text,
@@ -205,6 +217,15 @@ impl SessionActor {
             settings: self.turn_settings(),
         });
         Ok(turn_id)
+    }
+
+    /// The problem of this session's vendor CLI when its version is unsupported.
+    fn unsupported_cli(&self) -> Option<String> {
+        self.services
+            .catalog
+            .get(&self.record.vendor)
+            .filter(|spec| spec.status == crate::adapter::health::VendorStatus::Unsupported)
+            .and_then(|spec| spec.problem)
     }
 
     /// Model and behaviour as the session's record says now.
@@ -354,6 +375,13 @@ impl SessionActor {
             }
             AgentItem::TurnEnded { status, error } => {
                 if msg.turn_id.is_some() {
+                    // A failure the user can fix is told as vendor, cause and fix.
+                    let error = match status {
+                        TurnStatus::Failed => error.map(|e| {
+                            crate::adapter::health::explain(self.record.vendor.as_str(), e)
+                        }),
+                        _ => error,
+                    };
                     self.finish_turn(status, error, ctx);
                 }
             }

@@ -18,8 +18,11 @@ use crate::runtime::Runtime;
 use crate::session::{RecentTurns, SessionState};
 
 /// The Worker vendor when none is requested: Codex if installed and the Driver is not
-/// Codex; else the first installed vendor that differs from the Driver's; else the
-/// first installed. A requested vendor must be installed.
+/// Codex; else another installed real vendor (not the Driver's, not `scripted`); else
+/// the Driver's own; else (the Driver's vendor is gone) any installed real vendor,
+/// `scripted` only when no real one is. So `scripted` is chosen only by name, as the
+/// Driver's own vendor, or when nothing else is installed. A requested vendor must be
+/// installed.
 pub fn choose_worker_vendor(
     requested: Option<&VendorId>,
     driver_vendor: &VendorId,
@@ -35,9 +38,14 @@ pub fn choose_worker_vendor(
     if installed.contains(&VendorId::CODEX) && *driver_vendor != VendorId::CODEX {
         return Ok(VendorId::CODEX);
     }
-    installed
-        .iter()
-        .find(|v| *v != driver_vendor)
+    let mut real = installed.iter().filter(|v| !v.is_scripted());
+    if let Some(other) = real.clone().find(|v| *v != driver_vendor) {
+        return Ok(other.clone());
+    }
+    if installed.contains(driver_vendor) {
+        return Ok(driver_vendor.clone());
+    }
+    real.next()
         .or_else(|| installed.first())
         .cloned()
         .ok_or(ToolError::NoVendor)
@@ -235,8 +243,45 @@ mod tests {
             choose_worker_vendor(None, "claude", &all).ok().as_deref(),
             Some("codex")
         );
+        // A real vendor is installed besides the Driver's: never the scripted one.
         assert_eq!(
             choose_worker_vendor(None, "codex", &all).ok().as_deref(),
+            Some("claude")
+        );
+        assert_eq!(
+            choose_worker_vendor(None, "codex", &["scripted", "codex"])
+                .ok()
+                .as_deref(),
+            Some("codex")
+        );
+        assert_eq!(
+            choose_worker_vendor(None, "claude", &["scripted", "claude"])
+                .ok()
+                .as_deref(),
+            Some("claude")
+        );
+        assert_eq!(
+            choose_worker_vendor(None, "scripted", &all).ok().as_deref(),
+            Some("codex")
+        );
+        // The Driver's vendor was uninstalled: a real one, scripted only as a last resort.
+        assert_eq!(
+            choose_worker_vendor(None, "codex", &["scripted", "claude"])
+                .ok()
+                .as_deref(),
+            Some("claude")
+        );
+        assert_eq!(
+            choose_worker_vendor(None, "claude", &["scripted"])
+                .ok()
+                .as_deref(),
+            Some("scripted")
+        );
+        // Asked for by name, it is still there.
+        assert_eq!(
+            choose_worker_vendor(Some("scripted"), "codex", &all)
+                .ok()
+                .as_deref(),
             Some("scripted")
         );
         assert_eq!(

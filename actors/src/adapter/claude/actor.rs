@@ -28,6 +28,17 @@ use crate::adapter::{AdapterContext, McpAccess, VendorProcess};
 
 /// A process asked to close is killed if it is still there after this long.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// How long Claude Code may keep retrying an API it cannot reach before the turn is
+/// stopped and fails (it would retry for minutes); `TANDEM_CLAUDE_UNREACHABLE_MS`
+/// shortens it for tests.
+const UNREACHABLE_LIMIT: Duration = Duration::from_secs(30);
+
+fn unreachable_limit() -> Duration {
+    std::env::var("TANDEM_CLAUDE_UNREACHABLE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(UNREACHABLE_LIMIT, Duration::from_millis)
+}
 
 /// What the live process was started with or has been switched to.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +113,8 @@ pub(super) struct ClaudeTurn {
     pub(super) retried_fresh: bool,
     /// The id our user message carries; `command_lifecycle` lines name it.
     pub(super) uuid: String,
+    /// Armed while the CLI retries an API it cannot reach; cancelled by any output.
+    pub(super) unreachable: Option<SpawnHandle>,
 }
 
 /// The adapter actor for one Claude session.
@@ -367,6 +380,7 @@ impl ClaudeAgent {
                 text,
                 retried_fresh: false,
                 uuid: String::new(),
+                unreachable: None,
             },
         );
         self.settings = settings;
@@ -387,16 +401,54 @@ impl ClaudeAgent {
     }
 
     fn interrupt(&mut self, turn_id: &str) {
+        self.stop_turn(turn_id, Stop::Interrupt);
+    }
+
+    /// Stops turn `turn_id` for `reason` through the CLI's own interrupt; without a
+    /// process it ends at once.
+    pub(super) fn stop_turn(&mut self, turn_id: &str, reason: Stop) {
         if !self.turn.is(turn_id) {
             return;
         }
-        match self.turn.stop(Stop::Interrupt) {
+        match self.turn.stop(reason) {
             Some(Phase::Starting | Phase::Live) => {}
             _ => return, // already being stopped
         }
         if self.control(OutboundRequest::Interrupt {}).is_none() {
-            // No process to ask: the turn is over now.
+            // No process to ask: the turn is over now (failed, if it was given up).
             self.turn.end(TurnStatus::Interrupted, None);
+        }
+    }
+
+    /// Claude Code retries an API it cannot reach for minutes; give it
+    /// [`unreachable_limit`], then stop the turn and end it `failed`.
+    pub(super) fn arm_unreachable_guard(&mut self, error: String, ctx: &mut Context<Self>) {
+        let limit = unreachable_limit();
+        let Some(turn) = self.turn.get_mut().filter(|t| t.data.unreachable.is_none()) else {
+            return;
+        };
+        let turn_id = turn.id.clone();
+        turn.data.unreachable = Some(ctx.run_later(limit, move |act, _| {
+            if let Some(turn) = act.turn.get_mut().filter(|t| t.id == turn_id) {
+                turn.data.unreachable = None;
+            }
+            let cause = if error.is_empty() {
+                "no answer"
+            } else {
+                error.as_str()
+            };
+            let reason = format!(
+                "the API could not be reached for {} s ({cause})",
+                limit.as_secs_f32()
+            );
+            act.stop_turn(&turn_id, Stop::Fail(reason));
+        }));
+    }
+
+    /// The model answered: whatever was retried got through.
+    pub(super) fn disarm_unreachable_guard(&mut self, ctx: &mut Context<Self>) {
+        if let Some(guard) = self.turn.get_mut().and_then(|t| t.data.unreachable.take()) {
+            ctx.cancel_future(guard);
         }
     }
 

@@ -5,6 +5,7 @@
 //! finished, `origin` set on their `result`) produce events outside any turn.
 
 use actix::prelude::*;
+use serde_json::Value;
 use tandem_protocol::{EventBody, TurnStatus};
 
 use super::actor::{ClaudeAgent, Stage};
@@ -30,7 +31,11 @@ impl ClaudeAgent {
             }
         };
         let turn_id = self.current_turn();
-        for body in self.mapper.events(&msg) {
+        let events = self.mapper.events(&msg);
+        if !events.is_empty() {
+            self.disarm_unreachable_guard(ctx);
+        }
+        for body in events {
             self.emitter.event(turn_id.clone(), body);
         }
         match msg {
@@ -74,6 +79,10 @@ impl ClaudeAgent {
                         self.emitter.send(None, AgentItem::VendorSessionId(id));
                     }
                 }
+            }
+            // No HTTP status: the request got no answer at all.
+            "api_retry" if system.error_status.as_ref().is_none_or(Value::is_null) => {
+                self.arm_unreachable_guard(system.error.unwrap_or_default(), ctx);
             }
             "background_tasks_changed" => {
                 let list = system.tasks.unwrap_or_default();

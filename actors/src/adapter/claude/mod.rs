@@ -40,11 +40,11 @@ use tandem_protocol::rest::RunningSession;
 use tandem_protocol::SessionInfo;
 
 use super::catalog::strings;
+use super::health::{Health, VendorStatus};
 use super::messages::AdapterCommand;
 use super::vendors::LocalFuture;
 use super::{
-    AdapterContext, AdapterFactory, ConfiguredVendor, VendorFacts, VendorId, VendorProcess,
-    VendorSpec,
+    AdapterContext, AdapterFactory, ConfiguredVendor, VendorId, VendorProcess, VendorSpec,
 };
 use crate::error::RuntimeError;
 
@@ -141,6 +141,11 @@ pub fn spec() -> VendorSpec {
         capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
         installed: true,
         version: None,
+        status: VendorStatus::Unknown,
+        problem: None,
+        // Claude Code's default depends on the account; only the CLI knows.
+        default_model: None,
+        configured_models: Vec::new(),
     }
 }
 
@@ -187,17 +192,10 @@ impl AdapterFactory for Factory {
         )
     }
 
-    fn probe(&self) -> Option<LocalFuture<VendorFacts>> {
+    fn probe(&self) -> Option<LocalFuture<Health>> {
         let process = self.process.clone();
         Some(Box::pin(async move {
-            let version = process.version().await;
-            if version.is_none() {
-                tracing::warn!(bin = %process.bin.display(), "`claude --version` failed");
-            }
-            VendorFacts {
-                version,
-                models: Vec::new(),
-            }
+            super::health::check("claude", Some(&process)).await
         }))
     }
 

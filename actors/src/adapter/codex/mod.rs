@@ -30,11 +30,11 @@ use actix::prelude::*;
 pub use server::{CodexHub, Limits};
 
 use crate::adapter::catalog::strings;
+use crate::adapter::health::{Health, VendorStatus};
 use crate::adapter::messages::AdapterCommand;
 use crate::adapter::vendors::LocalFuture;
 use crate::adapter::{
-    AdapterContext, AdapterFactory, ConfiguredVendor, VendorFacts, VendorId, VendorProcess,
-    VendorSpec,
+    AdapterContext, AdapterFactory, ConfiguredVendor, VendorId, VendorProcess, VendorSpec,
 };
 use crate::error::RuntimeError;
 
@@ -49,6 +49,10 @@ pub fn spec() -> VendorSpec {
         capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
         installed: true,
         version: None,
+        status: VendorStatus::Unknown,
+        problem: None,
+        default_model: None,
+        configured_models: Vec::new(),
     }
 }
 
@@ -94,24 +98,30 @@ impl AdapterFactory for Factory {
             .recipient())
     }
 
-    fn probe(&self) -> Option<LocalFuture<VendorFacts>> {
+    fn probe(&self) -> Option<LocalFuture<Health>> {
         let process = self.process.clone();
         Some(Box::pin(async move {
-            let version = process.version().await;
-            if version.is_none() {
-                tracing::warn!(bin = %process.bin.display(), "`codex --version` failed");
-            }
-            VendorFacts {
-                version,
-                models: list_models(&process).await.unwrap_or_default(),
-            }
+            crate::adapter::health::check("codex", Some(&process)).await
         }))
     }
 }
 
-/// The models `model/list` reports (hidden ones left out), from a short-lived
-/// app-server; `None` when it cannot be asked.
-pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
+/// What a short-lived app-server says about itself: its models and its login.
+#[derive(Debug, Default)]
+pub struct AppServerFacts {
+    /// `model/list` (hidden ones left out), the default first; `None` when it could
+    /// not be read.
+    pub models: Option<Vec<String>>,
+    /// The one `model/list` marks as the default.
+    pub default_model: Option<String>,
+    /// `account/read`: `Some(false)` when the provider needs an OpenAI login and
+    /// there is none; `None` when it could not be read.
+    pub logged_in: Option<bool>,
+}
+
+/// Starts a short-lived app-server and asks it for [`AppServerFacts`] (no model is
+/// called, so no tokens are spent); `None` when it does not start or initialize.
+pub async fn probe(process: &VendorProcess) -> Option<AppServerFacts> {
     let limits = Limits::from_env();
     let mut cmd = process.command();
     cmd.arg("app-server");
@@ -131,6 +141,37 @@ pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
         .await
         .ok()?;
     conn.notify(wire::method::INITIALIZED, &shown::Empty {});
+    let account: Option<wire::GetAccountResponse> = conn
+        .request(
+            wire::method::ACCOUNT_READ,
+            &wire::GetAccountParams {
+                refresh_token: false,
+            },
+            limits.request,
+        )
+        .await
+        .ok();
+    let listed = list_models(&conn, limits.request).await;
+    let default_model = listed
+        .as_ref()
+        .and_then(|l| l.iter().find(|m| m.is_default).map(|m| m.model.clone()));
+    let models = listed.map(|list| {
+        // The default first, so the list's head is what a session gets by default.
+        let (default, rest): (Vec<_>, Vec<_>) = list.into_iter().partition(|m| m.is_default);
+        default.into_iter().chain(rest).map(|m| m.model).collect()
+    });
+    Some(AppServerFacts {
+        models,
+        default_model,
+        logged_in: account.map(|a| !a.requires_openai_auth || a.account.is_some()),
+    })
+}
+
+/// The models `model/list` reports (hidden ones left out), every page.
+async fn list_models(
+    conn: &rpc::Connection,
+    timeout: std::time::Duration,
+) -> Option<Vec<wire::Model>> {
     let mut models = Vec::new();
     let mut cursor = None;
     loop {
@@ -140,11 +181,11 @@ pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
                 &wire::ModelListParams {
                     cursor: cursor.take(),
                 },
-                limits.request,
+                timeout,
             )
             .await
             .ok()?;
-        models.extend(page.data.into_iter().filter(|m| !m.hidden).map(|m| m.model));
+        models.extend(page.data.into_iter().filter(|m| !m.hidden));
         match page.next_cursor {
             Some(next) if !next.is_empty() => cursor = Some(next),
             _ => return Some(models),

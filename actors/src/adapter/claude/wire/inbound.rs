@@ -52,6 +52,13 @@ pub struct SystemMessage {
     /// `task_updated`: the changed fields (`status`, `end_time`).
     #[serde(default)]
     pub patch: Option<Value>,
+    /// `api_retry`: the HTTP status of the failed request; null when no response came
+    /// (the API could not be reached).
+    #[serde(default)]
+    pub error_status: Option<Value>,
+    /// `api_retry`: the CLI's word for the failure.
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// One background task as `background_tasks_changed` lists it.

@@ -245,6 +245,7 @@ fn wire_types_match_the_pinned_binarys_schema() {
             data: vec![Model {
                 model: "m".into(),
                 hidden: false,
+                is_default: true,
             }],
             next_cursor: None,
         },

@@ -90,6 +90,8 @@ pub mod method {
     pub const TERMINALS_TERMINATE: &str = "thread/backgroundTerminals/terminate";
     /// Client → server.
     pub const MODEL_LIST: &str = "model/list";
+    /// Client → server.
+    pub const ACCOUNT_READ: &str = "account/read";
 
     /// Server notification.
     pub const TURN_STARTED: &str = "turn/started";

@@ -321,6 +321,26 @@ pub struct ModelListResponse {
     pub next_cursor: Option<String>,
 }
 
+/// `account/read` params.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetAccountParams {
+    /// Ask for a token refresh first; never (a doctor check must not change state).
+    pub refresh_token: bool,
+}
+
+/// `account/read` result: the account Codex would use, and whether its model provider
+/// needs an OpenAI login at all (a provider with its own key does not).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetAccountResponse {
+    /// The signed-in account (API key, ChatGPT, cloud); absent or null when none.
+    #[serde(default)]
+    pub account: Option<serde_json::Value>,
+    /// True when the configured provider is OpenAI's and needs a login.
+    pub requires_openai_auth: bool,
+}
+
 /// A model app-server offers.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -330,4 +350,7 @@ pub struct Model {
     /// Hidden from pickers.
     #[serde(default)]
     pub hidden: bool,
+    /// The model Codex uses when none is named.
+    #[serde(default)]
+    pub is_default: bool,
 }
