@@ -5,13 +5,14 @@
 use serde_json::json;
 use tandem_tests::{Browser, Server, ServerOptions};
 
-use crate::{assert_no_duplicate_items, create_session, skip, Page};
+use crate::{assert_no_duplicate_items, create_session, Page};
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn wrong_or_missing_token_shows_the_login_page() {
-    if skip() {
-        return;
-    }
     let server = Server::start_with(ServerOptions {
         token_auth: true,
         ..Default::default()
@@ -60,10 +61,11 @@ async fn wrong_or_missing_token_shows_the_login_page() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn create_send_stream_stop_and_queue() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     assert_eq!(b.exec("return location.search;", vec![]).await, "");
@@ -235,10 +237,11 @@ async fn create_send_stream_stop_and_queue() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn agent_html_is_shown_as_text_never_run() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "xss").await;
@@ -339,10 +342,11 @@ async fn agent_html_is_shown_as_text_never_run() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn dark_mode_is_readable() {
-    if skip() {
-        return;
-    }
     let page = Page::open_with(
         &[],
         &[
@@ -376,10 +380,11 @@ async fn dark_mode_is_readable() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn keyboard_only_create_send_and_stop() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     // Tab from the top of the page to "New session", open it with Enter.

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::{create_session, skip, Page};
+use crate::{create_session, Page};
 
 /// The prompt that is still waiting for an answer in session `id`.
 fn open_card(id: &str) -> String {
@@ -12,10 +12,11 @@ fn open_card(id: &str) -> String {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn allow_deny_and_interrupt_from_the_prompt() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "permissions").await;
@@ -122,10 +123,11 @@ async fn allow_deny_and_interrupt_from_the_prompt() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_page_that_opens_later_is_shown_the_pending_request() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "asked before the page looked").await;

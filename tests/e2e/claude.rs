@@ -7,16 +7,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 use tandem_tests::mock_anthropic::{claude_config, MockAnthropic};
 use tandem_tests::vendor_clis::{claude_bin, require};
-use tandem_tests::{Server, ServerOptions, TempDir, WsClient};
-
-/// Bounded polling: how often and how long.
-const POLL: Duration = Duration::from_millis(25);
-const POLL_LIMIT: Duration = Duration::from_secs(20);
+use tandem_tests::{eventually, Server, ServerOptions, TempDir, WsClient};
 
 /// One test's world: a mock model server, a server configured to run `claude`
 /// against it, and the CLI's private HOME.
@@ -29,25 +24,25 @@ struct World {
 }
 
 impl World {
-    /// `None` (with a printed reason) when the binary is absent outside CI.
-    fn start(label: &str) -> Option<World> {
+    /// Starts the mock model server and a server configured to run `claude` against it.
+    fn start(label: &str) -> World {
         World::start_idle(label, 600)
     }
 
-    fn start_idle(label: &str, idle_secs: u64) -> Option<World> {
-        let bin = require(claude_bin(), "the claude CLI")?;
+    fn start_idle(label: &str, idle_secs: u64) -> World {
+        let bin = require(claude_bin(), "the claude CLI");
         let mock = MockAnthropic::start();
         let dir = Arc::new(TempDir::new(label));
         let home = dir.path().join("home");
         let config = claude_config(dir.path(), &bin, &mock, &home, idle_secs);
         let server = Server::start_in(dir.clone(), World::options(&config));
-        Some(World {
+        World {
             server: Some(server),
             mock,
             dir,
             config,
             home,
-        })
+        }
     }
 
     fn options(config: &Path) -> ServerOptions {
@@ -159,25 +154,6 @@ fn alive(pid: u32) -> bool {
         .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
 }
 
-/// Polls `check` until it returns `Some`, at most [`POLL_LIMIT`].
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + POLL_LIMIT;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(POLL).await;
-    }
-}
-
 fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["kind"] == kind).collect()
 }
@@ -208,10 +184,9 @@ fn status(events: &[Value]) -> Value {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn text_turn_streams_deltas_and_keeps_usage() {
-    let Some(w) = World::start("claude-text") else {
-        return;
-    };
+    let w = World::start("claude-text");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -295,10 +270,9 @@ async fn turn_events(w: &World, id: &str, end: &[Value]) -> Vec<Value> {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn bash_tool_asks_and_obeys_allow_and_deny() {
-    let Some(w) = World::start("claude-approval") else {
-        return;
-    };
+    let w = World::start("claude-approval");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     let work = PathBuf::from(w.info(&id).await["cwd"].as_str().unwrap_or_default());
@@ -342,10 +316,9 @@ async fn bash_tool_asks_and_obeys_allow_and_deny() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn bypass_mode_answers_approvals_itself() {
-    let Some(w) = World::start("claude-bypass") else {
-        return;
-    };
+    let w = World::start("claude-bypass");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "bypassPermissions").await;
     ws.subscribe(&id, 0).await;
@@ -356,10 +329,9 @@ async fn bypass_mode_answers_approvals_itself() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
-    let Some(w) = World::start("claude-interrupt") else {
-        return;
-    };
+    let w = World::start("claude-interrupt");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -402,10 +374,9 @@ async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn model_and_mode_changes_reach_the_live_process() {
-    let Some(w) = World::start("claude-configure") else {
-        return;
-    };
+    let w = World::start("claude-configure");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -436,10 +407,9 @@ async fn model_and_mode_changes_reach_the_live_process() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_restarted_server_resumes_the_claude_session() {
-    let Some(mut w) = World::start("claude-resume") else {
-        return;
-    };
+    let mut w = World::start("claude-resume");
     let id = {
         let mut ws = w.server().ws().await;
         let id = w.session(&mut ws, "default").await;
@@ -473,10 +443,9 @@ async fn a_restarted_server_resumes_the_claude_session() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_lost_claude_session_continues_in_a_new_one() {
-    let Some(mut w) = World::start("claude-lost") else {
-        return;
-    };
+    let mut w = World::start("claude-lost");
     let id = {
         let mut ws = w.server().ws().await;
         let id = w.session(&mut ws, "default").await;
@@ -515,10 +484,9 @@ async fn a_lost_claude_session_continues_in_a_new_one() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_cli_killed_mid_turn_fails_the_turn_and_the_next_one_works() {
-    let Some(w) = World::start("claude-killed") else {
-        return;
-    };
+    let w = World::start("claude-killed");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -546,10 +514,9 @@ async fn a_cli_killed_mid_turn_fails_the_turn_and_the_next_one_works() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn stopping_the_server_leaves_no_cli_behind() {
-    let Some(mut w) = World::start("claude-stop") else {
-        return;
-    };
+    let mut w = World::start("claude-stop");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -570,10 +537,9 @@ async fn stopping_the_server_leaves_no_cli_behind() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_claude_driver_delegates_through_mcp() {
-    let Some(w) = World::start("claude-driver") else {
-        return;
-    };
+    let w = World::start("claude-driver");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -626,10 +592,9 @@ async fn a_claude_driver_delegates_through_mcp() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_background_task_outlives_its_turn_until_stopped() {
-    let Some(w) = World::start("claude-background") else {
-        return;
-    };
+    let w = World::start("claude-background");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "bypassPermissions").await;
     ws.subscribe(&id, 0).await;
@@ -688,10 +653,9 @@ async fn a_background_task_outlives_its_turn_until_stopped() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn what_claude_says_after_a_task_ends_stays_out_of_the_next_turn() {
-    let Some(w) = World::start("claude-notified") else {
-        return;
-    };
+    let w = World::start("claude-notified");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "bypassPermissions").await;
     ws.subscribe(&id, 0).await;
@@ -741,10 +705,9 @@ async fn session_with_claude_id(w: &World, ws: &mut WsClient) -> (String, String
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn running_view_lists_an_outside_claude_process() {
-    let Some(w) = World::start("claude-outside") else {
-        return;
-    };
+    let w = World::start("claude-outside");
     let mut ws = w.server().ws().await;
     let (id, claude) = session_with_claude_id(&w, &mut ws).await;
     // Our own idle CLI has a registry file saying busy: it is not an outside process.
@@ -766,10 +729,9 @@ async fn running_view_lists_an_outside_claude_process() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn running_view_skips_dead_and_idle_processes() {
-    let Some(w) = World::start("claude-stale") else {
-        return;
-    };
+    let w = World::start("claude-stale");
     let mut ws = w.server().ws().await;
     let (_, claude) = session_with_claude_id(&w, &mut ws).await;
     let me = std::process::id();
@@ -786,10 +748,9 @@ async fn running_view_skips_dead_and_idle_processes() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn running_view_prefers_our_own_turn() {
-    let Some(w) = World::start("claude-both") else {
-        return;
-    };
+    let w = World::start("claude-both");
     let mut ws = w.server().ws().await;
     let (id, claude) = session_with_claude_id(&w, &mut ws).await;
     let me = std::process::id();
@@ -809,10 +770,9 @@ async fn running_view_prefers_our_own_turn() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn running_view_survives_a_half_written_registry_file() {
-    let Some(w) = World::start("claude-broken") else {
-        return;
-    };
+    let w = World::start("claude-broken");
     let mut ws = w.server().ws().await;
     let (id, claude) = session_with_claude_id(&w, &mut ws).await;
     let me = std::process::id();
@@ -827,10 +787,9 @@ async fn running_view_survives_a_half_written_registry_file() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn running_view_lists_a_turn_in_flight() {
-    let Some(w) = World::start("claude-inflight") else {
-        return;
-    };
+    let w = World::start("claude-inflight");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -848,10 +807,9 @@ async fn running_view_lists_a_turn_in_flight() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn an_idle_process_is_closed_and_the_next_turn_resumes() {
-    let Some(w) = World::start_idle("claude-idle", 1) else {
-        return;
-    };
+    let w = World::start_idle("claude-idle", 1);
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -907,6 +865,7 @@ async fn fake_claude(script: &str) -> (Server, WsClient, String) {
 
 /// A stand-in `claude` that writes one malformed line among valid ones.
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_malformed_line_is_skipped() {
     let (server, mut ws, id) = fake_claude(
         r#"#!/bin/sh
@@ -928,6 +887,7 @@ cat > /dev/null
 
 /// A stand-in `claude` that dies mid-turn after complaining on stderr.
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_cli_exiting_mid_turn_fails_the_turn_with_its_stderr() {
     let (_server, mut ws, id) = fake_claude(
         r#"#!/bin/sh

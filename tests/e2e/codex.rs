@@ -5,12 +5,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 use tandem_tests::mock_openai::MockOpenAi;
 use tandem_tests::vendor_clis::{codex_bin, require};
-use tandem_tests::{Server, ServerOptions, TempDir, WsClient};
+use tandem_tests::{eventually, Server, ServerOptions, TempDir, WsClient};
 
 use crate::kinds;
 
@@ -31,15 +30,14 @@ impl std::ops::Deref for Codex {
     }
 }
 
-/// Writes the config file and starts the server; `None` (after printing why) when the
-/// binary is absent outside CI.
-fn start(env: &[(&str, &str)]) -> Option<Codex> {
+/// Writes the config file and starts the server.
+fn start(env: &[(&str, &str)]) -> Codex {
     start_tuned(env, "")
 }
 
 /// [`start`] with `more` appended to the `[vendors.codex]` section.
-fn start_tuned(env: &[(&str, &str)], more: &str) -> Option<Codex> {
-    let bin = require(codex_bin(), "the pinned codex CLI")?;
+fn start_tuned(env: &[(&str, &str)], more: &str) -> Codex {
+    let bin = require(codex_bin(), "the pinned codex CLI");
     let mock = MockOpenAi::start();
     let dir = Arc::new(TempDir::new("codex"));
     let home = dir.path().join("codex-home");
@@ -48,7 +46,8 @@ fn start_tuned(env: &[(&str, &str)], more: &str) -> Option<Codex> {
     }
     let config = write_config(dir.path(), &bin, &mock.codex_args(), &home);
     if !more.is_empty() {
-        let text = std::fs::read_to_string(&config).unwrap_or_default();
+        let text = std::fs::read_to_string(&config)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", config.display()));
         if let Err(e) = std::fs::write(&config, format!("{text}{more}\n")) {
             panic!("cannot write {}: {e}", config.display());
         }
@@ -58,13 +57,13 @@ fn start_tuned(env: &[(&str, &str)], more: &str) -> Option<Codex> {
         .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
         .collect();
     let server = Server::start_in_env(dir, options(&config), &env);
-    Some(Codex {
+    Codex {
         server,
         mock,
         home,
         config,
         env,
-    })
+    }
 }
 
 fn options(config: &Path) -> ServerOptions {
@@ -201,27 +200,19 @@ fn app_servers(home: &Path) -> Vec<u32> {
 /// The one app-server of this test, once the short-lived one that lists models at
 /// start-up is gone.
 async fn the_app_server(home: &Path) -> u32 {
-    eventually("exactly one app-server runs", || {
-        app_servers(home).len() == 1
-    })
-    .await;
-    app_servers(home).first().copied().unwrap_or_default()
-}
-
-/// Polls (bounded) until `done`.
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..200 {
-        if done() {
-            return;
+    eventually("exactly one app-server runs", async || {
+        match app_servers(home)[..] {
+            [pid] => Some(pid),
+            _ => None,
         }
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting until {what}");
+    })
+    .await
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn text_turn_streams_deltas_and_applies_model_and_effort() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
 
@@ -302,8 +293,9 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn shell_tool_turn_reports_call_and_result() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
     let events = turn(
@@ -347,8 +339,9 @@ async fn shell_tool_turn_reports_call_and_result() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn interrupt_mid_stream_then_a_normal_turn() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "slow 400 50"}))
@@ -373,8 +366,9 @@ async fn interrupt_mid_stream_then_a_normal_turn() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn interrupted_shell_command_becomes_a_stoppable_background_task() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
     ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell echo begun; sleep 41.5"}))
@@ -425,19 +419,20 @@ async fn interrupted_shell_command_becomes_a_stoppable_background_task() {
         "no longer running: {running}"
     );
     let home = codex.home.clone();
-    eventually("the stopped command is gone", || {
-        !processes_with_home(&home).iter().any(|pid| {
+    eventually("the stopped command is gone", async || {
+        let running = processes_with_home(&home).iter().any(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains("sleep 41.5"))
-                .unwrap_or(false)
-        })
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("sleep 41.5"))
+        });
+        (!running).then_some(())
     })
     .await;
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn a_thread_resumes_after_a_server_restart() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     let events = turn(&mut ws, &id, "say remember the word heron").await;
@@ -511,8 +506,9 @@ async fn permission_request(ws: &mut WsClient, id: &str) -> Value {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn approvals_allow_deny_and_interrupt() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let dir = codex.dir.path().to_path_buf();
     let mut ws = codex.ws().await;
     // Default mode asks before commands that are not known to be harmless.
@@ -579,34 +575,34 @@ async fn approvals_allow_deny_and_interrupt() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn file_change_approval_allow_and_deny() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let dir = codex.dir.path().to_path_buf();
     let mut ws = codex.ws().await;
     // Codex offers its `apply_patch` tool only for models its catalog knows: take one
     // that `model/list` reported (the listing starts with placeholders until then).
-    let mut model = String::new();
-    for _ in 0..200 {
+    let model = eventually("model/list to replace the placeholder models", async || {
         let (status, vendors) = codex.get("/api/v1/vendors").await;
         assert_eq!(status, 200);
-        let models: Vec<String> = vendors["vendors"]
+        let codex_vendor = vendors["vendors"]
             .as_array()
             .and_then(|v| v.iter().find(|v| v["id"] == "codex"))
-            .and_then(|v| v["models"].as_array().cloned())
-            .unwrap_or_default()
+            .unwrap_or_else(|| panic!("no codex vendor in {vendors}"));
+        let models: Vec<String> = codex_vendor["models"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no models in {codex_vendor}"))
             .iter()
-            .filter_map(|m| m.as_str().map(str::to_string))
+            .map(|m| {
+                m.as_str()
+                    .unwrap_or_else(|| panic!("model {m}"))
+                    .to_string()
+            })
             .collect();
-        if !models.is_empty() && !models.iter().any(|m| m == "gpt-5-codex") {
-            model = models[0].clone();
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        !model.is_empty(),
-        "model/list never replaced the placeholder models"
-    );
+        let placeholder = models.is_empty() || models.iter().any(|m| m == "gpt-5-codex");
+        (!placeholder).then(|| models[0].clone())
+    })
+    .await;
     // Default mode asks before a patch, even inside the workspace.
     let id = codex_session(
         &mut ws,
@@ -656,8 +652,9 @@ async fn file_change_approval_allow_and_deny() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn app_server_killed_mid_turn_fails_the_turn_and_the_next_one_resumes() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     let events = turn(&mut ws, &id, "say first turn").await;
@@ -702,10 +699,9 @@ async fn app_server_killed_mid_turn_fails_the_turn_and_the_next_one_resumes() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn an_unreachable_model_fails_the_turn() {
-    let Some(bin) = require(codex_bin(), "the pinned codex CLI") else {
-        return;
-    };
+    let bin = require(codex_bin(), "the pinned codex CLI");
     // A port nobody listens on: Codex retries forever, the adapter gives up.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -739,8 +735,9 @@ async fn an_unreachable_model_fails_the_turn() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn a_model_error_fails_the_turn() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     let events = turn(&mut ws, &id, "fail").await;
@@ -775,6 +772,7 @@ fn silent_codex(dir: &Path) -> (PathBuf, PathBuf) {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn a_request_without_answer_times_out_and_the_process_gets_a_minimal_env() {
     let dir = Arc::new(TempDir::new("codex-silent"));
     let (script, env_file) = silent_codex(dir.path());
@@ -817,8 +815,9 @@ async fn a_request_without_answer_times_out_and_the_process_gets_a_minimal_env()
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn stopping_the_server_leaves_no_codex_process() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let home = codex.home.clone();
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
@@ -837,16 +836,17 @@ async fn stopping_the_server_leaves_no_codex_process() {
     drop(ws);
     let Codex { server, mock, .. } = codex;
     let _dir = server.kill();
-    eventually("no process of this Codex home remains", || {
-        processes_with_home(&home).is_empty()
+    eventually("no process of this Codex home remains", async || {
+        processes_with_home(&home).is_empty().then_some(())
     })
     .await;
     drop(mock);
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn a_codex_driver_delegates_to_a_scripted_worker() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     let call = json!({"message": "worker line one", "workerVendor": "scripted", "wait": true});
@@ -879,8 +879,9 @@ async fn a_codex_driver_delegates_to_a_scripted_worker() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn a_background_command_that_ends_by_itself_leaves_the_set() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
     ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell sleep 1.5"}))
@@ -902,8 +903,9 @@ async fn a_background_command_that_ends_by_itself_leaves_the_set() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn one_app_server_serves_an_owners_sessions_and_routes_by_thread() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let a = codex_session(&mut ws, json!({"title": "a"})).await;
     let b = codex_session(&mut ws, json!({"title": "b"})).await;
@@ -941,17 +943,16 @@ async fn one_app_server_serves_an_owners_sessions_and_routes_by_thread() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn an_idle_app_server_is_closed_and_the_next_turn_resumes() {
-    let Some(codex) = start_tuned(&[], "idle_secs = 1") else {
-        return;
-    };
+    let codex = start_tuned(&[], "idle_secs = 1");
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     let events = turn(&mut ws, &id, "say the word is kestrel").await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     let home = codex.home.clone();
-    eventually("the idle app-server is closed", || {
-        app_servers(&home).is_empty()
+    eventually("the idle app-server is closed", async || {
+        app_servers(&home).is_empty().then_some(())
     })
     .await;
 
@@ -969,8 +970,9 @@ async fn an_idle_app_server_is_closed_and_the_next_turn_resumes() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn a_thread_codex_no_longer_has_starts_anew_with_a_note() {
-    let Some(codex) = start(&[]) else { return };
+    let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     let events = turn(&mut ws, &id, "say before the loss").await;

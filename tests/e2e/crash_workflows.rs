@@ -4,10 +4,8 @@
 //! that the sessions work, that nothing was reported twice or lost, and that the pair
 //! or proposal ended in its documented state.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
-use tandem_tests::{Server, ServerOptions, WsClient};
+use tandem_tests::{eventually, Server, ServerOptions, WsClient};
 
 /// Waits for the server to die at its crash point and starts it again on its data.
 async fn restart_after_crash(server: Server) -> Server {
@@ -75,26 +73,19 @@ async fn pushbacks(server: &Server, sid: &str) -> Vec<String> {
 /// then runs one more turn in it (anything pushed back meanwhile runs or queues ahead
 /// of it), and returns the push-backs.
 async fn settled_pushbacks(server: &Server, sid: &str, n: usize) -> Vec<String> {
-    let mut seen = false;
-    for _ in 0..400 {
-        if pushbacks(server, sid).await.len() >= n {
-            seen = true;
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(seen, "{sid}: fewer than {n} push-backs");
-    for _ in 0..400 {
+    eventually(&format!("{sid} to have {n} push-backs"), async || {
+        (pushbacks(server, sid).await.len() >= n).then_some(())
+    })
+    .await;
+    eventually(&format!("every delegation of {sid} to end"), async || {
         let (_, pairs) = server.get("/api/v1/pairs").await;
         let busy = pairs["pairs"].as_array().is_some_and(|ps| {
             ps.iter()
                 .any(|p| p["driverId"] == sid && p.get("delegation").is_some())
         });
-        if !busy {
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
+        (!busy).then_some(())
+    })
+    .await;
     usable(server, sid).await;
     pushbacks(server, sid).await
 }
@@ -372,14 +363,11 @@ fn children(list: &[String], parent: &str) -> Vec<String> {
 
 /// Waits until session `sid` has finished `n` turns and is idle.
 async fn turns_done(server: &Server, sid: &str, n: u64) -> Value {
-    for _ in 0..400 {
+    eventually(&format!("{sid} to finish {n} turns"), async || {
         let info = session(server, sid).await;
-        if info["turnCount"].as_u64() == Some(n) && info["status"] == "idle" {
-            return info;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("{sid}: never finished {n} turns");
+        (info["turnCount"].as_u64() == Some(n) && info["status"] == "idle").then_some(info)
+    })
+    .await
 }
 
 #[actix_rt::test]

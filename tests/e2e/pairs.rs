@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tandem_tests::{Server, ServerOptions, WsClient};
+use tandem_tests::{eventually, Server, ServerOptions, WsClient};
 
 /// [`WsClient::scripted_tool`]: one turn calling `tool`; its `output` and `isError`.
 async fn tool(ws: &mut WsClient, sid: &str, tool: &str, args: Value) -> (Value, bool) {
@@ -40,29 +40,19 @@ const SETTLE: &str = "(settle)";
 /// to end. Anything pushed back before it was run or queued ahead of it, so an extra
 /// push-back cannot arrive unseen. Returns the push-backs.
 async fn await_pushbacks(server: &Server, sid: &str, n: usize) -> Vec<String> {
-    let mut seen = false;
-    for _ in 0..400 {
-        if pushbacks(server, sid).await.len() >= n {
-            seen = true;
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(seen, "{sid}: fewer than {n} push-backs");
-    let mut settled = false;
-    for _ in 0..400 {
+    eventually(&format!("{sid} to have {n} push-backs"), async || {
+        (pushbacks(server, sid).await.len() >= n).then_some(())
+    })
+    .await;
+    eventually(&format!("every delegation of {sid} to end"), async || {
         let (_, pairs) = server.get("/api/v1/pairs").await;
         let busy = pairs["pairs"].as_array().is_some_and(|ps| {
             ps.iter()
                 .any(|p| p["driverId"] == sid && p.get("delegation").is_some())
         });
-        if !busy {
-            settled = true;
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(settled, "{sid}: a delegation never ended");
+        (!busy).then_some(())
+    })
+    .await;
     let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
     let mut ws = server.ws().await;
     ws.subscribe(sid, info["lastSeq"].as_u64().unwrap_or(0))

@@ -2,7 +2,7 @@
 //! strict paging arguments, and a JSON body on every error.
 
 use serde_json::{json, Value};
-use tandem_tests::{Server, ServerOptions};
+use tandem_tests::{eventually, Server, ServerOptions};
 
 async fn send(server: &Server, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
     let client = awc::Client::default();
@@ -83,17 +83,12 @@ async fn sessions_are_renamed_configured_and_archived() {
     assert_eq!(body["error"]["code"], "RUN_IN_PROGRESS");
     let (status, _) = server.post(&format!("{path}/interrupt"), &json!({})).await;
     assert_eq!(status, 202);
-    let mut archived = None;
-    for _ in 0..200 {
+    let archived = eventually("the session to be archived", async || {
         let (status, body) = send(&server, "DELETE", &path, None).await;
-        if status == 200 {
-            archived = Some(body);
-            break;
-        }
-        assert_eq!(status, 409, "{body}");
-        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let archived = archived.unwrap_or_else(|| panic!("never archived"));
+        assert!(status == 200 || status == 409, "{status} {body}");
+        (status == 200).then_some(body)
+    })
+    .await;
     assert_eq!(archived["archived"], true);
     let up = watcher
         .recv_until(|v| v["kind"] == "session_upserted" && v["session"]["archivedAt"].is_u64())

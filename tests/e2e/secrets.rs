@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use tandem_tests::server::server_binary;
-use tandem_tests::{Server, ServerOptions, TempDir};
+use tandem_tests::{eventually, Server, ServerOptions, TempDir};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path)
@@ -35,13 +35,10 @@ fn contains(hay: &[u8], needle: &str) -> bool {
 /// rotated token stops working within a second on a running server).
 async fn wait_status(server: &Server, token: &str, want: u16) {
     let api = server.as_user(token);
-    for _ in 0..100 {
-        if api.get("/api/v1/sessions").await.0 == want {
-            return;
-        }
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("token never answered {want}");
+    eventually(&format!("the token to answer {want}"), async || {
+        (api.get("/api/v1/sessions").await.0 == want).then_some(())
+    })
+    .await;
 }
 
 #[actix_rt::test]
