@@ -18,6 +18,7 @@ mod handoff;
 mod huge_frames;
 mod limits;
 mod long_urls;
+mod many_subscriptions;
 mod pair_gone;
 mod pairs;
 mod permissions;

@@ -11,6 +11,14 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         // The server's own commands, exactly as `tandem` runs them.
         Some("serve" | "user" | "token") => tandem_http::cli::main_from(&args),
+        // The minimal fan-out server `bench fanout --floor` compares with.
+        Some("floor-serve") => match tandem_tests::bench::floor::serve(&args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench floor-serve: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Some(
             mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex"
             | "claude"),
