@@ -44,7 +44,7 @@ async fn wrong_or_missing_token_shows_the_login_page() {
     assert!(bad.is_empty(), "login page: {bad:?}");
     browser.screenshot("login").await;
     // Signing in with the right token from the form.
-    let token = server.token.clone().unwrap_or_default();
+    let token = server.token.clone().unwrap();
     browser
         .type_into("#token", &format!("{token}\u{E007}"))
         .await;
@@ -112,7 +112,7 @@ async fn create_send_stream_stop_and_queue() {
         )
         .await
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     let (_, info) = page.server.get(&format!("/api/v1/sessions/{id}")).await;
     assert_eq!(info["title"], "Browser session");
@@ -329,7 +329,7 @@ async fn agent_html_is_shown_as_text_never_run() {
             vec![],
         )
         .await;
-    let csp = served["csp"].as_str().unwrap_or_default();
+    let csp = served["csp"].as_str().unwrap();
     assert!(
         csp.contains("script-src 'self'") && !csp.contains("unsafe"),
         "{served}"
@@ -420,7 +420,7 @@ async fn keyboard_only_create_send_and_stop() {
         )
         .await
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     b.keys_text("/sleep 60000\u{E007}").await;
     b.wait(

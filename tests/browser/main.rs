@@ -4,6 +4,11 @@
 //! they run and fail instead. Screenshots of the main views land in
 //! `target/screenshots/`.
 
+// Test code fails loudly on a missing value: `unwrap`/`expect` are allowed here (the
+// workspace denies them in product code; clippy.toml allows them in unit tests, and
+// these helpers are not `#[test]` functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod chat;
 mod history;
 mod pairs;
@@ -40,7 +45,7 @@ impl Page {
 
     /// Opens the printed URL (`/?token=…`) and waits for the session list.
     pub async fn login(&self) {
-        let token = self.server.token.clone().unwrap_or_default();
+        let token = self.server.token.clone().unwrap();
         self.browser
             .goto(&format!("{}/?token={token}", self.server.base))
             .await;
@@ -146,10 +151,7 @@ pub async fn create_session(page: &Page, title: &str) -> String {
     let reply = ws
         .ok(json!({"type": "session.create", "title": title}))
         .await;
-    reply["session"]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+    reply["session"]["id"].as_str().unwrap().to_string()
 }
 
 /// Asserts that rendered items of session `id` carry strictly increasing seqs.
@@ -164,7 +166,7 @@ pub async fn assert_no_duplicate_items(page: &Page, id: &str) {
     let seqs: Vec<u64> = seqs
         .as_array()
         .cloned()
-        .unwrap_or_default()
+        .unwrap()
         .iter()
         .filter_map(Value::as_u64)
         .collect();

@@ -54,7 +54,7 @@ async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
         )
         .await
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     page.wait_text(&w, ".msg.user", "Run the test suite").await;
     page.wait_text(&w, ".msg.user .who", "Delegated by the Driver")
@@ -183,7 +183,7 @@ async fn a_proposal_is_accepted_from_its_card_and_spawned_sessions_nest() {
         )
         .await
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     page.wait_text(&w, ".msg.assistant", "parser ported").await;
     b.wait(

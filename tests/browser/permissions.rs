@@ -140,10 +140,7 @@ async fn a_page_that_opens_later_is_shown_the_pending_request() {
         .recv_until(|v| v["kind"] == "permission_request" && v["sessionId"] == id.as_str())
         .await;
     let request = frames.last().cloned().unwrap_or(Value::Null);
-    let request_id = request["requestId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let request_id = request["requestId"].as_str().unwrap().to_string();
     let request_seq = request["seq"].as_u64().unwrap_or(0);
     // Push the request out of the window the page replays on opening (the last 400
     // events): settings changes are allowed while the turn waits.

@@ -22,13 +22,7 @@ async fn a_server_restart_loses_and_repeats_nothing() {
     page.wait_text(&id, ".msg.assistant", "chunk 199").await;
 
     // SIGKILL mid-turn, then the same port again.
-    let port = page
-        .server
-        .base
-        .rsplit(':')
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let port = page.server.base.rsplit(':').next().unwrap().to_string();
     let Page { server, browser } = page;
     let dir = server.kill();
     browser

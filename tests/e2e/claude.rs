@@ -97,7 +97,7 @@ impl World {
                     .filter(|pid| alive(*pid))
                     .collect()
             })
-            .unwrap_or_default();
+            .unwrap();
         pids.sort_unstable();
         pids
     }
@@ -112,7 +112,7 @@ impl World {
     async fn running(&self) -> Vec<Value> {
         let (status, body) = self.server().get("/api/v1/sessions/running").await;
         assert_eq!(status, 200, "{body}");
-        body["sessions"].as_array().cloned().unwrap_or_default()
+        body["sessions"].as_array().cloned().unwrap()
     }
 
     /// Waits until REST lists the session as idle: a client can see a turn's
@@ -177,10 +177,7 @@ async fn turn(ws: &mut WsClient, id: &str, text: &str) -> Vec<Value> {
 }
 
 fn status(events: &[Value]) -> Value {
-    events
-        .last()
-        .map(|e| e["status"].clone())
-        .unwrap_or_default()
+    events.last().map(|e| e["status"].clone()).unwrap()
 }
 
 #[actix_rt::test]
@@ -198,7 +195,7 @@ async fn text_turn_streams_deltas_and_keeps_usage() {
     );
     assert!(texts(&events, "text_delta").len() > 1, "streamed in pieces");
     assert_eq!(texts(&events, "assistant_message"), ["hello from claude"]);
-    let end = events.last().cloned().unwrap_or_default();
+    let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "completed", "{end}");
     assert!(
         end["usage"]["usage"]["output_tokens"].is_u64(),
@@ -218,7 +215,7 @@ async fn text_turn_streams_deltas_and_keeps_usage() {
         let claude = body["vendors"]
             .as_array()
             .and_then(|v| v.iter().find(|v| v["id"] == "claude").cloned())
-            .unwrap_or_default();
+            .unwrap();
         assert_eq!(claude["installed"], true, "{claude}");
         claude["version"].as_str().map(str::to_string)
     })
@@ -233,7 +230,7 @@ async fn text_turn_streams_deltas_and_keeps_usage() {
 /// The next `permission_request` among the session's frames.
 async fn next_permission(ws: &mut WsClient) -> Value {
     let frames = ws.recv_until(|v| v["kind"] == "permission_request").await;
-    frames.last().cloned().unwrap_or_default()
+    frames.last().cloned().unwrap()
 }
 
 /// Answers a permission request. Its `requestId` doubles as the request's own id, so
@@ -260,7 +257,7 @@ async fn answer(ws: &mut WsClient, request: &Value, allow: bool, message: Option
 /// Every stored event of the turn that `end` (frames up to its `turn_completed`)
 /// finished.
 async fn turn_events(w: &World, id: &str, end: &[Value]) -> Vec<Value> {
-    let turn = end.last().map(|e| e["turnId"].clone()).unwrap_or_default();
+    let turn = end.last().map(|e| e["turnId"].clone()).unwrap();
     w.server()
         .all_events(id)
         .await
@@ -275,7 +272,7 @@ async fn bash_tool_asks_and_obeys_allow_and_deny() {
     let w = World::start("claude-approval");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
-    let work = PathBuf::from(w.info(&id).await["cwd"].as_str().unwrap_or_default());
+    let work = PathBuf::from(w.info(&id).await["cwd"].as_str().unwrap());
     ws.subscribe(&id, 0).await;
 
     send(&mut ws, &id, "bash touch made.txt && echo made").await;
@@ -401,7 +398,7 @@ async fn model_and_mode_changes_reach_the_live_process() {
         .rev()
         .find(|r| r.user_text == "bash touch edited.txt")
         .map(|r| r.model)
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(last, "claude-haiku-4-5");
     assert_eq!(w.registry_pids(), pids, "no restart for model or mode");
 }
@@ -435,7 +432,7 @@ async fn a_restarted_server_resumes_the_claude_session() {
         .rev()
         .find(|r| r.user_text == "say second turn")
         .map(|r| r.body.to_string())
-        .unwrap_or_default();
+        .unwrap();
     assert!(
         request.contains("remember the blue door"),
         "the model saw the earlier conversation"
@@ -455,7 +452,7 @@ async fn a_lost_claude_session_continues_in_a_new_one() {
     };
     let before = w.info(&id).await["vendorSessionId"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     w.restart();
     // The transcript is gone (deleted by hand, another machine's HOME, ...).
@@ -500,7 +497,7 @@ async fn a_cli_killed_mid_turn_fails_the_turn_and_the_next_one_works() {
         .map(|s| s.success());
     assert_eq!(killed.ok(), Some(true));
     let events = ws.events_until_turn_end(&id).await;
-    let end = events.last().cloned().unwrap_or_default();
+    let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "failed", "{end}");
     assert!(
         end["error"]
@@ -557,12 +554,11 @@ async fn a_claude_driver_delegates_through_mcp() {
         "{events:?}"
     );
     let results = of_kind(&events, "tool_result");
-    let output: Value =
-        serde_json::from_str(results[0]["output"].as_str().unwrap_or_default()).unwrap_or_default();
+    let output: Value = serde_json::from_str(results[0]["output"].as_str().unwrap()).unwrap();
     assert_eq!(output["status"], "complete", "{results:?}");
     assert_eq!(output["workerCreated"], true);
     assert_eq!(output["response"], "from the scripted worker");
-    let worker = output["partnerId"].as_str().unwrap_or_default().to_string();
+    let worker = output["partnerId"].as_str().unwrap().to_string();
     let worker_events = w.server().all_events(&worker).await;
     assert_eq!(
         texts(&worker_events, "assistant_message"),
@@ -582,7 +578,7 @@ async fn a_claude_driver_delegates_through_mcp() {
             .rev()
             .find(|r| r.user_text == text)
             .map(|r| r.body["system"].to_string())
-            .unwrap_or_default()
+            .unwrap()
     };
     assert!(system("say next").contains("You direct a Worker"));
     assert!(
@@ -605,11 +601,11 @@ async fn a_background_task_outlives_its_turn_until_stopped() {
         of_kind(&all, "background_tasks")
             .last()
             .map(|e| e["tasks"].clone())
-            .unwrap_or_default()
+            .unwrap()
     };
     assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
     assert_eq!(tasks[0]["taskType"], "shell");
-    let task_id = tasks[0]["taskId"].as_str().unwrap_or_default().to_string();
+    let task_id = tasks[0]["taskId"].as_str().unwrap().to_string();
 
     w.idle(&id).await;
     let running = w.running().await;
@@ -698,7 +694,7 @@ async fn session_with_claude_id(w: &World, ws: &mut WsClient) -> (String, String
     w.idle(&id).await;
     let claude = w.info(&id).await["vendorSessionId"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     assert!(!claude.is_empty());
     (id, claude)
@@ -829,7 +825,7 @@ async fn an_idle_process_is_closed_and_the_next_turn_resumes() {
         .rev()
         .find(|r| r.user_text == "say what was it")
         .map(|r| r.body.to_string())
-        .unwrap_or_default();
+        .unwrap();
     assert!(body.contains("swordfish"), "resumed the conversation");
     assert_ne!(w.registry_pids(), first, "a new process");
 }
@@ -855,10 +851,7 @@ async fn fake_claude(script: &str) -> (Server, WsClient, String) {
     let reply = ws
         .ok(json!({"type": "session.create", "vendor": "claude"}))
         .await;
-    let id = reply["session"]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
     ws.subscribe(&id, 0).await;
     (server, ws, id)
 }
@@ -899,9 +892,9 @@ exit 3
     )
     .await;
     let events = turn(&mut ws, &id, "anything").await;
-    let end = events.last().cloned().unwrap_or_default();
+    let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "failed", "{end}");
-    let error = end["error"].as_str().unwrap_or_default();
+    let error = end["error"].as_str().unwrap();
     assert!(
         error.contains("exit code 3") && error.contains("the model backend exploded"),
         "{end}"

@@ -124,10 +124,7 @@ async fn codex_session(ws: &mut WsClient, extra: Value) -> String {
         b.extend(e.clone());
     }
     let reply = ws.ok(body).await;
-    let id = reply["session"]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
     assert!(!id.is_empty(), "{reply}");
     ws.subscribe(&id, 0).await;
     id
@@ -175,7 +172,7 @@ fn processes_with_home(home: &Path) -> Vec<u32> {
             .any(|var| var == needle.as_bytes())
         {
             // Zombies count as gone.
-            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap();
             let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
             if state != Some('Z') {
                 out.push(pid);
@@ -219,7 +216,7 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
     let events = turn(&mut ws, &id, "say hello from the mock model").await;
     let deltas: String = of_kind(&events, "text_delta")
         .iter()
-        .map(|e| e["text"].as_str().unwrap_or_default())
+        .map(|e| e["text"].as_str().unwrap())
         .collect();
     assert_eq!(deltas, "hello from the mock model", "{events:?}");
     assert!(of_kind(&events, "text_delta").len() > 1, "{events:?}");
@@ -235,10 +232,7 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
     // The thread id is recorded as vendorSessionId.
     let (status, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
     assert_eq!(status, 200);
-    let thread = info["vendorSessionId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let thread = info["vendorSessionId"].as_str().unwrap().to_string();
     assert!(!thread.is_empty(), "{info}");
 
     // Model and effort from the session apply to the next turn.
@@ -247,23 +241,20 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
     let entry = vendors["vendors"]
         .as_array()
         .and_then(|v| v.iter().find(|v| v["id"] == "codex").cloned())
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(entry["installed"], true, "{entry}");
     assert!(
-        entry["version"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("0.171.0"),
+        entry["version"].as_str().unwrap().contains("0.171.0"),
         "{entry}"
     );
-    let model = entry["models"][0].as_str().unwrap_or_default().to_string();
+    let model = entry["models"][0].as_str().unwrap().to_string();
     assert!(!model.is_empty(), "model/list gave no models: {entry}");
     ws.ok(json!({"type": "session.configure", "sessionId": id, "model": model, "effort": "high"}))
         .await;
     let events = turn(&mut ws, &id, "say again").await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     let requests = codex.mock.requests();
-    let last = requests.last().cloned().unwrap_or_default();
+    let last = requests.last().cloned().unwrap();
     assert_eq!(last["model"], json!(model), "{last}");
     assert_eq!(last["reasoning"]["effort"], "high", "{last}");
     // The same thread carried on: the first message is in the second request.
@@ -287,7 +278,7 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
     // Model and effort stay without being sent again (the adapter sends a turn only
     // the settings that changed; Codex keeps overrides for the following turns).
     let requests = codex.mock.requests();
-    let last = requests.last().cloned().unwrap_or_default();
+    let last = requests.last().cloned().unwrap();
     assert_eq!(last["model"], json!(model), "{last}");
     assert_eq!(last["reasoning"]["effort"], "high", "{last}");
 }
@@ -309,7 +300,7 @@ async fn shell_tool_turn_reports_call_and_result() {
     assert!(
         call["input"]["command"]
             .as_str()
-            .unwrap_or_default()
+            .unwrap()
             .contains("echo out-"),
         "{call}"
     );
@@ -317,7 +308,7 @@ async fn shell_tool_turn_reports_call_and_result() {
     assert_eq!(result["callId"], call["callId"]);
     assert_eq!(result["isError"], true, "exit 3 is an error: {result}");
     assert_eq!(result["output"]["exitCode"], 3, "{result}");
-    let output = result["output"]["output"].as_str().unwrap_or_default();
+    let output = result["output"]["output"].as_str().unwrap();
     assert!(
         output.contains("out-42") && output.contains("err-line"),
         "{result}"
@@ -325,7 +316,7 @@ async fn shell_tool_turn_reports_call_and_result() {
     // The model saw the command's output and answered.
     let text = last_of(&events, "assistant_message")["text"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     assert!(
         text.starts_with("tool output:") && text.contains("out-42"),
@@ -355,7 +346,7 @@ async fn interrupt_mid_stream_then_a_normal_turn() {
     // The partial text is kept as the turn's message.
     let partial = last_of(&events, "assistant_message")["text"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     assert!(partial.starts_with("w0"), "{partial}");
     assert!(!partial.contains("w399"), "{partial}");
@@ -385,24 +376,24 @@ async fn interrupted_shell_command_becomes_a_stoppable_background_task() {
     let frames = ws
         .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
         .await;
-    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    let tasks = frames.last().cloned().unwrap()["tasks"].clone();
     assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
     assert_eq!(tasks[0]["taskType"], "shell");
     assert!(
         tasks[0]["description"]
             .as_str()
-            .unwrap_or_default()
+            .unwrap()
             .contains("sleep 41.5"),
         "{tasks}"
     );
-    let task_id = tasks[0]["taskId"].as_str().unwrap_or_default().to_string();
+    let task_id = tasks[0]["taskId"].as_str().unwrap().to_string();
 
     let (status, running) = codex.get("/api/v1/sessions/running").await;
     assert_eq!(status, 200);
     let entry = running["sessions"]
         .as_array()
         .and_then(|s| s.iter().find(|s| s["sessionId"] == json!(id)).cloned())
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(entry["background"], true, "{running}");
     assert_eq!(entry["tasks"][0]["taskId"], json!(task_id), "{running}");
 
@@ -411,7 +402,7 @@ async fn interrupted_shell_command_becomes_a_stoppable_background_task() {
     let frames = ws
         .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
         .await;
-    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    let tasks = frames.last().cloned().unwrap()["tasks"].clone();
     assert_eq!(tasks, json!([]), "stopping the task empties the set");
     let (_, running) = codex.get("/api/v1/sessions/running").await;
     assert!(
@@ -457,7 +448,7 @@ async fn a_thread_resumes_after_a_server_restart() {
         "resumed, not restarted: {events:?}"
     );
     // The new process resumed the thread: the model sees the first turn.
-    let last = codex.mock.requests().last().cloned().unwrap_or_default();
+    let last = codex.mock.requests().last().cloned().unwrap();
     assert!(
         last["input"]
             .to_string()
@@ -485,7 +476,7 @@ async fn answer_until_turn_end(
             v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error")
         })
         .await;
-    let reply = frames.pop().unwrap_or_default();
+    let reply = frames.pop().unwrap();
     assert_eq!(reply["kind"], "reply", "{reply}");
     let mut events: Vec<Value> = frames
         .into_iter()
@@ -502,7 +493,7 @@ async fn permission_request(ws: &mut WsClient, id: &str) -> Value {
     let frames = ws
         .recv_until(|v| v["kind"] == "permission_request" && v["sessionId"] == json!(id))
         .await;
-    frames.last().cloned().unwrap_or_default()
+    frames.last().cloned().unwrap()
 }
 
 #[actix_rt::test]
@@ -521,7 +512,7 @@ async fn approvals_allow_deny_and_interrupt() {
     assert!(
         request["input"]["command"]
             .as_str()
-            .unwrap_or_default()
+            .unwrap()
             .contains("touch allowed.txt"),
         "{request}"
     );
@@ -558,7 +549,7 @@ async fn approvals_allow_deny_and_interrupt() {
     let frames = ws
         .recv_until(|v| v["requestId"] == request["requestId"] && v["kind"] == "protocol_error")
         .await;
-    let late = frames.last().cloned().unwrap_or_default();
+    let late = frames.last().cloned().unwrap();
     assert_eq!(late["code"], "NO_SUCH_PERMISSION", "{late}");
     assert!(!dir.join("never.txt").exists());
 
@@ -618,7 +609,7 @@ async fn file_change_approval_allow_and_deny() {
     let asked = ws
         .recv_until(|v| v["kind"] == "permission_request" && v["sessionId"] == json!(id))
         .await;
-    let request = asked.last().cloned().unwrap_or_default();
+    let request = asked.last().cloned().unwrap();
     assert_eq!(request["toolName"], "apply_patch", "{request}");
     assert!(!dir.join("patched.txt").exists());
     let call = last_of(&asked, "tool_call").clone();
@@ -629,7 +620,7 @@ async fn file_change_approval_allow_and_deny() {
     let result = last_of(&events, "tool_result");
     assert_eq!(result["callId"], call["callId"], "{events:?}");
     assert_eq!(result["isError"], false, "{result}");
-    let written = std::fs::read_to_string(dir.join("patched.txt")).unwrap_or_default();
+    let written = std::fs::read_to_string(dir.join("patched.txt")).unwrap();
     assert_eq!(written.trim_end(), "hello patch");
 
     ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "patch refused.txt no"}))
@@ -646,7 +637,7 @@ async fn file_change_approval_allow_and_deny() {
     );
     // The model heard that the patch was refused.
     let requests = codex.mock.requests();
-    let last = requests.last().cloned().unwrap_or_default();
+    let last = requests.last().cloned().unwrap();
     let input = last["input"].to_string();
     assert!(input.contains("custom_tool_call_output"), "{input}");
 }
@@ -675,7 +666,7 @@ async fn app_server_killed_mid_turn_fails_the_turn_and_the_next_one_resumes() {
     assert!(
         done["error"]
             .as_str()
-            .unwrap_or_default()
+            .unwrap()
             .contains("app-server exited"),
         "{done}"
     );
@@ -690,7 +681,7 @@ async fn app_server_killed_mid_turn_fails_the_turn_and_the_next_one_resumes() {
         last_of(&events, "assistant_message")["text"],
         "after the crash"
     );
-    let last = codex.mock.requests().last().cloned().unwrap_or_default();
+    let last = codex.mock.requests().last().cloned().unwrap();
     assert!(
         last["input"].to_string().contains("first turn"),
         "resumed: {last}"
@@ -725,7 +716,7 @@ async fn an_unreachable_model_fails_the_turn() {
     assert!(
         done["error"]
             .as_str()
-            .unwrap_or_default()
+            .unwrap()
             .contains("could not be reached"),
         "{done}"
     );
@@ -744,10 +735,7 @@ async fn a_model_error_fails_the_turn() {
     let done = last_of(&events, "turn_completed");
     assert_eq!(done["status"], "failed", "{done}");
     // Codex words an HTTP 500 its own way; the turn carries its message.
-    assert!(
-        !done["error"].as_str().unwrap_or_default().is_empty(),
-        "{done}"
-    );
+    assert!(!done["error"].as_str().unwrap().is_empty(), "{done}");
     let events = turn(&mut ws, &id, "say fine again").await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
 }
@@ -794,12 +782,12 @@ async fn a_request_without_answer_times_out_and_the_process_gets_a_minimal_env()
     assert!(
         done["error"]
             .as_str()
-            .unwrap_or_default()
+            .unwrap()
             .contains("did not answer initialize"),
         "{done}"
     );
 
-    let vars = std::fs::read_to_string(&env_file).unwrap_or_default();
+    let vars = std::fs::read_to_string(&env_file).unwrap();
     let names: Vec<&str> = vars
         .lines()
         .filter_map(|l| l.split_once('=').map(|(k, _)| k))
@@ -858,15 +846,12 @@ async fn a_codex_driver_delegates_to_a_scripted_worker() {
     assert_eq!(result["isError"], false, "{result}");
     assert_eq!(result["output"]["status"], "complete", "{result}");
     assert_eq!(result["output"]["response"], "worker line one", "{result}");
-    let worker = result["output"]["partnerId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let worker = result["output"]["partnerId"].as_str().unwrap().to_string();
     assert!(!worker.is_empty(), "{result}");
     // The model got the Worker's answer back.
     let text = last_of(&events, "assistant_message")["text"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     assert!(text.contains("worker line one"), "{text}");
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
@@ -892,13 +877,13 @@ async fn a_background_command_that_ends_by_itself_leaves_the_set() {
     let frames = ws
         .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
         .await;
-    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    let tasks = frames.last().cloned().unwrap()["tasks"].clone();
     assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
     // Nobody stops it: when it exits, the set is reported empty.
     let frames = ws
         .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
         .await;
-    let tasks = frames.last().cloned().unwrap_or_default()["tasks"].clone();
+    let tasks = frames.last().cloned().unwrap()["tasks"].clone();
     assert_eq!(tasks, json!([]));
 }
 
@@ -918,12 +903,12 @@ async fn one_app_server_serves_an_owners_sessions_and_routes_by_thread() {
     let mut texts: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     while done.len() < 2 {
         let v = ws.recv().await;
-        let sid = v["sessionId"].as_str().unwrap_or_default().to_string();
+        let sid = v["sessionId"].as_str().unwrap().to_string();
         if v["kind"] == "text_delta" {
             texts
                 .entry(sid.clone())
                 .or_default()
-                .push_str(v["text"].as_str().unwrap_or_default());
+                .push_str(v["text"].as_str().unwrap());
         }
         if v["kind"] == "turn_completed" {
             assert_eq!(v["status"], "completed", "{v}");
@@ -931,11 +916,8 @@ async fn one_app_server_serves_an_owners_sessions_and_routes_by_thread() {
         }
     }
     let expected_a: Vec<String> = (0..30).map(|i| format!("w{i}")).collect();
-    assert_eq!(
-        texts.get(&a).cloned().unwrap_or_default(),
-        expected_a.join(" ")
-    );
-    assert_eq!(texts.get(&b).cloned().unwrap_or_default(), "only for b");
+    assert_eq!(texts.get(&a).cloned().unwrap(), expected_a.join(" "));
+    assert_eq!(texts.get(&b).cloned().unwrap(), "only for b");
     the_app_server(&codex.home).await;
     let (_, ia) = codex.get(&format!("/api/v1/sessions/{a}")).await;
     let (_, ib) = codex.get(&format!("/api/v1/sessions/{b}")).await;
@@ -962,7 +944,7 @@ async fn an_idle_app_server_is_closed_and_the_next_turn_resumes() {
         "completed",
         "{events:?}"
     );
-    let last = codex.mock.requests().last().cloned().unwrap_or_default();
+    let last = codex.mock.requests().last().cloned().unwrap();
     assert!(
         last["input"].to_string().contains("the word is kestrel"),
         "resumed: {last}"
@@ -1013,10 +995,7 @@ async fn a_thread_codex_no_longer_has_starts_anew_with_a_note() {
     );
     let note = last_of(&events, "info");
     assert!(
-        note["text"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("could not resume"),
+        note["text"].as_str().unwrap().contains("could not resume"),
         "{note}"
     );
     let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;

@@ -18,7 +18,7 @@ fn session_ids(list: &Value) -> Vec<String> {
                 .filter_map(|s| s["id"].as_str().map(String::from))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap()
 }
 
 #[actix_rt::test]
@@ -88,7 +88,7 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
         .iter()
         .find(|e| e["kind"] == "turn_completed")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(end["status"], "failed", "{end}");
     assert!(events.iter().any(|e| e["kind"] == "error"), "{events:?}");
     // The idle session's refused message left no turn behind, and no hole.
@@ -185,7 +185,7 @@ async fn a_full_database_fails_the_turn_and_loses_no_seq() {
 async fn every_accepted_rest_message_survives_a_kill() {
     let mut server = Server::start();
     let (_, created) = server.post("/api/v1/sessions", &json!({})).await;
-    let id = created["id"].as_str().unwrap_or_default().to_string();
+    let id = created["id"].as_str().unwrap().to_string();
     for round in 0..20 {
         let text = format!("round {round}");
         let path = format!("/api/v1/sessions/{id}/messages");

@@ -33,7 +33,7 @@ async fn metric(server: &Server, name: &str) -> u64 {
 /// A new session's id.
 async fn new_session(server: &Server) -> String {
     let (_, created) = server.post("/api/v1/sessions", &json!({})).await;
-    created["id"].as_str().unwrap_or_default().to_string()
+    created["id"].as_str().unwrap().to_string()
 }
 
 /// Starts a turn that streams `chunks` small `text_delta`s (about 80 bytes each).

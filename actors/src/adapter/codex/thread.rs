@@ -1149,7 +1149,7 @@ mod tests {
     }
 
     fn sent(before: Option<&Applied>, wanted: &Applied) -> Value {
-        serde_json::to_value(overrides(before, wanted, "t".into(), Vec::new())).unwrap_or_default()
+        serde_json::to_value(overrides(before, wanted, "t".into(), Vec::new())).unwrap()
     }
 
     #[test]
