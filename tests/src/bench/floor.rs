@@ -2,8 +2,8 @@
 //! minimal fan-out server that speaks just enough of tandem's protocol for the fanout
 //! clients (`session.create`, `chat.subscribe`, `chat.send` of `/stream N`): it
 //! serializes each event once (with the protocol crate's own types, as tandem does),
-//! frames it once, and writes the same bytes to every subscriber's socket, several
-//! frames per write when they queue up. Nothing else: no store, no history, no replay,
+//! frames it once, hands the frames to every subscriber in shared batches of
+//! [`BATCH`], and writes whatever is queued for a socket in one write. Nothing else: no store, no history, no replay,
 //! no budgets (a producer simply waits for the slowest subscriber's bounded channel).
 //!
 //! It prints `tandem listening on http://127.0.0.1:PORT` like the real server, so
@@ -23,18 +23,23 @@ use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-/// Frames a subscriber's channel holds before its producer waits.
-const CHANNEL: usize = 4096;
+/// Batches a subscriber's channel holds before its producer waits.
+const CHANNEL: usize = 64;
+/// Events a producer serializes before it hands them to the subscribers as one batch
+/// (tandem's store commits in groups too; one wake-up and one write per batch).
+const BATCH: usize = 128;
 /// Runtime threads.
 const THREADS: usize = 2;
 
-/// One complete WebSocket frame, shared by every socket it goes to.
+/// One complete WebSocket frame.
 type Frame = Arc<[u8]>;
+/// Frames in order, shared by every socket they go to.
+type Batch = Arc<Vec<Frame>>;
 
 /// Subscribers (their channels) by session id; shared by every connection.
 #[derive(Default)]
 struct Hub {
-    sessions: Mutex<HashMap<String, Vec<mpsc::Sender<Frame>>>>,
+    sessions: Mutex<HashMap<String, Vec<mpsc::Sender<Batch>>>>,
     next_id: AtomicU64,
 }
 
@@ -123,15 +128,17 @@ async fn connection(std_stream: std::net::TcpStream, hub: Arc<Hub>) -> Result<()
         .map_err(|e| format!("{e}"))?;
     buf.drain(..head_end);
 
-    let (tx, mut rx) = mpsc::channel::<Frame>(CHANNEL);
+    let (tx, mut rx) = mpsc::channel::<Batch>(CHANNEL);
     // The writer: every frame queued at a wake-up goes out in one write.
     tokio::task::spawn_local(async move {
         let mut out = Vec::with_capacity(64 << 10);
         let mut batch = Vec::with_capacity(256);
         while rx.recv_many(&mut batch, 256).await > 0 {
             out.clear();
-            for frame in batch.drain(..) {
-                out.extend_from_slice(&frame);
+            for frames in batch.drain(..) {
+                for frame in frames.iter() {
+                    out.extend_from_slice(frame);
+                }
             }
             if write.write_all(&out).await.is_err() {
                 return;
@@ -145,7 +152,7 @@ async fn connection(std_stream: std::net::TcpStream, hub: Arc<Hub>) -> Result<()
 async fn requests(
     mut read: OwnedReadHalf,
     mut buf: Vec<u8>,
-    tx: mpsc::Sender<Frame>,
+    tx: mpsc::Sender<Batch>,
     hub: Arc<Hub>,
 ) -> Result<(), String> {
     loop {
@@ -158,7 +165,7 @@ async fn requests(
                 }
                 0x8 => return Ok(()),
                 0x9 => {
-                    let _ = tx.send(frame_bytes(0xA, &payload)).await;
+                    let _ = tx.send(Arc::new(vec![frame_bytes(0xA, &payload)])).await;
                 }
                 _ => {}
             }
@@ -173,14 +180,14 @@ async fn requests(
 }
 
 /// Answers one request.
-async fn handle(request: &Value, tx: &mpsc::Sender<Frame>, hub: &Arc<Hub>) {
+async fn handle(request: &Value, tx: &mpsc::Sender<Batch>, hub: &Arc<Hub>) {
     let request_id = request["requestId"].clone();
     match request["type"].as_str() {
         Some("session.create") => {
             let n = hub.next_id.fetch_add(1, Ordering::Relaxed);
             let reply = json!({"kind": "reply", "requestId": request_id,
                 "session": {"id": format!("ses_floor{n}")}});
-            let _ = tx.send(text_frame(&reply.to_string())).await;
+            let _ = tx.send(Arc::new(vec![text_frame(&reply.to_string())])).await;
         }
         Some("chat.subscribe") => {
             let sessions = request["sessions"].as_array().cloned().unwrap_or_default();
@@ -192,7 +199,7 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Frame>, hub: &Arc<Hub>) {
                     map.entry(sid.to_string()).or_default().push(tx.clone());
                 }
                 let ack = json!({"kind": "chat_subscribed", "sessionId": sid, "lastSeq": 0});
-                let _ = tx.send(text_frame(&ack.to_string())).await;
+                let _ = tx.send(Arc::new(vec![text_frame(&ack.to_string())])).await;
             }
         }
         Some("chat.send") => {
@@ -202,7 +209,7 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Frame>, hub: &Arc<Hub>) {
                 .to_string();
             let content = request["content"].as_str().unwrap_or_default().to_string();
             let reply = json!({"kind": "reply", "requestId": request_id});
-            let _ = tx.send(text_frame(&reply.to_string())).await;
+            let _ = tx.send(Arc::new(vec![text_frame(&reply.to_string())])).await;
             let subscribers = hub
                 .sessions
                 .lock()
@@ -212,14 +219,14 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Frame>, hub: &Arc<Hub>) {
         }
         _ => {
             let reply = json!({"kind": "reply", "requestId": request_id});
-            let _ = tx.send(text_frame(&reply.to_string())).await;
+            let _ = tx.send(Arc::new(vec![text_frame(&reply.to_string())])).await;
         }
     }
 }
 
 /// Runs `/stream N` for a session: the turn's events, each serialized and framed once
 /// and handed to every subscriber.
-async fn produce(sid: String, content: String, subscribers: Vec<mpsc::Sender<Frame>>) {
+async fn produce(sid: String, content: String, subscribers: Vec<mpsc::Sender<Batch>>) {
     let count: u64 = content
         .strip_prefix("/stream ")
         .and_then(|n| n.trim().parse().ok())
@@ -235,7 +242,8 @@ async fn produce(sid: String, content: String, subscribers: Vec<mpsc::Sender<Fra
             delegated_by: None,
         },
     ];
-    let mut send = async |body: EventBody| {
+    let mut pending: Vec<Frame> = Vec::with_capacity(BATCH);
+    let mut frame_of = |body: EventBody| {
         seq += 1;
         let event = Event {
             session_id: sid.clone(),
@@ -244,28 +252,34 @@ async fn produce(sid: String, content: String, subscribers: Vec<mpsc::Sender<Fra
             turn_id: turn.clone(),
             body,
         };
-        let Ok(text) = serde_json::to_string(&event) else {
-            return;
-        };
-        let frame = text_frame(&text);
+        serde_json::to_string(&event).ok().map(|text| text_frame(&text))
+    };
+    let flush = async |pending: &mut Vec<Frame>| {
+        let batch: Batch = Arc::new(std::mem::take(pending));
         for sub in &subscribers {
-            let _ = sub.send(frame.clone()).await;
+            let _ = sub.send(batch.clone()).await;
         }
+        // Let the writers run, as a real producer is interleaved with them.
+        tokio::task::yield_now().await;
     };
     for body in bodies.drain(..) {
-        send(body).await;
+        pending.extend(frame_of(body));
     }
     for i in 0..count {
         let text = format!("chunk {i} ");
         whole.push_str(&text);
-        send(EventBody::TextDelta { text }).await;
+        pending.extend(frame_of(EventBody::TextDelta { text }));
+        if pending.len() >= BATCH {
+            flush(&mut pending).await;
+        }
     }
-    send(EventBody::AssistantMessage { text: whole }).await;
+    pending.extend(frame_of(EventBody::AssistantMessage { text: whole }));
     let completed: Result<EventBody, _> =
         serde_json::from_value(json!({"kind": "turn_completed", "status": "completed"}));
     if let Ok(body) = completed {
-        send(body).await;
+        pending.extend(frame_of(body));
     }
+    flush(&mut pending).await;
 }
 
 fn now_ms() -> u64 {
