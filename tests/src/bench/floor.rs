@@ -187,7 +187,9 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Batch>, hub: &Arc<Hub>) {
             let n = hub.next_id.fetch_add(1, Ordering::Relaxed);
             let reply = json!({"kind": "reply", "requestId": request_id,
                 "session": {"id": format!("ses_floor{n}")}});
-            let _ = tx.send(Arc::new(vec![text_frame(&reply.to_string())])).await;
+            let _ = tx
+                .send(Arc::new(vec![text_frame(&reply.to_string())]))
+                .await;
         }
         Some("chat.subscribe") => {
             let sessions = request["sessions"].as_array().cloned().unwrap_or_default();
@@ -209,7 +211,9 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Batch>, hub: &Arc<Hub>) {
                 .to_string();
             let content = request["content"].as_str().unwrap_or_default().to_string();
             let reply = json!({"kind": "reply", "requestId": request_id});
-            let _ = tx.send(Arc::new(vec![text_frame(&reply.to_string())])).await;
+            let _ = tx
+                .send(Arc::new(vec![text_frame(&reply.to_string())]))
+                .await;
             let subscribers = hub
                 .sessions
                 .lock()
@@ -219,7 +223,9 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Batch>, hub: &Arc<Hub>) {
         }
         _ => {
             let reply = json!({"kind": "reply", "requestId": request_id});
-            let _ = tx.send(Arc::new(vec![text_frame(&reply.to_string())])).await;
+            let _ = tx
+                .send(Arc::new(vec![text_frame(&reply.to_string())]))
+                .await;
         }
     }
 }
@@ -252,7 +258,9 @@ async fn produce(sid: String, content: String, subscribers: Vec<mpsc::Sender<Bat
             turn_id: turn.clone(),
             body,
         };
-        serde_json::to_string(&event).ok().map(|text| text_frame(&text))
+        serde_json::to_string(&event)
+            .ok()
+            .map(|text| text_frame(&text))
     };
     let flush = async |pending: &mut Vec<Frame>| {
         let batch: Batch = Arc::new(std::mem::take(pending));
