@@ -155,7 +155,7 @@ mod tests {
             (ErrorCode::ToolNotAvailable, "TOOL_NOT_AVAILABLE", 403),
         ] {
             assert_eq!(
-                serde_json::to_value(code).unwrap_or_default(),
+                serde_json::to_value(code).unwrap(),
                 serde_json::Value::from(name)
             );
             assert_eq!(code.http_status(), status, "{name}");

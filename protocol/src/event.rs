@@ -296,7 +296,7 @@ mod tests {
                 usage: None,
             },
         };
-        let v = serde_json::to_value(&ev).unwrap_or_default();
+        let v = serde_json::to_value(&ev).unwrap();
         assert_eq!(
             v,
             serde_json::json!({"sessionId":"s1","seq":3,"ts":10,"turnId":"t1",
@@ -313,7 +313,7 @@ mod tests {
             internal: false,
             delegated_by: None,
         };
-        let v = serde_json::to_value(&body).unwrap_or_default();
+        let v = serde_json::to_value(&body).unwrap();
         assert_eq!(v, serde_json::json!({"kind":"user_message","text":"hi"}));
     }
 }

@@ -112,7 +112,7 @@ mod tests {
         let mut payload = Map::new();
         payload.insert("turnId".into(), Value::from("turn_1"));
         let text = ServerFrame::reply(Some("r1".into()), payload).to_json();
-        let v: Value = serde_json::from_str(&text).unwrap_or_default();
+        let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             v,
             serde_json::json!({"kind":"reply","requestId":"r1","ok":true,"turnId":"turn_1"})

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 use tandem_tests::Browser;
 
-use crate::{create_session, skip, Page};
+use crate::{create_session, Page};
 
 fn chat(id: &str) -> String {
     format!(".chat[data-session=\"{id}\"]")
@@ -25,14 +25,15 @@ async fn queue_texts(page: &Page, id: &str) -> Vec<String> {
                 .filter_map(|q| q["text"].as_str().map(String::from))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap()
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn the_queue_lives_on_the_server_and_background_work_asks_first() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "queue").await;
@@ -149,10 +150,11 @@ async fn the_queue_lives_on_the_server_and_background_work_asks_first() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn hand_off_and_change_settings_with_refusals_shown() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "source").await;
@@ -207,7 +209,7 @@ async fn hand_off_and_change_settings_with_refusals_shown() {
         )
         .await
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     page.wait_text(&target, ".line-event", "Continues").await;
     let (_, t) = page.server.get(&format!("/api/v1/sessions/{target}")).await;
@@ -230,7 +232,7 @@ async fn hand_off_and_change_settings_with_refusals_shown() {
         .ok(json!({"type": "session.create", "title": "team", "visibility": "shared"}))
         .await["session"]["id"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     let bob = page.server.cli(&["user", "add", "bob", "--data-dir"]);
     let other = Browser::start(1280, 800).await;
@@ -280,10 +282,11 @@ async fn hand_off_and_change_settings_with_refusals_shown() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn schedules_are_made_in_local_time_listed_cancelled_and_fired() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "later").await;
@@ -298,7 +301,7 @@ async fn schedules_are_made_in_local_time_listed_cancelled_and_fired() {
             vec![],
         )
         .await;
-    let local = local.as_str().unwrap_or_default().to_string();
+    let local = local.as_str().unwrap().to_string();
     page.set_value(&format!("{dialog} input[name=at]"), &local)
         .await;
     page.set_value(&format!("{dialog} textarea[name=content]"), "later please")
@@ -331,8 +334,7 @@ async fn schedules_are_made_in_local_time_listed_cancelled_and_fired() {
             vec![],
         )
         .await;
-    page.press(&chat(&id), at.as_str().unwrap_or_default())
-        .await;
+    page.press(&chat(&id), at.as_str().unwrap()).await;
     b.wait(
         "no pending schedule",
         "document.querySelectorAll('.schedules li').length === 0",
@@ -354,11 +356,8 @@ async fn schedules_are_made_in_local_time_listed_cancelled_and_fired() {
             vec![],
         )
         .await;
-    page.set_value(
-        &format!("{dialog} input[name=at]"),
-        now.as_str().unwrap_or_default(),
-    )
-    .await;
+    page.set_value(&format!("{dialog} input[name=at]"), now.as_str().unwrap())
+        .await;
     page.set_value(&format!("{dialog} textarea[name=content]"), "fire now")
         .await;
     b.click(&format!("{dialog} button[type=submit]")).await;
@@ -384,10 +383,11 @@ async fn schedules_are_made_in_local_time_listed_cancelled_and_fired() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn add_a_worker_and_open_any_two_sessions_side_by_side() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let a = create_session(&page, "Alpha").await;
@@ -413,10 +413,7 @@ async fn add_a_worker_and_open_any_two_sessions_side_by_side() {
     assert_eq!(roles, json!(["Driver", "Worker"]));
     let (_, pairs) = page.server.get("/api/v1/pairs").await;
     assert_eq!(pairs["pairs"][0]["driverId"], a.as_str());
-    let worker = pairs["pairs"][0]["workerId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let worker = pairs["pairs"][0]["workerId"].as_str().unwrap().to_string();
     let (_, w) = page.server.get(&format!("/api/v1/sessions/{worker}")).await;
     assert_eq!(w["effort"], "high");
 
@@ -447,10 +444,11 @@ async fn add_a_worker_and_open_any_two_sessions_side_by_side() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn usage_and_cost_per_turn_session_delegation_and_today() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "costly").await;
@@ -505,10 +503,11 @@ async fn usage_and_cost_per_turn_session_delegation_and_today() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn file_edits_render_as_diffs_also_in_permission_requests() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "edits").await;
@@ -593,10 +592,11 @@ async fn file_edits_render_as_diffs_also_in_permission_requests() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn notifications_with_consent_and_a_title_that_counts_attention() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let a = create_session(&page, "watched").await;
@@ -691,10 +691,11 @@ impl Drop for Resume {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_request_without_an_answer_times_out_visibly() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "slow").await;
@@ -734,10 +735,11 @@ async fn a_request_without_an_answer_times_out_visibly() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn the_session_list_updates_its_rows_in_place() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let a = create_session(&page, "Alpha").await;

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::{create_session, skip, Page};
+use crate::{create_session, Page};
 
 /// The prompt that is still waiting for an answer in session `id`.
 fn open_card(id: &str) -> String {
@@ -12,10 +12,11 @@ fn open_card(id: &str) -> String {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn allow_deny_and_interrupt_from_the_prompt() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "permissions").await;
@@ -124,10 +125,11 @@ async fn allow_deny_and_interrupt_from_the_prompt() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_page_that_opens_later_is_shown_the_pending_request() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "asked before the page looked").await;
@@ -140,10 +142,7 @@ async fn a_page_that_opens_later_is_shown_the_pending_request() {
         .recv_until(|v| v["kind"] == "permission_request" && v["sessionId"] == id.as_str())
         .await;
     let request = frames.last().cloned().unwrap_or(Value::Null);
-    let request_id = request["requestId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let request_id = request["requestId"].as_str().unwrap().to_string();
     let request_seq = request["seq"].as_u64().unwrap_or(0);
     // Push the request out of the window the page replays on opening (the last 400
     // events): settings changes are allowed while the turn waits.
@@ -181,10 +180,11 @@ async fn a_page_that_opens_later_is_shown_the_pending_request() {
 /// The vendor's "always allow" choice is a button of its own; picking it sends
 /// `remember: "session"`, and the next request for the tool never reaches the page.
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "Chromium, chromedriver or axe-core is not installed"
+)]
 async fn always_allow_from_the_prompt() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "always allow").await;

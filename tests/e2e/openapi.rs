@@ -57,7 +57,7 @@ impl Checker<'_> {
             None => req.send().await,
         };
         let mut resp = sent.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-        let bytes = resp.body().limit(64 << 20).await.unwrap_or_default();
+        let bytes = resp.body().limit(64 << 20).await.unwrap();
         let status = resp.status().as_u16();
         let value: Value = serde_json::from_slice(&bytes)
             .unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e})"));
@@ -130,10 +130,9 @@ async fn every_documented_route_answers_as_described() {
     let (status, served) = server.get("/api/v1/openapi.json").await;
     assert_eq!(status, 200);
     let snapshot: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo_root().join("protocol/schemas/openapi.json"))
-            .unwrap_or_default(),
+        &std::fs::read_to_string(repo_root().join("protocol/schemas/openapi.json")).unwrap(),
     )
-    .unwrap_or_default();
+    .unwrap();
     assert_eq!(
         served, snapshot,
         "the server serves the checked-in description"
@@ -157,7 +156,7 @@ async fn every_documented_route_answers_as_described() {
         )
         .await["id"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     let s2 = c
         .ok(
@@ -168,7 +167,7 @@ async fn every_documented_route_answers_as_described() {
         )
         .await["id"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     let s3 = c
         .ok(
@@ -179,7 +178,7 @@ async fn every_documented_route_answers_as_described() {
         )
         .await["id"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     c.ok("get", "/sessions?limit=2", "/sessions", None).await;
     c.ok("get", "/sessions/running", "/sessions/running", None)
@@ -230,10 +229,7 @@ async fn every_documented_route_answers_as_described() {
     )
     .await;
     let request = stored_event(&server, &s2, "permission_request").await;
-    let rid = request["requestId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let rid = request["requestId"].as_str().unwrap().to_string();
     c.ok(
         "post",
         &format!("/sessions/{s2}/permissions/{rid}"),
@@ -300,7 +296,7 @@ async fn every_documented_route_answers_as_described() {
             Some(json!({"content": "later", "at": at})),
         )
         .await;
-    let sid = made["scheduleId"].as_str().unwrap_or_default().to_string();
+    let sid = made["scheduleId"].as_str().unwrap().to_string();
     let list = c
         .ok(
             "get",
@@ -339,10 +335,7 @@ async fn every_documented_route_answers_as_described() {
             Some(json!({"driverId": s3, "worker": {"vendor": "scripted"}})),
         )
         .await;
-    let pair_id = pair["pair"]["pairId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let pair_id = pair["pair"]["pairId"].as_str().unwrap().to_string();
     c.ok("get", "/pairs", "/pairs", None).await;
     c.ok(
         "delete",
@@ -444,7 +437,7 @@ async fn every_documented_route_answers_as_described() {
         let (status, answer) = c.call(method, &path, template, body).await;
         assert!(status >= 400, "{method} {path} was accepted: {answer}");
         assert_eq!(
-            answer["error"]["code"].as_str().unwrap_or_default(),
+            answer["error"]["code"].as_str().unwrap(),
             on_socket,
             "{method} {path} vs {frame}: {answer}"
         );

@@ -23,7 +23,7 @@ async fn answer_seen(
             v["requestId"] == json!(id) && (v["kind"] == "reply" || v["kind"] == "protocol_error")
         })
         .await;
-    let last = frames.pop().unwrap_or_default();
+    let last = frames.pop().unwrap();
     seen.extend(frames);
     last
 }
@@ -36,15 +36,15 @@ async fn answer(ws: &mut WsClient, id: &str, allow: bool, message: Option<&str>)
 /// The next `permission_request` (from `seen` first, else the socket) and its id.
 async fn next_request_after(ws: &mut WsClient, seen: &mut Vec<Value>) -> String {
     let last = match seen.iter().position(|v| v["kind"] == "permission_request") {
-        Some(pos) => seen.drain(..=pos).next_back().unwrap_or_default(),
+        Some(pos) => seen.drain(..=pos).next_back().unwrap(),
         None => {
             let frames = ws.recv_until(|v| v["kind"] == "permission_request").await;
-            frames.last().cloned().unwrap_or_default()
+            frames.last().cloned().unwrap()
         }
     };
     assert_eq!(last["toolName"], "Bash", "{last}");
     assert_eq!(last["input"]["command"], "ls", "{last}");
-    last["requestId"].as_str().unwrap_or_default().to_string()
+    last["requestId"].as_str().unwrap().to_string()
 }
 
 /// Waits for the next `permission_request` and returns its id.
@@ -68,7 +68,7 @@ async fn allow_deny_and_unknown_requests() {
     let mut late = server.ws().await;
     late.subscribe(&id, 0).await;
     let ack = late.recv_until(|v| v["kind"] == "chat_subscribed").await;
-    let ack = ack.last().cloned().unwrap_or_default();
+    let ack = ack.last().cloned().unwrap();
     assert_eq!(ack["pendingPermissions"][0]["requestId"], json!(first));
     assert_eq!(ack["pendingPermissions"][0]["toolName"], "Bash");
 
@@ -153,10 +153,7 @@ async fn bypass_mode_never_asks() {
     let reply = ws
         .ok(json!({"type": "session.create", "permissionMode": "bypassPermissions"}))
         .await;
-    let id = reply["session"]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
     ws.subscribe(&id, 0).await;
     ws.ok(json!({"type": "chat.send", "sessionId": id,
         "content": "/ask Bash {\"command\":\"ls\"}"}))

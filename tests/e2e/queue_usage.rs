@@ -12,7 +12,7 @@ fn texts(queued: &Value) -> Vec<String> {
                 .filter_map(|q| q["text"].as_str().map(String::from))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap()
 }
 
 #[actix_rt::test]
@@ -40,7 +40,7 @@ async fn queued_messages_are_listed_edited_cancelled_and_survive_a_restart() {
                 .filter_map(|q| q["queueId"].as_str().map(String::from))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap();
     assert!(ids.iter().all(|id| id.starts_with("q_")), "{list}");
 
     // Edit keeps the place; cancel takes it out; both answer with the queue.
@@ -106,10 +106,7 @@ async fn queue_requests_refuse_wrong_ids_malformed_frames_and_other_users() {
         .await;
     assert_eq!(queued["position"], 1);
     let (_, list) = server.get(&format!("/api/v1/sessions/{sid}/queue")).await;
-    let qid = list["queued"][0]["queueId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let qid = list["queued"][0]["queueId"].as_str().unwrap().to_string();
 
     for (body, code) in [
         (
@@ -169,7 +166,7 @@ async fn queue_requests_refuse_wrong_ids_malformed_frames_and_other_users() {
         .ok(json!({"type": "session.create", "title": "team", "visibility": "shared"}))
         .await["session"]["id"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     ws.ok(json!({"type": "chat.send", "sessionId": shared, "content": "/sleep 60000"}))
         .await;
@@ -237,10 +234,7 @@ async fn usage_totals_per_session_and_per_delegation() {
     let pair = ws
         .ok(json!({"type": "pair.create", "driverId": driver, "worker": {"vendor": "scripted"}}))
         .await;
-    let worker = pair["pair"]["workerId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let worker = pair["pair"]["workerId"].as_str().unwrap().to_string();
     let (output, is_error) = ws
         .scripted_tool(
             &driver,
@@ -263,7 +257,7 @@ async fn usage_totals_per_session_and_per_delegation() {
     assert_eq!(total["cachedInputTokens"], 21, "{usage}");
     assert_eq!(total["outputTokens"], 35, "{usage}");
     assert_eq!(total["costUsd"], 0.5, "{usage}");
-    let delegations = usage["delegations"].as_array().cloned().unwrap_or_default();
+    let delegations = usage["delegations"].as_array().cloned().unwrap();
     assert_eq!(delegations.len(), 1, "{usage}");
     assert_eq!(delegations[0]["workerId"], worker.as_str());
     assert_eq!(delegations[0]["driverId"], driver.as_str());

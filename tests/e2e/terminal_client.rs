@@ -127,7 +127,7 @@ async fn ls_new_send_stop_approve_and_deny() {
         .stdout
         .lines()
         .find(|l| l.starts_with(&id))
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     let cols: Vec<&str> = row.split('\t').collect();
     assert_eq!(cols.get(2), Some(&"scripted"), "{row}");

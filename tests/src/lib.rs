@@ -8,12 +8,14 @@ pub mod bench;
 pub mod json_schema;
 pub mod mock_anthropic;
 pub mod mock_openai;
+pub mod poll;
 pub mod raw_socket;
 pub mod server;
 pub mod vendor_clis;
 pub mod webdriver;
 pub mod ws;
 
+pub use poll::{eventually, eventually_within};
 pub use server::{Server, ServerOptions, TempDir};
 pub use webdriver::Browser;
 pub use ws::WsClient;

@@ -212,7 +212,10 @@ impl WsClient {
             reply = self.request(send.clone()).await;
         }
         assert_eq!(reply["kind"], "reply", "{reply}");
-        let turn = reply["turnId"].as_str().unwrap_or_default().to_string();
+        let turn = reply["turnId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no turnId in {reply}"))
+            .to_string();
         let events = self
             .recv_until(|v| {
                 v["kind"] == "turn_completed"

@@ -14,6 +14,7 @@ pub mod codex;
 pub mod delegation;
 pub mod durability;
 pub mod fanout;
+pub mod floor;
 pub mod procfs;
 pub mod raw_ws;
 pub mod replay;
@@ -56,7 +57,8 @@ pub const USAGE: &str = "\
 usage: bench serve [tandem serve flags]
        bench fanout     [--sessions 10] [--clients 10] [--events 2000] [--runs 3]
                         [--rate EV_PER_S_PER_SESSION] [--tick-ms 10] [--threads 2]
-                        [--trace-ms N] [--dump-latency FILE] [--server-arg ARG]...
+                        [--trace-ms N] [--dump-latency FILE] [--subscribe one|all]
+                        [--floor 1] [--server-arg ARG]...
        bench sessions   [--count 10000] [--clients 8] [--window 32] [--runs 3]
                         [--threads 2] [--server-arg ARG]...
        bench replay     [--sizes 5000,100000] [--runs 5] [--server-arg ARG]...

@@ -10,6 +10,14 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        // The minimal fan-out server `bench fanout --floor` compares with.
+        Some("floor-serve") => match tandem_tests::bench::floor::serve(&args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench floor-serve: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Some(
             mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex"
             | "claude"),
