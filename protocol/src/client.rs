@@ -283,6 +283,10 @@ pub struct PermissionResponseParams {
     /// Why it was denied; passed on to the agent.
     #[serde(default)]
     pub message: Option<String>,
+    /// `session`: the vendor allows the like of this call for the rest of its session
+    /// without asking (ACP `allow_always`). Only with `allow: true`.
+    #[serde(default)]
+    pub remember: Option<crate::session::RememberScope>,
 }
 
 /// Fields of `chat.stop-task`.
@@ -653,7 +657,23 @@ mod tests {
                 allow: false,
                 updated_input: None,
                 message: Some("no".into()),
+                remember: None,
             })
         );
+        let remembered = parse_client_frame(
+            r#"{"type":"chat.permission-response","requestId":"perm_2","allow":true,"remember":"session"}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        assert!(matches!(
+            remembered.request,
+            ClientRequest::ChatPermissionResponse(PermissionResponseParams {
+                remember: Some(crate::session::RememberScope::Session),
+                ..
+            })
+        ));
+        let bad = parse_client_frame(
+            r#"{"type":"chat.permission-response","requestId":"perm_3","allow":true,"remember":"forever"}"#,
+        );
+        assert!(bad.is_err(), "an unknown scope is refused");
     }
 }

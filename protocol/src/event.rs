@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::pair::{PairInfo, ProposalStatus, WorkerChoice};
-use crate::session::{BackgroundTask, PermissionMode};
+use crate::session::{BackgroundTask, PermissionChoice, PermissionMode};
 
 /// How a turn ended. `interrupted` and `failed` are never reported as completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -137,11 +137,20 @@ pub enum EventBody {
         tool_name: String,
         /// The tool's input.
         input: Value,
+        /// The choices the vendor offers (allow once, allow always, reject), when it
+        /// lists them; absent for vendors with a plain allow/deny.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        options: Vec<PermissionChoice>,
     },
     /// A permission request was answered (or withdrawn).
     PermissionResolved {
         /// The request that is settled.
         request_id: String,
+    },
+    /// The agent's plan, complete each time it changes (ACP `plan` updates).
+    Plan {
+        /// Its entries as the vendor sent them (`{content, status, priority}` for ACP).
+        entries: Vec<Value>,
     },
     /// A delegation between the sessions of a pair started (`active`) or ended.
     Delegation {
@@ -252,6 +261,7 @@ impl EventBody {
             EventBody::BackgroundTasks { .. } => "background_tasks",
             EventBody::PermissionRequest { .. } => "permission_request",
             EventBody::PermissionResolved { .. } => "permission_resolved",
+            EventBody::Plan { .. } => "plan",
             EventBody::ConfigChanged { .. } => "config_changed",
             EventBody::Delegation { .. } => "delegation",
             EventBody::PairCreated { .. } => "pair_created",

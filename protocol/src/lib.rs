@@ -23,5 +23,6 @@ pub use error::ErrorCode;
 pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
 pub use server::ServerFrame;
 pub use session::{
-    BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, TaskType, Visibility,
+    BackgroundTask, PermissionChoice, PermissionChoiceKind, PermissionMode, RememberScope, Role,
+    SessionInfo, SessionStatus, TaskType, Visibility,
 };

@@ -133,4 +133,7 @@ pub struct PendingPermission {
     pub tool_name: String,
     /// Its input.
     pub input: Value,
+    /// The choices the vendor offers, when it lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<crate::session::PermissionChoice>,
 }

@@ -12,21 +12,25 @@ const EFFORT_ORDER: [&str; 6] = ["minimal", "low", "medium", "high", "xhigh", "m
 /// One vendor as the server knows it.
 #[derive(Debug, Clone)]
 pub struct VendorSpec {
-    /// Id used on the wire.
-    pub id: &'static str,
+    /// Id used on the wire (built-in names, or the `[vendors.ID]` key of an ACP agent).
+    pub id: String,
     /// Name shown to people (also used in handoff titles).
-    pub display_name: &'static str,
+    pub display_name: String,
     /// Known models; the first is the default. Adapters that can ask their CLI replace
     /// the built-in list with what it reports.
     pub models: Vec<String>,
     /// Supported effort levels, lowest first.
     pub effort_levels: &'static [&'static str],
     /// Feature words served on `GET /api/v1/vendors` (`interrupt`, `approvals`, ...).
-    pub capabilities: &'static [&'static str],
+    pub capabilities: Vec<String>,
     /// True when sessions of this vendor can be created in this server.
     pub installed: bool,
     /// The CLI's own version line, once known.
     pub version: Option<String>,
+    /// An ACP agent's own name and version, from `initialize`, once probed.
+    pub agent: Option<tandem_protocol::rest::AgentIdentity>,
+    /// Limits worth telling people (an ACP agent that cannot reach the agent tools).
+    pub notes: Vec<String>,
 }
 
 impl VendorSpec {
@@ -59,35 +63,67 @@ impl VendorCatalog {
     /// installed).
     pub fn new(vendors: &VendorsConfig) -> Self {
         VendorCatalog {
-            vendors: RwLock::new(vec![
-                VendorSpec {
-                    id: "scripted",
-                    display_name: "Scripted",
-                    models: strings(&["scripted-1"]),
-                    effort_levels: &["low", "medium", "high"],
-                    capabilities: &["interrupt", "backgroundTasks", "tools"],
+            vendors: RwLock::new(
+                [
+                    VendorSpec {
+                        id: "scripted".into(),
+                        display_name: "Scripted".into(),
+                        models: strings(&["scripted-1"]),
+                        effort_levels: &["low", "medium", "high"],
+                        capabilities: strings(&["interrupt", "backgroundTasks", "tools"]),
+                        installed: true,
+                        version: Some(env!("CARGO_PKG_VERSION").to_string()),
+                        agent: None,
+                        notes: Vec::new(),
+                    },
+                    VendorSpec {
+                        id: "codex".into(),
+                        display_name: "Codex".into(),
+                        models: strings(&["gpt-5-codex", "gpt-5"]),
+                        effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
+                        capabilities: strings(&[
+                            "interrupt",
+                            "backgroundTasks",
+                            "tools",
+                            "approvals",
+                        ]),
+                        installed: vendors.codex.is_some(),
+                        version: None,
+                        agent: None,
+                        notes: Vec::new(),
+                    },
+                    VendorSpec {
+                        id: "claude".into(),
+                        display_name: "Claude Code".into(),
+                        models: strings(&["sonnet", "opus", "haiku"]),
+                        effort_levels: &["low", "medium", "high", "xhigh", "max"],
+                        capabilities: strings(&[
+                            "interrupt",
+                            "backgroundTasks",
+                            "tools",
+                            "approvals",
+                        ]),
+                        installed: vendors.claude.is_some(),
+                        version: None,
+                        agent: None,
+                        notes: Vec::new(),
+                    },
+                ]
+                .into_iter()
+                // ACP agents: what they can do is known once `initialize` was asked.
+                .chain(vendors.acp.iter().map(|acp| VendorSpec {
+                    id: acp.id.clone(),
+                    display_name: acp.display_name.clone(),
+                    models: Vec::new(),
+                    effort_levels: &[],
+                    capabilities: strings(&["acp", "interrupt", "approvals"]),
                     installed: true,
-                    version: Some(env!("CARGO_PKG_VERSION").to_string()),
-                },
-                VendorSpec {
-                    id: "codex",
-                    display_name: "Codex",
-                    models: strings(&["gpt-5-codex", "gpt-5"]),
-                    effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
-                    capabilities: &["interrupt", "backgroundTasks", "tools", "approvals"],
-                    installed: vendors.codex.is_some(),
                     version: None,
-                },
-                VendorSpec {
-                    id: "claude",
-                    display_name: "Claude Code",
-                    models: strings(&["sonnet", "opus", "haiku"]),
-                    effort_levels: &["low", "medium", "high", "xhigh", "max"],
-                    capabilities: &["interrupt", "backgroundTasks", "tools", "approvals"],
-                    installed: vendors.claude.is_some(),
-                    version: None,
-                },
-            ]),
+                    agent: None,
+                    notes: Vec::new(),
+                }))
+                .collect(),
+            ),
         }
     }
 
@@ -108,12 +144,26 @@ impl VendorCatalog {
     }
 
     /// Ids of the vendors sessions can be created for, in catalog order.
-    pub fn installed(&self) -> Vec<&'static str> {
+    pub fn installed(&self) -> Vec<String> {
         self.read()
             .iter()
             .filter(|v| v.installed)
-            .map(|v| v.id)
+            .map(|v| v.id.clone())
             .collect()
+    }
+
+    /// Records what an ACP agent said about itself in `initialize`.
+    pub fn set_agent_facts(&self, id: &str, facts: super::acp::probe::AgentFacts) {
+        self.update(id, |spec| {
+            spec.version = facts.info.as_ref().and_then(|i| i.version.clone());
+            spec.agent = facts.info.map(|i| tandem_protocol::rest::AgentIdentity {
+                name: i.name,
+                title: i.title,
+                version: i.version,
+            });
+            spec.capabilities = facts.capabilities;
+            spec.notes = facts.notes;
+        });
     }
 
     /// Records the CLI's version line.
@@ -133,13 +183,15 @@ impl VendorCatalog {
         self.read()
             .iter()
             .map(|v| VendorInfo {
-                id: v.id.into(),
-                display_name: v.display_name.into(),
+                id: v.id.clone(),
+                display_name: v.display_name.clone(),
                 installed: v.installed,
                 version: v.version.clone(),
                 models: v.models.clone(),
                 effort_levels: v.effort_levels.iter().map(|m| (*m).into()).collect(),
-                capabilities: v.capabilities.iter().map(|m| (*m).into()).collect(),
+                capabilities: v.capabilities.clone(),
+                agent: v.agent.clone(),
+                notes: v.notes.clone(),
             })
             .collect()
     }

@@ -42,6 +42,9 @@ pub enum AdapterCommand {
         updated_input: Option<serde_json::Value>,
         /// Why it was denied (passed on to the agent).
         message: Option<String>,
+        /// Allow the like of this call for the rest of the vendor's session (adapters
+        /// whose vendor cannot remember treat it as a one-time allow).
+        remember: Option<tandem_protocol::RememberScope>,
     },
     /// Model, effort or permission mode changed between turns. Adapters whose process
     /// outlives a turn apply it to that process at once; others use it from the next
@@ -104,6 +107,8 @@ pub enum AgentItem {
         tool_name: String,
         /// Its input, as the vendor gave it.
         input: serde_json::Value,
+        /// The choices the vendor offers, when it lists them (ACP).
+        options: Vec<tandem_protocol::PermissionChoice>,
     },
     /// A pending request ended without an answer (the turn was interrupted, the process
     /// died); the session records `permission_resolved`.

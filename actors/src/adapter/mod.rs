@@ -5,6 +5,7 @@
 //! [`messages::AgentOutput`]s back; [`AdapterContext`] is what a session hands a new
 //! adapter.
 
+pub mod acp;
 pub mod catalog;
 pub mod claude;
 pub mod codex;

@@ -81,6 +81,8 @@ pub struct VendorsConfig {
     pub codex: Option<VendorProcess>,
     /// `claude` (Claude Code).
     pub claude: Option<VendorProcess>,
+    /// ACP agents (`protocol = "acp"`), in the config file's order.
+    pub acp: Vec<super::acp::AcpVendor>,
 }
 
 impl VendorsConfig {
@@ -89,8 +91,13 @@ impl VendorsConfig {
         match vendor {
             "codex" => self.codex.as_ref(),
             "claude" => self.claude.as_ref(),
-            _ => None,
+            other => self.acp(other).map(|a| &a.process),
         }
+    }
+
+    /// The ACP agent configured as `vendor`.
+    pub fn acp(&self, vendor: &str) -> Option<&super::acp::AcpVendor> {
+        self.acp.iter().find(|a| a.id == vendor)
     }
 }
 

@@ -387,6 +387,7 @@ impl Run {
                     tool_name: tool.to_string(),
                     input: serde_json::from_str(input)
                         .unwrap_or_else(|_| Value::String(input.to_string())),
+                    options: Vec::new(),
                 },
             })
             .await

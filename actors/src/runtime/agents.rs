@@ -11,7 +11,7 @@ use crate::error::{RuntimeError, ToolError};
 
 impl Runtime {
     /// Ids of the vendors sessions can be created for, in catalog order.
-    pub fn installed_vendors(&self) -> Vec<&'static str> {
+    pub fn installed_vendors(&self) -> Vec<String> {
         self.inner.services.catalog.installed()
     }
 

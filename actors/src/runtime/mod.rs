@@ -192,6 +192,7 @@ impl Runtime {
                 mcp: McpTokens::default(),
                 codex: crate::adapter::codex::CodexHub::default(),
                 claude,
+                acp: crate::adapter::acp::AcpHub::default(),
                 tools: tools(RuntimeRef(weak.clone())),
                 sessions: Registry::default(),
                 store: store.clone(),
@@ -270,6 +271,14 @@ impl Runtime {
                     }
                 }
             }
+            for agent in &vendors.acp {
+                match crate::adapter::acp::probe::probe(agent).await {
+                    Ok(facts) => catalog.set_agent_facts(&agent.id, facts),
+                    Err(e) => {
+                        tracing::warn!(vendor = %agent.id, bin = %agent.process.bin.display(), error = %e, "ACP agent did not answer `initialize`")
+                    }
+                }
+            }
         });
     }
 
@@ -284,6 +293,7 @@ impl Runtime {
     pub async fn stop_vendor_processes(&self) {
         let limit = std::time::Duration::from_secs(5);
         self.inner.services.claude.shutdown(limit).await;
+        self.inner.services.acp.shutdown(limit).await;
     }
 
     /// The principal used when authentication is off (`--auth none`, loopback only).
@@ -691,6 +701,7 @@ impl Runtime {
                 allow: params.allow,
                 updated_input: params.updated_input,
                 message: params.message,
+                remember: params.remember,
             })
             .await?
     }

@@ -62,6 +62,8 @@ pub struct Services {
     pub codex: crate::adapter::codex::CodexHub,
     /// What every Claude adapter shares (our process pids, the CLI's home).
     pub claude: crate::adapter::claude::ClaudeHub,
+    /// What every ACP adapter shares (our agent pids, the shutdown signal).
+    pub acp: crate::adapter::acp::AcpHub,
     /// The agent tools, handed to every adapter this session starts.
     pub tools: crate::adapter::Tools,
     /// Reads (replays, turn summaries).
@@ -226,6 +228,8 @@ pub struct RespondPermission {
     pub updated_input: Option<serde_json::Value>,
     /// Why it was denied; the adapter passes it on to the agent.
     pub message: Option<String>,
+    /// Allow the like of this call for the rest of the vendor's session.
+    pub remember: Option<tandem_protocol::RememberScope>,
 }
 
 /// Interrupt the running turn.

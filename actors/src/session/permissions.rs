@@ -65,6 +65,7 @@ impl SessionActor {
                     allow: msg.allow,
                     updated_input: msg.updated_input,
                     message: msg.message,
+                    remember: msg.remember,
                 });
                 Ok(())
             }

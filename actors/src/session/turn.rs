@@ -153,7 +153,10 @@ impl SessionActor {
             .recipient(),
             "codex" => crate::adapter::codex::start(context, &self.services.codex)?,
             "claude" => crate::adapter::claude::start(context, &self.services.claude)?,
-            other => return Err(RuntimeError::VendorNotInstalled(other.to_string())),
+            other => match self.services.vendors.acp(other) {
+                Some(agent) => crate::adapter::acp::start(context, agent, &self.services.acp)?,
+                None => return Err(RuntimeError::VendorNotInstalled(other.to_string())),
+            },
         };
         self.adapter = Some(adapter.clone());
         Ok(adapter)
@@ -383,11 +386,13 @@ impl SessionActor {
                 request_id,
                 tool_name,
                 input,
+                options,
             } => {
                 self.permissions.push(PendingPermission {
                     request_id: request_id.clone(),
                     tool_name: tool_name.clone(),
                     input: input.clone(),
+                    options: options.clone(),
                 });
                 self.publish_permissions();
                 self.emit(
@@ -396,6 +401,7 @@ impl SessionActor {
                         request_id,
                         tool_name,
                         input,
+                        options,
                     },
                 );
             }

@@ -77,6 +77,7 @@ pub(super) async fn send_to_partner(
         Some(pair_id) => pair_id,
         None => {
             let installed = rt.installed_vendors();
+            let installed: Vec<&str> = installed.iter().map(String::as_str).collect();
             let vendor = choose_worker_vendor(
                 optional(args.worker_vendor).as_deref(),
                 &state.info.vendor,

@@ -27,6 +27,7 @@ pub(super) async fn propose_worker(
         return Err(ProposalError::NotAlone.into());
     }
     let installed = rt.installed_vendors();
+    let installed: Vec<&str> = installed.iter().map(String::as_str).collect();
     let requested = optional(args.recommended_vendor).filter(|v| installed.contains(&v.as_str()));
     let vendor = choose_worker_vendor(requested.as_deref(), &state.info.vendor, &installed)?;
     let spec = rt

@@ -555,6 +555,7 @@ impl ClaudeAgent {
                         request_id: id,
                         tool_name,
                         input,
+                        options: Vec::new(),
                     },
                 );
             }
@@ -657,6 +658,7 @@ impl Handler<AdapterCommand> for ClaudeAgent {
                 allow,
                 updated_input,
                 message,
+                ..
             } => self.answer_permission(request_id, allow, updated_input, message),
             AdapterCommand::Configure { settings } => {
                 self.settings = settings;

@@ -740,6 +740,7 @@ impl CodexThread {
                 request_id,
                 tool_name,
                 input,
+                options: Vec::new(),
             },
         );
     }
