@@ -2,6 +2,7 @@
 //! speaks WebSocket and REST to it. One test binary, so the workspace links it once.
 
 mod access;
+mod acp;
 mod bad_input;
 mod browser_attacks;
 mod budgets;

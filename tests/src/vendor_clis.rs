@@ -35,6 +35,32 @@ pub fn claude_bin() -> Option<PathBuf> {
     )
 }
 
+/// Zed's Codex ACP agent, the native binary (`TANDEM_TEST_CODEX_ACP_BIN` overrides).
+pub fn codex_acp_bin() -> Option<PathBuf> {
+    pinned(
+        "TANDEM_TEST_CODEX_ACP_BIN",
+        "@zed-industries/codex-acp-linux-x64/bin/codex-acp",
+    )
+}
+
+/// Zed's Claude Code ACP agent, a Node script with a `node` shebang
+/// (`TANDEM_TEST_CLAUDE_ACP_BIN` overrides).
+pub fn claude_acp_bin() -> Option<PathBuf> {
+    pinned(
+        "TANDEM_TEST_CLAUDE_ACP_BIN",
+        "@zed-industries/claude-code-acp/dist/index.js",
+    )
+}
+
+/// The folder of the `bwrap` Codex ships for its Linux sandbox. `codex-acp` ships
+/// none and looks for `bwrap` on PATH, so its tests put this folder there.
+pub fn codex_sandbox_dir() -> Option<PathBuf> {
+    let dir = repo_root().join(
+        ".vendor-clis/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/codex-resources",
+    );
+    dir.join("bwrap").is_file().then_some(dir)
+}
+
 /// axe-core's browser bundle, for accessibility checks.
 pub fn axe_js() -> Option<PathBuf> {
     pinned("TANDEM_TEST_AXE_JS", "axe-core/axe.min.js")

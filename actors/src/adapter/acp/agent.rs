@@ -913,10 +913,10 @@ impl AcpAgent {
             );
         }
         let turn_id = turn.id.clone();
-        let tool_name = mapping::tool_name(&request.tool_call);
-        let input = mapping::tool_input(&request.tool_call);
-        let events = turn.mapper.announce(request.tool_call);
+        let (events, call) = turn.mapper.announce(request.tool_call);
         self.emit_events(&turn_id, events);
+        let tool_name = mapping::tool_name(&call);
+        let input = mapping::tool_input(&call);
         if self.settings.permission_mode == PermissionMode::BypassPermissions {
             let outcome = mapping::answer(&request.options, true, None);
             return self.respond(rpc_id, PermissionAnswer { outcome });

@@ -80,23 +80,24 @@ impl TurnMapper {
         out
     }
 
-    /// Announces the call `id` now if it was not yet (a permission request is about
-    /// to name it), so its `tool_call` precedes the request.
-    pub fn announce(&mut self, fields: ToolCallFields) -> Vec<EventBody> {
+    /// Announces the call now if it was not yet (a permission request is about to
+    /// name it), so its `tool_call` precedes the request. Returns the events and the
+    /// call as known so far (the request repeats only part of it).
+    pub fn announce(&mut self, fields: ToolCallFields) -> (Vec<EventBody>, ToolCallFields) {
         let mut out = Vec::new();
         self.close_thought(&mut out);
         self.close_text(&mut out);
         let id = fields.tool_call_id.clone();
         self.merge(fields);
-        if let Some(call) = self
-            .calls
-            .iter_mut()
-            .find(|c| c.fields.tool_call_id == id && !c.announced)
-        {
-            call.announced = true;
-            out.push(call_event(&call.fields));
+        let mut known = ToolCallFields::default();
+        if let Some(call) = self.calls.iter_mut().find(|c| c.fields.tool_call_id == id) {
+            if !call.announced {
+                call.announced = true;
+                out.push(call_event(&call.fields));
+            }
+            known = call.fields.clone();
         }
-        out
+        (out, known)
     }
 
     /// What is still open when the turn ends: the last text and reasoning, and calls
