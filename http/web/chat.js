@@ -520,6 +520,9 @@ export class ChatView {
         return add('info', h('div.line-event', ev.text));
       case 'background_tasks':
         return add('info', h('div.line-event.muted', ev.tasks?.length ? `Background: ${ev.tasks.map((t) => t.description || t.taskId).join(', ')}` : 'Background work finished'));
+      case 'plan':
+        return add('info', h('details.card.plan', { open: true }, h('summary', 'Plan'),
+          h('ol', (ev.entries || []).map((e) => h(`li.plan-${e.status || 'pending'}`, typeof e === 'object' ? `${e.content ?? json(e)}${e.status ? ` (${e.status})` : ''}` : String(e))))));
       case 'config_changed':
         return add('info', h('div.line-event.muted', `Settings: ${[ev.vendor, ev.model, ev.effort, ev.permissionMode].filter(Boolean).join(' · ')}`));
       case 'delegation': {
@@ -580,17 +583,23 @@ export class ChatView {
     const msg = h('input.field', { type: 'text', id: msgId, placeholder: 'Optional message to the agent', 'aria-label': `Message with the answer about ${tool}` });
     const allow = h('button.btn.primary.allow', { type: 'button', onclick: () => answer(true) }, 'Allow');
     const deny = h('button.btn.danger.deny', { type: 'button', onclick: () => answer(false) }, 'Deny');
+    // A vendor that offers "allow always" (ACP agents) gets a third button; the
+    // label is the vendor's own.
+    const always = (ev.options || []).find((o) => o.kind === 'allow_always');
+    const allowAlways = always
+      ? h('button.btn.allow-always', { type: 'button', title: 'Allow the like of this for the rest of the session', onclick: () => answer(true, true) }, always.name || 'Always allow')
+      : null;
+    const buttons = [allow, allowAlways, deny].filter(Boolean);
     const el = h('div.card.permission', { role: 'group', 'aria-label': `Permission request for ${tool}`, dataset: { request: ev.requestId } },
       h('div.card-head', h('strong', `Permission: ${tool}`), status),
       h('pre', json(ev.input, 4000)),
-      h('div.row', msg, allow, deny));
+      h('div.row', msg, ...buttons));
     const item = add('permission', el);
     /** What this page answered (true/false), once it has sent an answer. */
     item.answer = undefined;
     const done = (text) => {
       status.textContent = text;
-      allow.disabled = true;
-      deny.disabled = true;
+      for (const b of buttons) b.disabled = true;
       msg.disabled = true;
       el.classList.add('done');
     };
@@ -612,11 +621,11 @@ export class ChatView {
       item.closed = true;
       if (hadFocus) this.input.focus();
     };
-    const answer = async (ok) => {
-      allow.disabled = true;
-      deny.disabled = true;
+    const answer = async (ok, remember = false) => {
+      for (const b of buttons) b.disabled = true;
       item.answer = ok;
       const fields = { sessionId: this.id, requestId: ev.requestId, allow: ok };
+      if (remember) fields.remember = 'session';
       if (msg.value.trim()) fields.message = msg.value.trim();
       try {
         await this.app.conn.request('chat.permission-response', fields);
@@ -628,8 +637,7 @@ export class ChatView {
           return;
         }
         status.textContent = `not sent: ${err.message}`;
-        allow.disabled = false;
-        deny.disabled = false;
+        for (const b of buttons) b.disabled = false;
       }
     };
     this.perms.set(ev.requestId, item);
