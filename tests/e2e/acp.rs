@@ -638,6 +638,39 @@ async fn fake_restart_loads_the_session_without_replaying_it() {
 }
 
 #[actix_rt::test]
+async fn fake_idle_agent_is_closed_and_the_next_turn_reopens_its_session() {
+    let state = TempDir::new("fake-acp-idle-state");
+    let state_dir = state.path().display().to_string();
+    let w = World::fake(
+        "acp-fake-idle",
+        &[("FAKE_ACP_STATE", &state_dir)],
+        "idle_secs = 1",
+    );
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "say before the nap").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let first = w.agents();
+    assert_eq!(first.len(), 1, "{first:?}");
+    eventually("the idle agent to be closed", || async {
+        w.agents().is_empty().then_some(())
+    })
+    .await;
+    let events = turn(&mut ws, &id, "history").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(
+        all_text(&events),
+        "prompts: 2",
+        "the session was reopened: {events:?}"
+    );
+    let second = w.agents();
+    assert!(
+        second.len() == 1 && second != first,
+        "{first:?} then {second:?}"
+    );
+}
+
+#[actix_rt::test]
 async fn fake_stopping_the_server_leaves_no_agent_behind() {
     let mut w = World::fake("acp-fake-stop", &[], "");
     let mut ws = w.server().ws().await;
@@ -844,6 +877,12 @@ async fn real_always_allow(agent: Real) {
     let id = w.session(&mut ws, "default").await;
     let file = w.work().join("again.txt");
     let prompt = agent.guarded(&format!("touch {}", file.display()));
+    // Allowed once: the same command is asked about again.
+    send(&mut ws, &id, &prompt).await;
+    let request = next_permission(&mut ws).await;
+    answer(&mut ws, &request, true, false).await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
     send(&mut ws, &id, &prompt).await;
     let request = next_permission(&mut ws).await;
     answer(&mut ws, &request, true, true).await;
