@@ -3,8 +3,10 @@
 use serde::{Deserialize, Serialize};
 use tandem_protocol::pair::{DelegationInfo, PairInfo, PairState, ProposalStatus, WorkerChoice};
 use tandem_protocol::{
-    BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, Visibility,
+    BackgroundTask, PermissionMode, PermissionRule, Role, SessionInfo, SessionStatus, Visibility,
 };
+
+use crate::adapter::VendorId;
 
 /// Everything about a session that survives a restart, except its events. Stored as
 /// one JSON document per session so that adding a field needs no schema migration.
@@ -16,7 +18,7 @@ pub struct SessionRecord {
     /// Shown in session lists; a person can rename it.
     pub title: String,
     /// Which adapter serves the session (a catalog id such as `claude`).
-    pub vendor: String,
+    pub vendor: VendorId,
     /// Model; empty for the vendor's default.
     pub model: String,
     /// Clamped effort; empty for the default.
@@ -55,6 +57,10 @@ pub struct SessionRecord {
     /// Messages waiting for the session to be idle with no background work.
     #[serde(default)]
     pub queued: Vec<QueuedMessage>,
+    /// Tools a person allowed for the rest of the session ("always allow"); handed to
+    /// every adapter the session starts.
+    #[serde(default)]
+    pub permission_rules: Vec<PermissionRule>,
     /// The session that spawned this one with `spawn_sessions`.
     #[serde(default)]
     pub parent_id: Option<String>,
@@ -175,7 +181,7 @@ impl SessionRecord {
         SessionInfo {
             id: self.id.clone(),
             title: self.title.clone(),
-            vendor: self.vendor.clone(),
+            vendor: self.vendor.to_string(),
             model: self.model.clone(),
             effort: self.effort.clone(),
             permission_mode: self.permission_mode,

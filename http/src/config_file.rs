@@ -27,8 +27,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use tandem_actors::adapter::acp::{AcpVendor, DEFAULT_IDLE_CLOSE, DEFAULT_STARTUP};
-use tandem_actors::adapter::{VendorProcess, VendorsConfig};
+use tandem_actors::adapter::acp::DEFAULT_STARTUP;
+use tandem_actors::adapter::{
+    ConfiguredVendor, VendorId, VendorProcess, VendorProtocol, VendorsConfig,
+};
 
 /// Longest vendor id: it shows in lists and titles.
 const MAX_VENDOR_ID: usize = 40;
@@ -172,7 +174,7 @@ impl ConfigFile {
                 && id
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-            if !valid_id || id == "scripted" {
+            if !valid_id || id == VendorId::SCRIPTED.as_str() {
                 return Err((
                     id.clone(),
                     format!("a vendor id is 1-{MAX_VENDOR_ID} lowercase letters, digits, `-` or `_`, and not `scripted`"),
@@ -246,42 +248,59 @@ impl ConfigFile {
                 idle_close: section.idle_secs.map(std::time::Duration::from_secs),
             })
         };
-        let acp = self
-            .vendors
-            .others
-            .iter()
-            .filter_map(|(id, section)| {
-                let wanted = section.bin.clone()?;
-                let Some(bin) = find_executable(&wanted, path_var) else {
-                    tracing::warn!(vendor = %id, bin = %wanted.display(), "ACP agent not found; not installed");
-                    return None;
-                };
-                Some(AcpVendor {
-                    id: id.clone(),
-                    display_name: section
-                        .display_name
-                        .clone()
-                        .filter(|n| !n.trim().is_empty())
-                        .unwrap_or_else(|| id.clone()),
-                    process: VendorProcess {
-                        bin,
-                        args: section.args.clone(),
-                        env: section.env.clone(),
-                        idle_close: section.idle_secs.map(std::time::Duration::from_secs),
-                    },
+        let builtins = [
+            (
+                VendorId::CODEX,
+                VendorProtocol::Codex,
+                "TANDEM_CODEX_BIN",
+                self.vendors.codex.as_ref(),
+            ),
+            (
+                VendorId::CLAUDE,
+                VendorProtocol::Claude,
+                "TANDEM_CLAUDE_BIN",
+                self.vendors.claude.as_ref(),
+            ),
+        ];
+        let acp = self.vendors.others.iter().filter_map(|(id, section)| {
+            let wanted = section.bin.clone()?;
+            let Some(bin) = find_executable(&wanted, path_var) else {
+                tracing::warn!(vendor = %id, bin = %wanted.display(), "ACP agent not found; not installed");
+                return None;
+            };
+            Some(ConfiguredVendor {
+                id: VendorId::new(id.clone()),
+                protocol: VendorProtocol::Acp {
                     startup_timeout: section
                         .startup_secs
                         .map_or(DEFAULT_STARTUP, std::time::Duration::from_secs),
-                    idle_close: section
-                        .idle_secs
-                        .map_or(DEFAULT_IDLE_CLOSE, std::time::Duration::from_secs),
-                })
+                },
+                display_name: section
+                    .display_name
+                    .clone()
+                    .filter(|n| !n.trim().is_empty()),
+                process: VendorProcess {
+                    bin,
+                    args: section.args.clone(),
+                    env: section.env.clone(),
+                    idle_close: section.idle_secs.map(std::time::Duration::from_secs),
+                },
             })
-            .collect();
+        });
         VendorsConfig {
-            codex: resolve("codex", "TANDEM_CODEX_BIN", self.vendors.codex.as_ref()),
-            claude: resolve("claude", "TANDEM_CLAUDE_BIN", self.vendors.claude.as_ref()),
-            acp,
+            vendors: builtins
+                .into_iter()
+                .filter_map(|(id, protocol, env_key, section)| {
+                    let process = resolve(id.as_str(), env_key, section)?;
+                    Some(ConfiguredVendor {
+                        id,
+                        protocol,
+                        display_name: None,
+                        process,
+                    })
+                })
+                .chain(acp)
+                .collect(),
         }
     }
 }
@@ -338,7 +357,8 @@ mod tests {
         let config = ConfigFile::parse(Path::new("t.toml"), text).unwrap_or_else(|e| panic!("{e}"));
         let vendors = config.vendors(|_| None, None);
         let codex = vendors
-            .codex
+            .get(&VendorId::CODEX)
+            .map(|v| v.process.clone())
             .unwrap_or_else(|| panic!("codex not resolved"));
         assert_eq!(codex.bin, PathBuf::from("/bin/sh"));
         assert_eq!(codex.args, vec!["-c".to_string(), "x".to_string()]);
@@ -347,7 +367,10 @@ mod tests {
             Some("/tmp/c")
         );
         assert_eq!(codex.idle_close, Some(std::time::Duration::from_secs(5)));
-        assert!(vendors.claude.is_none(), "no PATH, no claude");
+        assert!(
+            vendors.get(&VendorId::CLAUDE).is_none(),
+            "no PATH, no claude"
+        );
         assert_eq!(config.workspace.roots, vec![PathBuf::from("/tmp")]);
     }
 
@@ -377,16 +400,21 @@ mod tests {
         let text = "[vendors.gemini]\nprotocol = \"acp\"\nbin = \"/bin/sh\"\nargs = [\"--experimental-acp\"]\nenv = { GEMINI_API_KEY = \"k\" }\ndisplay_name = \"Gemini CLI\"\nstartup_secs = 7\n\n[vendors.opencode]\nprotocol = \"acp\"\nbin = \"/nonexistent/opencode\"\n";
         let config = ConfigFile::parse(Path::new("t.toml"), text).unwrap_or_else(|e| panic!("{e}"));
         let vendors = config.vendors(|_| None, None);
-        assert_eq!(vendors.acp.len(), 1, "a missing binary is not installed");
+        assert!(
+            vendors.get(&VendorId::new("opencode")).is_none(),
+            "a missing binary is not installed"
+        );
         let gemini = vendors
-            .acp("gemini")
+            .get(&VendorId::new("gemini"))
             .unwrap_or_else(|| panic!("gemini not resolved"));
-        assert_eq!(gemini.display_name, "Gemini CLI");
+        assert_eq!(gemini.display_name.as_deref(), Some("Gemini CLI"));
         assert_eq!(gemini.process.args, vec!["--experimental-acp".to_string()]);
-        assert_eq!(gemini.startup_timeout, std::time::Duration::from_secs(7));
+        assert_eq!(gemini.process.bin, PathBuf::from("/bin/sh"));
         assert_eq!(
-            vendors.get("gemini").map(|p| p.bin.clone()),
-            Some(PathBuf::from("/bin/sh"))
+            gemini.protocol,
+            VendorProtocol::Acp {
+                startup_timeout: std::time::Duration::from_secs(7)
+            }
         );
         for (bad, says) in [
             (
@@ -425,10 +453,16 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let none = config.vendors(|_| None, None);
-        assert!(none.claude.is_none(), "a missing binary is not installed");
+        assert!(
+            none.get(&VendorId::CLAUDE).is_none(),
+            "a missing binary is not installed"
+        );
         let env = |k: &str| (k == "TANDEM_CLAUDE_BIN").then(|| "/bin/sh".to_string());
         let over = config.vendors(env, None);
-        assert_eq!(over.claude.map(|c| c.bin), Some(PathBuf::from("/bin/sh")));
+        assert_eq!(
+            over.get(&VendorId::CLAUDE).map(|c| c.process.bin.clone()),
+            Some(PathBuf::from("/bin/sh"))
+        );
         let dir = std::env::temp_dir().join(format!("tandem-path-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
         let fake = dir.join("codex");
@@ -437,7 +471,10 @@ mod tests {
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755))
             .unwrap_or_else(|e| panic!("{e}"));
         let found = ConfigFile::default().vendors(|_| None, Some(dir.as_os_str()));
-        assert_eq!(found.codex.map(|c| c.bin), Some(fake));
+        assert_eq!(
+            found.get(&VendorId::CODEX).map(|c| c.process.bin.clone()),
+            Some(fake)
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -581,15 +581,11 @@ export class ChatView {
     const status = h('span.card-state', 'waiting for you');
     const msgId = `perm-msg-${ev.requestId}`;
     const msg = h('input.field', { type: 'text', id: msgId, placeholder: 'Optional message to the agent', 'aria-label': `Message with the answer about ${tool}` });
-    const allow = h('button.btn.primary.allow', { type: 'button', onclick: () => answer(true) }, 'Allow');
-    const deny = h('button.btn.danger.deny', { type: 'button', onclick: () => answer(false) }, 'Deny');
-    // A vendor that offers "allow always" (ACP agents) gets a third button; the
-    // label is the vendor's own.
-    const always = (ev.options || []).find((o) => o.kind === 'allow_always');
-    const allowAlways = always
-      ? h('button.btn.allow-always', { type: 'button', title: 'Allow the like of this for the rest of the session', onclick: () => answer(true, true) }, always.name || 'Always allow')
-      : null;
-    const buttons = [allow, allowAlways, deny].filter(Boolean);
+    // The vendor's own answers when it offers them (always allow, approve a plan and
+    // accept edits, ...), each sending the fields that pick it; else allow or deny.
+    const choices = ev.choices?.length ? ev.choices : [{ label: 'Allow', allow: true }, { label: 'Deny', allow: false }];
+    const buttons = choices.map((c) => h(`button.btn.${c.allow ? (c.remember || c.permissionMode ? 'allow-more' : 'primary.allow') : 'danger.deny'}`,
+      { type: 'button', onclick: () => answer(c) }, c.label));
     const el = h('div.card.permission', { role: 'group', 'aria-label': `Permission request for ${tool}`, dataset: { request: ev.requestId } },
       h('div.card-head', h('strong', `Permission: ${tool}`), status),
       h('pre', json(ev.input, 4000)),
@@ -621,11 +617,13 @@ export class ChatView {
       item.closed = true;
       if (hadFocus) this.input.focus();
     };
-    const answer = async (ok, remember = false) => {
+    const answer = async (choice) => {
+      const ok = choice.allow;
       for (const b of buttons) b.disabled = true;
       item.answer = ok;
       const fields = { sessionId: this.id, requestId: ev.requestId, allow: ok };
-      if (remember) fields.remember = 'session';
+      if (choice.remember) fields.remember = choice.remember;
+      if (choice.permissionMode) fields.permissionMode = choice.permissionMode;
       if (msg.value.trim()) fields.message = msg.value.trim();
       try {
         await this.app.conn.request('chat.permission-response', fields);

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ErrorCode;
+use crate::permission::RememberScope;
 use crate::session::{PermissionMode, Visibility};
 
 /// A parsed client frame: the request and the optional `requestId` to echo.
@@ -283,10 +284,14 @@ pub struct PermissionResponseParams {
     /// Why it was denied; passed on to the agent.
     #[serde(default)]
     pub message: Option<String>,
-    /// `session`: the vendor allows the like of this call for the rest of its session
-    /// without asking (ACP `allow_always`). Only with `allow: true`.
+    /// With `allow`: also allow this tool without asking for the rest of the session
+    /// (the vendor's "always allow").
     #[serde(default)]
-    pub remember: Option<crate::session::RememberScope>,
+    pub remember: Option<RememberScope>,
+    /// With `allow`: the session's permission mode from now on (a plan approved with
+    /// "accept edits" answers `acceptEdits`).
+    #[serde(default)]
+    pub permission_mode: Option<PermissionMode>,
 }
 
 /// Fields of `chat.stop-task`.
@@ -658,22 +663,22 @@ mod tests {
                 updated_input: None,
                 message: Some("no".into()),
                 remember: None,
+                permission_mode: None,
             })
         );
-        let remembered = parse_client_frame(
+        let always = parse_client_frame(
             r#"{"type":"chat.permission-response","requestId":"perm_2","allow":true,"remember":"session"}"#,
         )
         .unwrap_or_else(|e| panic!("{e:?}"));
-        assert!(matches!(
-            remembered.request,
-            ClientRequest::ChatPermissionResponse(PermissionResponseParams {
-                remember: Some(crate::session::RememberScope::Session),
-                ..
-            })
-        ));
-        let bad = parse_client_frame(
-            r#"{"type":"chat.permission-response","requestId":"perm_3","allow":true,"remember":"forever"}"#,
+        let ClientRequest::ChatPermissionResponse(p) = always.request else {
+            panic!("not a permission response: {:?}", always.request);
+        };
+        assert_eq!(p.remember, Some(RememberScope::Session));
+        assert_eq!(
+            code(
+                r#"{"type":"chat.permission-response","requestId":"p","allow":true,"remember":"forever"}"#
+            ),
+            ErrorCode::InvalidArgument
         );
-        assert!(bad.is_err(), "an unknown scope is refused");
     }
 }

@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::pair::{PairInfo, ProposalStatus, WorkerChoice};
-use crate::session::{BackgroundTask, PermissionChoice, PermissionMode};
+use crate::permission::{PermissionChoice, PermissionKind, PermissionRule};
+use crate::session::{BackgroundTask, PermissionMode};
 
 /// How a turn ended. `interrupted` and `failed` are never reported as completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -137,10 +138,19 @@ pub enum EventBody {
         tool_name: String,
         /// The tool's input.
         input: Value,
-        /// The choices the vendor offers (allow once, allow always, reject), when it
-        /// lists them; absent for vendors with a plain allow/deny.
+        /// A tool call (left out) or a plan to approve (`plan`, text in `input.plan`).
+        #[serde(default, skip_serializing_if = "PermissionKind::is_tool")]
+        permission_kind: PermissionKind,
+        /// The answers the vendor offers, each as the fields of the
+        /// `chat.permission-response` that picks it; empty: allow or deny.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        options: Vec<PermissionChoice>,
+        choices: Vec<PermissionChoice>,
+    },
+    /// A person allowed a tool for the rest of the session: its requests are answered
+    /// without asking from now on.
+    PermissionRemembered {
+        /// The rule now in force.
+        rule: PermissionRule,
     },
     /// A permission request was answered (or withdrawn).
     PermissionResolved {
@@ -262,6 +272,7 @@ impl EventBody {
             EventBody::PermissionRequest { .. } => "permission_request",
             EventBody::PermissionResolved { .. } => "permission_resolved",
             EventBody::Plan { .. } => "plan",
+            EventBody::PermissionRemembered { .. } => "permission_remembered",
             EventBody::ConfigChanged { .. } => "config_changed",
             EventBody::Delegation { .. } => "delegation",
             EventBody::PairCreated { .. } => "pair_created",

@@ -11,6 +11,7 @@ pub mod event;
 pub mod incoming;
 pub mod mcp;
 pub mod pair;
+pub mod permission;
 pub mod rest;
 pub mod results;
 pub mod schedule;
@@ -21,8 +22,8 @@ pub mod tools;
 pub use client::{parse_client_frame, ClientFrame, ClientRequest, FrameError};
 pub use error::ErrorCode;
 pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
+pub use permission::{PermissionChoice, PermissionKind, PermissionRule, RememberScope};
 pub use server::ServerFrame;
 pub use session::{
-    BackgroundTask, PermissionChoice, PermissionChoiceKind, PermissionMode, RememberScope, Role,
-    SessionInfo, SessionStatus, TaskType, Visibility,
+    BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, TaskType, Visibility,
 };

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ErrorCode;
+use crate::permission::{PermissionChoice, PermissionKind, PermissionRule};
 use crate::session::{BackgroundTask, SessionInfo, SessionStatus};
 
 /// Control frames the server sends; history events are [`crate::Event`]s.
@@ -48,6 +49,9 @@ pub enum ServerFrame {
         last_seq: u64,
         /// Tool approvals still waiting for an answer.
         pending_permissions: Vec<PendingPermission>,
+        /// Tools a person allowed for the rest of the session.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        permission_rules: Vec<PermissionRule>,
         /// Background work running at subscription time.
         background_tasks: Vec<BackgroundTask>,
     },
@@ -133,7 +137,10 @@ pub struct PendingPermission {
     pub tool_name: String,
     /// Its input.
     pub input: Value,
-    /// The choices the vendor offers, when it lists them.
+    /// A tool call (left out) or a plan to approve.
+    #[serde(default, skip_serializing_if = "PermissionKind::is_tool")]
+    pub permission_kind: PermissionKind,
+    /// The answers the vendor offers (see `permission_request`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<crate::session::PermissionChoice>,
+    pub choices: Vec<PermissionChoice>,
 }

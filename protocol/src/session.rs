@@ -121,55 +121,6 @@ impl PermissionMode {
     }
 }
 
-/// One choice a vendor offers when it asks for a tool approval (ACP agents list
-/// theirs; answers are mapped onto them by `kind`, never by label).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PermissionChoice {
-    /// The vendor's id for the choice.
-    pub id: String,
-    /// Its label, as the vendor words it.
-    pub name: String,
-    /// What choosing it means.
-    pub kind: PermissionChoiceKind,
-}
-
-/// What a [`PermissionChoice`] does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PermissionChoiceKind {
-    /// Allow this call.
-    AllowOnce,
-    /// Allow this call and the like of it for the rest of the session.
-    AllowAlways,
-    /// Deny this call.
-    RejectOnce,
-    /// Deny this call and the like of it from now on.
-    RejectAlways,
-}
-
-impl PermissionChoiceKind {
-    /// Parses the vendor's word (ACP uses the same names).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "allow_once" => Some(Self::AllowOnce),
-            "allow_always" => Some(Self::AllowAlways),
-            "reject_once" => Some(Self::RejectOnce),
-            "reject_always" => Some(Self::RejectAlways),
-            _ => None,
-        }
-    }
-}
-
-/// How long an answer to a permission request holds (`chat.permission-response`'s
-/// `remember`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum RememberScope {
-    /// For the rest of the vendor's session: matching requests are not asked again.
-    Session,
-}
-
 /// A session's role inside a Driver/Worker pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

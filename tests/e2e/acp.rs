@@ -516,17 +516,21 @@ async fn fake_permissions_carry_options_and_map_answers_by_kind() {
     let request = next_permission(&mut ws).await;
     assert_eq!(request["toolName"], "execute", "{request}");
     assert_eq!(request["input"]["rawInput"]["command"], "touch /tmp/x");
-    let options = request["options"].as_array().cloned().unwrap_or_default();
-    let kinds_offered: Vec<&str> = options.iter().filter_map(|o| o["kind"].as_str()).collect();
-    assert_eq!(kinds_offered, ["allow_once", "allow_always", "reject_once"]);
-    assert_eq!(options[0]["name"], "Sure, why not");
-    // chat_subscribed lists it with its options for a client that joins now.
+    // The agent's options, in its words, as the answers that pick them.
+    assert_eq!(
+        request["choices"],
+        json!([{"label": "Sure, why not", "allow": true},
+               {"label": "Go ahead always", "allow": true, "remember": "session"},
+               {"label": "Please don't", "allow": false}]),
+        "{request}"
+    );
+    // chat_subscribed lists it with its choices for a client that joins now.
     let mut late = w.server().ws().await;
     late.subscribe(&id, 0).await;
     let subscribed = late.recv_until(|v| v["kind"] == "chat_subscribed").await;
     let pending = &subscribed.last().cloned().unwrap_or_default()["pendingPermissions"];
     assert_eq!(
-        pending[0]["options"].as_array().map(Vec::len),
+        pending[0]["choices"].as_array().map(Vec::len),
         Some(3),
         "{pending}"
     );
@@ -550,6 +554,23 @@ async fn fake_permissions_carry_options_and_map_answers_by_kind() {
     answer(&mut ws, &request, true, true).await;
     let events = ws.events_until_turn_end(&id).await;
     assert_eq!(all_text(&events), "answer: yes-forever", "{events:?}");
+    // The rule is the session's too: recorded, listed, and it answers the next request.
+    let stored = w.server().all_events(&id).await;
+    assert_eq!(
+        of_kind(&stored, "permission_remembered")[0]["rule"]["toolName"],
+        "execute"
+    );
+    let events = turn(&mut ws, &id, "ask").await;
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
+    assert_eq!(all_text(&events), "answer: yes-once", "{events:?}");
+    let mut late = w.server().ws().await;
+    late.subscribe(&id, 0).await;
+    let subscribed = late.recv_until(|v| v["kind"] == "chat_subscribed").await;
+    let rules = &subscribed.last().cloned().unwrap_or_default()["permissionRules"];
+    assert_eq!(rules[0]["toolName"], "execute", "{rules}");
 }
 
 #[actix_rt::test]
@@ -830,12 +851,20 @@ async fn real_permissions(agent: Real) {
     )
     .await;
     let request = next_permission(&mut ws).await;
-    let offered: Vec<Value> = request["options"]
-        .as_array()
-        .map(|o| o.iter().map(|o| o["kind"].clone()).collect())
-        .unwrap_or_default();
-    assert!(offered.contains(&json!("allow_once")), "{request}");
-    assert!(offered.contains(&json!("reject_once")), "{request}");
+    let offered = request["choices"].as_array().cloned().unwrap_or_default();
+    assert!(
+        offered
+            .iter()
+            .any(|c| c["allow"] == true && c.get("remember").is_none()),
+        "{request}"
+    );
+    assert!(
+        offered
+            .iter()
+            .any(|c| c["allow"] == true && c["remember"] == "session"),
+        "the agent's always-allow is offered: {request}"
+    );
+    assert!(offered.iter().any(|c| c["allow"] == false), "{request}");
     answer(&mut ws, &request, true, false).await;
     let events = ws.events_until_turn_end(&id).await;
     assert_eq!(status(&events), "completed", "{events:?}");

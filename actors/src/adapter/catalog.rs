@@ -4,7 +4,8 @@ use std::sync::RwLock;
 
 use tandem_protocol::rest::VendorInfo;
 
-use super::process::VendorsConfig;
+use super::vendors::{VendorFacts, Vendors};
+use super::VendorId;
 
 /// Effort levels in increasing order; vendors support a subset.
 const EFFORT_ORDER: [&str; 6] = ["minimal", "low", "medium", "high", "xhigh", "max"];
@@ -12,8 +13,8 @@ const EFFORT_ORDER: [&str; 6] = ["minimal", "low", "medium", "high", "xhigh", "m
 /// One vendor as the server knows it.
 #[derive(Debug, Clone)]
 pub struct VendorSpec {
-    /// Id used on the wire (built-in names, or the `[vendors.ID]` key of an ACP agent).
-    pub id: String,
+    /// Id used on the wire.
+    pub id: VendorId,
     /// Name shown to people (also used in handoff titles).
     pub display_name: String,
     /// Known models; the first is the default. Adapters that can ask their CLI replace
@@ -40,6 +41,11 @@ impl VendorSpec {
     }
 }
 
+/// Owned strings from a static list.
+pub fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_string()).collect()
+}
+
 /// The vendors this server offers. Shared by every session; the model lists and
 /// versions are filled in once the CLIs have been asked, hence the lock.
 #[derive(Debug)]
@@ -50,80 +56,15 @@ pub struct VendorCatalog {
 impl Default for VendorCatalog {
     /// Only the scripted vendor installed.
     fn default() -> Self {
-        VendorCatalog::new(&VendorsConfig::default())
+        VendorCatalog::new(Vendors::default().specs())
     }
 }
 
-fn strings(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| (*s).to_string()).collect()
-}
-
 impl VendorCatalog {
-    /// The catalog for a server whose vendor CLIs are `vendors` (absent = not
-    /// installed).
-    pub fn new(vendors: &VendorsConfig) -> Self {
+    /// The catalog of these vendors, in this order (see [`Vendors::specs`]).
+    pub fn new(vendors: Vec<VendorSpec>) -> Self {
         VendorCatalog {
-            vendors: RwLock::new(
-                [
-                    VendorSpec {
-                        id: "scripted".into(),
-                        display_name: "Scripted".into(),
-                        models: strings(&["scripted-1"]),
-                        effort_levels: &["low", "medium", "high"],
-                        capabilities: strings(&["interrupt", "backgroundTasks", "tools"]),
-                        installed: true,
-                        version: Some(env!("CARGO_PKG_VERSION").to_string()),
-                        agent: None,
-                        notes: Vec::new(),
-                    },
-                    VendorSpec {
-                        id: "codex".into(),
-                        display_name: "Codex".into(),
-                        models: strings(&["gpt-5-codex", "gpt-5"]),
-                        effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
-                        capabilities: strings(&[
-                            "interrupt",
-                            "backgroundTasks",
-                            "tools",
-                            "approvals",
-                        ]),
-                        installed: vendors.codex.is_some(),
-                        version: None,
-                        agent: None,
-                        notes: Vec::new(),
-                    },
-                    VendorSpec {
-                        id: "claude".into(),
-                        display_name: "Claude Code".into(),
-                        models: strings(&["sonnet", "opus", "haiku"]),
-                        effort_levels: &["low", "medium", "high", "xhigh", "max"],
-                        capabilities: strings(&[
-                            "interrupt",
-                            "backgroundTasks",
-                            "tools",
-                            "approvals",
-                        ]),
-                        installed: vendors.claude.is_some(),
-                        version: None,
-                        agent: None,
-                        notes: Vec::new(),
-                    },
-                ]
-                .into_iter()
-                // ACP agents: what they can do is known once `initialize` was asked.
-                .chain(vendors.acp.iter().map(|acp| VendorSpec {
-                    id: acp.id.clone(),
-                    display_name: acp.display_name.clone(),
-                    models: Vec::new(),
-                    effort_levels: &[],
-                    capabilities: strings(&["acp", "interrupt", "approvals"]),
-                    installed: true,
-                    version: None,
-                    agent: None,
-                    notes: Vec::new(),
-                }))
-                .collect(),
-            ),
+            vendors: RwLock::new(vendors),
         }
     }
 
@@ -131,20 +72,20 @@ impl VendorCatalog {
         self.vendors.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn update(&self, id: &str, change: impl FnOnce(&mut VendorSpec)) {
+    fn update(&self, id: &VendorId, change: impl FnOnce(&mut VendorSpec)) {
         let mut vendors = self.vendors.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(spec) = vendors.iter_mut().find(|v| v.id == id) {
+        if let Some(spec) = vendors.iter_mut().find(|v| v.id == *id) {
             change(spec);
         }
     }
 
     /// The vendor with this id.
-    pub fn get(&self, id: &str) -> Option<VendorSpec> {
-        self.read().iter().find(|v| v.id == id).cloned()
+    pub fn get(&self, id: &VendorId) -> Option<VendorSpec> {
+        self.read().iter().find(|v| v.id == *id).cloned()
     }
 
     /// Ids of the vendors sessions can be created for, in catalog order.
-    pub fn installed(&self) -> Vec<String> {
+    pub fn installed(&self) -> Vec<VendorId> {
         self.read()
             .iter()
             .filter(|v| v.installed)
@@ -152,30 +93,24 @@ impl VendorCatalog {
             .collect()
     }
 
-    /// Records what an ACP agent said about itself in `initialize`.
-    pub fn set_agent_facts(&self, id: &str, facts: super::acp::probe::AgentFacts) {
+    /// Records what the CLI said about itself: its version, and its models (when it
+    /// listed any).
+    pub fn learn(&self, id: &VendorId, facts: VendorFacts) {
         self.update(id, |spec| {
-            spec.version = facts.info.as_ref().and_then(|i| i.version.clone());
-            spec.agent = facts.info.map(|i| tandem_protocol::rest::AgentIdentity {
-                name: i.name,
-                title: i.title,
-                version: i.version,
-            });
-            spec.capabilities = facts.capabilities;
-            spec.notes = facts.notes;
+            if facts.version.is_some() {
+                spec.version = facts.version;
+            }
+            if !facts.models.is_empty() {
+                spec.models = facts.models;
+            }
+            if facts.agent.is_some() {
+                spec.agent = facts.agent;
+            }
+            if let Some(capabilities) = facts.capabilities {
+                spec.capabilities = capabilities;
+                spec.notes = facts.notes;
+            }
         });
-    }
-
-    /// Records the CLI's version line.
-    pub fn set_version(&self, id: &str, version: String) {
-        self.update(id, |spec| spec.version = Some(version));
-    }
-
-    /// Replaces the model list with what the CLI reported (ignored when empty).
-    pub fn set_models(&self, id: &str, models: Vec<String>) {
-        if !models.is_empty() {
-            self.update(id, |spec| spec.models = models);
-        }
     }
 
     /// All vendors for `GET /vendors`.
@@ -183,12 +118,12 @@ impl VendorCatalog {
         self.read()
             .iter()
             .map(|v| VendorInfo {
-                id: v.id.clone(),
+                id: v.id.to_string(),
                 display_name: v.display_name.clone(),
                 installed: v.installed,
                 version: v.version.clone(),
                 models: v.models.clone(),
-                effort_levels: v.effort_levels.iter().map(|m| (*m).into()).collect(),
+                effort_levels: strings(v.effort_levels),
                 capabilities: v.capabilities.clone(),
                 agent: v.agent.clone(),
                 notes: v.notes.clone(),

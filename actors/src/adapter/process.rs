@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use super::VendorId;
+
 /// Variables of the server's own environment a vendor process inherits. Everything
 /// else (tokens, the server's settings) stays out: agents run arbitrary commands.
 const INHERITED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TERM"];
@@ -74,30 +76,46 @@ impl VendorProcess {
     }
 }
 
-/// The vendor CLIs this server can run; `None` means not installed.
+/// Which adapter speaks to a configured vendor's CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VendorProtocol {
+    /// `codex app-server`: JSON-RPC on stdio, one process per owner.
+    Codex,
+    /// `claude -p` with stream-json and the control protocol.
+    Claude,
+    /// The Agent Client Protocol (JSON-RPC 2.0 on stdio), one process per session.
+    Acp {
+        /// Bound on `initialize`, and again on opening the agent's session: past it the
+        /// turn fails with a clear error and the process is killed.
+        startup_timeout: Duration,
+    },
+}
+
+/// One vendor CLI the server can run (`[vendors.<id>]` in the config file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfiguredVendor {
+    /// The id sessions name it by.
+    pub id: VendorId,
+    /// How its CLI speaks.
+    pub protocol: VendorProtocol,
+    /// Name shown to people; `None` for the adapter's own (or the id).
+    pub display_name: Option<String>,
+    /// How to start it.
+    pub process: VendorProcess,
+}
+
+/// The vendor CLIs this server can run, in the order they are listed; a vendor
+/// missing here is not installed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VendorsConfig {
-    /// `codex` (app-server).
-    pub codex: Option<VendorProcess>,
-    /// `claude` (Claude Code).
-    pub claude: Option<VendorProcess>,
-    /// ACP agents (`protocol = "acp"`), in the config file's order.
-    pub acp: Vec<super::acp::AcpVendor>,
+    /// Every vendor whose CLI was found.
+    pub vendors: Vec<ConfiguredVendor>,
 }
 
 impl VendorsConfig {
-    /// The configured process for `vendor`, if it is installed.
-    pub fn get(&self, vendor: &str) -> Option<&VendorProcess> {
-        match vendor {
-            "codex" => self.codex.as_ref(),
-            "claude" => self.claude.as_ref(),
-            other => self.acp(other).map(|a| &a.process),
-        }
-    }
-
-    /// The ACP agent configured as `vendor`.
-    pub fn acp(&self, vendor: &str) -> Option<&super::acp::AcpVendor> {
-        self.acp.iter().find(|a| a.id == vendor)
+    /// The configured vendor `id`, if it is installed.
+    pub fn get(&self, id: &VendorId) -> Option<&ConfiguredVendor> {
+        self.vendors.iter().find(|v| v.id == *id)
     }
 }
 

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use actix::prelude::*;
 use tandem_protocol::client::TurnOptions;
 use tandem_protocol::server::PendingPermission;
-use tandem_protocol::{Event, EventBody, SessionInfo};
+use tandem_protocol::{Event, EventBody, PermissionRule, SessionInfo};
 
 pub(crate) use actor::validate_title;
 pub use actor::SessionActor;
@@ -54,16 +54,10 @@ pub struct Services {
     pub metrics: Arc<Metrics>,
     /// Vendor facts: a vendor or effort change is checked against them.
     pub catalog: Arc<VendorCatalog>,
-    /// How to start each vendor's CLI (absent = not installed).
-    pub vendors: Arc<crate::adapter::VendorsConfig>,
+    /// The vendor registry: starts the adapter for a session's vendor.
+    pub vendors: crate::adapter::Vendors,
     /// Agent tools endpoint and its per-session tokens, handed to vendor CLIs.
     pub mcp: crate::mcp_tokens::McpTokens,
-    /// Each owner's shared `codex app-server` (the Codex adapter).
-    pub codex: crate::adapter::codex::CodexHub,
-    /// What every Claude adapter shares (our process pids, the CLI's home).
-    pub claude: crate::adapter::claude::ClaudeHub,
-    /// What every ACP adapter shares (our agent pids, the shutdown signal).
-    pub acp: crate::adapter::acp::AcpHub,
     /// The agent tools, handed to every adapter this session starts.
     pub tools: crate::adapter::Tools,
     /// Reads (replays, turn summaries).
@@ -91,6 +85,8 @@ pub struct SessionShared {
     /// Pending permission requests as `permission_request` fields, for
     /// `chat_subscribed`.
     permissions: Mutex<Vec<PendingPermission>>,
+    /// Tools allowed for the rest of the session, for `chat_subscribed`.
+    rules: Mutex<Vec<PermissionRule>>,
 }
 
 impl SessionShared {
@@ -101,6 +97,7 @@ impl SessionShared {
             info: Mutex::new(info),
             last_seq,
             permissions: Mutex::new(Vec::new()),
+            rules: Mutex::new(Vec::new()),
         }
     }
 
@@ -148,6 +145,21 @@ impl SessionShared {
         self.permissions()
             .iter()
             .any(|p| p.request_id == request_id)
+    }
+
+    /// Tools a person allowed for the rest of the session.
+    pub fn permission_rules(&self) -> Vec<PermissionRule> {
+        match self.rules.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set_permission_rules(&self, list: Vec<PermissionRule>) {
+        match self.rules.lock() {
+            Ok(mut guard) => *guard = list,
+            Err(poisoned) => *poisoned.into_inner() = list,
+        }
     }
 
     fn set_permissions(&self, list: Vec<PendingPermission>) {
@@ -228,8 +240,10 @@ pub struct RespondPermission {
     pub updated_input: Option<serde_json::Value>,
     /// Why it was denied; the adapter passes it on to the agent.
     pub message: Option<String>,
-    /// Allow the like of this call for the rest of the vendor's session.
+    /// Also allow the tool without asking for the rest of the session.
     pub remember: Option<tandem_protocol::RememberScope>,
+    /// The session's permission mode from now on (a plan approved with "accept edits").
+    pub permission_mode: Option<tandem_protocol::PermissionMode>,
 }
 
 /// Interrupt the running turn.
@@ -254,7 +268,7 @@ pub struct Configure {
     /// New effort, trimmed and moved to the vendor's nearest level (unknown ones refused).
     pub effort: Option<String>,
     /// New vendor: only before the vendor's conversation started and between turns.
-    pub vendor: Option<String>,
+    pub vendor: Option<crate::adapter::VendorId>,
     /// New permission mode, passed on to a running adapter at once.
     pub permission_mode: Option<tandem_protocol::PermissionMode>,
     /// New title, trimmed; empty or too long is refused.

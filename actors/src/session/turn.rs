@@ -12,7 +12,6 @@ use super::actor::SessionActor;
 use super::turns::{turn_number, TurnSummary, KEEP_TURNS};
 use super::{Abort, Configure, SendMessage, SendOutcome};
 use crate::adapter::messages::{AdapterCommand, AgentItem, AgentOutput, Pace, TurnSettings};
-use crate::adapter::scripted::ScriptedAgent;
 use crate::adapter::AdapterContext;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
@@ -140,24 +139,15 @@ impl SessionActor {
             out: ctx.address().recipient(),
             pace: ctx.address().recipient(),
             mcp: self.services.mcp.access(&self.record.id),
-            process: self.services.vendors.get(&self.record.vendor).cloned(),
+            tools: self.services.tools.clone(),
+            remembered: self
+                .record
+                .permission_rules
+                .iter()
+                .map(|r| r.tool_name.clone())
+                .collect(),
         };
-        let adapter = match self.record.vendor.as_str() {
-            "scripted" => ScriptedAgent::new(
-                context.session_id,
-                context.out,
-                context.pace,
-                self.services.tools.clone(),
-            )
-            .start()
-            .recipient(),
-            "codex" => crate::adapter::codex::start(context, &self.services.codex)?,
-            "claude" => crate::adapter::claude::start(context, &self.services.claude)?,
-            other => match self.services.vendors.acp(other) {
-                Some(agent) => crate::adapter::acp::start(context, agent, &self.services.acp)?,
-                None => return Err(RuntimeError::VendorNotInstalled(other.to_string())),
-            },
-        };
+        let adapter = self.services.vendors.start(&self.record.vendor, context)?;
         self.adapter = Some(adapter.clone());
         Ok(adapter)
     }
@@ -386,13 +376,15 @@ impl SessionActor {
                 request_id,
                 tool_name,
                 input,
-                options,
+                permission_kind,
+                choices,
             } => {
                 self.permissions.push(PendingPermission {
                     request_id: request_id.clone(),
                     tool_name: tool_name.clone(),
                     input: input.clone(),
-                    options: options.clone(),
+                    permission_kind,
+                    choices: choices.clone(),
                 });
                 self.publish_permissions();
                 self.emit(
@@ -401,7 +393,8 @@ impl SessionActor {
                         request_id,
                         tool_name,
                         input,
-                        options,
+                        permission_kind,
+                        choices,
                     },
                 );
             }

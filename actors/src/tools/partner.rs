@@ -11,6 +11,7 @@ use tandem_protocol::tools::{
 use tandem_protocol::{Role, SessionStatus};
 
 use super::{clamped, optional, required};
+use crate::adapter::VendorId;
 use crate::error::{PairError, ToolError};
 use crate::pair::{ClosePair, Delegate, DelegateReply, DelegationStatus, InterruptWorker};
 use crate::runtime::Runtime;
@@ -20,25 +21,25 @@ use crate::session::{RecentTurns, SessionState};
 /// Codex; else the first installed vendor that differs from the Driver's; else the
 /// first installed. A requested vendor must be installed.
 pub fn choose_worker_vendor(
-    requested: Option<&str>,
-    driver_vendor: &str,
-    installed: &[&str],
-) -> Result<String, ToolError> {
+    requested: Option<&VendorId>,
+    driver_vendor: &VendorId,
+    installed: &[VendorId],
+) -> Result<VendorId, ToolError> {
     if let Some(vendor) = requested {
-        return if installed.contains(&vendor) {
-            Ok(vendor.to_string())
+        return if installed.contains(vendor) {
+            Ok(vendor.clone())
         } else {
             Err(ToolError::VendorNotInstalled(vendor.to_string()))
         };
     }
-    if installed.contains(&"codex") && driver_vendor != "codex" {
-        return Ok("codex".into());
+    if installed.contains(&VendorId::CODEX) && *driver_vendor != VendorId::CODEX {
+        return Ok(VendorId::CODEX);
     }
     installed
         .iter()
-        .find(|v| **v != driver_vendor)
+        .find(|v| *v != driver_vendor)
         .or_else(|| installed.first())
-        .map(|v| v.to_string())
+        .cloned()
         .ok_or(ToolError::NoVendor)
 }
 
@@ -77,14 +78,13 @@ pub(super) async fn send_to_partner(
         Some(pair_id) => pair_id,
         None => {
             let installed = rt.installed_vendors();
-            let installed: Vec<&str> = installed.iter().map(String::as_str).collect();
             let vendor = choose_worker_vendor(
-                optional(args.worker_vendor).as_deref(),
-                &state.info.vendor,
+                optional(args.worker_vendor).map(VendorId::from).as_ref(),
+                &VendorId::from(state.info.vendor.as_str()),
                 &installed,
             )?;
             let choice = WorkerChoice {
-                vendor,
+                vendor: vendor.to_string(),
                 model: optional(args.worker_model).unwrap_or_default(),
                 effort: optional(args.worker_effort).unwrap_or_default(),
             };
@@ -208,8 +208,25 @@ pub(super) async fn close_partner(
 
 #[cfg(test)]
 mod tests {
-    use super::choose_worker_vendor;
     use tandem_protocol::ErrorCode;
+
+    use crate::adapter::VendorId;
+    use crate::error::ToolError;
+
+    /// The rule on plain strings, as the tests write them.
+    fn choose_worker_vendor(
+        requested: Option<&str>,
+        driver: &str,
+        installed: &[&str],
+    ) -> Result<String, ToolError> {
+        let installed: Vec<VendorId> = installed.iter().map(|v| VendorId::from(*v)).collect();
+        super::choose_worker_vendor(
+            requested.map(VendorId::from).as_ref(),
+            &VendorId::from(driver),
+            &installed,
+        )
+        .map(String::from)
+    }
 
     #[test]
     fn worker_vendor_rule() {

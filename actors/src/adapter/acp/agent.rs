@@ -6,11 +6,12 @@
 //! kept between turns and closed after an idle time; the next turn reopens the
 //! session in a new process the same way a restart does.
 //!
-//! Its state is two enums: [`Link`] (no process, or a process in one [`Phase`] of its
-//! start) and [`Slot`] (no turn, a turn waiting for the session to open, or a turn
-//! prompting). Every turn the session starts ends with exactly one `TurnEnded`,
-//! whichever of the prompt's answer, an interrupt, a failed start or the process's exit
-//! comes first.
+//! It is built on the adapter core: the [`Emitter`] reports and paces, the
+//! [`TurnSlot`] holds the turn (`Starting` while the session is being opened and the
+//! prompt not yet sent, `Live` once prompted, `Stopping` after an interrupt) and is the
+//! only producer of its `TurnEnded`, and [`Approvals`] holds the permission requests
+//! (bypass and remembered rules answer by themselves). The process is one more enum,
+//! [`Link`]: none, or a process in one [`Stage`] of its start.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
-use tandem_protocol::{EventBody, PermissionMode, RememberScope, TurnStatus};
+use tandem_protocol::{EventBody, PermissionKind, PermissionMode, TurnStatus};
 use tokio::sync::oneshot;
 
 use super::mapping::{self, TurnMapper};
@@ -33,12 +34,10 @@ use super::wire::{
     PROTOCOL_VERSION,
 };
 use super::{AcpHub, AcpVendor};
-use crate::adapter::messages::{AdapterCommand, AgentItem, AgentOutput, Pace, TurnSettings};
+use crate::adapter::core::{Approvals, Asked, Emitter, Phase, Stop, TurnSlot};
+use crate::adapter::messages::{AdapterCommand, AgentItem, TurnSettings};
 use crate::adapter::{AdapterContext, McpAccess};
-use crate::clock::random_id;
 
-/// The adapter waits at the session's flow gate every this many events.
-const AWAIT_EVERY: u64 = 32;
 /// A process asked to close is killed if it is still there after this long.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// JSON-RPC "invalid params": the answer to a request tandem cannot read.
@@ -67,7 +66,7 @@ impl Open {
 
 /// Where a live process is in its start.
 #[derive(Debug)]
-enum Phase {
+enum Stage {
     /// `initialize` sent, not answered.
     Initializing,
     /// The session is being opened.
@@ -96,12 +95,12 @@ enum Phase {
 enum Link {
     /// No process; the next turn starts one.
     Down,
-    /// A process, in one phase of its start.
+    /// A process, in one stage of its start.
     Up {
         /// The process.
         process: LiveProcess,
-        /// Its phase.
-        phase: Phase,
+        /// Its stage.
+        stage: Stage,
     },
 }
 
@@ -118,48 +117,18 @@ enum Pending {
     Prompt(String),
 }
 
-/// The turn the session started.
-#[derive(Debug)]
-struct Turn {
-    /// The session's turn id; every output of the turn carries it.
-    id: String,
-    /// `session/cancel` was sent: a `cancelled` stop or an error now means
-    /// "interrupted".
-    cancelling: bool,
+/// What the adapter keeps about the turn in the slot.
+#[derive(Debug, Default)]
+struct TurnData {
+    /// The user text, until it is prompted (the session may still be opening).
+    text: Option<String>,
     /// The turn's updates → events.
     mapper: TurnMapper,
 }
 
-/// The turn slot.
+/// A permission request the agent is waiting on (the core's approval handle).
 #[derive(Debug)]
-enum Slot {
-    /// No turn.
-    Idle,
-    /// A turn waits for the process and session to be ready.
-    Waiting {
-        /// The turn.
-        turn: Turn,
-        /// The user text to prompt with.
-        text: String,
-    },
-    /// `session/prompt` was sent for this turn.
-    Prompting(Turn),
-}
-
-impl Slot {
-    fn turn_id(&self) -> Option<&str> {
-        match self {
-            Slot::Idle => None,
-            Slot::Waiting { turn, .. } | Slot::Prompting(turn) => Some(&turn.id),
-        }
-    }
-}
-
-/// A permission request the agent is waiting on.
-#[derive(Debug)]
-struct Approval {
-    /// Our id (`perm_…`), the one clients answer.
-    id: String,
+struct AcpApproval {
     /// The agent's JSON-RPC id, echoed in our answer.
     rpc_id: Value,
     /// The agent's options; the answer is mapped onto them by kind.
@@ -176,10 +145,8 @@ pub struct AcpAgent {
     cwd: PathBuf,
     /// The agent tools endpoint, passed in `mcpServers` when the agent takes HTTP.
     mcp: Option<McpAccess>,
-    /// The session actor.
-    out: Recipient<AgentOutput>,
-    /// Awaited every [`AWAIT_EVERY`] events.
-    pace: Recipient<Pace>,
+    /// Reports to the session and paces.
+    emitter: Emitter,
     /// Shared with every ACP adapter: pids and the shutdown signal.
     hub: AcpHub,
     /// Settings as the session last gave them.
@@ -194,28 +161,28 @@ pub struct AcpAgent {
     next_id: u64,
     /// Our requests waiting for answers, by id.
     pending: HashMap<u64, Pending>,
-    /// The turn.
-    slot: Slot,
-    /// Permission requests waiting for a person.
-    approvals: Vec<Approval>,
+    /// The turn in flight.
+    slot: TurnSlot<TurnData>,
+    /// Permission requests waiting for a person, and the remembered rules.
+    approvals: Approvals<AcpApproval>,
     /// Processes asked to close, with their kill switches.
     closing: Vec<(u64, Option<oneshot::Sender<()>>)>,
     /// Closes the process after it has been idle for the configured time.
     idle: Option<SpawnHandle>,
-    /// Events sent so far (for pacing).
-    emitted: u64,
 }
 
 impl AcpAgent {
     /// An adapter for the session `ctx` describes, running `vendor`.
     pub fn new(ctx: AdapterContext, vendor: AcpVendor, hub: AcpHub) -> Self {
+        let emitter = ctx.emitter();
         AcpAgent {
+            slot: TurnSlot::new(&emitter),
+            approvals: Approvals::new(ctx.remembered),
+            emitter,
             session_id: ctx.session_id,
             vendor,
             cwd: ctx.cwd,
             mcp: ctx.mcp,
-            out: ctx.out,
-            pace: ctx.pace,
             hub,
             settings: ctx.settings,
             vendor_session_id: ctx.vendor_session_id,
@@ -223,58 +190,47 @@ impl AcpAgent {
             generation: 0,
             next_id: 0,
             pending: HashMap::new(),
-            slot: Slot::Idle,
-            approvals: Vec::new(),
             closing: Vec::new(),
             idle: None,
-            emitted: 0,
         }
-    }
-
-    fn emit(&mut self, turn_id: Option<String>, item: AgentItem) {
-        if matches!(item, AgentItem::Event(_)) {
-            self.emitted += 1;
-        }
-        self.out.do_send(AgentOutput { turn_id, item });
     }
 
     fn emit_events(&mut self, turn_id: &str, events: Vec<EventBody>) {
         for body in events {
-            self.emit(Some(turn_id.to_string()), AgentItem::Event(body));
+            self.emitter.event(Some(turn_id.to_string()), body);
         }
     }
 
-    /// Ends the turn in the slot (if any) with `status`: what its mapper still holds
-    /// is written first, then the one `TurnEnded`.
-    fn end_turn(&mut self, status: TurnStatus, error: Option<String>, usage: Option<Value>) {
-        let (mut turn, _) = match std::mem::replace(&mut self.slot, Slot::Idle) {
-            Slot::Idle => return,
-            Slot::Waiting { turn, text } => (turn, Some(text)),
-            Slot::Prompting(turn) => (turn, None),
+    /// Ends the turn in the slot (if any): what its mapper still holds is written
+    /// first, pending requests are withdrawn, the usage goes before the slot's one
+    /// `TurnEnded` (which an interrupt turns into `interrupted`).
+    fn finish_turn(&mut self, status: TurnStatus, error: Option<String>, usage: Option<Value>) {
+        let Some(turn) = self.slot.get_mut() else {
+            return;
         };
-        let tail = turn.mapper.finish();
-        self.emit_events(&turn.id, tail);
-        self.withdraw_approvals(Some(&turn.id));
-        if let Some(usage) = turn.mapper.usage(usage) {
-            self.emit(Some(turn.id.clone()), AgentItem::Usage(usage));
+        let id = turn.id.clone();
+        let tail = turn.data.mapper.finish();
+        let usage = turn.data.mapper.usage(usage);
+        self.emit_events(&id, tail);
+        self.withdraw_approvals(Some(&id));
+        if let Some(usage) = usage {
+            self.emitter.send(Some(id), AgentItem::Usage(usage));
         }
-        self.emit(Some(turn.id), AgentItem::TurnEnded { status, error });
+        self.slot.end(status, error);
     }
 
     /// Answers every pending permission request `cancelled` and tells the session.
     fn withdraw_approvals(&mut self, turn_id: Option<&str>) {
-        for approval in std::mem::take(&mut self.approvals) {
+        for (request_id, approval) in self.approvals.drain() {
             self.respond(
                 approval.rpc_id,
                 PermissionAnswer {
                     outcome: PermissionOutcome::Cancelled,
                 },
             );
-            self.emit(
+            self.emitter.send(
                 turn_id.map(str::to_string),
-                AgentItem::PermissionResolved {
-                    request_id: approval.id,
-                },
+                AgentItem::PermissionResolved { request_id },
             );
         }
     }
@@ -356,7 +312,7 @@ impl AcpAgent {
         tracing::debug!(session = %self.session_id, vendor = %self.vendor.id, pid = process.pid, "acp agent started");
         self.link = Link::Up {
             process,
-            phase: Phase::Initializing,
+            stage: Stage::Initializing,
         };
         self.pending.clear();
         self.request(
@@ -382,7 +338,7 @@ impl AcpAgent {
         let opening = !matches!(
             self.link,
             Link::Up {
-                phase: Phase::Initializing,
+                stage: Stage::Initializing,
                 ..
             }
         );
@@ -390,10 +346,10 @@ impl AcpAgent {
         ctx.run_later(limit, move |act, ctx| {
             let stuck = act.generation == generation
                 && match &act.link {
-                    Link::Up { phase, .. } => match phase {
-                        Phase::Initializing => !opening,
-                        Phase::Opening { .. } => opening,
-                        Phase::Ready { .. } => false,
+                    Link::Up { stage, .. } => match stage {
+                        Stage::Initializing => !opening,
+                        Stage::Opening { .. } => opening,
+                        Stage::Ready { .. } => false,
                     },
                     Link::Down => false,
                 };
@@ -412,7 +368,7 @@ impl AcpAgent {
     fn fail_start(&mut self, error: String, ctx: &mut Context<Self>) {
         tracing::warn!(session = %self.session_id, vendor = %self.vendor.id, error = %error, "acp agent did not start");
         self.kill_live();
-        self.end_turn(TurnStatus::Failed, Some(error), None);
+        self.finish_turn(TurnStatus::Failed, Some(error), None);
         self.arm_idle(ctx);
     }
 
@@ -454,12 +410,12 @@ impl AcpAgent {
     /// Arms the idle close when a process lives and no turn runs.
     fn arm_idle(&mut self, ctx: &mut Context<Self>) {
         self.cancel_idle(ctx);
-        if matches!(self.link, Link::Down) || !matches!(self.slot, Slot::Idle) {
+        if matches!(self.link, Link::Down) || !self.slot.is_idle() {
             return;
         }
         self.idle = Some(ctx.run_later(self.vendor.idle_close, |act, ctx| {
             act.idle = None;
-            if matches!(act.slot, Slot::Idle) {
+            if act.slot.is_idle() {
                 act.close_live(ctx);
             }
         }));
@@ -473,22 +429,16 @@ impl AcpAgent {
         ctx: &mut Context<Self>,
     ) {
         self.cancel_idle(ctx);
-        // The session never starts a turn while one runs; if it somehow did, the old
-        // one still ends exactly once.
-        self.end_turn(
-            TurnStatus::Interrupted,
-            Some("superseded by a new turn".into()),
-            None,
-        );
         self.settings = settings;
-        self.slot = Slot::Waiting {
-            turn: Turn {
-                id: turn_id,
-                cancelling: false,
-                mapper: TurnMapper::default(),
-            },
-            text,
+        let data = TurnData {
+            text: Some(text),
+            mapper: TurnMapper::default(),
         };
+        // The session never starts a turn while one runs; if it somehow did, the slot
+        // has ended the old one, and its requests go with it.
+        if let Some(old) = self.slot.begin(turn_id, data) {
+            self.withdraw_approvals(Some(&old.id));
+        }
         if matches!(self.link, Link::Down) {
             if let Err(e) = self.spawn(ctx) {
                 let error = format!(
@@ -496,7 +446,7 @@ impl AcpAgent {
                     self.name(),
                     self.vendor.process.bin.display()
                 );
-                self.end_turn(TurnStatus::Failed, Some(error), None);
+                self.finish_turn(TurnStatus::Failed, Some(error), None);
                 return;
             }
         }
@@ -506,20 +456,23 @@ impl AcpAgent {
     /// Sends the waiting turn's prompt once the session is open.
     fn prompt_if_ready(&mut self) {
         let Link::Up {
-            phase: Phase::Ready { session, .. },
+            stage: Stage::Ready { session, .. },
             ..
         } = &self.link
         else {
             return;
         };
         let session = session.clone();
-        let (turn, text) = match std::mem::replace(&mut self.slot, Slot::Idle) {
-            Slot::Waiting { turn, text } => (turn, text),
-            other => {
-                self.slot = other;
-                return;
-            }
+        if self.slot.phase() != Some(&Phase::Starting) {
+            return;
+        }
+        let Some(turn) = self.slot.get_mut() else {
+            return;
         };
+        let Some(text) = turn.data.text.take() else {
+            return;
+        };
+        let turn_id = turn.id.clone();
         self.apply_mode();
         // ACP has no system prompt: the instruction (the Driver's pair instruction)
         // goes before the user text, once per process and again when it changes.
@@ -530,7 +483,7 @@ impl AcpAgent {
             .filter(|p| !p.is_empty());
         let mut preface = None;
         if let Link::Up {
-            phase: Phase::Ready {
+            stage: Stage::Ready {
                 instructions: sent, ..
             },
             ..
@@ -548,7 +501,6 @@ impl AcpAgent {
             prompt.push(TextBlock::new(preface));
         }
         prompt.push(TextBlock::new(&text));
-        let turn_id = turn.id.clone();
         let sent = self.request(
             "session/prompt",
             PromptParams {
@@ -557,7 +509,7 @@ impl AcpAgent {
             },
             Pending::Prompt(turn_id),
         );
-        self.slot = Slot::Prompting(turn);
+        self.slot.go_live();
         if !sent {
             // The process is going: its exit ends the turn.
             tracing::debug!(session = %self.session_id, "prompt not written; the agent is exiting");
@@ -569,7 +521,7 @@ impl AcpAgent {
     fn apply_mode(&mut self) {
         let wanted = match &self.link {
             Link::Up {
-                phase: Phase::Ready { modes, mode, .. },
+                stage: Stage::Ready { modes, mode, .. },
                 ..
             } => match mapping::mode_for(self.settings.permission_mode, modes) {
                 Some(w) if w != *mode => w,
@@ -578,7 +530,7 @@ impl AcpAgent {
             _ => return,
         };
         let Link::Up {
-            phase: Phase::Ready { session, mode, .. },
+            stage: Stage::Ready { session, mode, .. },
             ..
         } = &mut self.link
         else {
@@ -597,19 +549,18 @@ impl AcpAgent {
     }
 
     fn interrupt(&mut self, turn_id: String) {
-        if self.slot.turn_id() != Some(turn_id.as_str()) {
+        if !self.slot.is(&turn_id) {
             return;
         }
-        match &mut self.slot {
-            Slot::Waiting { .. } => {
+        match self.slot.stop(Stop::Interrupt) {
+            Some(Phase::Starting) => {
                 // Nothing was prompted yet: the turn is over now.
-                self.end_turn(TurnStatus::Interrupted, None, None);
+                self.finish_turn(TurnStatus::Interrupted, None, None);
             }
-            Slot::Prompting(turn) if !turn.cancelling => {
-                turn.cancelling = true;
+            Some(Phase::Live) => {
                 let session = match &self.link {
                     Link::Up {
-                        phase: Phase::Ready { session, .. },
+                        stage: Stage::Ready { session, .. },
                         ..
                     } => session.clone(),
                     _ => String::new(),
@@ -621,14 +572,13 @@ impl AcpAgent {
                         session_id: &session,
                     },
                 }));
-                let id = turn_id.clone();
-                self.withdraw_approvals(Some(&id));
+                self.withdraw_approvals(Some(&turn_id));
                 if !sent {
                     // No process to ask.
-                    self.end_turn(TurnStatus::Interrupted, None, None);
+                    self.finish_turn(TurnStatus::Interrupted, None, None);
                 }
             }
-            _ => {}
+            Some(Phase::Stopping(_)) | None => {}
         }
     }
 
@@ -636,15 +586,19 @@ impl AcpAgent {
         &mut self,
         request_id: String,
         allow: bool,
-        remember: Option<RememberScope>,
+        remember: bool,
+        permission_mode: Option<PermissionMode>,
     ) {
-        let Some(pos) = self.approvals.iter().position(|a| a.id == request_id) else {
+        let Some(approval) = self.approvals.answer(&request_id, allow && remember) else {
             tracing::debug!(session = %self.session_id, request = %request_id, "answer to a request that is no longer pending");
             return;
         };
-        let approval = self.approvals.remove(pos);
         let outcome = mapping::answer(&approval.options, allow, remember);
         self.respond(approval.rpc_id, PermissionAnswer { outcome });
+        if let Some(mode) = permission_mode.filter(|_| allow) {
+            self.settings.permission_mode = mode;
+            self.apply_mode();
+        }
     }
 
     fn on_frame(&mut self, frame: Frame, ctx: &mut Context<Self>) {
@@ -685,10 +639,10 @@ impl AcpAgent {
                 }
             }
             Pending::Prompt(turn_id) => {
-                if self.slot.turn_id() != Some(turn_id.as_str()) {
+                if !self.slot.is(&turn_id) {
                     return;
                 }
-                let cancelling = matches!(&self.slot, Slot::Prompting(t) if t.cancelling);
+                // An error after an interrupt counts as interrupted (the slot says so).
                 let (status, error, usage) = match outcome {
                     Ok(value) => match serde_json::from_value::<PromptResult>(value) {
                         Ok(result) => {
@@ -704,14 +658,13 @@ impl AcpAgent {
                             None,
                         ),
                     },
-                    Err(_) if cancelling => (TurnStatus::Interrupted, None, None),
                     Err(e) => (
                         TurnStatus::Failed,
                         Some(format!("{} failed the turn: {e}", self.name())),
                         None,
                     ),
                 };
-                self.end_turn(status, error, usage);
+                self.finish_turn(status, error, usage);
                 self.arm_idle(ctx);
             }
         }
@@ -757,15 +710,15 @@ impl AcpAgent {
 
     /// An `info` event in the current turn (or outside turns).
     fn note(&mut self, text: String) {
-        let turn_id = self.slot.turn_id().map(str::to_string);
-        self.emit(turn_id, AgentItem::Event(EventBody::Info { text }));
+        let turn_id = self.slot.turn_id();
+        self.emitter.event(turn_id, EventBody::Info { text });
     }
 
     fn open(&mut self, how: Open, caps: AgentCapabilities, ctx: &mut Context<Self>) {
         let servers = self.mcp_servers(&caps);
         let cwd = self.cwd.display().to_string();
-        if let Link::Up { phase, .. } = &mut self.link {
-            *phase = Phase::Opening { how, caps };
+        if let Link::Up { stage, .. } = &mut self.link {
+            *stage = Stage::Opening { how, caps };
         }
         let purpose = Pending::Open(how);
         match (how, self.vendor_session_id.clone()) {
@@ -793,7 +746,7 @@ impl AcpAgent {
     fn on_opened(&mut self, how: Open, outcome: Result<Value, RpcError>, ctx: &mut Context<Self>) {
         let caps = match &self.link {
             Link::Up {
-                phase: Phase::Opening { caps, .. },
+                stage: Stage::Opening { caps, .. },
                 ..
             } => caps.clone(),
             _ => return,
@@ -836,21 +789,22 @@ impl AcpAgent {
         };
         if self.vendor_session_id.as_deref() != Some(session.as_str()) {
             self.vendor_session_id = Some(session.clone());
-            self.emit(None, AgentItem::VendorSessionId(session.clone()));
+            self.emitter
+                .send(None, AgentItem::VendorSessionId(session.clone()));
         }
         let (modes, mode) = opened
             .modes
             .map(|m| (m.available_modes, m.current_mode_id))
             .unwrap_or_default();
-        if let Link::Up { phase, .. } = &mut self.link {
-            *phase = Phase::Ready {
+        if let Link::Up { stage, .. } = &mut self.link {
+            *stage = Stage::Ready {
                 session,
                 modes,
                 mode,
                 instructions: None,
             };
         }
-        if matches!(self.slot, Slot::Idle) {
+        if self.slot.is_idle() {
             self.apply_mode();
             self.arm_idle(ctx);
         }
@@ -861,7 +815,7 @@ impl AcpAgent {
         let loading = matches!(
             self.link,
             Link::Up {
-                phase: Phase::Opening {
+                stage: Stage::Opening {
                     how: Open::Load,
                     ..
                 },
@@ -879,10 +833,14 @@ impl AcpAgent {
                 return;
             }
         };
-        let Slot::Prompting(turn) = &mut self.slot else {
+        if self.slot.phase().is_none_or(|p| *p == Phase::Starting) {
+            // Between turns (command lists, ...), or before our prompt went out.
+            return;
+        }
+        let Some(turn) = self.slot.get_mut() else {
             return;
         };
-        let events = turn.mapper.update(note.update);
+        let events = turn.data.mapper.update(note.update);
         let turn_id = turn.id.clone();
         self.emit_events(&turn_id, events);
     }
@@ -895,8 +853,9 @@ impl AcpAgent {
                 return self.refuse(rpc_id, INVALID_PARAMS, "unreadable permission request");
             }
         };
-        let Slot::Prompting(turn) = &mut self.slot else {
-            // No turn to ask in: nobody could answer.
+        let live = self.slot.phase() == Some(&Phase::Live);
+        let Some(turn) = self.slot.get_mut().filter(|_| live) else {
+            // No turn to ask in (or it is being stopped): nobody could answer.
             return self.respond(
                 rpc_id,
                 PermissionAnswer {
@@ -904,38 +863,37 @@ impl AcpAgent {
                 },
             );
         };
-        if turn.cancelling {
-            return self.respond(
-                rpc_id,
-                PermissionAnswer {
-                    outcome: PermissionOutcome::Cancelled,
-                },
-            );
-        }
         let turn_id = turn.id.clone();
-        let (events, call) = turn.mapper.announce(request.tool_call);
+        let (events, call) = turn.data.mapper.announce(request.tool_call);
         self.emit_events(&turn_id, events);
         let tool_name = mapping::tool_name(&call);
         let input = mapping::tool_input(&call);
-        if self.settings.permission_mode == PermissionMode::BypassPermissions {
-            let outcome = mapping::answer(&request.options, true, None);
-            return self.respond(rpc_id, PermissionAnswer { outcome });
-        }
-        let id = random_id("perm_", 12);
-        self.approvals.push(Approval {
-            id: id.clone(),
+        let choices = mapping::choices(&request.options);
+        let approval = AcpApproval {
             rpc_id,
-            options: request.options.clone(),
-        });
-        self.emit(
-            Some(turn_id),
-            AgentItem::PermissionRequest {
-                request_id: id,
-                tool_name,
-                input,
-                options: mapping::choices(&request.options),
-            },
-        );
+            options: request.options,
+        };
+        match self
+            .approvals
+            .ask(self.settings.permission_mode, &tool_name, approval)
+        {
+            Asked::Allowed(approval) => {
+                let outcome = mapping::answer(&approval.options, true, false);
+                self.respond(approval.rpc_id, PermissionAnswer { outcome });
+            }
+            Asked::Pending(request_id) => {
+                self.emitter.send(
+                    Some(turn_id),
+                    AgentItem::PermissionRequest {
+                        request_id,
+                        tool_name,
+                        input,
+                        permission_kind: PermissionKind::Tool,
+                        choices,
+                    },
+                );
+            }
+        }
     }
 
     fn on_exit(&mut self, exit: Exited, ctx: &mut Context<Self>) {
@@ -948,20 +906,18 @@ impl AcpAgent {
         self.link = Link::Down;
         self.pending.clear();
         tracing::debug!(session = %self.session_id, status = %exit.status, "acp agent exited");
-        let cancelling = matches!(&self.slot, Slot::Prompting(t) if t.cancelling);
-        if matches!(self.slot, Slot::Idle) {
+        if self.slot.is_idle() {
+            // Its requests went with it.
+            self.withdraw_approvals(None);
             return;
         }
-        if cancelling {
-            self.end_turn(TurnStatus::Interrupted, None, None);
-        } else {
-            let mut error = format!("{} exited during the turn ({})", self.name(), exit.status);
-            if !exit.stderr_tail.trim().is_empty() {
-                error.push_str(": ");
-                error.push_str(exit.stderr_tail.trim());
-            }
-            self.end_turn(TurnStatus::Failed, Some(error), None);
+        // After an interrupt the slot reports this as `interrupted`.
+        let mut error = format!("{} exited during the turn ({})", self.name(), exit.status);
+        if !exit.stderr_tail.trim().is_empty() {
+            error.push_str(": ");
+            error.push_str(exit.stderr_tail.trim());
         }
+        self.finish_turn(TurnStatus::Failed, Some(error), None);
         self.arm_idle(ctx);
     }
 }
@@ -990,8 +946,9 @@ impl Handler<AdapterCommand> for AcpAgent {
                 request_id,
                 allow,
                 remember,
+                permission_mode,
                 ..
-            } => self.answer_permission(request_id, allow, remember),
+            } => self.answer_permission(request_id, allow, remember, permission_mode),
             AdapterCommand::Configure { settings } => {
                 self.settings = settings;
                 self.apply_mode();
@@ -1009,17 +966,15 @@ impl Handler<Incoming> for AcpAgent {
         if !current {
             return Box::pin(async {});
         }
-        let before = self.emitted / AWAIT_EVERY;
         self.on_frame(msg.frame, ctx);
-        if self.emitted / AWAIT_EVERY == before {
-            return Box::pin(async {});
+        match self.emitter.take_due() {
+            // The reader waits for this before the next frame: a fast agent cannot
+            // outrun the session's fan-out.
+            Some(wait) => Box::pin(async move {
+                let _ = wait.wait().await;
+            }),
+            None => Box::pin(async {}),
         }
-        // The reader waits for this before the next frame: a fast agent cannot outrun
-        // the session's fan-out.
-        let pace = self.pace.clone();
-        Box::pin(async move {
-            let _ = pace.send(Pace).await;
-        })
     }
 }
 

@@ -4,9 +4,7 @@
 //! ([`TurnMapper`]), unit-tested here.
 
 use serde_json::{json, Map, Value};
-use tandem_protocol::{
-    EventBody, PermissionChoice, PermissionChoiceKind, PermissionMode, RememberScope, TurnStatus,
-};
+use tandem_protocol::{EventBody, PermissionChoice, PermissionMode, RememberScope, TurnStatus};
 
 use super::wire::{Mode, PermissionOption, PermissionOutcome, SessionUpdate, ToolCallFields};
 
@@ -278,33 +276,57 @@ fn result_output(fields: &ToolCallFields) -> Value {
     Value::Object(output)
 }
 
-/// The agent's options as tandem's choices; options of a kind tandem does not know
-/// are left out (an answer can only be mapped by kind).
+/// What an ACP permission option means (its `kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OptionKind {
+    /// `allow_once`.
+    AllowOnce,
+    /// `allow_always`.
+    AllowAlways,
+    /// `reject_once`.
+    RejectOnce,
+    /// `reject_always`.
+    RejectAlways,
+}
+
+impl OptionKind {
+    fn parse(kind: &str) -> Option<Self> {
+        match kind {
+            "allow_once" => Some(Self::AllowOnce),
+            "allow_always" => Some(Self::AllowAlways),
+            "reject_once" => Some(Self::RejectOnce),
+            "reject_always" => Some(Self::RejectAlways),
+            _ => None,
+        }
+    }
+}
+
+/// The agent's options as tandem's choices, each the answer that picks it, labelled
+/// with the agent's words: `allow_always` is an allow remembered for the session.
+/// Options of a kind tandem does not know are left out (answers map by kind).
 pub fn choices(options: &[PermissionOption]) -> Vec<PermissionChoice> {
     options
         .iter()
         .filter_map(|o| {
+            let kind = OptionKind::parse(&o.kind)?;
             Some(PermissionChoice {
-                id: o.option_id.clone(),
-                name: o.name.clone(),
-                kind: PermissionChoiceKind::parse(&o.kind)?,
+                label: o.name.clone(),
+                allow: matches!(kind, OptionKind::AllowOnce | OptionKind::AllowAlways),
+                remember: (kind == OptionKind::AllowAlways).then_some(RememberScope::Session),
+                permission_mode: None,
             })
         })
         .collect()
 }
 
-/// Maps a person's answer onto the agent's options by kind: allow → `allow_once`
-/// (`allow_always` when remembered), deny → `reject_once`; each falls back to its
-/// sibling when the agent lacks it. No option of the right sort: `cancelled`.
-pub fn answer(
-    options: &[PermissionOption],
-    allow: bool,
-    remember: Option<RememberScope>,
-) -> PermissionOutcome {
-    use PermissionChoiceKind::*;
-    let order: &[PermissionChoiceKind] = match (allow, remember) {
-        (true, Some(RememberScope::Session)) => &[AllowAlways, AllowOnce],
-        (true, None) => &[AllowOnce, AllowAlways],
+/// Maps a person's answer onto the agent's options by kind, never by label: allow →
+/// `allow_once` (`allow_always` when remembered), deny → `reject_once`; each falls back
+/// to its sibling when the agent lacks it. No option of the right sort: `cancelled`.
+pub fn answer(options: &[PermissionOption], allow: bool, remember: bool) -> PermissionOutcome {
+    use OptionKind::*;
+    let order: &[OptionKind] = match (allow, remember) {
+        (true, true) => &[AllowAlways, AllowOnce],
+        (true, false) => &[AllowOnce, AllowAlways],
         (false, _) => &[RejectOnce, RejectAlways],
     };
     order
@@ -312,7 +334,7 @@ pub fn answer(
         .find_map(|want| {
             options
                 .iter()
-                .find(|o| PermissionChoiceKind::parse(&o.kind) == Some(*want))
+                .find(|o| OptionKind::parse(&o.kind) == Some(*want))
         })
         .map_or(PermissionOutcome::Cancelled, |o| {
             PermissionOutcome::Selected {
@@ -468,19 +490,24 @@ mod tests {
     #[test]
     fn answers_map_by_kind_never_by_label() {
         let o = options();
-        assert_eq!(picked(answer(&o, true, None)).as_deref(), Some("allow"));
+        assert_eq!(picked(answer(&o, true, false)).as_deref(), Some("allow"));
         assert_eq!(
-            picked(answer(&o, true, Some(RememberScope::Session))).as_deref(),
+            picked(answer(&o, true, true)).as_deref(),
             Some("allow_always")
         );
-        assert_eq!(picked(answer(&o, false, None)).as_deref(), Some("reject"));
+        assert_eq!(picked(answer(&o, false, false)).as_deref(), Some("reject"));
         let only_always = vec![o[0].clone()];
         assert_eq!(
-            picked(answer(&only_always, true, None)).as_deref(),
+            picked(answer(&only_always, true, false)).as_deref(),
             Some("allow_always")
         );
-        assert_eq!(picked(answer(&only_always, false, None)), None);
-        assert_eq!(choices(&o).len(), 3, "the unknown kind is left out");
+        assert_eq!(picked(answer(&only_always, false, false)), None);
+        let offered = choices(&o);
+        assert_eq!(offered.len(), 3, "the unknown kind is left out");
+        assert_eq!(offered[0].label, "Always Allow");
+        assert!(offered[0].allow && offered[0].remember == Some(RememberScope::Session));
+        assert!(offered[1].allow && offered[1].remember.is_none());
+        assert!(!offered[2].allow);
     }
 
     #[test]

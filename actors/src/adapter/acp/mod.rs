@@ -26,8 +26,13 @@ use actix::prelude::*;
 
 pub use agent::AcpAgent;
 
+use super::catalog::strings;
 use super::messages::AdapterCommand;
-use super::{AdapterContext, VendorProcess};
+use super::vendors::LocalFuture;
+use super::{
+    AdapterContext, AdapterFactory, ConfiguredVendor, VendorFacts, VendorId, VendorProcess,
+    VendorSpec,
+};
 use crate::error::RuntimeError;
 
 /// Idle time after which a kept agent process is closed, unless configured
@@ -41,7 +46,7 @@ pub const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcpVendor {
     /// The vendor id (the `[vendors.ID]` key): what sessions name.
-    pub id: String,
+    pub id: VendorId,
     /// Name shown to people (`display_name`, else the id).
     pub display_name: String,
     /// How to start it.
@@ -112,13 +117,84 @@ impl AcpHub {
     }
 }
 
-/// Starts the adapter actor for one session of `vendor` (on the caller's arbiter).
-pub fn start(
-    ctx: AdapterContext,
-    vendor: &AcpVendor,
-    hub: &AcpHub,
-) -> Result<Recipient<AdapterCommand>, RuntimeError> {
-    Ok(AcpAgent::new(ctx, vendor.clone(), hub.clone())
-        .start()
-        .recipient())
+/// An ACP agent in the vendor registry: one [`AcpAgent`] (and, while live, one agent
+/// process) per session.
+pub struct Factory {
+    /// The agent as configured.
+    vendor: AcpVendor,
+    /// What every adapter of this agent shares.
+    hub: AcpHub,
+}
+
+impl Factory {
+    /// The adapter for `vendor`, whose protocol is ACP with this start bound.
+    pub fn new(vendor: &ConfiguredVendor, startup_timeout: Duration) -> Self {
+        Factory {
+            vendor: AcpVendor {
+                id: vendor.id.clone(),
+                display_name: vendor
+                    .display_name
+                    .clone()
+                    .unwrap_or_else(|| vendor.id.to_string()),
+                process: vendor.process.clone(),
+                startup_timeout,
+                idle_close: vendor.process.idle_close.unwrap_or(DEFAULT_IDLE_CLOSE),
+            },
+            hub: AcpHub::default(),
+        }
+    }
+}
+
+impl AdapterFactory for Factory {
+    /// What is known before the agent answered `initialize`: no models or effort
+    /// levels (ACP has neither), the capabilities every ACP agent has.
+    fn spec(&self) -> VendorSpec {
+        VendorSpec {
+            id: self.vendor.id.clone(),
+            display_name: self.vendor.display_name.clone(),
+            models: Vec::new(),
+            effort_levels: &[],
+            capabilities: strings(&["acp", "interrupt", "approvals"]),
+            installed: true,
+            version: None,
+            agent: None,
+            notes: Vec::new(),
+        }
+    }
+
+    fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
+        Ok(AcpAgent::new(ctx, self.vendor.clone(), self.hub.clone())
+            .start()
+            .recipient())
+    }
+
+    /// `initialize` in a short-lived process: the agent's name, version and
+    /// capabilities.
+    fn probe(&self) -> Option<LocalFuture<VendorFacts>> {
+        let vendor = self.vendor.clone();
+        Some(Box::pin(async move {
+            match probe::probe(&vendor).await {
+                Ok(facts) => VendorFacts {
+                    version: facts.info.as_ref().and_then(|i| i.version.clone()),
+                    models: Vec::new(),
+                    agent: facts.info.map(|i| tandem_protocol::rest::AgentIdentity {
+                        name: i.name,
+                        title: i.title,
+                        version: i.version,
+                    }),
+                    capabilities: Some(facts.capabilities),
+                    notes: facts.notes,
+                },
+                Err(e) => {
+                    tracing::warn!(vendor = %vendor.id, bin = %vendor.process.bin.display(), error = %e, "ACP agent did not answer `initialize`");
+                    VendorFacts::default()
+                }
+            }
+        }))
+    }
+
+    fn shutdown(&self, limit: Duration) -> LocalFuture<()> {
+        let hub = self.hub.clone();
+        Box::pin(async move { hub.shutdown(limit).await })
+    }
 }

@@ -459,12 +459,68 @@ pub enum PermissionDecision {
         /// The input to run it with (the original one unless a person changed it).
         #[serde(rename = "updatedInput")]
         updated_input: Value,
+        /// Permission changes that come with the answer ("always allow", a new mode).
+        #[serde(rename = "updatedPermissions", skip_serializing_if = "Vec::is_empty")]
+        updated_permissions: Vec<PermissionUpdate>,
     },
     /// Do not run it; the model sees `message`.
     Deny {
         /// Why, for the model.
         message: String,
     },
+}
+
+/// A change to the CLI's permissions, sent with an answer to `can_use_tool`; we only
+/// make changes for the running session (`destination: session`), never to settings
+/// files.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum PermissionUpdate {
+    /// Allow these tools without asking from now on.
+    AddRules {
+        /// The tools, each without a content pattern (the whole tool).
+        rules: Vec<PermissionRuleValue>,
+        /// Always `allow`.
+        behavior: &'static str,
+        /// Always `session`.
+        destination: &'static str,
+    },
+    /// Switch the permission mode.
+    SetMode {
+        /// The CLI's mode name.
+        mode: &'static str,
+        /// Always `session`.
+        destination: &'static str,
+    },
+}
+
+/// One rule of [`PermissionUpdate::AddRules`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRuleValue {
+    /// The tool (`Bash`, `Edit`, an `mcp__…` name).
+    pub tool_name: String,
+}
+
+impl PermissionUpdate {
+    /// Allow `tool` for the rest of the session.
+    pub fn allow_tool(tool: &str) -> Self {
+        PermissionUpdate::AddRules {
+            rules: vec![PermissionRuleValue {
+                tool_name: tool.to_string(),
+            }],
+            behavior: "allow",
+            destination: "session",
+        }
+    }
+
+    /// Run in `mode` (the CLI's name) from now on.
+    pub fn set_mode(mode: &'static str) -> Self {
+        PermissionUpdate::SetMode {
+            mode,
+            destination: "session",
+        }
+    }
 }
 
 impl<'a> OutboundControlRequest<'a> {
@@ -629,6 +685,7 @@ mod tests {
             "r1",
             PermissionDecision::Allow {
                 updated_input: json!({"a":1}),
+                updated_permissions: Vec::new(),
             },
         ))
         .unwrap_or(Value::Null);
@@ -636,6 +693,19 @@ mod tests {
             v,
             json!({"type":"control_response","response":{"subtype":"success","request_id":"r1",
                    "response":{"behavior":"allow","updatedInput":{"a":1}}}})
+        );
+        let v = serde_json::to_value(PermissionDecision::Allow {
+            updated_input: json!({}),
+            updated_permissions: vec![
+                PermissionUpdate::allow_tool("Bash"),
+                PermissionUpdate::set_mode("acceptEdits"),
+            ],
+        })
+        .unwrap_or(Value::Null);
+        assert_eq!(
+            v["updatedPermissions"],
+            json!([{"type":"addRules","rules":[{"toolName":"Bash"}],"behavior":"allow","destination":"session"},
+                   {"type":"setMode","mode":"acceptEdits","destination":"session"}])
         );
         let v = serde_json::to_value(OutboundControlResponse::decision(
             "r2",

@@ -4,16 +4,22 @@
 //!   notifications and server requests routed by `threadId`, stderr tail, exit.
 //! - [`server`]: one [`server::AppServer`] actor per owner (its process is shared by
 //!   that owner's Codex sessions) and the [`CodexHub`] that finds it.
-//! - [`thread`]: the adapter actor of one session: its Codex thread, turns,
-//!   interrupts, approvals and background terminals.
+//! - [`thread`]: the adapter actor of one session (built on the adapter core) and
+//!   what it dispatches to: `turn` (a turn's life, interrupts, the unreachable-model
+//!   guard), `plan` (loading the thread, per-turn settings), `approvals`,
+//!   `terminals` (background terminals).
 //! - [`mapping`]: a turn's notifications → our history events.
 //! - [`wire`]: typed serde shapes of the app-server messages we use.
 
+mod approvals;
 pub mod mapping;
+mod plan;
 pub mod rpc;
 pub mod server;
 pub mod shown;
+mod terminals;
 pub mod thread;
+mod turn;
 pub mod wire;
 
 #[cfg(test)]
@@ -23,24 +29,87 @@ use actix::prelude::*;
 
 pub use server::{CodexHub, Limits};
 
+use crate::adapter::catalog::strings;
 use crate::adapter::messages::AdapterCommand;
-use crate::adapter::{AdapterContext, VendorProcess};
+use crate::adapter::vendors::LocalFuture;
+use crate::adapter::{
+    AdapterContext, AdapterFactory, ConfiguredVendor, VendorFacts, VendorId, VendorProcess,
+    VendorSpec,
+};
 use crate::error::RuntimeError;
 
-/// Starts the adapter actor for one Codex session (the owner's app-server starts with
-/// its first turn).
-pub fn start(
-    ctx: AdapterContext,
-    hub: &CodexHub,
-) -> Result<Recipient<AdapterCommand>, RuntimeError> {
-    let process = ctx
-        .process
-        .clone()
-        .ok_or_else(|| RuntimeError::VendorNotInstalled("codex".into()))?;
-    let server = hub.server_for(&ctx.owner_id, &process);
-    Ok(thread::CodexThread::new(ctx, server, hub.limits)
-        .start()
-        .recipient())
+/// Codex's catalog entry before its CLI has been asked (the model list is replaced by
+/// what `model/list` reports).
+pub fn spec() -> VendorSpec {
+    VendorSpec {
+        id: VendorId::CODEX,
+        display_name: "Codex".into(),
+        models: strings(&["gpt-5-codex", "gpt-5"]),
+        effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
+        capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
+        installed: true,
+        version: None,
+        agent: None,
+        notes: Vec::new(),
+    }
+}
+
+/// Codex in the vendor registry: starts one [`thread::CodexThread`] per session on
+/// its owner's shared app-server.
+pub struct Factory {
+    /// The vendor id (`codex` unless configured otherwise).
+    id: VendorId,
+    /// Name from the config, if any.
+    display_name: Option<String>,
+    /// How to start `codex`.
+    process: VendorProcess,
+    /// The owners' app-servers.
+    hub: CodexHub,
+}
+
+impl Factory {
+    /// The adapter for `vendor` (whose protocol is Codex's).
+    pub fn new(vendor: &ConfiguredVendor) -> Self {
+        Factory {
+            id: vendor.id.clone(),
+            display_name: vendor.display_name.clone(),
+            process: vendor.process.clone(),
+            hub: CodexHub::default(),
+        }
+    }
+}
+
+impl AdapterFactory for Factory {
+    fn spec(&self) -> VendorSpec {
+        let base = spec();
+        VendorSpec {
+            id: self.id.clone(),
+            display_name: self.display_name.clone().unwrap_or(base.display_name),
+            ..base
+        }
+    }
+
+    fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
+        let server = self.hub.server_for(&ctx.owner_id, &self.process);
+        Ok(thread::CodexThread::new(ctx, server, self.hub.limits)
+            .start()
+            .recipient())
+    }
+
+    fn probe(&self) -> Option<LocalFuture<VendorFacts>> {
+        let process = self.process.clone();
+        Some(Box::pin(async move {
+            let version = process.version().await;
+            if version.is_none() {
+                tracing::warn!(bin = %process.bin.display(), "`codex --version` failed");
+            }
+            VendorFacts {
+                version,
+                models: list_models(&process).await.unwrap_or_default(),
+                ..VendorFacts::default()
+            }
+        }))
+    }
 }
 
 /// The models `model/list` reports (hidden ones left out), from a short-lived

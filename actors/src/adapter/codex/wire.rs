@@ -722,6 +722,8 @@ pub struct ApprovalResponse {
 pub enum ApprovalDecision {
     /// Run it once.
     Accept,
+    /// Run it, and do not ask again for the same in this session ("always allow").
+    AcceptForSession,
     /// Do not run it; the turn goes on.
     Decline,
     /// Do not run it; the turn stops.
