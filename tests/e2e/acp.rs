@@ -364,17 +364,8 @@ async fn answer(ws: &mut WsClient, request: &Value, allow: bool, remember: bool)
     if remember {
         body["remember"] = json!("session");
     }
-    ws.send(&body).await;
-    let frames = ws
-        .recv_until(|v| {
-            v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error")
-        })
-        .await;
-    assert_eq!(
-        frames.last().map(|v| v["kind"].clone()),
-        Some(json!("reply")),
-        "{frames:?}"
-    );
+    let reply = ws.request_with_id(body).await;
+    assert_eq!(reply["kind"], "reply", "{reply}");
 }
 
 async fn abort(ws: &mut WsClient, id: &str) {

@@ -147,6 +147,24 @@ impl WsClient {
         }
     }
 
+    /// Like [`WsClient::request`] for a request that names its own `requestId` (a
+    /// permission answer carries the permission's id): other frames meanwhile go to the
+    /// backlog, so events that overtake the reply are not lost.
+    pub async fn request_with_id(&mut self, body: Value) -> Value {
+        let id = body["requestId"].clone();
+        self.send(&body).await;
+        loop {
+            let v = match self.next_frame(RECV_TIMEOUT).await {
+                Some(v) => v,
+                None => panic!("socket closed while waiting for {id}"),
+            };
+            if v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error") {
+                return v;
+            }
+            self.backlog.push_back(v);
+        }
+    }
+
     /// Like [`WsClient::request`] but panics unless the answer is a `reply`.
     pub async fn ok(&mut self, body: Value) -> Value {
         let answer = self.request(body.clone()).await;
