@@ -337,10 +337,26 @@ async fn send(ws: &mut WsClient, id: &str, text: &str) {
         .await;
 }
 
+/// The longest wait for one frame: a real agent's first turn starts two Node or Rust
+/// processes, which on a loaded 2-core machine can take longer than the clients'
+/// usual 20 s.
+const FRAME_WAIT: Duration = Duration::from_secs(90);
+
+/// The session's events until its `turn_completed` (inclusive).
+async fn turn_end(ws: &mut WsClient, id: &str) -> Vec<Value> {
+    ws.recv_until_within(FRAME_WAIT, |v| {
+        v["kind"] == "turn_completed" && v["sessionId"] == id
+    })
+    .await
+    .into_iter()
+    .filter(|v| v["sessionId"] == id && v.get("seq").is_some())
+    .collect()
+}
+
 /// Sends `text` and returns the turn's events.
 async fn turn(ws: &mut WsClient, id: &str, text: &str) -> Vec<Value> {
     send(ws, id, text).await;
-    ws.events_until_turn_end(id).await
+    turn_end(ws, id).await
 }
 
 fn end(events: &[Value]) -> Value {
@@ -353,7 +369,9 @@ fn status(events: &[Value]) -> Value {
 
 /// Frames until the next `permission_request`, which is returned.
 async fn next_permission(ws: &mut WsClient) -> Value {
-    let frames = ws.recv_until(|v| v["kind"] == "permission_request").await;
+    let frames = ws
+        .recv_until_within(FRAME_WAIT, |v| v["kind"] == "permission_request")
+        .await;
     frames.last().cloned().unwrap_or_default()
 }
 
@@ -526,7 +544,7 @@ async fn fake_permissions_carry_options_and_map_answers_by_kind() {
         "{pending}"
     );
     answer(&mut ws, &request, true, false).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = turn_end(&mut ws, &id).await;
     assert_eq!(all_text(&events), "answer: yes-once", "{events:?}");
     let stored = w.server().all_events(&id).await;
     assert!(of_kind(&stored, "permission_resolved")
@@ -536,14 +554,14 @@ async fn fake_permissions_carry_options_and_map_answers_by_kind() {
     send(&mut ws, &id, "ask").await;
     let request = next_permission(&mut ws).await;
     answer(&mut ws, &request, false, false).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = turn_end(&mut ws, &id).await;
     assert_eq!(all_text(&events), "answer: nope", "{events:?}");
     assert_eq!(of_kind(&events, "tool_result")[0]["isError"], true);
 
     send(&mut ws, &id, "ask").await;
     let request = next_permission(&mut ws).await;
     answer(&mut ws, &request, true, true).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = turn_end(&mut ws, &id).await;
     assert_eq!(all_text(&events), "answer: yes-forever", "{events:?}");
     // The rule is the session's too: recorded, listed, and it answers the next request.
     let stored = w.server().all_events(&id).await;
@@ -573,7 +591,7 @@ async fn fake_interrupt_cancels_pending_permissions_and_the_turn() {
     send(&mut ws, &id, "ask").await;
     let request = next_permission(&mut ws).await;
     abort(&mut ws, &id).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = turn_end(&mut ws, &id).await;
     assert_eq!(status(&events), "interrupted", "{events:?}");
     assert!(of_kind(&events, "permission_resolved")
         .iter()
@@ -584,9 +602,10 @@ async fn fake_interrupt_cancels_pending_permissions_and_the_turn() {
     assert_eq!(refused["code"], "NO_SUCH_PERMISSION", "{refused}");
 
     send(&mut ws, &id, "hang").await;
-    ws.recv_until(|v| v["kind"] == "text_delta").await;
+    ws.recv_until_within(FRAME_WAIT, |v| v["kind"] == "text_delta")
+        .await;
     abort(&mut ws, &id).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = turn_end(&mut ws, &id).await;
     assert_eq!(status(&events), "interrupted", "{events:?}");
     assert!(end(&events).get("error").is_none(), "{events:?}");
 
@@ -688,7 +707,8 @@ async fn fake_stopping_the_server_leaves_no_agent_behind() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     send(&mut ws, &id, "hang").await;
-    ws.recv_until(|v| v["kind"] == "text_delta").await;
+    ws.recv_until_within(FRAME_WAIT, |v| v["kind"] == "text_delta")
+        .await;
     assert_eq!(w.agents().len(), 1);
     ws.close().await;
     if let Some(server) = w.server.take() {
@@ -857,7 +877,7 @@ async fn real_permissions(agent: Real) {
     );
     assert!(offered.iter().any(|c| c["allow"] == false), "{request}");
     answer(&mut ws, &request, true, false).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = turn_end(&mut ws, &id).await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert!(allowed.exists(), "the allowed command ran: {events:?}");
 
@@ -870,7 +890,7 @@ async fn real_permissions(agent: Real) {
     .await;
     let request = next_permission(&mut ws).await;
     answer(&mut ws, &request, false, false).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = turn_end(&mut ws, &id).await;
     // Codex stops its turn on a denial (`abort`); Claude Code tells the model.
     assert!(
         matches!(status(&events).as_str(), Some("completed" | "interrupted")),
@@ -901,12 +921,12 @@ async fn real_always_allow(agent: Real) {
     send(&mut ws, &id, &prompt).await;
     let request = next_permission(&mut ws).await;
     answer(&mut ws, &request, true, false).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = turn_end(&mut ws, &id).await;
     assert_eq!(status(&events), "completed", "{events:?}");
     send(&mut ws, &id, &prompt).await;
     let request = next_permission(&mut ws).await;
     answer(&mut ws, &request, true, true).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = turn_end(&mut ws, &id).await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert!(file.exists());
     std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{e}"));
@@ -937,9 +957,10 @@ async fn real_interrupt(agent: Real) {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     send(&mut ws, &id, agent.slow()).await;
-    ws.recv_until(|v| v["kind"] == "text_delta").await;
+    ws.recv_until_within(FRAME_WAIT, |v| v["kind"] == "text_delta")
+        .await;
     abort(&mut ws, &id).await;
-    let events = ws.events_until_turn_end(&id).await;
+    let events = turn_end(&mut ws, &id).await;
     assert_eq!(status(&events), "interrupted", "{events:?}");
     let events = turn(&mut ws, &id, "say after the stop").await;
     assert_eq!(status(&events), "completed", "{events:?}");

@@ -113,6 +113,31 @@ impl WsClient {
         }
     }
 
+    /// Frames until (and including) the first that satisfies `done`, waiting at most
+    /// `timeout` for each (backlog first): for vendors whose first turn starts slow
+    /// processes.
+    pub async fn recv_until_within(
+        &mut self,
+        timeout: Duration,
+        mut done: impl FnMut(&Value) -> bool,
+    ) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let v = match self.backlog.pop_front() {
+                Some(v) => v,
+                None => match self.next_frame(timeout).await {
+                    Some(v) => v,
+                    None => panic!("socket closed"),
+                },
+            };
+            let stop = done(&v);
+            out.push(v);
+            if stop {
+                return out;
+            }
+        }
+    }
+
     /// Frames until (and including) the first that satisfies `done`.
     pub async fn recv_until(&mut self, mut done: impl FnMut(&Value) -> bool) -> Vec<Value> {
         let mut out = Vec::new();
