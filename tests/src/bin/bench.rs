@@ -1,7 +1,7 @@
 //! Benchmarks for tandem (see BENCHMARKS.md). `bench serve ARGS` runs the server itself
 //! (exactly `tandem serve ARGS`; likewise `bench user ...`), so tests and benchmarks
 //! start it as a child process.
-//! `bench fanout|sessions|replay|durability|delegation|codex|claude [flags]` start that server as a child
+//! `bench fanout|sessions|replay|durability|delegation|codex|claude|acp [flags]` start that server as a child
 //! process and measure it over loopback ([`tandem_tests::bench`]).
 
 use std::process::ExitCode;
@@ -13,7 +13,7 @@ fn main() -> ExitCode {
         Some("serve" | "user" | "token") => tandem_http::cli::main_from(&args),
         Some(
             mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex"
-            | "claude"),
+            | "claude" | "acp"),
         ) => tandem_tests::bench::run(mode, &args[1..]),
         _ => {
             eprintln!("{}", tandem_tests::bench::USAGE);
