@@ -43,79 +43,10 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// JSON-RPC "invalid params": the answer to a request tandem cannot read.
 const INVALID_PARAMS: i64 = -32602;
 
-/// How the agent's session is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Open {
-    /// `session/new`: a new conversation.
-    New,
-    /// `session/load`: the agent replays the conversation (the replay is not shown).
-    Load,
-    /// `session/resume`: the agent reopens it without replaying.
-    Resume,
-}
+mod approvals;
+mod opening;
 
-impl Open {
-    fn method(self) -> &'static str {
-        match self {
-            Open::New => "session/new",
-            Open::Load => "session/load",
-            Open::Resume => "session/resume",
-        }
-    }
-}
-
-/// Where a live process is in its start.
-#[derive(Debug)]
-enum Stage {
-    /// `initialize` sent, not answered.
-    Initializing,
-    /// The session is being opened.
-    Opening {
-        /// How.
-        how: Open,
-        /// What `initialize` said the agent can do.
-        caps: AgentCapabilities,
-    },
-    /// The session is open: turns can be prompted.
-    Ready {
-        /// The agent's session id.
-        session: String,
-        /// The modes it offers (empty: it has none).
-        modes: Vec<Mode>,
-        /// The mode in force, as far as tandem knows.
-        mode: String,
-        /// The instruction text last sent (the Driver's pair instruction), so it is
-        /// sent again only when it changes.
-        instructions: Option<String>,
-    },
-}
-
-/// The agent process, if there is one.
-#[derive(Debug)]
-enum Link {
-    /// No process; the next turn starts one.
-    Down,
-    /// A process, in one stage of its start.
-    Up {
-        /// The process.
-        process: LiveProcess,
-        /// Its stage.
-        stage: Stage,
-    },
-}
-
-/// A request of ours waiting for its answer.
-#[derive(Debug)]
-enum Pending {
-    /// `initialize`.
-    Initialize,
-    /// `session/new`, `session/load` or `session/resume`.
-    Open(Open),
-    /// `session/set_mode` to this mode.
-    SetMode(String),
-    /// `session/prompt` of this turn.
-    Prompt(String),
-}
+use opening::{Link, Open, Pending, Stage};
 
 /// What the adapter keeps about the turn in the slot.
 #[derive(Debug, Default)]
@@ -219,22 +150,6 @@ impl AcpAgent {
         self.slot.end(status, error);
     }
 
-    /// Answers every pending permission request `cancelled` and tells the session.
-    fn withdraw_approvals(&mut self, turn_id: Option<&str>) {
-        for (request_id, approval) in self.approvals.drain() {
-            self.respond(
-                approval.rpc_id,
-                PermissionAnswer {
-                    outcome: PermissionOutcome::Cancelled,
-                },
-            );
-            self.emitter.send(
-                turn_id.map(str::to_string),
-                AgentItem::PermissionResolved { request_id },
-            );
-        }
-    }
-
     fn name(&self) -> &str {
         &self.vendor.display_name
     }
@@ -281,95 +196,6 @@ impl AcpAgent {
                 data: None,
             }),
         }));
-    }
-
-    /// Tandem's `/mcp` as this session, for an agent that connects to HTTP MCP servers.
-    fn mcp_servers(&self, caps: &AgentCapabilities) -> Vec<McpServer> {
-        match &self.mcp {
-            Some(mcp) if caps.mcp_capabilities.http => vec![McpServer {
-                kind: "http",
-                name: "tandem",
-                url: mcp.url.clone(),
-                headers: vec![HttpHeader {
-                    name: "Authorization",
-                    value: format!("Bearer {}", mcp.token),
-                }],
-            }],
-            _ => Vec::new(),
-        }
-    }
-
-    /// Starts a process and sends `initialize`; bounded by the configured start time.
-    fn spawn(&mut self, ctx: &mut Context<Self>) -> std::io::Result<()> {
-        self.generation += 1;
-        let process = transport::spawn(
-            &self.vendor.process,
-            &self.cwd,
-            self.generation,
-            &self.hub,
-            ctx.address().downgrade(),
-        )?;
-        tracing::debug!(session = %self.session_id, vendor = %self.vendor.id, pid = process.pid, "acp agent started");
-        self.link = Link::Up {
-            process,
-            stage: Stage::Initializing,
-        };
-        self.pending.clear();
-        self.request(
-            "initialize",
-            InitializeParams {
-                protocol_version: PROTOCOL_VERSION,
-                client_capabilities: ClientCapabilities::default(),
-                client_info: Implementation {
-                    name: "tandem".into(),
-                    title: Some("tandem".into()),
-                    version: Some(env!("CARGO_PKG_VERSION").into()),
-                },
-            },
-            Pending::Initialize,
-        );
-        self.arm_startup_limit(ctx, "initialize");
-        Ok(())
-    }
-
-    /// Fails the start if the phase it is in now has not moved on within the limit.
-    fn arm_startup_limit(&mut self, ctx: &mut Context<Self>, step: &'static str) {
-        let generation = self.generation;
-        let opening = !matches!(
-            self.link,
-            Link::Up {
-                stage: Stage::Initializing,
-                ..
-            }
-        );
-        let limit = self.vendor.startup_timeout;
-        ctx.run_later(limit, move |act, ctx| {
-            let stuck = act.generation == generation
-                && match &act.link {
-                    Link::Up { stage, .. } => match stage {
-                        Stage::Initializing => !opening,
-                        Stage::Opening { .. } => opening,
-                        Stage::Ready { .. } => false,
-                    },
-                    Link::Down => false,
-                };
-            if stuck {
-                let error = format!(
-                    "{} did not answer `{step}` within {} s",
-                    act.name(),
-                    limit.as_secs_f32()
-                );
-                act.fail_start(error, ctx);
-            }
-        });
-    }
-
-    /// The start failed: the process goes, and a turn waiting for it fails with `error`.
-    fn fail_start(&mut self, error: String, ctx: &mut Context<Self>) {
-        tracing::warn!(session = %self.session_id, vendor = %self.vendor.id, error = %error, "acp agent did not start");
-        self.kill_live();
-        self.finish_turn(TurnStatus::Failed, Some(error), None);
-        self.arm_idle(ctx);
     }
 
     /// Kills the live process at once (it is broken).
@@ -582,25 +408,6 @@ impl AcpAgent {
         }
     }
 
-    fn answer_permission(
-        &mut self,
-        request_id: String,
-        allow: bool,
-        remember: bool,
-        permission_mode: Option<PermissionMode>,
-    ) {
-        let Some(approval) = self.approvals.answer(&request_id, allow && remember) else {
-            tracing::debug!(session = %self.session_id, request = %request_id, "answer to a request that is no longer pending");
-            return;
-        };
-        let outcome = mapping::answer(&approval.options, allow, remember);
-        self.respond(approval.rpc_id, PermissionAnswer { outcome });
-        if let Some(mode) = permission_mode.filter(|_| allow) {
-            self.settings.permission_mode = mode;
-            self.apply_mode();
-        }
-    }
-
     fn on_frame(&mut self, frame: Frame, ctx: &mut Context<Self>) {
         match frame {
             Frame::Response { id, outcome } => match self.pending.remove(&id) {
@@ -670,147 +477,6 @@ impl AcpAgent {
         }
     }
 
-    fn on_initialized(&mut self, outcome: Result<Value, RpcError>, ctx: &mut Context<Self>) {
-        let result = match outcome.map(serde_json::from_value::<InitializeResult>) {
-            Ok(Ok(result)) => result,
-            Ok(Err(e)) => {
-                let error = format!("{} answered `initialize` unreadably: {e}", self.name());
-                return self.fail_start(error, ctx);
-            }
-            Err(e) => {
-                let error = format!("{} refused `initialize`: {e}", self.name());
-                return self.fail_start(error, ctx);
-            }
-        };
-        if result.protocol_version != PROTOCOL_VERSION {
-            let error = format!(
-                "{} speaks ACP version {}; tandem speaks {PROTOCOL_VERSION}",
-                self.name(),
-                result.protocol_version
-            );
-            return self.fail_start(error, ctx);
-        }
-        let caps = result.agent_capabilities;
-        let how = match &self.vendor_session_id {
-            None => Open::New,
-            Some(_) if caps.session_capabilities.resume.is_some() => Open::Resume,
-            Some(_) if caps.load_session => Open::Load,
-            Some(old) => {
-                let text = format!(
-                    "{} cannot reopen its session {old}; this turn starts a new conversation.",
-                    self.name()
-                );
-                self.note(text);
-                self.vendor_session_id = None;
-                Open::New
-            }
-        };
-        self.open(how, caps, ctx);
-    }
-
-    /// An `info` event in the current turn (or outside turns).
-    fn note(&mut self, text: String) {
-        let turn_id = self.slot.turn_id();
-        self.emitter.event(turn_id, EventBody::Info { text });
-    }
-
-    fn open(&mut self, how: Open, caps: AgentCapabilities, ctx: &mut Context<Self>) {
-        let servers = self.mcp_servers(&caps);
-        let cwd = self.cwd.display().to_string();
-        if let Link::Up { stage, .. } = &mut self.link {
-            *stage = Stage::Opening { how, caps };
-        }
-        let purpose = Pending::Open(how);
-        match (how, self.vendor_session_id.clone()) {
-            (Open::New, _) | (_, None) => self.request(
-                Open::New.method(),
-                NewSessionParams {
-                    cwd: &cwd,
-                    mcp_servers: &servers,
-                },
-                Pending::Open(Open::New),
-            ),
-            (_, Some(id)) => self.request(
-                how.method(),
-                OpenSessionParams {
-                    session_id: &id,
-                    cwd: &cwd,
-                    mcp_servers: &servers,
-                },
-                purpose,
-            ),
-        };
-        self.arm_startup_limit(ctx, how.method());
-    }
-
-    fn on_opened(&mut self, how: Open, outcome: Result<Value, RpcError>, ctx: &mut Context<Self>) {
-        let caps = match &self.link {
-            Link::Up {
-                stage: Stage::Opening { caps, .. },
-                ..
-            } => caps.clone(),
-            _ => return,
-        };
-        let opened = match outcome.map(serde_json::from_value::<SessionOpened>) {
-            Ok(Ok(opened)) => opened,
-            Ok(Err(e)) => {
-                let error = format!(
-                    "{} answered `{}` unreadably: {e}",
-                    self.name(),
-                    how.method()
-                );
-                return self.fail_start(error, ctx);
-            }
-            Err(e) if how != Open::New => {
-                // The agent lost the conversation: carry on in a new one rather than
-                // failing every turn from now on.
-                let old = self.vendor_session_id.take().unwrap_or_default();
-                let text = format!(
-                    "{} could not reopen its session {old} ({e}); this turn starts a new conversation.",
-                    self.name()
-                );
-                self.note(text);
-                return self.open(Open::New, caps, ctx);
-            }
-            Err(e) => {
-                let error = format!("{} refused `session/new`: {e}", self.name());
-                return self.fail_start(error, ctx);
-            }
-        };
-        let session = match (how, opened.session_id, self.vendor_session_id.clone()) {
-            (Open::New, Some(id), _) => id,
-            (Open::New, None, _) => {
-                let error = format!("{} opened a session without an id", self.name());
-                return self.fail_start(error, ctx);
-            }
-            (_, _, Some(id)) => id,
-            (_, Some(id), None) => id,
-            (_, None, None) => return self.fail_start("no session to reopen".into(), ctx),
-        };
-        if self.vendor_session_id.as_deref() != Some(session.as_str()) {
-            self.vendor_session_id = Some(session.clone());
-            self.emitter
-                .send(None, AgentItem::VendorSessionId(session.clone()));
-        }
-        let (modes, mode) = opened
-            .modes
-            .map(|m| (m.available_modes, m.current_mode_id))
-            .unwrap_or_default();
-        if let Link::Up { stage, .. } = &mut self.link {
-            *stage = Stage::Ready {
-                session,
-                modes,
-                mode,
-                instructions: None,
-            };
-        }
-        if self.slot.is_idle() {
-            self.apply_mode();
-            self.arm_idle(ctx);
-        }
-        self.prompt_if_ready();
-    }
-
     fn on_update(&mut self, params: Value) {
         let loading = matches!(
             self.link,
@@ -843,57 +509,6 @@ impl AcpAgent {
         let events = turn.data.mapper.update(note.update);
         let turn_id = turn.id.clone();
         self.emit_events(&turn_id, events);
-    }
-
-    fn on_permission(&mut self, rpc_id: Value, params: Value) {
-        let request = match serde_json::from_value::<RequestPermissionParams>(params) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(session = %self.session_id, error = %e, "unreadable permission request refused");
-                return self.refuse(rpc_id, INVALID_PARAMS, "unreadable permission request");
-            }
-        };
-        let live = self.slot.phase() == Some(&Phase::Live);
-        let Some(turn) = self.slot.get_mut().filter(|_| live) else {
-            // No turn to ask in (or it is being stopped): nobody could answer.
-            return self.respond(
-                rpc_id,
-                PermissionAnswer {
-                    outcome: PermissionOutcome::Cancelled,
-                },
-            );
-        };
-        let turn_id = turn.id.clone();
-        let (events, call) = turn.data.mapper.announce(request.tool_call);
-        self.emit_events(&turn_id, events);
-        let tool_name = mapping::tool_name(&call);
-        let input = mapping::tool_input(&call);
-        let choices = mapping::choices(&request.options);
-        let approval = AcpApproval {
-            rpc_id,
-            options: request.options,
-        };
-        match self
-            .approvals
-            .ask(self.settings.permission_mode, &tool_name, approval)
-        {
-            Asked::Allowed(approval) => {
-                let outcome = mapping::answer(&approval.options, true, false);
-                self.respond(approval.rpc_id, PermissionAnswer { outcome });
-            }
-            Asked::Pending(request_id) => {
-                self.emitter.send(
-                    Some(turn_id),
-                    AgentItem::PermissionRequest {
-                        request_id,
-                        tool_name,
-                        input,
-                        permission_kind: PermissionKind::Tool,
-                        choices,
-                    },
-                );
-            }
-        }
     }
 
     fn on_exit(&mut self, exit: Exited, ctx: &mut Context<Self>) {
