@@ -1,6 +1,6 @@
 //! Decides, when the tests are built, which of the tools they drive are installed, and
-//! sets a `cfg` flag for each one that is: `has_codex`, `has_claude`, `has_browser`
-//! (Chromium, chromedriver and axe-core). Tests use
+//! sets a `cfg` flag for each one that is: `has_codex`, `has_claude`, `has_codex_acp`,
+//! `has_claude_acp`, `has_browser` (Chromium, chromedriver and axe-core). Tests use
 //! `#[cfg_attr(not(has_codex), ignore = "...")]`, so without the tool nextest lists
 //! them as skipped, never as passed. Under CI (`CI` set) every flag is set: CI
 //! installs every tool, and a missing one must fail its tests, not skip them.
@@ -12,7 +12,7 @@ mod vendor_clis;
 use std::path::{Path, PathBuf};
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser)");
+    println!("cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser, has_codex_acp, has_claude_acp)");
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=src/vendor_clis.rs");
     for key in [
@@ -21,6 +21,8 @@ fn main() {
         "TANDEM_TEST_CODEX_BIN",
         "TANDEM_TEST_CLAUDE_BIN",
         "TANDEM_TEST_AXE_JS",
+        "TANDEM_TEST_CODEX_ACP_BIN",
+        "TANDEM_TEST_CLAUDE_ACP_BIN",
     ] {
         println!("cargo::rerun-if-env-changed={key}");
     }
@@ -39,6 +41,23 @@ fn main() {
         "has_claude",
         "the pinned claude CLI",
         &[vendor_clis::claude_path()],
+    );
+    flag(
+        ci,
+        "has_codex_acp",
+        "the pinned codex-acp agent (with the pinned codex's bwrap)",
+        &[
+            vendor_clis::codex_acp_path(),
+            vendor_clis::codex_path()
+                .with_file_name("")
+                .join("../codex-resources/bwrap"),
+        ],
+    );
+    flag(
+        ci,
+        "has_claude_acp",
+        "the pinned claude-code-acp agent",
+        &[vendor_clis::claude_acp_path()],
     );
     flag(
         ci,

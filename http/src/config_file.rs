@@ -12,6 +12,14 @@
 //! bin = "/path/to/claude"  # default: `claude` on PATH; TANDEM_CLAUDE_BIN overrides
 //! models = ["claude-sonnet-4-5"]  # offered besides the CLI's aliases
 //!
+//! [vendors.gemini]         # any other id: an agent speaking ACP
+//! protocol = "acp"         # required for ids other than codex and claude
+//! bin = "gemini"           # required: a path, or a name looked up on PATH
+//! args = ["--experimental-acp"]
+//! env = { GEMINI_API_KEY = "..." }
+//! display_name = "Gemini CLI"  # default: the id
+//! startup_secs = 30        # bound on `initialize` and on opening the agent's session
+//!
 //! [workspace]
 //! roots = ["/home/me/src"]
 //! ```
@@ -20,9 +28,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use tandem_actors::adapter::acp::DEFAULT_STARTUP;
 use tandem_actors::adapter::{
     ConfiguredVendor, VendorId, VendorProcess, VendorProtocol, VendorsConfig,
 };
+
+/// Longest vendor id: it shows in lists and titles.
+const MAX_VENDOR_ID: usize = 40;
 
 /// The file as written; unknown keys are refused so a typo is not silently ignored.
 #[derive(Debug, Default, Deserialize)]
@@ -38,12 +50,15 @@ pub struct ConfigFile {
 
 /// `[vendors]`: one table per vendor CLI.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct VendorsSection {
     /// `[vendors.codex]`; absent: `TANDEM_CODEX_BIN` or `codex` on PATH, no extra arguments.
     pub codex: Option<VendorSection>,
     /// `[vendors.claude]`; absent: `TANDEM_CLAUDE_BIN` or `claude` on PATH, no extra arguments.
     pub claude: Option<VendorSection>,
+    /// Every other table: an ACP agent, keyed by its vendor id (checked after parsing:
+    /// each needs `protocol = "acp"` and a `bin`).
+    #[serde(flatten)]
+    pub others: BTreeMap<String, VendorSection>,
 }
 
 /// How to start one vendor's CLI.
@@ -65,6 +80,14 @@ pub struct VendorSection {
     /// aliases; a pinned full model name goes here).
     #[serde(default)]
     pub models: Vec<String>,
+    /// `acp` for an agent speaking the Agent Client Protocol; absent for the built-in
+    /// `codex` and `claude` adapters.
+    pub protocol: Option<String>,
+    /// Name shown to people (ACP agents; default: the id).
+    pub display_name: Option<String>,
+    /// Seconds an ACP agent may take to answer `initialize`, and again to open its
+    /// session (default 30).
+    pub startup_secs: Option<u64>,
 }
 
 /// `[workspace]`.
@@ -100,6 +123,16 @@ pub enum ConfigError {
         /// What is wrong, as the TOML parser says it.
         message: String,
     },
+    /// A `[vendors.ID]` table that parses but cannot be used.
+    #[error("config file {path}, [vendors.{id}]: {message}")]
+    Vendor {
+        /// The file, named in the message.
+        path: PathBuf,
+        /// The table's id.
+        id: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl ConfigFile {
@@ -114,6 +147,72 @@ impl ConfigFile {
 
     /// Parses `text` (read from `path`, which only names it in errors).
     pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
+        let file: ConfigFile = Self::parse_toml(path, text)?;
+        file.check_vendors()
+            .map_err(|(id, message)| ConfigError::Vendor {
+                path: path.to_path_buf(),
+                id,
+                message,
+            })?;
+        Ok(file)
+    }
+
+    /// Refuses vendor tables that parse but make no sense: a protocol on a built-in
+    /// vendor, another id without `protocol = "acp"` or `bin`, a bad id.
+    fn check_vendors(&self) -> Result<(), (String, String)> {
+        for (id, section) in [
+            ("codex", &self.vendors.codex),
+            ("claude", &self.vendors.claude),
+        ] {
+            if let Some(section) = section {
+                if section.protocol.is_some() || section.startup_secs.is_some() {
+                    return Err((
+                        id.into(),
+                        format!("`{id}` is a built-in adapter: `protocol` and `startup_secs` belong to ACP agents, which need another id"),
+                    ));
+                }
+            }
+        }
+        for (id, section) in &self.vendors.others {
+            let valid_id = !id.is_empty()
+                && id.len() <= MAX_VENDOR_ID
+                && id.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+            if !valid_id || id == VendorId::SCRIPTED.as_str() {
+                return Err((
+                    id.clone(),
+                    format!("a vendor id is 1-{MAX_VENDOR_ID} lowercase letters, digits, `-` or `_`, and not `scripted`"),
+                ));
+            }
+            match section.protocol.as_deref() {
+                Some("acp") => {}
+                Some(other) => {
+                    return Err((
+                        id.clone(),
+                        format!("unknown protocol `{other}`; the only one is \"acp\""),
+                    ))
+                }
+                None => {
+                    return Err((
+                        id.clone(),
+                        "`protocol = \"acp\"` is required for a vendor other than codex and claude"
+                            .into(),
+                    ))
+                }
+            }
+            if section.bin.is_none() {
+                return Err((id.clone(), "`bin` is required for an ACP agent".into()));
+            }
+            if section.startup_secs == Some(0) {
+                return Err((id.clone(), "`startup_secs` must be at least 1".into()));
+            }
+        }
+        Ok(())
+    }
+
+    fn parse_toml(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         toml::from_str(text).map_err(|e| {
             let offset = e.span().map_or(0, |span| span.start);
             let line = text[..offset.min(text.len())].matches('\n').count() + 1;
@@ -169,6 +268,31 @@ impl ConfigFile {
                 self.vendors.claude.as_ref(),
             ),
         ];
+        let acp = self.vendors.others.iter().filter_map(|(id, section)| {
+            let wanted = section.bin.clone()?;
+            let Some(bin) = find_executable(&wanted, path_var) else {
+                tracing::warn!(vendor = %id, bin = %wanted.display(), "ACP agent not found; not installed");
+                return None;
+            };
+            Some(ConfiguredVendor {
+                id: VendorId::new(id.clone()),
+                protocol: VendorProtocol::Acp {
+                    startup_timeout: section
+                        .startup_secs
+                        .map_or(DEFAULT_STARTUP, std::time::Duration::from_secs),
+                },
+                display_name: section
+                    .display_name
+                    .clone()
+                    .filter(|n| !n.trim().is_empty()),
+                process: VendorProcess {
+                    bin,
+                    args: section.args.clone(),
+                    env: section.env.clone(),
+                    idle_close: section.idle_secs.map(std::time::Duration::from_secs),
+                },
+            })
+        });
         VendorsConfig {
             vendors: builtins
                 .into_iter()
@@ -181,6 +305,7 @@ impl ConfigFile {
                         process,
                     })
                 })
+                .chain(acp)
                 .collect(),
         }
     }
@@ -299,9 +424,62 @@ mod tests {
         );
         assert!(e.contains("unknown field"), "{e}");
         let e = invalid("[vendors.gemini]\nbin = \"x\"\n");
-        assert!(e.contains("line 1") && e.contains("gemini"), "{e}");
+        assert!(
+            e.contains("[vendors.gemini]") && e.contains("protocol = \"acp\""),
+            "{e}"
+        );
         let e = invalid("[workspace\n");
         assert!(e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn acp_agents_are_vendors_by_their_table_key() {
+        let text = "[vendors.gemini]\nprotocol = \"acp\"\nbin = \"/bin/sh\"\nargs = [\"--experimental-acp\"]\nenv = { GEMINI_API_KEY = \"k\" }\ndisplay_name = \"Gemini CLI\"\nstartup_secs = 7\n\n[vendors.opencode]\nprotocol = \"acp\"\nbin = \"/nonexistent/opencode\"\n";
+        let config = ConfigFile::parse(Path::new("t.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let vendors = config.vendors(|_| None, None);
+        assert!(
+            vendors.get(&VendorId::new("opencode")).is_none(),
+            "a missing binary is not installed"
+        );
+        let gemini = vendors
+            .get(&VendorId::new("gemini"))
+            .unwrap_or_else(|| panic!("gemini not resolved"));
+        assert_eq!(gemini.display_name.as_deref(), Some("Gemini CLI"));
+        assert_eq!(gemini.process.args, vec!["--experimental-acp".to_string()]);
+        assert_eq!(gemini.process.bin, PathBuf::from("/bin/sh"));
+        assert_eq!(
+            gemini.protocol,
+            VendorProtocol::Acp {
+                startup_timeout: std::time::Duration::from_secs(7)
+            }
+        );
+        for (bad, says) in [
+            (
+                "[vendors.x]\nprotocol = \"mcp\"\nbin = \"/bin/sh\"\n",
+                "unknown protocol",
+            ),
+            ("[vendors.x]\nprotocol = \"acp\"\n", "`bin` is required"),
+            (
+                "[vendors.Bad]\nprotocol = \"acp\"\nbin = \"/bin/sh\"\n",
+                "lowercase",
+            ),
+            (
+                "[vendors.scripted]\nprotocol = \"acp\"\nbin = \"/bin/sh\"\n",
+                "not `scripted`",
+            ),
+            ("[vendors.codex]\nprotocol = \"acp\"\n", "built-in"),
+            (
+                "[vendors.x]\nprotocol = \"acp\"\nbin = \"/bin/sh\"\nstartup_secs = 0\n",
+                "at least 1",
+            ),
+            (
+                "[vendors.x]\nprotocol = \"acp\"\nbin = \"/bin/sh\"\nflavour = 1\n",
+                "unknown field",
+            ),
+        ] {
+            let e = invalid(bad);
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

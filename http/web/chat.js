@@ -866,6 +866,9 @@ export class ChatView {
       }
       case 'background_tasks':
         return add('info', h('div.line-event.muted', ev.tasks?.length ? `Background: ${ev.tasks.map((t) => t.description || t.taskId).join(', ')}` : 'Background work finished'));
+      case 'plan':
+        return add('info', h('details.card.plan', { open: true }, h('summary', 'Plan'),
+          h('ol', (ev.entries || []).map((e) => h(`li.plan-${e.status || 'pending'}`, typeof e === 'object' ? `${e.content ?? json(e)}${e.status ? ` (${e.status})` : ''}` : String(e))))));
       case 'config_changed':
         return add('info', h('div.line-event.muted', `Settings: ${[ev.vendor, ev.model, ev.effort, ev.permissionMode].filter(Boolean).join(' · ')}`));
       case 'delegation': {

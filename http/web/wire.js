@@ -4,6 +4,14 @@
 // at run time.
 
 /**
+ * An ACP agent's `agentInfo`.
+ * @typedef {object} AgentIdentity
+ * @property {string} name Its machine name (`codex-acp`).
+ * @property {string | null} [title] Its name for people (`Codex`).
+ * @property {string | null} [version] Its version.
+ */
+
+/**
  * One piece of work still running after its turn ended.
  * @typedef {object} BackgroundTask
  * @property {string} description A short human description (the command, the sub-agent's goal).
@@ -475,6 +483,7 @@
 /**
  * One vendor in `GET /api/v1/vendors`.
  * @typedef {object} VendorInfo
+ * @property {(AgentIdentity | null)} [agent] An ACP agent's own name and version, as its `initialize` answer gave them (absent until the agent was asked, and for the built-in adapters).
  * @property {Array<string>} capabilities What the adapter can do (`interrupt`, `backgroundTasks`, ...).
  * @property {string | null} [defaultModel] The model a session gets when it names none, where the CLI says (absent: the CLI decides, e.g. by the account).
  * @property {string} displayName Name to show people.
@@ -482,6 +491,7 @@
  * @property {string} id Vendor id used in `session.create`.
  * @property {boolean} installed True when sessions of this vendor can be created here.
  * @property {Array<string>} models Known model names: what the CLI reports (Codex's `model/list`, its default first) or its aliases (Claude Code), plus those the config file names.
+ * @property {Array<string>} [notes] Limits worth telling people, e.g. an ACP agent that cannot connect to tandem's MCP endpoint over HTTP and so cannot call the agent tools.
  * @property {string | null} [problem] What is wrong and how to fix it, when `status` is neither `ok` nor `unknown`.
  * @property {string} [status] Whether the vendor can work here, as far as is known without calling a model: `ok`, `unknown` (not checked yet), `missing`, `broken` (does not run), `unsupportedVersion`, `notLoggedIn`.
  * @property {string | null} [version] The CLI's version line, once known (absent when not installed).

@@ -157,6 +157,11 @@ pub enum EventBody {
         /// The request that is settled.
         request_id: String,
     },
+    /// The agent's plan, complete each time it changes (ACP `plan` updates).
+    Plan {
+        /// Its entries as the vendor sent them (`{content, status, priority}` for ACP).
+        entries: Vec<Value>,
+    },
     /// A delegation between the sessions of a pair started (`active`) or ended.
     Delegation {
         /// The pair.
@@ -266,6 +271,7 @@ impl EventBody {
             EventBody::BackgroundTasks { .. } => "background_tasks",
             EventBody::PermissionRequest { .. } => "permission_request",
             EventBody::PermissionResolved { .. } => "permission_resolved",
+            EventBody::Plan { .. } => "plan",
             EventBody::PermissionRemembered { .. } => "permission_remembered",
             EventBody::ConfigChanged { .. } => "config_changed",
             EventBody::Delegation { .. } => "delegation",

@@ -105,6 +105,27 @@ pub struct VendorInfo {
     pub effort_levels: Vec<String>,
     /// What the adapter can do (`interrupt`, `backgroundTasks`, ...).
     pub capabilities: Vec<String>,
+    /// An ACP agent's own name and version, as its `initialize` answer gave them
+    /// (absent until the agent was asked, and for the built-in adapters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentIdentity>,
+    /// Limits worth telling people, e.g. an ACP agent that cannot connect to tandem's
+    /// MCP endpoint over HTTP and so cannot call the agent tools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// An ACP agent's `agentInfo`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentIdentity {
+    /// Its machine name (`codex-acp`).
+    pub name: String,
+    /// Its name for people (`Codex`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 fn unknown_status() -> String {

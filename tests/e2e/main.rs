@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod access;
+mod acp;
 mod bad_input;
 mod browser_attacks;
 mod budgets;

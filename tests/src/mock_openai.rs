@@ -18,6 +18,9 @@
 //! - `fail` → HTTP 500;
 //! - anything else → `Hello from mock.`
 //!
+//! Text blocks starting with `<instructions>` (the standing instruction an ACP client
+//! sends before the user's text) are not part of the script.
+//!
 //! When the request's last input item is a tool's output, the reply is the text
 //! `tool output: OUTPUT` (its first 2,000 characters), which closes the tool round trip.
 //!
@@ -140,10 +143,13 @@ fn last_user_text(input: &[Value]) -> String {
     for item in input.iter().rev() {
         if item["type"] == "message" && item["role"] == "user" {
             if let Some(parts) = item["content"].as_array() {
+                // An ACP client's standing instruction travels as a text block of
+                // its own before the user's; it is not the script.
                 let text: Vec<&str> = parts
                     .iter()
                     .filter(|p| p["type"] == "input_text")
                     .filter_map(|p| p["text"].as_str())
+                    .filter(|t| !t.starts_with("<instructions>"))
                     .collect();
                 return text.join("\n");
             }

@@ -46,6 +46,43 @@ pub fn axe_path() -> PathBuf {
     pinned_path("TANDEM_TEST_AXE_JS", "axe-core/axe.min.js")
 }
 
+/// Where Zed's Codex ACP agent is expected, the native binary
+/// (`TANDEM_TEST_CODEX_ACP_BIN` overrides).
+pub fn codex_acp_path() -> PathBuf {
+    pinned_path(
+        "TANDEM_TEST_CODEX_ACP_BIN",
+        "@zed-industries/codex-acp-linux-x64/bin/codex-acp",
+    )
+}
+
+/// Where Zed's Claude Code ACP agent is expected, a Node script with a `node` shebang
+/// (`TANDEM_TEST_CLAUDE_ACP_BIN` overrides).
+pub fn claude_acp_path() -> PathBuf {
+    pinned_path(
+        "TANDEM_TEST_CLAUDE_ACP_BIN",
+        "@zed-industries/claude-code-acp/dist/index.js",
+    )
+}
+
+/// Zed's Codex ACP agent, if installed.
+pub fn codex_acp_bin() -> Option<PathBuf> {
+    Some(codex_acp_path()).filter(|p| p.is_file())
+}
+
+/// Zed's Claude Code ACP agent, if installed.
+pub fn claude_acp_bin() -> Option<PathBuf> {
+    Some(claude_acp_path()).filter(|p| p.is_file())
+}
+
+/// The folder of the `bwrap` Codex ships for its Linux sandbox. `codex-acp` ships
+/// none and looks for `bwrap` on PATH, so its tests put this folder there.
+pub fn codex_sandbox_dir() -> Option<PathBuf> {
+    let dir = repo_root().join(
+        ".vendor-clis/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/codex-resources",
+    );
+    dir.join("bwrap").is_file().then_some(dir)
+}
+
 /// The native `codex` binary, if installed.
 pub fn codex_bin() -> Option<PathBuf> {
     Some(codex_path()).filter(|p| p.is_file())

@@ -121,6 +121,31 @@ impl WsClient {
         }
     }
 
+    /// Frames until (and including) the first that satisfies `done`, waiting at most
+    /// `timeout` for each (backlog first): for vendors whose first turn starts slow
+    /// processes.
+    pub async fn recv_until_within(
+        &mut self,
+        timeout: Duration,
+        mut done: impl FnMut(&Value) -> bool,
+    ) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let v = match self.backlog.pop_front() {
+                Some(v) => v,
+                None => match self.next_frame(timeout).await {
+                    Some(v) => v,
+                    None => panic!("socket closed"),
+                },
+            };
+            let stop = done(&v);
+            out.push(v);
+            if stop {
+                return out;
+            }
+        }
+    }
+
     /// Frames until (and including) the first that satisfies `done`.
     pub async fn recv_until(&mut self, mut done: impl FnMut(&Value) -> bool) -> Vec<Value> {
         let mut out = Vec::new();
@@ -149,6 +174,24 @@ impl WsClient {
             if v["requestId"] == json!(id)
                 && (v["kind"] == "reply" || v["kind"] == "protocol_error")
             {
+                return v;
+            }
+            self.backlog.push_back(v);
+        }
+    }
+
+    /// Like [`WsClient::request`] for a request that names its own `requestId` (a
+    /// permission answer carries the permission's id): other frames meanwhile go to the
+    /// backlog, so events that overtake the reply are not lost.
+    pub async fn request_with_id(&mut self, body: Value) -> Value {
+        let id = body["requestId"].clone();
+        self.send(&body).await;
+        loop {
+            let v = match self.next_frame(RECV_TIMEOUT).await {
+                Some(v) => v,
+                None => panic!("socket closed while waiting for {id}"),
+            };
+            if v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error") {
                 return v;
             }
             self.backlog.push_back(v);

@@ -37,6 +37,10 @@ pub struct VendorSpec {
     pub default_model: Option<String>,
     /// Models the config file names; kept when the CLI's list replaces the rest.
     pub configured_models: Vec<String>,
+    /// An ACP agent's own name and version, from `initialize`, once probed.
+    pub agent: Option<tandem_protocol::rest::AgentIdentity>,
+    /// Limits worth telling people (an ACP agent that cannot reach the agent tools).
+    pub notes: Vec<String>,
 }
 
 impl VendorSpec {
@@ -117,6 +121,13 @@ impl VendorCatalog {
             if health.default_model.is_some() {
                 spec.default_model = health.default_model;
             }
+            if health.agent.is_some() {
+                spec.agent = health.agent;
+            }
+            if let Some(capabilities) = health.capabilities {
+                spec.capabilities = capabilities;
+                spec.notes = health.notes;
+            }
         });
     }
 
@@ -149,6 +160,8 @@ impl VendorCatalog {
                 models: v.models.clone(),
                 effort_levels: strings(v.effort_levels),
                 capabilities: v.capabilities.clone(),
+                agent: v.agent.clone(),
+                notes: v.notes.clone(),
             })
             .collect()
     }

@@ -66,11 +66,12 @@ pub fn parse_version(line: &str) -> Option<Version> {
 }
 
 /// Where a vendor stands, as `GET /api/v1/vendors` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum VendorStatus {
     /// Usable as far as can be told without calling the model.
     Ok,
     /// Not checked yet (the server checks in the background after it starts).
+    #[default]
     Unknown,
     /// No binary found.
     Missing,
@@ -102,7 +103,7 @@ impl VendorStatus {
 }
 
 /// What a check found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Health {
     /// The CLI's `--version` line, when it ran.
     pub version: Option<String>,
@@ -116,6 +117,13 @@ pub struct Health {
     pub logged_in: Option<bool>,
     /// The model the CLI uses when none is named, where it says (Codex).
     pub default_model: Option<String>,
+    /// An ACP agent's own name and version, from `initialize`.
+    pub agent: Option<tandem_protocol::rest::AgentIdentity>,
+    /// Capability words that replace the built-in ones (ACP: what `initialize` said).
+    pub capabilities: Option<Vec<String>>,
+    /// Limits worth telling people (replace the built-in ones when `capabilities` is
+    /// given).
+    pub notes: Vec<String>,
 }
 
 /// The name people know a vendor by.
@@ -177,6 +185,7 @@ pub fn missing(vendor: &str) -> Health {
         models: None,
         logged_in: None,
         default_model: None,
+        ..Default::default()
     }
 }
 
@@ -198,6 +207,7 @@ pub async fn check(vendor: &str, process: Option<&VendorProcess>) -> Health {
             models: None,
             logged_in: None,
             default_model: None,
+            ..Default::default()
         };
     };
     if let Some(problem) = version_problem(vendor, &version) {
@@ -208,6 +218,7 @@ pub async fn check(vendor: &str, process: Option<&VendorProcess>) -> Health {
             models: None,
             logged_in: None,
             default_model: None,
+            ..Default::default()
         };
     }
     let (logged_in, models, default_model) = match vendor {
@@ -226,6 +237,7 @@ pub async fn check(vendor: &str, process: Option<&VendorProcess>) -> Health {
             models,
             logged_in,
             default_model,
+            ..Default::default()
         };
     }
     Health {
@@ -235,6 +247,7 @@ pub async fn check(vendor: &str, process: Option<&VendorProcess>) -> Health {
         models,
         logged_in,
         default_model,
+        ..Default::default()
     }
 }
 

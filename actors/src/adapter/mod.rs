@@ -7,6 +7,7 @@
 //! for a session's [`VendorId`]; [`AdapterContext`] is what a session hands a new
 //! adapter.
 
+pub mod acp;
 pub mod catalog;
 pub mod claude;
 pub mod codex;

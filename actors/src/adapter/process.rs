@@ -103,6 +103,12 @@ pub enum VendorProtocol {
     Codex,
     /// `claude -p` with stream-json and the control protocol.
     Claude,
+    /// The Agent Client Protocol (JSON-RPC 2.0 on stdio), one process per session.
+    Acp {
+        /// Bound on `initialize`, and again on opening the agent's session: past it the
+        /// turn fails with a clear error and the process is killed.
+        startup_timeout: Duration,
+    },
 }
 
 /// One vendor CLI the server can run (`[vendors.<id>]` in the config file).

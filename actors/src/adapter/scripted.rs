@@ -150,6 +150,8 @@ impl AdapterFactory for Factory {
             problem: None,
             default_model: Some("scripted-1".into()),
             configured_models: Vec::new(),
+            agent: None,
+            notes: Vec::new(),
         }
     }
 

@@ -176,6 +176,9 @@ fn factory(vendor: &ConfiguredVendor) -> Arc<dyn AdapterFactory> {
     match vendor.protocol {
         VendorProtocol::Codex => Arc::new(super::codex::Factory::new(vendor)),
         VendorProtocol::Claude => Arc::new(super::claude::Factory::new(vendor)),
+        VendorProtocol::Acp { startup_timeout } => {
+            Arc::new(super::acp::Factory::new(vendor, startup_timeout))
+        }
     }
 }
 

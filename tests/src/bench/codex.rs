@@ -108,11 +108,11 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
     Ok(())
 }
 
-fn ms(us: u32) -> f64 {
+pub(super) fn ms(us: u32) -> f64 {
     f64::from(us) / 1000.0
 }
 
-fn summary(sorted: &[u32]) -> Value {
+pub(super) fn summary(sorted: &[u32]) -> Value {
     json!({
         "median": round(ms(percentile(sorted, 50.0)), 2),
         "p90": round(ms(percentile(sorted, 90.0)), 2),
@@ -361,7 +361,7 @@ impl Direct {
 }
 
 /// The `/mcp` URL and a token for a fresh (scripted) session of `server`.
-async fn mcp_access(server: &BenchServer) -> Result<(String, String), String> {
+pub(super) async fn mcp_access(server: &BenchServer) -> Result<(String, String), String> {
     let client = awc::Client::builder()
         .timeout(Duration::from_secs(30))
         .finish();
@@ -390,16 +390,27 @@ async fn mcp_access(server: &BenchServer) -> Result<(String, String), String> {
     }
 }
 
-/// The served client: one subscribed connection, one Codex session.
-struct Served {
-    ws: RawWs,
+/// The served client: one subscribed connection, one session of a vendor.
+pub(super) struct Served {
+    pub(super) ws: RawWs,
     session: String,
+    /// The text each turn sends.
+    prompt: &'static str,
 }
 
 impl Served {
     async fn start(url: &str) -> Result<Served, String> {
+        Served::start_vendor(url, "codex", PROMPT).await
+    }
+
+    /// A session of `vendor` whose turns send `prompt`.
+    pub(super) async fn start_vendor(
+        url: &str,
+        vendor: &str,
+        prompt: &'static str,
+    ) -> Result<Served, String> {
         let mut ws = RawWs::connect(url).await?;
-        let frame = json!({"type": "session.create", "vendor": "codex", "title": "bench",
+        let frame = json!({"type": "session.create", "vendor": vendor, "title": "bench",
             "requestId": "create"});
         ws.send_text(frame.to_string()).await?;
         let reply = next_control(&mut ws).await?;
@@ -420,12 +431,16 @@ impl Served {
                 Incoming::Closed(code) => return Err(format!("socket closed ({code:?})")),
             }
         }
-        Ok(Served { ws, session })
+        Ok(Served {
+            ws,
+            session,
+            prompt,
+        })
     }
 
     /// One timed turn, µs.
-    async fn turn(&mut self, i: usize) -> Result<u32, String> {
-        let frame = json!({"type": "chat.send", "sessionId": self.session, "content": PROMPT,
+    pub(super) async fn turn(&mut self, i: usize) -> Result<u32, String> {
+        let frame = json!({"type": "chat.send", "sessionId": self.session, "content": self.prompt,
             "requestId": format!("t{i}")});
         let t0 = Instant::now();
         self.ws.send_text(frame.to_string()).await?;

@@ -1,4 +1,4 @@
-//! The benchmark program (`bench fanout|sessions|replay|durability|delegation|codex|claude`, see
+//! The benchmark program (`bench fanout|sessions|replay|durability|delegation|codex|claude|acp`, see
 //! BENCHMARKS.md).
 //!
 //! Every mode starts the real server as a separate process ([`server::BenchServer`]),
@@ -8,6 +8,7 @@
 //! never parses an event frame, it scans it for `"seq":`, `"ts":` and `"kind":`
 //! ([`scan`]).
 
+pub mod acp;
 pub mod args;
 pub mod claude;
 pub mod codex;
@@ -41,6 +42,7 @@ pub fn run(mode: &str, flags: &[String]) -> ExitCode {
         "delegation" => delegation::main(flags),
         "codex" => codex::main(flags),
         "claude" => claude::main(flags),
+        "acp" => acp::main(flags),
         other => Err(format!("unknown mode {other}")),
     };
     match outcome {
@@ -67,7 +69,8 @@ usage: bench serve [tandem serve flags]
                         [--threads 2] [--server-arg ARG]...
        bench codex      [--turns 100] [--runs 3] [--codex-bin PATH] [--direct-overrides 1]
                         [--server-arg ARG]...
-       bench claude     [--turns 100] [--warmup 5] [--bin PATH]";
+       bench claude     [--turns 100] [--warmup 5] [--bin PATH]
+       bench acp        [--turns 100] [--runs 3] [--bin PATH] [--server-arg ARG]...";
 
 fn usage_error(e: &str) -> ExitCode {
     eprintln!("bench: {e}\n{USAGE}");

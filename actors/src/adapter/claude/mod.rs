@@ -146,6 +146,8 @@ pub fn spec() -> VendorSpec {
         // Claude Code's default depends on the account; only the CLI knows.
         default_model: None,
         configured_models: Vec::new(),
+        agent: None,
+        notes: Vec::new(),
     }
 }
 

@@ -53,6 +53,8 @@ pub fn spec() -> VendorSpec {
         problem: None,
         default_model: None,
         configured_models: Vec::new(),
+        agent: None,
+        notes: Vec::new(),
     }
 }
 

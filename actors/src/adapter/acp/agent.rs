@@ -1,0 +1,602 @@
+//! [`AcpAgent`]: the adapter actor for one session of an ACP agent.
+//!
+//! It starts the agent on the first turn, does `initialize` and opens the agent's
+//! session (`session/new`, or `session/resume` / `session/load` once the agent's
+//! session id is known), then runs each turn as one `session/prompt`. The process is
+//! kept between turns and closed after an idle time; the next turn reopens the
+//! session in a new process the same way a restart does.
+//!
+//! It is built on the adapter core: the [`Emitter`] reports and paces, the
+//! [`TurnSlot`] holds the turn (`Starting` while the session is being opened and the
+//! prompt not yet sent, `Live` once prompted, `Stopping` after an interrupt) and is the
+//! only producer of its `TurnEnded`, and [`Approvals`] holds the permission requests
+//! (bypass and remembered rules answer by themselves). The process is one more enum,
+//! [`Link`]: none, or a process in one [`Stage`] of its start.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use actix::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+use tandem_protocol::{EventBody, PermissionKind, PermissionMode, TurnStatus};
+use tokio::sync::oneshot;
+
+use super::mapping::{self, TurnMapper};
+use super::transport::{self, Exited, Incoming, LiveProcess};
+use super::wire::{
+    line, AgentCapabilities, CancelParams, ClientCapabilities, Frame, HttpHeader, Implementation,
+    InitializeParams, InitializeResult, McpServer, Mode, NewSessionParams, OpenSessionParams,
+    OutNotification, OutRequest, OutResponse, PermissionAnswer, PermissionOption,
+    PermissionOutcome, PromptParams, PromptResult, RequestPermissionParams, RpcError,
+    SessionNotification, SessionOpened, SetModeParams, TextBlock, METHOD_NOT_FOUND,
+    PROTOCOL_VERSION,
+};
+use super::{AcpHub, AcpVendor};
+use crate::adapter::core::{Approvals, Asked, Emitter, Phase, Stop, TurnSlot};
+use crate::adapter::messages::{AdapterCommand, AgentItem, TurnSettings};
+use crate::adapter::{AdapterContext, McpAccess};
+
+/// A process asked to close is killed if it is still there after this long.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// JSON-RPC "invalid params": the answer to a request tandem cannot read.
+const INVALID_PARAMS: i64 = -32602;
+
+mod approvals;
+mod opening;
+
+use opening::{Link, Open, Pending, Stage};
+
+/// What the adapter keeps about the turn in the slot.
+#[derive(Debug, Default)]
+struct TurnData {
+    /// The user text, until it is prompted (the session may still be opening).
+    text: Option<String>,
+    /// The turn's updates → events.
+    mapper: TurnMapper,
+}
+
+/// A permission request the agent is waiting on (the core's approval handle).
+#[derive(Debug)]
+struct AcpApproval {
+    /// The agent's JSON-RPC id, echoed in our answer.
+    rpc_id: Value,
+    /// The agent's options; the answer is mapped onto them by kind.
+    options: Vec<PermissionOption>,
+}
+
+/// The adapter actor for one session of an ACP agent.
+pub struct AcpAgent {
+    /// Our session id; only used to tag log lines.
+    session_id: String,
+    /// The configured agent.
+    vendor: AcpVendor,
+    /// The session's working directory (absolute).
+    cwd: PathBuf,
+    /// The agent tools endpoint, passed in `mcpServers` when the agent takes HTTP.
+    mcp: Option<McpAccess>,
+    /// Reports to the session and paces.
+    emitter: Emitter,
+    /// Shared with every ACP adapter: pids and the shutdown signal.
+    hub: AcpHub,
+    /// Settings as the session last gave them.
+    settings: TurnSettings,
+    /// The agent's session id, once known: reopened after a restart or idle close.
+    vendor_session_id: Option<String>,
+    /// The process.
+    link: Link,
+    /// Bumped per process; frames and exits of an older process are ignored.
+    generation: u64,
+    /// Our next request id.
+    next_id: u64,
+    /// Our requests waiting for answers, by id.
+    pending: HashMap<u64, Pending>,
+    /// The turn in flight.
+    slot: TurnSlot<TurnData>,
+    /// Permission requests waiting for a person, and the remembered rules.
+    approvals: Approvals<AcpApproval>,
+    /// Processes asked to close, with their kill switches.
+    closing: Vec<(u64, Option<oneshot::Sender<()>>)>,
+    /// Closes the process after it has been idle for the configured time.
+    idle: Option<SpawnHandle>,
+}
+
+impl AcpAgent {
+    /// An adapter for the session `ctx` describes, running `vendor`.
+    pub fn new(ctx: AdapterContext, vendor: AcpVendor, hub: AcpHub) -> Self {
+        let emitter = ctx.emitter();
+        AcpAgent {
+            slot: TurnSlot::new(&emitter),
+            approvals: Approvals::new(ctx.remembered),
+            emitter,
+            session_id: ctx.session_id,
+            vendor,
+            cwd: ctx.cwd,
+            mcp: ctx.mcp,
+            hub,
+            settings: ctx.settings,
+            vendor_session_id: ctx.vendor_session_id,
+            link: Link::Down,
+            generation: 0,
+            next_id: 0,
+            pending: HashMap::new(),
+            closing: Vec::new(),
+            idle: None,
+        }
+    }
+
+    fn emit_events(&mut self, turn_id: &str, events: Vec<EventBody>) {
+        for body in events {
+            self.emitter.event(Some(turn_id.to_string()), body);
+        }
+    }
+
+    /// Ends the turn in the slot (if any): what its mapper still holds is written
+    /// first, pending requests are withdrawn, the usage goes before the slot's one
+    /// `TurnEnded` (which an interrupt turns into `interrupted`).
+    fn finish_turn(&mut self, status: TurnStatus, error: Option<String>, usage: Option<Value>) {
+        let Some(turn) = self.slot.get_mut() else {
+            return;
+        };
+        let id = turn.id.clone();
+        let tail = turn.data.mapper.finish();
+        let usage = turn.data.mapper.usage(usage);
+        self.emit_events(&id, tail);
+        self.withdraw_approvals(Some(&id));
+        if let Some(usage) = usage {
+            self.emitter.send(Some(id), AgentItem::Usage(usage));
+        }
+        self.slot.end(status, error);
+    }
+
+    fn name(&self) -> &str {
+        &self.vendor.display_name
+    }
+
+    fn write(&self, bytes: Vec<u8>) -> bool {
+        match &self.link {
+            Link::Up { process, .. } => process.write(bytes),
+            Link::Down => false,
+        }
+    }
+
+    fn request<P: Serialize>(&mut self, method: &str, params: P, purpose: Pending) -> bool {
+        self.next_id += 1;
+        let id = self.next_id;
+        let sent = self.write(line(&OutRequest {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        }));
+        if sent {
+            self.pending.insert(id, purpose);
+        }
+        sent
+    }
+
+    fn respond<R: Serialize>(&self, id: Value, result: R) {
+        self.write(line(&OutResponse {
+            jsonrpc: "2.0",
+            id,
+            result: Some(result),
+            error: None,
+        }));
+    }
+
+    fn refuse(&self, id: Value, code: i64, message: &str) {
+        self.write(line(&OutResponse::<()> {
+            jsonrpc: "2.0",
+            id,
+            result: None,
+            error: Some(RpcError {
+                code,
+                message: message.into(),
+                data: None,
+            }),
+        }));
+    }
+
+    /// Kills the live process at once (it is broken).
+    fn kill_live(&mut self) {
+        if let Link::Up { process, .. } = std::mem::replace(&mut self.link, Link::Down) {
+            if let Some(kill) = process.close() {
+                let _ = kill.send(());
+            }
+        }
+        self.pending.clear();
+    }
+
+    /// Closes the live process: stdin is closed (the agent exits by itself) and it is
+    /// killed if still there after [`CLOSE_GRACE`].
+    fn close_live(&mut self, ctx: &mut Context<Self>) {
+        let Link::Up { process, .. } = std::mem::replace(&mut self.link, Link::Down) else {
+            return;
+        };
+        tracing::debug!(session = %self.session_id, pid = process.pid, "closing idle acp agent");
+        let generation = process.generation;
+        self.closing.push((generation, process.close()));
+        self.pending.clear();
+        ctx.run_later(CLOSE_GRACE, move |act, _| {
+            if let Some(pos) = act.closing.iter().position(|(g, _)| *g == generation) {
+                if let (_, Some(kill)) = act.closing.remove(pos) {
+                    let _ = kill.send(());
+                }
+            }
+        });
+    }
+
+    fn cancel_idle(&mut self, ctx: &mut Context<Self>) {
+        if let Some(handle) = self.idle.take() {
+            ctx.cancel_future(handle);
+        }
+    }
+
+    /// Arms the idle close when a process lives and no turn runs.
+    fn arm_idle(&mut self, ctx: &mut Context<Self>) {
+        self.cancel_idle(ctx);
+        if matches!(self.link, Link::Down) || !self.slot.is_idle() {
+            return;
+        }
+        self.idle = Some(ctx.run_later(self.vendor.idle_close, |act, ctx| {
+            act.idle = None;
+            if act.slot.is_idle() {
+                act.close_live(ctx);
+            }
+        }));
+    }
+
+    fn start_turn(
+        &mut self,
+        turn_id: String,
+        text: String,
+        settings: TurnSettings,
+        ctx: &mut Context<Self>,
+    ) {
+        self.cancel_idle(ctx);
+        self.settings = settings;
+        let data = TurnData {
+            text: Some(text),
+            mapper: TurnMapper::default(),
+        };
+        // The session never starts a turn while one runs; if it somehow did, the slot
+        // has ended the old one, and its requests go with it.
+        if let Some(old) = self.slot.begin(turn_id, data) {
+            self.withdraw_approvals(Some(&old.id));
+        }
+        if matches!(self.link, Link::Down) {
+            if let Err(e) = self.spawn(ctx) {
+                let error = format!(
+                    "cannot start {} ({}): {e}",
+                    self.name(),
+                    self.vendor.process.bin.display()
+                );
+                self.finish_turn(TurnStatus::Failed, Some(error), None);
+                return;
+            }
+        }
+        self.prompt_if_ready();
+    }
+
+    /// Sends the waiting turn's prompt once the session is open.
+    fn prompt_if_ready(&mut self) {
+        let Link::Up {
+            stage: Stage::Ready { session, .. },
+            ..
+        } = &self.link
+        else {
+            return;
+        };
+        let session = session.clone();
+        if self.slot.phase() != Some(&Phase::Starting) {
+            return;
+        }
+        let Some(turn) = self.slot.get_mut() else {
+            return;
+        };
+        let Some(text) = turn.data.text.take() else {
+            return;
+        };
+        let turn_id = turn.id.clone();
+        self.apply_mode();
+        // ACP has no system prompt: the instruction (the Driver's pair instruction)
+        // goes before the user text, once per process and again when it changes.
+        let instructions = self
+            .settings
+            .system_prompt
+            .clone()
+            .filter(|p| !p.is_empty());
+        let mut preface = None;
+        if let Link::Up {
+            stage: Stage::Ready {
+                instructions: sent, ..
+            },
+            ..
+        } = &mut self.link
+        {
+            if instructions.is_some() && *sent != instructions {
+                preface = instructions
+                    .as_ref()
+                    .map(|i| format!("<instructions>\n{i}\n</instructions>"));
+                *sent = instructions;
+            }
+        }
+        let mut prompt = Vec::new();
+        if let Some(preface) = preface.as_deref() {
+            prompt.push(TextBlock::new(preface));
+        }
+        prompt.push(TextBlock::new(&text));
+        let sent = self.request(
+            "session/prompt",
+            PromptParams {
+                session_id: &session,
+                prompt,
+            },
+            Pending::Prompt(turn_id),
+        );
+        self.slot.go_live();
+        if !sent {
+            // The process is going: its exit ends the turn.
+            tracing::debug!(session = %self.session_id, "prompt not written; the agent is exiting");
+        }
+    }
+
+    /// Switches the agent's mode to the one matching the permission mode, where the
+    /// agent offers one.
+    fn apply_mode(&mut self) {
+        let wanted = match &self.link {
+            Link::Up {
+                stage: Stage::Ready { modes, mode, .. },
+                ..
+            } => match mapping::mode_for(self.settings.permission_mode, modes) {
+                Some(w) if w != *mode => w,
+                _ => return,
+            },
+            _ => return,
+        };
+        let Link::Up {
+            stage: Stage::Ready { session, mode, .. },
+            ..
+        } = &mut self.link
+        else {
+            return;
+        };
+        *mode = wanted.clone();
+        let session = session.clone();
+        self.request(
+            "session/set_mode",
+            SetModeParams {
+                session_id: &session,
+                mode_id: &wanted,
+            },
+            Pending::SetMode(wanted.clone()),
+        );
+    }
+
+    fn interrupt(&mut self, turn_id: String) {
+        if !self.slot.is(&turn_id) {
+            return;
+        }
+        match self.slot.stop(Stop::Interrupt) {
+            Some(Phase::Starting) => {
+                // Nothing was prompted yet: the turn is over now.
+                self.finish_turn(TurnStatus::Interrupted, None, None);
+            }
+            Some(Phase::Live) => {
+                let session = match &self.link {
+                    Link::Up {
+                        stage: Stage::Ready { session, .. },
+                        ..
+                    } => session.clone(),
+                    _ => String::new(),
+                };
+                let sent = self.write(line(&OutNotification {
+                    jsonrpc: "2.0",
+                    method: "session/cancel",
+                    params: CancelParams {
+                        session_id: &session,
+                    },
+                }));
+                self.withdraw_approvals(Some(&turn_id));
+                if !sent {
+                    // No process to ask.
+                    self.finish_turn(TurnStatus::Interrupted, None, None);
+                }
+            }
+            Some(Phase::Stopping(_)) | None => {}
+        }
+    }
+
+    fn on_frame(&mut self, frame: Frame, ctx: &mut Context<Self>) {
+        match frame {
+            Frame::Response { id, outcome } => match self.pending.remove(&id) {
+                Some(purpose) => self.on_response(purpose, outcome, ctx),
+                None => {
+                    tracing::debug!(session = %self.session_id, id, "answer to no request of ours")
+                }
+            },
+            Frame::Notification { method, params } => {
+                if method == "session/update" {
+                    self.on_update(params);
+                }
+            }
+            Frame::Request { id, method, params } => {
+                if method == "session/request_permission" {
+                    self.on_permission(id, params);
+                } else {
+                    self.refuse(id, METHOD_NOT_FOUND, "not served by tandem");
+                }
+            }
+        }
+    }
+
+    fn on_response(
+        &mut self,
+        purpose: Pending,
+        outcome: Result<Value, RpcError>,
+        ctx: &mut Context<Self>,
+    ) {
+        match purpose {
+            Pending::Initialize => self.on_initialized(outcome, ctx),
+            Pending::Open(how) => self.on_opened(how, outcome, ctx),
+            Pending::SetMode(mode) => {
+                if let Err(e) = outcome {
+                    tracing::warn!(session = %self.session_id, mode = %mode, error = %e, "the agent refused a mode change");
+                }
+            }
+            Pending::Prompt(turn_id) => {
+                if !self.slot.is(&turn_id) {
+                    return;
+                }
+                // An error after an interrupt counts as interrupted (the slot says so).
+                let (status, error, usage) = match outcome {
+                    Ok(value) => match serde_json::from_value::<PromptResult>(value) {
+                        Ok(result) => {
+                            let (status, error) = mapping::turn_outcome(&result.stop_reason);
+                            (status, error, result.usage)
+                        }
+                        Err(e) => (
+                            TurnStatus::Failed,
+                            Some(format!(
+                                "{} answered the prompt unreadably: {e}",
+                                self.name()
+                            )),
+                            None,
+                        ),
+                    },
+                    Err(e) => (
+                        TurnStatus::Failed,
+                        Some(format!("{} failed the turn: {e}", self.name())),
+                        None,
+                    ),
+                };
+                self.finish_turn(status, error, usage);
+                self.arm_idle(ctx);
+            }
+        }
+    }
+
+    fn on_update(&mut self, params: Value) {
+        let loading = matches!(
+            self.link,
+            Link::Up {
+                stage: Stage::Opening {
+                    how: Open::Load,
+                    ..
+                },
+                ..
+            }
+        );
+        if loading {
+            // `session/load` replays the conversation: it is in our history already.
+            return;
+        }
+        let note = match serde_json::from_value::<SessionNotification>(params) {
+            Ok(note) => note,
+            Err(e) => {
+                tracing::warn!(session = %self.session_id, error = %e, "unreadable session/update skipped");
+                return;
+            }
+        };
+        if self.slot.phase().is_none_or(|p| *p == Phase::Starting) {
+            // Between turns (command lists, ...), or before our prompt went out.
+            return;
+        }
+        let Some(turn) = self.slot.get_mut() else {
+            return;
+        };
+        let events = turn.data.mapper.update(note.update);
+        let turn_id = turn.id.clone();
+        self.emit_events(&turn_id, events);
+    }
+
+    fn on_exit(&mut self, exit: Exited, ctx: &mut Context<Self>) {
+        self.closing.retain(|(g, _)| *g != exit.generation);
+        let current =
+            matches!(&self.link, Link::Up { process, .. } if process.generation == exit.generation);
+        if !current {
+            return;
+        }
+        self.link = Link::Down;
+        self.pending.clear();
+        tracing::debug!(session = %self.session_id, status = %exit.status, "acp agent exited");
+        if self.slot.is_idle() {
+            // Its requests went with it.
+            self.withdraw_approvals(None);
+            return;
+        }
+        // After an interrupt the slot reports this as `interrupted`.
+        let mut error = format!("{} exited during the turn ({})", self.name(), exit.status);
+        if !exit.stderr_tail.trim().is_empty() {
+            error.push_str(": ");
+            error.push_str(exit.stderr_tail.trim());
+        }
+        self.finish_turn(TurnStatus::Failed, Some(error), None);
+        self.arm_idle(ctx);
+    }
+}
+
+impl Actor for AcpAgent {
+    type Context = Context<Self>;
+}
+
+impl Handler<AdapterCommand> for AcpAgent {
+    type Result = ();
+
+    fn handle(&mut self, msg: AdapterCommand, ctx: &mut Context<Self>) {
+        match msg {
+            AdapterCommand::StartTurn {
+                turn_id,
+                text,
+                settings,
+                ..
+            } => self.start_turn(turn_id, text, settings, ctx),
+            AdapterCommand::Interrupt { turn_id } => {
+                self.interrupt(turn_id);
+                self.arm_idle(ctx);
+            }
+            AdapterCommand::StopTask { .. } => {}
+            AdapterCommand::PermissionResponse {
+                request_id,
+                allow,
+                remember,
+                permission_mode,
+                ..
+            } => self.answer_permission(request_id, allow, remember, permission_mode),
+            AdapterCommand::Configure { settings } => {
+                self.settings = settings;
+                self.apply_mode();
+            }
+        }
+    }
+}
+
+impl Handler<Incoming> for AcpAgent {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: Incoming, ctx: &mut Context<Self>) -> Self::Result {
+        let current =
+            matches!(&self.link, Link::Up { process, .. } if process.generation == msg.generation);
+        if !current {
+            return Box::pin(async {});
+        }
+        self.on_frame(msg.frame, ctx);
+        match self.emitter.take_due() {
+            // The reader waits for this before the next frame: a fast agent cannot
+            // outrun the session's fan-out.
+            Some(wait) => Box::pin(async move {
+                let _ = wait.wait().await;
+            }),
+            None => Box::pin(async {}),
+        }
+    }
+}
+
+impl Handler<Exited> for AcpAgent {
+    type Result = ();
+
+    fn handle(&mut self, msg: Exited, ctx: &mut Context<Self>) {
+        self.on_exit(msg, ctx);
+    }
+}

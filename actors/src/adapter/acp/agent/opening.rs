@@ -1,0 +1,320 @@
+//! How [`AcpAgent`] starts its agent: the process, `initialize` within the configured
+//! bound, and opening the agent's session (`session/new`, or `session/resume` /
+//! `session/load` once its id is known), with the enums that say how far it got.
+
+use super::*;
+
+/// How the agent's session is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Open {
+    /// `session/new`: a new conversation.
+    New,
+    /// `session/load`: the agent replays the conversation (the replay is not shown).
+    Load,
+    /// `session/resume`: the agent reopens it without replaying.
+    Resume,
+}
+
+impl Open {
+    pub(super) fn method(self) -> &'static str {
+        match self {
+            Open::New => "session/new",
+            Open::Load => "session/load",
+            Open::Resume => "session/resume",
+        }
+    }
+}
+
+/// Where a live process is in its start.
+#[derive(Debug)]
+pub(super) enum Stage {
+    /// `initialize` sent, not answered.
+    Initializing,
+    /// The session is being opened.
+    Opening {
+        /// How.
+        how: Open,
+        /// What `initialize` said the agent can do.
+        caps: AgentCapabilities,
+    },
+    /// The session is open: turns can be prompted.
+    Ready {
+        /// The agent's session id.
+        session: String,
+        /// The modes it offers (empty: it has none).
+        modes: Vec<Mode>,
+        /// The mode in force, as far as tandem knows.
+        mode: String,
+        /// The instruction text last sent (the Driver's pair instruction), so it is
+        /// sent again only when it changes.
+        instructions: Option<String>,
+    },
+}
+
+/// The agent process, if there is one.
+#[derive(Debug)]
+pub(super) enum Link {
+    /// No process; the next turn starts one.
+    Down,
+    /// A process, in one stage of its start.
+    Up {
+        /// The process.
+        process: LiveProcess,
+        /// Its stage.
+        stage: Stage,
+    },
+}
+
+/// A request of ours waiting for its answer.
+#[derive(Debug)]
+pub(super) enum Pending {
+    /// `initialize`.
+    Initialize,
+    /// `session/new`, `session/load` or `session/resume`.
+    Open(Open),
+    /// `session/set_mode` to this mode.
+    SetMode(String),
+    /// `session/prompt` of this turn.
+    Prompt(String),
+}
+
+impl AcpAgent {
+    /// Tandem's `/mcp` as this session, for an agent that connects to HTTP MCP servers.
+    pub(super) fn mcp_servers(&self, caps: &AgentCapabilities) -> Vec<McpServer> {
+        match &self.mcp {
+            Some(mcp) if caps.mcp_capabilities.http => vec![McpServer {
+                kind: "http",
+                name: "tandem",
+                url: mcp.url.clone(),
+                headers: vec![HttpHeader {
+                    name: "Authorization",
+                    value: format!("Bearer {}", mcp.token),
+                }],
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Starts a process and sends `initialize`; bounded by the configured start time.
+    pub(super) fn spawn(&mut self, ctx: &mut Context<Self>) -> std::io::Result<()> {
+        self.generation += 1;
+        let process = transport::spawn(
+            &self.vendor.process,
+            &self.cwd,
+            self.generation,
+            &self.hub,
+            ctx.address().downgrade(),
+        )?;
+        tracing::debug!(session = %self.session_id, vendor = %self.vendor.id, pid = process.pid, "acp agent started");
+        self.link = Link::Up {
+            process,
+            stage: Stage::Initializing,
+        };
+        self.pending.clear();
+        self.request(
+            "initialize",
+            InitializeParams {
+                protocol_version: PROTOCOL_VERSION,
+                client_capabilities: ClientCapabilities::default(),
+                client_info: Implementation {
+                    name: "tandem".into(),
+                    title: Some("tandem".into()),
+                    version: Some(env!("CARGO_PKG_VERSION").into()),
+                },
+            },
+            Pending::Initialize,
+        );
+        self.arm_startup_limit(ctx, "initialize");
+        Ok(())
+    }
+
+    /// Fails the start if the phase it is in now has not moved on within the limit.
+    pub(super) fn arm_startup_limit(&mut self, ctx: &mut Context<Self>, step: &'static str) {
+        let generation = self.generation;
+        let opening = !matches!(
+            self.link,
+            Link::Up {
+                stage: Stage::Initializing,
+                ..
+            }
+        );
+        let limit = self.vendor.startup_timeout;
+        ctx.run_later(limit, move |act, ctx| {
+            let stuck = act.generation == generation
+                && match &act.link {
+                    Link::Up { stage, .. } => match stage {
+                        Stage::Initializing => !opening,
+                        Stage::Opening { .. } => opening,
+                        Stage::Ready { .. } => false,
+                    },
+                    Link::Down => false,
+                };
+            if stuck {
+                let error = format!(
+                    "{} did not answer `{step}` within {} s",
+                    act.name(),
+                    limit.as_secs_f32()
+                );
+                act.fail_start(error, ctx);
+            }
+        });
+    }
+
+    /// The start failed: the process goes, and a turn waiting for it fails with `error`.
+    pub(super) fn fail_start(&mut self, error: String, ctx: &mut Context<Self>) {
+        tracing::warn!(session = %self.session_id, vendor = %self.vendor.id, error = %error, "acp agent did not start");
+        self.kill_live();
+        self.finish_turn(TurnStatus::Failed, Some(error), None);
+        self.arm_idle(ctx);
+    }
+
+    pub(super) fn on_initialized(
+        &mut self,
+        outcome: Result<Value, RpcError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let result = match outcome.map(serde_json::from_value::<InitializeResult>) {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => {
+                let error = format!("{} answered `initialize` unreadably: {e}", self.name());
+                return self.fail_start(error, ctx);
+            }
+            Err(e) => {
+                let error = format!("{} refused `initialize`: {e}", self.name());
+                return self.fail_start(error, ctx);
+            }
+        };
+        if result.protocol_version != PROTOCOL_VERSION {
+            let error = format!(
+                "{} speaks ACP version {}; tandem speaks {PROTOCOL_VERSION}",
+                self.name(),
+                result.protocol_version
+            );
+            return self.fail_start(error, ctx);
+        }
+        let caps = result.agent_capabilities;
+        let how = match &self.vendor_session_id {
+            None => Open::New,
+            Some(_) if caps.session_capabilities.resume.is_some() => Open::Resume,
+            Some(_) if caps.load_session => Open::Load,
+            Some(old) => {
+                let text = format!(
+                    "{} cannot reopen its session {old}; this turn starts a new conversation.",
+                    self.name()
+                );
+                self.note(text);
+                self.vendor_session_id = None;
+                Open::New
+            }
+        };
+        self.open(how, caps, ctx);
+    }
+
+    /// An `info` event in the current turn (or outside turns).
+    pub(super) fn note(&mut self, text: String) {
+        let turn_id = self.slot.turn_id();
+        self.emitter.event(turn_id, EventBody::Info { text });
+    }
+
+    pub(super) fn open(&mut self, how: Open, caps: AgentCapabilities, ctx: &mut Context<Self>) {
+        let servers = self.mcp_servers(&caps);
+        let cwd = self.cwd.display().to_string();
+        if let Link::Up { stage, .. } = &mut self.link {
+            *stage = Stage::Opening { how, caps };
+        }
+        let purpose = Pending::Open(how);
+        match (how, self.vendor_session_id.clone()) {
+            (Open::New, _) | (_, None) => self.request(
+                Open::New.method(),
+                NewSessionParams {
+                    cwd: &cwd,
+                    mcp_servers: &servers,
+                },
+                Pending::Open(Open::New),
+            ),
+            (_, Some(id)) => self.request(
+                how.method(),
+                OpenSessionParams {
+                    session_id: &id,
+                    cwd: &cwd,
+                    mcp_servers: &servers,
+                },
+                purpose,
+            ),
+        };
+        self.arm_startup_limit(ctx, how.method());
+    }
+
+    pub(super) fn on_opened(
+        &mut self,
+        how: Open,
+        outcome: Result<Value, RpcError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let caps = match &self.link {
+            Link::Up {
+                stage: Stage::Opening { caps, .. },
+                ..
+            } => caps.clone(),
+            _ => return,
+        };
+        let opened = match outcome.map(serde_json::from_value::<SessionOpened>) {
+            Ok(Ok(opened)) => opened,
+            Ok(Err(e)) => {
+                let error = format!(
+                    "{} answered `{}` unreadably: {e}",
+                    self.name(),
+                    how.method()
+                );
+                return self.fail_start(error, ctx);
+            }
+            Err(e) if how != Open::New => {
+                // The agent lost the conversation: carry on in a new one rather than
+                // failing every turn from now on.
+                let old = self.vendor_session_id.take().unwrap_or_default();
+                let text = format!(
+                    "{} could not reopen its session {old} ({e}); this turn starts a new conversation.",
+                    self.name()
+                );
+                self.note(text);
+                return self.open(Open::New, caps, ctx);
+            }
+            Err(e) => {
+                let error = format!("{} refused `session/new`: {e}", self.name());
+                return self.fail_start(error, ctx);
+            }
+        };
+        let session = match (how, opened.session_id, self.vendor_session_id.clone()) {
+            (Open::New, Some(id), _) => id,
+            (Open::New, None, _) => {
+                let error = format!("{} opened a session without an id", self.name());
+                return self.fail_start(error, ctx);
+            }
+            (_, _, Some(id)) => id,
+            (_, Some(id), None) => id,
+            (_, None, None) => return self.fail_start("no session to reopen".into(), ctx),
+        };
+        if self.vendor_session_id.as_deref() != Some(session.as_str()) {
+            self.vendor_session_id = Some(session.clone());
+            self.emitter
+                .send(None, AgentItem::VendorSessionId(session.clone()));
+        }
+        let (modes, mode) = opened
+            .modes
+            .map(|m| (m.available_modes, m.current_mode_id))
+            .unwrap_or_default();
+        if let Link::Up { stage, .. } = &mut self.link {
+            *stage = Stage::Ready {
+                session,
+                modes,
+                mode,
+                instructions: None,
+            };
+        }
+        if self.slot.is_idle() {
+            self.apply_mode();
+            self.arm_idle(ctx);
+        }
+        self.prompt_if_ready();
+    }
+}

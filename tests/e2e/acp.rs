@@ -1,0 +1,1111 @@
+//! The ACP adapter against real ACP agents and a fake one.
+//!
+//! - `fake-acp` (this crate's `src/bin/fake_acp.rs`) for the faults real agents rarely
+//!   show: malformed frames, death mid-turn, silence at `initialize`, plus the
+//!   mapping of permissions, plans, modes and `session/load`.
+//! - Zed's `codex-acp` against the Responses-API mock and `claude-code-acp` against
+//!   the Messages-API mock, pinned in `.vendor-clis` like the other CLIs: without them
+//!   these tests print why and return, except under CI, where they fail.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tandem_tests::mock_anthropic::MockAnthropic;
+use tandem_tests::mock_openai::MockOpenAi;
+use tandem_tests::vendor_clis::{claude_acp_bin, codex_acp_bin, codex_sandbox_dir, require};
+use tandem_tests::{Server, ServerOptions, TempDir, WsClient};
+
+use crate::kinds;
+
+const POLL: Duration = Duration::from_millis(50);
+const POLL_LIMIT: Duration = Duration::from_secs(20);
+
+/// The model server behind a real agent (kept alive for the test).
+enum Mock {
+    None,
+    OpenAi(MockOpenAi),
+    Anthropic(MockAnthropic),
+}
+
+impl Mock {
+    /// Every request body the model server received, as text.
+    fn bodies(&self) -> Vec<String> {
+        match self {
+            Mock::None => Vec::new(),
+            Mock::OpenAi(m) => m.requests().iter().map(Value::to_string).collect(),
+            Mock::Anthropic(m) => m.requests().iter().map(|r| r.body.to_string()).collect(),
+        }
+    }
+}
+
+/// One test's world: a server whose vendor `id` is an ACP agent.
+struct World {
+    server: Option<Server>,
+    mock: Mock,
+    dir: Arc<TempDir>,
+    config: PathBuf,
+    /// The vendor id sessions are created with.
+    id: &'static str,
+    /// A value only this test's agent processes have in their environment.
+    marker: String,
+}
+
+/// `[vendors.ID]` for an ACP agent.
+struct AgentConfig {
+    id: &'static str,
+    bin: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    extra: String,
+}
+
+fn toml_string(s: &str) -> String {
+    json!(s).to_string()
+}
+
+impl World {
+    fn start(dir: Arc<TempDir>, agent: AgentConfig, mock: Mock) -> World {
+        let marker = dir.path().display().to_string();
+        let mut env = agent.env;
+        env.push(("TANDEM_TEST_MARKER".into(), marker.clone()));
+        let env = env
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", toml_string(v)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let args = agent
+            .args
+            .iter()
+            .map(|a| toml_string(a))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = format!(
+            "[vendors.{}]\nprotocol = \"acp\"\nbin = {}\nargs = [{args}]\nenv = {{ {env} }}\n{}\n",
+            agent.id,
+            toml_string(&agent.bin.display().to_string()),
+            agent.extra,
+        );
+        let config = dir.path().join("tandem.toml");
+        if let Err(e) = std::fs::write(&config, text) {
+            panic!("cannot write {}: {e}", config.display());
+        }
+        let server = Server::start_in(dir.clone(), World::options(&config));
+        World {
+            server: Some(server),
+            mock,
+            dir,
+            config,
+            id: agent.id,
+            marker,
+        }
+    }
+
+    /// The fake agent, with `env` and `extra` config lines.
+    fn fake(label: &str, env: &[(&str, &str)], extra: &str) -> World {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+            .collect();
+        World::start(
+            Arc::new(TempDir::new(label)),
+            AgentConfig {
+                id: "fake",
+                bin: PathBuf::from(env!("CARGO_BIN_EXE_fake-acp")),
+                args: Vec::new(),
+                env,
+                extra: format!("display_name = \"Fake ACP\"\n{extra}"),
+            },
+            Mock::None,
+        )
+    }
+
+    /// Zed's `codex-acp` against the Responses-API mock; `None` without it.
+    fn codex(label: &str) -> Option<World> {
+        let bin = require(codex_acp_bin(), "the pinned codex-acp agent");
+        let sandbox = require(codex_sandbox_dir(), "Codex's bwrap (from the pinned codex)");
+        let mock = MockOpenAi::start();
+        let dir = Arc::new(TempDir::new(label));
+        let (codex_home, home) = (dir.path().join("codex"), dir.path().join("home"));
+        for d in [&codex_home, &home] {
+            std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
+        }
+        // `--disable plugins` is `codex`'s flag, not the agent's; the model is one
+        // Codex knows, so no "unknown model" notice is streamed as text.
+        let mut args: Vec<String> = mock
+            .codex_args()
+            .into_iter()
+            .take_while(|a| a != "--disable")
+            .map(|a| {
+                if a == "model=mock-model" {
+                    "model=gpt-5-codex".into()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        args.extend(["-c".into(), "features.plugins=false".into()]);
+        let path = format!(
+            "{}:{}",
+            sandbox.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Some(World::start(
+            dir,
+            AgentConfig {
+                id: "codex-acp",
+                bin,
+                args,
+                env: vec![
+                    ("CODEX_HOME".into(), codex_home.display().to_string()),
+                    ("HOME".into(), home.display().to_string()),
+                    ("PATH".into(), path),
+                ],
+                extra: "display_name = \"Codex (ACP)\"".into(),
+            },
+            Mock::OpenAi(mock),
+        ))
+    }
+
+    /// Zed's `claude-code-acp` against the Messages-API mock; `None` without it.
+    fn claude(label: &str) -> Option<World> {
+        let bin = require(claude_acp_bin(), "the pinned claude-code-acp agent");
+        let mock = MockAnthropic::start();
+        let dir = Arc::new(TempDir::new(label));
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+        let mut env = mock.cli_env();
+        env.push(("HOME".into(), home.display().to_string()));
+        // The agent starts Claude Code with permission flags it refuses as root
+        // outside a sandbox.
+        env.push(("IS_SANDBOX".into(), "1".into()));
+        env.push(("ENABLE_TOOL_SEARCH".into(), "false".into()));
+        Some(World::start(
+            dir,
+            AgentConfig {
+                id: "claude-acp",
+                bin,
+                args: Vec::new(),
+                env,
+                extra: "display_name = \"Claude Code (ACP)\"".into(),
+            },
+            Mock::Anthropic(mock),
+        ))
+    }
+
+    fn options(config: &Path) -> ServerOptions {
+        ServerOptions {
+            args: vec!["--config".into(), config.display().to_string()],
+            ..ServerOptions::default()
+        }
+    }
+
+    fn server(&self) -> &Server {
+        match &self.server {
+            Some(s) => s,
+            None => panic!("the server is stopped"),
+        }
+    }
+
+    /// Kills the server (SIGKILL) and starts it again on the same data.
+    fn restart(&mut self) {
+        if let Some(old) = self.server.take() {
+            old.kill();
+        }
+        self.server = Some(Server::start_in(
+            self.dir.clone(),
+            World::options(&self.config),
+        ));
+    }
+
+    /// Creates a session of this world's agent in `mode`, subscribed.
+    async fn session(&self, ws: &mut WsClient, mode: &str) -> String {
+        let cwd = self.dir.path().join("work");
+        std::fs::create_dir_all(&cwd).unwrap_or_else(|e| panic!("{e}"));
+        let reply = ws
+            .ok(
+                json!({"type": "session.create", "vendor": self.id, "title": "acp test",
+                       "permissionMode": mode, "cwd": cwd.display().to_string()}),
+            )
+            .await;
+        let id = match reply["session"]["id"].as_str() {
+            Some(id) => id.to_string(),
+            None => panic!("no session id in {reply}"),
+        };
+        ws.subscribe(&id, 0).await;
+        id
+    }
+
+    async fn info(&self, id: &str) -> Value {
+        let (status, body) = self.server().get(&format!("/api/v1/sessions/{id}")).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Live processes started with this world's marker in their environment.
+    fn agents(&self) -> Vec<u32> {
+        processes_with(&format!("TANDEM_TEST_MARKER={}", self.marker))
+    }
+
+    /// The session's working directory.
+    fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        // A clean stop kills the agents too (SIGKILL would orphan busy ones).
+        if let Some(server) = self.server.take() {
+            if std::thread::panicking() {
+                server.kill();
+            } else {
+                server.terminate();
+            }
+        }
+    }
+}
+
+/// Live (not zombie) processes whose environment holds `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
+            if !matches!(state, Some('Z') | Some('X')) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Polls `check` until it returns `Some`, at most [`POLL_LIMIT`].
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + POLL_LIMIT;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["kind"] == kind).collect()
+}
+
+fn texts(events: &[Value], kind: &str) -> Vec<String> {
+    of_kind(events, kind)
+        .iter()
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn all_text(events: &[Value]) -> String {
+    texts(events, "assistant_message").join("\n")
+}
+
+async fn send(ws: &mut WsClient, id: &str, text: &str) {
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": text}))
+        .await;
+}
+
+/// The longest wait for one frame: a real agent's first turn starts two Node or Rust
+/// processes, which on a loaded 2-core machine can take longer than the clients'
+/// usual 20 s.
+const FRAME_WAIT: Duration = Duration::from_secs(90);
+
+/// The session's events until its `turn_completed` (inclusive).
+async fn turn_end(ws: &mut WsClient, id: &str) -> Vec<Value> {
+    ws.recv_until_within(FRAME_WAIT, |v| {
+        v["kind"] == "turn_completed" && v["sessionId"] == id
+    })
+    .await
+    .into_iter()
+    .filter(|v| v["sessionId"] == id && v.get("seq").is_some())
+    .collect()
+}
+
+/// Sends `text` and returns the turn's events.
+async fn turn(ws: &mut WsClient, id: &str, text: &str) -> Vec<Value> {
+    send(ws, id, text).await;
+    turn_end(ws, id).await
+}
+
+fn end(events: &[Value]) -> Value {
+    events.last().cloned().unwrap_or_default()
+}
+
+fn status(events: &[Value]) -> Value {
+    end(events)["status"].clone()
+}
+
+/// Frames until the next `permission_request`, which is returned.
+async fn next_permission(ws: &mut WsClient) -> Value {
+    let frames = ws
+        .recv_until_within(FRAME_WAIT, |v| v["kind"] == "permission_request")
+        .await;
+    frames.last().cloned().unwrap_or_default()
+}
+
+/// Answers a permission request; `remember` adds `remember: "session"`.
+async fn answer(ws: &mut WsClient, request: &Value, allow: bool, remember: bool) {
+    let id = request["requestId"].clone();
+    let mut body = json!({"type": "chat.permission-response", "requestId": id, "allow": allow});
+    if remember {
+        body["remember"] = json!("session");
+    }
+    let reply = ws.request_with_id(body).await;
+    assert_eq!(reply["kind"], "reply", "{reply}");
+}
+
+async fn abort(ws: &mut WsClient, id: &str) {
+    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
+}
+
+/// The vendor's entry in `GET /vendors`, once its agent was probed.
+async fn vendor_entry(w: &World) -> Value {
+    eventually("the agent's facts in /vendors", || async {
+        let (status, body) = w.server().get("/api/v1/vendors").await;
+        assert_eq!(status, 200, "{body}");
+        body["vendors"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["id"] == w.id).cloned())
+            .filter(|v| v.get("agent").is_some())
+    })
+    .await
+}
+
+// ---- the fake agent: mapping and faults ----
+
+#[actix_rt::test]
+async fn fake_text_turn_streams_and_vendors_shows_the_agent() {
+    let w = World::fake("acp-fake-text", &[], "");
+    let entry = vendor_entry(&w).await;
+    assert_eq!(entry["displayName"], "Fake ACP", "{entry}");
+    assert_eq!(entry["installed"], true);
+    assert_eq!(entry["agent"]["name"], "fake-acp", "{entry}");
+    assert_eq!(entry["version"], "1.0.0", "{entry}");
+    let caps: Vec<&str> = entry["capabilities"]
+        .as_array()
+        .map(|c| c.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(
+        caps.contains(&"resume") && !caps.contains(&"tools"),
+        "{entry}"
+    );
+    assert!(
+        entry["notes"][0]
+            .as_str()
+            .is_some_and(|n| n.contains("cannot call tandem's agent tools")),
+        "an agent without HTTP MCP says so: {entry}"
+    );
+
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "say one two three").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(texts(&events, "text_delta").len(), 3, "{events:?}");
+    assert_eq!(all_text(&events), "one two three ");
+    assert_eq!(end(&events)["usage"]["context"]["used"], 10, "{events:?}");
+    let events = turn(&mut ws, &id, "plan").await;
+    let plan = of_kind(&events, "plan");
+    assert_eq!(plan.len(), 1, "{events:?}");
+    assert_eq!(plan[0]["entries"][1]["content"], "fix");
+    let vendor_session = w.info(&id).await["vendorSessionId"].clone();
+    assert!(
+        vendor_session
+            .as_str()
+            .is_some_and(|s| s.starts_with("fake-")),
+        "{vendor_session}"
+    );
+    assert_eq!(w.agents().len(), 1, "one process per session, kept");
+}
+
+#[actix_rt::test]
+async fn fake_malformed_frames_are_logged_and_survived() {
+    let w = World::fake("acp-fake-garbage", &[("FAKE_ACP_INIT", "garbage")], "");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "garbage").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(all_text(&events), "survived");
+    let events = turn(&mut ws, &id, "say still here").await;
+    assert_eq!(all_text(&events), "still here ");
+}
+
+#[actix_rt::test]
+async fn fake_agent_dying_fails_only_its_turn_with_its_stderr() {
+    let w = World::fake("acp-fake-die", &[], "");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "die").await;
+    let done = end(&events);
+    assert_eq!(done["status"], "failed", "{events:?}");
+    let error = done["error"].as_str().unwrap_or_default();
+    assert!(error.contains("Fake ACP exited during the turn"), "{error}");
+    assert!(error.contains("exit code 3"), "{error}");
+    assert!(error.contains("dying on purpose"), "{error}");
+    // The next turn starts a new process; the lost session is said, not hidden.
+    let events = turn(&mut ws, &id, "say alive again").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(all_text(&events), "alive again ");
+    assert!(
+        texts(&events, "info")
+            .iter()
+            .any(|t| t.contains("could not reopen its session")),
+        "{events:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn fake_agent_silent_at_initialize_is_a_clear_error() {
+    let w = World::fake(
+        "acp-fake-silent",
+        &[("FAKE_ACP_INIT", "silent")],
+        "startup_secs = 1",
+    );
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "say never").await;
+    let done = end(&events);
+    assert_eq!(done["status"], "failed", "{events:?}");
+    assert_eq!(
+        done["error"], "Fake ACP did not answer `initialize` within 1 s",
+        "{done}"
+    );
+    eventually("the silent agent to be killed", || async {
+        w.agents().is_empty().then_some(())
+    })
+    .await;
+    // The probe for /vendors gave up too: no facts, still installed.
+    let (_, body) = w.server().get("/api/v1/vendors").await;
+    let entry = body["vendors"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["id"] == "fake").cloned())
+        .unwrap_or_default();
+    assert_eq!(entry["installed"], true, "{entry}");
+    assert!(entry.get("agent").is_none(), "{entry}");
+}
+
+#[actix_rt::test]
+async fn fake_permissions_carry_options_and_map_answers_by_kind() {
+    let w = World::fake("acp-fake-ask", &[], "");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+
+    send(&mut ws, &id, "ask").await;
+    let request = next_permission(&mut ws).await;
+    assert_eq!(request["toolName"], "execute", "{request}");
+    assert_eq!(request["input"]["rawInput"]["command"], "touch /tmp/x");
+    // The agent's options, in its words, as the answers that pick them.
+    assert_eq!(
+        request["choices"],
+        json!([{"label": "Sure, why not", "allow": true},
+               {"label": "Go ahead always", "allow": true, "remember": "session"},
+               {"label": "Please don't", "allow": false}]),
+        "{request}"
+    );
+    // chat_subscribed lists it with its choices for a client that joins now.
+    let mut late = w.server().ws().await;
+    late.subscribe(&id, 0).await;
+    let subscribed = late.recv_until(|v| v["kind"] == "chat_subscribed").await;
+    let pending = &subscribed.last().cloned().unwrap_or_default()["pendingPermissions"];
+    assert_eq!(
+        pending[0]["choices"].as_array().map(Vec::len),
+        Some(3),
+        "{pending}"
+    );
+    answer(&mut ws, &request, true, false).await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(all_text(&events), "answer: yes-once", "{events:?}");
+    let stored = w.server().all_events(&id).await;
+    assert!(of_kind(&stored, "permission_resolved")
+        .iter()
+        .any(|e| e["requestId"] == request["requestId"]));
+
+    send(&mut ws, &id, "ask").await;
+    let request = next_permission(&mut ws).await;
+    answer(&mut ws, &request, false, false).await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(all_text(&events), "answer: nope", "{events:?}");
+    assert_eq!(of_kind(&events, "tool_result")[0]["isError"], true);
+
+    send(&mut ws, &id, "ask").await;
+    let request = next_permission(&mut ws).await;
+    answer(&mut ws, &request, true, true).await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(all_text(&events), "answer: yes-forever", "{events:?}");
+    // The rule is the session's too: recorded, listed, and it answers the next request.
+    let stored = w.server().all_events(&id).await;
+    assert_eq!(
+        of_kind(&stored, "permission_remembered")[0]["rule"]["toolName"],
+        "execute"
+    );
+    let events = turn(&mut ws, &id, "ask").await;
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
+    assert_eq!(all_text(&events), "answer: yes-once", "{events:?}");
+    let mut late = w.server().ws().await;
+    late.subscribe(&id, 0).await;
+    let subscribed = late.recv_until(|v| v["kind"] == "chat_subscribed").await;
+    let rules = &subscribed.last().cloned().unwrap_or_default()["permissionRules"];
+    assert_eq!(rules[0]["toolName"], "execute", "{rules}");
+}
+
+#[actix_rt::test]
+async fn fake_interrupt_cancels_pending_permissions_and_the_turn() {
+    let w = World::fake("acp-fake-cancel", &[], "");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+
+    send(&mut ws, &id, "ask").await;
+    let request = next_permission(&mut ws).await;
+    abort(&mut ws, &id).await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(status(&events), "interrupted", "{events:?}");
+    assert!(of_kind(&events, "permission_resolved")
+        .iter()
+        .any(|e| e["requestId"] == request["requestId"]));
+    let late = json!({"type": "chat.permission-response",
+        "requestId": request["requestId"], "allow": true});
+    let refused = ws.request(late).await;
+    assert_eq!(refused["code"], "NO_SUCH_PERMISSION", "{refused}");
+
+    send(&mut ws, &id, "hang").await;
+    ws.recv_until_within(FRAME_WAIT, |v| v["kind"] == "text_delta")
+        .await;
+    abort(&mut ws, &id).await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(status(&events), "interrupted", "{events:?}");
+    assert!(end(&events).get("error").is_none(), "{events:?}");
+
+    let events = turn(&mut ws, &id, "say next").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(all_text(&events), "next ");
+    assert_eq!(w.agents().len(), 1, "the same process took every turn");
+}
+
+#[actix_rt::test]
+async fn fake_mode_follows_the_permission_mode_and_bypass_answers_itself() {
+    let w = World::fake("acp-fake-mode", &[], "");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "plan").await;
+    let events = turn(&mut ws, &id, "mode").await;
+    assert_eq!(all_text(&events), "mode: plan", "{events:?}");
+    ws.ok(json!({"type": "session.configure", "sessionId": id,
+        "permissionMode": "bypassPermissions"}))
+        .await;
+    let events = turn(&mut ws, &id, "mode").await;
+    assert_eq!(all_text(&events), "mode: bypassPermissions", "{events:?}");
+    let events = turn(&mut ws, &id, "ask").await;
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
+    assert_eq!(all_text(&events), "answer: yes-once", "{events:?}");
+    // acceptEdits: the fake has no such mode, so none is set.
+    ws.ok(json!({"type": "session.configure", "sessionId": id,
+        "permissionMode": "acceptEdits"}))
+        .await;
+    let events = turn(&mut ws, &id, "mode").await;
+    assert_eq!(all_text(&events), "mode: bypassPermissions", "{events:?}");
+}
+
+#[actix_rt::test]
+async fn fake_restart_loads_the_session_without_replaying_it() {
+    let state = TempDir::new("fake-acp-state");
+    let state_dir = state.path().display().to_string();
+    let mut w = World::fake("acp-fake-load", &[("FAKE_ACP_STATE", &state_dir)], "");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "say first").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let before = w.info(&id).await["vendorSessionId"].clone();
+    drop(ws);
+    w.restart();
+    let mut ws = w.server().ws().await;
+    let seen = w.info(&id).await["lastSeq"].as_u64().unwrap_or_default();
+    ws.subscribe(&id, seen).await;
+    let events = turn(&mut ws, &id, "history").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(all_text(&events), "prompts: 2", "{events:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["text"].as_str().is_some_and(|t| t.contains("old answer"))),
+        "the replay is not shown again: {events:?}"
+    );
+    assert_eq!(w.info(&id).await["vendorSessionId"], before);
+}
+
+#[actix_rt::test]
+async fn fake_idle_agent_is_closed_and_the_next_turn_reopens_its_session() {
+    let state = TempDir::new("fake-acp-idle-state");
+    let state_dir = state.path().display().to_string();
+    let w = World::fake(
+        "acp-fake-idle",
+        &[("FAKE_ACP_STATE", &state_dir)],
+        "idle_secs = 1",
+    );
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "say before the nap").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let first = w.agents();
+    assert_eq!(first.len(), 1, "{first:?}");
+    eventually("the idle agent to be closed", || async {
+        w.agents().is_empty().then_some(())
+    })
+    .await;
+    let events = turn(&mut ws, &id, "history").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(
+        all_text(&events),
+        "prompts: 2",
+        "the session was reopened: {events:?}"
+    );
+    let second = w.agents();
+    assert!(
+        second.len() == 1 && second != first,
+        "{first:?} then {second:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn fake_stopping_the_server_leaves_no_agent_behind() {
+    let mut w = World::fake("acp-fake-stop", &[], "");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    send(&mut ws, &id, "hang").await;
+    ws.recv_until_within(FRAME_WAIT, |v| v["kind"] == "text_delta")
+        .await;
+    assert_eq!(w.agents().len(), 1);
+    ws.close().await;
+    if let Some(server) = w.server.take() {
+        server.terminate();
+    }
+    assert!(w.agents().is_empty(), "{:?}", w.agents());
+}
+
+#[actix_rt::test]
+async fn an_unknown_acp_vendor_is_refused() {
+    let w = World::fake("acp-fake-unknown", &[], "");
+    let mut ws = w.server().ws().await;
+    let reply = ws
+        .request(json!({"type": "session.create", "vendor": "gemini"}))
+        .await;
+    assert_eq!(reply["code"], "INVALID_ARGUMENT", "{reply}");
+}
+
+// ---- the real agents ----
+
+/// Which real agent a test runs, with the mock script lines it needs.
+#[derive(Clone, Copy)]
+enum Real {
+    Codex,
+    Claude,
+}
+
+impl Real {
+    fn world(self, label: &str) -> Option<World> {
+        match self {
+            Real::Codex => World::codex(label),
+            Real::Claude => World::claude(label),
+        }
+    }
+
+    /// A prompt that makes the model run `command` in a shell.
+    fn shell(self, command: &str) -> String {
+        match self {
+            Real::Codex => format!("shell {command}"),
+            Real::Claude => format!("bash {command}"),
+        }
+    }
+
+    /// A prompt that makes the model run `command` in a way the agent asks about.
+    fn guarded(self, command: &str) -> String {
+        match self {
+            Real::Codex => format!("escalate {command}"),
+            Real::Claude => format!("bash {command}"),
+        }
+    }
+
+    /// A reply streamed slowly enough to interrupt.
+    fn slow(self) -> &'static str {
+        match self {
+            Real::Codex => "slow 400 50",
+            Real::Claude => "slow 400 50",
+        }
+    }
+
+    /// A prompt that makes the model call our `send_to_partner` tool.
+    fn send_to_partner(self, args: &Value) -> String {
+        match self {
+            Real::Codex => format!("tool send_to_partner {args}"),
+            Real::Claude => format!("tool mcp__tandem__send_to_partner {args}"),
+        }
+    }
+}
+
+async fn real_text_turn(agent: Real) {
+    let Some(w) = agent.world("acp-real-text") else {
+        return;
+    };
+    let entry = vendor_entry(&w).await;
+    assert!(
+        entry["capabilities"]
+            .as_array()
+            .is_some_and(|c| c.contains(&json!("tools"))),
+        "{entry}"
+    );
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "say hello from the mock model").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(
+        texts(&events, "text_delta").len() > 1,
+        "{:?}",
+        kinds(&events)
+    );
+    assert!(
+        all_text(&events).contains("hello from the mock model"),
+        "{events:?}"
+    );
+    assert!(w.info(&id).await["vendorSessionId"].is_string());
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_codex_acp),
+    ignore = "the pinned codex-acp agent is not installed"
+)]
+async fn codex_acp_text_turn_streams_deltas() {
+    real_text_turn(Real::Codex).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_text_turn_streams_deltas() {
+    real_text_turn(Real::Claude).await;
+}
+
+async fn real_shell_tool(agent: Real) {
+    let Some(w) = agent.world("acp-real-shell") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, &agent.shell("echo shell-says-hi")).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let calls = of_kind(&events, "tool_call");
+    assert!(!calls.is_empty(), "{:?}", kinds(&events));
+    assert_eq!(calls[0]["name"], "execute", "{events:?}");
+    assert!(
+        calls[0]["input"].to_string().contains("echo shell-says-hi"),
+        "{events:?}"
+    );
+    let results = of_kind(&events, "tool_result");
+    assert!(
+        results
+            .iter()
+            .any(|r| r["output"].to_string().contains("shell-says-hi") && r["isError"] == false),
+        "{events:?}"
+    );
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_codex_acp),
+    ignore = "the pinned codex-acp agent is not installed"
+)]
+async fn codex_acp_shell_tool_call_and_output() {
+    real_shell_tool(Real::Codex).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_shell_tool_call_and_output() {
+    real_shell_tool(Real::Claude).await;
+}
+
+async fn real_permissions(agent: Real) {
+    let Some(w) = agent.world("acp-real-permission") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let allowed = w.work().join("allowed.txt");
+    send(
+        &mut ws,
+        &id,
+        &agent.guarded(&format!("touch {}", allowed.display())),
+    )
+    .await;
+    let request = next_permission(&mut ws).await;
+    let offered = request["choices"].as_array().cloned().unwrap_or_default();
+    assert!(
+        offered
+            .iter()
+            .any(|c| c["allow"] == true && c.get("remember").is_none()),
+        "{request}"
+    );
+    assert!(
+        offered
+            .iter()
+            .any(|c| c["allow"] == true && c["remember"] == "session"),
+        "the agent's always-allow is offered: {request}"
+    );
+    assert!(offered.iter().any(|c| c["allow"] == false), "{request}");
+    answer(&mut ws, &request, true, false).await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(allowed.exists(), "the allowed command ran: {events:?}");
+
+    let denied = w.work().join("denied.txt");
+    send(
+        &mut ws,
+        &id,
+        &agent.guarded(&format!("touch {}", denied.display())),
+    )
+    .await;
+    let request = next_permission(&mut ws).await;
+    answer(&mut ws, &request, false, false).await;
+    let events = turn_end(&mut ws, &id).await;
+    // Codex stops its turn on a denial (`abort`); Claude Code tells the model.
+    assert!(
+        matches!(status(&events).as_str(), Some("completed" | "interrupted")),
+        "{events:?}"
+    );
+    assert!(!denied.exists(), "the denied command did not run");
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_codex_acp),
+    ignore = "the pinned codex-acp agent is not installed"
+)]
+async fn codex_acp_permission_allowed_and_denied() {
+    real_permissions(Real::Codex).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_permission_allowed_and_denied() {
+    real_permissions(Real::Claude).await;
+}
+
+async fn real_always_allow(agent: Real) {
+    let Some(w) = agent.world("acp-real-always") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let file = w.work().join("again.txt");
+    let prompt = agent.guarded(&format!("touch {}", file.display()));
+    // Allowed once: the same command is asked about again.
+    send(&mut ws, &id, &prompt).await;
+    let request = next_permission(&mut ws).await;
+    answer(&mut ws, &request, true, false).await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    send(&mut ws, &id, &prompt).await;
+    let request = next_permission(&mut ws).await;
+    answer(&mut ws, &request, true, true).await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(file.exists());
+    std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{e}"));
+    // The agent remembers the rule: the same command is not asked about again.
+    let events = turn(&mut ws, &id, &prompt).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
+    assert!(file.exists(), "{events:?}");
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_codex_acp),
+    ignore = "the pinned codex-acp agent is not installed"
+)]
+async fn codex_acp_always_allow_is_remembered() {
+    real_always_allow(Real::Codex).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_always_allow_is_remembered() {
+    real_always_allow(Real::Claude).await;
+}
+
+async fn real_interrupt(agent: Real) {
+    let Some(w) = agent.world("acp-real-interrupt") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    send(&mut ws, &id, agent.slow()).await;
+    ws.recv_until_within(FRAME_WAIT, |v| v["kind"] == "text_delta")
+        .await;
+    abort(&mut ws, &id).await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(status(&events), "interrupted", "{events:?}");
+    let events = turn(&mut ws, &id, "say after the stop").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(all_text(&events).contains("after the stop"), "{events:?}");
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_codex_acp),
+    ignore = "the pinned codex-acp agent is not installed"
+)]
+async fn codex_acp_interrupt_mid_stream_then_a_normal_turn() {
+    real_interrupt(Real::Codex).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_interrupt_mid_stream_then_a_normal_turn() {
+    real_interrupt(Real::Claude).await;
+}
+
+async fn real_resume(agent: Real) {
+    let Some(mut w) = agent.world("acp-real-resume") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "say remember-the-walrus-42").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let before = w.info(&id).await["vendorSessionId"].clone();
+    drop(ws);
+    w.restart();
+    let mut ws = w.server().ws().await;
+    let seen = w.info(&id).await["lastSeq"].as_u64().unwrap_or_default();
+    ws.subscribe(&id, seen).await;
+    let events = turn(&mut ws, &id, "say second-turn-after-restart").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(w.info(&id).await["vendorSessionId"], before);
+    let request = w
+        .mock
+        .bodies()
+        .into_iter()
+        .rev()
+        .find(|b| b.contains("second-turn-after-restart"))
+        .unwrap_or_default();
+    assert!(
+        request.contains("remember-the-walrus-42"),
+        "the model saw the turn before the restart"
+    );
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_codex_acp),
+    ignore = "the pinned codex-acp agent is not installed"
+)]
+async fn codex_acp_resumes_after_a_server_restart() {
+    real_resume(Real::Codex).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_resumes_after_a_server_restart() {
+    real_resume(Real::Claude).await;
+}
+
+async fn real_driver(agent: Real) {
+    let Some(w) = agent.world("acp-real-driver") else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    // Our own tools are not asked about in bypass mode.
+    let id = w.session(&mut ws, "bypassPermissions").await;
+    let call = json!({"message": "from the scripted worker", "workerVendor": "scripted"});
+    let events = turn(&mut ws, &id, &agent.send_to_partner(&call)).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let results = of_kind(&events, "tool_result");
+    assert!(
+        results
+            .iter()
+            .any(|r| r["output"].to_string().contains("from the scripted worker")),
+        "{events:?}"
+    );
+    let info = w.info(&id).await;
+    assert_eq!(info["role"], "driver", "{info}");
+    let worker = info["pairId"].as_str().map(str::to_string);
+    assert!(worker.is_some(), "{info}");
+    assert!(
+        all_text(&events).contains("from the scripted worker"),
+        "the Driver's model saw the Worker's answer: {events:?}"
+    );
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_codex_acp),
+    ignore = "the pinned codex-acp agent is not installed"
+)]
+async fn codex_acp_driver_delegates_through_mcp() {
+    real_driver(Real::Codex).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_driver_delegates_through_mcp() {
+    real_driver(Real::Claude).await;
+}

@@ -1,0 +1,300 @@
+//! `fake-acp`: a tiny ACP agent (JSON-RPC 2.0 over stdio) for the adapter's fault
+//! cases, which the real agents rarely show: malformed frames, an agent that dies
+//! mid-turn or never answers `initialize`, permission requests, cancel.
+//!
+//! The environment picks how it starts: `FAKE_ACP_INIT=silent` never answers
+//! `initialize`; `FAKE_ACP_INIT=garbage` writes malformed lines first. Each prompt's
+//! text scripts its turn:
+//!
+//! - `say TEXT` → TEXT, a chunk per word, then `end_turn`;
+//! - `garbage` → malformed lines (not JSON, JSON that is no JSON-RPC message, an
+//!   answer to no request), then `survived`;
+//! - `die` → one chunk, a line on stderr, exit code 3 mid-turn;
+//! - `ask` → a tool call and a permission request with the options `allow_once`,
+//!   `allow_always` and `reject_once` (labels deliberately odd), then the text
+//!   `answer: OPTION_ID` (or `cancelled`, which ends the turn `cancelled`);
+//! - `hang` → one chunk, then nothing until `session/cancel` (then `cancelled`);
+//! - `plan` → a plan update with two entries;
+//! - `mode` → the mode last set with `session/set_mode`;
+//! - `history` → how many prompts this agent session has seen (across `session/load`,
+//!   which replays them as updates the client must not show);
+//! - anything else → `echo: TEXT`.
+//!
+//! Sessions live in the process only; `session/load` of an id this process never
+//! created answers an error (the way an agent that lost its transcript does), except
+//! ids starting `fake-` whose prompt count is read from `FAKE_ACP_STATE` (a directory)
+//! when set.
+
+use std::io::{BufRead, Write};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+/// What the prompt thread waits for.
+enum Signal {
+    /// The answer to our permission request.
+    Answer(Value),
+    /// `session/cancel`.
+    Cancel,
+}
+
+/// Stdout, shared by the reader and the prompt thread.
+#[derive(Clone)]
+struct Out(Arc<Mutex<std::io::Stdout>>);
+
+impl Out {
+    fn raw(&self, line: &str) {
+        if let Ok(mut out) = self.0.lock() {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+    }
+
+    fn send(&self, value: Value) {
+        self.raw(&value.to_string());
+    }
+
+    fn update(&self, session: &str, update: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": session, "update": update}}));
+    }
+
+    fn chunk(&self, session: &str, text: &str) {
+        self.update(
+            session,
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}),
+        );
+    }
+}
+
+/// Prompt counts per session, kept in `FAKE_ACP_STATE` when set so a restarted
+/// process can "load" a session.
+fn state_file(session: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("FAKE_ACP_STATE").map(|d| std::path::PathBuf::from(d).join(session))
+}
+
+fn prompts_seen(session: &str) -> Option<u64> {
+    let path = state_file(session)?;
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn count_prompt(session: &str) -> u64 {
+    let n = prompts_seen(session).unwrap_or(0) + 1;
+    if let Some(path) = state_file(session) {
+        let _ = std::fs::write(path, n.to_string());
+    }
+    n
+}
+
+fn main() {
+    let out = Out(Arc::new(Mutex::new(std::io::stdout())));
+    let init = std::env::var("FAKE_ACP_INIT").unwrap_or_default();
+    let mode = Arc::new(Mutex::new("default".to_string()));
+    let mut waiting: Option<Sender<Signal>> = None;
+    let mut sessions = 0u64;
+    let mut permission_id = 100u64;
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            eprintln!("fake-acp: unreadable line");
+            continue;
+        };
+        let id = msg.get("id").cloned();
+        let method = msg["method"].as_str().unwrap_or("").to_string();
+        let params = msg["params"].clone();
+        match (method.as_str(), id) {
+            ("initialize", Some(id)) => {
+                if init == "silent" {
+                    continue;
+                }
+                if init == "garbage" {
+                    out.raw("this is not json");
+                    out.raw(r#"{"jsonrpc":"2.0","note":"no method, no id"}"#);
+                }
+                out.send(json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "protocolVersion": 1,
+                    "agentCapabilities": {"loadSession": true,
+                        "mcpCapabilities": {"http": false, "sse": false}},
+                    "agentInfo": {"name": "fake-acp", "title": "Fake ACP", "version": "1.0.0"},
+                    "authMethods": []}}));
+            }
+            ("session/new", Some(id)) => {
+                sessions += 1;
+                let session = format!("fake-{}-{sessions}", std::process::id());
+                out.send(
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": session,
+                    "modes": {"currentModeId": "default", "availableModes": [
+                        {"id": "default", "name": "Ask"}, {"id": "plan", "name": "Plan"},
+                        {"id": "bypassPermissions", "name": "Yolo"}]}}}),
+                );
+            }
+            ("session/load", Some(id)) => {
+                let session = params["sessionId"].as_str().unwrap_or("").to_string();
+                match prompts_seen(&session) {
+                    Some(n) => {
+                        // The replay a client must not show again.
+                        for i in 0..n {
+                            out.update(
+                                &session,
+                                json!({"sessionUpdate": "user_message_chunk",
+                                "content": {"type": "text", "text": format!("old prompt {i}")}}),
+                            );
+                            out.chunk(&session, &format!("old answer {i}"));
+                        }
+                        out.send(json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "modes": {"currentModeId": "default", "availableModes": [
+                                {"id": "default", "name": "Ask"}, {"id": "plan", "name": "Plan"}]}}}));
+                    }
+                    None => out.send(json!({"jsonrpc": "2.0", "id": id,
+                        "error": {"code": -32002, "message": "Session not found"}})),
+                }
+            }
+            ("session/set_mode", Some(id)) => {
+                if let (Ok(mut m), Some(new)) = (mode.lock(), params["modeId"].as_str()) {
+                    *m = new.to_string();
+                }
+                out.send(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+            }
+            ("session/prompt", Some(id)) => {
+                let session = params["sessionId"].as_str().unwrap_or("").to_string();
+                let text = params["prompt"]
+                    .as_array()
+                    .and_then(|blocks| blocks.last())
+                    .and_then(|b| b["text"].as_str())
+                    .unwrap_or("")
+                    .to_string();
+                let (tx, rx) = channel();
+                waiting = Some(tx);
+                permission_id += 1;
+                let (out, mode, perm) = (out.clone(), mode.clone(), permission_id);
+                std::thread::spawn(move || prompt(&out, id, &session, &text, &mode, perm, &rx));
+            }
+            ("session/cancel", None) => {
+                if let Some(tx) = &waiting {
+                    let _ = tx.send(Signal::Cancel);
+                }
+            }
+            ("", Some(_)) => {
+                // An answer to our permission request.
+                if let Some(tx) = &waiting {
+                    let _ = tx.send(Signal::Answer(msg["result"].clone()));
+                }
+            }
+            (_, Some(id)) => out.send(json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "method not found"}})),
+            _ => {}
+        }
+    }
+}
+
+/// Runs one prompt's script and answers it.
+fn prompt(
+    out: &Out,
+    id: Value,
+    session: &str,
+    text: &str,
+    mode: &Mutex<String>,
+    perm: u64,
+    signals: &Receiver<Signal>,
+) {
+    let n = count_prompt(session);
+    let (word, rest) = text.split_once(' ').unwrap_or((text, ""));
+    let mut stop = "end_turn";
+    match word {
+        "say" => {
+            for w in rest.split(' ') {
+                out.chunk(session, &format!("{w} "));
+            }
+        }
+        "garbage" => {
+            out.raw("{{{ definitely not json");
+            out.raw(r#"{"jsonrpc":"2.0"}"#);
+            out.raw(r#"{"jsonrpc":"2.0","id":987654,"result":{}}"#);
+            out.raw(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"x","update":{"sessionUpdate":"agent_message_chunk"}}}"#);
+            out.chunk(session, "survived");
+        }
+        "die" => {
+            out.chunk(session, "about to die ");
+            eprintln!("fake-acp: dying on purpose");
+            std::process::exit(3);
+        }
+        "ask" => {
+            out.update(
+                session,
+                json!({"sessionUpdate": "tool_call", "toolCallId": "call-1",
+                "title": "touch /tmp/x", "kind": "execute", "status": "pending",
+                "rawInput": {"command": "touch /tmp/x"}}),
+            );
+            out.send(json!({"jsonrpc": "2.0", "id": format!("perm-{perm}"),
+                "method": "session/request_permission", "params": {"sessionId": session,
+                "toolCall": {"toolCallId": "call-1", "title": "touch /tmp/x",
+                    "rawInput": {"command": "touch /tmp/x"}},
+                "options": [
+                    {"optionId": "yes-once", "name": "Sure, why not", "kind": "allow_once"},
+                    {"optionId": "yes-forever", "name": "Go ahead always", "kind": "allow_always"},
+                    {"optionId": "nope", "name": "Please don't", "kind": "reject_once"}]}}));
+            let answer = loop {
+                match signals.recv() {
+                    Ok(Signal::Answer(v)) => break v,
+                    Ok(Signal::Cancel) => continue,
+                    Err(_) => return,
+                }
+            };
+            let picked = match answer["outcome"]["outcome"].as_str() {
+                Some("selected") => answer["outcome"]["optionId"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string(),
+                _ => "cancelled".to_string(),
+            };
+            if picked == "cancelled" {
+                stop = "cancelled";
+            } else {
+                let status = if picked == "nope" {
+                    "failed"
+                } else {
+                    "completed"
+                };
+                out.update(
+                    session,
+                    json!({"sessionUpdate": "tool_call_update",
+                    "toolCallId": "call-1", "status": status,
+                    "content": [{"type": "content", "content": {"type": "text", "text": "ran"}}]}),
+                );
+                out.chunk(session, &format!("answer: {picked}"));
+            }
+        }
+        "hang" => {
+            out.chunk(session, "waiting ");
+            loop {
+                match signals.recv() {
+                    Ok(Signal::Cancel) | Err(_) => break,
+                    Ok(Signal::Answer(_)) => {}
+                }
+            }
+            stop = "cancelled";
+        }
+        "plan" => {
+            out.update(
+                session,
+                json!({"sessionUpdate": "plan", "entries": [
+                {"content": "look", "status": "completed", "priority": "high"},
+                {"content": "fix", "status": "pending", "priority": "medium"}]}),
+            );
+            out.chunk(session, "planned");
+        }
+        "mode" => {
+            let m = mode.lock().map(|m| m.clone()).unwrap_or_default();
+            out.chunk(session, &format!("mode: {m}"));
+        }
+        "history" => out.chunk(session, &format!("prompts: {n}")),
+        _ => out.chunk(session, &format!("echo: {text}")),
+    }
+    out.update(
+        session,
+        json!({"sessionUpdate": "usage_update", "used": 10 * n, "size": 1000}),
+    );
+    out.send(json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": stop}}));
+}
