@@ -4,6 +4,8 @@
 
 pub mod auth;
 pub mod cli;
+pub mod cluster_route;
+pub mod cluster_rpc;
 pub mod config_file;
 pub mod error;
 #[cfg(feature = "failpoints")]

@@ -7,12 +7,14 @@
 pub mod bench;
 pub mod mock_anthropic;
 pub mod mock_openai;
+pub mod nats;
 pub mod raw_socket;
 pub mod server;
 pub mod vendor_clis;
 pub mod webdriver;
 pub mod ws;
 
+pub use nats::NatsServer;
 pub use server::{Server, ServerOptions, TempDir};
 pub use webdriver::Browser;
 pub use ws::WsClient;
