@@ -22,7 +22,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Start the server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage users (multi-user mode: each user has a token and sees only their own
     /// and shared sessions).
     User {
@@ -200,7 +200,7 @@ pub fn main_from(args: &[String]) -> ExitCode {
 
 fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
-        Command::Serve(args) => return run_serve(args),
+        Command::Serve(args) => return run_serve(*args),
         Command::User { command } => user(command),
         Command::Token { command } => token(command),
     };

@@ -68,6 +68,11 @@ impl NatsServer {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `nats://127.0.0.1:PORT`
     pub fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)

@@ -55,11 +55,8 @@ pub(super) async fn start(
     // the current values), then changes. Lists are complete once those are in.
     let mut node_watch = nodes.watch_with_history(">").await?;
     let mut session_watch = sessions.watch_with_history(">").await?;
-    load_initial(&cluster, &mut node_watch, &nodes, |c, e| on_lease(c, e)).await?;
-    load_initial(&cluster, &mut session_watch, &sessions, |c, e| {
-        on_session(c, e)
-    })
-    .await?;
+    load_initial(&cluster, &mut node_watch, &nodes, on_lease).await?;
+    load_initial(&cluster, &mut session_watch, &sessions, on_session).await?;
     let c = cluster.clone();
     actix::spawn(async move {
         while let Some(entry) = node_watch.next().await {
