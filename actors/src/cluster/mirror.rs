@@ -5,8 +5,10 @@
 //! node's store through the ordinary writer. The gateway sees those commits like any
 //! other, so subscribers of the remote session get the same replay (ring, then
 //! store pages), live delivery and `lagged` handling as for a local one: never a gap,
-//! never a duplicate. Events are written only in seq order; anything else restarts
-//! the consumer from what the store holds.
+//! never a duplicate. Events are written only in seq order: the stream may hold a
+//! session's events out of order (a hole the publisher filled after a broken
+//! connection), so events that arrive early wait in a bounded buffer until the
+//! missing ones come; more than [`MAX_EARLY`] waiting restarts the consumer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +25,8 @@ use crate::store::{StoredEvent, WriteOp};
 const RESTART: Duration = Duration::from_secs(1);
 /// Events written between two checks that they were committed.
 const SYNC_EVERY: u64 = 256;
+/// Events that arrived before an earlier one and wait for it, at most.
+const MAX_EARLY: usize = 100_000;
 
 /// Follows one remote session for the life of the node.
 pub(super) async fn run(cluster: Cluster, session_id: String) {
@@ -73,6 +77,7 @@ async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::E
     let mut next = last + 1;
     let mut epoch = writer.epoch();
     let mut unsynced = 0u64;
+    let mut early: std::collections::BTreeMap<u64, ByteString> = Default::default();
     loop {
         // Check the commits when the consumer has nothing more at once, or every
         // SYNC_EVERY events: a failed commit would leave a hole to fill again.
@@ -97,22 +102,31 @@ async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::E
             tracing::warn!(session = %session_id, "event without a seq header skipped");
             continue;
         };
-        if seq < next {
+        if seq < next || early.contains_key(&seq) {
             continue;
-        }
-        if seq > next {
-            return Err(format!("stream skips from {next} to {seq}").into());
         }
         let frame =
             ByteString::try_from(msg.payload.clone()).map_err(|_| "an event frame is not UTF-8")?;
-        writer.write(WriteOp::Event(StoredEvent {
-            session_id: sid.clone(),
-            seq,
-            frame,
-            gate: gate.clone(),
-        }))?;
-        next = seq + 1;
-        unsynced += 1;
+        if seq > next {
+            if early.len() >= MAX_EARLY {
+                return Err(
+                    format!("seq {next} still missing after {MAX_EARLY} later ones").into(),
+                );
+            }
+            early.insert(seq, frame);
+            continue;
+        }
+        let mut frame = Some(frame);
+        while let Some(f) = frame.take().or_else(|| early.remove(&next)) {
+            writer.write(WriteOp::Event(StoredEvent {
+                session_id: sid.clone(),
+                seq: next,
+                frame: f,
+                gate: gate.clone(),
+            }))?;
+            next += 1;
+            unsynced += 1;
+        }
         if unsynced >= SYNC_EVERY {
             if !writer.synced_since(epoch).await {
                 return Err("a copied event was not committed".into());

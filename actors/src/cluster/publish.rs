@@ -5,18 +5,24 @@
 //! is in flight in the current round). The next event in line is published straight
 //! from the batch; anything else (the first event after start, a gap, a failed
 //! publish or ack) marks the session *behind*: it is then republished from SQLite,
-//! starting after the last seq the stream holds for its subject, once a second until
-//! it catches up. So a NATS restart or a node restart loses no committed event, and
-//! none is published twice: the restart point comes from the stream itself, and the
-//! message id `<id>:<seq>` lets JetStream's duplicate window drop a resend whose
-//! first ack was lost.
+//! starting after the last seq the stream holds for its subject, or at the first seq
+//! whose publish failed if that is earlier, once a second until it catches up. (When a
+//! connection breaks, the messages in flight on it are lost while later ones may be
+//! sent on the next connection, so the stream can hold a hole below its last seq.)
+//! So a NATS restart or a node restart loses no committed event, and none is stored
+//! twice: the restart point comes from the stream itself or from the failed ack, and
+//! the message id `<id>:<seq>` lets JetStream's duplicate window (2 minutes) drop a
+//! resend it already holds. Filled holes mean the stream is not always in seq order;
+//! readers order by seq (see [`super::mirror`]).
 
 use std::collections::{HashMap, HashSet};
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream::context::PublishAckFuture;
 use async_nats::HeaderMap;
+use futures_util::future::join_all;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{events_subject, Cluster, EVENTS_STREAM, SEQ_HEADER};
@@ -34,6 +40,9 @@ struct Publisher {
     sent: HashMap<Arc<str>, u64>,
     /// Sessions to republish from the store.
     behind: HashSet<Arc<str>>,
+    /// The first seq whose publish failed, per session behind: republished from
+    /// there even when the stream holds later ones.
+    resume: HashMap<Arc<str>, u64>,
 }
 
 /// Runs until the runtime's writer stops.
@@ -50,6 +59,7 @@ pub(super) async fn run(cluster: Cluster, mut rx: UnboundedReceiver<Vec<StoredEv
         cluster,
         sent: HashMap::new(),
         behind,
+        resume: HashMap::new(),
     };
     let mut retry = tokio::time::interval(RETRY);
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -70,7 +80,7 @@ pub(super) async fn run(cluster: Cluster, mut rx: UnboundedReceiver<Vec<StoredEv
 impl Publisher {
     /// Publishes the events that are next in line; marks the others' sessions behind.
     async fn publish_committed(&mut self, batch: Vec<StoredEvent>) {
-        let mut pending: Vec<(Arc<str>, PublishAckFuture)> = Vec::new();
+        let mut pending: Vec<(Arc<str>, u64, PublishAckFuture)> = Vec::new();
         let mut local: Option<(Arc<str>, bool)> = None;
         for ev in batch {
             // Batches come in runs of one session: look each run up once.
@@ -92,9 +102,9 @@ impl Publisher {
                     match self.send(&ev.session_id, ev.seq, ev.frame.as_bytes()).await {
                         Ok(ack) => {
                             self.sent.insert(ev.session_id.clone(), ev.seq);
-                            pending.push((ev.session_id, ack));
+                            pending.push((ev.session_id, ev.seq, ack));
                         }
-                        Err(e) => self.fell_behind(&ev.session_id, &e),
+                        Err(e) => self.fell_behind(&ev.session_id, ev.seq, &e),
                     }
                 }
                 // Not known yet (first event since start) or a gap: from the store.
@@ -103,9 +113,16 @@ impl Publisher {
                 }
             }
         }
-        for (sid, ack) in pending {
-            if let Err(e) = ack.await {
-                self.fell_behind(&sid, &e);
+        // Awaited together: each ack's timeout starts when it is first polled, so
+        // awaiting lost acks one by one (NATS went away) would take 5 s each.
+        let (keys, acks): (Vec<(Arc<str>, u64)>, Vec<PublishAckFuture>) = pending
+            .into_iter()
+            .map(|(sid, seq, ack)| ((sid, seq), ack))
+            .unzip();
+        let results = join_all(acks.into_iter().map(IntoFuture::into_future)).await;
+        for ((sid, seq), result) in keys.iter().zip(results) {
+            if let Err(e) = result {
+                self.fell_behind(sid, *seq, &e);
             }
         }
         if !self.behind.is_empty() {
@@ -113,10 +130,17 @@ impl Publisher {
         }
     }
 
-    fn fell_behind(&mut self, sid: &Arc<str>, error: &dyn std::fmt::Display) {
-        tracing::warn!(session = %sid, %error, "publish failed; will republish from the store");
+    /// Publishing `seq` of `sid` failed (or its ack never came). Messages after it
+    /// may still have been stored (sent again on a new connection after the one that
+    /// lost it broke), so the republish starts at `seq` itself, not after the
+    /// stream's last: JetStream drops the resends it already has by message id.
+    fn fell_behind(&mut self, sid: &Arc<str>, seq: u64, error: &dyn std::fmt::Display) {
+        if self.behind.insert(sid.clone()) {
+            tracing::warn!(session = %sid, seq, %error, "publish failed; will republish from the store");
+        }
         self.sent.remove(sid);
-        self.behind.insert(sid.clone());
+        let from = self.resume.entry(sid.clone()).or_insert(seq);
+        *from = (*from).min(seq);
     }
 
     /// Republishes every session that is behind, from the store.
@@ -126,6 +150,7 @@ impl Publisher {
             match self.republish(&sid).await {
                 Ok(last) => {
                     self.behind.remove(&sid);
+                    self.resume.remove(&sid);
                     self.sent.insert(sid, last);
                 }
                 Err(e) => {
@@ -139,8 +164,11 @@ impl Publisher {
 
     /// Publishes what the store has after the stream's last seq for `sid`; returns
     /// the last seq published.
-    async fn republish(&self, sid: &Arc<str>) -> Result<u64, async_nats::Error> {
+    async fn republish(&mut self, sid: &Arc<str>) -> Result<u64, async_nats::Error> {
         let mut after = self.last_in_stream(sid).await?;
+        if let Some(failed) = self.resume.get(sid) {
+            after = after.min(failed.saturating_sub(1));
+        }
         loop {
             let store = self.cluster.inner.runtime.store().clone();
             let id = sid.to_string();
@@ -150,12 +178,24 @@ impl Publisher {
                 return Ok(after);
             }
             let mut acks = Vec::with_capacity(rows.len());
+            let mut seqs = Vec::with_capacity(rows.len());
             for (seq, frame) in rows {
-                acks.push(self.send(sid, seq, frame.as_bytes()).await?);
+                match self.send(sid, seq, frame.as_bytes()).await {
+                    Ok(ack) => acks.push(ack),
+                    Err(e) => {
+                        self.fell_behind(sid, seq, &e);
+                        return Err(e);
+                    }
+                }
+                seqs.push(seq);
                 after = seq;
             }
-            for ack in acks {
-                ack.await?;
+            let results = join_all(acks.into_iter().map(IntoFuture::into_future)).await;
+            for (seq, result) in seqs.into_iter().zip(results) {
+                if let Err(e) = result {
+                    self.fell_behind(sid, seq, &e);
+                    return Err(e.into());
+                }
             }
             tracing::debug!(session = %sid, upto = after, "republished");
         }
