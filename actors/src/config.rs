@@ -36,6 +36,9 @@ pub struct RuntimeConfig {
     /// This server's cluster node name (`--node`), stamped on the sessions it creates;
     /// `None` outside a cluster.
     pub node: Option<String>,
+    /// Model names the config file adds to a vendor's list (`[vendors.X] models`), by
+    /// vendor id: offered besides what the CLI reports (Claude Code reports none).
+    pub configured_models: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl RuntimeConfig {
@@ -53,6 +56,7 @@ impl RuntimeConfig {
             store_give_up: std::time::Duration::from_secs(60),
             max_sessions_per_user: 100_000,
             node: None,
+            configured_models: std::collections::BTreeMap::new(),
         }
     }
 }

@@ -23,6 +23,9 @@ pub enum RuntimeError {
     /// The session has no scheduled message with that id.
     #[error("no scheduled message {0}")]
     NoSuchSchedule(String),
+    /// The session's queue holds no message with that id.
+    #[error("no queued message {0}")]
+    NoSuchQueuedMessage(String),
     /// No pending permission request with that id.
     #[error("no pending permission request {0}")]
     NoSuchPermission(String),
@@ -97,6 +100,7 @@ impl RuntimeError {
             RuntimeError::NoSuchTask(_) => ErrorCode::NoSuchTask,
             RuntimeError::NoSuchPermission(_) => ErrorCode::NoSuchPermission,
             RuntimeError::NoSuchSchedule(_) => ErrorCode::NoSuchSchedule,
+            RuntimeError::NoSuchQueuedMessage(_) => ErrorCode::NoSuchQueuedMessage,
             RuntimeError::VendorNotInstalled(_) => ErrorCode::VendorNotInstalled,
             RuntimeError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             RuntimeError::LimitExceeded(_) => ErrorCode::LimitExceeded,

@@ -74,7 +74,7 @@ fn collect(src: &Path, dir: &Path, graph: &mut Graph) {
         let Some(module) = module_of(src, &path) else {
             continue;
         };
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let text = std::fs::read_to_string(&path).unwrap();
         let deps = graph.entry(module.clone()).or_default();
         for name in referenced(&production_part(&text)) {
             if name != module && name.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {

@@ -3,8 +3,10 @@
 use serde::{Deserialize, Serialize};
 use tandem_protocol::pair::{DelegationInfo, PairInfo, PairState, ProposalStatus, WorkerChoice};
 use tandem_protocol::{
-    BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, Visibility,
+    BackgroundTask, PermissionMode, PermissionRule, Role, SessionInfo, SessionStatus, Visibility,
 };
+
+use crate::adapter::VendorId;
 
 /// Everything about a session that survives a restart, except its events. Stored as
 /// one JSON document per session so that adding a field needs no schema migration.
@@ -16,7 +18,7 @@ pub struct SessionRecord {
     /// Shown in session lists; a person can rename it.
     pub title: String,
     /// Which adapter serves the session (a catalog id such as `claude`).
-    pub vendor: String,
+    pub vendor: VendorId,
     /// Model; empty for the vendor's default.
     pub model: String,
     /// Clamped effort; empty for the default.
@@ -46,15 +48,17 @@ pub struct SessionRecord {
     /// When that turn started, epoch ms.
     #[serde(default)]
     pub turn_started_at: Option<u64>,
-    /// The pair this session belongs to; start-up checks that the pair still runs.
-    #[serde(default)]
-    pub pair_id: Option<String>,
-    /// Driver or Worker in that pair; `None` when not paired.
-    #[serde(default)]
-    pub role: Option<Role>,
+    /// The pair this session belongs to and its role there; start-up checks that the
+    /// pair still runs. Stored as the record's `pairId` and `role` fields.
+    #[serde(flatten, default)]
+    pub pair: Option<Membership>,
     /// Messages waiting for the session to be idle with no background work.
     #[serde(default)]
     pub queued: Vec<QueuedMessage>,
+    /// Tools a person allowed for the rest of the session ("always allow"); handed to
+    /// every adapter the session starts.
+    #[serde(default)]
+    pub permission_rules: Vec<PermissionRule>,
     /// The session that spawned this one with `spawn_sessions`.
     #[serde(default)]
     pub parent_id: Option<String>,
@@ -88,11 +92,39 @@ pub struct SessionRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueuedMessage {
+    /// Its id (`q_…`), named by `chat.queue-cancel` and `chat.queue-edit`. Records
+    /// written before ids existed get one when read (stored at the next write).
+    #[serde(default = "new_queue_id")]
+    pub id: String,
     /// The user message of the turn it starts once the session is free.
     pub text: String,
     /// True when the server wrote it (a pushed-back result).
     #[serde(default)]
     pub internal: bool,
+}
+
+fn new_queue_id() -> String {
+    crate::clock::random_id("q_", 8)
+}
+
+impl QueuedMessage {
+    /// A new entry with a fresh id.
+    pub fn new(text: String, internal: bool) -> Self {
+        QueuedMessage {
+            id: new_queue_id(),
+            text,
+            internal,
+        }
+    }
+
+    /// The entry as the wire lists it.
+    pub fn entry(&self) -> tandem_protocol::server::QueuedEntry {
+        tandem_protocol::server::QueuedEntry {
+            queue_id: self.id.clone(),
+            text: self.text.clone(),
+            internal: self.internal,
+        }
+    }
 }
 
 /// A Worker proposal's persisted state.
@@ -153,6 +185,25 @@ pub struct DelegationRecord {
     pub proposal_id: Option<String>,
 }
 
+/// A session's place in a pair.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Membership {
+    /// The pair.
+    pub pair_id: String,
+    /// Driver or Worker.
+    pub role: Role,
+}
+
+impl SessionRecord {
+    /// True when this session is in pair `pair_id`, in `role` if given.
+    pub fn in_pair(&self, pair_id: &str, role: Option<Role>) -> bool {
+        self.pair
+            .as_ref()
+            .is_some_and(|m| m.pair_id == pair_id && role.is_none_or(|r| m.role == r))
+    }
+}
+
 impl PairRecord {
     /// The client-facing view.
     pub fn to_info(&self) -> PairInfo {
@@ -180,7 +231,7 @@ impl SessionRecord {
         SessionInfo {
             id: self.id.clone(),
             title: self.title.clone(),
-            vendor: self.vendor.clone(),
+            vendor: self.vendor.to_string(),
             model: self.model.clone(),
             effort: self.effort.clone(),
             permission_mode: self.permission_mode,
@@ -192,8 +243,8 @@ impl SessionRecord {
             owner_id: self.owner_id.clone(),
             visibility: self.visibility,
             vendor_session_id: self.vendor_session_id.clone(),
-            pair_id: self.pair_id.clone(),
-            role: self.role,
+            pair_id: self.pair.as_ref().map(|m| m.pair_id.clone()),
+            role: self.pair.as_ref().map(|m| m.role),
             turn_started_at: self.turn_started_at,
             handoff_from: self.handoff_from.clone(),
             parent_id: self.parent_id.clone(),

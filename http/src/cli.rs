@@ -29,6 +29,15 @@ enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Check each vendor CLI (binary, version, login) without calling a model; exits
+    /// non-zero when one that is installed or configured cannot work.
+    Doctor {
+        /// The config file `tandem serve --config` would use.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    #[command(flatten)]
+    Client(crate::client::ClientCommand),
     /// Print or replace the admin token (or another user's with --user).
     Token {
         #[command(subcommand)]
@@ -201,6 +210,8 @@ pub fn main_from(args: &[String]) -> ExitCode {
 fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => return run_serve(*args),
+        Command::Doctor { config } => return crate::doctor::run(config),
+        Command::Client(command) => return crate::client::run(command),
         Command::User { command } => user(command),
         Command::Token { command } => token(command),
     };
@@ -342,6 +353,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         }
         _ => None,
     };
+    runtime.configured_models = file.configured_models();
     runtime.vendors = file.vendors(
         |key| std::env::var(key).ok(),
         std::env::var_os("PATH").as_deref(),

@@ -10,6 +10,7 @@
 //!
 //! [vendors.claude]
 //! bin = "/path/to/claude"  # default: `claude` on PATH; TANDEM_CLAUDE_BIN overrides
+//! models = ["claude-sonnet-4-5"]  # offered besides the CLI's aliases
 //!
 //! [workspace]
 //! roots = ["/home/me/src"]
@@ -19,7 +20,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use tandem_actors::adapter::{VendorProcess, VendorsConfig};
+use tandem_actors::adapter::{
+    ConfiguredVendor, VendorId, VendorProcess, VendorProtocol, VendorsConfig,
+};
 
 /// The file as written; unknown keys are refused so a typo is not silently ignored.
 #[derive(Debug, Default, Deserialize)]
@@ -52,11 +55,16 @@ pub struct VendorSection {
     /// Extra arguments, before the adapter's own.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Extra environment for the process (on top of PATH, HOME, LANG, TERM).
+    /// Extra environment for the process, on top of what it inherits from the server
+    /// (all but `TANDEM_*`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Seconds an idle vendor process is kept before it is closed.
     pub idle_secs: Option<u64>,
+    /// Model names to offer besides the CLI's own (Claude Code lists only its
+    /// aliases; a pinned full model name goes here).
+    #[serde(default)]
+    pub models: Vec<String>,
 }
 
 /// `[workspace]`.
@@ -147,10 +155,50 @@ impl ConfigFile {
                 idle_close: section.idle_secs.map(std::time::Duration::from_secs),
             })
         };
+        let builtins = [
+            (
+                VendorId::CODEX,
+                VendorProtocol::Codex,
+                "TANDEM_CODEX_BIN",
+                self.vendors.codex.as_ref(),
+            ),
+            (
+                VendorId::CLAUDE,
+                VendorProtocol::Claude,
+                "TANDEM_CLAUDE_BIN",
+                self.vendors.claude.as_ref(),
+            ),
+        ];
         VendorsConfig {
-            codex: resolve("codex", "TANDEM_CODEX_BIN", self.vendors.codex.as_ref()),
-            claude: resolve("claude", "TANDEM_CLAUDE_BIN", self.vendors.claude.as_ref()),
+            vendors: builtins
+                .into_iter()
+                .filter_map(|(id, protocol, env_key, section)| {
+                    let process = resolve(id.as_str(), env_key, section)?;
+                    Some(ConfiguredVendor {
+                        id,
+                        protocol,
+                        display_name: None,
+                        process,
+                    })
+                })
+                .collect(),
         }
+    }
+}
+
+impl ConfigFile {
+    /// The `models` each `[vendors.X]` names, by vendor id.
+    pub fn configured_models(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        [
+            ("codex", &self.vendors.codex),
+            ("claude", &self.vendors.claude),
+        ]
+        .into_iter()
+        .filter_map(|(id, section)| {
+            let models = &section.as_ref()?.models;
+            (!models.is_empty()).then(|| (id.to_string(), models.clone()))
+        })
+        .collect()
     }
 }
 
@@ -206,7 +254,8 @@ mod tests {
         let config = ConfigFile::parse(Path::new("t.toml"), text).unwrap_or_else(|e| panic!("{e}"));
         let vendors = config.vendors(|_| None, None);
         let codex = vendors
-            .codex
+            .get(&VendorId::CODEX)
+            .map(|v| v.process.clone())
             .unwrap_or_else(|| panic!("codex not resolved"));
         assert_eq!(codex.bin, PathBuf::from("/bin/sh"));
         assert_eq!(codex.args, vec!["-c".to_string(), "x".to_string()]);
@@ -215,8 +264,26 @@ mod tests {
             Some("/tmp/c")
         );
         assert_eq!(codex.idle_close, Some(std::time::Duration::from_secs(5)));
-        assert!(vendors.claude.is_none(), "no PATH, no claude");
+        assert!(
+            vendors.get(&VendorId::CLAUDE).is_none(),
+            "no PATH, no claude"
+        );
         assert_eq!(config.workspace.roots, vec![PathBuf::from("/tmp")]);
+    }
+
+    #[test]
+    fn configured_models_by_vendor() {
+        let config = ConfigFile::parse(
+            Path::new("t.toml"),
+            "[vendors.claude]\nmodels = [\"claude-x\", \"claude-y\"]\n[vendors.codex]\nargs = []\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let models = config.configured_models();
+        assert_eq!(
+            models.get("claude").cloned(),
+            Some(vec!["claude-x".to_string(), "claude-y".to_string()])
+        );
+        assert!(!models.contains_key("codex"), "no models, no entry");
     }
 
     #[test]
@@ -245,10 +312,16 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let none = config.vendors(|_| None, None);
-        assert!(none.claude.is_none(), "a missing binary is not installed");
+        assert!(
+            none.get(&VendorId::CLAUDE).is_none(),
+            "a missing binary is not installed"
+        );
         let env = |k: &str| (k == "TANDEM_CLAUDE_BIN").then(|| "/bin/sh".to_string());
         let over = config.vendors(env, None);
-        assert_eq!(over.claude.map(|c| c.bin), Some(PathBuf::from("/bin/sh")));
+        assert_eq!(
+            over.get(&VendorId::CLAUDE).map(|c| c.process.bin.clone()),
+            Some(PathBuf::from("/bin/sh"))
+        );
         let dir = std::env::temp_dir().join(format!("tandem-path-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
         let fake = dir.join("codex");
@@ -257,7 +330,10 @@ mod tests {
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755))
             .unwrap_or_else(|e| panic!("{e}"));
         let found = ConfigFile::default().vendors(|_| None, Some(dir.as_os_str()));
-        assert_eq!(found.codex.map(|c| c.bin), Some(fake));
+        assert_eq!(
+            found.get(&VendorId::CODEX).map(|c| c.process.bin.clone()),
+            Some(fake)
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

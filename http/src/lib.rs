@@ -4,9 +4,11 @@
 
 pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod cluster_route;
 pub mod cluster_rpc;
 pub mod config_file;
+pub mod doctor;
 pub mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
@@ -17,6 +19,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod request;
 pub mod rest;
+pub mod rest_control;
 pub mod rest_edit;
 pub mod server;
 pub mod state;

@@ -5,7 +5,8 @@ use tandem_actors::session::SendOutcome;
 use tandem_protocol::client::{CreateSessionParams, ListParams};
 use tandem_protocol::rest::{
     EventsQuery, Health, InterruptAccepted, McpToken, MessageAccepted, MessageQueued, PairList,
-    PostMessage, RunningList, ScheduleList, SessionList, TurnAccepted, VendorList,
+    PostMessage, QueueList, RunningList, ScheduleList, SessionList, TurnAccepted, UsageQuery,
+    VendorList,
 };
 use tandem_protocol::ErrorCode;
 
@@ -40,8 +41,19 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(at("/sessions/{id}/messages").route(web::post().to(post_message)))
             .service(at("/sessions/{id}/interrupt").route(web::post().to(interrupt)))
             .service(at("/sessions/{id}/mcp-token").route(web::post().to(mcp_token)))
-            .service(at("/sessions/{id}/schedules").route(web::get().to(schedules)))
-            .service(at("/pairs").route(web::get().to(pairs)))
+            .service(
+                at("/sessions/{id}/schedules")
+                    .route(web::get().to(schedules))
+                    .route(web::post().to(crate::rest_control::create_schedule)),
+            )
+            .service(at("/sessions/{id}/queue").route(web::get().to(queue)))
+            .service(at("/sessions/{id}/usage").route(web::get().to(usage)))
+            .service(
+                at("/pairs")
+                    .route(web::get().to(pairs))
+                    .route(web::post().to(crate::rest_control::create_pair)),
+            )
+            .configure(|cfg| crate::rest_control::routes(cfg, at))
             .default_service(web::to(not_found)),
     );
 }
@@ -239,4 +251,28 @@ async fn schedules(
     let who = caller(&req, &state.runtime, state.auth)?;
     let schedules = state.runtime.schedules(&who, &id).await?;
     Ok(HttpResponse::Ok().json(ScheduleList { schedules }))
+}
+
+async fn queue(
+    req: HttpRequest,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let queued = state.runtime.queued(&who, &id)?;
+    Ok(HttpResponse::Ok().json(QueueList {
+        session_id: id.into_inner(),
+        queued,
+    }))
+}
+
+async fn usage(
+    req: HttpRequest,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let query = web::Query::<UsageQuery>::from_query(req.query_string())
+        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    Ok(HttpResponse::Ok().json(state.runtime.usage(&who, &id, query.since).await?))
 }

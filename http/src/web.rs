@@ -38,11 +38,39 @@ static ASSETS: &[Asset] = &[
     asset!("chat.js", JS),
     asset!("md.js", JS),
     asset!("dom.js", JS),
+    asset!("store.js", JS),
+    asset!("diff.js", JS),
+    asset!("dialogs.js", JS),
+    asset!("notify.js", JS),
+    asset!("wire.js", JS),
+    #[cfg(feature = "test-hooks")]
+    asset!("hooks.js", JS),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 
 static INDEX: &[u8] = include_bytes!("../web/index.html");
+
+/// The page. With the `test-hooks` feature (tests only) it loads `hooks.js` first, so
+/// the hooks see the page from its start; a release build has neither the file nor
+/// the tag.
+fn index_body() -> &'static [u8] {
+    #[cfg(feature = "test-hooks")]
+    {
+        static WITH_HOOKS: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        WITH_HOOKS.get_or_init(|| {
+            String::from_utf8_lossy(INDEX)
+                .replace(
+                    "<script type=\"module\" src=\"/assets/app.js\"></script>",
+                    "<script type=\"module\" src=\"/assets/hooks.js\"></script>\n\
+                     <script type=\"module\" src=\"/assets/app.js\"></script>",
+                )
+                .into_bytes()
+        })
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    INDEX
+}
 
 /// Mounts `/` and `/assets/{name}`.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -63,7 +91,7 @@ fn page(content_type: &'static str, body: &'static [u8]) -> HttpResponse {
 }
 
 async fn index() -> HttpResponse {
-    page("text/html; charset=utf-8", INDEX)
+    page("text/html; charset=utf-8", index_body())
 }
 
 async fn asset(name: web::Path<String>) -> HttpResponse {
@@ -91,6 +119,20 @@ mod tests {
         }
         assert!(super::find("../Cargo.toml").is_none());
         assert!(super::find("app.js").is_some());
+    }
+
+    #[test]
+    fn test_hooks_ship_only_with_their_feature() {
+        let html = String::from_utf8_lossy(super::index_body());
+        assert_eq!(
+            super::find("hooks.js").is_some(),
+            cfg!(feature = "test-hooks")
+        );
+        assert_eq!(html.contains("hooks.js"), cfg!(feature = "test-hooks"));
+        for a in super::ASSETS.iter().filter(|a| a.name != "hooks.js") {
+            let text = String::from_utf8_lossy(a.body);
+            assert!(!text.contains("__tandem"), "{} holds a test hook", a.name);
+        }
     }
 
     #[test]

@@ -36,6 +36,8 @@ const AUTH_RECHECK: Duration = Duration::from_secs(1);
 /// How long a stopped connection's last frames (an error, the close) may take to be
 /// written before its socket is shut: a client that does not read never takes them.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// How often a stopped connection checks whether its last frames are written.
+const CLOSE_POLL: Duration = Duration::from_millis(20);
 /// Bad frames tolerated per [`ABUSE_WINDOW`] before the socket is closed.
 const MAX_BAD_FRAMES: usize = 50;
 const ABUSE_WINDOW: Duration = Duration::from_secs(10);
@@ -347,6 +349,21 @@ impl WsClient {
             Item::Last(b) => (Fragment::Last, b),
         };
         let incoming = self.incoming.fragment(kind, &bytes);
+        if self.incoming.seen() > self.max_frame.saturating_mul(16) {
+            // Like a frame over 16 times the limit: a message that goes on and on is
+            // not read to its end (it might never end); the connection closes.
+            self.error(
+                ErrorCode::FrameTooLarge,
+                format!(
+                    "fragmented message exceeds 16 times the {} byte limit; closing",
+                    self.max_frame
+                ),
+                None,
+                None,
+            );
+            self.close(ctx, CloseCode::Size, "message too large");
+            return;
+        }
         self.on_incoming(incoming, ctx);
     }
 }
@@ -390,14 +407,21 @@ impl Actor for WsClient {
         // reads; its bytes no longer count against the gateway's budgets.
         self.outbox.finish();
         self.queue.release(usize::MAX);
+        // Then the socket is shut: as soon as the last frame is written, or after
+        // the grace period. Without this, a client that reads the close frame and
+        // keeps sending would keep the connection (HTTP/1 reads a request body it no
+        // longer wants to its end, and this one has none).
         let (outbox, socket) = (self.outbox.clone(), self.socket.clone());
         actix_rt::spawn(async move {
-            actix_rt::time::sleep(CLOSE_GRACE).await;
+            let deadline = Instant::now() + CLOSE_GRACE;
+            while !outbox.ended() && Instant::now() < deadline {
+                actix_rt::time::sleep(CLOSE_POLL).await;
+            }
             if !outbox.ended() {
                 outbox.abandon();
-                if let Some(socket) = socket {
-                    socket.run();
-                }
+            }
+            if let Some(socket) = socket {
+                socket.run();
             }
         });
     }

@@ -11,8 +11,8 @@ use tandem_protocol::client::ListParams;
 use tandem_protocol::results::{
     ChatAbortResult, ChatSendResult, ChatStopTaskResult, ChatSubscribeResult,
     ChatUnsubscribeResult, PairCloseResult, PairCreateResult, PermissionResponseResult, PingResult,
-    ScheduleCancelResult, ScheduleResult, SessionConfigureResult, SessionCreateResult,
-    SessionsListResult, ToolCallResult,
+    QueueChangeResult, ScheduleCancelResult, ScheduleResult, SessionConfigureResult,
+    SessionCreateResult, SessionsListResult, ToolCallResult,
 };
 use tandem_protocol::{ClientFrame, ClientRequest, ErrorCode, ServerFrame};
 
@@ -259,6 +259,32 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
                 Ok(ScheduleCancelResult {
                     schedule_id: s.schedule_id,
                     status: s.status,
+                })
+            })
+        }
+        ClientRequest::ChatQueueCancel(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid), async move {
+                let queued = rt
+                    .cancel_queued(&who, &p.session_id, p.queue_id.clone())
+                    .await?;
+                Ok(QueueChangeResult {
+                    session_id: p.session_id,
+                    queue_id: p.queue_id,
+                    queued,
+                })
+            })
+        }
+        ClientRequest::ChatQueueEdit(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid), async move {
+                let queued = rt
+                    .edit_queued(&who, &p.session_id, p.queue_id.clone(), p.content)
+                    .await?;
+                Ok(QueueChangeResult {
+                    session_id: p.session_id,
+                    queue_id: p.queue_id,
+                    queued,
                 })
             })
         }

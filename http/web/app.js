@@ -1,32 +1,52 @@
 // tandem's page: log in with the token, list sessions live, open one (or a Driver and
-// its Worker side by side), and keep up across reconnects. Plain modules, no build.
+// its Worker, or any two sessions, side by side), and keep up across reconnects.
+// State lives in one store (store.js); views subscribe to what they show.
 
 import { h, clear, ago, clock, keepFocus } from './dom.js';
 import { Conn } from './conn.js';
 import { ChatView } from './chat.js';
+import { Store, layoutFor, parseRoute, tree, layoutSessions, formatUsage } from './store.js';
+import { Attention } from './notify.js';
+import { formDialog } from './dialogs.js';
 
 const TOKEN_KEY = 'tandem.token';
 /** Sessions per list page (the server's default; at most 1,000). */
 const LIST_PAGE = 100;
-const $ = (sel) => document.querySelector(sel);
 
-class App {
+/** Resolves with the running app (for `hooks.js` in test builds). */
+let resolveReady = (/** @type {App} */ _app) => {};
+/** @type {Promise<App>} */
+export const ready = new Promise((r) => { resolveReady = r; });
+
+export class App {
+  /** @param {string} token */
   constructor(token) {
     this.conn = new Conn(token);
-    this.sessions = new Map();
-    this.vendors = [];
-    this.pairs = new Map();
+    this.store = new Store();
+    this.attention = new Attention(this.store);
+    /** Open conversation views by session id. @type {Map<string, ChatView>} */
     this.views = new Map();
-    this.layoutKey = '';
-    this.route = { id: null };
+    /** Session list rows by session id, updated in place. @type {Map<string, {li: HTMLLIElement, key: string}>} */
+    this.rows = new Map();
+    this.route = parseRoute(location.hash);
     this.runningOpen = false;
     this.everOpen = false;
     /** Bumped by each full list load, so an older load that is still paging stops. */
     this.listGen = 0;
-    /** Ids upserted while a load pages through the list: those pages are older news. */
+    /** Ids upserted while a load pages through the list: those pages are older news. @type {Set<string> | null} */
     this.touched = null;
-    /** True once every page of the list has been read at least once. */
-    this.listComplete = false;
+    /** @type {HTMLElement | null} */
+    this.pairBar = null;
+    /** Today's usage as last read, and when. @type {{at: number, total: import('./wire.js').UsageTotals} | null} */
+    this.today = null;
+  }
+
+  get sessions() {
+    return this.store.sessions;
+  }
+
+  get vendors() {
+    return this.store.vendors;
   }
 
   // ---- start ----------------------------------------------------------------------
@@ -37,28 +57,36 @@ class App {
       this.conn.rest('GET', '/vendors'),
       this.conn.rest('GET', '/pairs'),
     ]);
-    for (const s of list.sessions) this.sessions.set(s.id, s);
-    this.vendors = vendors.vendors;
-    this.setPairs(pairs.pairs);
+    for (const s of list.sessions) this.store.sessions.set(s.id, s);
+    this.store.vendors = vendors.vendors;
+    this.store.setPairs(pairs.pairs);
     this.buildShell();
-    this.conn.addEventListener('frame', (e) => this.onFrame(e.detail));
-    this.conn.addEventListener('state', (e) => this.onState(e.detail));
+    this.store.on('sessions', () => this.scheduleList());
+    this.store.on('session', (id) => { if (id) this.views.get(id)?.updateHeader(); });
+    this.store.on('pairs', () => { this.layout(); this.scheduleList(); });
+    this.store.on('layout', () => this.renderLayout());
+    this.store.on('attention', () => this.scheduleList());
+    this.conn.addEventListener('frame', (e) => this.onFrame(/** @type {CustomEvent} */ (e).detail));
+    this.conn.addEventListener('state', (e) => this.onState(/** @type {CustomEvent} */ (e).detail));
     this.conn.connect();
     window.addEventListener('hashchange', () => this.navigate());
     document.addEventListener('keydown', (e) => this.onGlobalKey(e));
-    setInterval(() => { this.renderList(); this.renderPairBar(); }, 10000);
+    // Relative times ("5m") age; only their text changes.
+    setInterval(() => this.refreshTimes(), 10000);
     this.navigate();
   }
 
   installedVendors() {
-    return this.vendors.filter((v) => v.installed);
+    return this.store.vendors.filter((v) => v.installed);
   }
 
   buildShell() {
     this.connEl = h('span.conn', { role: 'status' }, 'Connecting…');
     this.runningBtn = h('button.btn', { type: 'button', 'aria-expanded': 'false', 'aria-controls': 'running', onclick: () => this.toggleRunning() }, 'Running');
+    this.notifyBtn = h('button.btn.tiny.notify-btn', { type: 'button', title: 'Desktop notifications when a turn ends or a permission waits', onclick: () => this.enableNotifications() }, 'Enable notifications');
+    this.notifyBtn.hidden = typeof Notification === 'undefined' || Notification.permission !== 'default';
     this.listEl = h('ul.session-list', { 'aria-label': 'Sessions' });
-    this.filterEl = h('input.field.filter', { type: 'search', placeholder: 'Filter sessions (press /)', 'aria-label': 'Filter sessions', oninput: () => this.renderList() });
+    this.filterEl = /** @type {HTMLInputElement} */ (h('input.field.filter', { type: 'search', placeholder: 'Filter sessions (press /)', 'aria-label': 'Filter sessions', oninput: () => this.renderList() }));
     this.mainEl = h('main.main#main', { tabindex: '-1' });
     this.runningEl = h('aside.running#running', { hidden: true, 'aria-label': 'Running work' });
     this.banner = h('div.banner', { hidden: true, role: 'alert' });
@@ -70,15 +98,22 @@ class App {
         this.runningBtn,
         h('button.btn.primary', { type: 'button', onclick: () => this.openCreate() }, 'New session')),
       this.banner,
-      h('nav.sidebar', { 'aria-label': 'Sessions' }, h('h1.side-title', 'Sessions'), this.filterEl, this.listEl),
+      h('nav.sidebar', { 'aria-label': 'Sessions' }, h('h1.side-title', 'Sessions'), this.filterEl, this.notifyBtn, this.listEl),
       this.mainEl,
       this.runningEl);
-    clear(document.body).append(h('a.skip', { href: '#main', onclick: (e) => { e.preventDefault(); this.mainEl.focus(); } }, 'Skip to conversation'), shell, this.buildCreateDialog(), this.buildArchiveDialog());
+    clear(document.body).append(h('a.skip', { href: '#main', onclick: (/** @type {Event} */ e) => { e.preventDefault(); this.mainEl.focus(); } }, 'Skip to conversation'), shell, this.buildCreateDialog(), this.buildArchiveDialog());
     this.renderList();
+  }
+
+  async enableNotifications() {
+    const answer = await Attention.ask();
+    this.notifyBtn.hidden = answer !== 'default';
+    this.toast(answer === 'granted' ? 'Notifications on' : 'Notifications stay off', answer === 'granted' ? '' : 'error');
   }
 
   // ---- connection -----------------------------------------------------------------
 
+  /** @param {string} state */
   onState(state) {
     if (state === 'open') {
       this.connEl.textContent = 'Live';
@@ -112,6 +147,7 @@ class App {
     }
   }
 
+  /** @param {any} f */
   onFrame(f) {
     switch (f.kind) {
       case 'session_upserted': {
@@ -120,13 +156,17 @@ class App {
           this.forget(f.session.id);
           return;
         }
-        const old = this.sessions.get(f.session.id);
-        this.sessions.set(f.session.id, f.session);
-        this.scheduleList();
-        const v = this.views.get(f.session.id);
-        if (v) v.updateHeader();
-        if (old?.pairId !== f.session.pairId) this.pairsChanged();
-        if (this.layoutKey === `missing:${f.session.id}` || this.layoutKey === `loading:${f.session.id}`) this.layout();
+        const old = this.store.sessions.get(f.session.id);
+        const wasBusy = old && (old.status === 'running' || old.status === 'starting');
+        const nowBusy = f.session.status === 'running' || f.session.status === 'starting';
+        this.store.upsertSession(f.session);
+        // Any change of an open session's record (a queue edited in another tab
+        // included) comes as an upsert: its view re-reads the queue, debounced.
+        this.views.get(f.session.id)?.scheduleQueueRefresh();
+        // An open view reports its own turn ends (from `turn_completed`); this covers
+        // the sessions not open.
+        if (wasBusy && !nowBusy && !this.views.has(f.session.id)) this.attention.turnEnded(f.session.id, f.session.status);
+        this.layout();
         if (this.runningOpen) this.scheduleRunning();
         return;
       }
@@ -169,9 +209,8 @@ class App {
         if (gen !== this.listGen) return;
         for (const s of page.sessions || []) {
           seen.add(s.id);
-          if (!touched.has(s.id)) this.sessions.set(s.id, s);
+          if (!touched.has(s.id)) this.store.upsertSession(s);
         }
-        this.scheduleList();
         if (!page.nextCursor) break;
         page = await this.conn.request('sessions.list', { limit: LIST_PAGE, cursor: page.nextCursor });
       }
@@ -181,20 +220,18 @@ class App {
     }
     if (gen !== this.listGen) return;
     this.touched = null;
-    for (const id of [...this.sessions.keys()]) {
-      if (!seen.has(id) && !touched.has(id)) this.sessions.delete(id);
+    for (const id of [...this.store.sessions.keys()]) {
+      if (!seen.has(id) && !touched.has(id)) this.store.removeSession(id);
     }
-    this.listComplete = true;
+    this.store.listComplete = true;
     this.renderList();
-    for (const v of this.views.values()) v.updateHeader();
-    if (this.layoutKey.startsWith('missing:') || this.layoutKey.startsWith('loading:')) this.layout();
+    this.layout();
   }
 
-  /** A session archived (here or elsewhere): out of the list, and closed if open. */
+  /** A session archived (here or elsewhere): out of the list, and closed if open. @param {string} id */
   forget(id) {
-    this.sessions.delete(id);
-    this.scheduleList();
-    if (this.route.id === id || this.layoutKey.includes(id)) {
+    this.store.removeSession(id);
+    if (this.route.id === id || this.route.with === id || this.store.shown().includes(id)) {
       location.hash = '#/';
       this.navigate();
     }
@@ -209,148 +246,187 @@ class App {
     });
   }
 
-  /** Roots by latest activity; each Driver's Worker and spawned children below it. */
-  tree() {
-    const all = [...this.sessions.values()].sort((a, b) => b.lastActivity - a.lastActivity);
-    const children = new Map();
-    const placed = new Set();
-    const under = (parent, child) => {
-      if (!children.has(parent)) children.set(parent, []);
-      children.get(parent).push(child);
-      placed.add(child.id);
-    };
-    for (const p of this.pairs.values()) {
-      const w = this.sessions.get(p.workerId);
-      if (w && this.sessions.has(p.driverId)) under(p.driverId, w);
-    }
-    for (const s of all) if (s.parentId && this.sessions.has(s.parentId) && !placed.has(s.id)) under(s.parentId, s);
-    return { roots: all.filter((s) => !placed.has(s.id)), children };
-  }
-
+  /**
+   * The session list, updated in place: a row is rebuilt only when what it shows
+   * changed, rows move only when the order changed, and rows of sessions gone are
+   * removed.
+   */
   renderList() {
     if (!this.listEl) return;
-    const tree = this.tree();
-    const { children } = tree;
-    // A filter shows matching sessions (and the Driver or parent of a match).
+    const { roots, children } = tree(this.store);
     const q = this.filterEl.value.trim().toLowerCase();
+    /** @param {import('./wire.js').SessionInfo} s @returns {boolean} */
     const hit = (s) => !q || `${s.title} ${s.vendor} ${s.model} ${s.status}`.toLowerCase().includes(q)
       || (children.get(s.id) || []).some(hit);
-    const roots = tree.roots.filter(hit);
-    const row = (s, depth) => {
-      const bg = s.backgroundTasks?.length || 0;
-      const a = h('a.session', {
-        href: `#/s/${s.id}`,
-        'aria-current': this.route.id === s.id || this.layoutKey.includes(s.id) ? 'page' : false,
-        dataset: { id: s.id, status: s.status },
-      },
-      h('span.dot', { class: `dot st-${s.status}`, title: s.status }),
-      h('span.name', s.title || s.id),
-      h('span.badges',
-        s.role ? h(`span.badge.role-${s.role}`, { title: s.role }, s.role === 'driver' ? 'D' : 'W') : null,
-        s.parentId ? h('span.badge.child', { title: 'spawned' }, 'sub') : null,
-        bg ? h('span.badge.bg', { title: `${bg} background task(s)` }, `⚙${bg}`) : null),
-      h('span.sub', s.status === 'idle' ? h('span.sr', 'idle, ') : h(`span.st-label.st-${s.status}`, s.status),
-        [s.vendor, s.model].filter(Boolean).join(' · '), h('span.when', { title: new Date(s.lastActivity).toLocaleString() }, ago(s.lastActivity))));
-      const li = h('li', { class: depth ? 'child' : null }, a);
-      // CSSOM, not a style attribute: the CSP allows no inline styles.
-      if (depth) li.style.setProperty('--depth', String(depth));
-      const out = [li];
-      for (const c of children.get(s.id) || []) out.push(...row(c, depth + 1));
-      return out;
+    /** @type {[import('./wire.js').SessionInfo, number][]} */
+    const order = [];
+    /** @param {import('./wire.js').SessionInfo} s @param {number} depth */
+    const walk = (s, depth) => {
+      order.push([s, depth]);
+      for (const c of children.get(s.id) || []) walk(c, depth + 1);
     };
-    const rows = roots.flatMap((s) => row(s, 0));
+    for (const s of roots.filter(hit)) walk(s, 0);
+    const shown = this.store.shown();
+    const wanted = new Set(order.map(([s]) => s.id));
+    for (const [id, row] of this.rows) {
+      if (!wanted.has(id)) {
+        row.li.remove();
+        this.rows.delete(id);
+      }
+    }
+    this.emptyEl?.remove();
     keepFocus(this.listEl, () => {
-      clear(this.listEl).append(...rows);
-        if (!rows.length) this.listEl.append(h('li.empty', q ? 'No session matches the filter.' : 'No sessions yet. Create one with “New session”.'));
+      order.forEach(([s, depth], i) => {
+        const current = shown.includes(s.id) || this.route.id === s.id;
+        const attention = this.store.attention.has(s.id);
+        const key = JSON.stringify([s, depth, current, attention]);
+        let row = this.rows.get(s.id);
+        if (!row || row.key !== key) {
+          const li = this.renderRow(s, depth, current, attention);
+          if (row) row.li.replaceWith(li);
+          row = { li, key };
+          this.rows.set(s.id, row);
+        }
+        const at = this.listEl.children[i];
+        if (at !== row.li) this.listEl.insertBefore(row.li, at || null);
+      });
     });
-    const running = [...this.sessions.values()].filter((s) => s.status === 'running' || s.status === 'starting' || s.backgroundTasks?.length).length;
+    if (!order.length) {
+      this.emptyEl = h('li.empty', q ? 'No session matches the filter.' : 'No sessions yet. Create one with “New session”.');
+      this.listEl.append(this.emptyEl);
+    }
+    const running = this.store.runningCount();
     this.runningBtn.textContent = running ? `Running (${running})` : 'Running';
-    document.title = running ? `(${running}) tandem` : 'tandem';
+    this.attention.title();
+  }
+
+  /**
+   * @param {import('./wire.js').SessionInfo} s
+   * @param {number} depth
+   * @param {boolean} current
+   * @param {boolean} attention
+   */
+  renderRow(s, depth, current, attention) {
+    const bg = s.backgroundTasks?.length || 0;
+    const a = h('a.session', {
+      href: `#/s/${s.id}`,
+      'aria-current': current ? 'page' : false,
+      dataset: { id: s.id, status: s.status },
+    },
+    h('span.dot', { class: `dot st-${s.status}`, title: s.status }),
+    h('span.name', s.title || s.id),
+    h('span.badges',
+      attention ? h('span.badge.attention', { title: 'needs your attention' }, '●', h('span.sr', ' needs attention')) : null,
+      s.role ? h(`span.badge.role-${s.role}`, { title: s.role }, s.role === 'driver' ? 'D' : 'W') : null,
+      s.parentId ? h('span.badge.child', { title: 'spawned' }, 'sub') : null,
+      bg ? h('span.badge.bg', { title: `${bg} background task(s)` }, `⚙${bg}`) : null),
+    h('span.sub', s.status === 'idle' ? h('span.sr', 'idle, ') : h(`span.st-label.st-${s.status}`, s.status),
+      [s.vendor, s.model].filter(Boolean).join(' · '), h('span.when', { title: new Date(s.lastActivity).toLocaleString(), dataset: { at: String(s.lastActivity) } }, ago(s.lastActivity))));
+    const li = /** @type {HTMLLIElement} */ (h('li', { class: depth ? 'child' : null, dataset: { row: s.id } }, a));
+    // CSSOM, not a style attribute: the CSP allows no inline styles.
+    if (depth) li.style.setProperty('--depth', String(depth));
+    return li;
+  }
+
+  /** Ages the relative times in place. */
+  refreshTimes() {
+    for (const el of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('.when[data-at]'))) {
+      el.textContent = ago(Number(el.dataset.at));
+    }
+    this.renderPairBar();
   }
 
   // ---- routing and layout ---------------------------------------------------------
 
   navigate() {
-    const m = /^#\/s\/(.+)$/.exec(location.hash);
-    this.route = { id: m ? decodeURIComponent(m[1]) : null };
+    this.route = parseRoute(location.hash);
     this.layout();
     this.renderList();
   }
 
-  pairOf(id) {
-    const s = this.sessions.get(id);
-    if (!s?.pairId) return null;
-    return this.pairs.get(s.pairId) || null;
+  /** The layout for the route and what the store knows; views change only if it did. */
+  layout() {
+    const changed = this.store.setLayout(layoutFor(this.route, this.store));
+    if (!changed && this.store.layout.kind === 'pair') this.renderPairBar();
   }
 
-  layout() {
-    const id = this.route.id;
-    document.body.classList.toggle('has-session', !!id);
-    const pair = id ? this.pairOf(id) : null;
-    const key = !id ? '' : pair ? `pair:${pair.driverId}:${pair.workerId}` : `one:${id}`;
-    if (key === this.layoutKey) {
-      if (pair) this.renderPairBar();
-      return;
-    }
-    this.layoutKey = key;
-    const wanted = !id ? [] : pair ? [pair.driverId, pair.workerId] : [id];
+  renderLayout() {
+    const layout = this.store.layout;
+    document.body.classList.toggle('has-session', layout.kind !== 'none');
+    const wanted = layoutSessions(layout);
     for (const [sid, v] of this.views) {
       if (!wanted.includes(sid)) {
         this.conn.send({ type: 'chat.unsubscribe', sessionIds: [sid] });
+        this.store.subscribed.delete(sid);
         v.destroy();
         this.views.delete(sid);
       }
     }
     clear(this.mainEl);
-    if (!id) {
-      this.mainEl.append(h('div.empty-main', h('h2', 'No session open'),
-        h('p', 'Pick a session on the left, or start a new one.'),
-        h('button.btn.primary', { type: 'button', onclick: () => this.openCreate() }, 'New session')));
-      return;
-    }
-    if (!this.sessions.has(id)) {
-      // Maybe on a page of the list not read yet, or just created elsewhere: the end
-      // of the list load or its `session_upserted` lays the page out again.
-      if (!this.listComplete) {
-        this.layoutKey = `loading:${id}`;
-        this.mainEl.append(h('div.empty-main', { role: 'status' }, h('h2', 'Loading…'), h('p', id)));
+    this.pairBar = null;
+    switch (layout.kind) {
+      case 'none':
+        this.mainEl.append(h('div.empty-main', h('h2', 'No session open'),
+          h('p', 'Pick a session on the left, or start a new one.'),
+          h('button.btn.primary', { type: 'button', onclick: () => this.openCreate() }, 'New session')));
         return;
+      case 'loading':
+        // Maybe on a page of the list not read yet, or just created elsewhere: the end
+        // of the list load or its `session_upserted` lays the page out again.
+        this.mainEl.append(h('div.empty-main', { role: 'status' }, h('h2', 'Loading…'), h('p', layout.id)));
+        return;
+      case 'missing':
+        this.mainEl.append(h('div.empty-main', h('h2', 'Session not found'), h('p', layout.id), h('a.btn', { href: '#/' }, 'Back')));
+        return;
+      case 'one': {
+        const v = this.view(layout.id);
+        v.setPane(null);
+        this.mainEl.append(v.el);
+        break;
       }
-      this.layoutKey = `missing:${id}`;
-      this.mainEl.append(h('div.empty-main', h('h2', 'Session not found'), h('p', id), h('a.btn', { href: '#/' }, 'Back')));
-      return;
-    }
-    const view = (sid) => {
-      let v = this.views.get(sid);
-      if (!v) {
-        v = new ChatView(this, sid, { back: true });
-        this.views.set(sid, v);
-        if (this.conn.state === 'open') v.subscribe();
+      case 'pair': {
+        this.pairBar = h('div.pairbar', { role: 'region', 'aria-label': 'Delegation' });
+        const d = this.view(layout.driverId);
+        const w = this.view(layout.workerId);
+        d.setPane('driver');
+        w.setPane('worker');
+        this.mainEl.append(this.pairBar, h('div.split', d.el, w.el));
+        this.renderPairBar();
+        break;
       }
-      return v;
-    };
-    if (pair) {
-      this.pairBar = h('div.pairbar', { role: 'region', 'aria-label': 'Delegation' });
-      const d = view(pair.driverId);
-      const w = view(pair.workerId);
-      d.el.classList.add('pane', 'driver');
-      w.el.classList.add('pane', 'worker');
-      this.mainEl.append(this.pairBar, h('div.split', d.el, w.el));
-      this.renderPairBar();
-    } else {
-      this.pairBar = null;
-      const v = view(id);
-      v.el.classList.remove('pane', 'driver', 'worker');
-      this.mainEl.append(v.el);
+      case 'side': {
+        const l = this.view(layout.left);
+        const r = this.view(layout.right);
+        l.setPane('left');
+        r.setPane('right');
+        this.mainEl.append(h('div.split', l.el, r.el));
+        break;
+      }
     }
+    this.attention.seen();
+  }
+
+  /** The view of session `sid`, made and subscribed when new. @param {string} sid */
+  view(sid) {
+    let v = this.views.get(sid);
+    if (!v) {
+      v = new ChatView(this, sid, { back: true });
+      this.views.set(sid, v);
+      this.store.subscribed.add(sid);
+      if (this.conn.state === 'open') v.subscribe();
+    }
+    return v;
   }
 
   renderPairBar() {
-    const pair = this.pairOf(this.route.id);
-    if (!pair || !this.pairBar) return;
+    const layout = this.store.layout;
+    if (layout.kind !== 'pair' || !this.pairBar) return;
+    const pair = this.store.pairOf(layout.driverId);
+    if (!pair) return;
     const d = pair.delegation;
     const since = d ? `since ${clock(d.startedAt)} (${ago(d.startedAt)})` : '';
-    keepFocus(this.pairBar, () => clear(this.pairBar).append(
+    const bar = this.pairBar;
+    keepFocus(bar, () => clear(bar).append(
       h('span.pair-title', h('span.badge.role-driver', 'Driver'), ' ⇄ ', h('span.badge.role-worker', 'Worker')),
       d ? h('span.delegation.active', { title: d.message }, h('strong', 'Delegation in flight'), h('span.since', ` ${since}: `), h('span.asked', d.message.length > 160 ? `${d.message.slice(0, 160)}…` : d.message))
         : h('span.delegation', 'No delegation in flight'),
@@ -359,6 +435,7 @@ class App {
       h('button.btn.danger', { type: 'button', onclick: () => this.partnerTool(pair, 'close_partner') }, 'Close pair')));
   }
 
+  /** @param {import('./wire.js').PairInfo} pair @param {string} name */
   async partnerTool(pair, name) {
     try {
       const r = await this.conn.request('tool.call', { sessionId: pair.driverId, name, arguments: {} });
@@ -366,13 +443,8 @@ class App {
       else this.toast(`${name.replace('_', ' ')}: ${r.result?.status || 'done'}`);
       this.pairsChanged();
     } catch (err) {
-      this.toast(err.message, 'error');
+      this.toast(/** @type {Error} */ (err).message, 'error');
     }
-  }
-
-  setPairs(list) {
-    this.pairs.clear();
-    for (const p of list) this.pairs.set(p.pairId, p);
   }
 
   /** Re-reads GET /pairs (debounced) after anything that may change a pair. */
@@ -381,17 +453,38 @@ class App {
     this.pairTimer = setTimeout(async () => {
       try {
         const r = await this.conn.rest('GET', '/pairs');
-        this.setPairs(r.pairs);
+        this.store.setPairs(r.pairs);
         this.layout();
-        this.renderList();
+        this.renderPairBar();
       } catch { /* retried on the next change */ }
     }, 60);
+  }
+
+  /** Asks which session to open beside `id`, then opens both side by side. @param {string} id */
+  openBeside(id) {
+    const select = /** @type {HTMLSelectElement} */ (h('select.field', { name: 'beside' }));
+    const others = [...this.store.sessions.values()].filter((s) => s.id !== id).sort((a, b) => b.lastActivity - a.lastActivity);
+    select.append(...others.map((s) => h('option', { value: s.id }, `${s.title || s.id} (${s.vendor})`)));
+    const d = formDialog({
+      title: 'Open a session beside this one',
+      className: 'beside',
+      intro: 'Both stay as they are: this only shows them side by side.',
+      fields: [['Session', select]],
+      submitLabel: 'Open side by side',
+      submit: async () => {
+        if (!select.value) throw new Error('There is no other session to open.');
+        location.hash = `#/s/${encodeURIComponent(id)}/with/${encodeURIComponent(select.value)}`;
+      },
+    });
+    d.el.addEventListener('close', () => d.el.remove());
+    d.open();
   }
 
   // ---- running panel --------------------------------------------------------------
 
   toggleRunning() {
     this.runningOpen = !this.runningOpen;
+    this.today = null;
     this.runningEl.hidden = !this.runningOpen;
     this.runningBtn.setAttribute('aria-expanded', String(this.runningOpen));
     document.body.classList.toggle('running-open', this.runningOpen);
@@ -407,15 +500,46 @@ class App {
     this.runTimer = setTimeout(() => this.refreshRunning(), 150);
   }
 
+  /**
+   * Today's usage over the sessions active today: each session's
+   * `GET .../usage?since=<local midnight>` (at most 100 sessions, the most recent).
+   */
+  async todayUsage() {
+    // Each read totals whole histories on the server: at most one every 30 s.
+    if (this.today && Date.now() - this.today.at < 30000) return this.today.total;
+    const midnight = new Date();
+    midnight.setHours(0, 0, 0, 0);
+    const since = midnight.getTime();
+    const active = [...this.store.sessions.values()].filter((s) => s.lastActivity >= since)
+      .sort((a, b) => b.lastActivity - a.lastActivity).slice(0, 100);
+    const all = await Promise.all(active.map((s) => this.conn.rest('GET', `/sessions/${encodeURIComponent(s.id)}/usage?since=${since}`).catch(() => null)));
+    /** @type {import('./wire.js').UsageTotals} */
+    const total = { turns: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
+    for (const u of all) {
+      if (!u) continue;
+      total.turns += u.total.turns;
+      total.inputTokens += u.total.inputTokens;
+      total.cachedInputTokens += u.total.cachedInputTokens;
+      total.outputTokens += u.total.outputTokens;
+      if (typeof u.total.costUsd === 'number') total.costUsd = (total.costUsd || 0) + u.total.costUsd;
+    }
+    this.today = { at: Date.now(), total };
+    return total;
+  }
+
   async refreshRunning() {
     if (!this.runningOpen) return;
     let list;
+    let today;
     try {
-      list = (await this.conn.rest('GET', '/sessions/running')).sessions;
+      [list, today] = await Promise.all([
+        this.conn.rest('GET', '/sessions/running').then((/** @type {any} */ r) => r.sessions),
+        this.todayUsage(),
+      ]);
     } catch {
       return;
     }
-    const items = list.map((r) => {
+    const items = list.map((/** @type {any} */ r) => {
       const s = this.sessions.get(r.sessionId);
       return h('li.run', { dataset: { id: r.sessionId } },
         h('div.line', h('a', { href: `#/s/${r.sessionId}` }, s?.title || r.sessionId),
@@ -424,21 +548,23 @@ class App {
         !r.background && r.canInterrupt !== false
           ? h('button.btn.tiny.danger', { type: 'button', onclick: () => this.conn.request('chat.abort', { sessionId: r.sessionId }).catch((e) => this.toast(e.message, 'error')) }, 'Interrupt turn')
           : null,
-        h('ul.tasks', (r.tasks || []).map((t) => h('li.task', h('span', `⚙ ${t.description || t.taskId}`),
+        h('ul.tasks', (r.tasks || []).map((/** @type {any} */ t) => h('li.task', h('span', `⚙ ${t.description || t.taskId}`),
           h('span.sub', t.startedAt ? ` ${ago(t.startedAt)}` : ''),
           h('button.btn.tiny', { type: 'button', dataset: { task: t.taskId }, 'aria-label': `Stop ${t.description || t.taskId}`, onclick: () => this.stopTask(r.sessionId, t.taskId) }, 'Stop')))));
     });
     keepFocus(this.runningEl, () => clear(this.runningEl).append(h('div.panel-head', h('h2', 'Running'), h('button.btn.tiny', { type: 'button', onclick: () => this.toggleRunning(), 'aria-label': 'Close running panel' }, '✕')),
+      h('p.today', { role: 'status' }, h('strong', 'Today: '), today.turns ? `${formatUsage(today)} over ${today.turns} turn${today.turns === 1 ? '' : 's'}` : 'no usage reported yet'),
       items.length ? h('ul.runs', items) : h('p.muted', 'Nothing is running.')));
   }
 
+  /** @param {string} sessionId @param {string} taskId */
   async stopTask(sessionId, taskId) {
     try {
       await this.conn.request('chat.stop-task', { sessionId, taskId });
       this.toast('Background task stopped');
       this.scheduleRunning();
     } catch (err) {
-      this.toast(`Could not stop: ${err.message}`, 'error');
+      this.toast(`Could not stop: ${/** @type {Error} */ (err).message}`, 'error');
     }
   }
 
@@ -486,7 +612,7 @@ class App {
     }
     try {
       const r = await this.conn.request('session.create', body);
-      this.sessions.set(r.session.id, r.session);
+      this.store.upsertSession(r.session);
       this.dialog.close();
       this.cTitle.value = '';
       // Closing the dialog gave focus back to its opener; lay out now and move focus
@@ -495,20 +621,17 @@ class App {
       this.navigate();
       this.views.get(r.session.id)?.input.focus();
     } catch (err) {
-      this.cError.textContent = err.message;
+      this.cError.textContent = /** @type {Error} */ (err).message;
     }
   }
 
   // ---- rename and archive ---------------------------------------------------------
 
   /** PATCH the title; resolves with the new SessionInfo, rejects with the error. */
+  /** @param {string} id @param {string} title */
   async rename(id, title) {
     const info = await this.conn.rest('PATCH', `/sessions/${encodeURIComponent(id)}`, { title });
-    if (info?.id && this.sessions.has(id)) {
-      this.sessions.set(id, info);
-      this.scheduleList();
-      this.views.get(id)?.updateHeader();
-    }
+    if (info?.id && this.store.sessions.has(id)) this.store.upsertSession(info);
     return info;
   }
 
@@ -540,7 +663,7 @@ class App {
     try {
       await this.conn.rest('DELETE', `/sessions/${encodeURIComponent(id)}`);
     } catch (err) {
-      this.aError.textContent = `Not archived: ${err.message}`;
+      this.aError.textContent = `Not archived: ${/** @type {Error} */ (err).message}`;
       return;
     }
     this.archiveDialog.close();
@@ -551,35 +674,38 @@ class App {
 
   // ---- misc -----------------------------------------------------------------------
 
+  /** @param {string} text @param {string} [kind] */
   toast(text, kind = '') {
     const t = h(`div.toast.${kind || 'ok'}`, { role: kind === 'error' ? 'alert' : 'status' }, text);
     document.body.append(t);
     setTimeout(() => t.remove(), 4000);
   }
 
+  /** @param {KeyboardEvent} e */
   onGlobalKey(e) {
     if (e.defaultPrevented) return;
-    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName);
-    const modal = this.dialog.open || this.archiveDialog.open;
+    const target = /** @type {HTMLElement} */ (e.target);
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName);
+    const modal = !!document.querySelector('dialog[open]');
     if (e.key === '/' && !typing && !modal) {
       e.preventDefault();
       this.filterEl.focus();
       return;
     }
     if (e.key === 'Escape' && !modal) {
-      const inPane = e.target.closest?.('.chat');
-      const v = inPane ? this.views.get(inPane.dataset.session) : this.views.get(this.route.id);
+      const inPane = /** @type {HTMLElement | null} */ (target.closest?.('.chat'));
+      const v = inPane ? this.views.get(inPane.dataset.session || '') : this.views.get(this.route.id || '');
       if (v && v.busy) {
         e.preventDefault();
         v.interrupt();
       }
     } else if (e.altKey && (e.key === 'ArrowDown' || e.key === 'ArrowUp')) {
-      const links = [...this.listEl.querySelectorAll('a.session')];
+      const links = /** @type {HTMLAnchorElement[]} */ ([...this.listEl.querySelectorAll('a.session')]);
       const i = links.findIndex((a) => a.dataset.id === this.route.id);
       const next = links[Math.max(0, Math.min(links.length - 1, i + (e.key === 'ArrowDown' ? 1 : -1)))];
       if (next) {
         e.preventDefault();
-        location.hash = next.getAttribute('href');
+        location.hash = next.getAttribute('href') || '#/';
         next.focus();
       }
     }
@@ -588,11 +714,12 @@ class App {
 
 // ---- login ----------------------------------------------------------------------------
 
+/** @param {string} reason */
 function showLogin(reason) {
   const input = h('input.field', { type: 'password', id: 'token', autocomplete: 'current-password', 'aria-describedby': 'login-why' });
   document.title = 'tandem · sign in';
   clear(document.body).append(h('main.login', h('form.login-card', {
-    onsubmit: (e) => {
+    onsubmit: (/** @type {Event} */ e) => {
       e.preventDefault();
       localStorage.setItem(TOKEN_KEY, input.value.trim());
       boot();
@@ -606,23 +733,21 @@ function showLogin(reason) {
   input.focus();
 }
 
-/** CSP violations seen by this page (the browser tests assert there are none). */
-const cspViolations = [];
-document.addEventListener('securitypolicyviolation', (e) => cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
-
 async function boot() {
   const params = new URLSearchParams(location.search);
   if (params.has('token')) {
-    localStorage.setItem(TOKEN_KEY, params.get('token'));
+    localStorage.setItem(TOKEN_KEY, params.get('token') || '');
     params.delete('token');
     const rest = params.toString();
     history.replaceState(null, '', `${location.pathname}${rest ? `?${rest}` : ''}${location.hash}`);
   }
   const token = localStorage.getItem(TOKEN_KEY) || '';
   const app = new App(token);
+  resolveReady(app);
   try {
     await app.start();
-  } catch (err) {
+  } catch (e) {
+    const err = /** @type {import('./conn.js').RequestError} */ (e);
     if (err.status === 401) {
       localStorage.removeItem(TOKEN_KEY);
       showLogin(token ? 'That token was not accepted. It may be from another server or a reset data directory.' : 'No access token given.');
@@ -631,18 +756,7 @@ async function boot() {
     }
     return;
   }
-  document.title = 'tandem';
-  window.__tandem = {
-    app,
-    view: (id) => app.views.get(id),
-    stats: (id) => app.views.get(id)?.stats,
-    sent: app.conn.sent,
-    cspViolations,
-    inject: (id, ev) => {
-      const v = app.views.get(id);
-      v.onEvent({ sessionId: id, seq: v.tip + 1, ts: Date.now(), ...ev });
-    },
-  };
+  app.attention.title();
 }
 
 boot();

@@ -5,6 +5,12 @@
 
 import { h, clear, clock, json, ago } from './dom.js';
 import { renderMarkdown } from './md.js';
+import { fileEdits, diffView } from './diff.js';
+import { normalizeUsage, formatUsage } from './store.js';
+import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialogs.js';
+
+/** Permission modes a session can be in (`session.configure`). */
+const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
 
 /** Events replayed when a session is opened, and per REST page when scrolling up. */
 export const PAGE = 400;
@@ -14,6 +20,11 @@ export const MAX_ITEMS = 1200;
 const MARKDOWN_LIMIT = 100000;
 
 export class ChatView {
+  /**
+   * @param {import('./app.js').App} app
+   * @param {string} sessionId
+   * @param {{back?: boolean}} [opts]
+   */
   constructor(app, sessionId, opts = {}) {
     this.app = app;
     this.id = sessionId;
@@ -32,7 +43,17 @@ export class ChatView {
     /** Permission requests known to be settled (their card may be paged in later). */
     this.settled = new Set();
     this.bg = info?.backgroundTasks || [];
-    this.queued = [];
+    /** The seq the server had when this view last subscribed: events up to it are
+     * replays (no notifications for them). */
+    this.subscribedAt = Infinity;
+    /** The session's usage (`GET .../usage`), once read. @type {import('./wire.js').UsageSummary | null} */
+    this.usage = null;
+    /** Delegation lines waiting for the Worker's turn cost. @type {{el: HTMLElement, to: string, ts: number}[]} */
+    this.costLines = [];
+    /** @type {import('./wire.js').ScheduleInfo[]} */
+    this.schedules = [];
+    /** History lines of due schedules, by schedule id. @type {Map<string, HTMLElement>} */
+    this.scheduleLines = new Map();
     /** Streaming items with text not yet written to the DOM (see `flush`). */
     this.dirty = new Set();
     this.loading = false;
@@ -40,10 +61,14 @@ export class ChatView {
     this.stats = { dups: 0, gaps: 0, applied: 0, subscribes: 0, pendingShown: 0 };
     this.build();
     this.updateHeader();
+    this.unsubscribeQueue = app.store.on('queue', (id) => { if (id === this.id) this.renderQueued(); });
+    this.refreshUsage();
+    this.refreshSchedules();
   }
 
+  /** @returns {import('./wire.js').SessionInfo} */
   get info() {
-    return this.app.sessions.get(this.id) || { id: this.id, title: this.id, status: 'idle' };
+    return this.app.sessions.get(this.id) || /** @type {any} */ ({ id: this.id, title: this.id, status: 'idle' });
   }
 
   get busy() {
@@ -66,6 +91,14 @@ export class ChatView {
       }
     } });
     this.renameError = h('span.error-text', { role: 'alert' });
+    this.paneEl = h('span.pane-role');
+    this.usageEl = h('span.usage-total', { title: 'Tokens and cost of every turn of this session' });
+    this.modelSel = this.setting('model', 'Model');
+    this.effortSel = this.setting('effort', 'Effort');
+    this.modeSel = this.setting('permissionMode', 'Permission mode');
+    this.handoffBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openHandoff() }, 'Hand off…');
+    this.workerBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openAddWorker() }, 'Add Worker');
+    this.besideBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.app.openBeside(this.id) }, 'Open beside…');
     this.renameForm = h('form.rename-form', { hidden: true, onsubmit: (e) => { e.preventDefault(); this.saveRename(); } },
       this.renameInput,
       h('button.btn.tiny.primary', { type: 'submit' }, 'Save'),
@@ -86,15 +119,19 @@ export class ChatView {
       oninput: () => this.autosize(),
     });
     this.sendBtn = h('button.btn.primary.send', { type: 'submit' }, 'Send');
+    this.scheduleBtn = h('button.btn.schedule', { type: 'button', onclick: () => this.openSchedule() }, 'Schedule…');
     this.queueEl = h('ul.queued', { 'aria-label': 'Queued messages' });
+    this.schedulesEl = h('ul.schedules', { 'aria-label': 'Scheduled messages' });
+    this.askEl = h('div.ask-bg', { hidden: true, role: 'group', 'aria-label': 'Background work is running' });
     this.noteEl = h('div.note', { role: 'status' });
-    this.form = h('form.composer', { onsubmit: (e) => { e.preventDefault(); this.submit(); } },
-      this.queueEl, this.noteEl, h('div.row', this.input, this.sendBtn, this.stopBtn));
+    this.form = h('form.composer', { onsubmit: (/** @type {Event} */ e) => { e.preventDefault(); this.submit(); } },
+      this.schedulesEl, this.queueEl, this.askEl, this.noteEl, h('div.row', this.input, this.scheduleBtn, this.sendBtn, this.stopBtn));
     this.el = h('section.chat', { dataset: { session: this.id }, 'aria-labelledby': titleId },
       h('header.chat-head',
-        h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.titleEl, this.renameForm, this.statusEl,
-          h('span.head-actions', this.renameBtn, this.archiveBtn)),
-        h('div.line.sub', this.metaEl, this.bgEl)),
+        h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.paneEl, this.titleEl, this.renameForm, this.statusEl,
+          h('span.head-actions', this.handoffBtn, this.workerBtn, this.besideBtn, this.renameBtn, this.archiveBtn)),
+        h('div.line.sub', this.metaEl, this.usageEl, this.bgEl),
+        h('div.line.settings', this.modelSel.wrap, this.effortSel.wrap, this.modeSel.wrap)),
       h('div.log-wrap', this.log, this.jumpBtn),
       this.form);
     this.observer = new IntersectionObserver((entries) => {
@@ -106,7 +143,210 @@ export class ChatView {
 
   destroy() {
     this.observer.disconnect();
+    this.unsubscribeQueue();
+    clearTimeout(this.usageTimer);
+    clearTimeout(this.queueTimer);
     this.el.remove();
+  }
+
+  /**
+   * Where this view sits: alone (null), a pair's Driver or Worker pane, or the left
+   * or right of two sessions opened side by side. The pane's header says so.
+   * @param {'driver' | 'worker' | 'left' | 'right' | null} kind
+   */
+  setPane(kind) {
+    this.el.classList.remove('pane', 'driver', 'worker', 'left', 'right');
+    if (kind) this.el.classList.add('pane', kind);
+    const label = { driver: 'Driver', worker: 'Worker', left: '', right: '' }[kind || 'left'] || '';
+    this.paneEl.className = `pane-role${label ? ` badge role-${kind}` : ''}`;
+    this.paneEl.textContent = label;
+    this.paneEl.hidden = !label;
+    this.updateHeader();
+  }
+
+  // ---- settings: model, effort, permission mode ----------------------------------
+
+  /**
+   * One labelled select that changes the session with `session.configure`; a refusal
+   * is shown next to it and the select goes back to the session's value.
+   * @param {'model' | 'effort' | 'permissionMode'} field
+   * @param {string} label
+   */
+  setting(field, label) {
+    const select = /** @type {HTMLSelectElement} */ (h('select.field.tiny', { 'aria-label': `${label} of ${this.info.title || this.id}`, name: field }));
+    const error = h('span.error-text.setting-error', { role: 'alert' });
+    select.addEventListener('change', async () => {
+      error.textContent = '';
+      select.disabled = true;
+      try {
+        const r = await this.app.conn.request('session.configure', { sessionId: this.id, [field]: select.value });
+        this.app.store.upsertSession(r.session);
+      } catch (err) {
+        error.textContent = `${label} not changed: ${/** @type {Error} */ (err).message}`;
+      } finally {
+        select.disabled = false;
+        // Show the session's value again (the refused one is not its value).
+        select.dataset.key = '';
+        this.fillSettings();
+      }
+    });
+    const wrap = h('label.setting', h('span', label), select, error);
+    return { select, error, wrap };
+  }
+
+  /** The settings selects show the session's values and what its vendor offers. */
+  fillSettings() {
+    const s = this.info;
+    const vendor = this.app.store.vendors.find((v) => v.id === s.vendor);
+    /** @param {HTMLSelectElement} sel @param {string[]} values @param {string} current */
+    const fill = (sel, values, current) => {
+      const list = [...new Set(['', ...values, current || ''])];
+      const key = JSON.stringify([list, current]);
+      if (sel.dataset.key === key) return;
+      sel.dataset.key = key;
+      clear(sel).append(...list.map((v) => h('option', { value: v, selected: v === (current || '') }, v || 'default')));
+    };
+    fill(this.modelSel.select, vendor?.models || [], s.model);
+    fill(this.effortSel.select, vendor?.effortLevels || [], s.effort);
+    fill(this.modeSel.select, PERMISSION_MODES.slice(1), s.permissionMode === 'default' ? '' : s.permissionMode);
+    const modeFirst = this.modeSel.select.options[0];
+    if (modeFirst) modeFirst.value = 'default';
+  }
+
+  // ---- hand off, add a Worker, schedule -------------------------------------------
+
+  openHandoff() {
+    const picker = vendorPicker(() => this.app.store.vendors, { vendor: this.app.installedVendors().find((v) => v.id !== this.info.vendor)?.id });
+    const d = formDialog({
+      title: 'Hand off this conversation',
+      className: 'handoff',
+      intro: 'A new session continues from here with a summary of this one.',
+      fields: picker.fields,
+      submitLabel: 'Hand off',
+      submit: async () => {
+        const v = picker.values();
+        const r = await this.app.conn.request('session.handoff', { sessionId: this.id, targetVendor: v.vendor, model: v.model, effort: v.effort });
+        location.hash = `#/s/${encodeURIComponent(r.targetSessionId)}`;
+      },
+    });
+    d.el.addEventListener('close', () => d.el.remove());
+    d.open();
+  }
+
+  openAddWorker() {
+    const picker = vendorPicker(() => this.app.store.vendors);
+    const d = formDialog({
+      title: 'Add a Worker',
+      className: 'add-worker',
+      intro: 'A new Worker session is paired with this one, which becomes its Driver.',
+      fields: picker.fields,
+      submitLabel: 'Add Worker',
+      submit: async () => {
+        const v = picker.values();
+        const r = await this.app.conn.request('pair.create', { driverId: this.id, worker: { vendor: v.vendor, model: v.model, effort: v.effort } });
+        this.app.store.setPairs([...this.app.store.pairs.values(), r.pair]);
+        this.app.pairsChanged();
+      },
+    });
+    d.el.addEventListener('close', () => d.el.remove());
+    d.open();
+  }
+
+  openSchedule() {
+    const when = /** @type {HTMLInputElement} */ (h('input.field', { type: 'datetime-local', name: 'at', value: toLocalInput(Date.now() + 3600000) }));
+    const text = /** @type {HTMLTextAreaElement} */ (h('textarea.field', { name: 'content', rows: 3 }));
+    text.value = this.input.value;
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    const d = formDialog({
+      title: 'Schedule a message',
+      className: 'schedule',
+      intro: `The time is in your time zone (${zone}). If a turn runs then, it is interrupted and the message runs next.`,
+      fields: [['When', when], ['Message', text]],
+      submitLabel: 'Schedule',
+      submit: async () => {
+        if (!text.value.trim()) throw new Error('Write the message to send.');
+        await this.app.conn.request('session.schedule', { sessionId: this.id, content: text.value, at: localToRfc3339(when.value) });
+        if (this.input.value === text.value) this.input.value = '';
+        this.refreshSchedules();
+      },
+    });
+    d.el.addEventListener('close', () => d.el.remove());
+    d.open();
+  }
+
+  async refreshSchedules() {
+    try {
+      const r = await this.app.conn.rest('GET', `/sessions/${encodeURIComponent(this.id)}/schedules`);
+      this.schedules = r.schedules;
+    } catch {
+      return;
+    }
+    this.renderSchedules();
+  }
+
+  /**
+   * A due schedule's history line says whether it was sent or failed (and why), once
+   * the schedule list knows.
+   * @param {string} scheduleId
+   */
+  fillScheduleLine(scheduleId) {
+    const line = this.scheduleLines.get(scheduleId);
+    const sch = this.schedules.find((x) => x.scheduleId === scheduleId);
+    if (!line || !sch) return;
+    const text = sch.content.length > 120 ? `${sch.content.slice(0, 120)}…` : sch.content;
+    line.classList.toggle('error', sch.status === 'failed');
+    line.textContent = sch.status === 'failed'
+      ? `⏰ Scheduled message failed${sch.reason ? ` (${sch.reason})` : ''}: ${text}`
+      : `⏰ Scheduled message sent: ${text}`;
+  }
+
+  renderSchedules() {
+    for (const id of this.scheduleLines.keys()) this.fillScheduleLine(id);
+    const pending = this.schedules.filter((s) => s.status === 'pending').sort((a, b) => a.at - b.at);
+    clear(this.schedulesEl).append(...pending.map((s) => {
+      const at = new Date(s.at).toLocaleString();
+      return h('li.chip.scheduled', { dataset: { schedule: s.scheduleId } },
+        h('span', `⏰ ${at}: ${s.content.length > 60 ? `${s.content.slice(0, 60)}…` : s.content}`),
+        h('button.btn.tiny', { type: 'button', 'aria-label': `Cancel the message scheduled for ${at}`, onclick: async () => {
+          try {
+            await this.app.conn.request('session.schedule-cancel', { sessionId: this.id, scheduleId: s.scheduleId });
+          } catch (err) {
+            this.note(`Not cancelled: ${/** @type {Error} */ (err).message}`, 'error');
+          }
+          this.refreshSchedules();
+        } }, 'Cancel'));
+    }));
+  }
+
+  // ---- usage --------------------------------------------------------------------
+
+  /** Re-reads the session's usage (debounced): the header total, delegation costs. */
+  refreshUsage() {
+    clearTimeout(this.usageTimer);
+    this.usageTimer = setTimeout(async () => {
+      try {
+        this.usage = await this.app.conn.rest('GET', `/sessions/${encodeURIComponent(this.id)}/usage`);
+      } catch {
+        return;
+      }
+      this.renderUsage();
+    }, 100);
+  }
+
+  renderUsage() {
+    const u = this.usage;
+    this.usageEl.textContent = u && u.total.turns ? `Total: ${formatUsage(u.total)}` : '';
+    for (const line of this.costLines) this.fillCost(line);
+  }
+
+  /**
+   * A Driver's "the Worker finished" line gets that delegated turn's cost: the
+   * latest delegation to that Worker that started before the line.
+   * @param {{el: HTMLElement, to: string, ts: number}} line
+   */
+  fillCost(line) {
+    const d = (this.usage?.delegations || []).filter((x) => x.workerId === line.to && x.startedAt <= line.ts).pop();
+    if (d) line.el.textContent = d.usage.turns ? ` · Worker's turn: ${formatUsage(d.usage)}` : ' · Worker reported no usage';
   }
 
   // ---- header and composer -------------------------------------------------------
@@ -119,15 +359,24 @@ export class ChatView {
     this.archiveBtn.setAttribute('aria-label', `Archive ${s.title || s.id}`);
     this.statusEl.className = `status st-${s.status}`;
     this.statusEl.textContent = s.status;
-    const role = s.role ? [h(`span.badge.role-${s.role}`, s.role === 'driver' ? 'Driver' : 'Worker')] : [];
+    // In a pair's pane the pane header already names the role.
+    const inPane = this.el.classList.contains('driver') || this.el.classList.contains('worker');
+    const role = s.role && !inPane ? [h(`span.badge.role-${s.role}`, s.role === 'driver' ? 'Driver' : 'Worker')] : [];
     clear(this.metaEl).append(...role, [s.vendor, s.model, s.effort].filter(Boolean).join(' · '),
       s.permissionMode && s.permissionMode !== 'default' ? ` · ${s.permissionMode}` : '');
     this.stopBtn.disabled = !this.busy;
     this.sendBtn.textContent = this.busy ? 'Queue' : 'Send';
+    this.handoffBtn.setAttribute('aria-label', `Hand off ${s.title || s.id}`);
+    this.besideBtn.setAttribute('aria-label', `Open beside ${s.title || s.id}`);
+    // A session already in a pair or spawned by another cannot get a Worker.
+    this.workerBtn.hidden = !!s.pairId || !!s.parentId;
+    this.handoffBtn.hidden = !!s.pairId;
+    this.fillSettings();
     this.renderBg();
   }
 
   renderBg() {
+    if (!this.bg.length) this.askEl.hidden = true;
     clear(this.bgEl);
     for (const t of this.bg) {
       this.bgEl.append(h('span.chip.bg', { title: t.description },
@@ -189,28 +438,97 @@ export class ChatView {
     this.noteEl.textContent = text;
   }
 
-  async submit() {
+  /**
+   * Sends the composer's text. During a turn it is queued. When only background
+   * work runs, the person chooses: queue it until the work ends, or send now (the
+   * vendor may stop that work).
+   * @param {boolean} [queueChoice] the answer to that question, once given
+   */
+  async submit(queueChoice) {
     const content = this.input.value;
     if (!content.trim()) return;
-    const queue = this.busy;
+    if (queueChoice === undefined && !this.busy && this.bg.length) {
+      this.askBackground();
+      return;
+    }
+    this.askEl.hidden = true;
+    const queue = queueChoice ?? this.busy;
     this.input.value = '';
     this.autosize();
     this.note('');
     try {
       const reply = await this.app.conn.request('chat.send', { sessionId: this.id, content, queue });
-      if (reply.queued) {
-        this.queued.push(content);
-        this.renderQueued();
-      }
+      if ('queued' in reply && reply.queued) this.refreshQueue();
     } catch (err) {
       this.input.value = content;
-      this.note(`Not sent: ${err.message}`, 'error');
+      this.note(`Not sent: ${/** @type {Error} */ (err).message}`, 'error');
     }
   }
 
+  askBackground() {
+    const n = this.bg.length;
+    const queueBtn = h('button.btn.primary', { type: 'button', onclick: () => this.submit(true) }, 'Queue until the background work ends');
+    clear(this.askEl).append(
+      h('span', `${n} background task${n === 1 ? ' is' : 's are'} still running. Sending now may stop ${n === 1 ? 'it' : 'them'}.`),
+      queueBtn,
+      h('button.btn.danger', { type: 'button', onclick: () => this.submit(false) }, 'Send now'),
+      h('button.btn.link', { type: 'button', onclick: () => { this.askEl.hidden = true; this.input.focus(); } }, 'Keep editing'));
+    this.askEl.hidden = false;
+    queueBtn.focus();
+  }
+
+  /** A queue re-read soon, once for a burst of changes. */
+  scheduleQueueRefresh() {
+    clearTimeout(this.queueTimer);
+    this.queueTimer = setTimeout(() => this.refreshQueue(), 250);
+  }
+
+  /** Reads the queue from the server (it lives there, and survives a reload). */
+  async refreshQueue() {
+    try {
+      const r = await this.app.conn.rest('GET', `/sessions/${encodeURIComponent(this.id)}/queue`);
+      this.app.store.setQueue(this.id, r.queued);
+    } catch { /* the next change reads it again */ }
+  }
+
+  /** The queue as chips, each with Edit and Cancel (not for server-queued results). */
   renderQueued() {
-    clear(this.queueEl);
-    this.queued.forEach((q, i) => this.queueEl.append(h('li.chip', `Queued ${i + 1}: ${q.length > 80 ? `${q.slice(0, 80)}…` : q}`)));
+    const queued = this.app.store.queues.get(this.id) || [];
+    clear(this.queueEl).append(...queued.map((q, i) => {
+      const label = `Queued ${i + 1}: ${q.text.length > 80 ? `${q.text.slice(0, 80)}…` : q.text}`;
+      const text = h('span.q-text', label);
+      const li = h('li.chip.queued-msg', { dataset: { queue: q.queueId } }, text);
+      if (q.internal) return li;
+      const edit = h('button.btn.tiny', { type: 'button', 'aria-label': `Edit queued message ${i + 1}`, onclick: () => {
+        const input = /** @type {HTMLInputElement} */ (h('input.field.tiny', { type: 'text', value: q.text, 'aria-label': `New text of queued message ${i + 1}` }));
+        const save = async () => {
+          try {
+            const r = await this.app.conn.request('chat.queue-edit', { sessionId: this.id, queueId: q.queueId, content: input.value });
+            this.app.store.setQueue(this.id, r.queued);
+            this.renderQueued();
+          } catch (err) {
+            this.note(`Not changed: ${/** @type {Error} */ (err).message}`, 'error');
+          }
+        };
+        input.addEventListener('keydown', (e) => {
+          if (e.key === 'Enter') { e.preventDefault(); save(); }
+          if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); this.renderQueued(); }
+        });
+        clear(li).append(input, h('button.btn.tiny.primary', { type: 'button', onclick: save }, 'Save'));
+        input.focus();
+      } }, 'Edit');
+      const cancel = h('button.btn.tiny', { type: 'button', 'aria-label': `Cancel queued message ${i + 1}`, onclick: async () => {
+        try {
+          const r = await this.app.conn.request('chat.queue-cancel', { sessionId: this.id, queueId: q.queueId });
+          this.app.store.setQueue(this.id, r.queued);
+        } catch (err) {
+          this.note(`Not cancelled: ${/** @type {Error} */ (err).message}`, 'error');
+          this.refreshQueue();
+        }
+      } }, 'Cancel');
+      li.append(edit, cancel);
+      return li;
+    }));
   }
 
   async interrupt() {
@@ -218,7 +536,7 @@ export class ChatView {
     try {
       await this.app.conn.request('chat.abort', { sessionId: this.id });
     } catch (err) {
-      this.note(`Could not stop: ${err.message}`, 'error');
+      this.note(`Could not stop: ${/** @type {Error} */ (err).message}`, 'error');
     }
   }
 
@@ -229,10 +547,13 @@ export class ChatView {
     this.app.conn.send({ type: 'chat.subscribe', sessions: [{ sessionId: this.id, lastSeq: this.tip }] });
   }
 
+  /** @param {any} frame */
   onSubscribed(frame) {
     this.healing = false;
+    this.subscribedAt = frame.lastSeq;
     this.bg = frame.backgroundTasks || [];
     this.renderBg();
+    this.app.store.setQueue(this.id, frame.queued || []);
     // A request older than the window still needs its prompt. If its event is
     // replayed after all, that card takes this one's place.
     for (const p of frame.pendingPermissions || []) {
@@ -281,16 +602,23 @@ export class ChatView {
     this.trimTop();
   }
 
+  /** @param {any} ev */
   sideEffects(ev) {
+    const live = ev.seq > this.subscribedAt;
     if (ev.kind === 'background_tasks') {
       this.bg = ev.tasks || [];
       this.renderBg();
-    } else if (ev.kind === 'user_message' && !ev.internal) {
-      const i = this.queued.indexOf(ev.text);
-      if (i >= 0) {
-        this.queued.splice(i, 1);
-        this.renderQueued();
-      }
+      if (live) this.refreshQueue();
+    } else if (ev.kind === 'turn_started' && live) {
+      // A queued message may have started this turn.
+      this.refreshQueue();
+    } else if (ev.kind === 'turn_completed' && live) {
+      this.refreshUsage();
+      this.app.attention.turnEnded(this.id, ev.status);
+    } else if (ev.kind === 'permission_request' && live) {
+      this.app.attention.permission(this.id, ev.toolName || 'a tool');
+    } else if (ev.kind === 'info' && live && /^scheduled message /.test(ev.text)) {
+      this.refreshSchedules();
     }
     if (['delegation', 'pair_created', 'pair_closed', 'worker_proposal_update'].includes(ev.kind)) this.app.pairsChanged();
   }
@@ -353,7 +681,7 @@ export class ChatView {
       const events = (page.events || []).filter((e) => e.seq < this.first);
       const frag = document.createDocumentFragment();
       const items = [];
-      for (const ev of events) this.render(ev, frag, items, true);
+      for (const ev of events) this.render(ev, frag, items);
       this.mergeBoundary(items);
       // A page that adds nothing visible (deltas of a message already shown): take
       // bigger steps, up to the REST limit, until something shows.
@@ -490,10 +818,17 @@ export class ChatView {
         return add('thinking', h('details.thinking', h('summary', 'Thinking'), h('div.text', ev.text)));
       case 'tool_call': {
         const result = h('pre.tool-out', 'running…');
-        const el = h('details.card.tool.pending',
-          h('summary', h('span.tool-name', ev.name), h('span.tool-preview', preview(ev.input)), h('span.tool-state', '…')),
-          h('div.card-body', h('div.label', 'Input'), h('pre', json(ev.input)), h('div.label', 'Result'), result));
-        const item = add('tool', el, { result });
+        const edits = fileEdits(ev.name, ev.input);
+        // A file edit opens as its diff (long diffs show their start); other tools
+        // stay closed with their JSON input.
+        const el = edits.length
+          ? h('details.card.tool.edit.pending', { open: true },
+            h('summary', h('span.tool-name', ev.name), h('span.tool-preview', edits.map((e) => e.path).join(', ')), h('span.tool-state', '…')),
+            h('div.card-body', diffView(edits), h('div.label', 'Result'), result))
+          : h('details.card.tool.pending',
+            h('summary', h('span.tool-name', ev.name), h('span.tool-preview', preview(ev.input)), h('span.tool-state', '…')),
+            h('div.card-body', h('div.label', 'Input'), h('pre', json(ev.input)), h('div.label', 'Result'), result));
+        const item = add('tool', el, { result, name: ev.name, input: ev.input });
         this.cards.set(ev.callId, item);
         return item;
       }
@@ -512,12 +847,23 @@ export class ChatView {
       }
       case 'turn_completed': {
         const text = ev.status === 'completed' ? 'Turn completed' : ev.status === 'interrupted' ? 'Turn interrupted' : `Turn failed${ev.error ? `: ${ev.error}` : ''}`;
-        return add('turn', h(`div.turn-end.${ev.status}`, h('span', text), h('time', clock(ev.ts))));
+        const usage = normalizeUsage(ev.usage);
+        return add('turn', h(`div.turn-end.${ev.status}`, h('span', text),
+          usage ? h('span.turn-usage', { title: 'Tokens (and cost, where the vendor reports one) of this turn' }, formatUsage(usage)) : null,
+          h('time', clock(ev.ts))));
       }
       case 'error':
         return add('error', h('div.line-event.error', { role: 'alert' }, `Error: ${ev.message}`));
-      case 'info':
+      case 'info': {
+        const due = /^scheduled message (\S+) is due$/.exec(ev.text || '');
+        if (due) {
+          const line = h('div.line-event.schedule-fired', '⏰ Scheduled message due');
+          this.scheduleLines.set(due[1], line);
+          this.fillScheduleLine(due[1]);
+          return add('info', line);
+        }
         return add('info', h('div.line-event', ev.text));
+      }
       case 'background_tasks':
         return add('info', h('div.line-event.muted', ev.tasks?.length ? `Background: ${ev.tasks.map((t) => t.description || t.taskId).join(', ')}` : 'Background work finished'));
       case 'config_changed':
@@ -527,7 +873,15 @@ export class ChatView {
         const text = ev.active
           ? (mine ? 'Delegated to the Worker' : 'Delegation from the Driver started')
           : (mine ? 'The Worker finished the delegation' : 'Delegation ended');
-        return add('info', h(`div.line-event.delegation${ev.active ? '.active' : ''}`, `⇄ ${text}`));
+        const cost = h('span.delegation-cost');
+        if (mine && !ev.active) {
+          const line = { el: cost, to: ev.to, ts: ev.ts };
+          this.costLines.push(line);
+          if (this.costLines.length > 200) this.costLines.shift();
+          this.fillCost(line);
+          this.refreshUsage();
+        }
+        return add('info', h(`div.line-event.delegation${ev.active ? '.active' : ''}`, `⇄ ${text}`, cost));
       }
       case 'pair_created':
         return add('info', h('div.line-event.delegation', '⇄ Driver and Worker paired'));
@@ -578,19 +932,30 @@ export class ChatView {
     const status = h('span.card-state', 'waiting for you');
     const msgId = `perm-msg-${ev.requestId}`;
     const msg = h('input.field', { type: 'text', id: msgId, placeholder: 'Optional message to the agent', 'aria-label': `Message with the answer about ${tool}` });
-    const allow = h('button.btn.primary.allow', { type: 'button', onclick: () => answer(true) }, 'Allow');
-    const deny = h('button.btn.danger.deny', { type: 'button', onclick: () => answer(false) }, 'Deny');
-    const el = h('div.card.permission', { role: 'group', 'aria-label': `Permission request for ${tool}`, dataset: { request: ev.requestId } },
-      h('div.card-head', h('strong', `Permission: ${tool}`), status),
-      h('pre', json(ev.input, 4000)),
-      h('div.row', msg, allow, deny));
+    // The vendor's own answers ("Always allow in this session", "Approve and accept
+    // edits", ...) when it offers them; each sends its fields. Else allow or deny.
+    const choices = ev.choices?.length ? ev.choices : [{ label: 'Allow', allow: true }, { label: 'Deny', allow: false }];
+    const buttons = choices.map((c) => h(c.allow ? (c.remember || c.permissionMode ? 'button.btn.allow' : 'button.btn.primary.allow') : 'button.btn.danger.deny',
+      { type: 'button', onclick: () => answer(c) }, c.label));
+    // An edit shows the diff it would make: its own input, or (Codex asks with the
+    // file-change item's id) the input of that item's tool call.
+    const ofItem = ev.input?.itemId ? this.cards.get(ev.input.itemId) : null;
+    const edits = fileEdits(ev.toolName, ev.input).length ? fileEdits(ev.toolName, ev.input) : ofItem ? fileEdits(ofItem.name, ofItem.input) : [];
+    const plan = ev.permissionKind === 'plan';
+    const body = plan
+      ? h('div.plan', typeof ev.input?.plan === 'string' ? renderMarkdown(ev.input.plan) : h('p.muted', 'The agent asks to leave plan mode.'))
+      : edits.length ? [diffView(edits), h('details', h('summary', 'Input'), h('pre', json(ev.input, 4000)))] : h('pre', json(ev.input, 4000));
+    const el = h('div.card.permission', { role: 'group', 'aria-label': plan ? 'Plan approval' : `Permission request for ${tool}`, dataset: { request: ev.requestId } },
+      h('div.card-head', h('strong', plan ? 'Plan: approve to carry it out' : `Permission: ${tool}`), status),
+      body,
+      h('div.row', msg, ...buttons));
     const item = add('permission', el);
     /** What this page answered (true/false), once it has sent an answer. */
     item.answer = undefined;
+    const enable = (on) => buttons.forEach((b) => { b.disabled = !on; });
     const done = (text) => {
       status.textContent = text;
-      allow.disabled = true;
-      deny.disabled = true;
+      enable(false);
       msg.disabled = true;
       el.classList.add('done');
     };
@@ -612,11 +977,13 @@ export class ChatView {
       item.closed = true;
       if (hadFocus) this.input.focus();
     };
-    const answer = async (ok) => {
-      allow.disabled = true;
-      deny.disabled = true;
+    const answer = async (choice) => {
+      const ok = choice.allow;
+      enable(false);
       item.answer = ok;
       const fields = { sessionId: this.id, requestId: ev.requestId, allow: ok };
+      if (choice.remember) fields.remember = choice.remember;
+      if (choice.permissionMode) fields.permissionMode = choice.permissionMode;
       if (msg.value.trim()) fields.message = msg.value.trim();
       try {
         await this.app.conn.request('chat.permission-response', fields);
@@ -628,8 +995,7 @@ export class ChatView {
           return;
         }
         status.textContent = `not sent: ${err.message}`;
-        allow.disabled = false;
-        deny.disabled = false;
+        enable(true);
       }
     };
     this.perms.set(ev.requestId, item);

@@ -1,7 +1,12 @@
 // The connection to the server: REST with the bearer token, and one WebSocket that
-// reconnects by itself. Requests carry a requestId and resolve with their reply.
+// reconnects by itself. Requests carry a requestId and resolve with their reply, or
+// fail after REQUEST_TIMEOUT_MS without one.
 
 const BACKOFF_MS = [200, 400, 800, 1500, 3000];
+/** How long a request waits for its reply before it fails with `TIMEOUT`. */
+export const REQUEST_TIMEOUT_MS = 15000;
+
+/** @typedef {Error & {code?: string, status?: number}} RequestError */
 
 export class Conn extends EventTarget {
   constructor(token) {
@@ -12,24 +17,42 @@ export class Conn extends EventTarget {
     this.pending = new Map();
     this.nextId = 1;
     this.attempt = 0;
-    /** The last frames sent, for the page's own tests (window.__tandem.sent). */
-    this.sent = [];
+    /** Milliseconds a request waits for its reply. */
+    this.timeoutMs = REQUEST_TIMEOUT_MS;
   }
 
   headers(extra = {}) {
     return this.token ? { Authorization: `Bearer ${this.token}`, ...extra } : extra;
   }
 
-  /** REST call; resolves with the JSON body, rejects with {status, code, message}. */
+  /**
+   * REST call; resolves with the JSON body, rejects with {status, code, message}.
+   * @param {string} method
+   * @param {string} path
+   * @param {any} [body]
+   * @returns {Promise<any>}
+   */
   async rest(method, path, body) {
     // The server refuses a POST, PUT or PATCH that is not JSON, also without a body.
     const json = method !== 'GET' && method !== 'HEAD';
+    /** @type {RequestInit} */
     const init = { method, headers: this.headers(json ? { 'Content-Type': 'application/json' } : {}) };
     if (body) init.body = JSON.stringify(body);
-    const resp = await fetch(`/api/v1${path}`, init);
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(), this.timeoutMs);
+    init.signal = ctl.signal;
+    let resp;
+    try {
+      resp = await fetch(`/api/v1${path}`, init);
+    } catch (e) {
+      throw timedOut(ctl.signal.aborted, e);
+    } finally {
+      clearTimeout(timer);
+    }
     let data = null;
     try { data = await resp.json(); } catch { data = null; }
     if (!resp.ok) {
+      /** @type {RequestError} */
       const err = new Error(data?.error?.message || `HTTP ${resp.status}`);
       err.status = resp.status;
       err.code = data?.error?.code;
@@ -89,26 +112,55 @@ export class Conn extends EventTarget {
     this.dispatchEvent(new CustomEvent('frame', { detail: frame }));
   }
 
-  /** Sends without waiting for an answer. False when not connected. */
+  /**
+   * Sends without waiting for an answer. False when not connected.
+   * @param {import('./wire.js').ClientFrame} frame
+   */
   send(frame) {
-    this.sent.push(frame);
-    if (this.sent.length > 100) this.sent.shift();
     if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
     this.ws.send(JSON.stringify(frame));
     return true;
   }
 
-  /** Sends a request; resolves with its reply, rejects with its protocol_error. */
-  request(type, fields = {}) {
+  /**
+   * Sends a request; resolves with its reply, rejects with its protocol_error, or
+   * with `TIMEOUT` when no answer comes within `timeoutMs` (a late answer is then
+   * ignored).
+   * @template {keyof import('./wire.js').Requests} T
+   * @param {T} type
+   * @param {import('./wire.js').Requests[T]['params'] & {requestId?: string}} fields
+   * @returns {Promise<import('./wire.js').Requests[T]['result'] & {requestId?: string}>}
+   */
+  request(type, fields) {
     // `chat.permission-response` names the permission with the frame's own requestId,
     // and its reply (or error) echoes that id: it is the key the answer comes back on.
     const requestId = fields.requestId || `w${this.nextId++}`;
     return new Promise((resolve, reject) => {
-      if (!this.send({ type, requestId, ...fields })) {
+      if (!this.send(/** @type {any} */ ({ type, ...fields, requestId }))) {
         reject(Object.assign(new Error('not connected'), { code: 'DISCONNECTED' }));
         return;
       }
-      this.pending.set(requestId, { resolve, reject });
+      const timer = setTimeout(() => {
+        if (this.pending.get(requestId)?.timer !== timer) return;
+        this.pending.delete(requestId);
+        reject(timedOut(true));
+      }, this.timeoutMs);
+      this.pending.set(requestId, {
+        resolve: (/** @type {any} */ v) => { clearTimeout(timer); resolve(v); },
+        reject: (/** @type {any} */ e) => { clearTimeout(timer); reject(e); },
+        timer,
+      });
     });
   }
+}
+
+/**
+ * The error of a request that got no answer in time (or a failed fetch).
+ * @param {boolean} timeout
+ * @param {unknown} [cause]
+ * @returns {RequestError}
+ */
+function timedOut(timeout, cause) {
+  if (!timeout) return Object.assign(new Error(`the server could not be reached (${cause})`), { code: 'DISCONNECTED' });
+  return Object.assign(new Error('no answer from the server in time; it may be overloaded or unreachable'), { code: 'TIMEOUT' });
 }

@@ -1,7 +1,15 @@
 // Tiny DOM helpers. Everything the page shows is built with createElement and text
 // nodes; nothing from the server is ever parsed as HTML.
 
-/** h('div.cls#id', {attrs}, ...children): children are nodes, strings or arrays. */
+/**
+ * h('div.cls#id', {attrs}, ...children): children are nodes, strings or arrays.
+ * Typed loosely (`any`): the element's kind is in the spec string, which the type
+ * checker cannot read; the wire shapes the page sends and reads are what it checks.
+ * @param {string} spec
+ * @param {any} [attrs]
+ * @param {...any} children
+ * @returns {any}
+ */
 export function h(spec, attrs, ...children) {
   const m = /^([a-z0-9]+)?((?:[.#][\w-]+)*)$/i.exec(spec) || [];
   const el = document.createElement(m[1] || 'div');
@@ -69,13 +77,13 @@ export function json(v, max = 20000) {
  * element inside it is found again afterwards by its data-id, data-task or text.
  */
 export function keepFocus(container, render) {
-  const active = document.activeElement;
+  const active = /** @type {HTMLElement | null} */ (document.activeElement);
   const inside = active && active !== container && container.contains(active);
   const key = inside ? (active.dataset.id || active.dataset.task || active.textContent) : null;
   const tag = inside ? active.tagName : null;
   render();
   if (!inside) return;
-  for (const el of container.querySelectorAll(tag)) {
+  for (const el of /** @type {NodeListOf<HTMLElement>} */ (container.querySelectorAll(tag))) {
     if ((el.dataset.id || el.dataset.task || el.textContent) === key) {
       el.focus();
       return;

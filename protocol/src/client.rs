@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ErrorCode;
+use crate::permission::RememberScope;
 use crate::session::{PermissionMode, Visibility};
 
 /// A parsed client frame: the request and the optional `requestId` to echo.
@@ -56,6 +57,10 @@ pub enum ClientRequest {
     SessionSchedule(ScheduleParams),
     /// `session.schedule-cancel`; answered with [`crate::results::ScheduleCancelResult`].
     SessionScheduleCancel(ScheduleCancelParams),
+    /// `chat.queue-cancel`; answered with [`crate::results::QueueChangeResult`].
+    ChatQueueCancel(QueueCancelParams),
+    /// `chat.queue-edit`; answered with [`crate::results::QueueChangeResult`].
+    ChatQueueEdit(QueueEditParams),
     /// `ping`: answered with [`crate::results::PingResult`] (`pong: true`).
     Ping,
 }
@@ -189,6 +194,33 @@ pub struct ScheduleCancelParams {
     pub schedule_id: String,
 }
 
+/// `chat.queue-cancel` fields.
+pub type ChatQueueCancelParams = QueueCancelParams;
+/// `chat.queue-edit` fields.
+pub type ChatQueueEditParams = QueueEditParams;
+
+/// Fields of `chat.queue-cancel`: take a message out of the session's queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueCancelParams {
+    /// The session.
+    pub session_id: String,
+    /// The queued message (`queueId` of `chat_subscribed.queued` or `GET .../queue`).
+    pub queue_id: String,
+}
+
+/// Fields of `chat.queue-edit`: replace a queued message's text; it keeps its place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueEditParams {
+    /// The session.
+    pub session_id: String,
+    /// The queued message.
+    pub queue_id: String,
+    /// Its new text; not blank.
+    pub content: String,
+}
+
 /// Fields of `pair.close`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -288,6 +320,14 @@ pub struct PermissionResponseParams {
     /// Why it was denied; passed on to the agent.
     #[serde(default)]
     pub message: Option<String>,
+    /// With `allow`: also allow this tool without asking for the rest of the session
+    /// (the vendor's "always allow").
+    #[serde(default)]
+    pub remember: Option<RememberScope>,
+    /// With `allow`: the session's permission mode from now on (a plan approved with
+    /// "accept edits" answers `acceptEdits`).
+    #[serde(default)]
+    pub permission_mode: Option<PermissionMode>,
 }
 
 /// Fields of `chat.stop-task`.
@@ -435,6 +475,8 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
             | "session.handoff"
             | "session.schedule"
             | "session.schedule-cancel"
+            | "chat.queue-cancel"
+            | "chat.queue-edit"
     );
     if needs_session && session_id.as_deref().is_none_or(str::is_empty) {
         return Err(fail(
@@ -512,6 +554,8 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
         "session.schedule-cancel" => {
             ClientRequest::SessionScheduleCancel(fields(obj, &kind).map_err(&bad)?)
         }
+        "chat.queue-cancel" => ClientRequest::ChatQueueCancel(fields(obj, &kind).map_err(&bad)?),
+        "chat.queue-edit" => ClientRequest::ChatQueueEdit(fields(obj, &kind).map_err(&bad)?),
         "ping" => ClientRequest::Ping,
         other => {
             return Err(fail(
@@ -658,7 +702,23 @@ mod tests {
                 allow: false,
                 updated_input: None,
                 message: Some("no".into()),
+                remember: None,
+                permission_mode: None,
             })
+        );
+        let always = parse_client_frame(
+            r#"{"type":"chat.permission-response","requestId":"perm_2","allow":true,"remember":"session"}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let ClientRequest::ChatPermissionResponse(p) = always.request else {
+            panic!("not a permission response: {:?}", always.request);
+        };
+        assert_eq!(p.remember, Some(RememberScope::Session));
+        assert_eq!(
+            code(
+                r#"{"type":"chat.permission-response","requestId":"p","allow":true,"remember":"forever"}"#
+            ),
+            ErrorCode::InvalidArgument
         );
     }
 }

@@ -69,6 +69,9 @@ pub enum ErrorCode {
     NoSuchProposal,
     /// `session.schedule-cancel` names a schedule the session does not have.
     NoSuchSchedule,
+    /// `chat.queue-cancel` or `chat.queue-edit` names a message the session's queue
+    /// does not hold (never queued, or already sent or cancelled).
+    NoSuchQueuedMessage,
     /// A tool call names a tool that does not exist.
     UnknownTool,
     /// The tool exists but is not offered to this session: its role (Worker, spawned
@@ -106,6 +109,7 @@ impl ErrorCode {
             ErrorCode::NoSuchPair
             | ErrorCode::NoSuchProposal
             | ErrorCode::NoSuchSchedule
+            | ErrorCode::NoSuchQueuedMessage
             | ErrorCode::UnknownTool => 404,
             ErrorCode::ToolNotAvailable => 403,
             ErrorCode::FrameTooLarge => 413,
@@ -146,11 +150,16 @@ mod tests {
             (ErrorCode::NoSuchPair, "NO_SUCH_PAIR", 404),
             (ErrorCode::NoSuchProposal, "NO_SUCH_PROPOSAL", 404),
             (ErrorCode::NoSuchSchedule, "NO_SUCH_SCHEDULE", 404),
+            (
+                ErrorCode::NoSuchQueuedMessage,
+                "NO_SUCH_QUEUED_MESSAGE",
+                404,
+            ),
             (ErrorCode::UnknownTool, "UNKNOWN_TOOL", 404),
             (ErrorCode::ToolNotAvailable, "TOOL_NOT_AVAILABLE", 403),
         ] {
             assert_eq!(
-                serde_json::to_value(code).unwrap_or_default(),
+                serde_json::to_value(code).unwrap(),
                 serde_json::Value::from(name)
             );
             assert_eq!(code.http_status(), status, "{name}");

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::pair::{PairInfo, ProposalStatus, WorkerChoice};
+use crate::permission::{PermissionChoice, PermissionKind, PermissionRule};
 use crate::session::{BackgroundTask, PermissionMode};
 
 /// How a turn ended. `interrupted` and `failed` are never reported as completed.
@@ -137,6 +138,19 @@ pub enum EventBody {
         tool_name: String,
         /// The tool's input.
         input: Value,
+        /// A tool call (left out) or a plan to approve (`plan`, text in `input.plan`).
+        #[serde(default, skip_serializing_if = "PermissionKind::is_tool")]
+        permission_kind: PermissionKind,
+        /// The answers the vendor offers, each as the fields of the
+        /// `chat.permission-response` that picks it; empty: allow or deny.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        choices: Vec<PermissionChoice>,
+    },
+    /// A person allowed a tool for the rest of the session: its requests are answered
+    /// without asking from now on.
+    PermissionRemembered {
+        /// The rule now in force.
+        rule: PermissionRule,
     },
     /// A permission request was answered (or withdrawn).
     PermissionResolved {
@@ -252,6 +266,7 @@ impl EventBody {
             EventBody::BackgroundTasks { .. } => "background_tasks",
             EventBody::PermissionRequest { .. } => "permission_request",
             EventBody::PermissionResolved { .. } => "permission_resolved",
+            EventBody::PermissionRemembered { .. } => "permission_remembered",
             EventBody::ConfigChanged { .. } => "config_changed",
             EventBody::Delegation { .. } => "delegation",
             EventBody::PairCreated { .. } => "pair_created",
@@ -281,7 +296,7 @@ mod tests {
                 usage: None,
             },
         };
-        let v = serde_json::to_value(&ev).unwrap_or_default();
+        let v = serde_json::to_value(&ev).unwrap();
         assert_eq!(
             v,
             serde_json::json!({"sessionId":"s1","seq":3,"ts":10,"turnId":"t1",
@@ -298,7 +313,7 @@ mod tests {
             internal: false,
             delegated_by: None,
         };
-        let v = serde_json::to_value(&body).unwrap_or_default();
+        let v = serde_json::to_value(&body).unwrap();
         assert_eq!(v, serde_json::json!({"kind":"user_message","text":"hi"}));
     }
 }

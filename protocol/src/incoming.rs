@@ -40,6 +40,8 @@ struct Partial {
     text: bool,
     data: Vec<u8>,
     too_large: bool,
+    /// Payload bytes of the message so far, kept or not.
+    seen: usize,
 }
 
 /// Reassembles one socket's messages. Holds at most `max_bytes` of a message.
@@ -83,6 +85,7 @@ impl Reassembler {
                     text: kind == Fragment::FirstText,
                     data: Vec::new(),
                     too_large: false,
+                    seen: 0,
                 });
             }
             Fragment::Continue | Fragment::Last => {}
@@ -90,6 +93,7 @@ impl Reassembler {
         let Some(partial) = self.partial.as_mut() else {
             return refused(ErrorCode::InvalidJson, "continuation without a first frame");
         };
+        partial.seen = partial.seen.saturating_add(bytes.len());
         if partial.too_large || partial.data.len().saturating_add(bytes.len()) > self.max_bytes {
             // Read to the end of the message, but keep none of it.
             partial.too_large = true;
@@ -132,6 +136,13 @@ impl Reassembler {
     /// Bytes held for an unfinished message.
     pub fn held(&self) -> usize {
         self.partial.as_ref().map_or(0, |p| p.data.len())
+    }
+
+    /// Payload bytes of the unfinished message so far, including those not kept (a
+    /// message over the limit is read to its end but not held): the caller bounds
+    /// how long it reads one.
+    pub fn seen(&self) -> usize {
+        self.partial.as_ref().map_or(0, |p| p.seen)
     }
 }
 
@@ -180,6 +191,7 @@ mod tests {
         r.fragment(Fragment::FirstText, b"12345");
         r.fragment(Fragment::Continue, b"6789");
         assert_eq!(r.held(), 0);
+        assert_eq!(r.seen(), 9, "bytes read but not kept still count");
         assert!(matches!(
             r.fragment(Fragment::Last, b""),
             Incoming::Refused {

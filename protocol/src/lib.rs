@@ -10,8 +10,11 @@ pub mod error;
 pub mod event;
 pub mod incoming;
 pub mod mcp;
+pub mod openapi;
 pub mod pair;
+pub mod permission;
 pub mod rest;
+pub mod rest_control;
 pub mod results;
 pub mod schedule;
 pub mod server;
@@ -21,6 +24,7 @@ pub mod tools;
 pub use client::{parse_client_frame, ClientFrame, ClientRequest, FrameError};
 pub use error::ErrorCode;
 pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
+pub use permission::{PermissionChoice, PermissionKind, PermissionRule, RememberScope};
 pub use server::ServerFrame;
 pub use session::{
     BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, TaskType, Visibility,

@@ -237,12 +237,12 @@ mod tests {
             instructions: None,
         };
         assert_eq!(
-            serde_json::to_value(init).unwrap_or_default(),
+            serde_json::to_value(init).unwrap(),
             json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": false}},
                 "serverInfo": {"name": "tandem", "version": "1"}})
         );
         assert_eq!(
-            serde_json::to_value(CallToolResult::success(json!({"a": 1}))).unwrap_or_default(),
+            serde_json::to_value(CallToolResult::success(json!({"a": 1}))).unwrap(),
             json!({"content": [{"type": "text", "text": "{\"a\":1}"}],
                 "structuredContent": {"a": 1}, "isError": false})
         );
@@ -251,7 +251,7 @@ mod tests {
                 crate::ErrorCode::UnknownTool,
                 "unknown tool `x`".into()
             ))
-            .unwrap_or_default(),
+            .unwrap(),
             json!({"content": [{"type": "text", "text": "unknown tool `x`"}],
                 "structuredContent": {"error": {"code": "UNKNOWN_TOOL", "message": "unknown tool `x`"}},
                 "isError": true})

@@ -86,12 +86,29 @@ pub struct VendorInfo {
     /// The CLI's version line, once known (absent when not installed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// Known model names (the first is the default).
+    /// Whether the vendor can work here, as far as is known without calling a model:
+    /// `ok`, `unknown` (not checked yet), `missing`, `broken` (does not run),
+    /// `unsupportedVersion`, `notLoggedIn`.
+    #[serde(default = "unknown_status")]
+    pub status: String,
+    /// What is wrong and how to fix it, when `status` is neither `ok` nor `unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// Known model names: what the CLI reports (Codex's `model/list`, its default
+    /// first) or its aliases (Claude Code), plus those the config file names.
     pub models: Vec<String>,
+    /// The model a session gets when it names none, where the CLI says (absent: the
+    /// CLI decides, e.g. by the account).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
     /// Supported effort levels, lowest first.
     pub effort_levels: Vec<String>,
     /// What the adapter can do (`interrupt`, `backgroundTasks`, ...).
     pub capabilities: Vec<String>,
+}
+
+fn unknown_status() -> String {
+    "unknown".into()
 }
 
 /// `GET /api/v1/vendors`.
@@ -204,6 +221,72 @@ pub struct Archived {
 pub struct ScheduleList {
     /// Pending schedules and the latest 50 finished.
     pub schedules: Vec<crate::schedule::ScheduleInfo>,
+}
+
+/// `GET /api/v1/sessions/{id}/queue`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueList {
+    /// The session.
+    pub session_id: String,
+    /// Messages waiting to be sent, oldest first.
+    pub queued: Vec<crate::server::QueuedEntry>,
+}
+
+/// Token counts and cost summed over turns. Vendors report usage in their own
+/// shapes (`turn_completed.usage`); these are the parts every page shows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageTotals {
+    /// Turns that reported usage.
+    pub turns: u64,
+    /// Input tokens (Claude: including cache reads and writes).
+    pub input_tokens: u64,
+    /// Of the input, tokens served from the vendor's cache.
+    pub cached_input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars, summed over the turns whose vendor reported one; absent
+    /// when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// What one delegated Worker turn used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationUsage {
+    /// The Worker session that ran it.
+    pub worker_id: String,
+    /// The Worker's turn.
+    pub turn_id: String,
+    /// The Driver that delegated it.
+    pub driver_id: String,
+    /// When the turn started, epoch ms.
+    pub started_at: u64,
+    /// Its usage (`turns` is 1 when the vendor reported any, else 0).
+    pub usage: UsageTotals,
+}
+
+/// `GET /api/v1/sessions/{id}/usage`: totals from the stored `turn_completed` events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageSummary {
+    /// The session.
+    pub session_id: String,
+    /// Every turn of this session.
+    pub total: UsageTotals,
+    /// Delegated turns: for a Driver, its Workers' turns it delegated; for a Worker,
+    /// its own delegated turns. Oldest first.
+    pub delegations: Vec<DelegationUsage>,
+}
+
+/// Query of `GET /api/v1/sessions/{id}/usage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageQuery {
+    /// Count only turns that ended at or after this time, epoch ms (default 0: all).
+    #[serde(default)]
+    pub since: u64,
 }
 
 /// Query of `GET /api/v1/sessions/{id}/events`.

@@ -173,9 +173,22 @@ pub struct ScheduleCancelResult {
     pub status: ScheduleStatus,
 }
 
+/// `chat.queue-cancel` and `chat.queue-edit` reply: the queue as it is now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueChangeResult {
+    /// The session.
+    pub session_id: String,
+    /// The message cancelled or edited.
+    pub queue_id: String,
+    /// What the queue holds after the change, oldest first.
+    pub queued: Vec<crate::server::QueuedEntry>,
+}
+
 /// The schema of every WebSocket request's fields and of its reply, as
 /// `protocol/schemas/requests.json` holds it: `{requests: {TYPE: {params, result}},
-/// $defs}` (JSON Schema 2020-12). Params describe the frame's fields besides `type`
+/// rest: {"METHOD PATH": body}, $defs}` (JSON Schema 2020-12; `rest` holds the REST
+/// bodies the web page reads, whose JSDoc types are generated from this file). Params describe the frame's fields besides `type`
 /// and `requestId`; a result, the reply's fields besides `kind`, `requestId` and
 /// `ok`. Generated, so a change to a request's wire shape is a visible diff.
 pub fn request_schemas() -> Value {
@@ -236,9 +249,28 @@ pub fn request_schemas() -> Value {
         SessionScheduleCancelParams,
         ScheduleCancelResult
     );
+    request!(
+        "chat.queue-cancel",
+        ChatQueueCancelParams,
+        QueueChangeResult
+    );
+    request!("chat.queue-edit", ChatQueueEditParams, QueueChangeResult);
     request!("ping", PingParams, PingResult);
+    // REST bodies the web page reads, so its generated types cover them too.
+    let mut rest = serde_json::Map::new();
+    macro_rules! body {
+        ($path:literal, $ty:ty) => {{
+            rest.insert($path.to_string(), generator.subschema_for::<$ty>().into());
+        }};
+    }
+    body!("GET /vendors", crate::rest::VendorList);
+    body!("GET /pairs", crate::rest::PairList);
+    body!("GET /sessions/running", crate::rest::RunningList);
+    body!("GET /sessions/{id}/schedules", crate::rest::ScheduleList);
+    body!("GET /sessions/{id}/queue", crate::rest::QueueList);
+    body!("GET /sessions/{id}/usage", crate::rest::UsageSummary);
     let defs = generator.take_definitions(true);
-    serde_json::json!({"requests": requests, "$defs": defs})
+    serde_json::json!({"requests": requests, "rest": rest, "$defs": defs})
 }
 
 /// `ping` has no fields.
@@ -251,7 +283,7 @@ mod tests {
     use serde_json::json;
 
     fn wire<T: Serialize>(v: &T) -> Value {
-        serde_json::to_value(v).unwrap_or_default()
+        serde_json::to_value(v).unwrap()
     }
 
     /// The shapes docs/PROTOCOL.md gives for the replies.
@@ -298,11 +330,11 @@ mod tests {
     #[test]
     fn request_schemas_match_the_snapshot() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/requests.json");
-        let generated = serde_json::to_string_pretty(&request_schemas()).unwrap_or_default() + "\n";
+        let generated = serde_json::to_string_pretty(&request_schemas()).unwrap() + "\n";
         if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
             std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{e}"));
         }
-        let stored = std::fs::read_to_string(&path).unwrap_or_default();
+        let stored = std::fs::read_to_string(&path).unwrap();
         assert!(
             stored == generated,
             "the request schemas changed; if that is meant, run with UPDATE_SNAPSHOTS=1 \
@@ -311,7 +343,7 @@ mod tests {
         let schemas = request_schemas();
         assert_eq!(
             schemas["requests"].as_object().map(|r| r.len()),
-            Some(18),
+            Some(20),
             "one entry per ClientRequest variant"
         );
     }

@@ -1,9 +1,11 @@
 //! Server → client frames other than history events.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ErrorCode;
+use crate::permission::{PermissionChoice, PermissionKind, PermissionRule};
 use crate::session::{BackgroundTask, SessionInfo, SessionStatus};
 
 /// Control frames the server sends; history events are [`crate::Event`]s.
@@ -48,8 +50,14 @@ pub enum ServerFrame {
         last_seq: u64,
         /// Tool approvals still waiting for an answer.
         pending_permissions: Vec<PendingPermission>,
+        /// Tools a person allowed for the rest of the session.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        permission_rules: Vec<PermissionRule>,
         /// Background work running at subscription time.
         background_tasks: Vec<BackgroundTask>,
+        /// Messages waiting to be sent, oldest first (also `GET .../queue`).
+        #[serde(default)]
+        queued: Vec<QueuedEntry>,
     },
     /// The server dropped events for this socket; re-subscribe with
     /// `lastSeq = resumeFrom - 1` to get them.
@@ -104,7 +112,7 @@ mod tests {
         let mut payload = Map::new();
         payload.insert("turnId".into(), Value::from("turn_1"));
         let text = ServerFrame::reply(Some("r1".into()), payload).to_json();
-        let v: Value = serde_json::from_str(&text).unwrap_or_default();
+        let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             v,
             serde_json::json!({"kind":"reply","requestId":"r1","ok":true,"turnId":"turn_1"})
@@ -122,6 +130,21 @@ mod tests {
     }
 }
 
+/// A message waiting in a session's queue until the session has no turn and no
+/// background work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedEntry {
+    /// Its id (`q_…`); `chat.queue-cancel` and `chat.queue-edit` name it.
+    pub queue_id: String,
+    /// The user message it sends once the session is free.
+    pub text: String,
+    /// True for a message the server queued (a pushed-back result): it cannot be
+    /// edited or cancelled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub internal: bool,
+}
+
 /// A tool approval the vendor asked for that no one has answered yet: the fields of
 /// its `permission_request` event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,4 +156,10 @@ pub struct PendingPermission {
     pub tool_name: String,
     /// Its input.
     pub input: Value,
+    /// A tool call (left out) or a plan to approve.
+    #[serde(default, skip_serializing_if = "PermissionKind::is_tool")]
+    pub permission_kind: PermissionKind,
+    /// The answers the vendor offers (see `permission_request`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<PermissionChoice>,
 }

@@ -482,11 +482,11 @@ mod tests {
     #[test]
     fn tool_schemas_match_the_snapshot() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/tools.json");
-        let generated = serde_json::to_string_pretty(&all_defs()).unwrap_or_default() + "\n";
+        let generated = serde_json::to_string_pretty(&all_defs()).unwrap() + "\n";
         if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
             std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{e}"));
         }
-        let stored = std::fs::read_to_string(&path).unwrap_or_default();
+        let stored = std::fs::read_to_string(&path).unwrap();
         assert!(
             stored == generated,
             "the tool schemas changed; if that is meant, run with UPDATE_SNAPSHOTS=1 and \
@@ -509,14 +509,14 @@ mod tests {
         )
         .err()
         .map(|e| e.to_string())
-        .unwrap_or_default();
+        .unwrap();
         assert!(err.contains("unknown field `wiat`"), "{err}");
         let err = serde_json::from_value::<SpawnSessionsParams>(
             serde_json::json!({"sessions": [{"title": "a", "prompt": "b", "extra": 1}]}),
         )
         .err()
         .map(|e| e.to_string())
-        .unwrap_or_default();
+        .unwrap();
         assert!(err.contains("unknown field `extra`"), "{err}");
         let spawn = input_schema::<SpawnSessionsParams>();
         assert_eq!(spawn["properties"]["sessions"]["minItems"], 1);

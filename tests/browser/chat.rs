@@ -5,13 +5,14 @@
 use serde_json::json;
 use tandem_tests::{Browser, Server, ServerOptions};
 
-use crate::{assert_no_duplicate_items, create_session, skip, Page};
+use crate::{assert_no_duplicate_items, create_session, Page};
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn wrong_or_missing_token_shows_the_login_page() {
-    if skip() {
-        return;
-    }
     let server = Server::start_with(ServerOptions {
         token_auth: true,
         ..Default::default()
@@ -43,7 +44,7 @@ async fn wrong_or_missing_token_shows_the_login_page() {
     assert!(bad.is_empty(), "login page: {bad:?}");
     browser.screenshot("login").await;
     // Signing in with the right token from the form.
-    let token = server.token.clone().unwrap_or_default();
+    let token = server.token.clone().unwrap();
     browser
         .type_into("#token", &format!("{token}\u{E007}"))
         .await;
@@ -60,10 +61,11 @@ async fn wrong_or_missing_token_shows_the_login_page() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn create_send_stream_stop_and_queue() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     assert_eq!(b.exec("return location.search;", vec![]).await, "");
@@ -110,7 +112,7 @@ async fn create_send_stream_stop_and_queue() {
         )
         .await
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     let (_, info) = page.server.get(&format!("/api/v1/sessions/{id}")).await;
     assert_eq!(info["title"], "Browser session");
@@ -235,10 +237,11 @@ async fn create_send_stream_stop_and_queue() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn agent_html_is_shown_as_text_never_run() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "xss").await;
@@ -326,7 +329,7 @@ async fn agent_html_is_shown_as_text_never_run() {
             vec![],
         )
         .await;
-    let csp = served["csp"].as_str().unwrap_or_default();
+    let csp = served["csp"].as_str().unwrap();
     assert!(
         csp.contains("script-src 'self'") && !csp.contains("unsafe"),
         "{served}"
@@ -339,10 +342,11 @@ async fn agent_html_is_shown_as_text_never_run() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn dark_mode_is_readable() {
-    if skip() {
-        return;
-    }
     let page = Page::open_with(
         &[],
         &[
@@ -376,10 +380,11 @@ async fn dark_mode_is_readable() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn keyboard_only_create_send_and_stop() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     // Tab from the top of the page to "New session", open it with Enter.
@@ -415,7 +420,7 @@ async fn keyboard_only_create_send_and_stop() {
         )
         .await
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     b.keys_text("/sleep 60000\u{E007}").await;
     b.wait(

@@ -5,13 +5,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::{create_session, skip, Page};
+use crate::{create_session, Page};
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_background_task_is_stopped_from_the_running_panel() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "indexer").await;
@@ -49,10 +50,11 @@ async fn a_background_task_is_stopped_from_the_running_panel() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_hundred_thousand_events_open_fast_with_a_bounded_dom() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "huge").await;
@@ -145,10 +147,11 @@ async fn dom(b: &tandem_tests::Browser, id: &str, label: &str) -> serde_json::Va
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_fast_live_stream_arrives_whole_and_in_order() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "live stream").await;

@@ -3,13 +3,14 @@
 
 use serde_json::json;
 
-use crate::{assert_no_duplicate_items, create_session, skip, Page};
+use crate::{assert_no_duplicate_items, create_session, Page};
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     // Other sessions, so the list looks like a working day (and the screenshot too).
@@ -53,7 +54,7 @@ async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
         )
         .await
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     page.wait_text(&w, ".msg.user", "Run the test suite").await;
     page.wait_text(&w, ".msg.user .who", "Delegated by the Driver")
@@ -137,10 +138,11 @@ async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_proposal_is_accepted_from_its_card_and_spawned_sessions_nest() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let d = create_session(&page, "Planner").await;
@@ -181,7 +183,7 @@ async fn a_proposal_is_accepted_from_its_card_and_spawned_sessions_nest() {
         )
         .await
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     page.wait_text(&w, ".msg.assistant", "parser ported").await;
     b.wait(

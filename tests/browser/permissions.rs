@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::{create_session, skip, Page};
+use crate::{create_session, Page};
 
 /// The prompt that is still waiting for an answer in session `id`.
 fn open_card(id: &str) -> String {
@@ -12,10 +12,11 @@ fn open_card(id: &str) -> String {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn allow_deny_and_interrupt_from_the_prompt() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "permissions").await;
@@ -56,19 +57,21 @@ async fn allow_deny_and_interrupt_from_the_prompt() {
         "the answer names the permission"
     );
 
-    // Deny with a message, from the keyboard: type it, Tab past Allow to Deny, Enter.
+    // Deny with a message, from the keyboard: type it, Tab past the two allow choices
+    // to Deny, Enter.
     page.send(&id, r#"/ask Bash {"command":"rm -rf build"}"#)
         .await;
     page.wait_text(&id, ".card.permission:not(.done) pre", "rm -rf build")
         .await;
     b.type_into(&format!("{card} input"), "not in this repo")
         .await;
-    b.chord("\u{E004}").await;
-    b.chord("\u{E004}").await;
+    for _ in 0..3 {
+        b.chord("\u{E004}").await;
+    }
     let focused = b
         .exec("return document.activeElement?.textContent;", vec![])
         .await;
-    assert_eq!(focused, "Deny", "Tab from the message reaches Deny second");
+    assert_eq!(focused, "Deny", "Tab from the message reaches Deny third");
     b.chord("\u{E007}").await;
     page.wait_text(&id, ".msg.assistant", "denied Bash: not in this repo")
         .await;
@@ -122,10 +125,11 @@ async fn allow_deny_and_interrupt_from_the_prompt() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_page_that_opens_later_is_shown_the_pending_request() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let b = &page.browser;
     let id = create_session(&page, "asked before the page looked").await;
@@ -138,10 +142,7 @@ async fn a_page_that_opens_later_is_shown_the_pending_request() {
         .recv_until(|v| v["kind"] == "permission_request" && v["sessionId"] == id.as_str())
         .await;
     let request = frames.last().cloned().unwrap_or(Value::Null);
-    let request_id = request["requestId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let request_id = request["requestId"].as_str().unwrap().to_string();
     let request_seq = request["seq"].as_u64().unwrap_or(0);
     // Push the request out of the window the page replays on opening (the last 400
     // events): settings changes are allowed while the turn waits.
@@ -174,4 +175,44 @@ async fn a_page_that_opens_later_is_shown_the_pending_request() {
     b.click(&format!("{card} .allow")).await;
     page.wait_text(&id, ".msg.assistant", "allowed Bash").await;
     assert_eq!(page.count(&card).await, 0);
+}
+
+/// The vendor's "always allow" choice is a button of its own; picking it sends
+/// `remember: "session"`, and the next request for the tool never reaches the page.
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "Chromium, chromedriver or axe-core is not installed"
+)]
+async fn always_allow_from_the_prompt() {
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+    let id = create_session(&page, "always allow").await;
+    page.open_session(&id).await;
+    let card = open_card(&id);
+    page.send(&id, r#"/ask Bash {"command":"ls"}"#).await;
+    page.wait_text(&id, ".card.permission", "Always allow in this session")
+        .await;
+    page.assert_accessible("permission prompt with choices")
+        .await;
+    b.click(&format!("{card} .allow:not(.primary)")).await;
+    page.wait_text(&id, ".msg.assistant", "allowed Bash").await;
+    let answer = b
+        .exec(
+            "return window.__tandem.sent.find(f => f.type === 'chat.permission-response');",
+            vec![],
+        )
+        .await;
+    assert_eq!(answer["allow"], true, "{answer}");
+    assert_eq!(answer["remember"], "session", "{answer}");
+
+    page.send(&id, "/ask Bash {\"command\":\"pwd\"}\nsecond done")
+        .await;
+    page.wait_text(&id, ".msg.assistant", "second done").await;
+    assert_eq!(
+        page.count(&format!(".chat[data-session=\"{id}\"] .card.permission"))
+            .await,
+        1,
+        "the remembered tool asked nobody"
+    );
 }

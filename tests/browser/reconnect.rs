@@ -5,13 +5,14 @@
 use serde_json::json;
 use tandem_tests::{Server, ServerOptions};
 
-use crate::{assert_no_duplicate_items, create_session, skip, Page};
+use crate::{assert_no_duplicate_items, create_session, Page};
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_server_restart_loses_and_repeats_nothing() {
-    if skip() {
-        return;
-    }
     let page = Page::open(&[]).await;
     let id = create_session(&page, "resilient").await;
     page.open_session(&id).await;
@@ -21,13 +22,7 @@ async fn a_server_restart_loses_and_repeats_nothing() {
     page.wait_text(&id, ".msg.assistant", "chunk 199").await;
 
     // SIGKILL mid-turn, then the same port again.
-    let port = page
-        .server
-        .base
-        .rsplit(':')
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let port = page.server.base.rsplit(':').next().unwrap().to_string();
     let Page { server, browser } = page;
     let dir = server.kill();
     browser
@@ -132,10 +127,11 @@ async fn a_server_restart_loses_and_repeats_nothing() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
 async fn a_page_that_falls_behind_is_told_it_lagged_and_catches_up() {
-    if skip() {
-        return;
-    }
     // A small client budget (2 MiB: above the gateway's 1 MiB ring, see the report on
     // budgets below it) and a page too busy to read.
     let page = Page::open(&["--client-queue-bytes", "2097152"]).await;

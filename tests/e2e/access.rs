@@ -16,7 +16,7 @@ async fn users_see_and_drive_only_what_they_may() {
         .ok(json!({"type": "session.create", "title": "team", "visibility": "shared"}))
         .await["session"]["id"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     admin
         .ok(json!({"type": "chat.send", "sessionId": shared, "content": "hello team"}))
@@ -31,7 +31,7 @@ async fn users_see_and_drive_only_what_they_may() {
                 .filter_map(|s| s["id"].as_str().map(String::from))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(ids, vec![shared.clone()]);
     let (status, body) = bob.get(&format!("/api/v1/sessions/{private}")).await;
     assert_eq!(

@@ -127,7 +127,7 @@ async fn rest_bad_bodies_and_unknown_ids() {
     assert_eq!(body["error"]["code"], "INVALID_ARGUMENT");
     let (status, session) = server.post_raw("/api/v1/sessions", "").await;
     assert_eq!(status, 201, "{session}");
-    let sid = session["id"].as_str().unwrap_or_default().to_string();
+    let sid = session["id"].as_str().unwrap().to_string();
     let (status, body) = server
         .post_raw(&format!("/api/v1/sessions/{sid}/messages"), "not json")
         .await;
@@ -171,7 +171,7 @@ async fn token_auth_guards_everything_but_health() {
         token_auth: true,
         ..ServerOptions::default()
     });
-    let token = server.token.clone().unwrap_or_default();
+    let token = server.token.clone().unwrap();
     assert!(token.len() >= 32, "token too short: {token}");
     let client = awc::Client::default();
     for path in ["/api/v1/sessions", "/api/v1/vendors", "/metrics", "/ws"] {

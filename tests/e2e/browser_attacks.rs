@@ -18,7 +18,7 @@ async fn raw(
     let client = awc::Client::builder()
         .max_http_version(awc::http::Version::HTTP_11)
         .finish();
-    let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap_or_default();
+    let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap();
     let mut req = client.request(method, format!("{}{path}", server.base));
     for (k, v) in headers {
         req = req.insert_header((*k, *v));
@@ -30,7 +30,7 @@ async fn raw(
         .send_body(body.to_string())
         .await
         .unwrap_or_else(|e| panic!("{path}: {e}"));
-    let bytes = resp.body().await.unwrap_or_default();
+    let bytes = resp.body().await.unwrap();
     (
         resp.status().as_u16(),
         serde_json::from_slice(&bytes).unwrap_or(Value::Null),
@@ -84,7 +84,7 @@ fn upgrade(server: &Server, origin: &str) -> (u16, Value) {
                     Ok(n) => buf.extend_from_slice(&chunk[..n]),
                 }
             }
-            let body = buf.get(end + 4..).unwrap_or_default();
+            let body = buf.get(end + 4..).unwrap();
             return (status, serde_json::from_slice(body).unwrap_or(Value::Null));
         }
         match stream.read(&mut chunk) {
@@ -189,7 +189,7 @@ async fn dns_rebinding_hosts_are_refused() {
     let port = host_of(&server)
         .rsplit_once(':')
         .map(|(_, p)| p.to_string())
-        .unwrap_or_default();
+        .unwrap();
     for host in [
         format!("evil.example:{port}"),
         "rebind.attacker.test".into(),

@@ -126,7 +126,7 @@ async fn past_the_server_wide_cap_the_client_furthest_behind_is_evicted() {
         "600",
     ]));
     let (_, created) = server.post("/api/v1/sessions", &json!({})).await;
-    let id = created["id"].as_str().unwrap_or_default().to_string();
+    let id = created["id"].as_str().unwrap().to_string();
     let _a = never_reading(&server, &id);
     let _b = never_reading(&server, &id);
     let (status, _) = server

@@ -7,16 +7,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 use tandem_tests::mock_anthropic::{claude_config, MockAnthropic};
 use tandem_tests::vendor_clis::{claude_bin, require};
-use tandem_tests::{Server, ServerOptions, TempDir, WsClient};
-
-/// Bounded polling: how often and how long.
-const POLL: Duration = Duration::from_millis(25);
-const POLL_LIMIT: Duration = Duration::from_secs(20);
+use tandem_tests::{eventually, Server, ServerOptions, TempDir, WsClient};
 
 /// One test's world: a mock model server, a server configured to run `claude`
 /// against it, and the CLI's private HOME.
@@ -29,25 +24,25 @@ struct World {
 }
 
 impl World {
-    /// `None` (with a printed reason) when the binary is absent outside CI.
-    fn start(label: &str) -> Option<World> {
+    /// Starts the mock model server and a server configured to run `claude` against it.
+    fn start(label: &str) -> World {
         World::start_idle(label, 600)
     }
 
-    fn start_idle(label: &str, idle_secs: u64) -> Option<World> {
-        let bin = require(claude_bin(), "the claude CLI")?;
+    fn start_idle(label: &str, idle_secs: u64) -> World {
+        let bin = require(claude_bin(), "the claude CLI");
         let mock = MockAnthropic::start();
         let dir = Arc::new(TempDir::new(label));
         let home = dir.path().join("home");
         let config = claude_config(dir.path(), &bin, &mock, &home, idle_secs);
         let server = Server::start_in(dir.clone(), World::options(&config));
-        Some(World {
+        World {
             server: Some(server),
             mock,
             dir,
             config,
             home,
-        })
+        }
     }
 
     fn options(config: &Path) -> ServerOptions {
@@ -102,7 +97,7 @@ impl World {
                     .filter(|pid| alive(*pid))
                     .collect()
             })
-            .unwrap_or_default();
+            .unwrap();
         pids.sort_unstable();
         pids
     }
@@ -117,7 +112,7 @@ impl World {
     async fn running(&self) -> Vec<Value> {
         let (status, body) = self.server().get("/api/v1/sessions/running").await;
         assert_eq!(status, 200, "{body}");
-        body["sessions"].as_array().cloned().unwrap_or_default()
+        body["sessions"].as_array().cloned().unwrap()
     }
 
     /// Waits until REST lists the session as idle: a client can see a turn's
@@ -159,25 +154,6 @@ fn alive(pid: u32) -> bool {
         .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
 }
 
-/// Polls `check` until it returns `Some`, at most [`POLL_LIMIT`].
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + POLL_LIMIT;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(POLL).await;
-    }
-}
-
 fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["kind"] == kind).collect()
 }
@@ -201,17 +177,13 @@ async fn turn(ws: &mut WsClient, id: &str, text: &str) -> Vec<Value> {
 }
 
 fn status(events: &[Value]) -> Value {
-    events
-        .last()
-        .map(|e| e["status"].clone())
-        .unwrap_or_default()
+    events.last().map(|e| e["status"].clone()).unwrap()
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn text_turn_streams_deltas_and_keeps_usage() {
-    let Some(w) = World::start("claude-text") else {
-        return;
-    };
+    let w = World::start("claude-text");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -223,7 +195,7 @@ async fn text_turn_streams_deltas_and_keeps_usage() {
     );
     assert!(texts(&events, "text_delta").len() > 1, "streamed in pieces");
     assert_eq!(texts(&events, "assistant_message"), ["hello from claude"]);
-    let end = events.last().cloned().unwrap_or_default();
+    let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "completed", "{end}");
     assert!(
         end["usage"]["usage"]["output_tokens"].is_u64(),
@@ -243,7 +215,7 @@ async fn text_turn_streams_deltas_and_keeps_usage() {
         let claude = body["vendors"]
             .as_array()
             .and_then(|v| v.iter().find(|v| v["id"] == "claude").cloned())
-            .unwrap_or_default();
+            .unwrap();
         assert_eq!(claude["installed"], true, "{claude}");
         claude["version"].as_str().map(str::to_string)
     })
@@ -258,7 +230,7 @@ async fn text_turn_streams_deltas_and_keeps_usage() {
 /// The next `permission_request` among the session's frames.
 async fn next_permission(ws: &mut WsClient) -> Value {
     let frames = ws.recv_until(|v| v["kind"] == "permission_request").await;
-    frames.last().cloned().unwrap_or_default()
+    frames.last().cloned().unwrap()
 }
 
 /// Answers a permission request. Its `requestId` doubles as the request's own id, so
@@ -285,7 +257,7 @@ async fn answer(ws: &mut WsClient, request: &Value, allow: bool, message: Option
 /// Every stored event of the turn that `end` (frames up to its `turn_completed`)
 /// finished.
 async fn turn_events(w: &World, id: &str, end: &[Value]) -> Vec<Value> {
-    let turn = end.last().map(|e| e["turnId"].clone()).unwrap_or_default();
+    let turn = end.last().map(|e| e["turnId"].clone()).unwrap();
     w.server()
         .all_events(id)
         .await
@@ -295,13 +267,12 @@ async fn turn_events(w: &World, id: &str, end: &[Value]) -> Vec<Value> {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn bash_tool_asks_and_obeys_allow_and_deny() {
-    let Some(w) = World::start("claude-approval") else {
-        return;
-    };
+    let w = World::start("claude-approval");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
-    let work = PathBuf::from(w.info(&id).await["cwd"].as_str().unwrap_or_default());
+    let work = PathBuf::from(w.info(&id).await["cwd"].as_str().unwrap());
     ws.subscribe(&id, 0).await;
 
     send(&mut ws, &id, "bash touch made.txt && echo made").await;
@@ -342,10 +313,9 @@ async fn bash_tool_asks_and_obeys_allow_and_deny() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn bypass_mode_answers_approvals_itself() {
-    let Some(w) = World::start("claude-bypass") else {
-        return;
-    };
+    let w = World::start("claude-bypass");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "bypassPermissions").await;
     ws.subscribe(&id, 0).await;
@@ -356,10 +326,9 @@ async fn bypass_mode_answers_approvals_itself() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
-    let Some(w) = World::start("claude-interrupt") else {
-        return;
-    };
+    let w = World::start("claude-interrupt");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -402,10 +371,9 @@ async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn model_and_mode_changes_reach_the_live_process() {
-    let Some(w) = World::start("claude-configure") else {
-        return;
-    };
+    let w = World::start("claude-configure");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -430,16 +398,15 @@ async fn model_and_mode_changes_reach_the_live_process() {
         .rev()
         .find(|r| r.user_text == "bash touch edited.txt")
         .map(|r| r.model)
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(last, "claude-haiku-4-5");
     assert_eq!(w.registry_pids(), pids, "no restart for model or mode");
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_restarted_server_resumes_the_claude_session() {
-    let Some(mut w) = World::start("claude-resume") else {
-        return;
-    };
+    let mut w = World::start("claude-resume");
     let id = {
         let mut ws = w.server().ws().await;
         let id = w.session(&mut ws, "default").await;
@@ -465,7 +432,7 @@ async fn a_restarted_server_resumes_the_claude_session() {
         .rev()
         .find(|r| r.user_text == "say second turn")
         .map(|r| r.body.to_string())
-        .unwrap_or_default();
+        .unwrap();
     assert!(
         request.contains("remember the blue door"),
         "the model saw the earlier conversation"
@@ -473,10 +440,9 @@ async fn a_restarted_server_resumes_the_claude_session() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_lost_claude_session_continues_in_a_new_one() {
-    let Some(mut w) = World::start("claude-lost") else {
-        return;
-    };
+    let mut w = World::start("claude-lost");
     let id = {
         let mut ws = w.server().ws().await;
         let id = w.session(&mut ws, "default").await;
@@ -486,7 +452,7 @@ async fn a_lost_claude_session_continues_in_a_new_one() {
     };
     let before = w.info(&id).await["vendorSessionId"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     w.restart();
     // The transcript is gone (deleted by hand, another machine's HOME, ...).
@@ -515,10 +481,9 @@ async fn a_lost_claude_session_continues_in_a_new_one() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_cli_killed_mid_turn_fails_the_turn_and_the_next_one_works() {
-    let Some(w) = World::start("claude-killed") else {
-        return;
-    };
+    let w = World::start("claude-killed");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -532,7 +497,7 @@ async fn a_cli_killed_mid_turn_fails_the_turn_and_the_next_one_works() {
         .map(|s| s.success());
     assert_eq!(killed.ok(), Some(true));
     let events = ws.events_until_turn_end(&id).await;
-    let end = events.last().cloned().unwrap_or_default();
+    let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "failed", "{end}");
     assert!(
         end["error"]
@@ -546,10 +511,9 @@ async fn a_cli_killed_mid_turn_fails_the_turn_and_the_next_one_works() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn stopping_the_server_leaves_no_cli_behind() {
-    let Some(mut w) = World::start("claude-stop") else {
-        return;
-    };
+    let mut w = World::start("claude-stop");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -570,10 +534,9 @@ async fn stopping_the_server_leaves_no_cli_behind() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_claude_driver_delegates_through_mcp() {
-    let Some(w) = World::start("claude-driver") else {
-        return;
-    };
+    let w = World::start("claude-driver");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -591,12 +554,11 @@ async fn a_claude_driver_delegates_through_mcp() {
         "{events:?}"
     );
     let results = of_kind(&events, "tool_result");
-    let output: Value =
-        serde_json::from_str(results[0]["output"].as_str().unwrap_or_default()).unwrap_or_default();
+    let output: Value = serde_json::from_str(results[0]["output"].as_str().unwrap()).unwrap();
     assert_eq!(output["status"], "complete", "{results:?}");
     assert_eq!(output["workerCreated"], true);
     assert_eq!(output["response"], "from the scripted worker");
-    let worker = output["partnerId"].as_str().unwrap_or_default().to_string();
+    let worker = output["partnerId"].as_str().unwrap().to_string();
     let worker_events = w.server().all_events(&worker).await;
     assert_eq!(
         texts(&worker_events, "assistant_message"),
@@ -616,7 +578,7 @@ async fn a_claude_driver_delegates_through_mcp() {
             .rev()
             .find(|r| r.user_text == text)
             .map(|r| r.body["system"].to_string())
-            .unwrap_or_default()
+            .unwrap()
     };
     assert!(system("say next").contains("You direct a Worker"));
     assert!(
@@ -626,10 +588,9 @@ async fn a_claude_driver_delegates_through_mcp() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_background_task_outlives_its_turn_until_stopped() {
-    let Some(w) = World::start("claude-background") else {
-        return;
-    };
+    let w = World::start("claude-background");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "bypassPermissions").await;
     ws.subscribe(&id, 0).await;
@@ -640,11 +601,11 @@ async fn a_background_task_outlives_its_turn_until_stopped() {
         of_kind(&all, "background_tasks")
             .last()
             .map(|e| e["tasks"].clone())
-            .unwrap_or_default()
+            .unwrap()
     };
     assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
     assert_eq!(tasks[0]["taskType"], "shell");
-    let task_id = tasks[0]["taskId"].as_str().unwrap_or_default().to_string();
+    let task_id = tasks[0]["taskId"].as_str().unwrap().to_string();
 
     w.idle(&id).await;
     let running = w.running().await;
@@ -688,10 +649,9 @@ async fn a_background_task_outlives_its_turn_until_stopped() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn what_claude_says_after_a_task_ends_stays_out_of_the_next_turn() {
-    let Some(w) = World::start("claude-notified") else {
-        return;
-    };
+    let w = World::start("claude-notified");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "bypassPermissions").await;
     ws.subscribe(&id, 0).await;
@@ -734,17 +694,16 @@ async fn session_with_claude_id(w: &World, ws: &mut WsClient) -> (String, String
     w.idle(&id).await;
     let claude = w.info(&id).await["vendorSessionId"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     assert!(!claude.is_empty());
     (id, claude)
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn running_view_lists_an_outside_claude_process() {
-    let Some(w) = World::start("claude-outside") else {
-        return;
-    };
+    let w = World::start("claude-outside");
     let mut ws = w.server().ws().await;
     let (id, claude) = session_with_claude_id(&w, &mut ws).await;
     // Our own idle CLI has a registry file saying busy: it is not an outside process.
@@ -766,10 +725,9 @@ async fn running_view_lists_an_outside_claude_process() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn running_view_skips_dead_and_idle_processes() {
-    let Some(w) = World::start("claude-stale") else {
-        return;
-    };
+    let w = World::start("claude-stale");
     let mut ws = w.server().ws().await;
     let (_, claude) = session_with_claude_id(&w, &mut ws).await;
     let me = std::process::id();
@@ -786,10 +744,9 @@ async fn running_view_skips_dead_and_idle_processes() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn running_view_prefers_our_own_turn() {
-    let Some(w) = World::start("claude-both") else {
-        return;
-    };
+    let w = World::start("claude-both");
     let mut ws = w.server().ws().await;
     let (id, claude) = session_with_claude_id(&w, &mut ws).await;
     let me = std::process::id();
@@ -809,10 +766,9 @@ async fn running_view_prefers_our_own_turn() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn running_view_survives_a_half_written_registry_file() {
-    let Some(w) = World::start("claude-broken") else {
-        return;
-    };
+    let w = World::start("claude-broken");
     let mut ws = w.server().ws().await;
     let (id, claude) = session_with_claude_id(&w, &mut ws).await;
     let me = std::process::id();
@@ -827,10 +783,9 @@ async fn running_view_survives_a_half_written_registry_file() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn running_view_lists_a_turn_in_flight() {
-    let Some(w) = World::start("claude-inflight") else {
-        return;
-    };
+    let w = World::start("claude-inflight");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -848,10 +803,9 @@ async fn running_view_lists_a_turn_in_flight() {
 }
 
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn an_idle_process_is_closed_and_the_next_turn_resumes() {
-    let Some(w) = World::start_idle("claude-idle", 1) else {
-        return;
-    };
+    let w = World::start_idle("claude-idle", 1);
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
@@ -871,7 +825,7 @@ async fn an_idle_process_is_closed_and_the_next_turn_resumes() {
         .rev()
         .find(|r| r.user_text == "say what was it")
         .map(|r| r.body.to_string())
-        .unwrap_or_default();
+        .unwrap();
     assert!(body.contains("swordfish"), "resumed the conversation");
     assert_ne!(w.registry_pids(), first, "a new process");
 }
@@ -897,16 +851,14 @@ async fn fake_claude(script: &str) -> (Server, WsClient, String) {
     let reply = ws
         .ok(json!({"type": "session.create", "vendor": "claude"}))
         .await;
-    let id = reply["session"]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
     ws.subscribe(&id, 0).await;
     (server, ws, id)
 }
 
 /// A stand-in `claude` that writes one malformed line among valid ones.
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_malformed_line_is_skipped() {
     let (server, mut ws, id) = fake_claude(
         r#"#!/bin/sh
@@ -928,6 +880,7 @@ cat > /dev/null
 
 /// A stand-in `claude` that dies mid-turn after complaining on stderr.
 #[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn a_cli_exiting_mid_turn_fails_the_turn_with_its_stderr() {
     let (_server, mut ws, id) = fake_claude(
         r#"#!/bin/sh
@@ -939,11 +892,120 @@ exit 3
     )
     .await;
     let events = turn(&mut ws, &id, "anything").await;
-    let end = events.last().cloned().unwrap_or_default();
+    let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "failed", "{end}");
-    let error = end["error"].as_str().unwrap_or_default();
+    let error = end["error"].as_str().unwrap();
     assert!(
         error.contains("exit code 3") && error.contains("the model backend exploded"),
         "{end}"
+    );
+}
+
+/// Answers `request` with `fields` (`allow`, `remember`, `permissionMode`).
+async fn answer_with(ws: &mut WsClient, request: &Value, fields: Value) {
+    let id = request["requestId"].clone();
+    let mut body = json!({"type": "chat.permission-response", "requestId": id});
+    if let (Some(body), Some(fields)) = (body.as_object_mut(), fields.as_object()) {
+        body.extend(fields.clone());
+    }
+    ws.send(&body).await;
+    let mut frames = ws
+        .recv_until(|v| {
+            v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error")
+        })
+        .await;
+    let reply = frames.pop().unwrap_or_else(|| panic!("no answer"));
+    assert_eq!(reply["kind"], "reply", "{reply}");
+    ws.requeue(frames);
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+async fn always_allow_is_remembered_and_sent_to_the_cli() {
+    let w = World::start("claude-always");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let work = PathBuf::from(
+        w.info(&id).await["cwd"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no cwd")),
+    );
+    ws.subscribe(&id, 0).await;
+
+    send(&mut ws, &id, "bash touch first.txt && echo first").await;
+    let request = next_permission(&mut ws).await;
+    let remember: Vec<&Value> = request["choices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no choices in {request}"))
+        .iter()
+        .filter(|c| c["remember"] == "session")
+        .collect();
+    assert_eq!(remember.len(), 1, "{request}");
+    assert_eq!(remember[0]["allow"], true);
+    answer_with(
+        &mut ws,
+        &request,
+        json!({"allow": true, "remember": "session"}),
+    )
+    .await;
+    let end = ws.events_until_turn_end(&id).await;
+    let events = turn_events(&w, &id, &end).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(work.join("first.txt").exists());
+    let all = w.server().all_events(&id).await;
+    let rules = of_kind(&all, "permission_remembered");
+    assert_eq!(rules.len(), 1, "{all:?}");
+    assert_eq!(rules[0]["rule"]["toolName"], "Bash");
+
+    // The next Bash call runs without asking anyone.
+    let end = turn(&mut ws, &id, "bash touch second.txt && echo second").await;
+    let events = turn_events(&w, &id, &end).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
+    assert_eq!(texts(&events, "assistant_message"), ["result: second"]);
+    assert!(work.join("second.txt").exists());
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+async fn a_plan_is_approved_with_accept_edits() {
+    let w = World::start("claude-plan");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "plan").await;
+    ws.subscribe(&id, 0).await;
+
+    // The model writes its plan to the plan file, then asks to leave plan mode.
+    send(&mut ws, &id, "plan 1. Write the file\ntool ExitPlanMode {}").await;
+    let request = next_permission(&mut ws).await;
+    assert_eq!(request["toolName"], "ExitPlanMode", "{request}");
+    assert_eq!(request["permissionKind"], "plan", "{request}");
+    assert_eq!(request["input"]["plan"], "1. Write the file", "{request}");
+    let accept = request["choices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no choices in {request}"))
+        .iter()
+        .find(|c| c["permissionMode"] == "acceptEdits")
+        .cloned()
+        .unwrap_or_else(|| panic!("no accept-edits choice in {request}"));
+    assert_eq!(accept["allow"], true);
+    answer_with(
+        &mut ws,
+        &request,
+        json!({"allow": true, "permissionMode": "acceptEdits"}),
+    )
+    .await;
+    let end = ws.events_until_turn_end(&id).await;
+    let events = turn_events(&w, &id, &end).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(w.info(&id).await["permissionMode"], "acceptEdits");
+    let all = w.server().all_events(&id).await;
+    let changed = of_kind(&all, "config_changed");
+    assert_eq!(
+        changed.last().map(|c| c["permissionMode"].clone()),
+        Some(json!("acceptEdits")),
+        "{all:?}"
     );
 }

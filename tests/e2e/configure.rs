@@ -22,7 +22,7 @@ async fn configure_changes_one_session_only_and_clamps_effort() {
     assert_eq!(s["title"], "Renamed");
     assert_eq!(s["permissionMode"], "plan");
     let change = ws.recv_until(|v| v["kind"] == "config_changed").await;
-    let change = change.last().cloned().unwrap_or_default();
+    let change = change.last().cloned().unwrap();
     assert_eq!(change["effort"], "high");
     assert_eq!(change["seq"], 1);
     let low = ws
@@ -77,19 +77,19 @@ async fn vendors_lists_what_can_run() {
     let server = Server::start();
     let (status, body) = server.get("/api/v1/vendors").await;
     assert_eq!(status, 200);
-    let vendors = body["vendors"].as_array().cloned().unwrap_or_default();
+    let vendors = body["vendors"].as_array().cloned().unwrap();
     let scripted = vendors
         .iter()
         .find(|v| v["id"] == "scripted")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(scripted["installed"], true);
     assert_eq!(scripted["effortLevels"], json!(["low", "medium", "high"]));
     let codex = vendors
         .iter()
         .find(|v| v["id"] == "codex")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(
         codex["effortLevels"],
         json!(["minimal", "low", "medium", "high", "xhigh"])

@@ -4,10 +4,8 @@
 //! that the sessions work, that nothing was reported twice or lost, and that the pair
 //! or proposal ended in its documented state.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
-use tandem_tests::{Server, ServerOptions, WsClient};
+use tandem_tests::{eventually, Server, ServerOptions, WsClient};
 
 /// Waits for the server to die at its crash point and starts it again on its data.
 async fn restart_after_crash(server: Server) -> Server {
@@ -56,7 +54,7 @@ async fn usable(server: &Server, sid: &str) {
     ws.recv_until(|v| v["kind"] == "user_message" && v["sessionId"] == sid && v["text"] == text)
         .await;
     let events = ws.events_until_turn_end(sid).await;
-    let end = events.last().cloned().unwrap_or_default();
+    let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "completed", "{sid}: {events:?}");
 }
 
@@ -67,7 +65,7 @@ async fn pushbacks(server: &Server, sid: &str) -> Vec<String> {
         .await
         .into_iter()
         .filter(|e| e["kind"] == "user_message" && e["internal"] == true)
-        .map(|e| e["text"].as_str().unwrap_or_default().to_string())
+        .map(|e| e["text"].as_str().unwrap().to_string())
         .collect()
 }
 
@@ -75,26 +73,19 @@ async fn pushbacks(server: &Server, sid: &str) -> Vec<String> {
 /// then runs one more turn in it (anything pushed back meanwhile runs or queues ahead
 /// of it), and returns the push-backs.
 async fn settled_pushbacks(server: &Server, sid: &str, n: usize) -> Vec<String> {
-    let mut seen = false;
-    for _ in 0..400 {
-        if pushbacks(server, sid).await.len() >= n {
-            seen = true;
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(seen, "{sid}: fewer than {n} push-backs");
-    for _ in 0..400 {
+    eventually(&format!("{sid} to have {n} push-backs"), async || {
+        (pushbacks(server, sid).await.len() >= n).then_some(())
+    })
+    .await;
+    eventually(&format!("every delegation of {sid} to end"), async || {
         let (_, pairs) = server.get("/api/v1/pairs").await;
         let busy = pairs["pairs"].as_array().is_some_and(|ps| {
             ps.iter()
                 .any(|p| p["driverId"] == sid && p.get("delegation").is_some())
         });
-        if !busy {
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
+        (!busy).then_some(())
+    })
+    .await;
     usable(server, sid).await;
     pushbacks(server, sid).await
 }
@@ -107,7 +98,7 @@ async fn session(server: &Server, sid: &str) -> Value {
 
 async fn pairs(server: &Server) -> Vec<Value> {
     let (_, pairs) = server.get("/api/v1/pairs").await;
-    pairs["pairs"].as_array().cloned().unwrap_or_default()
+    pairs["pairs"].as_array().cloned().unwrap()
 }
 
 async fn session_ids(server: &Server) -> Vec<String> {
@@ -119,7 +110,7 @@ async fn session_ids(server: &Server) -> Vec<String> {
                 .filter_map(|s| s["id"].as_str().map(String::from))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap()
 }
 
 fn count(events: &[Value], kind: &str) -> usize {
@@ -194,7 +185,7 @@ async fn pair_create_cut_after_the_worker_joined_is_rolled_forward() {
     assert_eq!(ps.len(), 1, "{ps:?}");
     assert_eq!(ps[0]["state"], "active");
     assert_eq!(ps[0]["driverId"], d.as_str());
-    let w = ps[0]["workerId"].as_str().unwrap_or_default().to_string();
+    let w = ps[0]["workerId"].as_str().unwrap().to_string();
     let dinfo = session(&server, &d).await;
     assert_eq!(dinfo["pairId"], ps[0]["pairId"]);
     assert_eq!(dinfo["role"], "driver");
@@ -260,8 +251,8 @@ async fn pair_close_cut_after_the_closed_row_is_finished_and_reports_once() {
     .await;
     assert_eq!(out["status"], "running", "{out}");
     let ps = pairs(&server).await;
-    let pair_id = ps[0]["pairId"].as_str().unwrap_or_default().to_string();
-    let w = ps[0]["workerId"].as_str().unwrap_or_default().to_string();
+    let pair_id = ps[0]["pairId"].as_str().unwrap().to_string();
+    let w = ps[0]["workerId"].as_str().unwrap().to_string();
     let mut wws = server.ws().await;
     wws.subscribe(&w, 0).await;
     wws.recv_until(|v| v["kind"] == "assistant_message" && v["text"] == "started")
@@ -300,14 +291,14 @@ async fn proposal(server: &Server) -> (WsClient, String, String) {
     )
     .await;
     assert_eq!(out["status"], "posted", "{out}");
-    let pid = out["proposalId"].as_str().unwrap_or_default().to_string();
+    let pid = out["proposalId"].as_str().unwrap().to_string();
     (ws, d, pid)
 }
 
 fn proposal_statuses(hist: &[Value]) -> Vec<String> {
     hist.iter()
         .filter(|e| e["kind"] == "worker_proposal_update")
-        .map(|e| e["status"].as_str().unwrap_or_default().to_string())
+        .map(|e| e["status"].as_str().unwrap().to_string())
         .collect()
 }
 
@@ -359,7 +350,7 @@ async fn an_accepted_proposal_cut_before_its_delegation_is_rolled_forward() {
     let ps = pairs(&server).await;
     assert_eq!(ps.len(), 1);
     assert_eq!(ps[0]["driverId"], d.as_str());
-    let w = ps[0]["workerId"].as_str().unwrap_or_default().to_string();
+    let w = ps[0]["workerId"].as_str().unwrap().to_string();
     usable(&server, &w).await;
     let dir = server.kill();
     let server = Server::start_in(dir, ServerOptions::default());
@@ -372,14 +363,11 @@ fn children(list: &[String], parent: &str) -> Vec<String> {
 
 /// Waits until session `sid` has finished `n` turns and is idle.
 async fn turns_done(server: &Server, sid: &str, n: u64) -> Value {
-    for _ in 0..400 {
+    eventually(&format!("{sid} to finish {n} turns"), async || {
         let info = session(server, sid).await;
-        if info["turnCount"].as_u64() == Some(n) && info["status"] == "idle" {
-            return info;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("{sid}: never finished {n} turns");
+        (info["turnCount"].as_u64() == Some(n) && info["status"] == "idle").then_some(info)
+    })
+    .await
 }
 
 #[actix_rt::test]
@@ -421,7 +409,7 @@ async fn a_spawn_failing_at_child_two_starts_the_first() {
     let (out, err) = tool(&server, &p, "spawn_sessions", json!({"sessions": three})).await;
     server.failpoint("spawn.create_child", "off").await;
     assert!(err, "{out}");
-    let text = out.as_str().unwrap_or_default();
+    let text = out.as_str().unwrap();
     assert!(
         text.contains("boom") && text.contains("were started"),
         "{text}"

@@ -6,21 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tandem_tests::server::server_binary;
-use tandem_tests::{Server, TempDir};
+use tandem_tests::{eventually, Server, TempDir};
 
 use crate::assert_contiguous;
-
-/// Polls `check` every 50 ms for up to 10 s.
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if check().await {
-            return;
-        }
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
 
 fn session_ids(list: &Value) -> Vec<String> {
     list["sessions"]
@@ -30,7 +18,7 @@ fn session_ids(list: &Value) -> Vec<String> {
                 .filter_map(|s| s["id"].as_str().map(String::from))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap()
 }
 
 #[actix_rt::test]
@@ -85,6 +73,7 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
         page["events"]
             .as_array()
             .is_some_and(|e| e.iter().any(|e| e["kind"] == "turn_completed"))
+            .then_some(())
     })
     .await;
     let events = server.all_events(&busy).await;
@@ -99,7 +88,7 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
         .iter()
         .find(|e| e["kind"] == "turn_completed")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(end["status"], "failed", "{end}");
     assert!(events.iter().any(|e| e["kind"] == "error"), "{events:?}");
     // The idle session's refused message left no turn behind, and no hole.
@@ -116,7 +105,10 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
     assert_eq!(status, 201);
     eventually("the new turn to end", async || {
         let events = server.all_events(&idle).await;
-        events.iter().any(|e| e["kind"] == "turn_completed")
+        events
+            .iter()
+            .any(|e| e["kind"] == "turn_completed")
+            .then_some(())
     })
     .await;
     assert_contiguous(&server.all_events(&idle).await, 1);
@@ -147,6 +139,7 @@ async fn a_full_database_fails_the_turn_and_loses_no_seq() {
         page["events"]
             .as_array()
             .is_some_and(|e| e.iter().any(|e| e["kind"] == "error"))
+            .then_some(())
     })
     .await;
     let events = server.all_events(&id).await;
@@ -178,11 +171,11 @@ async fn a_full_database_fails_the_turn_and_loses_no_seq() {
     let before = ends.len();
     eventually("the next turn", async || {
         let events = server.all_events(&id).await;
-        events
+        let ends = events
             .iter()
             .filter(|e| e["kind"] == "turn_completed")
-            .count()
-            == before + 1
+            .count();
+        (ends == before + 1).then_some(())
     })
     .await;
     assert_contiguous(&server.all_events(&id).await, 1);
@@ -192,7 +185,7 @@ async fn a_full_database_fails_the_turn_and_loses_no_seq() {
 async fn every_accepted_rest_message_survives_a_kill() {
     let mut server = Server::start();
     let (_, created) = server.post("/api/v1/sessions", &json!({})).await;
-    let id = created["id"].as_str().unwrap_or_default().to_string();
+    let id = created["id"].as_str().unwrap().to_string();
     for round in 0..20 {
         let text = format!("round {round}");
         let path = format!("/api/v1/sessions/{id}/messages");

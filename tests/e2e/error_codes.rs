@@ -72,10 +72,7 @@ async fn tool_failures_carry_their_code() {
     assert_eq!(r["result"]["status"], "running", "{r}");
     assert_eq!(r["result"]["workerCreated"], true, "{r}");
     assert!(r.get("code").is_none(), "{r}");
-    let w = r["result"]["partnerId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let w = r["result"]["partnerId"].as_str().unwrap().to_string();
     let r = call(&mut ws, &d, "send_to_partner", json!({"message": "more"})).await;
     refused(&r, "CONFLICT", "already holds a delegation");
     // The Worker is offered no tools.
@@ -91,7 +88,7 @@ async fn tool_failures_carry_their_code() {
     let (_, tok) = server
         .post(&format!("/api/v1/sessions/{w}/mcp-token"), &json!({}))
         .await;
-    let token = tok["token"].as_str().unwrap_or_default().to_string();
+    let token = tok["token"].as_str().unwrap().to_string();
     let mut resp = awc::Client::default()
         .post(format!("{}/mcp", server.base))
         .insert_header(("Authorization", format!("Bearer {token}")))
@@ -99,8 +96,7 @@ async fn tool_failures_carry_their_code() {
             "params": {"name": "close_partner", "arguments": {}}}))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let body: Value =
-        serde_json::from_slice(&resp.body().await.unwrap_or_default()).unwrap_or_default();
+    let body: Value = serde_json::from_slice(&resp.body().await.unwrap()).unwrap();
     let result = &body["result"];
     assert_eq!(result["isError"], true, "{body}");
     assert_eq!(
@@ -123,10 +119,7 @@ async fn proposal_pair_schedule_and_archive_refusals_carry_their_code() {
     let args = json!({"summary": "s", "plan": "p", "message": "m"});
     let r = call(&mut ws, &d, "propose_worker", args.clone()).await;
     assert_eq!(r["result"]["status"], "posted", "{r}");
-    let pid = r["result"]["proposalId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let pid = r["result"]["proposalId"].as_str().unwrap().to_string();
     let r = call(&mut ws, &d, "propose_worker", args).await;
     refused(&r, "CONFLICT", "already open");
     let unknown = ws
@@ -162,8 +155,7 @@ async fn proposal_pair_schedule_and_archive_refusals_carry_their_code() {
         .send()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let body: Value =
-        serde_json::from_slice(&resp.body().await.unwrap_or_default()).unwrap_or_default();
+    let body: Value = serde_json::from_slice(&resp.body().await.unwrap()).unwrap();
     assert_eq!(resp.status().as_u16(), 409, "{body}");
     assert_eq!(body["error"]["code"], "CONFLICT", "{body}");
 

@@ -127,7 +127,7 @@ fn rust_version_covers_the_locked_dependencies() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(std::path::Path::to_path_buf)
-        .unwrap_or_default();
+        .unwrap();
     let host = String::from_utf8_lossy(
         &Command::new("rustc")
             .arg("-vV")
@@ -137,7 +137,7 @@ fn rust_version_covers_the_locked_dependencies() {
     )
     .lines()
     .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
-    .unwrap_or_default();
+    .unwrap();
     let out = Command::new(env!("CARGO"))
         .args([
             "metadata",
@@ -167,10 +167,10 @@ fn rust_version_covers_the_locked_dependencies() {
     let used: std::collections::HashSet<&str> = meta["resolve"]["nodes"]
         .as_array()
         .map(|n| n.iter().filter_map(|n| n["id"].as_str()).collect())
-        .unwrap_or_default();
+        .unwrap();
     let mut ours = None;
     let mut newest: (Vec<u64>, String) = (Vec::new(), String::new());
-    for p in meta["packages"].as_array().cloned().unwrap_or_default() {
+    for p in meta["packages"].as_array().cloned().unwrap() {
         let (Some(id), Some(v)) = (p["id"].as_str(), p["rust_version"].as_str()) else {
             continue;
         };

@@ -41,7 +41,7 @@ async fn create_send_stream_complete() {
         events[11]["text"],
         "chunk 0 chunk 1 chunk 2 chunk 3 chunk 4 "
     );
-    let last = events.last().cloned().unwrap_or_default();
+    let last = events.last().cloned().unwrap();
     assert_eq!(last["status"], "completed");
     assert_eq!(last["turnId"], "turn_1");
     assert!(events.iter().all(|e| e["turnId"] == "turn_1"));
@@ -123,13 +123,13 @@ async fn interrupt_mid_stream_keeps_partial_text() {
         "interrupt took {:?}",
         started.elapsed()
     );
-    let end = rest.last().cloned().unwrap_or_default();
+    let end = rest.last().cloned().unwrap();
     assert_eq!(end["kind"], "turn_completed");
     assert_eq!(end["status"], "interrupted");
     // The partial stream is kept as an assistant message right before the end.
     let partial = &rest[rest.len() - 2];
     assert_eq!(partial["kind"], "assistant_message");
-    let text = partial["text"].as_str().unwrap_or_default();
+    let text = partial["text"].as_str().unwrap();
     assert!(
         text.starts_with("chunk 0 chunk 1 "),
         "partial text: {}",
@@ -157,7 +157,7 @@ async fn interrupt_ends_a_sleep_at_once_over_rest() {
         .post("/api/v1/sessions", &json!({"title": "rest"}))
         .await;
     assert_eq!(status, 201);
-    let sid = session["id"].as_str().unwrap_or_default().to_string();
+    let sid = session["id"].as_str().unwrap().to_string();
     let (status, accepted) = server
         .post(
             &format!("/api/v1/sessions/{sid}/messages"),
@@ -181,7 +181,7 @@ async fn interrupt_ends_a_sleep_at_once_over_rest() {
     let mut ws = server.ws().await;
     ws.subscribe(&sid, 0).await;
     let events = ws.events_until_turn_end(&sid).await;
-    let end = events.last().cloned().unwrap_or_default();
+    let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "interrupted");
     // The agent confirmed the interrupt itself: the session's fallback (which says
     // why it closed the turn) did not have to step in.
@@ -199,7 +199,7 @@ async fn fail_directive_fails_the_turn_and_the_session_recovers() {
     ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "before\n/fail the disk is full\nnever"}))
         .await;
     let events = ws.events_until_turn_end(&sid).await;
-    let end = events.last().cloned().unwrap_or_default();
+    let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "failed");
     assert_eq!(end["error"], "the disk is full");
     assert!(!events.iter().any(|e| e["text"] == "never"));
@@ -236,7 +236,7 @@ async fn background_tasks_are_reported_and_stoppable() {
             v["kind"] == "background_tasks" && v["tasks"].as_array().map(Vec::len) == Some(1)
         })
         .await;
-    let last = frames.last().cloned().unwrap_or_default();
+    let last = frames.last().cloned().unwrap();
     assert_eq!(last["tasks"][0]["taskId"], "build");
     assert_eq!(last["tasks"][0]["taskType"], "shell");
 
@@ -254,7 +254,7 @@ async fn background_tasks_are_reported_and_stoppable() {
         .recv_until(|v| v["kind"] == "background_tasks" && v["tasks"] == json!([]))
         .await;
     // The empty set is a stored event like any other, and the last one stored.
-    let emptied = frames.last().cloned().unwrap_or_default();
+    let emptied = frames.last().cloned().unwrap();
     let history = server.all_events(&sid).await;
     let stored: Vec<&Value> = history
         .iter()
@@ -331,7 +331,7 @@ async fn an_interrupt_the_agent_ignores_is_closed_by_the_session() {
     // A second abort while the first is pending is accepted and changes nothing.
     ws.ok(json!({"type": "chat.abort", "sessionId": sid})).await;
     let turn = ws.events_until_turn_end(&sid).await;
-    let end = turn.last().cloned().unwrap_or_default();
+    let end = turn.last().cloned().unwrap();
     assert_eq!(end["turnId"], "turn_1");
     assert_eq!(end["status"], "interrupted");
     assert_eq!(end["error"], "the agent did not stop in time", "{end}");

@@ -22,10 +22,7 @@ async fn handoff_continues_with_a_bounded_snapshot_and_a_pageable_source() {
         .await;
     assert_eq!(reply["sourceSessionId"], src.as_str());
     assert_eq!(reply["targetVendor"], "scripted");
-    let dst = reply["targetSessionId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let dst = reply["targetSessionId"].as_str().unwrap().to_string();
     let (_, info) = server.get(&format!("/api/v1/sessions/{dst}")).await;
     assert_eq!(info["title"], "test · Scripted");
     assert_eq!(info["handoffFrom"], src.as_str());
@@ -36,7 +33,7 @@ async fn handoff_continues_with_a_bounded_snapshot_and_a_pageable_source() {
         .iter()
         .find(|e| e["kind"] == "handoff_created")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(created["targetSessionId"], dst.as_str());
     assert_eq!(created["targetTitle"], "test · Scripted");
 
@@ -46,7 +43,7 @@ async fn handoff_continues_with_a_bounded_snapshot_and_a_pageable_source() {
         .iter()
         .find(|e| e["kind"] == "handoff_context")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(context["sourceSessionId"], src.as_str());
     assert_eq!(context["sourceVendor"], "scripted");
     assert_eq!(context["request"], "second question\n/tool read_partner {}");
@@ -54,9 +51,9 @@ async fn handoff_continues_with_a_bounded_snapshot_and_a_pageable_source() {
         .iter()
         .find(|e| e["kind"] == "user_message")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(prompt["internal"], true);
-    let text = prompt["text"].as_str().unwrap_or_default();
+    let text = prompt["text"].as_str().unwrap();
     assert!(
         text.contains("Latest request (verbatim):\nsecond question\n/tool read_partner {}"),
         "{text}"
@@ -83,7 +80,7 @@ async fn handoff_continues_with_a_bounded_snapshot_and_a_pageable_source() {
     let roles: Vec<Value> = result["entries"]
         .as_array()
         .map(|a| a.iter().map(|e| e["role"].clone()).collect())
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(roles, vec![json!("user"), json!("assistant")]);
     assert_eq!(
         result["entries"][0]["text"],
@@ -97,17 +94,14 @@ async fn handoff_continues_with_a_bounded_snapshot_and_a_pageable_source() {
     let second = ws
         .ok(json!({"type": "session.handoff", "sessionId": dst, "targetVendor": "scripted"}))
         .await;
-    let dst2 = second["targetSessionId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let dst2 = second["targetSessionId"].as_str().unwrap().to_string();
     let deep = ws
         .ok(json!({"type": "tool.call", "sessionId": dst2, "name": "read_handoff_source", "arguments": {"limit": 100}}))
         .await;
     let sessions: Vec<Value> = deep["result"]["entries"]
         .as_array()
         .map(|a| a.iter().map(|e| e["sessionId"].clone()).collect())
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(sessions.first(), Some(&json!(src)), "oldest level first");
     assert_eq!(sessions.last(), Some(&json!(dst)));
     // Only handoff targets get the tool.
@@ -132,26 +126,20 @@ async fn handoff_sees_the_git_working_tree() {
     let reply = ws
         .ok(json!({"type": "session.create", "cwd": repo.to_string_lossy()}))
         .await;
-    let src = reply["session"]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let src = reply["session"]["id"].as_str().unwrap().to_string();
     ws.subscribe(&src, 0).await;
     turn(&mut ws, &src, "hello").await;
     let reply = ws
         .ok(json!({"type": "session.handoff", "sessionId": src, "targetVendor": "scripted"}))
         .await;
-    let dst = reply["targetSessionId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let dst = reply["targetSessionId"].as_str().unwrap().to_string();
     ws.subscribe(&dst, 0).await;
     let events = ws.events_until_turn_end(&dst).await;
     let text = events
         .iter()
         .find(|e| e["kind"] == "user_message")
         .and_then(|e| e["text"].as_str().map(String::from))
-        .unwrap_or_default();
+        .unwrap();
     assert!(
         text.contains("## No commits yet on trunk") && text.contains("?? new.txt"),
         "{text}"
@@ -215,7 +203,7 @@ async fn handoff_refusals() {
         .ok(json!({"type": "session.create", "visibility": "shared"}))
         .await["session"]["id"]
         .as_str()
-        .unwrap_or_default()
+        .unwrap()
         .to_string();
     ws.subscribe(&shared, 0).await;
     turn(&mut ws, &shared, "mine").await;

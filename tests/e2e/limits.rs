@@ -14,7 +14,7 @@ fn ids(list: &Value) -> Vec<String> {
                 .filter_map(|s| s["id"].as_str().map(str::to_string))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap()
 }
 
 #[actix_rt::test]
@@ -65,7 +65,7 @@ async fn session_lists_are_paged_over_rest_and_websocket() {
         .await;
     let mut walked = ids(&first);
     assert_eq!(walked.len(), 20);
-    let next = first["nextCursor"].as_str().unwrap_or_default().to_string();
+    let next = first["nextCursor"].as_str().unwrap().to_string();
     let second = watcher
         .ok(json!({"type": "sessions.list", "limit": 20, "cursor": next}))
         .await;

@@ -1,6 +1,11 @@
 //! End-to-end tests: each starts the real server as a process on a loopback port and
 //! speaks WebSocket and REST to it. One test binary, so the workspace links it once.
 
+// Test code fails loudly on a missing value: `unwrap`/`expect` are allowed here (the
+// workspace denies them in product code; clippy.toml allows them in unit tests, and
+// these helpers are not `#[test]` functions).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod access;
 mod bad_input;
 mod browser_attacks;
@@ -19,9 +24,12 @@ mod handoff;
 mod huge_frames;
 mod limits;
 mod long_urls;
+mod many_subscriptions;
+mod openapi;
 mod pair_gone;
 mod pairs;
 mod permissions;
+mod queue_usage;
 mod rest_parity;
 mod restart;
 mod schedule;
@@ -29,6 +37,10 @@ mod secrets;
 mod slow_client;
 mod stalled_clients;
 mod subscribe;
+mod terminal_client;
+mod vendor_env;
+mod vendor_errors;
+mod worker_choice;
 mod write_path;
 
 use serde_json::Value;

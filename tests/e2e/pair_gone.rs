@@ -16,14 +16,8 @@ async fn a_pair_whose_worker_is_gone_is_closed_at_start_and_the_driver_told() {
     let created = ws
         .ok(json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"}}))
         .await;
-    let pair_id = created["pair"]["pairId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let w = created["pair"]["workerId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let pair_id = created["pair"]["pairId"].as_str().unwrap().to_string();
+    let w = created["pair"]["workerId"].as_str().unwrap().to_string();
     assert!(
         pair_id.starts_with("pair_") && w.starts_with("ses_"),
         "{created}"

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tandem_tests::{Server, ServerOptions, WsClient};
+use tandem_tests::{eventually, Server, ServerOptions, WsClient};
 
 /// [`WsClient::scripted_tool`]: one turn calling `tool`; its `output` and `isError`.
 async fn tool(ws: &mut WsClient, sid: &str, tool: &str, args: Value) -> (Value, bool) {
@@ -27,7 +27,7 @@ async fn pushbacks(server: &Server, sid: &str) -> Vec<String> {
         .await
         .into_iter()
         .filter(|e| e["kind"] == "user_message" && e["internal"] == true)
-        .map(|e| e["text"].as_str().unwrap_or_default().to_string())
+        .map(|e| e["text"].as_str().unwrap().to_string())
         .collect()
 }
 
@@ -40,29 +40,19 @@ const SETTLE: &str = "(settle)";
 /// to end. Anything pushed back before it was run or queued ahead of it, so an extra
 /// push-back cannot arrive unseen. Returns the push-backs.
 async fn await_pushbacks(server: &Server, sid: &str, n: usize) -> Vec<String> {
-    let mut seen = false;
-    for _ in 0..400 {
-        if pushbacks(server, sid).await.len() >= n {
-            seen = true;
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(seen, "{sid}: fewer than {n} push-backs");
-    let mut settled = false;
-    for _ in 0..400 {
+    eventually(&format!("{sid} to have {n} push-backs"), async || {
+        (pushbacks(server, sid).await.len() >= n).then_some(())
+    })
+    .await;
+    eventually(&format!("every delegation of {sid} to end"), async || {
         let (_, pairs) = server.get("/api/v1/pairs").await;
         let busy = pairs["pairs"].as_array().is_some_and(|ps| {
             ps.iter()
                 .any(|p| p["driverId"] == sid && p.get("delegation").is_some())
         });
-        if !busy {
-            settled = true;
-            break;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(settled, "{sid}: a delegation never ended");
+        (!busy).then_some(())
+    })
+    .await;
     let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
     let mut ws = server.ws().await;
     ws.subscribe(sid, info["lastSeq"].as_u64().unwrap_or(0))
@@ -90,7 +80,7 @@ fn completed_turns(hist: &[Value]) -> usize {
 
 async fn worker_of(server: &Server, driver: &str) -> String {
     let (_, info) = server.get(&format!("/api/v1/sessions/{driver}")).await;
-    let pair_id = info["pairId"].as_str().unwrap_or_default().to_string();
+    let pair_id = info["pairId"].as_str().unwrap().to_string();
     let (_, pairs) = server.get("/api/v1/pairs").await;
     pairs["pairs"]
         .as_array()
@@ -115,7 +105,7 @@ async fn wait_returns_the_workers_answer_and_creates_the_worker() {
     assert_eq!(out["status"], "complete");
     assert_eq!(out["response"], "first line\n\nsecond line");
     assert_eq!(out["workerCreated"], true);
-    let w = out["partnerId"].as_str().unwrap_or_default().to_string();
+    let w = out["partnerId"].as_str().unwrap().to_string();
     let (_, winfo) = server.get(&format!("/api/v1/sessions/{w}")).await;
     assert_eq!(winfo["role"], "worker");
     assert_eq!(winfo["vendor"], "scripted", "only scripted is installed");
@@ -129,7 +119,7 @@ async fn wait_returns_the_workers_answer_and_creates_the_worker() {
         .iter()
         .find(|e| e["kind"] == "user_message")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(user["delegatedBy"], d.as_str());
     for hist in [server.all_events(&d).await, whist] {
         let actives: Vec<Value> = hist
@@ -281,7 +271,7 @@ async fn a_human_stopping_the_worker_ends_a_waiting_delegation_as_interrupted() 
         .iter()
         .find(|e| e["kind"] == "tool_result")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(result["output"]["status"], "interrupted", "{result}");
     // The waiting call got the outcome: nothing is pushed back.
     assert!(await_pushbacks(&server, &d, 0).await.is_empty());
@@ -403,13 +393,13 @@ async fn refusals() {
     )
     .await;
     assert_eq!(out["status"], "complete", "{out}");
-    let w2 = out["partnerId"].as_str().unwrap_or_default().to_string();
+    let w2 = out["partnerId"].as_str().unwrap().to_string();
     let inner = server
         .all_events(&w2)
         .await
         .into_iter()
         .find(|e| e["kind"] == "tool_result")
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(inner["isError"], true);
     // Unknown tools and bad arguments.
     let (out, err) = tool(&mut ws2, &d2, "launch_rockets", json!({})).await;
@@ -433,7 +423,7 @@ async fn pair_create_and_close_over_websocket() {
         .await;
     let pair = created["pair"].clone();
     assert_eq!(pair["driverId"], d.as_str());
-    let w = pair["workerId"].as_str().unwrap_or_default().to_string();
+    let w = pair["workerId"].as_str().unwrap().to_string();
     let (_, winfo) = server.get(&format!("/api/v1/sessions/{w}")).await;
     assert_eq!(winfo["effort"], "high");
     let again = ws
@@ -461,7 +451,7 @@ async fn proposals_accept_decline_and_one_at_a_time() {
     let args = json!({"summary": "port the parser", "plan": "1. read\n2. write", "message": "proposed work done", "recommendedEffort": "max"});
     let (out, _) = tool(&mut ws, &d, "propose_worker", args.clone()).await;
     assert_eq!(out["status"], "posted", "{out}");
-    let pid = out["proposalId"].as_str().unwrap_or_default().to_string();
+    let pid = out["proposalId"].as_str().unwrap().to_string();
     let (out, err) = tool(&mut ws, &d, "propose_worker", args.clone()).await;
     assert!(
         err && out.as_str().is_some_and(|m| m.contains("already open")),
@@ -488,7 +478,7 @@ async fn proposals_accept_decline_and_one_at_a_time() {
         .iter()
         .find(|e| e["kind"] == "worker_proposal")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(proposal["status"], "pending");
     assert_eq!(proposal["recommended"]["effort"], "high");
     let statuses: Vec<Value> = hist
@@ -508,7 +498,7 @@ async fn proposals_accept_decline_and_one_at_a_time() {
     // Decline, in a session without a Worker.
     let (mut ws2, d2) = driver(&server).await;
     let (out, _) = tool(&mut ws2, &d2, "propose_worker", args).await;
-    let pid2 = out["proposalId"].as_str().unwrap_or_default().to_string();
+    let pid2 = out["proposalId"].as_str().unwrap().to_string();
     ws2.ok(
         json!({"type": "proposal.respond", "sessionId": d2, "proposalId": pid2, "accepted": false}),
     )
@@ -527,10 +517,7 @@ async fn proposals_are_auto_approved_when_permissions_are_bypassed() {
     let reply = ws
         .ok(json!({"type": "session.create", "title": "yolo", "permissionMode": "bypassPermissions"}))
         .await;
-    let d = reply["session"]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let d = reply["session"]["id"].as_str().unwrap().to_string();
     ws.subscribe(&d, 0).await;
     let (out, _) = tool(
         &mut ws,
@@ -549,7 +536,7 @@ async fn proposals_are_auto_approved_when_permissions_are_bypassed() {
         .iter()
         .find(|e| e["kind"] == "worker_proposal")
         .cloned()
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(proposal["autoApproved"], true);
     assert!(hist.iter().any(|e| e["kind"] == "worker_proposal_update"
         && e["status"] == "completed"
@@ -574,7 +561,7 @@ async fn spawn_limits_and_statuses() {
                 .filter_map(|s| s["sessionId"].as_str().map(String::from))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(children.len(), 5);
     // Track how many children run at once, from the watch stream.
     let mut running = std::collections::HashSet::new();
@@ -586,7 +573,7 @@ async fn spawn_limits_and_statuses() {
             continue;
         }
         let s = &v["session"];
-        let id = s["id"].as_str().unwrap_or_default().to_string();
+        let id = s["id"].as_str().unwrap().to_string();
         if !children.contains(&id) {
             continue;
         }
@@ -609,7 +596,7 @@ async fn spawn_limits_and_statuses() {
     let statuses: Vec<Value> = out["sessions"]
         .as_array()
         .map(|a| a.iter().map(|s| s["status"].clone()).collect())
-        .unwrap_or_default();
+        .unwrap();
     assert_eq!(statuses, vec![json!("done"); 5]);
     // Limits: 1..10 per call, 20 per parent.
     let eleven: Vec<Value> = (0..11)
@@ -707,10 +694,7 @@ async fn racing_endings_push_back_exactly_once() {
         let pair = ws
             .ok(json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"}}))
             .await;
-        let w = pair["pair"]["workerId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let w = pair["pair"]["workerId"].as_str().unwrap().to_string();
         let pair_id = pair["pair"]["pairId"].clone();
         let sleep = 10 + round % 4 * 5;
         tool(
@@ -742,7 +726,7 @@ async fn mcp_over_http() {
         .post(&format!("/api/v1/sessions/{d}/mcp-token"), &json!({}))
         .await;
     assert_eq!(status, 200);
-    let token = tok["token"].as_str().unwrap_or_default().to_string();
+    let token = tok["token"].as_str().unwrap().to_string();
     assert!(tok["url"].as_str().is_some_and(|u| u.ends_with("/mcp")));
     let client = awc::Client::default();
     let url = format!("{}/mcp", server.base);
@@ -753,7 +737,7 @@ async fn mcp_over_http() {
             .insert_header(("Accept", "application/json, text/event-stream"));
         async move {
             let mut resp = req.send_json(&body).await.unwrap_or_else(|e| panic!("{e}"));
-            let bytes = resp.body().await.unwrap_or_default();
+            let bytes = resp.body().await.unwrap();
             (
                 resp.status().as_u16(),
                 serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
@@ -795,7 +779,7 @@ async fn mcp_over_http() {
                     .filter_map(|t| t["name"].as_str().map(String::from))
                     .collect()
             })
-            .unwrap_or_default()
+            .unwrap()
     };
     let (_, list) = call(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
@@ -817,10 +801,8 @@ async fn mcp_over_http() {
     )
     .await;
     assert_eq!(res["result"]["isError"], false, "{res}");
-    let text = res["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
-    let parsed: Value = serde_json::from_str(text).unwrap_or_default();
+    let text = res["result"]["content"][0]["text"].as_str().unwrap();
+    let parsed: Value = serde_json::from_str(text).unwrap();
     assert_eq!(parsed["status"], "complete");
     assert_eq!(parsed["response"], "via mcp");
     // Now a Driver: the partner tools are listed. The Worker sees none.
@@ -840,11 +822,11 @@ async fn mcp_over_http() {
             "check_spawned_sessions"
         ]
     );
-    let w = parsed["partnerId"].as_str().unwrap_or_default().to_string();
+    let w = parsed["partnerId"].as_str().unwrap().to_string();
     let (_, wtok) = server
         .post(&format!("/api/v1/sessions/{w}/mcp-token"), &json!({}))
         .await;
-    let wtoken = wtok["token"].as_str().unwrap_or_default().to_string();
+    let wtoken = wtok["token"].as_str().unwrap().to_string();
     let (_, list) = call(
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
         wtoken.clone(),

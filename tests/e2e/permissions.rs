@@ -23,7 +23,7 @@ async fn answer_seen(
             v["requestId"] == json!(id) && (v["kind"] == "reply" || v["kind"] == "protocol_error")
         })
         .await;
-    let last = frames.pop().unwrap_or_default();
+    let last = frames.pop().unwrap();
     seen.extend(frames);
     last
 }
@@ -36,15 +36,15 @@ async fn answer(ws: &mut WsClient, id: &str, allow: bool, message: Option<&str>)
 /// The next `permission_request` (from `seen` first, else the socket) and its id.
 async fn next_request_after(ws: &mut WsClient, seen: &mut Vec<Value>) -> String {
     let last = match seen.iter().position(|v| v["kind"] == "permission_request") {
-        Some(pos) => seen.drain(..=pos).next_back().unwrap_or_default(),
+        Some(pos) => seen.drain(..=pos).next_back().unwrap(),
         None => {
             let frames = ws.recv_until(|v| v["kind"] == "permission_request").await;
-            frames.last().cloned().unwrap_or_default()
+            frames.last().cloned().unwrap()
         }
     };
     assert_eq!(last["toolName"], "Bash", "{last}");
     assert_eq!(last["input"]["command"], "ls", "{last}");
-    last["requestId"].as_str().unwrap_or_default().to_string()
+    last["requestId"].as_str().unwrap().to_string()
 }
 
 /// Waits for the next `permission_request` and returns its id.
@@ -68,7 +68,7 @@ async fn allow_deny_and_unknown_requests() {
     let mut late = server.ws().await;
     late.subscribe(&id, 0).await;
     let ack = late.recv_until(|v| v["kind"] == "chat_subscribed").await;
-    let ack = ack.last().cloned().unwrap_or_default();
+    let ack = ack.last().cloned().unwrap();
     assert_eq!(ack["pendingPermissions"][0]["requestId"], json!(first));
     assert_eq!(ack["pendingPermissions"][0]["toolName"], "Bash");
 
@@ -153,10 +153,7 @@ async fn bypass_mode_never_asks() {
     let reply = ws
         .ok(json!({"type": "session.create", "permissionMode": "bypassPermissions"}))
         .await;
-    let id = reply["session"]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
     ws.subscribe(&id, 0).await;
     ws.ok(json!({"type": "chat.send", "sessionId": id,
         "content": "/ask Bash {\"command\":\"ls\"}"}))
@@ -164,6 +161,128 @@ async fn bypass_mode_never_asks() {
     let events = ws.events_until_turn_end(&id).await;
     assert!(events.iter().all(|e| e["kind"] != "permission_request"));
     assert!(events
+        .iter()
+        .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"));
+}
+
+/// Answers permission request `id` with `fields` (`allow`, `remember`, ...); returns
+/// the answer frame.
+async fn respond(ws: &mut WsClient, id: &str, fields: Value) -> Value {
+    let mut body = json!({"type": "chat.permission-response", "requestId": id});
+    if let (Some(body), Some(fields)) = (body.as_object_mut(), fields.as_object()) {
+        body.extend(fields.clone());
+    }
+    ws.send(&body).await;
+    let mut frames = ws
+        .recv_until(|v| {
+            v["requestId"] == json!(id) && (v["kind"] == "reply" || v["kind"] == "protocol_error")
+        })
+        .await;
+    let answer = frames.pop().unwrap_or_else(|| panic!("no answer to {id}"));
+    ws.requeue(frames);
+    answer
+}
+
+/// Runs `script` as one turn of `id` and returns its events.
+async fn turn(ws: &mut WsClient, id: &str, script: &str) -> Vec<Value> {
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": script}))
+        .await;
+    ws.events_until_turn_end(id).await
+}
+
+/// "Always allow": the answer's `remember: "session"` is recorded once as
+/// `permission_remembered`, listed to new subscribers, answers later requests for the
+/// same tool without asking (also after a restart), and covers only that tool.
+#[actix_rt::test]
+async fn always_allow_is_remembered_for_the_session() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let id = ws.create_session().await;
+    ws.subscribe(&id, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id,
+        "content": "/ask Bash {\"command\":\"ls\"}"}))
+        .await;
+    let request = next_request(&mut ws).await;
+    let reply = respond(
+        &mut ws,
+        &request,
+        json!({"allow": true, "remember": "session"}),
+    )
+    .await;
+    assert_eq!(reply["kind"], "reply", "{reply}");
+    let events = ws.events_until_turn_end(&id).await;
+    let remembered: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "permission_remembered")
+        .collect();
+    assert_eq!(remembered.len(), 1, "{events:?}");
+    assert_eq!(
+        remembered[0]["rule"],
+        json!({"toolName": "Bash", "scope": "session"})
+    );
+    assert!(events
+        .iter()
+        .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"));
+
+    // The same tool again: allowed without a request.
+    let again = turn(&mut ws, &id, "/ask Bash {\"command\":\"pwd\"}").await;
+    assert!(
+        again.iter().all(|e| e["kind"] != "permission_request"),
+        "{again:?}"
+    );
+    assert!(again
+        .iter()
+        .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"));
+
+    // Another tool still asks; denying with `remember` records no rule.
+    ws.ok(json!({"type": "chat.send", "sessionId": id,
+        "content": "/ask Edit {\"file\":\"a\"}"}))
+        .await;
+    let frames = ws.recv_until(|v| v["kind"] == "permission_request").await;
+    let edit = frames
+        .last()
+        .and_then(|v| v["requestId"].as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no Edit request in {frames:?}"));
+    let reply = respond(
+        &mut ws,
+        &edit,
+        json!({"allow": false, "remember": "session"}),
+    )
+    .await;
+    assert_eq!(reply["kind"], "reply", "{reply}");
+    let denied = ws.events_until_turn_end(&id).await;
+    assert!(denied.iter().all(|e| e["kind"] != "permission_remembered"));
+
+    // A new subscriber is told the rules in force.
+    let mut late = server.ws().await;
+    late.subscribe(&id, 0).await;
+    let ack = late.recv_until(|v| v["kind"] == "chat_subscribed").await;
+    let ack = ack.last().unwrap_or_else(|| panic!("no chat_subscribed"));
+    assert_eq!(
+        ack["permissionRules"],
+        json!([{"toolName": "Bash", "scope": "session"}]),
+        "{ack}"
+    );
+    drop(late);
+    drop(ws);
+
+    // After a restart the rule still answers.
+    let dir = server.terminate();
+    let server = Server::start_in(dir, Default::default());
+    let mut ws = server.ws().await;
+    let (status, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(status, 200, "{info}");
+    let last = info["lastSeq"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no lastSeq in {info}"));
+    ws.subscribe(&id, last).await;
+    let after = turn(&mut ws, &id, "/ask Bash {\"command\":\"ls\"}").await;
+    assert!(
+        after.iter().all(|e| e["kind"] != "permission_request"),
+        "{after:?}"
+    );
+    assert!(after
         .iter()
         .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"));
 }

@@ -2,18 +2,18 @@
 //! strict paging arguments, and a JSON body on every error.
 
 use serde_json::{json, Value};
-use tandem_tests::{Server, ServerOptions};
+use tandem_tests::{eventually, Server, ServerOptions};
 
 async fn send(server: &Server, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
     let client = awc::Client::default();
-    let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap_or_default();
+    let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap();
     let req = client.request(method, format!("{}{path}", server.base));
     let sent = match body {
         Some(b) => req.send_json(b).await,
         None => req.send().await,
     };
     let mut resp = sent.unwrap_or_else(|e| panic!("{path}: {e}"));
-    let bytes = resp.body().limit(1 << 20).await.unwrap_or_default();
+    let bytes = resp.body().limit(1 << 20).await.unwrap();
     (
         resp.status().as_u16(),
         serde_json::from_slice(&bytes).unwrap_or(Value::Null),
@@ -24,7 +24,7 @@ async fn send(server: &Server, method: &str, path: &str, body: Option<&Value>) -
 async fn messages_queue_over_rest() {
     let server = Server::start();
     let (_, session) = server.post("/api/v1/sessions", &json!({})).await;
-    let sid = session["id"].as_str().unwrap_or_default().to_string();
+    let sid = session["id"].as_str().unwrap().to_string();
     let path = format!("/api/v1/sessions/{sid}/messages");
     let (status, started) = server.post(&path, &json!({"content": "/sleep 3000"})).await;
     assert_eq!(status, 202, "{started}");
@@ -51,7 +51,7 @@ async fn sessions_are_renamed_configured_and_archived() {
     let mut watcher = server.ws().await;
     watcher.ok(json!({"type": "sessions.watch"})).await;
     let (_, session) = server.post("/api/v1/sessions", &json!({})).await;
-    let sid = session["id"].as_str().unwrap_or_default().to_string();
+    let sid = session["id"].as_str().unwrap().to_string();
     let path = format!("/api/v1/sessions/{sid}");
     let (status, patched) = send(
         &server,
@@ -83,17 +83,12 @@ async fn sessions_are_renamed_configured_and_archived() {
     assert_eq!(body["error"]["code"], "RUN_IN_PROGRESS");
     let (status, _) = server.post(&format!("{path}/interrupt"), &json!({})).await;
     assert_eq!(status, 202);
-    let mut archived = None;
-    for _ in 0..200 {
+    let archived = eventually("the session to be archived", async || {
         let (status, body) = send(&server, "DELETE", &path, None).await;
-        if status == 200 {
-            archived = Some(body);
-            break;
-        }
-        assert_eq!(status, 409, "{body}");
-        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let archived = archived.unwrap_or_else(|| panic!("never archived"));
+        assert!(status == 200 || status == 409, "{status} {body}");
+        (status == 200).then_some(body)
+    })
+    .await;
     assert_eq!(archived["archived"], true);
     let up = watcher
         .recv_until(|v| v["kind"] == "session_upserted" && v["session"]["archivedAt"].is_u64())
@@ -119,7 +114,7 @@ async fn sessions_are_renamed_configured_and_archived() {
 async fn bad_paths_methods_and_limits_get_json_errors() {
     let server = Server::start();
     let (_, session) = server.post("/api/v1/sessions", &json!({})).await;
-    let sid = session["id"].as_str().unwrap_or_default().to_string();
+    let sid = session["id"].as_str().unwrap().to_string();
     for limit in ["0", "5001", "-1"] {
         let (status, body) = server
             .get(&format!("/api/v1/sessions/{sid}/events?limit={limit}"))

@@ -32,7 +32,7 @@ async fn kill_mid_turn_then_restart() {
 
     let server = Server::start_in(dir, ServerOptions::default());
     let (_, list) = server.get("/api/v1/sessions").await;
-    let sessions = list["sessions"].as_array().cloned().unwrap_or_default();
+    let sessions = list["sessions"].as_array().cloned().unwrap();
     assert_eq!(sessions.len(), 2);
     assert!(sessions.iter().all(|s| s["status"] != "running"));
     let (_, info) = server.get(&format!("/api/v1/sessions/{busy}")).await;
@@ -45,7 +45,7 @@ async fn kill_mid_turn_then_restart() {
     assert_contiguous(&stored, 1);
     assert!(stored.len() as u64 > seen_last, "seen events were lost");
     assert_eq!(stored[..seen.len()], seen[..]);
-    let end = stored.last().cloned().unwrap_or_default();
+    let end = stored.last().cloned().unwrap();
     assert_eq!(end["kind"], "turn_completed");
     assert_eq!(end["status"], "interrupted");
     assert_eq!(end["turnId"], "turn_1");

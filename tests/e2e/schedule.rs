@@ -6,7 +6,7 @@ use serde_json::json;
 use tandem_tests::{Server, ServerOptions};
 
 /// Epoch milliseconds as RFC 3339 UTC (civil-from-days, Howard Hinnant).
-fn rfc3339(ms: u64) -> String {
+pub(crate) fn rfc3339(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let z = days + 719_468;
@@ -27,7 +27,7 @@ fn rfc3339(ms: u64) -> String {
     )
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -46,7 +46,7 @@ async fn a_due_message_interrupts_the_running_turn_and_runs_next() {
         .ok(json!({"type": "session.schedule", "sessionId": sid, "content": "wake up", "at": rfc3339(now_ms() + 300)}))
         .await;
     assert_eq!(reply["status"], "pending");
-    let schedule_id = reply["scheduleId"].as_str().unwrap_or_default().to_string();
+    let schedule_id = reply["scheduleId"].as_str().unwrap().to_string();
     let first = ws.events_until_turn_end(&sid).await;
     assert_eq!(
         first.last().map(|e| e["status"].clone()),
@@ -163,7 +163,7 @@ async fn a_pending_schedule_survives_a_kill_and_fires_once() {
     let reply = ws
         .ok(json!({"type": "session.schedule", "sessionId": sid, "content": "after the crash", "at": rfc3339(at)}))
         .await;
-    let schedule_id = reply["scheduleId"].as_str().unwrap_or_default().to_string();
+    let schedule_id = reply["scheduleId"].as_str().unwrap().to_string();
     let dir = server.kill();
     let killed_at = now_ms();
     let server = Server::start_in(dir, ServerOptions::default());

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use tandem_tests::server::server_binary;
-use tandem_tests::{Server, ServerOptions, TempDir};
+use tandem_tests::{eventually, Server, ServerOptions, TempDir};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path)
@@ -22,7 +22,7 @@ fn mode(path: &Path) -> u32 {
 fn db_bytes(dir: &Path) -> Vec<u8> {
     let mut out = Vec::new();
     for name in ["tandem.db", "tandem.db-wal"] {
-        out.extend(std::fs::read(dir.join(name)).unwrap_or_default());
+        out.extend(std::fs::read(dir.join(name)).unwrap());
     }
     out
 }
@@ -35,13 +35,10 @@ fn contains(hay: &[u8], needle: &str) -> bool {
 /// rotated token stops working within a second on a running server).
 async fn wait_status(server: &Server, token: &str, want: u16) {
     let api = server.as_user(token);
-    for _ in 0..100 {
-        if api.get("/api/v1/sessions").await.0 == want {
-            return;
-        }
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("token never answered {want}");
+    eventually(&format!("the token to answer {want}"), async || {
+        (api.get("/api/v1/sessions").await.0 == want).then_some(())
+    })
+    .await;
 }
 
 #[actix_rt::test]
@@ -51,7 +48,7 @@ async fn data_dir_is_private_and_tokens_are_digests() {
         ..ServerOptions::default()
     });
     let data = server.dir.path().join("data");
-    let token = server.token.clone().unwrap_or_default();
+    let token = server.token.clone().unwrap();
     // Something written, so the WAL exists.
     server.ws().await.create_session().await;
     assert_eq!(mode(&data), 0o700);
@@ -59,7 +56,7 @@ async fn data_dir_is_private_and_tokens_are_digests() {
         assert_eq!(mode(&data.join(name)), 0o600, "{name}");
     }
     let bob = server.add_user("bob");
-    let bob_token = bob.token.clone().unwrap_or_default();
+    let bob_token = bob.token.clone().unwrap();
     assert_eq!(bob.get("/api/v1/sessions").await.0, 200);
     let bytes = db_bytes(&data);
     assert!(!bytes.is_empty());
@@ -82,7 +79,7 @@ async fn revoke_and_rotate_take_effect_on_a_running_server() {
         ..ServerOptions::default()
     });
     let bob = server.add_user("bob");
-    let bob_token = bob.token.clone().unwrap_or_default();
+    let bob_token = bob.token.clone().unwrap();
     wait_status(&server, &bob_token, 200).await;
     assert_eq!(
         server.cli(&["user", "revoke", "bob", "--data-dir"]),
@@ -91,7 +88,7 @@ async fn revoke_and_rotate_take_effect_on_a_running_server() {
     wait_status(&server, &bob_token, 401).await;
     assert!(!server.cli(&["user", "list", "--data-dir"]).contains("bob"));
 
-    let old = server.token.clone().unwrap_or_default();
+    let old = server.token.clone().unwrap();
     let new = server.cli(&["token", "rotate", "--data-dir"]);
     assert!(new.starts_with("tdm_") && new != old);
     wait_status(&server, &old, 401).await;
@@ -161,11 +158,7 @@ fn the_admin_token_is_printed_once_then_on_request() {
         .filter(|l| l.contains("?token="))
         .collect();
     assert_eq!(shown.len(), 1, "{:?}", first.lines);
-    let token = shown[0]
-        .split("?token=")
-        .nth(1)
-        .unwrap_or_default()
-        .to_string();
+    let token = shown[0].split("?token=").nth(1).unwrap().to_string();
     drop(first);
     let second = start_raw(&data, dir.path());
     let all = second.lines.join("\n");

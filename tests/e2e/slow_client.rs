@@ -12,7 +12,10 @@
 //! is kilobytes and its byte budget fills long before its actor's mailbox (4,096
 //! messages) could: the outcome is always a `lagged` notice, never the "cannot even be
 //! told" close. Small `/stream` events come once it has lagged (and receives nothing
-//! live). A second test lags one client three times: it is closed with 1008.
+//! live). When a lagging client is closed instead (1008) is unit-tested in
+//! `actors/src/gateway/tests.rs`: a reading client never is (`many_subscriptions.rs`),
+//! and a client that does not read cannot even send a new subscription while its
+//! queue is over its budget.
 
 use std::time::Duration;
 
@@ -261,109 +264,4 @@ async fn a_client_that_stops_reading_stays_bounded_is_told_and_resumes() {
     );
     slow.close().await;
     normal.close().await;
-}
-
-/// Runs one turn of large events in `sid` and reads it to its end on `reader`.
-async fn big_turn(driver: &mut tandem_tests::WsClient, reader: &mut RawWs, sid: &str, t: usize) {
-    driver
-        .ok(json!({"type": "chat.send", "sessionId": sid, "content": turn_script(t, false)}))
-        .await;
-    loop {
-        let Some(f) = next(reader).await else {
-            panic!("reader closed in turn {t}");
-        };
-        assert_ne!(scan::kind(&f), Some(&b"lagged"[..]), "the reader lagged");
-        if scan::kind(&f) == Some(b"turn_completed") && parse(&f)["sessionId"] == sid {
-            return;
-        }
-    }
-}
-
-/// A client that lags in three sessions within 30 s is closed with 1008: it is told
-/// of the first two lags, in order, after everything it was sent before each, and then
-/// the socket closes. Deterministic: only large events are sent, so its byte budget
-/// (not its mailbox) is what overflows, and every notice fits its mailbox.
-#[actix_rt::test]
-async fn a_client_that_lags_three_times_is_closed_with_1008() {
-    let server = Server::start_with(ServerOptions {
-        args: vec!["--client-queue-bytes".into(), QUEUE_LIMIT.to_string()],
-        ..ServerOptions::default()
-    });
-    let mut driver = server.ws().await;
-    let sessions = [
-        driver.create_session().await,
-        driver.create_session().await,
-        driver.create_session().await,
-    ];
-    let connect =
-        |url: String| async move { RawWs::connect(&url).await.unwrap_or_else(|e| panic!("{e}")) };
-    let mut reader = connect(server.ws_url()).await;
-    let mut slow = connect(server.ws_url()).await;
-    for sid in &sessions {
-        subscribe(&mut reader, sid, 0).await;
-        subscribe(&mut slow, sid, 0).await;
-    }
-    // Session after session, turns until the slow client has lagged in it.
-    let mut t = 0;
-    for (i, sid) in sessions.iter().enumerate() {
-        let lags = i as u64 + 1;
-        loop {
-            assert!(t < MAX_TURNS, "{MAX_TURNS} turns and lag {lags} never came");
-            big_turn(&mut driver, &mut reader, sid, t).await;
-            t += 1;
-            let m = metrics(&server).await;
-            let seen = m("tandem_lagged_notices_total") + m("tandem_clients_closed_slow_total");
-            assert!(seen <= lags, "lagged in a session it was not sent");
-            if seen == lags {
-                break;
-            }
-        }
-    }
-    let m = metrics(&server).await;
-    assert_eq!(m("tandem_lagged_notices_total"), 2, "two notices");
-    assert_eq!(m("tandem_clients_closed_slow_total"), 1, "then the close");
-
-    // The slow client reads: per session, contiguous events from 1, then (for the
-    // first two) the notice resuming right after them; then the close.
-    let mut got: Vec<Vec<Vec<u8>>> = vec![Vec::new(); sessions.len()];
-    let mut notices: Vec<(usize, u64)> = Vec::new();
-    let code = loop {
-        match next_or_close(&mut slow).await {
-            Ok(f) if scan::kind(&f) == Some(b"lagged") => {
-                let notice = parse(&f);
-                let i = sessions
-                    .iter()
-                    .position(|s| notice["sessionId"] == s.as_str())
-                    .unwrap_or_else(|| panic!("notice for an unknown session: {notice}"));
-                let resume = notice["resumeFrom"].as_u64().unwrap_or(0);
-                assert_eq!(resume, got[i].len() as u64 + 1, "resumeFrom of {notice}");
-                notices.push((i, resume));
-            }
-            Ok(f) if scan::seq(&f).is_some() => {
-                let v = parse(&f);
-                let i = sessions
-                    .iter()
-                    .position(|s| v["sessionId"] == s.as_str())
-                    .unwrap_or_else(|| panic!("event of an unknown session: {}", text(&f)));
-                assert!(
-                    !notices.iter().any(|(n, _)| *n == i),
-                    "an event after its session's lag notice: {}",
-                    text(&f)
-                );
-                got[i].push(f);
-            }
-            Ok(f) => panic!("unexpected frame: {}", text(&f)),
-            Err(code) => break code,
-        }
-    };
-    assert_eq!(code, Some(1008), "closed without 1008");
-    assert_eq!(
-        notices.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
-        vec![0, 1],
-        "the first two lags are told, in order"
-    );
-    for (i, frames) in got.iter().enumerate() {
-        assert_contiguous_from(frames, 1, &format!("slow client, session {i}"));
-    }
-    reader.close().await;
 }

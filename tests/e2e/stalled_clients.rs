@@ -6,12 +6,12 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use tandem_tests::bench::server::metric_value;
 use tandem_tests::raw_socket::{client_frame, rss_kib, upgrade};
-use tandem_tests::{Server, ServerOptions};
+use tandem_tests::{eventually_within, Server, ServerOptions};
 
 /// Connects with a 4 KiB receive buffer, upgrades, subscribes to `session` and
 /// returns the socket without reading anything more.
@@ -33,7 +33,7 @@ async fn metric(server: &Server, name: &str) -> u64 {
 /// A new session's id.
 async fn new_session(server: &Server) -> String {
     let (_, created) = server.post("/api/v1/sessions", &json!({})).await;
-    created["id"].as_str().unwrap_or_default().to_string()
+    created["id"].as_str().unwrap().to_string()
 }
 
 /// Starts a turn that streams `chunks` small `text_delta`s (about 80 bytes each).
@@ -50,19 +50,16 @@ async fn start_turn(server: &Server, id: &str, chunks: usize) {
 
 /// Waits until the server holds no WebSocket client and no queued byte.
 async fn until_released(server: &Server, within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let clients = metric(server, "tandem_ws_clients").await;
-        let queued = metric(server, "tandem_client_queued_bytes").await;
-        if clients == 0 && queued == 0 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still {clients} clients and {queued} queued bytes"
-        );
-        actix_rt::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually_within(
+        "no WebSocket client and no queued byte",
+        within,
+        async || {
+            let clients = metric(server, "tandem_ws_clients").await;
+            let queued = metric(server, "tandem_client_queued_bytes").await;
+            (clients == 0 && queued == 0).then_some(())
+        },
+    )
+    .await;
 }
 
 fn options() -> ServerOptions {
@@ -119,14 +116,15 @@ async fn round_of_two_hundred(server: &Server, id: &str) -> u64 {
     let before = metric(server, "tandem_clients_closed_slow_total").await;
     let streams: Vec<TcpStream> = (0..200).map(|_| never_reading_client(server, id)).collect();
     start_turn(server, id, 100_000).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while metric(server, "tandem_clients_closed_slow_total").await < before + 200 {
-        assert!(
-            Instant::now() < deadline,
-            "not every client was disconnected"
-        );
-        actix_rt::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually_within(
+        "every client to be disconnected",
+        Duration::from_secs(30),
+        async || {
+            let closed = metric(server, "tandem_clients_closed_slow_total").await;
+            (closed >= before + 200).then_some(())
+        },
+    )
+    .await;
     until_released(server, Duration::from_secs(30)).await;
     for stream in streams {
         assert_disconnected(stream);

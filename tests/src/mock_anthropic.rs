@@ -335,6 +335,11 @@ fn choose(script: &str, step: usize, body: &Value) -> Reply {
             input: json!({"command": rest, "description": "Run a command in the background",
                           "run_in_background": true}),
         },
+        // Writes REST as the plan, at the plan file the CLI names in plan mode.
+        "plan" => Reply::Tool {
+            name: "Write".into(),
+            input: json!({"file_path": plan_path(body).unwrap_or_default(), "content": rest}),
+        },
         "tool" => {
             let (name, input) = rest.split_once(' ').unwrap_or((rest, "{}"));
             Reply::Tool {
@@ -344,6 +349,16 @@ fn choose(script: &str, step: usize, body: &Value) -> Reply {
         }
         _ => Reply::Text(thirds(&format!("echo: {line}"))),
     }
+}
+
+/// The plan file Claude Code asks the model to write in plan mode ("create your plan
+/// at PATH using the Write tool"), from anywhere in the request.
+fn plan_path(body: &Value) -> Option<String> {
+    let text = body.to_string();
+    let start = text.find("create your plan at ")? + "create your plan at ".len();
+    let rest = &text[start..];
+    let end = rest.find(" using")?;
+    Some(rest[..end].to_string())
 }
 
 fn next_id(shared: &Shared, prefix: &str) -> String {

@@ -19,23 +19,7 @@ pub struct NatsServer {
     pub dir: Arc<TempDir>,
 }
 
-/// `nats-server` on `PATH`, if installed.
-fn binary() -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .chain([std::path::PathBuf::from("/usr/sbin")])
-        .map(|dir| dir.join("nats-server"))
-        .find(|p| p.is_file())
-}
-
 impl NatsServer {
-    /// Starts one, or — when `nats-server` is not installed — says the test is skipped
-    /// and returns `None` (under CI a missing server fails instead).
-    pub fn start_or_skip() -> Option<NatsServer> {
-        crate::vendor_clis::require(binary(), "nats-server")?;
-        Some(Self::start())
-    }
-
     /// Starts one on a free loopback port with JetStream in a fresh directory.
     pub fn start() -> NatsServer {
         let port = match TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
@@ -46,7 +30,7 @@ impl NatsServer {
     }
 
     fn start_on(port: u16, dir: Arc<TempDir>) -> NatsServer {
-        let child = Command::new(binary().unwrap_or_else(|| "nats-server".into()))
+        let child = Command::new(crate::vendor_clis::nats_server_path())
             .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
             .arg(dir.path())
             .stdin(Stdio::null())

@@ -306,7 +306,11 @@ impl Api {
             Ok(r) => r,
             Err(e) => panic!("GET {path}: {e}"),
         };
-        let body = resp.body().limit(256 << 20).await.unwrap_or_default();
+        let body = resp
+            .body()
+            .limit(256 << 20)
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: reading the body: {e}"));
         (
             resp.status().as_u16(),
             serde_json::from_slice(&body).unwrap_or(Value::Null),
@@ -319,7 +323,11 @@ impl Api {
             Ok(r) => r,
             Err(e) => panic!("GET {path}: {e}"),
         };
-        let body = resp.body().limit(256 << 20).await.unwrap_or_default();
+        let body = resp
+            .body()
+            .limit(256 << 20)
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: reading the body: {e}"));
         (
             resp.status().as_u16(),
             String::from_utf8_lossy(&body).into_owned(),
@@ -338,7 +346,11 @@ impl Api {
             Ok(r) => r,
             Err(e) => panic!("POST {path}: {e}"),
         };
-        let body = resp.body().limit(64 << 20).await.unwrap_or_default();
+        let body = resp
+            .body()
+            .limit(64 << 20)
+            .await
+            .unwrap_or_else(|e| panic!("POST {path}: reading the body: {e}"));
         (
             resp.status().as_u16(),
             serde_json::from_slice(&body).unwrap_or(Value::Null),
@@ -370,9 +382,14 @@ impl Api {
                 ))
                 .await;
             assert_eq!(status, 200, "events page: {page}");
-            let events = page["events"].as_array().cloned().unwrap_or_default();
+            let events = page["events"]
+                .as_array()
+                .cloned()
+                .unwrap_or_else(|| panic!("no events in the page: {page}"));
             if let Some(last) = events.last() {
-                after = last["seq"].as_u64().unwrap_or(after);
+                after = last["seq"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("an event without seq: {last}"));
             }
             out.extend(events);
             if !page["hasMore"].as_bool().unwrap_or(false) {

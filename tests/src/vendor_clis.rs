@@ -1,5 +1,11 @@
-//! Where the pinned vendor CLIs are for the tests: `.ci/run` installs them with
-//! `npm install --prefix .vendor-clis` at the repository root.
+//! Where the tools the tests drive are: the pinned vendor CLIs (`.ci/run` installs them
+//! with `npm install --prefix .vendor-clis` at the repository root), axe-core, and
+//! Chromium with its chromedriver (apt).
+//!
+//! `tests/build.rs` compiles this same file to decide, when the tests are built, which
+//! tools are here: a test whose tool is missing is built `#[ignore]`d, so nextest lists
+//! it as skipped instead of letting it pass without running. Under CI (`CI` set) every
+//! tool counts as present, so a missing one fails its tests through [`require`].
 
 use std::path::PathBuf;
 
@@ -11,45 +17,79 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-fn pinned(env_key: &str, relative: &str) -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os(env_key).filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(path));
+/// Where a pinned tool is expected: `env_key` when set, else under `.vendor-clis`.
+fn pinned_path(env_key: &str, relative: &str) -> PathBuf {
+    match std::env::var_os(env_key).filter(|p| !p.is_empty()) {
+        Some(path) => PathBuf::from(path),
+        None => repo_root().join(".vendor-clis/node_modules").join(relative),
     }
-    let path = repo_root().join(".vendor-clis/node_modules").join(relative);
-    path.is_file().then_some(path)
 }
 
-/// The native `codex` binary (`TANDEM_TEST_CODEX_BIN` overrides).
-pub fn codex_bin() -> Option<PathBuf> {
-    pinned(
+/// Where the native `codex` binary is expected (`TANDEM_TEST_CODEX_BIN` overrides).
+pub fn codex_path() -> PathBuf {
+    pinned_path(
         "TANDEM_TEST_CODEX_BIN",
         "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
     )
 }
 
-/// The native `claude` binary (`TANDEM_TEST_CLAUDE_BIN` overrides).
-pub fn claude_bin() -> Option<PathBuf> {
-    pinned(
+/// Where the native `claude` binary is expected (`TANDEM_TEST_CLAUDE_BIN` overrides).
+pub fn claude_path() -> PathBuf {
+    pinned_path(
         "TANDEM_TEST_CLAUDE_BIN",
         "@anthropic-ai/claude-code-linux-x64/claude",
     )
 }
 
-/// axe-core's browser bundle, for accessibility checks.
-pub fn axe_js() -> Option<PathBuf> {
-    pinned("TANDEM_TEST_AXE_JS", "axe-core/axe.min.js")
+/// Where axe-core's browser bundle is expected (`TANDEM_TEST_AXE_JS` overrides).
+pub fn axe_path() -> PathBuf {
+    pinned_path("TANDEM_TEST_AXE_JS", "axe-core/axe.min.js")
 }
 
-/// `found`, or — when it is absent — prints why the test is skipped and returns
-/// `None`. Under CI (`CI` set) an absent tool is a failure, never a skip: CI installs
-/// every one.
-pub fn require(found: Option<PathBuf>, what: &str) -> Option<PathBuf> {
-    if found.is_some() {
-        return found;
+/// The native `codex` binary, if installed.
+pub fn codex_bin() -> Option<PathBuf> {
+    Some(codex_path()).filter(|p| p.is_file())
+}
+
+/// The native `claude` binary, if installed.
+pub fn claude_bin() -> Option<PathBuf> {
+    Some(claude_path()).filter(|p| p.is_file())
+}
+
+/// axe-core's browser bundle, for accessibility checks, if installed.
+pub fn axe_js() -> Option<PathBuf> {
+    Some(axe_path()).filter(|p| p.is_file())
+}
+
+/// Finds an executable on `PATH`.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Chromium, if on `PATH` (Debian names it `chromium`, others `chromium-browser`).
+pub fn chromium() -> Option<PathBuf> {
+    which("chromium").or_else(|| which("chromium-browser"))
+}
+
+/// chromedriver, if on `PATH`.
+pub fn chromedriver() -> Option<PathBuf> {
+    which("chromedriver")
+}
+
+/// `found`, or a panic saying `what` is missing. Tests whose tool is missing are built
+/// ignored (see the module comment), so this fails only under CI, or when someone runs
+/// ignored tests on purpose.
+pub fn require(found: Option<PathBuf>, what: &str) -> PathBuf {
+    match found {
+        Some(path) => path,
+        None => panic!("{what} is not installed (see .ci/run's install steps)"),
     }
-    if std::env::var_os("CI").is_some() {
-        panic!("{what} is not installed, but CI must have it (see .ci/run)");
-    }
-    eprintln!("skipped: {what} is not installed (run .ci/run's install steps)");
-    None
+}
+
+/// Where `nats-server` is: on `PATH`, else Debian's `/usr/sbin/nats-server`.
+pub fn nats_server_path() -> PathBuf {
+    which("nats-server").unwrap_or_else(|| PathBuf::from("/usr/sbin/nats-server"))
 }

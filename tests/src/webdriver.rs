@@ -13,6 +13,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{json, Value};
 
+use crate::vendor_clis::{self, require};
 use crate::TempDir;
 
 /// How long [`Browser::wait`] polls before it fails the test.
@@ -21,29 +22,16 @@ pub const WAIT: Duration = Duration::from_secs(30);
 /// The W3C element reference key.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
-/// Finds an executable on `PATH`.
-pub fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
+pub use crate::vendor_clis::which;
 
-/// Chromium and chromedriver, or why the browser tests cannot run here. With `CI`
-/// set, a missing browser is a failure, never a skip.
-pub fn browser_binaries() -> Result<(PathBuf, PathBuf), String> {
-    let chromium = which("chromium").or_else(|| which("chromium-browser"));
-    let driver = which("chromedriver");
-    match (chromium, driver) {
-        (Some(c), Some(d)) => Ok((c, d)),
-        _ => {
-            let why = "chromium or chromedriver is not installed (apt-get install chromium chromium-driver)";
-            if std::env::var_os("CI").is_some() {
-                panic!("{why}, and CI is set: browser tests must run");
-            }
-            Err(why.to_string())
-        }
-    }
+/// Chromium and chromedriver; panics when one is missing (the browser tests are built
+/// ignored then, outside CI: see `vendor_clis`).
+pub fn browser_binaries() -> (PathBuf, PathBuf) {
+    let why = "(apt-get install chromium chromium-driver)";
+    (
+        require(vendor_clis::chromium(), &format!("chromium {why}")),
+        require(vendor_clis::chromedriver(), &format!("chromedriver {why}")),
+    )
 }
 
 /// A headless Chromium driven through its own chromedriver.
@@ -70,10 +58,7 @@ impl Browser {
 
     /// Like [`Browser::start`], with extra Chromium flags (e.g. `--force-dark-mode`).
     pub async fn start_with(width: u32, height: u32, extra: &[&str]) -> Browser {
-        let (chromium, chromedriver) = match browser_binaries() {
-            Ok(b) => b,
-            Err(why) => panic!("{why}"),
-        };
+        let (chromium, chromedriver) = browser_binaries();
         let port = free_port();
         // chromedriver runs under a small shell that leads its own process group and
         // watches this test process: if the test dies without unwinding (killed by the
@@ -341,6 +326,18 @@ impl Browser {
         .await;
     }
 
+    /// Sets a permission for the page's origin as if the person had answered the
+    /// browser's prompt (WebDriver's Set Permission), e.g. `("notifications",
+    /// "granted")`.
+    pub async fn set_permission(&self, name: &str, state: &str) {
+        self.call(
+            "POST",
+            &self.s("/permissions"),
+            Some(json!({"descriptor": {"name": name}, "state": state})),
+        )
+        .await;
+    }
+
     /// Resizes the window (CSS pixels).
     pub async fn resize(&self, width: u32, height: u32) {
         self.call(
@@ -367,13 +364,9 @@ impl Browser {
     /// Runs axe-core (from `.vendor-clis`) on the page and returns the violations of
     /// impact `serious` or `critical`.
     pub async fn axe_serious(&self) -> Vec<Value> {
-        let path = repo_root().join(".vendor-clis/node_modules/axe-core/axe.min.js");
-        let src = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-            panic!(
-                "axe-core missing at {} ({e}); run npm install --prefix .vendor-clis axe-core@4",
-                path.display()
-            )
-        });
+        let path = require(vendor_clis::axe_js(), "axe-core");
+        let src = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
         self.exec(&format!("{src}\n;return typeof axe;"), vec![])
             .await;
         let result = self

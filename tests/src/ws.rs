@@ -102,6 +102,14 @@ impl WsClient {
         }
     }
 
+    /// Puts frames back to be received again, in order (a helper that read past what
+    /// it wanted).
+    pub fn requeue(&mut self, frames: impl IntoIterator<Item = Value>) {
+        let mut frames: Vec<Value> = frames.into_iter().collect();
+        frames.extend(self.backlog.drain(..));
+        self.backlog.extend(frames);
+    }
+
     /// The next frame (backlog first); panics on timeout or close.
     pub async fn recv(&mut self) -> Value {
         if let Some(v) = self.backlog.pop_front() {
@@ -204,7 +212,10 @@ impl WsClient {
             reply = self.request(send.clone()).await;
         }
         assert_eq!(reply["kind"], "reply", "{reply}");
-        let turn = reply["turnId"].as_str().unwrap_or_default().to_string();
+        let turn = reply["turnId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no turnId in {reply}"))
+            .to_string();
         let events = self
             .recv_until(|v| {
                 v["kind"] == "turn_completed"

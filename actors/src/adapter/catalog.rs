@@ -4,7 +4,9 @@ use std::sync::RwLock;
 
 use tandem_protocol::rest::VendorInfo;
 
-use super::process::VendorsConfig;
+use super::health::{Health, VendorStatus};
+use super::vendors::Vendors;
+use super::VendorId;
 
 /// Effort levels in increasing order; vendors support a subset.
 const EFFORT_ORDER: [&str; 6] = ["minimal", "low", "medium", "high", "xhigh", "max"];
@@ -13,20 +15,28 @@ const EFFORT_ORDER: [&str; 6] = ["minimal", "low", "medium", "high", "xhigh", "m
 #[derive(Debug, Clone)]
 pub struct VendorSpec {
     /// Id used on the wire.
-    pub id: &'static str,
+    pub id: VendorId,
     /// Name shown to people (also used in handoff titles).
-    pub display_name: &'static str,
+    pub display_name: String,
     /// Known models; the first is the default. Adapters that can ask their CLI replace
     /// the built-in list with what it reports.
     pub models: Vec<String>,
     /// Supported effort levels, lowest first.
     pub effort_levels: &'static [&'static str],
     /// Feature words served on `GET /api/v1/vendors` (`interrupt`, `approvals`, ...).
-    pub capabilities: &'static [&'static str],
+    pub capabilities: Vec<String>,
     /// True when sessions of this vendor can be created in this server.
     pub installed: bool,
     /// The CLI's own version line, once known.
     pub version: Option<String>,
+    /// Whether it can work here (see [`super::health`]).
+    pub status: VendorStatus,
+    /// What is wrong and how to fix it.
+    pub problem: Option<String>,
+    /// The model a session gets when it names none, where known.
+    pub default_model: Option<String>,
+    /// Models the config file names; kept when the CLI's list replaces the rest.
+    pub configured_models: Vec<String>,
 }
 
 impl VendorSpec {
@@ -34,6 +44,11 @@ impl VendorSpec {
     pub fn knows_model(&self, model: &str) -> bool {
         self.models.iter().any(|m| m == model)
     }
+}
+
+/// Owned strings from a static list.
+pub fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_string()).collect()
 }
 
 /// The vendors this server offers. Shared by every session; the model lists and
@@ -46,48 +61,15 @@ pub struct VendorCatalog {
 impl Default for VendorCatalog {
     /// Only the scripted vendor installed.
     fn default() -> Self {
-        VendorCatalog::new(&VendorsConfig::default())
+        VendorCatalog::new(Vendors::default().specs())
     }
 }
 
-fn strings(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| (*s).to_string()).collect()
-}
-
 impl VendorCatalog {
-    /// The catalog for a server whose vendor CLIs are `vendors` (absent = not
-    /// installed).
-    pub fn new(vendors: &VendorsConfig) -> Self {
+    /// The catalog of these vendors, in this order (see [`Vendors::specs`]).
+    pub fn new(vendors: Vec<VendorSpec>) -> Self {
         VendorCatalog {
-            vendors: RwLock::new(vec![
-                VendorSpec {
-                    id: "scripted",
-                    display_name: "Scripted",
-                    models: strings(&["scripted-1"]),
-                    effort_levels: &["low", "medium", "high"],
-                    capabilities: &["interrupt", "backgroundTasks", "tools"],
-                    installed: true,
-                    version: Some(env!("CARGO_PKG_VERSION").to_string()),
-                },
-                VendorSpec {
-                    id: "codex",
-                    display_name: "Codex",
-                    models: strings(&["gpt-5-codex", "gpt-5"]),
-                    effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
-                    capabilities: &["interrupt", "backgroundTasks", "tools", "approvals"],
-                    installed: vendors.codex.is_some(),
-                    version: None,
-                },
-                VendorSpec {
-                    id: "claude",
-                    display_name: "Claude Code",
-                    models: strings(&["sonnet", "opus", "haiku"]),
-                    effort_levels: &["low", "medium", "high", "xhigh", "max"],
-                    capabilities: &["interrupt", "backgroundTasks", "tools", "approvals"],
-                    installed: vendors.claude.is_some(),
-                    version: None,
-                },
-            ]),
+            vendors: RwLock::new(vendors),
         }
     }
 
@@ -95,37 +77,61 @@ impl VendorCatalog {
         self.vendors.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn update(&self, id: &str, change: impl FnOnce(&mut VendorSpec)) {
+    fn update(&self, id: &VendorId, change: impl FnOnce(&mut VendorSpec)) {
         let mut vendors = self.vendors.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(spec) = vendors.iter_mut().find(|v| v.id == id) {
+        if let Some(spec) = vendors.iter_mut().find(|v| v.id == *id) {
             change(spec);
         }
     }
 
     /// The vendor with this id.
-    pub fn get(&self, id: &str) -> Option<VendorSpec> {
-        self.read().iter().find(|v| v.id == id).cloned()
+    pub fn get(&self, id: &VendorId) -> Option<VendorSpec> {
+        self.read().iter().find(|v| v.id == *id).cloned()
     }
 
     /// Ids of the vendors sessions can be created for, in catalog order.
-    pub fn installed(&self) -> Vec<&'static str> {
+    pub fn installed(&self) -> Vec<VendorId> {
         self.read()
             .iter()
             .filter(|v| v.installed)
-            .map(|v| v.id)
+            .map(|v| v.id.clone())
             .collect()
     }
 
-    /// Records the CLI's version line.
-    pub fn set_version(&self, id: &str, version: String) {
-        self.update(id, |spec| spec.version = Some(version));
+    /// Records what a [`super::health::check`] found (a missing vendor's problem too).
+    pub fn set_health(&self, id: &VendorId, health: Health) {
+        self.update(id, |spec| {
+            if health.version.is_some() {
+                spec.version = health.version;
+            }
+            spec.status = health.status;
+            spec.problem = health.problem;
+            if let Some(mut models) = health.models.filter(|m| !m.is_empty()) {
+                for extra in &spec.configured_models {
+                    if !models.contains(extra) {
+                        models.push(extra.clone());
+                    }
+                }
+                spec.models = models;
+            }
+            if health.default_model.is_some() {
+                spec.default_model = health.default_model;
+            }
+        });
     }
 
-    /// Replaces the model list with what the CLI reported (ignored when empty).
-    pub fn set_models(&self, id: &str, models: Vec<String>) {
-        if !models.is_empty() {
-            self.update(id, |spec| spec.models = models);
-        }
+    /// Adds model names the config file gives for `id` (kept across CLI refreshes).
+    pub fn add_configured_models(&self, id: &VendorId, models: &[String]) {
+        self.update(id, |spec| {
+            for model in models {
+                if !spec.models.contains(model) {
+                    spec.models.push(model.clone());
+                }
+                if !spec.configured_models.contains(model) {
+                    spec.configured_models.push(model.clone());
+                }
+            }
+        });
     }
 
     /// All vendors for `GET /vendors`.
@@ -133,13 +139,16 @@ impl VendorCatalog {
         self.read()
             .iter()
             .map(|v| VendorInfo {
-                id: v.id.into(),
-                display_name: v.display_name.into(),
+                id: v.id.to_string(),
+                display_name: v.display_name.clone(),
                 installed: v.installed,
                 version: v.version.clone(),
+                status: v.status.as_str().into(),
+                problem: v.problem.clone(),
+                default_model: v.default_model.clone(),
                 models: v.models.clone(),
-                effort_levels: v.effort_levels.iter().map(|m| (*m).into()).collect(),
-                capabilities: v.capabilities.iter().map(|m| (*m).into()).collect(),
+                effort_levels: strings(v.effort_levels),
+                capabilities: v.capabilities.clone(),
             })
             .collect()
     }

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use actix::Recipient;
 
+use super::core::Emitter;
 use super::messages::{AgentOutput, TurnSettings};
-use super::process::VendorProcess;
+use super::Tools;
 use crate::adapter::messages::Pace;
 
 /// The agent tools endpoint for one session: the `/mcp` URL and the bearer token bound
@@ -40,6 +41,17 @@ pub struct AdapterContext {
     pub pace: Recipient<Pace>,
     /// The agent tools endpoint for this session; `None` before the server is bound.
     pub mcp: Option<McpAccess>,
-    /// How to start the vendor's CLI; `None` for the built-in scripted vendor.
-    pub process: Option<VendorProcess>,
+    /// The agent tools, for adapters that call them in-process (the scripted agent);
+    /// CLIs reach them over [`AdapterContext::mcp`].
+    pub tools: Tools,
+    /// Tools a person allowed for the rest of the session ("always allow"): their
+    /// requests are answered without asking.
+    pub remembered: Vec<String>,
+}
+
+impl AdapterContext {
+    /// The emitter every adapter reports through.
+    pub fn emitter(&self) -> Emitter {
+        Emitter::new(self.out.clone(), self.pace.clone())
+    }
 }

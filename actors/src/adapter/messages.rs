@@ -1,7 +1,9 @@
 //! The messages between a session actor and its vendor adapter actor.
 
 use actix::Message;
-use tandem_protocol::{BackgroundTask, EventBody, PermissionMode, TurnStatus};
+use tandem_protocol::{
+    BackgroundTask, EventBody, PermissionChoice, PermissionKind, PermissionMode, TurnStatus,
+};
 
 /// What a session asks of its adapter.
 #[derive(Debug, Message)]
@@ -42,6 +44,12 @@ pub enum AdapterCommand {
         updated_input: Option<serde_json::Value>,
         /// Why it was denied (passed on to the agent).
         message: Option<String>,
+        /// Allowed for the rest of the session: the adapter answers later requests for
+        /// the same tool itself, and tells the vendor (its "always allow") where it can.
+        remember: bool,
+        /// The session's permission mode from now on, when the answer changes it (a
+        /// plan approved with "accept edits").
+        permission_mode: Option<PermissionMode>,
     },
     /// Model, effort or permission mode changed between turns. Adapters whose process
     /// outlives a turn apply it to that process at once; others use it from the next
@@ -104,6 +112,10 @@ pub enum AgentItem {
         tool_name: String,
         /// Its input, as the vendor gave it.
         input: serde_json::Value,
+        /// A tool call or a plan to approve.
+        permission_kind: PermissionKind,
+        /// The answers the vendor offers; empty: allow or deny.
+        choices: Vec<PermissionChoice>,
     },
     /// A pending request ended without an answer (the turn was interrupted, the process
     /// died); the session records `permission_resolved`.

@@ -2,19 +2,27 @@
 //!
 //! Only the adapter modules know a vendor's wire format. Every adapter is an actor that
 //! takes [`messages::AdapterCommand`]s from its session and reports
-//! [`messages::AgentOutput`]s back; [`AdapterContext`] is what a session hands a new
+//! [`messages::AgentOutput`]s back, built from the shared [`core`] (paced emitter, turn
+//! slot, approvals). [`vendors::Vendors`] is the registry that starts the right adapter
+//! for a session's [`VendorId`]; [`AdapterContext`] is what a session hands a new
 //! adapter.
 
 pub mod catalog;
 pub mod claude;
 pub mod codex;
 pub mod context;
+pub mod core;
+pub mod health;
 pub mod messages;
 pub mod process;
 pub mod scripted;
 pub mod tool_host;
+pub mod vendor_id;
+pub mod vendors;
 
 pub use catalog::{clamp_effort, VendorCatalog, VendorSpec};
 pub use context::{AdapterContext, McpAccess};
-pub use process::{VendorProcess, VendorsConfig};
+pub use process::{ConfiguredVendor, VendorProcess, VendorProtocol, VendorsConfig};
 pub use tool_host::{ToolFuture, ToolHost, Tools};
+pub use vendor_id::VendorId;
+pub use vendors::{AdapterFactory, Vendors};

@@ -1,14 +1,17 @@
 //! How vendor CLIs are started: the binary, its extra arguments and environment, and
-//! the minimal environment every vendor process gets.
+//! the environment every vendor process inherits from the server.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-/// Variables of the server's own environment a vendor process inherits. Everything
-/// else (tokens, the server's settings) stays out: agents run arbitrary commands.
-const INHERITED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TERM"];
+use super::VendorId;
+
+/// Prefix of tandem's own settings and secrets (`TANDEM_TOKEN`, `TANDEM_URL`,
+/// `TANDEM_CODEX_BIN`, ...). None of them reaches a vendor process: agents run
+/// arbitrary commands, and a tandem token would let one act as the user.
+const OWN_PREFIX: &str = "TANDEM_";
 
 /// How long `--version` may take before the CLI counts as broken.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -28,19 +31,24 @@ pub struct VendorProcess {
 }
 
 impl VendorProcess {
-    /// The environment the process gets: [`INHERITED_ENV`] from the server's own, then
+    /// The environment the process gets: the server's own (see [`inherited`]), then
     /// `env` on top.
     pub fn environment(&self) -> BTreeMap<String, String> {
-        let mut vars: BTreeMap<String, String> = INHERITED_ENV
-            .iter()
-            .filter_map(|key| std::env::var(key).ok().map(|v| ((*key).to_string(), v)))
-            .collect();
+        self.environment_from(std::env::vars_os())
+    }
+
+    /// [`VendorProcess::environment`] for a given server environment.
+    fn environment_from(
+        &self,
+        server: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    ) -> BTreeMap<String, String> {
+        let mut vars = inherited(server);
         vars.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         vars
     }
 
-    /// `bin args…` with the minimal environment, stdin/stdout/stderr piped, killed when
-    /// the handle is dropped (so a stopped adapter leaves no process behind).
+    /// `bin args…` with [`VendorProcess::environment`] only, stdin/stdout/stderr piped,
+    /// killed when the handle is dropped (so a stopped adapter leaves no process behind).
     pub fn command(&self) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(&self.bin);
         cmd.args(&self.args)
@@ -74,32 +82,71 @@ impl VendorProcess {
     }
 }
 
-/// The vendor CLIs this server can run; `None` means not installed.
+/// What a vendor process inherits of the server's environment `server`: everything
+/// (API keys, base URLs, proxies, CA bundles, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`, cloud
+/// credentials: whatever the user's shell gave the CLI) except tandem's own variables
+/// (`TANDEM_*`, which hold its tokens) and variables that are not valid UTF-8.
+pub fn inherited(
+    server: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> BTreeMap<String, String> {
+    server
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| !k.starts_with(OWN_PREFIX))
+        .collect()
+}
+
+/// Which adapter speaks to a configured vendor's CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VendorProtocol {
+    /// `codex app-server`: JSON-RPC on stdio, one process per owner.
+    Codex,
+    /// `claude -p` with stream-json and the control protocol.
+    Claude,
+}
+
+/// One vendor CLI the server can run (`[vendors.<id>]` in the config file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfiguredVendor {
+    /// The id sessions name it by.
+    pub id: VendorId,
+    /// How its CLI speaks.
+    pub protocol: VendorProtocol,
+    /// Name shown to people; `None` for the adapter's own (or the id).
+    pub display_name: Option<String>,
+    /// How to start it.
+    pub process: VendorProcess,
+}
+
+/// The vendor CLIs this server can run, in the order they are listed; a vendor
+/// missing here is not installed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VendorsConfig {
-    /// `codex` (app-server).
-    pub codex: Option<VendorProcess>,
-    /// `claude` (Claude Code).
-    pub claude: Option<VendorProcess>,
+    /// Every vendor whose CLI was found.
+    pub vendors: Vec<ConfiguredVendor>,
 }
 
 impl VendorsConfig {
-    /// The configured process for `vendor`, if it is installed.
-    pub fn get(&self, vendor: &str) -> Option<&VendorProcess> {
-        match vendor {
-            "codex" => self.codex.as_ref(),
-            "claude" => self.claude.as_ref(),
-            _ => None,
-        }
+    /// The configured vendor `id`, if it is installed.
+    pub fn get(&self, id: &VendorId) -> Option<&ConfiguredVendor> {
+        self.vendors.iter().find(|v| v.id == *id)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::OsString;
+
+    fn server_env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
 
     #[test]
-    fn environment_is_minimal_plus_configured() {
+    fn environment_is_the_servers_without_tandem_secrets_plus_configured() {
         let process = VendorProcess {
             bin: PathBuf::from("/bin/true"),
             args: vec![],
@@ -109,13 +156,56 @@ mod tests {
             ]),
             idle_close: None,
         };
-        let env = process.environment();
-        assert_eq!(env.get("CODEX_HOME").map(String::as_str), Some("/tmp/x"));
+        let env = process.environment_from(server_env(&[
+            ("PATH", "/usr/bin"),
+            ("HOME", "/root"),
+            ("ANTHROPIC_API_KEY", "sk-user"),
+            ("HTTPS_PROXY", "http://proxy:3128"),
+            ("NODE_EXTRA_CA_CERTS", "/etc/ca.pem"),
+            ("TANDEM_TOKEN", "secret"),
+            ("TANDEM_URL", "http://127.0.0.1:7420"),
+            ("TANDEM_CLAUDE_BIN", "/opt/claude"),
+        ]));
+        // Configured values win over inherited ones of the same name.
         assert_eq!(env.get("HOME").map(String::as_str), Some("/tmp/home"));
-        let unexpected: Vec<&String> = env
-            .keys()
-            .filter(|k| !INHERITED_ENV.contains(&k.as_str()) && k.as_str() != "CODEX_HOME")
-            .collect();
-        assert!(unexpected.is_empty(), "leaked variables: {unexpected:?}");
+        assert_eq!(env.get("CODEX_HOME").map(String::as_str), Some("/tmp/x"));
+        for key in [
+            "PATH",
+            "ANTHROPIC_API_KEY",
+            "HTTPS_PROXY",
+            "NODE_EXTRA_CA_CERTS",
+        ] {
+            assert!(env.contains_key(key), "{key} was not inherited: {env:?}");
+        }
+        let leaked: Vec<&String> = env.keys().filter(|k| k.starts_with("TANDEM_")).collect();
+        assert!(
+            leaked.is_empty(),
+            "tandem's own variables leaked: {leaked:?}"
+        );
+    }
+
+    #[test]
+    fn configured_env_may_set_a_tandem_variable_on_purpose() {
+        let process = VendorProcess {
+            bin: PathBuf::from("/bin/true"),
+            args: vec![],
+            env: BTreeMap::from([("TANDEM_MODE".to_string(), "agent".to_string())]),
+            idle_close: None,
+        };
+        let env = process.environment_from(server_env(&[("TANDEM_TOKEN", "secret")]));
+        assert_eq!(
+            env.into_iter().collect::<Vec<_>>(),
+            vec![("TANDEM_MODE".to_string(), "agent".to_string())]
+        );
+    }
+
+    #[test]
+    fn non_utf8_variables_are_left_out() {
+        use std::os::unix::ffi::OsStringExt;
+        let env = inherited(vec![
+            (OsString::from("GOOD"), OsString::from("1")),
+            (OsString::from("BAD"), OsString::from_vec(vec![0xff, 0xfe])),
+        ]);
+        assert_eq!(env.keys().collect::<Vec<_>>(), vec!["GOOD"]);
     }
 }

@@ -13,28 +13,31 @@
 //! - `/ask TOOL {json}` → asks permission to use TOOL (a `permission_request`), waits
 //!   for the answer and says `allowed TOOL` or `denied TOOL: MESSAGE`; allowed at once
 //!   when the session bypasses permissions
+//! - `/usage {json}` → reports that usage for the turn (on its `turn_completed`)
+//! - `/show NAME {json}` → a `tool_call` NAME with that input and an `ok`
+//!   `tool_result`, running nothing (how a vendor's own tools look in the history)
 //! - any other `/word` line is echoed as text
 //!
 //! Messages the server writes (pushed-back results) are echoed line by line and never
 //! executed: they quote other sessions' scripts.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use actix::prelude::*;
 use serde_json::Value;
-use tandem_protocol::{BackgroundTask, EventBody, PermissionMode, TaskType, TurnStatus};
+use tandem_protocol::{
+    BackgroundTask, EventBody, PermissionChoice, PermissionKind, PermissionMode, RememberScope,
+    TaskType, TurnStatus,
+};
 use tokio::sync::oneshot;
 
-use super::messages::{AdapterCommand, AgentItem, AgentOutput};
-use crate::adapter::messages::Pace;
-use crate::adapter::Tools;
-use crate::clock::{now_ms, random_id};
-
-/// A script waits for the session to take every this many events, and then at the
-/// session's flow gate: the session's mailbox stays short (an interrupt behind it is
-/// handled promptly) and a fast script cannot outrun fan-out to clients.
-const AWAIT_EVERY: u64 = 32;
+use super::catalog::strings;
+use super::core::{Approvals, Asked, Emitter, TurnSlot};
+use super::health::VendorStatus;
+use super::messages::{AdapterCommand, AgentItem};
+use super::{AdapterContext, AdapterFactory, Tools, VendorId, VendorSpec};
+use crate::clock::now_ms;
+use crate::error::RuntimeError;
 
 /// One line of a script.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +59,14 @@ enum Step {
         id: String,
         ms: u64,
         description: String,
+    },
+    /// Reports the turn's usage as a vendor would (`/usage {json}`).
+    Usage(Value),
+    /// A tool call shown as a vendor reports one, with an `ok` result, running
+    /// nothing (`/show NAME {json}`): how the page draws a vendor's tools.
+    Show {
+        name: String,
+        input: Value,
     },
 }
 
@@ -89,6 +100,14 @@ fn parse_script(text: &str) -> Vec<Step> {
                     let input = parts.next().unwrap_or("{}").trim().to_string();
                     Some(Step::Ask { tool, input })
                 }
+                "/usage" => serde_json::from_str(rest).ok().map(Step::Usage),
+                "/show" if !rest.is_empty() => {
+                    let mut parts = rest.splitn(2, char::is_whitespace);
+                    let name = parts.next().unwrap_or_default().to_string();
+                    serde_json::from_str(parts.next().unwrap_or("{}").trim())
+                        .ok()
+                        .map(|input| Step::Show { name, input })
+                }
                 "/background" => {
                     let mut parts = rest.splitn(3, char::is_whitespace);
                     match (parts.next(), parts.next().and_then(number)) {
@@ -114,22 +133,48 @@ fn deltas(line: &str) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
+/// The scripted vendor in the registry: always installed, no process.
+pub struct Factory;
+
+impl AdapterFactory for Factory {
+    fn spec(&self) -> VendorSpec {
+        VendorSpec {
+            id: VendorId::SCRIPTED,
+            display_name: "Scripted".into(),
+            models: strings(&["scripted-1"]),
+            effort_levels: &["low", "medium", "high"],
+            capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
+            installed: true,
+            version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            status: VendorStatus::Ok,
+            problem: None,
+            default_model: Some("scripted-1".into()),
+            configured_models: Vec::new(),
+        }
+    }
+
+    fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
+        Ok(ScriptedAgent::new(ctx).start().recipient())
+    }
+}
+
 /// Adapter actor for one scripted session.
 pub struct ScriptedAgent {
     /// The session this agent works for (tool calls are made as it).
     session_id: String,
-    /// The session actor: every [`AgentOutput`] the script produces goes there.
-    out: Recipient<AgentOutput>,
-    /// Awaited while streaming fast, so the script does not outrun fan-out.
-    pace: Recipient<Pace>,
+    /// Outputs outside turns (background tasks, permission requests) go through it;
+    /// each running script has its own clone for its events.
+    emitter: Emitter,
     /// Tool calls go through here.
     tools: Tools,
-    /// The running turn and the handle that cancels it.
-    turn: Option<(String, SpawnHandle)>,
+    /// The running turn and the handle that cancels its script.
+    turn: TurnSlot<SpawnHandle>,
     /// Live background tasks and the timers that end them.
     tasks: Vec<(BackgroundTask, SpawnHandle)>,
-    /// Permission requests of the running script, waiting for an answer.
-    asks: HashMap<String, oneshot::Sender<Answer>>,
+    /// `/ask` steps waiting for a person's answer.
+    approvals: Approvals<oneshot::Sender<Answer>>,
+    /// The session's permission mode (bypass answers `/ask` at once).
+    mode: PermissionMode,
     /// The running script is in a `/stubborn` step: interrupts are ignored.
     stubborn: bool,
 }
@@ -137,11 +182,13 @@ pub struct ScriptedAgent {
 /// A person's answer to an `/ask`: allowed, or denied with a message.
 type Answer = Result<(), String>;
 
-/// Sent by a running script to its own actor: wait for the answer to `request_id`.
+/// Sent by a running script to its own actor: ask to use `tool`, answer on `reply`.
 #[derive(Message)]
 #[rtype(result = "()")]
-struct AwaitAnswer {
-    request_id: String,
+struct Ask {
+    turn_id: String,
+    tool: String,
+    input: Value,
     reply: oneshot::Sender<Answer>,
 }
 
@@ -158,42 +205,77 @@ impl Handler<Stubborn> for ScriptedAgent {
     }
 }
 
-impl Handler<AwaitAnswer> for ScriptedAgent {
+impl Handler<Ask> for ScriptedAgent {
     type Result = ();
 
-    fn handle(&mut self, msg: AwaitAnswer, _: &mut Context<Self>) {
-        // Requests of a finished script can never be answered.
-        self.asks.retain(|_, tx| !tx.is_closed());
-        self.asks.insert(msg.request_id, msg.reply);
+    fn handle(&mut self, msg: Ask, _: &mut Context<Self>) {
+        if !self.turn.is(&msg.turn_id) {
+            return; // the script was stopped meanwhile: the reply channel closes
+        }
+        match self.approvals.ask(self.mode, &msg.tool, msg.reply) {
+            Asked::Allowed(reply) => {
+                let _ = reply.send(Ok(()));
+            }
+            Asked::Pending(request_id) => self.emitter.send(
+                Some(msg.turn_id),
+                AgentItem::PermissionRequest {
+                    request_id,
+                    tool_name: msg.tool,
+                    input: msg.input,
+                    permission_kind: PermissionKind::Tool,
+                    choices: choices(),
+                },
+            ),
+        }
     }
 }
 
+/// What `/ask` offers: once, always for this session, or deny.
+fn choices() -> Vec<PermissionChoice> {
+    let choice = |label: &str, allow: bool, remember: Option<RememberScope>| PermissionChoice {
+        label: label.into(),
+        allow,
+        remember,
+        permission_mode: None,
+    };
+    vec![
+        choice("Allow once", true, None),
+        choice(
+            "Always allow in this session",
+            true,
+            Some(RememberScope::Session),
+        ),
+        choice("Deny", false, None),
+    ]
+}
+
 impl ScriptedAgent {
-    /// A new agent reporting to `out`.
-    pub fn new(
-        session_id: String,
-        out: Recipient<AgentOutput>,
-        pace: Recipient<Pace>,
-        tools: Tools,
-    ) -> Self {
+    /// A new agent for the session `ctx` describes.
+    pub fn new(ctx: AdapterContext) -> Self {
+        let emitter = ctx.emitter();
         ScriptedAgent {
-            session_id,
-            out,
-            pace,
-            tools,
-            turn: None,
+            session_id: ctx.session_id,
+            turn: TurnSlot::new(&emitter),
+            emitter,
+            tools: ctx.tools,
             tasks: Vec::new(),
-            asks: HashMap::new(),
+            approvals: Approvals::new(ctx.remembered),
+            mode: ctx.settings.permission_mode,
             stubborn: false,
         }
     }
 
     fn report_tasks(&self) {
         let tasks = self.tasks.iter().map(|(t, _)| t.clone()).collect();
-        self.out.do_send(AgentOutput {
-            turn_id: None,
-            item: AgentItem::BackgroundTasks(tasks),
-        });
+        self.emitter.send(None, AgentItem::BackgroundTasks(tasks));
+    }
+
+    /// Ends the turn in flight; its unanswered `/ask`s can never be answered.
+    fn end_turn(&mut self, status: TurnStatus, error: Option<String>, ctx: &mut Context<Self>) {
+        if let Some(turn) = self.turn.end(status, error) {
+            ctx.cancel_future(turn.data);
+        }
+        self.approvals.drain();
     }
 }
 
@@ -248,29 +330,14 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 settings,
             } => {
                 self.stubborn = false;
-                if let Some((old, handle)) = self.turn.take() {
-                    // The session never starts a turn while one runs; if it somehow
-                    // did, the old turn still ends exactly once.
-                    ctx.cancel_future(handle);
-                    self.out.do_send(AgentOutput {
-                        turn_id: Some(old),
-                        item: AgentItem::TurnEnded {
-                            status: TurnStatus::Interrupted,
-                            error: Some("superseded by a new turn".into()),
-                        },
-                    });
-                }
+                self.mode = settings.permission_mode;
                 let run = Run {
                     turn_id: turn_id.clone(),
                     session_id: self.session_id.clone(),
-                    out: self.out.clone(),
-                    pace: self.pace.clone(),
+                    emitter: self.emitter.clone(),
                     tools: self.tools.clone(),
                     me: ctx.address(),
-                    bypass: settings.permission_mode == PermissionMode::BypassPermissions,
-                    emitted: std::cell::Cell::new(0),
                 };
-                let finished = turn_id.clone();
                 // A server-written message (a pushed-back result) quotes other
                 // sessions' scripts: it is echoed as text, never executed.
                 let steps = if internal {
@@ -281,30 +348,26 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 } else {
                     parse_script(&text)
                 };
-                let handle =
-                    ctx.spawn(run.execute(steps).into_actor(self).map(move |_, act, _| {
-                        if act.turn.as_ref().is_some_and(|(id, _)| *id == finished) {
-                            act.turn = None;
+                let finished = turn_id.clone();
+                let handle = ctx.spawn(run.execute(steps).into_actor(self).map(
+                    move |outcome, act, ctx| {
+                        if let (Some((status, error)), true) = (outcome, act.turn.is(&finished)) {
+                            act.end_turn(status, error, ctx);
                         }
-                    }));
-                self.turn = Some((turn_id, handle));
+                    },
+                ));
+                if let Some(old) = self.turn.begin(turn_id, handle) {
+                    ctx.cancel_future(old.data);
+                }
+                self.turn.go_live();
             }
             AdapterCommand::Interrupt { turn_id } => {
                 if self.stubborn {
                     tracing::debug!(session = %self.session_id, turn = %turn_id, "stubborn script ignores an interrupt");
                     return;
                 }
-                if self.turn.as_ref().is_some_and(|(id, _)| *id == turn_id) {
-                    if let Some((id, handle)) = self.turn.take() {
-                        ctx.cancel_future(handle);
-                        self.out.do_send(AgentOutput {
-                            turn_id: Some(id),
-                            item: AgentItem::TurnEnded {
-                                status: TurnStatus::Interrupted,
-                                error: None,
-                            },
-                        });
-                    }
+                if self.turn.is(&turn_id) {
+                    self.end_turn(TurnStatus::Interrupted, None, ctx);
                 }
             }
             AdapterCommand::StopTask { task_id } => {
@@ -318,9 +381,14 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 request_id,
                 allow,
                 message,
+                remember,
+                permission_mode,
                 ..
             } => {
-                if let Some(reply) = self.asks.remove(&request_id) {
+                if let Some(mode) = permission_mode {
+                    self.mode = mode;
+                }
+                if let Some(reply) = self.approvals.answer(&request_id, allow && remember) {
                     let answer = if allow {
                         Ok(())
                     } else {
@@ -329,8 +397,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                     let _ = reply.send(answer);
                 }
             }
-            // Settings arrive with every turn; the script has no process to update.
-            AdapterCommand::Configure { .. } => {}
+            AdapterCommand::Configure { settings } => self.mode = settings.permission_mode,
         }
     }
 }
@@ -339,90 +406,62 @@ impl Handler<AdapterCommand> for ScriptedAgent {
 struct Run {
     turn_id: String,
     session_id: String,
-    out: Recipient<AgentOutput>,
-    pace: Recipient<Pace>,
+    /// This script's events go through it, paced.
+    emitter: Emitter,
     tools: Tools,
     me: Addr<ScriptedAgent>,
-    /// `/ask` is allowed without asking.
-    bypass: bool,
-    /// Events emitted so far in this turn.
-    emitted: std::cell::Cell<u64>,
 }
 
+/// How a script ended: `None` when it stopped because its session or actor is gone.
+type Outcome = Option<(TurnStatus, Option<String>)>;
+
 impl Run {
-    /// Emits one event. Every [`AWAIT_EVERY`] events it waits for the session to take
-    /// them and then at the session's flow gate, so no script can flood the session,
-    /// the store or the clients. False when the session is gone.
-    async fn emit(&self, body: EventBody) -> bool {
-        let output = AgentOutput {
-            turn_id: Some(self.turn_id.clone()),
-            item: AgentItem::Event(body),
-        };
-        let n = self.emitted.get() + 1;
-        self.emitted.set(n);
-        if !n.is_multiple_of(AWAIT_EVERY) {
-            self.out.do_send(output);
-            return true;
+    /// Emits one event, waiting at the session's flow gate when a pacing window filled,
+    /// so no script can flood the session, the store or the clients. False when the
+    /// session is gone.
+    async fn emit(&mut self, body: EventBody) -> bool {
+        self.emitter.event(Some(self.turn_id.clone()), body);
+        match self.emitter.take_due() {
+            Some(wait) => wait.wait().await,
+            None => true,
         }
-        self.out.send(output).await.is_ok() && self.pace.send(Pace).await.is_ok()
     }
 
-    /// Raises a permission request and waits for its answer; `None` when the agent
-    /// stopped first.
+    /// Raises a permission request (unless the actor answers it at once) and waits for
+    /// its answer; `None` when the agent stopped first.
     async fn ask(&self, tool: &str, input: &str) -> Option<Answer> {
-        let request_id = random_id("perm_", 12);
         let (reply, answer) = oneshot::channel();
         self.me
-            .send(AwaitAnswer {
-                request_id: request_id.clone(),
+            .send(Ask {
+                turn_id: self.turn_id.clone(),
+                tool: tool.to_string(),
+                input: serde_json::from_str(input)
+                    .unwrap_or_else(|_| Value::String(input.to_string())),
                 reply,
-            })
-            .await
-            .ok()?;
-        self.out
-            .send(AgentOutput {
-                turn_id: Some(self.turn_id.clone()),
-                item: AgentItem::PermissionRequest {
-                    request_id,
-                    tool_name: tool.to_string(),
-                    input: serde_json::from_str(input)
-                        .unwrap_or_else(|_| Value::String(input.to_string())),
-                },
             })
             .await
             .ok()?;
         answer.await.ok()
     }
 
-    fn end(&self, status: TurnStatus, error: Option<String>) {
-        self.out.do_send(AgentOutput {
-            turn_id: Some(self.turn_id.clone()),
-            item: AgentItem::TurnEnded { status, error },
-        });
-    }
-
-    async fn execute(self, steps: Vec<Step>) {
+    async fn execute(mut self, steps: Vec<Step>) -> Outcome {
         for (index, step) in steps.into_iter().enumerate() {
             match step {
                 Step::Text(line) => {
                     for piece in deltas(&line) {
                         if !self.emit(EventBody::TextDelta { text: piece }).await {
-                            return;
+                            return None;
                         }
                     }
                     if !self.emit(EventBody::AssistantMessage { text: line }).await {
-                        return;
+                        return None;
                     }
                 }
                 Step::Sleep(ms) => actix_rt::time::sleep(Duration::from_millis(ms)).await,
                 Step::Stubborn(ms) => {
-                    if self.me.send(Stubborn(true)).await.is_err() {
-                        return;
-                    }
+                    self.me.send(Stubborn(true)).await.ok()?;
                     actix_rt::time::sleep(Duration::from_millis(ms)).await;
-                    if self.me.send(Stubborn(false)).await.is_err() {
-                        return;
-                    }
+                    self.me.send(Stubborn(false)).await.ok()?;
                 }
                 Step::Stream(n) => {
                     let mut all = String::new();
@@ -430,11 +469,11 @@ impl Run {
                         let text = format!("chunk {i} ");
                         all.push_str(&text);
                         if !self.emit(EventBody::TextDelta { text }).await {
-                            return;
+                            return None;
                         }
                     }
                     if !self.emit(EventBody::AssistantMessage { text: all }).await {
-                        return;
+                        return None;
                     }
                 }
                 Step::Tool { name, args } => {
@@ -447,7 +486,7 @@ impl Run {
                         input: parsed.clone().unwrap_or(Value::String(args)),
                     };
                     if !self.emit(call).await {
-                        return;
+                        return None;
                     }
                     let result = match parsed {
                         Ok(input) => self
@@ -467,28 +506,37 @@ impl Run {
                         is_error,
                     };
                     if !self.emit(result).await {
-                        return;
+                        return None;
                     }
                 }
-                Step::Fail(message) => {
-                    self.end(TurnStatus::Failed, Some(message));
-                    return;
+                Step::Usage(usage) => {
+                    self.emitter
+                        .send(Some(self.turn_id.clone()), AgentItem::Usage(usage));
                 }
-                Step::Ask { tool, input } => {
-                    let answer = if self.bypass {
-                        Ok(())
-                    } else {
-                        match self.ask(&tool, &input).await {
-                            Some(answer) => answer,
-                            None => return,
-                        }
+                Step::Show { name, input } => {
+                    let call_id = format!("{}_call_{index}", self.turn_id);
+                    let call = EventBody::ToolCall {
+                        call_id: call_id.clone(),
+                        name,
+                        input,
                     };
-                    let line = match answer {
+                    let result = EventBody::ToolResult {
+                        call_id,
+                        output: Value::String("ok".into()),
+                        is_error: false,
+                    };
+                    if !self.emit(call).await || !self.emit(result).await {
+                        return None;
+                    }
+                }
+                Step::Fail(message) => return Some((TurnStatus::Failed, Some(message))),
+                Step::Ask { tool, input } => {
+                    let line = match self.ask(&tool, &input).await? {
                         Ok(()) => format!("allowed {tool}"),
                         Err(message) => format!("denied {tool}: {message}"),
                     };
                     if !self.emit(EventBody::AssistantMessage { text: line }).await {
-                        return;
+                        return None;
                     }
                 }
                 Step::Background {
@@ -497,23 +545,21 @@ impl Run {
                     description,
                 } => {
                     // Awaited so the task set is reported before later steps' events.
-                    if self
+                    let started = self
                         .me
                         .send(StartBackground {
                             id,
                             ms,
                             description,
                         })
-                        .await
-                        .is_err()
-                    {
-                        self.end(TurnStatus::Failed, Some("agent stopped".into()));
-                        return;
+                        .await;
+                    if started.is_err() {
+                        return Some((TurnStatus::Failed, Some("agent stopped".into())));
                     }
                 }
             }
         }
-        self.end(TurnStatus::Completed, None);
+        Some((TurnStatus::Completed, None))
     }
 }
 

@@ -125,11 +125,7 @@ impl Gateway {
             match Self::enqueue(client.target(), o.frames, o.bytes, true, &self.metrics) {
                 Ok(()) => {}
                 Err(Refused::Gone) => self.remove_client(cid),
-                Err(Refused::Full) => {
-                    for (sid, first, count) in o.sessions {
-                        self.lag(cid, &sid, first, count);
-                    }
-                }
+                Err(Refused::Full) => self.lag_many(cid, o.sessions),
             }
         }
         for (cid, sid, resume) in gaps {

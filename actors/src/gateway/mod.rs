@@ -41,7 +41,8 @@ use crate::store::Store;
 
 /// Events read from the store per replay page.
 const PAGE_EVENTS: usize = 4096;
-/// Lags within [`LAG_WINDOW`] after which a client is closed as too slow.
+/// Strikes of one subscription within [`LAG_WINDOW`] after which its client is closed
+/// as too slow (see [`Strikes`]).
 const LAG_STRIKES: usize = 3;
 const LAG_WINDOW: Duration = Duration::from_secs(30);
 /// Topics with no live subscriber and no commit for this long drop their ring.
@@ -80,10 +81,28 @@ struct Client {
     parked: Vec<Arc<str>>,
     /// Gets `session_upserted` frames (it sent `sessions.watch`).
     watching: bool,
-    /// Recent lags, with the bytes the client had written by then.
-    lags: VecDeque<(Instant, u64)>,
+    /// Strikes per subscribed session; only sessions that lagged since the client
+    /// last wrote anything are kept.
+    strikes: HashMap<Arc<str>, Strikes>,
     /// Since when its queue has been above the soft limit.
     over_soft_since: Option<Instant>,
+}
+
+/// The lags of one subscription since its client last wrote a byte.
+///
+/// Strikes are kept per subscription, not per client: when a client's queue overflows,
+/// every busy subscription of it lags in the same delivery round, and those lags say
+/// nothing new about the client. A subscription can lag again only after it was taken
+/// up again (`chat.subscribe`), and a client that reads got its `lagged` notice
+/// written before it resubscribed, so its written-bytes count has moved and its
+/// strikes start over. Only a client that resubscribes without reading a byte
+/// collects [`LAG_STRIKES`].
+#[derive(Debug)]
+struct Strikes {
+    /// The client's written-bytes count at these strikes.
+    written: u64,
+    /// When each strike happened, oldest first.
+    at: VecDeque<Instant>,
 }
 
 /// The two parts of a [`Client`] a delivery needs, borrowed apart from its
@@ -183,7 +202,7 @@ impl Handler<Connect> for Gateway {
                 subs: HashMap::new(),
                 parked: Vec::new(),
                 watching: false,
-                lags: VecDeque::new(),
+                strikes: HashMap::new(),
                 over_soft_since: None,
             },
         );

@@ -3,6 +3,7 @@
 //! client's queue has drained; and the `lagged` path that sends a live subscriber
 //! back to replay when it falls behind.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,38 +12,57 @@ use bytestring::ByteString;
 use tandem_protocol::ServerFrame;
 
 use super::topic::Topic;
-use super::{Deliver, Gateway, Refused, Target, LAG_STRIKES, LAG_WINDOW, PAGE_EVENTS};
+use super::{Deliver, Gateway, Refused, Strikes, Target, LAG_STRIKES, LAG_WINDOW, PAGE_EVENTS};
 use crate::error::RuntimeError;
 
 impl Gateway {
     /// Drops a subscription that could not keep up and tells the client where to
     /// resume. Closes the client when it keeps lagging.
     pub(super) fn lag(&mut self, client_id: u64, sid: &Arc<str>, resume_from: u64, dropped: u64) {
+        self.lag_many(client_id, vec![(sid.clone(), resume_from, dropped)]);
+    }
+
+    /// Drops the subscriptions of one client that could not keep up in one delivery
+    /// round (session, `seq` to resume from, events dropped) and tells the client
+    /// where to resume each, in one delivery. Closes the client when one subscription
+    /// keeps lagging while the client writes nothing (see [`super::Strikes`]).
+    pub(super) fn lag_many(&mut self, client_id: u64, lags: Vec<(Arc<str>, u64, u64)>) {
         use std::sync::atomic::Ordering::Relaxed;
-        self.metrics.events_dropped_lag.fetch_add(dropped, Relaxed);
-        if let Some(topic) = self.topics.get_mut(sid) {
-            topic.remove_live(client_id);
+        for (sid, _, dropped) in &lags {
+            self.metrics.events_dropped_lag.fetch_add(*dropped, Relaxed);
+            if let Some(topic) = self.topics.get_mut(sid) {
+                topic.remove_live(client_id);
+            }
         }
         let Some(client) = self.clients.get_mut(&client_id) else {
             return;
         };
-        client.subs.remove(sid);
         let now = Instant::now();
         let written = client.queue.written();
-        // A client that wrote anything since its last lag is reading: falling behind
-        // costs it a replay, never the connection.
-        if client.lags.back().is_some_and(|(_, w)| *w != written) {
-            client.lags.clear();
+        // A client that wrote anything since a subscription's last strike is reading:
+        // falling behind costs it a replay, never the connection.
+        client.strikes.retain(|_, s| s.written == written);
+        let mut struck_out = false;
+        for (sid, _, _) in &lags {
+            client.subs.remove(sid);
+            let strikes = client
+                .strikes
+                .entry(sid.clone())
+                .or_insert_with(|| Strikes {
+                    written,
+                    at: VecDeque::new(),
+                });
+            strikes.at.push_back(now);
+            while strikes
+                .at
+                .front()
+                .is_some_and(|t| now.duration_since(*t) > LAG_WINDOW)
+            {
+                strikes.at.pop_front();
+            }
+            struck_out |= strikes.at.len() >= LAG_STRIKES;
         }
-        client.lags.push_back((now, written));
-        while client
-            .lags
-            .front()
-            .is_some_and(|(t, _)| now.duration_since(*t) > LAG_WINDOW)
-        {
-            client.lags.pop_front();
-        }
-        if client.lags.len() >= LAG_STRIKES {
+        if struck_out {
             self.metrics.clients_closed_slow.fetch_add(1, Relaxed);
             tracing::info!(
                 client = client_id,
@@ -59,15 +79,22 @@ impl Gateway {
             self.remove_client(client_id);
             return;
         }
-        self.metrics.lagged_notices.fetch_add(1, Relaxed);
-        let notice: ByteString = ServerFrame::Lagged {
-            session_id: sid.to_string(),
-            resume_from,
-        }
-        .to_json()
-        .into();
-        let len = notice.len();
-        match Self::enqueue(client.target(), vec![notice], len, false, &self.metrics) {
+        self.metrics
+            .lagged_notices
+            .fetch_add(lags.len() as u64, Relaxed);
+        let notices: Vec<ByteString> = lags
+            .into_iter()
+            .map(|(sid, resume_from, _)| {
+                ServerFrame::Lagged {
+                    session_id: sid.to_string(),
+                    resume_from,
+                }
+                .to_json()
+                .into()
+            })
+            .collect();
+        let len = notices.iter().map(|n| n.len()).sum();
+        match Self::enqueue(client.target(), notices, len, false, &self.metrics) {
             Ok(()) => {}
             Err(Refused::Gone) => self.remove_client(client_id),
             Err(Refused::Full) => {

@@ -4,8 +4,8 @@
 //!
 //! Architecture invariant: a delegation's outcome reaches the Driver exactly once:
 //! as the waiting `send_to_partner` result, or else as one pushed-back internal turn.
-//! The pair resolves a delegation at most once (`resolving`), and the Driver's session
-//! drops a push-back whose id it has already taken (a re-send after a crash).
+//! The pair resolves a delegation at most once ([`Token::Resolving`]), and the Driver's
+//! session drops a push-back whose id it has already taken (a re-send after a crash).
 
 #[cfg(test)]
 mod tests;
@@ -102,21 +102,42 @@ pub struct PairHandle {
     pub shared: PairShared,
 }
 
+/// The `send_to_partner` call waiting for a delegation (also answered when a detached
+/// start is accepted).
+type Waiter = oneshot::Sender<Result<DelegateReply, PairError>>;
+
+/// The delegation token in memory. Its persisted part is `record.delegation`: `Held`
+/// and `Resolving` have one, `Free` may still have one while a push-back's delivery
+/// finishes (see [`PairActor::finish_delegation`]).
+enum Token {
+    /// No delegation in flight: the next `Delegate` may take it.
+    Free,
+    /// The Worker works on the delegation.
+    Held {
+        /// The caller waiting for it; `None` once it detached (asked not to wait, or
+        /// its wait timed out) or when a restart cut the delegation off.
+        waiter: Option<Waiter>,
+        /// The caller's wait timer.
+        timeout: Option<SpawnHandle>,
+    },
+    /// The outcome is being delivered; later endings of the same delegation are
+    /// ignored, and a new delegation must wait.
+    Resolving,
+}
+
 /// One Driver/Worker pair: holds the delegation token, so the Worker runs one task at a time.
 pub struct PairActor {
+    /// The persisted pair (state, current delegation); `state` says whether it closed.
     record: PairRecord,
+    /// The copy published for readers.
     shared: PairShared,
     services: Services,
     driver: Addr<SessionActor>,
     worker: Addr<SessionActor>,
     /// Live pairs; this pair removes itself when it closes.
     pairs: Registry<PairHandle>,
-    /// The waiting `send_to_partner` call (also used to answer a detached start).
-    waiter: Option<oneshot::Sender<Result<DelegateReply, PairError>>>,
-    /// The outcome is being delivered; later endings of the same delegation are ignored.
-    resolving: bool,
-    timeout: Option<SpawnHandle>,
-    closed: bool,
+    /// Where the delegation token stands.
+    token: Token,
 }
 
 impl PairActor {
@@ -130,6 +151,13 @@ impl PairActor {
         worker: Addr<SessionActor>,
         pairs: Registry<PairHandle>,
     ) -> Self {
+        let token = match record.delegation {
+            Some(_) => Token::Held {
+                waiter: None,
+                timeout: None,
+            },
+            None => Token::Free,
+        };
         PairActor {
             record,
             shared,
@@ -137,10 +165,25 @@ impl PairActor {
             driver,
             worker,
             pairs,
-            waiter: None,
-            resolving: false,
-            timeout: None,
-            closed: false,
+            token,
+        }
+    }
+
+    /// True once the pair was closed (the record says so before anyone leaves).
+    fn closed(&self) -> bool {
+        self.record.state == PairState::Closed
+    }
+
+    /// True while an outcome is being delivered.
+    fn resolving(&self) -> bool {
+        matches!(self.token, Token::Resolving)
+    }
+
+    /// The waiting caller, taken out of a held token.
+    fn take_waiter(&mut self) -> Option<Waiter> {
+        match &mut self.token {
+            Token::Held { waiter, .. } => waiter.take(),
+            _ => None,
         }
     }
 
@@ -182,21 +225,24 @@ impl PairActor {
         let Some(delegation) = self.record.delegation.clone() else {
             return;
         };
-        if self.resolving {
-            return;
-        }
-        self.resolving = true;
-        if let Some(handle) = self.timeout.take() {
-            ctx.cancel_future(handle);
-        }
+        let waiter = match std::mem::replace(&mut self.token, Token::Resolving) {
+            Token::Resolving => return,
+            Token::Free => None,
+            Token::Held { waiter, timeout } => {
+                if let Some(handle) = timeout {
+                    ctx.cancel_future(handle);
+                }
+                waiter
+            }
+        };
         self.delegation_event(false);
-        if let Some(waiter) = self.waiter.take().filter(|w| !w.is_closed()) {
+        if let Some(waiter) = waiter.filter(|w| !w.is_closed()) {
             // The caller gets the result only once the cleared token is on disk:
             // after a crash before that, the restart reports the delegation (once),
             // and the caller, whose turn died with the process, never saw it.
             self.record.delegation = None;
             let epoch = self.services.writer.epoch();
-            if !self.closed {
+            if !self.closed() {
                 self.save();
             }
             let synced = self.services.writer.synced_since(epoch);
@@ -205,13 +251,13 @@ impl PairActor {
                     if !stored {
                         tracing::error!(pair = %act.record.pair_id, "delegation end not stored");
                     }
-                    act.resolving = false;
-                    if let Err(Ok(DelegateReply::Finished(outcome))) =
-                        waiter.send(Ok(DelegateReply::Finished(outcome)))
-                    {
+                    match waiter.send(Ok(DelegateReply::Finished(outcome))) {
+                        Ok(()) => act.token = Token::Free,
                         // The caller stopped waiting meanwhile: push the result back.
-                        act.resolving = true;
-                        act.push_back(delegation, outcome, ctx);
+                        Err(Ok(DelegateReply::Finished(outcome))) => {
+                            act.push_back(delegation, outcome, ctx)
+                        }
+                        Err(_) => act.token = Token::Free,
                     }
                 },
             ));
@@ -244,10 +290,10 @@ impl PairActor {
 
     /// Drops the token of delegation `id` (if it is still the current one).
     fn finish_delegation(&mut self, id: &str) {
-        self.resolving = false;
+        self.token = Token::Free;
         if self.current(id) {
             self.record.delegation = None;
-            if !self.closed {
+            if !self.closed() {
                 self.save();
             }
         }
@@ -277,10 +323,10 @@ impl Handler<Delegate> for PairActor {
     type Result = ResponseFuture<Result<DelegateReply, PairError>>;
 
     fn handle(&mut self, msg: Delegate, ctx: &mut Context<Self>) -> Self::Result {
-        if self.closed {
+        if self.closed() {
             return Box::pin(async { Err(PairError::Closed) });
         }
-        if self.record.delegation.is_some() || self.resolving {
+        if self.record.delegation.is_some() || !matches!(self.token, Token::Free) {
             return Box::pin(async { Err(PairError::DelegationInFlight) });
         }
         let delegation_id = random_id("dlg_", 8);
@@ -291,9 +337,11 @@ impl Handler<Delegate> for PairActor {
             detached: !msg.wait,
             proposal_id: msg.proposal_id,
         });
-        self.resolving = false;
         let (tx, rx) = oneshot::channel();
-        self.waiter = Some(tx);
+        self.token = Token::Held {
+            waiter: Some(tx),
+            timeout: None,
+        };
         self.save();
         self.delegation_event(true);
         let start = self.worker.send(StartDelegated {
@@ -306,7 +354,7 @@ impl Handler<Delegate> for PairActor {
         let (wait, timeout) = (msg.wait, msg.timeout);
         ctx.spawn(
             actix::fut::wrap_future(start).map(move |res, act: &mut PairActor, ctx| {
-                if !act.current(&delegation_id) || act.resolving {
+                if !act.current(&delegation_id) || act.resolving() {
                     return;
                 }
                 let refused = match res {
@@ -319,23 +367,27 @@ impl Handler<Delegate> for PairActor {
                     act.delegation_event(false);
                     act.record.delegation = None;
                     act.save();
-                    if let Some(waiter) = act.waiter.take() {
+                    if let Some(waiter) = act.take_waiter() {
                         let _ = waiter.send(Err(reason));
                     }
+                    act.token = Token::Free;
                     return;
                 }
                 if !wait {
-                    if let Some(waiter) = act.waiter.take() {
+                    if let Some(waiter) = act.take_waiter() {
                         let _ = waiter.send(Ok(DelegateReply::Detached));
                     }
                     return;
                 }
-                act.timeout = Some(ctx.run_later(timeout, move |act, ctx| {
-                    act.timeout = None;
-                    if !act.current(&delegation_id) || act.resolving {
+                let timer = ctx.run_later(timeout, move |act, ctx| {
+                    if !act.current(&delegation_id) {
                         return;
                     }
-                    let Some(waiter) = act.waiter.take() else {
+                    let Token::Held { waiter, timeout } = &mut act.token else {
+                        return;
+                    };
+                    *timeout = None;
+                    let Some(waiter) = waiter.take() else {
                         return;
                     };
                     // From now on the result is pushed back when it comes.
@@ -349,7 +401,10 @@ impl Handler<Delegate> for PairActor {
                             let _ = waiter.send(Ok(DelegateReply::TimedOut { partial }));
                         },
                     ));
-                }));
+                });
+                if let Token::Held { timeout, .. } = &mut act.token {
+                    *timeout = Some(timer);
+                }
             }),
         );
         Box::pin(async move { rx.await.unwrap_or(Err(PairError::ClosedBeforeAnswer)) })
@@ -399,14 +454,13 @@ impl Handler<ClosePair> for PairActor {
     type Result = ResponseActFuture<Self, Result<bool, PairError>>;
 
     fn handle(&mut self, _: ClosePair, _: &mut Context<Self>) -> Self::Result {
-        if self.closed {
+        if self.closed() {
             return Box::pin(actix::fut::ready(Err(PairError::AlreadyClosed)));
         }
         // `closed` is on disk before anyone leaves: a crash from here on is finished
         // by start-up (memberships cleared, a cut-off delegation reported once).
         self.record.state = PairState::Closed;
         self.save();
-        self.closed = true;
         let partial = self.worker.send(PartialText);
         let abort = self.worker.send(Abort);
         let writer = self.services.writer.clone();
@@ -418,7 +472,7 @@ impl Handler<ClosePair> for PairActor {
                 (partial, interrupted)
             })
             .map(|(partial, interrupted), act: &mut PairActor, ctx| {
-                if act.record.delegation.is_some() && !act.resolving {
+                if act.record.delegation.is_some() && !act.resolving() {
                     act.resolve(
                         Outcome {
                             status: DelegationStatus::Interrupted,

@@ -14,7 +14,7 @@ fn pushbacks(history: &[Value]) -> Vec<String> {
     history
         .iter()
         .filter(|e| e["kind"] == "user_message" && e["internal"] == true)
-        .map(|e| e["text"].as_str().unwrap_or_default().to_string())
+        .map(|e| e["text"].as_str().unwrap().to_string())
         .collect()
 }
 
@@ -132,7 +132,7 @@ async fn a_waiting_delegation_racing_an_interrupt_is_told_once() {
             fx.runtime.abort(&fx.who, &w).await
         };
         let (out, _) = tokio::join!(call, stop);
-        let status = out["status"].as_str().unwrap_or_default().to_string();
+        let status = out["status"].as_str().unwrap().to_string();
         assert!(
             status == "complete" || status == "interrupted",
             "round {round}: {out}"

@@ -6,17 +6,17 @@ use tandem_protocol::SessionInfo;
 
 use super::{NewSession, Runtime};
 use crate::access::Principal;
-use crate::adapter::VendorSpec;
+use crate::adapter::{VendorId, VendorSpec};
 use crate::error::{RuntimeError, ToolError};
 
 impl Runtime {
     /// Ids of the vendors sessions can be created for, in catalog order.
-    pub fn installed_vendors(&self) -> Vec<&'static str> {
+    pub fn installed_vendors(&self) -> Vec<VendorId> {
         self.inner.services.catalog.installed()
     }
 
     /// One vendor's facts from the catalog; `None` for an unknown id.
-    pub fn vendor(&self, id: &str) -> Option<VendorSpec> {
+    pub fn vendor(&self, id: &VendorId) -> Option<VendorSpec> {
         self.inner.services.catalog.get(id)
     }
 
@@ -46,7 +46,7 @@ impl Runtime {
             id: None,
             owner_id: parent.owner_id.clone(),
             visibility: parent.visibility,
-            vendor: vendor.to_string(),
+            vendor: VendorId::from(vendor),
             model: if vendor == parent.vendor {
                 parent.model.clone()
             } else {

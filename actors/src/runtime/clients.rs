@@ -80,7 +80,9 @@ impl Runtime {
             status: info.status,
             last_seq: info.last_seq,
             pending_permissions: handle.shared.permissions(),
+            permission_rules: handle.shared.permission_rules(),
             background_tasks: info.background_tasks,
+            queued: handle.shared.queued(),
         }
         .to_json()
         .into();

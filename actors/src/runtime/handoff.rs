@@ -12,6 +12,7 @@ use tandem_protocol::{EventBody, SessionInfo};
 
 use super::{NewSession, Runtime};
 use crate::access::Principal;
+use crate::adapter::VendorId;
 use crate::error::RuntimeError;
 use crate::handoff::{latest_request, snapshot, transcript, Entry};
 use crate::session::{RecordEvent, Resume};
@@ -105,7 +106,7 @@ impl Runtime {
                 RuntimeError::InvalidArgument("choose a targetVendor for the handoff".into())
             })?;
         let spec = self
-            .vendor(&vendor)
+            .vendor(&VendorId::from(vendor.as_str()))
             .ok_or_else(|| RuntimeError::InvalidArgument(format!("unknown vendor `{vendor}`")))?;
         if !spec.installed {
             return Err(RuntimeError::VendorNotInstalled(vendor));
@@ -126,7 +127,7 @@ impl Runtime {
         let cwd = source.cwd.clone();
         let git = git_status(Path::new(&cwd)).await;
         let source_vendor = self
-            .vendor(&source.vendor)
+            .vendor(&VendorId::from(source.vendor.as_str()))
             .map(|v| v.display_name.to_string())
             .unwrap_or_else(|| source.vendor.clone());
         let prompt = snapshot(&source.title, &source_vendor, &request, &git, &entries);
@@ -139,7 +140,7 @@ impl Runtime {
                 id: None,
                 owner_id: source.owner_id.clone(),
                 visibility: source.visibility,
-                vendor: vendor.clone(),
+                vendor: VendorId::from(vendor.as_str()),
                 model: params.model.unwrap_or_default(),
                 effort: params.effort.unwrap_or_default(),
                 title: Some(title.clone()),

@@ -8,9 +8,11 @@ mod handoff;
 mod listing;
 mod pairs;
 mod peers;
+mod queue;
 mod reconcile;
 mod recovery;
 mod schedules;
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -25,7 +27,7 @@ use tandem_protocol::rest::{RunningSession, VendorInfo};
 use tandem_protocol::{SessionInfo, SessionStatus};
 
 use crate::access::Principal;
-use crate::adapter::{clamp_effort, VendorCatalog};
+use crate::adapter::{clamp_effort, VendorCatalog, VendorId};
 use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -67,7 +69,7 @@ struct NewSession {
     id: Option<String>,
     owner_id: String,
     visibility: tandem_protocol::Visibility,
-    vendor: String,
+    vendor: VendorId,
     model: String,
     effort: String,
     title: Option<String>,
@@ -187,9 +189,11 @@ impl Runtime {
                 }),
             },
         )?;
-        let catalog = Arc::new(VendorCatalog::new(&config.vendors));
-        let vendors = Arc::new(config.vendors.clone());
-        let claude = crate::adapter::claude::ClaudeHub::new(config.vendors.claude.as_ref());
+        let vendors = crate::adapter::Vendors::from_config(&config.vendors);
+        let catalog = Arc::new(VendorCatalog::new(vendors.specs()));
+        for (id, models) in &config.configured_models {
+            catalog.add_configured_models(&VendorId::from(id.as_str()), models);
+        }
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -200,8 +204,6 @@ impl Runtime {
                 catalog,
                 vendors,
                 mcp: McpTokens::default(),
-                codex: crate::adapter::codex::CodexHub::default(),
-                claude,
                 tools: tools(RuntimeRef(weak.clone())),
                 sessions: Registry::default(),
                 store: store.clone(),
@@ -264,28 +266,20 @@ impl Runtime {
         })
     }
 
-    /// Asks each installed vendor CLI for its version in the background; `GET /vendors`
-    /// shows it once known.
+    /// Checks each installed vendor CLI in the background (version, supported range,
+    /// login, models; no tokens spent); `GET /vendors` shows it once known.
     fn probe_vendor_versions(&self) {
         let catalog = self.inner.services.catalog.clone();
-        let vendors = self.inner.services.vendors.clone();
-        actix::spawn(async move {
-            for id in ["codex", "claude"] {
-                if let Some(process) = vendors.get(id) {
-                    match process.version().await {
-                        Some(version) => catalog.set_version(id, version),
-                        None => {
-                            tracing::warn!(vendor = id, bin = %process.bin.display(), "`--version` failed")
-                        }
-                    }
-                    if id == "codex" {
-                        if let Some(models) = crate::adapter::codex::list_models(process).await {
-                            catalog.set_models(id, models);
-                        }
-                    }
+        for (id, probe) in self.inner.services.vendors.probes() {
+            let catalog = catalog.clone();
+            actix::spawn(async move {
+                let health = probe.await;
+                if let Some(problem) = &health.problem {
+                    tracing::warn!(vendor = %id, %problem, "vendor check");
                 }
-            }
-        });
+                catalog.set_health(&id, health);
+            });
+        }
     }
 
     /// Tells the runtime where it is served (`http://HOST:PORT`), once bound: vendor
@@ -298,7 +292,7 @@ impl Runtime {
     /// exited; called when the server stops, so no CLI outlives it.
     pub async fn stop_vendor_processes(&self) {
         let limit = std::time::Duration::from_secs(5);
-        self.inner.services.claude.shutdown(limit).await;
+        self.inner.services.vendors.shutdown(limit).await;
     }
 
     /// The principal used when authentication is off (`--auth none`, loopback only).
@@ -442,7 +436,7 @@ impl Runtime {
             id: None,
             owner_id: who.user_id.clone(),
             visibility: params.visibility.unwrap_or_default(),
-            vendor: params.vendor.unwrap_or_else(|| "scripted".into()),
+            vendor: params.vendor.map_or(VendorId::SCRIPTED, VendorId::from),
             model: params.model.unwrap_or_default(),
             effort: params.effort.unwrap_or_default(),
             title: params.title,
@@ -462,7 +456,7 @@ impl Runtime {
             RuntimeError::InvalidArgument(format!("unknown vendor `{}`", spec.vendor))
         })?;
         if !vendor.installed {
-            return Err(RuntimeError::VendorNotInstalled(spec.vendor));
+            return Err(RuntimeError::VendorNotInstalled(spec.vendor.to_string()));
         }
         let effort = clamp_effort(spec.effort.trim(), vendor.effort_levels)
             .map_err(RuntimeError::InvalidArgument)?;
@@ -517,9 +511,9 @@ impl Runtime {
             cwd: spec.cwd,
             current_turn_id: None,
             turn_started_at: None,
-            pair_id: None,
-            role: None,
+            pair: None,
             queued: Vec::new(),
+            permission_rules: Vec::new(),
             parent_id: spec.parent_id,
             handoff_from: spec.handoff_from,
             pending_prompt: spec.pending_prompt,
@@ -636,8 +630,7 @@ impl Runtime {
             })
             .collect();
         // Claude Code processes outside tandem working on one of these sessions.
-        let external =
-            crate::adapter::claude::running::external(&self.inner.services.claude, &visible, &out);
+        let external = self.inner.services.vendors.external_runs(&visible, &out);
         out.extend(external);
         out.sort_by_key(|s| s.started_at);
         out
@@ -707,6 +700,8 @@ impl Runtime {
                 allow: params.allow,
                 updated_input: params.updated_input,
                 message: params.message,
+                remember: params.remember,
+                permission_mode: params.permission_mode,
             })
             .await?
     }
@@ -723,7 +718,7 @@ impl Runtime {
             .send(Configure {
                 model: params.model,
                 effort: params.effort,
-                vendor: params.vendor,
+                vendor: params.vendor.map(VendorId::from),
                 permission_mode: params.permission_mode,
                 title: params.title,
             })

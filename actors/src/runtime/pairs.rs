@@ -10,6 +10,7 @@ use tandem_protocol::{Role, SessionInfo};
 use super::reconcile::{self, ProposalFix};
 use super::{NewSession, PairHandle, Runtime};
 use crate::access::Principal;
+use crate::adapter::VendorId;
 use crate::clock::{now_ms, random_id};
 use crate::crash::crash_point;
 use crate::error::{PairError, RuntimeError};
@@ -174,7 +175,7 @@ impl Runtime {
             .inner
             .services
             .catalog
-            .get(&choice.vendor)
+            .get(&VendorId::from(choice.vendor.as_str()))
             .ok_or_else(|| {
                 RuntimeError::InvalidArgument(format!("unknown vendor `{}`", choice.vendor))
             })?;
@@ -214,7 +215,7 @@ impl Runtime {
                 id: Some(record.worker_id.clone()),
                 owner_id: driver_info.owner_id.clone(),
                 visibility: driver_info.visibility,
-                vendor: choice.vendor,
+                vendor: VendorId::from(choice.vendor),
                 model: choice.model,
                 effort: choice.effort,
                 title: Some(worker_title(&driver_info.title)),

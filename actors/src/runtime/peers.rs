@@ -69,7 +69,11 @@ impl Runtime {
             session_id: info.id.clone(),
             status: info.status,
             last_seq: info.last_seq,
+            // A remote session's pending requests, rules and queue live on its owner;
+            // this node's copy of the history does not hold them.
             pending_permissions: Vec::new(),
+            permission_rules: Vec::new(),
+            queued: Vec::new(),
             background_tasks: info.background_tasks.clone(),
         }
         .to_json()

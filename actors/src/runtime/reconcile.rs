@@ -113,8 +113,7 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
         .map(|s| (s.id.as_str(), *s))
         .collect();
     let member = |id: &str, pair_id: &str, role: Role| {
-        live.get(id)
-            .is_some_and(|s| s.pair_id.as_deref() == Some(pair_id) && s.role == Some(role))
+        live.get(id).is_some_and(|s| s.in_pair(pair_id, Some(role)))
     };
     let mut out = Plan::default();
     let mut reasons: HashMap<&str, &str> = HashMap::new();
@@ -158,7 +157,7 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
     let mut ids: Vec<&&SessionRecord> = live.values().collect();
     ids.sort_by(|a, b| a.id.cmp(&b.id));
     for session in ids {
-        let Some(pair_id) = session.pair_id.as_deref() else {
+        let Some(pair_id) = session.pair.as_ref().map(|m| m.pair_id.as_str()) else {
             continue;
         };
         let in_running = running.contains(pair_id)
@@ -272,8 +271,7 @@ pub(super) fn apply(
         let Some(session) = index.get(&unpair.session_id).map(|i| &mut loaded[*i]) else {
             continue;
         };
-        session.record.pair_id = None;
-        session.record.role = None;
+        session.record.pair = None;
         session.record.last_activity = now_ms();
         append(
             session,

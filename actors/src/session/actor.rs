@@ -77,6 +77,7 @@ impl SessionActor {
         services: Services,
         shared: Arc<SessionShared>,
     ) -> Self {
+        shared.set_queued(record.queued.iter().map(|q| q.entry()).collect());
         SessionActor {
             id: record.id.as_str().into(),
             record,
@@ -163,6 +164,8 @@ impl SessionActor {
         if std::mem::take(&mut self.dirty) {
             let info = self.info();
             self.shared.set(info.clone());
+            self.shared
+                .set_queued(self.record.queued.iter().map(|q| q.entry()).collect());
             self.services.gateway.do_send(SessionChanged(info));
         }
     }
@@ -184,7 +187,7 @@ impl SessionActor {
                 RuntimeError::InvalidArgument(format!("unknown vendor `{vendor}`"))
             })?;
             if !spec.installed {
-                return Err(RuntimeError::VendorNotInstalled(vendor));
+                return Err(RuntimeError::VendorNotInstalled(vendor.to_string()));
             }
             // A model named for the old vendor means nothing to the new one.
             if !spec.knows_model(&record.model) {
@@ -230,7 +233,7 @@ impl SessionActor {
                 EventBody::ConfigChanged {
                     model: self.record.model.clone(),
                     effort: self.record.effort.clone(),
-                    vendor: self.record.vendor.clone(),
+                    vendor: self.record.vendor.to_string(),
                     permission_mode: self.record.permission_mode,
                 },
             );
@@ -257,6 +260,8 @@ impl Actor for SessionActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        // Remembered "always allow" rules are listed to subscribers from the start.
+        self.publish_permissions();
         // Messages queued before a restart (including pushed-back results) go out
         // now that the session is free; schedules are armed (past ones fire now).
         self.dispatch_queued(ctx);

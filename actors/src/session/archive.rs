@@ -27,7 +27,7 @@ impl Handler<Archive> for SessionActor {
         if self.turn.is_some() || self.record.status.is_busy() {
             return Err(RuntimeError::RunInProgress(id));
         }
-        if self.record.pair_id.is_some() {
+        if self.record.pair.is_some() {
             return refuse("it is in a pair (close the pair first)");
         }
         if !self.background.is_empty() {

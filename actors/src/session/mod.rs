@@ -8,6 +8,7 @@ mod pairing;
 mod permissions;
 pub mod prompts;
 mod proposal;
+mod queue;
 mod schedules;
 mod spawn;
 mod store_failure;
@@ -21,8 +22,8 @@ use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use tandem_protocol::client::TurnOptions;
-use tandem_protocol::server::PendingPermission;
-use tandem_protocol::{Event, EventBody, SessionInfo};
+use tandem_protocol::server::{PendingPermission, QueuedEntry};
+use tandem_protocol::{Event, EventBody, PermissionRule, SessionInfo};
 
 pub(crate) use actor::validate_title;
 pub use actor::SessionActor;
@@ -32,6 +33,7 @@ pub use pairing::{
     WorkerTurnEnded,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
+pub use queue::{CancelQueued, EditQueued};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
@@ -54,14 +56,10 @@ pub struct Services {
     pub metrics: Arc<Metrics>,
     /// Vendor facts: a vendor or effort change is checked against them.
     pub catalog: Arc<VendorCatalog>,
-    /// How to start each vendor's CLI (absent = not installed).
-    pub vendors: Arc<crate::adapter::VendorsConfig>,
+    /// The vendor registry: starts the adapter for a session's vendor.
+    pub vendors: crate::adapter::Vendors,
     /// Agent tools endpoint and its per-session tokens, handed to vendor CLIs.
     pub mcp: crate::mcp_tokens::McpTokens,
-    /// Each owner's shared `codex app-server` (the Codex adapter).
-    pub codex: crate::adapter::codex::CodexHub,
-    /// What every Claude adapter shares (our process pids, the CLI's home).
-    pub claude: crate::adapter::claude::ClaudeHub,
     /// The agent tools, handed to every adapter this session starts.
     pub tools: crate::adapter::Tools,
     /// Reads (replays, turn summaries).
@@ -89,6 +87,10 @@ pub struct SessionShared {
     /// Pending permission requests as `permission_request` fields, for
     /// `chat_subscribed`.
     permissions: Mutex<Vec<PendingPermission>>,
+    /// Tools allowed for the rest of the session, for `chat_subscribed`.
+    rules: Mutex<Vec<PermissionRule>>,
+    /// The queue as last flushed, for `chat_subscribed` and `GET .../queue`.
+    queued: Mutex<Vec<QueuedEntry>>,
 }
 
 impl SessionShared {
@@ -99,6 +101,8 @@ impl SessionShared {
             info: Mutex::new(info),
             last_seq,
             permissions: Mutex::new(Vec::new()),
+            rules: Mutex::new(Vec::new()),
+            queued: Mutex::new(Vec::new()),
         }
     }
 
@@ -148,6 +152,24 @@ impl SessionShared {
             .any(|p| p.request_id == request_id)
     }
 
+    /// Tools a person allowed for the rest of the session.
+    pub fn permission_rules(&self) -> Vec<PermissionRule> {
+        read(&self.rules)
+    }
+
+    fn set_permission_rules(&self, list: Vec<PermissionRule>) {
+        write(&self.rules, list);
+    }
+
+    /// Messages waiting in the queue, oldest first.
+    pub fn queued(&self) -> Vec<QueuedEntry> {
+        read(&self.queued)
+    }
+
+    fn set_queued(&self, list: Vec<QueuedEntry>) {
+        write(&self.queued, list);
+    }
+
     fn set_permissions(&self, list: Vec<PendingPermission>) {
         match self.permissions.lock() {
             Ok(mut guard) => *guard = list,
@@ -157,6 +179,22 @@ impl SessionShared {
 
     fn set_last_seq(&self, seq: u64) {
         self.last_seq.store(seq, Ordering::Release);
+    }
+}
+
+/// A copy of what `published` holds (a poisoned lock still holds the last value set).
+fn read<T: Clone>(published: &Mutex<T>) -> T {
+    match published.lock() {
+        Ok(guard) => guard.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+/// Replaces what `published` holds.
+fn write<T>(published: &Mutex<T>, value: T) {
+    match published.lock() {
+        Ok(mut guard) => *guard = value,
+        Err(poisoned) => *poisoned.into_inner() = value,
     }
 }
 
@@ -226,6 +264,10 @@ pub struct RespondPermission {
     pub updated_input: Option<serde_json::Value>,
     /// Why it was denied; the adapter passes it on to the agent.
     pub message: Option<String>,
+    /// Also allow the tool without asking for the rest of the session.
+    pub remember: Option<tandem_protocol::RememberScope>,
+    /// The session's permission mode from now on (a plan approved with "accept edits").
+    pub permission_mode: Option<tandem_protocol::PermissionMode>,
 }
 
 /// Interrupt the running turn.
@@ -250,7 +292,7 @@ pub struct Configure {
     /// New effort, trimmed and moved to the vendor's nearest level (unknown ones refused).
     pub effort: Option<String>,
     /// New vendor: only before the vendor's conversation started and between turns.
-    pub vendor: Option<String>,
+    pub vendor: Option<crate::adapter::VendorId>,
     /// New permission mode, passed on to a running adapter at once.
     pub permission_mode: Option<tandem_protocol::PermissionMode>,
     /// New title, trimmed; empty or too long is refused.

@@ -7,7 +7,7 @@ use tandem_protocol::{EventBody, Role, SessionInfo, TurnStatus};
 use super::turn::{tail, TurnDelegation, RESPONSE_TAIL_CHARS};
 use super::SessionActor;
 use crate::error::RuntimeError;
-use crate::record::ProposalRecord;
+use crate::record::{Membership, ProposalRecord};
 
 /// How many delivered-result ids a session remembers for de-duplication.
 const DELIVERED_MEMORY: usize = 64;
@@ -117,9 +117,34 @@ impl SessionActor {
             response: tail(&response, RESPONSE_TAIL_CHARS),
             error,
         };
-        if delegation.report_to.try_send(ended).is_err() {
+        if report(&delegation.report_to, ended).is_err() {
             tracing::debug!(session = %self.id, pair = %delegation.pair_id, "delegated turn ended after its pair closed");
         }
+    }
+}
+
+/// The pair actor is gone: nobody waits for the outcome any more.
+#[derive(Debug)]
+pub(super) struct PairGone;
+
+/// Hands a delegated turn's outcome to its pair. The outcome is what the Driver waits
+/// for, so it is never dropped for a full mailbox: then it is queued past the
+/// mailbox's bound (one message per delegation, so the overshoot is bounded). Fails
+/// only when the pair actor has stopped.
+pub(super) fn report(
+    to: &Recipient<WorkerTurnEnded>,
+    ended: WorkerTurnEnded,
+) -> Result<(), PairGone> {
+    match to.try_send(ended) {
+        Ok(()) => Ok(()),
+        Err(SendError::Full(ended)) => {
+            tracing::debug!(delegation = %ended.delegation_id, "pair mailbox full; outcome queued past its bound");
+            // `do_send` queues whatever the mailbox's capacity; a closed mailbox was
+            // reported by `try_send` above.
+            to.do_send(ended);
+            Ok(())
+        }
+        Err(SendError::Closed(_)) => Err(PairGone),
     }
 }
 
@@ -127,9 +152,7 @@ impl Handler<StartDelegated> for SessionActor {
     type Result = Result<String, RuntimeError>;
 
     fn handle(&mut self, msg: StartDelegated, ctx: &mut Context<Self>) -> Self::Result {
-        if self.record.pair_id.as_deref() != Some(msg.pair_id.as_str())
-            || self.record.role != Some(Role::Worker)
-        {
+        if !self.record.in_pair(&msg.pair_id, Some(Role::Worker)) {
             return Err(RuntimeError::Conflict(
                 "this session is not the Worker of that pair".into(),
             ));
@@ -173,7 +196,7 @@ impl Handler<JoinPair> for SessionActor {
     type Result = Result<(), RuntimeError>;
 
     fn handle(&mut self, msg: JoinPair, _: &mut Context<Self>) -> Self::Result {
-        if self.record.pair_id.is_some() {
+        if self.record.pair.is_some() {
             return Err(RuntimeError::Conflict(format!(
                 "session {} already belongs to a pair",
                 self.record.id
@@ -184,8 +207,10 @@ impl Handler<JoinPair> for SessionActor {
                 "a spawned session cannot be paired".into(),
             ));
         }
-        self.record.pair_id = Some(msg.pair.pair_id.clone());
-        self.record.role = Some(msg.role);
+        self.record.pair = Some(Membership {
+            pair_id: msg.pair.pair_id.clone(),
+            role: msg.role,
+        });
         self.emit(None, EventBody::PairCreated { pair: msg.pair });
         self.touch();
         self.flush();
@@ -197,11 +222,10 @@ impl Handler<LeavePair> for SessionActor {
     type Result = bool;
 
     fn handle(&mut self, msg: LeavePair, _: &mut Context<Self>) -> bool {
-        if self.record.pair_id.as_deref() != Some(msg.pair_id.as_str()) {
+        if !self.record.in_pair(&msg.pair_id, None) {
             return false;
         }
-        self.record.pair_id = None;
-        self.record.role = None;
+        self.record.pair = None;
         if let Some(turn) = self.turn.as_mut() {
             // The pair is gone: the turn's end has nobody to report to.
             turn.delegation = None;
@@ -248,5 +272,70 @@ impl Handler<PartialText> for SessionActor {
             Some(turn) => tail(&turn.text_so_far(), RESPONSE_TAIL_CHARS),
             None => String::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stands in for the pair actor: a one-message mailbox, and what it received.
+    struct Pair {
+        got: Vec<String>,
+    }
+
+    impl Actor for Pair {
+        type Context = Context<Self>;
+        fn started(&mut self, ctx: &mut Context<Self>) {
+            ctx.set_mailbox_capacity(1);
+        }
+    }
+
+    impl Handler<WorkerTurnEnded> for Pair {
+        type Result = ();
+        fn handle(&mut self, msg: WorkerTurnEnded, _: &mut Context<Self>) {
+            self.got.push(msg.delegation_id);
+        }
+    }
+
+    #[derive(Message)]
+    #[rtype(result = "Vec<String>")]
+    struct Got;
+
+    impl Handler<Got> for Pair {
+        type Result = MessageResult<Got>;
+        fn handle(&mut self, _: Got, _: &mut Context<Self>) -> Self::Result {
+            MessageResult(self.got.clone())
+        }
+    }
+
+    fn ended(id: &str) -> WorkerTurnEnded {
+        WorkerTurnEnded {
+            delegation_id: id.into(),
+            status: TurnStatus::Completed,
+            response: "done".into(),
+            error: None,
+        }
+    }
+
+    #[actix_rt::test]
+    async fn the_outcome_reaches_a_pair_whose_mailbox_is_full() {
+        let pair = Pair { got: Vec::new() }.start();
+        // Let it start (and take its capacity) before filling the mailbox.
+        pair.send(Got).await.unwrap();
+        let to = pair.clone().recipient::<WorkerTurnEnded>();
+        let mut filler = 0;
+        while to.try_send(ended(&format!("filler-{filler}"))).is_ok() {
+            filler += 1;
+            assert!(filler < 100, "the mailbox never filled");
+        }
+        assert!(matches!(
+            to.try_send(ended("probe")),
+            Err(SendError::Full(_))
+        ));
+        report(&to, ended("the-outcome")).unwrap();
+        let got = pair.send(Got).await.unwrap();
+        assert_eq!(got.len(), filler + 1, "{got:?}");
+        assert_eq!(got.last().map(String::as_str), Some("the-outcome"));
     }
 }

@@ -3,7 +3,7 @@
 //! their turn ends.
 
 use actix::prelude::*;
-use tandem_protocol::EventBody;
+use tandem_protocol::{EventBody, PermissionRule};
 
 use super::actor::SessionActor;
 use super::RespondPermission;
@@ -21,9 +21,12 @@ impl Handler<RespondPermission> for SessionActor {
 }
 
 impl SessionActor {
-    /// Publishes the pending permission requests for new subscribers.
+    /// Publishes the pending permission requests and the remembered rules for new
+    /// subscribers.
     pub(super) fn publish_permissions(&self) {
         self.shared.set_permissions(self.permissions.clone());
+        self.shared
+            .set_permission_rules(self.record.permission_rules.clone());
     }
 
     /// Withdraws every pending permission request (its turn is over).
@@ -50,25 +53,58 @@ impl SessionActor {
         else {
             return Err(RuntimeError::NoSuchPermission(msg.request_id));
         };
+        let Some(adapter) = self.adapter.clone() else {
+            return Err(RuntimeError::NoSuchPermission(msg.request_id));
+        };
         let pending = self.permissions.remove(pos);
-        self.publish_permissions();
+        let allow = msg.allow;
+        let remember = allow && msg.remember.is_some();
+        let permission_mode = msg.permission_mode.filter(|_| allow);
         self.emit(
             None,
             EventBody::PermissionResolved {
                 request_id: pending.request_id.clone(),
             },
         );
-        match &self.adapter {
-            Some(adapter) => {
-                adapter.do_send(AdapterCommand::PermissionResponse {
-                    request_id: pending.request_id,
-                    allow: msg.allow,
-                    updated_input: msg.updated_input,
-                    message: msg.message,
-                });
-                Ok(())
-            }
-            None => Err(RuntimeError::NoSuchPermission(pending.request_id)),
+        if let Some(scope) = msg.remember.filter(|_| allow) {
+            self.remember_rule(PermissionRule {
+                tool_name: pending.tool_name.clone(),
+                scope,
+            });
         }
+        self.publish_permissions();
+        adapter.do_send(AdapterCommand::PermissionResponse {
+            request_id: pending.request_id,
+            allow,
+            updated_input: msg.updated_input,
+            message: msg.message,
+            remember,
+            permission_mode,
+        });
+        if let Some(mode) = permission_mode {
+            // Recorded as any other configuration change; the adapter already switched
+            // the vendor's mode with its answer, so the Configure it gets is a no-op.
+            self.apply_config(super::Configure {
+                permission_mode: Some(mode),
+                ..Default::default()
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Records an "always allow" rule once: an event in the history, the record (so
+    /// later adapters and restarts keep it) and what subscribers are told.
+    fn remember_rule(&mut self, rule: PermissionRule) {
+        if self
+            .record
+            .permission_rules
+            .iter()
+            .any(|r| r.tool_name == rule.tool_name)
+        {
+            return;
+        }
+        self.record.permission_rules.push(rule.clone());
+        self.touch();
+        self.emit(None, EventBody::PermissionRemembered { rule });
     }
 }

@@ -9,7 +9,7 @@ pub fn system_prompt(record: &SessionRecord) -> Option<String> {
     if record.parent_id.is_some() {
         return None;
     }
-    match record.role {
+    match record.pair.as_ref().map(|m| m.role) {
         Some(Role::Driver) => Some(DRIVER.to_string()),
         Some(Role::Worker) => None,
         None => Some(UNPAIRED.to_string()),

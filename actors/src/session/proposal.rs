@@ -93,7 +93,7 @@ impl Handler<Propose> for SessionActor {
     type Result = Result<ProposalRecord, RuntimeError>;
 
     fn handle(&mut self, msg: Propose, _: &mut Context<Self>) -> Self::Result {
-        if self.record.pair_id.is_some() {
+        if self.record.pair.is_some() {
             return Err(ProposalError::AlreadyPaired.into());
         }
         if self

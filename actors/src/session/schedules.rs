@@ -83,13 +83,9 @@ impl SessionActor {
         );
         let outcome = if self.turn.is_some() {
             // It goes first in the queue and runs as soon as the turn has stopped.
-            self.record.queued.insert(
-                0,
-                QueuedMessage {
-                    text: content,
-                    internal: false,
-                },
-            );
+            self.record
+                .queued
+                .insert(0, QueuedMessage::new(content, false));
             self.interrupt(ctx)
         } else {
             self.start_turn(content, false, None, ctx).map(|_| ())

@@ -12,7 +12,6 @@ use super::actor::SessionActor;
 use super::turns::{turn_number, TurnSummary, KEEP_TURNS};
 use super::{Abort, Configure, SendMessage, SendOutcome};
 use crate::adapter::messages::{AdapterCommand, AgentItem, AgentOutput, Pace, TurnSettings};
-use crate::adapter::scripted::ScriptedAgent;
 use crate::adapter::AdapterContext;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
@@ -140,21 +139,15 @@ impl SessionActor {
             out: ctx.address().recipient(),
             pace: ctx.address().recipient(),
             mcp: self.services.mcp.access(&self.record.id),
-            process: self.services.vendors.get(&self.record.vendor).cloned(),
+            tools: self.services.tools.clone(),
+            remembered: self
+                .record
+                .permission_rules
+                .iter()
+                .map(|r| r.tool_name.clone())
+                .collect(),
         };
-        let adapter = match self.record.vendor.as_str() {
-            "scripted" => ScriptedAgent::new(
-                context.session_id,
-                context.out,
-                context.pace,
-                self.services.tools.clone(),
-            )
-            .start()
-            .recipient(),
-            "codex" => crate::adapter::codex::start(context, &self.services.codex)?,
-            "claude" => crate::adapter::claude::start(context, &self.services.claude)?,
-            other => return Err(RuntimeError::VendorNotInstalled(other.to_string())),
-        };
+        let adapter = self.services.vendors.start(&self.record.vendor, context)?;
         self.adapter = Some(adapter.clone());
         Ok(adapter)
     }
@@ -205,6 +198,18 @@ impl SessionActor {
             },
         );
         self.touch();
+        if let Some(problem) = self.unsupported_cli() {
+            // The CLI's version is outside the supported range: the turn fails at once
+            // (through the adapters' own path) rather than in some unexpected way.
+            ctx.notify(AgentOutput {
+                turn_id: Some(turn_id.clone()),
+                item: AgentItem::TurnEnded {
+                    status: TurnStatus::Failed,
+                    error: Some(problem),
+                },
+            });
+            return Ok(turn_id);
+        }
         adapter.do_send(AdapterCommand::StartTurn {
             turn_id: turn_id.clone(),
             text,
@@ -212,6 +217,15 @@ impl SessionActor {
             settings: self.turn_settings(),
         });
         Ok(turn_id)
+    }
+
+    /// The problem of this session's vendor CLI when its version is unsupported.
+    fn unsupported_cli(&self) -> Option<String> {
+        self.services
+            .catalog
+            .get(&self.record.vendor)
+            .filter(|spec| spec.status == crate::adapter::health::VendorStatus::Unsupported)
+            .and_then(|spec| spec.problem)
     }
 
     /// Model and behaviour as the session's record says now.
@@ -293,7 +307,7 @@ impl SessionActor {
 
     /// Runs `text` now if the session is free, else queues it.
     pub(super) fn run_or_queue(&mut self, text: String, internal: bool, ctx: &mut Context<Self>) {
-        self.record.queued.push(QueuedMessage { text, internal });
+        self.record.queued.push(QueuedMessage::new(text, internal));
         self.touch();
         self.dispatch_queued(ctx);
     }
@@ -324,10 +338,9 @@ impl SessionActor {
                     "the queue already holds {MAX_QUEUED} messages"
                 )));
             }
-            self.record.queued.push(QueuedMessage {
-                text: msg.content,
-                internal: false,
-            });
+            self.record
+                .queued
+                .push(QueuedMessage::new(msg.content, false));
             self.touch();
             return Ok(SendOutcome::Queued {
                 position: self.record.queued.len(),
@@ -362,6 +375,13 @@ impl SessionActor {
             }
             AgentItem::TurnEnded { status, error } => {
                 if msg.turn_id.is_some() {
+                    // A failure the user can fix is told as vendor, cause and fix.
+                    let error = match status {
+                        TurnStatus::Failed => error.map(|e| {
+                            crate::adapter::health::explain(self.record.vendor.as_str(), e)
+                        }),
+                        _ => error,
+                    };
                     self.finish_turn(status, error, ctx);
                 }
             }
@@ -383,11 +403,15 @@ impl SessionActor {
                 request_id,
                 tool_name,
                 input,
+                permission_kind,
+                choices,
             } => {
                 self.permissions.push(PendingPermission {
                     request_id: request_id.clone(),
                     tool_name: tool_name.clone(),
                     input: input.clone(),
+                    permission_kind,
+                    choices: choices.clone(),
                 });
                 self.publish_permissions();
                 self.emit(
@@ -396,6 +420,8 @@ impl SessionActor {
                         request_id,
                         tool_name,
                         input,
+                        permission_kind,
+                        choices,
                     },
                 );
             }

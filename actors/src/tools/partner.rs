@@ -11,34 +11,43 @@ use tandem_protocol::tools::{
 use tandem_protocol::{Role, SessionStatus};
 
 use super::{clamped, optional, required};
+use crate::adapter::VendorId;
 use crate::error::{PairError, ToolError};
 use crate::pair::{ClosePair, Delegate, DelegateReply, DelegationStatus, InterruptWorker};
 use crate::runtime::Runtime;
 use crate::session::{RecentTurns, SessionState};
 
 /// The Worker vendor when none is requested: Codex if installed and the Driver is not
-/// Codex; else the first installed vendor that differs from the Driver's; else the
-/// first installed. A requested vendor must be installed.
+/// Codex; else another installed real vendor (not the Driver's, not `scripted`); else
+/// the Driver's own; else (the Driver's vendor is gone) any installed real vendor,
+/// `scripted` only when no real one is. So `scripted` is chosen only by name, as the
+/// Driver's own vendor, or when nothing else is installed. A requested vendor must be
+/// installed.
 pub fn choose_worker_vendor(
-    requested: Option<&str>,
-    driver_vendor: &str,
-    installed: &[&str],
-) -> Result<String, ToolError> {
+    requested: Option<&VendorId>,
+    driver_vendor: &VendorId,
+    installed: &[VendorId],
+) -> Result<VendorId, ToolError> {
     if let Some(vendor) = requested {
-        return if installed.contains(&vendor) {
-            Ok(vendor.to_string())
+        return if installed.contains(vendor) {
+            Ok(vendor.clone())
         } else {
             Err(ToolError::VendorNotInstalled(vendor.to_string()))
         };
     }
-    if installed.contains(&"codex") && driver_vendor != "codex" {
-        return Ok("codex".into());
+    if installed.contains(&VendorId::CODEX) && *driver_vendor != VendorId::CODEX {
+        return Ok(VendorId::CODEX);
     }
-    installed
-        .iter()
-        .find(|v| **v != driver_vendor)
+    let mut real = installed.iter().filter(|v| !v.is_scripted());
+    if let Some(other) = real.clone().find(|v| *v != driver_vendor) {
+        return Ok(other.clone());
+    }
+    if installed.contains(driver_vendor) {
+        return Ok(driver_vendor.clone());
+    }
+    real.next()
         .or_else(|| installed.first())
-        .map(|v| v.to_string())
+        .cloned()
         .ok_or(ToolError::NoVendor)
 }
 
@@ -78,12 +87,12 @@ pub(super) async fn send_to_partner(
         None => {
             let installed = rt.installed_vendors();
             let vendor = choose_worker_vendor(
-                optional(args.worker_vendor).as_deref(),
-                &state.info.vendor,
+                optional(args.worker_vendor).map(VendorId::from).as_ref(),
+                &VendorId::from(state.info.vendor.as_str()),
                 &installed,
             )?;
             let choice = WorkerChoice {
-                vendor,
+                vendor: vendor.to_string(),
                 model: optional(args.worker_model).unwrap_or_default(),
                 effort: optional(args.worker_effort).unwrap_or_default(),
             };
@@ -209,8 +218,25 @@ pub(super) async fn close_partner(
 
 #[cfg(test)]
 mod tests {
-    use super::choose_worker_vendor;
     use tandem_protocol::ErrorCode;
+
+    use crate::adapter::VendorId;
+    use crate::error::ToolError;
+
+    /// The rule on plain strings, as the tests write them.
+    fn choose_worker_vendor(
+        requested: Option<&str>,
+        driver: &str,
+        installed: &[&str],
+    ) -> Result<String, ToolError> {
+        let installed: Vec<VendorId> = installed.iter().map(|v| VendorId::from(*v)).collect();
+        super::choose_worker_vendor(
+            requested.map(VendorId::from).as_ref(),
+            &VendorId::from(driver),
+            &installed,
+        )
+        .map(String::from)
+    }
 
     #[test]
     fn worker_vendor_rule() {
@@ -219,8 +245,45 @@ mod tests {
             choose_worker_vendor(None, "claude", &all).ok().as_deref(),
             Some("codex")
         );
+        // A real vendor is installed besides the Driver's: never the scripted one.
         assert_eq!(
             choose_worker_vendor(None, "codex", &all).ok().as_deref(),
+            Some("claude")
+        );
+        assert_eq!(
+            choose_worker_vendor(None, "codex", &["scripted", "codex"])
+                .ok()
+                .as_deref(),
+            Some("codex")
+        );
+        assert_eq!(
+            choose_worker_vendor(None, "claude", &["scripted", "claude"])
+                .ok()
+                .as_deref(),
+            Some("claude")
+        );
+        assert_eq!(
+            choose_worker_vendor(None, "scripted", &all).ok().as_deref(),
+            Some("codex")
+        );
+        // The Driver's vendor was uninstalled: a real one, scripted only as a last resort.
+        assert_eq!(
+            choose_worker_vendor(None, "codex", &["scripted", "claude"])
+                .ok()
+                .as_deref(),
+            Some("claude")
+        );
+        assert_eq!(
+            choose_worker_vendor(None, "claude", &["scripted"])
+                .ok()
+                .as_deref(),
+            Some("scripted")
+        );
+        // Asked for by name, it is still there.
+        assert_eq!(
+            choose_worker_vendor(Some("scripted"), "codex", &all)
+                .ok()
+                .as_deref(),
             Some("scripted")
         );
         assert_eq!(

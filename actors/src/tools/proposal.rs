@@ -8,7 +8,7 @@ use tandem_protocol::tools::{ProposeState, ProposeWorkerParams, ProposeWorkerRes
 
 use super::partner::choose_worker_vendor;
 use super::{optional, required};
-use crate::adapter::clamp_effort;
+use crate::adapter::{clamp_effort, VendorId};
 use crate::error::{PairError, ProposalError, RuntimeError, ToolError};
 use crate::pair::{Delegate, DelegateReply};
 use crate::record::ProposalRecord;
@@ -27,11 +27,17 @@ pub(super) async fn propose_worker(
         return Err(ProposalError::NotAlone.into());
     }
     let installed = rt.installed_vendors();
-    let requested = optional(args.recommended_vendor).filter(|v| installed.contains(&v.as_str()));
-    let vendor = choose_worker_vendor(requested.as_deref(), &state.info.vendor, &installed)?;
+    let requested = optional(args.recommended_vendor)
+        .map(VendorId::from)
+        .filter(|v| installed.contains(v));
+    let vendor = choose_worker_vendor(
+        requested.as_ref(),
+        &VendorId::from(state.info.vendor.as_str()),
+        &installed,
+    )?;
     let spec = rt
         .vendor(&vendor)
-        .ok_or_else(|| ToolError::VendorNotInstalled(vendor.clone()))?;
+        .ok_or_else(|| ToolError::VendorNotInstalled(vendor.to_string()))?;
     let model = optional(args.recommended_model)
         .filter(|m| spec.knows_model(m))
         .unwrap_or_default();
@@ -49,7 +55,7 @@ pub(super) async fn propose_worker(
             plan,
             message,
             recommended: WorkerChoice {
-                vendor,
+                vendor: vendor.to_string(),
                 model,
                 effort,
             },
@@ -91,9 +97,11 @@ pub struct StartedWorker {
 /// Checks a Worker choice against what is installed: the vendor must be installed, a
 /// model must be one the vendor lists, the effort is clamped.
 fn validate_choice(rt: &Runtime, choice: WorkerChoice) -> Result<WorkerChoice, RuntimeError> {
-    let spec = rt.vendor(&choice.vendor).ok_or_else(|| {
-        RuntimeError::InvalidArgument(format!("unknown vendor `{}`", choice.vendor))
-    })?;
+    let spec = rt
+        .vendor(&VendorId::from(choice.vendor.as_str()))
+        .ok_or_else(|| {
+            RuntimeError::InvalidArgument(format!("unknown vendor `{}`", choice.vendor))
+        })?;
     if !spec.installed {
         return Err(RuntimeError::VendorNotInstalled(choice.vendor));
     }

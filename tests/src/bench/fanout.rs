@@ -61,6 +61,13 @@ pub struct FanoutConfig {
     /// sessions live on node `a`, every client is connected to node `b`. Server CPU
     /// is both nodes' (NATS's is reported apart).
     pub cross_node: bool,
+    /// `--subscribe all`: `clients` clients in all, each subscribed to every session
+    /// (a dashboard); else (`one`) `clients` clients per session, each subscribed to
+    /// that one. Deliveries are sessions × clients × events either way.
+    pub subscribe_all: bool,
+    /// `--floor 1`: after each tandem run, the same clients against the minimal
+    /// fan-out server ([`super::floor`]), and the ratio of CPU per delivery.
+    pub floor: bool,
 }
 
 impl FanoutConfig {
@@ -77,6 +84,12 @@ impl FanoutConfig {
             trace_ms: flags.num("trace-ms", 0)?,
             dump: flags.all("dump-latency").pop(),
             cross_node: flags.num::<u8>("cross-node", 0)? == 1,
+            subscribe_all: match flags.all("subscribe").pop().as_deref() {
+                None | Some("one") => false,
+                Some("all") => true,
+                Some(other) => return Err(format!("--subscribe one|all, not {other}")),
+            },
+            floor: flags.num::<u8>("floor", 0)? != 0,
         };
         if [cfg.sessions, cfg.clients, cfg.threads, cfg.runs].contains(&0) || cfg.tick_ms == 0 {
             return Err(
@@ -156,6 +169,7 @@ impl FanoutRun {
             "run": run,
             "sessions": cfg.sessions,
             "clients": cfg.clients,
+            "subscribe": if cfg.subscribe_all { "all" } else { "one" },
             "events": cfg.events,
             "rate_target": cfg.rate,
             "tick_ms": cfg.rate.map(|_| cfg.tick_ms),
@@ -191,6 +205,7 @@ pub fn summary(cfg: &FanoutConfig, runs: &[FanoutRun], extra: &[String]) -> Valu
         "events": cfg.events,
         "rate_target": cfg.rate,
         "tick_ms": cfg.rate.map(|_| cfg.tick_ms),
+        "subscribe": if cfg.subscribe_all { "all" } else { "one" },
         "server_args": extra,
         "median_delivered_per_s": m(&|r| r.rate()).round(),
         "median_events_per_s_per_session": round(
@@ -218,12 +233,44 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
     let extra = flags.all("server-arg");
     flags.done()?;
     let mut runs = Vec::new();
+    let mut floors = Vec::new();
     for run in 1..=cfg.runs {
         let r = run_once(&cfg, &extra)?;
         report::line(&r.to_json(&cfg, run, &extra));
+        if cfg.floor {
+            // The same clients and load against the floor, right after.
+            let f = run_against(BenchServer::start_floor()?, None, None, &cfg)?;
+            let mut line = f.to_json(&cfg, run, &[]);
+            line["server"] = json!("floor");
+            line["cpu_ratio_tandem_vs_floor"] =
+                json!(round(r.cpu_us_per_delivery() / f.cpu_us_per_delivery(), 2));
+            report::line(&line);
+            floors.push(f);
+        }
         runs.push(r);
     }
-    report::line(&summary(&cfg, &runs, &extra));
+    let mut line = summary(&cfg, &runs, &extra);
+    if cfg.floor {
+        let cpu = |rs: &[FanoutRun]| {
+            median(
+                &rs.iter()
+                    .map(FanoutRun::cpu_us_per_delivery)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        line["floor_median_server_cpu_us_per_delivery"] = json!(round(cpu(&floors), 3));
+        line["median_cpu_ratio_tandem_vs_floor"] = json!(round(
+            median(
+                &runs
+                    .iter()
+                    .zip(&floors)
+                    .map(|(r, f)| r.cpu_us_per_delivery() / f.cpu_us_per_delivery())
+                    .collect::<Vec<_>>()
+            ),
+            2
+        ));
+    }
+    report::line(&line);
     Ok(())
 }
 
@@ -257,6 +304,17 @@ pub fn run_once(cfg: &FanoutConfig, extra: &[String]) -> Result<FanoutRun, Strin
         Some(_) => Some(BenchServer::start(&node_args("b"))?),
         None => None,
     };
+    run_against(server, remote, nats, cfg)
+}
+
+/// One run against `server` (tandem, or the floor); with `remote`, the clients connect
+/// there instead (cross-node), and `nats`'s CPU is reported apart.
+fn run_against(
+    server: BenchServer,
+    remote: Option<BenchServer>,
+    nats: Option<crate::NatsServer>,
+    cfg: &FanoutConfig,
+) -> Result<FanoutRun, String> {
     let url = remote.as_ref().unwrap_or(&server).ws_url();
     let system = actix_rt::System::new();
     let (mut driver, sessions) = system.block_on(async {
@@ -274,12 +332,23 @@ pub fn run_once(cfg: &FanoutConfig, extra: &[String]) -> Result<FanoutRun, Strin
     let deadline = Instant::now() + SETUP_TIMEOUT + RUN_TIMEOUT;
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
     let expected = (cfg.events + 4) as usize;
+    // Each client's sessions: every session (`--subscribe all`), or client j watches
+    // session j % S.
+    let watched: Vec<Vec<String>> = if cfg.subscribe_all {
+        vec![sessions.clone(); cfg.clients]
+    } else {
+        (0..cfg.sessions * cfg.clients)
+            .map(|j| vec![sessions[j % cfg.sessions].clone()])
+            .collect()
+    };
     let mut workers = Vec::new();
     for t in 0..cfg.threads {
-        // Client j watches session j % S and lives on thread j % threads.
-        let subs: Vec<String> = (0..cfg.sessions * cfg.clients)
-            .filter(|j| j % cfg.threads == t)
-            .map(|j| sessions[j % cfg.sessions].clone())
+        // Client j lives on thread j % threads.
+        let subs: Vec<Vec<String>> = watched
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| j % cfg.threads == t)
+            .map(|(_, s)| s.clone())
             .collect();
         let (url, ready, keep) = (url.clone(), ready_tx.clone(), cfg.dump.is_some());
         let cfg_threads = cfg.threads;
@@ -425,7 +494,7 @@ pub async fn next_control(ws: &mut RawWs) -> Result<Value, String> {
 /// then receives until every client has its session's `turn_completed`.
 fn client_thread(
     url: &str,
-    subs: Vec<String>,
+    subs: Vec<Vec<String>>,
     expected: usize,
     keep_samples: bool,
     (thread, threads): (usize, usize),
@@ -435,18 +504,8 @@ fn client_thread(
     actix_rt::System::new().block_on(async move {
         let setup = async {
             let mut clients = Vec::with_capacity(subs.len());
-            for sid in &subs {
-                let mut ws = RawWs::connect(url).await?;
-                let sub = json!({"type": "chat.subscribe",
-                    "sessions": [{"sessionId": sid, "lastSeq": 0}]});
-                ws.send_text(sub.to_string()).await?;
-                match ws
-                    .next_text(SETUP_TIMEOUT, |b| scan::kind(b) == Some(b"chat_subscribed"))
-                    .await?
-                {
-                    Incoming::Text(true) => clients.push(ws),
-                    _ => return Err(format!("no chat_subscribed for {sid}")),
-                }
+            for sids in &subs {
+                clients.push(subscribed_client(url, sids).await?);
             }
             Ok::<_, String>(clients)
         };
@@ -465,7 +524,13 @@ fn client_thread(
             .map(|(i, (ws, sid))| {
                 // Client j of the run is the i-th of thread j % threads.
                 let id = keep_samples.then_some(i * threads + thread);
-                actix_rt::spawn(receive(ws, sid, expected, id, deadline))
+                let reader = Reader {
+                    expected_per_session: expected,
+                    sample_id: id,
+                    deadline,
+                    pause: None,
+                };
+                actix_rt::spawn(async move { reader.receive(ws, &sid).await.map(|c| c.out) })
             })
             .collect();
         let mut out = ThreadOut::default();
@@ -483,65 +548,155 @@ fn client_thread(
     })
 }
 
-/// One client: counts event frames and their latency until `turn_completed`. Told it
-/// lagged, it resubscribes from where it was dropped and goes on.
-async fn receive(
-    mut ws: RawWs,
-    sid: String,
-    expected: usize,
-    sample_id: Option<usize>,
-    deadline: Instant,
-) -> Result<ThreadOut, String> {
-    let mut out = ThreadOut {
-        latencies: Vec::with_capacity(expected),
-        ..ThreadOut::default()
-    };
-    let mut next_seq = 1;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let frame = ws
-            .next_text(left, |b| {
-                let at = now_us();
-                let done = scan::kind(b) == Some(b"turn_completed");
-                let lagged = (scan::kind(b) == Some(b"lagged"))
-                    .then(|| scan::u64_after(b, b"\"resumeFrom\":"))
-                    .flatten();
-                (scan::seq(b), scan::ts(b), done, lagged, at)
-            })
-            .await?;
-        let (seq, ts, done, lagged, at) = match frame {
-            Incoming::Text(t) => t,
-            Incoming::Closed(_) => {
-                out.closes += 1;
-                return Ok(out);
+/// Connects one client and subscribes it to `sids` from the start of their histories.
+pub async fn subscribed_client(url: &str, sids: &[String]) -> Result<RawWs, String> {
+    let mut ws = RawWs::connect(url).await?;
+    let sessions: Vec<Value> = sids
+        .iter()
+        .map(|sid| json!({"sessionId": sid, "lastSeq": 0}))
+        .collect();
+    let sub = json!({"type": "chat.subscribe", "sessions": sessions});
+    ws.send_text(sub.to_string()).await?;
+    let mut acked = 0;
+    while acked < sids.len() {
+        match ws
+            .next_text(SETUP_TIMEOUT, |b| scan::kind(b) == Some(b"chat_subscribed"))
+            .await?
+        {
+            Incoming::Text(true) => acked += 1,
+            Incoming::Text(false) => {}
+            Incoming::Closed(code) => {
+                return Err(format!("closed ({code:?}) before chat_subscribed"))
             }
+        }
+    }
+    Ok(ws)
+}
+
+/// How one client reads: it counts event frames and their latency until it has every
+/// watched session's `turn_completed`. Told it lagged, it resubscribes that session
+/// from where it was dropped and goes on, as a real client does.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    /// Events expected per session (for the latency buffer's size).
+    pub expected_per_session: usize,
+    /// Keep per-delivery samples under this client index (`--dump-latency`).
+    pub sample_id: Option<usize>,
+    /// Give up (an error) at this instant.
+    pub deadline: Instant,
+    /// After every so many frames, stop reading for this long: a client that keeps
+    /// reading, slower than the sessions produce (the e2e tests use it to make lags
+    /// happen).
+    pub pause: Option<(u64, Duration)>,
+}
+
+/// What one client saw.
+#[derive(Debug, Default)]
+pub struct ClientOut {
+    /// Counters and latencies, as the bench sums them.
+    out: ThreadOut,
+    /// Per watched session: the next `seq` the client expected when it stopped.
+    pub next_seq: Vec<(String, u64)>,
+}
+
+impl ClientOut {
+    /// Event frames received.
+    pub fn delivered(&self) -> u64 {
+        self.out.delivered
+    }
+    /// `lagged` notices received.
+    pub fn lagged(&self) -> u64 {
+        self.out.lagged
+    }
+    /// 1 when the server closed the socket before every turn ended.
+    pub fn closes(&self) -> u64 {
+        self.out.closes
+    }
+    /// Events that arrived out of sequence.
+    pub fn gaps(&self) -> u64 {
+        self.out.gaps
+    }
+}
+
+impl Reader {
+    /// Reads `ws`, subscribed to every session of `sids`, until each one's
+    /// `turn_completed`, or until the server closes it.
+    pub async fn receive(&self, mut ws: RawWs, sids: &[String]) -> Result<ClientOut, String> {
+        let mut out = ThreadOut {
+            latencies: Vec::with_capacity(self.expected_per_session * sids.len()),
+            ..ThreadOut::default()
         };
-        if let Some(resume_from) = lagged {
-            // The subscription was dropped: take it up again where it stopped.
-            out.lagged += 1;
-            let sub = json!({"type": "chat.subscribe",
-                "sessions": [{"sessionId": sid, "lastSeq": resume_from.saturating_sub(1)}]});
-            ws.send_text(sub.to_string()).await?;
-            next_seq = resume_from;
-            continue;
-        }
-        let Some(seq) = seq else { continue };
-        if seq != next_seq {
-            out.gaps += 1;
-        }
-        next_seq = seq + 1;
-        out.delivered += 1;
-        out.last_us = at;
-        if let Some(ts) = ts {
-            let latency = at.saturating_sub(ts * 1000).min(u64::from(u32::MAX)) as u32;
-            out.latencies.push(latency);
-            if let Some(id) = sample_id {
-                out.samples.push((id, at, latency, seq));
+        // Per session (in `sids` order): the next seq expected, and whether its turn
+        // has ended.
+        let mut next_seq: Vec<u64> = vec![1; sids.len()];
+        let mut done: Vec<bool> = vec![false; sids.len()];
+        let mut frames: u64 = 0;
+        while done.iter().any(|d| !d) {
+            if let Some((every, pause)) = self.pause {
+                frames += 1;
+                if frames.is_multiple_of(every) {
+                    actix_rt::time::sleep(pause).await;
+                }
+            }
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            let frame = ws
+                .next_text(left, |b| {
+                    let at = now_us();
+                    let kind = scan::kind(b);
+                    let session = scan::str_after(b, b"\"sessionId\":\"")
+                        .and_then(|s| sids.iter().position(|sid| sid.as_bytes() == s));
+                    let lagged = (kind == Some(b"lagged"))
+                        .then(|| scan::u64_after(b, b"\"resumeFrom\":"))
+                        .flatten();
+                    let ended = kind == Some(b"turn_completed");
+                    (scan::seq(b), scan::ts(b), session, ended, lagged, at)
+                })
+                .await?;
+            let (seq, ts, session, ended, lagged, at) = match frame {
+                Incoming::Text(t) => t,
+                Incoming::Closed(_) => {
+                    out.closes += 1;
+                    break;
+                }
+            };
+            let Some(s) = session else { continue };
+            if let Some(resume_from) = lagged {
+                // The subscription was dropped: take it up again where it stopped.
+                out.lagged += 1;
+                let sub = json!({"type": "chat.subscribe",
+                    "sessions": [{"sessionId": sids[s], "lastSeq": resume_from.saturating_sub(1)}]});
+                if ws.send_text(sub.to_string()).await.is_err() {
+                    // The server closed the socket after telling it so.
+                    out.closes += 1;
+                    break;
+                }
+                next_seq[s] = resume_from;
+                continue;
+            }
+            let Some(seq) = seq else { continue };
+            if seq != next_seq[s] {
+                out.gaps += 1;
+            }
+            next_seq[s] = seq + 1;
+            out.delivered += 1;
+            out.last_us = at;
+            if let Some(ts) = ts {
+                let latency = at.saturating_sub(ts * 1000).min(u64::from(u32::MAX)) as u32;
+                out.latencies.push(latency);
+                if let Some(id) = self.sample_id {
+                    out.samples.push((id, at, latency, seq));
+                }
+            }
+            if ended {
+                done[s] = true;
             }
         }
-        if done {
+        if out.closes == 0 {
             ws.close().await;
-            return Ok(out);
         }
+        Ok(ClientOut {
+            out,
+            next_seq: sids.iter().cloned().zip(next_seq).collect(),
+        })
     }
 }

@@ -14,6 +14,7 @@ pub mod codex;
 pub mod delegation;
 pub mod durability;
 pub mod fanout;
+pub mod floor;
 pub mod procfs;
 pub mod raw_ws;
 pub mod replay;
@@ -56,8 +57,9 @@ pub const USAGE: &str = "\
 usage: bench serve [tandem serve flags]
        bench fanout     [--sessions 10] [--clients 10] [--events 2000] [--runs 3]
                         [--rate EV_PER_S_PER_SESSION] [--tick-ms 10] [--threads 2]
-                        [--trace-ms N] [--dump-latency FILE] [--server-arg ARG]...
-                        [--cross-node 1] (sessions on node a, clients on node b, via
+                        [--trace-ms N] [--dump-latency FILE] [--subscribe one|all]
+                        [--floor 1] [--server-arg ARG]... [--cross-node 1]
+                        (--cross-node: sessions on node a, clients on node b, via
                         nats-server on loopback)
        bench sessions   [--count 10000] [--clients 8] [--window 32] [--runs 3]
                         [--threads 2] [--server-arg ARG]...

@@ -27,13 +27,28 @@ impl BenchServer {
     pub fn start(extra: &[String]) -> Result<BenchServer, String> {
         let dir = TempDir::new("bench");
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-        let mut child = Command::new(&exe)
+        let mut command = Command::new(&exe);
+        command
             .arg("serve")
             .args(["--port", "0", "--auth", "none", "--data-dir"])
             .arg(dir.path().join("data"))
             .arg("--workspace-root")
             .arg(dir.path())
-            .args(extra)
+            .args(extra);
+        BenchServer::spawn(command, dir)
+    }
+
+    /// Starts the minimal fan-out server (`bench floor-serve`, [`super::floor`]).
+    pub fn start_floor() -> Result<BenchServer, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let mut command = Command::new(&exe);
+        command.arg("floor-serve");
+        BenchServer::spawn(command, TempDir::new("bench-floor"))
+    }
+
+    /// Runs `command` and waits for its start line.
+    fn spawn(mut command: Command, dir: TempDir) -> Result<BenchServer, String> {
+        let mut child = command
             .env(
                 "TANDEM_LOG",
                 std::env::var("TANDEM_LOG").unwrap_or_else(|_| "warn".into()),
@@ -42,7 +57,7 @@ impl BenchServer {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+            .map_err(|e| format!("cannot start {command:?}: {e}"))?;
         let Some(stdout) = child.stdout.take() else {
             let _ = child.kill();
             let _ = child.wait();

@@ -1,5 +1,6 @@
 //! Benchmarks for tandem (see BENCHMARKS.md). `bench serve ARGS` runs the server itself
-//! (exactly `tandem serve ARGS`; likewise `bench user ...`), so tests and benchmarks
+//! (exactly `tandem serve ARGS`; likewise `bench user ...`, `bench doctor` and every other
+//! `tandem` command), so tests and benchmarks
 //! start it as a child process.
 //! `bench fanout|sessions|replay|durability|delegation|codex|claude [flags]` start that server as a child
 //! process and measure it over loopback ([`tandem_tests::bench`]).
@@ -9,15 +10,24 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        // The server's own commands, exactly as `tandem` runs them.
-        Some("serve" | "user" | "token") => tandem_http::cli::main_from(&args),
+        // The minimal fan-out server `bench fanout --floor` compares with.
+        Some("floor-serve") => match tandem_tests::bench::floor::serve(&args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench floor-serve: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Some(
             mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex"
             | "claude"),
         ) => tandem_tests::bench::run(mode, &args[1..]),
-        _ => {
+        None => {
             eprintln!("{}", tandem_tests::bench::USAGE);
             ExitCode::from(2)
         }
+        // Every other word is one of the server's own commands (`serve`, `user`,
+        // `token`, `doctor`, ...), exactly as `tandem` runs it.
+        Some(_) => tandem_http::cli::main_from(&args),
     }
 }

@@ -7,8 +7,9 @@
 //! - [`mapping`]: stream-json → history events, turn outcomes, usage;
 //! - [`tasks`]: the background tasks a turn left running;
 //! - [`transport`]: the command line and the tasks around one process;
-//! - [`actor`]: [`ClaudeAgent`], the adapter actor (process lifecycle, turns,
-//!   approvals);
+//! - [`actor`]: [`ClaudeAgent`], the adapter actor (built on the adapter core: process
+//!   lifecycle as an enum, turns, settings); `lines` (what the CLI writes, turn
+//!   accounting, exits) and `approvals` (tool and plan approvals) beside it;
 //! - [`registry`]: Claude Code processes running outside tandem, for the running view.
 //!
 //! [`ClaudeHub`] is what all Claude adapters share: the pids of the processes we
@@ -16,6 +17,8 @@
 //! directory whose registry is scanned, and a shutdown signal that kills every process.
 
 pub mod actor;
+mod approvals;
+mod lines;
 pub mod mapping;
 pub mod registry;
 pub mod running;
@@ -33,8 +36,16 @@ use actix::prelude::*;
 pub use actor::ClaudeAgent;
 pub use registry::ExternalRun;
 
+use tandem_protocol::rest::RunningSession;
+use tandem_protocol::SessionInfo;
+
+use super::catalog::strings;
+use super::health::{Health, VendorStatus};
 use super::messages::AdapterCommand;
-use super::{AdapterContext, VendorProcess};
+use super::vendors::LocalFuture;
+use super::{
+    AdapterContext, AdapterFactory, ConfiguredVendor, VendorId, VendorProcess, VendorSpec,
+};
 use crate::error::RuntimeError;
 
 /// Idle time after which a kept process is closed, unless configured
@@ -120,15 +131,84 @@ impl ClaudeHub {
     }
 }
 
-/// Starts the adapter actor for one Claude session (on the caller's arbiter).
-pub fn start(
-    ctx: AdapterContext,
-    hub: &ClaudeHub,
-) -> Result<Recipient<AdapterCommand>, RuntimeError> {
-    let Some(process) = ctx.process.clone() else {
-        return Err(RuntimeError::VendorNotInstalled("claude".into()));
-    };
-    Ok(ClaudeAgent::new(ctx, process, hub.clone())
-        .start()
-        .recipient())
+/// Claude Code's catalog entry before its CLI has been asked.
+pub fn spec() -> VendorSpec {
+    VendorSpec {
+        id: VendorId::CLAUDE,
+        display_name: "Claude Code".into(),
+        models: strings(&["sonnet", "opus", "haiku"]),
+        effort_levels: &["low", "medium", "high", "xhigh", "max"],
+        capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
+        installed: true,
+        version: None,
+        status: VendorStatus::Unknown,
+        problem: None,
+        // Claude Code's default depends on the account; only the CLI knows.
+        default_model: None,
+        configured_models: Vec::new(),
+    }
+}
+
+/// Claude Code in the vendor registry: one [`ClaudeAgent`] (and, while live, one
+/// process) per session.
+pub struct Factory {
+    /// The vendor id (`claude` unless configured otherwise).
+    id: VendorId,
+    /// Name from the config, if any.
+    display_name: Option<String>,
+    /// How to start `claude`.
+    process: VendorProcess,
+    /// What every Claude adapter of this server shares.
+    hub: ClaudeHub,
+}
+
+impl Factory {
+    /// The adapter for `vendor` (whose protocol is Claude Code's).
+    pub fn new(vendor: &ConfiguredVendor) -> Self {
+        Factory {
+            id: vendor.id.clone(),
+            display_name: vendor.display_name.clone(),
+            hub: ClaudeHub::new(Some(&vendor.process)),
+            process: vendor.process.clone(),
+        }
+    }
+}
+
+impl AdapterFactory for Factory {
+    fn spec(&self) -> VendorSpec {
+        let base = spec();
+        VendorSpec {
+            id: self.id.clone(),
+            display_name: self.display_name.clone().unwrap_or(base.display_name),
+            ..base
+        }
+    }
+
+    fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
+        Ok(
+            ClaudeAgent::new(ctx, self.process.clone(), self.hub.clone())
+                .start()
+                .recipient(),
+        )
+    }
+
+    fn probe(&self) -> Option<LocalFuture<Health>> {
+        let process = self.process.clone();
+        Some(Box::pin(async move {
+            super::health::check("claude", Some(&process)).await
+        }))
+    }
+
+    fn shutdown(&self, limit: Duration) -> LocalFuture<()> {
+        let hub = self.hub.clone();
+        Box::pin(async move { hub.shutdown(limit).await })
+    }
+
+    fn external_runs(
+        &self,
+        visible: &[SessionInfo],
+        listed: &[RunningSession],
+    ) -> Vec<RunningSession> {
+        running::external(&self.hub, &self.id, visible, listed)
+    }
 }

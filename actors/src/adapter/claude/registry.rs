@@ -116,12 +116,9 @@ mod tests {
     }
 
     fn own_start() -> String {
-        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-        rest.split_whitespace()
-            .nth(19)
-            .unwrap_or_default()
-            .to_string()
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap();
+        rest.split_whitespace().nth(19).unwrap().to_string()
     }
 
     #[test]

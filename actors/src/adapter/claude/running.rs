@@ -5,6 +5,7 @@ use tandem_protocol::rest::RunningSession;
 use tandem_protocol::SessionInfo;
 
 use super::ClaudeHub;
+use crate::adapter::VendorId;
 
 /// What the view says about such a session.
 pub const STATUS_TEXT: &str = "Running in Claude Code outside tandem";
@@ -14,16 +15,18 @@ pub const STATUS_TEXT: &str = "Running in Claude Code outside tandem";
 /// wins). They cannot be interrupted from here.
 pub fn external(
     hub: &ClaudeHub,
+    vendor: &VendorId,
     visible: &[SessionInfo],
     listed: &[RunningSession],
 ) -> Vec<RunningSession> {
-    if !visible.iter().any(|s| s.vendor == "claude") {
+    if !visible.iter().any(|s| *vendor == s.vendor.as_str()) {
         return Vec::new();
     }
     let mut out: Vec<RunningSession> = Vec::new();
     for run in hub.external_runs() {
         let Some(info) = visible.iter().find(|s| {
-            s.vendor == "claude" && s.vendor_session_id.as_deref() == Some(&run.claude_session_id)
+            *vendor == s.vendor.as_str()
+                && s.vendor_session_id.as_deref() == Some(&run.claude_session_id)
         }) else {
             continue;
         };

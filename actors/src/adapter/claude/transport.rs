@@ -170,7 +170,7 @@ impl LiveProcess {
     }
 }
 
-/// Starts `claude` for a session: configured args, our args, the minimal environment,
+/// Starts `claude` for a session: configured args, our args, the inherited environment,
 /// the session's working directory. Lines go to `to` tagged with `generation`.
 pub fn spawn<A>(
     process: &VendorProcess,

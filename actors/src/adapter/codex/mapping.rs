@@ -416,7 +416,7 @@ mod tests {
         assert!(
             matches!(&events[..], [EventBody::ToolResult { is_error: true, call_id, .. }] if call_id == "c1")
         );
-        let usage = usage.unwrap_or_default();
+        let usage = usage.unwrap();
         assert_eq!(usage["inputTokens"], 20);
         assert_eq!(usage["totalTokens"], 30);
         assert_eq!(usage["modelContextWindow"], 100);

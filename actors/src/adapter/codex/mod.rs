@@ -4,16 +4,22 @@
 //!   notifications and server requests routed by `threadId`, stderr tail, exit.
 //! - [`server`]: one [`server::AppServer`] actor per owner (its process is shared by
 //!   that owner's Codex sessions) and the [`CodexHub`] that finds it.
-//! - [`thread`]: the adapter actor of one session: its Codex thread, turns,
-//!   interrupts, approvals and background terminals.
+//! - [`thread`]: the adapter actor of one session (built on the adapter core) and
+//!   what it dispatches to: `turn` (a turn's life, interrupts, the unreachable-model
+//!   guard), `plan` (loading the thread, per-turn settings), `approvals`,
+//!   `terminals` (background terminals).
 //! - [`mapping`]: a turn's notifications → our history events.
 //! - [`wire`]: typed serde shapes of the app-server messages we use.
 
+mod approvals;
 pub mod mapping;
+mod plan;
 pub mod rpc;
 pub mod server;
 pub mod shown;
+mod terminals;
 pub mod thread;
+mod turn;
 pub mod wire;
 
 #[cfg(test)]
@@ -23,29 +29,99 @@ use actix::prelude::*;
 
 pub use server::{CodexHub, Limits};
 
+use crate::adapter::catalog::strings;
+use crate::adapter::health::{Health, VendorStatus};
 use crate::adapter::messages::AdapterCommand;
-use crate::adapter::{AdapterContext, VendorProcess};
+use crate::adapter::vendors::LocalFuture;
+use crate::adapter::{
+    AdapterContext, AdapterFactory, ConfiguredVendor, VendorId, VendorProcess, VendorSpec,
+};
 use crate::error::RuntimeError;
 
-/// Starts the adapter actor for one Codex session (the owner's app-server starts with
-/// its first turn).
-pub fn start(
-    ctx: AdapterContext,
-    hub: &CodexHub,
-) -> Result<Recipient<AdapterCommand>, RuntimeError> {
-    let process = ctx
-        .process
-        .clone()
-        .ok_or_else(|| RuntimeError::VendorNotInstalled("codex".into()))?;
-    let server = hub.server_for(&ctx.owner_id, &process);
-    Ok(thread::CodexThread::new(ctx, server, hub.limits)
-        .start()
-        .recipient())
+/// Codex's catalog entry before its CLI has been asked (the model list is replaced by
+/// what `model/list` reports).
+pub fn spec() -> VendorSpec {
+    VendorSpec {
+        id: VendorId::CODEX,
+        display_name: "Codex".into(),
+        models: strings(&["gpt-5-codex", "gpt-5"]),
+        effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
+        capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
+        installed: true,
+        version: None,
+        status: VendorStatus::Unknown,
+        problem: None,
+        default_model: None,
+        configured_models: Vec::new(),
+    }
 }
 
-/// The models `model/list` reports (hidden ones left out), from a short-lived
-/// app-server; `None` when it cannot be asked.
-pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
+/// Codex in the vendor registry: starts one [`thread::CodexThread`] per session on
+/// its owner's shared app-server.
+pub struct Factory {
+    /// The vendor id (`codex` unless configured otherwise).
+    id: VendorId,
+    /// Name from the config, if any.
+    display_name: Option<String>,
+    /// How to start `codex`.
+    process: VendorProcess,
+    /// The owners' app-servers.
+    hub: CodexHub,
+}
+
+impl Factory {
+    /// The adapter for `vendor` (whose protocol is Codex's).
+    pub fn new(vendor: &ConfiguredVendor) -> Self {
+        Factory {
+            id: vendor.id.clone(),
+            display_name: vendor.display_name.clone(),
+            process: vendor.process.clone(),
+            hub: CodexHub::default(),
+        }
+    }
+}
+
+impl AdapterFactory for Factory {
+    fn spec(&self) -> VendorSpec {
+        let base = spec();
+        VendorSpec {
+            id: self.id.clone(),
+            display_name: self.display_name.clone().unwrap_or(base.display_name),
+            ..base
+        }
+    }
+
+    fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
+        let server = self.hub.server_for(&ctx.owner_id, &self.process);
+        Ok(thread::CodexThread::new(ctx, server, self.hub.limits)
+            .start()
+            .recipient())
+    }
+
+    fn probe(&self) -> Option<LocalFuture<Health>> {
+        let process = self.process.clone();
+        Some(Box::pin(async move {
+            crate::adapter::health::check("codex", Some(&process)).await
+        }))
+    }
+}
+
+/// What a short-lived app-server says about itself: its models and its login.
+#[derive(Debug, Default)]
+pub struct AppServerFacts {
+    /// `model/list` (hidden ones left out), the default first; `None` when it could
+    /// not be read.
+    pub models: Option<Vec<String>>,
+    /// The one `model/list` marks as the default.
+    pub default_model: Option<String>,
+    /// `account/read`: `Some(false)` when the provider needs an OpenAI login and
+    /// there is none; `None` when it could not be read.
+    pub logged_in: Option<bool>,
+}
+
+/// Starts a short-lived app-server and asks it for [`AppServerFacts`] (no model is
+/// called, so no tokens are spent); `None` when it does not start or initialize.
+pub async fn probe(process: &VendorProcess) -> Option<AppServerFacts> {
     let limits = Limits::from_env();
     let mut cmd = process.command();
     cmd.arg("app-server");
@@ -65,6 +141,37 @@ pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
         .await
         .ok()?;
     conn.notify(wire::method::INITIALIZED, &shown::Empty {});
+    let account: Option<wire::GetAccountResponse> = conn
+        .request(
+            wire::method::ACCOUNT_READ,
+            &wire::GetAccountParams {
+                refresh_token: false,
+            },
+            limits.request,
+        )
+        .await
+        .ok();
+    let listed = list_models(&conn, limits.request).await;
+    let default_model = listed
+        .as_ref()
+        .and_then(|l| l.iter().find(|m| m.is_default).map(|m| m.model.clone()));
+    let models = listed.map(|list| {
+        // The default first, so the list's head is what a session gets by default.
+        let (default, rest): (Vec<_>, Vec<_>) = list.into_iter().partition(|m| m.is_default);
+        default.into_iter().chain(rest).map(|m| m.model).collect()
+    });
+    Some(AppServerFacts {
+        models,
+        default_model,
+        logged_in: account.map(|a| !a.requires_openai_auth || a.account.is_some()),
+    })
+}
+
+/// The models `model/list` reports (hidden ones left out), every page.
+async fn list_models(
+    conn: &rpc::Connection,
+    timeout: std::time::Duration,
+) -> Option<Vec<wire::Model>> {
     let mut models = Vec::new();
     let mut cursor = None;
     loop {
@@ -74,11 +181,11 @@ pub async fn list_models(process: &VendorProcess) -> Option<Vec<String>> {
                 &wire::ModelListParams {
                     cursor: cursor.take(),
                 },
-                limits.request,
+                timeout,
             )
             .await
             .ok()?;
-        models.extend(page.data.into_iter().filter(|m| !m.hidden).map(|m| m.model));
+        models.extend(page.data.into_iter().filter(|m| !m.hidden));
         match page.next_cursor {
             Some(next) if !next.is_empty() => cursor = Some(next),
             _ => return Some(models),

@@ -5,7 +5,7 @@ use tandem_protocol::pair::{PairState, ProposalStatus, WorkerChoice};
 use tandem_protocol::Role;
 
 use super::{plan, ProposalFix, Unpair, CLOSED, NO_PAIR, PARTNER_GONE, ROLLED_BACK};
-use crate::record::{DelegationRecord, PairRecord, ProposalRecord, SessionRecord};
+use crate::record::{DelegationRecord, Membership, PairRecord, ProposalRecord, SessionRecord};
 
 fn session(id: &str) -> SessionRecord {
     match serde_json::from_value(json!({
@@ -20,10 +20,30 @@ fn session(id: &str) -> SessionRecord {
 
 fn member(id: &str, pair: &str, role: Role) -> SessionRecord {
     SessionRecord {
-        pair_id: Some(pair.into()),
-        role: Some(role),
+        pair: Some(Membership {
+            pair_id: pair.into(),
+            role,
+        }),
         ..session(id)
     }
+}
+
+/// Stored records keep membership as the top-level `pairId` and `role` fields, as
+/// before they became one `Option`: both present is a membership, both absent none.
+#[test]
+fn membership_is_stored_as_pair_id_and_role() {
+    let paired = member("s", "pair_1", Role::Worker);
+    let stored = serde_json::to_value(&paired).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored["pairId"], "pair_1");
+    assert_eq!(stored["role"], "worker");
+    let back: SessionRecord = serde_json::from_value(stored).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(back.pair, paired.pair);
+    let alone = serde_json::to_value(session("t")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        alone.get("pairId").is_none() && alone.get("role").is_none(),
+        "{alone}"
+    );
+    assert_eq!(session("t").pair, None);
 }
 
 fn pair(id: &str, state: PairState) -> PairRecord {

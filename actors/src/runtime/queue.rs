@@ -1,0 +1,42 @@
+//! A session's queue of messages waiting to be sent: listed, cancelled, edited.
+
+use tandem_protocol::server::QueuedEntry;
+
+use super::Runtime;
+use crate::access::Principal;
+use crate::error::RuntimeError;
+use crate::session::{CancelQueued, EditQueued};
+
+impl Runtime {
+    /// The messages queued in session `id`, oldest first, as last committed.
+    pub fn queued(&self, who: &Principal, id: &str) -> Result<Vec<QueuedEntry>, RuntimeError> {
+        Ok(self.visible(who, id)?.shared.queued())
+    }
+
+    /// Takes `queue_id` out of the queue; returns the queue after the change.
+    pub async fn cancel_queued(
+        &self,
+        who: &Principal,
+        id: &str,
+        queue_id: String,
+    ) -> Result<Vec<QueuedEntry>, RuntimeError> {
+        self.drivable(who, id)?
+            .addr
+            .send(CancelQueued { queue_id })
+            .await?
+    }
+
+    /// Replaces the text of `queue_id`; returns the queue after the change.
+    pub async fn edit_queued(
+        &self,
+        who: &Principal,
+        id: &str,
+        queue_id: String,
+        content: String,
+    ) -> Result<Vec<QueuedEntry>, RuntimeError> {
+        self.drivable(who, id)?
+            .addr
+            .send(EditQueued { queue_id, content })
+            .await?
+    }
+}

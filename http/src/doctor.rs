@@ -1,0 +1,111 @@
+//! `tandem doctor`: checks each vendor CLI the way `tandem serve` would find it (same
+//! config file, same environment) without calling a model, prints what it found and
+//! what to fix, and exits non-zero when a vendor that is installed or configured
+//! cannot work, or when no real vendor can.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use tandem_actors::adapter::health::{self, Health, VendorStatus};
+use tandem_actors::adapter::VendorId;
+
+use crate::config_file::ConfigFile;
+
+/// One vendor's line of the report.
+struct Finding {
+    vendor: &'static str,
+    /// Named in the config file or by `TANDEM_*_BIN`: its absence is a problem.
+    configured: bool,
+    bin: Option<PathBuf>,
+    health: Health,
+}
+
+/// Runs the checks and prints the report to stdout.
+pub fn run(config: Option<PathBuf>) -> ExitCode {
+    let file = match &config {
+        Some(path) => match ConfigFile::load(path) {
+            Ok(file) => file,
+            Err(e) => {
+                eprintln!("tandem doctor: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => ConfigFile::default(),
+    };
+    let vendors = file.vendors(
+        |key| std::env::var(key).ok(),
+        std::env::var_os("PATH").as_deref(),
+    );
+    let configured = |env_key: &str, in_file: bool| {
+        in_file || std::env::var(env_key).is_ok_and(|v| !v.is_empty())
+    };
+    let system = actix_rt::System::new();
+    let findings = system.block_on(async {
+        let mut out = Vec::new();
+        for (vendor, env_key, in_file) in [
+            (
+                "codex",
+                "TANDEM_CODEX_BIN",
+                file.vendors.codex.as_ref().is_some_and(|s| s.bin.is_some()),
+            ),
+            (
+                "claude",
+                "TANDEM_CLAUDE_BIN",
+                file.vendors
+                    .claude
+                    .as_ref()
+                    .is_some_and(|s| s.bin.is_some()),
+            ),
+        ] {
+            let process = vendors.get(&VendorId::from(vendor)).map(|v| &v.process);
+            out.push(Finding {
+                vendor,
+                configured: configured(env_key, in_file),
+                bin: process.map(|p| p.bin.clone()),
+                health: health::check(vendor, process).await,
+            });
+        }
+        out
+    });
+    let mut failed = false;
+    for f in &findings {
+        print_finding(f);
+        let counts = f.configured || f.health.status != VendorStatus::Missing;
+        failed |= counts && f.health.status.unusable();
+    }
+    if !findings.iter().any(|f| f.health.status == VendorStatus::Ok) {
+        println!("no vendor CLI is usable: sessions can only use the built-in scripted agent");
+        failed = true;
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn print_finding(f: &Finding) {
+    let name = health::display_name(f.vendor);
+    let status = f.health.status.as_str();
+    println!("{name} ({}): {status}", f.vendor);
+    if let Some(bin) = &f.bin {
+        println!("  binary:    {}", bin.display());
+    }
+    if let Some(version) = &f.health.version {
+        let range = health::supported_range(f.vendor)
+            .map(|r| format!(" (supported: {})", r.describe()))
+            .unwrap_or_default();
+        println!("  version:   {version}{range}");
+    }
+    match f.health.logged_in {
+        Some(true) => println!("  login:     logged in"),
+        Some(false) => println!("  login:     not logged in"),
+        None if f.health.version.is_some() => {
+            println!("  login:     not reported by the CLI (no tokens spent to find out)")
+        }
+        None => {}
+    }
+    if let Some(problem) = &f.health.problem {
+        println!("  fix:       {problem}");
+    }
+}

@@ -1,0 +1,192 @@
+//! REST routes for what was WebSocket-only, so a script needs no socket for them:
+//! handoff, schedules (create, cancel; the list is in `rest.rs`), stopping a background
+//! task, answering a tool approval, creating and closing a pair. Each calls the same
+//! runtime operation as its WebSocket request, so it is refused with the same code,
+//! and answers only once its writes are on disk.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use tandem_protocol::client::{HandoffParams, PairCreateParams, PermissionResponseParams};
+use tandem_protocol::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
+use tandem_protocol::results::{
+    ChatStopTaskResult, PairCloseResult, PairCreateResult, PermissionResponseResult,
+    ScheduleCancelResult, ScheduleResult,
+};
+
+use crate::auth::caller;
+use crate::error::ApiError;
+use crate::request::{body, committed};
+use crate::state::AppState;
+
+/// Mounts the routes inside the `/api/v1` scope of `rest.rs`, each made by its `at`
+/// (a resource whose other methods are answered 405), which is passed in so this
+/// module does not import `rest.rs` back.
+pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource) {
+    cfg.service(at("/openapi.json").route(web::get().to(openapi)))
+        .service(at("/sessions/{id}/handoff").route(web::post().to(handoff)))
+        .service(
+            at("/sessions/{id}/schedules/{schedule_id}").route(web::delete().to(cancel_schedule)),
+        )
+        .service(at("/sessions/{id}/tasks/{task_id}/stop").route(web::post().to(stop_task)))
+        .service(
+            at("/sessions/{id}/permissions/{request_id}").route(web::post().to(answer_permission)),
+        )
+        .service(at("/pairs/{pair_id}").route(web::delete().to(close_pair)));
+}
+
+/// `GET /openapi.json`: the OpenAPI 3.1 description (no token needed), generated once.
+async fn openapi() -> HttpResponse {
+    static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let text = DOCUMENT.get_or_init(|| tandem_protocol::openapi::document().to_string());
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(text.clone())
+}
+
+/// `POST /sessions/{id}/handoff` → 201 `{sourceSessionId, targetSessionId, targetVendor}`.
+async fn handoff(
+    req: HttpRequest,
+    id: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let b: HandoffBody = body(payload, state.max_frame_bytes, false).await?;
+    let epoch = state.runtime.write_epoch();
+    let done = state
+        .runtime
+        .handoff(
+            &who,
+            HandoffParams {
+                session_id: id.into_inner(),
+                target_vendor: b.target_vendor,
+                model: b.model,
+                effort: b.effort,
+            },
+        )
+        .await?;
+    committed(&state, epoch).await?;
+    Ok(HttpResponse::Created().json(done))
+}
+
+/// `POST /sessions/{id}/schedules` → 201 `{scheduleId, at, status}`.
+pub async fn create_schedule(
+    req: HttpRequest,
+    id: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let b: ScheduleBody = body(payload, state.max_frame_bytes, false).await?;
+    let epoch = state.runtime.write_epoch();
+    let s = state.runtime.schedule(&who, &id, b.content, &b.at).await?;
+    committed(&state, epoch).await?;
+    Ok(HttpResponse::Created().json(ScheduleResult {
+        schedule_id: s.schedule_id,
+        at: s.at,
+        status: s.status,
+    }))
+}
+
+/// `DELETE /sessions/{id}/schedules/{scheduleId}` → 200 `{scheduleId, status}`.
+async fn cancel_schedule(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let (id, schedule_id) = path.into_inner();
+    let epoch = state.runtime.write_epoch();
+    let s = state
+        .runtime
+        .cancel_schedule(&who, &id, schedule_id)
+        .await?;
+    committed(&state, epoch).await?;
+    Ok(HttpResponse::Ok().json(ScheduleCancelResult {
+        schedule_id: s.schedule_id,
+        status: s.status,
+    }))
+}
+
+/// `POST /sessions/{id}/tasks/{taskId}/stop` → 202 `{sessionId, taskId}`.
+async fn stop_task(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let (session_id, task_id) = path.into_inner();
+    state
+        .runtime
+        .stop_task(&who, &session_id, task_id.clone())
+        .await?;
+    Ok(HttpResponse::Accepted().json(ChatStopTaskResult {
+        session_id,
+        task_id,
+    }))
+}
+
+/// `POST /sessions/{id}/permissions/{requestId}` → 200 `{permissionId}`.
+async fn answer_permission(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let (session_id, request_id) = path.into_inner();
+    let b: PermissionAnswer = body(payload, state.max_frame_bytes, false).await?;
+    let epoch = state.runtime.write_epoch();
+    state
+        .runtime
+        .respond_permission(
+            &who,
+            PermissionResponseParams {
+                request_id: request_id.clone(),
+                session_id: Some(session_id),
+                allow: b.allow,
+                updated_input: b.updated_input,
+                message: b.message,
+                remember: b.remember,
+                permission_mode: b.permission_mode,
+            },
+        )
+        .await?;
+    committed(&state, epoch).await?;
+    Ok(HttpResponse::Ok().json(PermissionResponseResult {
+        permission_id: request_id,
+    }))
+}
+
+/// `POST /pairs` → 201 `{pair}`.
+pub async fn create_pair(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let p: PairCreateParams = body(payload, state.max_frame_bytes, false).await?;
+    let epoch = state.runtime.write_epoch();
+    let pair = state
+        .runtime
+        .create_pair(&who, &p.driver_id, p.worker)
+        .await?;
+    committed(&state, epoch).await?;
+    Ok(HttpResponse::Created().json(PairCreateResult { pair }))
+}
+
+/// `DELETE /pairs/{pairId}` → 200 `{pairId, interrupted}`.
+async fn close_pair(
+    req: HttpRequest,
+    pair_id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let pair_id = pair_id.into_inner();
+    let epoch = state.runtime.write_epoch();
+    let interrupted = state.runtime.close_pair(&who, &pair_id).await?;
+    committed(&state, epoch).await?;
+    Ok(HttpResponse::Ok().json(PairCloseResult {
+        pair_id,
+        interrupted,
+    }))
+}

@@ -1,0 +1,145 @@
+// File edits as unified diffs: Claude Code's Edit, Write and MultiEdit inputs,
+// Codex's file changes (`apply_patch`), and ACP diff content. `fileEdits` is pure
+// (node tests it); `diffView` draws its result with DOM nodes, collapsed when long.
+
+import { h } from './dom.js';
+
+/** Diff lines shown before a diff is collapsed behind "Show all". */
+export const COLLAPSE_AT = 40;
+/** Above this many lines per side, no line matching is tried (all removed, all added). */
+const MATCH_LIMIT = 2000;
+
+/**
+ * One file's change: `lines` are `[op, text]` with op `' '` (context), `'-'`, `'+'`
+ * or `'@'` (a hunk header).
+ * @typedef {{path: string, lines: [string, string][]}} FileEdit
+ */
+
+/**
+ * The file edits a tool call (or a permission request for one) makes, or `[]` when
+ * it edits no file.
+ * @param {string} name
+ * @param {any} input
+ * @returns {FileEdit[]}
+ */
+export function fileEdits(name, input) {
+  if (!input || typeof input !== 'object') return [];
+  const path = String(input.file_path ?? input.path ?? input.filePath ?? '');
+  if ((name === 'Edit' || name === 'str_replace') && typeof input.old_string === 'string') {
+    return [{ path, lines: lineDiff(input.old_string, String(input.new_string ?? '')) }];
+  }
+  if (name === 'MultiEdit' && Array.isArray(input.edits)) {
+    /** @type {[string, string][]} */
+    const lines = [];
+    input.edits.forEach((/** @type {any} */ e, /** @type {number} */ i) => {
+      lines.push(['@', `edit ${i + 1} of ${input.edits.length}`]);
+      lines.push(...lineDiff(String(e?.old_string ?? ''), String(e?.new_string ?? '')));
+    });
+    return [{ path, lines }];
+  }
+  if (name === 'Write' && typeof input.content === 'string') {
+    return [{ path, lines: splitLines(input.content).map((l) => /** @type {[string, string]} */ (['+', l])) }];
+  }
+  if (Array.isArray(input.changes)) {
+    return input.changes.filter((/** @type {any} */ c) => c && typeof c === 'object').map(codexChange);
+  }
+  // ACP: a tool call's content holds `{type: "diff", path, oldText, newText}`.
+  const acp = Array.isArray(input.content) ? input.content : [input];
+  const diffs = acp.filter((/** @type {any} */ c) => c && c.type === 'diff' && typeof c.newText === 'string');
+  return diffs.map((/** @type {any} */ c) => ({ path: String(c.path ?? ''), lines: lineDiff(String(c.oldText ?? ''), c.newText) }));
+}
+
+/** @param {any} c @returns {FileEdit} */
+function codexChange(c) {
+  const path = String(c.path ?? '');
+  const kind = typeof c.kind === 'string' ? c.kind : c.kind?.type;
+  const text = typeof c.diff === 'string' ? c.diff : typeof c.content === 'string' ? c.content : '';
+  const lines = splitLines(text);
+  const unified = lines.some((l) => l.startsWith('@@'));
+  if (kind === 'add' && !unified) return { path, lines: lines.map((l) => /** @type {[string, string]} */ (['+', l])) };
+  if (kind === 'delete' && !unified) return { path, lines: lines.map((l) => /** @type {[string, string]} */ (['-', l])) };
+  return {
+    path,
+    lines: lines
+      .filter((l) => !l.startsWith('--- ') && !l.startsWith('+++ '))
+      .map((l) => /** @type {[string, string]} */ (l.startsWith('@@') ? ['@', l] : [l[0] === '+' || l[0] === '-' ? l[0] : ' ', l.slice(1)])),
+  };
+}
+
+/** @param {string} text */
+function splitLines(text) {
+  const lines = text.replace(/\r\n?/g, '\n').split('\n');
+  if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+/**
+ * A line diff of `a` → `b`: common lines as context, the rest removed or added
+ * (longest common subsequence; plain remove-all/add-all above MATCH_LIMIT lines).
+ * @param {string} a
+ * @param {string} b
+ * @returns {[string, string][]}
+ */
+export function lineDiff(a, b) {
+  const x = splitLines(a);
+  const y = splitLines(b);
+  if (a === '') x.length = 0;
+  if (x.length > MATCH_LIMIT || y.length > MATCH_LIMIT) {
+    return [...x.map((l) => /** @type {[string, string]} */ (['-', l])), ...y.map((l) => /** @type {[string, string]} */ (['+', l]))];
+  }
+  // lcs[i][j]: length of the common subsequence of x[i..] and y[j..].
+  const lcs = Array.from({ length: x.length + 1 }, () => new Uint32Array(y.length + 1));
+  for (let i = x.length - 1; i >= 0; i--) {
+    for (let j = y.length - 1; j >= 0; j--) {
+      lcs[i][j] = x[i] === y[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+    }
+  }
+  /** @type {[string, string][]} */
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < x.length || j < y.length) {
+    if (i < x.length && j < y.length && x[i] === y[j]) {
+      out.push([' ', x[i]]);
+      i++;
+      j++;
+    } else if (i < x.length && (j === y.length || lcs[i + 1][j] >= lcs[i][j + 1])) {
+      // Removals before additions, as unified diffs show them.
+      out.push(['-', x[i++]]);
+    } else {
+      out.push(['+', y[j++]]);
+    }
+  }
+  return out;
+}
+
+/**
+ * Draws file edits: per file a header with its name and counts, then the lines.
+ * A diff longer than COLLAPSE_AT lines shows its start and a "Show all" button.
+ * @param {FileEdit[]} edits
+ */
+export function diffView(edits) {
+  return h('div.diffs', edits.map((e) => {
+    const added = e.lines.filter(([op]) => op === '+').length;
+    const removed = e.lines.filter(([op]) => op === '-').length;
+    // Focusable: a wide diff scrolls sideways, also by keyboard.
+    const body = h('pre.diff', { 'aria-label': `Changes to ${e.path || 'a file'}`, tabindex: '0' });
+    /** @param {[string, string][]} lines */
+    const fill = (lines) => {
+      body.textContent = '';
+      for (const [op, text] of lines) {
+        const cls = op === '+' ? 'add' : op === '-' ? 'del' : op === '@' ? 'hunk' : 'ctx';
+        body.append(h(`span.dl.${cls}`, op === '@' ? text : `${op}${text}`), '\n');
+      }
+    };
+    const long = e.lines.length > COLLAPSE_AT;
+    fill(long ? e.lines.slice(0, COLLAPSE_AT) : e.lines);
+    const more = long
+      ? h('button.btn.tiny.show-all', { type: 'button', onclick: () => { fill(e.lines); more.remove(); } },
+        `Show all ${e.lines.length} lines`)
+      : null;
+    return h('div.file-diff',
+      h('div.diff-head', h('span.diff-file', e.path || '(file)'), h('span.diff-add', `+${added}`), h('span.diff-del', `−${removed}`)),
+      body, more);
+  }));
+}

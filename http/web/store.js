@@ -1,0 +1,243 @@
+// The page's one state store: sessions, pairs, vendors, which sessions the page
+// subscribes to, their queues and usage, which need attention, and the layout. No
+// DOM here: views subscribe to topics and re-render only what a change names. Pure,
+// so node's test runner checks it (web-tests/store.test.js).
+
+/**
+ * @typedef {import('./wire.js').SessionInfo} SessionInfo
+ * @typedef {import('./wire.js').PairInfo} PairInfo
+ * @typedef {import('./wire.js').QueuedEntry} QueuedEntry
+ */
+
+/**
+ * What the main area shows: a tagged object, never a string.
+ * @typedef {{kind: 'none'}
+ *   | {kind: 'loading', id: string}
+ *   | {kind: 'missing', id: string}
+ *   | {kind: 'one', id: string}
+ *   | {kind: 'pair', driverId: string, workerId: string}
+ *   | {kind: 'side', left: string, right: string}} Layout
+ */
+
+/** @typedef {'sessions' | 'session' | 'pairs' | 'layout' | 'queue' | 'attention' | 'vendors'} Topic */
+
+export class Store {
+  constructor() {
+    /** @type {Map<string, SessionInfo>} */
+    this.sessions = new Map();
+    /** @type {Map<string, PairInfo>} */
+    this.pairs = new Map();
+    /** @type {any[]} */
+    this.vendors = [];
+    /** Sessions this page is subscribed to (one per open view). @type {Set<string>} */
+    this.subscribed = new Set();
+    /** Each open session's queue, as the server last said. @type {Map<string, QueuedEntry[]>} */
+    this.queues = new Map();
+    /** Sessions whose turn ended or that wait for a permission, unseen. @type {Set<string>} */
+    this.attention = new Set();
+    /** @type {Layout} */
+    this.layout = { kind: 'none' };
+    /** True once every page of the session list has been read. */
+    this.listComplete = false;
+    /** @type {Map<Topic, Set<(key?: string) => void>>} */
+    this.listeners = new Map();
+  }
+
+  /**
+   * Calls `fn(key)` after each change of `topic`; returns the unsubscribe function.
+   * @param {Topic} topic
+   * @param {(key?: string) => void} fn
+   */
+  on(topic, fn) {
+    if (!this.listeners.has(topic)) this.listeners.set(topic, new Set());
+    this.listeners.get(topic)?.add(fn);
+    return () => this.listeners.get(topic)?.delete(fn);
+  }
+
+  /** @param {Topic} topic @param {string} [key] */
+  emit(topic, key) {
+    for (const fn of this.listeners.get(topic) || []) fn(key);
+  }
+
+  /**
+   * Takes a session as the server sent it. Returns false (and tells no one) when
+   * nothing changed, so a repeated upsert costs no re-render.
+   * @param {SessionInfo} s
+   */
+  upsertSession(s) {
+    const old = this.sessions.get(s.id);
+    if (old && sameJson(old, s)) return false;
+    this.sessions.set(s.id, s);
+    this.emit('session', s.id);
+    this.emit('sessions');
+    if (old?.pairId !== s.pairId) this.emit('pairs');
+    return true;
+  }
+
+  /** @param {string} id */
+  removeSession(id) {
+    if (!this.sessions.delete(id)) return false;
+    this.attention.delete(id);
+    this.emit('sessions');
+    this.emit('session', id);
+    return true;
+  }
+
+  /** @param {PairInfo[]} list */
+  setPairs(list) {
+    const next = new Map(list.map((p) => [p.pairId, p]));
+    if (sameJson([...this.pairs.entries()], [...next.entries()])) return;
+    this.pairs = next;
+    this.emit('pairs');
+    this.emit('sessions');
+  }
+
+  /** The pair session `id` belongs to, if the page knows it. @param {string} id */
+  pairOf(id) {
+    const s = this.sessions.get(id);
+    return (s?.pairId && this.pairs.get(s.pairId)) || null;
+  }
+
+  /** @param {string} id @param {QueuedEntry[]} queued */
+  setQueue(id, queued) {
+    if (sameJson(this.queues.get(id) || [], queued)) return;
+    this.queues.set(id, queued);
+    this.emit('queue', id);
+  }
+
+  /** @param {string} id @param {boolean} on */
+  setAttention(id, on) {
+    if (on === this.attention.has(id)) return;
+    if (on) this.attention.add(id);
+    else this.attention.delete(id);
+    this.emit('attention', id);
+  }
+
+  /** @param {Layout} layout */
+  setLayout(layout) {
+    if (sameLayout(this.layout, layout)) return false;
+    this.layout = layout;
+    this.emit('layout');
+    return true;
+  }
+
+  /** Sessions the layout shows. */
+  shown() {
+    return layoutSessions(this.layout);
+  }
+
+  /** Sessions with a turn or background work (the Running button's count). */
+  runningCount() {
+    let n = 0;
+    for (const s of this.sessions.values()) {
+      if (s.status === 'running' || s.status === 'starting' || s.backgroundTasks?.length) n++;
+    }
+    return n;
+  }
+}
+
+/**
+ * The layout for a route: `#/s/ID` (one session, or its pair side by side) or
+ * `#/s/A/with/B` (any two sessions side by side, unpaired).
+ * @param {{id: string | null, with?: string | null}} route
+ * @param {Store} store
+ * @returns {Layout}
+ */
+export function layoutFor(route, store) {
+  const id = route.id;
+  if (!id) return { kind: 'none' };
+  if (!store.sessions.has(id)) return store.listComplete ? { kind: 'missing', id } : { kind: 'loading', id };
+  if (route.with && route.with !== id && store.sessions.has(route.with)) return { kind: 'side', left: id, right: route.with };
+  const pair = store.pairOf(id);
+  if (pair && store.sessions.has(pair.driverId) && store.sessions.has(pair.workerId)) {
+    return { kind: 'pair', driverId: pair.driverId, workerId: pair.workerId };
+  }
+  return { kind: 'one', id };
+}
+
+/** Parses `location.hash`. @param {string} hash */
+export function parseRoute(hash) {
+  const m = /^#\/s\/([^/]+)(?:\/with\/([^/]+))?$/.exec(hash);
+  return { id: m ? decodeURIComponent(m[1]) : null, with: m?.[2] ? decodeURIComponent(m[2]) : null };
+}
+
+/** The sessions a layout shows, in pane order. @param {Layout} l @returns {string[]} */
+export function layoutSessions(l) {
+  switch (l.kind) {
+    case 'one': return [l.id];
+    case 'pair': return [l.driverId, l.workerId];
+    case 'side': return [l.left, l.right];
+    default: return [];
+  }
+}
+
+/** @param {Layout} a @param {Layout} b */
+export function sameLayout(a, b) {
+  return sameJson(a, b);
+}
+
+/**
+ * Roots by latest activity; each Driver's Worker and spawned children below it.
+ * @param {Store} store
+ * @returns {{roots: SessionInfo[], children: Map<string, SessionInfo[]>}}
+ */
+export function tree(store) {
+  const all = [...store.sessions.values()].sort((a, b) => b.lastActivity - a.lastActivity);
+  /** @type {Map<string, SessionInfo[]>} */
+  const children = new Map();
+  const placed = new Set();
+  /** @param {string} parent @param {SessionInfo} child */
+  const under = (parent, child) => {
+    if (!children.has(parent)) children.set(parent, []);
+    children.get(parent)?.push(child);
+    placed.add(child.id);
+  };
+  for (const p of store.pairs.values()) {
+    const w = store.sessions.get(p.workerId);
+    if (w && store.sessions.has(p.driverId)) under(p.driverId, w);
+  }
+  for (const s of all) if (s.parentId && store.sessions.has(s.parentId) && !placed.has(s.id)) under(s.parentId, s);
+  return { roots: all.filter((s) => !placed.has(s.id)), children };
+}
+
+/**
+ * A turn's `usage` as totals, whatever the vendor's shape (the server's
+ * `GET .../usage` reads them the same way): Claude Code's `{usage: {input_tokens,
+ * cache_read_input_tokens, cache_creation_input_tokens, output_tokens},
+ * totalCostUsd}`, Codex's `{inputTokens, cachedInputTokens, outputTokens}`.
+ * @param {any} usage
+ * @returns {import('./wire.js').UsageTotals | null}
+ */
+export function normalizeUsage(usage) {
+  if (!usage || typeof usage !== 'object') return null;
+  const n = (/** @type {any} */ v) => (typeof v === 'number' && v > 0 ? Math.floor(v) : 0);
+  const c = usage.usage;
+  let input, cached, output;
+  if (c && typeof c === 'object') {
+    cached = n(c.cache_read_input_tokens);
+    input = n(c.input_tokens) + cached + n(c.cache_creation_input_tokens);
+    output = n(c.output_tokens);
+  } else {
+    input = n(usage.inputTokens);
+    cached = n(usage.cachedInputTokens);
+    output = n(usage.outputTokens);
+  }
+  /** @type {import('./wire.js').UsageTotals} */
+  const out = { turns: 1, inputTokens: input, cachedInputTokens: cached, outputTokens: output };
+  if (typeof usage.totalCostUsd === 'number') out.costUsd = usage.totalCostUsd;
+  return out;
+}
+
+/** "1.2k in · 340 out · $0.05". @param {import('./wire.js').UsageTotals | null | undefined} u */
+export function formatUsage(u) {
+  if (!u) return '';
+  const k = (/** @type {number} */ x) => (x >= 10000 ? `${Math.round(x / 1000)}k` : x >= 1000 ? `${(x / 1000).toFixed(1)}k` : String(x));
+  const parts = [`${k(u.inputTokens)} in`, `${k(u.outputTokens)} out`];
+  if (typeof u.costUsd === 'number') parts.push(`$${u.costUsd < 0.01 && u.costUsd > 0 ? u.costUsd.toFixed(4) : u.costUsd.toFixed(2)}`);
+  return parts.join(' · ');
+}
+
+/** @param {any} a @param {any} b */
+function sameJson(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

@@ -1,0 +1,552 @@
+// Generated from protocol/schemas/requests.json by tests/web (`UPDATE_SNAPSHOTS=1
+// cargo nextest run -p tandem-tests --test web`). Do not edit: change the Rust
+// types in protocol/ and regenerate. JSDoc types only; the module exports nothing
+// at run time.
+
+/**
+ * One piece of work still running after its turn ended.
+ * @typedef {object} BackgroundTask
+ * @property {string} description A short human description (the command, the sub-agent's goal).
+ * @property {number | null} [startedAt] When it started, epoch milliseconds, if known.
+ * @property {string} taskId The vendor's id for the task; `chat.stop-task` takes it.
+ * @property {TaskType} taskType What kind of work it is.
+ */
+
+/**
+ * `chat.abort` reply.
+ * @typedef {object} ChatAbortResult
+ * @property {string} sessionId The session whose turn is being stopped.
+ */
+
+/**
+ * Fields of `chat.send`.
+ * @typedef {object} ChatSendParams
+ * @property {string} content The user's message.
+ * @property {(TurnOptions | null)} [options] Model/effort/permission changes applied before the turn.
+ * @property {boolean} [queue] Queue the message instead of failing when a turn runs.
+ * @property {string} sessionId Target session.
+ */
+
+/**
+ * `chat.send` reply: the turn started, or the message was queued.
+ * @typedef {({sessionId: string, turnId: string} | {position: number, queued: boolean, sessionId: string})} ChatSendResult
+ */
+
+/**
+ * `chat.stop-task` reply.
+ * @typedef {object} ChatStopTaskResult
+ * @property {string} sessionId The session.
+ * @property {string} taskId The task being stopped.
+ */
+
+/**
+ * `chat.subscribe` reply (only when a `requestId` was given).
+ * @typedef {object} ChatSubscribeResult
+ * @property {Array<string>} subscribed The sessions now subscribed; refused ones got a `protocol_error` each.
+ */
+
+/**
+ * `chat.unsubscribe` reply (only when a `requestId` was given): no fields.
+ * @typedef {Record<string, any>} ChatUnsubscribeResult
+ */
+
+/**
+ * Fields of `session.configure`; absent fields stay as they are.
+ * @typedef {object} ConfigureParams
+ * @property {string | null} [effort] New effort (clamped).
+ * @property {string | null} [model] New model.
+ * @property {(PermissionMode | null)} [permissionMode] New permission mode.
+ * @property {string} sessionId The session.
+ * @property {string | null} [title] New title.
+ * @property {string | null} [vendor] New vendor (refused once the vendor has a session id).
+ */
+
+/**
+ * Fields of `session.create` and of `POST /api/v1/sessions`.
+ * @typedef {object} CreateSessionParams
+ * @property {string | null} [cwd] Working directory; must lie under a workspace root.
+ * @property {string | null} [effort] Reasoning effort (clamped to the vendor's levels).
+ * @property {string | null} [model] Model name.
+ * @property {(PermissionMode | null)} [permissionMode] Tool approval mode.
+ * @property {string | null} [title] Title; "New session" when absent.
+ * @property {string | null} [vendor] Vendor id; `scripted` when absent.
+ * @property {(Visibility | null)} [visibility] Private (default) or shared.
+ */
+
+/**
+ * A delegation in flight.
+ * @typedef {object} DelegationInfo
+ * @property {string} delegationId The delegation's id.
+ * @property {boolean} detached True when nobody waits for the result: it will be pushed back to the Driver.
+ * @property {string} from The delegating (Driver) session.
+ * @property {string} message The task.
+ * @property {number} startedAt When it started, epoch ms.
+ * @property {string} to The Worker session.
+ */
+
+/**
+ * What one delegated Worker turn used.
+ * @typedef {object} DelegationUsage
+ * @property {string} driverId The Driver that delegated it.
+ * @property {number} startedAt When the turn started, epoch ms.
+ * @property {string} turnId The Worker's turn.
+ * @property {UsageTotals} usage Its usage (`turns` is 1 when the vendor reported any, else 0).
+ * @property {string} workerId The Worker session that ran it.
+ */
+
+/**
+ * A machine-readable error code. Clients branch on these; the message is for humans.
+ * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE')} ErrorCode
+ */
+
+/**
+ * Fields of `session.handoff`: continue a conversation in a new session.
+ * @typedef {object} HandoffParams
+ * @property {string | null} [effort] Effort of the new session.
+ * @property {string | null} [model] Model of the new session.
+ * @property {string} sessionId The session to continue.
+ * @property {string | null} [targetVendor] Vendor of the new session (required; absent gives a clear error).
+ */
+
+/**
+ * `session.handoff` reply.
+ * @typedef {object} HandoffResult
+ * @property {string} sourceSessionId The session handed off; it records `handoff_created`.
+ * @property {string} targetSessionId The session created to continue it; it starts with the handoff prompt.
+ * @property {string} targetVendor The new session's vendor, as asked for (trimmed).
+ */
+
+/**
+ * Paging fields of `sessions.watch` and `sessions.list` (and the query of REST `GET /sessions`).
+ * @typedef {object} ListParams
+ * @property {string | null} [cursor] `nextCursor` of the previous page; absent for the first.
+ * @property {number | null} [limit] Sessions per page, 1 to 1000 (default 100).
+ */
+
+/**
+ * Fields of `pair.close`.
+ * @typedef {object} PairCloseParams
+ * @property {string} pairId The pair to dissolve.
+ */
+
+/**
+ * `pair.close` reply.
+ * @typedef {object} PairCloseResult
+ * @property {boolean} interrupted True when its Worker was running and was stopped.
+ * @property {string} pairId The dissolved pair.
+ */
+
+/**
+ * Fields of `pair.create`: a new Worker session paired with an existing Driver.
+ * @typedef {object} PairCreateParams
+ * @property {string} driverId The Driver session.
+ * @property {WorkerSpec} worker The Worker to create.
+ */
+
+/**
+ * `pair.create` reply.
+ * @typedef {object} PairCreateResult
+ * @property {PairInfo} pair The new pair.
+ */
+
+/**
+ * A Driver/Worker pair.
+ * @typedef {object} PairInfo
+ * @property {number} createdAt Creation time, epoch ms.
+ * @property {(DelegationInfo | null)} [delegation] The delegation in flight, if any.
+ * @property {string} driverId The session that directs.
+ * @property {string} pairId The pair's id.
+ * @property {PairState} [state] Where the pair's life stands (`creating` while its sessions are joined).
+ * @property {string} workerId The session that takes delegated work.
+ */
+
+/**
+ * `GET /api/v1/pairs`.
+ * @typedef {object} PairList
+ * @property {Array<PairInfo>} pairs Pairs whose sessions the caller may see.
+ */
+
+/**
+ * A pair's persisted life cycle: `creating → active → closed`. The pair row is written first (`creating`), then the two memberships, then `active`; closing writes `closed` before the memberships are cleared. Start-up finishes or undoes any pair left between two steps by a crash.
+ * @typedef {('creating' | 'active' | 'closed')} PairState
+ */
+
+/**
+ * How the vendor asks before using tools. Names follow Claude Code's modes, which the other adapters map onto their own approval policies.
+ * @typedef {('default' | 'acceptEdits' | 'plan' | 'bypassPermissions')} PermissionMode
+ */
+
+/**
+ * Fields of `chat.permission-response`: a person's answer to a `permission_request`.
+ * @typedef {object} PermissionResponseParams
+ * @property {boolean} allow Allow the tool call once (true) or deny it.
+ * @property {string | null} [message] Why it was denied; passed on to the agent.
+ * @property {(PermissionMode | null)} [permissionMode] With `allow`: the session's permission mode from now on (a plan approved with "accept edits" answers `acceptEdits`).
+ * @property {(RememberScope | null)} [remember] With `allow`: also allow this tool without asking for the rest of the session (the vendor's "always allow").
+ * @property {string} [requestId] The permission request answered. On the wire it is the frame's `requestId` (which the reply echoes as usual), so the parser fills it in.
+ * @property {string | null} [sessionId] The session that asked; optional (request ids are unique server-wide), but it saves a lookup.
+ * @property {any} [updatedInput] Input to run the tool with instead of the requested one.
+ */
+
+/**
+ * `chat.permission-response` reply.
+ * @typedef {object} PermissionResponseResult
+ * @property {string} permissionId The permission request answered.
+ */
+
+/**
+ * `ping` has no fields.
+ * @typedef {Record<string, any>} PingParams
+ */
+
+/**
+ * `ping` reply: `{pong: true}`.
+ * @typedef {object} PingResult
+ * @property {boolean} pong Always true.
+ */
+
+/**
+ * Fields of `proposal.respond`.
+ * @typedef {object} ProposalRespondParams
+ * @property {boolean} accepted Accept (true) or decline.
+ * @property {string | null} [effort] Worker effort.
+ * @property {string | null} [model] Worker model.
+ * @property {string} proposalId The proposal.
+ * @property {string} sessionId The Driver session that proposed.
+ * @property {string | null} [vendor] Worker vendor (default: the recommendation).
+ */
+
+/**
+ * `proposal.respond` reply.
+ * @typedef {object} ProposalRespondResult
+ * @property {string | null} [pairId] The pair created for it (accepted only).
+ * @property {string} proposalId The proposal.
+ * @property {ProposalStatus} status `running` when accepted, `declined` otherwise.
+ * @property {string | null} [workerId] The Worker started for it (accepted only).
+ */
+
+/**
+ * Where a Worker proposal stands.
+ * @typedef {('pending' | 'starting' | 'running' | 'completed' | 'interrupted' | 'error' | 'declined')} ProposalStatus
+ */
+
+/**
+ * Fields of `chat.queue-cancel`: take a message out of the session's queue.
+ * @typedef {object} QueueCancelParams
+ * @property {string} queueId The queued message (`queueId` of `chat_subscribed.queued` or `GET .../queue`).
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `chat.queue-cancel` and `chat.queue-edit` reply: the queue as it is now.
+ * @typedef {object} QueueChangeResult
+ * @property {string} queueId The message cancelled or edited.
+ * @property {Array<QueuedEntry>} queued What the queue holds after the change, oldest first.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * Fields of `chat.queue-edit`: replace a queued message's text; it keeps its place.
+ * @typedef {object} QueueEditParams
+ * @property {string} content Its new text; not blank.
+ * @property {string} queueId The queued message.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `GET /api/v1/sessions/{id}/queue`.
+ * @typedef {object} QueueList
+ * @property {Array<QueuedEntry>} queued Messages waiting to be sent, oldest first.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * A message waiting in a session's queue until the session has no turn and no background work.
+ * @typedef {object} QueuedEntry
+ * @property {boolean} [internal] True for a message the server queued (a pushed-back result): it cannot be edited or cancelled.
+ * @property {string} queueId Its id (`q_…`); `chat.queue-cancel` and `chat.queue-edit` name it.
+ * @property {string} text The user message it sends once the session is free.
+ */
+
+/**
+ * How long a remembered answer holds.
+ * @typedef {('session')} RememberScope
+ */
+
+/**
+ * A session's role inside a Driver/Worker pair.
+ * @typedef {('driver' | 'worker')} Role
+ */
+
+/**
+ * `GET /api/v1/sessions/running`.
+ * @typedef {object} RunningList
+ * @property {Array<RunningSession>} sessions Sessions with a turn or background work in flight.
+ */
+
+/**
+ * One entry of `GET /api/v1/sessions/running`.
+ * @typedef {object} RunningSession
+ * @property {boolean | null} [background] True when no turn runs but background work does.
+ * @property {boolean | null} [canInterrupt] False when an interrupt cannot reach it.
+ * @property {number} lastSeq The session's newest `seq`.
+ * @property {string} sessionId The session.
+ * @property {number} startedAt When the turn (or the oldest background task) started, epoch milliseconds.
+ * @property {string | null} [statusText] A short description of what it is doing.
+ * @property {Array<BackgroundTask> | null} [tasks] Its background tasks.
+ * @property {string} vendor Its vendor.
+ */
+
+/**
+ * Fields of `session.schedule-cancel`.
+ * @typedef {object} ScheduleCancelParams
+ * @property {string} scheduleId The pending schedule.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.schedule-cancel` reply.
+ * @typedef {object} ScheduleCancelResult
+ * @property {string} scheduleId The schedule.
+ * @property {ScheduleStatus} status Always `cancelled`.
+ */
+
+/**
+ * A scheduled message (kept in its session's record; listed by `GET /api/v1/sessions/{id}/schedules`).
+ * @typedef {object} ScheduleInfo
+ * @property {number} at When it comes due, epoch ms.
+ * @property {string} content The message.
+ * @property {string | null} [reason] Why it failed.
+ * @property {string} scheduleId Its id.
+ * @property {ScheduleStatus} status Where it stands.
+ */
+
+/**
+ * `GET /api/v1/sessions/{id}/schedules`.
+ * @typedef {object} ScheduleList
+ * @property {Array<ScheduleInfo>} schedules Pending schedules and the latest 50 finished.
+ */
+
+/**
+ * Fields of `session.schedule`.
+ * @typedef {object} ScheduleParams
+ * @property {string} at When, RFC 3339 (at most 365 days ahead; a past time fires at once).
+ * @property {string} content The message to send when it comes due.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.schedule` reply.
+ * @typedef {object} ScheduleResult
+ * @property {number} at When it comes due, epoch ms.
+ * @property {string} scheduleId The new schedule.
+ * @property {ScheduleStatus} status Always `pending`.
+ */
+
+/**
+ * Where a scheduled message stands.
+ * @typedef {('pending' | 'sent' | 'failed' | 'cancelled')} ScheduleStatus
+ */
+
+/**
+ * A session as REST and `session_upserted` describe it.
+ * @typedef {object} SessionInfo
+ * @property {number | null} [archivedAt] When it was archived (`DELETE /sessions/{id}`), epoch ms; an archived session is listed nowhere and announced once with this set.
+ * @property {Array<BackgroundTask>} backgroundTasks Background work still running.
+ * @property {number} createdAt Creation time, epoch milliseconds.
+ * @property {string} cwd Working directory of the vendor process.
+ * @property {string} effort Reasoning effort, already clamped to the vendor's levels; empty means default.
+ * @property {string | null} [handoffFrom] The session this one continues (a handoff), if any.
+ * @property {string} id Our stable id, minted at creation.
+ * @property {number} lastActivity Time of the last event or change, epoch milliseconds.
+ * @property {number} lastSeq Sequence number of the newest history event (0 when there is none).
+ * @property {string} model Model name; empty means the vendor's default.
+ * @property {string} ownerId The owning user's id.
+ * @property {string | null} [pairId] The pair this session belongs to, if any.
+ * @property {string | null} [parentId] The session that spawned this one, if any.
+ * @property {PermissionMode} permissionMode Tool approval mode.
+ * @property {(Role | null)} [role] Its role in that pair.
+ * @property {SessionStatus} status Where the last turn stands.
+ * @property {string} title Human title.
+ * @property {number} turnCount Turns started so far.
+ * @property {number | null} [turnStartedAt] When the turn in flight started, epoch ms.
+ * @property {string} vendor Vendor id (`scripted`, `codex`, `claude`, ...).
+ * @property {string | null} [vendorSessionId] The vendor's own session or thread id, once known.
+ * @property {Visibility} visibility Who else may see it.
+ */
+
+/**
+ * `GET /api/v1/sessions` (one page), and the `sessions.watch` / `sessions.list` replies.
+ * @typedef {object} SessionList
+ * @property {string | null} [nextCursor] Pass as `cursor` to get the next page; absent on the last page.
+ * @property {Array<SessionInfo>} sessions Sessions the caller may see, most recently active first.
+ */
+
+/**
+ * A request that names one session and nothing else.
+ * @typedef {object} SessionRef
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.create` and `session.configure` reply: the session as it is now.
+ * @typedef {object} SessionResult
+ * @property {SessionInfo} session The session.
+ */
+
+/**
+ * Where a session's last turn stands. `interrupted` and `failed` are never "done".
+ * @typedef {('idle' | 'starting' | 'running' | 'interrupted' | 'failed')} SessionStatus
+ */
+
+/**
+ * Fields of `chat.stop-task`.
+ * @typedef {object} StopTaskParams
+ * @property {string} sessionId The session that owns the task.
+ * @property {string | null} [taskId] The background task to stop.
+ */
+
+/**
+ * One entry of `chat.subscribe`.
+ * @typedef {object} SubscribeEntry
+ * @property {number | null} [lastSeq] The last `seq` the client already has; replay starts after it (0: everything).
+ * @property {string} sessionId The session to watch.
+ */
+
+/**
+ * Fields of `chat.subscribe`.
+ * @typedef {object} SubscribeParams
+ * @property {Array<SubscribeEntry>} sessions Sessions to subscribe to.
+ */
+
+/**
+ * What kind of background work a task is.
+ * @typedef {('shell' | 'agent' | 'other')} TaskType
+ */
+
+/**
+ * Fields of `tool.call`: call a session-bound tool as that session.
+ * @typedef {object} ToolCallParams
+ * @property {any} [arguments] Tool arguments (an object).
+ * @property {string} name Tool name.
+ * @property {string} sessionId The session the call is made as.
+ */
+
+/**
+ * `tool.call` reply: the tool's result, or its failure.
+ * @typedef {object} ToolCallResult
+ * @property {(ErrorCode | null)} [code] Why it failed, for programs (only when `isError`).
+ * @property {boolean} isError True when the tool refused or failed.
+ * @property {any} result The tool's JSON result, or its error text when `isError`.
+ */
+
+/**
+ * Per-turn overrides on `chat.send`; they stick to the session like `session.configure`.
+ * @typedef {object} TurnOptions
+ * @property {string | null} [effort] Effort for this and later turns.
+ * @property {string | null} [model] Model for this and later turns.
+ * @property {(PermissionMode | null)} [permissionMode] Permission mode for this and later turns.
+ */
+
+/**
+ * Fields of `chat.unsubscribe`.
+ * @typedef {object} UnsubscribeParams
+ * @property {Array<string>} sessionIds Sessions to stop receiving.
+ */
+
+/**
+ * `GET /api/v1/sessions/{id}/usage`: totals from the stored `turn_completed` events.
+ * @typedef {object} UsageSummary
+ * @property {Array<DelegationUsage>} delegations Delegated turns: for a Driver, its Workers' turns it delegated; for a Worker, its own delegated turns. Oldest first.
+ * @property {string} sessionId The session.
+ * @property {UsageTotals} total Every turn of this session.
+ */
+
+/**
+ * Token counts and cost summed over turns. Vendors report usage in their own shapes (`turn_completed.usage`); these are the parts every page shows.
+ * @typedef {object} UsageTotals
+ * @property {number} cachedInputTokens Of the input, tokens served from the vendor's cache.
+ * @property {number | null} [costUsd] Cost in US dollars, summed over the turns whose vendor reported one; absent when none did.
+ * @property {number} inputTokens Input tokens (Claude: including cache reads and writes).
+ * @property {number} outputTokens Output tokens.
+ * @property {number} turns Turns that reported usage.
+ */
+
+/**
+ * One vendor in `GET /api/v1/vendors`.
+ * @typedef {object} VendorInfo
+ * @property {Array<string>} capabilities What the adapter can do (`interrupt`, `backgroundTasks`, ...).
+ * @property {string | null} [defaultModel] The model a session gets when it names none, where the CLI says (absent: the CLI decides, e.g. by the account).
+ * @property {string} displayName Name to show people.
+ * @property {Array<string>} effortLevels Supported effort levels, lowest first.
+ * @property {string} id Vendor id used in `session.create`.
+ * @property {boolean} installed True when sessions of this vendor can be created here.
+ * @property {Array<string>} models Known model names: what the CLI reports (Codex's `model/list`, its default first) or its aliases (Claude Code), plus those the config file names.
+ * @property {string | null} [problem] What is wrong and how to fix it, when `status` is neither `ok` nor `unknown`.
+ * @property {string} [status] Whether the vendor can work here, as far as is known without calling a model: `ok`, `unknown` (not checked yet), `missing`, `broken` (does not run), `unsupportedVersion`, `notLoggedIn`.
+ * @property {string | null} [version] The CLI's version line, once known (absent when not installed).
+ */
+
+/**
+ * `GET /api/v1/vendors`.
+ * @typedef {object} VendorList
+ * @property {Array<VendorInfo>} vendors All vendors, installed or not.
+ */
+
+/**
+ * Who besides the owner may see a session.
+ * @typedef {('private' | 'shared')} Visibility
+ */
+
+/**
+ * The Worker side of `pair.create`.
+ * @typedef {object} WorkerSpec
+ * @property {string | null} [effort] Worker effort.
+ * @property {string | null} [model] Worker model.
+ * @property {string} vendor Worker vendor.
+ */
+
+/**
+ * Every WebSocket request `type`: its fields and its reply's fields.
+ * @typedef {{
+ *   'chat.abort': {params: SessionRef, result: ChatAbortResult},
+ *   'chat.permission-response': {params: PermissionResponseParams, result: PermissionResponseResult},
+ *   'chat.queue-cancel': {params: QueueCancelParams, result: QueueChangeResult},
+ *   'chat.queue-edit': {params: QueueEditParams, result: QueueChangeResult},
+ *   'chat.send': {params: ChatSendParams, result: ChatSendResult},
+ *   'chat.stop-task': {params: StopTaskParams, result: ChatStopTaskResult},
+ *   'chat.subscribe': {params: SubscribeParams, result: ChatSubscribeResult},
+ *   'chat.unsubscribe': {params: UnsubscribeParams, result: ChatUnsubscribeResult},
+ *   'pair.close': {params: PairCloseParams, result: PairCloseResult},
+ *   'pair.create': {params: PairCreateParams, result: PairCreateResult},
+ *   'ping': {params: PingParams, result: PingResult},
+ *   'proposal.respond': {params: ProposalRespondParams, result: ProposalRespondResult},
+ *   'session.configure': {params: ConfigureParams, result: SessionResult},
+ *   'session.create': {params: CreateSessionParams, result: SessionResult},
+ *   'session.handoff': {params: HandoffParams, result: HandoffResult},
+ *   'session.schedule': {params: ScheduleParams, result: ScheduleResult},
+ *   'session.schedule-cancel': {params: ScheduleCancelParams, result: ScheduleCancelResult},
+ *   'sessions.list': {params: ListParams, result: SessionList},
+ *   'sessions.watch': {params: ListParams, result: SessionList},
+ *   'tool.call': {params: ToolCallParams, result: ToolCallResult},
+ * }} Requests
+ */
+
+/**
+ * REST bodies the page reads, by method and path.
+ * @typedef {{
+ *   'GET /pairs': PairList,
+ *   'GET /sessions/running': RunningList,
+ *   'GET /sessions/{id}/queue': QueueList,
+ *   'GET /sessions/{id}/schedules': ScheduleList,
+ *   'GET /sessions/{id}/usage': UsageSummary,
+ *   'GET /vendors': VendorList,
+ * }} Rest
+ */
+
+/**
+ * A client frame: a request's fields with its `type` and optional `requestId`.
+ * @typedef {{type: keyof Requests, requestId?: string} & Record<string, any>} ClientFrame
+ */
+
+export {};

@@ -1,0 +1,246 @@
+//! The OpenAPI 3.1 description of the REST API (`GET /api/v1/openapi.json`),
+//! generated from a table of routes and the JSON Schemas `schemars` derives from the
+//! very types the handlers read and write, so it cannot drift from them silently:
+//! `protocol/schemas/openapi.json` is its snapshot, and a test calls every route it
+//! lists and checks the answers against it.
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{json, Map, Value};
+
+use crate::client::{CreateSessionParams, PairCreateParams};
+use crate::error::ErrorBody;
+use crate::rest::{
+    Archived, Health, InterruptAccepted, McpToken, MessageAccepted, PairList, PostMessage,
+    RunningList, ScheduleList, SessionList, SessionPatch, VendorList,
+};
+use crate::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
+use crate::results::{
+    ChatStopTaskResult, HandoffResult, PairCloseResult, PairCreateResult, PermissionResponseResult,
+    ScheduleCancelResult, ScheduleResult,
+};
+use crate::session::SessionInfo;
+
+/// A schema maker: registers the type's definitions and returns a `$ref` to it.
+type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+fn of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+/// `GET /sessions/{id}/events`: events are an open set of kinds (docs/PROTOCOL.md),
+/// each with the fields every event has.
+fn events_page(_: &mut SchemaGenerator) -> Schema {
+    let schema = json!({
+        "type": "object",
+        "required": ["events", "lastSeq", "hasMore"],
+        "properties": {
+            "events": {"type": "array", "items": {
+                "type": "object",
+                "required": ["seq", "kind", "sessionId", "ts"],
+                "properties": {
+                    "seq": {"type": "integer", "minimum": 1},
+                    "kind": {"type": "string"},
+                    "sessionId": {"type": "string"},
+                    "ts": {"type": "integer"},
+                    "turnId": {"type": "string"}
+                }
+            }},
+            "lastSeq": {"type": "integer", "minimum": 0},
+            "hasMore": {"type": "boolean"}
+        }
+    });
+    Schema::try_from(schema).unwrap_or_default()
+}
+
+/// This document itself.
+fn any_object(_: &mut SchemaGenerator) -> Schema {
+    Schema::try_from(json!({"type": "object"})).unwrap_or_default()
+}
+
+/// One route of the REST API.
+pub struct Route {
+    /// `get`, `post`, `patch`, `delete`.
+    pub method: &'static str,
+    /// Under `/api/v1`, with `{name}` path parameters.
+    pub path: &'static str,
+    /// What it does.
+    pub summary: &'static str,
+    /// The JSON body it takes, if any.
+    pub body: Option<SchemaFn>,
+    /// The status of a successful answer.
+    pub status: u16,
+    /// The schema of a successful answer.
+    pub answer: SchemaFn,
+    /// Query parameters (all optional): name and description.
+    pub query: &'static [(&'static str, &'static str)],
+    /// Answered without a token.
+    pub public: bool,
+}
+
+macro_rules! route {
+    ($m:literal $p:literal, $s:literal, $body:expr, $status:literal, $ans:expr) => {
+        route!($m $p, $s, $body, $status, $ans, &[], false)
+    };
+    ($m:literal $p:literal, $s:literal, $body:expr, $status:literal, $ans:expr, $q:expr, $public:literal) => {
+        Route {
+            method: $m,
+            path: $p,
+            summary: $s,
+            body: $body,
+            status: $status,
+            answer: $ans,
+            query: $q,
+            public: $public,
+        }
+    };
+}
+
+/// Every REST route, in the order docs/PROTOCOL.md lists them.
+pub fn routes() -> Vec<Route> {
+    vec![
+        route!("get" "/health", "Liveness and version.", None, 200, of::<Health>, &[], true),
+        route!("get" "/openapi.json", "This description.", None, 200, any_object, &[], true),
+        route!("get" "/vendors", "Vendors, their CLI's version, status and models.", None, 200, of::<VendorList>),
+        route!("get" "/sessions", "Sessions the caller may see, a page at a time.", None, 200, of::<SessionList>,
+            &[("limit", "sessions per page, 1 to 500"), ("cursor", "`nextCursor` of the previous page")], false),
+        route!("post" "/sessions", "Create a session.", Some(of::<CreateSessionParams>), 201, of::<SessionInfo>),
+        route!("get" "/sessions/running", "Sessions with a turn running, ours and Claude Code's outside tandem.", None, 200, of::<RunningList>),
+        route!("get" "/sessions/{id}", "One session.", None, 200, of::<SessionInfo>),
+        route!("patch" "/sessions/{id}", "Rename or configure a session.", Some(of::<SessionPatch>), 200, of::<SessionInfo>),
+        route!("delete" "/sessions/{id}", "Archive a session.", None, 200, of::<Archived>),
+        route!("get" "/sessions/{id}/events", "Stored events after `after`.", None, 200, events_page,
+            &[("after", "events with seq > after"), ("limit", "events per page, 1 to 5000")], false),
+        route!("post" "/sessions/{id}/messages", "Send a message (as chat.send).", Some(of::<PostMessage>), 202, of::<MessageAccepted>),
+        route!("post" "/sessions/{id}/interrupt", "Interrupt the running turn (as chat.abort).", None, 202, of::<InterruptAccepted>),
+        route!("post" "/sessions/{id}/mcp-token", "The session's MCP endpoint and token.", None, 200, of::<McpToken>),
+        route!("get" "/sessions/{id}/schedules", "Scheduled messages.", None, 200, of::<ScheduleList>),
+        route!("post" "/sessions/{id}/schedules", "Schedule a message (as session.schedule).", Some(of::<ScheduleBody>), 201, of::<ScheduleResult>),
+        route!("get" "/sessions/{id}/queue", "Messages waiting in the session's queue.", None, 200, of::<crate::rest::QueueList>),
+        route!("get" "/sessions/{id}/usage", "Tokens and cost per session and per delegation.", None, 200, of::<crate::rest::UsageSummary>,
+            &[("since", "only turns that ended at or after this time, epoch ms")], false),
+        route!("delete" "/sessions/{id}/schedules/{scheduleId}", "Cancel a scheduled message (as session.schedule-cancel).", None, 200, of::<ScheduleCancelResult>),
+        route!("post" "/sessions/{id}/handoff", "Continue the conversation in a new session (as session.handoff).", Some(of::<HandoffBody>), 201, of::<HandoffResult>),
+        route!("post" "/sessions/{id}/tasks/{taskId}/stop", "Stop a background task (as chat.stop-task).", None, 202, of::<ChatStopTaskResult>),
+        route!("post" "/sessions/{id}/permissions/{requestId}", "Answer a pending tool approval (as chat.permission-response).", Some(of::<PermissionAnswer>), 200, of::<PermissionResponseResult>),
+        route!("get" "/pairs", "Driver/Worker pairs.", None, 200, of::<PairList>),
+        route!("post" "/pairs", "Pair a new Worker with a Driver (as pair.create).", Some(of::<PairCreateParams>), 201, of::<PairCreateResult>),
+        route!("delete" "/pairs/{pairId}", "Close a pair (as pair.close).", None, 200, of::<PairCloseResult>),
+    ]
+}
+
+/// The OpenAPI 3.1 document.
+pub fn document() -> Value {
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.meta_schema = None;
+            s.definitions_path = "/components/schemas".into();
+        })
+        .into_generator();
+    let error = generator.subschema_for::<ErrorBody>();
+    let mut paths: Map<String, Value> = Map::new();
+    for r in routes() {
+        let mut parameters: Vec<Value> = r
+            .path
+            .split('/')
+            .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
+            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .collect();
+        parameters.extend(r.query.iter().map(|(name, what)| {
+            json!({"name": name, "in": "query", "required": false, "description": what,
+                   "schema": {"type": if *name == "cursor" { "string" } else { "integer" }}})
+        }));
+        let mut op = json!({
+            "summary": r.summary,
+            "operationId": format!("{}{}", r.method, r.path.replace(['/', '{', '}', '.', '-'], "_")),
+            "responses": {
+                r.status.to_string(): {
+                    "description": "success",
+                    "content": {"application/json": {"schema": (r.answer)(&mut generator)}}
+                },
+                "default": {
+                    "description": "an error: {error: {code, message}}",
+                    "content": {"application/json": {"schema": error.clone()}}
+                }
+            }
+        });
+        if !parameters.is_empty() {
+            op["parameters"] = Value::Array(parameters);
+        }
+        if let Some(body) = r.body {
+            op["requestBody"] = json!({
+                "required": true,
+                "content": {"application/json": {"schema": body(&mut generator)}}
+            });
+        }
+        if r.public {
+            op["security"] = json!([]);
+        }
+        let entry = paths
+            .entry(format!("/api/v1{}", r.path))
+            .or_insert_with(|| json!({}));
+        entry[r.method] = op;
+    }
+    let schemas = generator.take_definitions(true);
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "tandem",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "REST API of a tandem server; the WebSocket protocol is in docs/PROTOCOL.md."
+        },
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}
+        },
+        "security": [{"bearer": []}]
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `protocol/schemas/openapi.json` holds [`document`]; any change to a route or a
+    /// body shows as a diff of it. `UPDATE_SNAPSHOTS=1` rewrites it.
+    #[test]
+    fn openapi_matches_the_snapshot() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/openapi.json");
+        let generated = serde_json::to_string_pretty(&document()).unwrap_or_default() + "\n";
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let stored = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            stored == generated,
+            "the OpenAPI description changed; if that is meant, run with UPDATE_SNAPSHOTS=1 \
+             and commit protocol/schemas/openapi.json"
+        );
+    }
+
+    #[test]
+    fn every_ref_resolves_and_every_route_has_its_answer() {
+        let doc = document();
+        let text = doc.to_string();
+        let schemas = doc["components"]["schemas"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for part in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+            let name = part.split('"').next().unwrap_or_default();
+            assert!(schemas.contains_key(name), "dangling $ref {name}");
+        }
+        assert!(!text.contains("#/$defs"), "a ref outside components");
+        for r in routes() {
+            let op = &doc["paths"][format!("/api/v1{}", r.path)][r.method];
+            assert!(
+                op["responses"][r.status.to_string()].is_object(),
+                "{} {}",
+                r.method,
+                r.path
+            );
+        }
+    }
+}

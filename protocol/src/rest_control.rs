@@ -1,0 +1,53 @@
+//! REST bodies of the control routes that mirror WebSocket requests (handoff,
+//! schedules, permission answers); the path names the session and the item, so the
+//! bodies hold only the rest. Replies are the WebSocket replies' `*Result` types.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `POST /api/v1/sessions/{id}/handoff`: the fields of `session.handoff` but the id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HandoffBody {
+    /// The vendor to continue in (required; its absence is refused like on the socket).
+    #[serde(default)]
+    pub target_vendor: Option<String>,
+    /// Model of the new session.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Effort of the new session.
+    #[serde(default)]
+    pub effort: Option<String>,
+}
+
+/// `POST /api/v1/sessions/{id}/schedules`: the fields of `session.schedule` but the id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScheduleBody {
+    /// The message to send.
+    pub content: String,
+    /// When: RFC 3339 with an offset.
+    pub at: String,
+}
+
+/// `POST /api/v1/sessions/{id}/permissions/{requestId}`: the answer to a pending
+/// tool approval (the fields of `chat.permission-response` but the ids).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PermissionAnswer {
+    /// Allow the call once, or deny it.
+    pub allow: bool,
+    /// Replaces the tool's input when allowing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_input: Option<Value>,
+    /// Why, when denying; the agent reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// With `allow`: also allow this tool for the rest of the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remember: Option<crate::permission::RememberScope>,
+    /// With `allow`: the session's permission mode from now on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<crate::session::PermissionMode>,
+}

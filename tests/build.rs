@@ -1,0 +1,69 @@
+//! Decides, when the tests are built, which of the tools they drive are installed, and
+//! sets a `cfg` flag for each one that is: `has_codex`, `has_claude`, `has_browser`
+//! (Chromium, chromedriver and axe-core). Tests use
+//! `#[cfg_attr(not(has_codex), ignore = "...")]`, so without the tool nextest lists
+//! them as skipped, never as passed. Under CI (`CI` set) every flag is set: CI
+//! installs every tool, and a missing one must fail its tests, not skip them.
+
+#[allow(dead_code)]
+#[path = "src/vendor_clis.rs"]
+mod vendor_clis;
+
+use std::path::{Path, PathBuf};
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser, has_nats)");
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=src/vendor_clis.rs");
+    for key in [
+        "CI",
+        "PATH",
+        "TANDEM_TEST_CODEX_BIN",
+        "TANDEM_TEST_CLAUDE_BIN",
+        "TANDEM_TEST_AXE_JS",
+    ] {
+        println!("cargo::rerun-if-env-changed={key}");
+    }
+    let ci = std::env::var_os("CI").is_some();
+    let chromium = vendor_clis::chromium().unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let chromedriver =
+        vendor_clis::chromedriver().unwrap_or_else(|| PathBuf::from("/usr/bin/chromedriver"));
+    flag(
+        ci,
+        "has_codex",
+        "the pinned codex CLI",
+        &[vendor_clis::codex_path()],
+    );
+    flag(
+        ci,
+        "has_claude",
+        "the pinned claude CLI",
+        &[vendor_clis::claude_path()],
+    );
+    flag(
+        ci,
+        "has_nats",
+        "nats-server",
+        &[vendor_clis::nats_server_path()],
+    );
+    flag(
+        ci,
+        "has_browser",
+        "chromium, chromedriver or axe-core",
+        &[chromium, chromedriver, vendor_clis::axe_path()],
+    );
+}
+
+/// Sets `cfg` when every one of `paths` is a file (or under CI), and asks cargo to run
+/// this script again when one of them changes, so installing a tool later un-skips its
+/// tests (a path that does not exist makes cargo rerun the script on every build).
+fn flag(ci: bool, cfg: &str, what: &str, paths: &[PathBuf]) {
+    for path in paths {
+        println!("cargo::rerun-if-changed={}", path.display());
+    }
+    if ci || paths.iter().all(|p| Path::is_file(p)) {
+        println!("cargo::rustc-cfg={cfg}");
+    } else {
+        println!("cargo::warning={what} is not installed: its tests are built ignored (skipped)");
+    }
+}

@@ -1,0 +1,456 @@
+//! The REST API against its OpenAPI description: the server serves the checked-in
+//! snapshot, every documented route answers with its documented status, every answer
+//! (errors included) validates against the described schema, and the control routes
+//! added for REST parity refuse what the WebSocket refuses, with the same codes.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tandem_tests::json_schema::validate;
+use tandem_tests::vendor_clis::repo_root;
+use tandem_tests::{Server, WsClient};
+
+use crate::schedule::{now_ms, rfc3339};
+
+/// Calls routes and checks each answer against the description.
+struct Checker<'a> {
+    server: &'a Server,
+    doc: Value,
+    /// `(method, path template)` of every route that answered with success.
+    covered: BTreeSet<(String, String)>,
+}
+
+impl Checker<'_> {
+    /// `method path` (concrete) for the documented `template`; checks the answer and
+    /// returns its status and body.
+    async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        template: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let client = awc::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .finish();
+        let url = format!("{}/api/v1{path}", self.server.base);
+        let req = match method {
+            "get" => client.get(url),
+            "post" => client.post(url),
+            "patch" => client.patch(url),
+            "delete" => client.delete(url),
+            other => panic!("method {other}"),
+        };
+        let sent = match body {
+            Some(b) => {
+                req.insert_header(("Content-Type", "application/json"))
+                    .send_body(b.to_string())
+                    .await
+            }
+            // The guard wants the JSON content type on every POST, body or not.
+            None if method == "post" => {
+                req.insert_header(("Content-Type", "application/json"))
+                    .send()
+                    .await
+            }
+            None => req.send().await,
+        };
+        let mut resp = sent.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let bytes = resp.body().limit(64 << 20).await.unwrap();
+        let status = resp.status().as_u16();
+        let value: Value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e})"));
+        let op = &self.doc["paths"][format!("/api/v1{template}")][method];
+        assert!(op.is_object(), "{method} {template} is not documented");
+        let documented =
+            op["responses"][status.to_string()]["content"]["application/json"]["schema"].clone();
+        let schema = if documented.is_null() {
+            assert!(
+                status >= 400,
+                "{method} {path}: undocumented success status {status}: {value}"
+            );
+            op["responses"]["default"]["content"]["application/json"]["schema"].clone()
+        } else {
+            self.covered
+                .insert((method.to_string(), template.to_string()));
+            documented
+        };
+        if let Err(e) = validate(&schema, &value, &self.doc) {
+            panic!("{method} {path} ({status}): the answer does not match the description: {e}\n{value}");
+        }
+        (status, value)
+    }
+
+    /// [`Checker::call`] that must succeed.
+    async fn ok(&mut self, method: &str, path: &str, template: &str, body: Option<Value>) -> Value {
+        let (status, value) = self.call(method, path, template, body).await;
+        assert!(status < 300, "{method} {path}: {status} {value}");
+        value
+    }
+}
+
+/// Polls the session's events until one of `kind` is stored (bounded).
+async fn stored_event(server: &Server, id: &str, kind: &str) -> Value {
+    for _ in 0..400 {
+        if let Some(ev) = server
+            .all_events(id)
+            .await
+            .into_iter()
+            .find(|e| e["kind"] == kind)
+        {
+            return ev;
+        }
+        actix_rt::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no {kind} event in {id}");
+}
+
+/// Waits until the session is listed idle (bounded).
+async fn idle(server: &Server, id: &str) {
+    for _ in 0..400 {
+        let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
+        if info["status"] == "idle" {
+            return;
+        }
+        actix_rt::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{id} never became idle");
+}
+
+/// The error code a WebSocket request is refused with.
+async fn ws_code(ws: &mut WsClient, frame: Value) -> String {
+    let answer = ws.request(frame).await;
+    answer["code"].as_str().unwrap_or("(accepted)").to_string()
+}
+
+#[actix_rt::test]
+async fn every_documented_route_answers_as_described() {
+    let server = Server::start();
+    let (status, served) = server.get("/api/v1/openapi.json").await;
+    assert_eq!(status, 200);
+    let snapshot: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("protocol/schemas/openapi.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        served, snapshot,
+        "the server serves the checked-in description"
+    );
+    assert_eq!(served["openapi"], "3.1.0");
+    let mut c = Checker {
+        server: &server,
+        doc: served.clone(),
+        covered: BTreeSet::new(),
+    };
+
+    c.ok("get", "/health", "/health", None).await;
+    c.ok("get", "/openapi.json", "/openapi.json", None).await;
+    c.ok("get", "/vendors", "/vendors", None).await;
+    let s1 = c
+        .ok(
+            "post",
+            "/sessions",
+            "/sessions",
+            Some(json!({"title": "one"})),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let s2 = c
+        .ok(
+            "post",
+            "/sessions",
+            "/sessions",
+            Some(json!({"title": "two"})),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let s3 = c
+        .ok(
+            "post",
+            "/sessions",
+            "/sessions",
+            Some(json!({"title": "three"})),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    c.ok("get", "/sessions?limit=2", "/sessions", None).await;
+    c.ok("get", "/sessions/running", "/sessions/running", None)
+        .await;
+    c.ok("get", &format!("/sessions/{s1}"), "/sessions/{id}", None)
+        .await;
+    c.ok(
+        "patch",
+        &format!("/sessions/{s3}"),
+        "/sessions/{id}",
+        Some(json!({"title": "renamed"})),
+    )
+    .await;
+
+    // A background task, stopped over REST.
+    let bg = "/background t1 600000 a long job";
+    c.ok(
+        "post",
+        &format!("/sessions/{s1}/messages"),
+        "/sessions/{id}/messages",
+        Some(json!({"content": bg})),
+    )
+    .await;
+    stored_event(&server, &s1, "background_tasks").await;
+    idle(&server, &s1).await;
+    c.ok(
+        "post",
+        &format!("/sessions/{s1}/tasks/t1/stop"),
+        "/sessions/{id}/tasks/{taskId}/stop",
+        None,
+    )
+    .await;
+    c.ok(
+        "get",
+        &format!("/sessions/{s1}/events?after=0&limit=10"),
+        "/sessions/{id}/events",
+        None,
+    )
+    .await;
+
+    // A tool approval, answered over REST.
+    let ask = "/ask shell {\"command\": \"ls\"}";
+    c.ok(
+        "post",
+        &format!("/sessions/{s2}/messages"),
+        "/sessions/{id}/messages",
+        Some(json!({"content": ask})),
+    )
+    .await;
+    let request = stored_event(&server, &s2, "permission_request").await;
+    let rid = request["requestId"].as_str().unwrap().to_string();
+    c.ok(
+        "post",
+        &format!("/sessions/{s2}/permissions/{rid}"),
+        "/sessions/{id}/permissions/{requestId}",
+        Some(json!({"allow": false, "message": "not now"})),
+    )
+    .await;
+    idle(&server, &s2).await;
+    let said = stored_event(&server, &s2, "assistant_message").await;
+    assert!(
+        said["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("denied shell: not now")),
+        "{said}"
+    );
+
+    // Interrupt a running turn.
+    c.ok(
+        "post",
+        &format!("/sessions/{s2}/messages"),
+        "/sessions/{id}/messages",
+        Some(json!({"content": "/sleep 60000"})),
+    )
+    .await;
+    c.ok(
+        "post",
+        &format!("/sessions/{s2}/interrupt"),
+        "/sessions/{id}/interrupt",
+        None,
+    )
+    .await;
+    c.ok(
+        "post",
+        &format!("/sessions/{s2}/mcp-token"),
+        "/sessions/{id}/mcp-token",
+        None,
+    )
+    .await;
+
+    // The queue and usage.
+    // (`ok` checks each answer against its documented schema.)
+    c.ok(
+        "get",
+        &format!("/sessions/{s1}/queue"),
+        "/sessions/{id}/queue",
+        None,
+    )
+    .await;
+    c.ok(
+        "get",
+        &format!("/sessions/{s1}/usage"),
+        "/sessions/{id}/usage",
+        None,
+    )
+    .await;
+
+    // Schedules: create, list, cancel.
+    let at = rfc3339(now_ms() + 3_600_000);
+    let made = c
+        .ok(
+            "post",
+            &format!("/sessions/{s1}/schedules"),
+            "/sessions/{id}/schedules",
+            Some(json!({"content": "later", "at": at})),
+        )
+        .await;
+    let sid = made["scheduleId"].as_str().unwrap().to_string();
+    let list = c
+        .ok(
+            "get",
+            &format!("/sessions/{s1}/schedules"),
+            "/sessions/{id}/schedules",
+            None,
+        )
+        .await;
+    assert!(list.to_string().contains(&sid), "{list}");
+    let cancelled = c
+        .ok(
+            "delete",
+            &format!("/sessions/{s1}/schedules/{sid}"),
+            "/sessions/{id}/schedules/{scheduleId}",
+            None,
+        )
+        .await;
+    assert_eq!(cancelled["status"], "cancelled");
+
+    // Handoff, pairs, archive.
+    idle(&server, &s1).await;
+    let handed = c
+        .ok(
+            "post",
+            &format!("/sessions/{s1}/handoff"),
+            "/sessions/{id}/handoff",
+            Some(json!({"targetVendor": "scripted"})),
+        )
+        .await;
+    assert_eq!(handed["sourceSessionId"], s1.as_str());
+    let pair = c
+        .ok(
+            "post",
+            "/pairs",
+            "/pairs",
+            Some(json!({"driverId": s3, "worker": {"vendor": "scripted"}})),
+        )
+        .await;
+    let pair_id = pair["pair"]["pairId"].as_str().unwrap().to_string();
+    c.ok("get", "/pairs", "/pairs", None).await;
+    c.ok(
+        "delete",
+        &format!("/pairs/{pair_id}"),
+        "/pairs/{pairId}",
+        None,
+    )
+    .await;
+    c.ok("delete", &format!("/sessions/{s3}"), "/sessions/{id}", None)
+        .await;
+
+    let documented: BTreeSet<(String, String)> = served["paths"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .flat_map(|(path, ops)| {
+            let template = path.trim_start_matches("/api/v1").to_string();
+            ops.as_object()
+                .into_iter()
+                .flatten()
+                .map(move |(method, _)| (method.clone(), template.clone()))
+        })
+        .collect();
+    let missed: Vec<_> = documented.difference(&c.covered).collect();
+    assert!(
+        missed.is_empty(),
+        "documented routes never called: {missed:?}"
+    );
+
+    // The control routes refuse what the socket refuses, with the same code.
+    let mut ws = server.ws().await;
+    let cases: Vec<(Value, &str, String, Option<Value>, &str)> = vec![
+        (
+            json!({"type": "session.handoff", "sessionId": s1}),
+            "post",
+            format!("/sessions/{s1}/handoff"),
+            Some(json!({})),
+            "/sessions/{id}/handoff",
+        ),
+        (
+            json!({"type": "session.handoff", "sessionId": "ses_nope", "targetVendor": "scripted"}),
+            "post",
+            "/sessions/ses_nope/handoff".into(),
+            Some(json!({"targetVendor": "scripted"})),
+            "/sessions/{id}/handoff",
+        ),
+        (
+            json!({"type": "session.schedule", "sessionId": s1, "content": "x", "at": "next tuesday"}),
+            "post",
+            format!("/sessions/{s1}/schedules"),
+            Some(json!({"content": "x", "at": "next tuesday"})),
+            "/sessions/{id}/schedules",
+        ),
+        (
+            json!({"type": "session.schedule-cancel", "sessionId": s1, "scheduleId": "sch_nope"}),
+            "delete",
+            format!("/sessions/{s1}/schedules/sch_nope"),
+            None,
+            "/sessions/{id}/schedules/{scheduleId}",
+        ),
+        (
+            json!({"type": "chat.stop-task", "sessionId": s1, "taskId": "nope"}),
+            "post",
+            format!("/sessions/{s1}/tasks/nope/stop"),
+            None,
+            "/sessions/{id}/tasks/{taskId}/stop",
+        ),
+        (
+            json!({"type": "chat.permission-response", "requestId": "perm_nope", "sessionId": s2, "allow": true}),
+            "post",
+            format!("/sessions/{s2}/permissions/perm_nope"),
+            Some(json!({"allow": true})),
+            "/sessions/{id}/permissions/{requestId}",
+        ),
+        (
+            json!({"type": "pair.create", "driverId": "ses_nope", "worker": {"vendor": "scripted"}}),
+            "post",
+            "/pairs".into(),
+            Some(json!({"driverId": "ses_nope", "worker": {"vendor": "scripted"}})),
+            "/pairs",
+        ),
+        (
+            json!({"type": "pair.create", "driverId": s1, "worker": {"vendor": "gemini"}}),
+            "post",
+            "/pairs".into(),
+            Some(json!({"driverId": s1, "worker": {"vendor": "gemini"}})),
+            "/pairs",
+        ),
+        (
+            json!({"type": "pair.close", "pairId": "pair_nope"}),
+            "delete",
+            "/pairs/pair_nope".into(),
+            None,
+            "/pairs/{pairId}",
+        ),
+    ];
+    for (frame, method, path, body, template) in cases {
+        let on_socket = ws_code(&mut ws, frame.clone()).await;
+        let (status, answer) = c.call(method, &path, template, body).await;
+        assert!(status >= 400, "{method} {path} was accepted: {answer}");
+        assert_eq!(
+            answer["error"]["code"].as_str().unwrap(),
+            on_socket,
+            "{method} {path} vs {frame}: {answer}"
+        );
+    }
+    // A body with an unknown field is refused, not half-read.
+    let (status, answer) = c
+        .call(
+            "post",
+            &format!("/sessions/{s1}/handoff"),
+            "/sessions/{id}/handoff",
+            Some(json!({"targetVendor": "scripted", "vendr": "x"})),
+        )
+        .await;
+    assert_eq!(status, 400, "{answer}");
+    ws.close().await;
+}
