@@ -12,7 +12,9 @@ mod vendor_clis;
 use std::path::{Path, PathBuf};
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser, has_codex_acp, has_claude_acp)");
+    println!(
+        "cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser, has_codex_acp, has_claude_acp, has_nats)"
+    );
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=src/vendor_clis.rs");
     for key in [
@@ -58,6 +60,12 @@ fn main() {
         "has_claude_acp",
         "the pinned claude-code-acp agent",
         &[vendor_clis::claude_acp_path()],
+    );
+    flag(
+        ci,
+        "has_nats",
+        "nats-server",
+        &[vendor_clis::nats_server_path()],
     );
     flag(
         ci,

@@ -33,6 +33,9 @@ pub struct RuntimeConfig {
     /// Most sessions one user may own (Workers, spawned and handed-off sessions
     /// count); the next creation is `LIMIT_EXCEEDED`.
     pub max_sessions_per_user: usize,
+    /// This server's cluster node name (`--node`), stamped on the sessions it creates;
+    /// `None` outside a cluster.
+    pub node: Option<String>,
     /// Model names the config file adds to a vendor's list (`[vendors.X] models`), by
     /// vendor id: offered besides what the CLI reports (Claude Code reports none).
     pub configured_models: std::collections::BTreeMap<String, Vec<String>>,
@@ -52,6 +55,7 @@ impl RuntimeConfig {
             vendors: VendorsConfig::default(),
             store_give_up: std::time::Duration::from_secs(60),
             max_sessions_per_user: 100_000,
+            node: None,
             configured_models: std::collections::BTreeMap::new(),
         }
     }

@@ -79,6 +79,14 @@ pub enum RuntimeError {
     /// An actor that should be alive is gone (the server is shutting down).
     #[error("internal error: {0}")]
     Internal(String),
+    /// The session lives on a cluster node whose lease has lapsed (`NODE_UNAVAILABLE`).
+    #[error("session {session} is on node {node}, which is unavailable")]
+    NodeUnavailable {
+        /// The session asked for.
+        session: String,
+        /// The node it is pinned to.
+        node: String,
+    },
 }
 
 impl RuntimeError {
@@ -97,6 +105,7 @@ impl RuntimeError {
             RuntimeError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             RuntimeError::LimitExceeded(_) => ErrorCode::LimitExceeded,
             RuntimeError::Conflict(_) => ErrorCode::Conflict,
+            RuntimeError::NodeUnavailable { .. } => ErrorCode::NodeUnavailable,
             RuntimeError::Pair(e) => e.code(),
             RuntimeError::Proposal(e) => e.code(),
             RuntimeError::Store(_)

@@ -7,6 +7,7 @@
 pub mod access;
 pub mod adapter;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub(crate) mod crash;
 pub mod error;

@@ -81,6 +81,11 @@ pub struct SessionRecord {
     /// When it was archived; an archived session is not loaded at start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived_at: Option<u64>,
+    /// The cluster node it is pinned to: the one whose disk holds its history and
+    /// working directory. Set when a clustered node (`--node`) creates it, and filled
+    /// in at start for sessions a node had before it joined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// A message waiting for its session to be free.
@@ -246,6 +251,7 @@ impl SessionRecord {
             background_tasks: background_tasks.to_vec(),
             cwd: self.cwd.clone(),
             archived_at: self.archived_at,
+            node: self.node.clone(),
         }
     }
 }

@@ -163,6 +163,7 @@ impl RuntimeFixture {
             cwd: None,
             permission_mode: None,
             visibility: None,
+            node: None,
         };
         self.runtime
             .create_session(&self.who, params)

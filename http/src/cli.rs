@@ -22,7 +22,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Start the server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage users (multi-user mode: each user has a token and sees only their own
     /// and shared sessions).
     User {
@@ -167,6 +167,18 @@ pub struct ServeArgs {
     /// Most requests one WebSocket may send per second; the rest are `RATE_LIMITED`.
     #[arg(long, default_value_t = 5000)]
     ws_messages_per_sec: u32,
+    /// Join a cluster through this NATS server (JetStream on), e.g.
+    /// `nats://127.0.0.1:4222`; needs `--node`. Without it the server is on its own.
+    #[arg(long, requires = "node")]
+    nats: Option<String>,
+    /// This node's name in the cluster (letters, digits, '-', '_'); its sessions are
+    /// pinned to it, so it must stay the same across restarts.
+    #[arg(long, requires = "nats")]
+    node: Option<String>,
+    /// Seconds a node stays available after its last lease renewal (it renews three
+    /// times per lease); 2 to 60.
+    #[arg(long, default_value_t = 10)]
+    lease_secs: u64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -197,7 +209,7 @@ pub fn main_from(args: &[String]) -> ExitCode {
 
 fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
-        Command::Serve(args) => return run_serve(args),
+        Command::Serve(args) => return run_serve(*args),
         Command::Doctor { config } => return crate::doctor::run(config),
         Command::Client(command) => return crate::client::run(command),
         Command::User { command } => user(command),
@@ -330,6 +342,17 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     runtime.ring_events = args.ring_events.max(1);
     runtime.client_stall = std::time::Duration::from_secs(args.client_stall_secs.max(1));
     runtime.store_give_up = std::time::Duration::from_secs(args.store_give_up_secs.max(1));
+    let cluster = match (args.nats, args.node) {
+        (Some(url), Some(node)) => {
+            runtime.node = Some(node.clone());
+            Some(tandem_actors::cluster::ClusterConfig {
+                url,
+                node,
+                lease: std::time::Duration::from_secs(args.lease_secs.clamp(2, 60)),
+            })
+        }
+        _ => None,
+    };
     runtime.configured_models = file.configured_models();
     runtime.vendors = file.vendors(
         |key| std::env::var(key).ok(),
@@ -349,6 +372,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
             AuthArg::None => AuthMode::None,
         },
         runtime,
+        cluster,
         max_frame_bytes: args.max_frame_bytes.max(1024),
         heartbeat: crate::state::Heartbeat {
             ping_every: std::time::Duration::from_secs(args.ws_ping_secs.max(1)),

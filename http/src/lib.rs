@@ -5,6 +5,8 @@
 pub mod auth;
 pub mod cli;
 pub mod client;
+pub mod cluster_route;
+pub mod cluster_rpc;
 pub mod config_file;
 pub mod doctor;
 pub mod error;

@@ -95,10 +95,17 @@ async fn list_sessions(
     let who = caller(&req, &state.runtime, state.auth)?;
     let query = web::Query::<ListParams>::from_query(req.query_string())
         .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
-    let page = state.runtime.session_page(
+    // In a cluster the other nodes' sessions are listed too, in the same order.
+    let others = state
+        .cluster
+        .as_ref()
+        .map(|c| c.remote_sessions())
+        .unwrap_or_default();
+    let page = state.runtime.session_page_with(
         &who,
         query.limit.unwrap_or(ListParams::DEFAULT_LIMIT),
         query.cursor.as_deref(),
+        &others,
     )?;
     Ok(HttpResponse::Ok().json(SessionList {
         sessions: page.sessions,

@@ -40,6 +40,8 @@ pub struct ServeOptions {
     pub allowed_origins: Vec<String>,
     /// Per-connection and per-user limits of the WebSocket.
     pub limits: crate::state::Limits,
+    /// The cluster to join (`--nats`, `--node`); `None`: a single node.
+    pub cluster: Option<tandem_actors::cluster::ClusterConfig>,
 }
 
 /// Why the server could not start.
@@ -61,6 +63,9 @@ pub enum ServeError {
     /// The runtime could not start.
     #[error(transparent)]
     Runtime(#[from] tandem_actors::RuntimeError),
+    /// The cluster could not be joined.
+    #[error(transparent)]
+    Cluster(#[from] tandem_actors::cluster::ClusterError),
     /// An I/O error after the bind (listening, printing the address, serving).
     #[error("server: {0}")]
     Io(#[from] std::io::Error),
@@ -88,7 +93,17 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     })?;
     let addr = listener.local_addr()?;
     let started = tandem_actors::start(opts.runtime.clone())?;
+    let cluster = match opts.cluster.clone() {
+        Some(config) => {
+            let cluster =
+                tandem_actors::cluster::Cluster::join(config, started.runtime.clone()).await?;
+            crate::cluster_rpc::serve(&cluster, started.runtime.clone()).await?;
+            Some(cluster)
+        }
+        None => None,
+    };
     let state = web::Data::new(AppState {
+        cluster,
         runtime: started.runtime,
         auth: opts.auth,
         max_frame_bytes: opts.max_frame_bytes,

@@ -20,6 +20,8 @@ pub struct AppState {
     pub limits: Limits,
     /// Open WebSocket connections per user.
     pub connections: crate::limits::ConnectionCounts,
+    /// This node's cluster membership (`--nats`); `None` on a single node.
+    pub cluster: Option<tandem_actors::cluster::Cluster>,
 }
 
 /// How much one user or one socket may ask of the server.

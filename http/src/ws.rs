@@ -141,6 +141,7 @@ pub async fn connect(
         outbox,
         socket,
         runtime,
+        cluster: state.cluster.clone(),
         principal,
         max_frame: state.max_frame_bytes,
         heartbeat: state.heartbeat,
@@ -171,6 +172,8 @@ pub struct WsClient {
     oversized: Arc<std::sync::atomic::AtomicBool>,
     id: u64,
     runtime: Runtime,
+    /// Set in a cluster: requests for other nodes' sessions are routed there.
+    cluster: Option<tandem_actors::cluster::Cluster>,
     principal: Principal,
     queue: Arc<ClientQueue>,
     /// Frames waiting for the client; the response body takes them.
@@ -300,7 +303,7 @@ impl WsClient {
                     );
                     return;
                 }
-                self.dispatch(frame, ctx);
+                self.dispatch(frame, text, ctx);
             }
             Err(e) => {
                 self.error(e.code, e.message, e.request_id, e.session_id);
@@ -309,11 +312,13 @@ impl WsClient {
         }
     }
 
-    fn dispatch(&mut self, frame: ClientFrame, ctx: &mut Ctx) {
+    fn dispatch(&mut self, frame: ClientFrame, text: &str, ctx: &mut Ctx) {
         let who = Requester {
             runtime: &self.runtime,
             principal: &self.principal,
             client_id: self.id,
+            cluster: self.cluster.as_ref(),
+            raw: Some(text),
         };
         match dispatch(who, frame) {
             Dispatched::Now(frames) => {
@@ -325,6 +330,12 @@ impl WsClient {
                 ctx.spawn(
                     fut.into_actor(self)
                         .map(|frame, act, _| act.send_frame(&frame)),
+                );
+            }
+            Dispatched::Forwarded(fut) => {
+                ctx.spawn(
+                    fut.into_actor(self)
+                        .map(|json, act, _| act.outbox.push(Out::Text(json.into()))),
                 );
             }
         }

@@ -23,6 +23,8 @@ pub enum Dispatched {
     /// One frame to send when the request is done. Requests run concurrently;
     /// `requestId` ties each answer to its request.
     Later(LocalBoxFuture<'static, ServerFrame>),
+    /// The answer of another cluster node, already serialized, passed on unchanged.
+    Forwarded(LocalBoxFuture<'static, String>),
 }
 
 /// Who is asking, on which connection.
@@ -33,6 +35,10 @@ pub struct Requester<'a> {
     pub principal: &'a Principal,
     /// The connection's gateway client id (subscriptions and watches are per client).
     pub client_id: u64,
+    /// This node's cluster membership: requests for another node's session go there.
+    pub cluster: Option<&'a tandem_actors::cluster::Cluster>,
+    /// The frame as received, forwarded as is to the node that owns its session.
+    pub raw: Option<&'a str>,
 }
 
 /// An error frame; counts it in `protocol_errors`.
@@ -67,6 +73,18 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
         request_id,
         request,
     } = frame;
+    if let (Some(cluster), Some(raw)) = (who.cluster, who.raw) {
+        use crate::cluster_route::{route, Routed};
+        match route(cluster, who.principal, &request_id, &request, raw) {
+            Some(Routed::Forwarded(answer)) => return Dispatched::Forwarded(answer),
+            Some(Routed::Refused(frame)) => {
+                tandem_actors::metrics::Metrics::inc(&who.runtime.metrics().protocol_errors);
+                return Dispatched::Now(vec![frame]);
+            }
+            None => {}
+        }
+    }
+    let cluster = who.cluster.cloned();
     let base = who.runtime;
     let rt = base.clone();
     let client_id = who.client_id;
@@ -77,21 +95,39 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
             &PingResult { pong: true },
         )]),
         ClientRequest::SessionCreate(params) => later(base, request_id, None, async move {
+            if let Some(node) = params.node.as_deref() {
+                if Some(node) != rt.config().node.as_deref() {
+                    return Err(RuntimeError::InvalidArgument(format!(
+                        "no node `{node:.64}` in the cluster"
+                    )));
+                }
+            }
             let session = rt.create_session(&who, params).await?;
             Ok(SessionCreateResult { session })
         }),
-        ClientRequest::SessionsWatch(p) => list_page(&rt, &who, client_id, request_id, p, true),
-        ClientRequest::SessionsList(p) => list_page(&rt, &who, client_id, request_id, p, false),
+        ClientRequest::SessionsWatch(p) => {
+            list_page(&rt, cluster.as_ref(), &who, client_id, request_id, p, true)
+        }
+        ClientRequest::SessionsList(p) => {
+            list_page(&rt, cluster.as_ref(), &who, client_id, request_id, p, false)
+        }
         ClientRequest::ChatSubscribe(params) => {
             let mut frames = Vec::new();
             let mut subscribed = Vec::new();
             for entry in params.sessions {
-                match rt.subscribe(
-                    &who,
-                    client_id,
-                    &entry.session_id,
-                    entry.last_seq.unwrap_or(0),
-                ) {
+                let last_seq = entry.last_seq.unwrap_or(0);
+                let subscribed_here = match &cluster {
+                    Some(c) => crate::cluster_route::subscribe(
+                        c,
+                        &rt,
+                        &who,
+                        client_id,
+                        &entry.session_id,
+                        last_seq,
+                    ),
+                    None => rt.subscribe(&who, client_id, &entry.session_id, last_seq),
+                };
+                match subscribed_here {
                     Ok(()) => subscribed.push(entry.session_id),
                     Err(e) => frames.push(fail(&rt, e, request_id.clone(), Some(entry.session_id))),
                 }
@@ -274,6 +310,7 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
 /// session could be megabytes.
 fn list_page(
     rt: &Runtime,
+    cluster: Option<&tandem_actors::cluster::Cluster>,
     who: &Principal,
     client_id: u64,
     request_id: Option<String>,
@@ -281,7 +318,9 @@ fn list_page(
     watch: bool,
 ) -> Dispatched {
     let limit = params.limit.unwrap_or(ListParams::DEFAULT_LIMIT);
-    let frame = match rt.session_page(who, limit, params.cursor.as_deref()) {
+    // In a cluster the other nodes' sessions are listed too, in the same order.
+    let others = cluster.map(|c| c.remote_sessions()).unwrap_or_default();
+    let frame = match rt.session_page_with(who, limit, params.cursor.as_deref(), &others) {
         Ok(page) => {
             if watch {
                 rt.watch(client_id);

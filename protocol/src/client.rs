@@ -254,6 +254,11 @@ pub struct CreateSessionParams {
     /// Private (default) or shared.
     #[serde(default)]
     pub visibility: Option<Visibility>,
+    /// The cluster node to create it on (it is pinned there: its working directory
+    /// is that node's); default the node asked. Refused outside a cluster unless it
+    /// names this node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// Per-turn overrides on `chat.send`; they stick to the session like `session.configure`.

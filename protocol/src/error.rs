@@ -77,6 +77,9 @@ pub enum ErrorCode {
     /// The tool exists but is not offered to this session: its role (Worker, spawned
     /// session, delegated turn) does not allow it, or it continues no other session.
     ToolNotAvailable,
+    /// The session lives on another cluster node whose lease has lapsed (stopped, or
+    /// unreachable): nothing can reach it until that node returns.
+    NodeUnavailable,
 }
 
 impl ErrorCode {
@@ -112,6 +115,7 @@ impl ErrorCode {
             ErrorCode::FrameTooLarge => 413,
             ErrorCode::RateLimited | ErrorCode::LimitExceeded => 429,
             ErrorCode::Internal => 500,
+            ErrorCode::NodeUnavailable => 503,
         }
     }
 }

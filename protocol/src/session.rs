@@ -17,6 +17,10 @@ pub enum SessionStatus {
     Interrupted,
     /// The last turn ended in error.
     Failed,
+    /// The session lives on another node of the cluster whose lease has lapsed (it was
+    /// stopped or cannot be reached); commands to it are `NODE_UNAVAILABLE`. Never a
+    /// stored status, so not in [`SessionStatus::ALL`].
+    Unavailable,
 }
 
 impl SessionStatus {
@@ -37,6 +41,7 @@ impl SessionStatus {
             SessionStatus::Running => "running",
             SessionStatus::Interrupted => "interrupted",
             SessionStatus::Failed => "failed",
+            SessionStatus::Unavailable => "unavailable",
         }
     }
 
@@ -214,4 +219,8 @@ pub struct SessionInfo {
     /// is listed nowhere and announced once with this set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived_at: Option<u64>,
+    /// The cluster node the session is pinned to (`tandem serve --node NAME`); absent
+    /// on a server that is not part of a cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }

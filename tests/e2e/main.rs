@@ -12,6 +12,7 @@ mod bad_input;
 mod browser_attacks;
 mod budgets;
 mod claude;
+mod cluster;
 mod codex;
 mod configure;
 mod crash_workflows;

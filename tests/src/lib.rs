@@ -8,6 +8,7 @@ pub mod bench;
 pub mod json_schema;
 pub mod mock_anthropic;
 pub mod mock_openai;
+pub mod nats;
 pub mod poll;
 pub mod raw_socket;
 pub mod server;
@@ -15,6 +16,7 @@ pub mod vendor_clis;
 pub mod webdriver;
 pub mod ws;
 
+pub use nats::NatsServer;
 pub use poll::{eventually, eventually_within};
 pub use server::{Server, ServerOptions, TempDir};
 pub use webdriver::Browser;

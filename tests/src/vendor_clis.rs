@@ -125,3 +125,8 @@ pub fn require(found: Option<PathBuf>, what: &str) -> PathBuf {
         None => panic!("{what} is not installed (see .ci/run's install steps)"),
     }
 }
+
+/// Where `nats-server` is: on `PATH`, else Debian's `/usr/sbin/nats-server`.
+pub fn nats_server_path() -> PathBuf {
+    which("nats-server").unwrap_or_else(|| PathBuf::from("/usr/sbin/nats-server"))
+}

@@ -143,7 +143,7 @@ impl Runtime {
 
 /// Refuses a position past the largest `seq` a history can hold: positions are never
 /// wrapped (`after + 1` on 2^64-1 once replayed everything).
-fn check_position(after: u64) -> Result<(), RuntimeError> {
+pub(super) fn check_position(after: u64) -> Result<(), RuntimeError> {
     if after > tandem_protocol::MAX_SEQ {
         return Err(RuntimeError::InvalidArgument(format!(
             "position {after} is past the largest possible seq {}",

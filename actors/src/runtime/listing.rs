@@ -56,6 +56,18 @@ impl Runtime {
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<SessionPage, RuntimeError> {
+        self.session_page_with(who, limit, cursor, &[])
+    }
+
+    /// [`Runtime::session_page`] over this node's sessions and `others` (the other
+    /// cluster nodes' sessions), in one order.
+    pub fn session_page_with(
+        &self,
+        who: &Principal,
+        limit: usize,
+        cursor: Option<&str>,
+        others: &[SessionInfo],
+    ) -> Result<SessionPage, RuntimeError> {
         if limit == 0 || limit > MAX_SESSIONS_PAGE {
             return Err(RuntimeError::InvalidArgument(format!(
                 "limit must be 1 to {MAX_SESSIONS_PAGE}"
@@ -64,11 +76,7 @@ impl Runtime {
         let after = cursor.map(decode).transpose()?;
         // The `limit + 1` smallest keys after the cursor: a max-heap of that size.
         let mut best: BinaryHeap<Key> = BinaryHeap::with_capacity(limit + 2);
-        self.inner.services.sessions.for_each(|_, handle| {
-            let key = handle.shared.peek(|info| {
-                who.can_see(info)
-                    .then(|| (Reverse(info.last_activity), info.id.clone()))
-            });
+        let mut offer = |key: Option<Key>| {
             let Some(key) = key else { return };
             if after.as_ref().is_some_and(|a| key <= *a) {
                 return;
@@ -79,7 +87,15 @@ impl Runtime {
                 best.pop();
                 best.push(key);
             }
+        };
+        let key_of = |info: &SessionInfo| {
+            who.can_see(info)
+                .then(|| (Reverse(info.last_activity), info.id.clone()))
+        };
+        self.inner.services.sessions.for_each(|_, handle| {
+            offer(handle.shared.peek(key_of));
         });
+        others.iter().for_each(|info| offer(key_of(info)));
         let mut keys = best.into_sorted_vec();
         let more = keys.len() > limit;
         keys.truncate(limit);
@@ -92,6 +108,7 @@ impl Runtime {
                     .sessions
                     .get(id)
                     .map(|h| h.shared.info())
+                    .or_else(|| others.iter().find(|o| o.id == *id).cloned())
             })
             .collect();
         Ok(SessionPage {

@@ -7,6 +7,7 @@ mod clients;
 mod handoff;
 mod listing;
 mod pairs;
+mod peers;
 mod queue;
 mod reconcile;
 mod recovery;
@@ -43,6 +44,7 @@ use crate::session::{
 use crate::store::{Store, StoreFailure, StoreWriter, WriteOp, WriterHooks};
 
 pub use listing::{SessionPage, MAX_SESSIONS_PAGE};
+pub use peers::CommitTap;
 
 /// Longest id a session lookup accepts (ours are 28 bytes).
 const MAX_ID_BYTES: usize = 128;
@@ -100,6 +102,9 @@ struct Inner {
     /// Kept so the gateway's thread lives as long as the runtime.
     _gateway_arbiter: Arbiter,
     next_client: AtomicU64,
+    /// Also sees every committed batch once set (the cluster's publisher, `--nats`);
+    /// unset on a single node, where the writer's hook does nothing more.
+    commit_tap: Arc<std::sync::OnceLock<CommitTap>>,
 }
 
 /// What [`Runtime::start`] hands back.
@@ -148,6 +153,8 @@ impl Runtime {
             Gateway::new(gw_store, gw_metrics, ring, stall, total_cap)
         });
         let committed_to = gateway.clone();
+        let commit_tap: Arc<std::sync::OnceLock<CommitTap>> = Arc::default();
+        let tap = commit_tap.clone();
         // The writer starts before the runtime exists; failures reach the sessions
         // through this once it does.
         let failures_to: Arc<std::sync::OnceLock<RuntimeRef>> = Arc::default();
@@ -161,6 +168,9 @@ impl Runtime {
             metrics.clone(),
             WriterHooks {
                 on_commit: Box::new(move |events| {
+                    if let Some(tap) = tap.get() {
+                        tap(&events);
+                    }
                     committed_to.do_send(crate::gateway::Committed(events))
                 }),
                 on_failure: Box::new(move |failure| {
@@ -204,11 +214,16 @@ impl Runtime {
             sessions_arbiter: Arbiter::new(),
             _gateway_arbiter: gateway_arbiter,
             next_client: AtomicU64::new(1),
+            commit_tap,
         });
         let runtime = Runtime { inner };
         let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
         let mut waiting_children: Vec<(String, String)> = Vec::new();
-        for session in loaded {
+        for mut session in loaded {
+            // A session a node had before it joined a cluster is pinned to it.
+            if session.record.node.is_none() {
+                session.record.node = runtime.inner.config.node.clone();
+            }
             // Archived sessions keep their rows but get no actor and no slot.
             if session.record.archived_at.is_some() {
                 continue;
@@ -506,6 +521,7 @@ impl Runtime {
             schedules: Vec::new(),
             delivered: Vec::new(),
             archived_at: None,
+            node: self.inner.config.node.clone(),
         };
         let writer = &self.inner.services.writer;
         let epoch = writer.epoch();

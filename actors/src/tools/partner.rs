@@ -157,7 +157,9 @@ pub(super) async fn read_partner(
     let status = match info.status {
         SessionStatus::Running | SessionStatus::Starting => PartnerState::Running,
         SessionStatus::Interrupted => PartnerState::Interrupted,
-        SessionStatus::Idle | SessionStatus::Failed => PartnerState::Idle,
+        SessionStatus::Idle | SessionStatus::Failed | SessionStatus::Unavailable => {
+            PartnerState::Idle
+        }
     };
     Ok(ReadPartnerResult {
         status,

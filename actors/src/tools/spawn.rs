@@ -108,7 +108,8 @@ pub(super) fn check_spawned_sessions(
                     SessionStatus::Running | SessionStatus::Starting => ChildState::Running,
                     SessionStatus::Idle if c.turn_count == 0 => ChildState::Running,
                     SessionStatus::Interrupted => ChildState::Interrupted,
-                    SessionStatus::Failed => ChildState::Error,
+                    // Children live on their parent's node: never unavailable to it.
+                    SessionStatus::Failed | SessionStatus::Unavailable => ChildState::Error,
                     SessionStatus::Idle => ChildState::Done,
                 };
                 ChildSummary {

@@ -57,6 +57,10 @@ pub struct FanoutConfig {
     /// Write every delivery's receipt time, latency and seq to this file (the last
     /// run's), to see when latency builds up.
     pub dump: Option<String>,
+    /// Cross-node (`--cross-node 1`): a NATS server and two clustered servers; the
+    /// sessions live on node `a`, every client is connected to node `b`. Server CPU
+    /// is both nodes' (NATS's is reported apart).
+    pub cross_node: bool,
     /// `--subscribe all`: `clients` clients in all, each subscribed to every session
     /// (a dashboard); else (`one`) `clients` clients per session, each subscribed to
     /// that one. Deliveries are sessions × clients × events either way.
@@ -79,6 +83,7 @@ impl FanoutConfig {
             runs: flags.num("runs", 3)?,
             trace_ms: flags.num("trace-ms", 0)?,
             dump: flags.all("dump-latency").pop(),
+            cross_node: flags.num::<u8>("cross-node", 0)? == 1,
             subscribe_all: match flags.all("subscribe").pop().as_deref() {
                 None | Some("one") => false,
                 Some("all") => true,
@@ -141,6 +146,8 @@ pub struct FanoutRun {
     pub closes: u64,
     /// Events that arrived out of sequence (must be 0).
     pub gaps: u64,
+    /// Cross-node runs: the NATS server's CPU over the window, seconds.
+    pub nats_cpu_s: Option<f64>,
 }
 
 impl FanoutRun {
@@ -177,6 +184,8 @@ impl FanoutRun {
             "server_cpu_s": round(self.server_cpu_s, 2),
             "server_cpu_us_per_delivery": round(self.cpu_us_per_delivery(), 3),
             "client_cpu_s": round(self.client_cpu_s, 2),
+            "cross_node": cfg.cross_node,
+            "nats_cpu_s": self.nats_cpu_s.map(|c| round(c, 2)),
             "lagged": self.lagged,
             "closes": self.closes,
             "gaps": self.gaps,
@@ -207,6 +216,11 @@ pub fn summary(cfg: &FanoutConfig, runs: &[FanoutRun], extra: &[String]) -> Valu
         "median_p99_ms": round(m(&|r| f64::from(r.p99_us)) / 1e3, 3),
         "median_max_ms": round(m(&|r| f64::from(r.max_us)) / 1e3, 3),
         "median_server_cpu_us_per_delivery": round(m(&|r| r.cpu_us_per_delivery()), 3),
+        "cross_node": cfg.cross_node,
+        "median_nats_cpu_us_per_delivery": cfg.cross_node.then(|| round(
+            m(&|r| r.nats_cpu_s.unwrap_or(0.0) * 1e6 / r.delivered.max(1) as f64),
+            3
+        )),
         "lagged": runs.iter().map(|r| r.lagged).sum::<u64>(),
         "closes": runs.iter().map(|r| r.closes).sum::<u64>(),
         "gaps": runs.iter().map(|r| r.gaps).sum::<u64>(),
@@ -225,7 +239,7 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
         report::line(&r.to_json(&cfg, run, &extra));
         if cfg.floor {
             // The same clients and load against the floor, right after.
-            let f = run_against(BenchServer::start_floor()?, &cfg)?;
+            let f = run_against(BenchServer::start_floor()?, None, None, &cfg)?;
             let mut line = f.to_json(&cfg, run, &[]);
             line["server"] = json!("floor");
             line["cpu_ratio_tandem_vs_floor"] =
@@ -276,18 +290,41 @@ struct ThreadOut {
 
 /// One run against a fresh server started with `extra` flags.
 pub fn run_once(cfg: &FanoutConfig, extra: &[String]) -> Result<FanoutRun, String> {
-    run_against(BenchServer::start(extra)?, cfg)
+    let nats = cfg.cross_node.then(crate::NatsServer::start);
+    let node_args = |node: &str| {
+        let mut args = extra.to_vec();
+        if let Some(nats) = &nats {
+            args.extend(["--nats".into(), nats.url(), "--node".into(), node.into()]);
+        }
+        args
+    };
+    let server = BenchServer::start(&node_args("a"))?;
+    // Cross-node: clients on a second node, sessions on the first.
+    let remote = match nats {
+        Some(_) => Some(BenchServer::start(&node_args("b"))?),
+        None => None,
+    };
+    run_against(server, remote, nats, cfg)
 }
 
-/// One run against `server` (tandem, or the floor).
-fn run_against(server: BenchServer, cfg: &FanoutConfig) -> Result<FanoutRun, String> {
-    let url = server.ws_url();
+/// One run against `server` (tandem, or the floor); with `remote`, the clients connect
+/// there instead (cross-node), and `nats`'s CPU is reported apart.
+fn run_against(
+    server: BenchServer,
+    remote: Option<BenchServer>,
+    nats: Option<crate::NatsServer>,
+    cfg: &FanoutConfig,
+) -> Result<FanoutRun, String> {
+    let url = remote.as_ref().unwrap_or(&server).ws_url();
     let system = actix_rt::System::new();
     let (mut driver, sessions) = system.block_on(async {
-        let mut driver = RawWs::connect(&url).await?;
+        let mut driver = RawWs::connect(&server.ws_url()).await?;
         let mut sessions = Vec::new();
         for i in 0..cfg.sessions {
             sessions.push(create_session(&mut driver, i).await?);
+        }
+        if remote.is_some() {
+            wait_listed(&url, sessions.len()).await?;
         }
         Ok::<_, String>((driver, sessions))
     })?;
@@ -335,7 +372,10 @@ fn run_against(server: BenchServer, cfg: &FanoutConfig) -> Result<FanoutRun, Str
     }
 
     let script = cfg.script();
-    let server_cpu0 = cpu_seconds(server.pid())?;
+    let remote_cpu = |r: &Option<BenchServer>| r.as_ref().map_or(Ok(0.0), |r| cpu_seconds(r.pid()));
+    let nats_cpu = |n: &Option<crate::NatsServer>| n.as_ref().map(|n| cpu_seconds(n.pid()));
+    let server_cpu0 = cpu_seconds(server.pid())? + remote_cpu(&remote)?;
+    let nats_cpu0 = nats_cpu(&nats).transpose()?;
     let client_cpu0 = cpu_seconds(std::process::id())?;
     let t0 = now_us();
     let tracer = (cfg.trace_ms > 0)
@@ -368,7 +408,11 @@ fn run_against(server: BenchServer, cfg: &FanoutConfig) -> Result<FanoutRun, Str
         total.closes += out.closes;
         total.gaps += out.gaps;
     }
-    let server_cpu_s = cpu_seconds(server.pid())? - server_cpu0;
+    let server_cpu_s = cpu_seconds(server.pid())? + remote_cpu(&remote)? - server_cpu0;
+    let nats_cpu_s = match (nats_cpu(&nats).transpose()?, nats_cpu0) {
+        (Some(end), Some(start)) => Some(end - start),
+        _ => None,
+    };
     if let Some(tracer) = tracer {
         tracer.stop();
     }
@@ -393,7 +437,27 @@ fn run_against(server: BenchServer, cfg: &FanoutConfig) -> Result<FanoutRun, Str
         lagged: total.lagged,
         closes: total.closes,
         gaps: total.gaps,
+        nats_cpu_s,
     })
+}
+
+/// Waits (at most 10 s) until the node at `url` lists `count` sessions (the other
+/// node's, through the cluster directory).
+async fn wait_listed(url: &str, count: usize) -> Result<(), String> {
+    let mut ws = RawWs::connect(url).await?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let frame = json!({"type": "sessions.list", "limit": 1000, "requestId": "list"});
+        ws.send_text(frame.to_string()).await?;
+        let reply = next_control(&mut ws).await?;
+        if reply["sessions"].as_array().map_or(0, Vec::len) >= count {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the client node lists fewer than {count} sessions"));
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Creates a scripted session over `ws` and returns its id.

@@ -60,7 +60,9 @@ usage: bench serve [tandem serve flags]
        bench fanout     [--sessions 10] [--clients 10] [--events 2000] [--runs 3]
                         [--rate EV_PER_S_PER_SESSION] [--tick-ms 10] [--threads 2]
                         [--trace-ms N] [--dump-latency FILE] [--subscribe one|all]
-                        [--floor 1] [--server-arg ARG]...
+                        [--floor 1] [--server-arg ARG]... [--cross-node 1]
+                        (--cross-node: sessions on node a, clients on node b, via
+                        nats-server on loopback)
        bench sessions   [--count 10000] [--clients 8] [--window 32] [--runs 3]
                         [--threads 2] [--server-arg ARG]...
        bench replay     [--sizes 5000,100000] [--runs 5] [--server-arg ARG]...

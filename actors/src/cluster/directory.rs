@@ -1,0 +1,262 @@
+//! Leases and the session directory, both JetStream KV buckets.
+//!
+//! - `tandem_nodes`: each node puts its key every lease ÷ 3. Every node watches the
+//!   bucket: a node is available until one lease after the last renewal it saw (a
+//!   stale value found at start counts from its timestamp). When a lease lapses, the
+//!   node's sessions are announced again with status `unavailable`; when it renews
+//!   again they come back.
+//! - `tandem_sessions`: key = session id, value = [`Entry`] (owner node and the
+//!   session as listed). The owner puts what changed every [`SYNC`]; a session that
+//!   left (archived) is deleted. Every node watches the bucket and keeps the other
+//!   nodes' entries, announcing each change to its `sessions.watch` clients.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::kv::{Operation, Store};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use tandem_protocol::SessionInfo;
+
+use super::{Cluster, RemoteSession};
+use crate::clock::now_ms;
+
+/// How often the owner compares its sessions with what it last published.
+const SYNC: Duration = Duration::from_millis(250);
+/// How often leases are checked for lapses.
+const LEASE_CHECK: Duration = Duration::from_millis(250);
+
+/// One directory value.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry {
+    /// The node the session is pinned to.
+    node: String,
+    /// The session as that node lists it.
+    info: SessionInfo,
+}
+
+/// One lease value (the time is informative; freshness comes from the KV entry).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Lease {
+    node: String,
+    renewed_at: u64,
+}
+
+/// Takes the lease, loads both buckets and starts the tasks that keep them.
+pub(super) async fn start(
+    cluster: Cluster,
+    nodes: Store,
+    sessions: Store,
+) -> Result<(), async_nats::Error> {
+    renew(&cluster, &nodes).await?;
+    // Current values first (each bucket keeps one value per key, so its history is
+    // the current values), then changes. Lists are complete once those are in.
+    let mut node_watch = nodes.watch_with_history(">").await?;
+    let mut session_watch = sessions.watch_with_history(">").await?;
+    load_initial(&cluster, &mut node_watch, &nodes, on_lease).await?;
+    load_initial(&cluster, &mut session_watch, &sessions, on_session).await?;
+    let c = cluster.clone();
+    actix::spawn(async move {
+        while let Some(entry) = node_watch.next().await {
+            match entry {
+                Ok(e) => on_lease(&c, e),
+                Err(e) => tracing::warn!(error = %e, "lease watch"),
+            }
+        }
+    });
+    let c = cluster.clone();
+    actix::spawn(async move {
+        while let Some(entry) = session_watch.next().await {
+            match entry {
+                Ok(e) => on_session(&c, e),
+                Err(e) => tracing::warn!(error = %e, "directory watch"),
+            }
+        }
+    });
+    let c = cluster.clone();
+    actix::spawn(async move {
+        let mut tick = tokio::time::interval(c.inner.config.lease / 3);
+        loop {
+            tick.tick().await;
+            if let Err(e) = renew(&c, &nodes).await {
+                tracing::warn!(error = %e, "lease renewal failed");
+            }
+        }
+    });
+    actix::spawn(publish_sessions(cluster.clone(), sessions));
+    actix::spawn(watch_leases(cluster));
+    Ok(())
+}
+
+/// Feeds the values present now to `apply`, stopping at the first live change.
+async fn load_initial(
+    cluster: &Cluster,
+    watch: &mut async_nats::jetstream::kv::Watch,
+    store: &Store,
+    apply: impl Fn(&Cluster, async_nats::jetstream::kv::Entry),
+) -> Result<(), async_nats::Error> {
+    // An empty bucket delivers nothing: know how many values to wait for.
+    let status = store.status().await?;
+    if status.values() == 0 {
+        return Ok(());
+    }
+    while let Some(entry) = watch.next().await {
+        let entry = entry?;
+        let done = entry.delta == 0;
+        apply(cluster, entry);
+        if done {
+            break;
+        }
+    }
+    Ok(())
+}
+
+async fn renew(cluster: &Cluster, nodes: &Store) -> Result<(), async_nats::Error> {
+    let lease = Lease {
+        node: cluster.node().to_string(),
+        renewed_at: now_ms(),
+    };
+    nodes
+        .put(cluster.node(), serde_json::to_vec(&lease)?.into())
+        .await?;
+    Ok(())
+}
+
+/// A lease value arrived: the node is available for one lease from when it was put.
+fn on_lease(cluster: &Cluster, entry: async_nats::jetstream::kv::Entry) {
+    if entry.key == cluster.node() || entry.operation != Operation::Put {
+        return;
+    }
+    let age = time::OffsetDateTime::now_utc() - entry.created;
+    let age = Duration::try_from(age).unwrap_or(Duration::ZERO);
+    let Some(left) = cluster.inner.config.lease.checked_sub(age) else {
+        return;
+    };
+    let was_alive = cluster.alive(&entry.key);
+    cluster
+        .inner
+        .nodes
+        .insert(entry.key.clone(), Instant::now() + left);
+    if !was_alive {
+        tracing::info!(node = %entry.key, "node available");
+        announce_node(cluster, &entry.key);
+    }
+}
+
+/// A directory value arrived.
+fn on_session(cluster: &Cluster, entry: async_nats::jetstream::kv::Entry) {
+    let inner = &cluster.inner;
+    match entry.operation {
+        Operation::Put => {
+            let parsed: Entry = match serde_json::from_slice(&entry.value) {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::warn!(key = %entry.key, error = %e, "unreadable directory entry");
+                    return;
+                }
+            };
+            if parsed.node == cluster.node() {
+                return;
+            }
+            let listed = cluster.listed(&parsed.node, &parsed.info);
+            inner.remote.insert(
+                entry.key,
+                RemoteSession {
+                    node: parsed.node,
+                    info: parsed.info,
+                },
+            );
+            inner.runtime.announce(listed);
+        }
+        Operation::Delete | Operation::Purge => {
+            // Archived on its node: announced once with `archivedAt`, then gone.
+            if let Some((_, mut gone)) = inner.remote.remove(&entry.key) {
+                gone.info.archived_at.get_or_insert_with(now_ms);
+                inner.runtime.announce(gone.info);
+            }
+        }
+    }
+}
+
+/// Announces every session of `node` as it is listed now.
+fn announce_node(cluster: &Cluster, node: &str) {
+    let inner = &cluster.inner;
+    let infos: Vec<SessionInfo> = inner
+        .remote
+        .iter()
+        .filter(|r| r.node == node)
+        .map(|r| cluster.listed(&r.node, &r.info))
+        .collect();
+    for info in infos {
+        inner.runtime.announce(info);
+    }
+}
+
+/// Checks leases; a lapse announces the node's sessions as `unavailable`.
+async fn watch_leases(cluster: Cluster) {
+    let mut down: std::collections::HashSet<String> = Default::default();
+    let mut tick = tokio::time::interval(LEASE_CHECK);
+    loop {
+        tick.tick().await;
+        let now = Instant::now();
+        let nodes: Vec<(String, bool)> = cluster
+            .inner
+            .nodes
+            .iter()
+            .map(|n| (n.key().clone(), *n.value() > now))
+            .collect();
+        for (node, alive) in nodes {
+            if alive {
+                down.remove(&node);
+            } else if down.insert(node.clone()) {
+                tracing::warn!(%node, "node lease lapsed; its sessions are unavailable");
+                announce_node(&cluster, &node);
+            }
+        }
+    }
+}
+
+/// Puts this node's changed sessions into the directory and deletes those that left.
+async fn publish_sessions(cluster: Cluster, sessions: Store) {
+    let mut published: HashMap<String, SessionInfo> = HashMap::new();
+    let mut tick = tokio::time::interval(SYNC);
+    loop {
+        tick.tick().await;
+        let now = cluster.inner.runtime.local_sessions();
+        let mut present = std::collections::HashSet::with_capacity(now.len());
+        for info in now {
+            present.insert(info.id.clone());
+            if published.get(&info.id) == Some(&info) {
+                continue;
+            }
+            let entry = Entry {
+                node: cluster.node().to_string(),
+                info,
+            };
+            let Ok(value) = serde_json::to_vec(&entry) else {
+                continue;
+            };
+            match sessions.put(&entry.info.id, value.into()).await {
+                Ok(_) => {
+                    published.insert(entry.info.id.clone(), entry.info);
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "directory update failed; retrying");
+                    break;
+                }
+            }
+        }
+        let gone: Vec<String> = published
+            .keys()
+            .filter(|id| !present.contains(*id))
+            .cloned()
+            .collect();
+        for id in gone {
+            if sessions.delete(&id).await.is_ok() {
+                published.remove(&id);
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! This node's copy of a remote session's events, for its own subscribers.
+//!
+//! An ordered JetStream consumer on the session's subject delivers its events in
+//! stream order; the mirror writes each one whose seq is the next it lacks into this
+//! node's store through the ordinary writer. The gateway sees those commits like any
+//! other, so subscribers of the remote session get the same replay (ring, then
+//! store pages), live delivery and `lagged` handling as for a local one: never a gap,
+//! never a duplicate. Events are written only in seq order: the stream may hold a
+//! session's events out of order (a hole the publisher filled after a broken
+//! connection), so events that arrive early wait in a bounded buffer until the
+//! missing ones come; more than [`MAX_EARLY`] waiting restarts the consumer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytestring::ByteString;
+use futures_util::StreamExt;
+
+use super::publish::seq_of;
+use super::{events_subject, Cluster, EVENTS_STREAM};
+use crate::flow::FlowGate;
+use crate::store::{StoredEvent, WriteOp};
+
+/// Pause before the consumer is made again after an error.
+const RESTART: Duration = Duration::from_secs(1);
+/// Events written between two checks that they were committed.
+const SYNC_EVERY: u64 = 256;
+/// Events that arrived before an earlier one and wait for it, at most.
+const MAX_EARLY: usize = 100_000;
+
+/// Follows one remote session for the life of the node.
+pub(super) async fn run(cluster: Cluster, session_id: String) {
+    loop {
+        match follow(&cluster, &session_id).await {
+            Ok(()) => tracing::debug!(session = %session_id, "mirror consumer ended"),
+            Err(e) => {
+                tracing::warn!(session = %session_id, error = %e, "mirror failed; restarting")
+            }
+        }
+        tokio::time::sleep(RESTART).await;
+    }
+}
+
+/// The newest seq this node's store holds for a session.
+async fn stored_last(cluster: &Cluster, session_id: &str) -> Result<u64, async_nats::Error> {
+    let store = cluster.inner.runtime.store().clone();
+    let id = session_id.to_string();
+    let last = actix_rt::task::spawn_blocking(move || {
+        store.with_reader(|conn| {
+            conn.query_row(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?1",
+                [&id],
+                |row| row.get::<_, i64>(0),
+            )
+        })
+    })
+    .await??;
+    Ok(u64::try_from(last).unwrap_or(0))
+}
+
+/// One consumer's life: from what the store has to the end of the stream, then live.
+async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::Error> {
+    use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
+    let last = stored_last(cluster, session_id).await?;
+    let stream = cluster.inner.js.get_stream_no_info(EVENTS_STREAM).await?;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            filter_subject: events_subject(session_id),
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await?;
+    let mut messages = consumer.messages().await?;
+    let writer = cluster.inner.runtime.writer().clone();
+    let sid: Arc<str> = Arc::from(session_id);
+    let gate = Arc::new(FlowGate::new(last));
+    let mut next = last + 1;
+    let mut epoch = writer.epoch();
+    let mut unsynced = 0u64;
+    let mut early: std::collections::BTreeMap<u64, ByteString> = Default::default();
+    loop {
+        // Check the commits when the consumer has nothing more at once, or every
+        // SYNC_EVERY events: a failed commit would leave a hole to fill again.
+        let msg = if unsynced > 0 {
+            match tokio::time::timeout(Duration::from_millis(5), messages.next()).await {
+                Ok(m) => m,
+                Err(_) => {
+                    if !writer.synced_since(epoch).await {
+                        return Err("a copied event was not committed".into());
+                    }
+                    unsynced = 0;
+                    epoch = writer.epoch();
+                    continue;
+                }
+            }
+        } else {
+            messages.next().await
+        };
+        let Some(msg) = msg else { return Ok(()) };
+        let msg = msg?;
+        let Some(seq) = msg.headers.as_ref().and_then(seq_of) else {
+            tracing::warn!(session = %session_id, "event without a seq header skipped");
+            continue;
+        };
+        if seq < next || early.contains_key(&seq) {
+            continue;
+        }
+        let frame =
+            ByteString::try_from(msg.payload.clone()).map_err(|_| "an event frame is not UTF-8")?;
+        if seq > next {
+            if early.len() >= MAX_EARLY {
+                return Err(
+                    format!("seq {next} still missing after {MAX_EARLY} later ones").into(),
+                );
+            }
+            early.insert(seq, frame);
+            continue;
+        }
+        let mut frame = Some(frame);
+        while let Some(f) = frame.take().or_else(|| early.remove(&next)) {
+            writer.write(WriteOp::Event(StoredEvent {
+                session_id: sid.clone(),
+                seq: next,
+                frame: f,
+                gate: gate.clone(),
+            }))?;
+            next += 1;
+            unsynced += 1;
+        }
+        if unsynced >= SYNC_EVERY {
+            if !writer.synced_since(epoch).await {
+                return Err("a copied event was not committed".into());
+            }
+            unsynced = 0;
+            epoch = writer.epoch();
+        }
+    }
+}

@@ -1,0 +1,381 @@
+//! Nodes joined through NATS JetStream (`tandem serve --nats URL --node NAME`).
+//!
+//! Loaded only with `--nats`: a single node never starts any of it, and its hot path
+//! is unchanged (the writer's commit hook looks at one unset `OnceLock`).
+//!
+//! - Each session is pinned to the node that created it; that node's SQLite stays
+//!   the source of truth for it.
+//! - [`publish`]: every committed event of a local session is also published to
+//!   JetStream on `tandem.sessions.<id>.events`, message id `<id>:<seq>` (so
+//!   JetStream's duplicate window drops a republished one), in order, acknowledged;
+//!   after any failure (NATS down, restarted) the session is republished from SQLite
+//!   starting after the last seq the stream holds.
+//! - [`directory`]: a node's lease is a key in the KV bucket `tandem_nodes` that it
+//!   renews; which node owns which session (and the session as listed) is the KV
+//!   bucket `tandem_sessions`. Sessions of a node whose lease lapsed are listed
+//!   `unavailable`.
+//! - [`mirror`]: a client of this node that subscribes to another node's session is
+//!   served from a copy of its events that this node keeps in its own store, read from
+//!   JetStream in order; the gateway then replays and follows it exactly as a local
+//!   session (no gap, no duplicate, `lagged`).
+//!
+//! Commands for a remote session travel to its owner as NATS request/reply; that part
+//! lives in the HTTP crate (`http/src/cluster_rpc.rs`), which runs the owner's own
+//! request handling and returns its answer unchanged.
+
+mod directory;
+mod mirror;
+mod publish;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use dashmap::DashMap;
+use tandem_protocol::{SessionInfo, SessionStatus};
+
+use crate::runtime::Runtime;
+
+/// The stream holding every session's events.
+pub const EVENTS_STREAM: &str = "TANDEM_EVENTS";
+/// Node leases: key = node name, renewed by its node.
+pub const NODES_BUCKET: &str = "tandem_nodes";
+/// Session directory: key = session id, value = owner node and the session as listed.
+pub const SESSIONS_BUCKET: &str = "tandem_sessions";
+/// Header carrying an event's `seq` (also inside the frame; the header saves parsing).
+pub const SEQ_HEADER: &str = "Tandem-Seq";
+/// How long JetStream remembers message ids to drop duplicates.
+const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+
+/// The subject a session's events are published on.
+pub fn events_subject(session_id: &str) -> String {
+    format!("tandem.sessions.{session_id}.events")
+}
+
+/// The subject a node answers commands on.
+pub fn rpc_subject(node: &str) -> String {
+    format!("tandem.nodes.{node}.rpc")
+}
+
+/// What joining needs.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// `nats://HOST:PORT` of a NATS server with JetStream.
+    pub url: String,
+    /// This node's name: unique in the cluster, stable across restarts (its sessions
+    /// are pinned to it).
+    pub node: String,
+    /// A node not heard from for this long is unavailable; it renews three times per
+    /// lease.
+    pub lease: Duration,
+}
+
+/// Why a node could not join.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// `--node` is not usable as a NATS subject token and KV key.
+    #[error("--node `{0}` is not a valid node name: 1 to 64 letters, digits, '-' or '_'")]
+    BadNodeName(String),
+    /// The NATS server could not be reached.
+    #[error("cannot reach NATS at {url}: {reason}")]
+    Connect {
+        /// The `--nats` URL, named in the message.
+        url: String,
+        /// What the client said.
+        reason: String,
+    },
+    /// The stream or a KV bucket could not be created or opened (JetStream off?).
+    #[error(
+        "JetStream setup at {url} failed ({what}): {reason}; is nats-server running with -js?"
+    )]
+    Setup {
+        /// The `--nats` URL.
+        url: String,
+        /// Which stream or bucket.
+        what: &'static str,
+        /// What the server said.
+        reason: String,
+    },
+}
+
+/// Where a session lives, seen from this node.
+#[derive(Debug, Clone)]
+pub enum Owner {
+    /// Here.
+    Local,
+    /// On another node whose lease holds.
+    Remote {
+        /// Its node.
+        node: String,
+        /// The session as its node last published it.
+        info: Box<SessionInfo>,
+    },
+    /// On another node whose lease has lapsed.
+    Unavailable {
+        /// Its node.
+        node: String,
+    },
+    /// No node has it (or its owner has not published it yet).
+    Unknown,
+}
+
+/// One session of another node, as the directory says.
+#[derive(Debug, Clone)]
+struct RemoteSession {
+    node: String,
+    info: SessionInfo,
+}
+
+/// This node's membership in the cluster; cheap to clone.
+#[derive(Clone)]
+pub struct Cluster {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ClusterConfig,
+    client: async_nats::Client,
+    js: jetstream::Context,
+    runtime: Runtime,
+    /// Other nodes' sessions, by id.
+    remote: DashMap<String, RemoteSession>,
+    /// Other nodes and until when their lease holds.
+    nodes: DashMap<String, Instant>,
+    /// Remote sessions whose events this node copies (see [`mirror`]).
+    mirrors: Mutex<HashSet<String>>,
+}
+
+impl Cluster {
+    /// Connects, makes sure the stream and buckets exist, takes this node's lease,
+    /// loads the directory and starts publishing. Call inside the actix system.
+    pub async fn join(config: ClusterConfig, runtime: Runtime) -> Result<Cluster, ClusterError> {
+        let valid = !config.node.is_empty()
+            && config.node.len() <= 64
+            && config
+                .node
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid {
+            return Err(ClusterError::BadNodeName(config.node));
+        }
+        let client = async_nats::ConnectOptions::new()
+            .name(format!("tandem-{}", config.node))
+            .connect(config.url.as_str())
+            .await
+            .map_err(|e| ClusterError::Connect {
+                url: config.url.clone(),
+                reason: e.to_string(),
+            })?;
+        let js = jetstream::new(client.clone());
+        let url = config.url.clone();
+        let setup = |what: &'static str| {
+            let url = url.clone();
+            move |e: &dyn std::fmt::Display| ClusterError::Setup {
+                url,
+                what,
+                reason: e.to_string(),
+            }
+        };
+        js.get_or_create_stream(jetstream::stream::Config {
+            name: EVENTS_STREAM.into(),
+            subjects: vec!["tandem.sessions.*.events".into()],
+            storage: jetstream::stream::StorageType::File,
+            duplicate_window: DUPLICATE_WINDOW,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| setup("stream TANDEM_EVENTS")(&e))?;
+        let nodes_kv = bucket(&js, NODES_BUCKET)
+            .await
+            .map_err(|e| setup("bucket tandem_nodes")(&e))?;
+        let sessions_kv = bucket(&js, SESSIONS_BUCKET)
+            .await
+            .map_err(|e| setup("bucket tandem_sessions")(&e))?;
+        let cluster = Cluster {
+            inner: Arc::new(Inner {
+                config,
+                client,
+                js,
+                runtime: runtime.clone(),
+                remote: DashMap::new(),
+                nodes: DashMap::new(),
+                mirrors: Mutex::new(HashSet::new()),
+            }),
+        };
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        runtime.set_commit_tap(Box::new(move |events| {
+            let _ = tx.send(events.to_vec());
+        }));
+        actix::spawn(publish::run(cluster.clone(), rx));
+        directory::start(cluster.clone(), nodes_kv, sessions_kv)
+            .await
+            .map_err(|e| setup("directory")(&e))?;
+        tracing::info!(node = %cluster.node(), url = %cluster.inner.config.url, "joined the cluster");
+        Ok(cluster)
+    }
+
+    /// This node's name.
+    pub fn node(&self) -> &str {
+        &self.inner.config.node
+    }
+
+    /// The NATS connection (the HTTP crate's command forwarding uses it).
+    pub fn client(&self) -> &async_nats::Client {
+        &self.inner.client
+    }
+
+    /// Where a session lives.
+    pub fn owner(&self, session_id: &str) -> Owner {
+        if self.inner.runtime.hosts(session_id) {
+            return Owner::Local;
+        }
+        let Some(remote) = self.inner.remote.get(session_id) else {
+            return Owner::Unknown;
+        };
+        if self.alive(&remote.node) {
+            Owner::Remote {
+                node: remote.node.clone(),
+                info: Box::new(remote.info.clone()),
+            }
+        } else {
+            Owner::Unavailable {
+                node: remote.node.clone(),
+            }
+        }
+    }
+
+    /// Whether a node's lease holds (this node's always does).
+    pub fn alive(&self, node: &str) -> bool {
+        node == self.node()
+            || self
+                .inner
+                .nodes
+                .get(node)
+                .is_some_and(|until| *until > Instant::now())
+    }
+
+    /// Whether a node has ever been seen in this cluster (alive or not).
+    pub fn known(&self, node: &str) -> bool {
+        node == self.node() || self.inner.nodes.contains_key(node)
+    }
+
+    /// Another node's session as listed now, if the directory has it.
+    pub fn remote_session(&self, session_id: &str) -> Option<SessionInfo> {
+        self.inner
+            .remote
+            .get(session_id)
+            .map(|r| self.listed(&r.node, &r.info))
+    }
+
+    /// Sends a request to `node` and waits for its answer, at most `timeout`.
+    pub async fn request(
+        &self,
+        node: &str,
+        payload: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, String> {
+        let asked = self.inner.client.send_request(
+            rpc_subject(node),
+            async_nats::Request::new()
+                .payload(payload.into())
+                .timeout(Some(timeout)),
+        );
+        match asked.await {
+            Ok(reply) => Ok(reply.payload.to_vec()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Answers requests sent to this node with `handler`, each in its own task on the
+    /// current arbiter, for the life of the server.
+    pub async fn serve_requests<F, Fut>(&self, handler: F) -> Result<(), ClusterError>
+    where
+        F: Fn(Vec<u8>) -> Fut + 'static,
+        Fut: std::future::Future<Output = String> + 'static,
+    {
+        use futures_util::StreamExt;
+        let client = self.inner.client.clone();
+        let mut requests = client
+            .subscribe(rpc_subject(self.node()))
+            .await
+            .map_err(|e| ClusterError::Setup {
+                url: self.inner.config.url.clone(),
+                what: "command subject",
+                reason: e.to_string(),
+            })?;
+        let handler = std::rc::Rc::new(handler);
+        actix::spawn(async move {
+            while let Some(msg) = requests.next().await {
+                let Some(reply_to) = msg.reply else { continue };
+                let (client, handler) = (client.clone(), handler.clone());
+                actix::spawn(async move {
+                    let answer = handler(msg.payload.to_vec()).await;
+                    if let Err(e) = client.publish(reply_to, answer.into()).await {
+                        tracing::warn!(error = %e, "could not answer a forwarded request");
+                    }
+                });
+            }
+        });
+        Ok(())
+    }
+
+    /// Every other node's sessions, as listed: those of a node whose lease lapsed
+    /// with status `unavailable`.
+    pub fn remote_sessions(&self) -> Vec<SessionInfo> {
+        self.inner
+            .remote
+            .iter()
+            .map(|r| self.listed(&r.node, &r.info))
+            .collect()
+    }
+
+    /// A remote session as listed now.
+    fn listed(&self, node: &str, info: &SessionInfo) -> SessionInfo {
+        let mut info = info.clone();
+        if !self.alive(node) {
+            info.status = SessionStatus::Unavailable;
+        }
+        info
+    }
+
+    /// Makes sure this node copies a remote session's events into its store, so its
+    /// gateway can serve subscribers; idempotent.
+    pub fn follow(&self, session_id: &str) {
+        let fresh = match self.inner.mirrors.lock() {
+            Ok(mut set) => set.insert(session_id.to_string()),
+            Err(_) => false,
+        };
+        if fresh {
+            actix::spawn(mirror::run(self.clone(), session_id.to_string()));
+        }
+    }
+}
+
+/// Creates a KV bucket (one value per key, file storage), or opens it when it exists.
+/// The bucket's stream is made here as the KV API defines it (`KV_<bucket>` on
+/// `$KV.<bucket>.>`): async-nats's own `create_key_value` first reads the account
+/// info, whose shape nats-server 2.9 answers in a form the client does not parse.
+async fn bucket(
+    js: &jetstream::Context,
+    name: &str,
+) -> Result<jetstream::kv::Store, async_nats::Error> {
+    use jetstream::stream::{Config, DiscardPolicy, StorageType};
+    if let Ok(store) = js.get_key_value(name).await {
+        return Ok(store);
+    }
+    js.get_or_create_stream(Config {
+        name: format!("KV_{name}"),
+        subjects: vec![format!("$KV.{name}.>")],
+        max_messages_per_subject: 1,
+        storage: StorageType::File,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        discard: DiscardPolicy::New,
+        num_replicas: 1,
+        ..Default::default()
+    })
+    .await?;
+    Ok(js.get_key_value(name).await?)
+}

@@ -1,0 +1,89 @@
+//! What the cluster (`crate::cluster`, loaded only with `--nats`) needs from the
+//! runtime: a tap on committed batches, the local sessions, and subscriptions to
+//! sessions that live on other nodes. A single node never calls any of it.
+
+use std::sync::Arc;
+
+use bytestring::ByteString;
+use tandem_protocol::{ServerFrame, SessionInfo};
+
+use super::clients::check_position;
+use super::Runtime;
+use crate::access::Principal;
+use crate::error::RuntimeError;
+use crate::gateway::{SessionChanged, Subscribe};
+use crate::store::{Store, StoredEvent};
+
+/// Sees every committed batch on the writer's thread, after the commit and before
+/// the gateway gets it. Must not block.
+pub type CommitTap = Box<dyn Fn(&[StoredEvent]) + Send + Sync>;
+
+impl Runtime {
+    /// Installs the commit tap; only the first call takes effect (one cluster per
+    /// runtime). Batches committed before it was set are not shown to it.
+    pub fn set_commit_tap(&self, tap: CommitTap) -> bool {
+        self.inner.commit_tap.set(tap).is_ok()
+    }
+
+    /// True when the session has an actor here (it is this node's).
+    pub fn hosts(&self, id: &str) -> bool {
+        self.inner.services.sessions.get(id).is_some()
+    }
+
+    /// Every live (not archived) session of this node, as listed.
+    pub fn local_sessions(&self) -> Vec<SessionInfo> {
+        let mut out = Vec::new();
+        self.inner
+            .services
+            .sessions
+            .for_each(|_, h| out.push(h.shared.info()));
+        out
+    }
+
+    /// The store, for reading histories back (republishing after a NATS outage).
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Tells `sessions.watch` clients that a session changed (a remote one).
+    pub fn announce(&self, info: SessionInfo) {
+        self.inner.services.gateway.do_send(SessionChanged(info));
+    }
+
+    /// Subscribes a client to a session of another node, described by `info`. Its
+    /// events reach the gateway as this node's copy of them is committed (the
+    /// cluster's mirror writes them), so replay, live delivery and `lagged` are the
+    /// gateway's, exactly as for a local session.
+    pub fn subscribe_remote(
+        &self,
+        who: &Principal,
+        client_id: u64,
+        info: &SessionInfo,
+        last_seq: u64,
+    ) -> Result<(), RuntimeError> {
+        if !who.can_see(info) {
+            return Err(RuntimeError::SessionNotFound(info.id.clone()));
+        }
+        check_position(last_seq)?;
+        let ack: ByteString = ServerFrame::ChatSubscribed {
+            session_id: info.id.clone(),
+            status: info.status,
+            last_seq: info.last_seq,
+            // A remote session's pending requests, rules and queue live on its owner;
+            // this node's copy of the history does not hold them.
+            pending_permissions: Vec::new(),
+            permission_rules: Vec::new(),
+            queued: Vec::new(),
+            background_tasks: info.background_tasks.clone(),
+        }
+        .to_json()
+        .into();
+        self.inner.services.gateway.do_send(Subscribe {
+            client_id,
+            session_id: Arc::from(info.id.as_str()),
+            after: last_seq,
+            ack,
+        });
+        Ok(())
+    }
+}

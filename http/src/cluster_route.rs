@@ -1,0 +1,171 @@
+//! Where a WebSocket request runs in a cluster (`--nats`): here, or on the node that
+//! owns the session it names, as NATS request/reply (see [`crate::cluster_rpc`] for
+//! the owner's side); and `chat.subscribe` to another node's session.
+
+use std::time::Duration;
+
+use futures_util::future::LocalBoxFuture;
+use serde::{Deserialize, Serialize};
+use tandem_actors::cluster::{Cluster, Owner};
+use tandem_actors::{Principal, Runtime, RuntimeError};
+use tandem_protocol::{ClientRequest, ErrorCode, ServerFrame};
+
+/// A request that does not run here.
+pub enum Routed {
+    /// The owner's answer, serialized, to pass on unchanged.
+    Forwarded(LocalBoxFuture<'static, String>),
+    /// Refused at once (the owner is unavailable).
+    Refused(ServerFrame),
+}
+
+/// What travels to the owner.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Forward {
+    /// The caller's user id, authenticated by the node it connected to.
+    pub user_id: String,
+    /// Whether the caller is an admin.
+    pub admin: bool,
+    /// The client frame as received.
+    pub frame: String,
+}
+
+/// How long a forwarded request may take; `tool.call` may wait for a Worker's turn
+/// (`timeoutSeconds` up to 900).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const TOOL_TIMEOUT: Duration = Duration::from_secs(960);
+
+/// The session (or node) a request is for, when it names one.
+enum Target<'a> {
+    Session(&'a str),
+    Node(&'a str),
+}
+
+fn target(request: &ClientRequest) -> Option<Target<'_>> {
+    use ClientRequest as R;
+    Some(match request {
+        R::SessionCreate(p) => Target::Node(p.node.as_deref()?),
+        R::ChatSend(p) => Target::Session(&p.session_id),
+        R::ChatAbort(p) => Target::Session(&p.session_id),
+        R::ChatStopTask(p) => Target::Session(&p.session_id),
+        R::ChatPermissionResponse(p) => Target::Session(p.session_id.as_deref()?),
+        R::SessionConfigure(p) => Target::Session(&p.session_id),
+        R::ToolCall(p) => Target::Session(&p.session_id),
+        R::ProposalRespond(p) => Target::Session(&p.session_id),
+        R::PairCreate(p) => Target::Session(&p.driver_id),
+        R::SessionHandoff(p) => Target::Session(&p.session_id),
+        R::SessionSchedule(p) => Target::Session(&p.session_id),
+        R::SessionScheduleCancel(p) => Target::Session(&p.session_id),
+        _ => return None,
+    })
+}
+
+/// Routes a request to the node that owns its session; `None` when it runs here.
+pub fn route(
+    cluster: &Cluster,
+    who: &Principal,
+    request_id: &Option<String>,
+    request: &ClientRequest,
+    raw: &str,
+) -> Option<Routed> {
+    let (node, session_id) = match target(request)? {
+        Target::Node(node) if node == cluster.node() => return None,
+        Target::Node(node) if cluster.alive(node) => (node.to_string(), None),
+        Target::Node(node) if cluster.known(node) => {
+            return Some(unavailable(request_id, None, node, "its sessions"))
+        }
+        Target::Node(_) => return None,
+        Target::Session(id) => match cluster.owner(id) {
+            Owner::Local | Owner::Unknown => return None,
+            Owner::Remote { node, .. } => (node, Some(id.to_string())),
+            Owner::Unavailable { node } => {
+                return Some(unavailable(request_id, Some(id), &node, id));
+            }
+        },
+    };
+    let timeout = match request {
+        ClientRequest::ToolCall(_) => TOOL_TIMEOUT,
+        _ => REQUEST_TIMEOUT,
+    };
+    let forward = Forward {
+        user_id: who.user_id.clone(),
+        admin: who.admin,
+        frame: raw.to_string(),
+    };
+    let cluster = cluster.clone();
+    let request_id = request_id.clone();
+    Some(Routed::Forwarded(Box::pin(async move {
+        let payload = match serde_json::to_vec(&forward) {
+            Ok(p) => p,
+            Err(e) => return internal(request_id, session_id, e.to_string()),
+        };
+        match cluster.request(&node, payload, timeout).await {
+            Ok(reply) => match String::from_utf8(reply) {
+                Ok(json) => json,
+                Err(e) => internal(request_id, session_id, e.to_string()),
+            },
+            Err(e) => {
+                tracing::warn!(%node, error = %e, "forwarded request failed");
+                let what = session_id.clone().unwrap_or_else(|| "its sessions".into());
+                ServerFrame::ProtocolError {
+                    code: ErrorCode::NodeUnavailable,
+                    error: format!("node {node} did not answer for {what}: {e}"),
+                    session_id,
+                    request_id,
+                }
+                .to_json()
+            }
+        }
+    })))
+}
+
+fn unavailable(
+    request_id: &Option<String>,
+    session_id: Option<&str>,
+    node: &str,
+    what: &str,
+) -> Routed {
+    Routed::Refused(ServerFrame::ProtocolError {
+        code: ErrorCode::NodeUnavailable,
+        error: format!(
+            "node {node} is unavailable (its lease lapsed), so {what} cannot be reached"
+        ),
+        session_id: session_id.map(str::to_string),
+        request_id: request_id.clone(),
+    })
+}
+
+pub(crate) fn internal(
+    request_id: Option<String>,
+    session_id: Option<String>,
+    error: String,
+) -> String {
+    ServerFrame::ProtocolError {
+        code: ErrorCode::Internal,
+        error,
+        session_id,
+        request_id,
+    }
+    .to_json()
+}
+
+/// `chat.subscribe` in a cluster: a local session as usual; another node's session
+/// from this node's copy of its events, which the cluster keeps from JetStream (also
+/// while that node is away: what JetStream holds is still served).
+pub fn subscribe(
+    cluster: &Cluster,
+    rt: &Runtime,
+    who: &Principal,
+    client_id: u64,
+    session_id: &str,
+    last_seq: u64,
+) -> Result<(), RuntimeError> {
+    match cluster.remote_session(session_id) {
+        Some(info) if !rt.hosts(session_id) => {
+            rt.subscribe_remote(who, client_id, &info, last_seq)?;
+            cluster.follow(session_id);
+            Ok(())
+        }
+        _ => rt.subscribe(who, client_id, session_id, last_seq),
+    }
+}

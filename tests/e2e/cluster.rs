@@ -1,0 +1,315 @@
+//! Nodes joined through a real `nats-server` with JetStream: two or three `tandem
+//! serve --nats URL --node NAME` processes on one machine.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tandem_tests::{NatsServer, Server, ServerOptions, TempDir, WsClient};
+
+use crate::assert_contiguous;
+
+/// Options of a node named `node` joined through `nats`.
+fn node_opts(nats: &NatsServer, node: &str) -> ServerOptions {
+    ServerOptions {
+        args: vec!["--nats".into(), nats.url(), "--node".into(), node.into()],
+        ..ServerOptions::default()
+    }
+}
+
+fn start_node(nats: &NatsServer, node: &str) -> Server {
+    Server::start_with(node_opts(nats, node))
+}
+
+fn restart_node(dir: std::sync::Arc<TempDir>, nats: &NatsServer, node: &str) -> Server {
+    Server::start_in(dir, node_opts(nats, node))
+}
+
+/// Every session `ws` lists, all pages.
+async fn listed(ws: &mut WsClient) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut req = json!({"type": "sessions.list", "limit": 2});
+        if let Some(c) = &cursor {
+            req["cursor"] = json!(c);
+        }
+        let page = ws.ok(req).await;
+        out.extend(page["sessions"].as_array().cloned().unwrap());
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return out,
+        }
+    }
+}
+
+/// Polls `ws`'s session list (every 100 ms, at most `limit`) until session `id` is
+/// listed and `ok` holds for it; returns it and how long that took.
+async fn wait_listed(
+    ws: &mut WsClient,
+    id: &str,
+    limit: Duration,
+    ok: impl Fn(&Value) -> bool,
+) -> (Value, Duration) {
+    let start = Instant::now();
+    loop {
+        let sessions = listed(ws).await;
+        if let Some(s) = sessions.iter().find(|s| s["id"] == id && ok(s)) {
+            return (s.clone(), start.elapsed());
+        }
+        assert!(
+            start.elapsed() < limit,
+            "session {id} not listed as expected within {limit:?}: {sessions:?}"
+        );
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits (at most 20 s) until JetStream holds seqs 1..=`last` for the session, and
+/// checks each is there exactly once, with the id `<session>:<seq>`. (A hole the
+/// publisher filled after a broken connection is stored after later seqs, so the
+/// stream's order is not checked.)
+async fn assert_published(nats: &NatsServer, session: &str, last: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let published = nats.published(session).await;
+        if published.len() as u64 >= last || Instant::now() > deadline {
+            for (seq, id) in &published {
+                assert_eq!(id, &format!("{session}:{seq}"));
+            }
+            let mut seqs: Vec<u64> = published.iter().map(|(s, _)| *s).collect();
+            let stored = seqs.len();
+            seqs.sort_unstable();
+            seqs.dedup();
+            assert_eq!(stored, seqs.len(), "JetStream holds a seq twice");
+            let wrong = seqs
+                .iter()
+                .enumerate()
+                .find(|(i, s)| **s != *i as u64 + 1)
+                .map(|(i, s)| format!("position {i} holds seq {s}"));
+            assert!(
+                wrong.is_none() && seqs.len() as u64 == last,
+                "JetStream holds {} events for 1..={last}: {wrong:?}",
+                seqs.len()
+            );
+            return;
+        }
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn committed_events_are_published_once_and_sessions_are_pinned() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let mut ws = a.ws().await;
+    let reply = ws
+        .ok(json!({"type": "session.create", "title": "on a"}))
+        .await;
+    assert_eq!(reply["session"]["node"], "a");
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&id, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 300\ndone"}))
+        .await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_contiguous(&events, 1);
+    let last = events.len() as u64;
+    assert_published(&nats, &id, last).await;
+
+    // The directory says who owns it; the node holds a lease.
+    let entry = nats.kv("tandem_sessions", &id).await;
+    assert_eq!(entry.as_ref().map(|e| e["node"].clone()), Some(json!("a")));
+    assert!(nats.kv("tandem_nodes", "a").await.is_some());
+
+    // A restart republishes nothing twice: the publisher starts after the stream's
+    // last seq.
+    ws.close().await;
+    let dir = a.terminate();
+    let a = restart_node(dir, &nats, "a");
+    let mut ws = a.ws().await;
+    ws.subscribe(&id, last).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "again"}))
+        .await;
+    let more = ws.events_until_turn_end(&id).await;
+    assert_contiguous(&more, last + 1);
+    assert_published(&nats, &id, last + more.len() as u64).await;
+
+    // A node that is not in the cluster is refused by name.
+    let answer = ws
+        .request(json!({"type": "session.create", "node": "nowhere"}))
+        .await;
+    assert_eq!(answer["code"], "INVALID_ARGUMENT", "{answer}");
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn any_node_serves_any_client() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let c = start_node(&nats, "c");
+    let mut on_a = a.ws().await;
+    let mut on_b = b.ws().await;
+    let mut on_c = c.ws().await;
+
+    // A session of A with some history, and one created through A on C.
+    let id = on_a.create_session().await;
+    on_a.subscribe(&id, 0).await;
+    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 50\nfirst"}))
+        .await;
+    let first = on_a.events_until_turn_end(&id).await;
+    let made = on_a
+        .ok(json!({"type": "session.create", "title": "made on c", "node": "c"}))
+        .await;
+    assert_eq!(made["session"]["node"], "c", "{made}");
+    let on_c_id = made["session"]["id"].as_str().unwrap().to_string();
+
+    // B lists both, each with its node's name; C has the one made through A.
+    let (listed_a, _) = wait_listed(&mut on_b, &id, Duration::from_secs(10), |s| {
+        s["lastSeq"].as_u64() == Some(first.len() as u64)
+    })
+    .await;
+    assert_eq!(listed_a["node"], "a");
+    let (listed_c, _) = wait_listed(&mut on_b, &on_c_id, Duration::from_secs(10), |_| true).await;
+    assert_eq!(listed_c["node"], "c");
+    let (local_c, _) = wait_listed(&mut on_c, &on_c_id, Duration::from_secs(1), |_| true).await;
+    assert_eq!(local_c["title"], "made on c");
+
+    // B replays A's session from JetStream, then follows a turn B itself starts.
+    on_b.subscribe(&id, 0).await;
+    let ack = on_b.recv_until(|v| v["kind"] == "chat_subscribed").await;
+    assert_eq!(ack.last().map(|v| v["sessionId"].clone()), Some(json!(id)));
+    let mut replayed = Vec::new();
+    while (replayed.len()) < first.len() {
+        let v = on_b.recv().await;
+        if v["sessionId"] == id.as_str() && v.get("seq").is_some() {
+            replayed.push(v);
+        }
+    }
+    assert_eq!(replayed, first, "replay on B differs from A's history");
+    let sent = on_b
+        .ok(json!({"type": "chat.send", "sessionId": id, "content": "/sleep 300\nfrom b"}))
+        .await;
+    assert_eq!(sent["turnId"], "turn_2");
+    // The same errors as on the owner: a second send while the turn runs.
+    let busy = on_b
+        .request(json!({"type": "chat.send", "sessionId": id, "content": "x"}))
+        .await;
+    assert_eq!(busy["code"], "RUN_IN_PROGRESS", "{busy}");
+    let live = on_b.events_until_turn_end(&id).await;
+    assert_contiguous(&live, first.len() as u64 + 1);
+    let on_owner = on_a.events_until_turn_end(&id).await;
+    assert_eq!(live, on_owner, "B saw other events than A");
+    let none = on_b
+        .request(json!({"type": "chat.abort", "sessionId": id}))
+        .await;
+    assert_eq!(none["code"], "NO_ACTIVE_RUN", "{none}");
+    let configured = on_b
+        .ok(json!({"type": "session.configure", "sessionId": id, "title": "renamed from b"}))
+        .await;
+    assert_eq!(configured["session"]["title"], "renamed from b");
+    assert_eq!(configured["session"]["node"], "a");
+    let bad = on_b
+        .request(json!({"type": "session.configure", "sessionId": id, "effort": "enormous"}))
+        .await;
+    assert_eq!(bad["code"], "INVALID_ARGUMENT", "{bad}");
+    let missing = on_b
+        .request(json!({"type": "chat.send", "sessionId": "ses_nowhere", "content": "x"}))
+        .await;
+    assert_eq!(missing["code"], "SESSION_NOT_FOUND", "{missing}");
+    wait_listed(&mut on_c, &id, Duration::from_secs(10), |s| {
+        s["title"] == "renamed from b"
+    })
+    .await;
+    // A tool call runs as the session on its owner.
+    let tool = on_b
+        .ok(json!({"type": "tool.call", "sessionId": id, "name": "check_spawned_sessions", "arguments": {}}))
+        .await;
+    assert_eq!(tool["isError"], false, "{tool}");
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_killed_node_is_unavailable_within_its_lease_and_comes_back() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let mut on_a = a.ws().await;
+    let mut on_b = b.ws().await;
+    let id = on_a.create_session().await;
+    on_a.subscribe(&id, 0).await;
+    // Killed mid-turn: events committed but maybe not yet published are published
+    // after the restart, each once.
+    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 400\n/sleep 60000"}))
+        .await;
+    on_a.recv_until(|v| v["sessionId"] == id.as_str() && v["text"] == "chunk 399 ")
+        .await;
+    wait_listed(&mut on_b, &id, Duration::from_secs(10), |s| {
+        s["node"] == "a"
+    })
+    .await;
+    let dir = a.kill();
+    let (down, took) = wait_listed(&mut on_b, &id, Duration::from_secs(10), |s| {
+        s["status"] == "unavailable"
+    })
+    .await;
+    eprintln!("node a noticed down after {took:?}");
+    assert_eq!(down["node"], "a");
+    let refused = on_b
+        .request(json!({"type": "chat.send", "sessionId": id, "content": "x"}))
+        .await;
+    assert_eq!(refused["code"], "NODE_UNAVAILABLE", "{refused}");
+    assert_eq!(refused["sessionId"], id.as_str());
+    let refused = on_b
+        .request(json!({"type": "session.create", "node": "a"}))
+        .await;
+    assert_eq!(refused["code"], "NODE_UNAVAILABLE", "{refused}");
+
+    // Back: the turn a kill cut off is closed, the session is listed again, and the
+    // stream holds the whole history once.
+    let a = restart_node(dir, &nats, "a");
+    let (back, _) = wait_listed(&mut on_b, &id, Duration::from_secs(15), |s| {
+        s["status"] == "interrupted"
+    })
+    .await;
+    let stored = a.all_events(&id).await;
+    assert_contiguous(&stored, 1);
+    assert_eq!(back["lastSeq"].as_u64(), Some(stored.len() as u64));
+    assert_published(&nats, &id, stored.len() as u64).await;
+    let sent = on_b
+        .ok(json!({"type": "chat.send", "sessionId": id, "content": "after the restart"}))
+        .await;
+    assert_eq!(sent["turnId"], "turn_2");
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_nats_restart_loses_no_committed_event() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let mut ws = a.ws().await;
+    let id = ws.create_session().await;
+    ws.subscribe(&id, 0).await;
+    // A client of B follows the session through JetStream all along.
+    let mut on_b = b.ws().await;
+    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
+    on_b.subscribe(&id, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 2000\n/sleep 1500\n/stream 2000\ndone"}))
+        .await;
+    ws.recv_until(|v| v["sessionId"] == id.as_str() && v["text"] == "chunk 1999 ")
+        .await;
+    // Down while the session commits more; up again on the same store.
+    let nats = nats.restart();
+    let events = ws.events_until_turn_end(&id).await;
+    let stored = a.all_events(&id).await;
+    assert_contiguous(&stored, 1);
+    assert_eq!(stored.last(), events.last());
+    assert_published(&nats, &id, stored.len() as u64).await;
+    // B's client got every event once, in order, whatever order the stream holds.
+    let followed = on_b.events_until_turn_end(&id).await;
+    assert_eq!(
+        followed, stored,
+        "B's client saw other events than A stored"
+    );
+}

@@ -1,0 +1,142 @@
+//! A real `nats-server` with JetStream for the cluster tests: loopback, a free port,
+//! its store in a temporary directory; killed when dropped, so a failing test leaves
+//! no process behind. Also a reader of what JetStream holds for a session.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+
+use crate::TempDir;
+
+/// A running `nats-server -js`.
+pub struct NatsServer {
+    child: Child,
+    port: u16,
+    /// JetStream's store; kept across [`NatsServer::restart`].
+    pub dir: Arc<TempDir>,
+}
+
+impl NatsServer {
+    /// Starts one on a free loopback port with JetStream in a fresh directory.
+    pub fn start() -> NatsServer {
+        let port = match TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+            Ok(addr) => addr.port(),
+            Err(e) => panic!("no free port: {e}"),
+        };
+        Self::start_on(port, Arc::new(TempDir::new("nats")))
+    }
+
+    fn start_on(port: u16, dir: Arc<TempDir>) -> NatsServer {
+        let child = Command::new(crate::vendor_clis::nats_server_path())
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start nats-server (apt install nats-server): {e}"));
+        let server = NatsServer { child, port, dir };
+        server.wait_ready();
+        server
+    }
+
+    /// Waits until the port takes connections (at most 10 s).
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `nats://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (SIGKILL) and starts it again on the same port and store.
+    pub fn restart(mut self) -> NatsServer {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let (port, dir) = (self.port, self.dir.clone());
+        drop(self);
+        Self::start_on(port, dir)
+    }
+
+    /// Every message JetStream holds for a session's events subject, in stream order:
+    /// `(seq header, message id)`. Reads until nothing more comes for 500 ms.
+    pub async fn published(&self, session_id: &str) -> Vec<(u64, String)> {
+        use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
+        let client = match async_nats::connect(self.url()).await {
+            Ok(c) => c,
+            Err(e) => panic!("connect to NATS: {e}"),
+        };
+        let js = async_nats::jetstream::new(client);
+        let stream = match js.get_stream("TANDEM_EVENTS").await {
+            Ok(s) => s,
+            Err(e) => panic!("stream TANDEM_EVENTS: {e}"),
+        };
+        let consumer = stream
+            .create_consumer(OrderedConfig {
+                filter_subject: format!("tandem.sessions.{session_id}.events"),
+                deliver_policy: DeliverPolicy::All,
+                ..Default::default()
+            })
+            .await
+            .unwrap_or_else(|e| panic!("consumer: {e}"));
+        let mut messages = consumer
+            .messages()
+            .await
+            .unwrap_or_else(|e| panic!("messages: {e}"));
+        let mut out = Vec::new();
+        while let Ok(Some(msg)) =
+            tokio::time::timeout(Duration::from_millis(500), messages.next()).await
+        {
+            let msg = msg.unwrap_or_else(|e| panic!("message: {e}"));
+            let header = |name: &str| {
+                msg.headers
+                    .as_ref()
+                    .and_then(|h| h.get(name))
+                    .map(|v| v.as_str().to_string())
+                    .unwrap_or_default()
+            };
+            out.push((
+                header("Tandem-Seq").parse().unwrap_or(0),
+                header("Nats-Msg-Id"),
+            ));
+        }
+        out
+    }
+
+    /// The value of `key` in KV bucket `bucket`, if any.
+    pub async fn kv(&self, bucket: &str, key: &str) -> Option<serde_json::Value> {
+        let client = async_nats::connect(self.url())
+            .await
+            .unwrap_or_else(|e| panic!("connect to NATS: {e}"));
+        let js = async_nats::jetstream::new(client);
+        let store = js
+            .get_key_value(bucket)
+            .await
+            .unwrap_or_else(|e| panic!("bucket {bucket}: {e}"));
+        let value = store
+            .get(key)
+            .await
+            .unwrap_or_else(|e| panic!("get: {e}"))?;
+        serde_json::from_slice(&value).ok()
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
