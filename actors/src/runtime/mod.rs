@@ -4,6 +4,7 @@
 mod agents;
 mod archive;
 mod clients;
+mod create;
 mod handoff;
 mod listing;
 mod pairs;
@@ -14,7 +15,9 @@ mod recovery;
 mod schedules;
 mod usage;
 
-use std::path::{Path, PathBuf};
+use create::NewSession;
+
+use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
 
@@ -62,22 +65,6 @@ impl RuntimeRef {
     pub fn upgrade(&self) -> Option<Runtime> {
         self.0.upgrade().map(|inner| Runtime { inner })
     }
-}
-
-/// What a new session is made of (validated by [`Runtime::new_session`]).
-struct NewSession {
-    id: Option<String>,
-    owner_id: String,
-    visibility: tandem_protocol::Visibility,
-    vendor: VendorId,
-    model: String,
-    effort: String,
-    title: Option<String>,
-    cwd: String,
-    permission_mode: tandem_protocol::PermissionMode,
-    parent_id: Option<String>,
-    pending_prompt: Option<String>,
-    handoff_from: Option<String>,
 }
 
 /// The runtime; cheap to clone, shared by every HTTP worker.
@@ -423,147 +410,6 @@ impl Runtime {
             return Err(RuntimeError::AccessDenied(id.to_string()));
         }
         Ok(handle)
-    }
-
-    /// Creates a session owned by `who`.
-    pub async fn create_session(
-        &self,
-        who: &Principal,
-        params: CreateSessionParams,
-    ) -> Result<SessionInfo, RuntimeError> {
-        let cwd = self.resolve_cwd(params.cwd.as_deref())?;
-        self.new_session(NewSession {
-            id: None,
-            owner_id: who.user_id.clone(),
-            visibility: params.visibility.unwrap_or_default(),
-            vendor: params.vendor.map_or(VendorId::SCRIPTED, VendorId::from),
-            model: params.model.unwrap_or_default(),
-            effort: params.effort.unwrap_or_default(),
-            title: params.title,
-            cwd: cwd.to_string_lossy().into_owned(),
-            permission_mode: params.permission_mode.unwrap_or_default(),
-            parent_id: None,
-            pending_prompt: None,
-            handoff_from: None,
-        })
-        .await
-    }
-
-    /// Validates and creates a session, persists it and starts its actor.
-    async fn new_session(&self, spec: NewSession) -> Result<SessionInfo, RuntimeError> {
-        let catalog = &self.inner.services.catalog;
-        let vendor = catalog.get(&spec.vendor).ok_or_else(|| {
-            RuntimeError::InvalidArgument(format!("unknown vendor `{}`", spec.vendor))
-        })?;
-        if !vendor.installed {
-            return Err(RuntimeError::VendorNotInstalled(spec.vendor.to_string()));
-        }
-        let effort = clamp_effort(spec.effort.trim(), vendor.effort_levels)
-            .map_err(RuntimeError::InvalidArgument)?;
-        let title = match spec.title.as_deref() {
-            Some(t) => crate::session::validate_title(t)?,
-            None => "New session".to_string(),
-        };
-        // Reserve the owner's slot before anything is written; given back on failure.
-        let max = self.inner.config.max_sessions_per_user;
-        {
-            let mut owned = self.inner.owned.entry(spec.owner_id.clone()).or_insert(0);
-            if *owned >= max {
-                return Err(RuntimeError::LimitExceeded(format!(
-                    "user `{}` already has {max} sessions (--max-sessions-per-user)",
-                    spec.owner_id
-                )));
-            }
-            *owned += 1;
-        }
-        let owner = spec.owner_id.clone();
-        let created = self.create_record(spec, effort, title).await;
-        if created.is_err() {
-            if let Some(mut owned) = self.inner.owned.get_mut(&owner) {
-                *owned = owned.saturating_sub(1);
-            }
-        }
-        created
-    }
-
-    /// Persists a validated new session and, once it is committed, starts its actor.
-    async fn create_record(
-        &self,
-        spec: NewSession,
-        effort: String,
-        title: String,
-    ) -> Result<SessionInfo, RuntimeError> {
-        let now = now_ms();
-        let record = SessionRecord {
-            id: spec.id.unwrap_or_else(|| random_id("ses_", 12)),
-            title,
-            vendor: spec.vendor,
-            model: spec.model.trim().to_string(),
-            effort,
-            permission_mode: spec.permission_mode,
-            status: SessionStatus::Idle,
-            turn_count: 0,
-            created_at: now,
-            last_activity: now,
-            owner_id: spec.owner_id,
-            visibility: spec.visibility,
-            vendor_session_id: None,
-            cwd: spec.cwd,
-            current_turn_id: None,
-            turn_started_at: None,
-            pair: None,
-            queued: Vec::new(),
-            permission_rules: Vec::new(),
-            parent_id: spec.parent_id,
-            handoff_from: spec.handoff_from,
-            pending_prompt: spec.pending_prompt,
-            proposal: None,
-            schedules: Vec::new(),
-            delivered: Vec::new(),
-            archived_at: None,
-            node: self.inner.config.node.clone(),
-        };
-        let writer = &self.inner.services.writer;
-        let epoch = writer.epoch();
-        writer.write(WriteOp::Session(Box::new(record.clone())))?;
-        // Listed and announced only once it is on disk.
-        if !writer.synced_since(epoch).await {
-            return Err(RuntimeError::NotCommitted(format!(
-                "session {} was not created",
-                record.id
-            )));
-        }
-        let handle = self.spawn_session(record, 0);
-        let info = handle.shared.info();
-        self.inner
-            .services
-            .gateway
-            .do_send(SessionChanged(info.clone()));
-        Ok(info)
-    }
-
-    /// Checks a requested working directory against the workspace roots.
-    fn resolve_cwd(&self, cwd: Option<&str>) -> Result<PathBuf, RuntimeError> {
-        let roots = &self.inner.config.workspace_roots;
-        let Some(cwd) = cwd.filter(|c| !c.trim().is_empty()) else {
-            return roots.first().cloned().ok_or_else(|| {
-                RuntimeError::InvalidArgument("no workspace root configured".into())
-            });
-        };
-        let path = Path::new(cwd).canonicalize().map_err(|e| {
-            RuntimeError::InvalidArgument(format!("cwd `{cwd}` is not usable: {e}"))
-        })?;
-        if !path.is_dir() {
-            return Err(RuntimeError::InvalidArgument(format!(
-                "cwd `{cwd}` is not a directory"
-            )));
-        }
-        if !roots.iter().any(|root| path.starts_with(root)) {
-            return Err(RuntimeError::InvalidArgument(format!(
-                "cwd `{cwd}` is outside the workspace roots"
-            )));
-        }
-        Ok(path)
     }
 
     /// Number of sessions in each status, for metrics.
