@@ -75,6 +75,7 @@
  * @property {string | null} [cwd] Working directory; must lie under a workspace root.
  * @property {string | null} [effort] Reasoning effort (clamped to the vendor's levels).
  * @property {string | null} [model] Model name.
+ * @property {string | null} [node] The cluster node to create it on (it is pinned there: its working directory is that node's); default the node asked. Refused outside a cluster unless it names this node.
  * @property {(PermissionMode | null)} [permissionMode] Tool approval mode.
  * @property {string | null} [title] Title; "New session" when absent.
  * @property {string | null} [vendor] Vendor id; `scripted` when absent.
@@ -104,7 +105,7 @@
 
 /**
  * A machine-readable error code. Clients branch on these; the message is for humans.
- * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE')} ErrorCode
+ * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE')} ErrorCode
  */
 
 /**
@@ -369,6 +370,7 @@
  * @property {number} lastActivity Time of the last event or change, epoch milliseconds.
  * @property {number} lastSeq Sequence number of the newest history event (0 when there is none).
  * @property {string} model Model name; empty means the vendor's default.
+ * @property {string | null} [node] The cluster node the session is pinned to (`tandem serve --node NAME`); absent on a server that is not part of a cluster.
  * @property {string} ownerId The owning user's id.
  * @property {string | null} [pairId] The pair this session belongs to, if any.
  * @property {string | null} [parentId] The session that spawned this one, if any.
@@ -404,7 +406,7 @@
 
 /**
  * Where a session's last turn stands. `interrupted` and `failed` are never "done".
- * @typedef {('idle' | 'starting' | 'running' | 'interrupted' | 'failed')} SessionStatus
+ * @typedef {('idle' | 'starting' | 'running' | 'interrupted' | 'failed' | 'unavailable')} SessionStatus
  */
 
 /**
