@@ -353,9 +353,15 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 let finished = turn_id.clone();
                 let handle = ctx.spawn(run.execute(steps).into_actor(self).map(
                     move |outcome, act, ctx| {
-                        if let (Some((status, error)), true) = (outcome, act.turn.is(&finished)) {
-                            act.end_turn(status, error, ctx);
+                        if !act.turn.is(&finished) {
+                            return; // already ended (interrupted, superseded)
                         }
+                        // A script that stopped early (its session stopped taking
+                        // events, or an answer can no longer come) still ends its turn.
+                        let (status, error) = outcome.unwrap_or_else(|| {
+                            (TurnStatus::Failed, Some("the script stopped early".into()))
+                        });
+                        act.end_turn(status, error, ctx);
                     },
                 ));
                 if let Some(old) = self.turn.begin(turn_id, handle) {
