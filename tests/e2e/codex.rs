@@ -235,13 +235,18 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
     let thread = info["vendorSessionId"].as_str().unwrap().to_string();
     assert!(!thread.is_empty(), "{info}");
 
-    // Model and effort from the session apply to the next turn.
-    let (status, vendors) = codex.get("/api/v1/vendors").await;
-    assert_eq!(status, 200);
-    let entry = vendors["vendors"]
-        .as_array()
-        .and_then(|v| v.iter().find(|v| v["id"] == "codex").cloned())
-        .unwrap();
+    // Model and effort from the session apply to the next turn. The vendor check
+    // (version, login, models) runs in the background from start-up: wait for it.
+    let entry = eventually("the Codex check to report a version", async || {
+        let (status, vendors) = codex.get("/api/v1/vendors").await;
+        assert_eq!(status, 200);
+        let entry = vendors["vendors"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["id"] == "codex").cloned())
+            .unwrap();
+        entry["version"].is_string().then_some(entry)
+    })
+    .await;
     assert_eq!(entry["installed"], true, "{entry}");
     assert!(
         entry["version"].as_str().unwrap().contains("0.171.0"),
