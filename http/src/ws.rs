@@ -303,7 +303,7 @@ impl WsClient {
                     );
                     return;
                 }
-                self.dispatch(frame, text, ctx);
+                self.dispatch(frame, text);
             }
             Err(e) => {
                 self.error(e.code, e.message, e.request_id, e.session_id);
@@ -312,7 +312,7 @@ impl WsClient {
         }
     }
 
-    fn dispatch(&mut self, frame: ClientFrame, text: &str, ctx: &mut Ctx) {
+    fn dispatch(&mut self, frame: ClientFrame, text: &str) {
         let who = Requester {
             runtime: &self.runtime,
             principal: &self.principal,
@@ -326,17 +326,23 @@ impl WsClient {
                     self.send_frame(frame);
                 }
             }
+            // A request that was read runs to its end even when the connection ends
+            // first (a client that answers a permission and closes at once): its
+            // effect must not depend on the socket staying open. Its reply goes
+            // straight to the outbox, which drops it once the connection is closing.
             Dispatched::Later(fut) => {
-                ctx.spawn(
-                    fut.into_actor(self)
-                        .map(|frame, act, _| act.send_frame(&frame)),
-                );
+                let outbox = self.outbox.clone();
+                actix_rt::spawn(async move {
+                    let frame = fut.await;
+                    outbox.push(Out::Text(frame.to_json().into()));
+                });
             }
             Dispatched::Forwarded(fut) => {
-                ctx.spawn(
-                    fut.into_actor(self)
-                        .map(|json, act, _| act.outbox.push(Out::Text(json.into()))),
-                );
+                let outbox = self.outbox.clone();
+                actix_rt::spawn(async move {
+                    let json = fut.await;
+                    outbox.push(Out::Text(json.into()));
+                });
             }
         }
     }

@@ -286,3 +286,38 @@ async fn always_allow_is_remembered_for_the_session() {
         .iter()
         .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"));
 }
+
+/// An answer a client sends just before it closes its socket still counts: a request
+/// that was read runs to its end whatever the connection does next. (Before, it ran
+/// inside the connection's actor and was dropped with it, now and then.)
+#[actix_rt::test]
+async fn an_answer_sent_just_before_closing_still_counts() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let id = ws.create_session().await;
+    ws.subscribe(&id, 0).await;
+    for round in 0..20 {
+        ws.ok(json!({"type": "chat.send", "sessionId": id,
+            "content": "/ask Bash {\"command\":\"ls\"}"}))
+            .await;
+        let pending = next_request(&mut ws).await;
+        let mut answering = server.ws().await;
+        answering
+            .send(&json!({"type": "chat.permission-response",
+                "requestId": pending, "allow": true}))
+            .await;
+        answering.close().await;
+        let events = ws.events_until_turn_end(&id).await;
+        assert!(
+            events
+                .iter()
+                .any(|e| e["kind"] == "permission_resolved" && e["requestId"] == json!(pending)),
+            "round {round}: the answer was applied: {events:?}"
+        );
+        assert_eq!(
+            events.last().map(|e| e["status"].clone()),
+            Some(json!("completed")),
+            "round {round}"
+        );
+    }
+}
