@@ -498,6 +498,10 @@ impl Handler<AdapterCommand> for ClaudeAgent {
                 remember,
                 permission_mode,
             ),
+            AdapterCommand::Rewind { done, .. } => {
+                // Not offered (no `rewind` capability): the session refuses first.
+                let _ = done.send(Err("this agent cannot rewind".into()));
+            }
             AdapterCommand::Configure { settings } => self.configure(settings, ctx),
         }
     }

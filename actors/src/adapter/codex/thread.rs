@@ -188,6 +188,10 @@ impl Handler<AdapterCommand> for CodexThread {
                 }
                 self.on_answer(&request_id, allow, remember);
             }
+            AdapterCommand::Rewind { done, .. } => {
+                // Not offered (no `rewind` capability): the session refuses first.
+                let _ = done.send(Err("this agent cannot rewind".into()));
+            }
             AdapterCommand::Configure { settings } => {
                 // Codex takes model, effort and policies per turn.
                 self.settings = settings;
