@@ -188,10 +188,9 @@ impl Handler<AdapterCommand> for CodexThread {
                 }
                 self.on_answer(&request_id, allow, remember);
             }
-            AdapterCommand::Rewind { done, .. } => {
-                // Not offered (no `rewind` capability): the session refuses first.
-                let _ = done.send(Err("this agent cannot rewind".into()));
-            }
+            AdapterCommand::Rewind {
+                drop_turns, done, ..
+            } => self.rewind(drop_turns, done, ctx),
             AdapterCommand::Configure { settings } => {
                 // Codex takes model, effort and policies per turn.
                 self.settings = settings;
