@@ -79,6 +79,18 @@ pub enum RuntimeError {
     /// An actor that should be alive is gone (the server is shutting down).
     #[error("internal error: {0}")]
     Internal(String),
+    /// The session's vendor cannot rewind its conversation, or the rewind itself
+    /// failed in the vendor (`REWIND_NOT_SUPPORTED`); the message says which.
+    #[error("{0}")]
+    RewindNotSupported(String),
+    /// `chat.edit-send`'s anchor is not a user message of an ended, live turn of the
+    /// session (`INVALID_ANCHOR`); the message says what it is instead.
+    #[error("{0}")]
+    InvalidAnchor(String),
+    /// The session is a Driver whose Worker holds a delegation
+    /// (`DELEGATION_IN_FLIGHT`).
+    #[error("session {0} has a delegation in flight; wait for its result or interrupt the Worker")]
+    DelegationInFlight(String),
     /// The session lives on a cluster node whose lease has lapsed (`NODE_UNAVAILABLE`).
     #[error("session {session} is on node {node}, which is unavailable")]
     NodeUnavailable {
@@ -106,6 +118,9 @@ impl RuntimeError {
             RuntimeError::LimitExceeded(_) => ErrorCode::LimitExceeded,
             RuntimeError::Conflict(_) => ErrorCode::Conflict,
             RuntimeError::NodeUnavailable { .. } => ErrorCode::NodeUnavailable,
+            RuntimeError::RewindNotSupported(_) => ErrorCode::RewindNotSupported,
+            RuntimeError::InvalidAnchor(_) => ErrorCode::InvalidAnchor,
+            RuntimeError::DelegationInFlight(_) => ErrorCode::DelegationInFlight,
             RuntimeError::Pair(e) => e.code(),
             RuntimeError::Proposal(e) => e.code(),
             RuntimeError::Store(_)

@@ -86,6 +86,12 @@ pub struct SessionRecord {
     /// in at start for sessions a node had before it joined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// Branches of the history that `chat.edit-send` superseded, oldest first; the
+    /// same ranges as the `history_rewound` events, kept here so a client that reads
+    /// older events without that event (a page, a replay from a later cursor) still
+    /// knows, and so the next rewind finds the live turns without rescanning them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<tandem_protocol::SupersededRange>,
 }
 
 /// A message waiting for its session to be free.
@@ -252,6 +258,7 @@ impl SessionRecord {
             cwd: self.cwd.clone(),
             archived_at: self.archived_at,
             node: self.node.clone(),
+            superseded: self.superseded.clone(),
         }
     }
 }

@@ -46,6 +46,7 @@ fn target(request: &ClientRequest) -> Option<Target<'_>> {
     Some(match request {
         R::SessionCreate(p) => Target::Node(p.node.as_deref()?),
         R::ChatSend(p) => Target::Session(&p.session_id),
+        R::ChatEditSend(p) => Target::Session(&p.session_id),
         R::ChatAbort(p) => Target::Session(&p.session_id),
         R::ChatStopTask(p) => Target::Session(&p.session_id),
         R::ChatPermissionResponse(p) => Target::Session(p.session_id.as_deref()?),

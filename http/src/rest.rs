@@ -4,9 +4,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use tandem_actors::session::SendOutcome;
 use tandem_protocol::client::{CreateSessionParams, ListParams};
 use tandem_protocol::rest::{
-    EventsQuery, Health, InterruptAccepted, McpToken, MessageAccepted, MessageQueued, PairList,
-    PostMessage, QueueList, RunningList, ScheduleList, SessionList, TurnAccepted, UsageQuery,
-    VendorList,
+    EditSendAccepted, EventsQuery, Health, InterruptAccepted, McpToken, MessageAccepted,
+    MessageQueued, PairList, PostEditSend, PostMessage, QueueList, RunningList, ScheduleList,
+    SessionList, TurnAccepted, UsageQuery, VendorList,
 };
 use tandem_protocol::ErrorCode;
 
@@ -39,6 +39,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             )
             .service(at("/sessions/{id}/events").route(web::get().to(events)))
             .service(at("/sessions/{id}/messages").route(web::post().to(post_message)))
+            .service(at("/sessions/{id}/edit-send").route(web::post().to(post_edit_send)))
             .service(at("/sessions/{id}/interrupt").route(web::post().to(interrupt)))
             .service(at("/sessions/{id}/mcp-token").route(web::post().to(mcp_token)))
             .service(
@@ -207,6 +208,36 @@ async fn post_message(
             queued: true,
             position,
         }),
+    }))
+}
+
+async fn post_edit_send(
+    req: HttpRequest,
+    id: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let msg: PostEditSend = body(payload, state.max_frame_bytes, false).await?;
+    if msg.anchor_seq == 0 || msg.anchor_seq > tandem_protocol::MAX_SEQ {
+        return Err(ApiError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "`anchorSeq` must be between 1 and {}",
+                tandem_protocol::MAX_SEQ
+            ),
+        ));
+    }
+    let epoch = state.runtime.write_epoch();
+    let outcome = state
+        .runtime
+        .edit_send(&who, &id, msg.anchor_seq, msg.content, msg.options)
+        .await?;
+    // 202 only once the rewind and the new turn's start are on disk.
+    committed(&state, epoch).await?;
+    Ok(HttpResponse::Accepted().json(EditSendAccepted {
+        turn_id: outcome.turn_id,
+        superseded: outcome.superseded,
     }))
 }
 

@@ -37,6 +37,7 @@ static ASSETS: &[Asset] = &[
     asset!("conn.js", JS),
     asset!("chat.js", JS),
     asset!("md.js", JS),
+    asset!("rewind.js", JS),
     asset!("dom.js", JS),
     asset!("store.js", JS),
     asset!("diff.js", JS),

@@ -9,7 +9,7 @@ use tandem_actors::session::SendOutcome;
 use tandem_actors::{Principal, Runtime, RuntimeError};
 use tandem_protocol::client::ListParams;
 use tandem_protocol::results::{
-    ChatAbortResult, ChatSendResult, ChatStopTaskResult, ChatSubscribeResult,
+    ChatAbortResult, ChatEditSendResult, ChatSendResult, ChatStopTaskResult, ChatSubscribeResult,
     ChatUnsubscribeResult, PairCloseResult, PairCreateResult, PermissionResponseResult, PingResult,
     QueueChangeResult, ScheduleCancelResult, ScheduleResult, SessionConfigureResult,
     SessionCreateResult, SessionsListResult, ToolCallResult,
@@ -170,6 +170,19 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
                         },
                     },
                 )
+            })
+        }
+        ClientRequest::ChatEditSend(p) => {
+            let session_id = p.session_id.clone();
+            later(base, request_id, Some(session_id.clone()), async move {
+                let outcome = rt
+                    .edit_send(&who, &p.session_id, p.anchor_seq, p.content, p.options)
+                    .await?;
+                Ok(ChatEditSendResult {
+                    session_id,
+                    turn_id: outcome.turn_id,
+                    superseded: outcome.superseded,
+                })
             })
         }
         ClientRequest::ChatAbort(p) => {

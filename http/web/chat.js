@@ -8,6 +8,7 @@ import { renderMarkdown } from './md.js';
 import { fileEdits, diffView } from './diff.js';
 import { normalizeUsage, formatUsage } from './store.js';
 import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialogs.js';
+import { Rewinds } from './rewind.js';
 
 /** Permission modes a session can be in (`session.configure`). */
 const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
@@ -59,6 +60,9 @@ export class ChatView {
     this.loading = false;
     /** Counters the browser tests read: duplicates dropped, gaps seen, events applied. */
     this.stats = { dups: 0, gaps: 0, applied: 0, subscribes: 0, pendingShown: 0 };
+    /** Edit actions and collapsed branches (`rewind.js`). */
+    this.rewinds = new Rewinds(sessionId, (method, params) => app.conn.request(/** @type {any} */ (method), /** @type {any} */ (params)), (text, kind) => this.note(text, kind));
+    this.rewinds.learn(info?.superseded);
     this.build();
     this.updateHeader();
     this.unsubscribeQueue = app.store.on('queue', (id) => { if (id === this.id) this.renderQueued(); });
@@ -353,6 +357,7 @@ export class ChatView {
 
   updateHeader() {
     const s = this.info;
+    this.rewinds.learn(s.superseded);
     this.titleEl.textContent = s.title || s.id;
     // Two conversations side by side: each button says which session it acts on.
     this.renameBtn.setAttribute('aria-label', `Rename ${s.title || s.id}`);
@@ -759,6 +764,7 @@ export class ChatView {
     item.el.dataset.kind = item.type;
     target.append(item.el);
     items.push(item);
+    this.rewinds.added(item, ev);
     return item;
   }
 
@@ -772,7 +778,10 @@ export class ChatView {
 
   render(ev, target, items) {
     const add = (type, el, extra = {}) => this.push(target, items, { type, el, ...extra }, ev);
+    this.rewinds.seen(ev);
     switch (ev.kind) {
+      case 'history_rewound':
+        return add('info', this.rewinds.line(ev));
       case 'turn_started':
         return null;
       case 'user_message': {

@@ -27,6 +27,23 @@
  */
 
 /**
+ * Fields of `chat.edit-send`: rewind the conversation to just before an earlier user message and run `content` in its place.
+ * @typedef {object} ChatEditSendParams
+ * @property {number} anchorSeq The `seq` of the `user_message` to replace: one of an ended turn of this session that no earlier rewind superseded.
+ * @property {string} content The new message; the same type as `chat.send`'s `content`, and run the same way.
+ * @property {(TurnOptions | null)} [options] Model/effort/permission changes applied before the turn (as on `chat.send`).
+ * @property {string} sessionId Target session.
+ */
+
+/**
+ * `chat.edit-send` reply: the conversation was rewound and the new turn started.
+ * @typedef {object} ChatEditSendResult
+ * @property {string} sessionId The session.
+ * @property {SupersededRange} superseded The branch the rewind superseded (as its `history_rewound` event says).
+ * @property {string} turnId The turn that runs the new message.
+ */
+
+/**
  * Fields of `chat.send`.
  * @typedef {object} ChatSendParams
  * @property {string} content The user's message.
@@ -105,7 +122,7 @@
 
 /**
  * A machine-readable error code. Clients branch on these; the message is for humans.
- * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE')} ErrorCode
+ * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'REWIND_NOT_SUPPORTED' | 'INVALID_ANCHOR' | 'DELEGATION_IN_FLIGHT')} ErrorCode
  */
 
 /**
@@ -377,6 +394,7 @@
  * @property {PermissionMode} permissionMode Tool approval mode.
  * @property {(Role | null)} [role] Its role in that pair.
  * @property {SessionStatus} status Where the last turn stands.
+ * @property {Array<SupersededRange>} [superseded] Ranges of the history that `chat.edit-send` superseded, oldest first (each as its `history_rewound` event says); clients show them collapsed.
  * @property {string} title Human title.
  * @property {number} turnCount Turns started so far.
  * @property {number | null} [turnStartedAt] When the turn in flight started, epoch ms.
@@ -427,6 +445,16 @@
  * Fields of `chat.subscribe`.
  * @typedef {object} SubscribeParams
  * @property {Array<SubscribeEntry>} sessions Sessions to subscribe to.
+ */
+
+/**
+ * A branch of the history that a rewind replaced: what `history_rewound` carries, plus the `seq` of that event.
+ * @typedef {object} SupersededRange
+ * @property {number} anchorSeq The edited `user_message`.
+ * @property {number} rewoundAt The `history_rewound` event that superseded it.
+ * @property {number} supersededFrom First superseded `seq`.
+ * @property {number} supersededTo Last superseded `seq`.
+ * @property {number} turns Turns in the branch not already superseded by an earlier rewind.
  */
 
 /**
@@ -522,6 +550,7 @@
  * Every WebSocket request `type`: its fields and its reply's fields.
  * @typedef {{
  *   'chat.abort': {params: SessionRef, result: ChatAbortResult},
+ *   'chat.edit-send': {params: ChatEditSendParams, result: ChatEditSendResult},
  *   'chat.permission-response': {params: PermissionResponseParams, result: PermissionResponseResult},
  *   'chat.queue-cancel': {params: QueueCancelParams, result: QueueChangeResult},
  *   'chat.queue-edit': {params: QueueEditParams, result: QueueChangeResult},

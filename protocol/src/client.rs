@@ -25,6 +25,8 @@ pub enum ClientRequest {
     SessionCreate(CreateSessionParams),
     /// `chat.send`; answered with [`crate::results::ChatSendResult`].
     ChatSend(ChatSendParams),
+    /// `chat.edit-send`; answered with [`crate::results::ChatEditSendResult`].
+    ChatEditSend(ChatEditSendParams),
     /// `chat.abort`; answered with [`crate::results::ChatAbortResult`].
     ChatAbort(SessionRef),
     /// `chat.stop-task`; answered with [`crate::results::ChatStopTaskResult`].
@@ -292,6 +294,23 @@ pub struct ChatSendParams {
     pub queue: bool,
 }
 
+/// Fields of `chat.edit-send`: rewind the conversation to just before an earlier
+/// user message and run `content` in its place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatEditSendParams {
+    /// Target session.
+    pub session_id: String,
+    /// The `seq` of the `user_message` to replace: one of an ended turn of this
+    /// session that no earlier rewind superseded.
+    pub anchor_seq: u64,
+    /// The new message; the same type as `chat.send`'s `content`, and run the same way.
+    pub content: String,
+    /// Model/effort/permission changes applied before the turn (as on `chat.send`).
+    #[serde(default)]
+    pub options: Option<TurnOptions>,
+}
+
 /// A request that names one session and nothing else.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -467,6 +486,7 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
     let needs_session = matches!(
         kind.as_str(),
         "chat.send"
+            | "chat.edit-send"
             | "chat.abort"
             | "chat.stop-task"
             | "session.configure"
@@ -487,6 +507,16 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
     let request = match kind.as_str() {
         "session.create" => ClientRequest::SessionCreate(fields(obj, &kind).map_err(&bad)?),
         "chat.send" => ClientRequest::ChatSend(fields(obj, &kind).map_err(&bad)?),
+        "chat.edit-send" => {
+            let p: ChatEditSendParams = fields(obj, &kind).map_err(&bad)?;
+            if p.anchor_seq == 0 || p.anchor_seq > crate::MAX_SEQ {
+                return Err(bad(format!(
+                    "`anchorSeq` must be between 1 and {}",
+                    crate::MAX_SEQ
+                )));
+            }
+            ClientRequest::ChatEditSend(p)
+        }
         "chat.abort" => ClientRequest::ChatAbort(fields(obj, &kind).map_err(&bad)?),
         "chat.stop-task" => {
             let p: StopTaskParams = fields(obj, &kind).map_err(&bad)?;

@@ -80,6 +80,15 @@ pub enum ErrorCode {
     /// The session lives on another cluster node whose lease has lapsed (stopped, or
     /// unreachable): nothing can reach it until that node returns.
     NodeUnavailable,
+    /// `chat.edit-send` to a session whose vendor cannot rewind its conversation (see
+    /// the `rewind` capability in `GET /vendors`).
+    RewindNotSupported,
+    /// `chat.edit-send`'s `anchorSeq` is not the `user_message` of an ended turn of
+    /// this session (or an earlier rewind already superseded it).
+    InvalidAnchor,
+    /// `chat.edit-send` to a Driver whose Worker still holds a delegation: rewinding
+    /// now would drop the turn its result belongs to.
+    DelegationInFlight,
 }
 
 impl ErrorCode {
@@ -105,7 +114,10 @@ impl ErrorCode {
             ErrorCode::RunInProgress
             | ErrorCode::NoActiveRun
             | ErrorCode::Conflict
-            | ErrorCode::NotPaired => 409,
+            | ErrorCode::NotPaired
+            | ErrorCode::DelegationInFlight => 409,
+            ErrorCode::RewindNotSupported => 422,
+            ErrorCode::InvalidAnchor => 400,
             ErrorCode::NoSuchPair
             | ErrorCode::NoSuchProposal
             | ErrorCode::NoSuchSchedule
@@ -146,6 +158,9 @@ mod tests {
     fn typed_refusal_codes() {
         for (code, name, status) in [
             (ErrorCode::Conflict, "CONFLICT", 409),
+            (ErrorCode::InvalidAnchor, "INVALID_ANCHOR", 400),
+            (ErrorCode::DelegationInFlight, "DELEGATION_IN_FLIGHT", 409),
+            (ErrorCode::RewindNotSupported, "REWIND_NOT_SUPPORTED", 422),
             (ErrorCode::NotPaired, "NOT_PAIRED", 409),
             (ErrorCode::NoSuchPair, "NO_SUCH_PAIR", 404),
             (ErrorCode::NoSuchProposal, "NO_SUCH_PROPOSAL", 404),

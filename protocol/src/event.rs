@@ -241,6 +241,21 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "is_false")]
         auto_approved: bool,
     },
+    /// `chat.edit-send` rewound the conversation: the events `supersededFrom..=
+    /// supersededTo` (from the anchor's turn to the last event before this one) are an
+    /// earlier branch the vendor no longer remembers; the next turn replaces it.
+    /// The same range is kept in the session's `superseded` list, so a client that
+    /// reads a page of older events without this event still knows.
+    HistoryRewound {
+        /// The `user_message` that was edited.
+        anchor_seq: u64,
+        /// First `seq` of the superseded branch (the anchor turn's `turn_started`).
+        superseded_from: u64,
+        /// Last `seq` of the superseded branch.
+        superseded_to: u64,
+        /// Turns started in the branch that were not already superseded.
+        turns: u64,
+    },
     /// The session's configuration changed.
     ConfigChanged {
         /// Model after the change.
@@ -281,6 +296,7 @@ impl EventBody {
             EventBody::HandoffCreated { .. } => "handoff_created",
             EventBody::HandoffContext { .. } => "handoff_context",
             EventBody::WorkerProposalUpdate { .. } => "worker_proposal_update",
+            EventBody::HistoryRewound { .. } => "history_rewound",
         }
     }
 }

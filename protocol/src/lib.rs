@@ -27,5 +27,6 @@ pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
 pub use permission::{PermissionChoice, PermissionKind, PermissionRule, RememberScope};
 pub use server::ServerFrame;
 pub use session::{
-    BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, TaskType, Visibility,
+    BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, SupersededRange, TaskType,
+    Visibility,
 };

@@ -112,6 +112,7 @@ pub fn routes() -> Vec<Route> {
         route!("get" "/sessions/{id}/events", "Stored events after `after`.", None, 200, events_page,
             &[("after", "events with seq > after"), ("limit", "events per page, 1 to 5000")], false),
         route!("post" "/sessions/{id}/messages", "Send a message (as chat.send).", Some(of::<PostMessage>), 202, of::<MessageAccepted>),
+        route!("post" "/sessions/{id}/edit-send", "Rewind to just before an earlier user message and send a new one in its place (as chat.edit-send).", Some(of::<crate::rest::PostEditSend>), 202, of::<crate::rest::EditSendAccepted>),
         route!("post" "/sessions/{id}/interrupt", "Interrupt the running turn (as chat.abort).", None, 202, of::<InterruptAccepted>),
         route!("post" "/sessions/{id}/mcp-token", "The session's MCP endpoint and token.", None, 200, of::<McpToken>),
         route!("get" "/sessions/{id}/schedules", "Scheduled messages.", None, 200, of::<ScheduleList>),

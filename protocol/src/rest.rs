@@ -153,6 +153,31 @@ pub struct PostMessage {
     pub queue: bool,
 }
 
+/// `POST /api/v1/sessions/{id}/edit-send` body (as `chat.edit-send`, the session
+/// from the path).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostEditSend {
+    /// The `seq` of the `user_message` to replace.
+    pub anchor_seq: u64,
+    /// The new message.
+    pub content: String,
+    /// Model/effort/permission changes applied before the turn (as on `chat.send`).
+    #[serde(default)]
+    pub options: Option<crate::client::TurnOptions>,
+}
+
+/// `POST /api/v1/sessions/{id}/edit-send` answer (202): the new turn and the branch
+/// it replaced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EditSendAccepted {
+    /// The turn that runs the new message.
+    pub turn_id: String,
+    /// The branch the rewind superseded.
+    pub superseded: crate::session::SupersededRange,
+}
+
 /// `POST /api/v1/sessions/{id}/messages` answer (202).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -56,6 +56,18 @@ pub enum ChatSendResult {
     },
 }
 
+/// `chat.edit-send` reply: the conversation was rewound and the new turn started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatEditSendResult {
+    /// The session.
+    pub session_id: String,
+    /// The turn that runs the new message.
+    pub turn_id: String,
+    /// The branch the rewind superseded (as its `history_rewound` event says).
+    pub superseded: crate::session::SupersededRange,
+}
+
 /// `chat.abort` reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -214,6 +226,7 @@ pub fn request_schemas() -> Value {
     }
     request!("session.create", SessionCreateParams, SessionCreateResult);
     request!("chat.send", ChatSendParams, ChatSendResult);
+    request!("chat.edit-send", ChatEditSendParams, ChatEditSendResult);
     request!("chat.abort", ChatAbortParams, ChatAbortResult);
     request!("chat.stop-task", ChatStopTaskParams, ChatStopTaskResult);
     request!(
@@ -343,7 +356,7 @@ mod tests {
         let schemas = request_schemas();
         assert_eq!(
             schemas["requests"].as_object().map(|r| r.len()),
-            Some(20),
+            Some(21),
             "one entry per ClientRequest variant"
         );
     }

@@ -223,4 +223,32 @@ pub struct SessionInfo {
     /// on a server that is not part of a cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// Ranges of the history that `chat.edit-send` superseded, oldest first (each as
+    /// its `history_rewound` event says); clients show them collapsed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<SupersededRange>,
+}
+
+/// A branch of the history that a rewind replaced: what `history_rewound` carries,
+/// plus the `seq` of that event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SupersededRange {
+    /// The edited `user_message`.
+    pub anchor_seq: u64,
+    /// First superseded `seq`.
+    pub superseded_from: u64,
+    /// Last superseded `seq`.
+    pub superseded_to: u64,
+    /// Turns in the branch not already superseded by an earlier rewind.
+    pub turns: u64,
+    /// The `history_rewound` event that superseded it.
+    pub rewound_at: u64,
+}
+
+impl SupersededRange {
+    /// True when `seq` lies in the range.
+    pub fn covers(&self, seq: u64) -> bool {
+        (self.superseded_from..=self.superseded_to).contains(&seq)
+    }
 }

@@ -15,6 +15,7 @@ mod history;
 mod pairs;
 mod permissions;
 mod reconnect;
+mod rewind;
 mod sessions;
 
 use serde_json::{json, Value};

@@ -449,6 +449,50 @@ async fn fake_text_turn_streams_and_vendors_shows_the_agent() {
     assert_eq!(w.agents().len(), 1, "one process per session, kept");
 }
 
+/// ACP offers no way to drop turns from a session, so an ACP agent lists no `rewind`
+/// capability and `chat.edit-send` is refused with `REWIND_NOT_SUPPORTED`, recording
+/// nothing.
+#[actix_rt::test]
+async fn fake_edit_send_is_refused_as_not_supported() {
+    let w = World::fake("acp-fake-rewind", &[], "");
+    let entry = vendor_entry(&w).await;
+    assert!(
+        entry["capabilities"]
+            .as_array()
+            .is_some_and(|c| !c.contains(&json!("rewind"))),
+        "{entry}"
+    );
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "say one").await;
+    let anchor = events
+        .iter()
+        .find(|e| e["kind"] == "user_message")
+        .and_then(|e| e["seq"].as_u64())
+        .unwrap();
+    let refused = ws
+        .request(
+            json!({"type": "chat.edit-send", "sessionId": id, "anchorSeq": anchor,
+            "content": "say two"}),
+        )
+        .await;
+    assert_eq!(refused["code"], "REWIND_NOT_SUPPORTED", "{refused}");
+    let (status, body) = w
+        .server()
+        .post(
+            &format!("/api/v1/sessions/{id}/edit-send"),
+            &json!({"anchorSeq": anchor, "content": "say two"}),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "REWIND_NOT_SUPPORTED");
+    let stored = w.server().all_events(&id).await;
+    assert_eq!(
+        stored.last().map(|e| e["seq"].clone()),
+        events.last().map(|e| e["seq"].clone())
+    );
+}
+
 #[actix_rt::test]
 async fn fake_malformed_frames_are_logged_and_survived() {
     let w = World::fake("acp-fake-garbage", &[("FAKE_ACP_INIT", "garbage")], "");

@@ -1009,3 +1009,54 @@ async fn a_plan_is_approved_with_accept_edits() {
         "{all:?}"
     );
 }
+
+/// `chat.edit-send` on Claude Code: the next process resumes at the last message
+/// before the anchor in a forked Claude session, so the model's next request holds
+/// the turn before the anchor and none of the superseded ones; the session records
+/// the fork's id, and the old Claude session is left as it was.
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+async fn edit_send_forks_the_claude_session_before_the_anchor() {
+    let w = World::start("claude-rewind");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    for word in ["heron", "walrus", "ferret"] {
+        let events = turn(&mut ws, &id, &format!("say remember the word {word}")).await;
+        assert_eq!(status(&events), "completed", "{events:?}");
+    }
+    let before = w.info(&id).await["vendorSessionId"].clone();
+    let stored = w.server().all_events(&id).await;
+    let anchor = stored
+        .iter()
+        .find(|e| e["kind"] == "user_message" && e["text"] == "say remember the word walrus")
+        .and_then(|e| e["seq"].as_u64())
+        .unwrap();
+    let reply = ws
+        .ok(
+            json!({"type": "chat.edit-send", "sessionId": id, "anchorSeq": anchor,
+            "content": "say remember the word otter"}),
+        )
+        .await;
+    assert_eq!(reply["superseded"]["turns"], 2, "{reply}");
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(events[0]["kind"], "history_rewound");
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let request = w
+        .mock
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.user_text == "say remember the word otter")
+        .map(|r| r.body.to_string())
+        .unwrap();
+    assert!(request.contains("remember the word heron"), "{request}");
+    assert!(!request.contains("walrus"), "{request}");
+    assert!(!request.contains("ferret"), "{request}");
+    let after = eventually("the fork's session id", || async {
+        let id = w.info(&id).await["vendorSessionId"].clone();
+        (id.is_string() && id != before).then_some(id)
+    })
+    .await;
+    assert_ne!(after, before);
+}

@@ -1065,3 +1065,73 @@ async fn a_thread_codex_no_longer_has_starts_anew_with_a_note() {
         .as_str()
         .is_some_and(|t| !t.is_empty()));
 }
+
+/// `chat.edit-send` on Codex: the thread is forked before the anchor's turn, so the
+/// model's next request holds the turns before it and none of the superseded ones;
+/// the session continues on the fork (a new `vendorSessionId`).
+#[cfg_attr(not(has_codex), ignore = "needs the pinned codex CLI (.vendor-clis)")]
+#[actix_rt::test]
+async fn edit_send_forgets_the_superseded_turns() {
+    let codex = start(&[]);
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    for word in ["heron", "walrus", "ferret"] {
+        let events = turn(&mut ws, &id, &format!("say remember the word {word}")).await;
+        assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    }
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    let thread = info["vendorSessionId"].clone();
+    let stored = codex.all_events(&id).await;
+    let anchor = stored
+        .iter()
+        .find(|e| e["kind"] == "user_message" && e["text"] == "say remember the word walrus")
+        .and_then(|e| e["seq"].as_u64())
+        .unwrap();
+    let (_, vendors) = codex.get("/api/v1/vendors").await;
+    let listed = vendors["vendors"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["id"] == "codex"))
+        .cloned()
+        .unwrap();
+    assert!(
+        listed["capabilities"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("rewind")),
+        "{listed}"
+    );
+
+    let reply = ws
+        .ok(
+            json!({"type": "chat.edit-send", "sessionId": id, "anchorSeq": anchor,
+            "content": "say remember the word otter"}),
+        )
+        .await;
+    assert_eq!(reply["superseded"]["turns"], 2, "{reply}");
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(events[0]["kind"], "history_rewound");
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    let last = codex.mock.requests().last().cloned().unwrap();
+    let input = last["input"].to_string();
+    assert!(input.contains("remember the word heron"), "{input}");
+    assert!(input.contains("remember the word otter"), "{input}");
+    assert!(!input.contains("walrus"), "{input}");
+    assert!(!input.contains("ferret"), "{input}");
+    // The session continues on the fork; the old thread is left as it was.
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_ne!(info["vendorSessionId"], thread);
+    assert!(info["vendorSessionId"].as_str().is_some(), "{info}");
+
+    // The next turn continues the fork.
+    turn(&mut ws, &id, "say what was the word").await;
+    let last = codex.mock.requests().last().cloned().unwrap();
+    let input = last["input"].to_string();
+    assert!(
+        input.contains("otter") && !input.contains("walrus"),
+        "{input}"
+    );
+}

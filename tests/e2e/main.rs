@@ -33,6 +33,7 @@ mod permissions;
 mod queue_usage;
 mod rest_parity;
 mod restart;
+mod rewind;
 mod schedule;
 mod secrets;
 mod slow_client;

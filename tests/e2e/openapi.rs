@@ -193,6 +193,25 @@ async fn every_documented_route_answers_as_described() {
     )
     .await;
 
+    // A message, then the same message edited (a rewind).
+    c.ok(
+        "post",
+        &format!("/sessions/{s3}/messages"),
+        "/sessions/{id}/messages",
+        Some(json!({"content": "first"})),
+    )
+    .await;
+    let first = stored_event(&server, &s3, "user_message").await;
+    idle(&server, &s3).await;
+    c.ok(
+        "post",
+        &format!("/sessions/{s3}/edit-send"),
+        "/sessions/{id}/edit-send",
+        Some(json!({"anchorSeq": first["seq"], "content": "first, edited"})),
+    )
+    .await;
+    idle(&server, &s3).await;
+
     // A background task, stopped over REST.
     let bg = "/background t1 600000 a long job";
     c.ok(

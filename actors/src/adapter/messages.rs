@@ -51,6 +51,20 @@ pub enum AdapterCommand {
         /// plan approved with "accept edits").
         permission_mode: Option<PermissionMode>,
     },
+    /// Make the vendor forget the last `drop_turns` turns of its conversation (a
+    /// `chat.edit-send` rewind), so that the next `StartTurn` continues from the turn
+    /// before them. Sent only between turns. The adapter answers on `done`: `Ok`
+    /// once the vendor forgot them, or why it could not (the session then refuses the
+    /// edit with `REWIND_NOT_SUPPORTED` and records nothing).
+    Rewind {
+        /// Live turns to drop, counted from the newest: the anchor's turn and every
+        /// later one not already superseded.
+        drop_turns: u64,
+        /// Live turns before the anchor, which the vendor must keep.
+        keep_turns: u64,
+        /// Where the adapter answers.
+        done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    },
     /// Model, effort or permission mode changed between turns. Adapters whose process
     /// outlives a turn apply it to that process at once; others use it from the next
     /// `StartTurn` on (which carries the same settings).

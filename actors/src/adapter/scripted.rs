@@ -16,7 +16,13 @@
 //! - `/usage {json}` → reports that usage for the turn (on its `turn_completed`)
 //! - `/show NAME {json}` → a `tool_call` NAME with that input and an `ok`
 //!   `tool_result`, running nothing (how a vendor's own tools look in the history)
+//! - `/history` → one text line `history: A | B` quoting the user messages of the
+//!   earlier turns this agent remembers (its "conversation"), so tests can see what a
+//!   rewind made it forget
 //! - any other `/word` line is echoed as text
+//!
+//! The agent's memory is the user messages of the turns it ran, newest last; a rewind
+//! (`chat.edit-send`) drops the newest ones natively.
 //!
 //! Messages the server writes (pushed-back results) are echoed line by line and never
 //! executed: they quote other sessions' scripts.
@@ -68,6 +74,8 @@ enum Step {
         name: String,
         input: Value,
     },
+    /// Quotes the remembered conversation (`/history`).
+    History,
 }
 
 fn parse_script(text: &str) -> Vec<Step> {
@@ -100,6 +108,7 @@ fn parse_script(text: &str) -> Vec<Step> {
                     let input = parts.next().unwrap_or("{}").trim().to_string();
                     Some(Step::Ask { tool, input })
                 }
+                "/history" if rest.is_empty() => Some(Step::History),
                 "/usage" => serde_json::from_str(rest).ok().map(Step::Usage),
                 "/show" if !rest.is_empty() => {
                     let mut parts = rest.splitn(2, char::is_whitespace);
@@ -143,7 +152,13 @@ impl AdapterFactory for Factory {
             display_name: "Scripted".into(),
             models: strings(&["scripted-1"]),
             effort_levels: &["low", "medium", "high"],
-            capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
+            capabilities: strings(&[
+                "interrupt",
+                "backgroundTasks",
+                "tools",
+                "approvals",
+                crate::session::REWIND_CAPABILITY,
+            ]),
             installed: true,
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
             status: VendorStatus::Ok,
@@ -179,6 +194,9 @@ pub struct ScriptedAgent {
     mode: PermissionMode,
     /// The running script is in a `/stubborn` step: interrupts are ignored.
     stubborn: bool,
+    /// The user messages of the turns this agent ran, oldest first: what `/history`
+    /// quotes and a rewind shortens.
+    memory: Vec<String>,
 }
 
 /// A person's answer to an `/ask`: allowed, or denied with a message.
@@ -264,6 +282,7 @@ impl ScriptedAgent {
             approvals: Approvals::new(ctx.remembered),
             mode: ctx.settings.permission_mode,
             stubborn: false,
+            memory: Vec::new(),
         }
     }
 
@@ -348,8 +367,16 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                         .map(|l| Step::Text(l.trim_end().to_string()))
                         .collect()
                 } else {
+                    let history = format!("history: {}", self.memory.join(" | "));
                     parse_script(&text)
+                        .into_iter()
+                        .map(|step| match step {
+                            Step::History => Step::Text(history.clone()),
+                            other => other,
+                        })
+                        .collect()
                 };
+                self.memory.push(text);
                 let finished = turn_id.clone();
                 let handle = ctx.spawn(run.execute(steps).into_actor(self).map(
                     move |outcome, act, ctx| {
@@ -406,6 +433,16 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 }
             }
             AdapterCommand::Configure { settings } => self.mode = settings.permission_mode,
+            AdapterCommand::Rewind {
+                drop_turns, done, ..
+            } => {
+                let keep = self
+                    .memory
+                    .len()
+                    .saturating_sub(usize::try_from(drop_turns).unwrap_or(usize::MAX));
+                self.memory.truncate(keep);
+                let _ = done.send(Ok(()));
+            }
         }
     }
 }
@@ -537,6 +574,8 @@ impl Run {
                         return None;
                     }
                 }
+                // Replaced by its text when the turn starts; nothing left to run.
+                Step::History => {}
                 Step::Fail(message) => return Some((TurnStatus::Failed, Some(message))),
                 Step::Ask { tool, input } => {
                     let line = match self.ask(&tool, &input).await? {

@@ -119,6 +119,7 @@ impl Runtime {
             delivered: Vec::new(),
             archived_at: None,
             node: self.inner.config.node.clone(),
+            superseded: Vec::new(),
         };
         let writer = &self.inner.services.writer;
         let epoch = writer.epoch();

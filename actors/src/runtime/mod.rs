@@ -5,6 +5,7 @@ mod agents;
 mod archive;
 mod clients;
 mod create;
+mod edit;
 mod handoff;
 mod listing;
 mod pairs;

@@ -9,6 +9,7 @@ mod permissions;
 pub mod prompts;
 mod proposal;
 mod queue;
+mod rewind;
 mod schedules;
 mod spawn;
 mod store_failure;
@@ -34,6 +35,7 @@ pub use pairing::{
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
 pub use queue::{CancelQueued, EditQueued};
+pub use rewind::{EditOutcome, EditSend, REWIND_CAPABILITY};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};

@@ -564,6 +564,10 @@ impl Handler<AdapterCommand> for AcpAgent {
                 permission_mode,
                 ..
             } => self.answer_permission(request_id, allow, remember, permission_mode),
+            AdapterCommand::Rewind { done, .. } => {
+                // Not offered (no `rewind` capability): the session refuses first.
+                let _ = done.send(Err("this agent cannot rewind".into()));
+            }
             AdapterCommand::Configure { settings } => {
                 self.settings = settings;
                 self.apply_mode();

@@ -155,6 +155,12 @@ pub struct ClaudeAgent {
     idle_close: Duration,
     /// Counter for our control request ids.
     next_control: u64,
+    /// The turns this adapter ran, oldest first, each with the id of its newest
+    /// top-level message in the CLI's transcript: where a rewind resumes.
+    pub(super) marks: Vec<super::rewind::Mark>,
+    /// Set by a rewind: the next process resumes at this message, forking the Claude
+    /// session (`--resume-session-at ID --fork-session`).
+    pub(super) resume_at: Option<String>,
 }
 
 impl ClaudeAgent {
@@ -180,6 +186,8 @@ impl ClaudeAgent {
             approvals: Approvals::new(ctx.remembered),
             plan_lookup: None,
             next_control: 0,
+            marks: Vec::new(),
+            resume_at: None,
         }
     }
 
@@ -224,7 +232,10 @@ impl ClaudeAgent {
     pub(super) fn spawn(&mut self, ctx: &mut Context<Self>) -> std::io::Result<()> {
         self.generation += 1;
         let resume = self.vendor_session_id.clone();
-        let args = cli_args(&self.settings, resume.as_deref(), self.mcp.as_ref());
+        let mut args = cli_args(&self.settings, resume.as_deref(), self.mcp.as_ref());
+        if let (Some(at), Some(_)) = (self.resume_at.take(), resume.as_ref()) {
+            args.extend(super::rewind::fork_args(&at));
+        }
         let proc = transport::spawn(
             &self.process,
             &args,
@@ -249,7 +260,7 @@ impl ClaudeAgent {
 
     /// Closes the live process: stdin is closed (the CLI exits by itself) and it is
     /// killed if still there after [`CLOSE_GRACE`]. Its tasks and approvals end with it.
-    fn close_live(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn close_live(&mut self, ctx: &mut Context<Self>) {
         let Process::Up(mut up) = std::mem::replace(&mut self.live, Process::Down) else {
             return;
         };
@@ -498,6 +509,13 @@ impl Handler<AdapterCommand> for ClaudeAgent {
                 remember,
                 permission_mode,
             ),
+            AdapterCommand::Rewind {
+                drop_turns,
+                keep_turns,
+                done,
+            } => {
+                let _ = done.send(self.rewind(drop_turns, keep_turns, ctx));
+            }
             AdapterCommand::Configure { settings } => self.configure(settings, ctx),
         }
     }

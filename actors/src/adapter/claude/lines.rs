@@ -31,6 +31,9 @@ impl ClaudeAgent {
             }
         };
         let turn_id = self.current_turn();
+        if let Some(turn) = &turn_id {
+            self.mark(turn, &msg);
+        }
         let events = self.mapper.events(&msg);
         if !events.is_empty() {
             self.disarm_unreachable_guard(ctx);

@@ -21,6 +21,7 @@ mod approvals;
 mod lines;
 pub mod mapping;
 pub mod registry;
+mod rewind;
 pub mod running;
 pub mod tasks;
 pub mod transport;
@@ -138,7 +139,13 @@ pub fn spec() -> VendorSpec {
         display_name: "Claude Code".into(),
         models: strings(&["sonnet", "opus", "haiku"]),
         effort_levels: &["low", "medium", "high", "xhigh", "max"],
-        capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
+        capabilities: strings(&[
+            "interrupt",
+            "backgroundTasks",
+            "tools",
+            "approvals",
+            crate::session::REWIND_CAPABILITY,
+        ]),
         installed: true,
         version: None,
         status: VendorStatus::Unknown,

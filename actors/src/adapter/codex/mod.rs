@@ -14,6 +14,7 @@
 mod approvals;
 pub mod mapping;
 mod plan;
+mod rewind;
 pub mod rpc;
 pub mod server;
 pub mod shown;
@@ -46,7 +47,13 @@ pub fn spec() -> VendorSpec {
         display_name: "Codex".into(),
         models: strings(&["gpt-5-codex", "gpt-5"]),
         effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
-        capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
+        capabilities: strings(&[
+            "interrupt",
+            "backgroundTasks",
+            "tools",
+            "approvals",
+            crate::session::REWIND_CAPABILITY,
+        ]),
         installed: true,
         version: None,
         status: VendorStatus::Unknown,

@@ -188,6 +188,9 @@ impl Handler<AdapterCommand> for CodexThread {
                 }
                 self.on_answer(&request_id, allow, remember);
             }
+            AdapterCommand::Rewind {
+                drop_turns, done, ..
+            } => self.rewind(drop_turns, done, ctx),
             AdapterCommand::Configure { settings } => {
                 // Codex takes model, effort and policies per turn.
                 self.settings = settings;

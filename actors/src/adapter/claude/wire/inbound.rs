@@ -82,6 +82,9 @@ pub struct AssistantMessage {
     /// Set when a sub-agent produced it; such lines are not the session's own text.
     #[serde(default)]
     pub parent_tool_use_id: Option<String>,
+    /// The message's id in the CLI's transcript (what `--resume-session-at` takes).
+    #[serde(default)]
+    pub uuid: Option<String>,
 }
 
 /// The Messages API message inside `assistant` lines.
@@ -144,6 +147,9 @@ pub struct UserMessage {
     /// Set for a sub-agent's messages.
     #[serde(default)]
     pub parent_tool_use_id: Option<String>,
+    /// The message's id in the CLI's transcript (what `--resume-session-at` takes).
+    #[serde(default)]
+    pub uuid: Option<String>,
 }
 
 /// The message inside a `user` line.

@@ -153,6 +153,22 @@ fn wire_types_match_the_pinned_binarys_schema() {
         );
         sent(
             &schema,
+            "ThreadForkParams",
+            &ThreadForkParams {
+                thread_id: "t".into(),
+                before_turn_id: "turn".into(),
+                cwd: "/w".into(),
+                approval_policy: policy,
+                sandbox,
+                model: Some("m".into()),
+                developer_instructions: Some("i".into()),
+                config: Some(json!({})),
+                exclude_turns: true,
+            },
+            &mut errors,
+        );
+        sent(
+            &schema,
             "TurnStartParams",
             &TurnStartParams {
                 thread_id: "t".into(),
@@ -168,7 +184,29 @@ fn wire_types_match_the_pinned_binarys_schema() {
             &mut errors,
         );
     }
-    for def in ["ThreadStartResponse", "ThreadResumeResponse"] {
+    sent(
+        &schema,
+        "ThreadTurnsListParams",
+        &ThreadTurnsListParams {
+            thread_id: "t".into(),
+            limit: 2,
+            sort_direction: "desc",
+        },
+        &mut errors,
+    );
+    read(
+        &schema,
+        "ThreadTurnsListResponse",
+        &ThreadTurnsListResponse {
+            data: vec![TurnRef { id: "turn".into() }],
+        },
+        &mut errors,
+    );
+    for def in [
+        "ThreadStartResponse",
+        "ThreadResumeResponse",
+        "ThreadForkResponse",
+    ] {
         read(
             &schema,
             def,
@@ -429,6 +467,8 @@ fn wire_types_match_the_pinned_binarys_schema() {
         method::INITIALIZE,
         method::THREAD_START,
         method::THREAD_RESUME,
+        method::THREAD_TURNS_LIST,
+        method::THREAD_FORK,
         method::TURN_START,
         method::TURN_INTERRUPT,
         method::TERMINALS_LIST,

@@ -82,6 +82,10 @@ pub mod method {
     pub const THREAD_RESUME: &str = "thread/resume";
     /// Client → server.
     pub const TURN_START: &str = "turn/start";
+    /// The turns of a thread, a page at a time.
+    pub const THREAD_TURNS_LIST: &str = "thread/turns/list";
+    /// A new thread from a prefix of another (how a rewind forgets turns).
+    pub const THREAD_FORK: &str = "thread/fork";
     /// Client → server.
     pub const TURN_INTERRUPT: &str = "turn/interrupt";
     /// Client → server (experimental).

@@ -137,6 +137,60 @@ pub struct ThreadResumeParams {
     pub exclude_turns: bool,
 }
 
+/// `thread/turns/list` params: the newest turns first (the default direction).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadTurnsListParams {
+    /// The thread.
+    pub thread_id: String,
+    /// Turns per page.
+    pub limit: u32,
+    /// `desc`: newest first.
+    pub sort_direction: &'static str,
+}
+
+/// `thread/turns/list` result (only the turn ids are read).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ThreadTurnsListResponse {
+    /// The page of turns, in the requested order.
+    pub data: Vec<TurnRef>,
+}
+
+/// A turn as listed (we only need its id).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TurnRef {
+    /// Codex's turn id.
+    pub id: String,
+}
+
+/// `thread/fork` params: a new thread holding the turns before `before_turn_id`; the
+/// source thread stays as it was (so the superseded branch stays resumable).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadForkParams {
+    /// The thread forked.
+    pub thread_id: String,
+    /// The first turn left out, with every later one.
+    pub before_turn_id: String,
+    /// Working directory.
+    pub cwd: String,
+    /// Approval policy.
+    pub approval_policy: ApprovalPolicy,
+    /// Sandbox.
+    pub sandbox: SandboxMode,
+    /// Model; `None` keeps the thread's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Extra instructions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub developer_instructions: Option<String>,
+    /// Per-thread config overrides (see [`ThreadStartParams::config`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
+    /// We keep our own history; do not send the old turns back.
+    pub exclude_turns: bool,
+}
+
 /// `thread/start` and `thread/resume` result.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ThreadResponse {

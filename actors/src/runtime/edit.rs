@@ -1,0 +1,46 @@
+//! `chat.edit-send` on the runtime: access, the Driver's delegation check (the pair
+//! owns that state), then the session's own rewind.
+
+use tandem_protocol::client::TurnOptions;
+use tandem_protocol::Role;
+
+use super::Runtime;
+use crate::access::Principal;
+use crate::error::RuntimeError;
+use crate::session::{EditOutcome, EditSend};
+
+impl Runtime {
+    /// Rewinds session `id` to just before the `user_message` at `anchor_seq` and runs
+    /// `content` as the next turn. A Driver whose Worker holds a delegation is refused
+    /// (`DELEGATION_IN_FLIGHT`): its result belongs to a turn the rewind would drop.
+    pub async fn edit_send(
+        &self,
+        who: &Principal,
+        id: &str,
+        anchor_seq: u64,
+        content: String,
+        options: Option<TurnOptions>,
+    ) -> Result<EditOutcome, RuntimeError> {
+        let handle = self.drivable(who, id)?;
+        let info = handle.shared.info();
+        if let (Some(pair_id), Some(Role::Driver)) = (&info.pair_id, info.role) {
+            let held = self.inner.pairs.get(pair_id).is_some_and(|pair| {
+                pair.shared
+                    .lock()
+                    .map(|record| record.delegation.is_some())
+                    .unwrap_or(false)
+            });
+            if held {
+                return Err(RuntimeError::DelegationInFlight(id.to_string()));
+            }
+        }
+        handle
+            .addr
+            .send(EditSend {
+                anchor_seq,
+                content,
+                options,
+            })
+            .await?
+    }
+}

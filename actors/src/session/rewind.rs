@@ -1,0 +1,393 @@
+//! `chat.edit-send`: rewind the vendor's conversation to just before an earlier user
+//! message, record `history_rewound`, and run the new message as the next turn
+//! through the same path `chat.send` takes.
+//!
+//! The log stays append-only: nothing stored is changed. The branch from the anchor's
+//! turn to the last event is marked superseded by the `history_rewound` event and by
+//! the range kept in the session record (and so in `SessionInfo.superseded`).
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use tandem_protocol::{Event, EventBody, SupersededRange};
+use tokio::sync::oneshot;
+
+use super::actor::SessionActor;
+use super::{Configure, SendMessage};
+use crate::adapter::messages::AdapterCommand;
+use crate::error::RuntimeError;
+
+/// The capability a vendor lists in `GET /vendors` when its adapter can rewind.
+pub const REWIND_CAPABILITY: &str = "rewind";
+
+/// How long the history's tail may take to reach the store before the rewind gives up.
+const COMMIT_WAIT: Duration = Duration::from_secs(2);
+
+/// How long the adapter may take to make its vendor forget.
+const REWIND_WAIT: Duration = Duration::from_secs(60);
+
+/// Rewind to just before the `user_message` at `anchor_seq` and run `content`.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<EditOutcome, RuntimeError>")]
+pub struct EditSend {
+    /// The `user_message` replaced.
+    pub anchor_seq: u64,
+    /// The new message (the same type `chat.send` takes).
+    pub content: String,
+    /// Settings applied before the turn, as on `chat.send`.
+    pub options: Option<tandem_protocol::client::TurnOptions>,
+}
+
+/// What `chat.edit-send` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EditOutcome {
+    /// The turn running the new message.
+    pub turn_id: String,
+    /// The branch that was superseded.
+    pub superseded: SupersededRange,
+}
+
+/// What the stored history says about an anchor: the branch a rewind supersedes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Branch {
+    /// First superseded `seq`: the anchor turn's `turn_started`.
+    pub from: u64,
+    /// Live (not yet superseded) turns from the anchor's on.
+    pub turns: u64,
+}
+
+/// Finds the branch that starts at the `user_message` `anchor` in `events` (the stored
+/// events from just before the anchor to the end, oldest first), skipping turns that
+/// an earlier rewind in `superseded` already covers. Pure, so it is unit-tested.
+pub(crate) fn branch(
+    anchor: u64,
+    events: &[Event],
+    superseded: &[SupersededRange],
+) -> Result<Branch, RuntimeError> {
+    let bad = |what: String| RuntimeError::InvalidAnchor(format!("seq {anchor} {what}"));
+    let Some(at) = events.iter().position(|e| e.seq == anchor) else {
+        return Err(bad("is not in this session's history".into()));
+    };
+    let event = &events[at];
+    let EventBody::UserMessage { .. } = event.body else {
+        return Err(bad(format!(
+            "is a `{}` event, not a user message",
+            event.body.kind()
+        )));
+    };
+    let Some(turn) = event.turn_id.as_deref() else {
+        return Err(bad("is a user message outside any turn".into()));
+    };
+    if superseded.iter().any(|r| r.covers(anchor)) {
+        return Err(bad("was already superseded by an earlier edit".into()));
+    }
+    let ended = events[at..].iter().any(|e| {
+        e.turn_id.as_deref() == Some(turn) && matches!(e.body, EventBody::TurnCompleted { .. })
+    });
+    if !ended {
+        return Err(bad(format!("belongs to turn {turn}, which has not ended")));
+    }
+    let from = events[..at]
+        .iter()
+        .rev()
+        .find(|e| e.turn_id.as_deref() == Some(turn) && matches!(e.body, EventBody::TurnStarted {}))
+        .map_or(anchor, |e| e.seq);
+    let turns = events
+        .iter()
+        .filter(|e| e.seq >= from && matches!(e.body, EventBody::TurnStarted {}))
+        .filter(|e| !superseded.iter().any(|r| r.covers(e.seq)))
+        .count() as u64;
+    Ok(Branch { from, turns })
+}
+
+impl Handler<EditSend> for SessionActor {
+    type Result = AtomicResponse<Self, Result<EditOutcome, RuntimeError>>;
+
+    /// Atomic: no other message reaches the session between the checks, the read of
+    /// the branch, the vendor's rewind and the new turn's start, so no turn can slip
+    /// in between.
+    fn handle(&mut self, msg: EditSend, ctx: &mut Context<Self>) -> Self::Result {
+        let checked = self.edit_checks(&msg).and_then(|()| self.adapter(ctx));
+        let adapter = match checked {
+            Ok(adapter) => adapter,
+            Err(e) => return AtomicResponse::new(Box::pin(fut::err(e))),
+        };
+        let last = self.next_seq - 1;
+        let store = self.services.store.clone();
+        let gate = self.gate.clone();
+        let id = self.record.id.clone();
+        // The branch's events are read from the store once they are committed: the
+        // turn before the anchor at the latest, since the anchor's turn has ended.
+        let after = msg.anchor_seq.saturating_sub(2);
+        let read = async move {
+            gate.wait_for(last, COMMIT_WAIT).await;
+            read_tail(store, id, after, last).await
+        };
+        let fut = fut::wrap_future::<_, Self>(read)
+            .map(
+                move |events, act: &mut Self, _ctx| -> Result<Prepared, RuntimeError> {
+                    let events = events?;
+                    let branch = branch(msg.anchor_seq, &events, &act.record.superseded)?;
+                    let gone: u64 = act.record.superseded.iter().map(|r| r.turns).sum();
+                    let live = act.record.turn_count.saturating_sub(gone);
+                    let (done, answer) = oneshot::channel();
+                    adapter
+                        .try_send(AdapterCommand::Rewind {
+                            drop_turns: branch.turns,
+                            keep_turns: live.saturating_sub(branch.turns),
+                            done,
+                        })
+                        .map_err(|e| RuntimeError::Internal(format!("adapter unavailable: {e}")))?;
+                    Ok((msg, branch, last, answer))
+                },
+            )
+            .then(|prepared: Result<Prepared, RuntimeError>, _act, _ctx| {
+                fut::wrap_future(async move {
+                    let (msg, branch, last, answer) = prepared?;
+                    match tokio::time::timeout(REWIND_WAIT, answer).await {
+                        Ok(Ok(Ok(()))) => Ok((msg, branch, last)),
+                        Ok(Ok(Err(why))) => Err(RuntimeError::RewindNotSupported(format!(
+                            "the vendor could not rewind: {why}"
+                        ))),
+                        Ok(Err(_)) => Err(RuntimeError::Internal(
+                            "the adapter stopped during the rewind".into(),
+                        )),
+                        Err(_) => Err(RuntimeError::RewindNotSupported(format!(
+                            "the vendor did not rewind within {}s",
+                            REWIND_WAIT.as_secs()
+                        ))),
+                    }
+                })
+            })
+            .map(|rewound, act: &mut Self, ctx| {
+                let (msg, branch, last) = rewound?;
+                let outcome = act.after_rewind(msg, branch, last, ctx);
+                act.flush();
+                outcome
+            });
+        AtomicResponse::new(Box::pin(fut))
+    }
+}
+
+/// An edit checked against the history, waiting for the adapter's answer.
+type Prepared = (EditSend, Branch, u64, oneshot::Receiver<Result<(), String>>);
+
+/// The stored events after `after`, read until `last` is among them (the writer may
+/// still be committing the tail).
+async fn read_tail(
+    store: crate::store::Store,
+    id: String,
+    after: u64,
+    last: u64,
+) -> Result<Vec<Event>, RuntimeError> {
+    let mut tries = 0;
+    loop {
+        let (store2, id2) = (store.clone(), id.clone());
+        let rows =
+            actix_rt::task::spawn_blocking(move || store2.read_events(&id2, after, usize::MAX))
+                .await
+                .map_err(|e| RuntimeError::Internal(format!("history read failed: {e}")))??;
+        if rows.last().is_some_and(|(seq, _)| *seq >= last) || tries >= 20 {
+            return rows
+                .iter()
+                .map(|(_, frame)| {
+                    serde_json::from_str::<Event>(frame).map_err(|e| {
+                        RuntimeError::Internal(format!("stored event unreadable: {e}"))
+                    })
+                })
+                .collect();
+        }
+        tries += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+impl SessionActor {
+    /// What refuses an edit before anything is read: bad content, a running turn or
+    /// background work, a vendor that cannot rewind, an anchor outside the history.
+    fn edit_checks(&self, msg: &EditSend) -> Result<(), RuntimeError> {
+        if msg.content.trim().is_empty() {
+            return Err(RuntimeError::InvalidArgument("content is empty".into()));
+        }
+        if self.turn.is_some() {
+            return Err(RuntimeError::RunInProgress(self.record.id.clone()));
+        }
+        if !self.background.is_empty() {
+            return Err(RuntimeError::RunInProgress(format!(
+                "{} (background work still runs; stop it first)",
+                self.record.id
+            )));
+        }
+        let can_rewind = self
+            .services
+            .catalog
+            .get(&self.record.vendor)
+            .is_some_and(|spec| spec.capabilities.iter().any(|c| c == REWIND_CAPABILITY));
+        if !can_rewind {
+            return Err(RuntimeError::RewindNotSupported(format!(
+                "vendor {} cannot rewind a conversation",
+                self.record.vendor
+            )));
+        }
+        if msg.anchor_seq >= self.next_seq {
+            return Err(RuntimeError::InvalidAnchor(format!(
+                "seq {} is past the end of this session's history ({})",
+                msg.anchor_seq,
+                self.next_seq - 1
+            )));
+        }
+        if self
+            .record
+            .superseded
+            .iter()
+            .any(|r| r.covers(msg.anchor_seq))
+        {
+            return Err(RuntimeError::InvalidAnchor(format!(
+                "seq {} was already superseded by an earlier edit",
+                msg.anchor_seq
+            )));
+        }
+        Ok(())
+    }
+
+    /// The vendor forgot the branch: record `history_rewound` and the range, then
+    /// start the new turn the way `chat.send` does.
+    fn after_rewind(
+        &mut self,
+        msg: EditSend,
+        branch: Branch,
+        last: u64,
+        ctx: &mut Context<Self>,
+    ) -> Result<EditOutcome, RuntimeError> {
+        let range = SupersededRange {
+            anchor_seq: msg.anchor_seq,
+            superseded_from: branch.from,
+            superseded_to: last,
+            turns: branch.turns,
+            rewound_at: self.next_seq,
+        };
+        self.emit(
+            None,
+            EventBody::HistoryRewound {
+                anchor_seq: range.anchor_seq,
+                superseded_from: range.superseded_from,
+                superseded_to: range.superseded_to,
+                turns: range.turns,
+            },
+        );
+        self.record.superseded.push(range.clone());
+        self.recent.clear();
+        self.touch();
+        if let Some(options) = &msg.options {
+            // Applied only after the rewind, as chat.send applies them before its turn.
+            self.apply_config(Configure {
+                model: options.model.clone(),
+                effort: options.effort.clone(),
+                permission_mode: options.permission_mode,
+                ..Configure::default()
+            })?;
+        }
+        let send = SendMessage {
+            content: msg.content,
+            options: None,
+            queue: false,
+        };
+        match self.on_send(send, ctx)? {
+            super::SendOutcome::Started { turn_id } => Ok(EditOutcome {
+                turn_id,
+                superseded: range,
+            }),
+            super::SendOutcome::Queued { .. } => Err(RuntimeError::Internal(
+                "the edited message was queued instead of started".into(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tandem_protocol::TurnStatus;
+
+    fn ev(seq: u64, turn: Option<&str>, body: EventBody) -> Event {
+        Event {
+            session_id: "s".into(),
+            seq,
+            ts: 0,
+            turn_id: turn.map(str::to_owned),
+            body,
+        }
+    }
+
+    fn user(text: &str) -> EventBody {
+        EventBody::UserMessage {
+            text: text.into(),
+            internal: false,
+            delegated_by: None,
+        }
+    }
+
+    fn done() -> EventBody {
+        EventBody::TurnCompleted {
+            status: TurnStatus::Completed,
+            error: None,
+            usage: None,
+        }
+    }
+
+    /// Three turns: 1-3, 4-6, 7-9.
+    fn three() -> Vec<Event> {
+        let mut out = Vec::new();
+        for n in 0..3u64 {
+            let t = format!("turn_{}", n + 1);
+            out.push(ev(n * 3 + 1, Some(&t), EventBody::TurnStarted {}));
+            out.push(ev(n * 3 + 2, Some(&t), user("hi")));
+            out.push(ev(n * 3 + 3, Some(&t), done()));
+        }
+        out
+    }
+
+    #[test]
+    fn the_branch_runs_from_the_anchor_turns_start_and_counts_live_turns() {
+        let b = branch(5, &three(), &[]).unwrap();
+        assert_eq!(b, Branch { from: 4, turns: 2 });
+        let b = branch(8, &three(), &[]).unwrap();
+        assert_eq!(b, Branch { from: 7, turns: 1 });
+    }
+
+    #[test]
+    fn turns_an_earlier_rewind_superseded_are_not_counted_again() {
+        let earlier = SupersededRange {
+            anchor_seq: 8,
+            superseded_from: 7,
+            superseded_to: 9,
+            turns: 1,
+            rewound_at: 10,
+        };
+        let mut events = three();
+        events.push(ev(11, Some("turn_4"), EventBody::TurnStarted {}));
+        events.push(ev(12, Some("turn_4"), user("again")));
+        events.push(ev(13, Some("turn_4"), done()));
+        let b = branch(5, &events, std::slice::from_ref(&earlier)).unwrap();
+        assert_eq!(b, Branch { from: 4, turns: 2 });
+        let refused = branch(8, &events, &[earlier]).unwrap_err();
+        assert!(
+            matches!(refused, RuntimeError::InvalidAnchor(_)),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn an_anchor_that_is_no_user_message_of_an_ended_turn_is_refused() {
+        let mut events = three();
+        events.push(ev(10, Some("turn_4"), EventBody::TurnStarted {}));
+        events.push(ev(11, Some("turn_4"), user("running")));
+        for anchor in [4, 6, 11, 99] {
+            let refused = branch(anchor, &events, &[]).unwrap_err();
+            assert!(
+                matches!(refused, RuntimeError::InvalidAnchor(_)),
+                "{anchor}: {refused}"
+            );
+        }
+    }
+}
