@@ -15,6 +15,7 @@
 mod client;
 mod eviction;
 mod fanout;
+pub mod framed;
 mod messages;
 mod replay;
 #[cfg(test)]
@@ -30,6 +31,8 @@ use bytestring::ByteString;
 use tandem_protocol::ServerFrame;
 
 pub use client::{ClientQueue, Deliver, Shutdown};
+use fanout::Outgoing;
+pub use framed::Framed;
 pub use messages::{
     Committed, Connect, Disconnect, Drained, SessionChanged, Subscribe, Unsubscribe, Watch,
 };
@@ -231,7 +234,7 @@ impl Handler<Subscribe> for Gateway {
         }
         let len = msg.ack.len();
         if let Err(Refused::Gone) =
-            Self::enqueue(client.target(), vec![msg.ack], len, false, &self.metrics)
+            Self::enqueue(client.target(), Outgoing::text(vec![msg.ack], len), false, &self.metrics)
         {
             self.remove_client(msg.client_id);
             return;
@@ -333,7 +336,7 @@ impl Handler<SessionChanged> for Gateway {
             // A watcher that is over budget misses this upsert; the next one carries
             // the whole session again, so nothing is lost for good.
             if let Err(Refused::Gone) =
-                Self::enqueue(client.target(), vec![frame], len, true, &self.metrics)
+                Self::enqueue(client.target(), Outgoing::text(vec![frame], len), true, &self.metrics)
             {
                 gone.push(*cid);
             }
