@@ -133,8 +133,11 @@ impl Outbox {
             let n = f.len();
             (Out::Text(f), n)
         }));
-        st.frames
-            .extend(framed.into_iter().map(|f| (Out::Framed(f.bytes), f.charged)));
+        st.frames.extend(
+            framed
+                .into_iter()
+                .map(|f| (Out::Framed(f.bytes), f.charged)),
+        );
         if let Some(w) = st.body.take() {
             w.wake();
         }

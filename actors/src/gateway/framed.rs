@@ -213,6 +213,10 @@ mod tests {
         framed.from(0, &mut out);
         let bytes: usize = out.iter().map(|f| f.bytes.len()).sum();
         // About 45 KB: three pieces, the first two nearly full.
-        assert!(bytes > 2 * PIECE && out.len() == 3, "{bytes} bytes in {}", out.len());
+        assert!(
+            bytes > 2 * PIECE && out.len() == 3,
+            "{bytes} bytes in {}",
+            out.len()
+        );
     }
 }

@@ -233,9 +233,12 @@ impl Handler<Subscribe> for Gateway {
             }
         }
         let len = msg.ack.len();
-        if let Err(Refused::Gone) =
-            Self::enqueue(client.target(), Outgoing::text(vec![msg.ack], len), false, &self.metrics)
-        {
+        if let Err(Refused::Gone) = Self::enqueue(
+            client.target(),
+            Outgoing::text(vec![msg.ack], len),
+            false,
+            &self.metrics,
+        ) {
             self.remove_client(msg.client_id);
             return;
         }
@@ -335,9 +338,12 @@ impl Handler<SessionChanged> for Gateway {
             let len = frame.len();
             // A watcher that is over budget misses this upsert; the next one carries
             // the whole session again, so nothing is lost for good.
-            if let Err(Refused::Gone) =
-                Self::enqueue(client.target(), Outgoing::text(vec![frame], len), true, &self.metrics)
-            {
+            if let Err(Refused::Gone) = Self::enqueue(
+                client.target(),
+                Outgoing::text(vec![frame], len),
+                true,
+                &self.metrics,
+            ) {
                 gone.push(*cid);
             }
         }

@@ -96,7 +96,12 @@ impl Gateway {
             })
             .collect();
         let len = notices.iter().map(|n| n.len()).sum();
-        match Self::enqueue(client.target(), Outgoing::text(notices, len), false, &self.metrics) {
+        match Self::enqueue(
+            client.target(),
+            Outgoing::text(notices, len),
+            false,
+            &self.metrics,
+        ) {
             Ok(()) => {}
             Err(Refused::Gone) => self.remove_client(client_id),
             Err(Refused::Full) => {
@@ -233,7 +238,9 @@ impl Gateway {
                 ByteString::from(frame)
             })
             .collect();
-        if let Err(refused) = Self::enqueue(target, Outgoing::text(frames, bytes), false, &self.metrics) {
+        if let Err(refused) =
+            Self::enqueue(target, Outgoing::text(frames, bytes), false, &self.metrics)
+        {
             match refused {
                 Refused::Gone => self.remove_client(client_id),
                 Refused::Full => self.lag(client_id, sid, start, 0),

@@ -171,7 +171,8 @@ impl StoreWriter {
 }
 
 /// Stores one history event.
-pub(super) const INSERT_EVENT: &str = "INSERT INTO events (session_id, seq, frame) VALUES (?1, ?2, ?3)";
+pub(super) const INSERT_EVENT: &str =
+    "INSERT INTO events (session_id, seq, frame) VALUES (?1, ?2, ?3)";
 
 /// Applies one write inside a transaction; events go through `insert`, the
 /// [`INSERT_EVENT`] statement prepared once per commit (a batch holds hundreds of

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::args::Flags;
-use super::procfs::{cpu_seconds, now_us, ThreadCpu};
+use super::procfs::{cpu_seconds, now_us, syscalls, ThreadCpu};
 use super::raw_ws::{Incoming, RawWs};
 use super::report;
 use super::scan;
@@ -142,6 +142,9 @@ pub struct FanoutRun {
     pub server_cpu_ticks_s: f64,
     /// Server CPU seconds per thread name (digits dropped), largest first.
     pub server_threads: Vec<(String, f64)>,
+    /// Read-like and write-like system calls the server made over the window (see
+    /// [`syscalls`]; tandem alone, also in cross-node runs).
+    pub server_syscalls: (u64, u64),
     /// Server threads that ended during the window (their CPU is missing from
     /// `server_cpu_s`, not from `server_cpu_ticks_s`).
     pub server_threads_ended: usize,
@@ -197,6 +200,12 @@ impl FanoutRun {
                 .map(|(name, s)| json!([name, round(s * 1e3, 1)]))
                 .collect::<Vec<_>>(),
             "server_threads_ended": self.server_threads_ended,
+            "server_syscr": self.server_syscalls.0,
+            "server_syscw": self.server_syscalls.1,
+            "deliveries_per_syscw": round(
+                self.delivered as f64 / self.server_syscalls.1.max(1) as f64,
+                1
+            ),
             "client_cpu_s": round(self.client_cpu_s, 2),
             "cross_node": cfg.cross_node,
             "nats_cpu_s": self.nats_cpu_s.map(|c| round(c, 2)),
@@ -392,6 +401,7 @@ fn run_against(
     let remote_threads =
         |r: &Option<BenchServer>| r.as_ref().map(|r| ThreadCpu::of(r.pid())).transpose();
     let server_threads0 = (ThreadCpu::of(server.pid())?, remote_threads(&remote)?);
+    let syscalls0 = syscalls(server.pid())?;
     let nats_cpu0 = nats_cpu(&nats).transpose()?;
     let client_cpu0 = cpu_seconds(std::process::id())?;
     let t0 = now_us();
@@ -427,6 +437,7 @@ fn run_against(
     }
     let server_cpu_ticks_s = cpu_seconds(server.pid())? + remote_cpu(&remote)? - server_cpu0;
     let mut threads = ThreadCpu::of(server.pid())?.since(&server_threads0.0);
+    let syscalls1 = syscalls(server.pid())?;
     if let (Some(end), Some(start)) = (remote_threads(&remote)?, &server_threads0.1) {
         // Cross-node: both nodes' threads, the client node's names marked.
         let b = end.since(start);
@@ -463,6 +474,7 @@ fn run_against(
         server_cpu_ticks_s,
         server_threads: threads.by_name,
         server_threads_ended: threads.ended,
+        server_syscalls: (syscalls1.0 - syscalls0.0, syscalls1.1 - syscalls0.1),
         client_cpu_s,
         lagged: total.lagged,
         closes: total.closes,

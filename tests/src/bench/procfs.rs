@@ -116,6 +116,21 @@ impl ThreadCpu {
     }
 }
 
+/// Read-like and write-like system calls a process has made (`syscr`, `syscw` of
+/// `/proc/<pid>/io`): socket reads and writes, but also wake-ups through an eventfd
+/// and the database's own reads and writes.
+pub fn syscalls(pid: u32) -> Result<(u64, u64), String> {
+    let path = format!("/proc/{pid}/io");
+    let io = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    let field = |name: &str| {
+        io.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| format!("{path}: no {name}"))
+    };
+    Ok((field("syscr:")?, field("syscw:")?))
+}
+
 /// Resident set size in KiB (`VmRSS` of `/proc/<pid>/status`).
 pub fn rss_kib(pid: u32) -> Result<u64, String> {
     let path = format!("/proc/{pid}/status");
@@ -143,6 +158,7 @@ mod tests {
         let pid = std::process::id();
         assert!(super::cpu_seconds(pid).is_ok_and(|s| s >= 0.0));
         assert!(super::rss_kib(pid).is_ok_and(|k| k > 0));
+        assert!(super::syscalls(pid).is_ok_and(|(r, _)| r > 0));
     }
 
     /// Busy work on a second thread shows up in the delta, under its name.
