@@ -202,10 +202,6 @@ impl FanoutRun {
             "server_threads_ended": self.server_threads_ended,
             "server_syscr": self.server_syscalls.0,
             "server_syscw": self.server_syscalls.1,
-            "deliveries_per_syscw": round(
-                self.delivered as f64 / self.server_syscalls.1.max(1) as f64,
-                1
-            ),
             "client_cpu_s": round(self.client_cpu_s, 2),
             "cross_node": cfg.cross_node,
             "nats_cpu_s": self.nats_cpu_s.map(|c| round(c, 2)),

@@ -117,7 +117,8 @@ impl ThreadCpu {
 }
 
 /// Read-like and write-like system calls a process has made (`syscr`, `syscw` of
-/// `/proc/<pid>/io`): socket reads and writes, but also wake-ups through an eventfd
+/// `/proc/<pid>/io`: `read`/`write` and their vectored forms). Sockets go through
+/// `recv`/`send`, which are not counted: these are eventfd wake-ups between threads
 /// and the database's own reads and writes.
 pub fn syscalls(pid: u32) -> Result<(u64, u64), String> {
     let path = format!("/proc/{pid}/io");
