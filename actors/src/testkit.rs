@@ -79,6 +79,9 @@ impl Handler<Deliver> for Sink {
             let v = serde_json::from_str(frame).unwrap_or_else(|e| panic!("bad frame {e}"));
             self.frames.push(v);
         }
+        for piece in &msg.framed {
+            self.frames.extend(unframe(&piece.bytes));
+        }
         if let Some((code, _)) = msg.close {
             self.close = Some(code);
         }
@@ -90,6 +93,29 @@ impl Handler<Deliver> for Sink {
             }
         }
     }
+}
+
+/// The JSON payloads of whole, unmasked WebSocket text frames (as the gateway frames
+/// live events).
+pub fn unframe(mut bytes: &[u8]) -> Vec<Value> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        assert_eq!(bytes[0], 0x81, "a final text frame");
+        let (len, at) = match bytes[1] {
+            126 => (usize::from(u16::from_be_bytes([bytes[2], bytes[3]])), 4),
+            127 => {
+                let mut n = [0; 8];
+                n.copy_from_slice(&bytes[2..10]);
+                (u64::from_be_bytes(n) as usize, 10)
+            }
+            n => (usize::from(n), 2),
+        };
+        let v = serde_json::from_slice(&bytes[at..at + len])
+            .unwrap_or_else(|e| panic!("bad framed event {e}"));
+        out.push(v);
+        bytes = &bytes[at + len..];
+    }
+    out
 }
 
 /// What a sink has recorded so far: the frames, and the close code if any.

@@ -443,7 +443,7 @@ impl Handler<Deliver> for WsClient {
             return;
         }
         // Charged by the gateway; released when the body takes them.
-        self.outbox.push_charged(msg.frames);
+        self.outbox.push_charged(msg.frames, msg.framed);
         if let Some((code, reason)) = msg.close {
             self.close(ctx, CloseCode::from(code), &reason);
         }

@@ -27,7 +27,7 @@ use actix_web::error::PayloadError;
 use actix_web::web::{Bytes, BytesMut};
 use bytestring::ByteString;
 use futures_util::Stream;
-use tandem_actors::gateway::Drained;
+use tandem_actors::gateway::{Drained, Framed};
 use tandem_actors::ClientQueue;
 
 /// Frames encoded per poll of the body, at most (a larger single frame goes alone).
@@ -42,6 +42,9 @@ const CONTROL_CHARGE: usize = 64;
 pub enum Out {
     /// A text frame (every protocol frame is one).
     Text(ByteString),
+    /// Whole text frames the gateway framed once for every client (live events):
+    /// handed to the HTTP layer as they are.
+    Framed(Bytes),
     /// A ping (the heartbeat).
     Ping,
     /// The answer to the client's ping.
@@ -54,6 +57,8 @@ impl Out {
     fn charge(&self) -> usize {
         match self {
             Out::Text(text) => text.len(),
+            // Charged by the gateway, never through this.
+            Out::Framed(_) => 0,
             Out::Ping => CONTROL_CHARGE,
             Out::Pong(payload) => CONTROL_CHARGE + payload.len(),
             Out::Close(reason) => {
@@ -70,6 +75,7 @@ impl Out {
             Out::Text(text) => {
                 Parser::write_message(dst, text.as_bytes(), OpCode::Text, true, false)
             }
+            Out::Framed(bytes) => dst.extend_from_slice(&bytes),
             Out::Ping => Parser::write_message(dst, b"", OpCode::Ping, true, false),
             Out::Pong(payload) => Parser::write_message(dst, payload, OpCode::Pong, true, false),
             Out::Close(reason) => Parser::write_close(dst, reason, false),
@@ -112,18 +118,26 @@ impl Outbox {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues frames the gateway already charged (a delivery).
-    pub fn push_charged(&self, frames: Vec<ByteString>) {
+    /// Queues frames the gateway already charged (a delivery): `frames`, then the
+    /// pieces it framed itself.
+    pub fn push_charged(&self, frames: Vec<ByteString>, framed: Vec<Framed>) {
         let mut st = self.lock();
         if st.closing {
             // Never to be written: give their bytes back.
-            self.queue.release(frames.iter().map(|f| f.len()).sum());
+            let charged = frames.iter().map(|f| f.len()).sum::<usize>()
+                + framed.iter().map(|f| f.charged).sum::<usize>();
+            self.queue.release(charged);
             return;
         }
         st.frames.extend(frames.into_iter().map(|f| {
             let n = f.len();
             (Out::Text(f), n)
         }));
+        st.frames.extend(
+            framed
+                .into_iter()
+                .map(|f| (Out::Framed(f.bytes), f.charged)),
+        );
         if let Some(w) = st.body.take() {
             w.wake();
         }
@@ -217,6 +231,7 @@ impl Stream for OutboxBody {
         let this = self.get_mut();
         let outbox = &this.outbox;
         let mut buf = BytesMut::new();
+        let mut ready: Option<Bytes> = None;
         let mut taken = 0;
         let reader = {
             let mut st = outbox.lock();
@@ -226,6 +241,17 @@ impl Stream for OutboxBody {
                 return Poll::Ready(None);
             }
             while let Some((out, charged)) = st.frames.pop_front() {
+                if let Out::Framed(bytes) = out {
+                    // Already framed and shared: handed over as it is, alone, so it is
+                    // never copied here (actix-http copies it once, into its buffer).
+                    if buf.is_empty() {
+                        taken = charged;
+                        ready = Some(bytes);
+                    } else {
+                        st.frames.push_front((Out::Framed(bytes), charged));
+                    }
+                    break;
+                }
                 taken += charged;
                 let close = matches!(out, Out::Close(_));
                 out.encode(&mut buf);
@@ -238,7 +264,7 @@ impl Stream for OutboxBody {
                     break;
                 }
             }
-            if buf.is_empty() {
+            if buf.is_empty() && ready.is_none() {
                 if st.closing {
                     st.ended = true;
                     return Poll::Ready(None);
@@ -258,7 +284,7 @@ impl Stream for OutboxBody {
         if let Some(w) = reader {
             w.wake();
         }
-        Poll::Ready(Some(Ok(buf.freeze())))
+        Poll::Ready(Some(Ok(ready.unwrap_or_else(|| buf.freeze()))))
     }
 }
 
@@ -384,7 +410,7 @@ mod tests {
         // A delivery the gateway charged, then a reply the connection charges.
         let frames: Vec<ByteString> = (0..100).map(|i| format!("{i:01000}").into()).collect();
         queue.add(100 * 1000);
-        outbox.push_charged(frames);
+        outbox.push_charged(frames, Vec::new());
         outbox.push(Out::Text("r".repeat(500).into()));
         assert_eq!(queue.queued(), 100_500);
         assert_eq!(metrics.client_queued_bytes.load(Ordering::Relaxed), 100_500);
@@ -415,6 +441,42 @@ mod tests {
         assert!(matches!(poll(&mut body), Poll::Ready(Some(Ok(_)))));
         assert!(matches!(poll(&mut body), Poll::Ready(None)));
         assert_eq!(queue.queued(), 0);
+    }
+
+    /// Pieces the gateway framed go to the HTTP layer as they are (the same shared
+    /// buffer, not a copy), after the frames queued before them, and release exactly
+    /// the charge the gateway put on them.
+    #[actix_rt::test]
+    async fn framed_pieces_are_handed_over_uncopied() {
+        let metrics = Arc::new(Metrics::default());
+        let queue = Arc::new(ClientQueue::new(64 << 10, metrics));
+        let outbox = Outbox::new(queue.clone());
+        let mut body = OutboxBody::new(outbox.clone(), Gateway.start().recipient(), 1);
+        let mut piece = BytesMut::new();
+        for text in ["{\"seq\":1}", "{\"seq\":2}"] {
+            tandem_actors::gateway::framed::text_header(text.len(), &mut piece);
+            piece.extend_from_slice(text.as_bytes());
+        }
+        let piece = piece.freeze();
+        let framed = Framed {
+            bytes: piece.clone(),
+            charged: 18,
+        };
+        queue.add(3 + 18);
+        outbox.push_charged(vec!["ack".into()], vec![framed]);
+        assert_eq!(queue.queued(), 21);
+        let Poll::Ready(Some(Ok(first))) = poll(&mut body) else {
+            panic!("the ack first");
+        };
+        assert_eq!(&first[..], b"\x81\x03ack");
+        assert_eq!(queue.queued(), 18);
+        let Poll::Ready(Some(Ok(second))) = poll(&mut body) else {
+            panic!("then the piece");
+        };
+        assert_eq!(second, piece);
+        assert_eq!(second.as_ptr(), piece.as_ptr(), "the shared buffer itself");
+        assert_eq!(queue.queued(), 0);
+        assert!(poll(&mut body).is_pending());
     }
 
     /// The reader takes the client's next frame only while its queue is within its

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use actix::Message;
 use bytestring::ByteString;
 
+use super::framed::Framed;
 use crate::metrics::Metrics;
 
 /// Frames for one client, delivered into its connection actor's bounded mailbox with
@@ -15,9 +16,12 @@ use crate::metrics::Metrics;
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct Deliver {
-    /// Serialized frames, in order.
+    /// Serialized frames (replays, acks, notices), in order, written before `framed`.
     pub frames: Vec<ByteString>,
-    /// Their total length, accounted in the client's [`ClientQueue`].
+    /// Live events already framed for the socket, shared with every other client
+    /// that receives them (see [`super::framed`]), in order.
+    pub framed: Vec<Framed>,
+    /// The payload bytes of both, accounted in the client's [`ClientQueue`].
     pub bytes: usize,
     /// Close the socket after the frames, with this code and reason.
     pub close: Option<(u16, String)>,

@@ -9,34 +9,59 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use bytestring::ByteString;
 
+use super::framed::{Framed, FramedRun};
 use super::topic::Topic;
 use super::{Deliver, Gateway, Refused, Target, SLOW_AFTER};
 use crate::metrics::Metrics;
 use crate::store::StoredEvent;
+
+/// What one delivery hands a client: frames serialized for it alone (replays, acks,
+/// notices), then live events framed once for every client.
+#[derive(Default)]
+pub(super) struct Outgoing {
+    frames: Vec<ByteString>,
+    framed: Vec<Framed>,
+    /// Events in `framed`.
+    events: u64,
+    /// Payload bytes of both, charged to the client's budget.
+    bytes: usize,
+}
+
+impl Outgoing {
+    /// Frames of `bytes` bytes in all.
+    pub(super) fn text(frames: Vec<ByteString>, bytes: usize) -> Outgoing {
+        Outgoing {
+            frames,
+            bytes,
+            ..Outgoing::default()
+        }
+    }
+}
 
 impl Gateway {
     /// Puts frames into a client's mailbox. `bounded` deliveries respect the byte
     /// budget; control frames (acks, lag notices) do not, they are small and rare.
     pub(super) fn enqueue(
         client: Target<'_>,
-        frames: Vec<ByteString>,
-        bytes: usize,
+        out: Outgoing,
         bounded: bool,
         metrics: &Metrics,
     ) -> Result<(), Refused> {
-        if frames.is_empty() {
+        if out.frames.is_empty() && out.framed.is_empty() {
             return Ok(());
         }
+        let bytes = out.bytes;
         // An empty queue takes any one delivery, so an event larger than the whole
         // budget (a big tool output) still reaches a client that keeps up.
         let queued = client.queue.queued();
         if bounded && queued > 0 && queued + bytes > client.queue.limit() {
             return Err(Refused::Full);
         }
-        let count = frames.len() as u64;
+        let count = out.frames.len() as u64 + out.events;
         client.queue.add(bytes);
         match client.sink.try_send(Deliver {
-            frames,
+            frames: out.frames,
+            framed: out.framed,
             bytes,
             close: None,
         }) {
@@ -59,18 +84,18 @@ impl Gateway {
     pub(super) fn on_committed(&mut self, events: Vec<StoredEvent>, ctx: &mut Context<Self>) {
         /// What one client gets from this batch.
         #[derive(Default)]
-        struct Outgoing {
-            frames: Vec<ByteString>,
-            bytes: usize,
+        struct ToClient {
+            out: Outgoing,
             /// Per session: first seq in this delivery and how many events.
             sessions: Vec<(Arc<str>, u64, u64)>,
         }
         let cap = self.ring_events;
-        let mut out: HashMap<u64, Outgoing> = HashMap::new();
+        let mut out: HashMap<u64, ToClient> = HashMap::new();
         let mut gaps: Vec<(u64, Arc<str>, u64)> = Vec::new();
         let mut released: Vec<Arc<str>> = Vec::new();
         // A batch is made of runs of one session's events (in seq order). Handling a
-        // run at a time pays the per-subscriber lookups once per run, not per event.
+        // run at a time pays the per-subscriber lookups once per run, not per event,
+        // and frames the run once for all its subscribers.
         let mut start = 0;
         while start < events.len() {
             let sid = &events[start].session_id;
@@ -84,31 +109,28 @@ impl Gateway {
             for ev in run {
                 topic.push(ev, cap);
             }
+            let mut framed: Option<FramedRun> = None;
             for &cid in &topic.live {
                 let Some(sub) = self.clients.get_mut(&cid).and_then(|c| c.subs.get_mut(sid)) else {
                     continue;
                 };
                 let next = sub.next;
-                let mut fresh = run.iter().filter(|e| e.seq >= next).peekable();
-                match fresh.peek() {
-                    None => continue,
-                    Some(first) if first.seq > next => {
-                        gaps.push((cid, sid.clone(), next));
-                        continue;
-                    }
-                    Some(_) => {}
+                let Some(first) = run.iter().position(|e| e.seq >= next) else {
+                    continue;
+                };
+                if run[first].seq > next {
+                    gaps.push((cid, sid.clone(), next));
+                    continue;
                 }
+                let framed = framed.get_or_insert_with(|| FramedRun::new(run));
                 let o = out.entry(cid).or_default();
-                let (first, mut count) = (next, 0);
-                for ev in fresh {
-                    o.frames.push(ev.frame.clone());
-                    o.bytes += ev.frame.len();
-                    sub.next = ev.seq + 1;
-                    count += 1;
-                }
+                let count = (run.len() - first) as u64;
+                o.out.bytes += framed.from(first, &mut o.out.framed);
+                o.out.events += count;
+                sub.next = run[run.len() - 1].seq + 1;
                 match o.sessions.iter_mut().find(|(s, _, _)| s == sid) {
                     Some(entry) => entry.2 += count,
-                    None => o.sessions.push((sid.clone(), first, count)),
+                    None => o.sessions.push((sid.clone(), next, count)),
                 }
             }
             if let Some(last) = run.last() {
@@ -122,7 +144,7 @@ impl Gateway {
             let Some(client) = self.clients.get(&cid) else {
                 continue;
             };
-            match Self::enqueue(client.target(), o.frames, o.bytes, true, &self.metrics) {
+            match Self::enqueue(client.target(), o.out, true, &self.metrics) {
                 Ok(()) => {}
                 Err(Refused::Gone) => self.remove_client(cid),
                 Err(Refused::Full) => self.lag_many(cid, o.sessions),

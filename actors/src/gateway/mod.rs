@@ -15,6 +15,7 @@
 mod client;
 mod eviction;
 mod fanout;
+pub mod framed;
 mod messages;
 mod replay;
 #[cfg(test)]
@@ -30,6 +31,8 @@ use bytestring::ByteString;
 use tandem_protocol::ServerFrame;
 
 pub use client::{ClientQueue, Deliver, Shutdown};
+use fanout::Outgoing;
+pub use framed::Framed;
 pub use messages::{
     Committed, Connect, Disconnect, Drained, SessionChanged, Subscribe, Unsubscribe, Watch,
 };
@@ -230,9 +233,12 @@ impl Handler<Subscribe> for Gateway {
             }
         }
         let len = msg.ack.len();
-        if let Err(Refused::Gone) =
-            Self::enqueue(client.target(), vec![msg.ack], len, false, &self.metrics)
-        {
+        if let Err(Refused::Gone) = Self::enqueue(
+            client.target(),
+            Outgoing::text(vec![msg.ack], len),
+            false,
+            &self.metrics,
+        ) {
             self.remove_client(msg.client_id);
             return;
         }
@@ -332,9 +338,12 @@ impl Handler<SessionChanged> for Gateway {
             let len = frame.len();
             // A watcher that is over budget misses this upsert; the next one carries
             // the whole session again, so nothing is lost for good.
-            if let Err(Refused::Gone) =
-                Self::enqueue(client.target(), vec![frame], len, true, &self.metrics)
-            {
+            if let Err(Refused::Gone) = Self::enqueue(
+                client.target(),
+                Outgoing::text(vec![frame], len),
+                true,
+                &self.metrics,
+            ) {
                 gone.push(*cid);
             }
         }

@@ -11,6 +11,7 @@ use actix::prelude::*;
 use bytestring::ByteString;
 use tandem_protocol::ServerFrame;
 
+use super::fanout::Outgoing;
 use super::topic::Topic;
 use super::{Deliver, Gateway, Refused, Strikes, Target, LAG_STRIKES, LAG_WINDOW, PAGE_EVENTS};
 use crate::error::RuntimeError;
@@ -70,6 +71,7 @@ impl Gateway {
             );
             let _ = client.sink.try_send(Deliver {
                 frames: Vec::new(),
+                framed: Vec::new(),
                 bytes: 0,
                 close: Some((1008, "client too slow".into())),
             });
@@ -94,7 +96,12 @@ impl Gateway {
             })
             .collect();
         let len = notices.iter().map(|n| n.len()).sum();
-        match Self::enqueue(client.target(), notices, len, false, &self.metrics) {
+        match Self::enqueue(
+            client.target(),
+            Outgoing::text(notices, len),
+            false,
+            &self.metrics,
+        ) {
             Ok(()) => {}
             Err(Refused::Gone) => self.remove_client(client_id),
             Err(Refused::Full) => {
@@ -145,7 +152,7 @@ impl Gateway {
                 (frames, bytes, last, whole)
             });
             if let Some((frames, bytes, last, whole)) = piece {
-                match Self::enqueue(target, frames, bytes, true, &self.metrics) {
+                match Self::enqueue(target, Outgoing::text(frames, bytes), true, &self.metrics) {
                     Ok(()) if whole => {
                         sub.next = topic.last_committed + 1;
                         sub.live = true;
@@ -231,7 +238,9 @@ impl Gateway {
                 ByteString::from(frame)
             })
             .collect();
-        if let Err(refused) = Self::enqueue(target, frames, bytes, false, &self.metrics) {
+        if let Err(refused) =
+            Self::enqueue(target, Outgoing::text(frames, bytes), false, &self.metrics)
+        {
             match refused {
                 Refused::Gone => self.remove_client(client_id),
                 Refused::Full => self.lag(client_id, sid, start, 0),

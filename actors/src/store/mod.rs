@@ -288,8 +288,11 @@ impl Store {
     pub fn write_now(&self, ops: &[WriteOp]) -> Result<(), RuntimeError> {
         self.with_reader(|conn| {
             let tx = conn.unchecked_transaction()?;
-            for op in ops {
-                writer::apply(&tx, op)?;
+            {
+                let mut insert = tx.prepare_cached(writer::INSERT_EVENT)?;
+                for op in ops {
+                    writer::apply(&tx, &mut insert, op)?;
+                }
             }
             tx.commit()
         })

@@ -170,14 +170,22 @@ impl StoreWriter {
     }
 }
 
-/// Applies one write inside a transaction.
-pub(super) fn apply(tx: &Transaction<'_>, op: &WriteOp) -> Result<(), rusqlite::Error> {
+/// Stores one history event.
+pub(super) const INSERT_EVENT: &str =
+    "INSERT INTO events (session_id, seq, frame) VALUES (?1, ?2, ?3)";
+
+/// Applies one write inside a transaction; events go through `insert`, the
+/// [`INSERT_EVENT`] statement prepared once per commit (a batch holds hundreds of
+/// events under load; looking the statement up in the cache for each cost as much as
+/// binding it).
+pub(super) fn apply(
+    tx: &Transaction<'_>,
+    insert: &mut rusqlite::CachedStatement<'_>,
+    op: &WriteOp,
+) -> Result<(), rusqlite::Error> {
     match op {
         WriteOp::Event(ev) => {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO events (session_id, seq, frame) VALUES (?1, ?2, ?3)",
-            )?;
-            stmt.execute(params![&*ev.session_id, ev.seq as i64, &*ev.frame])?;
+            insert.execute(params![&*ev.session_id, ev.seq as i64, &*ev.frame])?;
         }
         WriteOp::Session(rec) => upsert_record(
             tx,
@@ -199,7 +207,7 @@ pub(super) fn apply(tx: &Transaction<'_>, op: &WriteOp) -> Result<(), rusqlite::
         }
         WriteOp::Batch(ops) => {
             for op in ops {
-                apply(tx, op)?;
+                apply(tx, insert, op)?;
             }
         }
         WriteOp::Sync(..) | WriteOp::Resume(_) => {}
@@ -356,8 +364,11 @@ fn commit(conn: &mut Connection, batch: &[WriteOp]) -> Result<(), rusqlite::Erro
         apply_page_limit(conn)?;
     }
     let tx = conn.transaction()?;
-    for op in batch {
-        apply(&tx, op)?;
+    {
+        let mut insert = tx.prepare_cached(INSERT_EVENT)?;
+        for op in batch {
+            apply(&tx, &mut insert, op)?;
+        }
     }
     tx.commit()
 }

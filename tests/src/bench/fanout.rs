@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::args::Flags;
-use super::procfs::{cpu_seconds, now_us};
+use super::procfs::{cpu_seconds, now_us, syscalls, ThreadCpu};
 use super::raw_ws::{Incoming, RawWs};
 use super::report;
 use super::scan;
@@ -134,8 +134,20 @@ pub struct FanoutRun {
     pub p99_us: u32,
     /// Largest.
     pub max_us: u32,
-    /// Server CPU (user + system) over the window, seconds.
+    /// Server CPU over the window, seconds: the sum of its threads' on-CPU time
+    /// (`/proc/<pid>/task/*/schedstat`, nanoseconds; see [`ThreadCpu`]).
     pub server_cpu_s: f64,
+    /// The same from `/proc/<pid>/stat` (utime + stime, 10 ms ticks), as earlier
+    /// tables measured it.
+    pub server_cpu_ticks_s: f64,
+    /// Server CPU seconds per thread name (digits dropped), largest first.
+    pub server_threads: Vec<(String, f64)>,
+    /// Read-like and write-like system calls the server made over the window (see
+    /// [`syscalls`]; tandem alone, also in cross-node runs).
+    pub server_syscalls: (u64, u64),
+    /// Server threads that ended during the window (their CPU is missing from
+    /// `server_cpu_s`, not from `server_cpu_ticks_s`).
+    pub server_threads_ended: usize,
     /// This load generator's CPU over the window, seconds.
     pub client_cpu_s: f64,
     /// `lagged` notices clients got; each client then resubscribes from the notice's
@@ -181,8 +193,15 @@ impl FanoutRun {
             "p50_ms": round(f64::from(self.p50_us) / 1e3, 3),
             "p99_ms": round(f64::from(self.p99_us) / 1e3, 3),
             "max_ms": round(f64::from(self.max_us) / 1e3, 3),
-            "server_cpu_s": round(self.server_cpu_s, 2),
+            "server_cpu_s": round(self.server_cpu_s, 4),
             "server_cpu_us_per_delivery": round(self.cpu_us_per_delivery(), 3),
+            "server_cpu_ticks_s": round(self.server_cpu_ticks_s, 2),
+            "server_threads_ms": self.server_threads.iter()
+                .map(|(name, s)| json!([name, round(s * 1e3, 1)]))
+                .collect::<Vec<_>>(),
+            "server_threads_ended": self.server_threads_ended,
+            "server_syscr": self.server_syscalls.0,
+            "server_syscw": self.server_syscalls.1,
             "client_cpu_s": round(self.client_cpu_s, 2),
             "cross_node": cfg.cross_node,
             "nats_cpu_s": self.nats_cpu_s.map(|c| round(c, 2)),
@@ -375,6 +394,10 @@ fn run_against(
     let remote_cpu = |r: &Option<BenchServer>| r.as_ref().map_or(Ok(0.0), |r| cpu_seconds(r.pid()));
     let nats_cpu = |n: &Option<crate::NatsServer>| n.as_ref().map(|n| cpu_seconds(n.pid()));
     let server_cpu0 = cpu_seconds(server.pid())? + remote_cpu(&remote)?;
+    let remote_threads =
+        |r: &Option<BenchServer>| r.as_ref().map(|r| ThreadCpu::of(r.pid())).transpose();
+    let server_threads0 = (ThreadCpu::of(server.pid())?, remote_threads(&remote)?);
+    let syscalls0 = syscalls(server.pid())?;
     let nats_cpu0 = nats_cpu(&nats).transpose()?;
     let client_cpu0 = cpu_seconds(std::process::id())?;
     let t0 = now_us();
@@ -408,7 +431,18 @@ fn run_against(
         total.closes += out.closes;
         total.gaps += out.gaps;
     }
-    let server_cpu_s = cpu_seconds(server.pid())? + remote_cpu(&remote)? - server_cpu0;
+    let server_cpu_ticks_s = cpu_seconds(server.pid())? + remote_cpu(&remote)? - server_cpu0;
+    let mut threads = ThreadCpu::of(server.pid())?.since(&server_threads0.0);
+    let syscalls1 = syscalls(server.pid())?;
+    if let (Some(end), Some(start)) = (remote_threads(&remote)?, &server_threads0.1) {
+        // Cross-node: both nodes' threads, the client node's names marked.
+        let b = end.since(start);
+        threads.total_s += b.total_s;
+        threads.ended += b.ended;
+        threads
+            .by_name
+            .extend(b.by_name.into_iter().map(|(n, s)| (format!("b:{n}"), s)));
+    }
     let nats_cpu_s = match (nats_cpu(&nats).transpose()?, nats_cpu0) {
         (Some(end), Some(start)) => Some(end - start),
         _ => None,
@@ -432,7 +466,11 @@ fn run_against(
         p50_us: percentile(&total.latencies, 50.0),
         p99_us: percentile(&total.latencies, 99.0),
         max_us: percentile(&total.latencies, 100.0),
-        server_cpu_s,
+        server_cpu_s: threads.total_s,
+        server_cpu_ticks_s,
+        server_threads: threads.by_name,
+        server_threads_ended: threads.ended,
+        server_syscalls: (syscalls1.0 - syscalls0.0, syscalls1.1 - syscalls0.1),
         client_cpu_s,
         lagged: total.lagged,
         closes: total.closes,

@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use crate::TempDir;
 
+/// Names the executable [`BenchServer::start`] runs as `EXE serve …` instead of this
+/// one (any build's `bench` or `tandem` binary).
+pub const SERVER_ENV: &str = "TANDEM_BENCH_SERVER";
+
 /// How long the server may take to print its start line.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -23,10 +27,15 @@ pub struct BenchServer {
 
 impl BenchServer {
     /// Starts `serve --port 0 --auth none` in a fresh temporary directory, with
-    /// `extra` flags appended.
+    /// `extra` flags appended. The executable is this one, or the one named by
+    /// [`SERVER_ENV`] (another build's `bench`, to measure two builds with the same
+    /// load generator).
     pub fn start(extra: &[String]) -> Result<BenchServer, String> {
         let dir = TempDir::new("bench");
-        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let exe = match std::env::var_os(SERVER_ENV) {
+            Some(path) => std::path::PathBuf::from(path),
+            None => std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+        };
         let mut command = Command::new(&exe);
         command
             .arg("serve")
