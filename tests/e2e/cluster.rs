@@ -313,3 +313,86 @@ async fn a_nats_restart_loses_no_committed_event() {
         "B's client saw other events than A stored"
     );
 }
+
+/// Many events committed while the publisher waits for acks (NATS paused with
+/// SIGSTOP for the time it takes 10 sessions to stream 1,000 each) reach the clients
+/// of another node, every one once and in order, and the owner's lease holds. They
+/// come to the publisher as one merged batch of more than 5,000 events, more than
+/// async-nats lets be in flight unacknowledged on one JetStream context: the publisher
+/// used to hold every ack of a batch while publishing the next event, so past 5,000
+/// the client's publish waited for a permit only those held acks could free, forever,
+/// and the lease renewals, sharing the context, waited behind it (the stalled
+/// cross-node bench).
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_burst_of_events_reaches_other_nodes_and_the_lease_holds() {
+    const SESSIONS: usize = 10;
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let mut on_a = a.ws().await;
+    let mut ids = Vec::new();
+    for _ in 0..SESSIONS {
+        let id = on_a.create_session().await;
+        on_a.subscribe(&id, 0).await;
+        ids.push(id);
+    }
+    // A first turn each, published, so the publisher follows each session live.
+    for id in &ids {
+        on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "warm up"}))
+            .await;
+    }
+    let mut first = Vec::new();
+    for id in &ids {
+        first.push(on_a.events_until_turn_end(id).await.len() as u64);
+    }
+    for (id, last) in ids.iter().zip(&first) {
+        assert_published(&nats, id, *last).await;
+    }
+    // One client of B per session, each following it through JetStream.
+    let mut on_b = b.ws().await;
+    let mut followers = Vec::new();
+    for (id, last) in ids.iter().zip(&first) {
+        wait_listed(&mut on_b, id, Duration::from_secs(10), |_| true).await;
+        let mut ws = b.ws().await;
+        ws.subscribe(id, *last).await;
+        ws.recv_until(|v| v["kind"] == "chat_subscribed").await;
+        followers.push(ws);
+    }
+    nats.pause();
+    for id in &ids {
+        on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 1000\ndone"}))
+            .await;
+    }
+    let mut ended = std::collections::HashSet::new();
+    on_a.recv_until(|v| {
+        if v["kind"] == "turn_completed" {
+            ended.insert(v["sessionId"].as_str().map(str::to_string));
+        }
+        ended.len() == SESSIONS
+    })
+    .await;
+    nats.resume();
+    let followed = futures_util::future::join_all(
+        followers
+            .iter_mut()
+            .zip(&ids)
+            .map(|(ws, id)| ws.events_until_turn_end(id)),
+    )
+    .await;
+    for ((id, events), last) in ids.iter().zip(followed).zip(&first) {
+        let stored = a.all_events(id).await;
+        assert_contiguous(&stored, 1);
+        assert_eq!(
+            events,
+            stored[*last as usize..],
+            "B's client saw other events than A stored"
+        );
+        assert_published(&nats, id, stored.len() as u64).await;
+    }
+    // A's lease holds: B forwards commands to it.
+    let sent = on_b
+        .ok(json!({"type": "chat.send", "sessionId": ids[0], "content": "after the burst"}))
+        .await;
+    assert_eq!(sent["turnId"], "turn_3");
+}

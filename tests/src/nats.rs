@@ -62,6 +62,25 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    /// Stops the server's process (SIGSTOP): connections stay open, nothing is
+    /// answered until [`NatsServer::resume`].
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap_or_else(|e| panic!("kill {signal}: {e}"));
+        assert!(status.success(), "kill {signal} failed");
+    }
+
     /// Kills the server (SIGKILL) and starts it again on the same port and store.
     pub fn restart(mut self) -> NatsServer {
         let _ = self.child.kill();
