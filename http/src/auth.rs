@@ -17,6 +17,11 @@ pub enum AuthMode {
 
 /// The caller of `req`, or 401.
 pub fn caller(req: &HttpRequest, runtime: &Runtime, mode: AuthMode) -> Result<Principal, ApiError> {
+    // A request this server sent itself for another cluster node, which authenticated
+    // the caller (never set without `--nats`).
+    if let Some(who) = crate::cluster_rest::forwarded_principal(req) {
+        return Ok(who);
+    }
     if mode == AuthMode::None {
         return Ok(Runtime::local_principal());
     }
