@@ -631,3 +631,43 @@ async fn rest_for_a_remote_session_runs_on_its_owner() {
         "{down}"
     );
 }
+
+/// NATS down for a whole turn: what the node committed meanwhile is published once
+/// NATS is back (from SQLite, after the last seq JetStream holds), each event once,
+/// and a client of another node gets all of it in order. (The restart test above
+/// brings NATS back at once, so the node may publish everything live; here nothing
+/// can be.)
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn events_committed_while_nats_is_down_are_published_when_it_is_back() {
+    let mut nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let mut ws = a.ws().await;
+    let id = ws.create_session().await;
+    ws.subscribe(&id, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 100\nbefore"}))
+        .await;
+    let before = ws.events_until_turn_end(&id).await;
+    assert_published(&nats, &id, before.len() as u64).await;
+    let mut on_b = b.ws().await;
+    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
+    on_b.subscribe(&id, 0).await;
+    let replayed = on_b.events_until_turn_end(&id).await;
+    assert_eq!(replayed, before);
+
+    nats.kill();
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 500\nwhile down"}))
+        .await;
+    let during = ws.events_until_turn_end(&id).await;
+    assert_contiguous(&during, before.len() as u64 + 1);
+    let nats = nats.start_again();
+    let stored = a.all_events(&id).await;
+    assert_contiguous(&stored, 1);
+    assert_published(&nats, &id, stored.len() as u64).await;
+    let followed = on_b.events_until_turn_end(&id).await;
+    assert_eq!(
+        followed, during,
+        "B's client saw other events than A committed"
+    );
+}

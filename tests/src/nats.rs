@@ -83,8 +83,18 @@ impl NatsServer {
 
     /// Kills the server (SIGKILL) and starts it again on the same port and store.
     pub fn restart(mut self) -> NatsServer {
+        self.kill();
+        self.start_again()
+    }
+
+    /// Kills the server (SIGKILL); [`NatsServer::start_again`] brings it back.
+    pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Starts a killed server again on the same port and store.
+    pub fn start_again(self) -> NatsServer {
         let (port, dir) = (self.port, self.dir.clone());
         drop(self);
         Self::start_on(port, dir)
