@@ -11,33 +11,25 @@
 //! node's lease lapsed, or a node that does not answer, is `503 NODE_UNAVAILABLE`.
 //!
 //! Without `--nats` the middleware looks at one `None` and passes the request on, and
-//! [`forwarded_principal`] at one unset `OnceLock`.
+//! [`auth::forwarded_principal`] at one unset `OnceLock`.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
-use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{web, HttpResponse, ResponseError};
 use serde::{Deserialize, Serialize};
 use tandem_actors::cluster::Owner;
 use tandem_actors::Principal;
 use tandem_protocol::error::{ErrorBody, ErrorDetail};
 use tandem_protocol::ErrorCode;
 
+use crate::auth;
 use crate::cluster_route::{Call, Forward};
 use crate::error::ApiError;
 use crate::state::AppState;
-
-/// Stands for "authenticated by a node of this cluster as the user named beside it";
-/// known only to this process, sent only to its own listener. Set when the node
-/// joins a cluster.
-static FORWARD_SECRET: OnceLock<String> = OnceLock::new();
-const SECRET_HEADER: &str = "tandem-forwarded-secret";
-const USER_HEADER: &str = "tandem-forwarded-user";
-const ADMIN_HEADER: &str = "tandem-forwarded-admin";
 
 /// How long a forwarded REST request may take (on either side).
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -86,15 +78,17 @@ impl RestAnswer {
 pub struct Loopback {
     base: String,
     client: awc::Client,
+    /// The largest message the NATS server carries: a larger answer is refused here
+    /// with a clear error instead of never arriving.
+    max_payload: usize,
 }
 
 impl Loopback {
-    /// For a server listening on `addr`; makes this process's forwarding secret.
-    pub fn new(addr: SocketAddr) -> Result<Loopback, String> {
-        let secret = tandem_actors::clock::random_token("fwd_", 32).map_err(|e| e.to_string())?;
-        if FORWARD_SECRET.set(secret).is_err() {
-            return Err("the forwarding secret is already set".into());
-        }
+    /// For a server listening on `addr`, answering through a NATS server that
+    /// carries messages of at most `max_payload` bytes; makes this process's
+    /// forwarding secret.
+    pub fn new(addr: SocketAddr, max_payload: usize) -> Result<Loopback, String> {
+        crate::auth::make_forward_secret()?;
         let ip = match addr.ip() {
             IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
             IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
@@ -103,6 +97,7 @@ impl Loopback {
         Ok(Loopback {
             base: format!("http://{}", SocketAddr::new(ip, addr.port())),
             client: awc::Client::builder().timeout(TIMEOUT).finish(),
+            max_payload,
         })
     }
 
@@ -113,11 +108,25 @@ impl Loopback {
             Ok(answer) => answer,
             Err(e) => RestAnswer::error(ErrorCode::Internal, e),
         };
-        serde_json::to_string(&answer).unwrap_or_default()
+        let json = serde_json::to_string(&answer).unwrap_or_default();
+        // Room for the reply's headers and subject.
+        if json.len() + 1024 > self.max_payload {
+            let too_large = RestAnswer::error(
+                ErrorCode::FrameTooLarge,
+                format!(
+                    "the answer ({} bytes) is larger than the cluster's NATS server carries \
+                     ({} bytes); ask for less (events: a smaller `limit`)",
+                    json.len(),
+                    self.max_payload
+                ),
+            );
+            return serde_json::to_string(&too_large).unwrap_or_default();
+        }
+        json
     }
 
     async fn send(&self, who: &Principal, call: RestCall) -> Result<RestAnswer, String> {
-        let Some(secret) = FORWARD_SECRET.get() else {
+        let Some(secret) = crate::auth::forward_secret() else {
             return Err("no forwarding secret".into());
         };
         if !call.path.starts_with("/api/v1/sessions/") {
@@ -128,9 +137,9 @@ impl Loopback {
         let mut request = self
             .client
             .request(method, format!("{}{}", self.base, call.path))
-            .insert_header((SECRET_HEADER, secret.as_str()))
-            .insert_header((USER_HEADER, who.user_id.as_str()))
-            .insert_header((ADMIN_HEADER, if who.admin { "1" } else { "0" }));
+            .insert_header((auth::SECRET_HEADER, secret))
+            .insert_header((auth::USER_HEADER, who.user_id.as_str()))
+            .insert_header((auth::ADMIN_HEADER, if who.admin { "1" } else { "0" }));
         if let Some(ct) = &call.content_type {
             request = request.insert_header(("content-type", ct.as_str()));
         }
@@ -156,24 +165,6 @@ impl Loopback {
     }
 }
 
-/// The caller of a request this process sent itself for another node
-/// ([`Loopback`]), if it is one.
-pub fn forwarded_principal(req: &HttpRequest) -> Option<Principal> {
-    let secret = FORWARD_SECRET.get()?;
-    let presented = req.headers().get(SECRET_HEADER)?.as_bytes();
-    if !same(presented, secret.as_bytes()) {
-        return None;
-    }
-    let user_id = req.headers().get(USER_HEADER)?.to_str().ok()?.to_string();
-    let admin = req.headers().get(ADMIN_HEADER)?.as_bytes() == b"1";
-    Some(Principal { user_id, admin })
-}
-
-/// Compares in time that does not depend on where they differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// The session a REST path is about, if it is `/api/v1/sessions/{id}[/...]`.
 fn session_of(path: &str) -> Option<&str> {
     let rest = path.strip_prefix("/api/v1/sessions/")?;
@@ -193,7 +184,7 @@ pub async fn middleware(
         .cloned()
         .and_then(|state| {
             let id = session_of(req.path())?.to_string();
-            (forwarded_principal(req.request()).is_none()).then_some((state, id))
+            (auth::forwarded_principal(req.request()).is_none()).then_some((state, id))
         });
     let Some((state, id)) = target else {
         return Ok(next.call(req).await?.map_into_left_body());
@@ -213,7 +204,7 @@ pub async fn middleware(
         Owner::Remote { node, .. } => node,
     };
     let answer = async {
-        let who = crate::auth::caller(req.request(), &state.runtime, state.auth)?;
+        let who = auth::caller(req.request(), &state.runtime, state.auth)?;
         let body = req
             .extract::<web::Payload>()
             .await
@@ -298,12 +289,5 @@ mod tests {
         assert_eq!(session_of("/api/v1/sessions"), None);
         assert_eq!(session_of("/api/v1/sessions/"), None);
         assert_eq!(session_of("/api/v1/pairs"), None);
-    }
-
-    #[test]
-    fn compares_secrets() {
-        assert!(same(b"abc", b"abc"));
-        assert!(!same(b"abc", b"abd"));
-        assert!(!same(b"abc", b"abcd"));
     }
 }

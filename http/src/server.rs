@@ -100,7 +100,11 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         Some(config) => {
             let cluster =
                 tandem_actors::cluster::Cluster::join(config, started.runtime.clone()).await?;
-            let local = crate::cluster_rest::Loopback::new(addr).map_err(ServeError::Forwarding)?;
+            let local = crate::cluster_rest::Loopback::new(
+                addr,
+                cluster.client().server_info().max_payload,
+            )
+            .map_err(ServeError::Forwarding)?;
             crate::cluster_rpc::serve(&cluster, started.runtime.clone(), local).await?;
             Some(cluster)
         }
