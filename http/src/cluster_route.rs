@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use bytestring::ByteString;
 use futures_util::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 use tandem_actors::cluster::{Cluster, Owner};
@@ -26,8 +27,40 @@ pub struct Forward {
     pub user_id: String,
     /// Whether the caller is an admin.
     pub admin: bool,
-    /// The client frame as received.
-    pub frame: String,
+    /// What to run there.
+    pub call: Call,
+}
+
+/// What a forwarded request asks of the owner.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Call {
+    /// A WebSocket request: the client frame as received. Answered with the frame
+    /// the owner would have sent.
+    Frame {
+        /// The frame's JSON text.
+        frame: String,
+    },
+    /// The `chat_subscribed` frame a new subscriber (the caller) of a session gets:
+    /// its pending permission requests, rules and queue live only on the owner.
+    #[serde(rename_all = "camelCase")]
+    Subscription {
+        /// The session.
+        session_id: String,
+    },
+    /// A REST request for one of the owner's sessions (see [`crate::cluster_rest`]).
+    /// Answered with a [`crate::cluster_rest::RestAnswer`].
+    #[serde(rename_all = "camelCase")]
+    Rest {
+        /// `GET`, `POST`, ...
+        method: String,
+        /// Path and query, as the client sent them.
+        path: String,
+        /// The request's `Content-Type`, if any.
+        content_type: Option<String>,
+        /// The body (REST bodies are JSON text).
+        body: String,
+    },
 }
 
 /// How long a forwarded request may take; `tool.call` may wait for a Worker's turn
@@ -91,7 +124,9 @@ pub fn route(
     let forward = Forward {
         user_id: who.user_id.clone(),
         admin: who.admin,
-        frame: raw.to_string(),
+        call: Call::Frame {
+            frame: raw.to_string(),
+        },
     };
     let cluster = cluster.clone();
     let request_id = request_id.clone();
@@ -152,7 +187,11 @@ pub(crate) fn internal(
 
 /// `chat.subscribe` in a cluster: a local session as usual; another node's session
 /// from this node's copy of its events, which the cluster keeps from JetStream (also
-/// while that node is away: what JetStream holds is still served).
+/// while that node is away: what JetStream holds is still served). Its
+/// `chat_subscribed` is the owner's, asked for over NATS (pending permission
+/// requests, rules and queue live there), so the subscription starts once that
+/// answer came (or did not: a node that is away or does not answer within
+/// [`ACK_TIMEOUT`] leaves the ack made from the directory, without them).
 pub fn subscribe(
     cluster: &Cluster,
     rt: &Runtime,
@@ -161,12 +200,50 @@ pub fn subscribe(
     session_id: &str,
     last_seq: u64,
 ) -> Result<(), RuntimeError> {
-    match cluster.remote_session(session_id) {
-        Some(info) if !rt.hosts(session_id) => {
-            rt.subscribe_remote(who, client_id, &info, last_seq)?;
-            cluster.follow(session_id);
-            Ok(())
+    let info = match cluster.remote_session(session_id) {
+        Some(info) if !rt.hosts(session_id) => info,
+        _ => return rt.subscribe(who, client_id, session_id, last_seq),
+    };
+    rt.check_remote_subscription(who, &info, last_seq)?;
+    cluster.follow(session_id);
+    let (cluster, rt, who) = (cluster.clone(), rt.clone(), who.clone());
+    actix::spawn(async move {
+        let ack = owner_ack(&cluster, &who, &info.id).await;
+        if let Err(e) = rt.subscribe_remote(&who, client_id, &info, last_seq, ack) {
+            tracing::warn!(session = %info.id, error = %e, "remote subscription failed");
         }
-        _ => rt.subscribe(who, client_id, session_id, last_seq),
+    });
+    Ok(())
+}
+
+/// How long a subscription waits for the owner's `chat_subscribed`.
+const ACK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The owner's `chat_subscribed` for this caller, if it answers with one.
+async fn owner_ack(cluster: &Cluster, who: &Principal, session_id: &str) -> Option<ByteString> {
+    let Owner::Remote { node, .. } = cluster.owner(session_id) else {
+        return None;
+    };
+    let forward = Forward {
+        user_id: who.user_id.clone(),
+        admin: who.admin,
+        call: Call::Subscription {
+            session_id: session_id.to_string(),
+        },
+    };
+    let payload = serde_json::to_vec(&forward).ok()?;
+    let answer = match cluster.request(&node, payload, ACK_TIMEOUT).await {
+        Ok(answer) => answer,
+        Err(e) => {
+            tracing::warn!(%node, session = %session_id, error = %e, "no chat_subscribed from the owner");
+            return None;
+        }
+    };
+    let is_ack = serde_json::from_slice::<serde_json::Value>(&answer)
+        .is_ok_and(|v| v["kind"] == "chat_subscribed" && v["sessionId"] == session_id);
+    if !is_ack {
+        tracing::warn!(%node, session = %session_id, "the owner answered no chat_subscribed");
+        return None;
     }
+    ByteString::try_from(answer).ok()
 }

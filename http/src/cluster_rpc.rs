@@ -18,26 +18,69 @@ use tandem_actors::cluster::{Cluster, ClusterError};
 use tandem_actors::{Principal, Runtime};
 use tandem_protocol::{parse_client_frame, ServerFrame};
 
-use crate::cluster_route::{internal, Forward};
+use crate::cluster_route::{internal, Call, Forward};
 use crate::ws_requests::{dispatch, Dispatched, Requester};
 
-/// Answers the requests other nodes forward to this one, for the life of the server.
-pub async fn serve(cluster: &Cluster, runtime: Runtime) -> Result<(), ClusterError> {
+/// Answers the requests other nodes forward to this one, for the life of the server;
+/// REST requests are run against this server's own listener at `local`.
+pub async fn serve(
+    cluster: &Cluster,
+    runtime: Runtime,
+    local: crate::cluster_rest::Loopback,
+) -> Result<(), ClusterError> {
+    let local = std::rc::Rc::new(local);
     cluster
         .serve_requests(move |payload| {
-            let runtime = runtime.clone();
-            async move { answer(&runtime, &payload).await }
+            let (runtime, local) = (runtime.clone(), local.clone());
+            async move { answer(&runtime, &local, &payload).await }
         })
         .await
 }
 
-/// Runs one forwarded request here and returns the frame that answers it.
-async fn answer(runtime: &Runtime, payload: &[u8]) -> String {
+/// Runs one forwarded request here and returns what answers it.
+async fn answer(
+    runtime: &Runtime,
+    local: &crate::cluster_rest::Loopback,
+    payload: &[u8],
+) -> String {
     let forward: Forward = match serde_json::from_slice(payload) {
         Ok(f) => f,
         Err(e) => return internal(None, None, format!("bad forwarded request: {e}")),
     };
-    let frame = match parse_client_frame(&forward.frame) {
+    let principal = Principal {
+        user_id: forward.user_id,
+        admin: forward.admin,
+    };
+    let raw = match forward.call {
+        Call::Frame { frame } => frame,
+        Call::Subscription { session_id } => {
+            return match runtime.subscription_ack(&principal, &session_id) {
+                Ok(ack) => ack.to_json(),
+                Err(e) => ServerFrame::ProtocolError {
+                    code: e.code(),
+                    error: e.to_string(),
+                    session_id: Some(session_id),
+                    request_id: None,
+                }
+                .to_json(),
+            };
+        }
+        Call::Rest {
+            method,
+            path,
+            content_type,
+            body,
+        } => {
+            let call = crate::cluster_rest::RestCall {
+                method,
+                path,
+                content_type,
+                body,
+            };
+            return local.run(&principal, call).await;
+        }
+    };
+    let frame = match parse_client_frame(&raw) {
         Ok(frame) => frame,
         Err(e) => {
             return ServerFrame::ProtocolError {
@@ -48,10 +91,6 @@ async fn answer(runtime: &Runtime, payload: &[u8]) -> String {
             }
             .to_json()
         }
-    };
-    let principal = Principal {
-        user_id: forward.user_id,
-        admin: forward.admin,
     };
     // No cluster here: the request runs on this node, whatever it names.
     let who = Requester {

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod cli;
 pub mod client;
+pub mod cluster_rest;
 pub mod cluster_route;
 pub mod cluster_rpc;
 pub mod config_file;

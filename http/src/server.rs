@@ -63,6 +63,9 @@ pub enum ServeError {
     /// The runtime could not start.
     #[error(transparent)]
     Runtime(#[from] tandem_actors::RuntimeError),
+    /// Forwarded REST requests could not be set up.
+    #[error("cluster: {0}")]
+    Forwarding(String),
     /// The cluster could not be joined.
     #[error(transparent)]
     Cluster(#[from] tandem_actors::cluster::ClusterError),
@@ -97,7 +100,12 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         Some(config) => {
             let cluster =
                 tandem_actors::cluster::Cluster::join(config, started.runtime.clone()).await?;
-            crate::cluster_rpc::serve(&cluster, started.runtime.clone()).await?;
+            let local = crate::cluster_rest::Loopback::new(
+                addr,
+                cluster.client().server_info().max_payload,
+            )
+            .map_err(ServeError::Forwarding)?;
+            crate::cluster_rpc::serve(&cluster, started.runtime.clone(), local).await?;
             Some(cluster)
         }
         None => None,
@@ -130,6 +138,11 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
                 // Origin, Host and Content-Type checks before every route and before
                 // authentication (see guard.rs).
                 .app_data(guard.clone())
+                // In a cluster, REST requests for another node's session go there
+                // (after the guard, which wraps it).
+                .wrap(actix_web::middleware::from_fn(
+                    crate::cluster_rest::middleware,
+                ))
                 .wrap(actix_web::middleware::from_fn(crate::guard::middleware))
                 .configure(crate::rest::routes)
                 .configure(crate::mcp::routes)

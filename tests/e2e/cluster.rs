@@ -313,3 +313,361 @@ async fn a_nats_restart_loses_no_committed_event() {
         "B's client saw other events than A stored"
     );
 }
+
+/// Many events committed while the publisher waits for acks (NATS paused with
+/// SIGSTOP for the time it takes 10 sessions to stream 1,000 each) reach the clients
+/// of another node, every one once and in order, and the owner's lease holds. They
+/// come to the publisher as one merged batch of more than 5,000 events, more than
+/// async-nats lets be in flight unacknowledged on one JetStream context: the publisher
+/// used to hold every ack of a batch while publishing the next event, so past 5,000
+/// the client's publish waited for a permit only those held acks could free, forever,
+/// and the lease renewals, sharing the context, waited behind it (the stalled
+/// cross-node bench).
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_burst_of_events_reaches_other_nodes_and_the_lease_holds() {
+    const SESSIONS: usize = 10;
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let mut on_a = a.ws().await;
+    let mut ids = Vec::new();
+    for _ in 0..SESSIONS {
+        let id = on_a.create_session().await;
+        on_a.subscribe(&id, 0).await;
+        ids.push(id);
+    }
+    // A first turn each, published, so the publisher follows each session live.
+    for id in &ids {
+        on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "warm up"}))
+            .await;
+    }
+    let mut first = Vec::new();
+    for id in &ids {
+        first.push(on_a.events_until_turn_end(id).await.len() as u64);
+    }
+    for (id, last) in ids.iter().zip(&first) {
+        assert_published(&nats, id, *last).await;
+    }
+    // One client of B per session, each following it through JetStream.
+    let mut on_b = b.ws().await;
+    let mut followers = Vec::new();
+    for (id, last) in ids.iter().zip(&first) {
+        wait_listed(&mut on_b, id, Duration::from_secs(10), |_| true).await;
+        let mut ws = b.ws().await;
+        ws.subscribe(id, *last).await;
+        ws.recv_until(|v| v["kind"] == "chat_subscribed").await;
+        followers.push(ws);
+    }
+    nats.pause();
+    for id in &ids {
+        on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 1000\ndone"}))
+            .await;
+    }
+    let mut ended = std::collections::HashSet::new();
+    on_a.recv_until(|v| {
+        if v["kind"] == "turn_completed" {
+            ended.insert(v["sessionId"].as_str().map(str::to_string));
+        }
+        ended.len() == SESSIONS
+    })
+    .await;
+    nats.resume();
+    let followed = futures_util::future::join_all(
+        followers
+            .iter_mut()
+            .zip(&ids)
+            .map(|(ws, id)| ws.events_until_turn_end(id)),
+    )
+    .await;
+    for ((id, events), last) in ids.iter().zip(followed).zip(&first) {
+        let stored = a.all_events(id).await;
+        assert_contiguous(&stored, 1);
+        assert_eq!(
+            events,
+            stored[*last as usize..],
+            "B's client saw other events than A stored"
+        );
+        assert_published(&nats, id, stored.len() as u64).await;
+    }
+    // A's lease holds: B forwards commands to it.
+    let sent = on_b
+        .ok(json!({"type": "chat.send", "sessionId": ids[0], "content": "after the burst"}))
+        .await;
+    assert_eq!(sent["turnId"], "turn_3");
+}
+
+/// Waits for the next `permission_request` of `session` on `ws`; returns its id.
+async fn next_permission(ws: &mut WsClient, session: &str) -> String {
+    let frames = ws
+        .recv_until(|v| v["kind"] == "permission_request" && v["sessionId"] == session)
+        .await;
+    let last = frames.last().cloned().unwrap();
+    last["requestId"].as_str().unwrap().to_string()
+}
+
+/// The `chat_subscribed` a fresh client of `server` gets for `session`.
+async fn first_ack(server: &Server, session: &str) -> Value {
+    let mut ws = server.ws().await;
+    ws.subscribe(session, 0).await;
+    let frames = ws
+        .recv_until(|v| v["kind"] == "chat_subscribed" && v["sessionId"] == session)
+        .await;
+    frames.last().cloned().unwrap()
+}
+
+/// A client of B subscribing to A's session is told what a client of A is: the
+/// pending permission request, the remembered rule and the queued message, which
+/// live only on A (B asks A for them). And answering the request from B (routed by
+/// `sessionId`) lets the turn go on.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_remote_subscription_starts_as_a_local_one() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let mut on_a = a.ws().await;
+    let id = on_a.create_session().await;
+    on_a.subscribe(&id, 0).await;
+    // A rule: Bash always allowed in this session.
+    on_a.ok(
+        json!({"type": "chat.send", "sessionId": id, "content": "/ask Bash {\"command\":\"ls\"}"}),
+    )
+    .await;
+    let asked = next_permission(&mut on_a, &id).await;
+    let answer = on_a
+        .request_with_id(
+            json!({"type": "chat.permission-response", "requestId": asked,
+            "sessionId": id, "allow": true, "remember": "session"}),
+        )
+        .await;
+    assert_eq!(answer["kind"], "reply", "{answer}");
+    on_a.events_until_turn_end(&id).await;
+    // A request left pending, and a message queued behind it.
+    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/ask Edit {\"file\":\"a\"}"}))
+        .await;
+    let pending = next_permission(&mut on_a, &id).await;
+    let queued = on_a
+        .ok(json!({"type": "chat.send", "sessionId": id, "content": "later", "queue": true}))
+        .await;
+    assert_eq!(queued["queued"], true, "{queued}");
+
+    let local = first_ack(&a, &id).await;
+    assert_eq!(
+        local["pendingPermissions"][0]["requestId"],
+        pending.as_str()
+    );
+    assert_eq!(
+        local["permissionRules"].as_array().map(Vec::len),
+        Some(1),
+        "{local}"
+    );
+    assert_eq!(local["queued"].as_array().map(Vec::len), Some(1), "{local}");
+    let mut on_b = b.ws().await;
+    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
+    let remote = first_ack(&b, &id).await;
+    assert_eq!(remote, local, "B's chat_subscribed differs from A's");
+
+    // Answered from B: the turn goes on, then the queued message runs.
+    on_b.subscribe(&id, local["lastSeq"].as_u64().unwrap())
+        .await;
+    let answer = on_b
+        .request_with_id(
+            json!({"type": "chat.permission-response", "requestId": pending,
+            "sessionId": id, "allow": true}),
+        )
+        .await;
+    assert_eq!(answer["kind"], "reply", "{answer}");
+    let rest = on_b.events_until_turn_end(&id).await;
+    assert!(
+        rest.iter()
+            .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Edit"),
+        "{rest:?}"
+    );
+    let next = on_b.events_until_turn_end(&id).await;
+    assert_eq!(
+        next.first().map(|e| e["turnId"].clone()),
+        Some(json!("turn_3"))
+    );
+}
+
+/// REST reads and commands on B for a session of A answer as A answers them (the
+/// request runs on A), errors included; with A down they are `503 NODE_UNAVAILABLE`.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn rest_for_a_remote_session_runs_on_its_owner() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let mut on_a = a.ws().await;
+    let id = on_a.create_session().await;
+    on_a.subscribe(&id, 0).await;
+    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 30\nfirst"}))
+        .await;
+    let first = on_a.events_until_turn_end(&id).await;
+    let mut on_b = b.ws().await;
+    wait_listed(&mut on_b, &id, Duration::from_secs(10), |s| {
+        s["lastSeq"].as_u64() == Some(first.len() as u64)
+    })
+    .await;
+    let session = format!("/api/v1/sessions/{id}");
+
+    // Reads: the session, history pages, their errors, queue and usage.
+    for path in [
+        session.clone(),
+        format!("{session}/events?after=5&limit=10"),
+        format!("{session}/events?after=99999999999999999999"),
+        format!("{session}/queue"),
+        format!("{session}/usage"),
+        format!("{session}/schedules"),
+        "/api/v1/sessions/ses_nowhere/events".to_string(),
+    ] {
+        let on_owner = a.get(&path).await;
+        assert_eq!(b.get(&path).await, on_owner, "GET {path}");
+    }
+    let (status, page) = b.get(&format!("{session}/events?after=5&limit=10")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["events"].as_array().map(Vec::len), Some(10), "{page}");
+    assert_eq!(b.all_events(&id).await, first);
+
+    // Commands: a message, the same refusal while its turn runs, an interrupt.
+    let (status, sent) = b
+        .post(
+            &format!("{session}/messages"),
+            &json!({"content": "/sleep 60000\nslow"}),
+        )
+        .await;
+    assert_eq!(
+        (status, sent["turnId"].clone()),
+        (202, json!("turn_2")),
+        "{sent}"
+    );
+    let (status, busy) = b
+        .post(&format!("{session}/messages"), &json!({"content": "x"}))
+        .await;
+    assert_eq!(
+        (status, busy["error"]["code"].clone()),
+        (409, json!("RUN_IN_PROGRESS")),
+        "{busy}"
+    );
+    let (status, bad) = b
+        .post_raw(&format!("{session}/messages"), "{not json")
+        .await;
+    assert_eq!(
+        (status, bad["error"]["code"].clone()),
+        (400, json!("INVALID_JSON")),
+        "{bad}"
+    );
+    let (status, stopped) = b.post(&format!("{session}/interrupt"), &json!({})).await;
+    assert_eq!(status, 202, "{stopped}");
+    let turn = on_a.events_until_turn_end(&id).await;
+    assert_eq!(
+        turn.last().map(|e| e["status"].clone()),
+        Some(json!("interrupted"))
+    );
+
+    // Configure, and a permission answered over REST on B.
+    let (status, info) = b.patch(&session, &json!({"title": "renamed on b"})).await;
+    assert_eq!(status, 200, "{info}");
+    assert_eq!(
+        (info["title"].clone(), info["node"].clone()),
+        (json!("renamed on b"), json!("a"))
+    );
+    let (status, bad) = b.patch(&session, &json!({"effort": "enormous"})).await;
+    assert_eq!(
+        (status, bad["error"]["code"].clone()),
+        (400, json!("INVALID_ARGUMENT")),
+        "{bad}"
+    );
+    b.post(
+        &format!("{session}/messages"),
+        &json!({"content": "/ask Bash {\"command\":\"ls\"}"}),
+    )
+    .await;
+    let asked = next_permission(&mut on_a, &id).await;
+    let (status, answered) = b
+        .post(
+            &format!("{session}/permissions/{asked}"),
+            &json!({"allow": true}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answered}");
+    let turn = on_a.events_until_turn_end(&id).await;
+    assert!(
+        turn.iter()
+            .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"),
+        "{turn:?}"
+    );
+    let (status, again) = b
+        .post(
+            &format!("{session}/permissions/{asked}"),
+            &json!({"allow": true}),
+        )
+        .await;
+    assert_eq!(
+        (status, again["error"]["code"].clone()),
+        (404, json!("NO_SUCH_PERMISSION")),
+        "{again}"
+    );
+
+    // The owner down: its session's routes say so.
+    let _dir = a.kill();
+    wait_listed(&mut on_b, &id, Duration::from_secs(15), |s| {
+        s["status"] == "unavailable"
+    })
+    .await;
+    let (status, down) = b.get(&session).await;
+    assert_eq!(
+        (status, down["error"]["code"].clone()),
+        (503, json!("NODE_UNAVAILABLE")),
+        "{down}"
+    );
+    let (status, down) = b
+        .post(&format!("{session}/messages"), &json!({"content": "x"}))
+        .await;
+    assert_eq!(
+        (status, down["error"]["code"].clone()),
+        (503, json!("NODE_UNAVAILABLE")),
+        "{down}"
+    );
+}
+
+/// NATS down for a whole turn: what the node committed meanwhile is published once
+/// NATS is back (from SQLite, after the last seq JetStream holds), each event once,
+/// and a client of another node gets all of it in order. (The restart test above
+/// brings NATS back at once, so the node may publish everything live; here nothing
+/// can be.)
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn events_committed_while_nats_is_down_are_published_when_it_is_back() {
+    let mut nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let mut ws = a.ws().await;
+    let id = ws.create_session().await;
+    ws.subscribe(&id, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 100\nbefore"}))
+        .await;
+    let before = ws.events_until_turn_end(&id).await;
+    assert_published(&nats, &id, before.len() as u64).await;
+    let mut on_b = b.ws().await;
+    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
+    on_b.subscribe(&id, 0).await;
+    let replayed = on_b.events_until_turn_end(&id).await;
+    assert_eq!(replayed, before);
+
+    nats.kill();
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 500\nwhile down"}))
+        .await;
+    let during = ws.events_until_turn_end(&id).await;
+    assert_contiguous(&during, before.len() as u64 + 1);
+    let nats = nats.start_again();
+    let stored = a.all_events(&id).await;
+    assert_contiguous(&stored, 1);
+    assert_published(&nats, &id, stored.len() as u64).await;
+    let followed = on_b.events_until_turn_end(&id).await;
+    assert_eq!(
+        followed, during,
+        "B's client saw other events than A committed"
+    );
+}

@@ -62,10 +62,39 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    /// Stops the server's process (SIGSTOP): connections stay open, nothing is
+    /// answered until [`NatsServer::resume`].
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap_or_else(|e| panic!("kill {signal}: {e}"));
+        assert!(status.success(), "kill {signal} failed");
+    }
+
     /// Kills the server (SIGKILL) and starts it again on the same port and store.
     pub fn restart(mut self) -> NatsServer {
+        self.kill();
+        self.start_again()
+    }
+
+    /// Kills the server (SIGKILL); [`NatsServer::start_again`] brings it back.
+    pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Starts a killed server again on the same port and store.
+    pub fn start_again(self) -> NatsServer {
         let (port, dir) = (self.port, self.dir.clone());
         drop(self);
         Self::start_on(port, dir)

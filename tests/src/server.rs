@@ -366,6 +366,28 @@ impl Api {
         assert_eq!(status, 200, "failpoint {name}: {answer}");
     }
 
+    /// PATCH JSON; returns the status and the JSON body.
+    pub async fn patch(&self, path: &str, body: &Value) -> (u16, Value) {
+        let mut resp = match self
+            .request(awc::http::Method::PATCH, path)
+            .insert_header(("Content-Type", "application/json"))
+            .send_body(body.to_string())
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => panic!("PATCH {path}: {e}"),
+        };
+        let body = resp
+            .body()
+            .limit(64 << 20)
+            .await
+            .unwrap_or_else(|e| panic!("PATCH {path}: reading the body: {e}"));
+        (
+            resp.status().as_u16(),
+            serde_json::from_slice(&body).unwrap_or(Value::Null),
+        )
+    }
+
     /// POST JSON.
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         self.post_raw(path, body.to_string()).await

@@ -136,7 +136,13 @@ pub struct Cluster {
 struct Inner {
     config: ClusterConfig,
     client: async_nats::Client,
+    /// Stream and KV operations, leases included.
     js: jetstream::Context,
+    /// The publisher's own context: a JetStream context limits the publishes awaiting
+    /// an ack (5,000 by default) and makes the next one wait, so event publishing on
+    /// the context the leases use could hold a lease renewal back until the lease
+    /// lapsed.
+    events_js: jetstream::Context,
     runtime: Runtime,
     /// Other nodes' sessions, by id.
     remote: DashMap<String, RemoteSession>,
@@ -195,6 +201,7 @@ impl Cluster {
         let cluster = Cluster {
             inner: Arc::new(Inner {
                 config,
+                events_js: jetstream::new(client.clone()),
                 client,
                 js,
                 runtime: runtime.clone(),

@@ -32,6 +32,12 @@ use crate::store::StoredEvent;
 const RETRY: Duration = Duration::from_secs(1);
 /// Events read from the store per republish page.
 const PAGE: usize = 1000;
+/// Publishes awaiting their ack, at most. async-nats lets a JetStream context have
+/// 5,000 in flight and makes the next publish wait for a permit that only a finished
+/// (or dropped) ack frees: a publisher that held more unawaited acks than that would
+/// wait for itself forever. (It did: a burst of 20,000 events stalled every
+/// cross-node delivery.)
+const IN_FLIGHT: usize = 1000;
 
 /// The publisher's state.
 struct Publisher {
@@ -103,6 +109,9 @@ impl Publisher {
                         Ok(ack) => {
                             self.sent.insert(ev.session_id.clone(), ev.seq);
                             pending.push((ev.session_id, ev.seq, ack));
+                            if pending.len() >= IN_FLIGHT {
+                                self.await_acks(std::mem::take(&mut pending)).await;
+                            }
                         }
                         Err(e) => self.fell_behind(&ev.session_id, ev.seq, &e),
                     }
@@ -113,8 +122,16 @@ impl Publisher {
                 }
             }
         }
-        // Awaited together: each ack's timeout starts when it is first polled, so
-        // awaiting lost acks one by one (NATS went away) would take 5 s each.
+        self.await_acks(pending).await;
+        if !self.behind.is_empty() {
+            self.catch_up().await;
+        }
+    }
+
+    /// Awaits the acks of what was just published; a session whose ack failed falls
+    /// behind. Awaited together: each ack's timeout starts when it is first polled,
+    /// so awaiting lost acks one by one (NATS went away) would take 5 s each.
+    async fn await_acks(&mut self, pending: Vec<(Arc<str>, u64, PublishAckFuture)>) {
         let (keys, acks): (Vec<(Arc<str>, u64)>, Vec<PublishAckFuture>) = pending
             .into_iter()
             .map(|(sid, seq, ack)| ((sid, seq), ack))
@@ -124,9 +141,6 @@ impl Publisher {
             if let Err(e) = result {
                 self.fell_behind(sid, *seq, &e);
             }
-        }
-        if !self.behind.is_empty() {
-            self.catch_up().await;
         }
     }
 
@@ -236,7 +250,7 @@ impl Publisher {
         Ok(self
             .cluster
             .inner
-            .js
+            .events_js
             .publish_with_headers(
                 events_subject(sid),
                 headers,

@@ -5,7 +5,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use actix::prelude::*;
-use bytestring::ByteString;
 use tandem_protocol::ServerFrame;
 
 use super::{Runtime, MAX_EVENTS_PAGE};
@@ -72,10 +71,25 @@ impl Runtime {
         id: &str,
         last_seq: u64,
     ) -> Result<(), RuntimeError> {
-        let handle = self.visible(who, id)?;
+        let ack = self.subscription_ack(who, id)?;
         check_position(last_seq)?;
+        self.inner.services.gateway.do_send(Subscribe {
+            client_id,
+            session_id: id.into(),
+            after: last_seq,
+            ack: ack.to_json().into(),
+        });
+        Ok(())
+    }
+
+    /// The `chat_subscribed` frame a new subscriber of a session of this node gets:
+    /// its status, newest seq, pending permission requests, remembered rules, queue
+    /// and background tasks. (A cluster node asks the owner for it when one of its
+    /// clients subscribes to a session that lives here.)
+    pub fn subscription_ack(&self, who: &Principal, id: &str) -> Result<ServerFrame, RuntimeError> {
+        let handle = self.visible(who, id)?;
         let info = handle.shared.info();
-        let ack: ByteString = ServerFrame::ChatSubscribed {
+        Ok(ServerFrame::ChatSubscribed {
             session_id: info.id.clone(),
             status: info.status,
             last_seq: info.last_seq,
@@ -83,16 +97,7 @@ impl Runtime {
             permission_rules: handle.shared.permission_rules(),
             background_tasks: info.background_tasks,
             queued: handle.shared.queued(),
-        }
-        .to_json()
-        .into();
-        self.inner.services.gateway.do_send(Subscribe {
-            client_id,
-            session_id: info.id.as_str().into(),
-            after: last_seq,
-            ack,
-        });
-        Ok(())
+        })
     }
 
     /// Stops delivering sessions to a client.

@@ -53,31 +53,32 @@ impl Runtime {
     /// Subscribes a client to a session of another node, described by `info`. Its
     /// events reach the gateway as this node's copy of them is committed (the
     /// cluster's mirror writes them), so replay, live delivery and `lagged` are the
-    /// gateway's, exactly as for a local session.
+    /// gateway's, exactly as for a local session. `owner_ack` is the `chat_subscribed`
+    /// frame the owner made for this caller (pending permission requests, rules and
+    /// queue live there); without it (the owner is away) the ack is made from the
+    /// directory's `info`, with none of those.
     pub fn subscribe_remote(
         &self,
         who: &Principal,
         client_id: u64,
         info: &SessionInfo,
         last_seq: u64,
+        owner_ack: Option<ByteString>,
     ) -> Result<(), RuntimeError> {
-        if !who.can_see(info) {
-            return Err(RuntimeError::SessionNotFound(info.id.clone()));
-        }
-        check_position(last_seq)?;
-        let ack: ByteString = ServerFrame::ChatSubscribed {
-            session_id: info.id.clone(),
-            status: info.status,
-            last_seq: info.last_seq,
-            // A remote session's pending requests, rules and queue live on its owner;
-            // this node's copy of the history does not hold them.
-            pending_permissions: Vec::new(),
-            permission_rules: Vec::new(),
-            queued: Vec::new(),
-            background_tasks: info.background_tasks.clone(),
-        }
-        .to_json()
-        .into();
+        self.check_remote_subscription(who, info, last_seq)?;
+        let ack = owner_ack.unwrap_or_else(|| {
+            ServerFrame::ChatSubscribed {
+                session_id: info.id.clone(),
+                status: info.status,
+                last_seq: info.last_seq,
+                pending_permissions: Vec::new(),
+                permission_rules: Vec::new(),
+                queued: Vec::new(),
+                background_tasks: info.background_tasks.clone(),
+            }
+            .to_json()
+            .into()
+        });
         self.inner.services.gateway.do_send(Subscribe {
             client_id,
             session_id: Arc::from(info.id.as_str()),
@@ -85,5 +86,19 @@ impl Runtime {
             ack,
         });
         Ok(())
+    }
+
+    /// What `chat.subscribe` checks before subscribing to another node's session:
+    /// the caller may see it (by the directory's `info`) and `last_seq` is usable.
+    pub fn check_remote_subscription(
+        &self,
+        who: &Principal,
+        info: &SessionInfo,
+        last_seq: u64,
+    ) -> Result<(), RuntimeError> {
+        if !who.can_see(info) {
+            return Err(RuntimeError::SessionNotFound(info.id.clone()));
+        }
+        check_position(last_seq)
     }
 }
