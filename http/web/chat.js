@@ -9,6 +9,8 @@ import { fileEdits, diffView } from './diff.js';
 import { normalizeUsage, formatUsage } from './store.js';
 import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialogs.js';
 
+/** @typedef {import('./wire.js').HistoryEvent} HistoryEvent */
+
 /** Permission modes a session can be in (`session.configure`). */
 const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
 
@@ -566,7 +568,10 @@ export class ChatView {
     }
   }
 
-  /** One event from the live stream (or a replay after resubscribing). */
+  /**
+   * One event from the live stream (or a replay after resubscribing).
+   * @param {HistoryEvent} ev
+   */
   onEvent(ev) {
     if (ev.seq <= this.tip) {
       this.stats.dups++;
@@ -602,7 +607,7 @@ export class ChatView {
     this.trimTop();
   }
 
-  /** @param {any} ev */
+  /** @param {HistoryEvent} ev */
   sideEffects(ev) {
     const live = ev.seq > this.subscribedAt;
     if (ev.kind === 'background_tasks') {
@@ -770,6 +775,13 @@ export class ChatView {
     return null;
   }
 
+  /**
+   * Shows one event: a new item in `items` (appended to `target`), or a change to an
+   * item already there (a delta to its message, a result to its tool card).
+   * @param {HistoryEvent} ev
+   * @param {Node} target
+   * @param {any[]} items
+   */
   render(ev, target, items) {
     const add = (type, el, extra = {}) => this.push(target, items, { type, el, ...extra }, ev);
     switch (ev.kind) {
