@@ -851,3 +851,50 @@ async fn a_failed_schedule_shows_in_the_history_with_its_reason() {
     );
     page.check_view("schedule-failed").await;
 }
+
+#[actix_rt::test]
+#[cfg_attr(
+    any(not(has_browser), not(has_claude)),
+    ignore = "chromium, chromedriver, axe-core or the pinned claude CLI is not installed"
+)]
+async fn a_first_turn_that_cannot_log_in_shows_the_explained_error_in_the_chat() {
+    // The real Claude Code with an empty HOME and no API key (as in
+    // tests/e2e/vendor_errors.rs): its first turn fails, explained.
+    let bin = tandem_tests::vendor_clis::require(
+        tandem_tests::vendor_clis::claude_bin(),
+        "the claude CLI",
+    );
+    let dir = Arc::new(TempDir::new("browser-claude-login"));
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let env: Vec<(String, String)> = [
+        ("TANDEM_CLAUDE_BIN", bin.display().to_string()),
+        ("TANDEM_CODEX_BIN", "/nonexistent/codex".to_string()),
+        ("HOME", home.display().to_string()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let server = Server::start_in_env(
+        dir,
+        ServerOptions {
+            token_auth: true,
+            args: Vec::new(),
+        },
+        &env,
+    );
+    let browser = Browser::start_with(1280, 800, &[]).await;
+    let page = Page { server, browser };
+    page.login().await;
+    let mut ws = page.ws().await;
+    let reply = ws
+        .ok(json!({"type": "session.create", "vendor": "claude", "title": "no login"}))
+        .await;
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    page.open_session(&id).await;
+    page.send(&id, "say hi").await;
+    let explained = "Claude Code is not logged in: run `claude` and /login, or set ANTHROPIC_API_KEY in the environment tandem starts in";
+    page.wait_text(&id, ".turn-end.failed", explained).await;
+    page.check_view("first-turn-error").await;
+}
