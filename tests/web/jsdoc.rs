@@ -72,9 +72,8 @@ fn typedef(name: &str, def: &Value) -> String {
     if !d.is_empty() {
         out.push_str(&format!(" * {d}\n"));
     }
-    let is_plain_object = def["properties"].is_object()
-        && def.get("anyOf").is_none()
-        && def.get("oneOf").is_none();
+    let is_plain_object =
+        def["properties"].is_object() && def.get("anyOf").is_none() && def.get("oneOf").is_none();
     if is_plain_object {
         out.push_str(&format!(" * @typedef {{object}} {name}\n"));
         let required = required(def);
