@@ -6,14 +6,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tandem_actors::adapter::health::{self, Health, VendorStatus};
-use tandem_actors::adapter::VendorId;
+use tandem_actors::adapter::health::{CliProfile, Health, VendorStatus};
+use tandem_actors::adapter::{claude, codex, VendorId};
 
 use crate::config_file::ConfigFile;
 
 /// One vendor's line of the report.
 struct Finding {
-    vendor: &'static str,
+    /// What the vendor's folder says about its CLI (name, supported range).
+    profile: &'static CliProfile,
     /// Named in the config file or by `TANDEM_*_BIN`: its absence is a problem.
     configured: bool,
     bin: Option<PathBuf>,
@@ -42,29 +43,26 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
     let system = actix_rt::System::new();
     let findings = system.block_on(async {
         let mut out = Vec::new();
-        for (vendor, env_key, in_file) in [
-            (
-                "codex",
-                "TANDEM_CODEX_BIN",
-                file.vendors.codex.as_ref().is_some_and(|s| s.bin.is_some()),
-            ),
-            (
-                "claude",
-                "TANDEM_CLAUDE_BIN",
-                file.vendors
-                    .claude
-                    .as_ref()
-                    .is_some_and(|s| s.bin.is_some()),
-            ),
-        ] {
-            let process = vendors.get(&VendorId::from(vendor)).map(|v| &v.process);
-            out.push(Finding {
-                vendor,
-                configured: configured(env_key, in_file),
-                bin: process.map(|p| p.bin.clone()),
-                health: health::check(vendor, process).await,
-            });
-        }
+        let codex_in_file = file.vendors.codex.as_ref().is_some_and(|s| s.bin.is_some());
+        let process = vendors.get(&VendorId::CODEX).map(|v| &v.process);
+        out.push(Finding {
+            profile: &codex::PROFILE,
+            configured: configured("TANDEM_CODEX_BIN", codex_in_file),
+            bin: process.map(|p| p.bin.clone()),
+            health: codex::check(process).await,
+        });
+        let claude_in_file = file
+            .vendors
+            .claude
+            .as_ref()
+            .is_some_and(|s| s.bin.is_some());
+        let process = vendors.get(&VendorId::CLAUDE).map(|v| &v.process);
+        out.push(Finding {
+            profile: &claude::PROFILE,
+            configured: configured("TANDEM_CLAUDE_BIN", claude_in_file),
+            bin: process.map(|p| p.bin.clone()),
+            health: claude::check(process).await,
+        });
         out
     });
     let mut failed = false;
@@ -85,16 +83,14 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
 }
 
 fn print_finding(f: &Finding) {
-    let name = health::display_name(f.vendor);
+    let name = f.profile.name;
     let status = f.health.status.as_str();
-    println!("{name} ({}): {status}", f.vendor);
+    println!("{name} ({}): {status}", f.profile.id);
     if let Some(bin) = &f.bin {
         println!("  binary:    {}", bin.display());
     }
     if let Some(version) = &f.health.version {
-        let range = health::supported_range(f.vendor)
-            .map(|r| format!(" (supported: {})", r.describe()))
-            .unwrap_or_default();
+        let range = format!(" (supported: {})", f.profile.range.describe());
         println!("  version:   {version}{range}");
     }
     match f.health.logged_in {

@@ -10,6 +10,8 @@ import { normalizeUsage, formatUsage } from './store.js';
 import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialogs.js';
 import { Rewinds } from './rewind.js';
 
+/** @typedef {import('./wire.js').HistoryEvent} HistoryEvent */
+
 /** Permission modes a session can be in (`session.configure`). */
 const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
 
@@ -571,7 +573,10 @@ export class ChatView {
     }
   }
 
-  /** One event from the live stream (or a replay after resubscribing). */
+  /**
+   * One event from the live stream (or a replay after resubscribing).
+   * @param {HistoryEvent} ev
+   */
   onEvent(ev) {
     if (ev.seq <= this.tip) {
       this.stats.dups++;
@@ -607,7 +612,7 @@ export class ChatView {
     this.trimTop();
   }
 
-  /** @param {any} ev */
+  /** @param {HistoryEvent} ev */
   sideEffects(ev) {
     const live = ev.seq > this.subscribedAt;
     if (ev.kind === 'background_tasks') {
@@ -776,6 +781,13 @@ export class ChatView {
     return null;
   }
 
+  /**
+   * Shows one event: a new item in `items` (appended to `target`), or a change to an
+   * item already there (a delta to its message, a result to its tool card).
+   * @param {HistoryEvent} ev
+   * @param {Node} target
+   * @param {any[]} items
+   */
   render(ev, target, items) {
     const add = (type, el, extra = {}) => this.push(target, items, { type, el, ...extra }, ev);
     this.rewinds.seen(ev);

@@ -126,6 +126,11 @@
  */
 
 /**
+ * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, from: string, kind: 'delegation', pairId: string, to: string} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ */
+
+/**
  * Fields of `session.handoff`: continue a conversation in a new session.
  * @typedef {object} HandoffParams
  * @property {string | null} [effort] Effort of the new session.
@@ -198,6 +203,20 @@
  */
 
 /**
+ * One answer a vendor offers for a permission request. Its fields are the fields of the `chat.permission-response` that picks it.
+ * @typedef {object} PermissionChoice
+ * @property {boolean} allow Allow (true) or deny.
+ * @property {string} label What to show people (the vendor's own words where it has them).
+ * @property {(PermissionMode | null)} [permissionMode] The session's permission mode after this answer (approving a plan and accepting edits from then on).
+ * @property {(RememberScope | null)} [remember] Also allow this tool without asking from now on.
+ */
+
+/**
+ * What a permission request asks about.
+ * @typedef {('tool' | 'plan')} PermissionKind
+ */
+
+/**
  * How the vendor asks before using tools. Names follow Claude Code's modes, which the other adapters map onto their own approval policies.
  * @typedef {('default' | 'acceptEdits' | 'plan' | 'bypassPermissions')} PermissionMode
  */
@@ -218,6 +237,13 @@
  * `chat.permission-response` reply.
  * @typedef {object} PermissionResponseResult
  * @property {string} permissionId The permission request answered.
+ */
+
+/**
+ * A remembered answer: requests to use `tool_name` are allowed without asking.
+ * @typedef {object} PermissionRule
+ * @property {RememberScope} scope How long it holds.
+ * @property {string} toolName The tool, as `permission_request.toolName` names it.
  */
 
 /**
@@ -487,6 +513,11 @@
  */
 
 /**
+ * How a turn ended. `interrupted` and `failed` are never reported as completed.
+ * @typedef {('completed' | 'interrupted' | 'failed')} TurnStatus
+ */
+
+/**
  * Fields of `chat.unsubscribe`.
  * @typedef {object} UnsubscribeParams
  * @property {Array<string>} sessionIds Sessions to stop receiving.
@@ -539,6 +570,14 @@
  */
 
 /**
+ * A vendor/model/effort choice for a Worker.
+ * @typedef {object} WorkerChoice
+ * @property {string} [effort] Effort (clamped); empty for the default.
+ * @property {string} [model] Model; empty for the vendor's default.
+ * @property {string} vendor Vendor id.
+ */
+
+/**
  * The Worker side of `pair.create`.
  * @typedef {object} WorkerSpec
  * @property {string | null} [effort] Worker effort.
@@ -583,6 +622,12 @@
  *   'GET /sessions/{id}/usage': UsageSummary,
  *   'GET /vendors': VendorList,
  * }} Rest
+ */
+
+/**
+ * A history event: the envelope (`sessionId`, `seq`, `ts`, `turnId?`) and one
+ * payload, told apart by `kind`.
+ * @typedef {Event} HistoryEvent
  */
 
 /**

@@ -1,5 +1,6 @@
 //! History events: one frame per event, each with the session's next `seq`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -8,7 +9,7 @@ use crate::permission::{PermissionChoice, PermissionKind, PermissionRule};
 use crate::session::{BackgroundTask, PermissionMode};
 
 /// How a turn ended. `interrupted` and `failed` are never reported as completed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum TurnStatus {
     /// The agent finished its answer.
@@ -29,7 +30,7 @@ pub const MAX_SEQ: u64 = i64::MAX as u64;
 ///
 /// `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId`
 /// (the protocol's `turn_started {turnId}`), so the body never repeats it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     /// The session the event belongs to.
@@ -51,7 +52,7 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// The kinds of history events and their payloads.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "kind",
     rename_all = "snake_case",

@@ -199,8 +199,9 @@ pub struct QueueChangeResult {
 
 /// The schema of every WebSocket request's fields and of its reply, as
 /// `protocol/schemas/requests.json` holds it: `{requests: {TYPE: {params, result}},
-/// rest: {"METHOD PATH": body}, $defs}` (JSON Schema 2020-12; `rest` holds the REST
-/// bodies the web page reads, whose JSDoc types are generated from this file). Params describe the frame's fields besides `type`
+/// rest: {"METHOD PATH": body}, event, $defs}` (JSON Schema 2020-12; `rest` holds the
+/// REST bodies the web page reads and `event` a history event, whose JSDoc types are
+/// generated from this file). Params describe the frame's fields besides `type`
 /// and `requestId`; a result, the reply's fields besides `kind`, `requestId` and
 /// `ok`. Generated, so a change to a request's wire shape is a visible diff.
 pub fn request_schemas() -> Value {
@@ -282,8 +283,10 @@ pub fn request_schemas() -> Value {
     body!("GET /sessions/{id}/schedules", crate::rest::ScheduleList);
     body!("GET /sessions/{id}/queue", crate::rest::QueueList);
     body!("GET /sessions/{id}/usage", crate::rest::UsageSummary);
+    // History events, so the page's event handling is typed too.
+    let event = generator.subschema_for::<crate::event::Event>();
     let defs = generator.take_definitions(true);
-    serde_json::json!({"requests": requests, "rest": rest, "$defs": defs})
+    serde_json::json!({"requests": requests, "rest": rest, "event": event, "$defs": defs})
 }
 
 /// `ping` has no fields.

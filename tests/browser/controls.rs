@@ -1,11 +1,13 @@
 //! The page as the whole control surface: the queue on the server, asking before
 //! sending during background work, hand off, session settings, schedules, adding a
 //! Worker, two sessions side by side, usage and cost, diffs, notifications and the
-//! tab title, and requests that time out. Each new dialog and panel is checked with
+//! tab title, requests that time out, and a failed schedule's history line. Each new dialog and panel is checked with
 //! axe at desktop and phone width, and screenshotted.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
-use tandem_tests::Browser;
+use tandem_tests::{eventually, Browser, Server, ServerOptions, TempDir};
 
 use crate::{create_session, Page};
 
@@ -776,4 +778,123 @@ async fn the_session_list_updates_its_rows_in_place() {
         .await;
     // Beta did not change: the same node, moved; Alpha changed: its row was redrawn.
     assert_eq!(tags, json!([[a, null], [other, other]]), "{tags}");
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
+async fn a_failed_schedule_shows_in_the_history_with_its_reason() {
+    // A schedule fails when its session's adapter cannot start: here the session's ACP
+    // vendor is gone from the config when the server comes back and the message is due.
+    let dir = Arc::new(TempDir::new("schedule-fails"));
+    let config = dir.path().join("tandem.toml");
+    let text = format!(
+        "[vendors.fake]\nprotocol = \"acp\"\nbin = {}\n",
+        json!(env!("CARGO_BIN_EXE_fake-acp"))
+    );
+    std::fs::write(&config, text).unwrap();
+    let with_vendor = ServerOptions {
+        token_auth: true,
+        args: vec!["--config".into(), config.display().to_string()],
+    };
+    let server = Server::start_in(dir.clone(), with_vendor);
+    let mut ws = server.ws().await;
+    let reply = ws
+        .ok(json!({"type": "session.create", "vendor": "fake", "title": "vendor gone"}))
+        .await;
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    let browser = Browser::start_with(1280, 800, &[]).await;
+    let at = browser
+        .exec("return new Date(Date.now() + 3000).toISOString();", vec![])
+        .await;
+    ws.ok(json!({"type": "session.schedule", "sessionId": id,
+                 "content": "for the agent that left", "at": at}))
+        .await;
+    drop(ws);
+    let dir = server.kill();
+    let server = Server::start_in(
+        dir,
+        ServerOptions {
+            token_auth: true,
+            args: Vec::new(),
+        },
+    );
+    let path = format!("/api/v1/sessions/{id}/schedules");
+    let reason = eventually("the schedule to fail", async || {
+        let (status, list) = server.get(&path).await;
+        assert_eq!(status, 200, "{list}");
+        let schedule = list["schedules"][0].clone();
+        assert_ne!(schedule["status"], "sent", "{list}");
+        (schedule["status"] == "failed").then(|| schedule["reason"].as_str().unwrap().to_string())
+    })
+    .await;
+    assert!(reason.contains("fake"), "{reason}");
+
+    let page = Page { server, browser };
+    page.login().await;
+    page.open_session(&id).await;
+    page.wait_text(&id, ".schedule-fired.error", "Scheduled message failed")
+        .await;
+    let line = page
+        .browser
+        .exec(
+            "return document.querySelector(arguments[0]).textContent;",
+            vec![json!(format!("{} .schedule-fired.error", chat(&id)))],
+        )
+        .await;
+    let line = line.as_str().unwrap();
+    assert!(
+        line.contains(&reason) && line.contains("for the agent that left"),
+        "{line}"
+    );
+    page.check_view("schedule-failed").await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    any(not(has_browser), not(has_claude)),
+    ignore = "chromium, chromedriver, axe-core or the pinned claude CLI is not installed"
+)]
+async fn a_first_turn_that_cannot_log_in_shows_the_explained_error_in_the_chat() {
+    // The real Claude Code with an empty HOME and no API key (as in
+    // tests/e2e/vendor_errors.rs): its first turn fails, explained.
+    let bin = tandem_tests::vendor_clis::require(
+        tandem_tests::vendor_clis::claude_bin(),
+        "the claude CLI",
+    );
+    let dir = Arc::new(TempDir::new("browser-claude-login"));
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let env: Vec<(String, String)> = [
+        ("TANDEM_CLAUDE_BIN", bin.display().to_string()),
+        ("TANDEM_CODEX_BIN", "/nonexistent/codex".to_string()),
+        ("HOME", home.display().to_string()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let server = Server::start_in_env(
+        dir,
+        ServerOptions {
+            token_auth: true,
+            args: Vec::new(),
+        },
+        &env,
+    );
+    let browser = Browser::start_with(1280, 800, &[]).await;
+    let page = Page { server, browser };
+    page.login().await;
+    let mut ws = page.ws().await;
+    let reply = ws
+        .ok(json!({"type": "session.create", "vendor": "claude", "title": "no login"}))
+        .await;
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    page.open_session(&id).await;
+    page.send(&id, "say hi").await;
+    let explained = "Claude Code is not logged in: run `claude` and /login, or set ANTHROPIC_API_KEY in the environment tandem starts in";
+    page.wait_text(&id, ".turn-end.failed", explained).await;
+    page.check_view("first-turn-error").await;
 }

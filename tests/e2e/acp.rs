@@ -1153,3 +1153,100 @@ async fn codex_acp_driver_delegates_through_mcp() {
 async fn claude_acp_driver_delegates_through_mcp() {
     real_driver(Real::Claude).await;
 }
+
+/// The `model` of every request the model server received since `from`.
+fn models_asked(w: &World, from: usize) -> Vec<String> {
+    w.mock
+        .bodies()
+        .iter()
+        .skip(from)
+        .filter_map(|b| serde_json::from_str::<Value>(b).ok())
+        .filter_map(|b| b["model"].as_str().map(str::to_string))
+        .collect()
+}
+
+async fn real_models(agent: Real) {
+    let Some(w) = agent.world("acp-real-models") else {
+        return;
+    };
+    // The probe's `session/new` lists the session models, the agent's default first.
+    let entry = vendor_entry(&w).await;
+    let models: Vec<String> = entry["models"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no models in {entry}"))
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect();
+    assert!(models.len() > 1, "{entry}");
+    assert_eq!(entry["defaultModel"], models[0].as_str(), "{entry}");
+    let chosen = models[1].clone();
+
+    // A session on the default model, then switched with session.configure: the next
+    // turn goes to the chosen model.
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let seen = w.mock.bodies().len();
+    let events = turn(&mut ws, &id, "say on the default model").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let asked = models_asked(&w, seen);
+    assert!(
+        !asked.is_empty() && asked.iter().all(|m| !m.contains(&chosen)),
+        "{chosen} before it was chosen: {asked:?}"
+    );
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "model": chosen}))
+        .await;
+    let seen = w.mock.bodies().len();
+    let events = turn(&mut ws, &id, "say on the chosen model").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let asked = models_asked(&w, seen);
+    assert!(
+        asked.iter().any(|m| m.contains(&chosen)),
+        "{chosen} was not used: {asked:?}"
+    );
+
+    // A new session created with the model gets it from its first turn.
+    let cwd = w.work();
+    let reply = ws
+        .ok(
+            json!({"type": "session.create", "vendor": w.id, "model": chosen,
+                   "cwd": cwd.display().to_string()}),
+        )
+        .await;
+    let second = reply["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&second, 0).await;
+    let seen = w.mock.bodies().len();
+    let events = turn(&mut ws, &second, "say from the start").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let asked = models_asked(&w, seen);
+    assert!(asked.iter().any(|m| m.contains(&chosen)), "{asked:?}");
+
+    // A model the agent does not offer is said in the history; the turn still runs.
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "model": "no-such-model"}))
+        .await;
+    let events = turn(&mut ws, &id, "say anyway").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(
+        texts(&events, "info")
+            .iter()
+            .any(|t| t.contains("does not offer the model `no-such-model`")),
+        "{events:?}"
+    );
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_codex_acp),
+    ignore = "the pinned codex-acp agent is not installed"
+)]
+async fn codex_acp_lists_its_models_and_applies_the_chosen_one() {
+    real_models(Real::Codex).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_lists_its_models_and_applies_the_chosen_one() {
+    real_models(Real::Claude).await;
+}

@@ -1135,3 +1135,61 @@ async fn edit_send_forgets_the_superseded_turns() {
         "{input}"
     );
 }
+
+/// Codex's entry in `GET /vendors` once its background check has reported a version.
+async fn checked_codex_entry(server: &Server) -> Value {
+    eventually("the Codex check to report a version", async || {
+        let (status, vendors) = server.get("/api/v1/vendors").await;
+        assert_eq!(status, 200);
+        let entry = vendors["vendors"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["id"] == "codex").cloned())
+            .unwrap_or_else(|| panic!("no codex vendor in {vendors}"));
+        entry["version"].is_string().then_some(entry)
+    })
+    .await
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
+async fn the_model_list_survives_a_restart_where_app_server_cannot_list() {
+    let codex = start(&[]);
+    let listed = eventually("model/list to replace the placeholder models", async || {
+        let entry = checked_codex_entry(&codex).await;
+        let models = entry["models"].clone();
+        let placeholder = models == json!([]) || models == json!(["gpt-5-codex", "gpt-5"]);
+        (!placeholder).then_some(entry)
+    })
+    .await;
+    assert!(
+        codex.dir.path().join("data/vendor-models.json").is_file(),
+        "the list was not kept"
+    );
+
+    // The same data directory, but a `codex` whose app-server exits at once: the
+    // version still answers, the model list cannot come from it.
+    let real = require(codex_bin(), "the pinned codex CLI");
+    let wrapper = codex.dir.path().join("codex-without-app-server");
+    let script = format!(
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = app-server ] && exit 1; done\nexec {} \"$@\"\n",
+        json!(real.display().to_string())
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    let made_executable = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status();
+    assert!(made_executable.is_ok_and(|s| s.success()));
+    let text = std::fs::read_to_string(&codex.config).unwrap();
+    let bin_line = text.lines().find(|l| l.starts_with("bin = ")).unwrap();
+    let text = text.replace(
+        bin_line,
+        &format!("bin = {}", json!(wrapper.display().to_string())),
+    );
+    std::fs::write(&codex.config, text).unwrap();
+    let codex = codex.restart();
+
+    let entry = checked_codex_entry(&codex).await;
+    assert_eq!(entry["models"], listed["models"], "{entry}");
+    assert_eq!(entry["defaultModel"], listed["defaultModel"], "{entry}");
+}

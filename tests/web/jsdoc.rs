@@ -1,7 +1,7 @@
 //! Turns the JSON Schemas of `protocol/schemas/requests.json` into JSDoc typedefs
 //! that TypeScript reads in `--checkJs` mode: one `@typedef` per `$defs` entry, a
-//! `Requests` map from each request `type` to its params and result, and a `Rest`
-//! map from each REST path to its body. Only the schema forms schemars emits for
+//! `Requests` map from each request `type` to its params and result, a `Rest`
+//! map from each REST path to its body, and `HistoryEvent`, a history event. Only the schema forms schemars emits for
 //! our types are handled; anything else becomes `any`, never an error.
 
 use serde_json::Value;
@@ -38,6 +38,11 @@ pub fn generate(schema: &Value) -> String {
         }
     }
     out.push_str(" * }} Rest\n */\n\n");
+    out.push_str(&format!(
+        "/**\n * A history event: the envelope (`sessionId`, `seq`, `ts`, `turnId?`) and one\n \
+         * payload, told apart by `kind`.\n * @typedef {{{}}} HistoryEvent\n */\n\n",
+        ty(&schema["event"])
+    ));
     out.push_str(
         "/**\n * A client frame: a request's fields with its `type` and optional `requestId`.\n \
          * @typedef {{type: keyof Requests, requestId?: string} & Record<string, any>} ClientFrame\n \
@@ -67,7 +72,8 @@ fn typedef(name: &str, def: &Value) -> String {
     if !d.is_empty() {
         out.push_str(&format!(" * {d}\n"));
     }
-    let is_plain_object = def["properties"].is_object() && def.get("anyOf").is_none();
+    let is_plain_object =
+        def["properties"].is_object() && def.get("anyOf").is_none() && def.get("oneOf").is_none();
     if is_plain_object {
         out.push_str(&format!(" * @typedef {{object}} {name}\n"));
         let required = required(def);
@@ -114,6 +120,11 @@ fn ty(s: &Value) -> String {
     for key in ["anyOf", "oneOf"] {
         if let Some(options) = s[key].as_array() {
             let all: Vec<String> = options.iter().map(ty).collect();
+            // Fields beside the variants (a flattened tagged enum, like an event's
+            // envelope around its body) hold in every variant.
+            if s["properties"].is_object() {
+                return format!("({} & ({}))", object(s), all.join(" | "));
+            }
             return format!("({})", all.join(" | "));
         }
     }

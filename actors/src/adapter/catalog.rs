@@ -48,6 +48,23 @@ impl VendorSpec {
     pub fn knows_model(&self, model: &str) -> bool {
         self.models.iter().any(|m| m == model)
     }
+
+    /// Replaces the model list with what the CLI reported (an empty report changes
+    /// nothing); the configured models stay, after the CLI's.
+    fn replace_models(&mut self, mut models: Vec<String>, default_model: Option<String>) {
+        if models.is_empty() {
+            return;
+        }
+        for extra in &self.configured_models {
+            if !models.contains(extra) {
+                models.push(extra.clone());
+            }
+        }
+        self.models = models;
+        if default_model.is_some() {
+            self.default_model = default_model;
+        }
+    }
 }
 
 /// Owned strings from a static list.
@@ -110,15 +127,9 @@ impl VendorCatalog {
             }
             spec.status = health.status;
             spec.problem = health.problem;
-            if let Some(mut models) = health.models.filter(|m| !m.is_empty()) {
-                for extra in &spec.configured_models {
-                    if !models.contains(extra) {
-                        models.push(extra.clone());
-                    }
-                }
-                spec.models = models;
-            }
-            if health.default_model.is_some() {
+            if let Some(models) = health.models {
+                spec.replace_models(models, health.default_model);
+            } else if health.default_model.is_some() {
                 spec.default_model = health.default_model;
             }
             if health.agent.is_some() {
@@ -129,6 +140,12 @@ impl VendorCatalog {
                 spec.notes = health.notes;
             }
         });
+    }
+
+    /// Sets `id`'s models to a list its CLI reported earlier (the model cache), until
+    /// the CLI is asked again.
+    pub fn set_models(&self, id: &VendorId, models: Vec<String>, default_model: Option<String>) {
+        self.update(id, |spec| spec.replace_models(models, default_model));
     }
 
     /// Adds model names the config file gives for `id` (kept across CLI refreshes).

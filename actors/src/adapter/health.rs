@@ -3,13 +3,7 @@
 //! and the plain-language explanation of the errors a first turn runs into. Served by
 //! `GET /api/v1/vendors` (`version`, `status`, `problem`) and `tandem doctor`.
 
-use std::process::Stdio;
-use std::time::Duration;
-
 use super::process::VendorProcess;
-
-/// How long `claude auth status` may take.
-const AUTH_STATUS_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A CLI version, `major.minor.patch`.
 pub type Version = (u64, u64, u64);
@@ -39,19 +33,35 @@ impl SupportedRange {
     }
 }
 
-/// The supported range of a vendor's CLI; `None` for vendors without a CLI.
-pub fn supported_range(vendor: &str) -> Option<SupportedRange> {
-    match vendor {
-        "codex" => Some(SupportedRange {
-            min: (0, 171, 0),
-            below: (1, 0, 0),
-        }),
-        "claude" => Some(SupportedRange {
-            min: (2, 1, 0),
-            below: (3, 0, 0),
-        }),
-        _ => None,
-    }
+/// What tandem knows about one vendor's CLI for checking it and explaining its
+/// errors. Each CLI vendor's folder defines its own (`codex::PROFILE`,
+/// `claude::PROFILE`); nothing here names a vendor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CliProfile {
+    /// The vendor id (used in the `[vendors.ID]` hint).
+    pub id: &'static str,
+    /// The name people know it by.
+    pub name: &'static str,
+    /// The versions tandem is built and tested against.
+    pub range: SupportedRange,
+    /// How to install it or point tandem at it.
+    pub install_hint: &'static str,
+    /// How to log it in.
+    pub login_hint: &'static str,
+    /// Where its API's base URL is set, for an unreachable API.
+    pub base_url_hint: &'static str,
+}
+
+/// What a CLI reports about itself beyond its version, where it can (login state,
+/// models); each vendor's check asks its own way.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CliFacts {
+    /// The login state, where the CLI reports one.
+    pub logged_in: Option<bool>,
+    /// Models it reported.
+    pub models: Option<Vec<String>>,
+    /// The model it marks as its default.
+    pub default_model: Option<String>,
 }
 
 /// The first `X.Y.Z` in a `--version` line (`codex-cli 0.171.0`, `2.1.332 (Claude Code)`).
@@ -126,39 +136,12 @@ pub struct Health {
     pub notes: Vec<String>,
 }
 
-/// The name people know a vendor by.
-pub fn display_name(vendor: &str) -> &str {
-    match vendor {
-        "codex" => "Codex",
-        "claude" => "Claude Code",
-        other => other,
-    }
-}
-
-/// How to install or point tandem at a vendor's CLI.
-fn install_hint(vendor: &str) -> String {
-    match vendor {
-        "codex" => "install it (`npm install -g @openai/codex`) or set TANDEM_CODEX_BIN or `[vendors.codex] bin`".into(),
-        "claude" => "install it (`npm install -g @anthropic-ai/claude-code`) or set TANDEM_CLAUDE_BIN or `[vendors.claude] bin`".into(),
-        other => format!("configure `[vendors.{other}]`"),
-    }
-}
-
-/// How to log a vendor's CLI in.
-fn login_hint(vendor: &str) -> &'static str {
-    match vendor {
-        "codex" => "run `codex login`, or configure a model provider whose key (its `env_key`) is set in the environment tandem starts in",
-        "claude" => "run `claude` and /login, or set ANTHROPIC_API_KEY in the environment tandem starts in",
-        _ => "log the CLI in",
-    }
-}
-
 /// The problem of a binary whose version line is `line`, if it names a version out of
 /// range. A line with no version in it (a wrapper script) is given the benefit of
 /// the doubt: nothing says it is unsupported.
-pub fn version_problem(vendor: &str, line: &str) -> Option<String> {
-    let range = supported_range(vendor)?;
-    let name = display_name(vendor);
+pub fn version_problem(profile: &CliProfile, line: &str) -> Option<String> {
+    let range = profile.range;
+    let name = profile.name;
     match parse_version(line) {
         Some(v) if range.contains(v) => None,
         Some((a, b, c)) => Some(format!(
@@ -166,120 +149,86 @@ pub fn version_problem(vendor: &str, line: &str) -> Option<String> {
             range.describe()
         )),
         None => {
-            tracing::debug!(vendor, line, "no version in the CLI's --version line");
+            tracing::debug!(
+                vendor = profile.id,
+                line,
+                "no version in the CLI's --version line"
+            );
             None
         }
     }
 }
 
 /// A built-in vendor whose binary was not found.
-pub fn missing(vendor: &str) -> Health {
+pub fn missing(profile: &CliProfile) -> Health {
     Health {
-        version: None,
         status: VendorStatus::Missing,
         problem: Some(format!(
             "{} is not installed: {}",
-            display_name(vendor),
-            install_hint(vendor)
+            profile.name, profile.install_hint
         )),
-        models: None,
-        logged_in: None,
-        default_model: None,
         ..Default::default()
     }
 }
 
-/// Checks one vendor without spending tokens. `process` is `None` when its binary was
-/// not found.
-pub async fn check(vendor: &str, process: Option<&VendorProcess>) -> Health {
-    let name = display_name(vendor);
+/// Checks one vendor CLI without spending tokens: the binary, its version against
+/// the profile's range, then what `ask` finds out (login, models). `process` is `None`
+/// when its binary was not found.
+pub async fn check<F, Fut>(profile: &CliProfile, process: Option<&VendorProcess>, ask: F) -> Health
+where
+    F: FnOnce(VendorProcess) -> Fut,
+    Fut: std::future::Future<Output = CliFacts>,
+{
+    let name = profile.name;
     let Some(process) = process else {
-        return missing(vendor);
+        return missing(profile);
     };
     let Some(version) = process.version().await else {
         return Health {
-            version: None,
             status: VendorStatus::Broken,
             problem: Some(format!(
                 "{name} does not run: `{} --version` failed; reinstall it or point tandem at a working binary",
                 process.bin.display()
             )),
-            models: None,
-            logged_in: None,
-            default_model: None,
             ..Default::default()
         };
     };
-    if let Some(problem) = version_problem(vendor, &version) {
+    if let Some(problem) = version_problem(profile, &version) {
         return Health {
             version: Some(version),
             status: VendorStatus::Unsupported,
             problem: Some(problem),
-            models: None,
-            logged_in: None,
-            default_model: None,
             ..Default::default()
         };
     }
-    let (logged_in, models, default_model) = match vendor {
-        "claude" => (claude_logged_in(process).await, None, None),
-        "codex" => match super::codex::probe(process).await {
-            Some(facts) => (facts.logged_in, facts.models, facts.default_model),
-            None => (None, None, None),
-        },
-        _ => (None, None, None),
+    let facts = ask(process.clone()).await;
+    let (status, problem) = if facts.logged_in == Some(false) {
+        (
+            VendorStatus::NotLoggedIn,
+            Some(format!("{name} is not logged in: {}", profile.login_hint)),
+        )
+    } else {
+        (VendorStatus::Ok, None)
     };
-    if logged_in == Some(false) {
-        return Health {
-            version: Some(version),
-            status: VendorStatus::NotLoggedIn,
-            problem: Some(format!("{name} is not logged in: {}", login_hint(vendor))),
-            models,
-            logged_in,
-            default_model,
-            ..Default::default()
-        };
-    }
     Health {
         version: Some(version),
-        status: VendorStatus::Ok,
-        problem: None,
-        models,
-        logged_in,
-        default_model,
+        status,
+        problem,
+        models: facts.models,
+        logged_in: facts.logged_in,
+        default_model: facts.default_model,
         ..Default::default()
     }
-}
-
-/// `claude auth status` (JSON with `loggedIn`); `None` when it cannot tell.
-async fn claude_logged_in(process: &VendorProcess) -> Option<bool> {
-    let mut cmd = tokio::process::Command::new(&process.bin);
-    cmd.args(["auth", "status"])
-        .env_clear()
-        .envs(process.environment())
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
-    let out = tokio::time::timeout(AUTH_STATUS_TIMEOUT, cmd.output())
-        .await
-        .ok()?
-        .ok()?;
-    let status: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    status.get("loggedIn")?.as_bool()
 }
 
 /// A failed turn's error as the CLI gave it, rewritten to name the vendor, the cause
 /// and the fix when the cause is one a user can fix (no login, no key, an unreachable
 /// API); anything else is returned as it was.
-pub fn explain(vendor: &str, raw: String) -> String {
-    if supported_range(vendor).is_none() {
-        // No CLI behind it (the scripted vendor): its errors are its script's words.
-        return raw;
-    }
-    let name = display_name(vendor);
+pub fn explain(profile: &CliProfile, raw: String) -> String {
+    let name = profile.name;
     let lower = raw.to_ascii_lowercase();
     let cause = if lower.contains("not logged in") || lower.contains("/login") {
-        Some(format!("{name} is not logged in: {}", login_hint(vendor)))
+        Some(format!("{name} is not logged in: {}", profile.login_hint))
     } else if lower.contains("invalid api key")
         || lower.contains("invalid x-api-key")
         || lower.contains("authentication_error")
@@ -287,20 +236,17 @@ pub fn explain(vendor: &str, raw: String) -> String {
     {
         Some(format!(
             "{name}'s credentials were refused: {}",
-            login_hint(vendor)
+            profile.login_hint
         ))
     } else if lower.contains("missing environment variable") {
         Some(format!(
-            "{name} has no API key: set the variable it names in the environment tandem starts in, or `[vendors.{vendor}] env`"
+            "{name} has no API key: set the variable it names in the environment tandem starts in, or `[vendors.{}] env`",
+            profile.id
         ))
     } else if lower.contains("could not be reached") || lower.contains("could not reach") {
         Some(format!(
             "{name} cannot reach its model API: check the network, the proxy (HTTPS_PROXY) and the API base URL ({}) in the environment tandem starts in",
-            match vendor {
-                "claude" => "ANTHROPIC_BASE_URL",
-                "codex" => "the model provider's base_url",
-                _ => "its base URL",
-            }
+            profile.base_url_hint
         ))
     } else {
         None
@@ -316,46 +262,60 @@ pub fn explain(vendor: &str, raw: String) -> String {
 mod tests {
     use super::*;
 
+    /// A profile shaped like the real ones, so these tests name no vendor.
+    const CLI: CliProfile = CliProfile {
+        id: "cli",
+        name: "The CLI",
+        range: SupportedRange {
+            min: (0, 171, 0),
+            below: (1, 0, 0),
+        },
+        install_hint: "install it",
+        login_hint: "run `cli login`",
+        base_url_hint: "CLI_BASE_URL",
+    };
+
     #[test]
     fn versions_are_read_and_ranged() {
         assert_eq!(parse_version("codex-cli 0.171.0"), Some((0, 171, 0)));
         assert_eq!(parse_version("2.1.332 (Claude Code)"), Some((2, 1, 332)));
         assert_eq!(parse_version("v10.2"), None);
-        assert_eq!(version_problem("codex", "codex-cli 0.171.0"), None);
-        assert_eq!(version_problem("claude", "2.1.332 (Claude Code)"), None);
-        let old = version_problem("codex", "codex-cli 0.90.1").unwrap_or_default();
+        assert_eq!(version_problem(&CLI, "cli 0.171.0"), None);
+        let old = version_problem(&CLI, "cli 0.90.1").unwrap_or_default();
         assert!(
-            old.contains("Codex 0.90.1") && old.contains(">= 0.171.0"),
+            old.contains("The CLI 0.90.1") && old.contains(">= 0.171.0"),
             "{old}"
         );
-        let new = version_problem("claude", "3.0.0 (Claude Code)").unwrap_or_default();
-        assert!(new.contains("< 3.0.0"), "{new}");
-        assert_eq!(version_problem("claude", "a wrapper"), None);
+        let new = version_problem(&CLI, "1.0.0 (CLI)").unwrap_or_default();
+        assert!(new.contains("< 1.0.0"), "{new}");
+        assert_eq!(version_problem(&CLI, "a wrapper"), None);
     }
 
     #[test]
     fn errors_name_vendor_cause_and_fix() {
-        let e = explain("claude", "Not logged in · Please run /login".into());
+        let e = explain(&CLI, "Not logged in · Please run /login".into());
         assert!(
-            e.starts_with(
-                "Claude Code is not logged in: run `claude` and /login, or set ANTHROPIC_API_KEY"
-            ),
+            e.starts_with("The CLI is not logged in: run `cli login`"),
             "{e}"
         );
         assert!(e.contains("Please run /login"), "the CLI's words stay: {e}");
-        let e = explain("codex", "Missing environment variable: `MY_KEY`.".into());
-        assert!(e.starts_with("Codex has no API key"), "{e}");
+        let e = explain(&CLI, "Missing environment variable: `MY_KEY`.".into());
+        assert!(
+            e.starts_with("The CLI has no API key") && e.contains("`[vendors.cli] env`"),
+            "{e}"
+        );
         let e = explain(
-            "codex",
+            &CLI,
             "the model could not be reached for 2.0 s: stream disconnected".into(),
         );
-        assert!(e.starts_with("Codex cannot reach its model API"), "{e}");
-        let scripted = "please run /login".to_string();
-        assert_eq!(explain("scripted", scripted.clone()), scripted);
+        assert!(
+            e.starts_with("The CLI cannot reach its model API") && e.contains("CLI_BASE_URL"),
+            "{e}"
+        );
         let plain = "the tool crashed".to_string();
-        assert_eq!(explain("claude", plain.clone()), plain);
+        assert_eq!(explain(&CLI, plain.clone()), plain);
         // Already explained: not wrapped twice.
-        let once = explain("claude", "Not logged in".into());
-        assert_eq!(explain("claude", once.clone()), once);
+        let once = explain(&CLI, "Not logged in".into());
+        assert_eq!(explain(&CLI, once.clone()), once);
     }
 }

@@ -15,6 +15,7 @@ pub mod context;
 pub mod core;
 pub mod health;
 pub mod messages;
+pub mod model_cache;
 pub mod process;
 pub mod scripted;
 pub mod tool_host;

@@ -14,7 +14,7 @@ use actix::Recipient;
 use tandem_protocol::rest::RunningSession;
 use tandem_protocol::SessionInfo;
 
-use super::health::{self, Health};
+use super::health::{self, CliProfile, Health};
 use super::messages::AdapterCommand;
 use super::process::{ConfiguredVendor, VendorProtocol, VendorsConfig};
 use super::{AdapterContext, VendorId, VendorSpec};
@@ -36,6 +36,13 @@ pub trait AdapterFactory: Send + Sync {
     /// models); `None` when there is nothing to check.
     fn probe(&self) -> Option<LocalFuture<Health>> {
         None
+    }
+
+    /// A failed turn's error rewritten to name the vendor, the cause and the fix where
+    /// the vendor knows its CLI's errors (see [`super::health::explain`]); as it was
+    /// otherwise.
+    fn explain(&self, raw: String) -> String {
+        raw
     }
 
     /// Kills every process this vendor's adapters started and waits at most `limit`
@@ -83,15 +90,19 @@ impl Vendors {
     /// every other configured vendor in the config's order.
     pub fn from_config(config: &VendorsConfig) -> Self {
         let mut entries = vec![installed(Arc::new(super::scripted::Factory))];
-        let builtins: [(VendorId, fn() -> VendorSpec); 2] = [
-            (VendorId::CODEX, super::codex::spec),
-            (VendorId::CLAUDE, super::claude::spec),
+        let builtins: [Builtin; 2] = [
+            (VendorId::CODEX, super::codex::spec, &super::codex::PROFILE),
+            (
+                VendorId::CLAUDE,
+                super::claude::spec,
+                &super::claude::PROFILE,
+            ),
         ];
-        for (id, spec) in &builtins {
+        for (id, spec, profile) in &builtins {
             entries.push(match config.get(id) {
                 Some(vendor) => installed(factory(vendor)),
                 None => {
-                    let missing = health::missing(id.as_str());
+                    let missing = health::missing(profile);
                     Entry {
                         id: id.clone(),
                         spec: VendorSpec {
@@ -106,7 +117,7 @@ impl Vendors {
             });
         }
         for vendor in &config.vendors {
-            if !builtins.iter().any(|(id, _)| *id == vendor.id) {
+            if !builtins.iter().any(|(id, _, _)| *id == vendor.id) {
                 entries.push(installed(factory(vendor)));
             }
         }
@@ -136,6 +147,15 @@ impl Vendors {
         self.installed()
             .filter_map(|(id, f)| f.probe().map(|p| (id.clone(), p)))
             .collect()
+    }
+
+    /// A failed turn's error as `id`'s factory explains it (see
+    /// [`AdapterFactory::explain`]).
+    pub fn explain(&self, id: &VendorId, raw: String) -> String {
+        match self.factory(id) {
+            Some(factory) => factory.explain(raw),
+            None => raw,
+        }
     }
 
     /// Stops every vendor's processes, each waiting at most `limit`.
@@ -170,6 +190,10 @@ impl Vendors {
             .filter_map(|e| e.factory.as_ref().map(|f| (&e.id, f)))
     }
 }
+
+/// A vendor listed even when not installed: its id, its catalog entry and what its
+/// folder says about its CLI (for the "not installed" problem).
+type Builtin = (VendorId, fn() -> VendorSpec, &'static CliProfile);
 
 /// The adapter that speaks `vendor`'s protocol.
 fn factory(vendor: &ConfiguredVendor) -> Arc<dyn AdapterFactory> {

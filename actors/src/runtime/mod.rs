@@ -31,6 +31,7 @@ use tandem_protocol::rest::{RunningSession, VendorInfo};
 use tandem_protocol::{SessionInfo, SessionStatus};
 
 use crate::access::Principal;
+use crate::adapter::model_cache::{CachedModels, ModelCache};
 use crate::adapter::{clamp_effort, VendorCatalog, VendorId};
 use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
@@ -255,15 +256,36 @@ impl Runtime {
     }
 
     /// Checks each installed vendor CLI in the background (version, supported range,
-    /// login, models; no tokens spent); `GET /vendors` shows it once known.
+    /// login, models; no tokens spent); `GET /vendors` shows it once known. Until then
+    /// it shows the models the CLIs reported last time (the model cache), and each new
+    /// report replaces them there too.
     fn probe_vendor_versions(&self) {
         let catalog = self.inner.services.catalog.clone();
+        let cache = Arc::new(ModelCache::new(&self.inner.config.data_dir));
+        let installed = catalog.installed();
+        for (id, cached) in cache.load() {
+            let id = VendorId::from(id);
+            if installed.contains(&id) {
+                catalog.set_models(&id, cached.models, cached.default_model);
+            }
+        }
         for (id, probe) in self.inner.services.vendors.probes() {
             let catalog = catalog.clone();
+            let cache = cache.clone();
             actix::spawn(async move {
                 let health = probe.await;
                 if let Some(problem) = &health.problem {
                     tracing::warn!(vendor = %id, %problem, "vendor check");
+                }
+                if let Some(models) = health.models.clone().filter(|m| !m.is_empty()) {
+                    let default_model = health.default_model.clone();
+                    cache.store(
+                        &id,
+                        CachedModels {
+                            models,
+                            default_model,
+                        },
+                    );
                 }
                 catalog.set_health(&id, health);
             });

@@ -377,9 +377,9 @@ impl SessionActor {
                 if msg.turn_id.is_some() {
                     // A failure the user can fix is told as vendor, cause and fix.
                     let error = match status {
-                        TurnStatus::Failed => error.map(|e| {
-                            crate::adapter::health::explain(self.record.vendor.as_str(), e)
-                        }),
+                        TurnStatus::Failed => {
+                            error.map(|e| self.services.vendors.explain(&self.record.vendor, e))
+                        }
                         _ => error,
                     };
                     self.finish_turn(status, error, ctx);

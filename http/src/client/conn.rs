@@ -239,6 +239,11 @@ impl Socket {
     }
 
     /// Waits for the answer to request `id`, keeping earlier frames in `before`.
+    ///
+    /// Only a `reply` or a `protocol_error` answers: events carry a `requestId` too (a
+    /// `permission_request`'s is the very id a permission answer is sent under), and
+    /// taking one for the answer would let the caller exit before the server has read
+    /// the request, which is then lost with the connection.
     pub async fn answer_to(
         &mut self,
         id: &str,
@@ -248,7 +253,8 @@ impl Socket {
             let Some(frame) = self.next().await? else {
                 return Err(self.broken("the connection closed before the answer"));
             };
-            if frame["requestId"] == id {
+            let answers = frame["kind"] == "reply" || frame["kind"] == "protocol_error";
+            if answers && frame["requestId"] == id {
                 if frame["kind"] == "protocol_error" {
                     return Err(ClientError::Refused {
                         code: frame["code"].as_str().unwrap_or("ERROR").to_string(),

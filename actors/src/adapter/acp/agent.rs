@@ -24,14 +24,15 @@ use tandem_protocol::{EventBody, PermissionKind, PermissionMode, TurnStatus};
 use tokio::sync::oneshot;
 
 use super::mapping::{self, TurnMapper};
+use super::models::ModelSwitch;
 use super::transport::{self, Exited, Incoming, LiveProcess};
 use super::wire::{
     line, AgentCapabilities, CancelParams, ClientCapabilities, Frame, HttpHeader, Implementation,
     InitializeParams, InitializeResult, McpServer, Mode, NewSessionParams, OpenSessionParams,
     OutNotification, OutRequest, OutResponse, PermissionAnswer, PermissionOption,
     PermissionOutcome, PromptParams, PromptResult, RequestPermissionParams, RpcError,
-    SessionNotification, SessionOpened, SetModeParams, TextBlock, METHOD_NOT_FOUND,
-    PROTOCOL_VERSION,
+    SessionNotification, SessionOpened, SetConfigOptionParams, SetModeParams, SetModelParams,
+    TextBlock, METHOD_NOT_FOUND, PROTOCOL_VERSION,
 };
 use super::{AcpHub, AcpVendor};
 use crate::adapter::core::{Approvals, Asked, Emitter, Phase, Stop, TurnSlot};
@@ -300,6 +301,7 @@ impl AcpAgent {
         };
         let turn_id = turn.id.clone();
         self.apply_mode();
+        self.apply_model();
         // ACP has no system prompt: the instruction (the Driver's pair instruction)
         // goes before the user text, once per process and again when it changes.
         let instructions = self
@@ -374,6 +376,64 @@ impl AcpAgent {
         );
     }
 
+    /// Switches the agent's model to the session's, where the agent offers a choice
+    /// and the session names a model other than the one in force. A model the agent
+    /// does not offer is said once (an `info` event) and the agent's stays.
+    fn apply_model(&mut self) {
+        let wanted = self.settings.model.trim().to_string();
+        let name = self.vendor.display_name.clone();
+        let Link::Up {
+            stage:
+                Stage::Ready {
+                    session,
+                    models: Some(offered),
+                    model,
+                    unoffered,
+                    ..
+                },
+            ..
+        } = &mut self.link
+        else {
+            return;
+        };
+        if wanted.is_empty() || model.as_deref() == Some(wanted.as_str()) {
+            return;
+        }
+        if !offered.offers(&wanted) {
+            if unoffered.as_deref() == Some(wanted.as_str()) {
+                return;
+            }
+            *unoffered = Some(wanted.clone());
+            let text = format!(
+                "{name} does not offer the model `{wanted}` (it offers {}); it keeps {}.",
+                offered.models.join(", "),
+                model.as_deref().unwrap_or("its default")
+            );
+            return self.note(text);
+        }
+        *model = Some(wanted.clone());
+        let session = session.clone();
+        match offered.switch.clone() {
+            ModelSwitch::SetModel => self.request(
+                "session/set_model",
+                SetModelParams {
+                    session_id: &session,
+                    model_id: &wanted,
+                },
+                Pending::SetModel(wanted.clone()),
+            ),
+            ModelSwitch::ConfigOption(option) => self.request(
+                "session/set_config_option",
+                SetConfigOptionParams {
+                    session_id: &session,
+                    config_id: &option,
+                    value: &wanted,
+                },
+                Pending::SetModel(wanted.clone()),
+            ),
+        };
+    }
+
     fn interrupt(&mut self, turn_id: String) {
         if !self.slot.is(&turn_id) {
             return;
@@ -443,6 +503,20 @@ impl AcpAgent {
             Pending::SetMode(mode) => {
                 if let Err(e) = outcome {
                     tracing::warn!(session = %self.session_id, mode = %mode, error = %e, "the agent refused a mode change");
+                }
+            }
+            Pending::SetModel(model) => {
+                if let Err(e) = outcome {
+                    tracing::warn!(session = %self.session_id, model = %model, error = %e, "the agent refused a model change");
+                    if let Link::Up {
+                        stage: Stage::Ready { model: current, .. },
+                        ..
+                    } = &mut self.link
+                    {
+                        *current = None;
+                    }
+                    let text = format!("{} refused the model `{model}`: {e}", self.name());
+                    self.note(text);
                 }
             }
             Pending::Prompt(turn_id) => {
@@ -571,6 +645,7 @@ impl Handler<AdapterCommand> for AcpAgent {
             AdapterCommand::Configure { settings } => {
                 self.settings = settings;
                 self.apply_mode();
+                self.apply_model();
             }
         }
     }

@@ -7,13 +7,17 @@
 //! - [`transport`]: one agent process and the tasks around it;
 //! - [`agent`]: [`AcpAgent`], the adapter actor (process life, session, turns,
 //!   interrupts, approvals);
-//! - [`probe`]: `initialize` alone, for what `GET /vendors` shows.
+//! - [`models`]: the models a session is offered (`session/new`'s `models` or its
+//!   model configuration option) and how to switch them (pure, unit-tested);
+//! - [`probe`]: `initialize` and `session/new` without a prompt, for what
+//!   `GET /vendors` shows (name, version, capabilities, models).
 //!
 //! [`AcpHub`] is what all ACP adapters share: the pids of the agents we started and a
 //! shutdown signal that kills them all when the server stops.
 
 pub mod agent;
 pub mod mapping;
+pub mod models;
 pub mod probe;
 pub mod transport;
 pub mod wire;
@@ -146,8 +150,9 @@ impl Factory {
 }
 
 impl AdapterFactory for Factory {
-    /// What is known before the agent answered `initialize`: no models or effort
-    /// levels (ACP has neither), the capabilities every ACP agent has.
+    /// What is known before the agent answered `initialize`: no models (the probe's
+    /// `session/new` lists them, where the agent offers a choice), no effort levels
+    /// (ACP has none), the capabilities every ACP agent has.
     fn spec(&self) -> VendorSpec {
         VendorSpec {
             id: self.vendor.id.clone(),
@@ -181,6 +186,8 @@ impl AdapterFactory for Factory {
                 Ok(facts) => Health {
                     version: facts.info.as_ref().and_then(|i| i.version.clone()),
                     status: VendorStatus::Ok,
+                    default_model: facts.models.as_ref().and_then(|m| m.current.clone()),
+                    models: facts.models.map(|m| m.models),
                     agent: facts.info.map(|i| tandem_protocol::rest::AgentIdentity {
                         name: i.name,
                         title: i.title,

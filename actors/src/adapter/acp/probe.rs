@@ -1,16 +1,24 @@
-//! What an ACP agent says about itself: `initialize` alone in a short-lived process,
-//! run once at start-up so `GET /vendors` can show the agent's name, version and
-//! capabilities (and whether it can reach the agent tools) before any session runs.
+//! What an ACP agent says about itself, asked once at start-up in a short-lived
+//! process so `GET /vendors` can show it before any session runs: `initialize` (the
+//! agent's name, version and capabilities, and whether it can reach the agent tools),
+//! then `session/new` in the temp directory with no MCP servers, whose answer lists
+//! the models it offers. No prompt is sent, so no tokens are spent.
 
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{ChildStdin, ChildStdout};
 
+use super::models::{self, OfferedModels};
 use super::wire::{
     line, parse_frame, ClientCapabilities, Frame, Implementation, InitializeParams,
-    InitializeResult, OutRequest, PROTOCOL_VERSION,
+    InitializeResult, NewSessionParams, OutRequest, SessionOpened, PROTOCOL_VERSION,
 };
 use super::AcpVendor;
+
+/// How long the probe's agent may take to exit once its stdin is closed before it is
+/// killed (an agent with a CLI of its own, like claude-code-acp, stops that first).
+const EXIT_GRACE: Duration = Duration::from_secs(3);
 
 /// What the catalog shows for an ACP agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +29,9 @@ pub struct AgentFacts {
     pub capabilities: Vec<String>,
     /// Limits worth telling people (no HTTP MCP: it cannot call tandem's agent tools).
     pub notes: Vec<String>,
+    /// The models a new session is offered; `None` when the agent offers no choice or
+    /// its `session/new` failed.
+    pub models: Option<OfferedModels>,
 }
 
 /// Why the probe found nothing.
@@ -40,50 +51,116 @@ pub enum ProbeError {
     Refused(String),
 }
 
-/// Runs `initialize` against a fresh process of `vendor` and turns the answer into
-/// catalog facts. The process is killed afterwards in every case.
+/// Runs `initialize` and then `session/new` against a fresh process of `vendor` and
+/// turns the answers into catalog facts; each step is bounded by the configured start
+/// time. A failed `session/new` only leaves the models out. The process is stopped
+/// afterwards in every case.
 pub async fn probe(vendor: &AcpVendor) -> Result<AgentFacts, ProbeError> {
     let mut cmd = vendor.process.command();
-    cmd.current_dir(std::env::temp_dir());
+    let cwd = std::env::temp_dir();
+    cmd.current_dir(&cwd);
     let mut child = cmd.spawn()?;
-    let result = tokio::time::timeout(vendor.startup_timeout, ask(&mut child)).await;
-    let _ = child.start_kill();
-    let _ = child.wait().await;
-    let answer = result.map_err(|_| ProbeError::Timeout(vendor.startup_timeout))??;
-    Ok(facts(&answer))
-}
-
-async fn ask(child: &mut tokio::process::Child) -> Result<InitializeResult, ProbeError> {
-    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
         return Err(ProbeError::Exited);
     };
-    let request = line(&OutRequest {
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: InitializeParams {
-            protocol_version: PROTOCOL_VERSION,
-            client_capabilities: ClientCapabilities::default(),
-            client_info: Implementation {
-                name: "tandem".into(),
-                title: Some("tandem".into()),
-                version: Some(env!("CARGO_PKG_VERSION").into()),
-            },
+    let mut talk = Talk {
+        stdin,
+        lines: BufReader::new(stdout).lines(),
+    };
+    let limit = vendor.startup_timeout;
+    let answer = match tokio::time::timeout(limit, initialize(&mut talk)).await {
+        Ok(answer) => answer,
+        Err(_) => Err(ProbeError::Timeout(limit)),
+    };
+    let models = match &answer {
+        Ok(_) => match tokio::time::timeout(limit, open_session(&mut talk, &cwd)).await {
+            Ok(Ok(opened)) => models::offered(&opened),
+            Ok(Err(e)) => {
+                tracing::debug!(vendor = %vendor.id, error = %e, "no models: session/new failed");
+                None
+            }
+            Err(_) => {
+                tracing::debug!(vendor = %vendor.id, "no models: session/new timed out");
+                None
+            }
         },
-    });
-    stdin
-        .write_all(&request)
+        Err(_) => None,
+    };
+    // Closing stdin asks the agent to exit (and stop what it started); kill it if it
+    // does not.
+    drop(talk);
+    if tokio::time::timeout(EXIT_GRACE, child.wait())
         .await
-        .map_err(|_| ProbeError::Exited)?;
-    let _ = stdin.flush().await;
-    let mut lines = BufReader::new(stdout).lines();
-    while let Ok(Some(text)) = lines.next_line().await {
-        if let Ok(Frame::Response { id: 1, outcome }) = parse_frame(&text) {
-            let value = outcome.map_err(|e| ProbeError::Refused(e.to_string()))?;
-            return serde_json::from_value(value).map_err(|e| ProbeError::Refused(e.to_string()));
-        }
+        .is_err()
+    {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
     }
-    Err(ProbeError::Exited)
+    let mut facts = facts(&answer?);
+    facts.models = models;
+    Ok(facts)
+}
+
+/// The probe's two pipes.
+struct Talk {
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl Talk {
+    /// Sends request `id` and returns its result.
+    async fn ask<P: serde::Serialize>(
+        &mut self,
+        id: u64,
+        method: &'static str,
+        params: P,
+    ) -> Result<serde_json::Value, ProbeError> {
+        let request = line(&OutRequest {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        });
+        self.stdin
+            .write_all(&request)
+            .await
+            .map_err(|_| ProbeError::Exited)?;
+        let _ = self.stdin.flush().await;
+        while let Ok(Some(text)) = self.lines.next_line().await {
+            if let Ok(Frame::Response { id: got, outcome }) = parse_frame(&text) {
+                if got == id {
+                    return outcome.map_err(|e| ProbeError::Refused(e.to_string()));
+                }
+            }
+        }
+        Err(ProbeError::Exited)
+    }
+}
+
+async fn initialize(talk: &mut Talk) -> Result<InitializeResult, ProbeError> {
+    let params = InitializeParams {
+        protocol_version: PROTOCOL_VERSION,
+        client_capabilities: ClientCapabilities::default(),
+        client_info: Implementation {
+            name: "tandem".into(),
+            title: Some("tandem".into()),
+            version: Some(env!("CARGO_PKG_VERSION").into()),
+        },
+    };
+    let value = talk.ask(1, "initialize", params).await?;
+    serde_json::from_value(value).map_err(|e| ProbeError::Refused(e.to_string()))
+}
+
+async fn open_session(talk: &mut Talk, cwd: &std::path::Path) -> Result<SessionOpened, ProbeError> {
+    let cwd = cwd.display().to_string();
+    let params = NewSessionParams {
+        cwd: &cwd,
+        mcp_servers: &[],
+    };
+    let value = talk.ask(2, "session/new", params).await?;
+    serde_json::from_value(value).map_err(|e| ProbeError::Refused(e.to_string()))
 }
 
 /// Catalog facts from an `initialize` answer.
@@ -115,6 +192,7 @@ pub fn facts(answer: &InitializeResult) -> AgentFacts {
         info: answer.agent_info.clone(),
         capabilities,
         notes,
+        models: None,
     }
 }
 

@@ -41,13 +41,58 @@ use tandem_protocol::rest::RunningSession;
 use tandem_protocol::SessionInfo;
 
 use super::catalog::strings;
-use super::health::{Health, VendorStatus};
+use super::health::{self, CliFacts, CliProfile, Health, SupportedRange, VendorStatus};
 use super::messages::AdapterCommand;
 use super::vendors::LocalFuture;
 use super::{
     AdapterContext, AdapterFactory, ConfiguredVendor, VendorId, VendorProcess, VendorSpec,
 };
 use crate::error::RuntimeError;
+
+/// What `GET /vendors`, `tandem doctor` and failed turns say about the Claude Code CLI.
+pub const PROFILE: CliProfile = CliProfile {
+    id: "claude",
+    name: "Claude Code",
+    range: SupportedRange {
+        min: (2, 1, 0),
+        below: (3, 0, 0),
+    },
+    install_hint: "install it (`npm install -g @anthropic-ai/claude-code`) or set TANDEM_CLAUDE_BIN or `[vendors.claude] bin`",
+    login_hint: "run `claude` and /login, or set ANTHROPIC_API_KEY in the environment tandem starts in",
+    base_url_hint: "ANTHROPIC_BASE_URL",
+};
+
+/// How long `claude auth status` may take.
+const AUTH_STATUS_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Checks the Claude Code CLI without spending tokens: version, then the login state
+/// `claude auth status` reports. `None`: no binary found.
+pub async fn check(process: Option<&VendorProcess>) -> Health {
+    health::check(&PROFILE, process, |process| async move {
+        CliFacts {
+            logged_in: logged_in(&process).await,
+            ..CliFacts::default()
+        }
+    })
+    .await
+}
+
+/// `claude auth status` (JSON with `loggedIn`); `None` when it cannot tell.
+async fn logged_in(process: &VendorProcess) -> Option<bool> {
+    let mut cmd = tokio::process::Command::new(&process.bin);
+    cmd.args(["auth", "status"])
+        .env_clear()
+        .envs(process.environment())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(AUTH_STATUS_TIMEOUT, cmd.output())
+        .await
+        .ok()?
+        .ok()?;
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    status.get("loggedIn")?.as_bool()
+}
 
 /// Idle time after which a kept process is closed, unless configured
 /// (`[vendors.claude] idle_secs`).
@@ -203,9 +248,11 @@ impl AdapterFactory for Factory {
 
     fn probe(&self) -> Option<LocalFuture<Health>> {
         let process = self.process.clone();
-        Some(Box::pin(async move {
-            super::health::check("claude", Some(&process)).await
-        }))
+        Some(Box::pin(async move { check(Some(&process)).await }))
+    }
+
+    fn explain(&self, raw: String) -> String {
+        health::explain(&PROFILE, raw)
     }
 
     fn shutdown(&self, limit: Duration) -> LocalFuture<()> {

@@ -31,13 +31,42 @@ use actix::prelude::*;
 pub use server::{CodexHub, Limits};
 
 use crate::adapter::catalog::strings;
-use crate::adapter::health::{Health, VendorStatus};
+use crate::adapter::health::{self, CliFacts, CliProfile, Health, SupportedRange, VendorStatus};
 use crate::adapter::messages::AdapterCommand;
 use crate::adapter::vendors::LocalFuture;
 use crate::adapter::{
     AdapterContext, AdapterFactory, ConfiguredVendor, VendorId, VendorProcess, VendorSpec,
 };
 use crate::error::RuntimeError;
+
+/// What `GET /vendors`, `tandem doctor` and failed turns say about the Codex CLI.
+pub const PROFILE: CliProfile = CliProfile {
+    id: "codex",
+    name: "Codex",
+    range: SupportedRange {
+        min: (0, 171, 0),
+        below: (1, 0, 0),
+    },
+    install_hint: "install it (`npm install -g @openai/codex`) or set TANDEM_CODEX_BIN or `[vendors.codex] bin`",
+    login_hint: "run `codex login`, or configure a model provider whose key (its `env_key`) is set in the environment tandem starts in",
+    base_url_hint: "the model provider's base_url",
+};
+
+/// Checks the Codex CLI without spending tokens: version, then login and models from
+/// a short-lived app-server (`account/read`, `model/list`). `None`: no binary found.
+pub async fn check(process: Option<&VendorProcess>) -> Health {
+    health::check(&PROFILE, process, |process| async move {
+        match probe(&process).await {
+            Some(facts) => CliFacts {
+                logged_in: facts.logged_in,
+                models: facts.models,
+                default_model: facts.default_model,
+            },
+            None => CliFacts::default(),
+        }
+    })
+    .await
+}
 
 /// Codex's catalog entry before its CLI has been asked (the model list is replaced by
 /// what `model/list` reports).
@@ -109,9 +138,11 @@ impl AdapterFactory for Factory {
 
     fn probe(&self) -> Option<LocalFuture<Health>> {
         let process = self.process.clone();
-        Some(Box::pin(async move {
-            crate::adapter::health::check("codex", Some(&process)).await
-        }))
+        Some(Box::pin(async move { check(Some(&process)).await }))
+    }
+
+    fn explain(&self, raw: String) -> String {
+        health::explain(&PROFILE, raw)
     }
 }
 

@@ -3,6 +3,7 @@
 //! `session/load` once its id is known), with the enums that say how far it got.
 
 use super::*;
+use crate::adapter::acp::models::{self, OfferedModels};
 
 /// How the agent's session is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,14 @@ pub(super) enum Stage {
         modes: Vec<Mode>,
         /// The mode in force, as far as tandem knows.
         mode: String,
+        /// The models the agent offers for this session (`None`: no choice); boxed,
+        /// being rarely read and larger than the rest of the stage.
+        models: Option<Box<OfferedModels>>,
+        /// The model in force, as far as tandem knows.
+        model: Option<String>,
+        /// A model the session asked for that the agent does not offer, once said so
+        /// (said once per process, not per turn).
+        unoffered: Option<String>,
         /// The instruction text last sent (the Driver's pair instruction), so it is
         /// sent again only when it changes.
         instructions: Option<String>,
@@ -74,6 +83,8 @@ pub(super) enum Pending {
     Open(Open),
     /// `session/set_mode` to this mode.
     SetMode(String),
+    /// `session/set_model` or `session/set_config_option` to this model.
+    SetModel(String),
     /// `session/prompt` of this turn.
     Prompt(String),
 }
@@ -284,6 +295,8 @@ impl AcpAgent {
                 return self.fail_start(error, ctx);
             }
         };
+        let models = models::offered(&opened).map(Box::new);
+        let model = models.as_ref().and_then(|m| m.current.clone());
         let session = match (how, opened.session_id, self.vendor_session_id.clone()) {
             (Open::New, Some(id), _) => id,
             (Open::New, None, _) => {
@@ -308,11 +321,15 @@ impl AcpAgent {
                 session,
                 modes,
                 mode,
+                models,
+                model,
+                unoffered: None,
                 instructions: None,
             };
         }
         if self.slot.is_idle() {
             self.apply_mode();
+            self.apply_model();
             self.arm_idle(ctx);
         }
         self.prompt_if_ready();

@@ -327,6 +327,57 @@ pub struct SessionOpened {
     /// The modes the agent offers, when it has any.
     #[serde(default)]
     pub modes: Option<ModeState>,
+    /// The models it offers through the unstable session-model API (`session/set_model`),
+    /// when it has that API (claude-code-acp).
+    #[serde(default)]
+    pub models: Option<SessionModelState>,
+    /// Its session configuration options (`session/set_config_option`); one whose
+    /// `category` is `model` chooses the model (codex-acp). Kept as JSON and read by
+    /// [`super::models`], since an option's `options` may be flat or grouped.
+    #[serde(default)]
+    pub config_options: Vec<Value>,
+}
+
+/// The unstable session-model API's state.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionModelState {
+    /// The model in force.
+    #[serde(default)]
+    pub current_model_id: String,
+    /// Every model it offers.
+    #[serde(default)]
+    pub available_models: Vec<ModelInfo>,
+}
+
+/// One model an agent offers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    /// Its id, sent in `session/set_model`.
+    pub model_id: String,
+}
+
+/// `session/set_model` parameters (unstable session-model API).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetModelParams<'a> {
+    /// The agent's session.
+    pub session_id: &'a str,
+    /// The model to switch to.
+    pub model_id: &'a str,
+}
+
+/// `session/set_config_option` parameters.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetConfigOptionParams<'a> {
+    /// The agent's session.
+    pub session_id: &'a str,
+    /// The option's id.
+    pub config_id: &'a str,
+    /// The value chosen.
+    pub value: &'a str,
 }
 
 /// An agent's modes.
