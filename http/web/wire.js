@@ -29,7 +29,7 @@
 /**
  * Fields of `chat.send`.
  * @typedef {object} ChatSendParams
- * @property {string} content The user's message.
+ * @property {MessageContent} content The user's message: a string, or a list of content blocks (text, images, files).
  * @property {(TurnOptions | null)} [options] Model/effort/permission changes applied before the turn.
  * @property {boolean} [queue] Queue the message instead of failing when a turn runs.
  * @property {string} sessionId Target session.
@@ -70,6 +70,11 @@
  */
 
 /**
+ * One block of a message's content, keyed by `type`.
+ * @typedef {({text: string, type: 'text'} | {data?: string | null, mimeType?: string | null, type: 'image', uploadId?: string | null} | {type: 'file', uploadId: string})} ContentBlock
+ */
+
+/**
  * Fields of `session.create` and of `POST /api/v1/sessions`.
  * @typedef {object} CreateSessionParams
  * @property {string | null} [cwd] Working directory; must lie under a workspace root.
@@ -105,7 +110,7 @@
 
 /**
  * A machine-readable error code. Clients branch on these; the message is for humans.
- * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE')} ErrorCode
+ * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'INVALID_ATTACHMENT' | 'NO_SUCH_UPLOAD' | 'ATTACHMENT_TOO_LARGE' | 'ATTACHMENT_NOT_SUPPORTED')} ErrorCode
  */
 
 /**
@@ -130,6 +135,11 @@
  * @typedef {object} ListParams
  * @property {string | null} [cursor] `nextCursor` of the previous page; absent for the first.
  * @property {number | null} [limit] Sessions per page, 1 to 1000 (default 100).
+ */
+
+/**
+ * `content` of a message: a string (as before blocks existed), or a list of blocks. A plain JSON string stays valid and means one text block.
+ * @typedef {(string | Array<ContentBlock>)} MessageContent
  */
 
 /**

@@ -282,8 +282,9 @@ pub struct TurnOptions {
 pub struct ChatSendParams {
     /// Target session.
     pub session_id: String,
-    /// The user's message.
-    pub content: String,
+    /// The user's message: a string, or a list of content blocks (text, images,
+    /// files).
+    pub content: crate::content::MessageContent,
     /// Model/effort/permission changes applied before the turn.
     #[serde(default)]
     pub options: Option<TurnOptions>,

@@ -143,7 +143,13 @@ impl AdapterFactory for Factory {
             display_name: "Scripted".into(),
             models: strings(&["scripted-1"]),
             effort_levels: &["low", "medium", "high"],
-            capabilities: strings(&["interrupt", "backgroundTasks", "tools", "approvals"]),
+            capabilities: strings(&[
+                "interrupt",
+                "backgroundTasks",
+                "tools",
+                "approvals",
+                "images",
+            ]),
             installed: true,
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
             status: VendorStatus::Ok,
@@ -328,6 +334,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
             AdapterCommand::StartTurn {
                 turn_id,
                 text,
+                images,
                 internal,
                 settings,
             } => {
@@ -350,6 +357,16 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 } else {
                     parse_script(&text)
                 };
+                // The scripted agent cannot look at images; it says what it got, so
+                // tests see exactly which bytes reached the adapter.
+                let mut steps = steps;
+                steps.extend(images.iter().map(|img| {
+                    let size = std::fs::metadata(&img.path).map_or(0, |m| m.len());
+                    Step::Text(format!(
+                        "received image {} ({}, {size} bytes)",
+                        img.upload_id, img.mime_type
+                    ))
+                }));
                 let finished = turn_id.clone();
                 let handle = ctx.spawn(run.execute(steps).into_actor(self).map(
                     move |outcome, act, ctx| {

@@ -27,7 +27,7 @@ use tandem_protocol::client::{
     ConfigureParams, CreateSessionParams, PermissionResponseParams, TurnOptions,
 };
 use tandem_protocol::rest::{RunningSession, VendorInfo};
-use tandem_protocol::{SessionInfo, SessionStatus};
+use tandem_protocol::{MessageContent, SessionInfo, SessionStatus};
 
 use crate::access::Principal;
 use crate::adapter::{clamp_effort, VendorCatalog, VendorId};
@@ -92,6 +92,8 @@ struct Inner {
     /// Also sees every committed batch once set (the cluster's publisher, `--nats`);
     /// unset on a single node, where the writer's hook does nothing more.
     commit_tap: Arc<std::sync::OnceLock<CommitTap>>,
+    /// Uploaded files and message attachments.
+    uploads: crate::uploads::Uploads,
 }
 
 /// What [`Runtime::start`] hands back.
@@ -181,6 +183,8 @@ impl Runtime {
         for (id, models) in &config.configured_models {
             catalog.add_configured_models(&VendorId::from(id.as_str()), models);
         }
+        let uploads =
+            crate::uploads::Uploads::open(&config.data_dir, store.clone(), config.uploads)?;
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -202,6 +206,7 @@ impl Runtime {
             _gateway_arbiter: gateway_arbiter,
             next_client: AtomicU64::new(1),
             commit_tap,
+            uploads,
         });
         let runtime = Runtime { inner };
         let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
@@ -487,19 +492,136 @@ impl Runtime {
         &self,
         who: &Principal,
         id: &str,
-        content: String,
+        content: MessageContent,
         options: Option<TurnOptions>,
         queue: bool,
     ) -> Result<SendOutcome, RuntimeError> {
         let handle = self.drivable(who, id)?;
-        handle
+        if !content.has_attachments() {
+            return handle
+                .addr
+                .send(SendMessage {
+                    content: content.text(),
+                    attachments: Default::default(),
+                    options,
+                    queue,
+                })
+                .await?;
+        }
+        // Checked and stored off the actors' threads; the session then only records.
+        let info = handle.shared.info();
+        let images = self
+            .inner
+            .services
+            .catalog
+            .get(&VendorId::from(info.vendor.as_str()))
+            .is_some_and(|spec| spec.capabilities.iter().any(|c| c == "images"));
+        let uploads = self.inner.uploads.clone();
+        let owner = who.user_id.clone();
+        let session = id.to_string();
+        let resolved = actix_rt::task::spawn_blocking(move || {
+            let resolved = crate::uploads::resolve::resolve(
+                &uploads,
+                &owner,
+                content,
+                std::path::Path::new(&info.cwd),
+                images,
+                &info.vendor,
+            )?;
+            let new_uses = match uploads.record_uses(&owner, &resolved.used, &session) {
+                Ok(added) => added,
+                Err(e) => {
+                    crate::uploads::resolve::undo_files(&resolved.saved);
+                    uploads.undo(&owner, &session, &[], &resolved.created);
+                    return Err(e);
+                }
+            };
+            Ok::<_, RuntimeError>((resolved, new_uses))
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("attachment task failed: {e}")))??;
+        let (resolved, new_uses) = resolved;
+        let answer = handle
             .addr
             .send(SendMessage {
-                content,
+                content: resolved.text,
+                attachments: resolved.attachments,
                 options,
                 queue,
             })
-            .await?
+            .await
+            .map_err(RuntimeError::from)
+            .and_then(|r| r);
+        if answer.is_err() {
+            // Refused (busy, limits): nothing of the message stays.
+            let uploads = self.inner.uploads.clone();
+            let owner = who.user_id.clone();
+            let session = id.to_string();
+            let (saved, created) = (resolved.saved, resolved.created);
+            let _ = actix_rt::task::spawn_blocking(move || {
+                crate::uploads::resolve::undo_files(&saved);
+                uploads.undo(&owner, &session, &new_uses, &created);
+            })
+            .await;
+        }
+        answer
+    }
+
+    /// `POST /api/v1/uploads`: stores `bytes` for `who`.
+    pub async fn upload(
+        &self,
+        who: &Principal,
+        bytes: bytes::Bytes,
+        mime_type: &str,
+        name: Option<String>,
+    ) -> Result<tandem_protocol::rest::UploadInfo, RuntimeError> {
+        let mime_type = crate::uploads::sniff::normalize(mime_type)?;
+        crate::uploads::sniff::check_declared(&mime_type, &bytes)?;
+        let uploads = self.inner.uploads.clone();
+        let owner = who.user_id.clone();
+        let (upload, _) = actix_rt::task::spawn_blocking(move || {
+            uploads.put(&owner, &bytes, &mime_type, name.as_deref())
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))??;
+        Ok(tandem_protocol::rest::UploadInfo {
+            upload_id: upload.id,
+            size: upload.size,
+            mime_type: upload.mime_type,
+        })
+    }
+
+    /// The largest file `POST /api/v1/uploads` takes.
+    pub fn max_upload_bytes(&self) -> u64 {
+        self.inner.uploads.limits.max_file_bytes
+    }
+
+    /// An upload's media type and bytes: `who`'s own, or (with `session`) one used in
+    /// a session `who` may read.
+    pub async fn upload_bytes(
+        &self,
+        who: &Principal,
+        upload_id: &str,
+        session: Option<&str>,
+    ) -> Result<(String, Vec<u8>), RuntimeError> {
+        if let Some(id) = session {
+            self.visible(who, id)?;
+        }
+        let uploads = self.inner.uploads.clone();
+        let owner = who.user_id.clone();
+        let upload_id = upload_id.to_string();
+        let session = session.map(str::to_string);
+        actix_rt::task::spawn_blocking(move || {
+            let upload = match &session {
+                Some(s) => uploads.get_in_session(s, &upload_id)?,
+                None => uploads.get(&owner, &upload_id)?,
+            };
+            let bytes = std::fs::read(uploads.blob(&upload.sha256))
+                .map_err(|_| RuntimeError::NoSuchUpload(upload_id.clone()))?;
+            Ok((upload.mime_type, bytes))
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))?
     }
 
     /// Interrupts the running turn.
