@@ -118,9 +118,11 @@ impl<'de> Deserialize<'de> for MessageContent {
                                 "content block {i}: unknown type `{other}` (text, image, file)"
                             )))
                         }
-                        None => return Err(D::Error::custom(format!(
+                        None => {
+                            return Err(D::Error::custom(format!(
                             "content block {i}: an object with `type` (text, image, file) expected"
-                        ))),
+                        )))
+                        }
                     }
                     let block = serde_json::from_value::<ContentBlock>(item)
                         .map_err(|e| D::Error::custom(format!("content block {i}: {e}")))?;
