@@ -29,8 +29,11 @@ async fn attach_by_button_paste_and_drop_then_see_thumbnails() {
     assert_eq!(name, json!("Attach"));
     let file = page.server.dir.path().join("red.png");
     std::fs::write(&file, PNG).unwrap();
-    b.type_into(&format!("{chat} input[type=file]"), &file.display().to_string())
-        .await;
+    b.type_into(
+        &format!("{chat} input[type=file]"),
+        &file.display().to_string(),
+    )
+    .await;
 
     // Paste an image; drop a text file and a second one that is then removed.
     b.exec(
@@ -57,8 +60,10 @@ async fn attach_by_button_paste_and_drop_then_see_thumbnails() {
     .await;
     let bad = b.axe_serious().await;
     assert!(bad.is_empty(), "composer with attachments: {bad:?}");
-    b.click(&format!("{chat} .attachments button[aria-label=\"Remove extra.txt\"]"))
-        .await;
+    b.click(&format!(
+        "{chat} .attachments button[aria-label=\"Remove extra.txt\"]"
+    ))
+    .await;
     let names = b
         .exec(
             "return [...document.querySelectorAll(arguments[0])].map(l => l.textContent);",
@@ -83,10 +88,13 @@ async fn attach_by_button_paste_and_drop_then_see_thumbnails() {
         ),
     )
     .await;
-    page.wait_text(&id, ".msg.user .attached", "notes.txt").await;
+    page.wait_text(&id, ".msg.user .attached", "notes.txt")
+        .await;
     page.wait_text(&id, ".msg.assistant", "dropped notes").await;
-    page.wait_text(&id, ".msg.assistant", "(image/png, 73 bytes)").await;
-    page.wait_text(&id, ".msg.assistant", "(image/gif, 43 bytes)").await;
+    page.wait_text(&id, ".msg.assistant", "(image/png, 73 bytes)")
+        .await;
+    page.wait_text(&id, ".msg.assistant", "(image/gif, 43 bytes)")
+        .await;
     let sent: Vec<_> = page
         .server
         .all_events(&id)

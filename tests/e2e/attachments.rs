@@ -370,3 +370,51 @@ async fn uploads_go_with_their_session_and_unused_ones_expire() {
     let sha = png_id.trim_start_matches("up_");
     assert!(!Path::new(&store_dir(&server)).join(sha).exists());
 }
+
+#[actix_rt::test]
+async fn a_queued_message_keeps_its_attachments_across_a_restart() {
+    let dir = std::sync::Arc::new(tandem_tests::TempDir::new("attach-queue"));
+    let server = Server::start_in(dir.clone(), ServerOptions::default());
+    let mut ws = server.ws().await;
+    let sid = ws.create_session().await;
+    let png = upload(&server, "image/png", "a.png", PNG).await;
+    let png_id = png["uploadId"].as_str().unwrap().to_string();
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 60000"}))
+        .await;
+    let queued = ws
+        .ok(
+            json!({"type": "chat.send", "sessionId": sid, "queue": true, "content": [
+                {"type": "text", "text": "later"},
+                {"type": "image", "uploadId": png_id},
+            ]}),
+        )
+        .await;
+    assert_eq!(queued["queued"], true, "{queued}");
+    drop(ws);
+    server.terminate();
+
+    // After a restart the cut-off turn is closed and the queued message runs with its
+    // image.
+    let server = Server::start_in(dir, ServerOptions::default());
+    let mut ws = server.ws().await;
+    ws.subscribe(&sid, 0).await;
+    let frames = ws
+        .recv_until(|v| {
+            v["kind"] == "assistant_message"
+                && v["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("received image"))
+        })
+        .await;
+    let user = frames
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .next_back()
+        .unwrap();
+    assert_eq!(user["text"], "later", "{user}");
+    assert_eq!(user["content"][1]["uploadId"], png_id.as_str(), "{user}");
+    assert_eq!(
+        frames.last().unwrap()["text"],
+        format!("received image {png_id} (image/png, {} bytes)", PNG.len())
+    );
+}
