@@ -408,8 +408,7 @@ async fn a_queued_message_keeps_its_attachments_across_a_restart() {
         .await;
     let user = frames
         .iter()
-        .filter(|e| e["kind"] == "user_message")
-        .next_back()
+        .rfind(|e| e["kind"] == "user_message")
         .unwrap();
     assert_eq!(user["text"], "later", "{user}");
     assert_eq!(user["content"][1]["uploadId"], png_id.as_str(), "{user}");
