@@ -497,55 +497,12 @@ impl Runtime {
         queue: bool,
     ) -> Result<SendOutcome, RuntimeError> {
         let handle = self.drivable(who, id)?;
-        if !content.has_attachments() {
-            return handle
-                .addr
-                .send(SendMessage {
-                    content: content.text(),
-                    attachments: Default::default(),
-                    options,
-                    queue,
-                })
-                .await?;
-        }
-        // Checked and stored off the actors' threads; the session then only records.
-        let info = handle.shared.info();
-        let images = self
-            .inner
-            .services
-            .catalog
-            .get(&VendorId::from(info.vendor.as_str()))
-            .is_some_and(|spec| spec.capabilities.iter().any(|c| c == "images"));
-        let uploads = self.inner.uploads.clone();
-        let owner = who.user_id.clone();
-        let session = id.to_string();
-        let resolved = actix_rt::task::spawn_blocking(move || {
-            let resolved = crate::uploads::resolve::resolve(
-                &uploads,
-                &owner,
-                content,
-                std::path::Path::new(&info.cwd),
-                images,
-                &info.vendor,
-            )?;
-            let new_uses = match uploads.record_uses(&owner, &resolved.used, &session) {
-                Ok(added) => added,
-                Err(e) => {
-                    crate::uploads::resolve::undo_files(&resolved.saved);
-                    uploads.undo(&owner, &session, &[], &resolved.created);
-                    return Err(e);
-                }
-            };
-            Ok::<_, RuntimeError>((resolved, new_uses))
-        })
-        .await
-        .map_err(|e| RuntimeError::Internal(format!("attachment task failed: {e}")))??;
-        let (resolved, new_uses) = resolved;
+        let mut prepared = self.prepare_content(who, &handle, content).await?;
         let answer = handle
             .addr
             .send(SendMessage {
-                content: resolved.text,
-                attachments: resolved.attachments,
+                content: std::mem::take(&mut prepared.text),
+                attachments: std::mem::take(&mut prepared.attachments),
                 options,
                 queue,
             })
@@ -554,17 +511,87 @@ impl Runtime {
             .and_then(|r| r);
         if answer.is_err() {
             // Refused (busy, limits): nothing of the message stays.
-            let uploads = self.inner.uploads.clone();
-            let owner = who.user_id.clone();
-            let session = id.to_string();
-            let (saved, created) = (resolved.saved, resolved.created);
-            let _ = actix_rt::task::spawn_blocking(move || {
-                crate::uploads::resolve::undo_files(&saved);
-                uploads.undo(&owner, &session, &new_uses, &created);
-            })
-            .await;
+            self.take_back(prepared).await;
         }
         answer
+    }
+
+    /// A message's `content` for the session `handle`, as its actor takes it: the
+    /// text, and its images and files checked, stored and recorded as the session's
+    /// uses (off the actors' threads). A caller whose session then refuses the
+    /// message calls [`Runtime::take_back`].
+    pub(crate) async fn prepare_content(
+        &self,
+        who: &Principal,
+        handle: &SessionHandle,
+        content: MessageContent,
+    ) -> Result<PreparedContent, RuntimeError> {
+        let info = handle.shared.info();
+        if !content.has_attachments() {
+            return Ok(PreparedContent {
+                text: content.text(),
+                owner: who.user_id.clone(),
+                session: info.id,
+                ..PreparedContent::default()
+            });
+        }
+        let images = self
+            .inner
+            .services
+            .catalog
+            .get(&VendorId::from(info.vendor.as_str()))
+            .is_some_and(|spec| spec.capabilities.iter().any(|c| c == "images"));
+        let uploads = self.inner.uploads.clone();
+        let owner = who.user_id.clone();
+        actix_rt::task::spawn_blocking(move || {
+            let resolved = crate::uploads::resolve::resolve(
+                &uploads,
+                &owner,
+                content,
+                std::path::Path::new(&info.cwd),
+                images,
+                &info.vendor,
+            )?;
+            let new_uses = match uploads.record_uses(&owner, &resolved.used, &info.id) {
+                Ok(added) => added,
+                Err(e) => {
+                    crate::uploads::resolve::undo_files(&resolved.saved);
+                    uploads.undo(&owner, &info.id, &[], &resolved.created);
+                    return Err(e);
+                }
+            };
+            Ok(PreparedContent {
+                text: resolved.text,
+                attachments: resolved.attachments,
+                owner,
+                session: info.id,
+                new_uses,
+                created: resolved.created,
+                saved: resolved.saved,
+            })
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("attachment task failed: {e}")))?
+    }
+
+    /// Takes back what [`Runtime::prepare_content`] stored for a message its session
+    /// refused: its new uses, uploads nothing else uses, files it saved.
+    pub(crate) async fn take_back(&self, prepared: PreparedContent) {
+        if prepared.new_uses.is_empty() && prepared.created.is_empty() && prepared.saved.is_empty()
+        {
+            return;
+        }
+        let uploads = self.inner.uploads.clone();
+        let _ = actix_rt::task::spawn_blocking(move || {
+            crate::uploads::resolve::undo_files(&prepared.saved);
+            uploads.undo(
+                &prepared.owner,
+                &prepared.session,
+                &prepared.new_uses,
+                &prepared.created,
+            );
+        })
+        .await;
     }
 
     /// `POST /api/v1/uploads`: stores `bytes` for `who`.
@@ -697,4 +724,23 @@ impl Runtime {
     pub fn vendors(&self) -> Vec<VendorInfo> {
         self.inner.services.catalog.infos()
     }
+}
+
+/// A message's content resolved for its session by [`Runtime::prepare_content`].
+#[derive(Debug, Default)]
+pub(crate) struct PreparedContent {
+    /// What `user_message.text` shows.
+    pub text: String,
+    /// Images, files' text and history blocks, for the session actor.
+    pub attachments: crate::adapter::messages::Attachments,
+    /// Who sent it (owner of the uploads).
+    owner: String,
+    /// The session it is for.
+    session: String,
+    /// Uses of uploads this message recorded.
+    new_uses: Vec<String>,
+    /// Uploads this message created (inline images).
+    created: Vec<String>,
+    /// Files it saved in the working directory.
+    saved: Vec<std::path::PathBuf>,
 }
