@@ -39,6 +39,9 @@ pub struct RuntimeConfig {
     /// Model names the config file adds to a vendor's list (`[vendors.X] models`), by
     /// vendor id: offered besides what the CLI reports (Claude Code reports none).
     pub configured_models: std::collections::BTreeMap<String, Vec<String>>,
+    /// Sizes uploads and message attachments may have, and how long an unused upload
+    /// is kept.
+    pub uploads: crate::uploads::UploadLimits,
 }
 
 impl RuntimeConfig {
@@ -57,6 +60,7 @@ impl RuntimeConfig {
             max_sessions_per_user: 100_000,
             node: None,
             configured_models: std::collections::BTreeMap::new(),
+            uploads: crate::uploads::UploadLimits::default(),
         }
     }
 }

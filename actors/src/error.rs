@@ -91,6 +91,18 @@ pub enum RuntimeError {
     /// (`DELEGATION_IN_FLIGHT`).
     #[error("session {0} has a delegation in flight; wait for its result or interrupt the Worker")]
     DelegationInFlight(String),
+    /// An attachment is malformed (`INVALID_ATTACHMENT`).
+    #[error("{0}")]
+    InvalidAttachment(String),
+    /// No upload with that id for this user (`NO_SUCH_UPLOAD`).
+    #[error("no upload {0}")]
+    NoSuchUpload(String),
+    /// A file or a message's attachments weigh too much (`ATTACHMENT_TOO_LARGE`).
+    #[error("{0}")]
+    AttachmentTooLarge(String),
+    /// The session's vendor cannot take this attachment (`ATTACHMENT_NOT_SUPPORTED`).
+    #[error("{0}")]
+    AttachmentNotSupported(String),
     /// The session lives on a cluster node whose lease has lapsed (`NODE_UNAVAILABLE`).
     #[error("session {session} is on node {node}, which is unavailable")]
     NodeUnavailable {
@@ -121,6 +133,10 @@ impl RuntimeError {
             RuntimeError::RewindNotSupported(_) => ErrorCode::RewindNotSupported,
             RuntimeError::InvalidAnchor(_) => ErrorCode::InvalidAnchor,
             RuntimeError::DelegationInFlight(_) => ErrorCode::DelegationInFlight,
+            RuntimeError::InvalidAttachment(_) => ErrorCode::InvalidAttachment,
+            RuntimeError::NoSuchUpload(_) => ErrorCode::NoSuchUpload,
+            RuntimeError::AttachmentTooLarge(_) => ErrorCode::AttachmentTooLarge,
+            RuntimeError::AttachmentNotSupported(_) => ErrorCode::AttachmentNotSupported,
             RuntimeError::Pair(e) => e.code(),
             RuntimeError::Proposal(e) => e.code(),
             RuntimeError::Store(_)

@@ -107,6 +107,12 @@ pub struct QueuedMessage {
     /// True when the server wrote it (a pushed-back result).
     #[serde(default)]
     pub internal: bool,
+    /// Its images and files, resolved when it was queued.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::adapter::messages::Attachments::is_empty"
+    )]
+    pub attachments: crate::adapter::messages::Attachments,
 }
 
 fn new_queue_id() -> String {
@@ -120,6 +126,7 @@ impl QueuedMessage {
             id: new_queue_id(),
             text,
             internal,
+            attachments: Default::default(),
         }
     }
 

@@ -219,7 +219,7 @@ impl RuntimeFixture {
         queue: bool,
     ) -> crate::session::SendOutcome {
         self.runtime
-            .send(&self.who, session, text.to_string(), None, queue)
+            .send(&self.who, session, text.into(), None, queue)
             .await
             .unwrap_or_else(|e| panic!("send {text:?}: {e}"))
     }

@@ -164,6 +164,16 @@ pub struct ServeArgs {
     /// Most WebSocket connections one user may hold open.
     #[arg(long, default_value_t = 1024)]
     max_connections_per_user: usize,
+    /// Largest file `POST /api/v1/uploads` takes, and largest inline image, in bytes.
+    #[arg(long, default_value_t = 10 << 20)]
+    max_upload_bytes: u64,
+    /// Largest sum of attachment bytes in one message.
+    #[arg(long, default_value_t = 20 << 20)]
+    max_message_attachment_bytes: u64,
+    /// An upload no session used is removed once this many seconds old (at the next
+    /// upload or start).
+    #[arg(long, default_value_t = 24 * 3600)]
+    upload_unused_secs: u64,
     /// Most requests one WebSocket may send per second; the rest are `RATE_LIMITED`.
     #[arg(long, default_value_t = 5000)]
     ws_messages_per_sec: u32,
@@ -336,6 +346,9 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     allowed_hosts.extend(bind_name);
     let mut runtime = RuntimeConfig::new(data_dir, roots);
     runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
+    runtime.uploads.max_file_bytes = args.max_upload_bytes.max(1);
+    runtime.uploads.max_message_bytes = args.max_message_attachment_bytes.max(1);
+    runtime.uploads.unused_ttl = std::time::Duration::from_secs(args.upload_unused_secs);
     runtime.commit_batch = args.commit_batch.max(1);
     runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
     runtime.total_queue_bytes = args.total_queue_bytes.max(runtime.client_queue_bytes);

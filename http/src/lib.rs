@@ -24,6 +24,7 @@ pub mod rest_control;
 pub mod rest_edit;
 pub mod server;
 pub mod state;
+pub mod uploads;
 pub mod web;
 pub mod ws;
 pub mod ws_io;

@@ -50,6 +50,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(at("/sessions/{id}/queue").route(web::get().to(queue)))
             .service(at("/sessions/{id}/usage").route(web::get().to(usage)))
             .service(
+                at("/sessions/{id}/uploads/{upload}")
+                    .route(web::get().to(crate::uploads::session_upload)),
+            )
+            .service(at("/uploads").route(web::post().to(crate::uploads::upload)))
+            .service(at("/uploads/{upload}").route(web::get().to(crate::uploads::own_upload)))
+            .service(
                 at("/pairs")
                     .route(web::get().to(pairs))
                     .route(web::post().to(crate::rest_control::create_pair)),
@@ -194,6 +200,7 @@ async fn post_message(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
+    // As a WebSocket frame: larger files go through `POST /uploads` and by id.
     let msg: PostMessage = body(payload, state.max_frame_bytes, false).await?;
     let epoch = state.runtime.write_epoch();
     let outcome = state

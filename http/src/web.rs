@@ -42,6 +42,7 @@ static ASSETS: &[Asset] = &[
     asset!("store.js", JS),
     asset!("diff.js", JS),
     asset!("dialogs.js", JS),
+    asset!("attach.js", JS),
     asset!("notify.js", JS),
     asset!("wire.js", JS),
     #[cfg(feature = "test-hooks")]

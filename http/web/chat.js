@@ -11,6 +11,7 @@ import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialog
 import { Rewinds } from './rewind.js';
 
 /** @typedef {import('./wire.js').HistoryEvent} HistoryEvent */
+import { ComposerAttachments, attachmentsView } from './attach.js';
 
 /** Permission modes a session can be in (`session.configure`). */
 const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
@@ -130,8 +131,11 @@ export class ChatView {
     this.schedulesEl = h('ul.schedules', { 'aria-label': 'Scheduled messages' });
     this.askEl = h('div.ask-bg', { hidden: true, role: 'group', 'aria-label': 'Background work is running' });
     this.noteEl = h('div.note', { role: 'status' });
+    this.attach = new ComposerAttachments(this.app.conn, (text, kind) => this.note(text, kind));
     this.form = h('form.composer', { onsubmit: (/** @type {Event} */ e) => { e.preventDefault(); this.submit(); } },
-      this.schedulesEl, this.queueEl, this.askEl, this.noteEl, h('div.row', this.input, this.scheduleBtn, this.sendBtn, this.stopBtn));
+      this.schedulesEl, this.queueEl, this.askEl, this.noteEl, this.attach.list,
+      h('div.row', this.input, this.attach.button, this.attach.fileInput, this.scheduleBtn, this.sendBtn, this.stopBtn));
+    this.attach.wire(this.input, this.form);
     this.el = h('section.chat', { dataset: { session: this.id }, 'aria-labelledby': titleId },
       h('header.chat-head',
         h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.paneEl, this.titleEl, this.renameForm, this.statusEl,
@@ -452,8 +456,8 @@ export class ChatView {
    * @param {boolean} [queueChoice] the answer to that question, once given
    */
   async submit(queueChoice) {
-    const content = this.input.value;
-    if (!content.trim()) return;
+    const text = this.input.value;
+    if (!text.trim() && !this.attach.count) return;
     if (queueChoice === undefined && !this.busy && this.bg.length) {
       this.askBackground();
       return;
@@ -464,10 +468,17 @@ export class ChatView {
     this.autosize();
     this.note('');
     try {
+      await this.attach.settled();
+      const content = this.attach.content(text);
+      if (typeof content === 'string' && !content.trim()) {
+        this.input.value = text;
+        return;
+      }
       const reply = await this.app.conn.request('chat.send', { sessionId: this.id, content, queue });
+      this.attach.clear();
       if ('queued' in reply && reply.queued) this.refreshQueue();
     } catch (err) {
-      this.input.value = content;
+      this.input.value = text;
       this.note(`Not sent: ${/** @type {Error} */ (err).message}`, 'error');
     }
   }
@@ -802,7 +813,8 @@ export class ChatView {
         const body = ev.internal && ev.text.length > 400
           ? h('details', h('summary', `${ev.text.slice(0, 120)}…`), h('div.text', ev.text))
           : h('div.text', ev.text);
-        return add('user', h(`div.${cls}`, h('div.who', label, h('time', clock(ev.ts))), body));
+        return add('user', h(`div.${cls}`, h('div.who', label, h('time', clock(ev.ts))), body,
+          attachmentsView(this.app.conn, this.id, ev.content)));
       }
       case 'text_delta': {
         const open = this.openStream(items, ev.turnId);

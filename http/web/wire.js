@@ -30,7 +30,7 @@
  * Fields of `chat.edit-send`: rewind the conversation to just before an earlier user message and run `content` in its place.
  * @typedef {object} ChatEditSendParams
  * @property {number} anchorSeq The `seq` of the `user_message` to replace: one of an ended turn of this session that no earlier rewind superseded.
- * @property {string} content The new message; the same type as `chat.send`'s `content`, and run the same way.
+ * @property {MessageContent} content The new message: a string or content blocks, as `chat.send`'s `content`, and run the same way.
  * @property {(TurnOptions | null)} [options] Model/effort/permission changes applied before the turn (as on `chat.send`).
  * @property {string} sessionId Target session.
  */
@@ -46,7 +46,7 @@
 /**
  * Fields of `chat.send`.
  * @typedef {object} ChatSendParams
- * @property {string} content The user's message.
+ * @property {MessageContent} content The user's message: a string, or a list of content blocks (text, images, files).
  * @property {(TurnOptions | null)} [options] Model/effort/permission changes applied before the turn.
  * @property {boolean} [queue] Queue the message instead of failing when a turn runs.
  * @property {string} sessionId Target session.
@@ -87,6 +87,11 @@
  */
 
 /**
+ * One block of a message's content, keyed by `type`.
+ * @typedef {({text: string, type: 'text'} | {data?: string | null, mimeType?: string | null, type: 'image', uploadId?: string | null} | {type: 'file', uploadId: string})} ContentBlock
+ */
+
+/**
  * Fields of `session.create` and of `POST /api/v1/sessions`.
  * @typedef {object} CreateSessionParams
  * @property {string | null} [cwd] Working directory; must lie under a workspace root.
@@ -122,12 +127,12 @@
 
 /**
  * A machine-readable error code. Clients branch on these; the message is for humans.
- * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'REWIND_NOT_SUPPORTED' | 'INVALID_ANCHOR' | 'DELEGATION_IN_FLIGHT')} ErrorCode
+ * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'REWIND_NOT_SUPPORTED' | 'INVALID_ANCHOR' | 'DELEGATION_IN_FLIGHT' | 'INVALID_ATTACHMENT' | 'NO_SUCH_UPLOAD' | 'ATTACHMENT_TOO_LARGE' | 'ATTACHMENT_NOT_SUPPORTED')} ErrorCode
  */
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, from: string, kind: 'delegation', pairId: string, to: string} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, from: string, kind: 'delegation', pairId: string, to: string} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -148,10 +153,20 @@
  */
 
 /**
+ * A block of a `user_message` as history keeps it: images and files by upload id, never their bytes, so the event log stays small.
+ * @typedef {({text: string, type: 'text'} | StoredAttachment | StoredAttachment)} HistoryBlock
+ */
+
+/**
  * Paging fields of `sessions.watch` and `sessions.list` (and the query of REST `GET /sessions`).
  * @typedef {object} ListParams
  * @property {string | null} [cursor] `nextCursor` of the previous page; absent for the first.
  * @property {number | null} [limit] Sessions per page, 1 to 1000 (default 100).
+ */
+
+/**
+ * `content` of a message: a string (as before blocks existed), or a list of blocks. A plain JSON string stays valid and means one text block.
+ * @typedef {(string | Array<ContentBlock>)} MessageContent
  */
 
 /**
@@ -458,6 +473,16 @@
  * @typedef {object} StopTaskParams
  * @property {string} sessionId The session that owns the task.
  * @property {string | null} [taskId] The background task to stop.
+ */
+
+/**
+ * An attachment as history names it.
+ * @typedef {object} StoredAttachment
+ * @property {string} mimeType Its media type.
+ * @property {string | null} [name] The file name given at upload (`?name=`), if any.
+ * @property {string | null} [path] A file that was not inlined: where it was saved, relative to the session's working directory.
+ * @property {number} size Bytes.
+ * @property {string} uploadId Its upload id (inline images are stored as uploads too).
  */
 
 /**

@@ -284,8 +284,9 @@ pub struct TurnOptions {
 pub struct ChatSendParams {
     /// Target session.
     pub session_id: String,
-    /// The user's message.
-    pub content: String,
+    /// The user's message: a string, or a list of content blocks (text, images,
+    /// files).
+    pub content: crate::content::MessageContent,
     /// Model/effort/permission changes applied before the turn.
     #[serde(default)]
     pub options: Option<TurnOptions>,
@@ -304,8 +305,9 @@ pub struct ChatEditSendParams {
     /// The `seq` of the `user_message` to replace: one of an ended turn of this
     /// session that no earlier rewind superseded.
     pub anchor_seq: u64,
-    /// The new message; the same type as `chat.send`'s `content`, and run the same way.
-    pub content: String,
+    /// The new message: a string or content blocks, as `chat.send`'s `content`, and
+    /// run the same way.
+    pub content: crate::content::MessageContent,
     /// Model/effort/permission changes applied before the turn (as on `chat.send`).
     #[serde(default)]
     pub options: Option<TurnOptions>,

@@ -89,6 +89,18 @@ pub enum ErrorCode {
     /// `chat.edit-send` to a Driver whose Worker still holds a delegation: rewinding
     /// now would drop the turn its result belongs to.
     DelegationInFlight,
+    /// A message's attachment is malformed: bad base64, a media type the bytes do not
+    /// match or that is not an image where an image is asked for, no bytes, both or
+    /// neither of `data` and `uploadId`.
+    InvalidAttachment,
+    /// An upload id that this user never uploaded (or that was removed with its
+    /// session).
+    NoSuchUpload,
+    /// A file or a message's attachments are larger than the server takes.
+    AttachmentTooLarge,
+    /// The session's vendor cannot take this kind of attachment (images to an ACP
+    /// agent that does not advertise them).
+    AttachmentNotSupported,
 }
 
 impl ErrorCode {
@@ -100,6 +112,8 @@ impl ErrorCode {
             | ErrorCode::SessionIdRequired
             | ErrorCode::TaskIdRequired
             | ErrorCode::InvalidArgument
+            | ErrorCode::InvalidAttachment
+            | ErrorCode::AttachmentNotSupported
             | ErrorCode::VendorNotInstalled => 400,
             ErrorCode::Unauthorized => 401,
             ErrorCode::AccessDenied | ErrorCode::OriginNotAllowed | ErrorCode::HostNotAllowed => {
@@ -122,9 +136,10 @@ impl ErrorCode {
             | ErrorCode::NoSuchProposal
             | ErrorCode::NoSuchSchedule
             | ErrorCode::NoSuchQueuedMessage
+            | ErrorCode::NoSuchUpload
             | ErrorCode::UnknownTool => 404,
             ErrorCode::ToolNotAvailable => 403,
-            ErrorCode::FrameTooLarge => 413,
+            ErrorCode::FrameTooLarge | ErrorCode::AttachmentTooLarge => 413,
             ErrorCode::RateLimited | ErrorCode::LimitExceeded => 429,
             ErrorCode::Internal => 500,
             ErrorCode::NodeUnavailable => 503,

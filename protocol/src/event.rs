@@ -69,6 +69,10 @@ pub enum EventBody {
         /// The Driver session that delegated this message, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         delegated_by: Option<String>,
+        /// The message's blocks when it had attachments (images and files by upload
+        /// id); absent for a text-only message, whose `text` is all of it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        content: Vec<crate::content::HistoryBlock>,
     },
     /// A piece of assistant text as it streams.
     TextDelta {
@@ -335,6 +339,7 @@ mod tests {
             text: "hi".into(),
             internal: false,
             delegated_by: None,
+            content: Vec::new(),
         };
         let v = serde_json::to_value(&body).unwrap();
         assert_eq!(v, serde_json::json!({"kind":"user_message","text":"hi"}));

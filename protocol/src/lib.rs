@@ -6,6 +6,7 @@
 //! keep the two in step.
 
 pub mod client;
+pub mod content;
 pub mod error;
 pub mod event;
 pub mod incoming;
@@ -22,6 +23,7 @@ pub mod session;
 pub mod tools;
 
 pub use client::{parse_client_frame, ClientFrame, ClientRequest, FrameError};
+pub use content::{ContentBlock, HistoryBlock, MessageContent};
 pub use error::ErrorCode;
 pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
 pub use permission::{PermissionChoice, PermissionKind, PermissionRule, RememberScope};

@@ -143,8 +143,8 @@ pub struct VendorList {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostMessage {
-    /// The user's message.
-    pub content: String,
+    /// The user's message: a string, or a list of content blocks (as on `chat.send`).
+    pub content: crate::content::MessageContent,
     /// Model/effort/permission changes applied before the turn (as on `chat.send`).
     #[serde(default)]
     pub options: Option<crate::client::TurnOptions>,
@@ -160,8 +160,8 @@ pub struct PostMessage {
 pub struct PostEditSend {
     /// The `seq` of the `user_message` to replace.
     pub anchor_seq: u64,
-    /// The new message.
-    pub content: String,
+    /// The new message: a string, or a list of content blocks (as on `chat.send`).
+    pub content: crate::content::MessageContent,
     /// Model/effort/permission changes applied before the turn (as on `chat.send`).
     #[serde(default)]
     pub options: Option<crate::client::TurnOptions>,
@@ -351,4 +351,26 @@ impl EventsQuery {
     pub fn default_limit() -> usize {
         1000
     }
+}
+
+/// `POST /api/v1/uploads` answer (201): the stored file, addressed by its content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadInfo {
+    /// `up_` and the SHA-256 of the bytes (hex): the same bytes give the same id.
+    pub upload_id: String,
+    /// Bytes stored.
+    pub size: u64,
+    /// The media type, from the request's `Content-Type`.
+    pub mime_type: String,
+}
+
+/// `POST /api/v1/uploads` query.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UploadQuery {
+    /// The file's name (path components are dropped); shown in history and used when
+    /// a file is saved in a session's working directory.
+    #[serde(default)]
+    pub name: Option<String>,
 }

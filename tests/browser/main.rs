@@ -9,6 +9,7 @@
 // these helpers are not `#[test]` functions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod attachments;
 mod chat;
 mod controls;
 mod history;

@@ -1250,3 +1250,88 @@ async fn codex_acp_lists_its_models_and_applies_the_chosen_one() {
 async fn claude_acp_lists_its_models_and_applies_the_chosen_one() {
     real_models(Real::Claude).await;
 }
+
+#[actix_rt::test]
+async fn fake_agent_without_image_support_refuses_images() {
+    use tandem_tests::images::{base64, PNG};
+    let w = World::fake("acp-fake-images", &[], "");
+    let entry = vendor_entry(&w).await;
+    assert!(
+        entry["capabilities"]
+            .as_array()
+            .is_some_and(|c| !c.contains(&json!("images"))),
+        "{entry}"
+    );
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let answer = ws
+        .request(json!({"type": "chat.send", "sessionId": id, "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image", "mimeType": "image/png", "data": base64(PNG)},
+        ]}))
+        .await;
+    assert_eq!(answer["code"], "ATTACHMENT_NOT_SUPPORTED", "{answer}");
+    // Files need no support from the agent: they become text.
+    let (code, notes) = w
+        .server()
+        .post_bytes(
+            "/api/v1/uploads?name=n.txt",
+            "text/plain",
+            b"noted".to_vec(),
+        )
+        .await;
+    assert_eq!(code, 201, "{notes}");
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": [
+        {"type": "text", "text": "read this"},
+        {"type": "file", "uploadId": notes["uploadId"]},
+    ]}))
+    .await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+}
+
+async fn real_images(agent: Real) {
+    use tandem_tests::images::{base64, PNG};
+    let Some(w) = agent.world("acp-real-images") else {
+        return;
+    };
+    let entry = vendor_entry(&w).await;
+    assert!(
+        entry["capabilities"]
+            .as_array()
+            .is_some_and(|c| c.contains(&json!("images"))),
+        "the agent advertises images: {entry}"
+    );
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": [
+        {"type": "text", "text": "say hello from the mock model"},
+        {"type": "image", "mimeType": "image/png", "data": base64(PNG)},
+    ]}))
+    .await;
+    let events = turn_end(&mut ws, &id).await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let b64 = base64(PNG);
+    assert!(
+        w.mock.bodies().iter().any(|b| b.contains(&b64)),
+        "the image's bytes reached the model"
+    );
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_codex_acp),
+    ignore = "the pinned codex-acp agent is not installed"
+)]
+async fn codex_acp_images_reach_the_model() {
+    real_images(Real::Codex).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_images_reach_the_model() {
+    real_images(Real::Claude).await;
+}

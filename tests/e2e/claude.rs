@@ -1060,3 +1060,61 @@ async fn edit_send_forks_the_claude_session_before_the_anchor() {
     .await;
     assert_ne!(after, before);
 }
+
+/// Every `image` block of the user messages the mock model received.
+fn images_seen(mock: &MockAnthropic) -> Vec<Value> {
+    mock.requests()
+        .iter()
+        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "image")
+        .collect()
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+async fn images_reach_the_model_as_image_blocks() {
+    use tandem_tests::images::{base64, GIF, PNG};
+    let w = World::start("claude-images");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    let (status, gif) = w
+        .server()
+        .post_bytes("/api/v1/uploads?name=g.gif", "image/gif", GIF)
+        .await;
+    assert_eq!(status, 201, "{gif}");
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": [
+        {"type": "text", "text": "say I see them"},
+        {"type": "image", "mimeType": "image/png", "data": base64(PNG)},
+        {"type": "image", "uploadId": gif["uploadId"]},
+    ]}))
+    .await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(status_of(&events), "completed", "{events:?}");
+    // (The CLI adds a text block of its own after images, `[Image: source: PATH]`, so
+    // the mock's reply is not the scripted one: only the bytes are checked.)
+    let seen = images_seen(&w.mock);
+    let sources: Vec<(String, String)> = seen
+        .iter()
+        .map(|b| {
+            (
+                b["source"]["media_type"].as_str().unwrap_or("").to_string(),
+                b["source"]["data"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        sources.contains(&("image/png".into(), base64(PNG))),
+        "the PNG's bytes reached the model: {seen:?}"
+    );
+    assert!(
+        sources.contains(&("image/gif".into(), base64(GIF))),
+        "the uploaded GIF's bytes reached the model: {seen:?}"
+    );
+}
+
+fn status_of(events: &[Value]) -> String {
+    status(events).as_str().unwrap_or("").to_string()
+}

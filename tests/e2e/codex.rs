@@ -1193,3 +1193,65 @@ async fn the_model_list_survives_a_restart_where_app_server_cannot_list() {
     assert_eq!(entry["models"], listed["models"], "{entry}");
     assert_eq!(entry["defaultModel"], listed["defaultModel"], "{entry}");
 }
+
+/// Every `image_url` anywhere in the requests the mock model received.
+fn image_urls(mock: &MockOpenAi) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                if let Some(url) = map.get("image_url").and_then(Value::as_str) {
+                    out.push(url.to_string());
+                }
+                map.values().for_each(|v| walk(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for body in mock.requests() {
+        walk(&body, &mut out);
+    }
+    out
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
+async fn images_reach_the_model_as_image_inputs() {
+    use tandem_tests::images::{base64, GIF, PNG};
+    let codex = start(&[]);
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let (status, gif) = codex
+        .post_bytes("/api/v1/uploads?name=g.gif", "image/gif", GIF)
+        .await;
+    assert_eq!(status, 201, "{gif}");
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": [
+        {"type": "text", "text": "say hello from the mock model"},
+        {"type": "image", "mimeType": "image/png", "data": base64(PNG)},
+        {"type": "image", "uploadId": gif["uploadId"]},
+    ]}))
+    .await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    let urls = image_urls(&codex.mock);
+    assert!(
+        urls.contains(&format!("data:image/png;base64,{}", base64(PNG))),
+        "the PNG's bytes reached the model: {urls:?}"
+    );
+    // Codex re-encodes a GIF as PNG before sending it: the 1×1 GIF arrives as a 1×1
+    // PNG.
+    let one_by_one = urls.iter().any(|u| {
+        u.strip_prefix("data:image/png;base64,")
+            .and_then(|b| {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD.decode(b).ok()
+            })
+            .is_some_and(|png| png.len() > 24 && png[16..24] == [0, 0, 0, 1, 0, 0, 0, 1])
+    });
+    assert!(one_by_one, "the uploaded GIF reached the model: {urls:?}");
+}

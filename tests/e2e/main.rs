@@ -8,6 +8,7 @@
 
 mod access;
 mod acp;
+mod attachments;
 mod bad_input;
 mod browser_attacks;
 mod budgets;

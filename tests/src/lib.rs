@@ -5,6 +5,7 @@
 //! test never leaves a process behind. Data directories are removed the same way.
 
 pub mod bench;
+pub mod images;
 pub mod json_schema;
 pub mod mock_anthropic;
 pub mod mock_openai;

@@ -357,6 +357,71 @@ impl Api {
         )
     }
 
+    /// POST raw bytes with their own `Content-Type` (an upload); returns the status
+    /// and the JSON body.
+    pub async fn post_bytes(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: impl Into<Vec<u8>>,
+    ) -> (u16, Value) {
+        let body: Vec<u8> = body.into();
+        let mut resp = match self
+            .request(awc::http::Method::POST, path)
+            .insert_header(("Content-Type", content_type))
+            .send_body(body)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => panic!("POST {path}: {e}"),
+        };
+        let body = resp
+            .body()
+            .limit(64 << 20)
+            .await
+            .unwrap_or_else(|e| panic!("POST {path}: reading the body: {e}"));
+        (
+            resp.status().as_u16(),
+            serde_json::from_slice(&body).unwrap_or(Value::Null),
+        )
+    }
+
+    /// DELETE a path; returns the status and the JSON body.
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        let mut resp = match self.request(awc::http::Method::DELETE, path).send().await {
+            Ok(r) => r,
+            Err(e) => panic!("DELETE {path}: {e}"),
+        };
+        let body = resp
+            .body()
+            .await
+            .unwrap_or_else(|e| panic!("DELETE {path}: reading the body: {e}"));
+        (
+            resp.status().as_u16(),
+            serde_json::from_slice(&body).unwrap_or(Value::Null),
+        )
+    }
+
+    /// GET a path's raw bytes: status, `Content-Type` and body.
+    pub async fn get_bytes(&self, path: &str) -> (u16, String, Vec<u8>) {
+        let mut resp = match self.request(awc::http::Method::GET, path).send().await {
+            Ok(r) => r,
+            Err(e) => panic!("GET {path}: {e}"),
+        };
+        let body = resp
+            .body()
+            .limit(256 << 20)
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: reading the body: {e}"));
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        (resp.status().as_u16(), content_type, body.to_vec())
+    }
+
     /// Sets one of the server's named failpoints (test builds have
     /// `POST /debug/failpoints`); `actions` is the `fail` crate's syntax, `off` removes
     /// it.

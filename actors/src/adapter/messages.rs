@@ -13,8 +13,12 @@ pub enum AdapterCommand {
     StartTurn {
         /// The turn's id; every output for it carries this id.
         turn_id: String,
-        /// The text the vendor receives as the turn's user message.
+        /// The text the vendor receives as the turn's user message (with inlined text
+        /// files and the paths of saved files after the person's own text).
         text: String,
+        /// Images sent with the message, after the text; an adapter whose vendor
+        /// cannot take them fails the turn rather than drop them.
+        images: Vec<ImageInput>,
         /// True when the server wrote the message (a pushed-back result), not a
         /// person or a Driver.
         internal: bool,
@@ -72,6 +76,54 @@ pub enum AdapterCommand {
         /// The settings now in force.
         settings: TurnSettings,
     },
+}
+
+/// An image of a turn's user input. Its bytes stay on disk in the upload store; the
+/// adapter reads them when it writes the vendor's request.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageInput {
+    /// The upload holding the bytes.
+    pub upload_id: String,
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp` (checked against the
+    /// bytes when they were stored).
+    pub mime_type: String,
+    /// Where the bytes are (0600, named by their SHA-256).
+    pub path: std::path::PathBuf,
+}
+
+impl ImageInput {
+    /// The bytes, base64 (standard alphabet, padded), as Claude Code and ACP agents
+    /// take them.
+    pub fn base64(&self) -> std::io::Result<String> {
+        use base64::Engine as _;
+        let bytes = std::fs::read(&self.path)?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+}
+
+/// What a message carries besides its text, resolved from its content blocks:
+/// what the vendor gets, and what history keeps. Kept with a queued message.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachments {
+    /// Text the vendor gets after the message's own: inlined text files, and the
+    /// paths of files saved in the working directory.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prompt_text: String,
+    /// Images, in the message's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageInput>,
+    /// The message's blocks as `user_message.content` records them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<tandem_protocol::HistoryBlock>,
+}
+
+impl Attachments {
+    /// True for a text-only message.
+    pub fn is_empty(&self) -> bool {
+        self.prompt_text.is_empty() && self.images.is_empty() && self.blocks.is_empty()
+    }
 }
 
 /// Model and behaviour for one turn.

@@ -158,6 +158,7 @@ impl AdapterFactory for Factory {
                 "tools",
                 "approvals",
                 crate::session::REWIND_CAPABILITY,
+                "images",
             ]),
             installed: true,
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
@@ -347,6 +348,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
             AdapterCommand::StartTurn {
                 turn_id,
                 text,
+                images,
                 internal,
                 settings,
             } => {
@@ -361,7 +363,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 };
                 // A server-written message (a pushed-back result) quotes other
                 // sessions' scripts: it is echoed as text, never executed.
-                let steps = if internal {
+                let steps: Vec<Step> = if internal {
                     text.lines()
                         .filter(|l| !l.trim().is_empty())
                         .map(|l| Step::Text(l.trim_end().to_string()))
@@ -377,6 +379,16 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                         .collect()
                 };
                 self.memory.push(text);
+                // The scripted agent cannot look at images; it says what it got, so
+                // tests see exactly which bytes reached the adapter.
+                let mut steps = steps;
+                steps.extend(images.iter().map(|img| {
+                    let size = std::fs::metadata(&img.path).map_or(0, |m| m.len());
+                    Step::Text(format!(
+                        "received image {} ({}, {size} bytes)",
+                        img.upload_id, img.mime_type
+                    ))
+                }));
                 let finished = turn_id.clone();
                 let handle = ctx.spawn(run.execute(steps).into_actor(self).map(
                     move |outcome, act, ctx| {

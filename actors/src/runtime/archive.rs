@@ -14,6 +14,18 @@ impl Runtime {
     pub async fn archive(&self, who: &Principal, id: &str) -> Result<SessionInfo, RuntimeError> {
         let handle = self.drivable(who, id)?;
         let info = handle.addr.send(Archive).await??;
+        // Its uploads go with it (those no other session uses).
+        let uploads = self.inner.uploads.clone();
+        let session = id.to_string();
+        match actix_rt::task::spawn_blocking(move || uploads.remove_session(&session)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(session = %id, error = %e, "removing an archived session's uploads failed")
+            }
+            Err(e) => {
+                tracing::warn!(session = %id, error = %e, "removing an archived session's uploads failed")
+            }
+        }
         if self.inner.services.sessions.remove(id) {
             if let Some(mut owned) = self.inner.owned.get_mut(&info.owner_id) {
                 *owned = owned.saturating_sub(1);

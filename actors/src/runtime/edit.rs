@@ -2,6 +2,7 @@
 //! owns that state), then the session's own rewind.
 
 use tandem_protocol::client::TurnOptions;
+use tandem_protocol::content::MessageContent;
 use tandem_protocol::Role;
 
 use super::Runtime;
@@ -18,7 +19,7 @@ impl Runtime {
         who: &Principal,
         id: &str,
         anchor_seq: u64,
-        content: String,
+        content: MessageContent,
         options: Option<TurnOptions>,
     ) -> Result<EditOutcome, RuntimeError> {
         let handle = self.drivable(who, id)?;
@@ -34,13 +35,22 @@ impl Runtime {
                 return Err(RuntimeError::DelegationInFlight(id.to_string()));
             }
         }
-        handle
+        let mut prepared = self.prepare_content(who, &handle, content).await?;
+        let answer = handle
             .addr
             .send(EditSend {
                 anchor_seq,
-                content,
+                content: std::mem::take(&mut prepared.text),
+                attachments: std::mem::take(&mut prepared.attachments),
                 options,
             })
-            .await?
+            .await
+            .map_err(RuntimeError::from)
+            .and_then(|r| r);
+        if answer.is_err() {
+            // Refused (busy, a bad anchor): nothing of the message stays.
+            self.take_back(prepared).await;
+        }
+        answer
     }
 }

@@ -28,7 +28,7 @@ use tandem_protocol::client::{
     ConfigureParams, CreateSessionParams, PermissionResponseParams, TurnOptions,
 };
 use tandem_protocol::rest::{RunningSession, VendorInfo};
-use tandem_protocol::{SessionInfo, SessionStatus};
+use tandem_protocol::{MessageContent, SessionInfo, SessionStatus};
 
 use crate::access::Principal;
 use crate::adapter::model_cache::{CachedModels, ModelCache};
@@ -94,6 +94,8 @@ struct Inner {
     /// Also sees every committed batch once set (the cluster's publisher, `--nats`);
     /// unset on a single node, where the writer's hook does nothing more.
     commit_tap: Arc<std::sync::OnceLock<CommitTap>>,
+    /// Uploaded files and message attachments.
+    uploads: crate::uploads::Uploads,
 }
 
 /// What [`Runtime::start`] hands back.
@@ -183,6 +185,8 @@ impl Runtime {
         for (id, models) in &config.configured_models {
             catalog.add_configured_models(&VendorId::from(id.as_str()), models);
         }
+        let uploads =
+            crate::uploads::Uploads::open(&config.data_dir, store.clone(), config.uploads)?;
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -204,6 +208,7 @@ impl Runtime {
             _gateway_arbiter: gateway_arbiter,
             next_client: AtomicU64::new(1),
             commit_tap,
+            uploads,
         });
         let runtime = Runtime { inner };
         let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
@@ -510,19 +515,163 @@ impl Runtime {
         &self,
         who: &Principal,
         id: &str,
-        content: String,
+        content: MessageContent,
         options: Option<TurnOptions>,
         queue: bool,
     ) -> Result<SendOutcome, RuntimeError> {
         let handle = self.drivable(who, id)?;
-        handle
+        let mut prepared = self.prepare_content(who, &handle, content).await?;
+        let answer = handle
             .addr
             .send(SendMessage {
-                content,
+                content: std::mem::take(&mut prepared.text),
+                attachments: std::mem::take(&mut prepared.attachments),
                 options,
                 queue,
             })
-            .await?
+            .await
+            .map_err(RuntimeError::from)
+            .and_then(|r| r);
+        if answer.is_err() {
+            // Refused (busy, limits): nothing of the message stays.
+            self.take_back(prepared).await;
+        }
+        answer
+    }
+
+    /// A message's `content` for the session `handle`, as its actor takes it: the
+    /// text, and its images and files checked, stored and recorded as the session's
+    /// uses (off the actors' threads). A caller whose session then refuses the
+    /// message calls [`Runtime::take_back`].
+    pub(crate) async fn prepare_content(
+        &self,
+        who: &Principal,
+        handle: &SessionHandle,
+        content: MessageContent,
+    ) -> Result<PreparedContent, RuntimeError> {
+        let info = handle.shared.info();
+        if !content.has_attachments() {
+            return Ok(PreparedContent {
+                text: content.text(),
+                owner: who.user_id.clone(),
+                session: info.id,
+                ..PreparedContent::default()
+            });
+        }
+        let images = self
+            .inner
+            .services
+            .catalog
+            .get(&VendorId::from(info.vendor.as_str()))
+            .is_some_and(|spec| spec.capabilities.iter().any(|c| c == "images"));
+        let uploads = self.inner.uploads.clone();
+        let owner = who.user_id.clone();
+        actix_rt::task::spawn_blocking(move || {
+            let resolved = crate::uploads::resolve::resolve(
+                &uploads,
+                &owner,
+                content,
+                std::path::Path::new(&info.cwd),
+                images,
+                &info.vendor,
+            )?;
+            let new_uses = match uploads.record_uses(&owner, &resolved.used, &info.id) {
+                Ok(added) => added,
+                Err(e) => {
+                    crate::uploads::resolve::undo_files(&resolved.saved);
+                    uploads.undo(&owner, &info.id, &[], &resolved.created);
+                    return Err(e);
+                }
+            };
+            Ok(PreparedContent {
+                text: resolved.text,
+                attachments: resolved.attachments,
+                owner,
+                session: info.id,
+                new_uses,
+                created: resolved.created,
+                saved: resolved.saved,
+            })
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("attachment task failed: {e}")))?
+    }
+
+    /// Takes back what [`Runtime::prepare_content`] stored for a message its session
+    /// refused: its new uses, uploads nothing else uses, files it saved.
+    pub(crate) async fn take_back(&self, prepared: PreparedContent) {
+        if prepared.new_uses.is_empty() && prepared.created.is_empty() && prepared.saved.is_empty()
+        {
+            return;
+        }
+        let uploads = self.inner.uploads.clone();
+        let _ = actix_rt::task::spawn_blocking(move || {
+            crate::uploads::resolve::undo_files(&prepared.saved);
+            uploads.undo(
+                &prepared.owner,
+                &prepared.session,
+                &prepared.new_uses,
+                &prepared.created,
+            );
+        })
+        .await;
+    }
+
+    /// `POST /api/v1/uploads`: stores `bytes` for `who`.
+    pub async fn upload(
+        &self,
+        who: &Principal,
+        bytes: bytes::Bytes,
+        mime_type: &str,
+        name: Option<String>,
+    ) -> Result<tandem_protocol::rest::UploadInfo, RuntimeError> {
+        let mime_type = crate::uploads::sniff::normalize(mime_type)?;
+        crate::uploads::sniff::check_declared(&mime_type, &bytes)?;
+        let uploads = self.inner.uploads.clone();
+        let owner = who.user_id.clone();
+        let (upload, _) = actix_rt::task::spawn_blocking(move || {
+            uploads.put(&owner, &bytes, &mime_type, name.as_deref())
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))??;
+        Ok(tandem_protocol::rest::UploadInfo {
+            upload_id: upload.id,
+            size: upload.size,
+            mime_type: upload.mime_type,
+        })
+    }
+
+    /// The largest file `POST /api/v1/uploads` takes.
+    pub fn max_upload_bytes(&self) -> u64 {
+        self.inner.uploads.limits.max_file_bytes
+    }
+
+    /// An upload's media type and bytes: `who`'s own, or (with `session`) one used in
+    /// a session `who` may read.
+    pub async fn upload_bytes(
+        &self,
+        who: &Principal,
+        upload_id: &str,
+        session: Option<&str>,
+    ) -> Result<(String, Vec<u8>), RuntimeError> {
+        if let Some(id) = session {
+            self.visible(who, id)?;
+        }
+        let uploads = self.inner.uploads.clone();
+        let owner = who.user_id.clone();
+        let upload_id = upload_id.to_string();
+        let session = session.map(str::to_string);
+        actix_rt::task::spawn_blocking(move || {
+            let upload = match &session {
+                Some(s) => uploads.get_in_session(s, &upload_id)?,
+                None => uploads.get(&owner, &upload_id)?,
+            };
+            let bytes = std::fs::read(uploads.blob(&upload.sha256))
+                .map_err(|_| RuntimeError::NoSuchUpload(upload_id.clone()))?;
+            Ok((upload.mime_type, bytes))
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))?
     }
 
     /// Interrupts the running turn.
@@ -598,4 +747,23 @@ impl Runtime {
     pub fn vendors(&self) -> Vec<VendorInfo> {
         self.inner.services.catalog.infos()
     }
+}
+
+/// A message's content resolved for its session by [`Runtime::prepare_content`].
+#[derive(Debug, Default)]
+pub(crate) struct PreparedContent {
+    /// What `user_message.text` shows.
+    pub text: String,
+    /// Images, files' text and history blocks, for the session actor.
+    pub attachments: crate::adapter::messages::Attachments,
+    /// Who sent it (owner of the uploads).
+    owner: String,
+    /// The session it is for.
+    session: String,
+    /// Uses of uploads this message recorded.
+    new_uses: Vec<String>,
+    /// Uploads this message created (inline images).
+    created: Vec<String>,
+    /// Files it saved in the working directory.
+    saved: Vec<std::path::PathBuf>,
 }

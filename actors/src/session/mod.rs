@@ -239,6 +239,8 @@ pub enum SendOutcome {
 pub struct SendMessage {
     /// The text the agent gets as the turn's user message (or later, if queued).
     pub content: String,
+    /// Its images and files, already checked and stored (empty for text only).
+    pub attachments: crate::adapter::messages::Attachments,
     /// Settings applied before the turn (and kept).
     pub options: Option<TurnOptions>,
     /// Queue instead of refusing when busy.

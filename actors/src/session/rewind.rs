@@ -32,8 +32,10 @@ const REWIND_WAIT: Duration = Duration::from_secs(60);
 pub struct EditSend {
     /// The `user_message` replaced.
     pub anchor_seq: u64,
-    /// The new message (the same type `chat.send` takes).
+    /// The new message's text (as `chat.send` gives it to the session).
     pub content: String,
+    /// Its images and files, already checked and stored (empty for text only).
+    pub attachments: crate::adapter::messages::Attachments,
     /// Settings applied before the turn, as on `chat.send`.
     pub options: Option<tandem_protocol::client::TurnOptions>,
 }
@@ -206,7 +208,7 @@ impl SessionActor {
     /// What refuses an edit before anything is read: bad content, a running turn or
     /// background work, a vendor that cannot rewind, an anchor outside the history.
     fn edit_checks(&self, msg: &EditSend) -> Result<(), RuntimeError> {
-        if msg.content.trim().is_empty() {
+        if msg.content.trim().is_empty() && msg.attachments.is_empty() {
             return Err(RuntimeError::InvalidArgument("content is empty".into()));
         }
         if self.turn.is_some() {
@@ -289,6 +291,7 @@ impl SessionActor {
         }
         let send = SendMessage {
             content: msg.content,
+            attachments: msg.attachments,
             options: None,
             queue: false,
         };
@@ -324,6 +327,7 @@ mod tests {
             text: text.into(),
             internal: false,
             delegated_by: None,
+            content: Vec::new(),
         }
     }
 

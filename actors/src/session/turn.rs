@@ -11,7 +11,9 @@ use tandem_protocol::{EventBody, SessionStatus, TurnStatus};
 use super::actor::SessionActor;
 use super::turns::{turn_number, TurnSummary, KEEP_TURNS};
 use super::{Abort, Configure, SendMessage, SendOutcome};
-use crate::adapter::messages::{AdapterCommand, AgentItem, AgentOutput, Pace, TurnSettings};
+use crate::adapter::messages::{
+    AdapterCommand, AgentItem, AgentOutput, Attachments, Pace, TurnSettings,
+};
 use crate::adapter::AdapterContext;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
@@ -161,6 +163,19 @@ impl SessionActor {
         delegation: Option<(TurnDelegation, String)>,
         ctx: &mut Context<Self>,
     ) -> Result<String, RuntimeError> {
+        self.start_turn_with(text, Attachments::default(), internal, delegation, ctx)
+    }
+
+    /// [`SessionActor::start_turn`] for a message with images or files: history
+    /// keeps its blocks, the vendor gets the images and the files' text after `text`.
+    pub(super) fn start_turn_with(
+        &mut self,
+        text: String,
+        attachments: Attachments,
+        internal: bool,
+        delegation: Option<(TurnDelegation, String)>,
+        ctx: &mut Context<Self>,
+    ) -> Result<String, RuntimeError> {
         let adapter = self.adapter(ctx)?;
         self.record.turn_count += 1;
         let turn_id = format!("turn_{}", self.record.turn_count);
@@ -195,6 +210,7 @@ impl SessionActor {
                 text: text.clone(),
                 internal,
                 delegated_by,
+                content: attachments.blocks,
             },
         );
         self.touch();
@@ -210,9 +226,15 @@ impl SessionActor {
             });
             return Ok(turn_id);
         }
+        let text = match attachments.prompt_text.as_str() {
+            "" => text,
+            extra if text.is_empty() => extra.to_string(),
+            extra => format!("{text}\n\n{extra}"),
+        };
         adapter.do_send(AdapterCommand::StartTurn {
             turn_id: turn_id.clone(),
             text,
+            images: attachments.images,
             internal,
             settings: self.turn_settings(),
         });
@@ -295,7 +317,8 @@ impl SessionActor {
         }
         let next = self.record.queued.remove(0);
         self.touch();
-        if let Err(e) = self.start_turn(next.text, next.internal, None, ctx) {
+        if let Err(e) = self.start_turn_with(next.text, next.attachments, next.internal, None, ctx)
+        {
             self.emit(
                 None,
                 EventBody::Error {
@@ -317,7 +340,7 @@ impl SessionActor {
         msg: SendMessage,
         ctx: &mut Context<Self>,
     ) -> Result<SendOutcome, RuntimeError> {
-        if msg.content.trim().is_empty() {
+        if msg.content.trim().is_empty() && msg.attachments.is_empty() {
             return Err(RuntimeError::InvalidArgument("content is empty".into()));
         }
         let busy = self.turn.is_some() || !self.background.is_empty();
@@ -338,15 +361,15 @@ impl SessionActor {
                     "the queue already holds {MAX_QUEUED} messages"
                 )));
             }
-            self.record
-                .queued
-                .push(QueuedMessage::new(msg.content, false));
+            let mut queued = QueuedMessage::new(msg.content, false);
+            queued.attachments = msg.attachments;
+            self.record.queued.push(queued);
             self.touch();
             return Ok(SendOutcome::Queued {
                 position: self.record.queued.len(),
             });
         }
-        let turn_id = self.start_turn(msg.content, false, None, ctx)?;
+        let turn_id = self.start_turn_with(msg.content, msg.attachments, false, None, ctx)?;
         Ok(SendOutcome::Started { turn_id })
     }
 

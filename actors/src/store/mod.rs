@@ -301,7 +301,7 @@ impl Store {
 
 /// Creates `dir` (and missing parents) 0700; warns when an existing one is open to
 /// other users. Errors name the path.
-fn private_dir(dir: &Path) -> Result<(), RuntimeError> {
+pub(crate) fn private_dir(dir: &Path) -> Result<(), RuntimeError> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let fail = |source| RuntimeError::DataDir {
         path: dir.to_path_buf(),

@@ -248,7 +248,7 @@ async fn send(
 ) -> Result<u8, ClientError> {
     let params = ChatSendParams {
         session_id: session.clone(),
-        content: text,
+        content: text.into(),
         options: None,
         queue: false,
     };

@@ -246,6 +246,7 @@ async fn produce(sid: String, content: String, subscribers: Vec<mpsc::Sender<Bat
             text: content.clone(),
             internal: false,
             delegated_by: None,
+            content: Vec::new(),
         },
     ];
     let mut pending: Vec<Frame> = Vec::with_capacity(BATCH);

@@ -27,16 +27,16 @@ use super::mapping::{self, TurnMapper};
 use super::models::ModelSwitch;
 use super::transport::{self, Exited, Incoming, LiveProcess};
 use super::wire::{
-    line, AgentCapabilities, CancelParams, ClientCapabilities, Frame, HttpHeader, Implementation,
-    InitializeParams, InitializeResult, McpServer, Mode, NewSessionParams, OpenSessionParams,
-    OutNotification, OutRequest, OutResponse, PermissionAnswer, PermissionOption,
-    PermissionOutcome, PromptParams, PromptResult, RequestPermissionParams, RpcError,
-    SessionNotification, SessionOpened, SetConfigOptionParams, SetModeParams, SetModelParams,
-    TextBlock, METHOD_NOT_FOUND, PROTOCOL_VERSION,
+    line, AgentCapabilities, CancelParams, ClientCapabilities, Frame, HttpHeader, ImageBlock,
+    Implementation, InitializeParams, InitializeResult, McpServer, Mode, NewSessionParams,
+    OpenSessionParams, OutNotification, OutRequest, OutResponse, PermissionAnswer,
+    PermissionOption, PermissionOutcome, PromptBlock, PromptParams, PromptResult,
+    RequestPermissionParams, RpcError, SessionNotification, SessionOpened, SetConfigOptionParams,
+    SetModeParams, SetModelParams, TextBlock, METHOD_NOT_FOUND, PROTOCOL_VERSION,
 };
 use super::{AcpHub, AcpVendor};
 use crate::adapter::core::{Approvals, Asked, Emitter, Phase, Stop, TurnSlot};
-use crate::adapter::messages::{AdapterCommand, AgentItem, TurnSettings};
+use crate::adapter::messages::{AdapterCommand, AgentItem, ImageInput, TurnSettings};
 use crate::adapter::{AdapterContext, McpAccess};
 
 /// A process asked to close is killed if it is still there after this long.
@@ -54,6 +54,8 @@ use opening::{Link, Open, Pending, Stage};
 struct TurnData {
     /// The user text, until it is prompted (the session may still be opening).
     text: Option<String>,
+    /// The turn's images, prompted after the text.
+    images: Vec<ImageInput>,
     /// The turn's updates → events.
     mapper: TurnMapper,
 }
@@ -252,6 +254,7 @@ impl AcpAgent {
         &mut self,
         turn_id: String,
         text: String,
+        images: Vec<ImageInput>,
         settings: TurnSettings,
         ctx: &mut Context<Self>,
     ) {
@@ -259,6 +262,7 @@ impl AcpAgent {
         self.settings = settings;
         let data = TurnData {
             text: Some(text),
+            images,
             mapper: TurnMapper::default(),
         };
         // The session never starts a turn while one runs; if it somehow did, the slot
@@ -299,7 +303,23 @@ impl AcpAgent {
         let Some(text) = turn.data.text.take() else {
             return;
         };
+        let images = std::mem::take(&mut turn.data.images);
         let turn_id = turn.id.clone();
+        let mut image_blocks = Vec::with_capacity(images.len());
+        for img in &images {
+            match img.base64() {
+                Ok(data) => image_blocks.push(PromptBlock::Image(ImageBlock {
+                    kind: "image",
+                    mime_type: img.mime_type.clone(),
+                    data,
+                })),
+                Err(e) => {
+                    let error = format!("image {} could not be read: {e}", img.upload_id);
+                    self.finish_turn(TurnStatus::Failed, Some(error), None);
+                    return;
+                }
+            }
+        }
         self.apply_mode();
         self.apply_model();
         // ACP has no system prompt: the instruction (the Driver's pair instruction)
@@ -326,9 +346,10 @@ impl AcpAgent {
         }
         let mut prompt = Vec::new();
         if let Some(preface) = preface.as_deref() {
-            prompt.push(TextBlock::new(preface));
+            prompt.push(PromptBlock::Text(TextBlock::new(preface)));
         }
-        prompt.push(TextBlock::new(&text));
+        prompt.push(PromptBlock::Text(TextBlock::new(&text)));
+        prompt.extend(image_blocks);
         let sent = self.request(
             "session/prompt",
             PromptParams {
@@ -623,9 +644,10 @@ impl Handler<AdapterCommand> for AcpAgent {
             AdapterCommand::StartTurn {
                 turn_id,
                 text,
+                images,
                 settings,
                 ..
-            } => self.start_turn(turn_id, text, settings, ctx),
+            } => self.start_turn(turn_id, text, images, settings, ctx),
             AdapterCommand::Interrupt { turn_id } => {
                 self.interrupt(turn_id);
                 self.arm_idle(ctx);

@@ -23,7 +23,7 @@ use super::transport::{self, cli_args, cli_mode, Exited, LiveProcess, StdoutLine
 use super::wire::{line, new_uuid, OutboundControlRequest, OutboundRequest, UserTurn};
 use super::{ClaudeHub, DEFAULT_IDLE_CLOSE};
 use crate::adapter::core::{Approvals, Emitter, Phase, Stop, TurnSlot};
-use crate::adapter::messages::{AdapterCommand, AgentItem, TurnSettings};
+use crate::adapter::messages::{AdapterCommand, AgentItem, ImageInput, TurnSettings};
 use crate::adapter::{AdapterContext, McpAccess, VendorProcess};
 
 /// A process asked to close is killed if it is still there after this long.
@@ -109,6 +109,8 @@ pub(super) enum Process {
 pub(super) struct ClaudeTurn {
     /// The user text, kept to send again if a `--resume` start fails.
     pub(super) text: String,
+    /// The turn's images, sent after the text.
+    pub(super) images: Vec<ImageInput>,
     /// The turn already moved to a fresh Claude session once.
     pub(super) retried_fresh: bool,
     /// The id our user message carries; `command_lifecycle` lines name it.
@@ -366,10 +368,25 @@ impl ClaudeAgent {
     /// process is dying, and its exit ends the turn.
     pub(super) fn send_user_turn(&mut self) {
         let uuid = new_uuid();
-        let Some(text) = self.turn.get().map(|t| t.data.text.clone()) else {
+        let Some((text, images)) = self
+            .turn
+            .get()
+            .map(|t| (t.data.text.clone(), t.data.images.clone()))
+        else {
             return;
         };
-        self.write(line(&UserTurn::new(&text, &uuid)));
+        let mut encoded = Vec::with_capacity(images.len());
+        for img in &images {
+            match img.base64() {
+                Ok(data) => encoded.push((img.mime_type.clone(), data)),
+                Err(e) => {
+                    let error = format!("image {} could not be read: {e}", img.upload_id);
+                    self.turn.end(TurnStatus::Failed, Some(error));
+                    return;
+                }
+            }
+        }
+        self.write(line(&UserTurn::with_images(&text, &encoded, &uuid)));
         if let Some(turn) = self.turn.get_mut() {
             turn.data.uuid = uuid;
         }
@@ -379,6 +396,7 @@ impl ClaudeAgent {
         &mut self,
         turn_id: String,
         text: String,
+        images: Vec<ImageInput>,
         settings: TurnSettings,
         ctx: &mut Context<Self>,
     ) {
@@ -389,6 +407,7 @@ impl ClaudeAgent {
             turn_id,
             ClaudeTurn {
                 text,
+                images,
                 retried_fresh: false,
                 uuid: String::new(),
                 unreachable: None,
@@ -485,9 +504,10 @@ impl Handler<AdapterCommand> for ClaudeAgent {
             AdapterCommand::StartTurn {
                 turn_id,
                 text,
+                images,
                 settings,
                 ..
-            } => self.start_turn(turn_id, text, settings, ctx),
+            } => self.start_turn(turn_id, text, images, settings, ctx),
             AdapterCommand::Interrupt { turn_id } => self.interrupt(&turn_id),
             AdapterCommand::StopTask { task_id } => {
                 if self.tasks.contains(&task_id) {

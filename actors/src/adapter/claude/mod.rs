@@ -190,6 +190,7 @@ pub fn spec() -> VendorSpec {
             "tools",
             "approvals",
             crate::session::REWIND_CAPABILITY,
+            "images",
         ]),
         installed: true,
         version: None,

@@ -164,6 +164,7 @@ impl Handler<AdapterCommand> for CodexThread {
             AdapterCommand::StartTurn {
                 turn_id,
                 text,
+                images,
                 settings,
                 ..
             } => {
@@ -172,7 +173,7 @@ impl Handler<AdapterCommand> for CodexThread {
                     self.superseded(old.data, ctx);
                 }
                 self.report_busy();
-                self.begin(turn_id, text, ctx);
+                self.begin(turn_id, text, images, ctx);
             }
             AdapterCommand::Interrupt { turn_id } => self.interrupt(&turn_id, ctx),
             AdapterCommand::StopTask { task_id } => self.stop_task(task_id, ctx),

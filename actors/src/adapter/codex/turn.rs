@@ -15,7 +15,7 @@ use super::wire::{
     UserInput,
 };
 use crate::adapter::core::{Phase, Stop};
-use crate::adapter::messages::AgentItem;
+use crate::adapter::messages::{AgentItem, ImageInput};
 use crate::clock::now_ms;
 
 /// Codex turn ids remembered after they ended, to drop their late notifications.
@@ -49,7 +49,27 @@ pub(super) struct Guard {
 impl CodexThread {
     /// Starts a turn: connect, load the thread if this process does not have it,
     /// register its route, then `turn/start`.
-    pub(super) fn begin(&mut self, turn_id: String, text: String, ctx: &mut Context<Self>) {
+    pub(super) fn begin(
+        &mut self,
+        turn_id: String,
+        text: String,
+        images: Vec<ImageInput>,
+        ctx: &mut Context<Self>,
+    ) {
+        // Images go as `data:` URLs after the text (Codex reads no file of ours).
+        let mut image_inputs = Vec::with_capacity(images.len());
+        for img in &images {
+            match img.base64() {
+                Ok(data) => image_inputs.push(UserInput::Image {
+                    url: format!("data:{};base64,{data}", img.mime_type),
+                }),
+                Err(e) => {
+                    let error = format!("image {} could not be read: {e}", img.upload_id);
+                    self.end_turn(TurnStatus::Failed, Some(error), ctx);
+                    return;
+                }
+            }
+        }
         let (approval_policy, sandbox) = policy(self.settings.permission_mode);
         let known = self.live_conn();
         let instructions = self.settings.system_prompt.clone();
@@ -69,6 +89,7 @@ impl CodexThread {
             text,
             text_elements: Vec::new(),
         });
+        input.extend(image_inputs);
         let plan = TurnPlan {
             server: self.server.clone(),
             me: ctx.address().recipient::<ThreadInbound>(),

@@ -416,7 +416,31 @@ pub struct PromptParams<'a> {
     /// The agent's session.
     pub session_id: &'a str,
     /// The user message.
-    pub prompt: Vec<TextBlock<'a>>,
+    pub prompt: Vec<PromptBlock<'a>>,
+}
+
+/// A block of a prompt: text, or an image (for agents that advertise
+/// `promptCapabilities.image`).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum PromptBlock<'a> {
+    /// `{type: "text", text}`.
+    Text(TextBlock<'a>),
+    /// `{type: "image", mimeType, data}`.
+    Image(ImageBlock),
+}
+
+/// An image content block.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageBlock {
+    /// `image`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The image's media type.
+    pub mime_type: String,
+    /// Its bytes, base64.
+    pub data: String,
 }
 
 /// A text content block.

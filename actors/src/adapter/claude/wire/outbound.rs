@@ -38,28 +38,62 @@ pub struct UserTurn<'a> {
 pub struct UserTurnMessage<'a> {
     /// Always `user`.
     pub role: &'static str,
-    /// One text block.
-    pub content: [TextBlock<'a>; 1],
+    /// The text block, then one block per image.
+    pub content: Vec<UserBlock<'a>>,
 }
 
-/// `{type: "text", text}`.
+/// A block of a user message, as the Anthropic Messages API takes it.
 #[derive(Debug, Serialize)]
-pub struct TextBlock<'a> {
-    /// Always `text`.
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum UserBlock<'a> {
+    /// `{type: "text", text}`: the message text, verbatim.
+    Text {
+        /// The text.
+        text: &'a str,
+    },
+    /// `{type: "image", source: {type: "base64", media_type, data}}`.
+    Image {
+        /// The image's bytes.
+        source: ImageSource<'a>,
+    },
+}
+
+/// `source` of an image block.
+#[derive(Debug, Serialize)]
+pub struct ImageSource<'a> {
+    /// Always `base64`.
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// The message text, verbatim.
-    pub text: &'a str,
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: &'a str,
+    /// The bytes, base64.
+    pub data: &'a str,
 }
 
 impl<'a> UserTurn<'a> {
     /// A user turn with this text and id.
     pub fn new(text: &'a str, uuid: &'a str) -> Self {
+        UserTurn::with_images(text, &[], uuid)
+    }
+
+    /// A user turn with this text, images (`(media type, base64 bytes)`) and id.
+    pub fn with_images(text: &'a str, images: &'a [(String, String)], uuid: &'a str) -> Self {
+        let mut content = Vec::with_capacity(1 + images.len());
+        if !text.is_empty() || images.is_empty() {
+            content.push(UserBlock::Text { text });
+        }
+        content.extend(images.iter().map(|(media_type, data)| UserBlock::Image {
+            source: ImageSource {
+                kind: "base64",
+                media_type,
+                data,
+            },
+        }));
         UserTurn {
             kind: "user",
             message: UserTurnMessage {
                 role: "user",
-                content: [TextBlock { kind: "text", text }],
+                content,
             },
             parent_tool_use_id: None,
             session_id: "",

@@ -216,6 +216,11 @@ pub enum UserInput {
         /// UI spans; always empty from us.
         text_elements: Vec<Value>,
     },
+    /// An image, as a `data:` URL holding its bytes (base64).
+    Image {
+        /// `data:MIME;base64,...`.
+        url: String,
+    },
 }
 
 /// `turn/start` params.

@@ -1,0 +1,101 @@
+//! `POST /api/v1/uploads` (the raw bytes of one file) and the GETs that serve an
+//! upload's bytes back: to its owner, and to whoever may read a session that used it
+//! (the page's thumbnails).
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+use tandem_protocol::rest::UploadQuery;
+use tandem_protocol::ErrorCode;
+
+use crate::auth::caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// `POST /api/v1/uploads?name=FILE`: stores the body as a file of its `Content-Type`
+/// and answers 201 `{uploadId, size, mimeType}`.
+pub async fn upload(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let query = web::Query::<UploadQuery>::from_query(req.query_string())
+        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let mime_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidAttachment,
+                "an upload needs a `Content-Type` naming the file's media type",
+            )
+        })?
+        .to_string();
+    let limit = state.runtime.max_upload_bytes();
+    let bytes = payload
+        .to_bytes_limited(usize::try_from(limit).unwrap_or(usize::MAX))
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                ErrorCode::AttachmentTooLarge,
+                format!("the file is larger than {limit} bytes (--max-upload-bytes)"),
+            )
+        })?
+        .map_err(|e| {
+            ApiError::new(
+                ErrorCode::InvalidAttachment,
+                format!("the body could not be read: {e}"),
+            )
+        })?;
+    let info = state
+        .runtime
+        .upload(&who, bytes, &mime_type, query.into_inner().name)
+        .await?;
+    Ok(HttpResponse::Created().json(info))
+}
+
+/// `GET /api/v1/uploads/{upload}`: the caller's own upload.
+pub async fn own_upload(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let (mime, bytes) = state.runtime.upload_bytes(&who, &path, None).await?;
+    Ok(serve(&mime, bytes))
+}
+
+/// `GET /api/v1/sessions/{id}/uploads/{upload}`: an upload used in a session the
+/// caller may read.
+pub async fn session_upload(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let who = caller(&req, &state.runtime, state.auth)?;
+    let (session, upload) = path.into_inner();
+    let (mime, bytes) = state
+        .runtime
+        .upload_bytes(&who, &upload, Some(&session))
+        .await?;
+    Ok(serve(&mime, bytes))
+}
+
+/// The bytes with their type; only images are shown inline, anything else is a
+/// download, and nothing served here may run script on this origin.
+fn serve(mime: &str, bytes: Vec<u8>) -> HttpResponse {
+    let image = tandem_actors::uploads::sniff::IMAGE_TYPES.contains(&mime);
+    let mut resp = HttpResponse::Ok();
+    resp.content_type(mime)
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; sandbox",
+        ))
+        .insert_header((header::CACHE_CONTROL, "private, max-age=86400, immutable"));
+    if !image {
+        resp.insert_header((header::CONTENT_DISPOSITION, "attachment"));
+    }
+    resp.body(bytes)
+}

@@ -1,0 +1,217 @@
+//! A user message's content: plain text, or a list of blocks (text, images, files),
+//! as `chat.send` and `POST /sessions/{id}/messages` take it, and as a `user_message`
+//! event keeps it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// `content` of a message: a string (as before blocks existed), or a list of blocks.
+/// A plain JSON string stays valid and means one text block.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum MessageContent {
+    /// The message's text.
+    Text(String),
+    /// Text, images and files, in order.
+    Blocks(Vec<ContentBlock>),
+}
+
+/// One block of a message's content, keyed by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentBlock {
+    /// `{type: "text", text}`.
+    Text(TextBlock),
+    /// `{type: "image", mimeType, data}` (base64) or `{type: "image", uploadId}`.
+    Image(ImageBlock),
+    /// `{type: "file", uploadId}`: a text file is inlined into the prompt; any other
+    /// file is saved in the session's working directory and named by its path.
+    File(FileBlock),
+}
+
+/// `{type: "text", text}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TextBlock {
+    /// The text.
+    pub text: String,
+}
+
+/// An image, inline or uploaded before. Exactly one of `data` (with `mimeType`) and
+/// `uploadId` is given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImageBlock {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`; with `data`, it must
+    /// match the bytes' own signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The image's bytes, base64 (standard alphabet, padded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    /// An id `POST /api/v1/uploads` answered to this user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload_id: Option<String>,
+}
+
+/// `{type: "file", uploadId}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileBlock {
+    /// An id `POST /api/v1/uploads` answered to this user.
+    pub upload_id: String,
+}
+
+impl MessageContent {
+    /// The message's text: the string, or the text blocks joined by blank lines.
+    pub fn text(&self) -> String {
+        match self {
+            MessageContent::Text(t) => t.clone(),
+            MessageContent::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        }
+    }
+
+    /// True when the content holds anything besides text.
+    pub fn has_attachments(&self) -> bool {
+        match self {
+            MessageContent::Text(_) => false,
+            MessageContent::Blocks(b) => b.iter().any(|b| !matches!(b, ContentBlock::Text(_))),
+        }
+    }
+}
+
+impl From<String> for MessageContent {
+    fn from(text: String) -> Self {
+        MessageContent::Text(text)
+    }
+}
+
+impl From<&str> for MessageContent {
+    fn from(text: &str) -> Self {
+        MessageContent::Text(text.to_string())
+    }
+}
+
+/// Read by hand so that a bad block is named by its index and its own error, rather
+/// than serde's "did not match any variant".
+impl<'de> Deserialize<'de> for MessageContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match Value::deserialize(d)? {
+            Value::String(s) => Ok(MessageContent::Text(s)),
+            Value::Array(items) => {
+                let mut blocks = Vec::with_capacity(items.len());
+                for (i, item) in items.into_iter().enumerate() {
+                    let kind = item.get("type").and_then(Value::as_str).map(str::to_string);
+                    match kind.as_deref() {
+                        Some("text" | "image" | "file") => {}
+                        Some(other) => {
+                            return Err(D::Error::custom(format!(
+                                "content block {i}: unknown type `{other}` (text, image, file)"
+                            )))
+                        }
+                        None => {
+                            return Err(D::Error::custom(format!(
+                            "content block {i}: an object with `type` (text, image, file) expected"
+                        )))
+                        }
+                    }
+                    let block = serde_json::from_value::<ContentBlock>(item)
+                        .map_err(|e| D::Error::custom(format!("content block {i}: {e}")))?;
+                    blocks.push(block);
+                }
+                Ok(MessageContent::Blocks(blocks))
+            }
+            _ => Err(D::Error::custom(
+                "content must be a string or a list of content blocks",
+            )),
+        }
+    }
+}
+
+/// A block of a `user_message` as history keeps it: images and files by upload id,
+/// never their bytes, so the event log stays small.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum HistoryBlock {
+    /// `{type: "text", text}`.
+    Text(TextBlock),
+    /// `{type: "image", uploadId, mimeType, size}`; its bytes are at
+    /// `GET /api/v1/sessions/{id}/uploads/{uploadId}`.
+    Image(StoredAttachment),
+    /// `{type: "file", uploadId, mimeType, size, name, path?}`.
+    File(StoredAttachment),
+}
+
+/// An attachment as history names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredAttachment {
+    /// Its upload id (inline images are stored as uploads too).
+    pub upload_id: String,
+    /// Its media type.
+    pub mime_type: String,
+    /// Bytes.
+    pub size: u64,
+    /// The file name given at upload (`?name=`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A file that was not inlined: where it was saved, relative to the session's
+    /// working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_string_stays_a_string() {
+        let c: MessageContent = serde_json::from_value(json!("hi")).unwrap();
+        assert_eq!(c, MessageContent::Text("hi".into()));
+        assert_eq!(serde_json::to_value(&c).unwrap(), json!("hi"));
+    }
+
+    #[test]
+    fn blocks_parse_and_bad_ones_are_named() {
+        let c: MessageContent = serde_json::from_value(json!([
+            {"type": "text", "text": "look"},
+            {"type": "image", "mimeType": "image/png", "data": "AAAA"},
+            {"type": "file", "uploadId": "up_1"}
+        ]))
+        .unwrap();
+        assert_eq!(c.text(), "look");
+        assert!(c.has_attachments());
+        let err = serde_json::from_value::<MessageContent>(json!([{"type": "video"}]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("content block 0: unknown type `video`"),
+            "{err}"
+        );
+        let err = serde_json::from_value::<MessageContent>(json!([{"type": "file"}]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("content block 0") && err.contains("uploadId"),
+            "{err}"
+        );
+        let err = serde_json::from_value::<MessageContent>(json!(
+            [{"type": "text", "text": "a", "extra": 1}]
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("extra"), "{err}");
+        assert!(serde_json::from_value::<MessageContent>(json!(5)).is_err());
+    }
+}
