@@ -528,3 +528,71 @@ async fn a_big_diff_is_capped_with_a_marker() {
     assert!(text.ends_with("[tandem: diff truncated at the size cap]\n"));
     assert!(text.len() <= (1 << 20) + 100, "{}", text.len());
 }
+
+#[actix_rt::test]
+async fn a_worktree_workers_delegation_reports_its_branch_and_diff_summary() {
+    // The config default gives Workers created by send_to_partner their own worktree.
+    let server = Server::start_with(ServerOptions {
+        args: vec!["--worker-workspace".into(), "worktree".into()],
+        ..ServerOptions::default()
+    });
+    let base = repo(&server, "proj");
+    let mut ws = server.ws().await;
+    let d = create(&mut ws, json!({"cwd": base})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.subscribe(&d, 0).await;
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/write a.txt by the worker"}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    let w = out["partnerId"].as_str().unwrap().to_string();
+    let (_, winfo) = server.get(&format!("/api/v1/sessions/{w}")).await;
+    let branch = winfo["workspace"]["branch"].as_str().unwrap().to_string();
+    assert_eq!(
+        out["changes"],
+        json!({"branch": branch, "files": 1, "added": 1, "removed": 3}),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(base.join("a.txt")).unwrap(),
+        "one\ntwo\nthree\n"
+    );
+    let ended = server
+        .all_events(&d)
+        .await
+        .into_iter()
+        .find(|e| e["kind"] == "delegation" && e["active"] == false)
+        .unwrap();
+    assert_eq!(ended["changes"], out["changes"], "{ended}");
+
+    // A delegation nobody waits for is pushed back with the branch and the summary.
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/write b.txt more\n/sleep 200", "wait": false}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    let pushed = eventually("the result is pushed back", async || {
+        server.all_events(&d).await.into_iter().find(|e| {
+            e["kind"] == "user_message"
+                && e["internal"] == true
+                && e["text"].as_str().is_some_and(|t| t.contains(&branch))
+        })
+    })
+    .await;
+    assert!(
+        pushed["text"]
+            .as_str()
+            .unwrap()
+            .contains("2 files changed, +2 -3 lines"),
+        "{pushed}"
+    );
+}
