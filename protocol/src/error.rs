@@ -200,7 +200,11 @@ mod tests {
             (ErrorCode::SessionBusy, "SESSION_BUSY", 409),
             (ErrorCode::BaseDirty, "BASE_DIRTY", 409),
             (ErrorCode::MergeConflict, "MERGE_CONFLICT", 409),
-            (ErrorCode::PathOutsideWorkspace, "PATH_OUTSIDE_WORKSPACE", 400),
+            (
+                ErrorCode::PathOutsideWorkspace,
+                "PATH_OUTSIDE_WORKSPACE",
+                400,
+            ),
             (ErrorCode::NoSuchFile, "NO_SUCH_FILE", 404),
             (ErrorCode::BinaryFile, "BINARY_FILE", 415),
             (ErrorCode::FileTooLarge, "FILE_TOO_LARGE", 413),

@@ -280,12 +280,24 @@ pub fn request_schemas() -> Value {
     body!("GET /sessions/{id}/queue", crate::rest::QueueList);
     body!("GET /sessions/{id}/usage", crate::rest::UsageSummary);
     body!("GET /sessions/{id}/changes", crate::workspace::GitState);
-    body!("GET /sessions/{id}/changes/diff", crate::workspace::FileDiff);
+    body!(
+        "GET /sessions/{id}/changes/diff",
+        crate::workspace::FileDiff
+    );
     body!("GET /sessions/{id}/files", crate::workspace::DirListing);
-    body!("GET /sessions/{id}/files/content", crate::workspace::FileContent);
-    body!("PUT /sessions/{id}/files/content", crate::workspace::FileSaved);
+    body!(
+        "GET /sessions/{id}/files/content",
+        crate::workspace::FileContent
+    );
+    body!(
+        "PUT /sessions/{id}/files/content",
+        crate::workspace::FileSaved
+    );
     body!("POST /sessions/{id}/merge", crate::workspace::MergeResult);
-    body!("POST /sessions/{id}/discard", crate::workspace::DiscardResult);
+    body!(
+        "POST /sessions/{id}/discard",
+        crate::workspace::DiscardResult
+    );
     body!("event git_state", crate::workspace::GitState);
     body!("event delegation changes", crate::workspace::ChangeSummary);
     body!("error", crate::error::ErrorBody);

@@ -323,7 +323,17 @@ async fn every_documented_route_answers_as_described() {
     std::fs::create_dir_all(&repo).unwrap();
     for args in [
         vec!["init", "-q", "-b", "main"],
-        vec!["-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "first"],
+        vec![
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@localhost",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "first",
+        ],
     ] {
         let ok = std::process::Command::new("git")
             .arg("-C")
@@ -353,8 +363,13 @@ async fn every_documented_route_answers_as_described() {
     )
     .await;
     stored_event(&server, &wt, "git_state").await;
-    c.ok("get", &format!("/sessions/{wt}/changes"), "/sessions/{id}/changes", None)
-        .await;
+    c.ok(
+        "get",
+        &format!("/sessions/{wt}/changes"),
+        "/sessions/{id}/changes",
+        None,
+    )
+    .await;
     c.ok(
         "get",
         &format!("/sessions/{wt}/changes/diff?path=a.txt"),
@@ -362,8 +377,13 @@ async fn every_documented_route_answers_as_described() {
         None,
     )
     .await;
-    c.ok("get", &format!("/sessions/{wt}/files"), "/sessions/{id}/files", None)
-        .await;
+    c.ok(
+        "get",
+        &format!("/sessions/{wt}/files"),
+        "/sessions/{id}/files",
+        None,
+    )
+    .await;
     c.ok(
         "get",
         &format!("/sessions/{wt}/files/content?path=a.txt"),

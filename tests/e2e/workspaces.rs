@@ -136,10 +136,14 @@ async fn two_worktree_workers_do_not_see_each_other_and_the_second_merge_conflic
     let mut ws2 = server.ws().await;
     ws1.subscribe(&w1, 0).await;
     ws2.subscribe(&w2, 0).await;
-    ws1.ok(json!({"type": "chat.send", "sessionId": w1, "content": "/write a.txt from worker one"}))
-        .await;
-    ws2.ok(json!({"type": "chat.send", "sessionId": w2, "content": "/write a.txt from worker two"}))
-        .await;
+    ws1.ok(
+        json!({"type": "chat.send", "sessionId": w1, "content": "/write a.txt from worker one"}),
+    )
+    .await;
+    ws2.ok(
+        json!({"type": "chat.send", "sessionId": w2, "content": "/write a.txt from worker two"}),
+    )
+    .await;
     ws1.events_until_turn_end(&w1).await;
     ws2.events_until_turn_end(&w2).await;
     assert_eq!(
@@ -180,8 +184,10 @@ async fn two_worktree_workers_do_not_see_each_other_and_the_second_merge_conflic
 
     // The first merge goes through.
     let merged = ws
-        .ok(json!({"type": "session.merge", "sessionId": w1, "strategy": "merge",
-            "message": "worker one's change"}))
+        .ok(
+            json!({"type": "session.merge", "sessionId": w1, "strategy": "merge",
+            "message": "worker one's change"}),
+        )
         .await;
     assert_eq!(merged["branch"], branch1.as_str(), "{merged}");
     assert_eq!(merged["base"], "main");
@@ -192,7 +198,9 @@ async fn two_worktree_workers_do_not_see_each_other_and_the_second_merge_conflic
     assert_eq!(git(&base, &["rev-parse", "HEAD"]), merged["commit"]);
     let events = server.all_events(&w1).await;
     assert!(
-        events.iter().any(|e| e["kind"] == "merged" && e["commit"] == merged["commit"]),
+        events
+            .iter()
+            .any(|e| e["kind"] == "merged" && e["commit"] == merged["commit"]),
         "no merged event"
     );
 
@@ -206,7 +214,10 @@ async fn two_worktree_workers_do_not_see_each_other_and_the_second_merge_conflic
     assert_eq!(refused["code"], "MERGE_CONFLICT");
     assert_eq!(refused["paths"], json!(["a.txt"]));
     assert!(snapshot(&base) == before_base, "the base checkout changed");
-    assert!(snapshot(&cwd2) == before_worker, "the Worker's checkout changed");
+    assert!(
+        snapshot(&cwd2) == before_worker,
+        "the Worker's checkout changed"
+    );
     let (status, body) = server
         .post(
             &format!("/api/v1/sessions/{w2}/merge"),
@@ -217,7 +228,10 @@ async fn two_worktree_workers_do_not_see_each_other_and_the_second_merge_conflic
     assert_eq!(body["error"]["code"], "MERGE_CONFLICT");
     assert_eq!(body["error"]["paths"], json!(["a.txt"]));
     assert!(snapshot(&base) == before_base, "the base checkout changed");
-    assert!(snapshot(&cwd2) == before_worker, "the Worker's checkout changed");
+    assert!(
+        snapshot(&cwd2) == before_worker,
+        "the Worker's checkout changed"
+    );
 
     // Discarding removes the worktree and the branch.
     let discarded = ws
@@ -265,8 +279,10 @@ async fn worktree_needs_a_repository_and_survives_a_restart() {
 
     let base = repo(&server, "proj");
     let bad_ref = ws
-        .request(json!({"type": "session.create", "cwd": base, "workspace": "worktree",
-            "baseRef": "no-such-ref"}))
+        .request(
+            json!({"type": "session.create", "cwd": base, "workspace": "worktree",
+            "baseRef": "no-such-ref"}),
+        )
         .await;
     assert_eq!(bad_ref["code"], "INVALID_ARGUMENT", "{bad_ref}");
     let info = create(&mut ws, json!({"cwd": base, "workspace": "worktree"})).await;
@@ -304,9 +320,7 @@ async fn worktree_needs_a_repository_and_survives_a_restart() {
     assert_eq!(again["workspace"], info["workspace"]);
     assert!(cwd.join("new.txt").exists());
     // Archiving keeps the worktree (its branch is the user's work).
-    let (status, body) = server
-        .delete(&format!("/api/v1/sessions/{sid}"))
-        .await;
+    let (status, body) = server.delete(&format!("/api/v1/sessions/{sid}")).await;
     assert_eq!(status, 200, "{body}");
     assert!(cwd.exists());
     assert!(git(&base, &["branch", "--list", "tandem/*"]).contains(&sid[4..12]));
@@ -336,14 +350,22 @@ async fn merge_refuses_a_dirty_base_and_squashes() {
     std::fs::write(base.join("a.txt"), "one\ntwo\nthree\n").unwrap();
     std::fs::write(base.join("notes.md"), "mine\n").unwrap();
     let merged = ws
-        .ok(json!({"type": "session.merge", "sessionId": sid, "strategy": "squash",
-            "message": "squashed"}))
+        .ok(
+            json!({"type": "session.merge", "sessionId": sid, "strategy": "squash",
+            "message": "squashed"}),
+        )
         .await;
     assert_eq!(merged["strategy"], "squash");
     assert_eq!(git(&base, &["log", "-1", "--format=%s"]), "squashed");
     assert_eq!(git(&base, &["rev-list", "--count", "HEAD"]), "2");
-    assert_eq!(std::fs::read_to_string(base.join("b.txt")).unwrap(), "new\n");
-    assert_eq!(std::fs::read_to_string(base.join("notes.md")).unwrap(), "mine\n");
+    assert_eq!(
+        std::fs::read_to_string(base.join("b.txt")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(base.join("notes.md")).unwrap(),
+        "mine\n"
+    );
     // The worktree's changes were committed on its branch first.
     assert_eq!(git(&cwd, &["status", "--porcelain"]), "");
 }
@@ -368,13 +390,24 @@ async fn kill_during_a_merge_or_a_discard_is_clean_after_restart() {
     let (status, dir) = server.exited().await;
     assert!(!status.success(), "the server exited cleanly: {status}");
     let server = Server::start_in(dir, ServerOptions::default());
-    assert!(snapshot(&base) == before_base, "the base checkout was not rolled back");
-    assert!(snapshot(&cwd) == before_worker, "the branch was not rolled back");
+    assert!(
+        snapshot(&base) == before_base,
+        "the base checkout was not rolled back"
+    );
+    assert!(
+        snapshot(&cwd) == before_worker,
+        "the branch was not rolled back"
+    );
     let info_events = eventually("the recovery is recorded", async || {
         let events = server.all_events(&sid).await;
         events
             .iter()
-            .any(|e| e["kind"] == "info" && e["text"].as_str().is_some_and(|t| t.contains("rolled back")))
+            .any(|e| {
+                e["kind"] == "info"
+                    && e["text"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("rolled back"))
+            })
             .then_some(events)
     })
     .await;
@@ -383,7 +416,10 @@ async fn kill_during_a_merge_or_a_discard_is_clean_after_restart() {
     let mut ws = server.ws().await;
     ws.ok(json!({"type": "session.merge", "sessionId": sid, "strategy": "merge"}))
         .await;
-    assert_eq!(std::fs::read_to_string(base.join("a.txt")).unwrap(), "changed\n");
+    assert_eq!(
+        std::fs::read_to_string(base.join("a.txt")).unwrap(),
+        "changed\n"
+    );
 
     // Dies after the worktree is removed, before the discard is recorded.
     server
@@ -438,7 +474,14 @@ async fn files_stay_inside_the_working_directory() {
     assert!(names.contains(&"a.txt"), "{names:?}");
     assert!(!names.contains(&".git"), "{names:?}");
 
-    for bad in ["../secret.txt", "/etc/passwd", "link.txt", "up/secret.txt", ".git/config", "a/../../secret.txt"] {
+    for bad in [
+        "../secret.txt",
+        "/etc/passwd",
+        "link.txt",
+        "up/secret.txt",
+        ".git/config",
+        "a/../../secret.txt",
+    ] {
         let q = format!("/content?path={}", bad.replace('/', "%2F"));
         let (status, body) = server.get(&files(&q)).await;
         assert_eq!(status, 400, "{bad}: {body}");
@@ -446,10 +489,16 @@ async fn files_stay_inside_the_working_directory() {
         let (status, _, body) = server
             .put(&files(&q), &json!({"content": "x"}), Some("*"))
             .await;
-        assert_eq!(body["error"]["code"], "PATH_OUTSIDE_WORKSPACE", "{bad} {status}");
+        assert_eq!(
+            body["error"]["code"], "PATH_OUTSIDE_WORKSPACE",
+            "{bad} {status}"
+        );
     }
     let (status, body) = server.get(&files("?path=up")).await;
-    assert_eq!(body["error"]["code"], "PATH_OUTSIDE_WORKSPACE", "{status} {body}");
+    assert_eq!(
+        body["error"]["code"], "PATH_OUTSIDE_WORKSPACE",
+        "{status} {body}"
+    );
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "secret\n");
 
     let (status, body) = server.get(&files("/content?path=big.bin")).await;
@@ -459,7 +508,10 @@ async fn files_stay_inside_the_working_directory() {
     assert_eq!(status, 415, "{body}");
     assert_eq!(body["error"]["code"], "BINARY_FILE");
     let (status, body) = server.get(&files("/content?path=missing.txt")).await;
-    assert_eq!((status, body["error"]["code"].clone()), (404, json!("NO_SUCH_FILE")));
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (404, json!("NO_SUCH_FILE"))
+    );
 
     // Read, save with the ETag, then a stale save is refused.
     let (status, file) = server.get(&files("/content?path=a.txt")).await;
@@ -467,30 +519,53 @@ async fn files_stay_inside_the_working_directory() {
     assert_eq!(file["content"], "one\ntwo\nthree\n");
     let tag = file["etag"].as_str().unwrap().to_string();
     let (status, etag, saved) = server
-        .put(&files("/content?path=a.txt"), &json!({"content": "edited\n"}), Some(&tag))
+        .put(
+            &files("/content?path=a.txt"),
+            &json!({"content": "edited\n"}),
+            Some(&tag),
+        )
         .await;
     assert_eq!(status, 200, "{saved}");
     assert_eq!(etag.as_deref(), saved["etag"].as_str());
-    assert_eq!(std::fs::read_to_string(base.join("a.txt")).unwrap(), "edited\n");
+    assert_eq!(
+        std::fs::read_to_string(base.join("a.txt")).unwrap(),
+        "edited\n"
+    );
     let (status, _, stale) = server
-        .put(&files("/content?path=a.txt"), &json!({"content": "lost\n"}), Some(&tag))
+        .put(
+            &files("/content?path=a.txt"),
+            &json!({"content": "lost\n"}),
+            Some(&tag),
+        )
         .await;
     assert_eq!(status, 412, "{stale}");
     assert_eq!(stale["error"]["code"], "PRECONDITION_FAILED");
-    assert_eq!(std::fs::read_to_string(base.join("a.txt")).unwrap(), "edited\n");
+    assert_eq!(
+        std::fs::read_to_string(base.join("a.txt")).unwrap(),
+        "edited\n"
+    );
     let (status, _, created) = server
-        .put(&files("/content?path=new.txt"), &json!({"content": "fresh\n"}), None)
+        .put(
+            &files("/content?path=new.txt"),
+            &json!({"content": "fresh\n"}),
+            None,
+        )
         .await;
     assert_eq!(status, 200, "{created}");
 
     // The diff of a binary file is reported, not dumped.
     let (status, diff) = server
-        .get(&format!("/api/v1/sessions/{sid}/changes/diff?path=image.png"))
+        .get(&format!(
+            "/api/v1/sessions/{sid}/changes/diff?path=image.png"
+        ))
         .await;
     assert_eq!(status, 200, "{diff}");
     assert_eq!(diff["binaryFiles"], json!(["image.png"]), "{diff}");
     assert!(
-        diff["diff"].as_str().unwrap().contains("Binary files /dev/null and b/image.png differ"),
+        diff["diff"]
+            .as_str()
+            .unwrap()
+            .contains("Binary files /dev/null and b/image.png differ"),
         "{diff}"
     );
     // The whole diff stops at the cap inside the 10 MiB file.
@@ -503,7 +578,11 @@ async fn files_stay_inside_the_working_directory() {
 
     // Another user's session is not there for them.
     let other = server.add_user("mallory");
-    for path in [files(""), files("/content?path=a.txt"), format!("/api/v1/sessions/{sid}/changes")] {
+    for path in [
+        files(""),
+        files("/content?path=a.txt"),
+        format!("/api/v1/sessions/{sid}/changes"),
+    ] {
         let (status, body) = other.get(&path).await;
         assert_eq!(status, 404, "{path}: {body}");
         assert_eq!(body["error"]["code"], "SESSION_NOT_FOUND");

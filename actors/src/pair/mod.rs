@@ -458,8 +458,8 @@ impl Handler<WorkerTurnEnded> for PairActor {
                 .map(|s| tandem_protocol::workspace::ChangeSummary::of(&workspace.branch, &s))
         });
         let id = msg.delegation_id;
-        ctx.spawn(actix::fut::wrap_future(summed).map(
-            move |res, act: &mut PairActor, ctx| {
+        ctx.spawn(
+            actix::fut::wrap_future(summed).map(move |res, act: &mut PairActor, ctx| {
                 let mut outcome = outcome;
                 outcome.changes = match res {
                     Ok(Ok(summary)) => Some(summary),
@@ -475,8 +475,8 @@ impl Handler<WorkerTurnEnded> for PairActor {
                 if act.current(&id) {
                     act.resolve(outcome, ctx);
                 }
-            },
-        ));
+            }),
+        );
     }
 }
 

@@ -53,11 +53,11 @@ impl Runtime {
             parent_id: None,
             pending_prompt: None,
             handoff_from: None,
-            worktree: (params.workspace == Some(WorkspaceMode::Worktree)).then(|| {
+            worktree: (params.workspace == Some(WorkspaceMode::Worktree)).then_some(
                 WorktreeRequest {
                     base_ref: params.base_ref,
-                }
-            }),
+                },
+            ),
         })
         .await
     }

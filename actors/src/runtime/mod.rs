@@ -503,9 +503,12 @@ impl Runtime {
                 "session {id}'s worktree is being merged or discarded; try again when that ends"
             )));
         }
-        if handle.shared.info().workspace.is_some_and(|w| {
-            w.state == tandem_protocol::workspace::WorktreeState::Discarded
-        }) {
+        if handle
+            .shared
+            .info()
+            .workspace
+            .is_some_and(|w| w.state == tandem_protocol::workspace::WorktreeState::Discarded)
+        {
             return Err(RuntimeError::Conflict(format!(
                 "session {id}'s worktree was discarded; it has no working directory"
             )));

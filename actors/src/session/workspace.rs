@@ -65,8 +65,7 @@ impl Handler<PublishGitState> for SessionActor {
     type Result = ();
 
     fn handle(&mut self, msg: PublishGitState, _: &mut Context<Self>) {
-        if msg.generation != self.git_generation
-            || self.last_git_state.as_ref() == Some(&msg.state)
+        if msg.generation != self.git_generation || self.last_git_state.as_ref() == Some(&msg.state)
         {
             return;
         }

@@ -52,9 +52,9 @@ fn resolve(root: &Path, path: &str, must_exist: bool) -> Result<PathBuf, Workspa
             let (Some(parent), Some(name)) = (joined.parent(), joined.file_name()) else {
                 return Err(WorkspaceError::NoSuchFile(path.to_string()));
             };
-            let parent = parent.canonicalize().map_err(|_| {
-                WorkspaceError::NoSuchFile(path.to_string())
-            })?;
+            let parent = parent
+                .canonicalize()
+                .map_err(|_| WorkspaceError::NoSuchFile(path.to_string()))?;
             if !parent.starts_with(&root) {
                 return Err(WorkspaceError::PathOutside(path.to_string()));
             }
@@ -157,7 +157,8 @@ pub fn read(root: &Path, path: &str) -> Result<FileContent, WorkspaceError> {
     if bytes.contains(&0) {
         return Err(WorkspaceError::BinaryFile(path.to_string()));
     }
-    let content = String::from_utf8(bytes).map_err(|_| WorkspaceError::BinaryFile(path.to_string()))?;
+    let content =
+        String::from_utf8(bytes).map_err(|_| WorkspaceError::BinaryFile(path.to_string()))?;
     Ok(FileContent {
         path: path.to_string(),
         size: meta.len(),
@@ -214,7 +215,9 @@ pub fn write(
     }
     let tmp = file.with_file_name(format!(
         ".{}.tandem-save",
-        file.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        file.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
     ));
     let mut f = std::fs::File::create(&tmp).map_err(io)?;
     f.write_all(content.as_bytes()).map_err(io)?;

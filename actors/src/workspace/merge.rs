@@ -26,11 +26,7 @@ pub struct Plan {
 
 /// Checks that the merge can go through and prepares its commit; changes no ref, no
 /// index and no file of either checkout.
-pub fn prepare(
-    worktree: &Path,
-    ws: &WorkspaceInfo,
-    message: &str,
-) -> Result<Plan, WorkspaceError> {
+pub fn prepare(worktree: &Path, ws: &WorkspaceInfo, message: &str) -> Result<Plan, WorkspaceError> {
     let base = Path::new(&ws.base_checkout);
     match git::current_branch(base) {
         Some(b) if b == ws.base => {}
@@ -179,7 +175,15 @@ pub fn apply(
             MergeStrategy::Merge => {
                 git::run_committing(
                     base,
-                    &["merge", "-q", "--no-ff", "--no-edit", "-m", message, &branch_ref],
+                    &[
+                        "merge",
+                        "-q",
+                        "--no-ff",
+                        "--no-edit",
+                        "-m",
+                        message,
+                        &branch_ref,
+                    ],
                 )?;
             }
             MergeStrategy::Squash => {
@@ -190,7 +194,13 @@ pub fn apply(
         git::line(base, &["rev-parse", "HEAD"])
     })();
     if result.is_err() {
-        roll_back_to(worktree, base, &ws.branch, &plan.base_head, &plan.branch_tip);
+        roll_back_to(
+            worktree,
+            base,
+            &ws.branch,
+            &plan.base_head,
+            &plan.branch_tip,
+        );
     }
     result
 }

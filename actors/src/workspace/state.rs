@@ -42,7 +42,12 @@ pub fn against(dir: &Path, workspace: Option<&WorkspaceInfo>) -> Against {
     let rev = git::commit_of(dir, "HEAD").unwrap_or_else(|| EMPTY_TREE.to_string());
     let upstream = git::line(
         dir,
-        &["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"],
+        &[
+            "rev-parse",
+            "--abbrev-ref",
+            "--symbolic-full-name",
+            "@{upstream}",
+        ],
     )
     .ok()
     .filter(|s| !s.is_empty());
@@ -63,7 +68,9 @@ pub fn compute(dir: &Path, workspace: Option<&WorkspaceInfo>) -> Result<GitState
         Some(r) if git::commit_of(&top, "HEAD").is_some() => {
             let range = format!("HEAD...{r}");
             let counts = git::line(&top, &["rev-list", "--left-right", "--count", &range])?;
-            let mut it = counts.split_whitespace().map(|n| n.parse::<u64>().unwrap_or(0));
+            let mut it = counts
+                .split_whitespace()
+                .map(|n| n.parse::<u64>().unwrap_or(0));
             (it.next().unwrap_or(0), it.next().unwrap_or(0))
         }
         _ => (0, 0),
@@ -89,7 +96,14 @@ pub fn changed_files(top: &Path, rev: &str) -> Result<Vec<ChangedFile>, Workspac
     let mut files: BTreeMap<String, ChangedFile> = BTreeMap::new();
     let status = git::run(
         top,
-        &["diff", "--no-ext-diff", "--no-renames", "--name-status", "-z", rev],
+        &[
+            "diff",
+            "--no-ext-diff",
+            "--no-renames",
+            "--name-status",
+            "-z",
+            rev,
+        ],
     )?;
     let mut parts = status.split('\0').filter(|p| !p.is_empty());
     while let (Some(code), Some(path)) = (parts.next(), parts.next()) {
@@ -112,7 +126,14 @@ pub fn changed_files(top: &Path, rev: &str) -> Result<Vec<ChangedFile>, Workspac
     }
     let numstat = git::run(
         top,
-        &["diff", "--no-ext-diff", "--no-renames", "--numstat", "-z", rev],
+        &[
+            "diff",
+            "--no-ext-diff",
+            "--no-renames",
+            "--numstat",
+            "-z",
+            rev,
+        ],
     )?;
     for entry in numstat.split('\0').filter(|p| !p.is_empty()) {
         let mut cols = entry.splitn(3, '\t');

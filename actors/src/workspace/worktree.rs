@@ -58,7 +58,15 @@ pub fn create(
     let dir_text = dir.to_string_lossy();
     git::run(
         &top,
-        &["worktree", "add", "-q", "-b", &branch, &dir_text, &base_commit],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            &branch,
+            &dir_text,
+            &base_commit,
+        ],
     )?;
     Ok(WorkspaceInfo {
         mode: WorkspaceMode::Worktree,
