@@ -675,3 +675,40 @@ async fn a_worktree_workers_delegation_reports_its_branch_and_diff_summary() {
         "{pushed}"
     );
 }
+
+#[actix_rt::test]
+async fn spawned_children_of_a_worktree_session_get_their_own_worktrees() {
+    let server = Server::start();
+    let base = repo(&server, "proj");
+    let mut ws = server.ws().await;
+    let parent = create(&mut ws, json!({"cwd": base, "workspace": "worktree"})).await;
+    let p = parent["id"].as_str().unwrap().to_string();
+    let parent_branch = parent["workspace"]["branch"].as_str().unwrap().to_string();
+    ws.subscribe(&p, 0).await;
+    let two = json!([{"title": "one", "prompt": "/write c.txt one"},
+        {"title": "two", "prompt": "/write c.txt two"}]);
+    let (out, err) = ws
+        .scripted_tool(&p, "spawn_sessions", json!({"sessions": two}))
+        .await;
+    assert!(!err, "{out}");
+    let mut dirs = Vec::new();
+    for child in out["sessions"].as_array().unwrap() {
+        let id = child["sessionId"].as_str().unwrap();
+        let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
+        assert_eq!(info["workspace"]["base"], parent_branch.as_str(), "{info}");
+        assert_eq!(info["workspace"]["baseCheckout"], parent["cwd"]);
+        dirs.push(PathBuf::from(info["cwd"].as_str().unwrap()));
+    }
+    assert_ne!(dirs[0], dirs[1]);
+    let contents: Vec<String> = eventually("both children wrote", async || {
+        let read: Vec<String> = dirs
+            .iter()
+            .filter_map(|d| std::fs::read_to_string(d.join("c.txt")).ok())
+            .collect();
+        (read.len() == 2).then_some(read)
+    })
+    .await;
+    assert_eq!(contents, vec!["one\n".to_string(), "two\n".to_string()]);
+    let parent_dir = PathBuf::from(parent["cwd"].as_str().unwrap());
+    assert!(!parent_dir.join("c.txt").exists());
+}
