@@ -42,6 +42,10 @@ pub struct RuntimeConfig {
     /// Sizes uploads and message attachments may have, and how long an unused upload
     /// is kept.
     pub uploads: crate::uploads::UploadLimits,
+    /// Where a Worker works when `pair.create` does not say, and for Workers a
+    /// proposal or `send_to_partner` creates (`[workspace] worker_workspace`,
+    /// `--worker-workspace`).
+    pub worker_workspace: tandem_protocol::workspace::WorkspaceMode,
 }
 
 impl RuntimeConfig {
@@ -61,6 +65,7 @@ impl RuntimeConfig {
             node: None,
             configured_models: std::collections::BTreeMap::new(),
             uploads: crate::uploads::UploadLimits::default(),
+            worker_workspace: tandem_protocol::workspace::WorkspaceMode::Shared,
         }
     }
 }

@@ -29,6 +29,7 @@ pub mod store;
 mod testkit;
 pub mod tools;
 pub mod uploads;
+pub mod workspace;
 
 pub use access::Principal;
 pub use config::RuntimeConfig;

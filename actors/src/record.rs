@@ -92,6 +92,10 @@ pub struct SessionRecord {
     /// knows, and so the next rewind finds the live turns without rescanning them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<tandem_protocol::SupersededRange>,
+    /// Its own git worktree, when created with `workspace: "worktree"` (its `cwd` is
+    /// then the worktree's directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<tandem_protocol::workspace::WorkspaceInfo>,
 }
 
 /// A message waiting for its session to be free.
@@ -266,6 +270,7 @@ impl SessionRecord {
             archived_at: self.archived_at,
             node: self.node.clone(),
             superseded: self.superseded.clone(),
+            workspace: self.workspace.clone(),
         }
     }
 }

@@ -67,7 +67,11 @@ impl RestAnswer {
             status: code.http_status(),
             content_type: Some("application/json".into()),
             body: serde_json::to_string(&ErrorBody {
-                error: ErrorDetail { code, message },
+                error: ErrorDetail {
+                    code,
+                    message,
+                    paths: None,
+                },
             })
             .unwrap_or_default(),
         }

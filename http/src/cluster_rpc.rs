@@ -61,6 +61,7 @@ async fn answer(
                     error: e.to_string(),
                     session_id: Some(session_id),
                     request_id: None,
+                    paths: e.paths(),
                 }
                 .to_json(),
             };
@@ -88,6 +89,7 @@ async fn answer(
                 error: e.message,
                 session_id: e.session_id,
                 request_id: e.request_id,
+                paths: None,
             }
             .to_json()
         }

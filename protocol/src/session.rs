@@ -227,6 +227,10 @@ pub struct SessionInfo {
     /// its `history_rewound` event says); clients show them collapsed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<SupersededRange>,
+    /// The session's own git worktree (`workspace: "worktree"`); absent for a
+    /// session that works in the directory it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::WorkspaceInfo>,
 }
 
 /// A branch of the history that a rewind replaced: what `history_rewound` carries,

@@ -23,6 +23,10 @@ pub mod vendor_id;
 pub mod vendors;
 
 pub use catalog::{clamp_effort, VendorCatalog, VendorSpec};
+
+/// The capability a vendor lists in `GET /vendors` when its adapter can rewind its
+/// conversation (`chat.edit-send`).
+pub const REWIND_CAPABILITY: &str = "rewind";
 pub use context::{AdapterContext, McpAccess};
 pub use process::{ConfiguredVendor, VendorProcess, VendorProtocol, VendorsConfig};
 pub use tool_host::{ToolFuture, ToolHost, Tools};

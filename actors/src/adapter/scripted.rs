@@ -19,6 +19,9 @@
 //! - `/history` → one text line `history: A | B` quoting the user messages of the
 //!   earlier turns this agent remembers (its "conversation"), so tests can see what a
 //!   rewind made it forget
+//! - `/write PATH TEXT` → writes TEXT and a newline to PATH, relative to the session's
+//!   working directory (no `..`, not absolute), as an agent's edit would; shown as a
+//!   `tool_call` `write` and its `tool_result`
 //! - any other `/word` line is echoed as text
 //!
 //! The agent's memory is the user messages of the turns it ran, newest last; a rewind
@@ -76,6 +79,11 @@ enum Step {
     },
     /// Quotes the remembered conversation (`/history`).
     History,
+    /// Writes a file in the working directory (`/write PATH TEXT`).
+    Write {
+        path: String,
+        text: String,
+    },
 }
 
 fn parse_script(text: &str) -> Vec<Step> {
@@ -117,6 +125,12 @@ fn parse_script(text: &str) -> Vec<Step> {
                         .ok()
                         .map(|input| Step::Show { name, input })
                 }
+                "/write" if !rest.is_empty() => {
+                    let mut parts = rest.splitn(2, char::is_whitespace);
+                    let path = parts.next().unwrap_or_default().to_string();
+                    let text = parts.next().unwrap_or_default().to_string();
+                    Some(Step::Write { path, text })
+                }
                 "/background" => {
                     let mut parts = rest.splitn(3, char::is_whitespace);
                     match (parts.next(), parts.next().and_then(number)) {
@@ -157,7 +171,7 @@ impl AdapterFactory for Factory {
                 "backgroundTasks",
                 "tools",
                 "approvals",
-                crate::session::REWIND_CAPABILITY,
+                crate::adapter::REWIND_CAPABILITY,
                 "images",
             ]),
             installed: true,
@@ -180,6 +194,8 @@ impl AdapterFactory for Factory {
 pub struct ScriptedAgent {
     /// The session this agent works for (tool calls are made as it).
     session_id: String,
+    /// Where `/write` writes.
+    cwd: std::path::PathBuf,
     /// Outputs outside turns (background tasks, permission requests) go through it;
     /// each running script has its own clone for its events.
     emitter: Emitter,
@@ -276,6 +292,7 @@ impl ScriptedAgent {
         let emitter = ctx.emitter();
         ScriptedAgent {
             session_id: ctx.session_id,
+            cwd: ctx.cwd,
             turn: TurnSlot::new(&emitter),
             emitter,
             tools: ctx.tools,
@@ -360,6 +377,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                     emitter: self.emitter.clone(),
                     tools: self.tools.clone(),
                     me: ctx.address(),
+                    cwd: self.cwd.clone(),
                 };
                 // A server-written message (a pushed-back result) quotes other
                 // sessions' scripts: it is echoed as text, never executed.
@@ -467,6 +485,7 @@ struct Run {
     emitter: Emitter,
     tools: Tools,
     me: Addr<ScriptedAgent>,
+    cwd: std::path::PathBuf,
 }
 
 /// How a script ended: `None` when it stopped because its session or actor is gone.
@@ -588,6 +607,31 @@ impl Run {
                 }
                 // Replaced by its text when the turn starts; nothing left to run.
                 Step::History => {}
+                Step::Write { path, text } => {
+                    let call_id = format!("{}_call_{index}", self.turn_id);
+                    let call = EventBody::ToolCall {
+                        call_id: call_id.clone(),
+                        name: "write".into(),
+                        input: serde_json::json!({"path": path, "text": text}),
+                    };
+                    let written = crate::workspace::files::check_relative(&path)
+                        .map_err(|e| e.to_string())
+                        .and_then(|()| {
+                            std::fs::write(self.cwd.join(&path), format!("{text}\n"))
+                                .map_err(|e| e.to_string())
+                        });
+                    let result = EventBody::ToolResult {
+                        call_id,
+                        output: Value::String(match &written {
+                            Ok(()) => "ok".into(),
+                            Err(e) => e.clone(),
+                        }),
+                        is_error: written.is_err(),
+                    };
+                    if !self.emit(call).await || !self.emit(result).await {
+                        return None;
+                    }
+                }
                 Step::Fail(message) => return Some((TurnStatus::Failed, Some(message))),
                 Step::Ask { tool, input } => {
                     let line = match self.ask(&tool, &input).await? {

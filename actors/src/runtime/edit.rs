@@ -35,6 +35,7 @@ impl Runtime {
                 return Err(RuntimeError::DelegationInFlight(id.to_string()));
             }
         }
+        self.has_workspace(id, &handle)?;
         let mut prepared = self.prepare_content(who, &handle, content).await?;
         let answer = handle
             .addr

@@ -15,6 +15,7 @@ mod reconcile;
 mod recovery;
 mod schedules;
 mod usage;
+mod workspaces;
 
 use create::NewSession;
 
@@ -86,6 +87,9 @@ struct Inner {
     tokens: DashMap<crate::store::tokens::TokenDigest, (Principal, std::time::Instant)>,
     /// Sessions per owner, for `max_sessions_per_user`.
     owned: DashMap<String, usize>,
+    /// Sessions with a merge or discard in flight (one at a time per session; their
+    /// turns are refused meanwhile).
+    workspace_ops: DashMap<String, ()>,
     /// The thread session actors (and their adapters) run on.
     sessions_arbiter: Arbiter,
     /// Kept so the gateway's thread lives as long as the runtime.
@@ -204,6 +208,7 @@ impl Runtime {
             pairs: Registry::default(),
             tokens: DashMap::new(),
             owned: DashMap::new(),
+            workspace_ops: DashMap::new(),
             sessions_arbiter: Arbiter::new(),
             _gateway_arbiter: gateway_arbiter,
             next_client: AtomicU64::new(1),
@@ -244,6 +249,7 @@ impl Runtime {
             runtime.restore_pair(record);
         }
         runtime.finish_after_start(cut_off, proposals);
+        runtime.recover_workspaces();
         // Spawned sessions that were still waiting for a slot go back in their
         // parent's queue.
         for (parent, child) in waiting_children {
@@ -520,6 +526,7 @@ impl Runtime {
         queue: bool,
     ) -> Result<SendOutcome, RuntimeError> {
         let handle = self.drivable(who, id)?;
+        self.has_workspace(id, &handle)?;
         let mut prepared = self.prepare_content(who, &handle, content).await?;
         let answer = handle
             .addr
@@ -537,6 +544,31 @@ impl Runtime {
             self.take_back(prepared).await;
         }
         answer
+    }
+
+    /// Refuses a turn for session `id` while its worktree is being merged or
+    /// discarded, or after it was discarded (it has no working directory then).
+    pub(crate) fn has_workspace(
+        &self,
+        id: &str,
+        handle: &SessionHandle,
+    ) -> Result<(), RuntimeError> {
+        if self.inner.workspace_ops.contains_key(id) {
+            return Err(RuntimeError::Conflict(format!(
+                "session {id}'s worktree is being merged or discarded; try again when that ends"
+            )));
+        }
+        if handle
+            .shared
+            .info()
+            .workspace
+            .is_some_and(|w| w.state == tandem_protocol::workspace::WorktreeState::Discarded)
+        {
+            return Err(RuntimeError::Conflict(format!(
+                "session {id}'s worktree was discarded; it has no working directory"
+            )));
+        }
+        Ok(())
     }
 
     /// A message's `content` for the session `handle`, as its actor takes it: the

@@ -17,6 +17,7 @@ mod store_failure;
 mod tests;
 mod turn;
 mod turns;
+mod workspace;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,10 +36,11 @@ pub use pairing::{
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
 pub use queue::{CancelQueued, EditQueued};
-pub use rewind::{EditOutcome, EditSend, REWIND_CAPABILITY};
+pub use rewind::{EditOutcome, EditSend};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
+pub use workspace::{PublishGitState, WorkspaceChanged};
 
 use crate::adapter::VendorCatalog;
 use crate::error::RuntimeError;

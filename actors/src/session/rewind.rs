@@ -15,10 +15,8 @@ use tokio::sync::oneshot;
 use super::actor::SessionActor;
 use super::{Configure, SendMessage};
 use crate::adapter::messages::AdapterCommand;
+use crate::adapter::REWIND_CAPABILITY;
 use crate::error::RuntimeError;
-
-/// The capability a vendor lists in `GET /vendors` when its adapter can rewind.
-pub const REWIND_CAPABILITY: &str = "rewind";
 
 /// How long the history's tail may take to reach the store before the rewind gives up.
 const COMMIT_WAIT: Duration = Duration::from_secs(2);

@@ -96,7 +96,9 @@ pub(super) async fn send_to_partner(
                 model: optional(args.worker_model).unwrap_or_default(),
                 effort: optional(args.worker_effort).unwrap_or_default(),
             };
-            let pair = rt.pair_with_new_worker(&state.info.id, choice).await?;
+            let pair = rt
+                .pair_with_new_worker(&state.info.id, choice, None)
+                .await?;
             worker_created = true;
             pair.pair_id
         }
@@ -118,6 +120,7 @@ pub(super) async fn send_to_partner(
         hint: Some(hint.to_string()),
         partner_id: worker_id.clone(),
         worker_created,
+        changes: None,
     };
     Ok(match reply {
         DelegateReply::Finished(outcome) => SendToPartnerResult {
@@ -131,6 +134,7 @@ pub(super) async fn send_to_partner(
             hint: None,
             partner_id: worker_id.clone(),
             worker_created,
+            changes: outcome.changes,
         },
         DelegateReply::TimedOut { partial } => running(
             Some(partial),

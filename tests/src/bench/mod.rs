@@ -16,6 +16,7 @@ pub mod delegation;
 pub mod durability;
 pub mod fanout;
 pub mod floor;
+pub mod gitstate;
 pub mod procfs;
 pub mod raw_ws;
 pub mod replay;
@@ -43,6 +44,7 @@ pub fn run(mode: &str, flags: &[String]) -> ExitCode {
         "codex" => codex::main(flags),
         "claude" => claude::main(flags),
         "acp" => acp::main(flags),
+        "gitstate" => gitstate::main(flags),
         other => Err(format!("unknown mode {other}")),
     };
     match outcome {
@@ -72,7 +74,8 @@ usage: bench serve [tandem serve flags]
        bench codex      [--turns 100] [--runs 3] [--codex-bin PATH] [--direct-overrides 1]
                         [--server-arg ARG]...
        bench claude     [--turns 100] [--warmup 5] [--bin PATH]
-       bench acp        [--turns 100] [--runs 3] [--bin PATH] [--server-arg ARG]...";
+       bench acp        [--turns 100] [--runs 3] [--bin PATH] [--server-arg ARG]...
+       bench gitstate   [--files 10000] [--changed 100] [--runs 50]";
 
 fn usage_error(e: &str) -> ExitCode {
     eprintln!("bench: {e}\n{USAGE}");

@@ -189,7 +189,7 @@ pub fn spec() -> VendorSpec {
             "backgroundTasks",
             "tools",
             "approvals",
-            crate::session::REWIND_CAPABILITY,
+            crate::adapter::REWIND_CAPABILITY,
             "images",
         ]),
         installed: true,
