@@ -16,6 +16,7 @@ mod pairs;
 mod permissions;
 mod reconnect;
 mod sessions;
+mod workspaces;
 
 use serde_json::{json, Value};
 use tandem_tests::{Browser, Server, ServerOptions};
