@@ -76,6 +76,9 @@ pub enum RuntimeError {
     /// A proposal could not be made, accepted or declined.
     #[error(transparent)]
     Proposal(#[from] ProposalError),
+    /// A workspace operation was refused or failed.
+    #[error(transparent)]
+    Workspace(#[from] crate::workspace::WorkspaceError),
     /// An actor that should be alive is gone (the server is shutting down).
     #[error("internal error: {0}")]
     Internal(String),
@@ -108,6 +111,7 @@ impl RuntimeError {
             RuntimeError::NodeUnavailable { .. } => ErrorCode::NodeUnavailable,
             RuntimeError::Pair(e) => e.code(),
             RuntimeError::Proposal(e) => e.code(),
+            RuntimeError::Workspace(e) => e.code(),
             RuntimeError::Store(_)
             | RuntimeError::Io(_)
             | RuntimeError::Random(_)
@@ -115,6 +119,17 @@ impl RuntimeError {
             | RuntimeError::Internal(_)
             | RuntimeError::Unwritable { .. }
             | RuntimeError::NotCommitted(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+impl RuntimeError {
+    /// The files the error is about (`BASE_DIRTY`, `MERGE_CONFLICT`), for the error's
+    /// `paths`.
+    pub fn paths(&self) -> Option<Vec<String>> {
+        match self {
+            RuntimeError::Workspace(e) => e.paths(),
+            _ => None,
         }
     }
 }

@@ -28,6 +28,7 @@ pub mod store;
 #[cfg(test)]
 mod testkit;
 pub mod tools;
+pub mod workspace;
 
 pub use access::Principal;
 pub use config::RuntimeConfig;

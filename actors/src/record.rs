@@ -252,6 +252,7 @@ impl SessionRecord {
             cwd: self.cwd.clone(),
             archived_at: self.archived_at,
             node: self.node.clone(),
+            workspace: None,
         }
     }
 }

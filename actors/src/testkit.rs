@@ -164,6 +164,8 @@ impl RuntimeFixture {
             permission_mode: None,
             visibility: None,
             node: None,
+            workspace: None,
+            base_ref: None,
         };
         self.runtime
             .create_session(&self.who, params)

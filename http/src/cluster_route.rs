@@ -56,6 +56,8 @@ fn target(request: &ClientRequest) -> Option<Target<'_>> {
         R::SessionHandoff(p) => Target::Session(&p.session_id),
         R::SessionSchedule(p) => Target::Session(&p.session_id),
         R::SessionScheduleCancel(p) => Target::Session(&p.session_id),
+        R::SessionMerge(p) => Target::Session(&p.session_id),
+        R::SessionDiscard(p) => Target::Session(&p.session_id),
         _ => return None,
     })
 }
@@ -112,6 +114,7 @@ pub fn route(
                     error: format!("node {node} did not answer for {what}: {e}"),
                     session_id,
                     request_id,
+                    paths: None,
                 }
                 .to_json()
             }
@@ -132,6 +135,7 @@ fn unavailable(
         ),
         session_id: session_id.map(str::to_string),
         request_id: request_id.clone(),
+        paths: None,
     })
 }
 
@@ -145,6 +149,7 @@ pub(crate) fn internal(
         error,
         session_id,
         request_id,
+        paths: None,
     }
     .to_json()
 }

@@ -45,6 +45,7 @@ async fn answer(runtime: &Runtime, payload: &[u8]) -> String {
                 error: e.message,
                 session_id: e.session_id,
                 request_id: e.request_id,
+                paths: None,
             }
             .to_json()
         }

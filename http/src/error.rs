@@ -14,6 +14,8 @@ pub struct ApiError {
     pub code: ErrorCode,
     /// Human-readable message, sent as `error.message`.
     pub message: String,
+    /// The files the error is about (`BASE_DIRTY`, `MERGE_CONFLICT`).
+    pub paths: Option<Vec<String>>,
 }
 
 impl ApiError {
@@ -22,13 +24,17 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
+            paths: None,
         }
     }
 }
 
 impl From<RuntimeError> for ApiError {
     fn from(e: RuntimeError) -> Self {
-        ApiError::new(e.code(), e.to_string())
+        ApiError {
+            paths: e.paths(),
+            ..ApiError::new(e.code(), e.to_string())
+        }
     }
 }
 
@@ -42,6 +48,7 @@ impl ResponseError for ApiError {
             error: ErrorDetail {
                 code: self.code,
                 message: self.message.clone(),
+                paths: self.paths.clone(),
             },
         })
     }

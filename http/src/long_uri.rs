@@ -151,6 +151,7 @@ fn rejection() -> Vec<u8> {
         error: ErrorDetail {
             code: ErrorCode::InvalidArgument,
             message: format!("the request target is longer than {MAX_TARGET} bytes"),
+            paths: None,
         },
     })
     .unwrap_or_default();

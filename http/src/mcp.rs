@@ -28,6 +28,7 @@ async fn not_allowed(req: HttpRequest) -> HttpResponse {
             error: tandem_protocol::error::ErrorDetail {
                 code: ErrorCode::MethodNotAllowed,
                 message: format!("{} is not allowed on /mcp; POST JSON-RPC", req.method()),
+                paths: None,
             },
         })
 }

@@ -55,6 +55,7 @@ pub fn error_frame(
         error,
         session_id,
         request_id,
+        paths: None,
     }
 }
 
@@ -64,7 +65,11 @@ fn fail(
     request_id: Option<String>,
     session_id: Option<String>,
 ) -> ServerFrame {
-    error_frame(runtime, e.code(), e.to_string(), request_id, session_id)
+    let mut frame = error_frame(runtime, e.code(), e.to_string(), request_id, session_id);
+    if let ServerFrame::ProtocolError { paths, .. } = &mut frame {
+        *paths = e.paths();
+    }
+    frame
 }
 
 /// Runs one request.
@@ -237,6 +242,19 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
             let sid = p.session_id.clone();
             later(base, request_id, Some(sid), async move {
                 rt.handoff(&who, p).await
+            })
+        }
+        ClientRequest::SessionMerge(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid), async move {
+                rt.merge_session(&who, &p.session_id, p.strategy, p.message)
+                    .await
+            })
+        }
+        ClientRequest::SessionDiscard(p) => {
+            let sid = p.session_id.clone();
+            later(base, request_id, Some(sid), async move {
+                rt.discard_session(&who, &p.session_id).await
             })
         }
         ClientRequest::SessionSchedule(p) => {

@@ -21,6 +21,25 @@
  */
 
 /**
+ * A Worker's changes in short, for the Driver: on the `delegation` event that ends a delegation of a worktree Worker, and in the pushed-back result's text.
+ * @typedef {object} ChangeSummary
+ * @property {number} added Lines added.
+ * @property {string} branch The Worker's branch.
+ * @property {number} files Files changed against its base.
+ * @property {number} removed Lines removed.
+ */
+
+/**
+ * One changed file of a `git_state`.
+ * @typedef {object} ChangedFile
+ * @property {number} added Lines added (0 for a binary file).
+ * @property {boolean} [binary] True for a binary file: its diff is reported, never dumped.
+ * @property {string} path Path relative to the working directory's top, `/`-separated.
+ * @property {number} removed Lines removed (0 for a binary file).
+ * @property {FileStatus} status How it changed.
+ */
+
+/**
  * `chat.abort` reply.
  * @typedef {object} ChatAbortResult
  * @property {string} sessionId The session whose turn is being stopped.
@@ -72,6 +91,7 @@
 /**
  * Fields of `session.create` and of `POST /api/v1/sessions`.
  * @typedef {object} CreateSessionParams
+ * @property {string | null} [baseRef] With `worktree`: the commit, tag or branch to branch from (default: the HEAD of the checkout at `cwd`).
  * @property {string | null} [cwd] Working directory; must lie under a workspace root.
  * @property {string | null} [effort] Reasoning effort (clamped to the vendor's levels).
  * @property {string | null} [model] Model name.
@@ -80,6 +100,7 @@
  * @property {string | null} [title] Title; "New session" when absent.
  * @property {string | null} [vendor] Vendor id; `scripted` when absent.
  * @property {(Visibility | null)} [visibility] Private (default) or shared.
+ * @property {(WorkspaceMode | null)} [workspace] `shared` (default: work in `cwd`) or `worktree` (a new git worktree on branch `tandem/<short id>`; `cwd` must be inside a git repository).
  */
 
 /**
@@ -104,8 +125,94 @@
  */
 
 /**
+ * One entry of `GET /sessions/{id}/files`.
+ * @typedef {object} DirEntry
+ * @property {EntryKind} kind What it is.
+ * @property {number} mtime Last modification, epoch ms.
+ * @property {string} name The entry's name.
+ * @property {number} size Size in bytes (of the link itself for a symlink).
+ */
+
+/**
+ * `GET /sessions/{id}/files?path=`: one directory, `.git` left out.
+ * @typedef {object} DirListing
+ * @property {Array<DirEntry>} entries Its entries, directories first, then by name.
+ * @property {string} path The directory, relative (empty: the working directory).
+ */
+
+/**
+ * `session.discard` reply and `POST /sessions/{id}/discard` answer.
+ * @typedef {object} DiscardResult
+ * @property {string} branch The branch deleted with its worktree.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * What a directory entry is.
+ * @typedef {('file' | 'dir' | 'symlink' | 'other')} EntryKind
+ */
+
+/**
+ * The body of every REST error: `{"error": {"code", "message"}}`.
+ * @typedef {object} ErrorBody
+ * @property {ErrorDetail} error The error itself.
+ */
+
+/**
  * A machine-readable error code. Clients branch on these; the message is for humans.
- * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE')} ErrorCode
+ * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'NOT_A_GIT_REPOSITORY' | 'NOT_A_WORKTREE' | 'SESSION_BUSY' | 'BASE_DIRTY' | 'MERGE_CONFLICT' | 'PATH_OUTSIDE_WORKSPACE' | 'NO_SUCH_FILE' | 'BINARY_FILE' | 'FILE_TOO_LARGE' | 'PRECONDITION_FAILED')} ErrorCode
+ */
+
+/**
+ * Code and human-readable message of an error.
+ * @typedef {object} ErrorDetail
+ * @property {ErrorCode} code Machine-readable code.
+ * @property {string} message What went wrong, for a person.
+ * @property {Array<string> | null} [paths] The files the error is about (`BASE_DIRTY`, `MERGE_CONFLICT`); absent otherwise.
+ */
+
+/**
+ * `GET /sessions/{id}/files/content?path=`: a UTF-8 text file of at most 2 MiB. The `ETag` header carries `etag` too.
+ * @typedef {object} FileContent
+ * @property {string} content Its text.
+ * @property {string} etag A strong entity tag of the content (quoted, as in the header); give it as `If-Match` to save.
+ * @property {number} mtime Last modification, epoch ms.
+ * @property {string} path The file, relative.
+ * @property {number} size Size in bytes.
+ */
+
+/**
+ * `GET /sessions/{id}/changes/diff`: a unified diff.
+ * @typedef {object} FileDiff
+ * @property {string} against What it is against: the base branch, or `HEAD` for a shared session.
+ * @property {Array<string>} binaryFiles Paths of the binary files in the diff, whose content is not shown.
+ * @property {string} diff Unified diff text (git's `diff --git` format; a binary file appears as one "Binary files ... differ" line). Cut at the cap, then ends with [`FileDiff::TRUNCATION_MARKER`].
+ * @property {string | null} [path] The path asked for, if any.
+ * @property {boolean} truncated True when the diff was cut at the cap.
+ */
+
+/**
+ * Answer of `PUT /sessions/{id}/files/content`.
+ * @typedef {object} FileSaved
+ * @property {string} etag Its new entity tag (also in the `ETag` header).
+ * @property {string} path The file, relative.
+ * @property {number} size Its size now.
+ */
+
+/**
+ * How a changed file changed, against the base (worktree sessions) or HEAD (shared).
+ * @typedef {('added' | 'modified' | 'deleted' | 'renamed')} FileStatus
+ */
+
+/**
+ * What a session's working directory changed: the `git_state` event's fields and `GET /sessions/{id}/changes`.
+ * @typedef {object} GitState
+ * @property {number} ahead Commits on `branch` that `base` lacks (0 without a base).
+ * @property {string | null} [base] What the changes are counted against: the base branch for a worktree session; for a shared one, the upstream branch when there is one (absent otherwise).
+ * @property {number} behind Commits on `base` that `branch` lacks (0 without a base).
+ * @property {string | null} [branch] The branch checked out (absent on a detached HEAD).
+ * @property {boolean} dirty True when the working directory has uncommitted changes (untracked files included).
+ * @property {Array<ChangedFile>} files Changed files, sorted by path: for a worktree session everything that differs from where the branch left the base (commits and uncommitted changes); for a shared session the uncommitted changes against HEAD.
  */
 
 /**
@@ -133,6 +240,29 @@
  */
 
 /**
+ * Fields of `session.merge`.
+ * @typedef {object} MergeParams
+ * @property {string | null} [message] The commit message (default: "tandem: merge <branch> (<title>)").
+ * @property {string} sessionId The worktree session.
+ * @property {MergeStrategy} strategy Merge commit or squash.
+ */
+
+/**
+ * `session.merge` reply and `POST /sessions/{id}/merge` answer.
+ * @typedef {object} MergeResult
+ * @property {string} base The branch merged into.
+ * @property {string} branch Its branch.
+ * @property {string} commit The base's new HEAD commit.
+ * @property {string} sessionId The session.
+ * @property {MergeStrategy} strategy How.
+ */
+
+/**
+ * How `session.merge` brings the branch into its base.
+ * @typedef {('merge' | 'squash')} MergeStrategy
+ */
+
+/**
  * Fields of `pair.close`.
  * @typedef {object} PairCloseParams
  * @property {string} pairId The pair to dissolve.
@@ -150,6 +280,7 @@
  * @typedef {object} PairCreateParams
  * @property {string} driverId The Driver session.
  * @property {WorkerSpec} worker The Worker to create.
+ * @property {(WorkspaceMode | null)} [workerWorkspace] Where the Worker works: in the Driver's directory (`shared`) or in a worktree of its own branched from the Driver's HEAD (`worktree`); default: the server's `worker_workspace` setting.
  */
 
 /**
@@ -383,6 +514,7 @@
  * @property {string} vendor Vendor id (`scripted`, `codex`, `claude`, ...).
  * @property {string | null} [vendorSessionId] The vendor's own session or thread id, once known.
  * @property {Visibility} visibility Who else may see it.
+ * @property {(WorkspaceInfo | null)} [workspace] The session's own git worktree (`workspace: "worktree"`); absent for a session that works in the directory it was given.
  */
 
 /**
@@ -519,6 +651,27 @@
  */
 
 /**
+ * A worktree session's workspace, in `SessionInfo.workspace` (absent for shared sessions).
+ * @typedef {object} WorkspaceInfo
+ * @property {string} base The branch it was made from and merges into.
+ * @property {string} baseCheckout The checkout where `base` is checked out, which `session.merge` merges into (the repository the `cwd` was in, or the parent's worktree for a spawned session or a Worker of a worktree Driver).
+ * @property {string} baseCommit The commit the branch started from.
+ * @property {string} branch The session's own branch, `tandem/<short id>`.
+ * @property {WorkspaceMode} mode Always `worktree` (shared sessions have no `workspace`).
+ * @property {WorktreeState} state Active, or discarded.
+ */
+
+/**
+ * Where a session works: in the directory it was given (`shared`, as every session did before workspaces), or in a git worktree of its own on a new branch.
+ * @typedef {('shared' | 'worktree')} WorkspaceMode
+ */
+
+/**
+ * Where a worktree's life stands.
+ * @typedef {('active' | 'discarded')} WorktreeState
+ */
+
+/**
  * Every WebSocket request `type`: its fields and its reply's fields.
  * @typedef {{
  *   'chat.abort': {params: SessionRef, result: ChatAbortResult},
@@ -535,7 +688,9 @@
  *   'proposal.respond': {params: ProposalRespondParams, result: ProposalRespondResult},
  *   'session.configure': {params: ConfigureParams, result: SessionResult},
  *   'session.create': {params: CreateSessionParams, result: SessionResult},
+ *   'session.discard': {params: SessionRef, result: DiscardResult},
  *   'session.handoff': {params: HandoffParams, result: HandoffResult},
+ *   'session.merge': {params: MergeParams, result: MergeResult},
  *   'session.schedule': {params: ScheduleParams, result: ScheduleResult},
  *   'session.schedule-cancel': {params: ScheduleCancelParams, result: ScheduleCancelResult},
  *   'sessions.list': {params: ListParams, result: SessionList},
@@ -549,10 +704,20 @@
  * @typedef {{
  *   'GET /pairs': PairList,
  *   'GET /sessions/running': RunningList,
+ *   'GET /sessions/{id}/changes': GitState,
+ *   'GET /sessions/{id}/changes/diff': FileDiff,
+ *   'GET /sessions/{id}/files': DirListing,
+ *   'GET /sessions/{id}/files/content': FileContent,
  *   'GET /sessions/{id}/queue': QueueList,
  *   'GET /sessions/{id}/schedules': ScheduleList,
  *   'GET /sessions/{id}/usage': UsageSummary,
  *   'GET /vendors': VendorList,
+ *   'POST /sessions/{id}/discard': DiscardResult,
+ *   'POST /sessions/{id}/merge': MergeResult,
+ *   'PUT /sessions/{id}/files/content': FileSaved,
+ *   'error': ErrorBody,
+ *   'event delegation changes': ChangeSummary,
+ *   'event git_state': GitState,
  * }} Rest
  */
 

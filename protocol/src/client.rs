@@ -61,6 +61,10 @@ pub enum ClientRequest {
     ChatQueueCancel(QueueCancelParams),
     /// `chat.queue-edit`; answered with [`crate::results::QueueChangeResult`].
     ChatQueueEdit(QueueEditParams),
+    /// `session.merge`; answered with [`crate::workspace::MergeResult`].
+    SessionMerge(crate::workspace::MergeParams),
+    /// `session.discard`; answered with [`crate::workspace::DiscardResult`].
+    SessionDiscard(SessionRef),
     /// `ping`: answered with [`crate::results::PingResult`] (`pong: true`).
     Ping,
 }
@@ -80,6 +84,10 @@ pub type ChatPermissionResponseParams = PermissionResponseParams;
 pub type ChatSubscribeParams = SubscribeParams;
 /// `chat.unsubscribe` fields.
 pub type ChatUnsubscribeParams = UnsubscribeParams;
+/// `session.merge` fields.
+pub type SessionMergeParams = crate::workspace::MergeParams;
+/// `session.discard` fields: the session only.
+pub type SessionDiscardParams = SessionRef;
 /// `session.configure` fields.
 pub type SessionConfigureParams = ConfigureParams;
 /// `sessions.watch` fields.
@@ -153,6 +161,11 @@ pub struct PairCreateParams {
     pub driver_id: String,
     /// The Worker to create.
     pub worker: WorkerSpec,
+    /// Where the Worker works: in the Driver's directory (`shared`) or in a worktree
+    /// of its own branched from the Driver's HEAD (`worktree`); default: the server's
+    /// `worker_workspace` setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_workspace: Option<crate::workspace::WorkspaceMode>,
 }
 
 /// Fields of `session.handoff`: continue a conversation in a new session.
@@ -259,6 +272,14 @@ pub struct CreateSessionParams {
     /// names this node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// `shared` (default: work in `cwd`) or `worktree` (a new git worktree on branch
+    /// `tandem/<short id>`; `cwd` must be inside a git repository).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::WorkspaceMode>,
+    /// With `worktree`: the commit, tag or branch to branch from (default: the HEAD of
+    /// the checkout at `cwd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_ref: Option<String>,
 }
 
 /// Per-turn overrides on `chat.send`; they stick to the session like `session.configure`.
@@ -477,6 +498,8 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
             | "session.schedule-cancel"
             | "chat.queue-cancel"
             | "chat.queue-edit"
+            | "session.merge"
+            | "session.discard"
     );
     if needs_session && session_id.as_deref().is_none_or(str::is_empty) {
         return Err(fail(
@@ -556,6 +579,8 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
         }
         "chat.queue-cancel" => ClientRequest::ChatQueueCancel(fields(obj, &kind).map_err(&bad)?),
         "chat.queue-edit" => ClientRequest::ChatQueueEdit(fields(obj, &kind).map_err(&bad)?),
+        "session.merge" => ClientRequest::SessionMerge(fields(obj, &kind).map_err(&bad)?),
+        "session.discard" => ClientRequest::SessionDiscard(fields(obj, &kind).map_err(&bad)?),
         "ping" => ClientRequest::Ping,
         other => {
             return Err(fail(

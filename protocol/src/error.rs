@@ -80,6 +80,32 @@ pub enum ErrorCode {
     /// The session lives on another cluster node whose lease has lapsed (stopped, or
     /// unreachable): nothing can reach it until that node returns.
     NodeUnavailable,
+    /// A worktree was asked for (or the session's changes) but its `cwd` is not inside
+    /// a git repository.
+    NotAGitRepository,
+    /// `session.merge` or `session.discard` for a session without a worktree of its own
+    /// (a shared session, or one whose worktree was discarded).
+    NotAWorktree,
+    /// `session.merge` or `session.discard` while the session runs a turn.
+    SessionBusy,
+    /// The base checkout has uncommitted changes to files the merge would touch; the
+    /// error's `paths` lists them.
+    BaseDirty,
+    /// The merge conflicts; it was aborted and nothing changed. The error's `paths`
+    /// lists the conflicting files.
+    MergeConflict,
+    /// A file path leads outside the session's working directory (`..`, an absolute
+    /// path, or a symlink pointing out).
+    PathOutsideWorkspace,
+    /// The file or directory asked for does not exist.
+    NoSuchFile,
+    /// The file is not UTF-8 text; the files routes do not return or take binary files.
+    BinaryFile,
+    /// The file is larger than the files routes return or take (2 MiB).
+    FileTooLarge,
+    /// `PUT .../files/content` whose `If-Match` no longer names the file's content (it
+    /// changed in between), or without `If-Match` for a file that exists.
+    PreconditionFailed,
 }
 
 impl ErrorCode {
@@ -116,6 +142,15 @@ impl ErrorCode {
             ErrorCode::RateLimited | ErrorCode::LimitExceeded => 429,
             ErrorCode::Internal => 500,
             ErrorCode::NodeUnavailable => 503,
+            ErrorCode::NotAGitRepository | ErrorCode::PathOutsideWorkspace => 400,
+            ErrorCode::NotAWorktree
+            | ErrorCode::SessionBusy
+            | ErrorCode::BaseDirty
+            | ErrorCode::MergeConflict => 409,
+            ErrorCode::NoSuchFile => 404,
+            ErrorCode::BinaryFile => 415,
+            ErrorCode::FileTooLarge => 413,
+            ErrorCode::PreconditionFailed => 412,
         }
     }
 }
@@ -134,6 +169,9 @@ pub struct ErrorDetail {
     pub code: ErrorCode,
     /// What went wrong, for a person.
     pub message: String,
+    /// The files the error is about (`BASE_DIRTY`, `MERGE_CONFLICT`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<String>>,
 }
 
 #[cfg(test)]
@@ -157,6 +195,16 @@ mod tests {
             ),
             (ErrorCode::UnknownTool, "UNKNOWN_TOOL", 404),
             (ErrorCode::ToolNotAvailable, "TOOL_NOT_AVAILABLE", 403),
+            (ErrorCode::NotAGitRepository, "NOT_A_GIT_REPOSITORY", 400),
+            (ErrorCode::NotAWorktree, "NOT_A_WORKTREE", 409),
+            (ErrorCode::SessionBusy, "SESSION_BUSY", 409),
+            (ErrorCode::BaseDirty, "BASE_DIRTY", 409),
+            (ErrorCode::MergeConflict, "MERGE_CONFLICT", 409),
+            (ErrorCode::PathOutsideWorkspace, "PATH_OUTSIDE_WORKSPACE", 400),
+            (ErrorCode::NoSuchFile, "NO_SUCH_FILE", 404),
+            (ErrorCode::BinaryFile, "BINARY_FILE", 415),
+            (ErrorCode::FileTooLarge, "FILE_TOO_LARGE", 413),
+            (ErrorCode::PreconditionFailed, "PRECONDITION_FAILED", 412),
         ] {
             assert_eq!(
                 serde_json::to_value(code).unwrap(),

@@ -172,6 +172,33 @@ pub enum EventBody {
         to: String,
         /// True while the Worker holds the delegation.
         active: bool,
+        /// On the end (`active: false`) of a delegation to a worktree Worker: its
+        /// branch and what it changed, so the Driver can review before merging.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        changes: Option<crate::workspace::ChangeSummary>,
+    },
+    /// What the session's working directory changed, published after a turn ends
+    /// when it differs from the last one published.
+    GitState {
+        /// The state.
+        #[serde(flatten)]
+        state: crate::workspace::GitState,
+    },
+    /// `session.merge` merged the session's branch into its base.
+    Merged {
+        /// The session's branch.
+        branch: String,
+        /// The branch merged into.
+        base: String,
+        /// How.
+        strategy: crate::workspace::MergeStrategy,
+        /// The base's new HEAD commit.
+        commit: String,
+    },
+    /// `session.discard` removed the session's worktree and branch.
+    Discarded {
+        /// The branch deleted.
+        branch: String,
     },
     /// This session joined a pair.
     PairCreated {
@@ -281,6 +308,9 @@ impl EventBody {
             EventBody::HandoffCreated { .. } => "handoff_created",
             EventBody::HandoffContext { .. } => "handoff_context",
             EventBody::WorkerProposalUpdate { .. } => "worker_proposal_update",
+            EventBody::GitState { .. } => "git_state",
+            EventBody::Merged { .. } => "merged",
+            EventBody::Discarded { .. } => "discarded",
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod schedule;
 pub mod server;
 pub mod session;
 pub mod tools;
+pub mod workspace;
 
 pub use client::{parse_client_frame, ClientFrame, ClientRequest, FrameError};
 pub use error::ErrorCode;

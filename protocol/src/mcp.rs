@@ -209,6 +209,7 @@ impl CallToolResult {
             error: crate::error::ErrorDetail {
                 code,
                 message: message.clone(),
+                paths: None,
             },
         };
         CallToolResult {

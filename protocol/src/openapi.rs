@@ -123,6 +123,17 @@ pub fn routes() -> Vec<Route> {
         route!("post" "/sessions/{id}/handoff", "Continue the conversation in a new session (as session.handoff).", Some(of::<HandoffBody>), 201, of::<HandoffResult>),
         route!("post" "/sessions/{id}/tasks/{taskId}/stop", "Stop a background task (as chat.stop-task).", None, 202, of::<ChatStopTaskResult>),
         route!("post" "/sessions/{id}/permissions/{requestId}", "Answer a pending tool approval (as chat.permission-response).", Some(of::<PermissionAnswer>), 200, of::<PermissionResponseResult>),
+        route!("get" "/sessions/{id}/changes", "What the session's working directory changed (as its latest git_state).", None, 200, of::<crate::workspace::GitState>),
+        route!("get" "/sessions/{id}/changes/diff", "Unified diff against the base (worktree) or HEAD (shared), capped.", None, 200, of::<crate::workspace::FileDiff>,
+            &[("path", "one changed file; absent: all")], false),
+        route!("post" "/sessions/{id}/merge", "Merge the worktree's branch into its base (as session.merge).", Some(of::<crate::workspace::MergeBody>), 200, of::<crate::workspace::MergeResult>),
+        route!("post" "/sessions/{id}/discard", "Remove the worktree and its branch (as session.discard).", None, 200, of::<crate::workspace::DiscardResult>),
+        route!("get" "/sessions/{id}/files", "List a directory of the working directory.", None, 200, of::<crate::workspace::DirListing>,
+            &[("path", "relative directory; absent: the top")], false),
+        route!("get" "/sessions/{id}/files/content", "A text file (at most 2 MiB) with its ETag.", None, 200, of::<crate::workspace::FileContent>,
+            &[("path", "relative file path")], false),
+        route!("put" "/sessions/{id}/files/content", "Save a text file; If-Match: its ETag.", Some(of::<crate::workspace::FileSave>), 200, of::<crate::workspace::FileSaved>,
+            &[("path", "relative file path")], false),
         route!("get" "/pairs", "Driver/Worker pairs.", None, 200, of::<PairList>),
         route!("post" "/pairs", "Pair a new Worker with a Driver (as pair.create).", Some(of::<PairCreateParams>), 201, of::<PairCreateResult>),
         route!("delete" "/pairs/{pairId}", "Close a pair (as pair.close).", None, 200, of::<PairCloseResult>),
@@ -148,7 +159,7 @@ pub fn document() -> Value {
             .collect();
         parameters.extend(r.query.iter().map(|(name, what)| {
             json!({"name": name, "in": "query", "required": false, "description": what,
-                   "schema": {"type": if *name == "cursor" { "string" } else { "integer" }}})
+                   "schema": {"type": if *name == "cursor" || *name == "path" { "string" } else { "integer" }}})
         }));
         let mut op = json!({
             "summary": r.summary,

@@ -255,6 +255,16 @@ pub fn request_schemas() -> Value {
         QueueChangeResult
     );
     request!("chat.queue-edit", ChatQueueEditParams, QueueChangeResult);
+    request!(
+        "session.merge",
+        SessionMergeParams,
+        crate::workspace::MergeResult
+    );
+    request!(
+        "session.discard",
+        SessionDiscardParams,
+        crate::workspace::DiscardResult
+    );
     request!("ping", PingParams, PingResult);
     // REST bodies the web page reads, so its generated types cover them too.
     let mut rest = serde_json::Map::new();
@@ -269,6 +279,16 @@ pub fn request_schemas() -> Value {
     body!("GET /sessions/{id}/schedules", crate::rest::ScheduleList);
     body!("GET /sessions/{id}/queue", crate::rest::QueueList);
     body!("GET /sessions/{id}/usage", crate::rest::UsageSummary);
+    body!("GET /sessions/{id}/changes", crate::workspace::GitState);
+    body!("GET /sessions/{id}/changes/diff", crate::workspace::FileDiff);
+    body!("GET /sessions/{id}/files", crate::workspace::DirListing);
+    body!("GET /sessions/{id}/files/content", crate::workspace::FileContent);
+    body!("PUT /sessions/{id}/files/content", crate::workspace::FileSaved);
+    body!("POST /sessions/{id}/merge", crate::workspace::MergeResult);
+    body!("POST /sessions/{id}/discard", crate::workspace::DiscardResult);
+    body!("event git_state", crate::workspace::GitState);
+    body!("event delegation changes", crate::workspace::ChangeSummary);
+    body!("error", crate::error::ErrorBody);
     let defs = generator.take_definitions(true);
     serde_json::json!({"requests": requests, "rest": rest, "$defs": defs})
 }
@@ -343,7 +363,7 @@ mod tests {
         let schemas = request_schemas();
         assert_eq!(
             schemas["requests"].as_object().map(|r| r.len()),
-            Some(20),
+            Some(22),
             "one entry per ClientRequest variant"
         );
     }

@@ -39,6 +39,9 @@ pub enum ServerFrame {
         /// The client's `requestId`, if it sent one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         request_id: Option<String>,
+        /// The files the error is about (`BASE_DIRTY`, `MERGE_CONFLICT`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        paths: Option<Vec<String>>,
     },
     /// A subscription is in place; replayed events follow, then live ones.
     ChatSubscribed {

@@ -223,4 +223,8 @@ pub struct SessionInfo {
     /// on a server that is not part of a cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The session's own git worktree (`workspace: "worktree"`); absent for a
+    /// session that works in the directory it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::WorkspaceInfo>,
 }

@@ -208,6 +208,7 @@ impl PairActor {
                 from: self.record.driver_id.clone(),
                 to: self.record.worker_id.clone(),
                 active,
+                changes: None,
             }));
         }
     }

@@ -14,6 +14,7 @@ mod reconcile;
 mod recovery;
 mod schedules;
 mod usage;
+mod workspaces;
 
 use create::NewSession;
 

@@ -1,0 +1,105 @@
+//! Why a workspace operation (worktree, changes, merge, discard, files) was refused.
+
+use tandem_protocol::ErrorCode;
+
+/// A refused or failed workspace operation; each maps onto a wire [`ErrorCode`].
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    /// The directory is not inside a git repository (`NOT_A_GIT_REPOSITORY`).
+    #[error("{0} is not inside a git repository")]
+    NotAGitRepository(String),
+    /// The session has no worktree of its own (`NOT_A_WORKTREE`).
+    #[error("session {0} has no worktree of its own (shared, or discarded)")]
+    NotAWorktree(String),
+    /// A turn runs (`SESSION_BUSY`).
+    #[error("session {0} runs a turn; try again when it ends")]
+    SessionBusy(String),
+    /// The base checkout has uncommitted changes to files the merge touches.
+    #[error("the base checkout has uncommitted changes to {}", paths.join(", "))]
+    BaseDirty {
+        /// Those files.
+        paths: Vec<String>,
+    },
+    /// The merge conflicts; it was aborted and nothing changed.
+    #[error("merging conflicts in {}; nothing was changed", paths.join(", "))]
+    MergeConflict {
+        /// The conflicting files.
+        paths: Vec<String>,
+    },
+    /// The path leads outside the working directory.
+    #[error("{0} leads outside the session's working directory")]
+    PathOutside(String),
+    /// Nothing exists at the path.
+    #[error("no file or directory {0}")]
+    NoSuchFile(String),
+    /// Not UTF-8 text.
+    #[error("{0} is a binary file (not UTF-8 text)")]
+    BinaryFile(String),
+    /// Over the size cap.
+    #[error("{path} is {size} bytes; at most {max} bytes are read or written here")]
+    FileTooLarge {
+        /// The file.
+        path: String,
+        /// Its size (or the body's).
+        size: u64,
+        /// The cap.
+        max: u64,
+    },
+    /// `If-Match` does not match the file's current content.
+    #[error("{0}")]
+    PreconditionFailed(String),
+    /// The request is malformed (`INVALID_ARGUMENT`).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The base checkout does not have the base branch checked out (`CONFLICT`).
+    #[error("{0}")]
+    Conflict(String),
+    /// A git command failed unexpectedly (`INTERNAL`): names the command and what git
+    /// said.
+    #[error("git {command} failed: {stderr}")]
+    Git {
+        /// The arguments after `git`.
+        command: String,
+        /// Its standard error (trimmed).
+        stderr: String,
+    },
+    /// A file could not be read or written (`INTERNAL`).
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+}
+
+impl WorkspaceError {
+    /// The wire code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            WorkspaceError::NotAGitRepository(_) => ErrorCode::NotAGitRepository,
+            WorkspaceError::NotAWorktree(_) => ErrorCode::NotAWorktree,
+            WorkspaceError::SessionBusy(_) => ErrorCode::SessionBusy,
+            WorkspaceError::BaseDirty { .. } => ErrorCode::BaseDirty,
+            WorkspaceError::MergeConflict { .. } => ErrorCode::MergeConflict,
+            WorkspaceError::PathOutside(_) => ErrorCode::PathOutsideWorkspace,
+            WorkspaceError::NoSuchFile(_) => ErrorCode::NoSuchFile,
+            WorkspaceError::BinaryFile(_) => ErrorCode::BinaryFile,
+            WorkspaceError::FileTooLarge { .. } => ErrorCode::FileTooLarge,
+            WorkspaceError::PreconditionFailed(_) => ErrorCode::PreconditionFailed,
+            WorkspaceError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            WorkspaceError::Conflict(_) => ErrorCode::Conflict,
+            WorkspaceError::Git { .. } | WorkspaceError::Io { .. } => ErrorCode::Internal,
+        }
+    }
+
+    /// The files the error is about, for the error's `paths`.
+    pub fn paths(&self) -> Option<Vec<String>> {
+        match self {
+            WorkspaceError::BaseDirty { paths } | WorkspaceError::MergeConflict { paths } => {
+                Some(paths.clone())
+            }
+            _ => None,
+        }
+    }
+}
