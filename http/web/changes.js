@@ -75,7 +75,8 @@ export class ChangesPanel {
       this.problem = err.code === 'NOT_A_GIT_REPOSITORY'
         ? 'The working directory is not in a git repository: there are no changes to show.'
         : `Changes could not be read: ${err.message}`;
-      this.state = null;
+      // What events said stays shown, unless there is no repository at all.
+      if (err.code === 'NOT_A_GIT_REPOSITORY') this.state = null;
       this.render();
     }
   }
@@ -129,7 +130,7 @@ export class ChangesPanel {
       return;
     }
     const sum = summaryOf(s);
-    this.statusEl.textContent = s.files.length ? summaryText(sum) : 'No changes.';
+    this.statusEl.textContent = this.problem || (s.files.length ? summaryText(sum) : 'No changes.');
     const paths = new Set(s.files.map((f) => f.path));
     for (const p of [...this.open]) if (!paths.has(p)) this.open.delete(p);
     const focused = /** @type {HTMLElement | null} */ (document.activeElement);
@@ -194,7 +195,7 @@ export class ChangesPanel {
     const ws = this.view.info.workspace;
     const strategy = /** @type {HTMLSelectElement} */ (h('select.field', { name: 'strategy' },
       h('option', { value: 'merge' }, 'Merge commit'), h('option', { value: 'squash' }, 'Squash into one commit')));
-    const message = /** @type {HTMLInputElement} */ (h('input.field', { type: 'text', name: 'message', placeholder: `Default: tandem: merge ${ws?.branch || 'the branch'}` }));
+    const message = /** @type {HTMLInputElement} */ (h('input.field', { type: 'text', name: 'message', placeholder: 'Optional: tandem writes one' }));
     const d = formDialog({
       title: 'Merge this worktree',
       className: 'merge',

@@ -120,11 +120,8 @@ async fn a_worktree_session_shows_its_changes_live_then_merges_and_discards() {
     );
     page.set_value(&format!("{dialog} input[name=title]"), "Worktree work")
         .await;
-    page.set_value(
-        &format!("{dialog} input[name=cwd]"),
-        base.to_str().unwrap(),
-    )
-    .await;
+    page.set_value(&format!("{dialog} input[name=cwd]"), base.to_str().unwrap())
+        .await;
     b.click(&format!("{dialog} input[name=workspace]")).await;
     page.check_view("create-worktree-dialog").await;
     b.click(&format!("{dialog} button[type=submit]")).await;
@@ -167,17 +164,17 @@ async fn a_worktree_session_shows_its_changes_live_then_merges_and_discards() {
         names(&page, &format!("{} .ws-actions button", chat(&id))).await,
         json!(["Merge…", "Discard"])
     );
-    b.click(&format!(
-        "{} .ws-file[data-path='README.md']",
-        chat(&id)
-    ))
-    .await;
+    b.click(&format!("{} .ws-file[data-path='README.md']", chat(&id)))
+        .await;
     page.wait_text(&id, ".ws-diff pre.diff .dl.add", "+A second line.")
         .await;
     assert_eq!(
         b.exec(
             "return document.querySelector(arguments[0]).getAttribute('aria-expanded');",
-            vec![json!(format!("{} .ws-file[data-path='README.md']", chat(&id)))]
+            vec![json!(format!(
+                "{} .ws-file[data-path='README.md']",
+                chat(&id)
+            ))]
         )
         .await,
         "true"
@@ -221,8 +218,12 @@ async fn a_worktree_session_shows_its_changes_live_then_merges_and_discards() {
         "!document.querySelector('dialog.merge[open]')",
     )
     .await;
-    page.wait_text(&id, ".line-event.merged", &format!("Merged {branch} into main"))
-        .await;
+    page.wait_text(
+        &id,
+        ".line-event.merged",
+        &format!("Merged {branch} into main"),
+    )
+    .await;
     assert_eq!(
         git(&base, &["log", "-1", "--format=%s"]),
         "Squashed from the page"
@@ -298,17 +299,15 @@ async fn the_files_panel_edits_with_the_etag_and_shows_a_conflict() {
     .await;
 
     // Open, edit, save: the file on disk has the new text.
-    b.click(&format!("{c} .ws-entry[data-path='index.html']")).await;
+    b.click(&format!("{c} .ws-entry[data-path='index.html']"))
+        .await;
     let text = format!("{c} textarea.ws-text");
     b.wait(
         "the file in the editor",
         &format!("document.querySelector('{text}')?.value === '<h1>Hello</h1>\\n'"),
     )
     .await;
-    assert_eq!(
-        names(&page, &text).await,
-        json!(["Contents of index.html"])
-    );
+    assert_eq!(names(&page, &text).await, json!(["Contents of index.html"]));
     b.type_into(&text, "<p>Edited in the page</p>\n").await;
     page.press(&c, "Save").await;
     page.wait_text(&id, ".ws-file-status", "Saved").await;
