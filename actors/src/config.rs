@@ -39,6 +39,10 @@ pub struct RuntimeConfig {
     /// Model names the config file adds to a vendor's list (`[vendors.X] models`), by
     /// vendor id: offered besides what the CLI reports (Claude Code reports none).
     pub configured_models: std::collections::BTreeMap<String, Vec<String>>,
+    /// Where a Worker works when `pair.create` does not say, and for Workers a
+    /// proposal or `send_to_partner` creates (`[workspace] worker_workspace`,
+    /// `--worker-workspace`).
+    pub worker_workspace: tandem_protocol::workspace::WorkspaceMode,
 }
 
 impl RuntimeConfig {
@@ -57,6 +61,7 @@ impl RuntimeConfig {
             max_sessions_per_user: 100_000,
             node: None,
             configured_models: std::collections::BTreeMap::new(),
+            worker_workspace: tandem_protocol::workspace::WorkspaceMode::Shared,
         }
     }
 }

@@ -86,6 +86,10 @@ pub struct SessionRecord {
     /// in at start for sessions a node had before it joined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// Its own git worktree, when created with `workspace: "worktree"` (its `cwd` is
+    /// then the worktree's directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<tandem_protocol::workspace::WorkspaceInfo>,
 }
 
 /// A message waiting for its session to be free.
@@ -252,7 +256,7 @@ impl SessionRecord {
             cwd: self.cwd.clone(),
             archived_at: self.archived_at,
             node: self.node.clone(),
-            workspace: None,
+            workspace: self.workspace.clone(),
         }
     }
 }

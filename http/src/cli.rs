@@ -161,6 +161,11 @@ pub struct ServeArgs {
     /// Most sessions one user may own.
     #[arg(long, default_value_t = 100_000)]
     max_sessions_per_user: usize,
+    /// Where a Worker works when `pair.create` does not say (and for Workers that
+    /// proposals and `send_to_partner` create): `shared` or `worktree`; overrides the
+    /// config file's `[workspace] worker_workspace`.
+    #[arg(long, value_parser = ["shared", "worktree"])]
+    worker_workspace: Option<String>,
     /// Most WebSocket connections one user may hold open.
     #[arg(long, default_value_t = 1024)]
     max_connections_per_user: usize,
@@ -336,6 +341,12 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     allowed_hosts.extend(bind_name);
     let mut runtime = RuntimeConfig::new(data_dir, roots);
     runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
+    runtime.worker_workspace = args
+        .worker_workspace
+        .as_deref()
+        .and_then(tandem_protocol::workspace::WorkspaceMode::parse)
+        .or(file.workspace.worker_workspace)
+        .unwrap_or_default();
     runtime.commit_batch = args.commit_batch.max(1);
     runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
     runtime.total_queue_bytes = args.total_queue_bytes.max(runtime.client_queue_bytes);

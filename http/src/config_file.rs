@@ -97,6 +97,10 @@ pub struct WorkspaceSection {
     /// Session working directories must lie under one of these.
     #[serde(default)]
     pub roots: Vec<PathBuf>,
+    /// Where Workers work when `pair.create` does not say, and the Workers proposals
+    /// and `send_to_partner` create: `shared` (default) or `worktree`.
+    #[serde(default)]
+    pub worker_workspace: Option<tandem_protocol::workspace::WorkspaceMode>,
 }
 
 /// Why the file could not be used. The message names the file, and for a bad value

@@ -54,6 +54,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     .route(web::post().to(crate::rest_control::create_pair)),
             )
             .configure(|cfg| crate::rest_control::routes(cfg, at))
+            .configure(|cfg| crate::rest_workspace::routes(cfg, at))
             .default_service(web::to(not_found)),
     );
 }

@@ -168,7 +168,7 @@ pub async fn create_pair(
     let epoch = state.runtime.write_epoch();
     let pair = state
         .runtime
-        .create_pair(&who, &p.driver_id, p.worker)
+        .create_pair(&who, &p.driver_id, p.worker, p.worker_workspace)
         .await?;
     committed(&state, epoch).await?;
     Ok(HttpResponse::Created().json(PairCreateResult { pair }))

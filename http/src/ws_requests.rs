@@ -234,7 +234,7 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
         ClientRequest::PairCreate(p) => {
             let sid = p.driver_id.clone();
             later(base, request_id, Some(sid), async move {
-                let pair = rt.create_pair(&who, &p.driver_id, p.worker).await?;
+                let pair = rt.create_pair(&who, &p.driver_id, p.worker, p.worker_workspace).await?;
                 Ok(PairCreateResult { pair })
             })
         }

@@ -62,6 +62,7 @@ async fn pair(fx: &RuntimeFixture, d: &str) -> (String, String) {
                 model: None,
                 effort: None,
             },
+            None,
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));

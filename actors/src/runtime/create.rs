@@ -3,7 +3,10 @@
 
 use std::path::PathBuf;
 
+use tandem_protocol::workspace::WorkspaceMode;
+
 use super::*;
+use crate::workspace::worktree;
 
 /// What a new session is made of (validated by [`Runtime::new_session`]).
 pub(super) struct NewSession {
@@ -19,6 +22,14 @@ pub(super) struct NewSession {
     pub(super) parent_id: Option<String>,
     pub(super) pending_prompt: Option<String>,
     pub(super) handoff_from: Option<String>,
+    /// A worktree of its own to create, branched in the checkout at `cwd`.
+    pub(super) worktree: Option<WorktreeRequest>,
+}
+
+/// A new session's own worktree, asked for.
+pub(super) struct WorktreeRequest {
+    /// What to branch from (default: the HEAD of the checkout at `cwd`).
+    pub(super) base_ref: Option<String>,
 }
 
 impl Runtime {
@@ -42,6 +53,11 @@ impl Runtime {
             parent_id: None,
             pending_prompt: None,
             handoff_from: None,
+            worktree: (params.workspace == Some(WorkspaceMode::Worktree)).then(|| {
+                WorktreeRequest {
+                    base_ref: params.base_ref,
+                }
+            }),
         })
         .await
     }
@@ -91,8 +107,23 @@ impl Runtime {
         title: String,
     ) -> Result<SessionInfo, RuntimeError> {
         let now = now_ms();
+        let id = spec.id.unwrap_or_else(|| random_id("ses_", 12));
+        let (cwd, workspace) = match spec.worktree {
+            Some(request) => {
+                let dir = worktree::worktree_dir(&self.inner.config.data_dir, &id);
+                let from = PathBuf::from(&spec.cwd);
+                let (sid, at) = (id.clone(), dir.clone());
+                let info = actix_rt::task::spawn_blocking(move || {
+                    worktree::create(&from, &at, &sid, request.base_ref.as_deref())
+                })
+                .await
+                .map_err(|e| RuntimeError::Internal(format!("worktree task failed: {e}")))??;
+                (dir.to_string_lossy().into_owned(), Some(info))
+            }
+            None => (spec.cwd, None),
+        };
         let record = SessionRecord {
-            id: spec.id.unwrap_or_else(|| random_id("ses_", 12)),
+            id,
             title,
             vendor: spec.vendor,
             model: spec.model.trim().to_string(),
@@ -105,7 +136,7 @@ impl Runtime {
             owner_id: spec.owner_id,
             visibility: spec.visibility,
             vendor_session_id: None,
-            cwd: spec.cwd,
+            cwd,
             current_turn_id: None,
             turn_started_at: None,
             pair: None,
@@ -119,12 +150,21 @@ impl Runtime {
             delivered: Vec::new(),
             archived_at: None,
             node: self.inner.config.node.clone(),
+            workspace,
         };
         let writer = &self.inner.services.writer;
         let epoch = writer.epoch();
         writer.write(WriteOp::Session(Box::new(record.clone())))?;
         // Listed and announced only once it is on disk.
         if !writer.synced_since(epoch).await {
+            if let Some(ws) = record.workspace.clone() {
+                // Not created: its worktree goes too.
+                let dir = PathBuf::from(&record.cwd);
+                let _ = actix_rt::task::spawn_blocking(move || {
+                    worktree::remove(Path::new(&ws.base_checkout), &dir, &ws.branch)
+                })
+                .await;
+            }
             return Err(RuntimeError::NotCommitted(format!(
                 "session {} was not created",
                 record.id

@@ -137,6 +137,7 @@ impl Runtime {
             .collect();
         let target = self
             .new_session(NewSession {
+                worktree: None,
                 id: None,
                 owner_id: source.owner_id.clone(),
                 visibility: source.visibility,

@@ -85,6 +85,9 @@ struct Inner {
     tokens: DashMap<crate::store::tokens::TokenDigest, (Principal, std::time::Instant)>,
     /// Sessions per owner, for `max_sessions_per_user`.
     owned: DashMap<String, usize>,
+    /// Sessions with a merge or discard in flight (one at a time per session; their
+    /// turns are refused meanwhile).
+    workspace_ops: DashMap<String, ()>,
     /// The thread session actors (and their adapters) run on.
     sessions_arbiter: Arbiter,
     /// Kept so the gateway's thread lives as long as the runtime.
@@ -199,6 +202,7 @@ impl Runtime {
             pairs: Registry::default(),
             tokens: DashMap::new(),
             owned: DashMap::new(),
+            workspace_ops: DashMap::new(),
             sessions_arbiter: Arbiter::new(),
             _gateway_arbiter: gateway_arbiter,
             next_client: AtomicU64::new(1),
@@ -238,6 +242,7 @@ impl Runtime {
             runtime.restore_pair(record);
         }
         runtime.finish_after_start(cut_off, proposals);
+        runtime.recover_workspaces();
         // Spawned sessions that were still waiting for a slot go back in their
         // parent's queue.
         for (parent, child) in waiting_children {
@@ -493,6 +498,18 @@ impl Runtime {
         queue: bool,
     ) -> Result<SendOutcome, RuntimeError> {
         let handle = self.drivable(who, id)?;
+        if self.inner.workspace_ops.contains_key(id) {
+            return Err(RuntimeError::Conflict(format!(
+                "session {id}'s worktree is being merged or discarded; try again when that ends"
+            )));
+        }
+        if handle.shared.info().workspace.is_some_and(|w| {
+            w.state == tandem_protocol::workspace::WorktreeState::Discarded
+        }) {
+            return Err(RuntimeError::Conflict(format!(
+                "session {id}'s worktree was discarded; it has no working directory"
+            )));
+        }
         handle
             .addr
             .send(SendMessage {

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use actix::prelude::*;
 use tandem_protocol::client::WorkerSpec;
 use tandem_protocol::pair::{PairInfo, PairState, ProposalStatus, WorkerChoice};
+use tandem_protocol::workspace::WorkspaceMode;
 use tandem_protocol::{Role, SessionInfo};
 
 use super::reconcile::{self, ProposalFix};
@@ -161,7 +162,9 @@ impl Runtime {
         &self,
         driver_id: &str,
         choice: WorkerChoice,
+        workspace: Option<WorkspaceMode>,
     ) -> Result<PairInfo, RuntimeError> {
+        let workspace = workspace.unwrap_or(self.inner.config.worker_workspace);
         let driver_info = self
             .session_info(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
@@ -224,6 +227,8 @@ impl Runtime {
                 parent_id: None,
                 pending_prompt: None,
                 handoff_from: None,
+                worktree: (workspace == WorkspaceMode::Worktree)
+                    .then_some(super::create::WorktreeRequest { base_ref: None }),
             })
             .await;
         let joined = match created {
@@ -265,6 +270,7 @@ impl Runtime {
         who: &Principal,
         driver_id: &str,
         worker: WorkerSpec,
+        worker_workspace: Option<WorkspaceMode>,
     ) -> Result<PairInfo, RuntimeError> {
         self.drivable(who, driver_id)?;
         let info = self
@@ -280,6 +286,7 @@ impl Runtime {
                 model: worker.model.unwrap_or_default(),
                 effort: worker.effort.unwrap_or_default(),
             },
+            worker_workspace,
         )
         .await
     }

@@ -1,13 +1,61 @@
-//! Runtime entry points of workspaces: `session.merge`, `session.discard`.
+//! Runtime entry points of workspaces: `session.merge`, `session.discard`, the
+//! changes, diff and files routes, and start-up recovery of merges and discards a
+//! crash cut short. Git runs on the blocking pool; session actors only record the
+//! outcome.
 
-use tandem_protocol::workspace::{DiscardResult, MergeResult, MergeStrategy};
+use std::path::{Path, PathBuf};
+
+use tandem_protocol::workspace::{
+    DirListing, DiscardResult, FileContent, FileDiff, FileSaved, GitState, MergeResult,
+    MergeStrategy, WorkspaceInfo, WorktreeState,
+};
+use tandem_protocol::{EventBody, SessionInfo};
 
 use crate::access::Principal;
+use crate::clock::now_ms;
+use crate::crash::crash_point;
 use crate::error::RuntimeError;
+use crate::session::WorkspaceChanged;
+use crate::workspace::journal::{self, Entry, Operation};
+use crate::workspace::{diff, files, merge, state, worktree, WorkspaceError};
 
 use super::Runtime;
 
+/// Runs blocking workspace work on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
+) -> Result<T, RuntimeError> {
+    actix_rt::task::spawn_blocking(f)
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("workspace task failed: {e}")))?
+        .map_err(RuntimeError::from)
+}
+
+/// The session's active worktree, or `NOT_A_WORKTREE`.
+fn active_worktree(info: &SessionInfo) -> Result<WorkspaceInfo, RuntimeError> {
+    info.workspace
+        .clone()
+        .filter(|w| w.state == WorktreeState::Active)
+        .ok_or_else(|| WorkspaceError::NotAWorktree(info.id.clone()).into())
+}
+
 impl Runtime {
+    /// A session the caller owns, idle, with an active worktree; and a claim on it so
+    /// no second merge or discard runs at the same time.
+    fn claim_for_workspace_op(
+        &self,
+        who: &Principal,
+        session_id: &str,
+    ) -> Result<(SessionInfo, WorkspaceInfo, OpClaim), RuntimeError> {
+        let info = self.drivable(who, session_id)?.shared.info();
+        let ws = active_worktree(&info)?;
+        if info.status.is_busy() {
+            return Err(WorkspaceError::SessionBusy(info.id.clone()).into());
+        }
+        let claim = OpClaim::take(self, &info.id)?;
+        Ok((info, ws, claim))
+    }
+
     /// `session.merge`: commits the worktree's changes and merges its branch into the
     /// base branch in the base checkout.
     pub async fn merge_session(
@@ -17,8 +65,68 @@ impl Runtime {
         strategy: MergeStrategy,
         message: Option<String>,
     ) -> Result<MergeResult, RuntimeError> {
-        let _ = (who, session_id, strategy, message);
-        Err(RuntimeError::Internal("session.merge is not built yet".into()))
+        let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
+        let message = message
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| format!("tandem: changes of {}", info.title));
+        let worktree = PathBuf::from(&info.cwd);
+        let plan = {
+            let (wt, ws, msg) = (worktree.clone(), ws.clone(), message.clone());
+            blocking(move || merge::prepare(&wt, &ws, &msg)).await?
+        };
+        let data_dir = self.inner.config.data_dir.clone();
+        let entry = Entry {
+            op: Operation::Merge,
+            session_id: info.id.clone(),
+            branch: ws.branch.clone(),
+            worktree: info.cwd.clone(),
+            base_checkout: ws.base_checkout.clone(),
+            base_head: plan.base_head.clone(),
+            branch_tip: plan.branch_tip.clone(),
+            strategy: Some(strategy),
+            started_at: now_ms(),
+        };
+        {
+            let (dir, entry) = (data_dir.clone(), entry.clone());
+            blocking(move || journal::write(&dir, &entry)).await?;
+        }
+        let writer = self.writer().clone();
+        crash_point(&writer, "workspace.merge.journaled").await;
+        let commit = {
+            let (wt, ws, msg) = (worktree.clone(), ws.clone(), message.clone());
+            blocking(move || merge::apply(&wt, &ws, &plan, strategy, &msg)).await
+        };
+        let commit = match commit {
+            Ok(c) => c,
+            Err(e) => {
+                let dir = data_dir.clone();
+                let id = info.id.clone();
+                let _ = blocking(move || journal::clear(&dir, &id)).await;
+                return Err(e);
+            }
+        };
+        crash_point(&writer, "workspace.merge.merged").await;
+        self.record_workspace_change(
+            &info.id,
+            EventBody::Merged {
+                branch: ws.branch.clone(),
+                base: ws.base.clone(),
+                strategy,
+                commit: commit.clone(),
+            },
+            Some(ws.clone()),
+        )
+        .await?;
+        let id = info.id.clone();
+        blocking(move || journal::clear(&data_dir, &id)).await?;
+        Ok(MergeResult {
+            session_id: info.id,
+            branch: ws.branch,
+            base: ws.base,
+            strategy,
+            commit,
+        })
     }
 
     /// `session.discard`: removes the worktree and its branch.
@@ -27,7 +135,273 @@ impl Runtime {
         who: &Principal,
         session_id: &str,
     ) -> Result<DiscardResult, RuntimeError> {
-        let _ = (who, session_id);
-        Err(RuntimeError::Internal("session.discard is not built yet".into()))
+        let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
+        let data_dir = self.inner.config.data_dir.clone();
+        let base_head = {
+            let base = PathBuf::from(&ws.base_checkout);
+            blocking(move || crate::workspace::git::line(&base, &["rev-parse", "HEAD"]))
+                .await
+                .unwrap_or_default()
+        };
+        let entry = Entry {
+            op: Operation::Discard,
+            session_id: info.id.clone(),
+            branch: ws.branch.clone(),
+            worktree: info.cwd.clone(),
+            base_checkout: ws.base_checkout.clone(),
+            base_head,
+            branch_tip: String::new(),
+            strategy: None,
+            started_at: now_ms(),
+        };
+        {
+            let (dir, entry) = (data_dir.clone(), entry.clone());
+            blocking(move || journal::write(&dir, &entry)).await?;
+        }
+        crash_point(self.writer(), "workspace.discard.journaled").await;
+        {
+            let entry = entry.clone();
+            blocking(move || {
+                worktree::remove(
+                    Path::new(&entry.base_checkout),
+                    Path::new(&entry.worktree),
+                    &entry.branch,
+                )
+            })
+            .await?;
+        }
+        crash_point(self.writer(), "workspace.discard.removed").await;
+        let mut gone = ws.clone();
+        gone.state = WorktreeState::Discarded;
+        self.record_workspace_change(
+            &info.id,
+            EventBody::Discarded {
+                branch: ws.branch.clone(),
+            },
+            Some(gone),
+        )
+        .await?;
+        let id = info.id.clone();
+        blocking(move || journal::clear(&data_dir, &id)).await?;
+        Ok(DiscardResult {
+            session_id: info.id,
+            branch: ws.branch,
+        })
+    }
+
+    /// Has the session record `event` and its new workspace, and waits until both are
+    /// on disk.
+    async fn record_workspace_change(
+        &self,
+        session_id: &str,
+        event: EventBody,
+        workspace: Option<WorkspaceInfo>,
+    ) -> Result<(), RuntimeError> {
+        let addr = self
+            .session_addr(session_id)
+            .ok_or_else(|| RuntimeError::SessionNotFound(session_id.to_string()))?;
+        let writer = self.writer().clone();
+        let epoch = writer.epoch();
+        addr.send(WorkspaceChanged { event, workspace }).await?;
+        if !writer.synced_since(epoch).await {
+            return Err(RuntimeError::NotCommitted(format!(
+                "the outcome for session {session_id} was not stored"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `GET /sessions/{id}/changes`: the working directory's state, computed now.
+    pub async fn session_changes(
+        &self,
+        who: &Principal,
+        session_id: &str,
+    ) -> Result<GitState, RuntimeError> {
+        let info = self.visible(who, session_id)?.shared.info();
+        let (dir, ws) = working_dir(&info)?;
+        blocking(move || state::compute(&dir, ws.as_ref())).await
+    }
+
+    /// `GET /sessions/{id}/changes/diff`.
+    pub async fn session_diff(
+        &self,
+        who: &Principal,
+        session_id: &str,
+        path: Option<String>,
+        cap: usize,
+    ) -> Result<FileDiff, RuntimeError> {
+        let info = self.visible(who, session_id)?.shared.info();
+        let (dir, ws) = working_dir(&info)?;
+        blocking(move || diff::diff(&dir, ws.as_ref(), path.as_deref(), cap)).await
+    }
+
+    /// `GET /sessions/{id}/files`.
+    pub async fn list_files(
+        &self,
+        who: &Principal,
+        session_id: &str,
+        path: String,
+    ) -> Result<DirListing, RuntimeError> {
+        let info = self.visible(who, session_id)?.shared.info();
+        let (dir, _) = working_dir(&info)?;
+        blocking(move || files::list(&dir, &path)).await
+    }
+
+    /// `GET /sessions/{id}/files/content`.
+    pub async fn read_file(
+        &self,
+        who: &Principal,
+        session_id: &str,
+        path: String,
+    ) -> Result<FileContent, RuntimeError> {
+        let info = self.visible(who, session_id)?.shared.info();
+        let (dir, _) = working_dir(&info)?;
+        blocking(move || files::read(&dir, &path)).await
+    }
+
+    /// `PUT /sessions/{id}/files/content` (owner only).
+    pub async fn write_file(
+        &self,
+        who: &Principal,
+        session_id: &str,
+        path: String,
+        content: String,
+        if_match: Option<String>,
+    ) -> Result<FileSaved, RuntimeError> {
+        let info = self.drivable(who, session_id)?.shared.info();
+        let (dir, _) = working_dir(&info)?;
+        blocking(move || files::write(&dir, &path, &content, if_match.as_deref())).await
+    }
+
+    /// Start-up: finishes or undoes the merges and discards a crash cut short (their
+    /// journal entries), then records what was done in each session. Git runs here,
+    /// before the server takes requests.
+    pub(super) fn recover_workspaces(&self) {
+        let data_dir = self.inner.config.data_dir.clone();
+        for entry in journal::pending(&data_dir) {
+            let recorded = match entry.op {
+                Operation::Merge => self.merged_since(&entry),
+                Operation::Discard => false,
+            };
+            let note = match entry.op {
+                Operation::Merge if recorded => None,
+                Operation::Merge => {
+                    merge::roll_back(&entry);
+                    Some(format!(
+                        "a merge of {} was cut short by a restart and was rolled back; \
+                         the base checkout and the branch are as they were",
+                        entry.branch
+                    ))
+                }
+                Operation::Discard => {
+                    if let Err(e) = worktree::remove(
+                        Path::new(&entry.base_checkout),
+                        Path::new(&entry.worktree),
+                        &entry.branch,
+                    ) {
+                        tracing::error!(session = %entry.session_id, error = %e, "discard not completed");
+                        continue;
+                    }
+                    Some(format!(
+                        "a discard of {} was cut short by a restart and was completed",
+                        entry.branch
+                    ))
+                }
+            };
+            tracing::warn!(session = %entry.session_id, op = ?entry.op, "workspace operation recovered");
+            let rt = self.clone();
+            actix::spawn(async move {
+                if let Some(text) = note {
+                    let workspace = rt.session_info(&entry.session_id).and_then(|i| i.workspace);
+                    let workspace = match entry.op {
+                        Operation::Discard => workspace.map(|mut w| {
+                            w.state = WorktreeState::Discarded;
+                            w
+                        }),
+                        Operation::Merge => workspace,
+                    };
+                    let mut events = vec![EventBody::Info { text }];
+                    if entry.op == Operation::Discard {
+                        events.insert(
+                            0,
+                            EventBody::Discarded {
+                                branch: entry.branch.clone(),
+                            },
+                        );
+                    }
+                    for event in events {
+                        if let Err(e) = rt
+                            .record_workspace_change(&entry.session_id, event, workspace.clone())
+                            .await
+                        {
+                            tracing::error!(session = %entry.session_id, error = %e, "recovery not recorded");
+                            return;
+                        }
+                    }
+                }
+                if let Err(e) = journal::clear(&rt.inner.config.data_dir, &entry.session_id) {
+                    tracing::error!(session = %entry.session_id, error = %e, "journal not cleared");
+                }
+            });
+        }
+    }
+
+    /// True when the session's history has a `merged` event of the entry's branch
+    /// written after the entry started: the merge completed before the crash.
+    fn merged_since(&self, entry: &Entry) -> bool {
+        let Some(info) = self.session_info(&entry.session_id) else {
+            return false;
+        };
+        let after = info.last_seq.saturating_sub(64);
+        let Ok(rows) = self.inner.store.read_events(&entry.session_id, after, 64) else {
+            return false;
+        };
+        rows.iter().any(|(_, frame)| {
+            serde_json::from_str::<serde_json::Value>(frame).is_ok_and(|v| {
+                v["kind"] == "merged"
+                    && v["branch"] == entry.branch.as_str()
+                    && v["ts"].as_u64().is_some_and(|ts| ts >= entry.started_at)
+            })
+        })
+    }
+}
+
+/// The session's working directory and workspace; a discarded worktree has none.
+fn working_dir(info: &SessionInfo) -> Result<(PathBuf, Option<WorkspaceInfo>), RuntimeError> {
+    match &info.workspace {
+        Some(w) if w.state == WorktreeState::Discarded => Err(RuntimeError::Conflict(format!(
+            "session {}'s worktree was discarded",
+            info.id
+        ))),
+        ws => Ok((PathBuf::from(&info.cwd), ws.clone())),
+    }
+}
+
+/// A session with a merge or discard in flight; released when dropped.
+struct OpClaim {
+    runtime: Runtime,
+    session_id: String,
+}
+
+impl OpClaim {
+    fn take(runtime: &Runtime, session_id: &str) -> Result<OpClaim, RuntimeError> {
+        if runtime
+            .inner
+            .workspace_ops
+            .insert(session_id.to_string(), ())
+            .is_some()
+        {
+            return Err(WorkspaceError::SessionBusy(session_id.to_string()).into());
+        }
+        Ok(OpClaim {
+            runtime: runtime.clone(),
+            session_id: session_id.to_string(),
+        })
+    }
+}
+
+impl Drop for OpClaim {
+    fn drop(&mut self) {
+        self.runtime.inner.workspace_ops.remove(&self.session_id);
     }
 }

@@ -67,6 +67,11 @@ pub struct SessionActor {
     pub(super) permissions: Vec<PendingPermission>,
     /// Set after a failed commit until the failure is recorded in the history.
     pub(super) store_error: Option<String>,
+    /// The last `git_state` this actor appended (`None` after a restart: the first
+    /// state computed is appended again).
+    pub(super) last_git_state: Option<tandem_protocol::workspace::GitState>,
+    /// Counts `git_state` computations asked for; only the latest one's answer is used.
+    pub(super) git_generation: u64,
 }
 
 impl SessionActor {
@@ -94,6 +99,8 @@ impl SessionActor {
             gate: Arc::new(FlowGate::new(last_seq)),
             permissions: Vec::new(),
             store_error: None,
+            last_git_state: None,
+            git_generation: 0,
         }
     }
 

@@ -16,6 +16,7 @@ mod store_failure;
 mod tests;
 mod turn;
 mod turns;
+mod workspace;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,6 +38,7 @@ pub use queue::{CancelQueued, EditQueued};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
+pub use workspace::{PublishGitState, WorkspaceChanged};
 
 use crate::adapter::VendorCatalog;
 use crate::error::RuntimeError;

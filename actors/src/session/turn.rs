@@ -284,6 +284,7 @@ impl SessionActor {
             self.notify_pair(d, status, response, error.clone());
         }
         self.notify_parent();
+        self.refresh_git_state(ctx);
         self.dispatch_queued(ctx);
     }
 

@@ -96,7 +96,7 @@ pub(super) async fn send_to_partner(
                 model: optional(args.worker_model).unwrap_or_default(),
                 effort: optional(args.worker_effort).unwrap_or_default(),
             };
-            let pair = rt.pair_with_new_worker(&state.info.id, choice).await?;
+            let pair = rt.pair_with_new_worker(&state.info.id, choice, None).await?;
             worker_created = true;
             pair.pair_id
         }
