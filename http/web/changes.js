@@ -3,7 +3,7 @@
 // each file opening its unified diff, and for a worktree session "Merge…" and
 // "Discard". It follows `git_state` events as they come; nothing polls.
 
-import { h, clear } from './dom.js';
+import { h, clear, append } from './dom.js';
 import { diffView, unifiedDiff } from './diff.js';
 import { formDialog } from './dialogs.js';
 
@@ -182,11 +182,12 @@ export class ChangesPanel {
     const diff = d;
     const edits = unifiedDiff(diff.diff);
     const binary = (diff.binaryFiles || []).includes(f.path) || f.binary;
-    clear(slot).append(
+    // dom.js's append skips the nulls (the DOM's own would write "null").
+    append(clear(slot), [
       binary ? h('p.muted', 'A binary file: its content is not shown.') : null,
       edits.length && !binary ? diffView(edits) : null,
       !edits.length && !binary ? h('p.muted', 'No difference in content (a mode change, or nothing left to show).') : null,
-      diff.truncated ? h('p.ws-note', `The diff was cut at the server's size cap (against ${diff.against}).`) : null);
+      diff.truncated ? h('p.ws-note', `The diff was cut at the server's size cap (against ${diff.against}).`) : null]);
   }
 
   // ---- merge and discard --------------------------------------------------------

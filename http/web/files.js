@@ -231,6 +231,7 @@ export class FilesPanel {
       this.conflictEl.hidden = true;
       this.onEdit();
       this.fileStatus.textContent = 'Saved';
+      this.refreshSoon();
       this.metaEl.textContent = `${sizeText(r.size)} · saved ${new Date().toLocaleTimeString()}`;
     } catch (e) {
       const err = /** @type {import('./conn.js').RequestError} */ (e);

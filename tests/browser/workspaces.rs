@@ -179,6 +179,17 @@ async fn a_worktree_session_shows_its_changes_live_then_merges_and_discards() {
         .await,
         "true"
     );
+    // The slot holds the drawn diff and nothing else (no stray text).
+    let slot = b
+        .exec(
+            "return [...document.querySelector(arguments[0]).childNodes].map(n => n.nodeType === 1 ? n.className : '#text ' + n.textContent);",
+            vec![json!(format!(
+                "{} .ws-file[data-path='README.md'] + .ws-diff",
+                chat(&id)
+            ))],
+        )
+        .await;
+    assert_eq!(slot, json!(["diffs"]));
     page.check_view("changes").await;
 
     // Live: the next turn's `git_state` updates the open panel and its open diff,
