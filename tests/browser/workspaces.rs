@@ -365,13 +365,9 @@ async fn the_files_panel_edits_with_the_etag_and_shows_a_conflict() {
     page.check_view("files").await;
 }
 
-#[actix_rt::test]
-#[cfg_attr(
-    not(has_browser),
-    ignore = "chromium, chromedriver or axe-core is not installed"
-)]
-async fn a_worker_in_its_own_worktree_reports_its_changes_and_a_refused_merge_lists_conflicts() {
-    let page = Page::open(&[]).await;
+/// A Driver working in a new repository (shared), and a Worker added from the page
+/// with "Own worktree": `(driver, worker, base checkout, worker's worktree, branch)`.
+async fn driver_and_worktree_worker(page: &Page) -> (String, String, PathBuf, PathBuf, String) {
     let b = &page.browser;
     let base = repo(
         &page.server.dir.path().join("lib"),
@@ -383,12 +379,10 @@ async fn a_worker_in_its_own_worktree_reports_its_changes_and_a_refused_merge_li
         .await;
     let d = reply["session"]["id"].as_str().unwrap().to_string();
     page.open_session(&d).await;
-
-    // "Add Worker" with "Own worktree".
     page.press(&chat(&d), "Add Worker").await;
     let dialog = page.dialog("add-worker").await;
     assert_eq!(
-        names(&page, &format!("{dialog} input[type=checkbox]")).await,
+        names(page, &format!("{dialog} input[type=checkbox]")).await,
         json!(["Own worktree"])
     );
     b.click(&format!("{dialog} input[name=workerWorkspace]"))
@@ -403,36 +397,27 @@ async fn a_worker_in_its_own_worktree_reports_its_changes_and_a_refused_merge_li
         .as_str()
         .unwrap()
         .to_string();
-    let wi = info(&page, &w).await;
+    let wi = info(page, &w).await;
     assert_eq!(wi["workspace"]["mode"], "worktree", "{wi}");
     let branch = wi["workspace"]["branch"].as_str().unwrap().to_string();
     let tree = PathBuf::from(wi["cwd"].as_str().unwrap());
     assert_ne!(tree, base);
+    (d, w, base, tree, branch)
+}
 
-    // A delegation: the Worker asks before "writing"; the test writes while it waits.
-    page.send(
-        &d,
-        r#"/tool send_to_partner {"message": "/ask Write {\"file_path\": \"README.md\"}\nworker done"}"#,
-    )
-    .await;
-    b.wait(
-        "the Worker's permission card",
-        &format!("document.querySelector('{} .card.permission')", chat(&w)),
-    )
-    .await;
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
+async fn a_worker_in_its_own_worktree_and_a_refused_merge_that_lists_the_conflicts() {
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+    let (_, w, base, tree, _) = driver_and_worktree_worker(&page).await;
+    // The Worker's change, read when its Changes panel opens.
     write(&tree, "README.md", "# lib\nfirst, by the worker\n");
-    page.press(&format!("{} .card.permission", chat(&w)), "Allow once")
-        .await;
-    // The Driver's card: the Worker's branch and diff summary, and a way to review.
-    page.wait_text(
-        &d,
-        ".delegation-changes",
-        &format!("changed 1 file · +1 −1 on {branch}"),
-    )
-    .await;
-    page.press(&chat(&d), "Review the Worker’s changes").await;
+    page.press(&chat(&w), "Changes").await;
     wait_changes(&page, &w, &["README.md +1 −1"]).await;
-    page.check_view("worker-changes").await;
 
     // The base moves on with a conflicting commit: the merge is refused, the dialog
     // lists the file, and both checkouts are as they were.
@@ -455,4 +440,47 @@ async fn a_worker_in_its_own_worktree_reports_its_changes_and_a_refused_merge_li
     assert_eq!(read(&base, "README.md"), "# lib\nfirst, on main\n");
     assert_eq!(read(&tree, "README.md"), "# lib\nfirst, by the worker\n");
     b.click(&format!("{dialog} button[type=button]")).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
+async fn the_drivers_delegation_line_shows_the_worktree_workers_changes() {
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+    let (d, w, _, tree, branch) = driver_and_worktree_worker(&page).await;
+    // A delegation: the Worker asks before "writing"; the test writes while it waits.
+    page.send(
+        &d,
+        r#"/tool send_to_partner {"message": "/ask Write {\"file_path\": \"README.md\"}\nworker done"}"#,
+    )
+    .await;
+    b.wait(
+        "the Worker's permission card",
+        &format!("document.querySelector('{} .card.permission')", chat(&w)),
+    )
+    .await;
+    write(&tree, "README.md", "# lib\nfirst, by the worker\n");
+    page.press(&format!("{} .card.permission", chat(&w)), "Allow once")
+        .await;
+    // The Driver's line: the Worker's branch and diff summary, and a way to review.
+    page.wait_text(
+        &d,
+        ".delegation-changes",
+        &format!("changed 1 file · +1 −1 on {branch}"),
+    )
+    .await;
+    page.press(&chat(&d), "Review the Worker’s changes").await;
+    wait_changes(&page, &w, &["README.md +1 −1"]).await;
+    b.wait(
+        "the Worker's Changes button to say it is open",
+        &format!(
+            "document.querySelector('{} .ws-toggle').getAttribute('aria-expanded') === 'true'",
+            chat(&w)
+        ),
+    )
+    .await;
+    page.check_view("worker-changes").await;
 }
