@@ -163,6 +163,9 @@ pub struct SendToPartnerResult {
     /// True when this call created the Worker.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub worker_created: bool,
+    /// A worktree Worker's branch and what it changed, once its turn ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<crate::workspace::ChangeSummary>,
 }
 
 /// A Worker's state as `read_partner` reports it.

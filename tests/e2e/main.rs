@@ -42,6 +42,7 @@ mod terminal_client;
 mod vendor_env;
 mod vendor_errors;
 mod worker_choice;
+mod workspaces;
 mod write_path;
 
 use serde_json::Value;

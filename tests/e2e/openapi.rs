@@ -40,6 +40,7 @@ impl Checker<'_> {
             "post" => client.post(url),
             "patch" => client.patch(url),
             "delete" => client.delete(url),
+            "put" => client.put(url),
             other => panic!("method {other}"),
         };
         let sent = match body {
@@ -315,6 +316,82 @@ async fn every_documented_route_answers_as_described() {
         )
         .await;
     assert_eq!(cancelled["status"], "cancelled");
+
+    // Workspaces: a worktree session in a real repository, its changes, its files,
+    // merged and discarded.
+    let repo = server.dir.path().join("openapi-repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    for args in [
+        vec!["init", "-q", "-b", "main"],
+        vec!["-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "first"],
+    ] {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(&args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+    let wt = c
+        .ok(
+            "post",
+            "/sessions",
+            "/sessions",
+            Some(json!({"cwd": repo, "workspace": "worktree"})),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    c.ok(
+        "post",
+        &format!("/sessions/{wt}/messages"),
+        "/sessions/{id}/messages",
+        Some(json!({"content": "/write a.txt hello"})),
+    )
+    .await;
+    stored_event(&server, &wt, "git_state").await;
+    c.ok("get", &format!("/sessions/{wt}/changes"), "/sessions/{id}/changes", None)
+        .await;
+    c.ok(
+        "get",
+        &format!("/sessions/{wt}/changes/diff?path=a.txt"),
+        "/sessions/{id}/changes/diff",
+        None,
+    )
+    .await;
+    c.ok("get", &format!("/sessions/{wt}/files"), "/sessions/{id}/files", None)
+        .await;
+    c.ok(
+        "get",
+        &format!("/sessions/{wt}/files/content?path=a.txt"),
+        "/sessions/{id}/files/content",
+        None,
+    )
+    .await;
+    c.ok(
+        "put",
+        &format!("/sessions/{wt}/files/content?path=b.txt"),
+        "/sessions/{id}/files/content",
+        Some(json!({"content": "new\n"})),
+    )
+    .await;
+    c.ok(
+        "post",
+        &format!("/sessions/{wt}/merge"),
+        "/sessions/{id}/merge",
+        Some(json!({"strategy": "merge"})),
+    )
+    .await;
+    c.ok(
+        "post",
+        &format!("/sessions/{wt}/discard"),
+        "/sessions/{id}/discard",
+        None,
+    )
+    .await;
 
     // Handoff, pairs, archive.
     idle(&server, &s1).await;

@@ -366,6 +366,58 @@ impl Api {
         assert_eq!(status, 200, "failpoint {name}: {answer}");
     }
 
+    /// DELETE a path; returns the status and the JSON body.
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        let mut resp = match self.request(awc::http::Method::DELETE, path).send().await {
+            Ok(r) => r,
+            Err(e) => panic!("DELETE {path}: {e}"),
+        };
+        let body = resp
+            .body()
+            .limit(1 << 20)
+            .await
+            .unwrap_or_else(|e| panic!("DELETE {path}: reading the body: {e}"));
+        (
+            resp.status().as_u16(),
+            serde_json::from_slice(&body).unwrap_or(Value::Null),
+        )
+    }
+
+    /// PUT JSON with an optional `If-Match`; returns the status, the `ETag` header
+    /// and the JSON body.
+    pub async fn put(
+        &self,
+        path: &str,
+        body: &Value,
+        if_match: Option<&str>,
+    ) -> (u16, Option<String>, Value) {
+        let mut req = self
+            .request(awc::http::Method::PUT, path)
+            .insert_header(("Content-Type", "application/json"));
+        if let Some(tag) = if_match {
+            req = req.insert_header(("If-Match", tag.to_string()));
+        }
+        let mut resp = match req.send_body(body.to_string()).await {
+            Ok(r) => r,
+            Err(e) => panic!("PUT {path}: {e}"),
+        };
+        let etag = resp
+            .headers()
+            .get("ETag")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let bytes = resp
+            .body()
+            .limit(64 << 20)
+            .await
+            .unwrap_or_else(|e| panic!("PUT {path}: reading the body: {e}"));
+        (
+            resp.status().as_u16(),
+            etag,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
     /// POST JSON.
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         self.post_raw(path, body.to_string()).await

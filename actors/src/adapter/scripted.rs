@@ -16,6 +16,9 @@
 //! - `/usage {json}` → reports that usage for the turn (on its `turn_completed`)
 //! - `/show NAME {json}` → a `tool_call` NAME with that input and an `ok`
 //!   `tool_result`, running nothing (how a vendor's own tools look in the history)
+//! - `/write PATH TEXT` → writes TEXT and a newline to PATH, relative to the session's
+//!   working directory (no `..`, not absolute), as an agent's edit would; shown as a
+//!   `tool_call` `write` and its `tool_result`
 //! - any other `/word` line is echoed as text
 //!
 //! Messages the server writes (pushed-back results) are echoed line by line and never
@@ -68,6 +71,11 @@ enum Step {
         name: String,
         input: Value,
     },
+    /// Writes a file in the working directory (`/write PATH TEXT`).
+    Write {
+        path: String,
+        text: String,
+    },
 }
 
 fn parse_script(text: &str) -> Vec<Step> {
@@ -107,6 +115,12 @@ fn parse_script(text: &str) -> Vec<Step> {
                     serde_json::from_str(parts.next().unwrap_or("{}").trim())
                         .ok()
                         .map(|input| Step::Show { name, input })
+                }
+                "/write" if !rest.is_empty() => {
+                    let mut parts = rest.splitn(2, char::is_whitespace);
+                    let path = parts.next().unwrap_or_default().to_string();
+                    let text = parts.next().unwrap_or_default().to_string();
+                    Some(Step::Write { path, text })
                 }
                 "/background" => {
                     let mut parts = rest.splitn(3, char::is_whitespace);
@@ -164,6 +178,8 @@ impl AdapterFactory for Factory {
 pub struct ScriptedAgent {
     /// The session this agent works for (tool calls are made as it).
     session_id: String,
+    /// Where `/write` writes.
+    cwd: std::path::PathBuf,
     /// Outputs outside turns (background tasks, permission requests) go through it;
     /// each running script has its own clone for its events.
     emitter: Emitter,
@@ -257,6 +273,7 @@ impl ScriptedAgent {
         let emitter = ctx.emitter();
         ScriptedAgent {
             session_id: ctx.session_id,
+            cwd: ctx.cwd,
             turn: TurnSlot::new(&emitter),
             emitter,
             tools: ctx.tools,
@@ -339,6 +356,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                     emitter: self.emitter.clone(),
                     tools: self.tools.clone(),
                     me: ctx.address(),
+                    cwd: self.cwd.clone(),
                 };
                 // A server-written message (a pushed-back result) quotes other
                 // sessions' scripts: it is echoed as text, never executed.
@@ -418,6 +436,7 @@ struct Run {
     emitter: Emitter,
     tools: Tools,
     me: Addr<ScriptedAgent>,
+    cwd: std::path::PathBuf,
 }
 
 /// How a script ended: `None` when it stopped because its session or actor is gone.
@@ -532,6 +551,31 @@ impl Run {
                         call_id,
                         output: Value::String("ok".into()),
                         is_error: false,
+                    };
+                    if !self.emit(call).await || !self.emit(result).await {
+                        return None;
+                    }
+                }
+                Step::Write { path, text } => {
+                    let call_id = format!("{}_call_{index}", self.turn_id);
+                    let call = EventBody::ToolCall {
+                        call_id: call_id.clone(),
+                        name: "write".into(),
+                        input: serde_json::json!({"path": path, "text": text}),
+                    };
+                    let written = crate::workspace::files::check_relative(&path)
+                        .map_err(|e| e.to_string())
+                        .and_then(|()| {
+                            std::fs::write(self.cwd.join(&path), format!("{text}\n"))
+                                .map_err(|e| e.to_string())
+                        });
+                    let result = EventBody::ToolResult {
+                        call_id,
+                        output: Value::String(match &written {
+                            Ok(()) => "ok".into(),
+                            Err(e) => e.clone(),
+                        }),
+                        is_error: written.is_err(),
                     };
                     if !self.emit(call).await || !self.emit(result).await {
                         return None;

@@ -49,6 +49,8 @@ pub struct Outcome {
     pub response: String,
     /// Why it failed or stopped.
     pub error: Option<String>,
+    /// A worktree Worker's branch and diff summary after its turn.
+    pub changes: Option<tandem_protocol::workspace::ChangeSummary>,
 }
 
 /// What `Delegate` answers.
@@ -201,14 +203,18 @@ impl PairActor {
         }
     }
 
-    fn delegation_event(&self, active: bool) {
+    fn delegation_event(
+        &self,
+        active: bool,
+        changes: Option<tandem_protocol::workspace::ChangeSummary>,
+    ) {
         for session in [&self.driver, &self.worker] {
             session.do_send(RecordEvent(EventBody::Delegation {
                 pair_id: self.record.pair_id.clone(),
                 from: self.record.driver_id.clone(),
                 to: self.record.worker_id.clone(),
                 active,
-                changes: None,
+                changes: changes.clone(),
             }));
         }
     }
@@ -236,7 +242,7 @@ impl PairActor {
                 waiter
             }
         };
-        self.delegation_event(false);
+        self.delegation_event(false, outcome.changes.clone());
         if let Some(waiter) = waiter.filter(|w| !w.is_closed()) {
             // The caller gets the result only once the cleared token is on disk:
             // after a crash before that, the restart reports the delegation (once),
@@ -313,6 +319,7 @@ impl Actor for PairActor {
                     status: DelegationStatus::Interrupted,
                     response: String::new(),
                     error: Some("the server restarted while the Worker was on it".into()),
+                    changes: None,
                 },
                 ctx,
             );
@@ -344,7 +351,7 @@ impl Handler<Delegate> for PairActor {
             timeout: None,
         };
         self.save();
-        self.delegation_event(true);
+        self.delegation_event(true, None);
         let start = self.worker.send(StartDelegated {
             text: msg.message,
             driver_id: self.record.driver_id.clone(),
@@ -365,7 +372,7 @@ impl Handler<Delegate> for PairActor {
                     Err(e) => Some(PairError::Unavailable(e.to_string())),
                 };
                 if let Some(reason) = refused {
-                    act.delegation_event(false);
+                    act.delegation_event(false, None);
                     act.record.delegation = None;
                     act.save();
                     if let Some(waiter) = act.take_waiter() {
@@ -424,14 +431,52 @@ impl Handler<WorkerTurnEnded> for PairActor {
             TurnStatus::Failed => DelegationStatus::Error,
             TurnStatus::Interrupted => DelegationStatus::Interrupted,
         };
-        self.resolve(
-            Outcome {
-                status,
-                response: msg.response,
-                error: msg.error,
+        let outcome = Outcome {
+            status,
+            response: msg.response,
+            error: msg.error,
+            changes: None,
+        };
+        // A worktree Worker's changes are summed up off this mailbox, then the
+        // delegation resolves with them.
+        let worktree = self
+            .services
+            .sessions
+            .get(&self.record.worker_id)
+            .map(|h| h.shared.info())
+            .and_then(|info| {
+                info.workspace
+                    .filter(|w| w.state == tandem_protocol::workspace::WorktreeState::Active)
+                    .map(|w| (info.cwd, w))
+            });
+        let Some((cwd, workspace)) = worktree else {
+            self.resolve(outcome, ctx);
+            return;
+        };
+        let summed = actix_rt::task::spawn_blocking(move || {
+            crate::workspace::state::compute(std::path::Path::new(&cwd), Some(&workspace))
+                .map(|s| tandem_protocol::workspace::ChangeSummary::of(&workspace.branch, &s))
+        });
+        let id = msg.delegation_id;
+        ctx.spawn(actix::fut::wrap_future(summed).map(
+            move |res, act: &mut PairActor, ctx| {
+                let mut outcome = outcome;
+                outcome.changes = match res {
+                    Ok(Ok(summary)) => Some(summary),
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "Worker changes not summed up");
+                        None
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "Worker changes task failed");
+                        None
+                    }
+                };
+                if act.current(&id) {
+                    act.resolve(outcome, ctx);
+                }
             },
-            ctx,
-        );
+        ));
     }
 }
 
@@ -479,6 +524,7 @@ impl Handler<ClosePair> for PairActor {
                             status: DelegationStatus::Interrupted,
                             response: partial,
                             error: Some("the pair was closed".into()),
+                            changes: None,
                         },
                         ctx,
                     );

@@ -7,6 +7,19 @@ use super::{DelegationStatus, Outcome};
 
 /// The message pushed into the Driver when a delegation it no longer waits for ends.
 pub fn pushback(delegation: &DelegationRecord, outcome: &Outcome) -> String {
+    let text = pushback_text(delegation, outcome);
+    match &outcome.changes {
+        Some(c) => format!(
+            "{text}\n\nThe Worker works in its own git worktree, on branch {}: {} files \
+             changed, +{} -{} lines against its base. Review that branch before it is \
+             merged (session.merge); nothing of it is in your checkout yet.",
+            c.branch, c.files, c.added, c.removed
+        ),
+        None => text,
+    }
+}
+
+fn pushback_text(delegation: &DelegationRecord, outcome: &Outcome) -> String {
     let answer = if outcome.response.trim().is_empty() {
         "(the Worker wrote no text)".to_string()
     } else {

@@ -362,6 +362,7 @@ pub(super) fn cut_off_outcome(pair: &PairRecord) -> Outcome {
             PairState::Closed => "the pair was closed".into(),
             _ => "the Worker's session is gone".into(),
         }),
+        changes: None,
     }
 }
 

@@ -118,6 +118,7 @@ pub(super) async fn send_to_partner(
         hint: Some(hint.to_string()),
         partner_id: worker_id.clone(),
         worker_created,
+        changes: None,
     };
     Ok(match reply {
         DelegateReply::Finished(outcome) => SendToPartnerResult {
@@ -131,6 +132,7 @@ pub(super) async fn send_to_partner(
             hint: None,
             partner_id: worker_id.clone(),
             worker_created,
+            changes: outcome.changes,
         },
         DelegateReply::TimedOut { partial } => running(
             Some(partial),
