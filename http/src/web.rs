@@ -41,6 +41,8 @@ static ASSETS: &[Asset] = &[
     asset!("dom.js", JS),
     asset!("store.js", JS),
     asset!("diff.js", JS),
+    asset!("changes.js", JS),
+    asset!("files.js", JS),
     asset!("dialogs.js", JS),
     asset!("attach.js", JS),
     asset!("notify.js", JS),

@@ -460,6 +460,21 @@ export class App {
     }, 60);
   }
 
+  /**
+   * Shows session `id` with its Changes panel open: in its pane when it is on
+   * screen (a Worker beside its Driver), else by opening it.
+   * @param {string} id
+   */
+  openChanges(id) {
+    if (!this.store.shown().includes(id)) {
+      location.hash = `#/s/${encodeURIComponent(id)}`;
+      this.navigate();
+    }
+    const v = this.views.get(id);
+    if (v) v.showPanel('changes');
+    else this.toast('That session is not available here.', 'error');
+  }
+
   /** Asks which session to open beside `id`, then opens both side by side. @param {string} id */
   openBeside(id) {
     const select = /** @type {HTMLSelectElement} */ (h('select.field', { name: 'beside' }));
@@ -577,6 +592,7 @@ export class App {
     this.cEffort = h('select.field', { name: 'effort' });
     this.cTitle = h('input.field', { name: 'title', type: 'text', placeholder: 'What is this session for?' });
     this.cCwd = h('input.field', { name: 'cwd', type: 'text', placeholder: 'Default: the first workspace root' });
+    this.cOwn = h('input', { type: 'checkbox', name: 'workspace' });
     this.cMode = h('select.field', { name: 'permissionMode' },
       ['default', 'acceptEdits', 'plan', 'bypassPermissions'].map((m) => h('option', { value: m }, m)));
     this.cError = h('p.error-text', { role: 'alert' });
@@ -584,7 +600,9 @@ export class App {
       h('form', { method: 'dialog', onsubmit: (e) => { e.preventDefault(); this.create(); } },
         h('h2#create-title', 'New session'),
         field('Vendor', this.cVendor), field('Model', this.cModel), field('Effort', this.cEffort),
-        field('Title', this.cTitle), field('Working directory', this.cCwd), field('Permission mode', this.cMode),
+        field('Title', this.cTitle), field('Working directory', this.cCwd), field('Own worktree', this.cOwn),
+        h('p.muted.field-help', 'With its own worktree the session works on a new branch of the working directory’s git repository, and you merge or discard what it did.'),
+        field('Permission mode', this.cMode),
         this.cError,
         h('div.row.end', h('button.btn', { type: 'button', onclick: () => this.dialog.close() }, 'Cancel'),
           h('button.btn.primary', { type: 'submit' }, 'Create'))));
@@ -610,11 +628,13 @@ export class App {
     for (const [k, el] of [['model', this.cModel], ['effort', this.cEffort], ['title', this.cTitle], ['cwd', this.cCwd]]) {
       if (el.value.trim()) body[k] = el.value.trim();
     }
+    if (this.cOwn.checked) body.workspace = 'worktree';
     try {
       const r = await this.conn.request('session.create', body);
       this.store.upsertSession(r.session);
       this.dialog.close();
       this.cTitle.value = '';
+      this.cOwn.checked = false;
       // Closing the dialog gave focus back to its opener; lay out now and move focus
       // to the new conversation (the hashchange that follows changes nothing).
       location.hash = `#/s/${r.session.id}`;

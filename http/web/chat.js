@@ -12,6 +12,8 @@ import { Rewinds } from './rewind.js';
 
 /** @typedef {import('./wire.js').HistoryEvent} HistoryEvent */
 import { ComposerAttachments, attachmentsView } from './attach.js';
+import { ChangesPanel, summaryOf, summaryText } from './changes.js';
+import { FilesPanel } from './files.js';
 
 /** Permission modes a session can be in (`session.configure`). */
 const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
@@ -106,6 +108,23 @@ export class ChatView {
     this.handoffBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openHandoff() }, 'Hand off…');
     this.workerBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openAddWorker() }, 'Add Worker');
     this.besideBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.app.openBeside(this.id) }, 'Open beside…');
+    // The workspace panels: one open at a time, beside the conversation (over it
+    // when the pane is narrow). Their names are the words alone; the pane's title
+    // says which session they belong to.
+    this.changesBtn = h('button.btn.tiny.ws-toggle', { type: 'button', 'aria-expanded': 'false', onclick: () => this.showPanel(this.panel === 'changes' ? null : 'changes') }, 'Changes');
+    this.filesBtn = h('button.btn.tiny.ws-toggle', { type: 'button', 'aria-expanded': 'false', onclick: () => this.showPanel(this.panel === 'files' ? null : 'files') }, 'Files');
+    /** The last `git_state` this view saw (events or the Changes panel's read). @type {import('./wire.js').GitState | null} */
+    this.gitState = null;
+    /** `git_state` events seen, so a slower REST read does not undo a newer event. */
+    this.gitEvents = 0;
+    this.gitEl = h('span.ws-summary');
+    /** Which panel is open. @type {'changes' | 'files' | null} */
+    this.panel = null;
+    /** @type {ChangesPanel | null} */
+    this.changes = null;
+    /** @type {FilesPanel | null} */
+    this.files = null;
+    this.panelEl = h('div.ws-slot', { hidden: true });
     this.renameForm = h('form.rename-form', { hidden: true, onsubmit: (e) => { e.preventDefault(); this.saveRename(); } },
       this.renameInput,
       h('button.btn.tiny.primary', { type: 'submit' }, 'Save'),
@@ -139,10 +158,10 @@ export class ChatView {
     this.el = h('section.chat', { dataset: { session: this.id }, 'aria-labelledby': titleId },
       h('header.chat-head',
         h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.paneEl, this.titleEl, this.renameForm, this.statusEl,
-          h('span.head-actions', this.handoffBtn, this.workerBtn, this.besideBtn, this.renameBtn, this.archiveBtn)),
-        h('div.line.sub', this.metaEl, this.usageEl, this.bgEl),
+          h('span.head-actions', this.changesBtn, this.filesBtn, this.handoffBtn, this.workerBtn, this.besideBtn, this.renameBtn, this.archiveBtn)),
+        h('div.line.sub', this.metaEl, this.gitEl, this.usageEl, this.bgEl),
         h('div.line.settings', this.modelSel.wrap, this.effortSel.wrap, this.modeSel.wrap)),
-      h('div.log-wrap', this.log, this.jumpBtn),
+      h('div.chat-body', h('div.log-wrap', this.log, this.jumpBtn), this.panelEl),
       this.form);
     this.observer = new IntersectionObserver((entries) => {
       if (entries.some((e) => e.isIntersecting)) this.loadOlder();
@@ -152,6 +171,7 @@ export class ChatView {
   }
 
   destroy() {
+    this.files?.destroy();
     this.observer.disconnect();
     this.unsubscribeQueue();
     clearTimeout(this.usageTimer);
@@ -172,6 +192,72 @@ export class ChatView {
     this.paneEl.textContent = label;
     this.paneEl.hidden = !label;
     this.updateHeader();
+  }
+
+  // ---- workspace panels: Changes and Files ---------------------------------------
+
+  /**
+   * Opens the Changes or Files panel (made on first use, read fresh on each
+   * opening), or closes the open one (`null`). Focus goes to the panel's heading
+   * area when it opens, and back to its button when it closes.
+   * @param {'changes' | 'files' | null} which
+   */
+  showPanel(which) {
+    const was = this.panel;
+    this.panel = which;
+    for (const [btn, name] of /** @type {[HTMLElement, string][]} */ ([[this.changesBtn, 'changes'], [this.filesBtn, 'files']])) {
+      btn.setAttribute('aria-expanded', String(which === name));
+      // Names the panel only while it is in the page.
+      if (which === name) btn.setAttribute('aria-controls', `${name}-${this.id}`);
+      else btn.removeAttribute('aria-controls');
+    }
+    this.el.classList.toggle('with-panel', !!which);
+    clear(this.panelEl);
+    this.panelEl.hidden = !which;
+    if (which === 'changes') {
+      if (!this.changes) this.changes = new ChangesPanel(this);
+      if (this.gitState) this.changes.update(this.gitState);
+      this.panelEl.append(this.changes.el);
+      this.changes.load();
+    } else if (which === 'files') {
+      if (!this.files) this.files = new FilesPanel(this);
+      this.panelEl.append(this.files.el);
+      this.files.load();
+    }
+    if (which) /** @type {HTMLElement | null} */ (this.panelEl.querySelector('.panel-head button'))?.focus();
+    else if (was) (was === 'changes' ? this.changesBtn : this.filesBtn).focus();
+  }
+
+  /**
+   * Escape inside a panel closes it (and does not reach the page's Escape, which
+   * would stop the running turn).
+   * @param {KeyboardEvent} e
+   */
+  panelKey(e) {
+    if (e.key !== 'Escape' || e.defaultPrevented) return;
+    e.preventDefault();
+    this.showPanel(null);
+  }
+
+  /** A `git_state` arrived (or was read): the header summary and the open panels follow. @param {import('./wire.js').GitState} state */
+  onGitState(state) {
+    this.gitState = state;
+    this.renderGit();
+    if (this.changes && this.panel === 'changes') this.changes.update(state);
+    if (this.files && this.panel === 'files') this.files.refreshSoon();
+  }
+
+  /** The header's one-line summary of the working directory's changes. */
+  renderGit() {
+    const s = this.gitState;
+    const ws = this.info.workspace;
+    const branch = ws?.mode === 'worktree' ? ws.branch : s?.branch;
+    const parts = [];
+    if (branch) parts.push(branch);
+    if (ws?.state === 'discarded') parts.push('discarded');
+    else if (s) parts.push(s.files.length ? summaryText(summaryOf(s)) : 'no changes');
+    this.gitEl.textContent = parts.join(' · ');
+    this.gitEl.title = ws?.mode === 'worktree' ? `Own worktree on ${ws.branch}, from ${ws.base}` : '';
   }
 
   // ---- settings: model, effort, permission mode ----------------------------------
@@ -245,15 +331,19 @@ export class ChatView {
 
   openAddWorker() {
     const picker = vendorPicker(() => this.app.store.vendors);
+    const own = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', name: 'workerWorkspace' }));
     const d = formDialog({
       title: 'Add a Worker',
       className: 'add-worker',
-      intro: 'A new Worker session is paired with this one, which becomes its Driver.',
-      fields: picker.fields,
+      intro: 'A new Worker session is paired with this one, which becomes its Driver. With its own worktree it works on a branch of its own, and you merge what it did.',
+      fields: [...picker.fields, ['Own worktree', own]],
       submitLabel: 'Add Worker',
       submit: async () => {
         const v = picker.values();
-        const r = await this.app.conn.request('pair.create', { driverId: this.id, worker: { vendor: v.vendor, model: v.model, effort: v.effort } });
+        /** @type {import('./wire.js').PairCreateParams} */
+        const params = { driverId: this.id, worker: { vendor: v.vendor, model: v.model, effort: v.effort } };
+        if (own.checked) params.workerWorkspace = 'worktree';
+        const r = await this.app.conn.request('pair.create', params);
         this.app.store.setPairs([...this.app.store.pairs.values(), r.pair]);
         this.app.pairsChanged();
       },
@@ -384,6 +474,8 @@ export class ChatView {
     this.handoffBtn.hidden = !!s.pairId;
     this.fillSettings();
     this.renderBg();
+    this.renderGit();
+    this.changes?.refreshHead();
   }
 
   renderBg() {
@@ -640,6 +732,13 @@ export class ChatView {
       this.app.attention.permission(this.id, ev.toolName || 'a tool');
     } else if (ev.kind === 'info' && live && /^scheduled message /.test(ev.text)) {
       this.refreshSchedules();
+    }
+    if (ev.kind === 'git_state') {
+      this.gitEvents++;
+      this.onGitState(ev);
+    } else if (ev.kind === 'merged' && live && this.panel === 'changes') {
+      // What is left to merge after the merge: read once.
+      this.changes?.load();
     }
     if (['delegation', 'pair_created', 'pair_closed', 'worker_proposal_update'].includes(ev.kind)) this.app.pairsChanged();
   }
@@ -917,8 +1016,19 @@ export class ChatView {
           this.fillCost(line);
           this.refreshUsage();
         }
-        return add('info', h(`div.line-event.delegation${ev.active ? '.active' : ''}`, `⇄ ${text}`, cost));
+        // A Worker in its own worktree: what it changed, and a way to review it.
+        const changed = mine && !ev.active && ev.changes
+          ? h('span.delegation-changes', ` · changed ${summaryText(ev.changes)} on `, h('code', ev.changes.branch), ' ',
+            h('button.btn.tiny', { type: 'button', onclick: () => this.app.openChanges(ev.to) }, 'Review the Worker’s changes'))
+          : null;
+        return add('info', h(`div.line-event.delegation${ev.active ? '.active' : ''}`, `⇄ ${text}`, cost, changed));
       }
+      case 'git_state':
+        return add('info', h('div.line-event.muted.git-state', `Working directory: ${ev.files.length ? summaryText(summaryOf(ev)) : 'no changes'}${ev.branch ? ` on ${ev.branch}` : ''}`));
+      case 'merged':
+        return add('info', h('div.line-event.merged', `Merged ${ev.branch} into ${ev.base} (${ev.strategy})`));
+      case 'discarded':
+        return add('info', h('div.line-event.discarded', `Discarded the worktree and its branch ${ev.branch}`));
       case 'pair_created':
         return add('info', h('div.line-event.delegation', '⇄ Driver and Worker paired'));
       case 'pair_closed':

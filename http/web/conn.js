@@ -6,7 +6,11 @@ const BACKOFF_MS = [200, 400, 800, 1500, 3000];
 /** How long a request waits for its reply before it fails with `TIMEOUT`. */
 export const REQUEST_TIMEOUT_MS = 15000;
 
-/** @typedef {Error & {code?: string, status?: number}} RequestError */
+/**
+ * A refused request: its code, HTTP status (REST), and the paths the refusal names
+ * (a merge's conflicting files, a dirty base's files), when it names any.
+ * @typedef {Error & {code?: string, status?: number, paths?: string[]}} RequestError
+ */
 
 export class Conn extends EventTarget {
   constructor(token) {
@@ -30,13 +34,14 @@ export class Conn extends EventTarget {
    * @param {string} method
    * @param {string} path
    * @param {any} [body]
+   * @param {Record<string, string>} [extra] more headers (`If-Match` for a save)
    * @returns {Promise<any>}
    */
-  async rest(method, path, body) {
+  async rest(method, path, body, extra = {}) {
     // The server refuses a POST, PUT or PATCH that is not JSON, also without a body.
     const json = method !== 'GET' && method !== 'HEAD';
     /** @type {RequestInit} */
-    const init = { method, headers: this.headers(json ? { 'Content-Type': 'application/json' } : {}) };
+    const init = { method, headers: this.headers(json ? { 'Content-Type': 'application/json', ...extra } : extra) };
     if (body) init.body = JSON.stringify(body);
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), this.timeoutMs);
@@ -56,6 +61,7 @@ export class Conn extends EventTarget {
       const err = new Error(data?.error?.message || `HTTP ${resp.status}`);
       err.status = resp.status;
       err.code = data?.error?.code;
+      if (Array.isArray(data?.error?.paths)) err.paths = data.error.paths;
       throw err;
     }
     return data;
@@ -105,7 +111,7 @@ export class Conn extends EventTarget {
       if (p) {
         this.pending.delete(frame.requestId);
         if (frame.kind === 'reply') p.resolve(frame);
-        else p.reject(Object.assign(new Error(frame.error || frame.code), { code: frame.code }));
+        else p.reject(Object.assign(new Error(frame.error || frame.code), { code: frame.code, paths: frame.paths }));
         return;
       }
     }

@@ -17,14 +17,16 @@ let nextId = 1;
 
 /**
  * A modal form: `fields` are `[label, control]` rows; `submit` runs on submit and
- * closes the dialog when it resolves, or shows its error.
- * @param {{title: string, fields: [string, HTMLElement][], submitLabel: string, submit: () => Promise<void>, className?: string, intro?: HTMLElement | string}} spec
+ * closes the dialog when it resolves, or shows its error (and the paths it names,
+ * such as a refused merge's conflicting files). `danger` marks a submit that
+ * destroys something.
+ * @param {{title: string, fields: [string, HTMLElement][], submitLabel: string, submit: () => Promise<void>, className?: string, intro?: HTMLElement | string, danger?: boolean}} spec
  * @returns {FormDialog}
  */
 export function formDialog(spec) {
   const titleId = `dialog-title-${nextId++}`;
-  const error = h('p.error-text', { role: 'alert' });
-  const submitBtn = /** @type {HTMLButtonElement} */ (h('button.btn.primary', { type: 'submit' }, spec.submitLabel));
+  const error = h('div.error-text', { role: 'alert' });
+  const submitBtn = /** @type {HTMLButtonElement} */ (h(spec.danger ? 'button.btn.danger' : 'button.btn.primary', { type: 'submit' }, spec.submitLabel));
   const el = /** @type {HTMLDialogElement} */ (h(`dialog.create.${spec.className || 'form'}`, { 'aria-labelledby': titleId },
     h('form', {
       method: 'dialog',
@@ -36,7 +38,7 @@ export function formDialog(spec) {
           await spec.submit();
           el.close();
         } catch (err) {
-          error.textContent = /** @type {Error} */ (err).message;
+          showError(error, /** @type {import('./conn.js').RequestError} */ (err));
         } finally {
           submitBtn.disabled = false;
         }
@@ -59,6 +61,17 @@ export function formDialog(spec) {
     },
     close: () => el.close(),
   };
+}
+
+/**
+ * An error in a dialog: its message, and the paths it names as a list.
+ * @param {HTMLElement} el
+ * @param {import('./conn.js').RequestError} err
+ */
+export function showError(el, err) {
+  clear(el).append(err.message);
+  const paths = err.paths || [];
+  if (paths.length) el.append(h('ul.error-paths', paths.map((p) => h('li', h('code', p)))));
 }
 
 /**

@@ -143,3 +143,79 @@ export function diffView(edits) {
       body, more);
   }));
 }
+
+/**
+ * A unified diff (`git diff` output, one file or several) as file edits: one per
+ * `diff --git` section (or per `---`/`+++` pair), hunk headers as `'@'` lines, the
+ * `\ No newline at end of file` marker and git's own header lines left out. The path
+ * is the new side's (`b/…`), or the old side's for a deleted file.
+ * @param {string} text
+ * @returns {FileEdit[]}
+ */
+export function unifiedDiff(text) {
+  /** @type {FileEdit[]} */
+  const out = [];
+  /** @type {FileEdit | null} */
+  let cur = null;
+  // Lines the current hunk still has on its old and new side (from its header).
+  let oldLeft = 0;
+  let newLeft = 0;
+  // Whether the current file had a hunk: a `---` line after one starts the next file.
+  let hadHunk = false;
+  /** @param {string} path */
+  const start = (path) => {
+    cur = { path, lines: [] };
+    out.push(cur);
+    oldLeft = 0;
+    newLeft = 0;
+    hadHunk = false;
+  };
+  /** @param {string} p */
+  const strip = (p) => p.replace(/^"|"$/g, '').replace(/^[ab]\//, '');
+  for (const line of splitLines(text)) {
+    if (oldLeft > 0 || newLeft > 0) {
+      const op = line[0];
+      if (op === '\\') continue;
+      if (op === '-') oldLeft--;
+      else if (op === '+') newLeft--;
+      else if (op === ' ' || line === '') {
+        oldLeft--;
+        newLeft--;
+      } else {
+        // A short hunk (a truncated diff): what follows is a header again.
+        oldLeft = 0;
+        newLeft = 0;
+      }
+      if (oldLeft > 0 || newLeft > 0 || op === '-' || op === '+' || op === ' ' || line === '') {
+        cur?.lines.push([op === '-' || op === '+' ? op : ' ', line.slice(1)]);
+        continue;
+      }
+    }
+    if (line.startsWith('\\')) continue;
+    const git = /^diff --git "?a\/(.*?)"? "?b\/(.*?)"?$/.exec(line);
+    const hunk = /^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@/.exec(line);
+    if (git) start(git[2]);
+    else if (line.startsWith('--- ')) {
+      if (!cur || hadHunk) start(strip(line.slice(4)));
+    } else if (line.startsWith('+++ ')) {
+      const path = line.slice(4);
+      if (cur && path !== '/dev/null') cur.path = strip(path);
+    } else if (hunk) {
+      if (!cur) start('');
+      hadHunk = true;
+      oldLeft = hunk[1] === undefined ? 1 : Number(hunk[1]);
+      newLeft = hunk[2] === undefined ? 1 : Number(hunk[2]);
+      cur?.lines.push(['@', line]);
+    } else if (cur && /^(Binary files|new file|deleted file|rename |similarity|old mode|new mode)/.test(line)) {
+      // Git's header lines that say something a reader needs (no hunk may follow).
+      cur.lines.push(['@', line]);
+    } else if (!cur && line.trim()) {
+      // Not a diff (a marker from the server, such as a truncation note): a note.
+      start('');
+      cur?.lines.push(['@', line]);
+    } else if (cur && line.trim() && !/^(index |diff )/.test(line)) {
+      cur.lines.push(['@', line]);
+    }
+  }
+  return out;
+}

@@ -18,6 +18,7 @@ mod permissions;
 mod reconnect;
 mod rewind;
 mod sessions;
+mod workspaces;
 
 use serde_json::{json, Value};
 use tandem_tests::{Browser, Server, ServerOptions};
@@ -80,7 +81,7 @@ impl Page {
 
     /// Types into a session's composer and presses Enter.
     pub async fn send(&self, id: &str, text: &str) {
-        let css = format!(".chat[data-session=\"{id}\"] textarea");
+        let css = format!(".chat[data-session=\"{id}\"] textarea.input");
         // Shift+Enter would be a newline; the test sends one line per call, or uses
         // the value setter for multi-line text.
         if text.contains('\n') {

@@ -1,0 +1,235 @@
+// A session's "Changes" panel: what its working directory changed (the `git_state`
+// the server publishes after a turn, or `GET .../changes` when the panel opens),
+// each file opening its unified diff, and for a worktree session "Merge…" and
+// "Discard". It follows `git_state` events as they come; nothing polls.
+
+import { h, clear, append } from './dom.js';
+import { diffView, unifiedDiff } from './diff.js';
+import { formDialog } from './dialogs.js';
+
+/**
+ * @typedef {import('./wire.js').GitState} GitState
+ * @typedef {import('./wire.js').ChangedFile} ChangedFile
+ */
+
+/** Words for a file's status, as the list shows them (a letter and its meaning). */
+const STATUS = { added: ['A', 'added'], modified: ['M', 'modified'], deleted: ['D', 'deleted'], renamed: ['R', 'renamed'] };
+
+/**
+ * "3 files · +10 −2" for a list of changed files (or a delegation's summary).
+ * @param {{files: number, added: number, removed: number}} s
+ */
+export function summaryText(s) {
+  return `${s.files} file${s.files === 1 ? '' : 's'} · +${s.added} −${s.removed}`;
+}
+
+/** @param {GitState} state */
+export function summaryOf(state) {
+  return {
+    files: state.files.length,
+    added: state.files.reduce((n, f) => n + f.added, 0),
+    removed: state.files.reduce((n, f) => n + f.removed, 0),
+  };
+}
+
+export class ChangesPanel {
+  /**
+   * @param {import('./chat.js').ChatView} view the conversation this panel belongs to
+   */
+  constructor(view) {
+    this.view = view;
+    this.app = view.app;
+    /** The last state read or received; null until then. @type {GitState | null} */
+    this.state = null;
+    /** Why there is no state (not a git repository, a failed read). */
+    this.problem = '';
+    /** Paths whose diff is open, so a new state keeps them open (and re-reads them). @type {Set<string>} */
+    this.open = new Set();
+    /** Bumped per state, so a diff read for an older state is not shown. */
+    this.gen = 0;
+    const headId = `changes-head-${view.id}`;
+    this.headEl = h('div.ws-branch');
+    this.statusEl = h('p.ws-status', { role: 'status' });
+    this.mergeBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openMerge() }, 'Merge…');
+    this.discardBtn = h('button.btn.tiny.danger', { type: 'button', onclick: () => this.openDiscard() }, 'Discard');
+    this.actionsEl = h('div.row.ws-actions', this.mergeBtn, this.discardBtn);
+    this.listEl = h('ul.ws-files', { 'aria-label': 'Changed files' });
+    this.el = h('section.ws-panel.changes', { id: `changes-${view.id}`, 'aria-labelledby': headId, onkeydown: (/** @type {KeyboardEvent} */ e) => view.panelKey(e) },
+      h('div.panel-head', h('h3', { id: headId }, 'Changes'),
+        h('button.btn.tiny', { type: 'button', 'aria-label': 'Close changes', onclick: () => view.showPanel(null) }, '✕')),
+      this.headEl, this.actionsEl, this.statusEl, this.listEl);
+    this.render();
+  }
+
+  /** Reads the state from REST (when the panel opens; events keep it current after). */
+  async load() {
+    const events = this.view.gitEvents;
+    try {
+      const s = await this.app.conn.rest('GET', `/sessions/${encodeURIComponent(this.view.id)}/changes`);
+      this.problem = '';
+      if (events !== this.view.gitEvents) return;
+      // The view keeps the newest state and hands it back to this panel.
+      this.view.onGitState(s);
+    } catch (e) {
+      const err = /** @type {import('./conn.js').RequestError} */ (e);
+      this.problem = err.code === 'NOT_A_GIT_REPOSITORY'
+        ? 'The working directory is not in a git repository: there are no changes to show.'
+        : `Changes could not be read: ${err.message}`;
+      // What events said stays shown, unless there is no repository at all.
+      if (err.code === 'NOT_A_GIT_REPOSITORY') this.state = null;
+      this.render();
+    }
+  }
+
+  /** A new state (event or REST): re-render, keeping open diffs open. @param {GitState} state */
+  update(state) {
+    this.state = state;
+    this.problem = '';
+    this.gen++;
+    this.render();
+  }
+
+  /** The session's record changed (its workspace discarded, say). */
+  refreshHead() {
+    this.renderHead();
+  }
+
+  renderHead() {
+    const ws = this.view.info.workspace;
+    const s = this.state;
+    const active = !!ws && ws.mode === 'worktree' && ws.state !== 'discarded';
+    this.actionsEl.hidden = !active;
+    this.mergeBtn.disabled = this.view.busy;
+    this.discardBtn.disabled = this.view.busy;
+    const parts = [];
+    if (ws?.mode === 'worktree') {
+      parts.push(h('span', 'Own worktree on ', h('code', ws.branch), ' from ', h('code', ws.base)));
+      if (ws.state === 'discarded') parts.push(h('strong.ws-discarded', ' · discarded'));
+    } else if (s?.branch) {
+      parts.push(h('span', 'On ', h('code', s.branch)));
+    }
+    if (s && s.base) parts.push(h('span', ` · ${s.ahead} ahead, ${s.behind} behind ${s.base}`));
+    if (s?.dirty) parts.push(h('span', ' · uncommitted changes'));
+    clear(this.headEl).append(...parts);
+    if (ws?.state === 'discarded') {
+      // Nothing is left to show or to merge.
+      this.state = null;
+      this.open.clear();
+      clear(this.listEl);
+      this.statusEl.textContent = 'The worktree and its branch were discarded.';
+    }
+  }
+
+  render() {
+    this.renderHead();
+    const s = this.state;
+    if (this.view.info.workspace?.state === 'discarded') return;
+    if (!s) {
+      this.statusEl.textContent = this.problem || 'Reading changes…';
+      clear(this.listEl);
+      return;
+    }
+    const sum = summaryOf(s);
+    this.statusEl.textContent = this.problem || (s.files.length ? summaryText(sum) : 'No changes.');
+    const paths = new Set(s.files.map((f) => f.path));
+    for (const p of [...this.open]) if (!paths.has(p)) this.open.delete(p);
+    const focused = /** @type {HTMLElement | null} */ (document.activeElement);
+    const focusPath = focused && this.listEl.contains(focused) ? focused.dataset.path : null;
+    clear(this.listEl).append(...s.files.map((f) => this.fileRow(f)));
+    if (focusPath) /** @type {HTMLElement | null} */ (this.listEl.querySelector(`button[data-path="${CSS.escape(focusPath)}"]`))?.focus();
+  }
+
+  /** @param {ChangedFile} f */
+  fileRow(f) {
+    const [letter, word] = STATUS[f.status] || ['?', f.status];
+    const slot = h('div.ws-diff');
+    const btn = h('button.ws-file', {
+      type: 'button',
+      'aria-expanded': String(this.open.has(f.path)),
+      dataset: { path: f.path },
+      onclick: () => {
+        if (this.open.has(f.path)) {
+          this.open.delete(f.path);
+          btn.setAttribute('aria-expanded', 'false');
+          clear(slot);
+        } else {
+          this.open.add(f.path);
+          btn.setAttribute('aria-expanded', 'true');
+          this.showDiff(f, slot);
+        }
+      },
+    },
+    h(`span.ws-st.st-${f.status}`, { title: word }, letter, h('span.sr', ` ${word} `)),
+    h('span.ws-path', f.path),
+    f.binary ? h('span.muted', 'binary') : [h('span.diff-add', `+${f.added}`), h('span.diff-del', `−${f.removed}`)]);
+    if (this.open.has(f.path)) this.showDiff(f, slot);
+    return h('li', btn, slot);
+  }
+
+  /** Reads one file's diff and draws it into `slot`. @param {ChangedFile} f @param {HTMLElement} slot */
+  async showDiff(f, slot) {
+    const gen = this.gen;
+    if (!slot.firstChild) slot.append(h('p.muted', 'Reading the diff…'));
+    let d;
+    try {
+      d = await this.app.conn.rest('GET', `/sessions/${encodeURIComponent(this.view.id)}/changes/diff?path=${encodeURIComponent(f.path)}`);
+    } catch (e) {
+      if (gen === this.gen) clear(slot).append(h('p.error-text', `The diff could not be read: ${/** @type {Error} */ (e).message}`));
+      return;
+    }
+    if (gen !== this.gen || !this.open.has(f.path)) return;
+    /** @type {import('./wire.js').FileDiff} */
+    const diff = d;
+    const edits = unifiedDiff(diff.diff);
+    const binary = (diff.binaryFiles || []).includes(f.path) || f.binary;
+    // dom.js's append skips the nulls (the DOM's own would write "null").
+    append(clear(slot), [
+      binary ? h('p.muted', 'A binary file: its content is not shown.') : null,
+      edits.length && !binary ? diffView(edits) : null,
+      !edits.length && !binary ? h('p.muted', 'No difference in content (a mode change, or nothing left to show).') : null,
+      diff.truncated ? h('p.ws-note', `The diff was cut at the server's size cap (against ${diff.against}).`) : null]);
+  }
+
+  // ---- merge and discard --------------------------------------------------------
+
+  openMerge() {
+    const ws = this.view.info.workspace;
+    const strategy = /** @type {HTMLSelectElement} */ (h('select.field', { name: 'strategy' },
+      h('option', { value: 'merge' }, 'Merge commit'), h('option', { value: 'squash' }, 'Squash into one commit')));
+    const message = /** @type {HTMLInputElement} */ (h('input.field', { type: 'text', name: 'message', placeholder: 'Optional: tandem writes one' }));
+    const d = formDialog({
+      title: 'Merge this worktree',
+      className: 'merge',
+      intro: `Uncommitted changes are committed on ${ws?.branch || 'the branch'} first, then it is merged into ${ws?.base || 'its base'}. A conflict changes nothing.`,
+      fields: [['Strategy', strategy], ['Message', message]],
+      submitLabel: 'Merge',
+      submit: async () => {
+        /** @type {import('./wire.js').MergeParams} */
+        const params = { sessionId: this.view.id, strategy: /** @type {any} */ (strategy.value) };
+        if (message.value.trim()) params.message = message.value.trim();
+        const r = await this.app.conn.request('session.merge', params);
+        this.app.toast(`Merged ${r.branch} into ${r.base}`);
+      },
+    });
+    d.el.addEventListener('close', () => d.el.remove());
+    d.open();
+  }
+
+  openDiscard() {
+    const ws = this.view.info.workspace;
+    const d = formDialog({
+      title: 'Discard this worktree?',
+      className: 'discard',
+      intro: `The worktree and its branch ${ws?.branch || ''} are deleted with every change not merged. The conversation stays.`,
+      fields: [],
+      submitLabel: 'Discard',
+      danger: true,
+      submit: async () => {
+        const r = await this.app.conn.request('session.discard', { sessionId: this.view.id });
+        this.app.toast(`Discarded ${r.branch}`);
+      },
+    });
+    d.el.addEventListener('close', () => d.el.remove());
+    d.open();
+  }
+}
