@@ -405,6 +405,31 @@ async fn vendor_entry(w: &World) -> Value {
 
 // ---- the fake agent: mapping and faults ----
 
+/// A tool call's result that the agent sends just after answering the prompt still
+/// lands in its turn, before `turn_completed`; a call that never finishes holds the
+/// turn only for a short grace, and the turn still completes.
+#[actix_rt::test]
+async fn fake_late_tool_result_lands_before_the_turn_ends() {
+    let w = World::fake("acp-fake-late", &[], "");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let events = turn(&mut ws, &id, "late").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let results = of_kind(&events, "tool_result");
+    assert_eq!(results.len(), 1, "{events:?}");
+    assert!(
+        results[0]["output"].to_string().contains("late result"),
+        "{events:?}"
+    );
+    let events = turn(&mut ws, &id, "unfinished").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(of_kind(&events, "tool_call").len(), 1, "{events:?}");
+    assert!(of_kind(&events, "tool_result").is_empty(), "{events:?}");
+    // The next turn is not disturbed by the one before.
+    let events = turn(&mut ws, &id, "say after").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+}
+
 #[actix_rt::test]
 async fn fake_text_turn_streams_and_vendors_shows_the_agent() {
     let w = World::fake("acp-fake-text", &[], "");

@@ -290,6 +290,28 @@ fn prompt(
             out.chunk(session, &format!("mode: {m}"));
         }
         "history" => out.chunk(session, &format!("prompts: {n}")),
+        // A command whose result comes after the prompt's answer (`late`), or never
+        // (`unfinished`), as codex-acp now and then sends it.
+        "late" | "unfinished" => {
+            out.update(
+                session,
+                json!({"sessionUpdate": "tool_call", "toolCallId": "call-late",
+                "title": "sleep 0", "kind": "execute", "status": "in_progress",
+                "rawInput": {"command": "sleep 0"}}),
+            );
+            out.send(json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": stop}}));
+            if word == "late" {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                out.update(
+                    session,
+                    json!({"sessionUpdate": "tool_call_update",
+                    "toolCallId": "call-late", "status": "completed",
+                    "content": [{"type": "content",
+                        "content": {"type": "text", "text": "late result"}}]}),
+                );
+            }
+            return;
+        }
         _ => out.chunk(session, &format!("echo: {text}")),
     }
     out.update(

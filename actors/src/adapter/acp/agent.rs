@@ -41,6 +41,12 @@ use crate::adapter::{AdapterContext, McpAccess};
 
 /// A process asked to close is killed if it is still there after this long.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a turn the agent answered waits for the results of tool calls still open.
+/// An agent may send a call's last `tool_call_update` just after its `session/prompt`
+/// answer (codex-acp does, now and then, for a command it ran); the turn ends when
+/// the last one arrives, or after this, without them.
+const SETTLE_GRACE: Duration = Duration::from_secs(2);
 /// JSON-RPC "invalid params": the answer to a request tandem cannot read.
 const INVALID_PARAMS: i64 = -32602;
 
@@ -58,6 +64,9 @@ struct TurnData {
     images: Vec<ImageInput>,
     /// The turn's updates → events.
     mapper: TurnMapper,
+    /// The agent's answer to the prompt, held while tool calls are still open (see
+    /// [`SETTLE_GRACE`]).
+    answered: Option<(TurnStatus, Option<String>, Option<Value>)>,
 }
 
 /// A permission request the agent is waiting on (the core's approval handle).
@@ -264,6 +273,7 @@ impl AcpAgent {
             text: Some(text),
             images,
             mapper: TurnMapper::default(),
+            answered: None,
         };
         // The session never starts a turn while one runs; if it somehow did, the slot
         // has ended the old one, and its requests go with it.
@@ -455,8 +465,13 @@ impl AcpAgent {
         };
     }
 
-    fn interrupt(&mut self, turn_id: String) {
+    fn interrupt(&mut self, turn_id: String, ctx: &mut Context<Self>) {
         if !self.slot.is(&turn_id) {
+            return;
+        }
+        if self.slot.get().is_some_and(|t| t.data.answered.is_some()) {
+            // The agent already answered; only late tool results were awaited.
+            self.settle(&turn_id, ctx);
             return;
         }
         match self.slot.stop(Stop::Interrupt) {
@@ -499,7 +514,7 @@ impl AcpAgent {
             },
             Frame::Notification { method, params } => {
                 if method == "session/update" {
-                    self.on_update(params);
+                    self.on_update(params, ctx);
                 }
             }
             Frame::Request { id, method, params } => {
@@ -566,13 +581,36 @@ impl AcpAgent {
                         None,
                     ),
                 };
+                if status == TurnStatus::Completed {
+                    if let Some(turn) = self.slot.get_mut() {
+                        if turn.data.mapper.calls_open() {
+                            turn.data.answered = Some((status, error, usage));
+                            ctx.run_later(SETTLE_GRACE, move |act, ctx| act.settle(&turn_id, ctx));
+                            return;
+                        }
+                    }
+                }
                 self.finish_turn(status, error, usage);
                 self.arm_idle(ctx);
             }
         }
     }
 
-    fn on_update(&mut self, params: Value) {
+    /// Ends the answered turn `turn_id` if it is still held for open tool calls.
+    fn settle(&mut self, turn_id: &str, ctx: &mut Context<Self>) {
+        if !self.slot.is(turn_id) {
+            return;
+        }
+        let Some(turn) = self.slot.get_mut() else {
+            return;
+        };
+        if let Some((status, error, usage)) = turn.data.answered.take() {
+            self.finish_turn(status, error, usage);
+            self.arm_idle(ctx);
+        }
+    }
+
+    fn on_update(&mut self, params: Value, ctx: &mut Context<Self>) {
         let loading = matches!(
             self.link,
             Link::Up {
@@ -603,7 +641,11 @@ impl AcpAgent {
         };
         let events = turn.data.mapper.update(note.update);
         let turn_id = turn.id.clone();
+        let settled = turn.data.answered.is_some() && !turn.data.mapper.calls_open();
         self.emit_events(&turn_id, events);
+        if settled {
+            self.settle(&turn_id, ctx);
+        }
     }
 
     fn on_exit(&mut self, exit: Exited, ctx: &mut Context<Self>) {
@@ -649,7 +691,7 @@ impl Handler<AdapterCommand> for AcpAgent {
                 ..
             } => self.start_turn(turn_id, text, images, settings, ctx),
             AdapterCommand::Interrupt { turn_id } => {
-                self.interrupt(turn_id);
+                self.interrupt(turn_id, ctx);
                 self.arm_idle(ctx);
             }
             AdapterCommand::StopTask { .. } => {}

@@ -98,6 +98,11 @@ impl TurnMapper {
         (out, known)
     }
 
+    /// True while a tool call the agent announced has not completed or failed.
+    pub fn calls_open(&self) -> bool {
+        self.calls.iter().any(|c| !c.finished)
+    }
+
     /// What is still open when the turn ends: the last text and reasoning, and calls
     /// never announced.
     pub fn finish(&mut self) -> Vec<EventBody> {
