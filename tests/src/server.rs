@@ -300,61 +300,82 @@ impl Api {
         }
     }
 
-    /// GET a path; returns the status and the JSON body (Null when not JSON).
-    pub async fn get(&self, path: &str) -> (u16, Value) {
-        let mut resp = match self.request(awc::http::Method::GET, path).send().await {
+    /// One request: `method` to `path` with `headers` and `body`; answers the status,
+    /// the response's headers and its body (at most 256 MiB). Panics when the request
+    /// cannot be made or the body read: a test that gets here wanted an answer.
+    async fn exchange(
+        &self,
+        method: awc::http::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> (u16, awc::http::header::HeaderMap, Vec<u8>) {
+        let label = format!("{method} {path}");
+        let mut req = self.request(method, path);
+        for (name, value) in headers {
+            req = req.insert_header((*name, *value));
+        }
+        let mut resp = match req.send_body(body).await {
             Ok(r) => r,
-            Err(e) => panic!("GET {path}: {e}"),
+            Err(e) => panic!("{label}: {e}"),
         };
-        let body = resp
+        let bytes = resp
             .body()
             .limit(256 << 20)
             .await
-            .unwrap_or_else(|e| panic!("GET {path}: reading the body: {e}"));
+            .unwrap_or_else(|e| panic!("{label}: reading the body: {e}"));
         (
             resp.status().as_u16(),
-            serde_json::from_slice(&body).unwrap_or(Value::Null),
+            resp.headers().clone(),
+            bytes.to_vec(),
         )
+    }
+
+    /// [`Server::exchange`] with its body read as JSON (`Null` when it is not).
+    async fn exchange_json(
+        &self,
+        method: awc::http::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> (u16, Value) {
+        let (status, _, bytes) = self.exchange(method, path, headers, body).await;
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// GET a path; returns the status and the JSON body (Null when not JSON).
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        self.exchange_json(awc::http::Method::GET, path, &[], Vec::new())
+            .await
     }
 
     /// GET a path and return the raw body text.
     pub async fn get_text(&self, path: &str) -> (u16, String) {
-        let mut resp = match self.request(awc::http::Method::GET, path).send().await {
-            Ok(r) => r,
-            Err(e) => panic!("GET {path}: {e}"),
-        };
-        let body = resp
-            .body()
-            .limit(256 << 20)
-            .await
-            .unwrap_or_else(|e| panic!("GET {path}: reading the body: {e}"));
-        (
-            resp.status().as_u16(),
-            String::from_utf8_lossy(&body).into_owned(),
-        )
+        let (status, _, bytes) = self
+            .exchange(awc::http::Method::GET, path, &[], Vec::new())
+            .await;
+        (status, String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    /// POST a raw body; returns the status and the JSON body.
+    /// GET a path's raw bytes: status, `Content-Type` and body.
+    pub async fn get_bytes(&self, path: &str) -> (u16, String, Vec<u8>) {
+        let (status, headers, bytes) = self
+            .exchange(awc::http::Method::GET, path, &[], Vec::new())
+            .await;
+        let content_type = headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        (status, content_type, bytes)
+    }
+
+    /// POST a raw body as JSON; returns the status and the JSON body.
     pub async fn post_raw(&self, path: &str, body: impl Into<Vec<u8>>) -> (u16, Value) {
-        let body: Vec<u8> = body.into();
-        let mut resp = match self
-            .request(awc::http::Method::POST, path)
-            .insert_header(("Content-Type", "application/json"))
-            .send_body(body)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => panic!("POST {path}: {e}"),
-        };
-        let body = resp
-            .body()
-            .limit(64 << 20)
-            .await
-            .unwrap_or_else(|e| panic!("POST {path}: reading the body: {e}"));
-        (
-            resp.status().as_u16(),
-            serde_json::from_slice(&body).unwrap_or(Value::Null),
-        )
+        self.post_bytes(path, "application/json", body).await
     }
 
     /// POST raw bytes with their own `Content-Type` (an upload); returns the status
@@ -365,92 +386,23 @@ impl Api {
         content_type: &str,
         body: impl Into<Vec<u8>>,
     ) -> (u16, Value) {
-        let body: Vec<u8> = body.into();
-        let mut resp = match self
-            .request(awc::http::Method::POST, path)
-            .insert_header(("Content-Type", content_type))
-            .send_body(body)
+        let headers = [("Content-Type", content_type)];
+        self.exchange_json(awc::http::Method::POST, path, &headers, body.into())
             .await
-        {
-            Ok(r) => r,
-            Err(e) => panic!("POST {path}: {e}"),
-        };
-        let body = resp
-            .body()
-            .limit(64 << 20)
-            .await
-            .unwrap_or_else(|e| panic!("POST {path}: reading the body: {e}"));
-        (
-            resp.status().as_u16(),
-            serde_json::from_slice(&body).unwrap_or(Value::Null),
-        )
     }
 
     /// DELETE a path; returns the status and the JSON body.
     pub async fn delete(&self, path: &str) -> (u16, Value) {
-        let mut resp = match self.request(awc::http::Method::DELETE, path).send().await {
-            Ok(r) => r,
-            Err(e) => panic!("DELETE {path}: {e}"),
-        };
-        let body = resp
-            .body()
+        self.exchange_json(awc::http::Method::DELETE, path, &[], Vec::new())
             .await
-            .unwrap_or_else(|e| panic!("DELETE {path}: reading the body: {e}"));
-        (
-            resp.status().as_u16(),
-            serde_json::from_slice(&body).unwrap_or(Value::Null),
-        )
-    }
-
-    /// GET a path's raw bytes: status, `Content-Type` and body.
-    pub async fn get_bytes(&self, path: &str) -> (u16, String, Vec<u8>) {
-        let mut resp = match self.request(awc::http::Method::GET, path).send().await {
-            Ok(r) => r,
-            Err(e) => panic!("GET {path}: {e}"),
-        };
-        let body = resp
-            .body()
-            .limit(256 << 20)
-            .await
-            .unwrap_or_else(|e| panic!("GET {path}: reading the body: {e}"));
-        let content_type = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        (resp.status().as_u16(), content_type, body.to_vec())
-    }
-
-    /// Sets one of the server's named failpoints (test builds have
-    /// `POST /debug/failpoints`); `actions` is the `fail` crate's syntax, `off` removes
-    /// it.
-    pub async fn failpoint(&self, name: &str, actions: &str) {
-        let body = serde_json::json!({"name": name, "actions": actions});
-        let (status, answer) = self.post("/debug/failpoints", &body).await;
-        assert_eq!(status, 200, "failpoint {name}: {answer}");
     }
 
     /// PATCH JSON; returns the status and the JSON body.
     pub async fn patch(&self, path: &str, body: &Value) -> (u16, Value) {
-        let mut resp = match self
-            .request(awc::http::Method::PATCH, path)
-            .insert_header(("Content-Type", "application/json"))
-            .send_body(body.to_string())
+        let headers = [("Content-Type", "application/json")];
+        let body = body.to_string().into_bytes();
+        self.exchange_json(awc::http::Method::PATCH, path, &headers, body)
             .await
-        {
-            Ok(r) => r,
-            Err(e) => panic!("PATCH {path}: {e}"),
-        };
-        let body = resp
-            .body()
-            .limit(64 << 20)
-            .await
-            .unwrap_or_else(|e| panic!("PATCH {path}: reading the body: {e}"));
-        (
-            resp.status().as_u16(),
-            serde_json::from_slice(&body).unwrap_or(Value::Null),
-        )
     }
 
     /// PUT JSON with an optional `If-Match`; returns the status, the `ETag` header
@@ -461,31 +413,36 @@ impl Api {
         body: &Value,
         if_match: Option<&str>,
     ) -> (u16, Option<String>, Value) {
-        let mut req = self
-            .request(awc::http::Method::PUT, path)
-            .insert_header(("Content-Type", "application/json"));
+        let mut headers = vec![("Content-Type", "application/json")];
         if let Some(tag) = if_match {
-            req = req.insert_header(("If-Match", tag.to_string()));
+            headers.push(("If-Match", tag));
         }
-        let mut resp = match req.send_body(body.to_string()).await {
-            Ok(r) => r,
-            Err(e) => panic!("PUT {path}: {e}"),
-        };
-        let etag = resp
-            .headers()
+        let (status, answer, bytes) = self
+            .exchange(
+                awc::http::Method::PUT,
+                path,
+                &headers,
+                body.to_string().into_bytes(),
+            )
+            .await;
+        let etag = answer
             .get("ETag")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let bytes = resp
-            .body()
-            .limit(64 << 20)
-            .await
-            .unwrap_or_else(|e| panic!("PUT {path}: reading the body: {e}"));
         (
-            resp.status().as_u16(),
+            status,
             etag,
             serde_json::from_slice(&bytes).unwrap_or(Value::Null),
         )
+    }
+
+    /// Sets one of the server's named failpoints (test builds have
+    /// `POST /debug/failpoints`); `actions` is the `fail` crate's syntax, `off` removes
+    /// it.
+    pub async fn failpoint(&self, name: &str, actions: &str) {
+        let body = serde_json::json!({"name": name, "actions": actions});
+        let (status, answer) = self.post("/debug/failpoints", &body).await;
+        assert_eq!(status, 200, "failpoint {name}: {answer}");
     }
 
     /// POST JSON.
