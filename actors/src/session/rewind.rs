@@ -172,34 +172,29 @@ impl Handler<EditSend> for SessionActor {
 /// An edit checked against the history, waiting for the adapter's answer.
 type Prepared = (EditSend, Branch, u64, oneshot::Receiver<Result<(), String>>);
 
-/// The stored events after `after`, read until `last` is among them (the writer may
-/// still be committing the tail).
+/// The stored events after `after`, which must reach `last`: the caller waited on the
+/// flow gate, which passes `last` only once it is committed and fanned out, so a
+/// shorter tail means the store is failing.
 async fn read_tail(
     store: crate::store::Store,
     id: String,
     after: u64,
     last: u64,
 ) -> Result<Vec<Event>, RuntimeError> {
-    let mut tries = 0;
-    loop {
-        let (store2, id2) = (store.clone(), id.clone());
-        let rows =
-            actix_rt::task::spawn_blocking(move || store2.read_events(&id2, after, usize::MAX))
-                .await
-                .map_err(|e| RuntimeError::Internal(format!("history read failed: {e}")))??;
-        if rows.last().is_some_and(|(seq, _)| *seq >= last) || tries >= 20 {
-            return rows
-                .iter()
-                .map(|(_, frame)| {
-                    serde_json::from_str::<Event>(frame).map_err(|e| {
-                        RuntimeError::Internal(format!("stored event unreadable: {e}"))
-                    })
-                })
-                .collect();
-        }
-        tries += 1;
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    let rows = actix_rt::task::spawn_blocking(move || store.read_events(&id, after, usize::MAX))
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("history read failed: {e}")))??;
+    if rows.last().is_none_or(|(seq, _)| *seq < last) {
+        return Err(RuntimeError::Internal(format!(
+            "the history up to seq {last} is not committed yet; try again"
+        )));
     }
+    rows.iter()
+        .map(|(_, frame)| {
+            serde_json::from_str::<Event>(frame)
+                .map_err(|e| RuntimeError::Internal(format!("stored event unreadable: {e}")))
+        })
+        .collect()
 }
 
 impl SessionActor {
