@@ -145,6 +145,75 @@ impl NatsServer {
         out
     }
 
+    /// Makes a hole and a second copy in what JetStream holds for a session: deletes
+    /// the messages of the seqs in `delete` and stores another copy of seq `copy`
+    /// under another message id (as a resend after JetStream's duplicate window
+    /// would). What a node that crashed right after a broken NATS connection can leave.
+    /// First the stream's duplicate window is cut to 1 s and outlived, so the message
+    /// ids of the deleted ones are forgotten, as they never were seen when a message
+    /// is really lost.
+    pub async fn damage(&self, session_id: &str, delete: &[u64], copy: u64) {
+        use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
+        let client = async_nats::connect(self.url())
+            .await
+            .unwrap_or_else(|e| panic!("connect to NATS: {e}"));
+        let js = async_nats::jetstream::new(client);
+        let mut stream = js
+            .get_stream("TANDEM_EVENTS")
+            .await
+            .unwrap_or_else(|e| panic!("stream TANDEM_EVENTS: {e}"));
+        let mut config = stream.info().await.expect("stream info").config.clone();
+        config.duplicate_window = Duration::from_secs(1);
+        js.update_stream(&config)
+            .await
+            .expect("shorter duplicate window");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let subject = format!("tandem.sessions.{session_id}.events");
+        let consumer = stream
+            .create_consumer(OrderedConfig {
+                filter_subject: subject.clone(),
+                deliver_policy: DeliverPolicy::All,
+                ..Default::default()
+            })
+            .await
+            .unwrap_or_else(|e| panic!("consumer: {e}"));
+        let mut messages = consumer
+            .messages()
+            .await
+            .unwrap_or_else(|e| panic!("messages: {e}"));
+        let (mut deleted, mut copied) = (0, false);
+        while let Ok(Some(msg)) =
+            tokio::time::timeout(Duration::from_millis(500), messages.next()).await
+        {
+            let msg = msg.unwrap_or_else(|e| panic!("message: {e}"));
+            let headers = msg.headers.clone().expect("a published event has headers");
+            let seq: u64 = headers
+                .get("Tandem-Seq")
+                .expect("a Tandem-Seq header")
+                .as_str()
+                .parse()
+                .expect("a numeric seq");
+            if delete.contains(&seq) {
+                let at = msg.info().expect("message info").stream_sequence;
+                assert!(stream.delete_message(at).await.expect("delete"));
+                deleted += 1;
+            }
+            if seq == copy && !copied {
+                let mut again = async_nats::HeaderMap::new();
+                again.insert("Tandem-Seq", seq.to_string().as_str());
+                again.insert("Nats-Msg-Id", format!("{session_id}:{seq}:again").as_str());
+                js.publish_with_headers(subject.clone(), again, msg.payload.clone())
+                    .await
+                    .expect("publish a copy")
+                    .await
+                    .expect("the copy's ack");
+                copied = true;
+            }
+        }
+        assert_eq!(deleted, delete.len(), "not every seq to delete was there");
+        assert!(copied, "seq {copy} was not there to copy");
+    }
+
     /// The value of `key` in KV bucket `bucket`, if any.
     pub async fn kv(&self, bucket: &str, key: &str) -> Option<serde_json::Value> {
         let client = async_nats::connect(self.url())

@@ -4,15 +4,18 @@
 //! local session it knows `sent`, the highest seq JetStream has acknowledged (or that
 //! is in flight in the current round). The next event in line is published straight
 //! from the batch; anything else (the first event after start, a gap, a failed
-//! publish or ack) marks the session *behind*: it is then republished from SQLite,
-//! starting after the last seq the stream holds for its subject, or at the first seq
-//! whose publish failed if that is earlier, once a second until it catches up. (When a
-//! connection breaks, the messages in flight on it are lost while later ones may be
-//! sent on the next connection, so the stream can hold a hole below its last seq.)
-//! So a NATS restart or a node restart loses no committed event, and none is stored
-//! twice: the restart point comes from the stream itself or from the failed ack, and
-//! the message id `<id>:<seq>` lets JetStream's duplicate window (2 minutes) drop a
-//! resend it already holds. Filled holes mean the stream is not always in seq order;
+//! publish or ack) marks the session *behind*: it is then caught up from SQLite, once
+//! a second until that succeeds, by asking the stream what it holds for the session's
+//! subject rather than remembering what failed. When a connection breaks, the
+//! messages in flight on it are lost while later ones may go out on the next
+//! connection, so the stream can hold a hole below its last seq; the node may also
+//! crash before it republishes. So a catch-up compares the stream's message count for
+//! the subject with its last seq: when they differ it reads the subject's seqs,
+//! publishes just the missing ones (and deletes a second copy of a seq, should one
+//! ever be stored), then everything after the last. Nothing committed is lost by a
+//! NATS restart or a node crash, and no seq is stored twice, without relying on
+//! JetStream's duplicate window (2 minutes; the message id `<id>:<seq>` still guards
+//! the race of a resend). Filled holes mean the stream is not always in seq order;
 //! readers order by seq (see [`super::mirror`]).
 
 use std::collections::{HashMap, HashSet};
@@ -38,17 +41,16 @@ const PAGE: usize = 1000;
 /// wait for itself forever. (It did: a burst of 20,000 events stalled every
 /// cross-node delivery.)
 const IN_FLIGHT: usize = 1000;
+/// How long reading a subject's seqs waits for the next message.
+const SCAN_WAIT: Duration = Duration::from_secs(5);
 
 /// The publisher's state.
 struct Publisher {
     cluster: Cluster,
     /// Highest seq acknowledged (or in flight this round) per local session.
     sent: HashMap<Arc<str>, u64>,
-    /// Sessions to republish from the store.
+    /// Sessions to catch up from the store.
     behind: HashSet<Arc<str>>,
-    /// The first seq whose publish failed, per session behind: republished from
-    /// there even when the stream holds later ones.
-    resume: HashMap<Arc<str>, u64>,
 }
 
 /// Runs until the runtime's writer stops.
@@ -65,7 +67,6 @@ pub(super) async fn run(cluster: Cluster, mut rx: UnboundedReceiver<Vec<StoredEv
         cluster,
         sent: HashMap::new(),
         behind,
-        resume: HashMap::new(),
     };
     let mut retry = tokio::time::interval(RETRY);
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -146,25 +147,22 @@ impl Publisher {
 
     /// Publishing `seq` of `sid` failed (or its ack never came). Messages after it
     /// may still have been stored (sent again on a new connection after the one that
-    /// lost it broke), so the republish starts at `seq` itself, not after the
-    /// stream's last: JetStream drops the resends it already has by message id.
+    /// lost it broke): the catch-up finds what the stream lacks, so nothing is
+    /// remembered here but that the session is behind.
     fn fell_behind(&mut self, sid: &Arc<str>, seq: u64, error: &dyn std::fmt::Display) {
         if self.behind.insert(sid.clone()) {
             tracing::warn!(session = %sid, seq, %error, "publish failed; will republish from the store");
         }
         self.sent.remove(sid);
-        let from = self.resume.entry(sid.clone()).or_insert(seq);
-        *from = (*from).min(seq);
     }
 
-    /// Republishes every session that is behind, from the store.
+    /// Catches up every session that is behind, from the store.
     async fn catch_up(&mut self) {
         let sessions: Vec<Arc<str>> = self.behind.iter().cloned().collect();
         for sid in sessions {
             match self.republish(&sid).await {
                 Ok(last) => {
                     self.behind.remove(&sid);
-                    self.resume.remove(&sid);
                     self.sent.insert(sid, last);
                 }
                 Err(e) => {
@@ -176,20 +174,46 @@ impl Publisher {
         }
     }
 
-    /// Publishes what the store has after the stream's last seq for `sid`; returns
-    /// the last seq published.
+    /// Publishes what the stream lacks of `sid`: the holes below the highest seq it
+    /// holds, then what the store has after that; returns the last seq published.
+    ///
+    /// When the subject's newest message is seq `n` and it holds `n` messages, it
+    /// holds exactly `1..=n`: holes are filled in ascending order, so a filled hole
+    /// stored last has every seq below it, and a second copy is deleted when found.
+    /// Otherwise (a hole, a filled hole stored after later seqs, a copy) the subject
+    /// is read once to find what is missing.
     async fn republish(&mut self, sid: &Arc<str>) -> Result<u64, async_nats::Error> {
-        let mut after = self.last_in_stream(sid).await?;
-        if let Some(failed) = self.resume.get(sid) {
-            after = after.min(failed.saturating_sub(1));
+        let newest = self.last_in_stream(sid).await?;
+        let mut highest = newest;
+        if newest > 0 && self.count_in_stream(sid).await? != newest {
+            let (max, holes) = self.scan(sid).await?;
+            if !holes.is_empty() {
+                tracing::warn!(session = %sid, holes = holes.len(), "filling holes in the stream");
+            }
+            for (first, end) in runs(&holes) {
+                self.publish_stored(sid, first - 1, end).await?;
+            }
+            highest = max;
         }
-        loop {
+        self.publish_stored(sid, highest, u64::MAX).await
+    }
+
+    /// Publishes the stored events of `sid` after seq `after`, up to seq `upto`;
+    /// returns the last seq published (`after` when there was none).
+    async fn publish_stored(
+        &mut self,
+        sid: &Arc<str>,
+        mut after: u64,
+        upto: u64,
+    ) -> Result<u64, async_nats::Error> {
+        while after < upto {
             let store = self.cluster.inner.runtime.store().clone();
             let id = sid.to_string();
-            let rows = actix_rt::task::spawn_blocking(move || store.read_events(&id, after, PAGE))
+            let limit = usize::try_from(upto - after).map_or(PAGE, |n| n.min(PAGE));
+            let rows = actix_rt::task::spawn_blocking(move || store.read_events(&id, after, limit))
                 .await??;
             if rows.is_empty() {
-                return Ok(after);
+                break;
             }
             let mut acks = Vec::with_capacity(rows.len());
             let mut seqs = Vec::with_capacity(rows.len());
@@ -213,9 +237,73 @@ impl Publisher {
             }
             tracing::debug!(session = %sid, upto = after, "republished");
         }
+        Ok(after)
     }
 
-    /// The seq of the newest event JetStream holds for `sid` (0 when none).
+    /// How many messages the stream holds on `sid`'s subject.
+    async fn count_in_stream(&self, sid: &str) -> Result<u64, async_nats::Error> {
+        use futures_util::TryStreamExt;
+        let stream = self
+            .cluster
+            .inner
+            .js
+            .get_stream_no_info(EVENTS_STREAM)
+            .await?;
+        let subject = events_subject(sid);
+        let mut subjects = stream.info_with_subjects(&subject).await?;
+        while let Some((name, count)) = subjects.try_next().await? {
+            if name == subject {
+                return Ok(count as u64);
+            }
+        }
+        Ok(0)
+    }
+
+    /// Reads `sid`'s subject once: the highest seq it holds and the seqs below that
+    /// it lacks, ascending. A second copy of a seq is deleted from the stream.
+    async fn scan(&self, sid: &str) -> Result<(u64, Vec<u64>), async_nats::Error> {
+        use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
+        use futures_util::StreamExt;
+        let stream = self
+            .cluster
+            .inner
+            .js
+            .get_stream_no_info(EVENTS_STREAM)
+            .await?;
+        let consumer = stream
+            .create_consumer(OrderedConfig {
+                filter_subject: events_subject(sid),
+                deliver_policy: DeliverPolicy::All,
+                ..Default::default()
+            })
+            .await?;
+        let mut messages = consumer.messages().await?;
+        let mut held = HashSet::new();
+        loop {
+            let msg = tokio::time::timeout(SCAN_WAIT, messages.next())
+                .await
+                .map_err(|_| "the stream stopped answering while its seqs were read")?;
+            let Some(msg) = msg else { break };
+            let msg = msg?;
+            let info = msg.info()?;
+            let (stream_seq, pending) = (info.stream_sequence, info.pending);
+            if let Some(seq) = msg.headers.as_ref().and_then(seq_of) {
+                if !held.insert(seq) {
+                    tracing::warn!(session = %sid, seq, "a second copy in the stream; deleted");
+                    stream.delete_message(stream_seq).await?;
+                }
+            }
+            if pending == 0 {
+                break;
+            }
+        }
+        let max = held.iter().copied().max().unwrap_or(0);
+        let holes = (1..max).filter(|seq| !held.contains(seq)).collect();
+        Ok((max, holes))
+    }
+
+    /// The seq of the newest message JetStream holds for `sid` (0 when none); not
+    /// the highest seq when a filled hole was stored last.
     async fn last_in_stream(&self, sid: &str) -> Result<u64, async_nats::Error> {
         use async_nats::jetstream::stream::LastRawMessageErrorKind;
         let stream = self
@@ -260,7 +348,32 @@ impl Publisher {
     }
 }
 
+/// Ascending seqs as runs `(first, last)` of consecutive ones.
+fn runs(seqs: &[u64]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for &seq in seqs {
+        match out.last_mut() {
+            Some((_, end)) if *end + 1 == seq => *end = seq,
+            _ => out.push((seq, seq)),
+        }
+    }
+    out
+}
+
 /// The event seq a published message carries.
 pub(super) fn seq_of(headers: &HeaderMap) -> Option<u64> {
     headers.get(SEQ_HEADER)?.as_str().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn holes_are_published_as_runs() {
+        assert_eq!(super::runs(&[]), vec![]);
+        assert_eq!(super::runs(&[3]), vec![(3, 3)]);
+        assert_eq!(
+            super::runs(&[1, 2, 3, 7, 9, 10]),
+            vec![(1, 3), (7, 7), (9, 10)]
+        );
+    }
 }
