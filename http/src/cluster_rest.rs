@@ -176,6 +176,14 @@ fn session_of(path: &str) -> Option<&str> {
     (!id.is_empty() && id != "running").then_some(id)
 }
 
+/// The upload a path names, if it is `/api/v1/sessions/{id}/uploads/{upload}`.
+fn upload_of(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/api/v1/sessions/")?;
+    let mut parts = rest.split('/');
+    let (_, kind, upload) = (parts.next()?, parts.next()?, parts.next()?);
+    (kind == "uploads" && !upload.is_empty() && parts.next().is_none()).then_some(upload)
+}
+
 /// The middleware: sends a request about another node's session there; every other
 /// request goes on here.
 pub async fn middleware(
@@ -207,6 +215,21 @@ pub async fn middleware(
         }
         Owner::Remote { node, .. } => node,
     };
+    if let Some(upload) = upload_of(req.path()).filter(|_| req.method() == "GET") {
+        // Bytes, not JSON: read from the owner in parts and served as here.
+        let upload = upload.to_string();
+        let served = async {
+            let who = auth::caller(req.request(), &state.runtime, state.auth)?;
+            crate::cluster_uploads::fetch(cluster, &who, &node, &id, &upload)
+                .await
+                .map_err(|(code, message)| ApiError::new(code, message))
+        };
+        let response = match served.await {
+            Ok((mime, bytes)) => crate::uploads::serve(&mime, bytes),
+            Err(e) => e.error_response(),
+        };
+        return Ok(req.into_response(response).map_into_right_body());
+    }
     let answer = async {
         let who = auth::caller(req.request(), &state.runtime, state.auth)?;
         let body = req
@@ -229,6 +252,10 @@ pub async fn middleware(
             })?;
         let body = String::from_utf8(body.to_vec())
             .map_err(|_| ApiError::new(ErrorCode::InvalidJson, "body is not UTF-8"))?;
+        // Uploads the body names live here; the owner resolves the message.
+        crate::cluster_uploads::hand_over(cluster, &state.runtime, &who, &node, &body)
+            .await
+            .map_err(|(code, message)| ApiError::new(code, message))?;
         let path = match req.query_string() {
             "" => req.path().to_string(),
             q => format!("{}?{q}", req.path()),
@@ -293,5 +320,17 @@ mod tests {
         assert_eq!(session_of("/api/v1/sessions"), None);
         assert_eq!(session_of("/api/v1/sessions/"), None);
         assert_eq!(session_of("/api/v1/pairs"), None);
+    }
+
+    #[test]
+    fn finds_the_upload_of_a_path() {
+        assert_eq!(
+            upload_of("/api/v1/sessions/ses_1/uploads/up_a"),
+            Some("up_a")
+        );
+        assert_eq!(upload_of("/api/v1/sessions/ses_1/uploads/"), None);
+        assert_eq!(upload_of("/api/v1/sessions/ses_1/uploads/up_a/x"), None);
+        assert_eq!(upload_of("/api/v1/sessions/ses_1/events"), None);
+        assert_eq!(upload_of("/api/v1/uploads/up_a"), None);
     }
 }

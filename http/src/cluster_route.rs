@@ -48,6 +48,11 @@ pub enum Call {
         /// The session.
         session_id: String,
     },
+    /// One part of an upload of the caller's handed over before a request that
+    /// names it (see [`crate::cluster_uploads`]).
+    UploadPart(crate::cluster_uploads::PartCall),
+    /// A part of an upload used in one of the owner's sessions.
+    UploadRead(crate::cluster_uploads::ReadCall),
     /// A REST request for one of the owner's sessions (see [`crate::cluster_rest`]).
     /// Answered with a [`crate::cluster_rest::RestAnswer`].
     #[serde(rename_all = "camelCase")]
@@ -99,6 +104,7 @@ fn target(request: &ClientRequest) -> Option<Target<'_>> {
 /// Routes a request to the node that owns its session; `None` when it runs here.
 pub fn route(
     cluster: &Cluster,
+    runtime: &Runtime,
     who: &Principal,
     request_id: &Option<String>,
     request: &ClientRequest,
@@ -131,8 +137,26 @@ pub fn route(
         },
     };
     let cluster = cluster.clone();
+    let (runtime, who) = (runtime.clone(), who.clone());
     let request_id = request_id.clone();
     Some(Routed::Forwarded(Box::pin(async move {
+        // Uploads the request names live here; the owner resolves the message.
+        let raw = match &forward.call {
+            Call::Frame { frame } => frame.as_str(),
+            _ => "",
+        };
+        if let Err((code, error)) =
+            crate::cluster_uploads::hand_over(&cluster, &runtime, &who, &node, raw).await
+        {
+            return ServerFrame::ProtocolError {
+                code,
+                error,
+                session_id,
+                request_id,
+                paths: None,
+            }
+            .to_json();
+        }
         let payload = match serde_json::to_vec(&forward) {
             Ok(p) => p,
             Err(e) => return internal(request_id, session_id, e.to_string()),

@@ -66,6 +66,12 @@ async fn answer(
                 .to_json(),
             };
         }
+        Call::UploadPart(call) => {
+            return crate::cluster_uploads::answer_part(runtime, &principal, call).await
+        }
+        Call::UploadRead(call) => {
+            return crate::cluster_uploads::answer_read(runtime, &principal, call).await
+        }
         Call::Rest {
             method,
             path,

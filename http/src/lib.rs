@@ -8,6 +8,7 @@ pub mod client;
 pub mod cluster_rest;
 pub mod cluster_route;
 pub mod cluster_rpc;
+pub mod cluster_uploads;
 pub mod config_file;
 pub mod doctor;
 pub mod error;

@@ -84,7 +84,7 @@ pub async fn session_upload(
 
 /// The bytes with their type; only images are shown inline, anything else is a
 /// download, and nothing served here may run script on this origin.
-fn serve(mime: &str, bytes: Vec<u8>) -> HttpResponse {
+pub(crate) fn serve(mime: &str, bytes: Vec<u8>) -> HttpResponse {
     let image = tandem_actors::uploads::sniff::IMAGE_TYPES.contains(&mime);
     let mut resp = HttpResponse::Ok();
     resp.content_type(mime)

@@ -713,3 +713,89 @@ async fn a_restarted_node_fills_the_holes_its_crash_left_in_the_stream() {
     assert_eq!(copied, stored, "B's copy differs from what A stored");
     drop(a);
 }
+
+/// Uploads belong to the node that took them and a message is resolved on its
+/// session's node: a client of node B attaches B's uploads to a message for a
+/// session of node A (over WebSocket and REST), and the page's thumbnails of that
+/// session are served through B. The image is larger than a NATS message (1 MiB by
+/// default), so it moves in parts both ways.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn uploads_on_one_node_reach_a_session_on_another() {
+    use tandem_tests::images::PNG;
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let id = a.ws().await.create_session().await;
+    let mut on_b = b.ws().await;
+    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
+    on_b.subscribe(&id, 0).await;
+
+    // A PNG of 2.5 MB: the signature and header of a real one, then filler.
+    let mut big = PNG.to_vec();
+    big.extend((0..2_500_000u32).map(|i| (i % 251) as u8));
+    let (status, png) = b
+        .post_bytes("/api/v1/uploads?name=big.png", "image/png", big.clone())
+        .await;
+    assert_eq!(status, 201, "{png}");
+    let png_id = png["uploadId"].as_str().unwrap().to_string();
+    on_b.ok(json!({"type": "chat.send", "sessionId": id, "content": [
+        {"type": "text", "text": "look"},
+        {"type": "image", "uploadId": png_id},
+    ]}))
+    .await;
+    let events = on_b.events_until_turn_end(&id).await;
+    assert_eq!(events.last().unwrap()["status"], "completed", "{events:?}");
+    let said = format!("received image {png_id} (image/png, {} bytes)", big.len());
+    assert!(
+        events.iter().any(|e| e["text"] == said.as_str()),
+        "the agent on A did not get the image: {events:?}"
+    );
+
+    // REST through B, with a text file uploaded on B.
+    let (status, notes) = b
+        .post_bytes(
+            "/api/v1/uploads?name=notes.txt",
+            "text/plain",
+            b"the notes from b\n".to_vec(),
+        )
+        .await;
+    assert_eq!(status, 201, "{notes}");
+    let (status, body) = b
+        .post(
+            &format!("/api/v1/sessions/{id}/messages"),
+            &json!({"content": [{"type": "file", "uploadId": notes["uploadId"]}]}),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let events = on_b.events_until_turn_end(&id).await;
+    assert!(
+        events.iter().any(|e| e["text"] == "the notes from b"),
+        "the agent on A did not get the file: {events:?}"
+    );
+
+    // The thumbnail through B: A's bytes, whole, as A serves them.
+    let (status, content_type, bytes) = b
+        .get_bytes(&format!("/api/v1/sessions/{id}/uploads/{png_id}"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(content_type, "image/png");
+    assert!(
+        bytes == big,
+        "B served {} bytes, not the upload",
+        bytes.len()
+    );
+    // What A does not have is A's own refusal.
+    let unknown = format!("up_{}", "0".repeat(64));
+    let (status, body) = b
+        .get(&format!("/api/v1/sessions/{id}/uploads/{unknown}"))
+        .await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "NO_SUCH_UPLOAD");
+    let refused = on_b
+        .request(json!({"type": "chat.send", "sessionId": id, "content": [
+            {"type": "image", "uploadId": unknown},
+        ]}))
+        .await;
+    assert_eq!(refused["code"], "NO_SUCH_UPLOAD", "{refused}");
+}

@@ -169,6 +169,58 @@ impl Runtime {
         })
     }
 
+    /// `who`'s own upload `id` with its bytes: what a cluster node hands over to the
+    /// owner of a session before forwarding a message that uses it.
+    pub async fn own_upload(
+        &self,
+        who: &Principal,
+        id: &str,
+    ) -> Result<(crate::uploads::Upload, Vec<u8>), RuntimeError> {
+        let uploads = self.inner.uploads.clone();
+        let (owner, id) = (who.user_id.clone(), id.to_string());
+        actix_rt::task::spawn_blocking(move || {
+            let upload = uploads.get(&owner, &id)?;
+            let bytes = std::fs::read(uploads.blob(&upload.sha256))
+                .map_err(|_| RuntimeError::NoSuchUpload(id.clone()))?;
+            Ok((upload, bytes))
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))?
+    }
+
+    /// Takes one part of an upload another cluster node hands over for `who`; true
+    /// once it is here whole (see [`crate::uploads::transfer`]).
+    pub async fn receive_upload_part(
+        &self,
+        who: &Principal,
+        part: crate::uploads::transfer::Part,
+    ) -> Result<bool, RuntimeError> {
+        let uploads = self.inner.uploads.clone();
+        let owner = who.user_id.clone();
+        actix_rt::task::spawn_blocking(move || uploads.receive_part(&owner, &part))
+            .await
+            .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))?
+    }
+
+    /// At most `len` bytes at `offset` of upload `id` as used in session
+    /// `session_id`, which `who` may read: the upload and the bytes (another cluster
+    /// node serving the page's thumbnails of this node's session).
+    pub async fn read_session_upload(
+        &self,
+        who: &Principal,
+        session_id: &str,
+        id: &str,
+        offset: u64,
+        len: usize,
+    ) -> Result<(crate::uploads::Upload, Vec<u8>), RuntimeError> {
+        self.visible(who, session_id)?;
+        let uploads = self.inner.uploads.clone();
+        let (session, id) = (session_id.to_string(), id.to_string());
+        actix_rt::task::spawn_blocking(move || uploads.read_part(&session, &id, offset, len))
+            .await
+            .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))?
+    }
+
     /// The largest file `POST /api/v1/uploads` takes.
     pub fn max_upload_bytes(&self) -> u64 {
         self.inner.uploads.limits.max_file_bytes

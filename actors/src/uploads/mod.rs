@@ -14,6 +14,7 @@
 
 pub mod resolve;
 pub mod sniff;
+pub mod transfer;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -105,7 +106,7 @@ pub fn upload_id(sha256: &str) -> String {
 }
 
 /// The digest an id names, if it is well formed.
-fn digest_of(id: &str) -> Option<&str> {
+pub(crate) fn digest_of(id: &str) -> Option<&str> {
     id.strip_prefix("up_").filter(|h| {
         h.len() == 64
             && h.bytes()
