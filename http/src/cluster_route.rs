@@ -97,6 +97,8 @@ fn target(request: &ClientRequest) -> Option<Target<'_>> {
         R::SessionScheduleCancel(p) => Target::Session(&p.session_id),
         R::SessionMerge(p) => Target::Session(&p.session_id),
         R::SessionDiscard(p) => Target::Session(&p.session_id),
+        R::ChatQueueCancel(p) => Target::Session(&p.session_id),
+        R::ChatQueueEdit(p) => Target::Session(&p.session_id),
         _ => return None,
     })
 }

@@ -799,3 +799,49 @@ async fn uploads_on_one_node_reach_a_session_on_another() {
         .await;
     assert_eq!(refused["code"], "NO_SUCH_UPLOAD", "{refused}");
 }
+
+/// The queue of another node's session is steered from this node like a local one:
+/// queued, listed, edited and cancelled through node B for a session of node A.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn the_queue_of_a_remote_session_is_steered_from_any_node() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let id = a.ws().await.create_session().await;
+    let mut on_b = b.ws().await;
+    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
+    on_b.ok(json!({"type": "chat.send", "sessionId": id, "content": "/sleep 60000"}))
+        .await;
+    for text in ["first", "second"] {
+        let r = on_b
+            .ok(json!({"type": "chat.send", "sessionId": id, "content": text, "queue": true}))
+            .await;
+        assert_eq!(r["queued"], true, "{r}");
+    }
+    let (status, list) = b.get(&format!("/api/v1/sessions/{id}/queue")).await;
+    assert_eq!(status, 200, "{list}");
+    let queued = list["queued"].as_array().unwrap().clone();
+    assert_eq!(queued.len(), 2, "{list}");
+    let first = queued[0]["queueId"].as_str().unwrap();
+    let second = queued[1]["queueId"].as_str().unwrap();
+    let edited = on_b
+        .ok(json!({"type": "chat.queue-edit", "sessionId": id, "queueId": second, "content": "second, edited"}))
+        .await;
+    assert_eq!(edited["queued"][1]["text"], "second, edited", "{edited}");
+    let cancelled = on_b
+        .ok(json!({"type": "chat.queue-cancel", "sessionId": id, "queueId": first}))
+        .await;
+    assert_eq!(
+        cancelled["queued"].as_array().unwrap().len(),
+        1,
+        "{cancelled}"
+    );
+    // A's own view is the same queue.
+    let (_, on_a) = a.get(&format!("/api/v1/sessions/{id}/queue")).await;
+    assert_eq!(on_a["queued"], cancelled["queued"]);
+    let missing = on_b
+        .request(json!({"type": "chat.queue-cancel", "sessionId": id, "queueId": "q_nope"}))
+        .await;
+    assert_eq!(missing["code"], "NO_SUCH_QUEUED_MESSAGE", "{missing}");
+}
