@@ -99,7 +99,15 @@ fn target(request: &ClientRequest) -> Option<Target<'_>> {
         R::SessionDiscard(p) => Target::Session(&p.session_id),
         R::ChatQueueCancel(p) => Target::Session(&p.session_id),
         R::ChatQueueEdit(p) => Target::Session(&p.session_id),
-        _ => return None,
+        // Run here: subscriptions follow a remote session from this node's copy
+        // (`subscribe`), lists merge every node's sessions, and `pair.close` names a
+        // pair, not a session. No catch-all arm: a new request must say where it runs.
+        R::ChatSubscribe(_)
+        | R::ChatUnsubscribe(_)
+        | R::SessionsWatch(_)
+        | R::SessionsList(_)
+        | R::PairClose(_)
+        | R::Ping => return None,
     })
 }
 
