@@ -123,8 +123,14 @@ async fn list_sessions(
 
 async fn running(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
+    // In a cluster the other nodes' running sessions are listed too.
+    let others = state
+        .cluster
+        .as_ref()
+        .map(|c| c.remote_sessions())
+        .unwrap_or_default();
     Ok(HttpResponse::Ok().json(RunningList {
-        sessions: state.runtime.running(&who),
+        sessions: state.runtime.running_with(&who, &others),
     }))
 }
 

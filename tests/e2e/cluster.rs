@@ -845,3 +845,44 @@ async fn the_queue_of_a_remote_session_is_steered_from_any_node() {
         .await;
     assert_eq!(missing["code"], "NO_SUCH_QUEUED_MESSAGE", "{missing}");
 }
+
+/// `GET /sessions/running` on any node lists every node's busy sessions (the page's
+/// running panel), each once, and stops listing one when its turn ends.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn every_node_lists_the_running_sessions_of_all() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let mut on_a = a.ws().await;
+    let id = on_a.create_session().await;
+    let idle = on_a.create_session().await;
+    on_a.subscribe(&id, 0).await;
+    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/sleep 60000"}))
+        .await;
+    let listed = tandem_tests::eventually("B lists A's running session", async || {
+        let (status, body) = b.get("/api/v1/sessions/running").await;
+        assert_eq!(status, 200, "{body}");
+        let sessions = body["sessions"].as_array().unwrap().clone();
+        sessions
+            .iter()
+            .any(|s| s["sessionId"] == id.as_str())
+            .then_some(sessions)
+    })
+    .await;
+    assert_eq!(listed.len(), 1, "only the busy session, once: {listed:?}");
+    assert_eq!(listed[0]["vendor"], "scripted");
+    assert!(listed.iter().all(|s| s["sessionId"] != idle.as_str()));
+    on_a.ok(json!({"type": "chat.abort", "sessionId": id}))
+        .await;
+    on_a.events_until_turn_end(&id).await;
+    tandem_tests::eventually("B stops listing it", async || {
+        let (_, body) = b.get("/api/v1/sessions/running").await;
+        body["sessions"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+}

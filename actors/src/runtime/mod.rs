@@ -464,6 +464,13 @@ impl Runtime {
 
     /// Sessions with a turn or background work in flight.
     pub fn running(&self, who: &Principal) -> Vec<RunningSession> {
+        self.running_with(who, &[])
+    }
+
+    /// [`Runtime::running`] with `others` too: other cluster nodes' sessions as their
+    /// directory lists them (Claude Code processes outside tandem are looked for
+    /// on this machine only, so for this node's sessions).
+    pub fn running_with(&self, who: &Principal, others: &[SessionInfo]) -> Vec<RunningSession> {
         let mut visible: Vec<SessionInfo> = Vec::new();
         self.inner.services.sessions.for_each(|_, h| {
             let info = h.shared.info();
@@ -471,9 +478,14 @@ impl Runtime {
                 visible.push(info);
             }
         });
+        let remote = others
+            .iter()
+            .filter(|info| who.can_see(info) && !self.hosts(&info.id))
+            .cloned();
         let mut out: Vec<RunningSession> = visible
             .iter()
             .cloned()
+            .chain(remote)
             .filter_map(|info| {
                 if info.status.is_busy() {
                     Some(RunningSession {
