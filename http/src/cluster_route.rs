@@ -192,6 +192,44 @@ pub fn route(
     })))
 }
 
+/// `POST /api/v1/sessions` naming another node: the `session.create` a WebSocket
+/// client would send, forwarded the same way, its answer turned into REST's.
+pub async fn create_on(
+    cluster: &Cluster,
+    runtime: &Runtime,
+    who: &Principal,
+    params: tandem_protocol::client::CreateSessionParams,
+) -> Result<tandem_protocol::SessionInfo, crate::error::ApiError> {
+    use crate::error::ApiError;
+    let mut raw = serde_json::to_value(&params)
+        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+    raw["type"] = "session.create".into();
+    let raw = raw.to_string();
+    let node = params.node.clone().unwrap_or_default();
+    let request = ClientRequest::SessionCreate(params);
+    let answer = match route(cluster, runtime, who, &None, &request, &raw) {
+        Some(Routed::Forwarded(answer)) => answer.await,
+        Some(Routed::Refused(frame)) => frame.to_json(),
+        None => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidArgument,
+                format!("no node `{node:.64}` in the cluster"),
+            ));
+        }
+    };
+    match serde_json::from_str::<ServerFrame>(&answer) {
+        Ok(ServerFrame::Reply { mut payload, .. }) => payload
+            .remove("session")
+            .and_then(|s| serde_json::from_value(s).ok())
+            .ok_or_else(|| ApiError::new(ErrorCode::Internal, "the node answered no session")),
+        Ok(ServerFrame::ProtocolError { code, error, .. }) => Err(ApiError::new(code, error)),
+        _ => Err(ApiError::new(
+            ErrorCode::Internal,
+            format!("bad answer from the node: {answer:.200}"),
+        )),
+    }
+}
+
 fn unavailable(
     request_id: &Option<String>,
     session_id: Option<&str>,

@@ -141,8 +141,28 @@ async fn create_session(
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
     let params: CreateSessionParams = body(payload, state.max_frame_bytes, true).await?;
+    if let Some(node) = params.node.as_deref() {
+        match state.cluster.as_ref() {
+            // Created where it is pinned, as `session.create` naming that node is.
+            Some(cluster) if node != cluster.node() => {
+                let info =
+                    crate::cluster_route::create_on(cluster, &state.runtime, &who, params).await?;
+                return Ok(HttpResponse::Created().json(info));
+            }
+            Some(_) => {}
+            None => return Err(no_such_node(node)),
+        }
+    }
     let info = state.runtime.create_session(&who, params).await?;
     Ok(HttpResponse::Created().json(info))
+}
+
+/// `node` names no node of this server's cluster (or there is no cluster).
+fn no_such_node(node: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::InvalidArgument,
+        format!("no node `{node:.64}` in the cluster"),
+    )
 }
 
 async fn get_session(

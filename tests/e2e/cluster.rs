@@ -886,3 +886,34 @@ async fn every_node_lists_the_running_sessions_of_all() {
     })
     .await;
 }
+
+/// `POST /api/v1/sessions` with `node` creates the session on that node, as
+/// `session.create` does; a node the cluster does not have is refused, not ignored.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn rest_creates_a_session_on_the_node_it_names() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    let (status, created) = a
+        .post(
+            "/api/v1/sessions",
+            &json!({"title": "made through a", "node": "b"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["node"], "b");
+    let id = created["id"].as_str().unwrap();
+    let (status, on_b) = b.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(status, 200, "{on_b}");
+    assert_eq!(on_b["title"], "made through a");
+    let (status, refused) = a
+        .post("/api/v1/sessions", &json!({"node": "nowhere"}))
+        .await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["code"], "INVALID_ARGUMENT");
+    // Outside a cluster only no node (or none at all) is taken.
+    let single = tandem_tests::Server::start();
+    let (status, refused) = single.post("/api/v1/sessions", &json!({"node": "b"})).await;
+    assert_eq!(status, 400, "{refused}");
+}

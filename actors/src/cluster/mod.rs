@@ -311,6 +311,14 @@ impl Cluster {
                 what: "command subject",
                 reason: e.to_string(),
             })?;
+        // The server has the subscription once it answered the flush's ping: from
+        // then on a request sent here finds a responder (the other nodes may see
+        // this node's lease, put when it joined, a moment earlier).
+        client.flush().await.map_err(|e| ClusterError::Setup {
+            url: self.inner.config.url.clone(),
+            what: "command subject",
+            reason: e.to_string(),
+        })?;
         let handler = std::rc::Rc::new(handler);
         actix::spawn(async move {
             while let Some(msg) = requests.next().await {
