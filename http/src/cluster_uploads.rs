@@ -182,17 +182,24 @@ pub async fn hand_over(
             Err(e) => return Err((e.code(), e.to_string())),
         };
         let transfer = tandem_actors::clock::random_id("", 16);
-        for (i, chunk) in bytes.chunks(size).enumerate() {
-            let call = Call::UploadPart(PartCall {
+        let part = |offset: usize, data: &[u8]| {
+            Call::UploadPart(PartCall {
                 transfer: transfer.clone(),
                 upload_id: upload.id.clone(),
                 mime_type: upload.mime_type.clone(),
                 name: upload.name.clone(),
                 total: upload.size,
-                offset: (i * size) as u64,
-                data: base64::engine::general_purpose::STANDARD.encode(chunk),
-            });
-            let answer: PartAnswer = ask(cluster, who, node, call).await?;
+                offset: offset as u64,
+                data: base64::engine::general_purpose::STANDARD.encode(data),
+            })
+        };
+        // An empty first part asks whether the owner has it (an earlier message).
+        let probe: PartAnswer = ask(cluster, who, node, part(0, &[])).await?;
+        if probe.complete {
+            continue;
+        }
+        for (i, chunk) in bytes.chunks(size).enumerate() {
+            let answer: PartAnswer = ask(cluster, who, node, part(i * size, chunk)).await?;
             if answer.complete {
                 break;
             }

@@ -39,14 +39,18 @@ pub struct Part {
 
 impl Uploads {
     /// Takes one part of an upload another node hands over for `owner`. Answers
-    /// true once the upload is here whole: after its last part, or at the first
-    /// part when `owner` has it already (the sender then stops).
+    /// true once the upload is here whole: after its last part, or at once when
+    /// `owner` has it already. A part with no bytes at offset 0 only asks that
+    /// (the sender probes before it sends an upload a message may have sent before).
     pub fn receive_part(&self, owner: &str, part: &Part) -> Result<bool, RuntimeError> {
         let bad = |why: String| RuntimeError::InvalidAttachment(why);
         let sha = digest_of(&part.upload_id)
             .ok_or_else(|| bad(format!("{} is not an upload id", part.upload_id)))?;
         if part.offset == 0 && self.get(owner, &part.upload_id).is_ok() {
             return Ok(true);
+        }
+        if part.offset == 0 && part.data.is_empty() {
+            return Ok(false);
         }
         if part.total > self.limits.max_file_bytes {
             return Err(RuntimeError::AttachmentTooLarge(format!(
@@ -186,8 +190,15 @@ mod tests {
         assert_eq!(stored.size, bytes.len() as u64);
         assert_eq!(stored.name.as_deref(), Some("notes.txt"));
         assert_eq!(std::fs::read(up.blob(&stored.sha256)).unwrap(), bytes);
-        // Handed over again: the first part says it is here already.
+        // Handed over again: the probe and the first part say it is here already.
+        let probe = Part {
+            data: Vec::new(),
+            ..parts[0].clone()
+        };
+        assert!(up.receive_part("alice", &probe).unwrap());
         assert!(up.receive_part("alice", &parts[0]).unwrap());
+        // Another user's probe: not there for them.
+        assert!(!up.receive_part("bob", &probe).unwrap());
         // Nobody else got it.
         assert!(up.get("bob", &parts[0].upload_id).is_err());
     }
