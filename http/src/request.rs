@@ -1,7 +1,9 @@
-//! What REST handlers do with every request: read its JSON body within the size
-//! limit, and wait until its writes are committed before answering.
+//! What REST handlers do with every request: read its query and its JSON body within
+//! the size limit, and wait until its writes are committed before answering.
 
-use actix_web::web;
+use std::future::Future;
+
+use actix_web::{web, HttpRequest};
 use serde::de::DeserializeOwned;
 use tandem_protocol::ErrorCode;
 
@@ -43,6 +45,29 @@ pub(crate) async fn body<T: DeserializeOwned>(
         };
         ApiError::new(code, format!("bad request body: {e}"))
     })
+}
+
+/// Reads the query string as `T`; a malformed one is `INVALID_ARGUMENT`.
+pub(crate) fn query<T: DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
+    web::Query::<T>::from_query(req.query_string())
+        .map(web::Query::into_inner)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))
+}
+
+/// Runs `write`, a runtime operation not yet started, and gives its result only once
+/// what it wrote is committed, so an acknowledged change survives a crash.
+pub(crate) async fn durably<T, E>(
+    state: &AppState,
+    write: impl Future<Output = Result<T, E>>,
+) -> Result<T, ApiError>
+where
+    ApiError: From<E>,
+{
+    // Before the request's writes: a future runs nothing until it is awaited.
+    let epoch = state.runtime.write_epoch();
+    let done = write.await?;
+    committed(state, epoch).await?;
+    Ok(done)
 }
 
 /// Waits until what the request wrote is committed, so an acknowledged change

@@ -12,7 +12,7 @@ use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::request::{body, committed};
+use crate::request::{body, durably, query};
 use crate::state::AppState;
 
 /// Mounts every `/api/v1` route. Each path is a resource whose other methods are
@@ -101,8 +101,7 @@ async fn list_sessions(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
-    let query = web::Query::<ListParams>::from_query(req.query_string())
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let query: ListParams = query(&req)?;
     // In a cluster the other nodes' sessions are listed too, in the same order.
     let others = state
         .cluster
@@ -154,8 +153,7 @@ async fn events(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
-    let query = web::Query::<EventsQuery>::from_query(req.query_string())
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let query: EventsQuery = query(&req)?;
     if query.after > tandem_protocol::MAX_SEQ {
         return Err(ApiError::new(
             ErrorCode::InvalidArgument,
@@ -203,13 +201,11 @@ async fn post_message(
     let who = caller(&req, &state.runtime, state.auth)?;
     // As a WebSocket frame: larger files go through `POST /uploads` and by id.
     let msg: PostMessage = body(payload, state.max_frame_bytes, false).await?;
-    let epoch = state.runtime.write_epoch();
-    let outcome = state
+    let send = state
         .runtime
-        .send(&who, &id, msg.content, msg.options, msg.queue)
-        .await?;
+        .send(&who, &id, msg.content, msg.options, msg.queue);
     // 202 only once the turn's start (or the queue entry) is on disk.
-    committed(&state, epoch).await?;
+    let outcome = durably(&state, send).await?;
     Ok(HttpResponse::Accepted().json(match outcome {
         SendOutcome::Started { turn_id } => MessageAccepted::Started(TurnAccepted { turn_id }),
         SendOutcome::Queued { position } => MessageAccepted::Queued(MessageQueued {
@@ -236,13 +232,11 @@ async fn post_edit_send(
             ),
         ));
     }
-    let epoch = state.runtime.write_epoch();
-    let outcome = state
+    let edit = state
         .runtime
-        .edit_send(&who, &id, msg.anchor_seq, msg.content, msg.options)
-        .await?;
+        .edit_send(&who, &id, msg.anchor_seq, msg.content, msg.options);
     // 202 only once the rewind and the new turn's start are on disk.
-    committed(&state, epoch).await?;
+    let outcome = durably(&state, edit).await?;
     Ok(HttpResponse::Accepted().json(EditSendAccepted {
         turn_id: outcome.turn_id,
         superseded: outcome.superseded,
@@ -311,7 +305,6 @@ async fn usage(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
-    let query = web::Query::<UsageQuery>::from_query(req.query_string())
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let query: UsageQuery = query(&req)?;
     Ok(HttpResponse::Ok().json(state.runtime.usage(&who, &id, query.since).await?))
 }

@@ -8,7 +8,7 @@ use tandem_protocol::rest::{Archived, SessionPatch};
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::request::{body, committed};
+use crate::request::{body, durably};
 use crate::state::AppState;
 
 /// `PATCH /sessions/{id}` → 200 `SessionInfo`.
@@ -20,22 +20,15 @@ pub async fn patch_session(
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
     let patch: SessionPatch = body(payload, state.max_frame_bytes, false).await?;
-    let epoch = state.runtime.write_epoch();
-    let info = state
-        .runtime
-        .configure(
-            &who,
-            ConfigureParams {
-                session_id: id.into_inner(),
-                model: patch.model,
-                effort: patch.effort,
-                vendor: patch.vendor,
-                permission_mode: patch.permission_mode,
-                title: patch.title,
-            },
-        )
-        .await?;
-    committed(&state, epoch).await?;
+    let params = ConfigureParams {
+        session_id: id.into_inner(),
+        model: patch.model,
+        effort: patch.effort,
+        vendor: patch.vendor,
+        permission_mode: patch.permission_mode,
+        title: patch.title,
+    };
+    let info = durably(&state, state.runtime.configure(&who, params)).await?;
     Ok(HttpResponse::Ok().json(info))
 }
 
@@ -46,9 +39,7 @@ pub async fn delete_session(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
-    let epoch = state.runtime.write_epoch();
-    state.runtime.archive(&who, &id).await?;
-    committed(&state, epoch).await?;
+    durably(&state, state.runtime.archive(&who, &id)).await?;
     Ok(HttpResponse::Ok().json(Archived {
         session_id: id.into_inner(),
         archived: true,

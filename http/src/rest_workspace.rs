@@ -11,7 +11,7 @@ use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::request::{body, committed};
+use crate::request::{body, durably, query};
 use crate::state::AppState;
 
 /// Mounts the routes inside the `/api/v1` scope (see `rest_control::routes`).
@@ -26,12 +26,6 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
                 .route(web::get().to(read))
                 .route(web::put().to(write)),
         );
-}
-
-fn query<T: serde::de::DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
-    web::Query::<T>::from_query(req.query_string())
-        .map(web::Query::into_inner)
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))
 }
 
 /// `GET /sessions/{id}/changes`.
@@ -69,12 +63,10 @@ async fn merge(
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
     let b: MergeBody = body(payload, state.max_frame_bytes, false).await?;
-    let epoch = state.runtime.write_epoch();
-    let done = state
+    let merge = state
         .runtime
-        .merge_session(&who, &id, b.strategy, b.message)
-        .await?;
-    committed(&state, epoch).await?;
+        .merge_session(&who, &id, b.strategy, b.message);
+    let done = durably(&state, merge).await?;
     Ok(HttpResponse::Ok().json(done))
 }
 
@@ -85,9 +77,7 @@ async fn discard(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
-    let epoch = state.runtime.write_epoch();
-    let done = state.runtime.discard_session(&who, &id).await?;
-    committed(&state, epoch).await?;
+    let done = durably(&state, state.runtime.discard_session(&who, &id)).await?;
     Ok(HttpResponse::Ok().json(done))
 }
 

@@ -9,6 +9,7 @@ use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
 use crate::error::ApiError;
+use crate::request::query;
 use crate::state::AppState;
 
 /// `POST /api/v1/uploads?name=FILE`: stores the body as a file of its `Content-Type`
@@ -19,8 +20,7 @@ pub async fn upload(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let who = caller(&req, &state.runtime, state.auth)?;
-    let query = web::Query::<UploadQuery>::from_query(req.query_string())
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let query: UploadQuery = query(&req)?;
     let mime_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -50,7 +50,7 @@ pub async fn upload(
         })?;
     let info = state
         .runtime
-        .upload(&who, bytes, &mime_type, query.into_inner().name)
+        .upload(&who, bytes, &mime_type, query.name)
         .await?;
     Ok(HttpResponse::Created().json(info))
 }
