@@ -12,7 +12,7 @@ use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::request::{body, durably, query};
+use crate::request::{body, durably, query, Caller, Json};
 use crate::state::AppState;
 
 /// Mounts every `/api/v1` route. Each path is a resource whose other methods are
@@ -89,18 +89,17 @@ async fn health() -> HttpResponse {
     })
 }
 
-async fn vendors(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    caller(&req, &state.runtime, state.auth)?;
+async fn vendors(_: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(VendorList {
         vendors: state.runtime.vendors(),
     }))
 }
 
 async fn list_sessions(
+    who: Caller,
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let query: ListParams = query(&req)?;
     // In a cluster the other nodes' sessions are listed too, in the same order.
     let others = state
@@ -120,39 +119,36 @@ async fn list_sessions(
     }))
 }
 
-async fn running(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
+async fn running(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(RunningList {
         sessions: state.runtime.running(&who),
     }))
 }
 
 async fn create_session(
-    req: HttpRequest,
+    who: Caller,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let params: CreateSessionParams = body(payload, state.max_frame_bytes, true).await?;
     let info = state.runtime.create_session(&who, params).await?;
     Ok(HttpResponse::Created().json(info))
 }
 
 async fn get_session(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     Ok(HttpResponse::Ok().json(state.runtime.session(&who, &id)?))
 }
 
 async fn events(
+    who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let query: EventsQuery = query(&req)?;
     if query.after > tandem_protocol::MAX_SEQ {
         return Err(ApiError::new(
@@ -193,14 +189,12 @@ async fn events(
 }
 
 async fn post_message(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
-    payload: web::Payload,
+    Json(msg): Json<PostMessage>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     // As a WebSocket frame: larger files go through `POST /uploads` and by id.
-    let msg: PostMessage = body(payload, state.max_frame_bytes, false).await?;
     let send = state
         .runtime
         .send(&who, &id, msg.content, msg.options, msg.queue);
@@ -216,13 +210,11 @@ async fn post_message(
 }
 
 async fn post_edit_send(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
-    payload: web::Payload,
+    Json(msg): Json<PostEditSend>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let msg: PostEditSend = body(payload, state.max_frame_bytes, false).await?;
     if msg.anchor_seq == 0 || msg.anchor_seq > tandem_protocol::MAX_SEQ {
         return Err(ApiError::new(
             ErrorCode::InvalidArgument,
@@ -244,11 +236,10 @@ async fn post_edit_send(
 }
 
 async fn interrupt(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     state.runtime.abort(&who, &id).await?;
     Ok(HttpResponse::Accepted().json(InterruptAccepted {
         session_id: id.into_inner(),
@@ -263,11 +254,11 @@ async fn pairs(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRespo
 }
 
 async fn mcp_token(
+    who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let token = state.runtime.mcp_token(&who, &id)?;
     let info = req.connection_info();
     Ok(HttpResponse::Ok().json(McpToken {
@@ -277,21 +268,19 @@ async fn mcp_token(
 }
 
 async fn schedules(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let schedules = state.runtime.schedules(&who, &id).await?;
     Ok(HttpResponse::Ok().json(ScheduleList { schedules }))
 }
 
 async fn queue(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let queued = state.runtime.queued(&who, &id)?;
     Ok(HttpResponse::Ok().json(QueueList {
         session_id: id.into_inner(),
@@ -300,11 +289,11 @@ async fn queue(
 }
 
 async fn usage(
+    who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let query: UsageQuery = query(&req)?;
     Ok(HttpResponse::Ok().json(state.runtime.usage(&who, &id, query.since).await?))
 }

@@ -14,7 +14,7 @@ use tandem_protocol::results::{
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::request::{body, committed, durably};
+use crate::request::{body, committed, durably, Caller, Json};
 use crate::state::AppState;
 
 /// Mounts the routes inside the `/api/v1` scope of `rest.rs`, each made by its `at`
@@ -44,13 +44,11 @@ async fn openapi() -> HttpResponse {
 
 /// `POST /sessions/{id}/handoff` → 201 `{sourceSessionId, targetSessionId, targetVendor}`.
 async fn handoff(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
-    payload: web::Payload,
+    Json(b): Json<HandoffBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let b: HandoffBody = body(payload, state.max_frame_bytes, false).await?;
     let params = HandoffParams {
         session_id: id.into_inner(),
         target_vendor: b.target_vendor,
@@ -63,13 +61,11 @@ async fn handoff(
 
 /// `POST /sessions/{id}/schedules` → 201 `{scheduleId, at, status}`.
 pub async fn create_schedule(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
-    payload: web::Payload,
+    Json(b): Json<ScheduleBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let b: ScheduleBody = body(payload, state.max_frame_bytes, false).await?;
     let s = durably(&state, state.runtime.schedule(&who, &id, b.content, &b.at)).await?;
     Ok(HttpResponse::Created().json(ScheduleResult {
         schedule_id: s.schedule_id,
@@ -80,11 +76,10 @@ pub async fn create_schedule(
 
 /// `DELETE /sessions/{id}/schedules/{scheduleId}` → 200 `{scheduleId, status}`.
 async fn cancel_schedule(
-    req: HttpRequest,
+    who: Caller,
     path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let (id, schedule_id) = path.into_inner();
     let s = durably(
         &state,
@@ -99,11 +94,10 @@ async fn cancel_schedule(
 
 /// `POST /sessions/{id}/tasks/{taskId}/stop` → 202 `{sessionId, taskId}`.
 async fn stop_task(
-    req: HttpRequest,
+    who: Caller,
     path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let (session_id, task_id) = path.into_inner();
     state
         .runtime
@@ -117,14 +111,12 @@ async fn stop_task(
 
 /// `POST /sessions/{id}/permissions/{requestId}` → 200 `{permissionId}`.
 async fn answer_permission(
-    req: HttpRequest,
+    who: Caller,
     path: web::Path<(String, String)>,
-    payload: web::Payload,
+    Json(b): Json<PermissionAnswer>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let (session_id, request_id) = path.into_inner();
-    let b: PermissionAnswer = body(payload, state.max_frame_bytes, false).await?;
     let params = PermissionResponseParams {
         request_id: request_id.clone(),
         session_id: Some(session_id),
