@@ -12,7 +12,7 @@ use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::request::{body, committed};
+use crate::request::{body, durably, query, Caller, Json};
 use crate::state::AppState;
 
 /// Mounts every `/api/v1` route. Each path is a resource whose other methods are
@@ -89,20 +89,18 @@ async fn health() -> HttpResponse {
     })
 }
 
-async fn vendors(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    caller(&req, &state.runtime, state.auth)?;
+async fn vendors(_: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(VendorList {
         vendors: state.runtime.vendors(),
     }))
 }
 
 async fn list_sessions(
+    who: Caller,
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let query = web::Query::<ListParams>::from_query(req.query_string())
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let query: ListParams = query(&req)?;
     // In a cluster the other nodes' sessions are listed too, in the same order.
     let others = state
         .cluster
@@ -121,8 +119,7 @@ async fn list_sessions(
     }))
 }
 
-async fn running(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
+async fn running(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     // In a cluster the other nodes' running sessions are listed too.
     let others = state
         .cluster
@@ -135,11 +132,10 @@ async fn running(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
 }
 
 async fn create_session(
-    req: HttpRequest,
+    who: Caller,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let params: CreateSessionParams = body(payload, state.max_frame_bytes, true).await?;
     if let Some(node) = params.node.as_deref() {
         match state.cluster.as_ref() {
@@ -166,22 +162,20 @@ fn no_such_node(node: &str) -> ApiError {
 }
 
 async fn get_session(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     Ok(HttpResponse::Ok().json(state.runtime.session(&who, &id)?))
 }
 
 async fn events(
+    who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let query = web::Query::<EventsQuery>::from_query(req.query_string())
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let query: EventsQuery = query(&req)?;
     if query.after > tandem_protocol::MAX_SEQ {
         return Err(ApiError::new(
             ErrorCode::InvalidArgument,
@@ -221,21 +215,17 @@ async fn events(
 }
 
 async fn post_message(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
-    payload: web::Payload,
+    Json(msg): Json<PostMessage>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     // As a WebSocket frame: larger files go through `POST /uploads` and by id.
-    let msg: PostMessage = body(payload, state.max_frame_bytes, false).await?;
-    let epoch = state.runtime.write_epoch();
-    let outcome = state
+    let send = state
         .runtime
-        .send(&who, &id, msg.content, msg.options, msg.queue)
-        .await?;
+        .send(&who, &id, msg.content, msg.options, msg.queue);
     // 202 only once the turn's start (or the queue entry) is on disk.
-    committed(&state, epoch).await?;
+    let outcome = durably(&state, send).await?;
     Ok(HttpResponse::Accepted().json(match outcome {
         SendOutcome::Started { turn_id } => MessageAccepted::Started(TurnAccepted { turn_id }),
         SendOutcome::Queued { position } => MessageAccepted::Queued(MessageQueued {
@@ -246,13 +236,11 @@ async fn post_message(
 }
 
 async fn post_edit_send(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
-    payload: web::Payload,
+    Json(msg): Json<PostEditSend>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let msg: PostEditSend = body(payload, state.max_frame_bytes, false).await?;
     if msg.anchor_seq == 0 || msg.anchor_seq > tandem_protocol::MAX_SEQ {
         return Err(ApiError::new(
             ErrorCode::InvalidArgument,
@@ -262,13 +250,11 @@ async fn post_edit_send(
             ),
         ));
     }
-    let epoch = state.runtime.write_epoch();
-    let outcome = state
+    let edit = state
         .runtime
-        .edit_send(&who, &id, msg.anchor_seq, msg.content, msg.options)
-        .await?;
+        .edit_send(&who, &id, msg.anchor_seq, msg.content, msg.options);
     // 202 only once the rewind and the new turn's start are on disk.
-    committed(&state, epoch).await?;
+    let outcome = durably(&state, edit).await?;
     Ok(HttpResponse::Accepted().json(EditSendAccepted {
         turn_id: outcome.turn_id,
         superseded: outcome.superseded,
@@ -276,11 +262,10 @@ async fn post_edit_send(
 }
 
 async fn interrupt(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     state.runtime.abort(&who, &id).await?;
     Ok(HttpResponse::Accepted().json(InterruptAccepted {
         session_id: id.into_inner(),
@@ -295,11 +280,11 @@ async fn pairs(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRespo
 }
 
 async fn mcp_token(
+    who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let token = state.runtime.mcp_token(&who, &id)?;
     let info = req.connection_info();
     Ok(HttpResponse::Ok().json(McpToken {
@@ -309,21 +294,19 @@ async fn mcp_token(
 }
 
 async fn schedules(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let schedules = state.runtime.schedules(&who, &id).await?;
     Ok(HttpResponse::Ok().json(ScheduleList { schedules }))
 }
 
 async fn queue(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let queued = state.runtime.queued(&who, &id)?;
     Ok(HttpResponse::Ok().json(QueueList {
         session_id: id.into_inner(),
@@ -332,12 +315,11 @@ async fn queue(
 }
 
 async fn usage(
+    who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let query = web::Query::<UsageQuery>::from_query(req.query_string())
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let query: UsageQuery = query(&req)?;
     Ok(HttpResponse::Ok().json(state.runtime.usage(&who, &id, query.since).await?))
 }

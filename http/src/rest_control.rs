@@ -14,7 +14,7 @@ use tandem_protocol::results::{
 
 use crate::auth::caller;
 use crate::error::ApiError;
-use crate::request::{body, committed};
+use crate::request::{body, committed, durably, Caller, Json};
 use crate::state::AppState;
 
 /// Mounts the routes inside the `/api/v1` scope of `rest.rs`, each made by its `at`
@@ -44,42 +44,29 @@ async fn openapi() -> HttpResponse {
 
 /// `POST /sessions/{id}/handoff` → 201 `{sourceSessionId, targetSessionId, targetVendor}`.
 async fn handoff(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
-    payload: web::Payload,
+    Json(b): Json<HandoffBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let b: HandoffBody = body(payload, state.max_frame_bytes, false).await?;
-    let epoch = state.runtime.write_epoch();
-    let done = state
-        .runtime
-        .handoff(
-            &who,
-            HandoffParams {
-                session_id: id.into_inner(),
-                target_vendor: b.target_vendor,
-                model: b.model,
-                effort: b.effort,
-            },
-        )
-        .await?;
-    committed(&state, epoch).await?;
+    let params = HandoffParams {
+        session_id: id.into_inner(),
+        target_vendor: b.target_vendor,
+        model: b.model,
+        effort: b.effort,
+    };
+    let done = durably(&state, state.runtime.handoff(&who, params)).await?;
     Ok(HttpResponse::Created().json(done))
 }
 
 /// `POST /sessions/{id}/schedules` → 201 `{scheduleId, at, status}`.
 pub async fn create_schedule(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
-    payload: web::Payload,
+    Json(b): Json<ScheduleBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let b: ScheduleBody = body(payload, state.max_frame_bytes, false).await?;
-    let epoch = state.runtime.write_epoch();
-    let s = state.runtime.schedule(&who, &id, b.content, &b.at).await?;
-    committed(&state, epoch).await?;
+    let s = durably(&state, state.runtime.schedule(&who, &id, b.content, &b.at)).await?;
     Ok(HttpResponse::Created().json(ScheduleResult {
         schedule_id: s.schedule_id,
         at: s.at,
@@ -89,18 +76,16 @@ pub async fn create_schedule(
 
 /// `DELETE /sessions/{id}/schedules/{scheduleId}` → 200 `{scheduleId, status}`.
 async fn cancel_schedule(
-    req: HttpRequest,
+    who: Caller,
     path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let (id, schedule_id) = path.into_inner();
-    let epoch = state.runtime.write_epoch();
-    let s = state
-        .runtime
-        .cancel_schedule(&who, &id, schedule_id)
-        .await?;
-    committed(&state, epoch).await?;
+    let s = durably(
+        &state,
+        state.runtime.cancel_schedule(&who, &id, schedule_id),
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(ScheduleCancelResult {
         schedule_id: s.schedule_id,
         status: s.status,
@@ -109,11 +94,10 @@ async fn cancel_schedule(
 
 /// `POST /sessions/{id}/tasks/{taskId}/stop` → 202 `{sessionId, taskId}`.
 async fn stop_task(
-    req: HttpRequest,
+    who: Caller,
     path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let (session_id, task_id) = path.into_inner();
     state
         .runtime
@@ -127,31 +111,22 @@ async fn stop_task(
 
 /// `POST /sessions/{id}/permissions/{requestId}` → 200 `{permissionId}`.
 async fn answer_permission(
-    req: HttpRequest,
+    who: Caller,
     path: web::Path<(String, String)>,
-    payload: web::Payload,
+    Json(b): Json<PermissionAnswer>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let (session_id, request_id) = path.into_inner();
-    let b: PermissionAnswer = body(payload, state.max_frame_bytes, false).await?;
-    let epoch = state.runtime.write_epoch();
-    state
-        .runtime
-        .respond_permission(
-            &who,
-            PermissionResponseParams {
-                request_id: request_id.clone(),
-                session_id: Some(session_id),
-                allow: b.allow,
-                updated_input: b.updated_input,
-                message: b.message,
-                remember: b.remember,
-                permission_mode: b.permission_mode,
-            },
-        )
-        .await?;
-    committed(&state, epoch).await?;
+    let params = PermissionResponseParams {
+        request_id: request_id.clone(),
+        session_id: Some(session_id),
+        allow: b.allow,
+        updated_input: b.updated_input,
+        message: b.message,
+        remember: b.remember,
+        permission_mode: b.permission_mode,
+    };
+    durably(&state, state.runtime.respond_permission(&who, params)).await?;
     Ok(HttpResponse::Ok().json(PermissionResponseResult {
         permission_id: request_id,
     }))

@@ -2,53 +2,40 @@
 //! `PATCH /api/v1/sessions/{id}` renames and configures (the fields of
 //! `session.configure`), `DELETE /api/v1/sessions/{id}` archives.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use tandem_protocol::client::ConfigureParams;
 use tandem_protocol::rest::{Archived, SessionPatch};
 
-use crate::auth::caller;
 use crate::error::ApiError;
-use crate::request::{body, committed};
+use crate::request::{durably, Caller, Json};
 use crate::state::AppState;
 
 /// `PATCH /sessions/{id}` → 200 `SessionInfo`.
 pub async fn patch_session(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
-    payload: web::Payload,
+    Json(patch): Json<SessionPatch>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let patch: SessionPatch = body(payload, state.max_frame_bytes, false).await?;
-    let epoch = state.runtime.write_epoch();
-    let info = state
-        .runtime
-        .configure(
-            &who,
-            ConfigureParams {
-                session_id: id.into_inner(),
-                model: patch.model,
-                effort: patch.effort,
-                vendor: patch.vendor,
-                permission_mode: patch.permission_mode,
-                title: patch.title,
-            },
-        )
-        .await?;
-    committed(&state, epoch).await?;
+    let params = ConfigureParams {
+        session_id: id.into_inner(),
+        model: patch.model,
+        effort: patch.effort,
+        vendor: patch.vendor,
+        permission_mode: patch.permission_mode,
+        title: patch.title,
+    };
+    let info = durably(&state, state.runtime.configure(&who, params)).await?;
     Ok(HttpResponse::Ok().json(info))
 }
 
 /// `DELETE /sessions/{id}` → 200 `{sessionId, archived: true}`.
 pub async fn delete_session(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let epoch = state.runtime.write_epoch();
-    state.runtime.archive(&who, &id).await?;
-    committed(&state, epoch).await?;
+    durably(&state, state.runtime.archive(&who, &id)).await?;
     Ok(HttpResponse::Ok().json(Archived {
         session_id: id.into_inner(),
         archived: true,

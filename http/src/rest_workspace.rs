@@ -9,9 +9,8 @@ use tandem_protocol::workspace::{
 };
 use tandem_protocol::ErrorCode;
 
-use crate::auth::caller;
 use crate::error::ApiError;
-use crate::request::{body, committed};
+use crate::request::{body, durably, query, Caller, Json};
 use crate::state::AppState;
 
 /// Mounts the routes inside the `/api/v1` scope (see `rest_control::routes`).
@@ -28,30 +27,23 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
         );
 }
 
-fn query<T: serde::de::DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiError> {
-    web::Query::<T>::from_query(req.query_string())
-        .map(web::Query::into_inner)
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))
-}
-
 /// `GET /sessions/{id}/changes`.
 async fn changes(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let changes = state.runtime.session_changes(&who, &id).await?;
     Ok(HttpResponse::Ok().json(changes))
 }
 
 /// `GET /sessions/{id}/changes/diff?path=`.
 async fn diff(
+    who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let q: DiffQuery = query(&req)?;
     let diff = state
         .runtime
@@ -62,42 +54,35 @@ async fn diff(
 
 /// `POST /sessions/{id}/merge` (as `session.merge`).
 async fn merge(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
-    payload: web::Payload,
+    Json(b): Json<MergeBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let b: MergeBody = body(payload, state.max_frame_bytes, false).await?;
-    let epoch = state.runtime.write_epoch();
-    let done = state
+    let merge = state
         .runtime
-        .merge_session(&who, &id, b.strategy, b.message)
-        .await?;
-    committed(&state, epoch).await?;
+        .merge_session(&who, &id, b.strategy, b.message);
+    let done = durably(&state, merge).await?;
     Ok(HttpResponse::Ok().json(done))
 }
 
 /// `POST /sessions/{id}/discard` (as `session.discard`).
 async fn discard(
-    req: HttpRequest,
+    who: Caller,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let epoch = state.runtime.write_epoch();
-    let done = state.runtime.discard_session(&who, &id).await?;
-    committed(&state, epoch).await?;
+    let done = durably(&state, state.runtime.discard_session(&who, &id)).await?;
     Ok(HttpResponse::Ok().json(done))
 }
 
 /// `GET /sessions/{id}/files?path=`.
 async fn list(
+    who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let q: PathQuery = query(&req)?;
     let listing = state
         .runtime
@@ -114,11 +99,11 @@ fn required_path(q: PathQuery) -> Result<String, ApiError> {
 
 /// `GET /sessions/{id}/files/content?path=`, with `ETag`.
 async fn read(
+    who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let path = required_path(query(&req)?)?;
     let file = state.runtime.read_file(&who, &id, path).await?;
     Ok(HttpResponse::Ok()
@@ -129,12 +114,12 @@ async fn read(
 
 /// `PUT /sessions/{id}/files/content?path=` with `If-Match`.
 async fn write(
+    who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let path = required_path(query(&req)?)?;
     // Room for a 2 MiB file whose every character JSON escapes.
     let limit = usize::try_from(MAX_FILE_BYTES * 6 + 4096).unwrap_or(usize::MAX);

@@ -7,20 +7,19 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use tandem_protocol::rest::UploadQuery;
 use tandem_protocol::ErrorCode;
 
-use crate::auth::caller;
 use crate::error::ApiError;
+use crate::request::{query, Caller};
 use crate::state::AppState;
 
 /// `POST /api/v1/uploads?name=FILE`: stores the body as a file of its `Content-Type`
 /// and answers 201 `{uploadId, size, mimeType}`.
 pub async fn upload(
+    who: Caller,
     req: HttpRequest,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let query = web::Query::<UploadQuery>::from_query(req.query_string())
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))?;
+    let query: UploadQuery = query(&req)?;
     let mime_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -50,18 +49,17 @@ pub async fn upload(
         })?;
     let info = state
         .runtime
-        .upload(&who, bytes, &mime_type, query.into_inner().name)
+        .upload(&who, bytes, &mime_type, query.name)
         .await?;
     Ok(HttpResponse::Created().json(info))
 }
 
 /// `GET /api/v1/uploads/{upload}`: the caller's own upload.
 pub async fn own_upload(
-    req: HttpRequest,
+    who: Caller,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let (mime, bytes) = state.runtime.upload_bytes(&who, &path, None).await?;
     Ok(serve(&mime, bytes))
 }
@@ -69,11 +67,10 @@ pub async fn own_upload(
 /// `GET /api/v1/sessions/{id}/uploads/{upload}`: an upload used in a session the
 /// caller may read.
 pub async fn session_upload(
-    req: HttpRequest,
+    who: Caller,
     path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let (session, upload) = path.into_inner();
     let (mime, bytes) = state
         .runtime

@@ -12,7 +12,7 @@ use crate::client::{CreateSessionParams, PairCreateParams};
 use crate::error::ErrorBody;
 use crate::rest::{
     Archived, Health, InterruptAccepted, McpToken, MessageAccepted, PairList, PostMessage,
-    RunningList, ScheduleList, SessionList, SessionPatch, VendorList,
+    RunningList, ScheduleList, SessionList, SessionPatch, UploadInfo, VendorList,
 };
 use crate::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
 use crate::results::{
@@ -58,6 +58,14 @@ fn any_object(_: &mut SchemaGenerator) -> Schema {
     Schema::try_from(json!({"type": "object"})).unwrap_or_default()
 }
 
+/// How a body travels.
+pub enum Media {
+    /// JSON of this schema.
+    Json(SchemaFn),
+    /// A file's raw bytes, with the file's own media type as `Content-Type`.
+    Bytes,
+}
+
 /// One route of the REST API.
 pub struct Route {
     /// `get`, `post`, `patch`, `delete`.
@@ -66,12 +74,12 @@ pub struct Route {
     pub path: &'static str,
     /// What it does.
     pub summary: &'static str,
-    /// The JSON body it takes, if any.
-    pub body: Option<SchemaFn>,
+    /// The body it takes, if any.
+    pub body: Option<Media>,
     /// The status of a successful answer.
     pub status: u16,
-    /// The schema of a successful answer.
-    pub answer: SchemaFn,
+    /// What a successful answer holds.
+    pub answer: Media,
     /// Query parameters (all optional): name and description.
     pub query: &'static [(&'static str, &'static str)],
     /// Answered without a token.
@@ -87,9 +95,9 @@ macro_rules! route {
             method: $m,
             path: $p,
             summary: $s,
-            body: $body,
+            body: Option::<SchemaFn>::map($body, Media::Json),
             status: $status,
-            answer: $ans,
+            answer: Media::Json($ans),
             query: $q,
             public: $public,
         }
@@ -135,10 +143,49 @@ pub fn routes() -> Vec<Route> {
             &[("path", "relative file path")], false),
         route!("put" "/sessions/{id}/files/content", "Save a text file; If-Match: its ETag.", Some(of::<crate::workspace::FileSave>), 200, of::<crate::workspace::FileSaved>,
             &[("path", "relative file path")], false),
+        Route {
+            method: "post",
+            path: "/uploads",
+            summary: "Store one file for later messages: its raw bytes as the body, its media type as `Content-Type` (the one POST that is not JSON).",
+            body: Some(Media::Bytes),
+            status: 201,
+            answer: Media::Json(of::<UploadInfo>),
+            query: &[("name", "the file's name (path components are dropped)")],
+            public: false,
+        },
+        Route {
+            method: "get",
+            path: "/uploads/{uploadId}",
+            summary: "The bytes of the caller's own upload, with its `Content-Type` (images inline, anything else as a download).",
+            body: None,
+            status: 200,
+            answer: Media::Bytes,
+            query: &[],
+            public: false,
+        },
+        Route {
+            method: "get",
+            path: "/sessions/{id}/uploads/{uploadId}",
+            summary: "The bytes of an upload used in the session, for whoever may read the session.",
+            body: None,
+            status: 200,
+            answer: Media::Bytes,
+            query: &[],
+            public: false,
+        },
         route!("get" "/pairs", "Driver/Worker pairs.", None, 200, of::<PairList>),
         route!("post" "/pairs", "Pair a new Worker with a Driver (as pair.create).", Some(of::<PairCreateParams>), 201, of::<PairCreateResult>),
         route!("delete" "/pairs/{pairId}", "Close a pair (as pair.close).", None, 200, of::<PairCloseResult>),
     ]
+}
+
+/// A body's `content`: JSON of its schema, or bytes of any media type (OpenAPI 3.1
+/// describes raw bytes by their media type, with no schema).
+fn content(media: &Media, generator: &mut SchemaGenerator) -> Value {
+    match media {
+        Media::Json(schema) => json!({"application/json": {"schema": schema(generator)}}),
+        Media::Bytes => json!({"*/*": {}}),
+    }
 }
 
 /// The OpenAPI 3.1 document.
@@ -160,7 +207,7 @@ pub fn document() -> Value {
             .collect();
         parameters.extend(r.query.iter().map(|(name, what)| {
             json!({"name": name, "in": "query", "required": false, "description": what,
-                   "schema": {"type": if *name == "cursor" || *name == "path" { "string" } else { "integer" }}})
+                   "schema": {"type": if ["cursor", "path", "name"].contains(name) { "string" } else { "integer" }}})
         }));
         let mut op = json!({
             "summary": r.summary,
@@ -168,7 +215,7 @@ pub fn document() -> Value {
             "responses": {
                 r.status.to_string(): {
                     "description": "success",
-                    "content": {"application/json": {"schema": (r.answer)(&mut generator)}}
+                    "content": content(&r.answer, &mut generator)
                 },
                 "default": {
                     "description": "an error: {error: {code, message}}",
@@ -179,10 +226,10 @@ pub fn document() -> Value {
         if !parameters.is_empty() {
             op["parameters"] = Value::Array(parameters);
         }
-        if let Some(body) = r.body {
+        if let Some(body) = &r.body {
             op["requestBody"] = json!({
                 "required": true,
-                "content": {"application/json": {"schema": body(&mut generator)}}
+                "content": content(body, &mut generator)
             });
         }
         if r.public {

@@ -432,12 +432,7 @@ async fn keyboard_only_create_send_and_stop() {
     page.wait_text(&id, ".turn-end.interrupted", "Turn interrupted")
         .await;
     // One Esc, one interrupt: no second abort was refused.
-    let note = b
-        .exec(
-            "return document.querySelector('.chat .note').textContent;",
-            vec![],
-        )
-        .await;
+    let note = b.text(".chat .note").await;
     assert_eq!(note, "");
     let aborts = b
         .exec(

@@ -106,19 +106,9 @@ async fn allow_deny_and_interrupt_from_the_prompt() {
         ),
     )
     .await;
-    let closed = b
-        .exec(
-            "return document.querySelector('.chat .perm-closed').textContent;",
-            vec![],
-        )
-        .await;
+    let closed = b.text(".chat .perm-closed").await;
     assert_eq!(closed, "Permission for Bash is no longer pending");
-    let note = b
-        .exec(
-            "return document.querySelector('.chat .note').textContent;",
-            vec![],
-        )
-        .await;
+    let note = b.text(".chat .note").await;
     assert_eq!(note, "");
     b.screenshot("permissions").await;
     page.assert_accessible("answered permissions").await;

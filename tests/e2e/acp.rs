@@ -7,20 +7,17 @@
 //!   the Messages-API mock, pinned in `.vendor-clis` like the other CLIs: without them
 //!   these tests print why and return, except under CI, where they fail.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tandem_tests::events::{end, kinds, of_kind, status, texts};
 use tandem_tests::mock_anthropic::MockAnthropic;
 use tandem_tests::mock_openai::MockOpenAi;
+use tandem_tests::procs::processes_with;
 use tandem_tests::vendor_clis::{claude_acp_bin, codex_acp_bin, codex_sandbox_dir, require};
-use tandem_tests::{Server, ServerOptions, TempDir, WsClient};
-
-use crate::kinds;
-
-const POLL: Duration = Duration::from_millis(50);
-const POLL_LIMIT: Duration = Duration::from_secs(20);
+use tandem_tests::{eventually, ConfiguredServer, Server, TempDir, WsClient};
 
 /// The model server behind a real agent (kept alive for the test).
 enum Mock {
@@ -42,10 +39,10 @@ impl Mock {
 
 /// One test's world: a server whose vendor `id` is an ACP agent.
 struct World {
-    server: Option<Server>,
+    /// First, so it stops before the mock does.
+    server: ConfiguredServer,
     mock: Mock,
     dir: Arc<TempDir>,
-    config: PathBuf,
     /// The vendor id sessions are created with.
     id: &'static str,
     /// A value only this test's agent processes have in their environment.
@@ -91,12 +88,10 @@ impl World {
         if let Err(e) = std::fs::write(&config, text) {
             panic!("cannot write {}: {e}", config.display());
         }
-        let server = Server::start_in(dir.clone(), World::options(&config));
         World {
-            server: Some(server),
+            server: ConfiguredServer::start(dir.clone(), config),
             mock,
             dir,
-            config,
             id: agent.id,
             marker,
         }
@@ -194,29 +189,13 @@ impl World {
         ))
     }
 
-    fn options(config: &Path) -> ServerOptions {
-        ServerOptions {
-            args: vec!["--config".into(), config.display().to_string()],
-            ..ServerOptions::default()
-        }
-    }
-
     fn server(&self) -> &Server {
-        match &self.server {
-            Some(s) => s,
-            None => panic!("the server is stopped"),
-        }
+        self.server.server()
     }
 
     /// Kills the server (SIGKILL) and starts it again on the same data.
     fn restart(&mut self) {
-        if let Some(old) = self.server.take() {
-            old.kill();
-        }
-        self.server = Some(Server::start_in(
-            self.dir.clone(),
-            World::options(&self.config),
-        ));
+        self.server.restart();
     }
 
     /// Creates a session of this world's agent in `mode`, subscribed.
@@ -254,87 +233,8 @@ impl World {
     }
 }
 
-impl Drop for World {
-    fn drop(&mut self) {
-        // A clean stop kills the agents too (SIGKILL would orphan busy ones).
-        if let Some(server) = self.server.take() {
-            if std::thread::panicking() {
-                server.kill();
-            } else {
-                server.terminate();
-            }
-        }
-    }
-}
-
-/// Live (not zombie) processes whose environment holds `needle`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if environ
-            .split(|b| *b == 0)
-            .any(|var| var == needle.as_bytes())
-        {
-            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
-            if !matches!(state, Some('Z') | Some('X')) {
-                out.push(pid);
-            }
-        }
-    }
-    out
-}
-
-/// Polls `check` until it returns `Some`, at most [`POLL_LIMIT`].
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + POLL_LIMIT;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["kind"] == kind).collect()
-}
-
-fn texts(events: &[Value], kind: &str) -> Vec<String> {
-    of_kind(events, kind)
-        .iter()
-        .filter_map(|e| e["text"].as_str().map(str::to_string))
-        .collect()
-}
-
 fn all_text(events: &[Value]) -> String {
     texts(events, "assistant_message").join("\n")
-}
-
-async fn send(ws: &mut WsClient, id: &str, text: &str) {
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": text}))
-        .await;
 }
 
 /// The longest wait for one frame: a real agent's first turn starts two Node or Rust
@@ -344,27 +244,13 @@ const FRAME_WAIT: Duration = Duration::from_secs(90);
 
 /// The session's events until its `turn_completed` (inclusive).
 async fn turn_end(ws: &mut WsClient, id: &str) -> Vec<Value> {
-    ws.recv_until_within(FRAME_WAIT, |v| {
-        v["kind"] == "turn_completed" && v["sessionId"] == id
-    })
-    .await
-    .into_iter()
-    .filter(|v| v["sessionId"] == id && v.get("seq").is_some())
-    .collect()
+    ws.events_until_turn_end_within(FRAME_WAIT, id).await
 }
 
 /// Sends `text` and returns the turn's events.
 async fn turn(ws: &mut WsClient, id: &str, text: &str) -> Vec<Value> {
-    send(ws, id, text).await;
+    ws.chat(id, text).await;
     turn_end(ws, id).await
-}
-
-fn end(events: &[Value]) -> Value {
-    events.last().cloned().unwrap_or_default()
-}
-
-fn status(events: &[Value]) -> Value {
-    end(events)["status"].clone()
 }
 
 /// Frames until the next `permission_request`, which is returned.
@@ -372,7 +258,22 @@ async fn next_permission(ws: &mut WsClient) -> Value {
     let frames = ws
         .recv_until_within(FRAME_WAIT, |v| v["kind"] == "permission_request")
         .await;
-    frames.last().cloned().unwrap_or_default()
+    frames.last().cloned().unwrap()
+}
+
+/// Sends `text`, answers the permission request it raises (`remember` adds
+/// `remember: "session"`), and returns the turn's events.
+async fn ask_and_answer(
+    ws: &mut WsClient,
+    id: &str,
+    text: &str,
+    allow: bool,
+    remember: bool,
+) -> Vec<Value> {
+    ws.chat(id, text).await;
+    let request = next_permission(ws).await;
+    answer(ws, &request, allow, remember).await;
+    turn_end(ws, id).await
 }
 
 /// Answers a permission request; `remember` adds `remember: "session"`.
@@ -392,7 +293,7 @@ async fn abort(ws: &mut WsClient, id: &str) {
 
 /// The vendor's entry in `GET /vendors`, once its agent was probed.
 async fn vendor_entry(w: &World) -> Value {
-    eventually("the agent's facts in /vendors", || async {
+    eventually("the agent's facts in /vendors", async || {
         let (status, body) = w.server().get("/api/v1/vendors").await;
         assert_eq!(status, 200, "{body}");
         body["vendors"]
@@ -570,7 +471,7 @@ async fn fake_agent_silent_at_initialize_is_a_clear_error() {
         done["error"], "Fake ACP did not answer `initialize` within 1 s",
         "{done}"
     );
-    eventually("the silent agent to be killed", || async {
+    eventually("the silent agent to be killed", async || {
         w.agents().is_empty().then_some(())
     })
     .await;
@@ -590,7 +491,7 @@ async fn fake_permissions_carry_options_and_map_answers_by_kind() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
 
-    send(&mut ws, &id, "ask").await;
+    ws.chat(&id, "ask").await;
     let request = next_permission(&mut ws).await;
     assert_eq!(request["toolName"], "execute", "{request}");
     assert_eq!(request["input"]["rawInput"]["command"], "touch /tmp/x");
@@ -620,17 +521,11 @@ async fn fake_permissions_carry_options_and_map_answers_by_kind() {
         .iter()
         .any(|e| e["requestId"] == request["requestId"]));
 
-    send(&mut ws, &id, "ask").await;
-    let request = next_permission(&mut ws).await;
-    answer(&mut ws, &request, false, false).await;
-    let events = turn_end(&mut ws, &id).await;
+    let events = ask_and_answer(&mut ws, &id, "ask", false, false).await;
     assert_eq!(all_text(&events), "answer: nope", "{events:?}");
     assert_eq!(of_kind(&events, "tool_result")[0]["isError"], true);
 
-    send(&mut ws, &id, "ask").await;
-    let request = next_permission(&mut ws).await;
-    answer(&mut ws, &request, true, true).await;
-    let events = turn_end(&mut ws, &id).await;
+    let events = ask_and_answer(&mut ws, &id, "ask", true, true).await;
     assert_eq!(all_text(&events), "answer: yes-forever", "{events:?}");
     // The rule is the session's too: recorded, listed, and it answers the next request.
     let stored = w.server().all_events(&id).await;
@@ -657,7 +552,7 @@ async fn fake_interrupt_cancels_pending_permissions_and_the_turn() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
 
-    send(&mut ws, &id, "ask").await;
+    ws.chat(&id, "ask").await;
     let request = next_permission(&mut ws).await;
     abort(&mut ws, &id).await;
     let events = turn_end(&mut ws, &id).await;
@@ -670,7 +565,7 @@ async fn fake_interrupt_cancels_pending_permissions_and_the_turn() {
     let refused = ws.request(late).await;
     assert_eq!(refused["code"], "NO_SUCH_PERMISSION", "{refused}");
 
-    send(&mut ws, &id, "hang").await;
+    ws.chat(&id, "hang").await;
     ws.recv_until_within(FRAME_WAIT, |v| v["kind"] == "text_delta")
         .await;
     abort(&mut ws, &id).await;
@@ -752,7 +647,7 @@ async fn fake_idle_agent_is_closed_and_the_next_turn_reopens_its_session() {
     assert_eq!(status(&events), "completed", "{events:?}");
     let first = w.agents();
     assert_eq!(first.len(), 1, "{first:?}");
-    eventually("the idle agent to be closed", || async {
+    eventually("the idle agent to be closed", async || {
         w.agents().is_empty().then_some(())
     })
     .await;
@@ -775,14 +670,12 @@ async fn fake_stopping_the_server_leaves_no_agent_behind() {
     let mut w = World::fake("acp-fake-stop", &[], "");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
-    send(&mut ws, &id, "hang").await;
+    ws.chat(&id, "hang").await;
     ws.recv_until_within(FRAME_WAIT, |v| v["kind"] == "text_delta")
         .await;
     assert_eq!(w.agents().len(), 1);
     ws.close().await;
-    if let Some(server) = w.server.take() {
-        server.terminate();
-    }
+    w.server.terminate();
     assert!(w.agents().is_empty(), "{:?}", w.agents());
 }
 
@@ -940,12 +833,8 @@ async fn real_permissions(agent: Real) {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     let allowed = w.work().join("allowed.txt");
-    send(
-        &mut ws,
-        &id,
-        &agent.guarded(&format!("touch {}", allowed.display())),
-    )
-    .await;
+    ws.chat(&id, &agent.guarded(&format!("touch {}", allowed.display())))
+        .await;
     let request = next_permission(&mut ws).await;
     let offered = request["choices"].as_array().cloned().unwrap_or_default();
     assert!(
@@ -967,15 +856,14 @@ async fn real_permissions(agent: Real) {
     assert!(allowed.exists(), "the allowed command ran: {events:?}");
 
     let denied = w.work().join("denied.txt");
-    send(
+    let events = ask_and_answer(
         &mut ws,
         &id,
         &agent.guarded(&format!("touch {}", denied.display())),
+        false,
+        false,
     )
     .await;
-    let request = next_permission(&mut ws).await;
-    answer(&mut ws, &request, false, false).await;
-    let events = turn_end(&mut ws, &id).await;
     // Codex stops its turn on a denial (`abort`); Claude Code tells the model.
     assert!(
         matches!(status(&events).as_str(), Some("completed" | "interrupted")),
@@ -1011,15 +899,9 @@ async fn real_always_allow(agent: Real) {
     let file = w.work().join("again.txt");
     let prompt = agent.guarded(&format!("touch {}", file.display()));
     // Allowed once: the same command is asked about again.
-    send(&mut ws, &id, &prompt).await;
-    let request = next_permission(&mut ws).await;
-    answer(&mut ws, &request, true, false).await;
-    let events = turn_end(&mut ws, &id).await;
+    let events = ask_and_answer(&mut ws, &id, &prompt, true, false).await;
     assert_eq!(status(&events), "completed", "{events:?}");
-    send(&mut ws, &id, &prompt).await;
-    let request = next_permission(&mut ws).await;
-    answer(&mut ws, &request, true, true).await;
-    let events = turn_end(&mut ws, &id).await;
+    let events = ask_and_answer(&mut ws, &id, &prompt, true, true).await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert!(file.exists());
     std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{e}"));
@@ -1057,7 +939,7 @@ async fn real_interrupt(agent: Real) {
     };
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
-    send(&mut ws, &id, agent.slow()).await;
+    ws.chat(&id, agent.slow()).await;
     ws.recv_until_within(FRAME_WAIT, |v| v["kind"] == "text_delta")
         .await;
     abort(&mut ws, &id).await;

@@ -5,21 +5,22 @@
 //! Each test gets its own server, mock and private HOME for the CLI. Without the binary
 //! a test prints why and returns (under CI it fails instead).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use tandem_tests::events::{of_kind, status, texts};
 use tandem_tests::mock_anthropic::{claude_config, MockAnthropic};
+use tandem_tests::procs::is_alive;
 use tandem_tests::vendor_clis::{claude_bin, require};
-use tandem_tests::{eventually, Server, ServerOptions, TempDir, WsClient};
+use tandem_tests::{eventually, ConfiguredServer, Server, ServerOptions, TempDir, WsClient};
 
 /// One test's world: a mock model server, a server configured to run `claude`
 /// against it, and the CLI's private HOME.
 struct World {
-    server: Option<Server>,
+    /// First, so it stops before the mock does.
+    server: ConfiguredServer,
     mock: MockAnthropic,
-    dir: Arc<TempDir>,
-    config: PathBuf,
     home: PathBuf,
 }
 
@@ -35,39 +36,20 @@ impl World {
         let dir = Arc::new(TempDir::new(label));
         let home = dir.path().join("home");
         let config = claude_config(dir.path(), &bin, &mock, &home, idle_secs);
-        let server = Server::start_in(dir.clone(), World::options(&config));
         World {
-            server: Some(server),
+            server: ConfiguredServer::start(dir, config),
             mock,
-            dir,
-            config,
             home,
         }
     }
 
-    fn options(config: &Path) -> ServerOptions {
-        ServerOptions {
-            args: vec!["--config".into(), config.display().to_string()],
-            ..ServerOptions::default()
-        }
-    }
-
     fn server(&self) -> &Server {
-        match &self.server {
-            Some(s) => s,
-            None => panic!("the server is stopped"),
-        }
+        self.server.server()
     }
 
     /// Kills the server (SIGKILL) and starts it again on the same data.
     fn restart(&mut self) {
-        if let Some(old) = self.server.take() {
-            old.kill();
-        }
-        self.server = Some(Server::start_in(
-            self.dir.clone(),
-            World::options(&self.config),
-        ));
+        self.server.restart();
     }
 
     /// Creates a Claude session in `mode` and returns its id.
@@ -94,7 +76,7 @@ impl World {
                     .filter_map(|e| std::fs::read(e.path()).ok())
                     .filter_map(|b| serde_json::from_slice::<Value>(&b).ok())
                     .filter_map(|v| v["pid"].as_u64().map(|p| p as u32))
-                    .filter(|pid| alive(*pid))
+                    .filter(|pid| is_alive(*pid))
                     .collect()
             })
             .unwrap();
@@ -131,55 +113,6 @@ impl World {
     }
 }
 
-impl Drop for World {
-    fn drop(&mut self) {
-        // A clean stop kills the CLI processes too (SIGKILL would orphan busy ones).
-        if let Some(server) = self.server.take() {
-            if std::thread::panicking() {
-                server.kill();
-            } else {
-                server.terminate();
-            }
-        }
-    }
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().to_string())
-        })
-        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
-}
-
-fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["kind"] == kind).collect()
-}
-
-fn texts(events: &[Value], kind: &str) -> Vec<String> {
-    of_kind(events, kind)
-        .iter()
-        .filter_map(|e| e["text"].as_str().map(str::to_string))
-        .collect()
-}
-
-async fn send(ws: &mut WsClient, id: &str, text: &str) {
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": text}))
-        .await;
-}
-
-/// Sends `text` and returns the turn's events.
-async fn turn(ws: &mut WsClient, id: &str, text: &str) -> Vec<Value> {
-    send(ws, id, text).await;
-    ws.events_until_turn_end(id).await
-}
-
-fn status(events: &[Value]) -> Value {
-    events.last().map(|e| e["status"].clone()).unwrap()
-}
-
 #[actix_rt::test]
 #[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn text_turn_streams_deltas_and_keeps_usage() {
@@ -187,7 +120,7 @@ async fn text_turn_streams_deltas_and_keeps_usage() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
-    let events = turn(&mut ws, &id, "say hello from claude").await;
+    let events = ws.turn(&id, "say hello from claude").await;
     assert_eq!(
         texts(&events, "text_delta").concat(),
         "hello from claude",
@@ -222,7 +155,7 @@ async fn text_turn_streams_deltas_and_keeps_usage() {
     .await;
     assert!(version.contains("Claude Code"), "{version}");
     // Thinking streams as `thinking` events, once.
-    let events = turn(&mut ws, &id, "think pondering deeply").await;
+    let events = ws.turn(&id, "think pondering deeply").await;
     assert_eq!(texts(&events, "thinking").concat(), "pondering deeply");
     assert_eq!(texts(&events, "assistant_message"), ["thought"]);
 }
@@ -275,7 +208,7 @@ async fn bash_tool_asks_and_obeys_allow_and_deny() {
     let work = PathBuf::from(w.info(&id).await["cwd"].as_str().unwrap());
     ws.subscribe(&id, 0).await;
 
-    send(&mut ws, &id, "bash touch made.txt && echo made").await;
+    ws.chat(&id, "bash touch made.txt && echo made").await;
     let request = next_permission(&mut ws).await;
     assert_eq!(request["toolName"], "Bash", "{request}");
     assert_eq!(request["input"]["command"], "touch made.txt && echo made");
@@ -292,7 +225,7 @@ async fn bash_tool_asks_and_obeys_allow_and_deny() {
     assert_eq!(texts(&events, "assistant_message"), ["result: made"]);
     assert!(work.join("made.txt").exists());
 
-    send(&mut ws, &id, "bash touch denied.txt").await;
+    ws.chat(&id, "bash touch denied.txt").await;
     let request = next_permission(&mut ws).await;
     answer(&mut ws, &request, false, Some("not today")).await;
     let end = ws.events_until_turn_end(&id).await;
@@ -319,7 +252,7 @@ async fn bypass_mode_answers_approvals_itself() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "bypassPermissions").await;
     ws.subscribe(&id, 0).await;
-    let events = turn(&mut ws, &id, "bash touch free.txt && echo free").await;
+    let events = ws.turn(&id, "bash touch free.txt && echo free").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert!(of_kind(&events, "permission_request").is_empty());
     assert_eq!(texts(&events, "assistant_message"), ["result: free"]);
@@ -332,7 +265,7 @@ async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
-    send(&mut ws, &id, "hold").await;
+    ws.chat(&id, "hold").await;
     ws.recv_until(|v| v["kind"] == "text_delta").await;
     let pids = w.registry_pids();
     assert_eq!(pids.len(), 1, "one CLI process: {pids:?}");
@@ -345,7 +278,7 @@ async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
         "partial text stays: {all:?}"
     );
 
-    let events = turn(&mut ws, &id, "say after the interrupt").await;
+    let events = ws.turn(&id, "say after the interrupt").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert_eq!(texts(&events, "assistant_message"), ["after the interrupt"]);
     assert_eq!(
@@ -355,7 +288,7 @@ async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
     );
 
     // An interrupt while an approval is pending withdraws it.
-    send(&mut ws, &id, "bash touch never.txt").await;
+    ws.chat(&id, "bash touch never.txt").await;
     let request = next_permission(&mut ws).await;
     ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
     let events = ws.events_until_turn_end(&id).await;
@@ -366,7 +299,7 @@ async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
             .any(|e| e["kind"] == "permission_resolved" && e["requestId"] == request["requestId"]),
         "the pending approval is withdrawn"
     );
-    let events = turn(&mut ws, &id, "say still fine").await;
+    let events = ws.turn(&id, "say still fine").await;
     assert_eq!(status(&events), "completed", "{events:?}");
 }
 
@@ -377,7 +310,7 @@ async fn model_and_mode_changes_reach_the_live_process() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
-    turn(&mut ws, &id, "say one").await;
+    ws.turn(&id, "say one").await;
     let pids = w.registry_pids();
     ws.ok(
         json!({"type": "session.configure", "sessionId": id, "model": "claude-haiku-4-5",
@@ -385,7 +318,7 @@ async fn model_and_mode_changes_reach_the_live_process() {
     )
     .await;
     // acceptEdits lets a file write in the working directory through without asking.
-    let events = turn(&mut ws, &id, "bash touch edited.txt").await;
+    let events = ws.turn(&id, "bash touch edited.txt").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert!(
         of_kind(&events, "permission_request").is_empty(),
@@ -411,7 +344,7 @@ async fn a_restarted_server_resumes_the_claude_session() {
         let mut ws = w.server().ws().await;
         let id = w.session(&mut ws, "default").await;
         ws.subscribe(&id, 0).await;
-        let events = turn(&mut ws, &id, "say remember the blue door").await;
+        let events = ws.turn(&id, "say remember the blue door").await;
         assert_eq!(status(&events), "completed");
         id
     };
@@ -422,7 +355,7 @@ async fn a_restarted_server_resumes_the_claude_session() {
     let info = w.info(&id).await;
     ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
         .await;
-    let events = turn(&mut ws, &id, "say second turn").await;
+    let events = ws.turn(&id, "say second turn").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert_eq!(w.info(&id).await["vendorSessionId"], before);
     let request = w
@@ -447,7 +380,7 @@ async fn a_lost_claude_session_continues_in_a_new_one() {
         let mut ws = w.server().ws().await;
         let id = w.session(&mut ws, "default").await;
         ws.subscribe(&id, 0).await;
-        turn(&mut ws, &id, "say first").await;
+        ws.turn(&id, "say first").await;
         id
     };
     let before = w.info(&id).await["vendorSessionId"]
@@ -464,7 +397,7 @@ async fn a_lost_claude_session_continues_in_a_new_one() {
     let info = w.info(&id).await;
     ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
         .await;
-    let events = turn(&mut ws, &id, "say second").await;
+    let events = ws.turn(&id, "say second").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert!(
         texts(&events, "info")
@@ -487,7 +420,7 @@ async fn a_cli_killed_mid_turn_fails_the_turn_and_the_next_one_works() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
-    send(&mut ws, &id, "hold").await;
+    ws.chat(&id, "hold").await;
     ws.recv_until(|v| v["kind"] == "text_delta").await;
     let pids = w.registry_pids();
     assert_eq!(pids.len(), 1, "{pids:?}");
@@ -505,7 +438,7 @@ async fn a_cli_killed_mid_turn_fails_the_turn_and_the_next_one_works() {
             .is_some_and(|e| e.contains("exited") && e.contains("signal")),
         "{end}"
     );
-    let events = turn(&mut ws, &id, "say back again").await;
+    let events = ws.turn(&id, "say back again").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert_eq!(texts(&events, "assistant_message"), ["back again"]);
 }
@@ -517,18 +450,16 @@ async fn stopping_the_server_leaves_no_cli_behind() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
-    send(&mut ws, &id, "hold").await;
+    ws.chat(&id, "hold").await;
     ws.recv_until(|v| v["kind"] == "text_delta").await;
     let pids = w.registry_pids();
     assert_eq!(pids.len(), 1, "{pids:?}");
     ws.close().await;
-    if let Some(server) = w.server.take() {
-        server.terminate();
-    }
+    w.server.terminate();
     // Left alone, this CLI would wait for the held reply for two minutes.
     let pid = pids[0];
     eventually("the CLI to exit with the server", || async {
-        (!alive(pid)).then_some(())
+        (!is_alive(pid)).then_some(())
     })
     .await;
 }
@@ -541,12 +472,9 @@ async fn a_claude_driver_delegates_through_mcp() {
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
     let call = json!({"message": "from the scripted worker", "workerVendor": "scripted"});
-    let events = turn(
-        &mut ws,
-        &id,
-        &format!("tool mcp__tandem__send_to_partner {call}"),
-    )
-    .await;
+    let events = ws
+        .turn(&id, &format!("tool mcp__tandem__send_to_partner {call}"))
+        .await;
     assert_eq!(status(&events), "completed", "{events:?}");
     let calls = of_kind(&events, "tool_call");
     assert_eq!(
@@ -569,7 +497,7 @@ async fn a_claude_driver_delegates_through_mcp() {
         "the Driver's model saw the result: {events:?}"
     );
     // Now a Driver, the session's next turn runs with the Driver's instruction.
-    let events = turn(&mut ws, &id, "say next").await;
+    let events = ws.turn(&id, "say next").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     let system = |text: &str| {
         w.mock
@@ -594,7 +522,7 @@ async fn a_background_task_outlives_its_turn_until_stopped() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "bypassPermissions").await;
     ws.subscribe(&id, 0).await;
-    let events = turn(&mut ws, &id, "bgbash sleep 120").await;
+    let events = ws.turn(&id, "bgbash sleep 120").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     let tasks = {
         let all = w.server().all_events(&id).await;
@@ -655,7 +583,7 @@ async fn what_claude_says_after_a_task_ends_stays_out_of_the_next_turn() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "bypassPermissions").await;
     ws.subscribe(&id, 0).await;
-    let events = turn(&mut ws, &id, "bgbash sleep 1").await;
+    let events = ws.turn(&id, "bgbash sleep 1").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     // Queued behind the task: sent the moment the task ends, which is also when the
     // CLI starts a turn of its own to tell the model about it.
@@ -689,7 +617,7 @@ async fn what_claude_says_after_a_task_ends_stays_out_of_the_next_turn() {
 async fn session_with_claude_id(w: &World, ws: &mut WsClient) -> (String, String) {
     let id = w.session(ws, "default").await;
     ws.subscribe(&id, 0).await;
-    let events = turn(ws, &id, "say ready").await;
+    let events = ws.turn(&id, "say ready").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     w.idle(&id).await;
     let claude = w.info(&id).await["vendorSessionId"]
@@ -754,7 +682,7 @@ async fn running_view_prefers_our_own_turn() {
         &format!("{me}.json"),
         &json!({"pid": me, "sessionId": claude, "status": "busy", "startedAt": 3000}).to_string(),
     );
-    send(&mut ws, &id, "hold").await;
+    ws.chat(&id, "hold").await;
     ws.recv_until(|v| v["kind"] == "text_delta").await;
     let running = w.running().await;
     assert_eq!(running.len(), 1, "{running:?}");
@@ -789,7 +717,7 @@ async fn running_view_lists_a_turn_in_flight() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
-    send(&mut ws, &id, "hold").await;
+    ws.chat(&id, "hold").await;
     ws.recv_until(|v| v["kind"] == "text_delta").await;
     let running = w.running().await;
     assert_eq!(running.len(), 1, "{running:?}");
@@ -809,14 +737,14 @@ async fn an_idle_process_is_closed_and_the_next_turn_resumes() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
-    turn(&mut ws, &id, "say the password is swordfish").await;
+    ws.turn(&id, "say the password is swordfish").await;
     let first = w.registry_pids();
     assert_eq!(first.len(), 1);
     eventually("the idle process to close", || async {
-        (!alive(first[0])).then_some(())
+        (!is_alive(first[0])).then_some(())
     })
     .await;
-    let events = turn(&mut ws, &id, "say what was it").await;
+    let events = ws.turn(&id, "say what was it").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     let body = w
         .mock
@@ -846,7 +774,7 @@ async fn fake_claude(script: &str) -> (Server, WsClient, String) {
         format!("[vendors.claude]\nbin = {:?}\n", bin.display().to_string()),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::start_in(dir.clone(), World::options(&config));
+    let server = Server::start_in(dir.clone(), ServerOptions::with_config(&config));
     let mut ws = server.ws().await;
     let reply = ws
         .ok(json!({"type": "session.create", "vendor": "claude"}))
@@ -871,7 +799,7 @@ cat > /dev/null
 "#,
     )
     .await;
-    let events = turn(&mut ws, &id, "anything").await;
+    let events = ws.turn(&id, "anything").await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert_eq!(texts(&events, "assistant_message"), ["still fine"]);
     let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
@@ -891,7 +819,7 @@ exit 3
 "#,
     )
     .await;
-    let events = turn(&mut ws, &id, "anything").await;
+    let events = ws.turn(&id, "anything").await;
     let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "failed", "{end}");
     let error = end["error"].as_str().unwrap();
@@ -932,7 +860,7 @@ async fn always_allow_is_remembered_and_sent_to_the_cli() {
     );
     ws.subscribe(&id, 0).await;
 
-    send(&mut ws, &id, "bash touch first.txt && echo first").await;
+    ws.chat(&id, "bash touch first.txt && echo first").await;
     let request = next_permission(&mut ws).await;
     let remember: Vec<&Value> = request["choices"]
         .as_array()
@@ -958,7 +886,7 @@ async fn always_allow_is_remembered_and_sent_to_the_cli() {
     assert_eq!(rules[0]["rule"]["toolName"], "Bash");
 
     // The next Bash call runs without asking anyone.
-    let end = turn(&mut ws, &id, "bash touch second.txt && echo second").await;
+    let end = ws.turn(&id, "bash touch second.txt && echo second").await;
     let events = turn_events(&w, &id, &end).await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert!(
@@ -978,7 +906,8 @@ async fn a_plan_is_approved_with_accept_edits() {
     ws.subscribe(&id, 0).await;
 
     // The model writes its plan to the plan file, then asks to leave plan mode.
-    send(&mut ws, &id, "plan 1. Write the file\ntool ExitPlanMode {}").await;
+    ws.chat(&id, "plan 1. Write the file\ntool ExitPlanMode {}")
+        .await;
     let request = next_permission(&mut ws).await;
     assert_eq!(request["toolName"], "ExitPlanMode", "{request}");
     assert_eq!(request["permissionKind"], "plan", "{request}");
@@ -1022,7 +951,7 @@ async fn edit_send_forks_the_claude_session_before_the_anchor() {
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
     for word in ["heron", "walrus", "ferret"] {
-        let events = turn(&mut ws, &id, &format!("say remember the word {word}")).await;
+        let events = ws.turn(&id, &format!("say remember the word {word}")).await;
         assert_eq!(status(&events), "completed", "{events:?}");
     }
     let before = w.info(&id).await["vendorSessionId"].clone();

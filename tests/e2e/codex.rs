@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use tandem_tests::events::{kinds, last_of, of_kind};
 use tandem_tests::mock_openai::MockOpenAi;
+use tandem_tests::procs::processes_with;
 use tandem_tests::vendor_clis::{codex_bin, require};
 use tandem_tests::{eventually, Server, ServerOptions, TempDir, WsClient};
-
-use crate::kinds;
 
 /// A server whose Codex vendor is the pinned binary pointed at a mock model.
 struct Codex {
@@ -56,20 +56,13 @@ fn start_tuned(env: &[(&str, &str)], more: &str) -> Codex {
         .iter()
         .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
         .collect();
-    let server = Server::start_in_env(dir, options(&config), &env);
+    let server = Server::start_in_env(dir, ServerOptions::with_config(&config), &env);
     Codex {
         server,
         mock,
         home,
         config,
         env,
-    }
-}
-
-fn options(config: &Path) -> ServerOptions {
-    ServerOptions {
-        args: vec!["--config".into(), config.display().to_string()],
-        ..ServerOptions::default()
     }
 }
 
@@ -106,7 +99,7 @@ impl Codex {
             env,
         } = self;
         let dir = server.kill();
-        let server = Server::start_in_env(dir, options(&config), &env);
+        let server = Server::start_in_env(dir, ServerOptions::with_config(&config), &env);
         Codex {
             server,
             mock,
@@ -130,56 +123,10 @@ async fn codex_session(ws: &mut WsClient, extra: Value) -> String {
     id
 }
 
-/// Sends a message and returns the turn's events through `turn_completed`.
-async fn turn(ws: &mut WsClient, id: &str, content: &str) -> Vec<Value> {
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": content}))
-        .await;
-    ws.events_until_turn_end(id).await
-}
-
-fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["kind"] == kind).collect()
-}
-
-fn last_of<'a>(events: &'a [Value], kind: &str) -> &'a Value {
-    match events.iter().rev().find(|e| e["kind"] == kind) {
-        Some(e) => e,
-        None => panic!("no {kind} in {:?}", kinds(events)),
-    }
-}
-
 /// Ids of live processes whose environment holds `CODEX_HOME=home` (the app-server
 /// and everything it started).
 fn processes_with_home(home: &Path) -> Vec<u32> {
-    let needle = format!("CODEX_HOME={}", home.display());
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if environ
-            .split(|b| *b == 0)
-            .any(|var| var == needle.as_bytes())
-        {
-            // Zombies count as gone.
-            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap();
-            let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
-            if state != Some('Z') {
-                out.push(pid);
-            }
-        }
-    }
-    out
+    processes_with(&format!("CODEX_HOME={}", home.display()))
 }
 
 /// Live `app-server` processes of this test's Codex home.
@@ -213,7 +160,7 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
 
-    let events = turn(&mut ws, &id, "say hello from the mock model").await;
+    let events = ws.turn(&id, "say hello from the mock model").await;
     let deltas: String = of_kind(&events, "text_delta")
         .iter()
         .map(|e| e["text"].as_str().unwrap())
@@ -256,7 +203,7 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
     assert!(!model.is_empty(), "model/list gave no models: {entry}");
     ws.ok(json!({"type": "session.configure", "sessionId": id, "model": model, "effort": "high"}))
         .await;
-    let events = turn(&mut ws, &id, "say again").await;
+    let events = ws.turn(&id, "say again").await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     let requests = codex.mock.requests();
     let last = requests.last().cloned().unwrap();
@@ -270,7 +217,7 @@ async fn text_turn_streams_deltas_and_applies_model_and_effort() {
     assert_eq!(info["vendorSessionId"], json!(thread));
 
     // Reasoning is recorded as `thinking`, before the answer.
-    let events = turn(&mut ws, &id, "think about the question first").await;
+    let events = ws.turn(&id, "think about the question first").await;
     let order = kinds(&events);
     let thinking = last_of(&events, "thinking");
     assert_eq!(thinking["text"], "about the question first", "{thinking}");
@@ -294,12 +241,9 @@ async fn shell_tool_turn_reports_call_and_result() {
     let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
-    let events = turn(
-        &mut ws,
-        &id,
-        "shell echo out-$((6*7)); echo err-line >&2; exit 3",
-    )
-    .await;
+    let events = ws
+        .turn(&id, "shell echo out-$((6*7)); echo err-line >&2; exit 3")
+        .await;
     let call = last_of(&events, "tool_call");
     assert_eq!(call["name"], "shell", "{call}");
     assert!(
@@ -340,8 +284,7 @@ async fn interrupt_mid_stream_then_a_normal_turn() {
     let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "slow 400 50"}))
-        .await;
+    ws.chat(&id, "slow 400 50").await;
     ws.recv_until(|v| v["kind"] == "text_delta" && v["sessionId"] == json!(id))
         .await;
     ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
@@ -356,7 +299,7 @@ async fn interrupt_mid_stream_then_a_normal_turn() {
     assert!(partial.starts_with("w0"), "{partial}");
     assert!(!partial.contains("w399"), "{partial}");
 
-    let events = turn(&mut ws, &id, "say back again").await;
+    let events = ws.turn(&id, "say back again").await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     assert_eq!(last_of(&events, "assistant_message")["text"], "back again");
 }
@@ -367,8 +310,7 @@ async fn interrupted_shell_command_becomes_a_stoppable_background_task() {
     let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell echo begun; sleep 41.5"}))
-        .await;
+    ws.chat(&id, "shell echo begun; sleep 41.5").await;
     ws.recv_until(|v| v["kind"] == "tool_call" && v["sessionId"] == json!(id))
         .await;
     ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
@@ -431,7 +373,7 @@ async fn a_thread_resumes_after_a_server_restart() {
     let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
-    let events = turn(&mut ws, &id, "say remember the word heron").await;
+    let events = ws.turn(&id, "say remember the word heron").await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
     let thread = info["vendorSessionId"].clone();
@@ -442,7 +384,7 @@ async fn a_thread_resumes_after_a_server_restart() {
     let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
     ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
         .await;
-    let events = turn(&mut ws, &id, "say what was the word").await;
+    let events = ws.turn(&id, "say what was the word").await;
     assert_eq!(
         last_of(&events, "turn_completed")["status"],
         "completed",
@@ -493,6 +435,18 @@ async fn answer_until_turn_end(
     events
 }
 
+/// Runs `content` as a turn that needs no approval: no `permission_request` reaches
+/// anyone, and it completes. Returns its events.
+async fn unasked_turn(ws: &mut WsClient, id: &str, content: &str) -> Vec<Value> {
+    let events = ws.turn(id, content).await;
+    assert!(
+        of_kind(&events, "permission_request").is_empty(),
+        "{events:?}"
+    );
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    events
+}
+
 /// The next `permission_request` of `id`.
 async fn permission_request(ws: &mut WsClient, id: &str) -> Value {
     let frames = ws
@@ -510,8 +464,7 @@ async fn approvals_allow_deny_and_interrupt() {
     // Default mode asks before commands that are not known to be harmless.
     let id = codex_session(&mut ws, json!({"cwd": dir.display().to_string()})).await;
 
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch allowed.txt"}))
-        .await;
+    ws.chat(&id, "shell touch allowed.txt").await;
     let request = permission_request(&mut ws, &id).await;
     assert_eq!(request["toolName"], "shell", "{request}");
     assert!(
@@ -526,8 +479,7 @@ async fn approvals_allow_deny_and_interrupt() {
     assert_eq!(last_of(&events, "tool_result")["isError"], false);
     assert!(dir.join("allowed.txt").exists());
 
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch denied.txt"}))
-        .await;
+    ws.chat(&id, "shell touch denied.txt").await;
     let request = permission_request(&mut ws, &id).await;
     let events = answer_until_turn_end(&mut ws, &id, &request, false).await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
@@ -537,8 +489,7 @@ async fn approvals_allow_deny_and_interrupt() {
     assert!(!dir.join("denied.txt").exists());
 
     // An interrupt withdraws a pending approval.
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch never.txt"}))
-        .await;
+    ws.chat(&id, "shell touch never.txt").await;
     let request = permission_request(&mut ws, &id).await;
     ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
     let events = ws.events_until_turn_end(&id).await;
@@ -561,12 +512,7 @@ async fn approvals_allow_deny_and_interrupt() {
     // Bypass mode answers by itself.
     ws.ok(json!({"type": "session.configure", "sessionId": id, "permissionMode": "bypassPermissions"}))
         .await;
-    let events = turn(&mut ws, &id, "shell touch bypassed.txt").await;
-    assert!(
-        of_kind(&events, "permission_request").is_empty(),
-        "{events:?}"
-    );
-    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    unasked_turn(&mut ws, &id, "shell touch bypassed.txt").await;
     assert!(dir.join("bypassed.txt").exists());
 }
 
@@ -578,8 +524,7 @@ async fn always_allow_accepts_for_the_session_and_later_commands_run_unasked() {
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({"cwd": dir.display().to_string()})).await;
 
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell touch first.txt"}))
-        .await;
+    ws.chat(&id, "shell touch first.txt").await;
     let request = permission_request(&mut ws, &id).await;
     assert_eq!(request["toolName"], "shell", "{request}");
     let choices = request["choices"]
@@ -611,12 +556,7 @@ async fn always_allow_accepts_for_the_session_and_later_commands_run_unasked() {
     );
 
     // Another command: no request reaches anyone, and it runs.
-    let events = turn(&mut ws, &id, "shell touch second.txt").await;
-    assert!(
-        of_kind(&events, "permission_request").is_empty(),
-        "{events:?}"
-    );
-    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    unasked_turn(&mut ws, &id, "shell touch second.txt").await;
     assert!(dir.join("second.txt").exists());
 }
 
@@ -656,10 +596,7 @@ async fn file_change_approval_allow_and_deny() {
     )
     .await;
 
-    ws.ok(
-        json!({"type": "chat.send", "sessionId": id, "content": "patch patched.txt hello patch"}),
-    )
-    .await;
+    ws.chat(&id, "patch patched.txt hello patch").await;
     // Codex reports the file change (our `tool_call`) before it asks.
     let asked = ws
         .recv_until(|v| v["kind"] == "permission_request" && v["sessionId"] == json!(id))
@@ -678,8 +615,7 @@ async fn file_change_approval_allow_and_deny() {
     let written = std::fs::read_to_string(dir.join("patched.txt")).unwrap();
     assert_eq!(written.trim_end(), "hello patch");
 
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "patch refused.txt no"}))
-        .await;
+    ws.chat(&id, "patch refused.txt no").await;
     let request = permission_request(&mut ws, &id).await;
     assert_eq!(request["toolName"], "apply_patch", "{request}");
     let events = answer_until_turn_end(&mut ws, &id, &request, false).await;
@@ -703,11 +639,10 @@ async fn app_server_killed_mid_turn_fails_the_turn_and_the_next_one_resumes() {
     let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
-    let events = turn(&mut ws, &id, "say first turn").await;
+    let events = ws.turn(&id, "say first turn").await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
 
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "slow 400 50"}))
-        .await;
+    ws.chat(&id, "slow 400 50").await;
     ws.recv_until(|v| v["kind"] == "text_delta" && v["sessionId"] == json!(id))
         .await;
     let pid = the_app_server(&codex.home).await;
@@ -726,7 +661,7 @@ async fn app_server_killed_mid_turn_fails_the_turn_and_the_next_one_resumes() {
         "{done}"
     );
 
-    let events = turn(&mut ws, &id, "say after the crash").await;
+    let events = ws.turn(&id, "say after the crash").await;
     assert_eq!(
         last_of(&events, "turn_completed")["status"],
         "completed",
@@ -762,10 +697,10 @@ async fn an_unreachable_model_fails_the_turn() {
         "TANDEM_CODEX_UNREACHABLE_MS".to_string(),
         "1500".to_string(),
     )];
-    let server = Server::start_in_env(dir, options(&config), &env);
+    let server = Server::start_in_env(dir, ServerOptions::with_config(&config), &env);
     let mut ws = server.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
-    let events = turn(&mut ws, &id, "say anything").await;
+    let events = ws.turn(&id, "say anything").await;
     let done = last_of(&events, "turn_completed");
     assert_eq!(done["status"], "failed", "{done}");
     assert!(
@@ -786,12 +721,12 @@ async fn a_model_error_fails_the_turn() {
     let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
-    let events = turn(&mut ws, &id, "fail").await;
+    let events = ws.turn(&id, "fail").await;
     let done = last_of(&events, "turn_completed");
     assert_eq!(done["status"], "failed", "{done}");
     // Codex words an HTTP 500 its own way; the turn carries its message.
     assert!(!done["error"].as_str().unwrap().is_empty(), "{done}");
-    let events = turn(&mut ws, &id, "say fine again").await;
+    let events = ws.turn(&id, "say fine again").await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
 }
 
@@ -829,10 +764,10 @@ async fn a_request_without_answer_times_out_and_the_process_gets_no_tandem_varia
         ("TANDEM_TEST_SECRET".to_string(), "do-not-leak".to_string()),
         ("OTHER_SETTING".to_string(), "inherited".to_string()),
     ];
-    let server = Server::start_in_env(dir.clone(), options(&config), &env);
+    let server = Server::start_in_env(dir.clone(), ServerOptions::with_config(&config), &env);
     let mut ws = server.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
-    let events = turn(&mut ws, &id, "hello?").await;
+    let events = ws.turn(&id, "hello?").await;
     let done = last_of(&events, "turn_completed");
     assert_eq!(done["status"], "failed", "{done}");
     assert!(
@@ -867,8 +802,7 @@ async fn stopping_the_server_leaves_no_codex_process() {
     let home = codex.home.clone();
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell sleep 43.5"}))
-        .await;
+    ws.chat(&id, "shell sleep 43.5").await;
     ws.recv_until(|v| v["kind"] == "tool_call" && v["sessionId"] == json!(id))
         .await;
     ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
@@ -896,7 +830,7 @@ async fn a_codex_driver_delegates_to_a_scripted_worker() {
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     let call = json!({"message": "worker line one", "workerVendor": "scripted", "wait": true});
-    let events = turn(&mut ws, &id, &format!("tool send_to_partner {call}")).await;
+    let events = ws.turn(&id, &format!("tool send_to_partner {call}")).await;
     let tool = last_of(&events, "tool_call");
     assert_eq!(tool["name"], "mcp__tandem__send_to_partner", "{tool}");
     assert_eq!(tool["input"]["message"], "worker line one");
@@ -927,8 +861,7 @@ async fn a_background_command_that_ends_by_itself_leaves_the_set() {
     let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "shell sleep 1.5"}))
-        .await;
+    ws.chat(&id, "shell sleep 1.5").await;
     ws.recv_until(|v| v["kind"] == "tool_call" && v["sessionId"] == json!(id))
         .await;
     ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
@@ -953,10 +886,8 @@ async fn one_app_server_serves_an_owners_sessions_and_routes_by_thread() {
     let a = codex_session(&mut ws, json!({"title": "a"})).await;
     let b = codex_session(&mut ws, json!({"title": "b"})).await;
     // Both turns run at once; each session must get only its own thread's text.
-    ws.ok(json!({"type": "chat.send", "sessionId": a, "content": "slow 30 20"}))
-        .await;
-    ws.ok(json!({"type": "chat.send", "sessionId": b, "content": "say only for b"}))
-        .await;
+    ws.chat(&a, "slow 30 20").await;
+    ws.chat(&b, "say only for b").await;
     let mut done = std::collections::HashMap::new();
     let mut texts: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     while done.len() < 2 {
@@ -988,7 +919,7 @@ async fn an_idle_app_server_is_closed_and_the_next_turn_resumes() {
     let codex = start_tuned(&[], "idle_secs = 1");
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
-    let events = turn(&mut ws, &id, "say the word is kestrel").await;
+    let events = ws.turn(&id, "say the word is kestrel").await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     let home = codex.home.clone();
     eventually("the idle app-server is closed", async || {
@@ -996,7 +927,7 @@ async fn an_idle_app_server_is_closed_and_the_next_turn_resumes() {
     })
     .await;
 
-    let events = turn(&mut ws, &id, "say and again").await;
+    let events = ws.turn(&id, "say and again").await;
     assert_eq!(
         last_of(&events, "turn_completed")["status"],
         "completed",
@@ -1015,7 +946,7 @@ async fn a_thread_codex_no_longer_has_starts_anew_with_a_note() {
     let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
-    let events = turn(&mut ws, &id, "say before the loss").await;
+    let events = ws.turn(&id, "say before the loss").await;
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
     let old_thread = info["vendorSessionId"].clone();
@@ -1035,7 +966,7 @@ async fn a_thread_codex_no_longer_has_starts_anew_with_a_note() {
         panic!("cannot create {}: {e}", home.display());
     }
     let codex = Codex {
-        server: Server::start_in_env(dir, options(&config), &env),
+        server: Server::start_in_env(dir, ServerOptions::with_config(&config), &env),
         mock,
         home,
         config,
@@ -1045,7 +976,7 @@ async fn a_thread_codex_no_longer_has_starts_anew_with_a_note() {
     let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
     ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
         .await;
-    let events = turn(&mut ws, &id, "say after the loss").await;
+    let events = ws.turn(&id, "say after the loss").await;
     assert_eq!(
         last_of(&events, "turn_completed")["status"],
         "completed",
@@ -1076,7 +1007,7 @@ async fn edit_send_forgets_the_superseded_turns() {
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({})).await;
     for word in ["heron", "walrus", "ferret"] {
-        let events = turn(&mut ws, &id, &format!("say remember the word {word}")).await;
+        let events = ws.turn(&id, &format!("say remember the word {word}")).await;
         assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     }
     let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
@@ -1127,7 +1058,7 @@ async fn edit_send_forgets_the_superseded_turns() {
     assert!(info["vendorSessionId"].as_str().is_some(), "{info}");
 
     // The next turn continues the fork.
-    turn(&mut ws, &id, "say what was the word").await;
+    ws.turn(&id, "say what was the word").await;
     let last = codex.mock.requests().last().cloned().unwrap();
     let input = last["input"].to_string();
     assert!(

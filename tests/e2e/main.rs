@@ -48,6 +48,7 @@ mod workspaces;
 mod write_path;
 
 use serde_json::Value;
+pub use tandem_tests::events::kinds;
 
 /// Asserts that events carry seq `from, from+1, ...` with no gap and no duplicate.
 pub fn assert_contiguous(events: &[Value], from: u64) {
@@ -58,12 +59,4 @@ pub fn assert_contiguous(events: &[Value], from: u64) {
             "event {i} out of sequence: {ev}"
         );
     }
-}
-
-/// The `kind` of each event.
-pub fn kinds(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap_or("?").to_string())
-        .collect()
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tandem_tests::images::PNG;
 use tandem_tests::json_schema::validate;
 use tandem_tests::vendor_clis::repo_root;
 use tandem_tests::{Server, WsClient};
@@ -22,15 +23,14 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    /// `method path` (concrete) for the documented `template`; checks the answer and
-    /// returns its status and body.
-    async fn call(
-        &mut self,
+    /// Sends `method path` with `body` (its content type and bytes); returns the
+    /// status and the answer's bytes.
+    async fn send(
+        &self,
         method: &str,
         path: &str,
-        template: &str,
-        body: Option<Value>,
-    ) -> (u16, Value) {
+        body: Option<(&str, Vec<u8>)>,
+    ) -> (u16, Vec<u8>) {
         let client = awc::Client::builder()
             .timeout(Duration::from_secs(30))
             .finish();
@@ -44,26 +44,57 @@ impl Checker<'_> {
             other => panic!("method {other}"),
         };
         let sent = match body {
-            Some(b) => {
-                req.insert_header(("Content-Type", "application/json"))
-                    .send_body(b.to_string())
-                    .await
-            }
-            // The guard wants the JSON content type on every POST, body or not.
-            None if method == "post" => {
-                req.insert_header(("Content-Type", "application/json"))
-                    .send()
+            Some((content_type, bytes)) => {
+                req.insert_header(("Content-Type", content_type))
+                    .send_body(bytes)
                     .await
             }
             None => req.send().await,
         };
         let mut resp = sent.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let bytes = resp.body().limit(64 << 20).await.unwrap();
-        let status = resp.status().as_u16();
-        let value: Value = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e})"));
-        let op = &self.doc["paths"][format!("/api/v1{template}")][method];
+        (resp.status().as_u16(), bytes.to_vec())
+    }
+
+    /// The documented operation `method template`.
+    fn op(&self, method: &str, template: &str) -> Value {
+        let op = self.doc["paths"][format!("/api/v1{template}")][method].clone();
         assert!(op.is_object(), "{method} {template} is not documented");
+        op
+    }
+
+    /// `method path` (concrete) for the documented `template`; checks the answer and
+    /// returns its status and body.
+    async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        template: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let body = match body {
+            Some(b) => Some(("application/json", b.to_string().into_bytes())),
+            // The guard wants the JSON content type on every POST, body or not.
+            None if method == "post" => Some(("application/json", Vec::new())),
+            None => None,
+        };
+        let (status, bytes) = self.send(method, path, body).await;
+        self.check_json(method, path, template, status, &bytes)
+    }
+
+    /// Checks a JSON answer against the description: a documented success status
+    /// with its schema, or an error with the error schema.
+    fn check_json(
+        &mut self,
+        method: &str,
+        path: &str,
+        template: &str,
+        status: u16,
+        bytes: &[u8],
+    ) -> (u16, Value) {
+        let value: Value = serde_json::from_slice(bytes)
+            .unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e})"));
+        let op = self.op(method, template);
         let documented =
             op["responses"][status.to_string()]["content"]["application/json"]["schema"].clone();
         let schema = if documented.is_null() {
@@ -81,6 +112,34 @@ impl Checker<'_> {
             panic!("{method} {path} ({status}): the answer does not match the description: {e}\n{value}");
         }
         (status, value)
+    }
+
+    /// A route documented with raw bytes (`*/*`) as its body or its answer, which must
+    /// succeed: `body` goes as it is; a JSON answer is checked as [`Checker::call`]
+    /// does, a bytes answer must be documented as such. Returns the answer's bytes.
+    async fn ok_bytes(
+        &mut self,
+        method: &str,
+        path: &str,
+        template: &str,
+        body: Option<(&str, Vec<u8>)>,
+    ) -> Vec<u8> {
+        let op = self.op(method, template);
+        if body.is_some() {
+            assert!(
+                op["requestBody"]["content"]["*/*"].is_object(),
+                "{method} {template}: its body is not documented as bytes"
+            );
+        }
+        let (status, bytes) = self.send(method, path, body).await;
+        assert!(status < 300, "{method} {path}: {status}");
+        if op["responses"][status.to_string()]["content"]["*/*"].is_object() {
+            self.covered
+                .insert((method.to_string(), template.to_string()));
+        } else {
+            self.check_json(method, path, template, status, &bytes);
+        }
+        bytes
     }
 
     /// [`Checker::call`] that must succeed.
@@ -212,6 +271,47 @@ async fn every_documented_route_answers_as_described() {
     )
     .await;
     idle(&server, &s3).await;
+
+    // A file: uploaded as raw bytes, used in a message, read back both ways.
+    let uploaded = c
+        .ok_bytes(
+            "post",
+            "/uploads?name=dot.png",
+            "/uploads",
+            Some(("image/png", PNG.to_vec())),
+        )
+        .await;
+    let uploaded: Value = serde_json::from_slice(&uploaded).unwrap();
+    let upload_id = uploaded["uploadId"].as_str().unwrap().to_string();
+    c.ok(
+        "post",
+        &format!("/sessions/{s3}/messages"),
+        "/sessions/{id}/messages",
+        Some(json!({"content": [
+            {"type": "text", "text": "see this"},
+            {"type": "image", "uploadId": upload_id}
+        ]})),
+    )
+    .await;
+    idle(&server, &s3).await;
+    let own = c
+        .ok_bytes(
+            "get",
+            &format!("/uploads/{upload_id}"),
+            "/uploads/{uploadId}",
+            None,
+        )
+        .await;
+    assert_eq!(own, PNG);
+    let through_session = c
+        .ok_bytes(
+            "get",
+            &format!("/sessions/{s3}/uploads/{upload_id}"),
+            "/sessions/{id}/uploads/{uploadId}",
+            None,
+        )
+        .await;
+    assert_eq!(through_session, PNG);
 
     // A background task, stopped over REST.
     let bg = "/background t1 600000 a long job";

@@ -2,7 +2,23 @@
 //! `chat.permission-response`, driven with the scripted vendor's `/ask`.
 
 use serde_json::{json, Value};
+use tandem_tests::events::{status, texts};
 use tandem_tests::{Server, WsClient};
+
+/// A scripted turn that asks to run `ls` with the `Bash` tool.
+const ASK_LS: &str = "/ask Bash {\"command\":\"ls\"}";
+
+/// True when the scripted agent said `text` among `events`.
+fn said(events: &[Value], text: &str) -> bool {
+    texts(events, "assistant_message").iter().any(|t| t == text)
+}
+
+/// True when `events` hold the `permission_resolved` of request `id`.
+fn resolved(events: &[Value], id: &str) -> bool {
+    events
+        .iter()
+        .any(|e| e["kind"] == "permission_resolved" && e["requestId"] == id)
+}
 
 /// Sends `chat.permission-response` for `id` and returns the answer frame; frames that
 /// came before it are added to `seen`.
@@ -58,9 +74,7 @@ async fn allow_deny_and_unknown_requests() {
     let mut ws = server.ws().await;
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id,
-        "content": "/ask Bash {\"command\":\"ls\"}\n/ask Bash {\"command\":\"ls\"}"}))
-        .await;
+    ws.chat(&id, &format!("{ASK_LS}\n{ASK_LS}")).await;
 
     let first = next_request(&mut ws).await;
     assert!(first.starts_with("perm_"), "{first}");
@@ -92,10 +106,7 @@ async fn allow_deny_and_unknown_requests() {
     if events.last().is_none_or(|e| e["kind"] != "turn_completed") {
         events.extend(ws.events_until_turn_end(&id).await);
     }
-    assert_eq!(
-        events.last().map(|e| e["status"].clone()),
-        Some(json!("completed"))
-    );
+    assert_eq!(status(&events), "completed");
     let all = server.all_events(&id).await;
     let texts: Vec<&str> = all
         .iter()
@@ -126,22 +137,15 @@ async fn interrupt_withdraws_a_pending_request() {
     let mut ws = server.ws().await;
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id,
-        "content": "/ask Bash {\"command\":\"ls\"}"}))
-        .await;
+    ws.chat(&id, ASK_LS).await;
     let pending = next_request(&mut ws).await;
     ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
     let events = ws.events_until_turn_end(&id).await;
     assert!(
-        events
-            .iter()
-            .any(|e| e["kind"] == "permission_resolved" && e["requestId"] == json!(pending)),
+        resolved(&events, &pending),
         "the interrupted turn withdraws its request: {events:?}"
     );
-    assert_eq!(
-        events.last().map(|e| e["status"].clone()),
-        Some(json!("interrupted"))
-    );
+    assert_eq!(status(&events), "interrupted");
     let late = answer(&mut ws, &pending, true, None).await;
     assert_eq!(late["code"], "NO_SUCH_PERMISSION", "{late}");
 }
@@ -155,14 +159,10 @@ async fn bypass_mode_never_asks() {
         .await;
     let id = reply["session"]["id"].as_str().unwrap().to_string();
     ws.subscribe(&id, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id,
-        "content": "/ask Bash {\"command\":\"ls\"}"}))
-        .await;
+    ws.chat(&id, ASK_LS).await;
     let events = ws.events_until_turn_end(&id).await;
     assert!(events.iter().all(|e| e["kind"] != "permission_request"));
-    assert!(events
-        .iter()
-        .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"));
+    assert!(said(&events, "allowed Bash"));
 }
 
 /// Answers permission request `id` with `fields` (`allow`, `remember`, ...); returns
@@ -183,13 +183,6 @@ async fn respond(ws: &mut WsClient, id: &str, fields: Value) -> Value {
     answer
 }
 
-/// Runs `script` as one turn of `id` and returns its events.
-async fn turn(ws: &mut WsClient, id: &str, script: &str) -> Vec<Value> {
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": script}))
-        .await;
-    ws.events_until_turn_end(id).await
-}
-
 /// "Always allow": the answer's `remember: "session"` is recorded once as
 /// `permission_remembered`, listed to new subscribers, answers later requests for the
 /// same tool without asking (also after a restart), and covers only that tool.
@@ -199,9 +192,7 @@ async fn always_allow_is_remembered_for_the_session() {
     let mut ws = server.ws().await;
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id,
-        "content": "/ask Bash {\"command\":\"ls\"}"}))
-        .await;
+    ws.chat(&id, ASK_LS).await;
     let request = next_request(&mut ws).await;
     let reply = respond(
         &mut ws,
@@ -220,24 +211,18 @@ async fn always_allow_is_remembered_for_the_session() {
         remembered[0]["rule"],
         json!({"toolName": "Bash", "scope": "session"})
     );
-    assert!(events
-        .iter()
-        .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"));
+    assert!(said(&events, "allowed Bash"));
 
     // The same tool again: allowed without a request.
-    let again = turn(&mut ws, &id, "/ask Bash {\"command\":\"pwd\"}").await;
+    let again = ws.turn(&id, "/ask Bash {\"command\":\"pwd\"}").await;
     assert!(
         again.iter().all(|e| e["kind"] != "permission_request"),
         "{again:?}"
     );
-    assert!(again
-        .iter()
-        .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"));
+    assert!(said(&again, "allowed Bash"));
 
     // Another tool still asks; denying with `remember` records no rule.
-    ws.ok(json!({"type": "chat.send", "sessionId": id,
-        "content": "/ask Edit {\"file\":\"a\"}"}))
-        .await;
+    ws.chat(&id, "/ask Edit {\"file\":\"a\"}").await;
     let frames = ws.recv_until(|v| v["kind"] == "permission_request").await;
     let edit = frames
         .last()
@@ -277,14 +262,12 @@ async fn always_allow_is_remembered_for_the_session() {
         .as_u64()
         .unwrap_or_else(|| panic!("no lastSeq in {info}"));
     ws.subscribe(&id, last).await;
-    let after = turn(&mut ws, &id, "/ask Bash {\"command\":\"ls\"}").await;
+    let after = ws.turn(&id, ASK_LS).await;
     assert!(
         after.iter().all(|e| e["kind"] != "permission_request"),
         "{after:?}"
     );
-    assert!(after
-        .iter()
-        .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"));
+    assert!(said(&after, "allowed Bash"));
 }
 
 /// An answer a client sends just before it closes its socket still counts: a request
@@ -297,9 +280,7 @@ async fn an_answer_sent_just_before_closing_still_counts() {
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
     for round in 0..20 {
-        ws.ok(json!({"type": "chat.send", "sessionId": id,
-            "content": "/ask Bash {\"command\":\"ls\"}"}))
-            .await;
+        ws.chat(&id, ASK_LS).await;
         let pending = next_request(&mut ws).await;
         let mut answering = server.ws().await;
         answering
@@ -309,15 +290,9 @@ async fn an_answer_sent_just_before_closing_still_counts() {
         answering.close().await;
         let events = ws.events_until_turn_end(&id).await;
         assert!(
-            events
-                .iter()
-                .any(|e| e["kind"] == "permission_resolved" && e["requestId"] == json!(pending)),
+            resolved(&events, &pending),
             "round {round}: the answer was applied: {events:?}"
         );
-        assert_eq!(
-            events.last().map(|e| e["status"].clone()),
-            Some(json!("completed")),
-            "round {round}"
-        );
+        assert_eq!(status(&events), "completed", "round {round}");
     }
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tandem_tests::mock_anthropic::MockAnthropic;
 use tandem_tests::server::server_binary;
 use tandem_tests::vendor_clis::{claude_bin, codex_bin, require};
-use tandem_tests::{Server, ServerOptions, TempDir, WsClient};
+use tandem_tests::{eventually_within, Server, ServerOptions, TempDir, WsClient};
 
 /// A loopback port nothing listens on (bound, then released).
 fn closed_port() -> u16 {
@@ -34,8 +34,9 @@ fn server(label: &str, env: &[(&str, String)]) -> Server {
     )
 }
 
-/// Runs one turn in a new session of `vendor`; returns its `turn_completed`.
-async fn first_turn(server: &Server, vendor: &str) -> Value {
+/// Runs one turn in a new session of `vendor`; asserts that it failed and returns its
+/// error.
+async fn failed_first_turn(server: &Server, vendor: &str) -> String {
     let mut ws: WsClient = server.ws().await;
     let reply = ws
         .ok(json!({"type": "session.create", "vendor": vendor}))
@@ -43,29 +44,31 @@ async fn first_turn(server: &Server, vendor: &str) -> Value {
     let id = reply["session"]["id"].as_str().unwrap().to_string();
     ws.subscribe(&id, 0).await;
     let started = Instant::now();
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "say hi"}))
-        .await;
+    ws.chat(&id, "say hi").await;
     let events = ws.events_until_turn_end(&id).await;
     eprintln!("{vendor}: the turn ended after {:?}", started.elapsed());
     ws.close().await;
-    events.last().cloned().unwrap()
+    let done = events.last().cloned().unwrap();
+    assert_eq!(done["status"], "failed", "{done}");
+    done["error"].as_str().unwrap().to_string()
 }
 
 /// Waits (bounded) until `GET /vendors` has checked `vendor`, and returns its entry.
 async fn checked_vendor(server: &Server, vendor: &str) -> Value {
-    for _ in 0..600 {
-        let (status, body) = server.get("/api/v1/vendors").await;
-        assert_eq!(status, 200, "{body}");
-        let entry = body["vendors"]
-            .as_array()
-            .and_then(|list| list.iter().find(|v| v["id"] == vendor).cloned())
-            .unwrap();
-        if entry["status"] != "unknown" {
-            return entry;
-        }
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{vendor} was never checked");
+    eventually_within(
+        &format!("{vendor} to be checked"),
+        Duration::from_secs(30),
+        async || {
+            let (status, body) = server.get("/api/v1/vendors").await;
+            assert_eq!(status, 200, "{body}");
+            let entry = body["vendors"]
+                .as_array()
+                .and_then(|list| list.iter().find(|v| v["id"] == vendor).cloned())
+                .unwrap();
+            (entry["status"] != "unknown").then_some(entry)
+        },
+    )
+    .await
 }
 
 /// `tandem doctor` with exactly `env` and a PATH that holds no vendor CLI (the
@@ -84,10 +87,6 @@ fn doctor(env: &[(&str, String)]) -> (i32, String) {
     )
 }
 
-fn error_of(done: &Value) -> String {
-    done["error"].as_str().unwrap().to_string()
-}
-
 #[actix_rt::test]
 #[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn claude_without_credentials_says_how_to_log_in() {
@@ -100,9 +99,7 @@ async fn claude_without_credentials_says_how_to_log_in() {
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
     ];
     let server = server("err-claude-login", &env);
-    let done = first_turn(&server, "claude").await;
-    assert_eq!(done["status"], "failed", "{done}");
-    let error = error_of(&done);
+    let error = failed_first_turn(&server, "claude").await;
     assert!(
         error.starts_with(
             "Claude Code is not logged in: run `claude` and /login, or set ANTHROPIC_API_KEY in the environment tandem starts in"
@@ -169,9 +166,7 @@ async fn claude_with_nothing_listening_fails_in_bounded_time() {
         ("TANDEM_CLAUDE_UNREACHABLE_MS", "3000".to_string()),
     ];
     let server = server("err-claude-unreachable", &env);
-    let done = first_turn(&server, "claude").await;
-    assert_eq!(done["status"], "failed", "{done}");
-    let error = error_of(&done);
+    let error = failed_first_turn(&server, "claude").await;
     assert!(
         error.starts_with("Claude Code cannot reach its model API: check the network, the proxy (HTTPS_PROXY) and the API base URL (ANTHROPIC_BASE_URL)"),
         "{error}"
@@ -210,9 +205,7 @@ async fn codex_without_its_provider_key_says_which_variable() {
         ("HOME", dir.path().display().to_string()),
     ];
     let server = server("err-codex-key", &env);
-    let done = first_turn(&server, "codex").await;
-    assert_eq!(done["status"], "failed", "{done}");
-    let error = error_of(&done);
+    let error = failed_first_turn(&server, "codex").await;
     assert!(
         error.starts_with(
             "Codex has no API key: set the variable it names in the environment tandem starts in"
@@ -240,9 +233,7 @@ async fn codex_with_nothing_listening_fails_in_bounded_time() {
         ("TANDEM_CODEX_UNREACHABLE_MS", "2000".to_string()),
     ];
     let server = server("err-codex-unreachable", &env);
-    let done = first_turn(&server, "codex").await;
-    assert_eq!(done["status"], "failed", "{done}");
-    let error = error_of(&done);
+    let error = failed_first_turn(&server, "codex").await;
     assert!(
         error.starts_with("Codex cannot reach its model API"),
         "{error}"
@@ -271,9 +262,7 @@ async fn an_unsupported_cli_version_fails_the_first_turn() {
     let entry = checked_vendor(&server, "codex").await;
     assert_eq!(entry["status"], "unsupportedVersion", "{entry}");
     assert_eq!(entry["version"], "codex-cli 0.9.0", "{entry}");
-    let done = first_turn(&server, "codex").await;
-    assert_eq!(done["status"], "failed", "{done}");
-    let error = error_of(&done);
+    let error = failed_first_turn(&server, "codex").await;
     assert!(
         error.starts_with("Codex 0.9.0 is not a supported version (>= 0.171.0, < 1.0.0)"),
         "{error}"

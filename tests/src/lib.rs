@@ -5,12 +5,14 @@
 //! test never leaves a process behind. Data directories are removed the same way.
 
 pub mod bench;
+pub mod events;
 pub mod images;
 pub mod json_schema;
 pub mod mock_anthropic;
 pub mod mock_openai;
 pub mod nats;
 pub mod poll;
+pub mod procs;
 pub mod raw_socket;
 pub mod server;
 pub mod vendor_clis;
@@ -19,6 +21,6 @@ pub mod ws;
 
 pub use nats::NatsServer;
 pub use poll::{eventually, eventually_within};
-pub use server::{Server, ServerOptions, TempDir};
+pub use server::{ConfiguredServer, Server, ServerOptions, TempDir};
 pub use webdriver::Browser;
 pub use ws::WsClient;

@@ -162,11 +162,16 @@ impl NatsServer {
             .get_stream("TANDEM_EVENTS")
             .await
             .unwrap_or_else(|e| panic!("stream TANDEM_EVENTS: {e}"));
-        let mut config = stream.info().await.expect("stream info").config.clone();
+        let mut config = stream
+            .info()
+            .await
+            .unwrap_or_else(|e| panic!("stream info: {e}"))
+            .config
+            .clone();
         config.duplicate_window = Duration::from_secs(1);
         js.update_stream(&config)
             .await
-            .expect("shorter duplicate window");
+            .unwrap_or_else(|e| panic!("shorter duplicate window: {e}"));
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let subject = format!("tandem.sessions.{session_id}.events");
         let consumer = stream
@@ -186,16 +191,24 @@ impl NatsServer {
             tokio::time::timeout(Duration::from_millis(500), messages.next()).await
         {
             let msg = msg.unwrap_or_else(|e| panic!("message: {e}"));
-            let headers = msg.headers.clone().expect("a published event has headers");
+            let Some(headers) = msg.headers.clone() else {
+                panic!("a published event without headers")
+            };
             let seq: u64 = headers
                 .get("Tandem-Seq")
-                .expect("a Tandem-Seq header")
+                .unwrap_or_else(|| panic!("no Tandem-Seq header"))
                 .as_str()
                 .parse()
-                .expect("a numeric seq");
+                .unwrap_or_else(|e| panic!("a numeric seq: {e}"));
             if delete.contains(&seq) {
-                let at = msg.info().expect("message info").stream_sequence;
-                assert!(stream.delete_message(at).await.expect("delete"));
+                let at = msg
+                    .info()
+                    .unwrap_or_else(|e| panic!("message info: {e}"))
+                    .stream_sequence;
+                assert!(stream
+                    .delete_message(at)
+                    .await
+                    .unwrap_or_else(|e| panic!("delete: {e}")));
                 deleted += 1;
             }
             if seq == copy && !copied {
@@ -204,9 +217,9 @@ impl NatsServer {
                 again.insert("Nats-Msg-Id", format!("{session_id}:{seq}:again").as_str());
                 js.publish_with_headers(subject.clone(), again, msg.payload.clone())
                     .await
-                    .expect("publish a copy")
+                    .unwrap_or_else(|e| panic!("publish a copy: {e}"))
                     .await
-                    .expect("the copy's ack");
+                    .unwrap_or_else(|e| panic!("the copy's ack: {e}"));
                 copied = true;
             }
         }

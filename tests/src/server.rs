@@ -58,6 +58,80 @@ pub struct ServerOptions {
     pub args: Vec<String>,
 }
 
+impl ServerOptions {
+    /// `--config FILE`, without token auth.
+    pub fn with_config(config: &Path) -> ServerOptions {
+        ServerOptions {
+            args: vec!["--config".into(), config.display().to_string()],
+            ..ServerOptions::default()
+        }
+    }
+}
+
+/// A server started with `--config FILE`, which a test may kill and start again on
+/// the same data and config. Dropped, it stops cleanly (SIGTERM: the server stops the
+/// vendor processes it started, which SIGKILL would orphan when busy), or is killed
+/// when the test is already failing.
+#[derive(Debug)]
+pub struct ConfiguredServer {
+    /// The running server; `None` once the test stopped it.
+    server: Option<Server>,
+    /// Its data directory's parent, kept across restarts.
+    dir: std::sync::Arc<TempDir>,
+    /// The config file it starts with.
+    config: PathBuf,
+}
+
+impl ConfiguredServer {
+    /// Starts a server in `dir` with `config`.
+    pub fn start(dir: std::sync::Arc<TempDir>, config: PathBuf) -> ConfiguredServer {
+        let server = Server::start_in(dir.clone(), ServerOptions::with_config(&config));
+        ConfiguredServer {
+            server: Some(server),
+            dir,
+            config,
+        }
+    }
+
+    /// The running server; panics once it was stopped.
+    pub fn server(&self) -> &Server {
+        match &self.server {
+            Some(s) => s,
+            None => panic!("the server is stopped"),
+        }
+    }
+
+    /// Kills the server (SIGKILL) and starts it again on the same data.
+    pub fn restart(&mut self) {
+        if let Some(old) = self.server.take() {
+            old.kill();
+        }
+        self.server = Some(Server::start_in(
+            self.dir.clone(),
+            ServerOptions::with_config(&self.config),
+        ));
+    }
+
+    /// Stops the server cleanly (SIGTERM) and waits for it to exit.
+    pub fn terminate(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.terminate();
+        }
+    }
+}
+
+impl Drop for ConfiguredServer {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            if std::thread::panicking() {
+                server.kill();
+            } else {
+                server.terminate();
+            }
+        }
+    }
+}
+
 /// A running server process. It derefs to an [`Api`] client holding the admin token
 /// (when token auth is on); [`Server::as_user`] gives one for another token.
 #[derive(Debug)]

@@ -200,6 +200,16 @@ impl Browser {
         .await
     }
 
+    /// The `textContent` of the first element `css` matches (the script fails when
+    /// none does).
+    pub async fn text(&self, css: &str) -> Value {
+        self.exec(
+            "return document.querySelector(arguments[0]).textContent;",
+            vec![json!(css)],
+        )
+        .await
+    }
+
     /// Runs an async script: it calls `arguments[arguments.length - 1](result)`.
     pub async fn exec_async(&self, script: &str, args: Vec<Value>) -> Value {
         self.call(

@@ -222,12 +222,45 @@ impl WsClient {
             .await;
     }
 
+    /// Sends `content` to `session_id` (`chat.send`) and panics unless it is accepted.
+    pub async fn chat(&mut self, session_id: &str, content: &str) -> Value {
+        self.ok(json!({"type": "chat.send", "sessionId": session_id, "content": content}))
+            .await
+    }
+
+    /// [`WsClient::chat`], then the turn's events through its `turn_completed` (the
+    /// client must be subscribed to the session).
+    pub async fn turn(&mut self, session_id: &str, content: &str) -> Vec<Value> {
+        self.chat(session_id, content).await;
+        self.events_until_turn_end(session_id).await
+    }
+
     /// Events of `session_id` until its `turn_completed` (inclusive), skipping other
     /// frames.
     pub async fn events_until_turn_end(&mut self, session_id: &str) -> Vec<Value> {
         let frames = self
             .recv_until(|v| v["kind"] == "turn_completed" && v["sessionId"] == session_id)
             .await;
+        Self::events_of(frames, session_id)
+    }
+
+    /// [`WsClient::events_until_turn_end`], waiting at most `timeout` for each frame:
+    /// for vendors whose first turn starts slow processes.
+    pub async fn events_until_turn_end_within(
+        &mut self,
+        timeout: Duration,
+        session_id: &str,
+    ) -> Vec<Value> {
+        let frames = self
+            .recv_until_within(timeout, |v| {
+                v["kind"] == "turn_completed" && v["sessionId"] == session_id
+            })
+            .await;
+        Self::events_of(frames, session_id)
+    }
+
+    /// The numbered events of `session_id` among `frames`.
+    fn events_of(frames: Vec<Value>, session_id: &str) -> Vec<Value> {
         frames
             .into_iter()
             .filter(|v| v["sessionId"] == session_id && v.get("seq").is_some())

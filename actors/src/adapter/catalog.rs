@@ -44,6 +44,36 @@ pub struct VendorSpec {
 }
 
 impl VendorSpec {
+    /// An installed vendor before anything was asked of it: no models, no effort
+    /// levels, status unknown. Each adapter fills in what it knows.
+    pub fn new(id: VendorId, display_name: impl Into<String>, capabilities: &[&str]) -> Self {
+        VendorSpec {
+            id,
+            display_name: display_name.into(),
+            models: Vec::new(),
+            effort_levels: &[],
+            capabilities: strings(capabilities),
+            installed: true,
+            version: None,
+            status: VendorStatus::Unknown,
+            problem: None,
+            default_model: None,
+            configured_models: Vec::new(),
+            agent: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// A built-in vendor's entry as configured: under the configured id, with the
+    /// configured display name if there is one.
+    pub fn configured(self, id: &VendorId, display_name: Option<&str>) -> Self {
+        VendorSpec {
+            id: id.clone(),
+            display_name: display_name.map_or(self.display_name, str::to_string),
+            ..self
+        }
+    }
+
     /// True when `model` is one this vendor is known to offer.
     pub fn knows_model(&self, model: &str) -> bool {
         self.models.iter().any(|m| m == model)

@@ -18,6 +18,7 @@ pub mod messages;
 pub mod model_cache;
 pub mod process;
 pub mod scripted;
+pub mod supervisor;
 pub mod tool_host;
 pub mod vendor_id;
 pub mod vendors;
@@ -27,6 +28,16 @@ pub use catalog::{clamp_effort, VendorCatalog, VendorSpec};
 /// The capability a vendor lists in `GET /vendors` when its adapter can rewind its
 /// conversation (`chat.edit-send`).
 pub const REWIND_CAPABILITY: &str = "rewind";
+
+/// What the scripted agent, Codex and Claude Code can all do (`GET /vendors`).
+pub const CLI_CAPABILITIES: &[&str] = &[
+    "interrupt",
+    "backgroundTasks",
+    "tools",
+    "approvals",
+    REWIND_CAPABILITY,
+    "images",
+];
 pub use context::{AdapterContext, McpAccess};
 pub use process::{ConfiguredVendor, VendorProcess, VendorProtocol, VendorsConfig};
 pub use tool_host::{ToolFuture, ToolHost, Tools};

@@ -44,7 +44,7 @@ use super::catalog::strings;
 use super::core::{Approvals, Asked, Emitter, TurnSlot};
 use super::health::VendorStatus;
 use super::messages::{AdapterCommand, AgentItem};
-use super::{AdapterContext, AdapterFactory, Tools, VendorId, VendorSpec};
+use super::{AdapterContext, AdapterFactory, Tools, VendorId, VendorSpec, CLI_CAPABILITIES};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 
@@ -162,26 +162,12 @@ pub struct Factory;
 impl AdapterFactory for Factory {
     fn spec(&self) -> VendorSpec {
         VendorSpec {
-            id: VendorId::SCRIPTED,
-            display_name: "Scripted".into(),
             models: strings(&["scripted-1"]),
             effort_levels: &["low", "medium", "high"],
-            capabilities: strings(&[
-                "interrupt",
-                "backgroundTasks",
-                "tools",
-                "approvals",
-                crate::adapter::REWIND_CAPABILITY,
-                "images",
-            ]),
-            installed: true,
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
             status: VendorStatus::Ok,
-            problem: None,
             default_model: Some("scripted-1".into()),
-            configured_models: Vec::new(),
-            agent: None,
-            notes: Vec::new(),
+            ..VendorSpec::new(VendorId::SCRIPTED, "Scripted", CLI_CAPABILITIES)
         }
     }
 

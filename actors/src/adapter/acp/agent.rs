@@ -21,11 +21,10 @@ use actix::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 use tandem_protocol::{EventBody, PermissionKind, PermissionMode, TurnStatus};
-use tokio::sync::oneshot;
 
 use super::mapping::{self, TurnMapper};
 use super::models::ModelSwitch;
-use super::transport::{self, Exited, Incoming, LiveProcess};
+use super::transport::{self, Incoming};
 use super::wire::{
     line, AgentCapabilities, CancelParams, ClientCapabilities, Frame, HttpHeader, ImageBlock,
     Implementation, InitializeParams, InitializeResult, McpServer, Mode, NewSessionParams,
@@ -34,13 +33,11 @@ use super::wire::{
     RequestPermissionParams, RpcError, SessionNotification, SessionOpened, SetConfigOptionParams,
     SetModeParams, SetModelParams, TextBlock, METHOD_NOT_FOUND, PROTOCOL_VERSION,
 };
-use super::{AcpHub, AcpVendor};
+use super::AcpVendor;
 use crate::adapter::core::{Approvals, Asked, Emitter, Phase, Stop, TurnSlot};
 use crate::adapter::messages::{AdapterCommand, AgentItem, ImageInput, TurnSettings};
+use crate::adapter::supervisor::{Closing, Exited, LiveProcess, ProcessHub};
 use crate::adapter::{AdapterContext, McpAccess};
-
-/// A process asked to close is killed if it is still there after this long.
-const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// How long a turn the agent answered waits for the results of tool calls still open.
 /// An agent may send a call's last `tool_call_update` just after its `session/prompt`
@@ -91,7 +88,7 @@ pub struct AcpAgent {
     /// Reports to the session and paces.
     emitter: Emitter,
     /// Shared with every ACP adapter: pids and the shutdown signal.
-    hub: AcpHub,
+    hub: ProcessHub,
     /// Settings as the session last gave them.
     settings: TurnSettings,
     /// The agent's session id, once known: reopened after a restart or idle close.
@@ -108,15 +105,15 @@ pub struct AcpAgent {
     slot: TurnSlot<TurnData>,
     /// Permission requests waiting for a person, and the remembered rules.
     approvals: Approvals<AcpApproval>,
-    /// Processes asked to close, with their kill switches.
-    closing: Vec<(u64, Option<oneshot::Sender<()>>)>,
+    /// Processes asked to close, killed if still there after the grace period.
+    closing: Closing,
     /// Closes the process after it has been idle for the configured time.
     idle: Option<SpawnHandle>,
 }
 
 impl AcpAgent {
     /// An adapter for the session `ctx` describes, running `vendor`.
-    pub fn new(ctx: AdapterContext, vendor: AcpVendor, hub: AcpHub) -> Self {
+    pub fn new(ctx: AdapterContext, vendor: AcpVendor, hub: ProcessHub) -> Self {
         let emitter = ctx.emitter();
         AcpAgent {
             slot: TurnSlot::new(&emitter),
@@ -133,7 +130,7 @@ impl AcpAgent {
             generation: 0,
             next_id: 0,
             pending: HashMap::new(),
-            closing: Vec::new(),
+            closing: Closing::default(),
             idle: None,
         }
     }
@@ -213,30 +210,20 @@ impl AcpAgent {
     /// Kills the live process at once (it is broken).
     fn kill_live(&mut self) {
         if let Link::Up { process, .. } = std::mem::replace(&mut self.link, Link::Down) {
-            if let Some(kill) = process.close() {
-                let _ = kill.send(());
-            }
+            process.kill();
         }
         self.pending.clear();
     }
 
     /// Closes the live process: stdin is closed (the agent exits by itself) and it is
-    /// killed if still there after [`CLOSE_GRACE`].
+    /// killed if still there after the grace period.
     fn close_live(&mut self, ctx: &mut Context<Self>) {
         let Link::Up { process, .. } = std::mem::replace(&mut self.link, Link::Down) else {
             return;
         };
         tracing::debug!(session = %self.session_id, pid = process.pid, "closing idle acp agent");
-        let generation = process.generation;
-        self.closing.push((generation, process.close()));
+        self.closing.close(process, ctx, |act| &mut act.closing);
         self.pending.clear();
-        ctx.run_later(CLOSE_GRACE, move |act, _| {
-            if let Some(pos) = act.closing.iter().position(|(g, _)| *g == generation) {
-                if let (_, Some(kill)) = act.closing.remove(pos) {
-                    let _ = kill.send(());
-                }
-            }
-        });
     }
 
     fn cancel_idle(&mut self, ctx: &mut Context<Self>) {
@@ -649,7 +636,7 @@ impl AcpAgent {
     }
 
     fn on_exit(&mut self, exit: Exited, ctx: &mut Context<Self>) {
-        self.closing.retain(|(g, _)| *g != exit.generation);
+        self.closing.exited(exit.generation);
         let current =
             matches!(&self.link, Link::Up { process, .. } if process.generation == exit.generation);
         if !current {
@@ -664,11 +651,7 @@ impl AcpAgent {
             return;
         }
         // After an interrupt the slot reports this as `interrupted`.
-        let mut error = format!("{} exited during the turn ({})", self.name(), exit.status);
-        if !exit.stderr_tail.trim().is_empty() {
-            error.push_str(": ");
-            error.push_str(exit.stderr_tail.trim());
-        }
+        let error = exit.turn_error(self.name());
         self.finish_turn(TurnStatus::Failed, Some(error), None);
         self.arm_idle(ctx);
     }

@@ -12,8 +12,9 @@
 //! - [`probe`]: `initialize` and `session/new` without a prompt, for what
 //!   `GET /vendors` shows (name, version, capabilities, models).
 //!
-//! [`AcpHub`] is what all ACP adapters share: the pids of the agents we started and a
-//! shutdown signal that kills them all when the server stops.
+//! The factory's [`ProcessHub`] is what all adapters of one agent share: the pids of
+//! the processes we started and a shutdown signal that kills them all when the server
+//! stops.
 
 pub mod agent;
 pub mod mapping;
@@ -22,16 +23,14 @@ pub mod probe;
 pub mod transport;
 pub mod wire;
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
 
 pub use agent::AcpAgent;
 
-use super::catalog::strings;
 use super::messages::AdapterCommand;
+use super::supervisor::ProcessHub;
 use super::vendors::LocalFuture;
 use super::{
     AdapterContext, AdapterFactory, ConfiguredVendor, VendorId, VendorProcess, VendorSpec,
@@ -62,72 +61,13 @@ pub struct AcpVendor {
     pub idle_close: Duration,
 }
 
-/// State every ACP adapter shares; cheap to clone.
-#[derive(Debug, Clone)]
-pub struct AcpHub {
-    inner: Arc<HubInner>,
-}
-
-#[derive(Debug)]
-struct HubInner {
-    /// Pids of the agent processes we started and that have not exited.
-    pids: Mutex<HashSet<u32>>,
-    /// Set once at shutdown; every process supervisor watches it.
-    shutdown: tokio::sync::watch::Sender<bool>,
-}
-
-impl Default for AcpHub {
-    fn default() -> Self {
-        AcpHub {
-            inner: Arc::new(HubInner {
-                pids: Mutex::new(HashSet::new()),
-                shutdown: tokio::sync::watch::channel(false).0,
-            }),
-        }
-    }
-}
-
-impl AcpHub {
-    pub(crate) fn process_started(&self, pid: u32) {
-        if let Ok(mut pids) = self.inner.pids.lock() {
-            pids.insert(pid);
-        }
-    }
-
-    pub(crate) fn process_ended(&self, pid: u32) {
-        if let Ok(mut pids) = self.inner.pids.lock() {
-            pids.remove(&pid);
-        }
-    }
-
-    /// A receiver that turns true when the server shuts down.
-    pub(crate) fn shutdown_signal(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
-        Some(self.inner.shutdown.subscribe())
-    }
-
-    /// How many of our agent processes are alive.
-    pub fn live_processes(&self) -> usize {
-        self.inner.pids.lock().map(|p| p.len()).unwrap_or(0)
-    }
-
-    /// Kills every agent process we started and waits (at most `limit`) until they
-    /// have exited: stopping the server leaves no process behind.
-    pub async fn shutdown(&self, limit: Duration) {
-        self.inner.shutdown.send_replace(true);
-        let deadline = tokio::time::Instant::now() + limit;
-        while self.live_processes() > 0 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
 /// An ACP agent in the vendor registry: one [`AcpAgent`] (and, while live, one agent
 /// process) per session.
 pub struct Factory {
     /// The agent as configured.
     vendor: AcpVendor,
     /// What every adapter of this agent shares.
-    hub: AcpHub,
+    hub: ProcessHub,
 }
 
 impl Factory {
@@ -144,7 +84,7 @@ impl Factory {
                 startup_timeout,
                 idle_close: vendor.process.idle_close.unwrap_or(DEFAULT_IDLE_CLOSE),
             },
-            hub: AcpHub::default(),
+            hub: ProcessHub::default(),
         }
     }
 }
@@ -154,21 +94,11 @@ impl AdapterFactory for Factory {
     /// `session/new` lists them, where the agent offers a choice), no effort levels
     /// (ACP has none), the capabilities every ACP agent has.
     fn spec(&self) -> VendorSpec {
-        VendorSpec {
-            id: self.vendor.id.clone(),
-            display_name: self.vendor.display_name.clone(),
-            models: Vec::new(),
-            effort_levels: &[],
-            capabilities: strings(&["acp", "interrupt", "approvals"]),
-            installed: true,
-            version: None,
-            status: VendorStatus::Unknown,
-            problem: None,
-            default_model: None,
-            configured_models: Vec::new(),
-            agent: None,
-            notes: Vec::new(),
-        }
+        VendorSpec::new(
+            self.vendor.id.clone(),
+            self.vendor.display_name.clone(),
+            &["acp", "interrupt", "approvals"],
+        )
     }
 
     fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {

@@ -14,20 +14,18 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use tandem_protocol::TurnStatus;
-use tokio::sync::oneshot;
 
 use super::approvals::{ClaudeApproval, PlanLookup};
 use super::mapping::StreamMapper;
 use super::tasks::TaskTracker;
-use super::transport::{self, cli_args, cli_mode, Exited, LiveProcess, StdoutLine};
+use super::transport::{self, cli_args, cli_mode, StdoutLine};
 use super::wire::{line, new_uuid, OutboundControlRequest, OutboundRequest, UserTurn};
-use super::{ClaudeHub, DEFAULT_IDLE_CLOSE};
+use super::DEFAULT_IDLE_CLOSE;
 use crate::adapter::core::{Approvals, Emitter, Phase, Stop, TurnSlot};
 use crate::adapter::messages::{AdapterCommand, AgentItem, ImageInput, TurnSettings};
+use crate::adapter::supervisor::{Closing, Exited, LiveProcess, ProcessHub};
 use crate::adapter::{AdapterContext, McpAccess, VendorProcess};
 
-/// A process asked to close is killed if it is still there after this long.
-const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// How long Claude Code may keep retrying an API it cannot reach before the turn is
 /// stopped and fails (it would retry for minutes); `TANDEM_CLAUDE_UNREACHABLE_MS`
 /// shortens it for tests.
@@ -132,15 +130,15 @@ pub struct ClaudeAgent {
     /// Everything for the session goes through it.
     pub(super) emitter: Emitter,
     /// Shared with every Claude adapter: our pids (to tell outside runs apart), shutdown.
-    hub: ClaudeHub,
+    hub: ProcessHub,
     /// Settings as the session last gave them.
     pub(super) settings: TurnSettings,
     /// The Claude session to resume, once known.
     pub(super) vendor_session_id: Option<String>,
     /// The process, while it runs.
     pub(super) live: Process,
-    /// Processes asked to close, with their kill switches (dropped = killed).
-    closing: Vec<(u64, Option<oneshot::Sender<()>>)>,
+    /// Processes asked to close, killed if still there after the grace period.
+    closing: Closing,
     /// Bumped per process; stdout lines and exits of an older process are ignored.
     pub(super) generation: u64,
     /// Our turn in flight.
@@ -167,7 +165,7 @@ pub struct ClaudeAgent {
 
 impl ClaudeAgent {
     /// An adapter for the session `ctx` describes, running `process`.
-    pub fn new(ctx: AdapterContext, process: VendorProcess, hub: ClaudeHub) -> Self {
+    pub fn new(ctx: AdapterContext, process: VendorProcess, hub: ProcessHub) -> Self {
         let emitter = ctx.emitter();
         ClaudeAgent {
             session_id: ctx.session_id,
@@ -181,7 +179,7 @@ impl ClaudeAgent {
             settings: ctx.settings,
             vendor_session_id: ctx.vendor_session_id,
             live: Process::Down,
-            closing: Vec::new(),
+            closing: Closing::default(),
             generation: 0,
             mapper: StreamMapper::default(),
             tasks: TaskTracker::default(),
@@ -261,26 +259,17 @@ impl ClaudeAgent {
     }
 
     /// Closes the live process: stdin is closed (the CLI exits by itself) and it is
-    /// killed if still there after [`CLOSE_GRACE`]. Its tasks and approvals end with it.
+    /// killed if still there after the grace period. Its tasks and approvals end with it.
     pub(super) fn close_live(&mut self, ctx: &mut Context<Self>) {
-        let Process::Up(mut up) = std::mem::replace(&mut self.live, Process::Down) else {
+        let Process::Up(up) = std::mem::replace(&mut self.live, Process::Down) else {
             return;
         };
+        let up = *up;
         tracing::debug!(session = %self.session_id, pid = up.proc.pid, "closing claude");
-        if let Some(idle) = up.idle.take() {
+        if let Some(idle) = up.idle {
             ctx.cancel_future(idle);
         }
-        up.proc.stdin = None;
-        let generation = up.proc.generation;
-        self.closing.push((generation, up.proc.kill.take()));
-        ctx.run_later(CLOSE_GRACE, move |act, _| {
-            if let Some(pos) = act.closing.iter().position(|(g, _)| *g == generation) {
-                let (_, kill) = act.closing.remove(pos);
-                if let Some(kill) = kill {
-                    let _ = kill.send(());
-                }
-            }
-        });
+        self.closing.close(up.proc, ctx, |act| &mut act.closing);
         self.process_gone();
     }
 
@@ -302,7 +291,7 @@ impl ClaudeAgent {
 
     /// The process `generation` exited (it may be one asked to close).
     pub(super) fn reap(&mut self, generation: u64) -> bool {
-        self.closing.retain(|(g, _)| *g != generation);
+        self.closing.exited(generation);
         if self.up().map(|u| u.proc.generation) != Some(generation) {
             return false;
         }

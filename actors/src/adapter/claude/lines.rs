@@ -10,10 +10,10 @@ use tandem_protocol::{EventBody, TurnStatus};
 
 use super::actor::{ClaudeAgent, Stage};
 use super::mapping::{turn_outcome, usage_value};
-use super::transport::Exited;
 use super::wire::{CliMessage, ResultMessage, SystemMessage};
 use crate::adapter::core::Phase;
 use crate::adapter::messages::AgentItem;
+use crate::adapter::supervisor::Exited;
 use crate::clock::now_ms;
 
 /// Longest piece of a malformed line quoted in the log.
@@ -158,13 +158,9 @@ impl ClaudeAgent {
         }
         tracing::debug!(session = %self.session_id, status = %exit.status, "claude exited");
         self.process_gone();
-        let mut error = format!("Claude Code exited during the turn ({})", exit.status);
-        if !exit.stderr_tail.trim().is_empty() {
-            error.push_str(": ");
-            error.push_str(exit.stderr_tail.trim());
-        }
         // A turn being interrupted ends `interrupted` (the slot's rule).
-        self.turn.end(TurnStatus::Failed, Some(error));
+        self.turn
+            .end(TurnStatus::Failed, Some(exit.turn_error("Claude Code")));
     }
 
     /// The Claude session could not be resumed (its transcript is gone): carry the

@@ -13,8 +13,9 @@
 //! - [`registry`]: Claude Code processes running outside tandem, for the running view.
 //!
 //! [`ClaudeHub`] is what all Claude adapters share: the pids of the processes we
-//! started (so the running view does not mistake them for outside ones), the home
-//! directory whose registry is scanned, and a shutdown signal that kills every process.
+//! started (so the running view does not mistake them for outside ones) and the
+//! shutdown signal that kills every one (its [`ProcessHub`]), and the home directory
+//! whose registry is scanned.
 
 pub mod actor;
 mod approvals;
@@ -27,9 +28,7 @@ pub mod tasks;
 pub mod transport;
 pub mod wire;
 
-use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -41,11 +40,13 @@ use tandem_protocol::rest::RunningSession;
 use tandem_protocol::SessionInfo;
 
 use super::catalog::strings;
-use super::health::{self, CliFacts, CliProfile, Health, SupportedRange, VendorStatus};
+use super::health::{self, CliFacts, CliProfile, Health, SupportedRange};
 use super::messages::AdapterCommand;
+use super::supervisor::ProcessHub;
 use super::vendors::LocalFuture;
 use super::{
     AdapterContext, AdapterFactory, ConfiguredVendor, VendorId, VendorProcess, VendorSpec,
+    CLI_CAPABILITIES,
 };
 use crate::error::RuntimeError;
 
@@ -101,18 +102,11 @@ pub const DEFAULT_IDLE_CLOSE: Duration = Duration::from_secs(600);
 /// State every Claude adapter shares; cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct ClaudeHub {
-    inner: Arc<HubInner>,
-}
-
-#[derive(Debug, Default)]
-struct HubInner {
+    /// The `claude` processes we started and the signal that kills them at shutdown.
+    processes: ProcessHub,
     /// The home directory the CLI runs with: `HOME` from `[vendors.claude] env`, else
     /// the server's. `None` when Claude is not installed (nothing to scan).
     home: Option<PathBuf>,
-    /// Pids of the `claude` processes we started and that have not exited.
-    pids: Mutex<HashSet<u32>>,
-    /// Set once at shutdown; every process supervisor watches it.
-    shutdown: Option<tokio::sync::watch::Sender<bool>>,
 }
 
 impl ClaudeHub {
@@ -120,87 +114,33 @@ impl ClaudeHub {
     pub fn new(process: Option<&VendorProcess>) -> Self {
         let home = process.and_then(|p| p.environment().get("HOME").map(PathBuf::from));
         ClaudeHub {
-            inner: Arc::new(HubInner {
-                home,
-                pids: Mutex::new(HashSet::new()),
-                shutdown: Some(tokio::sync::watch::channel(false).0),
-            }),
+            processes: ProcessHub::default(),
+            home,
         }
     }
 
-    pub(crate) fn process_started(&self, pid: u32) {
-        if let Ok(mut pids) = self.inner.pids.lock() {
-            pids.insert(pid);
-        }
-    }
-
-    pub(crate) fn process_ended(&self, pid: u32) {
-        if let Ok(mut pids) = self.inner.pids.lock() {
-            pids.remove(&pid);
-        }
-    }
-
-    /// A receiver that turns true when the server shuts down.
-    pub(crate) fn shutdown_signal(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
-        self.inner.shutdown.as_ref().map(|s| s.subscribe())
-    }
-
-    /// True when `pid` is a process one of our adapters started.
-    pub fn is_ours(&self, pid: u32) -> bool {
-        self.inner.pids.lock().is_ok_and(|p| p.contains(&pid))
-    }
-
-    /// How many of our `claude` processes are alive.
-    pub fn live_processes(&self) -> usize {
-        self.inner.pids.lock().map(|p| p.len()).unwrap_or(0)
+    /// The `claude` processes we started.
+    pub fn processes(&self) -> &ProcessHub {
+        &self.processes
     }
 
     /// Busy Claude Code processes started outside tandem (registry files under the
     /// CLI's home directory). Never fails: unreadable entries are skipped.
     pub fn external_runs(&self) -> Vec<ExternalRun> {
-        match &self.inner.home {
-            Some(home) => registry::scan(home, &|pid| self.is_ours(pid)),
+        match &self.home {
+            Some(home) => registry::scan(home, &|pid| self.processes.is_ours(pid)),
             None => Vec::new(),
-        }
-    }
-
-    /// Kills every `claude` process we started and waits (at most `limit`) until they
-    /// have exited: stopping the server leaves no process behind.
-    pub async fn shutdown(&self, limit: Duration) {
-        if let Some(tx) = &self.inner.shutdown {
-            tx.send_replace(true);
-        }
-        let deadline = tokio::time::Instant::now() + limit;
-        while self.live_processes() > 0 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 }
 
 /// Claude Code's catalog entry before its CLI has been asked.
 pub fn spec() -> VendorSpec {
+    // Claude Code's default model depends on the account; only the CLI knows.
     VendorSpec {
-        id: VendorId::CLAUDE,
-        display_name: "Claude Code".into(),
         models: strings(&["sonnet", "opus", "haiku"]),
         effort_levels: &["low", "medium", "high", "xhigh", "max"],
-        capabilities: strings(&[
-            "interrupt",
-            "backgroundTasks",
-            "tools",
-            "approvals",
-            crate::adapter::REWIND_CAPABILITY,
-            "images",
-        ]),
-        installed: true,
-        version: None,
-        status: VendorStatus::Unknown,
-        problem: None,
-        // Claude Code's default depends on the account; only the CLI knows.
-        default_model: None,
-        configured_models: Vec::new(),
-        agent: None,
-        notes: Vec::new(),
+        ..VendorSpec::new(VendorId::CLAUDE, "Claude Code", CLI_CAPABILITIES)
     }
 }
 
@@ -231,17 +171,12 @@ impl Factory {
 
 impl AdapterFactory for Factory {
     fn spec(&self) -> VendorSpec {
-        let base = spec();
-        VendorSpec {
-            id: self.id.clone(),
-            display_name: self.display_name.clone().unwrap_or(base.display_name),
-            ..base
-        }
+        spec().configured(&self.id, self.display_name.as_deref())
     }
 
     fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
         Ok(
-            ClaudeAgent::new(ctx, self.process.clone(), self.hub.clone())
+            ClaudeAgent::new(ctx, self.process.clone(), self.hub.processes().clone())
                 .start()
                 .recipient(),
         )
@@ -257,7 +192,7 @@ impl AdapterFactory for Factory {
     }
 
     fn shutdown(&self, limit: Duration) -> LocalFuture<()> {
-        let hub = self.hub.clone();
+        let hub = self.hub.processes().clone();
         Box::pin(async move { hub.shutdown(limit).await })
     }
 

@@ -31,11 +31,12 @@ use actix::prelude::*;
 pub use server::{CodexHub, Limits};
 
 use crate::adapter::catalog::strings;
-use crate::adapter::health::{self, CliFacts, CliProfile, Health, SupportedRange, VendorStatus};
+use crate::adapter::health::{self, CliFacts, CliProfile, Health, SupportedRange};
 use crate::adapter::messages::AdapterCommand;
 use crate::adapter::vendors::LocalFuture;
 use crate::adapter::{
     AdapterContext, AdapterFactory, ConfiguredVendor, VendorId, VendorProcess, VendorSpec,
+    CLI_CAPABILITIES,
 };
 use crate::error::RuntimeError;
 
@@ -72,26 +73,9 @@ pub async fn check(process: Option<&VendorProcess>) -> Health {
 /// what `model/list` reports).
 pub fn spec() -> VendorSpec {
     VendorSpec {
-        id: VendorId::CODEX,
-        display_name: "Codex".into(),
         models: strings(&["gpt-5-codex", "gpt-5"]),
         effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
-        capabilities: strings(&[
-            "interrupt",
-            "backgroundTasks",
-            "tools",
-            "approvals",
-            crate::adapter::REWIND_CAPABILITY,
-            "images",
-        ]),
-        installed: true,
-        version: None,
-        status: VendorStatus::Unknown,
-        problem: None,
-        default_model: None,
-        configured_models: Vec::new(),
-        agent: None,
-        notes: Vec::new(),
+        ..VendorSpec::new(VendorId::CODEX, "Codex", CLI_CAPABILITIES)
     }
 }
 
@@ -122,12 +106,7 @@ impl Factory {
 
 impl AdapterFactory for Factory {
     fn spec(&self) -> VendorSpec {
-        let base = spec();
-        VendorSpec {
-            id: self.id.clone(),
-            display_name: self.display_name.clone().unwrap_or(base.display_name),
-            ..base
-        }
+        spec().configured(&self.id, self.display_name.as_deref())
     }
 
     fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
