@@ -42,8 +42,9 @@ use crate::adapter::{AdapterContext, McpAccess};
 /// How long a turn the agent answered waits for the results of tool calls still open.
 /// An agent may send a call's last `tool_call_update` just after its `session/prompt`
 /// answer (codex-acp does, now and then, for a command it ran); the turn ends when
-/// the last one arrives, or after this, without them.
-const SETTLE_GRACE: Duration = Duration::from_secs(2);
+/// the last one arrives, or after this, without them. (2 s was not always enough for
+/// codex-acp on a loaded machine: its last update came later in 3 of 10 runs.)
+const SETTLE_GRACE: Duration = Duration::from_secs(5);
 /// JSON-RPC "invalid params": the answer to a request tandem cannot read.
 const INVALID_PARAMS: i64 = -32602;
 
