@@ -2,7 +2,7 @@
 //!
 //! A request under `/api/v1/sessions/{id}` for a session another node owns is
 //! authenticated here, then sent to the owner over NATS request/reply (the same
-//! subject as forwarded WebSocket requests, [`crate::cluster_route::Call::Rest`]):
+//! subject as forwarded WebSocket requests, [`crate::cluster_wire::Call::Rest`]):
 //! method, path and query, content type and body, with the caller's identity. The
 //! owner runs it through its own routes, by sending it to its own listener on
 //! loopback ([`Loopback`]) marked with a per-process secret that stands for "already
@@ -27,7 +27,7 @@ use tandem_protocol::error::{ErrorBody, ErrorDetail};
 use tandem_protocol::ErrorCode;
 
 use crate::auth;
-use crate::cluster_route::{Call, Forward};
+use crate::cluster_wire::{Call, Forward};
 use crate::error::ApiError;
 use crate::state::AppState;
 

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use bytestring::ByteString;
 use futures_util::future::LocalBoxFuture;
-use serde::{Deserialize, Serialize};
 use tandem_actors::cluster::{Cluster, Owner};
 use tandem_actors::{Principal, Runtime, RuntimeError};
 use tandem_protocol::{ClientRequest, ErrorCode, ServerFrame};
+
+use crate::cluster_wire::{Call, Forward};
 
 /// A request that does not run here.
 pub enum Routed {
@@ -17,55 +18,6 @@ pub enum Routed {
     Forwarded(LocalBoxFuture<'static, String>),
     /// Refused at once (the owner is unavailable).
     Refused(ServerFrame),
-}
-
-/// What travels to the owner.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Forward {
-    /// The caller's user id, authenticated by the node it connected to.
-    pub user_id: String,
-    /// Whether the caller is an admin.
-    pub admin: bool,
-    /// What to run there.
-    pub call: Call,
-}
-
-/// What a forwarded request asks of the owner.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
-pub enum Call {
-    /// A WebSocket request: the client frame as received. Answered with the frame
-    /// the owner would have sent.
-    Frame {
-        /// The frame's JSON text.
-        frame: String,
-    },
-    /// The `chat_subscribed` frame a new subscriber (the caller) of a session gets:
-    /// its pending permission requests, rules and queue live only on the owner.
-    #[serde(rename_all = "camelCase")]
-    Subscription {
-        /// The session.
-        session_id: String,
-    },
-    /// One part of an upload of the caller's handed over before a request that
-    /// names it (see [`crate::cluster_uploads`]).
-    UploadPart(crate::cluster_uploads::PartCall),
-    /// A part of an upload used in one of the owner's sessions.
-    UploadRead(crate::cluster_uploads::ReadCall),
-    /// A REST request for one of the owner's sessions (see [`crate::cluster_rest`]).
-    /// Answered with a [`crate::cluster_rest::RestAnswer`].
-    #[serde(rename_all = "camelCase")]
-    Rest {
-        /// `GET`, `POST`, ...
-        method: String,
-        /// Path and query, as the client sent them.
-        path: String,
-        /// The request's `Content-Type`, if any.
-        content_type: Option<String>,
-        /// The body (REST bodies are JSON text).
-        body: String,
-    },
 }
 
 /// How long a forwarded request may take; `tool.call` may wait for a Worker's turn

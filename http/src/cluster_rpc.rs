@@ -18,7 +18,8 @@ use tandem_actors::cluster::{Cluster, ClusterError};
 use tandem_actors::{Principal, Runtime};
 use tandem_protocol::{parse_client_frame, ServerFrame};
 
-use crate::cluster_route::{internal, Call, Forward};
+use crate::cluster_route::internal;
+use crate::cluster_wire::{Call, Forward};
 use crate::ws_requests::{dispatch, Dispatched, Requester};
 
 /// Answers the requests other nodes forward to this one, for the life of the server;

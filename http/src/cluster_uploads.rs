@@ -23,47 +23,12 @@ use tandem_actors::{Principal, Runtime, RuntimeError};
 use tandem_protocol::error::{ErrorBody, ErrorDetail};
 use tandem_protocol::ErrorCode;
 
-use crate::cluster_route::{Call, Forward};
+use crate::cluster_wire::{Call, Forward, PartCall, ReadCall};
 
 /// How long one part may take.
 const PART_TIMEOUT: Duration = Duration::from_secs(30);
 /// Room in a NATS message for what wraps a part (JSON, headers, subject).
 const ENVELOPE: usize = 16 << 10;
-
-/// One part of an upload handed over ([`Call::UploadPart`]).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PartCall {
-    /// Names the hand-over (its parts are gathered under this name).
-    pub transfer: String,
-    /// The upload.
-    pub upload_id: String,
-    /// Its media type.
-    pub mime_type: String,
-    /// Its file name.
-    pub name: Option<String>,
-    /// Bytes of the whole upload.
-    pub total: u64,
-    /// Where this part starts.
-    pub offset: u64,
-    /// The part, base64.
-    pub data: String,
-}
-
-/// Asks for a part of an upload used in one of the owner's sessions
-/// ([`Call::UploadRead`]).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReadCall {
-    /// The session that used it.
-    pub session_id: String,
-    /// The upload.
-    pub upload_id: String,
-    /// Where the part starts.
-    pub offset: u64,
-    /// Bytes wanted, at most.
-    pub len: usize,
-}
 
 /// The owner's answer to a [`PartCall`].
 #[derive(Debug, Serialize, Deserialize)]

@@ -9,6 +9,7 @@ pub mod cluster_rest;
 pub mod cluster_route;
 pub mod cluster_rpc;
 pub mod cluster_uploads;
+pub mod cluster_wire;
 pub mod config_file;
 pub mod doctor;
 pub mod error;
