@@ -152,9 +152,17 @@ async fn a_page_that_opens_later_is_shown_the_pending_request() {
         .await;
     assert_eq!(shown, json!(request_id));
     let stats = page.stats(&id).await;
-    assert_eq!(stats["pendingShown"], 1, "{stats}");
+    // The card comes from the subscription's `pendingPermissions`, unless the page
+    // had already loaded the older page holding the request's own event (it fills
+    // a short log at once; on a loaded machine that can finish before the
+    // subscription answers), which then shows it.
+    let first = stats["first"].as_u64().unwrap();
+    assert!(
+        stats["pendingShown"] == 1 || first <= request_seq,
+        "the pending request is shown from neither: {stats}"
+    );
     // The subscription replayed only the events after `tip - applied`: the request's
-    // own event was not among them, so the card came from `pendingPermissions`.
+    // own event was not among them.
     let replayed_from = stats["tip"].as_u64().unwrap_or(0) - stats["applied"].as_u64().unwrap_or(0);
     assert!(
         replayed_from >= request_seq,
