@@ -101,12 +101,24 @@ impl Page {
 
     /// Waits until some rendered item of session `id` matching `sel` contains `text`.
     pub async fn wait_text(&self, id: &str, sel: &str, text: &str) {
+        self.wait_text_within(id, sel, text, tandem_tests::webdriver::WAIT)
+            .await;
+    }
+
+    /// [`Page::wait_text`] with its own limit.
+    pub async fn wait_text_within(
+        &self,
+        id: &str,
+        sel: &str,
+        text: &str,
+        limit: std::time::Duration,
+    ) {
         let expr = format!(
             "[...document.querySelectorAll('.chat[data-session=\"{id}\"] {sel}')].some(e => e.textContent.includes({}))",
             json!(text)
         );
         self.browser
-            .wait(&format!("{sel} containing {text:?}"), &expr)
+            .wait_within(&format!("{sel} containing {text:?}"), &expr, limit)
             .await;
     }
 

@@ -157,7 +157,15 @@ async fn a_page_that_falls_behind_is_told_it_lagged_and_catches_up() {
         vec![json!(id)],
     )
     .await;
-    page.wait_text(&id, ".msg.assistant", "after the lag").await;
+    // Catching up on 100,000 events took up to 35 s on a quiet machine and more
+    // than 30 s on a loaded one: this wait has a limit of its own.
+    page.wait_text_within(
+        &id,
+        ".msg.assistant",
+        "after the lag",
+        std::time::Duration::from_secs(120),
+    )
+    .await;
     let stored = page.server.all_events(&id).await;
     let last = stored.last().and_then(|e| e["seq"].as_u64()).unwrap_or(0);
     b.wait(

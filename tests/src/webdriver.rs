@@ -223,7 +223,12 @@ impl Browser {
     /// Polls `expr` (a JS expression) until it is truthy and returns its value;
     /// panics after [`WAIT`] saying what was awaited.
     pub async fn wait(&self, what: &str, expr: &str) -> Value {
-        let deadline = std::time::Instant::now() + WAIT;
+        self.wait_within(what, expr, WAIT).await
+    }
+
+    /// [`Browser::wait`] with its own limit, for what takes long by design.
+    pub async fn wait_within(&self, what: &str, expr: &str, limit: Duration) -> Value {
+        let deadline = std::time::Instant::now() + limit;
         let script = format!("try {{ return ({expr}); }} catch (e) {{ return null; }}");
         loop {
             let v = self.exec(&script, vec![]).await;
