@@ -19,13 +19,17 @@
 //! Variants:
 //! - `text_key`: the `events` table as tandem had it through `addbf75` (WITHOUT
 //!   ROWID, key `(session_id TEXT, seq)`), one prepared single-row `INSERT` per event;
+//! - `text_rowid`: an ordinary rowid table (rows appended at its end, the frame out
+//!   of the key's B-tree) plus a unique `(session_id, seq)` index, text key;
 //! - `int_key`: WITHOUT ROWID with an integer session key;
 //! - `rowid`: an ordinary rowid table (rows appended at its end) plus a unique
 //!   `(session, seq)` index, integer session key;
 //! - `rowid_multirow`: `rowid` with 32-row `INSERT … VALUES` statements;
 //! - `writer`: tandem's [`StoreWriter`] itself (its schema, its batching: the batch
 //!   flag does not apply), fed one [`WriteOp::Event`] per event from this thread; the
-//!   writer thread's CPU.
+//!   writer thread's CPU;
+//! - `writer_windows`: the same, fed one [`WriteOp::Batch`] per session window of 32
+//!   events (what a scripted `/stream` session now writes).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -68,7 +72,7 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
         "what": "serialize",
         "cpu_us_per_event": round(serialize, 3),
     }));
-    let variants = ["text_key", "int_key", "rowid", "rowid_multirow"];
+    let variants = ["text_key", "text_rowid", "int_key", "rowid", "rowid_multirow"];
     for &batch in &batches {
         for variant in variants {
             let mut samples = Vec::new();
@@ -85,17 +89,19 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
             }));
         }
     }
-    let mut samples = Vec::new();
-    for _ in 0..runs {
-        samples.push(writer_run(&ids, &frames)?);
+    for (what, windows) in [("writer", false), ("writer_windows", true)] {
+        let mut samples = Vec::new();
+        for _ in 0..runs {
+            samples.push(writer_run(&ids, &frames, windows)?);
+        }
+        report::line(&json!({
+            "mode": "store-floor",
+            "what": what,
+            "events": frames.len(),
+            "cpu_us_per_event": samples.iter().map(|s| round(*s, 3)).collect::<Vec<_>>(),
+            "median_cpu_us_per_event": round(median(&samples), 3),
+        }));
     }
-    report::line(&json!({
-        "mode": "store-floor",
-        "what": "writer",
-        "events": frames.len(),
-        "cpu_us_per_event": samples.iter().map(|s| round(*s, 3)).collect::<Vec<_>>(),
-        "median_cpu_us_per_event": round(median(&samples), 3),
-    }));
     Ok(())
 }
 
@@ -183,6 +189,11 @@ fn insert_run(
             "CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, \
              frame TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;"
         }
+        "text_rowid" => {
+            "CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, \
+             frame TEXT NOT NULL); \
+             CREATE UNIQUE INDEX events_key ON events (session_id, seq);"
+        }
         "int_key" => {
             "CREATE TABLE events (session INTEGER NOT NULL, seq INTEGER NOT NULL, \
              frame TEXT NOT NULL, PRIMARY KEY (session, seq)) WITHOUT ROWID;"
@@ -199,7 +210,7 @@ fn insert_run(
     for chunk in frames.chunks(batch.max(1)) {
         let tx = conn.transaction().map_err(e)?;
         match variant {
-            "text_key" => {
+            "text_key" | "text_rowid" => {
                 let mut stmt = tx
                     .prepare_cached(
                         "INSERT INTO events (session_id, seq, frame) VALUES (?1, ?2, ?3)",
@@ -253,7 +264,11 @@ fn insert_run(
 }
 
 /// Tandem's store writer over the workload; µs of its thread's CPU per event.
-fn writer_run(ids: &[String], frames: &[(usize, u64, String)]) -> Result<f64, String> {
+fn writer_run(
+    ids: &[String],
+    frames: &[(usize, u64, String)],
+    windows: bool,
+) -> Result<f64, String> {
     let dir = TempDir::new("store-floor-writer");
     let store = Store::open(dir.path()).map_err(|e| e.to_string())?;
     let committed = Arc::new(AtomicU64::new(0));
@@ -276,17 +291,23 @@ fn writer_run(ids: &[String], frames: &[(usize, u64, String)]) -> Result<f64, St
     let sessions: Vec<Arc<str>> = ids.iter().map(|id| Arc::from(id.as_str())).collect();
     let gate = Arc::new(FlowGate::new(0));
     // Built before the clock starts: the sessions do this, not the writer.
-    let ops: Vec<WriteOp> = frames
-        .iter()
-        .map(|(s, seq, f)| {
-            WriteOp::Event(StoredEvent {
-                session_id: sessions[*s].clone(),
-                seq: *seq,
-                frame: f.clone().into(),
-                gate: gate.clone(),
-            })
+    let event = |(s, seq, f): &(usize, u64, String)| {
+        WriteOp::Event(StoredEvent {
+            session_id: sessions[*s].clone(),
+            seq: *seq,
+            frame: f.clone().into(),
+            gate: gate.clone(),
         })
-        .collect();
+    };
+    let ops: Vec<WriteOp> = if windows {
+        // The workload is already in windows: consecutive events of one session.
+        frames
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|run| WriteOp::Batch(run.iter().map(event).collect()))
+            .collect()
+    } else {
+        frames.iter().map(event).collect()
+    };
     let before = writer_threads()?;
     for op in ops {
         writer.write(op).map_err(|e| e.to_string())?;
