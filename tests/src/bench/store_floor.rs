@@ -72,7 +72,13 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
         "what": "serialize",
         "cpu_us_per_event": round(serialize, 3),
     }));
-    let variants = ["text_key", "text_rowid", "int_key", "rowid", "rowid_multirow"];
+    let variants = [
+        "text_key",
+        "text_rowid",
+        "int_key",
+        "rowid",
+        "rowid_multirow",
+    ];
     for &batch in &batches {
         for variant in variants {
             let mut samples = Vec::new();
