@@ -1,7 +1,6 @@
 //! SQLite storage: one database file in WAL mode, one writer thread that group-commits
 //! ([`writer`]), and a small pool of read connections used from blocking tasks.
 
-mod events_table;
 pub mod tokens;
 pub mod writer;
 
@@ -60,6 +59,12 @@ CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    frame TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
 ";
 
 /// Read access to the database; cheap to clone.
@@ -124,7 +129,6 @@ impl Store {
         };
         let conn = connect(&path).map_err(|e| unwritable(&e))?;
         conn.execute_batch(SCHEMA).map_err(|e| unwritable(&e))?;
-        events_table::create_or_migrate(&conn).map_err(|e| unwritable(&e))?;
         prove_writable(&conn).map_err(|e| unwritable(&e))?;
         tokens::migrate(&conn, data_dir)?;
         Ok(Store {
