@@ -17,8 +17,10 @@
 //! user and kernel, so WAL writes count), per event.
 //!
 //! Variants:
-//! - `text_key`: the `events` table as tandem had it through `addbf75` (WITHOUT
-//!   ROWID, key `(session_id TEXT, seq)`), one prepared single-row `INSERT` per event;
+//! - `text_key`: tandem's `events` table (WITHOUT ROWID, key `(session_id TEXT,
+//!   seq)`), one prepared single-row `INSERT` per event;
+//! - `text_multirow`: the same table with 32-row `INSERT … VALUES` statements (what
+//!   tandem's writer does since `addbf75`);
 //! - `text_rowid`: an ordinary rowid table (rows appended at its end, the frame out
 //!   of the key's B-tree) plus a unique `(session_id, seq)` index, text key;
 //! - `int_key`: WITHOUT ROWID with an integer session key;
@@ -191,7 +193,7 @@ fn insert_run(
     let dir = TempDir::new("store-floor");
     let mut conn = open(&dir)?;
     let schema = match variant {
-        "text_key" => {
+        "text_key" | "text_multirow" => {
             "CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, \
              frame TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;"
         }
@@ -227,16 +229,25 @@ fn insert_run(
                         .map_err(e)?;
                 }
             }
-            "rowid_multirow" => {
+            "rowid_multirow" | "text_multirow" => {
+                let column = if variant == "text_multirow" {
+                    "session_id"
+                } else {
+                    "session"
+                };
                 for rows in chunk.chunks(MULTI) {
                     let sql = format!(
-                        "INSERT INTO events (session, seq, frame) VALUES {}",
+                        "INSERT INTO events ({column}, seq, frame) VALUES {}",
                         vec!["(?, ?, ?)"; rows.len()].join(", ")
                     );
                     let mut stmt = tx.prepare_cached(&sql).map_err(e)?;
                     let values = rows.iter().flat_map(|(s, seq, f)| {
                         [
-                            rusqlite::types::ToSqlOutput::from(*s as i64),
+                            if variant == "text_multirow" {
+                                rusqlite::types::ToSqlOutput::from(ids[*s].as_str())
+                            } else {
+                                rusqlite::types::ToSqlOutput::from(*s as i64)
+                            },
                             rusqlite::types::ToSqlOutput::from(*seq as i64),
                             rusqlite::types::ToSqlOutput::from(f.as_str()),
                         ]
