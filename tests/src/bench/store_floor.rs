@@ -76,6 +76,7 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
     }));
     let variants = [
         "text_key",
+        "text_multirow",
         "text_rowid",
         "int_key",
         "rowid",
