@@ -20,7 +20,7 @@
 //! - `text_key`: tandem's `events` table (WITHOUT ROWID, key `(session_id TEXT,
 //!   seq)`), one prepared single-row `INSERT` per event;
 //! - `text_multirow`: the same table with 32-row `INSERT … VALUES` statements (what
-//!   tandem's writer does since `addbf75`);
+//!   tandem's store writer does);
 //! - `text_rowid`: an ordinary rowid table (rows appended at its end, the frame out
 //!   of the key's B-tree) plus a unique `(session_id, seq)` index, text key;
 //! - `int_key`: WITHOUT ROWID with an integer session key;
