@@ -154,6 +154,10 @@ pub struct AgentOutput {
 pub enum AgentItem {
     /// A history event to append as is.
     Event(EventBody),
+    /// History events produced together, appended in order as one write: one message
+    /// and one store write for the lot instead of one per event (the scripted agent's
+    /// `/stream` hands over a pacing window at a time).
+    Events(Vec<EventBody>),
     /// The turn ended; exactly one per started turn.
     TurnEnded {
         /// Completed, failed or interrupted; recorded as the turn's end event.

@@ -41,7 +41,7 @@ use tandem_protocol::{
 use tokio::sync::oneshot;
 
 use super::catalog::strings;
-use super::core::{Approvals, Asked, Emitter, TurnSlot};
+use super::core::{Approvals, Asked, Emitter, TurnSlot, AWAIT_EVERY};
 use super::health::VendorStatus;
 use super::messages::{AdapterCommand, AgentItem};
 use super::{AdapterContext, AdapterFactory, Tools, VendorId, VendorSpec, CLI_CAPABILITIES};
@@ -489,6 +489,16 @@ impl Run {
         }
     }
 
+    /// Emits several events as one message, then waits at the flow gate like
+    /// [`Run::emit`] when a pacing window filled.
+    async fn emit_many(&mut self, bodies: Vec<EventBody>) -> bool {
+        self.emitter.events(Some(self.turn_id.clone()), bodies);
+        match self.emitter.take_due() {
+            Some(wait) => wait.wait().await,
+            None => true,
+        }
+    }
+
     /// Raises a permission request (unless the actor answers it at once) and waits for
     /// its answer; `None` when the agent stopped first.
     async fn ask(&self, tool: &str, input: &str) -> Option<Answer> {
@@ -526,15 +536,22 @@ impl Run {
                     self.me.send(Stubborn(false)).await.ok()?;
                 }
                 Step::Stream(n) => {
+                    // A pacing window of deltas at a time, as one message: the
+                    // session appends them as one write.
                     let mut all = String::new();
+                    let mut window = Vec::new();
                     for i in 0..n {
                         let text = format!("chunk {i} ");
                         all.push_str(&text);
-                        if !self.emit(EventBody::TextDelta { text }).await {
+                        window.push(EventBody::TextDelta { text });
+                        if window.len() as u64 >= AWAIT_EVERY
+                            && !self.emit_many(std::mem::take(&mut window)).await
+                        {
                             return None;
                         }
                     }
-                    if !self.emit(EventBody::AssistantMessage { text: all }).await {
+                    window.push(EventBody::AssistantMessage { text: all });
+                    if !self.emit_many(window).await {
                         return None;
                     }
                 }

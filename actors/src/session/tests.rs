@@ -98,6 +98,40 @@ async fn one_turn_at_a_time_queue_in_order_and_seq_without_gaps() {
     assert_eq!(info.last_seq, live.len() as u64);
 }
 
+/// `/stream N` hands its deltas to the session a pacing window at a time: every delta
+/// arrives once and in order (N not a multiple of the window, so the last window is
+/// short), the final message is their concatenation, and what is stored is what was
+/// delivered.
+#[actix_rt::test]
+async fn a_stream_in_windows_keeps_every_delta_in_order() {
+    let fx = RuntimeFixture::start();
+    let sid = fx.session().await;
+    let sink = fx.watch(&sid);
+    fx.send(&sid, "/stream 70", false).await;
+    let frames = turns_done(&sink, &sid, 1).await;
+    let events: Vec<Value> = frames
+        .iter()
+        .filter(|f| f["sessionId"] == sid.as_str() && f.get("seq").is_some())
+        .cloned()
+        .collect();
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter(|e| e["kind"] == "text_delta")
+        .map(|e| e["text"].as_str().expect("delta text"))
+        .collect();
+    let expected: Vec<String> = (0..70).map(|i| format!("chunk {i} ")).collect();
+    assert_eq!(deltas, expected);
+    let message: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "assistant_message")
+        .map(|e| &e["text"])
+        .collect();
+    assert_eq!(message, vec![&json!(expected.concat())]);
+    let live = seqs(&frames, &sid);
+    assert_eq!(live, (1..=live.len() as u64).collect::<Vec<_>>());
+    assert_eq!(events, fx.history(&sid).await, "live and stored differ");
+}
+
 /// An interrupt the agent never confirms is closed by the session after its grace
 /// period; what the agent says later for that turn is dropped, and a queued message
 /// then runs.

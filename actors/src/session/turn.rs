@@ -374,6 +374,24 @@ impl SessionActor {
         Ok(SendOutcome::Started { turn_id })
     }
 
+    /// Appends an adapter's history event, keeping the turn's text up to date.
+    fn agent_event(&mut self, turn_id: Option<String>, body: EventBody) {
+        if let Some(turn) = self.turn.as_mut().filter(|_| turn_id.is_some()) {
+            match &body {
+                EventBody::TextDelta { text } => turn.partial.push_str(text),
+                EventBody::AssistantMessage { text } => {
+                    turn.partial.clear();
+                    if !turn.text.is_empty() {
+                        turn.text.push_str("\n\n");
+                    }
+                    turn.text.push_str(text);
+                }
+                _ => {}
+            }
+        }
+        self.emit(turn_id, body);
+    }
+
     pub(super) fn on_output(&mut self, msg: AgentOutput, ctx: &mut Context<Self>) {
         let current = self.turn.as_ref().map(|t| t.id.as_str());
         if msg.turn_id.is_some() && msg.turn_id.as_deref() != current {
@@ -381,21 +399,11 @@ impl SessionActor {
             return;
         }
         match msg.item {
-            AgentItem::Event(body) => {
-                if let Some(turn) = self.turn.as_mut().filter(|_| msg.turn_id.is_some()) {
-                    match &body {
-                        EventBody::TextDelta { text } => turn.partial.push_str(text),
-                        EventBody::AssistantMessage { text } => {
-                            turn.partial.clear();
-                            if !turn.text.is_empty() {
-                                turn.text.push_str("\n\n");
-                            }
-                            turn.text.push_str(text);
-                        }
-                        _ => {}
-                    }
+            AgentItem::Event(body) => self.agent_event(msg.turn_id, body),
+            AgentItem::Events(bodies) => {
+                for body in bodies {
+                    self.agent_event(msg.turn_id.clone(), body);
                 }
-                self.emit(msg.turn_id, body);
             }
             AgentItem::TurnEnded { status, error } => {
                 if msg.turn_id.is_some() {

@@ -4,6 +4,9 @@
 pub mod tokens;
 pub mod writer;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -288,12 +291,7 @@ impl Store {
     pub fn write_now(&self, ops: &[WriteOp]) -> Result<(), RuntimeError> {
         self.with_reader(|conn| {
             let tx = conn.unchecked_transaction()?;
-            {
-                let mut insert = tx.prepare_cached(writer::INSERT_EVENT)?;
-                for op in ops {
-                    writer::apply(&tx, &mut insert, op)?;
-                }
-            }
+            writer::apply_all(&tx, ops)?;
             tx.commit()
         })
     }

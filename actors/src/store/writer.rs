@@ -174,19 +174,100 @@ impl StoreWriter {
 pub(super) const INSERT_EVENT: &str =
     "INSERT INTO events (session_id, seq, frame) VALUES (?1, ?2, ?3)";
 
-/// Applies one write inside a transaction; events go through `insert`, the
-/// [`INSERT_EVENT`] statement prepared once per commit (a batch holds hundreds of
-/// events under load; looking the statement up in the cache for each cost as much as
-/// binding it).
-pub(super) fn apply(
-    tx: &Transaction<'_>,
-    insert: &mut rusqlite::CachedStatement<'_>,
-    op: &WriteOp,
+/// Events stored by one multi-row statement ([`insert_many_sql`]).
+const ROWS_PER_INSERT: usize = 32;
+
+/// `INSERT` of [`ROWS_PER_INSERT`] events in one statement: one statement run (one
+/// VDBE start, one reset) per 32 events instead of per event.
+fn insert_many_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        let rows = vec!["(?, ?, ?)"; ROWS_PER_INSERT].join(", ");
+        format!("INSERT INTO events (session_id, seq, frame) VALUES {rows}")
+    })
+}
+
+/// Applies writes inside a transaction, in order. Runs of consecutive events (a busy
+/// server queues hundreds per commit) go through one [`ROWS_PER_INSERT`]-row
+/// statement per full group of that many and the single-row [`INSERT_EVENT`] for the
+/// rest; both are prepared once per call. Other writes go one by one.
+pub(super) fn apply_all(tx: &Transaction<'_>, ops: &[WriteOp]) -> Result<(), rusqlite::Error> {
+    let mut events = EventRows {
+        one: tx.prepare_cached(INSERT_EVENT)?,
+        many: None,
+        run: Vec::with_capacity(ROWS_PER_INSERT),
+    };
+    for op in ops {
+        apply(tx, &mut events, op)?;
+    }
+    events.flush()
+}
+
+/// Events waiting to be inserted as a group, and the statements that insert them.
+struct EventRows<'c, 'e> {
+    /// [`INSERT_EVENT`].
+    one: rusqlite::CachedStatement<'c>,
+    /// The [`ROWS_PER_INSERT`]-row statement, prepared at the first full group.
+    many: Option<rusqlite::CachedStatement<'c>>,
+    /// Consecutive events not inserted yet (fewer than [`ROWS_PER_INSERT`]).
+    run: Vec<&'e StoredEvent>,
+}
+
+impl<'c, 'e> EventRows<'c, 'e> {
+    /// Queues one event; a full group is inserted at once.
+    fn push(
+        &mut self,
+        tx: &'c Transaction<'_>,
+        ev: &'e StoredEvent,
+    ) -> Result<(), rusqlite::Error> {
+        self.run.push(ev);
+        if self.run.len() < ROWS_PER_INSERT {
+            return Ok(());
+        }
+        let many = match &mut self.many {
+            Some(stmt) => stmt,
+            None => self.many.insert(tx.prepare_cached(insert_many_sql())?),
+        };
+        for (i, ev) in self.run.drain(..).enumerate() {
+            many.raw_bind_parameter(3 * i + 1, &*ev.session_id)?;
+            many.raw_bind_parameter(3 * i + 2, ev.seq as i64)?;
+            many.raw_bind_parameter(3 * i + 3, &*ev.frame)?;
+        }
+        many.raw_execute()?;
+        Ok(())
+    }
+
+    /// Inserts the queued events one by one (before a write that is not an event, and
+    /// at the end).
+    fn flush(&mut self) -> Result<(), rusqlite::Error> {
+        for ev in self.run.drain(..) {
+            self.one
+                .execute(params![&*ev.session_id, ev.seq as i64, &*ev.frame])?;
+        }
+        Ok(())
+    }
+}
+
+/// Applies one write inside a transaction; events are queued in `events` (see
+/// [`apply_all`]), everything else is written at once, after the queued events.
+fn apply<'c, 'e>(
+    tx: &'c Transaction<'_>,
+    events: &mut EventRows<'c, 'e>,
+    op: &'e WriteOp,
 ) -> Result<(), rusqlite::Error> {
     match op {
-        WriteOp::Event(ev) => {
-            insert.execute(params![&*ev.session_id, ev.seq as i64, &*ev.frame])?;
+        WriteOp::Event(ev) => return events.push(tx, ev),
+        WriteOp::Batch(ops) => {
+            for op in ops {
+                apply(tx, events, op)?;
+            }
+            return Ok(());
         }
+        WriteOp::Sync(..) | WriteOp::Resume(_) => return Ok(()),
+        WriteOp::Session(_) | WriteOp::Pair(_) | WriteOp::DeletePair(_) => {}
+    }
+    events.flush()?;
+    match op {
         WriteOp::Session(rec) => upsert_record(
             tx,
             "INSERT INTO sessions (id, record) VALUES (?1, ?2) \
@@ -205,12 +286,7 @@ pub(super) fn apply(
             tx.prepare_cached("DELETE FROM pairs WHERE id = ?1")?
                 .execute([id])?;
         }
-        WriteOp::Batch(ops) => {
-            for op in ops {
-                apply(tx, insert, op)?;
-            }
-        }
-        WriteOp::Sync(..) | WriteOp::Resume(_) => {}
+        WriteOp::Event(_) | WriteOp::Batch(_) | WriteOp::Sync(..) | WriteOp::Resume(_) => {}
     }
     Ok(())
 }
@@ -364,12 +440,7 @@ fn commit(conn: &mut Connection, batch: &[WriteOp]) -> Result<(), rusqlite::Erro
         apply_page_limit(conn)?;
     }
     let tx = conn.transaction()?;
-    {
-        let mut insert = tx.prepare_cached(INSERT_EVENT)?;
-        for op in batch {
-            apply(&tx, &mut insert, op)?;
-        }
-    }
+    apply_all(&tx, batch)?;
     tx.commit()
 }
 

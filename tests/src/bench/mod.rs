@@ -1,4 +1,4 @@
-//! The benchmark program (`bench fanout|sessions|replay|durability|delegation|codex|claude|acp`, see
+//! The benchmark program (`bench fanout|sessions|replay|durability|delegation|codex|claude|acp|store-floor`, see
 //! BENCHMARKS.md).
 //!
 //! Every mode starts the real server as a separate process ([`server::BenchServer`]),
@@ -25,6 +25,7 @@ pub mod scan;
 pub mod server;
 pub mod sessions;
 pub mod stats;
+pub mod store_floor;
 pub mod trace;
 
 use std::process::ExitCode;
@@ -45,6 +46,7 @@ pub fn run(mode: &str, flags: &[String]) -> ExitCode {
         "claude" => claude::main(flags),
         "acp" => acp::main(flags),
         "gitstate" => gitstate::main(flags),
+        "store-floor" => store_floor::main(flags),
         other => Err(format!("unknown mode {other}")),
     };
     match outcome {
@@ -75,7 +77,9 @@ usage: bench serve [tandem serve flags]
                         [--server-arg ARG]...
        bench claude     [--turns 100] [--warmup 5] [--bin PATH]
        bench acp        [--turns 100] [--runs 3] [--bin PATH] [--server-arg ARG]...
-       bench gitstate   [--files 10000] [--changed 100] [--runs 50]";
+       bench gitstate   [--files 10000] [--changed 100] [--runs 50]
+       bench store-floor [--sessions 10] [--events 2000] [--batch 32,128,512] [--runs 3]
+                        (SQLite insert cost per event, in process; no server)";
 
 fn usage_error(e: &str) -> ExitCode {
     eprintln!("bench: {e}\n{USAGE}");

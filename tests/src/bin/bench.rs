@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         },
         Some(
             mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex"
-            | "claude" | "acp" | "gitstate"),
+            | "claude" | "acp" | "gitstate" | "store-floor"),
         ) => tandem_tests::bench::run(mode, &args[1..]),
         None => {
             eprintln!("{}", tandem_tests::bench::USAGE);

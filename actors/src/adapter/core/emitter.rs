@@ -48,6 +48,20 @@ impl Emitter {
         self.send(turn_id, AgentItem::Event(body));
     }
 
+    /// Appends several history events for `turn_id` as one message (and one store
+    /// write); pacing counts each of them.
+    pub fn events(&mut self, turn_id: Option<String>, bodies: Vec<EventBody>) {
+        if bodies.is_empty() {
+            return;
+        }
+        let before = self.emitted / AWAIT_EVERY;
+        self.emitted += bodies.len() as u64;
+        if self.emitted / AWAIT_EVERY != before {
+            self.due = true;
+        }
+        self.send(turn_id, AgentItem::Events(bodies));
+    }
+
     /// Hands over an item that is not a history event (tasks, approvals, usage, the
     /// vendor's session id). Turn ends go through [`super::TurnSlot`] only.
     pub fn send(&self, turn_id: Option<String>, item: AgentItem) {

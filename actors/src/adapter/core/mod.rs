@@ -17,5 +17,5 @@ mod emitter;
 mod turn_slot;
 
 pub use approvals::{Approvals, Asked};
-pub use emitter::{Emitter, PaceWait};
+pub use emitter::{Emitter, PaceWait, AWAIT_EVERY};
 pub use turn_slot::{Phase, Stop, Turn, TurnSlot};
