@@ -1,0 +1,90 @@
+//! What one cluster node sends another on `tandem.nodes.<node>.rpc` (`--nats`): a
+//! request run for a caller this node authenticated. [`crate::cluster_route`],
+//! [`crate::cluster_rest`] and [`crate::cluster_uploads`] send them;
+//! [`crate::cluster_rpc`] answers them.
+
+use serde::{Deserialize, Serialize};
+
+/// What travels to the owner.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Forward {
+    /// The caller's user id, authenticated by the node it connected to.
+    pub user_id: String,
+    /// Whether the caller is an admin.
+    pub admin: bool,
+    /// What to run there.
+    pub call: Call,
+}
+
+/// What a forwarded request asks of the owner.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Call {
+    /// A WebSocket request: the client frame as received. Answered with the frame
+    /// the owner would have sent.
+    Frame {
+        /// The frame's JSON text.
+        frame: String,
+    },
+    /// The `chat_subscribed` frame a new subscriber (the caller) of a session gets:
+    /// its pending permission requests, rules and queue live only on the owner.
+    #[serde(rename_all = "camelCase")]
+    Subscription {
+        /// The session.
+        session_id: String,
+    },
+    /// One part of an upload of the caller's handed over before a request that
+    /// names it (see [`crate::cluster_uploads`]).
+    UploadPart(PartCall),
+    /// A part of an upload used in one of the owner's sessions.
+    UploadRead(ReadCall),
+    /// A REST request for one of the owner's sessions (see [`crate::cluster_rest`]).
+    /// Answered with a [`crate::cluster_rest::RestAnswer`].
+    #[serde(rename_all = "camelCase")]
+    Rest {
+        /// `GET`, `POST`, ...
+        method: String,
+        /// Path and query, as the client sent them.
+        path: String,
+        /// The request's `Content-Type`, if any.
+        content_type: Option<String>,
+        /// The body (REST bodies are JSON text).
+        body: String,
+    },
+}
+
+/// One part of an upload handed over ([`Call::UploadPart`]).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PartCall {
+    /// Names the hand-over (its parts are gathered under this name).
+    pub transfer: String,
+    /// The upload.
+    pub upload_id: String,
+    /// Its media type.
+    pub mime_type: String,
+    /// Its file name.
+    pub name: Option<String>,
+    /// Bytes of the whole upload.
+    pub total: u64,
+    /// Where this part starts.
+    pub offset: u64,
+    /// The part, base64.
+    pub data: String,
+}
+
+/// Asks for a part of an upload used in one of the owner's sessions
+/// ([`Call::UploadRead`]).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadCall {
+    /// The session that used it.
+    pub session_id: String,
+    /// The upload.
+    pub upload_id: String,
+    /// Where the part starts.
+    pub offset: u64,
+    /// Bytes wanted, at most.
+    pub len: usize,
+}
