@@ -80,7 +80,14 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
     } = frame;
     if let (Some(cluster), Some(raw)) = (who.cluster, who.raw) {
         use crate::cluster_route::{route, Routed};
-        match route(cluster, who.principal, &request_id, &request, raw) {
+        match route(
+            cluster,
+            who.runtime,
+            who.principal,
+            &request_id,
+            &request,
+            raw,
+        ) {
             Some(Routed::Forwarded(answer)) => return Dispatched::Forwarded(answer),
             Some(Routed::Refused(frame)) => {
                 tandem_actors::metrics::Metrics::inc(&who.runtime.metrics().protocol_errors);

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use dashmap::DashMap;
-use tandem_protocol::{SessionInfo, SessionStatus};
+use tandem_protocol::{Role, SessionInfo, SessionStatus};
 
 use crate::runtime::Runtime;
 
@@ -250,6 +250,38 @@ impl Cluster {
                 node: remote.node.clone(),
             }
         }
+    }
+
+    /// Where pair `pair_id` runs, when it is not here: a pair's actor lives on its
+    /// Driver's node, so this is the node of the session the directory lists as
+    /// that pair's Driver.
+    pub fn pair_owner(&self, pair_id: &str) -> Owner {
+        let driver = self.inner.remote.iter().find_map(|r| {
+            (r.info.pair_id.as_deref() == Some(pair_id) && r.info.role == Some(Role::Driver))
+                .then(|| (r.node.clone(), r.info.clone()))
+        });
+        match driver {
+            None => Owner::Unknown,
+            Some((node, _)) if !self.alive(&node) => Owner::Unavailable { node },
+            Some((node, info)) => Owner::Remote {
+                node,
+                info: Box::new(info),
+            },
+        }
+    }
+
+    /// The other nodes whose lease holds, by name.
+    pub fn other_nodes(&self) -> Vec<String> {
+        let now = Instant::now();
+        let mut nodes: Vec<String> = self
+            .inner
+            .nodes
+            .iter()
+            .filter(|n| *n.value() > now && n.key() != self.node())
+            .map(|n| n.key().clone())
+            .collect();
+        nodes.sort();
+        nodes
     }
 
     /// Whether a node's lease holds (this node's always does).
