@@ -146,3 +146,233 @@ async fn requests_without_a_session_find_the_node_that_holds_them() {
         "{down}"
     );
 }
+
+/// A client of `server` subscribed to a fresh Driver session there.
+async fn driver(server: &Server) -> (WsClient, String) {
+    let mut ws = server.ws().await;
+    let sid = ws.create_session().await;
+    ws.subscribe(&sid, 0).await;
+    assert_eq!(ws.recv().await["kind"], "chat_subscribed");
+    (ws, sid)
+}
+
+/// Waits until `server` counts node `node` in the cluster: a session made there is
+/// listed here.
+async fn knows(server: &Server, other: &Server) {
+    let mut ws = other.ws().await;
+    let probe = ws.create_session().await;
+    listed_as(server, &probe, |_| true).await;
+}
+
+/// A Worker on `node` for Driver `d` (through `ws`, a client of the Driver's node);
+/// its id.
+async fn pair_on(ws: &mut WsClient, d: &str, node: &str) -> String {
+    let created = ws
+        .ok(
+            json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"},
+            "workerNode": node}),
+        )
+        .await;
+    created["pair"]["workerId"].as_str().unwrap().to_string()
+}
+
+/// The Worker's status as its own node has it.
+async fn status_on(server: &Server, w: &str) -> Value {
+    let (status, info) = server.get(&format!("/api/v1/sessions/{w}")).await;
+    assert_eq!(status, 200, "{info}");
+    info["status"].clone()
+}
+
+/// The `pushbacks` counter of a node's `/metrics`.
+async fn pushback_metric(server: &Server) -> u64 {
+    let (_, text) = server.get_text("/metrics").await;
+    text.lines()
+        .find_map(|l| l.strip_prefix("tandem_pushbacks_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pushbacks counter in {text}"))
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_driver_delegates_to_a_worker_on_another_node() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    knows(&a, &b).await;
+    let (mut ws, d) = driver(&a).await;
+
+    // The same refusals as locally, and a node the cluster does not know.
+    let nowhere = ws
+        .request(
+            json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"},
+            "workerNode": "nowhere"}),
+        )
+        .await;
+    assert_eq!(nowhere["code"], "INVALID_ARGUMENT", "{nowhere}");
+    let missing = ws
+        .request(
+            json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "nope"},
+            "workerNode": "b"}),
+        )
+        .await;
+    assert_eq!(missing["kind"], "protocol_error", "{missing}");
+    let (_, info) = a.get(&format!("/api/v1/sessions/{d}")).await;
+    assert!(info.get("pairId").is_none(), "a refused pair left {info}");
+
+    // Created on B, paired with the Driver on A.
+    let w = pair_on(&mut ws, &d, "b").await;
+    let (_, winfo) = b.get(&format!("/api/v1/sessions/{w}")).await;
+    assert_eq!(
+        (winfo["node"].clone(), winfo["role"].clone()),
+        (json!("b"), json!("worker")),
+        "{winfo}"
+    );
+    let (_, dinfo) = a.get(&format!("/api/v1/sessions/{d}")).await;
+    assert_eq!(dinfo["pairId"], winfo["pairId"]);
+    let again = ws
+        .request(
+            json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"},
+            "workerNode": "b"}),
+        )
+        .await;
+    assert_eq!(again["code"], "CONFLICT", "{again}");
+
+    // A waiting delegation: the Worker's answer is the tool's result.
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "first line\nsecond line"}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    assert_eq!(out["status"], "complete", "{out}");
+    assert_eq!(out["response"], "first line\n\nsecond line");
+    assert_eq!(out["partnerId"], w.as_str());
+    let whist = b.all_events(&w).await;
+    let user = whist
+        .iter()
+        .find(|e| e["kind"] == "user_message")
+        .cloned()
+        .unwrap();
+    assert_eq!(user["delegatedBy"], d.as_str());
+    eventually(
+        "both delegation events in the Worker's history",
+        async || {
+            let actives: Vec<Value> = b
+                .all_events(&w)
+                .await
+                .iter()
+                .filter(|e| e["kind"] == "delegation")
+                .map(|e| e["active"].clone())
+                .collect();
+            (actives == vec![json!(true), json!(false)]).then_some(())
+        },
+    )
+    .await;
+
+    // Detached: the result is pushed back into the Driver.
+    let (out, _) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/sleep 300\ndetached done", "wait": false}),
+        )
+        .await;
+    assert_eq!(out["status"], "running", "{out}");
+    let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains("detached done"), "{}", got[0]);
+
+    // A wait that times out detaches; the result comes back once.
+    let (out, _) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "slow start\n/sleep 2500\nslow end", "timeoutSeconds": 1}),
+        )
+        .await;
+    assert_eq!(out["status"], "running", "{out}");
+    let got = crate::pairs::await_pushbacks(&a, &d, 2).await;
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got[1].contains("slow end"), "{}", got[1]);
+
+    // Busy with a turn of its own: refused as locally.
+    let mut on_b = b.ws().await;
+    on_b.ok(json!({"type": "chat.send", "sessionId": w, "content": "/sleep 60000"}))
+        .await;
+    eventually("the Worker to run", async || {
+        (status_on(&b, &w).await == "running").then_some(())
+    })
+    .await;
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "x", "wait": false}),
+        )
+        .await;
+    assert!(err, "{out}");
+    assert!(out.as_str().is_some_and(|m| m.contains("busy")), "{out}");
+    on_b.ok(json!({"type": "chat.abort", "sessionId": w})).await;
+    eventually("the Worker to stop", async || {
+        (status_on(&b, &w).await == "interrupted").then_some(())
+    })
+    .await;
+
+    // Interrupted from the Driver: pushed back once, as partial.
+    let (out, _) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "half done\n/sleep 60000", "wait": false}),
+        )
+        .await;
+    assert_eq!(out["status"], "running", "{out}");
+    eventually("the Worker to run the delegation", async || {
+        (status_on(&b, &w).await == "running").then_some(())
+    })
+    .await;
+    let (out, _) = ws.scripted_tool(&d, "interrupt_partner", json!({})).await;
+    assert_eq!(out["status"], "interrupting", "{out}");
+    let got = crate::pairs::await_pushbacks(&a, &d, 3).await;
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(
+        got[2].contains("PARTIAL") && got[2].contains("half done"),
+        "{}",
+        got[2]
+    );
+    let (out, _) = ws.scripted_tool(&d, "interrupt_partner", json!({})).await;
+    assert_eq!(out["status"], "idle", "{out}");
+
+    // Closed while the Worker runs, asked on B (the pair runs on A): the Worker is
+    // stopped and leaves; the cut-off delegation is reported once.
+    ws.scripted_tool(
+        &d,
+        "send_to_partner",
+        json!({"message": "working\n/sleep 60000", "wait": false}),
+    )
+    .await;
+    eventually("the Worker to run the delegation", async || {
+        (status_on(&b, &w).await == "running").then_some(())
+    })
+    .await;
+    let pair_id = dinfo["pairId"].as_str().unwrap().to_string();
+    let closed = on_b
+        .ok(json!({"type": "pair.close", "pairId": pair_id}))
+        .await;
+    assert_eq!(closed["interrupted"], true, "{closed}");
+    eventually("the Worker to leave the pair", async || {
+        let (_, info) = b.get(&format!("/api/v1/sessions/{w}")).await;
+        info.get("pairId").is_none().then_some(())
+    })
+    .await;
+    let got = crate::pairs::await_pushbacks(&a, &d, 4).await;
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(got[3].contains("working"), "{}", got[3]);
+    assert_eq!(pushback_metric(&a).await, 4);
+    let gone = on_b
+        .request(json!({"type": "pair.close", "pairId": pair_id}))
+        .await;
+    assert_eq!(gone["code"], "NO_SUCH_PAIR", "{gone}");
+}

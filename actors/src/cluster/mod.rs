@@ -25,7 +25,10 @@
 
 mod directory;
 mod mirror;
+mod pairs;
 mod publish;
+
+pub use pairs::pairs_subject;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -218,6 +221,11 @@ impl Cluster {
         directory::start(cluster.clone(), nodes_kv, sessions_kv)
             .await
             .map_err(|e| setup("directory")(&e))?;
+        // Pairs with a Worker on another node: their messages, and the reports of
+        // delegated turns this node's Workers ran for pairs elsewhere.
+        pairs::serve(cluster.clone()).await?;
+        runtime.set_cluster(cluster.clone());
+        actix::spawn(pairs::report(cluster.clone()));
         tracing::info!(node = %cluster.node(), url = %cluster.inner.config.url, "joined the cluster");
         Ok(cluster)
     }

@@ -10,6 +10,7 @@ mod handoff;
 mod listing;
 mod messages;
 mod pairs;
+pub use pairs::RemoteWorkerSpec;
 mod peers;
 mod queue;
 mod reconcile;
@@ -203,6 +204,8 @@ impl Runtime {
                 tools: tools(RuntimeRef(weak.clone())),
                 sessions: Registry::default(),
                 store: store.clone(),
+                outbox: Default::default(),
+                cluster: Default::default(),
             },
             pairs: Registry::default(),
             tokens: DashMap::new(),

@@ -23,6 +23,7 @@ fn member(id: &str, pair: &str, role: Role) -> SessionRecord {
         pair: Some(Membership {
             pair_id: pair.into(),
             role,
+            pair_node: None,
         }),
         ..session(id)
     }
@@ -53,6 +54,7 @@ fn pair(id: &str, state: PairState) -> PairRecord {
         worker_id: "w".into(),
         created_at: 1,
         delegation: None,
+        worker_node: None,
         state,
     }
 }
