@@ -376,3 +376,179 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
         .await;
     assert_eq!(gone["code"], "NO_SUCH_PAIR", "{gone}");
 }
+
+fn restart_node(
+    dir: std::sync::Arc<tandem_tests::TempDir>,
+    nats: &NatsServer,
+    node: &str,
+) -> Server {
+    Server::start_in(
+        dir,
+        ServerOptions {
+            args: vec!["--nats".into(), nats.url(), "--node".into(), node.into()],
+            ..ServerOptions::default()
+        },
+    )
+}
+
+/// Whether the pair of Driver `d` (on `server`) holds a delegation.
+async fn delegating(server: &Server, d: &str) -> bool {
+    let (_, pairs) = server.get("/api/v1/pairs").await;
+    pairs["pairs"].as_array().is_some_and(|ps| {
+        ps.iter()
+            .any(|p| p["driverId"] == d && p.get("delegation").is_some())
+    })
+}
+
+/// The Worker's node killed with -9 mid-delegation: the delegation stays in flight
+/// while that node is away (a new one is refused), and is reported interrupted once
+/// when it is back. A Worker's node that is away refuses a delegation with
+/// `NODE_UNAVAILABLE`.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    knows(&a, &b).await;
+    let (mut ws, d) = driver(&a).await;
+    let w = pair_on(&mut ws, &d, "b").await;
+    let (out, _) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "begun\n/sleep 60000", "wait": false}),
+        )
+        .await;
+    assert_eq!(out["status"], "running", "{out}");
+    eventually("the Worker to run the delegation", async || {
+        (status_on(&b, &w).await == "running").then_some(())
+    })
+    .await;
+    // A lists the Worker before its node goes (the directory is 250 ms behind).
+    listed_as(&a, &w, |s| s["status"] == "running").await;
+    let dir = b.kill();
+    listed_as(&a, &w, |s| s["status"] == "unavailable").await;
+    assert!(
+        delegating(&a, &d).await,
+        "the delegation ended while B was away"
+    );
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "x", "wait": false}),
+        )
+        .await;
+    assert!(err, "{out}");
+    assert!(crate::pairs::pushbacks(&a, &d).await.is_empty());
+
+    // Back: the cut-off turn is reported interrupted, once.
+    let b = restart_node(dir, &nats, "b");
+    let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].contains("[Worker interrupted]") && got[0].contains("restarted"),
+        "{}",
+        got[0]
+    );
+    assert_eq!(status_on(&b, &w).await, "interrupted");
+    // The Worker's node forgot the report once the pair took it; a delegation runs
+    // again.
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "after the restart"}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    assert_eq!(out["response"], "after the restart", "{out}");
+
+    // Idle and away: refused with NODE_UNAVAILABLE, nothing in flight.
+    listed_as(&a, &w, |s| s["status"] == "idle").await;
+    let _dir = b.kill();
+    listed_as(&a, &w, |s| s["status"] == "unavailable").await;
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "x", "wait": false}),
+        )
+        .await;
+    assert!(err, "{out}");
+    assert!(
+        out.as_str().is_some_and(|m| m.contains("unavailable")),
+        "{out}"
+    );
+    assert!(!delegating(&a, &d).await);
+    assert_eq!(crate::pairs::await_pushbacks(&a, &d, 1).await.len(), 1);
+    assert_eq!(pushback_metric(&a).await, 1);
+}
+
+/// The Driver's node killed with -9 mid-delegation: the Worker finishes meanwhile,
+/// its node keeps the report until the Driver's node is back and has delivered it:
+/// the real answer, once. Then NATS paused while a delegated turn ends: the report
+/// waits and arrives once.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    knows(&a, &b).await;
+    let (mut ws, d) = driver(&a).await;
+    let w = pair_on(&mut ws, &d, "b").await;
+    let (out, _) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/sleep 1500\nfinished while a was away", "wait": false}),
+        )
+        .await;
+    assert_eq!(out["status"], "running", "{out}");
+    eventually("the Worker to run the delegation", async || {
+        (status_on(&b, &w).await == "running").then_some(())
+    })
+    .await;
+    ws.close().await;
+    let dir = a.kill();
+    eventually("the Worker to finish while A is away", async || {
+        (status_on(&b, &w).await == "idle").then_some(())
+    })
+    .await;
+    let a = restart_node(dir, &nats, "a");
+    let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains("finished while a was away"), "{}", got[0]);
+    assert!(!got[0].contains("interrupted"), "{}", got[0]);
+
+    // NATS paused while the Worker's turn ends: delivered once NATS is back.
+    let mut ws = a.ws().await;
+    let (_, info) = a.get(&format!("/api/v1/sessions/{d}")).await;
+    ws.subscribe(&d, info["lastSeq"].as_u64().unwrap()).await;
+    let (out, _) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/sleep 1000\nended during the outage", "wait": false}),
+        )
+        .await;
+    assert_eq!(out["status"], "running", "{out}");
+    eventually("the Worker to run the delegation", async || {
+        (status_on(&b, &w).await == "running").then_some(())
+    })
+    .await;
+    nats.pause();
+    eventually("the Worker to finish during the outage", async || {
+        (status_on(&b, &w).await == "idle").then_some(())
+    })
+    .await;
+    actix_rt::time::sleep(std::time::Duration::from_secs(2)).await;
+    nats.resume();
+    let got = crate::pairs::await_pushbacks(&a, &d, 2).await;
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got[1].contains("ended during the outage"), "{}", got[1]);
+    // Counted on A since its restart: the one push-back after it.
+    assert_eq!(pushback_metric(&a).await, 2);
+}

@@ -224,7 +224,7 @@ impl Cluster {
         // Pairs with a Worker on another node: their messages, and the reports of
         // delegated turns this node's Workers ran for pairs elsewhere.
         pairs::serve(cluster.clone()).await?;
-        runtime.set_cluster(cluster.clone());
+        runtime.set_cluster(Arc::new(cluster.clone()));
         actix::spawn(pairs::report(cluster.clone()));
         tracing::info!(node = %cluster.node(), url = %cluster.inner.config.url, "joined the cluster");
         Ok(cluster)

@@ -4,22 +4,22 @@
 //! JSON): the pair's node asks the Worker's node to create the Worker, start a
 //! delegated turn, tell its partial text, abort, record an event, leave the pair;
 //! the Worker's node reports a delegated turn's end to the pair's node. The
-//! reporter sends every report in the [`crate::pair::remote::Outbox`] every
+//! reporter sends every report in the [`crate::cluster_link::Outbox`] every
 //! [`RETRY`] until the pair's node answers that it took it (or has no such pair).
 
 use std::time::Duration;
 
+use futures_util::future::LocalBoxFuture;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use tandem_protocol::{ErrorCode, EventBody, SessionInfo};
 use tokio::sync::oneshot;
 
 use super::{Cluster, ClusterError};
+use crate::cluster_link::{NodeLink, PendingReport, RemoteWorkerSpec, StartOnWorker};
 use crate::error::RuntimeError;
-use crate::pair::remote::{PendingReport, StartOnWorker};
 use crate::pair::RemoteTurnEnded;
 use crate::record::ReportedEnd;
-use crate::runtime::RemoteWorkerSpec;
 use crate::session::{Abort, LeavePair, PartialText, RecordEvent, ReportDelivered, ReportTo};
 
 /// How often unacknowledged reports are sent again.
@@ -203,6 +203,78 @@ impl Cluster {
         if let Err(e) = self.pair_call(node, worker_id, &call).await {
             tracing::warn!(%node, worker = %worker_id, error = %e, "the Worker could not be told its pair closed");
         }
+    }
+}
+
+impl NodeLink for Cluster {
+    fn node(&self) -> &str {
+        Cluster::node(self)
+    }
+
+    fn known(&self, node: &str) -> bool {
+        Cluster::known(self, node)
+    }
+
+    fn alive(&self, node: &str) -> bool {
+        Cluster::alive(self, node)
+    }
+
+    fn create_worker(
+        &self,
+        node: &str,
+        spec: RemoteWorkerSpec,
+    ) -> LocalBoxFuture<'static, Result<SessionInfo, RuntimeError>> {
+        let (this, node) = (self.clone(), node.to_string());
+        Box::pin(async move { this.create_worker(&node, spec).await })
+    }
+
+    fn start_on_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        msg: StartOnWorker,
+    ) -> LocalBoxFuture<'static, Result<String, RuntimeError>> {
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.start_on_worker(&node, &worker, msg).await })
+    }
+
+    fn worker_partial(&self, node: &str, worker_id: &str) -> LocalBoxFuture<'static, String> {
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.worker_partial(&node, &worker).await })
+    }
+
+    fn abort_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+    ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.abort_worker(&node, &worker).await })
+    }
+
+    fn record_on_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        event: EventBody,
+    ) -> LocalBoxFuture<'static, ()> {
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.record_on_worker(&node, &worker, event).await })
+    }
+
+    fn worker_leaves(
+        &self,
+        node: &str,
+        worker_id: &str,
+        pair_id: &str,
+    ) -> LocalBoxFuture<'static, ()> {
+        let (this, node, worker, pair) = (
+            self.clone(),
+            node.to_string(),
+            worker_id.to_string(),
+            pair_id.to_string(),
+        );
+        Box::pin(async move { this.worker_leaves(&node, &worker, &pair).await })
     }
 }
 

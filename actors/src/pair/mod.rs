@@ -21,6 +21,7 @@ use tandem_protocol::{EventBody, TurnStatus};
 use tokio::sync::oneshot;
 
 use crate::clock::{now_ms, random_id};
+use crate::cluster_link::StartOnWorker;
 use crate::error::{PairError, RuntimeError};
 use crate::record::{DelegationRecord, PairRecord};
 use crate::registry::Registry;
@@ -28,7 +29,7 @@ use crate::session::{
     LeavePair, ProposalProgress, RecordEvent, Resume, Services, SessionActor, WorkerTurnEnded,
 };
 use crate::store::WriteOp;
-use remote::{StartOnWorker, WorkerLink};
+use remote::WorkerLink;
 
 /// How a delegation ended, in tool-result words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,67 +5,21 @@
 //! messages, as on a single node), or its node and id, whose messages travel over NATS
 //! request/reply (`crate::cluster::pairs`). The Worker's node reports the delegated
 //! turn's end back: it keeps the report in the Worker session's record
-//! ([`crate::record::RemoteReport`]) and in this process's [`Outbox`] until the pair's
+//! ([`crate::record::RemoteReport`]) and in this process's
+//! [`crate::cluster_link::Outbox`] until the pair's
 //! node acknowledged it, which that node does only once the outcome is delivered and
 //! on disk; the pair takes a delegation's end once (by delegation id). So the outcome
 //! reaches the Driver exactly once across a restart of either node or a NATS outage.
 
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use actix::prelude::*;
-use dashmap::DashMap;
 use tandem_protocol::EventBody;
 
-use crate::cluster::Cluster;
+use crate::cluster_link::{NodeLink, NodeSlot, StartOnWorker};
 use crate::error::RuntimeError;
-use crate::record::RemoteReport;
 use crate::session::{Abort, LeavePair, PartialText, RecordEvent, SessionActor};
-
-/// This node's cluster membership once it joined (`--nats`); empty on a single node
-/// and until the join finished.
-pub type ClusterSlot = Arc<OnceLock<Cluster>>;
-
-/// Ends of delegated turns not yet acknowledged by their pair's node, by delegation
-/// id. Filled by Worker sessions (when such a turn ends, and at start for reports a
-/// restart left); emptied by the cluster's reporter, which sends each until it is
-/// acknowledged. Stays empty on a single node.
-#[derive(Clone, Default)]
-pub struct Outbox {
-    pending: Arc<DashMap<String, PendingReport>>,
-}
-
-/// One report waiting for its acknowledgement.
-#[derive(Debug, Clone)]
-pub struct PendingReport {
-    /// The Worker session, told when the report was taken.
-    pub worker_id: String,
-    /// What is reported (its `ended` is set).
-    pub report: RemoteReport,
-}
-
-impl Outbox {
-    /// Queues (or replaces) a report.
-    pub fn put(&self, worker_id: &str, report: RemoteReport) {
-        self.pending.insert(
-            report.delegation_id.clone(),
-            PendingReport {
-                worker_id: worker_id.to_string(),
-                report,
-            },
-        );
-    }
-
-    /// Every report waiting now.
-    pub fn waiting(&self) -> Vec<PendingReport> {
-        self.pending.iter().map(|r| r.value().clone()).collect()
-    }
-
-    /// Drops a report (acknowledged, or its pair is gone).
-    pub fn remove(&self, delegation_id: &str) {
-        self.pending.remove(delegation_id);
-    }
-}
 
 /// How a pair reaches its Worker.
 #[derive(Clone)]
@@ -84,12 +38,12 @@ pub struct RemoteWorker {
     /// Its session id.
     pub worker_id: String,
     /// This node's cluster (set once it joined).
-    pub cluster: ClusterSlot,
+    pub cluster: NodeSlot,
 }
 
 impl RemoteWorker {
     /// The cluster, when the Worker's node can be asked now.
-    fn reachable(&self) -> Result<Cluster, RuntimeError> {
+    fn reachable(&self) -> Result<Arc<dyn NodeLink>, RuntimeError> {
         match self.cluster.get() {
             Some(c) if c.alive(&self.node) => Ok(c.clone()),
             _ => Err(RuntimeError::NodeUnavailable {
@@ -98,19 +52,6 @@ impl RemoteWorker {
             }),
         }
     }
-}
-
-/// What a pair asks of a Worker to start a delegated turn.
-#[derive(Debug, Clone)]
-pub struct StartOnWorker {
-    /// The task.
-    pub text: String,
-    /// The Driver, named on the Worker's `user_message`.
-    pub driver_id: String,
-    /// The pair.
-    pub pair_id: String,
-    /// The delegation.
-    pub delegation_id: String,
 }
 
 impl WorkerLink {

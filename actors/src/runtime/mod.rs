@@ -10,7 +10,6 @@ mod handoff;
 mod listing;
 mod messages;
 mod pairs;
-pub use pairs::RemoteWorkerSpec;
 mod peers;
 mod queue;
 mod reconcile;

@@ -13,9 +13,10 @@ use super::{NewSession, PairHandle, Runtime};
 use crate::access::Principal;
 use crate::adapter::VendorId;
 use crate::clock::{now_ms, random_id};
+use crate::cluster_link::{NodeLink, Outbox, RemoteWorkerSpec};
 use crate::crash::crash_point;
 use crate::error::{PairError, RuntimeError};
-use crate::pair::remote::{Outbox, RemoteWorker, WorkerLink};
+use crate::pair::remote::{RemoteWorker, WorkerLink};
 use crate::pair::{pair_info, pushback_resume, ClosePair, Delegate, PairActor};
 use crate::record::{DelegationRecord, PairRecord};
 use crate::session::{JoinPair, LeavePair, ProposalProgress, Resume, SessionActor};
@@ -136,7 +137,7 @@ impl Runtime {
 
     /// Records this node's cluster membership (once it joined), so pairs reach
     /// Workers on other nodes.
-    pub(crate) fn set_cluster(&self, cluster: crate::cluster::Cluster) {
+    pub(crate) fn set_cluster(&self, cluster: std::sync::Arc<dyn NodeLink>) {
         let _ = self.inner.services.cluster.set(cluster);
     }
 
@@ -498,36 +499,6 @@ impl Runtime {
         pairs.sort_by_key(|p| p.created_at);
         pairs
     }
-}
-
-/// What the Driver's node sends the Worker's node to create a pair's Worker there.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RemoteWorkerSpec {
-    /// The Worker's id, chosen by the pair's node (the pair record names it).
-    pub worker_id: String,
-    /// The Driver's owner, who owns the Worker too.
-    pub owner_id: String,
-    /// The Driver's visibility.
-    pub visibility: tandem_protocol::Visibility,
-    /// Vendor, model and effort of the Worker.
-    pub vendor: String,
-    /// Model; empty for the vendor's default.
-    pub model: String,
-    /// Effort; empty for the default.
-    pub effort: String,
-    /// Its title.
-    pub title: String,
-    /// The Driver's directory: used when it is usable on the Worker's node.
-    pub cwd: String,
-    /// The Driver's permission mode.
-    pub permission_mode: tandem_protocol::PermissionMode,
-    /// A worktree of its own (`workerWorkspace: "worktree"`).
-    pub worktree: bool,
-    /// The pair it joins.
-    pub pair: PairInfo,
-    /// The node the pair runs on (the Driver's).
-    pub pair_node: String,
 }
 
 /// The title of a Worker created for a Driver.

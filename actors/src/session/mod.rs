@@ -73,10 +73,10 @@ pub struct Services {
     pub sessions: Registry<SessionHandle>,
     /// Ends of delegated turns for pairs on other cluster nodes, until acknowledged
     /// (empty on a single node).
-    pub outbox: crate::pair::remote::Outbox,
+    pub outbox: crate::cluster_link::Outbox,
     /// This node's cluster, once it joined (`--nats`); pairs with a Worker on another
     /// node reach it through this.
-    pub cluster: crate::pair::remote::ClusterSlot,
+    pub cluster: crate::cluster_link::NodeSlot,
 }
 
 /// A live session actor's address and the metadata it publishes.

@@ -34,7 +34,7 @@ pub enum ReportTo {
     /// The pair actor on this node.
     Pair(Recipient<WorkerTurnEnded>),
     /// The pair runs on that cluster node: the end is kept in this session's record
-    /// and sent there until it is acknowledged (see [`crate::pair::remote`]).
+    /// and sent there until it is acknowledged (see `crate::cluster_link::Outbox`).
     Node(String),
 }
 
