@@ -52,6 +52,14 @@ pub trait NodeLink: Send + Sync {
         worker_id: &str,
         event: EventBody,
     ) -> LocalBoxFuture<'static, ()>;
+    /// Whether a Worker on `node` knows delegation `delegation_id` (runs it, or
+    /// holds its end until taken).
+    fn holds_delegation(
+        &self,
+        node: &str,
+        worker_id: &str,
+        delegation_id: &str,
+    ) -> LocalBoxFuture<'static, Result<bool, RuntimeError>>;
     /// Takes a Worker on `node` out of its pair (best effort).
     fn worker_leaves(
         &self,

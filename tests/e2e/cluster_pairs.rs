@@ -552,3 +552,50 @@ async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back()
     // Counted on A since its restart: the one push-back after it.
     assert_eq!(pushback_metric(&a).await, 2);
 }
+
+/// The Driver's node dies (a crash point, test builds) after storing a delegation
+/// and before the Worker's node got it: after its restart the pair asks the Worker's
+/// node, which does not have it, and reports it interrupted, once; the pair works
+/// on.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_delegation_the_workers_node_never_got_is_reported_once_after_a_restart() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    knows(&a, &b).await;
+    let (mut ws, d) = driver(&a).await;
+    let w = pair_on(&mut ws, &d, "b").await;
+    a.failpoint("pair.delegate.remote", "return").await;
+    let content = format!(
+        "/tool send_to_partner {}",
+        json!({"message": "never delivered", "wait": false})
+    );
+    ws.send(&json!({"type": "chat.send", "requestId": "t1", "sessionId": d, "content": content}))
+        .await;
+    let (status, dir) = a.exited().await;
+    assert!(!status.success(), "the server exited cleanly: {status}");
+    let a = restart_node(dir, &nats, "a");
+    let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].contains("[Worker interrupted]") && got[0].contains("never delivered"),
+        "{}",
+        got[0]
+    );
+    let turns = b
+        .all_events(&w)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .count();
+    assert_eq!(turns, 0, "the Worker got the task after all");
+    let mut ws = a.ws().await;
+    let (_, info) = a.get(&format!("/api/v1/sessions/{d}")).await;
+    ws.subscribe(&d, info["lastSeq"].as_u64().unwrap()).await;
+    let (out, err) = ws
+        .scripted_tool(&d, "send_to_partner", json!({"message": "now it arrives"}))
+        .await;
+    assert!(!err, "{out}");
+    assert_eq!(out["response"], "now it arrives", "{out}");
+}

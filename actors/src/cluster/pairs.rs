@@ -20,7 +20,9 @@ use crate::cluster_link::{NodeLink, PendingReport, RemoteWorkerSpec, StartOnWork
 use crate::error::RuntimeError;
 use crate::pair::RemoteTurnEnded;
 use crate::record::ReportedEnd;
-use crate::session::{Abort, LeavePair, PartialText, RecordEvent, ReportDelivered, ReportTo};
+use crate::session::{
+    Abort, HoldsDelegation, LeavePair, PartialText, RecordEvent, ReportDelivered, ReportTo,
+};
 
 /// How often unacknowledged reports are sent again.
 const RETRY: Duration = Duration::from_millis(500);
@@ -56,6 +58,11 @@ enum PairCall {
     Abort { worker_id: String },
     /// Append an event (a `delegation` change) to the Worker's history.
     Record { worker_id: String, event: EventBody },
+    /// Whether the Worker knows a delegation (see [`crate::session::HoldsDelegation`]).
+    Holds {
+        worker_id: String,
+        delegation_id: String,
+    },
     /// The pair was closed: the Worker leaves it.
     Leave { worker_id: String, pair_id: String },
     /// To the pair's node: a delegated turn ended.
@@ -262,6 +269,23 @@ impl NodeLink for Cluster {
         Box::pin(async move { this.record_on_worker(&node, &worker, event).await })
     }
 
+    fn holds_delegation(
+        &self,
+        node: &str,
+        worker_id: &str,
+        delegation_id: &str,
+    ) -> LocalBoxFuture<'static, Result<bool, RuntimeError>> {
+        let call = PairCall::Holds {
+            worker_id: worker_id.to_string(),
+            delegation_id: delegation_id.to_string(),
+        };
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move {
+            let value = this.pair_call(&node, &worker, &call).await?;
+            Ok(value.as_bool().unwrap_or(false))
+        })
+    }
+
     fn worker_leaves(
         &self,
         node: &str,
@@ -359,6 +383,14 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             worker(&worker_id)?.do_send(RecordEvent(event));
             serde_json::Value::Null
         }
+        PairCall::Holds {
+            worker_id,
+            delegation_id,
+        } => serde_json::Value::Bool(
+            worker(&worker_id)?
+                .send(HoldsDelegation { delegation_id })
+                .await?,
+        ),
         PairCall::Leave { worker_id, pair_id } => {
             serde_json::Value::Bool(worker(&worker_id)?.send(LeavePair { pair_id }).await?)
         }

@@ -31,6 +31,10 @@ use crate::session::{
 use crate::store::WriteOp;
 use remote::WorkerLink;
 
+/// How often a restarted pair asks an unreachable remote Worker's node about the
+/// delegation it holds.
+const RECHECK: Duration = Duration::from_secs(1);
+
 /// How a delegation ended, in tool-result words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DelegationStatus {
@@ -330,6 +334,38 @@ impl PairActor {
         ));
     }
 
+    /// After a restart with a remote Worker's delegation in flight: asks the Worker's
+    /// node (every [`RECHECK`] until it can be asked) whether it has that delegation;
+    /// if it does not, the delegation never reached it and is reported interrupted,
+    /// once. If it does, its node reports the end.
+    fn check_remote_delegation(&mut self, id: String, ctx: &mut Context<Self>) {
+        let asked = self.worker.holds(&id);
+        ctx.spawn(
+            actix::fut::wrap_future(asked).map(move |holds, act: &mut PairActor, ctx| {
+                if !act.current(&id) || act.resolving() {
+                    return;
+                }
+                match holds {
+                    Some(true) => {}
+                    Some(false) => act.resolve(
+                        Outcome {
+                            status: DelegationStatus::Interrupted,
+                            response: String::new(),
+                            error: Some("the server stopped before the Worker got the task".into()),
+                            changes: None,
+                        },
+                        ctx,
+                    ),
+                    None => {
+                        ctx.run_later(RECHECK, move |act, ctx| {
+                            act.check_remote_delegation(id, ctx)
+                        });
+                    }
+                }
+            }),
+        );
+    }
+
     /// Drops the token of delegation `id` (if it is still the current one).
     fn finish_delegation(&mut self, id: &str) {
         self.token = Token::Free;
@@ -347,8 +383,18 @@ impl Actor for PairActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         // A remote Worker's turn goes on while this node restarts: its node reports
-        // the end (kept until acknowledged), so the delegation waits for that.
-        if self.record.delegation.is_some() && !self.worker.is_remote() {
+        // the end (kept until acknowledged), so the delegation waits for that, unless
+        // the Worker never got it (this node stopped before its node took it).
+        if let Some(d) = self
+            .record
+            .delegation
+            .as_ref()
+            .filter(|_| self.worker.is_remote())
+        {
+            self.check_remote_delegation(d.delegation_id.clone(), ctx);
+            return;
+        }
+        if self.record.delegation.is_some() {
             // Loaded with a delegation in flight: the restart cut the Worker's turn
             // off (its session closed it as interrupted). Tell the Driver, once.
             self.resolve(
@@ -398,6 +444,15 @@ impl Handler<Delegate> for PairActor {
             },
             ctx.address().recipient(),
         );
+        let (writer, remote) = (self.services.writer.clone(), self.worker.is_remote());
+        let start = async move {
+            if remote {
+                // Test builds: dies with the delegation stored, before the Worker's
+                // node got it.
+                crate::crash::crash_point(&writer, "pair.delegate.remote").await;
+            }
+            start.await
+        };
         let (wait, timeout) = (msg.wait, msg.timeout);
         ctx.spawn(
             actix::fut::wrap_future(start).map(move |res, act: &mut PairActor, ctx| {

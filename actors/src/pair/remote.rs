@@ -146,6 +146,25 @@ impl WorkerLink {
         }
     }
 
+    /// For a Worker on another node: whether it knows delegation `delegation_id`;
+    /// `None` while it cannot be asked (this node has not joined yet, or that node is
+    /// away). A local Worker is never asked (`Some(true)`).
+    pub fn holds(&self, delegation_id: &str) -> impl Future<Output = Option<bool>> + 'static {
+        let (link, id) = (self.clone(), delegation_id.to_string());
+        async move {
+            match link {
+                WorkerLink::Local(_) => Some(true),
+                WorkerLink::Remote(w) => match w.reachable() {
+                    Ok(cluster) => cluster
+                        .holds_delegation(&w.node, &w.worker_id, &id)
+                        .await
+                        .ok(),
+                    Err(_) => None,
+                },
+            }
+        }
+    }
+
     /// True for a Worker on another node.
     pub fn is_remote(&self) -> bool {
         matches!(self, WorkerLink::Remote(_))

@@ -38,6 +38,16 @@ pub enum ReportTo {
     Node(String),
 }
 
+/// Asked by a pair's node after its restart: does this Worker know delegation
+/// `delegation_id` (running it, or holding its end until it is taken)? If not, the
+/// delegation never reached it, and the pair reports it interrupted.
+#[derive(Debug, Message)]
+#[rtype(result = "bool")]
+pub struct HoldsDelegation {
+    /// The delegation the pair holds.
+    pub delegation_id: String,
+}
+
 /// The pair's node took the report of delegation `delegation_id`: this session
 /// forgets it.
 #[derive(Debug, Message)]
@@ -330,6 +340,17 @@ impl Handler<LeavePair> for SessionActor {
         self.touch();
         self.flush();
         true
+    }
+}
+
+impl Handler<HoldsDelegation> for SessionActor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: HoldsDelegation, _: &mut Context<Self>) -> bool {
+        self.record
+            .remote_report
+            .as_ref()
+            .is_some_and(|r| r.delegation_id == msg.delegation_id)
     }
 }
 
