@@ -361,6 +361,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             delegation_id,
             pair_node,
         } => {
+            let epoch = rt.write_epoch();
             let turn = worker(&worker_id)?
                 .send(crate::session::StartDelegated {
                     text,
@@ -370,6 +371,13 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
                     report_to: ReportTo::Node(pair_node),
                 })
                 .await??;
+            // The pair hears "started" only once the Worker's record holds the
+            // delegation on disk: a crash after that reports it (interrupted) at the
+            // restart, and a crash before it leaves nothing that a restarted pair's
+            // `HoldsDelegation` would find.
+            if !rt.synced_since(epoch).await {
+                tracing::error!(worker = %worker_id, "the delegated turn's start is not stored");
+            }
             serde_json::Value::String(turn)
         }
         PairCall::Partial { worker_id } => {
