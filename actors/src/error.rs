@@ -106,6 +106,15 @@ pub enum RuntimeError {
     /// The session's vendor cannot take this attachment (`ATTACHMENT_NOT_SUPPORTED`).
     #[error("{0}")]
     AttachmentNotSupported(String),
+    /// Another cluster node refused a pair message (to a Worker or a pair there);
+    /// its code and message, passed on unchanged.
+    #[error("{message}")]
+    Remote {
+        /// The other node's error code.
+        code: ErrorCode,
+        /// Its message.
+        message: String,
+    },
     /// The session lives on a cluster node whose lease has lapsed (`NODE_UNAVAILABLE`).
     #[error("session {session} is on node {node}, which is unavailable")]
     NodeUnavailable {
@@ -133,6 +142,7 @@ impl RuntimeError {
             RuntimeError::LimitExceeded(_) => ErrorCode::LimitExceeded,
             RuntimeError::Conflict(_) => ErrorCode::Conflict,
             RuntimeError::NodeUnavailable { .. } => ErrorCode::NodeUnavailable,
+            RuntimeError::Remote { code, .. } => *code,
             RuntimeError::RewindNotSupported(_) => ErrorCode::RewindNotSupported,
             RuntimeError::InvalidAnchor(_) => ErrorCode::InvalidAnchor,
             RuntimeError::DelegationInFlight(_) => ErrorCode::DelegationInFlight,

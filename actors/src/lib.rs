@@ -8,6 +8,7 @@ pub mod access;
 pub mod adapter;
 pub mod clock;
 pub mod cluster;
+pub mod cluster_link;
 pub mod config;
 pub(crate) mod crash;
 pub mod error;

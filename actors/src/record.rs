@@ -96,6 +96,10 @@ pub struct SessionRecord {
     /// then the worktree's directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<tandem_protocol::workspace::WorkspaceInfo>,
+    /// A delegated turn for a pair on another cluster node, until that node
+    /// acknowledged its end (see [`RemoteReport`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_report: Option<RemoteReport>,
 }
 
 /// A message waiting for its session to be free.
@@ -180,6 +184,11 @@ pub struct PairRecord {
     /// The delegation token, while one is held.
     #[serde(default)]
     pub delegation: Option<DelegationRecord>,
+    /// The cluster node of the Worker, when it is not this node's (`pair.create` with
+    /// `workerNode`): the pair then reaches its Worker over NATS and waits for the
+    /// Worker's node to report each delegation's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_node: Option<String>,
     /// Where its creation or closing stands, so start-up can finish or undo it.
     #[serde(default)]
     pub state: PairState,
@@ -210,6 +219,43 @@ pub struct Membership {
     pub pair_id: String,
     /// Driver or Worker.
     pub role: Role,
+    /// The node the pair runs on, when it is another one (a Worker of a Driver on
+    /// another cluster node): start-up leaves such a membership alone, and the
+    /// delegated turn's end is reported there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_node: Option<String>,
+}
+
+/// A delegation this session (a Worker) carries out for a pair on another node, kept
+/// in its record from the turn's start until the pair's node acknowledged its end:
+/// the end is reported again (after a restart too) until then, and the pair takes
+/// it once (by delegation id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteReport {
+    /// The pair (on `pair_node`).
+    pub pair_id: String,
+    /// The delegation the turn carries out.
+    pub delegation_id: String,
+    /// Where the pair runs: the report goes there.
+    pub pair_node: String,
+    /// How the turn ended; `None` while it runs. A restart that cut the turn off
+    /// fills in `interrupted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<ReportedEnd>,
+}
+
+/// The end of a delegated turn, as reported to the pair's node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportedEnd {
+    /// How the turn ended.
+    pub status: tandem_protocol::TurnStatus,
+    /// The turn's assistant text (tail-capped).
+    pub response: String,
+    /// Why it failed or stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl SessionRecord {

@@ -1,6 +1,7 @@
 //! REST requests for sessions of other cluster nodes (`--nats`).
 //!
-//! A request under `/api/v1/sessions/{id}` for a session another node owns is
+//! A request under `/api/v1/sessions/{id}` for a session another node owns (or
+//! `DELETE /api/v1/pairs/{id}` for a pair that runs on another node: its Driver's) is
 //! authenticated here, then sent to the owner over NATS request/reply (the same
 //! subject as forwarded WebSocket requests, [`crate::cluster_wire::Call::Rest`]):
 //! method, path and query, content type and body, with the caller's identity. The
@@ -133,8 +134,8 @@ impl Loopback {
         let Some(secret) = crate::auth::forward_secret() else {
             return Err("no forwarding secret".into());
         };
-        if !call.path.starts_with("/api/v1/sessions/") {
-            return Err(format!("{} is not a session's path", call.path));
+        if !call.path.starts_with("/api/v1/sessions/") && !call.path.starts_with("/api/v1/pairs/") {
+            return Err(format!("{} is not a session's or a pair's path", call.path));
         }
         let method = actix_web::http::Method::from_bytes(call.method.as_bytes())
             .map_err(|e| format!("bad method {}: {e}", call.method))?;
@@ -184,8 +185,32 @@ fn upload_of(path: &str) -> Option<&str> {
     (kind == "uploads" && !upload.is_empty() && parts.next().is_none()).then_some(upload)
 }
 
-/// The middleware: sends a request about another node's session there; every other
-/// request goes on here.
+/// The pair a REST path closes, if it is `DELETE /api/v1/pairs/{id}`.
+fn pair_of<'a>(method: &actix_web::http::Method, path: &'a str) -> Option<&'a str> {
+    let id = path.strip_prefix("/api/v1/pairs/")?;
+    (method == actix_web::http::Method::DELETE && !id.is_empty() && !id.contains('/')).then_some(id)
+}
+
+/// Where a request runs: the owner of the session it is about, or the node of the
+/// pair it closes (its Driver's node); `Owner::Local` for everything else.
+fn owner_of(
+    state: &AppState,
+    cluster: &tandem_actors::cluster::Cluster,
+    req: &ServiceRequest,
+) -> (Owner, String) {
+    if let Some(id) = session_of(req.path()) {
+        return (cluster.owner(id), id.to_string());
+    }
+    match pair_of(req.method(), req.path()) {
+        Some(id) if state.runtime.pair_addr(id).is_none() => {
+            (cluster.pair_owner(id), id.to_string())
+        }
+        _ => (Owner::Local, String::new()),
+    }
+}
+
+/// The middleware: sends a request about another node's session (or pair) there;
+/// every other request goes on here.
 pub async fn middleware(
     mut req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -194,17 +219,15 @@ pub async fn middleware(
         .app_data::<web::Data<AppState>>()
         .filter(|state| state.cluster.is_some())
         .cloned()
-        .and_then(|state| {
-            let id = session_of(req.path())?.to_string();
-            (auth::forwarded_principal(req.request()).is_none()).then_some((state, id))
-        });
-    let Some((state, id)) = target else {
+        .filter(|_| auth::forwarded_principal(req.request()).is_none());
+    let Some(state) = target else {
         return Ok(next.call(req).await?.map_into_left_body());
     };
     let Some(cluster) = state.cluster.as_ref() else {
         return Ok(next.call(req).await?.map_into_left_body());
     };
-    let node = match cluster.owner(&id) {
+    let (owner, id) = owner_of(&state, cluster, &req);
+    let node = match owner {
         Owner::Local | Owner::Unknown => return Ok(next.call(req).await?.map_into_left_body()),
         Owner::Unavailable { node } => {
             let e = ApiError::new(
@@ -320,6 +343,19 @@ mod tests {
         assert_eq!(session_of("/api/v1/sessions"), None);
         assert_eq!(session_of("/api/v1/sessions/"), None);
         assert_eq!(session_of("/api/v1/pairs"), None);
+    }
+
+    #[test]
+    fn finds_the_pair_a_path_closes() {
+        use actix_web::http::Method;
+        assert_eq!(
+            pair_of(&Method::DELETE, "/api/v1/pairs/pair_1"),
+            Some("pair_1")
+        );
+        assert_eq!(pair_of(&Method::GET, "/api/v1/pairs/pair_1"), None);
+        assert_eq!(pair_of(&Method::DELETE, "/api/v1/pairs/"), None);
+        assert_eq!(pair_of(&Method::DELETE, "/api/v1/pairs/a/b"), None);
+        assert_eq!(pair_of(&Method::DELETE, "/api/v1/pairs"), None);
     }
 
     #[test]

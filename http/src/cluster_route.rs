@@ -25,15 +25,24 @@ pub enum Routed {
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const TOOL_TIMEOUT: Duration = Duration::from_secs(960);
 
-/// The session (or node) a request is for, when it names one.
+/// The session (or node, or pair) a request is for, when it names one.
 enum Target<'a> {
     Session(&'a str),
     Node(&'a str),
+    /// `pair.close`: the pair runs on its Driver's node.
+    Pair(&'a str),
+    /// `chat.permission-response` without `sessionId`: whichever node has the request
+    /// pending.
+    Permission(&'a str),
 }
 
 fn target(request: &ClientRequest) -> Option<Target<'_>> {
     use ClientRequest as R;
     Some(match request {
+        R::ChatPermissionResponse(p) if p.session_id.as_deref().is_none_or(str::is_empty) => {
+            Target::Permission(&p.request_id)
+        }
+        R::PairClose(p) => Target::Pair(&p.pair_id),
         R::SessionCreate(p) => Target::Node(p.node.as_deref()?),
         R::ChatSend(p) => Target::Session(&p.session_id),
         R::ChatEditSend(p) => Target::Session(&p.session_id),
@@ -52,13 +61,12 @@ fn target(request: &ClientRequest) -> Option<Target<'_>> {
         R::ChatQueueCancel(p) => Target::Session(&p.session_id),
         R::ChatQueueEdit(p) => Target::Session(&p.session_id),
         // Run here: subscriptions follow a remote session from this node's copy
-        // (`subscribe`), lists merge every node's sessions, and `pair.close` names a
-        // pair, not a session. No catch-all arm: a new request must say where it runs.
+        // (`subscribe`) and lists merge every node's sessions. No catch-all arm: a
+        // new request must say where it runs.
         R::ChatSubscribe(_)
         | R::ChatUnsubscribe(_)
         | R::SessionsWatch(_)
         | R::SessionsList(_)
-        | R::PairClose(_)
         | R::Ping => return None,
     })
 }
@@ -73,6 +81,18 @@ pub fn route(
     raw: &str,
 ) -> Option<Routed> {
     let (node, session_id) = match target(request)? {
+        Target::Pair(id) if runtime.pair_addr(id).is_some() => return None,
+        Target::Pair(id) => match cluster.pair_owner(id) {
+            Owner::Local | Owner::Unknown => return None,
+            Owner::Remote { node, .. } => (node, None),
+            Owner::Unavailable { node } => {
+                return Some(unavailable(request_id, None, &node, id));
+            }
+        },
+        Target::Permission(id) if runtime.permission_holder(id).is_some() => return None,
+        Target::Permission(id) => {
+            return Some(ask_every_node(cluster, who, request_id, id, raw));
+        }
         Target::Node(node) if node == cluster.node() => return None,
         Target::Node(node) if cluster.alive(node) => (node.to_string(), None),
         Target::Node(node) if cluster.known(node) => {
@@ -142,6 +162,62 @@ pub fn route(
             }
         }
     })))
+}
+
+/// A `chat.permission-response` without `sessionId` whose request is pending on no
+/// session here: each other available node is asked in turn (by name order); the
+/// first answer that is not `NO_SUCH_PERMISSION` is the answer. When every node says
+/// so (or none answers), the caller gets `NO_SUCH_PERMISSION`, as on a single node.
+fn ask_every_node(
+    cluster: &Cluster,
+    who: &Principal,
+    request_id: &Option<String>,
+    permission_id: &str,
+    raw: &str,
+) -> Routed {
+    let forward = Forward {
+        user_id: who.user_id.clone(),
+        admin: who.admin,
+        call: Call::Frame {
+            frame: raw.to_string(),
+        },
+    };
+    let (cluster, request_id) = (cluster.clone(), request_id.clone());
+    let missing = RuntimeError::NoSuchPermission(permission_id.to_string());
+    Routed::Forwarded(Box::pin(async move {
+        let payload = match serde_json::to_vec(&forward) {
+            Ok(p) => p,
+            Err(e) => return internal(request_id, None, e.to_string()),
+        };
+        for node in cluster.other_nodes() {
+            let reply = match cluster
+                .request(&node, payload.clone(), REQUEST_TIMEOUT)
+                .await
+            {
+                Ok(reply) => reply,
+                Err(e) => {
+                    tracing::warn!(%node, error = %e, "a node did not answer a permission response");
+                    continue;
+                }
+            };
+            let not_there = serde_json::from_slice::<serde_json::Value>(&reply)
+                .is_ok_and(|v| v["code"] == "NO_SUCH_PERMISSION");
+            if !not_there {
+                match String::from_utf8(reply) {
+                    Ok(json) => return json,
+                    Err(e) => return internal(request_id, None, e.to_string()),
+                }
+            }
+        }
+        ServerFrame::ProtocolError {
+            code: missing.code(),
+            error: missing.to_string(),
+            session_id: None,
+            request_id,
+            paths: None,
+        }
+        .to_json()
+    }))
 }
 
 /// `POST /api/v1/sessions` naming another node: the `session.create` a WebSocket

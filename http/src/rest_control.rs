@@ -143,7 +143,13 @@ pub async fn create_pair(
     let epoch = state.runtime.write_epoch();
     let pair = state
         .runtime
-        .create_pair(&who, &p.driver_id, p.worker, p.worker_workspace)
+        .create_pair(
+            &who,
+            &p.driver_id,
+            p.worker,
+            p.worker_workspace,
+            p.worker_node,
+        )
         .await?;
     committed(&state, epoch).await?;
     Ok(HttpResponse::Created().json(PairCreateResult { pair }))

@@ -255,7 +255,13 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
             let sid = p.driver_id.clone();
             later(base, request_id, Some(sid), async move {
                 let pair = rt
-                    .create_pair(&who, &p.driver_id, p.worker, p.worker_workspace)
+                    .create_pair(
+                        &who,
+                        &p.driver_id,
+                        p.worker,
+                        p.worker_workspace,
+                        p.worker_node,
+                    )
                     .await?;
                 Ok(PairCreateResult { pair })
             })

@@ -317,6 +317,7 @@
  * @typedef {object} PairCreateParams
  * @property {string} driverId The Driver session.
  * @property {WorkerSpec} worker The Worker to create.
+ * @property {string | null} [workerNode] Cluster only: the node to create the Worker on (default: the Driver's node). The pair runs on the Driver's node and reaches its Worker over NATS; `INVALID_ARGUMENT` for a node the cluster does not know, `NODE_UNAVAILABLE` for one whose lease lapsed.
  * @property {(WorkspaceMode | null)} [workerWorkspace] Where the Worker works: in the Driver's directory (`shared`) or in a worktree of its own branched from the Driver's HEAD (`worktree`); default: the server's `worker_workspace` setting.
  */
 

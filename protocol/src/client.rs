@@ -168,6 +168,12 @@ pub struct PairCreateParams {
     /// `worker_workspace` setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_workspace: Option<crate::workspace::WorkspaceMode>,
+    /// Cluster only: the node to create the Worker on (default: the Driver's node).
+    /// The pair runs on the Driver's node and reaches its Worker over NATS;
+    /// `INVALID_ARGUMENT` for a node the cluster does not know, `NODE_UNAVAILABLE`
+    /// for one whose lease lapsed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_node: Option<String>,
 }
 
 /// Fields of `session.handoff`: continue a conversation in a new session.

@@ -14,6 +14,8 @@ mod browser_attacks;
 mod budgets;
 mod claude;
 mod cluster;
+mod cluster_pairs;
+mod cluster_workspaces;
 mod codex;
 mod configure;
 mod crash_workflows;

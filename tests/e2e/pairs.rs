@@ -21,7 +21,7 @@ async fn driver(server: &Server) -> (WsClient, String) {
 }
 
 /// Internal user messages (pushed-back results) in a session's stored history.
-async fn pushbacks(server: &Server, sid: &str) -> Vec<String> {
+pub(crate) async fn pushbacks(server: &Server, sid: &str) -> Vec<String> {
     server
         .all_events(sid)
         .await
@@ -39,7 +39,7 @@ const SETTLE: &str = "(settle)";
 /// has taken its result), then queues a message into the Driver and waits for its turn
 /// to end. Anything pushed back before it was run or queued ahead of it, so an extra
 /// push-back cannot arrive unseen. Returns the push-backs.
-async fn await_pushbacks(server: &Server, sid: &str, n: usize) -> Vec<String> {
+pub(crate) async fn await_pushbacks(server: &Server, sid: &str, n: usize) -> Vec<String> {
     eventually(&format!("{sid} to have {n} push-backs"), async || {
         (pushbacks(server, sid).await.len() >= n).then_some(())
     })

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tandem_tests::{eventually, Server, ServerOptions, WsClient};
 
 /// Runs git in `dir`; its trimmed output. Panics on failure.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -32,7 +32,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A repository on branch `main` under the server's workspace root, with `a.txt`
 /// committed.
-fn repo(server: &Server, name: &str) -> PathBuf {
+pub(crate) fn repo(server: &Server, name: &str) -> PathBuf {
     let dir = server.dir.path().join(name);
     std::fs::create_dir_all(&dir).unwrap();
     git(&dir, &["init", "-q", "-b", "main"]);

@@ -25,7 +25,10 @@
 
 mod directory;
 mod mirror;
+mod pairs;
 mod publish;
+
+pub use pairs::pairs_subject;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -33,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use dashmap::DashMap;
-use tandem_protocol::{SessionInfo, SessionStatus};
+use tandem_protocol::{Role, SessionInfo, SessionStatus};
 
 use crate::runtime::Runtime;
 
@@ -218,6 +221,11 @@ impl Cluster {
         directory::start(cluster.clone(), nodes_kv, sessions_kv)
             .await
             .map_err(|e| setup("directory")(&e))?;
+        // Pairs with a Worker on another node: their messages, and the reports of
+        // delegated turns this node's Workers ran for pairs elsewhere.
+        pairs::serve(cluster.clone()).await?;
+        runtime.set_cluster(Arc::new(cluster.clone()));
+        actix::spawn(pairs::report(cluster.clone()));
         tracing::info!(node = %cluster.node(), url = %cluster.inner.config.url, "joined the cluster");
         Ok(cluster)
     }
@@ -250,6 +258,38 @@ impl Cluster {
                 node: remote.node.clone(),
             }
         }
+    }
+
+    /// Where pair `pair_id` runs, when it is not here: a pair's actor lives on its
+    /// Driver's node, so this is the node of the session the directory lists as
+    /// that pair's Driver.
+    pub fn pair_owner(&self, pair_id: &str) -> Owner {
+        let driver = self.inner.remote.iter().find_map(|r| {
+            (r.info.pair_id.as_deref() == Some(pair_id) && r.info.role == Some(Role::Driver))
+                .then(|| (r.node.clone(), r.info.clone()))
+        });
+        match driver {
+            None => Owner::Unknown,
+            Some((node, _)) if !self.alive(&node) => Owner::Unavailable { node },
+            Some((node, info)) => Owner::Remote {
+                node,
+                info: Box::new(info),
+            },
+        }
+    }
+
+    /// The other nodes whose lease holds, by name.
+    pub fn other_nodes(&self) -> Vec<String> {
+        let now = Instant::now();
+        let mut nodes: Vec<String> = self
+            .inner
+            .nodes
+            .iter()
+            .filter(|n| *n.value() > now && n.key() != self.node())
+            .map(|n| n.key().clone())
+            .collect();
+        nodes.sort();
+        nodes
     }
 
     /// Whether a node's lease holds (this node's always does).

@@ -7,6 +7,7 @@
 //! The pair resolves a delegation at most once ([`Token::Resolving`]), and the Driver's
 //! session drops a push-back whose id it has already taken (a re-send after a crash).
 
+pub mod remote;
 #[cfg(test)]
 mod tests;
 pub mod texts;
@@ -20,14 +21,19 @@ use tandem_protocol::{EventBody, TurnStatus};
 use tokio::sync::oneshot;
 
 use crate::clock::{now_ms, random_id};
+use crate::cluster_link::StartOnWorker;
 use crate::error::{PairError, RuntimeError};
 use crate::record::{DelegationRecord, PairRecord};
 use crate::registry::Registry;
 use crate::session::{
-    Abort, LeavePair, PartialText, ProposalProgress, RecordEvent, Resume, Services, SessionActor,
-    StartDelegated, WorkerTurnEnded,
+    LeavePair, ProposalProgress, RecordEvent, Resume, Services, SessionActor, WorkerTurnEnded,
 };
 use crate::store::WriteOp;
+use remote::WorkerLink;
+
+/// How often a restarted pair asks an unreachable remote Worker's node about the
+/// delegation it holds.
+const RECHECK: Duration = Duration::from_secs(1);
 
 /// How a delegation ended, in tool-result words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,11 +141,15 @@ pub struct PairActor {
     shared: PairShared,
     services: Services,
     driver: Addr<SessionActor>,
-    worker: Addr<SessionActor>,
+    /// The Worker: its actor here, or its node (see [`remote`]).
+    worker: WorkerLink,
     /// Live pairs; this pair removes itself when it closes.
     pairs: Registry<PairHandle>,
     /// Where the delegation token stands.
     token: Token,
+    /// Reports of a remote Worker's node waiting to be acknowledged, by delegation
+    /// id: answered once that delegation's outcome is delivered and on disk.
+    acks: Vec<(String, oneshot::Sender<()>)>,
 }
 
 impl PairActor {
@@ -150,7 +160,7 @@ impl PairActor {
         shared: PairShared,
         services: Services,
         driver: Addr<SessionActor>,
-        worker: Addr<SessionActor>,
+        worker: WorkerLink,
         pairs: Registry<PairHandle>,
     ) -> Self {
         let token = match record.delegation {
@@ -168,6 +178,7 @@ impl PairActor {
             worker,
             pairs,
             token,
+            acks: Vec::new(),
         }
     }
 
@@ -208,15 +219,40 @@ impl PairActor {
         active: bool,
         changes: Option<tandem_protocol::workspace::ChangeSummary>,
     ) {
-        for session in [&self.driver, &self.worker] {
-            session.do_send(RecordEvent(EventBody::Delegation {
-                pair_id: self.record.pair_id.clone(),
-                from: self.record.driver_id.clone(),
-                to: self.record.worker_id.clone(),
-                active,
-                changes: changes.clone(),
-            }));
+        let body = EventBody::Delegation {
+            pair_id: self.record.pair_id.clone(),
+            from: self.record.driver_id.clone(),
+            to: self.record.worker_id.clone(),
+            active,
+            changes,
+        };
+        self.driver.do_send(RecordEvent(body.clone()));
+        self.worker.record(body);
+    }
+
+    /// Answers the remote Worker's node's reports of delegation `id` once what this
+    /// actor wrote so far is on disk (the outcome delivered, the token cleared).
+    fn acknowledge(&mut self, id: &str, ctx: &mut Context<Self>) {
+        if !self.acks.iter().any(|(d, _)| d == id) {
+            return;
         }
+        let waiting: Vec<oneshot::Sender<()>> = {
+            let (mine, rest) = std::mem::take(&mut self.acks)
+                .into_iter()
+                .partition(|(d, _)| d == id);
+            self.acks = rest;
+            mine.into_iter().map(|(_, tx)| tx).collect()
+        };
+        let synced = self
+            .services
+            .writer
+            .synced_since(self.services.writer.epoch());
+        ctx.spawn(actix::fut::wrap_future(async move {
+            synced.await;
+            for tx in waiting {
+                let _ = tx.send(());
+            }
+        }));
     }
 
     fn current(&self, delegation_id: &str) -> bool {
@@ -258,14 +294,16 @@ impl PairActor {
                     if !stored {
                         tracing::error!(pair = %act.record.pair_id, "delegation end not stored");
                     }
+                    let id = delegation.delegation_id.clone();
                     match waiter.send(Ok(DelegateReply::Finished(outcome))) {
                         Ok(()) => act.token = Token::Free,
                         // The caller stopped waiting meanwhile: push the result back.
                         Err(Ok(DelegateReply::Finished(outcome))) => {
-                            act.push_back(delegation, outcome, ctx)
+                            return act.push_back(delegation, outcome, ctx)
                         }
                         Err(_) => act.token = Token::Free,
                     }
+                    act.acknowledge(&id, ctx);
                 },
             ));
             return;
@@ -286,13 +324,46 @@ impl PairActor {
         crate::metrics::Metrics::inc(&self.services.metrics.pushbacks);
         let id = delegation.delegation_id;
         ctx.spawn(actix::fut::wrap_future(self.driver.send(resume)).map(
-            move |res, act: &mut PairActor, _| {
+            move |res, act: &mut PairActor, ctx| {
                 if let Err(e) = res {
                     tracing::error!(pair = %act.record.pair_id, error = %e, "Driver gone; result not delivered");
                 }
                 act.finish_delegation(&id);
+                act.acknowledge(&id, ctx);
             },
         ));
+    }
+
+    /// After a restart with a remote Worker's delegation in flight: asks the Worker's
+    /// node (every [`RECHECK`] until it can be asked) whether it has that delegation;
+    /// if it does not, the delegation never reached it and is reported interrupted,
+    /// once. If it does, its node reports the end.
+    fn check_remote_delegation(&mut self, id: String, ctx: &mut Context<Self>) {
+        let asked = self.worker.holds(&id);
+        ctx.spawn(
+            actix::fut::wrap_future(asked).map(move |holds, act: &mut PairActor, ctx| {
+                if !act.current(&id) || act.resolving() {
+                    return;
+                }
+                match holds {
+                    Some(true) => {}
+                    Some(false) => act.resolve(
+                        Outcome {
+                            status: DelegationStatus::Interrupted,
+                            response: String::new(),
+                            error: Some("the server stopped before the Worker got the task".into()),
+                            changes: None,
+                        },
+                        ctx,
+                    ),
+                    None => {
+                        ctx.run_later(RECHECK, move |act, ctx| {
+                            act.check_remote_delegation(id, ctx)
+                        });
+                    }
+                }
+            }),
+        );
     }
 
     /// Drops the token of delegation `id` (if it is still the current one).
@@ -311,6 +382,18 @@ impl Actor for PairActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        // A remote Worker's turn goes on while this node restarts: its node reports
+        // the end (kept until acknowledged), so the delegation waits for that, unless
+        // the Worker never got it (this node stopped before its node took it).
+        if let Some(d) = self
+            .record
+            .delegation
+            .as_ref()
+            .filter(|_| self.worker.is_remote())
+        {
+            self.check_remote_delegation(d.delegation_id.clone(), ctx);
+            return;
+        }
         if self.record.delegation.is_some() {
             // Loaded with a delegation in flight: the restart cut the Worker's turn
             // off (its session closed it as interrupted). Tell the Driver, once.
@@ -352,13 +435,24 @@ impl Handler<Delegate> for PairActor {
         };
         self.save();
         self.delegation_event(true, None);
-        let start = self.worker.send(StartDelegated {
-            text: msg.message,
-            driver_id: self.record.driver_id.clone(),
-            pair_id: self.record.pair_id.clone(),
-            delegation_id: delegation_id.clone(),
-            report_to: ctx.address().recipient(),
-        });
+        let start = self.worker.start(
+            StartOnWorker {
+                text: msg.message,
+                driver_id: self.record.driver_id.clone(),
+                pair_id: self.record.pair_id.clone(),
+                delegation_id: delegation_id.clone(),
+            },
+            ctx.address().recipient(),
+        );
+        let (writer, remote) = (self.services.writer.clone(), self.worker.is_remote());
+        let start = async move {
+            if remote {
+                // Test builds: dies with the delegation stored, before the Worker's
+                // node got it.
+                crate::crash::crash_point(&writer, "pair.delegate.remote").await;
+            }
+            start.await
+        };
         let (wait, timeout) = (msg.wait, msg.timeout);
         ctx.spawn(
             actix::fut::wrap_future(start).map(move |res, act: &mut PairActor, ctx| {
@@ -369,7 +463,7 @@ impl Handler<Delegate> for PairActor {
                     Ok(Ok(_turn_id)) => None,
                     Ok(Err(RuntimeError::RunInProgress(_))) => Some(PairError::WorkerBusy),
                     Ok(Err(e)) => Some(PairError::WorkerRefused(Box::new(e))),
-                    Err(e) => Some(PairError::Unavailable(e.to_string())),
+                    Err(e) => Some(PairError::Unavailable(e)),
                 };
                 if let Some(reason) = refused {
                     act.delegation_event(false, None);
@@ -403,9 +497,8 @@ impl Handler<Delegate> for PairActor {
                         d.detached = true;
                     }
                     act.save();
-                    ctx.spawn(actix::fut::wrap_future(act.worker.send(PartialText)).map(
+                    ctx.spawn(actix::fut::wrap_future(act.worker.partial()).map(
                         move |partial, _, _| {
-                            let partial = partial.unwrap_or_default();
                             let _ = waiter.send(Ok(DelegateReply::TimedOut { partial }));
                         },
                     ));
@@ -480,17 +573,42 @@ impl Handler<WorkerTurnEnded> for PairActor {
     }
 }
 
+/// A remote Worker's node reports a delegated turn's end; `done` is answered once the
+/// delegation's outcome is delivered and on disk (or at once when the delegation is
+/// not this pair's current one: taken already, or cut off).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct RemoteTurnEnded {
+    /// The report.
+    pub ended: WorkerTurnEnded,
+    /// Answered when the node may forget the report.
+    pub done: oneshot::Sender<()>,
+}
+
+impl Handler<RemoteTurnEnded> for PairActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RemoteTurnEnded, ctx: &mut Context<Self>) {
+        if !self.current(&msg.ended.delegation_id) {
+            let _ = msg.done.send(());
+            return;
+        }
+        self.acks.push((msg.ended.delegation_id.clone(), msg.done));
+        <Self as Handler<WorkerTurnEnded>>::handle(self, msg.ended, ctx);
+    }
+}
+
 impl Handler<InterruptWorker> for PairActor {
     type Result = ResponseFuture<Result<bool, PairError>>;
 
     fn handle(&mut self, _: InterruptWorker, _: &mut Context<Self>) -> Self::Result {
-        let abort = self.worker.send(Abort);
+        let abort = self.worker.abort();
         Box::pin(async move {
             match abort.await {
                 Ok(Ok(())) => Ok(true),
                 Ok(Err(RuntimeError::NoActiveRun(_))) => Ok(false),
                 Ok(Err(e)) => Err(PairError::Worker(Box::new(e))),
-                Err(e) => Err(PairError::Unavailable(e.to_string())),
+                Err(e) => Err(PairError::Unavailable(e)),
             }
         })
     }
@@ -507,12 +625,12 @@ impl Handler<ClosePair> for PairActor {
         // by start-up (memberships cleared, a cut-off delegation reported once).
         self.record.state = PairState::Closed;
         self.save();
-        let partial = self.worker.send(PartialText);
-        let abort = self.worker.send(Abort);
+        let partial = self.worker.partial();
+        let abort = self.worker.abort();
         let writer = self.services.writer.clone();
         Box::pin(
             actix::fut::wrap_future(async move {
-                let partial = partial.await.unwrap_or_default();
+                let partial = partial.await;
                 let interrupted = matches!(abort.await, Ok(Ok(())));
                 crate::crash::crash_point(&writer, "pair.close.row").await;
                 (partial, interrupted)
@@ -530,11 +648,10 @@ impl Handler<ClosePair> for PairActor {
                     );
                 }
                 let pair_id = act.record.pair_id.clone();
-                for session in [&act.driver, &act.worker] {
-                    session.do_send(LeavePair {
-                        pair_id: pair_id.clone(),
-                    });
-                }
+                act.driver.do_send(LeavePair {
+                    pair_id: pair_id.clone(),
+                });
+                act.worker.leave(pair_id.clone());
                 if let Err(e) = act
                     .services
                     .writer

@@ -63,6 +63,7 @@ async fn pair(fx: &RuntimeFixture, d: &str) -> (String, String) {
                 effort: None,
             },
             None,
+            None,
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -171,6 +172,7 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
     addr.send(crate::session::JoinPair {
         pair: stray,
         role: Role::Driver,
+        pair_node: None,
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"))

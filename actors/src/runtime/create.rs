@@ -152,6 +152,7 @@ impl Runtime {
             node: self.inner.config.node.clone(),
             superseded: Vec::new(),
             workspace,
+            remote_report: None,
         };
         let writer = &self.inner.services.writer;
         let epoch = writer.epoch();

@@ -203,6 +203,8 @@ impl Runtime {
                 tools: tools(RuntimeRef(weak.clone())),
                 sessions: Registry::default(),
                 store: store.clone(),
+                outbox: Default::default(),
+                cluster: Default::default(),
             },
             pairs: Registry::default(),
             tokens: DashMap::new(),
@@ -554,15 +556,9 @@ impl Runtime {
     ) -> Result<(), RuntimeError> {
         let id = match params.session_id.filter(|s| !s.is_empty()) {
             Some(id) => id,
-            None => {
-                let mut found = None;
-                self.inner.services.sessions.for_each(|id, h| {
-                    if found.is_none() && h.shared.has_permission(&params.request_id) {
-                        found = Some(id.to_string());
-                    }
-                });
-                found.ok_or_else(|| RuntimeError::NoSuchPermission(params.request_id.clone()))?
-            }
+            None => self
+                .permission_holder(&params.request_id)
+                .ok_or_else(|| RuntimeError::NoSuchPermission(params.request_id.clone()))?,
         };
         self.drivable(who, &id)?
             .addr

@@ -13,8 +13,10 @@ use super::{NewSession, PairHandle, Runtime};
 use crate::access::Principal;
 use crate::adapter::VendorId;
 use crate::clock::{now_ms, random_id};
+use crate::cluster_link::{NodeLink, Outbox, RemoteWorkerSpec};
 use crate::crash::crash_point;
 use crate::error::{PairError, RuntimeError};
+use crate::pair::remote::{RemoteWorker, WorkerLink};
 use crate::pair::{pair_info, pushback_resume, ClosePair, Delegate, PairActor};
 use crate::record::{DelegationRecord, PairRecord};
 use crate::session::{JoinPair, LeavePair, ProposalProgress, Resume, SessionActor};
@@ -127,13 +129,80 @@ impl Runtime {
         }
     }
 
+    /// The ends of delegated turns this node's Workers ran for pairs on other nodes,
+    /// until acknowledged.
+    pub(crate) fn outbox(&self) -> &Outbox {
+        &self.inner.services.outbox
+    }
+
+    /// Records this node's cluster membership (once it joined), so pairs reach
+    /// Workers on other nodes.
+    pub(crate) fn set_cluster(&self, cluster: std::sync::Arc<dyn NodeLink>) {
+        let _ = self.inner.services.cluster.set(cluster);
+    }
+
+    /// How a pair reaches its Worker: its actor here, or its node.
+    fn worker_link(&self, record: &PairRecord) -> Result<WorkerLink, RuntimeError> {
+        if let Some(node) = record.worker_node.clone() {
+            return Ok(WorkerLink::Remote(RemoteWorker {
+                node,
+                worker_id: record.worker_id.clone(),
+                cluster: self.inner.services.cluster.clone(),
+            }));
+        }
+        self.session_addr(&record.worker_id)
+            .map(WorkerLink::Local)
+            .ok_or_else(|| RuntimeError::SessionNotFound(record.worker_id.clone()))
+    }
+
+    /// On the Worker's node: creates the Worker of a pair that runs on another node
+    /// and joins it to that pair. It works in the Driver's directory when that is
+    /// usable here, else in this node's first workspace root.
+    pub async fn create_remote_worker(
+        &self,
+        spec: RemoteWorkerSpec,
+    ) -> Result<SessionInfo, RuntimeError> {
+        let cwd = self
+            .resolve_cwd(Some(&spec.cwd))
+            .or_else(|_| self.resolve_cwd(None))?;
+        let id = spec.worker_id.clone();
+        self.new_session(NewSession {
+            id: Some(id.clone()),
+            owner_id: spec.owner_id,
+            visibility: spec.visibility,
+            vendor: VendorId::from(spec.vendor),
+            model: spec.model,
+            effort: spec.effort,
+            title: Some(spec.title),
+            cwd: cwd.to_string_lossy().into_owned(),
+            permission_mode: spec.permission_mode,
+            parent_id: None,
+            pending_prompt: None,
+            handoff_from: None,
+            worktree: spec
+                .worktree
+                .then_some(super::create::WorktreeRequest { base_ref: None }),
+        })
+        .await?;
+        let worker = self
+            .session_addr(&id)
+            .ok_or_else(|| RuntimeError::Internal("the Worker session vanished".into()))?;
+        worker
+            .send(JoinPair {
+                pair: spec.pair,
+                role: Role::Worker,
+                pair_node: Some(spec.pair_node),
+            })
+            .await??;
+        self.session_info(&id)
+            .ok_or_else(|| RuntimeError::Internal("the Worker session vanished".into()))
+    }
+
     fn start_pair(&self, record: PairRecord) -> Result<(), RuntimeError> {
         let driver = self
             .session_addr(&record.driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(record.driver_id.clone()))?;
-        let worker = self
-            .session_addr(&record.worker_id)
-            .ok_or_else(|| RuntimeError::SessionNotFound(record.worker_id.clone()))?;
+        let worker = self.worker_link(&record)?;
         let shared = Arc::new(Mutex::new(record.clone()));
         let services = self.inner.services.clone();
         let actor_shared = shared.clone();
@@ -163,8 +232,33 @@ impl Runtime {
         driver_id: &str,
         choice: WorkerChoice,
         workspace: Option<WorkspaceMode>,
+        worker_node: Option<String>,
     ) -> Result<PairInfo, RuntimeError> {
         let workspace = workspace.unwrap_or(self.inner.config.worker_workspace);
+        // Another node's Worker: that node must be in the cluster and available.
+        let worker_node = worker_node.filter(|n| Some(n) != self.inner.config.node.as_ref());
+        let remote = match &worker_node {
+            None => None,
+            Some(node) => {
+                let cluster = self.inner.services.cluster.get().ok_or_else(|| {
+                    RuntimeError::InvalidArgument(format!(
+                        "workerNode `{node:.64}`: this server is not in a cluster"
+                    ))
+                })?;
+                if !cluster.known(node) {
+                    return Err(RuntimeError::InvalidArgument(format!(
+                        "no node `{node:.64}` in the cluster"
+                    )));
+                }
+                if !cluster.alive(node) {
+                    return Err(RuntimeError::NodeUnavailable {
+                        session: "the new Worker".into(),
+                        node: node.clone(),
+                    });
+                }
+                Some((cluster.clone(), node.clone()))
+            }
+        };
         let driver_info = self
             .session_info(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
@@ -174,23 +268,27 @@ impl Runtime {
         if driver_info.pair_id.is_some() {
             return Err(PairError::AlreadyPaired.into());
         }
-        let spec = self
-            .inner
-            .services
-            .catalog
-            .get(&VendorId::from(choice.vendor.as_str()))
-            .ok_or_else(|| {
-                RuntimeError::InvalidArgument(format!("unknown vendor `{}`", choice.vendor))
-            })?;
-        if !spec.installed {
-            return Err(RuntimeError::VendorNotInstalled(choice.vendor));
+        if remote.is_none() {
+            // Another node checks its own catalog.
+            let spec = self
+                .inner
+                .services
+                .catalog
+                .get(&VendorId::from(choice.vendor.as_str()))
+                .ok_or_else(|| {
+                    RuntimeError::InvalidArgument(format!("unknown vendor `{}`", choice.vendor))
+                })?;
+            if !spec.installed {
+                return Err(RuntimeError::VendorNotInstalled(choice.vendor));
+            }
         }
-        let mut record = PairRecord {
+        let record = PairRecord {
             pair_id: random_id("pair_", 8),
             driver_id: driver_id.to_string(),
             worker_id: random_id("ses_", 12),
             created_at: now_ms(),
             delegation: None,
+            worker_node: worker_node.clone(),
             state: PairState::Creating,
         };
         // Row first (`creating`), then the memberships, then `active`: a crash between
@@ -203,6 +301,7 @@ impl Runtime {
             .send(JoinPair {
                 pair: info.clone(),
                 role: Role::Driver,
+                pair_node: None,
             })
             .await
             .map_err(RuntimeError::from)
@@ -213,6 +312,30 @@ impl Runtime {
             return Err(e);
         }
         crash_point(writer, "pair.create.driver").await;
+        if let Some((cluster, node)) = remote {
+            let made = cluster
+                .create_worker(
+                    &node,
+                    RemoteWorkerSpec {
+                        worker_id: record.worker_id.clone(),
+                        owner_id: driver_info.owner_id.clone(),
+                        visibility: driver_info.visibility,
+                        vendor: choice.vendor,
+                        model: choice.model,
+                        effort: choice.effort,
+                        title: worker_title(&driver_info.title),
+                        cwd: driver_info.cwd.clone(),
+                        permission_mode: driver_info.permission_mode,
+                        worktree: workspace == WorkspaceMode::Worktree,
+                        pair: info.clone(),
+                        pair_node: self.inner.config.node.clone().unwrap_or_default(),
+                    },
+                )
+                .await;
+            return self
+                .finish_creation(record, &driver, made.map(|_| ()))
+                .await;
+        }
         let created = self
             .new_session(NewSession {
                 id: Some(record.worker_id.clone()),
@@ -237,6 +360,7 @@ impl Runtime {
                     .send(JoinPair {
                         pair: info.clone(),
                         role: Role::Worker,
+                        pair_node: None,
                     })
                     .await
                     .map_err(RuntimeError::from)
@@ -245,6 +369,18 @@ impl Runtime {
             },
             Err(e) => Err(e),
         };
+        self.finish_creation(record, &driver, joined).await
+    }
+
+    /// The last steps of [`Runtime::pair_with_new_worker`] once the Worker joined (or
+    /// could not be made): `active` and the actor, or the rollback.
+    async fn finish_creation(
+        &self,
+        mut record: PairRecord,
+        driver: &Addr<SessionActor>,
+        joined: Result<(), RuntimeError>,
+    ) -> Result<PairInfo, RuntimeError> {
+        let writer = &self.inner.services.writer;
         if let Err(e) = joined {
             // Roll back: the row goes `closed` before the Driver leaves, so a crash
             // in between is finished by start-up.
@@ -271,6 +407,7 @@ impl Runtime {
         driver_id: &str,
         worker: WorkerSpec,
         worker_workspace: Option<WorkspaceMode>,
+        worker_node: Option<String>,
     ) -> Result<PairInfo, RuntimeError> {
         self.drivable(who, driver_id)?;
         let info = self
@@ -287,6 +424,7 @@ impl Runtime {
                 effort: worker.effort.unwrap_or_default(),
             },
             worker_workspace,
+            worker_node,
         )
         .await
     }

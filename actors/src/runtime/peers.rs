@@ -25,6 +25,19 @@ impl Runtime {
         self.inner.commit_tap.set(tap).is_ok()
     }
 
+    /// The local session where permission request `request_id` is pending, if any
+    /// (`chat.permission-response` without `sessionId` asks the other nodes when
+    /// none is).
+    pub fn permission_holder(&self, request_id: &str) -> Option<String> {
+        let mut found = None;
+        self.inner.services.sessions.for_each(|id, h| {
+            if found.is_none() && h.shared.has_permission(request_id) {
+                found = Some(id.to_string());
+            }
+        });
+        found
+    }
+
     /// True when the session has an actor here (it is this node's).
     pub fn hosts(&self, id: &str) -> bool {
         self.inner.services.sessions.get(id).is_some()

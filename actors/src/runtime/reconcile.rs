@@ -123,8 +123,11 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
     let mut taken: HashSet<&str> = HashSet::new();
     for pair in pairs {
         let id = pair.pair_id.as_str();
+        // A Worker on another node is that node's to check (its reports find out
+        // when this pair is gone).
+        let worker_here = pair.worker_node.is_some() || member(&pair.worker_id, id, Role::Worker);
         let both = member(&pair.driver_id, id, Role::Driver)
-            && member(&pair.worker_id, id, Role::Worker)
+            && worker_here
             && !taken.contains(pair.driver_id.as_str())
             && !taken.contains(pair.worker_id.as_str());
         let reason = match pair.state {
@@ -160,6 +163,10 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
         let Some(pair_id) = session.pair.as_ref().map(|m| m.pair_id.as_str()) else {
             continue;
         };
+        if session.pair.as_ref().is_some_and(|m| m.pair_node.is_some()) {
+            // The Worker of a pair on another node: that node runs the pair.
+            continue;
+        }
         let in_running = running.contains(pair_id)
             && out.start.iter().any(|p| {
                 p.pair_id == pair_id && (p.driver_id == session.id || p.worker_id == session.id)

@@ -271,6 +271,9 @@ impl Actor for SessionActor {
         self.publish_permissions();
         // Messages queued before a restart (including pushed-back results) go out
         // now that the session is free; schedules are armed (past ones fire now).
+        // Before anything can start a turn: a delegation a restart cut off is
+        // reported to its pair's node (see `resend_remote_report`).
+        self.resend_remote_report();
         self.dispatch_queued(ctx);
         self.arm_all(ctx);
         self.flush();

@@ -31,8 +31,8 @@ pub(crate) use actor::validate_title;
 pub use actor::SessionActor;
 pub use archive::Archive;
 pub use pairing::{
-    Describe, JoinPair, LeavePair, PartialText, RecordEvent, Resume, SessionState, StartDelegated,
-    WorkerTurnEnded,
+    Describe, HoldsDelegation, JoinPair, LeavePair, PartialText, RecordEvent, ReportDelivered,
+    ReportTo, Resume, SessionState, StartDelegated, WorkerTurnEnded,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
 pub use queue::{CancelQueued, EditQueued};
@@ -71,6 +71,12 @@ pub struct Services {
     /// Live sessions by id: a parent finds its children here, and a session whose
     /// creation never committed removes itself.
     pub sessions: Registry<SessionHandle>,
+    /// Ends of delegated turns for pairs on other cluster nodes, until acknowledged
+    /// (empty on a single node).
+    pub outbox: crate::cluster_link::Outbox,
+    /// This node's cluster, once it joined (`--nats`); pairs with a Worker on another
+    /// node reach it through this.
+    pub cluster: crate::cluster_link::NodeSlot,
 }
 
 /// A live session actor's address and the metadata it publishes.

@@ -25,7 +25,36 @@ pub struct StartDelegated {
     /// The delegation, reported back when the turn ends.
     pub delegation_id: String,
     /// Where the turn's end is reported: the pair, which owns the delegation.
-    pub report_to: Recipient<WorkerTurnEnded>,
+    pub report_to: ReportTo,
+}
+
+/// Where a delegated turn's end goes.
+#[derive(Debug, Clone)]
+pub enum ReportTo {
+    /// The pair actor on this node.
+    Pair(Recipient<WorkerTurnEnded>),
+    /// The pair runs on that cluster node: the end is kept in this session's record
+    /// and sent there until it is acknowledged (see `crate::cluster_link::Outbox`).
+    Node(String),
+}
+
+/// Asked by a pair's node after its restart: does this Worker know delegation
+/// `delegation_id` (running it, or holding its end until it is taken)? If not, the
+/// delegation never reached it, and the pair reports it interrupted.
+#[derive(Debug, Message)]
+#[rtype(result = "bool")]
+pub struct HoldsDelegation {
+    /// The delegation the pair holds.
+    pub delegation_id: String,
+}
+
+/// The pair's node took the report of delegation `delegation_id`: this session
+/// forgets it.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct ReportDelivered {
+    /// The delegation reported.
+    pub delegation_id: String,
 }
 
 /// The Worker's delegated turn ended (sent by the Worker's session to the
@@ -64,6 +93,9 @@ pub struct JoinPair {
     pub pair: PairInfo,
     /// This session's role in it.
     pub role: Role,
+    /// The node the pair runs on, when it is another one (see
+    /// [`crate::record::Membership::pair_node`]).
+    pub pair_node: Option<String>,
 }
 
 /// This session's pair was dissolved; answers whether the session was still in it.
@@ -117,9 +149,60 @@ impl SessionActor {
             response: tail(&response, RESPONSE_TAIL_CHARS),
             error,
         };
-        if report(&delegation.report_to, ended).is_err() {
+        let to = match &delegation.report_to {
+            ReportTo::Pair(to) => to,
+            ReportTo::Node(_) => return self.report_remote(ended),
+        };
+        if report(to, ended).is_err() {
             tracing::debug!(session = %self.id, pair = %delegation.pair_id, "delegated turn ended after its pair closed");
         }
+    }
+
+    /// Keeps the end of a delegated turn of a pair on another node in the record
+    /// (written with the turn's end) and hands it to the outbox, which sends it
+    /// until that node acknowledges it.
+    fn report_remote(&mut self, ended: WorkerTurnEnded) {
+        let Some(report) = self
+            .record
+            .remote_report
+            .as_mut()
+            .filter(|r| r.delegation_id == ended.delegation_id)
+        else {
+            tracing::debug!(session = %self.id, "delegated turn ended after its pair closed");
+            return;
+        };
+        report.ended = Some(crate::record::ReportedEnd {
+            status: ended.status,
+            response: ended.response,
+            error: ended.error,
+        });
+        let report = report.clone();
+        self.touch();
+        self.services.outbox.put(&self.record.id, report);
+    }
+
+    /// At start: a report a previous process left is sent again; one whose turn a
+    /// restart cut off (start-up closed the turn) reports it interrupted.
+    pub(super) fn resend_remote_report(&mut self) {
+        if self.turn.is_some() {
+            return;
+        }
+        let Some(report) = self.record.remote_report.as_mut() else {
+            return;
+        };
+        let cut_off = report.ended.is_none();
+        if cut_off {
+            report.ended = Some(crate::record::ReportedEnd {
+                status: TurnStatus::Interrupted,
+                response: String::new(),
+                error: Some("the Worker's node restarted while the Worker was on it".into()),
+            });
+        }
+        let report = report.clone();
+        if cut_off {
+            self.touch();
+        }
+        self.services.outbox.put(&self.record.id, report);
     }
 }
 
@@ -160,12 +243,26 @@ impl Handler<StartDelegated> for SessionActor {
         if self.turn.is_some() {
             return Err(RuntimeError::RunInProgress(self.record.id.clone()));
         }
+        let remote = match &msg.report_to {
+            ReportTo::Node(node) => Some(crate::record::RemoteReport {
+                pair_id: msg.pair_id.clone(),
+                delegation_id: msg.delegation_id.clone(),
+                pair_node: node.clone(),
+                ended: None,
+            }),
+            ReportTo::Pair(_) => None,
+        };
         let delegation = TurnDelegation {
             pair_id: msg.pair_id,
             delegation_id: msg.delegation_id,
             report_to: msg.report_to,
         };
         let result = self.start_turn(msg.text, false, Some((delegation, msg.driver_id)), ctx);
+        if result.is_ok() && remote.is_some() {
+            // Written with the turn's start: a restart from here on reports it.
+            self.record.remote_report = remote;
+            self.touch();
+        }
         self.flush();
         result
     }
@@ -210,6 +307,7 @@ impl Handler<JoinPair> for SessionActor {
         self.record.pair = Some(Membership {
             pair_id: msg.pair.pair_id.clone(),
             role: msg.role,
+            pair_node: msg.pair_node,
         });
         self.emit(None, EventBody::PairCreated { pair: msg.pair });
         self.touch();
@@ -230,6 +328,9 @@ impl Handler<LeavePair> for SessionActor {
             // The pair is gone: the turn's end has nobody to report to.
             turn.delegation = None;
         }
+        if let Some(report) = self.record.remote_report.take() {
+            self.services.outbox.remove(&report.delegation_id);
+        }
         self.emit(
             None,
             EventBody::PairClosed {
@@ -239,6 +340,34 @@ impl Handler<LeavePair> for SessionActor {
         self.touch();
         self.flush();
         true
+    }
+}
+
+impl Handler<HoldsDelegation> for SessionActor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: HoldsDelegation, _: &mut Context<Self>) -> bool {
+        self.record
+            .remote_report
+            .as_ref()
+            .is_some_and(|r| r.delegation_id == msg.delegation_id)
+    }
+}
+
+impl Handler<ReportDelivered> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReportDelivered, _: &mut Context<Self>) {
+        let taken = self
+            .record
+            .remote_report
+            .as_ref()
+            .is_some_and(|r| r.delegation_id == msg.delegation_id && r.ended.is_some());
+        if taken {
+            self.record.remote_report = None;
+            self.touch();
+            self.flush();
+        }
     }
 }
 

@@ -43,8 +43,8 @@ pub(super) struct TurnDelegation {
     pub pair_id: String,
     /// Reported back with the turn's end, so the pair resolves the right delegation.
     pub delegation_id: String,
-    /// The pair actor, told when the turn ends.
-    pub report_to: Recipient<super::WorkerTurnEnded>,
+    /// The pair actor (or the pair's node), told when the turn ends.
+    pub report_to: super::pairing::ReportTo,
 }
 
 /// The turn in flight.

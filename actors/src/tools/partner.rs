@@ -97,7 +97,7 @@ pub(super) async fn send_to_partner(
                 effort: optional(args.worker_effort).unwrap_or_default(),
             };
             let pair = rt
-                .pair_with_new_worker(&state.info.id, choice, None)
+                .pair_with_new_worker(&state.info.id, choice, None, None)
                 .await?;
             worker_created = true;
             pair.pair_id

@@ -147,7 +147,7 @@ pub async fn accept_proposal(
         }
     };
     crate::crash::crash_point(rt.writer(), "proposal.accept.starting").await;
-    let pair = match rt.pair_with_new_worker(driver_id, choice, None).await {
+    let pair = match rt.pair_with_new_worker(driver_id, choice, None, None).await {
         Ok(pair) => pair,
         Err(e) => return Err(fail(e).await),
     };

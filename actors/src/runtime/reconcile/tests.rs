@@ -23,6 +23,7 @@ fn member(id: &str, pair: &str, role: Role) -> SessionRecord {
         pair: Some(Membership {
             pair_id: pair.into(),
             role,
+            pair_node: None,
         }),
         ..session(id)
     }
@@ -53,6 +54,7 @@ fn pair(id: &str, state: PairState) -> PairRecord {
         worker_id: "w".into(),
         created_at: 1,
         delegation: None,
+        worker_node: None,
         state,
     }
 }
@@ -100,6 +102,32 @@ fn an_active_pair_with_both_members_just_starts() {
     let out = plan(&[pair("p", PairState::Active)], &[&d, &w]);
     assert_eq!(out.start, vec![pair("p", PairState::Active)]);
     assert!(out.activated.is_empty() && out.removed.is_empty() && out.unpair.is_empty());
+}
+
+/// A pair whose Worker is on another node starts with its Driver alone (the Worker
+/// is that node's), delegation and all; and that node leaves its Worker's
+/// membership alone, as the pair runs elsewhere.
+#[test]
+fn a_pair_with_a_worker_on_another_node_starts_on_the_drivers_node() {
+    let d = member("d", "p", Role::Driver);
+    let remote = PairRecord {
+        worker_node: Some("b".into()),
+        delegation: Some(delegation(None)),
+        ..pair("p", PairState::Active)
+    };
+    let out = plan(std::slice::from_ref(&remote), &[&d]);
+    assert_eq!(out.start, vec![remote]);
+    assert!(out.removed.is_empty() && out.unpair.is_empty() && out.cut_off.is_empty());
+
+    let mut w = member("w", "p", Role::Worker);
+    if let Some(m) = w.pair.as_mut() {
+        m.pair_node = Some("a".into());
+    }
+    let out = plan(&[], &[&w]);
+    assert!(out.unpair.is_empty(), "{:?}", out.unpair);
+    // Without the pair's node it is a stray membership, as before.
+    let out = plan(&[], &[&member("w", "p", Role::Worker)]);
+    assert_eq!(out.unpair, vec![unpair("w", NO_PAIR)]);
 }
 
 #[test]

@@ -1,0 +1,490 @@
+//! Pairs whose Driver and Worker are on different nodes (see [`crate::pair::remote`]).
+//!
+//! A node answers pair messages on `tandem.nodes.<node>.pairs` (NATS request/reply,
+//! JSON): the pair's node asks the Worker's node to create the Worker, start a
+//! delegated turn, tell its partial text, abort, record an event, leave the pair;
+//! the Worker's node reports a delegated turn's end to the pair's node. The
+//! reporter sends every report in the [`crate::cluster_link::Outbox`] every
+//! [`RETRY`] until the pair's node answers that it took it (or has no such pair).
+
+use std::time::Duration;
+
+use futures_util::future::LocalBoxFuture;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use tandem_protocol::{ErrorCode, EventBody, SessionInfo};
+use tokio::sync::oneshot;
+
+use super::{Cluster, ClusterError};
+use crate::cluster_link::{NodeLink, PendingReport, RemoteWorkerSpec, StartOnWorker};
+use crate::error::RuntimeError;
+use crate::pair::RemoteTurnEnded;
+use crate::record::ReportedEnd;
+use crate::session::{
+    Abort, HoldsDelegation, LeavePair, PartialText, RecordEvent, ReportDelivered, ReportTo,
+};
+
+/// How often unacknowledged reports are sent again.
+const RETRY: Duration = Duration::from_millis(500);
+/// How long a pair message may take (creating a Worker starts its session).
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a report waits for the pair to deliver its outcome before the reporter
+/// is told to ask again.
+const DELIVERY_WAIT: Duration = Duration::from_secs(20);
+
+/// The subject a node answers pair messages on.
+pub fn pairs_subject(node: &str) -> String {
+    format!("tandem.nodes.{node}.pairs")
+}
+
+/// A pair message.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+enum PairCall {
+    /// Create the Worker session here and join it to the pair.
+    CreateWorker(RemoteWorkerSpec),
+    /// Start a delegated turn in the Worker; its end is reported to `pair_node`.
+    Start {
+        worker_id: String,
+        text: String,
+        driver_id: String,
+        pair_id: String,
+        delegation_id: String,
+        pair_node: String,
+    },
+    /// The Worker's assistant text so far.
+    Partial { worker_id: String },
+    /// Interrupt the Worker's turn.
+    Abort { worker_id: String },
+    /// Append an event (a `delegation` change) to the Worker's history.
+    Record { worker_id: String, event: EventBody },
+    /// Whether the Worker knows a delegation (see [`crate::session::HoldsDelegation`]).
+    Holds {
+        worker_id: String,
+        delegation_id: String,
+    },
+    /// The pair was closed: the Worker leaves it.
+    Leave { worker_id: String, pair_id: String },
+    /// To the pair's node: a delegated turn ended.
+    Ended {
+        pair_id: String,
+        delegation_id: String,
+        end: ReportedEnd,
+    },
+}
+
+/// The answer to a pair message.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum PairAnswer {
+    /// Done; what it answers.
+    Ok(serde_json::Value),
+    /// Refused, with the answering node's error code and message.
+    Err { code: ErrorCode, message: String },
+}
+
+/// What the pair's node answers a report.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+enum Taken {
+    /// The outcome is delivered and on disk (or it was taken before).
+    Taken,
+    /// No such pair runs there: it was closed.
+    NoPair,
+}
+
+impl Cluster {
+    /// Sends a pair message to `node`; a node that does not answer is
+    /// `NODE_UNAVAILABLE` for `session`.
+    async fn pair_call(
+        &self,
+        node: &str,
+        session: &str,
+        call: &PairCall,
+    ) -> Result<serde_json::Value, RuntimeError> {
+        let unavailable = || RuntimeError::NodeUnavailable {
+            session: session.to_string(),
+            node: node.to_string(),
+        };
+        let payload =
+            serde_json::to_vec(call).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        let asked = self.client().send_request(
+            pairs_subject(node),
+            async_nats::Request::new()
+                .payload(payload.into())
+                .timeout(Some(TIMEOUT)),
+        );
+        let reply = match asked.await {
+            Ok(reply) => reply,
+            Err(e) => {
+                tracing::warn!(%node, error = %e, "pair message not answered");
+                return Err(unavailable());
+            }
+        };
+        match serde_json::from_slice::<PairAnswer>(&reply.payload) {
+            Ok(PairAnswer::Ok(value)) => Ok(value),
+            Ok(PairAnswer::Err { code, message }) => Err(match code {
+                // The pair maps these two to its own answers.
+                ErrorCode::RunInProgress => RuntimeError::RunInProgress(session.to_string()),
+                ErrorCode::NoActiveRun => RuntimeError::NoActiveRun(session.to_string()),
+                code => RuntimeError::Remote { code, message },
+            }),
+            Err(e) => Err(RuntimeError::Internal(format!(
+                "bad answer from node {node}: {e}"
+            ))),
+        }
+    }
+
+    /// Creates a pair's Worker on `node`.
+    pub(crate) async fn create_worker(
+        &self,
+        node: &str,
+        spec: RemoteWorkerSpec,
+    ) -> Result<SessionInfo, RuntimeError> {
+        let id = spec.worker_id.clone();
+        let value = self
+            .pair_call(node, &id, &PairCall::CreateWorker(spec))
+            .await?;
+        serde_json::from_value(value).map_err(|e| RuntimeError::Internal(e.to_string()))
+    }
+
+    /// Starts a delegated turn in a Worker on `node`; answers its turn id.
+    pub(crate) async fn start_on_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        msg: StartOnWorker,
+    ) -> Result<String, RuntimeError> {
+        let call = PairCall::Start {
+            worker_id: worker_id.to_string(),
+            text: msg.text,
+            driver_id: msg.driver_id,
+            pair_id: msg.pair_id,
+            delegation_id: msg.delegation_id,
+            pair_node: self.node().to_string(),
+        };
+        let value = self.pair_call(node, worker_id, &call).await?;
+        Ok(value.as_str().unwrap_or_default().to_string())
+    }
+
+    /// The Worker's text so far (empty when it cannot be asked).
+    pub(crate) async fn worker_partial(&self, node: &str, worker_id: &str) -> String {
+        let call = PairCall::Partial {
+            worker_id: worker_id.to_string(),
+        };
+        match self.pair_call(node, worker_id, &call).await {
+            Ok(value) => value.as_str().unwrap_or_default().to_string(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Interrupts a Worker on `node`.
+    pub(crate) async fn abort_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+    ) -> Result<(), RuntimeError> {
+        let call = PairCall::Abort {
+            worker_id: worker_id.to_string(),
+        };
+        self.pair_call(node, worker_id, &call).await.map(|_| ())
+    }
+
+    /// Appends an event to a Worker's history on `node` (logged when it fails).
+    pub(crate) async fn record_on_worker(&self, node: &str, worker_id: &str, event: EventBody) {
+        let call = PairCall::Record {
+            worker_id: worker_id.to_string(),
+            event,
+        };
+        if let Err(e) = self.pair_call(node, worker_id, &call).await {
+            tracing::warn!(%node, worker = %worker_id, error = %e, "event not recorded on the Worker");
+        }
+    }
+
+    /// Takes a Worker on `node` out of its pair (logged when it fails).
+    pub(crate) async fn worker_leaves(&self, node: &str, worker_id: &str, pair_id: &str) {
+        let call = PairCall::Leave {
+            worker_id: worker_id.to_string(),
+            pair_id: pair_id.to_string(),
+        };
+        if let Err(e) = self.pair_call(node, worker_id, &call).await {
+            tracing::warn!(%node, worker = %worker_id, error = %e, "the Worker could not be told its pair closed");
+        }
+    }
+}
+
+impl NodeLink for Cluster {
+    fn node(&self) -> &str {
+        Cluster::node(self)
+    }
+
+    fn known(&self, node: &str) -> bool {
+        Cluster::known(self, node)
+    }
+
+    fn alive(&self, node: &str) -> bool {
+        Cluster::alive(self, node)
+    }
+
+    fn create_worker(
+        &self,
+        node: &str,
+        spec: RemoteWorkerSpec,
+    ) -> LocalBoxFuture<'static, Result<SessionInfo, RuntimeError>> {
+        let (this, node) = (self.clone(), node.to_string());
+        Box::pin(async move { this.create_worker(&node, spec).await })
+    }
+
+    fn start_on_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        msg: StartOnWorker,
+    ) -> LocalBoxFuture<'static, Result<String, RuntimeError>> {
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.start_on_worker(&node, &worker, msg).await })
+    }
+
+    fn worker_partial(&self, node: &str, worker_id: &str) -> LocalBoxFuture<'static, String> {
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.worker_partial(&node, &worker).await })
+    }
+
+    fn abort_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+    ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.abort_worker(&node, &worker).await })
+    }
+
+    fn record_on_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        event: EventBody,
+    ) -> LocalBoxFuture<'static, ()> {
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.record_on_worker(&node, &worker, event).await })
+    }
+
+    fn holds_delegation(
+        &self,
+        node: &str,
+        worker_id: &str,
+        delegation_id: &str,
+    ) -> LocalBoxFuture<'static, Result<bool, RuntimeError>> {
+        let call = PairCall::Holds {
+            worker_id: worker_id.to_string(),
+            delegation_id: delegation_id.to_string(),
+        };
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move {
+            let value = this.pair_call(&node, &worker, &call).await?;
+            Ok(value.as_bool().unwrap_or(false))
+        })
+    }
+
+    fn worker_leaves(
+        &self,
+        node: &str,
+        worker_id: &str,
+        pair_id: &str,
+    ) -> LocalBoxFuture<'static, ()> {
+        let (this, node, worker, pair) = (
+            self.clone(),
+            node.to_string(),
+            worker_id.to_string(),
+            pair_id.to_string(),
+        );
+        Box::pin(async move { this.worker_leaves(&node, &worker, &pair).await })
+    }
+}
+
+/// Answers pair messages sent to this node, for the life of the server.
+pub(super) async fn serve(cluster: Cluster) -> Result<(), ClusterError> {
+    let client = cluster.client().clone();
+    let mut requests = client
+        .subscribe(pairs_subject(cluster.node()))
+        .await
+        .map_err(|e| ClusterError::Setup {
+            url: cluster.inner.config.url.clone(),
+            what: "pair subject",
+            reason: e.to_string(),
+        })?;
+    actix::spawn(async move {
+        while let Some(msg) = requests.next().await {
+            let Some(reply_to) = msg.reply else { continue };
+            let (client, cluster) = (client.clone(), cluster.clone());
+            actix::spawn(async move {
+                let answer = match serde_json::from_slice::<PairCall>(&msg.payload) {
+                    Ok(call) => match answer(&cluster, call).await {
+                        Ok(value) => PairAnswer::Ok(value),
+                        Err(e) => PairAnswer::Err {
+                            code: e.code(),
+                            message: e.to_string(),
+                        },
+                    },
+                    Err(e) => PairAnswer::Err {
+                        code: ErrorCode::InvalidArgument,
+                        message: format!("bad pair message: {e}"),
+                    },
+                };
+                let Ok(json) = serde_json::to_vec(&answer) else {
+                    return;
+                };
+                if let Err(e) = client.publish(reply_to, json.into()).await {
+                    tracing::warn!(error = %e, "could not answer a pair message");
+                }
+            });
+        }
+    });
+    Ok(())
+}
+
+/// Runs one pair message here.
+async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, RuntimeError> {
+    let rt = &cluster.inner.runtime;
+    let worker = |id: &str| {
+        rt.session_addr(id)
+            .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))
+    };
+    Ok(match call {
+        PairCall::CreateWorker(spec) => serde_json::to_value(rt.create_remote_worker(spec).await?)
+            .map_err(|e| RuntimeError::Internal(e.to_string()))?,
+        PairCall::Start {
+            worker_id,
+            text,
+            driver_id,
+            pair_id,
+            delegation_id,
+            pair_node,
+        } => {
+            let epoch = rt.write_epoch();
+            let turn = worker(&worker_id)?
+                .send(crate::session::StartDelegated {
+                    text,
+                    driver_id,
+                    pair_id,
+                    delegation_id,
+                    report_to: ReportTo::Node(pair_node),
+                })
+                .await??;
+            // The pair hears "started" only once the Worker's record holds the
+            // delegation on disk: a crash after that reports it (interrupted) at the
+            // restart, and a crash before it leaves nothing that a restarted pair's
+            // `HoldsDelegation` would find.
+            if !rt.synced_since(epoch).await {
+                tracing::error!(worker = %worker_id, "the delegated turn's start is not stored");
+            }
+            serde_json::Value::String(turn)
+        }
+        PairCall::Partial { worker_id } => {
+            serde_json::Value::String(worker(&worker_id)?.send(PartialText).await?)
+        }
+        PairCall::Abort { worker_id } => {
+            worker(&worker_id)?.send(Abort).await??;
+            serde_json::Value::Null
+        }
+        PairCall::Record { worker_id, event } => {
+            worker(&worker_id)?.do_send(RecordEvent(event));
+            serde_json::Value::Null
+        }
+        PairCall::Holds {
+            worker_id,
+            delegation_id,
+        } => serde_json::Value::Bool(
+            worker(&worker_id)?
+                .send(HoldsDelegation { delegation_id })
+                .await?,
+        ),
+        PairCall::Leave { worker_id, pair_id } => {
+            serde_json::Value::Bool(worker(&worker_id)?.send(LeavePair { pair_id }).await?)
+        }
+        PairCall::Ended {
+            pair_id,
+            delegation_id,
+            end,
+        } => {
+            let Some(pair) = rt.pair_addr(&pair_id) else {
+                return Ok(serde_json::to_value(Taken::NoPair).unwrap_or_default());
+            };
+            let (done, delivered) = oneshot::channel();
+            pair.send(RemoteTurnEnded {
+                ended: crate::session::WorkerTurnEnded {
+                    delegation_id,
+                    status: end.status,
+                    response: end.response,
+                    error: end.error,
+                },
+                done,
+            })
+            .await?;
+            match tokio::time::timeout(DELIVERY_WAIT, delivered).await {
+                // Delivered, or the pair stopped (closed: its closing reported it).
+                Ok(_) => serde_json::to_value(Taken::Taken).unwrap_or_default(),
+                Err(_) => {
+                    return Err(RuntimeError::Internal(
+                        "the outcome is not delivered yet; report it again".into(),
+                    ))
+                }
+            }
+        }
+    })
+}
+
+/// Sends the outbox's reports to their pairs' nodes until each is taken, for the
+/// life of the server.
+pub(super) async fn report(cluster: Cluster) {
+    let mut tick = tokio::time::interval(RETRY);
+    loop {
+        tick.tick().await;
+        for pending in cluster.inner.runtime.outbox().waiting() {
+            if cluster.alive(&pending.report.pair_node) {
+                send_report(&cluster, pending).await;
+            }
+        }
+    }
+}
+
+async fn send_report(cluster: &Cluster, pending: PendingReport) {
+    let PendingReport { worker_id, report } = pending;
+    let Some(end) = report.ended.clone() else {
+        return;
+    };
+    let call = PairCall::Ended {
+        pair_id: report.pair_id.clone(),
+        delegation_id: report.delegation_id.clone(),
+        end,
+    };
+    let answer = cluster
+        .pair_call(&report.pair_node, &report.pair_id, &call)
+        .await
+        .map(serde_json::from_value::<Taken>);
+    let rt = &cluster.inner.runtime;
+    match answer {
+        Ok(Ok(taken)) => {
+            rt.outbox().remove(&report.delegation_id);
+            let Some(session) = rt.session_addr(&worker_id) else {
+                return;
+            };
+            if taken == Taken::NoPair {
+                // The pair was closed while this node could not be told.
+                session.do_send(LeavePair {
+                    pair_id: report.pair_id,
+                });
+            } else {
+                session.do_send(ReportDelivered {
+                    delegation_id: report.delegation_id,
+                });
+            }
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(delegation = %report.delegation_id, error = %e, "bad answer to a report")
+        }
+        Err(e) => {
+            tracing::debug!(delegation = %report.delegation_id, error = %e, "report not taken yet; retrying")
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! A pair whose Worker is on another cluster node (`pair.create` with `workerNode`).
+//!
+//! The pair actor always runs on its Driver's node. It reaches its Worker through a
+//! [`WorkerLink`]: the Worker session's address when it is local (direct actor
+//! messages, as on a single node), or its node and id, whose messages travel over NATS
+//! request/reply (`crate::cluster::pairs`). The Worker's node reports the delegated
+//! turn's end back: it keeps the report in the Worker session's record
+//! ([`crate::record::RemoteReport`]) and in this process's
+//! [`crate::cluster_link::Outbox`] until the pair's
+//! node acknowledged it, which that node does only once the outcome is delivered and
+//! on disk; the pair takes a delegation's end once (by delegation id). So the outcome
+//! reaches the Driver exactly once across a restart of either node or a NATS outage.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use tandem_protocol::EventBody;
+
+use crate::cluster_link::{NodeLink, NodeSlot, StartOnWorker};
+use crate::error::RuntimeError;
+use crate::session::{Abort, LeavePair, PartialText, RecordEvent, SessionActor};
+
+/// How a pair reaches its Worker.
+#[derive(Clone)]
+pub enum WorkerLink {
+    /// On this node: actor messages.
+    Local(Addr<SessionActor>),
+    /// On another node: NATS request/reply to that node.
+    Remote(RemoteWorker),
+}
+
+/// A Worker session on another node.
+#[derive(Clone)]
+pub struct RemoteWorker {
+    /// Its node.
+    pub node: String,
+    /// Its session id.
+    pub worker_id: String,
+    /// This node's cluster (set once it joined).
+    pub cluster: NodeSlot,
+}
+
+impl RemoteWorker {
+    /// The cluster, when the Worker's node can be asked now.
+    fn reachable(&self) -> Result<Arc<dyn NodeLink>, RuntimeError> {
+        match self.cluster.get() {
+            Some(c) if c.alive(&self.node) => Ok(c.clone()),
+            _ => Err(RuntimeError::NodeUnavailable {
+                session: self.worker_id.clone(),
+                node: self.node.clone(),
+            }),
+        }
+    }
+}
+
+impl WorkerLink {
+    /// Starts the delegated turn; the outer error is "the Worker could not be asked"
+    /// (its actor or node is gone), the inner one the Worker's refusal. A local
+    /// Worker reports the turn's end to `pair`.
+    pub fn start(
+        &self,
+        msg: StartOnWorker,
+        pair: Recipient<crate::session::WorkerTurnEnded>,
+    ) -> impl Future<Output = Result<Result<String, RuntimeError>, String>> + 'static {
+        let link = self.clone();
+        async move {
+            match link {
+                WorkerLink::Local(addr) => addr
+                    .send(crate::session::StartDelegated {
+                        text: msg.text,
+                        driver_id: msg.driver_id,
+                        pair_id: msg.pair_id,
+                        delegation_id: msg.delegation_id,
+                        report_to: crate::session::ReportTo::Pair(pair),
+                    })
+                    .await
+                    .map_err(|e| e.to_string()),
+                WorkerLink::Remote(w) => match w.reachable() {
+                    Ok(cluster) => Ok(cluster.start_on_worker(&w.node, &w.worker_id, msg).await),
+                    Err(e) => Ok(Err(e)),
+                },
+            }
+        }
+    }
+
+    /// The Worker's assistant text so far (empty when it cannot be asked).
+    pub fn partial(&self) -> impl Future<Output = String> + 'static {
+        let link = self.clone();
+        async move {
+            match link {
+                WorkerLink::Local(addr) => addr.send(PartialText).await.unwrap_or_default(),
+                WorkerLink::Remote(w) => match w.reachable() {
+                    Ok(cluster) => cluster.worker_partial(&w.node, &w.worker_id).await,
+                    Err(_) => String::new(),
+                },
+            }
+        }
+    }
+
+    /// Interrupts the Worker's turn.
+    pub fn abort(
+        &self,
+    ) -> impl Future<Output = Result<Result<(), RuntimeError>, String>> + 'static {
+        let link = self.clone();
+        async move {
+            match link {
+                WorkerLink::Local(addr) => addr.send(Abort).await.map_err(|e| e.to_string()),
+                WorkerLink::Remote(w) => match w.reachable() {
+                    Ok(cluster) => Ok(cluster.abort_worker(&w.node, &w.worker_id).await),
+                    Err(e) => Ok(Err(e)),
+                },
+            }
+        }
+    }
+
+    /// Appends an event to the Worker's history (best effort on another node: a
+    /// Worker's node that cannot be reached misses it).
+    pub fn record(&self, body: EventBody) {
+        match self {
+            WorkerLink::Local(addr) => addr.do_send(RecordEvent(body)),
+            WorkerLink::Remote(w) => {
+                if let Ok(cluster) = w.reachable() {
+                    let (node, worker) = (w.node.clone(), w.worker_id.clone());
+                    actix::spawn(
+                        async move { cluster.record_on_worker(&node, &worker, body).await },
+                    );
+                }
+            }
+        }
+    }
+
+    /// Takes the Worker out of the pair (best effort on another node: a Worker whose
+    /// node is away leaves when its next report is answered "no such pair").
+    pub fn leave(&self, pair_id: String) {
+        match self {
+            WorkerLink::Local(addr) => addr.do_send(LeavePair { pair_id }),
+            WorkerLink::Remote(w) => {
+                if let Ok(cluster) = w.reachable() {
+                    let (node, worker) = (w.node.clone(), w.worker_id.clone());
+                    actix::spawn(
+                        async move { cluster.worker_leaves(&node, &worker, &pair_id).await },
+                    );
+                }
+            }
+        }
+    }
+
+    /// For a Worker on another node: whether it knows delegation `delegation_id`;
+    /// `None` while it cannot be asked (this node has not joined yet, or that node is
+    /// away). A local Worker is never asked (`Some(true)`).
+    pub fn holds(&self, delegation_id: &str) -> impl Future<Output = Option<bool>> + 'static {
+        let (link, id) = (self.clone(), delegation_id.to_string());
+        async move {
+            match link {
+                WorkerLink::Local(_) => Some(true),
+                WorkerLink::Remote(w) => match w.reachable() {
+                    Ok(cluster) => cluster
+                        .holds_delegation(&w.node, &w.worker_id, &id)
+                        .await
+                        .ok(),
+                    Err(_) => None,
+                },
+            }
+        }
+    }
+
+    /// True for a Worker on another node.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, WorkerLink::Remote(_))
+    }
+}
