@@ -60,6 +60,13 @@ pub trait NodeLink: Send + Sync {
         worker_id: &str,
         delegation_id: &str,
     ) -> LocalBoxFuture<'static, Result<bool, RuntimeError>>;
+    /// A Worker's status, title and last `count` turns on `node` (`read_partner`).
+    fn read_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        count: usize,
+    ) -> LocalBoxFuture<'static, Result<WorkerView, RuntimeError>>;
     /// Takes a Worker on `node` out of its pair (best effort).
     fn worker_leaves(
         &self,
@@ -83,6 +90,18 @@ pub struct StartOnWorker {
     pub pair_id: String,
     /// The delegation.
     pub delegation_id: String,
+}
+
+/// What `read_partner` shows of a Worker on another node, as its node sees it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerView {
+    /// Its status.
+    pub status: tandem_protocol::SessionStatus,
+    /// Its title.
+    pub title: String,
+    /// Its last turns, oldest first.
+    pub turns: Vec<crate::session::TurnSummary>,
 }
 
 /// What the Driver's node sends the Worker's node to create a pair's Worker there.

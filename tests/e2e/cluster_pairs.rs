@@ -249,6 +249,17 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
     assert_eq!(out["status"], "complete", "{out}");
     assert_eq!(out["response"], "first line\n\nsecond line");
     assert_eq!(out["partnerId"], w.as_str());
+    // read_partner reads the Worker on its node.
+    let (read, err) = ws.scripted_tool(&d, "read_partner", json!({})).await;
+    assert!(!err, "{read}");
+    assert_eq!(read["status"], "idle", "{read}");
+    assert_eq!(read["partnerId"], w.as_str());
+    assert_eq!(
+        read["turns"],
+        json!([{"user": "first line\nsecond line", "delegated": true,
+            "response": "first line\n\nsecond line"}]),
+        "{read}"
+    );
     let whist = b.all_events(&w).await;
     let user = whist
         .iter()

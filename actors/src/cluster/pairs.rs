@@ -16,7 +16,7 @@ use tandem_protocol::{ErrorCode, EventBody, SessionInfo};
 use tokio::sync::oneshot;
 
 use super::{Cluster, ClusterError};
-use crate::cluster_link::{NodeLink, PendingReport, RemoteWorkerSpec, StartOnWorker};
+use crate::cluster_link::{NodeLink, PendingReport, RemoteWorkerSpec, StartOnWorker, WorkerView};
 use crate::error::RuntimeError;
 use crate::pair::RemoteTurnEnded;
 use crate::record::ReportedEnd;
@@ -63,6 +63,8 @@ enum PairCall {
         worker_id: String,
         delegation_id: String,
     },
+    /// The Worker's status, title and last turns (`read_partner`).
+    Read { worker_id: String, count: usize },
     /// The pair was closed: the Worker leaves it.
     Leave { worker_id: String, pair_id: String },
     /// To the pair's node: a delegated turn ended.
@@ -201,6 +203,22 @@ impl Cluster {
         }
     }
 
+    /// A Worker's status, title and last `count` turns on `node`.
+    pub(crate) async fn read_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        count: usize,
+    ) -> Result<WorkerView, RuntimeError> {
+        let call = PairCall::Read {
+            worker_id: worker_id.to_string(),
+            count,
+        };
+        let value = self.pair_call(node, worker_id, &call).await?;
+        serde_json::from_value(value)
+            .map_err(|e| RuntimeError::Internal(format!("bad Worker view from {node}: {e}")))
+    }
+
     /// Takes a Worker on `node` out of its pair (logged when it fails).
     pub(crate) async fn worker_leaves(&self, node: &str, worker_id: &str, pair_id: &str) {
         let call = PairCall::Leave {
@@ -284,6 +302,16 @@ impl NodeLink for Cluster {
             let value = this.pair_call(&node, &worker, &call).await?;
             Ok(value.as_bool().unwrap_or(false))
         })
+    }
+
+    fn read_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        count: usize,
+    ) -> LocalBoxFuture<'static, Result<WorkerView, RuntimeError>> {
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.read_worker(&node, &worker, count).await })
     }
 
     fn worker_leaves(
@@ -399,6 +427,20 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
                 .send(HoldsDelegation { delegation_id })
                 .await?,
         ),
+        PairCall::Read { worker_id, count } => {
+            let turns = worker(&worker_id)?
+                .send(crate::session::RecentTurns { count })
+                .await??;
+            let info = rt
+                .session_info(&worker_id)
+                .ok_or_else(|| RuntimeError::SessionNotFound(worker_id.clone()))?;
+            serde_json::to_value(WorkerView {
+                status: info.status,
+                title: info.title,
+                turns,
+            })
+            .map_err(|e| RuntimeError::Internal(e.to_string()))?
+        }
         PairCall::Leave { worker_id, pair_id } => {
             serde_json::Value::Bool(worker(&worker_id)?.send(LeavePair { pair_id }).await?)
         }

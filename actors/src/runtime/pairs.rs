@@ -49,6 +49,36 @@ impl Runtime {
         Some((handle.addr.clone(), worker))
     }
 
+    /// A Worker's status, title and last `count` turns when pair `pair_id`'s Worker
+    /// is on another node; `None` when it is on this one.
+    pub(crate) async fn read_remote_worker(
+        &self,
+        pair_id: &str,
+        count: usize,
+    ) -> Option<Result<crate::cluster_link::WorkerView, RuntimeError>> {
+        let (node, worker) = {
+            let handle = self.inner.pairs.get(pair_id)?;
+            let record = handle.shared.lock().ok()?;
+            (record.worker_node.clone()?, record.worker_id.clone())
+        };
+        if Some(&node) == self.inner.config.node.as_ref() {
+            return None;
+        }
+        let Some(cluster) = self.inner.services.cluster.get().cloned() else {
+            return Some(Err(RuntimeError::NodeUnavailable {
+                session: worker,
+                node,
+            }));
+        };
+        if !cluster.alive(&node) {
+            return Some(Err(RuntimeError::NodeUnavailable {
+                session: worker,
+                node,
+            }));
+        }
+        Some(cluster.read_worker(&node, &worker, count).await)
+    }
+
     /// The store writer (for crash points).
     pub(crate) fn writer(&self) -> &crate::store::StoreWriter {
         &self.inner.services.writer

@@ -15,7 +15,7 @@ const SCAN_EVENTS: usize = 20_000;
 pub(super) const KEEP_TURNS: usize = 5;
 
 /// What one turn asked and answered.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct TurnSummary {
     /// The turn's number (`turn_N`).
     pub number: u64,

@@ -155,10 +155,20 @@ pub(super) async fn read_partner(
     let count = clamped(args.last_turns, 1, 1, 5) as usize;
     let pair_id = driver_pair(state)?;
     let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
-    let worker = rt.session_addr(&worker_id).ok_or(PairError::WorkerGone)?;
-    let info = rt.session_info(&worker_id).ok_or(PairError::WorkerGone)?;
-    let turns = worker.send(RecentTurns { count }).await??;
-    let status = match info.status {
+    let (status, title, turns) = match rt.read_remote_worker(&pair_id, count).await {
+        // A Worker on another node: its node reads it.
+        Some(view) => {
+            let view = view?;
+            (view.status, view.title, view.turns)
+        }
+        None => {
+            let worker = rt.session_addr(&worker_id).ok_or(PairError::WorkerGone)?;
+            let info = rt.session_info(&worker_id).ok_or(PairError::WorkerGone)?;
+            let turns = worker.send(RecentTurns { count }).await??;
+            (info.status, info.title, turns)
+        }
+    };
+    let status = match status {
         SessionStatus::Running | SessionStatus::Starting => PartnerState::Running,
         SessionStatus::Interrupted => PartnerState::Interrupted,
         SessionStatus::Idle | SessionStatus::Failed | SessionStatus::Unavailable => {
@@ -168,7 +178,7 @@ pub(super) async fn read_partner(
     Ok(ReadPartnerResult {
         status,
         partner_id: worker_id,
-        title: info.title,
+        title,
         turns: turns
             .into_iter()
             .map(|t| PartnerTurn {
