@@ -101,7 +101,7 @@ pub struct WorkerView {
     /// Its title.
     pub title: String,
     /// Its last turns, oldest first.
-    pub turns: Vec<crate::session::TurnSummary>,
+    pub turns: Vec<tandem_protocol::tools::PartnerTurn>,
 }
 
 /// What the Driver's node sends the Worker's node to create a pair's Worker there.

@@ -437,7 +437,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             serde_json::to_value(WorkerView {
                 status: info.status,
                 title: info.title,
-                turns,
+                turns: turns.iter().map(|t| t.to_partner_turn()).collect(),
             })
             .map_err(|e| RuntimeError::Internal(e.to_string()))?
         }

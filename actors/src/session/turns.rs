@@ -15,7 +15,7 @@ const SCAN_EVENTS: usize = 20_000;
 pub(super) const KEEP_TURNS: usize = 5;
 
 /// What one turn asked and answered.
-#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnSummary {
     /// The turn's number (`turn_N`).
     pub number: u64,
@@ -25,6 +25,17 @@ pub struct TurnSummary {
     pub delegated: bool,
     /// The assistant text of the turn.
     pub response: String,
+}
+
+impl TurnSummary {
+    /// As `read_partner` shows it.
+    pub fn to_partner_turn(&self) -> tandem_protocol::tools::PartnerTurn {
+        tandem_protocol::tools::PartnerTurn {
+            user: self.user.clone(),
+            delegated: self.delegated,
+            response: self.response.clone(),
+        }
+    }
 }
 
 /// The last `count` turns, oldest first.

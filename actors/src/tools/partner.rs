@@ -5,8 +5,7 @@ use std::time::Duration;
 use tandem_protocol::pair::WorkerChoice;
 use tandem_protocol::tools::{
     ClosePartnerResult, ClosedState, DelegationState, InterruptPartnerResult, InterruptState,
-    PartnerState, PartnerTurn, ReadPartnerParams, ReadPartnerResult, SendToPartnerParams,
-    SendToPartnerResult,
+    PartnerState, ReadPartnerParams, ReadPartnerResult, SendToPartnerParams, SendToPartnerResult,
 };
 use tandem_protocol::{Role, SessionStatus};
 
@@ -165,6 +164,7 @@ pub(super) async fn read_partner(
             let worker = rt.session_addr(&worker_id).ok_or(PairError::WorkerGone)?;
             let info = rt.session_info(&worker_id).ok_or(PairError::WorkerGone)?;
             let turns = worker.send(RecentTurns { count }).await??;
+            let turns = turns.iter().map(|t| t.to_partner_turn()).collect();
             (info.status, info.title, turns)
         }
     };
@@ -179,14 +179,7 @@ pub(super) async fn read_partner(
         status,
         partner_id: worker_id,
         title,
-        turns: turns
-            .into_iter()
-            .map(|t| PartnerTurn {
-                user: t.user,
-                delegated: t.delegated,
-                response: t.response,
-            })
-            .collect(),
+        turns,
     })
 }
 
