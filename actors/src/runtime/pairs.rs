@@ -413,12 +413,18 @@ impl Runtime {
         let writer = &self.inner.services.writer;
         if let Err(e) = joined {
             // Roll back: the row goes `closed` before the Driver leaves, so a crash
-            // in between is finished by start-up.
+            // in between is finished by start-up. The refusal is answered once the
+            // Driver has left: a caller reading it right after sees no pair.
             record.state = PairState::Closed;
             let _ = writer.write(WriteOp::Pair(Box::new(record.clone())));
-            driver.do_send(LeavePair {
-                pair_id: record.pair_id.clone(),
-            });
+            if let Err(e) = driver
+                .send(LeavePair {
+                    pair_id: record.pair_id.clone(),
+                })
+                .await
+            {
+                tracing::warn!(pair = %record.pair_id, error = %e, "the Driver could not leave a refused pair");
+            }
             let _ = writer.write(WriteOp::DeletePair(record.pair_id.clone()));
             return Err(e);
         }
