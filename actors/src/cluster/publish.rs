@@ -240,15 +240,22 @@ impl Publisher {
         Ok(after)
     }
 
-    /// How many messages the stream holds on `sid`'s subject.
-    async fn count_in_stream(&self, sid: &str) -> Result<u64, async_nats::Error> {
-        use futures_util::TryStreamExt;
-        let stream = self
+    /// The events stream, without asking for its info.
+    async fn events_stream(
+        &self,
+    ) -> Result<async_nats::jetstream::stream::Stream<()>, async_nats::Error> {
+        Ok(self
             .cluster
             .inner
             .js
             .get_stream_no_info(EVENTS_STREAM)
-            .await?;
+            .await?)
+    }
+
+    /// How many messages the stream holds on `sid`'s subject.
+    async fn count_in_stream(&self, sid: &str) -> Result<u64, async_nats::Error> {
+        use futures_util::TryStreamExt;
+        let stream = self.events_stream().await?;
         let subject = events_subject(sid);
         let mut subjects = stream.info_with_subjects(&subject).await?;
         while let Some((name, count)) = subjects.try_next().await? {
@@ -264,12 +271,7 @@ impl Publisher {
     async fn scan(&self, sid: &str) -> Result<(u64, Vec<u64>), async_nats::Error> {
         use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
         use futures_util::StreamExt;
-        let stream = self
-            .cluster
-            .inner
-            .js
-            .get_stream_no_info(EVENTS_STREAM)
-            .await?;
+        let stream = self.events_stream().await?;
         let consumer = stream
             .create_consumer(OrderedConfig {
                 filter_subject: events_subject(sid),
@@ -306,12 +308,7 @@ impl Publisher {
     /// the highest seq when a filled hole was stored last.
     async fn last_in_stream(&self, sid: &str) -> Result<u64, async_nats::Error> {
         use async_nats::jetstream::stream::LastRawMessageErrorKind;
-        let stream = self
-            .cluster
-            .inner
-            .js
-            .get_stream_no_info(EVENTS_STREAM)
-            .await?;
+        let stream = self.events_stream().await?;
         match stream
             .get_last_raw_message_by_subject(&events_subject(sid))
             .await
