@@ -21,6 +21,9 @@ fn session_ids(list: &Value) -> Vec<String> {
         .unwrap()
 }
 
+/// Events the store failed to write, from `/metrics`.
+const FAILED_EVENTS: &str = "tandem_store_failed_events_total";
+
 #[actix_rt::test]
 async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
     let server = Server::start();
@@ -34,6 +37,22 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
         .await;
 
     server.failpoint("store.commit", "return").await;
+    // The running turn's next events cannot be stored either: stopping it writes its
+    // end, which fails (and is not acknowledged while the store is down).
+    let failed_before = server.metric(FAILED_EVENTS).await;
+    let abort = ws
+        .request(json!({"type": "chat.abort", "sessionId": busy}))
+        .await;
+    assert_eq!(abort["kind"], "protocol_error", "{abort}");
+    // The abort's answer waits for the next commit, which may be one without the
+    // turn's end: the agent confirms the interrupt in its own time. The store comes
+    // back only once that end was refused, or it would be stored as `interrupted`.
+    // This comes first: no other session has a write the store could refuse yet.
+    eventually("the turn's end to be refused", async || {
+        (server.metric(FAILED_EVENTS).await > failed_before).then_some(())
+    })
+    .await;
+
     // Session creation: an error, and the session is nowhere.
     let (status, body) = server.post("/api/v1/sessions", &json!({})).await;
     assert_eq!(status, 500, "{body}");
@@ -58,12 +77,6 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
         .request(json!({"type": "chat.send", "sessionId": idle, "content": "hi"}))
         .await;
     assert_eq!(sent["kind"], "protocol_error", "{sent}");
-    // The running turn's next events cannot be stored either: stopping it writes its
-    // end, which fails (and is not acknowledged while the store is down).
-    let abort = ws
-        .request(json!({"type": "chat.abort", "sessionId": busy}))
-        .await;
-    assert_eq!(abort["kind"], "protocol_error", "{abort}");
 
     server.failpoint("store.commit", "off").await;
     // Once the store takes writes again, the running turn ends `failed` with an error.

@@ -9,7 +9,6 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use serde_json::json;
-use tandem_tests::bench::server::metric_value;
 use tandem_tests::raw_socket::{client_frame, rss_kib, upgrade};
 use tandem_tests::{eventually_within, Server, ServerOptions};
 
@@ -23,11 +22,6 @@ fn never_reading_client(server: &Server, session: &str) -> TcpStream {
         .write_all(&client_frame(&subscribe.to_string()))
         .unwrap_or_else(|e| panic!("{e}"));
     stream
-}
-
-async fn metric(server: &Server, name: &str) -> u64 {
-    let (_, text) = server.get_text("/metrics").await;
-    metric_value(&text, name).map_or(0, |v| v as u64)
 }
 
 /// A new session's id.
@@ -54,8 +48,8 @@ async fn until_released(server: &Server, within: Duration) {
         "no WebSocket client and no queued byte",
         within,
         async || {
-            let clients = metric(server, "tandem_ws_clients").await;
-            let queued = metric(server, "tandem_client_queued_bytes").await;
+            let clients = server.metric("tandem_ws_clients").await;
+            let queued = server.metric("tandem_client_queued_bytes").await;
             (clients == 0 && queued == 0).then_some(())
         },
     )
@@ -103,7 +97,7 @@ async fn a_client_that_never_reads_is_disconnected_and_released() {
     // Enough output to fill the socket's buffers several times over.
     start_turn(&server, &id, 400_000).await;
     until_released(&server, Duration::from_secs(30)).await;
-    assert!(metric(&server, "tandem_clients_closed_slow_total").await >= 1);
+    assert!(server.metric("tandem_clients_closed_slow_total").await >= 1);
     assert_disconnected(stream);
     // Everyone else is served as before.
     let mut ws = server.ws().await;
@@ -113,14 +107,14 @@ async fn a_client_that_never_reads_is_disconnected_and_released() {
 /// One round: 200 clients subscribe and never read while a turn streams; returns the
 /// server's RSS once all of them are gone.
 async fn round_of_two_hundred(server: &Server, id: &str) -> u64 {
-    let before = metric(server, "tandem_clients_closed_slow_total").await;
+    let before = server.metric("tandem_clients_closed_slow_total").await;
     let streams: Vec<TcpStream> = (0..200).map(|_| never_reading_client(server, id)).collect();
     start_turn(server, id, 100_000).await;
     eventually_within(
         "every client to be disconnected",
         Duration::from_secs(30),
         async || {
-            let closed = metric(server, "tandem_clients_closed_slow_total").await;
+            let closed = server.metric("tandem_clients_closed_slow_total").await;
             (closed >= before + 200).then_some(())
         },
     )

@@ -7,14 +7,8 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tandem_tests::bench::server::metric_value;
 use tandem_tests::raw_socket::{client_frame, rss_kib, upgrade};
 use tandem_tests::{Server, ServerOptions};
-
-async fn metric(server: &Server, name: &str) -> u64 {
-    let (_, text) = server.get_text("/metrics").await;
-    metric_value(&text, name).map_or(0, |v| v as u64)
-}
 
 /// Sessions to list, and page requests the client makes without reading.
 const SESSIONS: usize = 1000;
@@ -56,7 +50,7 @@ async fn session_list_pages_are_held_to_the_client_budget() {
     ws.close().await;
 
     let baseline = rss_kib(server.pid());
-    let closed_before = metric(&server, "tandem_clients_closed_slow_total").await;
+    let closed_before = server.metric("tandem_clients_closed_slow_total").await;
     let mut stream = upgrade(&server.base, Some(4096));
     let request = client_frame(&json!({"type": "sessions.list", "limit": SESSIONS}).to_string());
     let all: Vec<u8> = (0..PAGES).flat_map(|_| request.clone()).collect();
@@ -67,9 +61,9 @@ async fn session_list_pages_are_held_to_the_client_budget() {
     let (mut peak_rss, mut peak_queued) = (0, 0);
     loop {
         peak_rss = peak_rss.max(rss_kib(server.pid()));
-        peak_queued = peak_queued.max(metric(&server, "tandem_client_queued_bytes").await);
-        let closed = metric(&server, "tandem_clients_closed_slow_total").await;
-        let clients = metric(&server, "tandem_ws_clients").await;
+        peak_queued = peak_queued.max(server.metric("tandem_client_queued_bytes").await);
+        let closed = server.metric("tandem_clients_closed_slow_total").await;
+        let clients = server.metric("tandem_ws_clients").await;
         if closed > closed_before && clients == 0 {
             break;
         }
@@ -95,7 +89,7 @@ async fn session_list_pages_are_held_to_the_client_budget() {
         grown < 40 * 1024,
         "the server grew {grown} KiB for a client that does not read"
     );
-    assert_eq!(metric(&server, "tandem_client_queued_bytes").await, 0);
+    assert_eq!(server.metric("tandem_client_queued_bytes").await, 0);
     // Its socket was shut: reads end once the kernel's buffer is drained.
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -146,7 +140,7 @@ async fn a_revoked_token_closes_a_socket_that_only_listens() {
         .await;
     assert_eq!(status, 202, "{body}");
     let deadline = Instant::now() + Duration::from_secs(20);
-    while metric(&server, "tandem_ws_clients").await != 0 {
+    while server.metric("tandem_ws_clients").await != 0 {
         assert!(
             Instant::now() < deadline,
             "bob's socket is still registered"

@@ -434,6 +434,12 @@ impl Api {
         (status, String::from_utf8_lossy(&bytes).into_owned())
     }
 
+    /// One counter or gauge of `/metrics`; 0 when the server does not report it.
+    pub async fn metric(&self, name: &str) -> u64 {
+        let (_, text) = self.get_text("/metrics").await;
+        crate::bench::server::metric_value(&text, name).map_or(0, |v| v as u64)
+    }
+
     /// GET a path's raw bytes: status, `Content-Type` and body.
     pub async fn get_bytes(&self, path: &str) -> (u16, String, Vec<u8>) {
         let (status, headers, bytes) = self
