@@ -1,6 +1,7 @@
 //! The workspace REST routes (`/api/v1/sessions/{id}/changes`, `.../files`,
 //! `.../merge`, `.../discard`) of a worktree session on node A, used through node B:
-//! B forwards them to A, whose git checkout they read and change.
+//! B forwards them to A, whose git checkout they read and change. And a worktree
+//! Worker on node B whose delegation's outcome, on A, carries B's change summary.
 
 use std::path::PathBuf;
 
@@ -146,4 +147,91 @@ async fn a_worktree_session_of_one_node_is_read_and_merged_through_another() {
         "{refused}"
     );
     assert_eq!(a.post(&discard, &json!({})).await, (status, refused));
+}
+
+/// A Worker on node B in a worktree of its own: its delegation's outcome carries its
+/// branch and diff summary, summed up on B, both as the waiting tool's result and in
+/// a push-back, as a local worktree Worker's does.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_worktree_worker_on_another_node_reports_its_branch_and_changes() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let base = repo(&a, "proj");
+    // B may work in A's directories: both nodes share this machine's filesystem.
+    let b = Server::start_with(ServerOptions {
+        args: vec![
+            "--nats".into(),
+            nats.url(),
+            "--node".into(),
+            "b".into(),
+            "--workspace-root".into(),
+            a.dir.path().display().to_string(),
+        ],
+        ..ServerOptions::default()
+    });
+    let mut on_a = a.ws().await;
+    let d = on_a
+        .ok(json!({"type": "session.create", "cwd": base}))
+        .await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    on_a.subscribe(&d, 0).await;
+    let created = eventually("B to take the Worker", async || {
+        let created = on_a
+            .request(json!({"type": "pair.create", "driverId": d,
+                "worker": {"vendor": "scripted"}, "workerNode": "b",
+                "workerWorkspace": "worktree"}))
+            .await;
+        (created["kind"] == "reply").then_some(created)
+    })
+    .await;
+    let w = created["pair"]["workerId"].as_str().unwrap().to_string();
+    let (_, winfo) = b.get(&format!("/api/v1/sessions/{w}")).await;
+    assert_eq!(winfo["node"], "b", "{winfo}");
+    let branch = winfo["workspace"]["branch"].as_str().unwrap().to_string();
+
+    let (out, err) = on_a
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/write a.txt by the worker"}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    assert_eq!(
+        out["changes"],
+        json!({"branch": branch, "files": 1, "added": 1, "removed": 3}),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(base.join("a.txt")).unwrap(),
+        "one\ntwo\nthree\n",
+        "the Worker wrote in its own worktree"
+    );
+    let ended = a
+        .all_events(&d)
+        .await
+        .into_iter()
+        .find(|e| e["kind"] == "delegation" && e["active"] == false)
+        .unwrap();
+    assert_eq!(ended["changes"], out["changes"], "{ended}");
+
+    // Nobody waits: pushed back with the branch and the summary.
+    let (out, err) = on_a
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/write b.txt more\n/sleep 200", "wait": false}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].contains(&branch) && got[0].contains("2 files changed, +2 -3 lines"),
+        "{}",
+        got[0]
+    );
 }

@@ -72,6 +72,9 @@ enum PairCall {
         pair_id: String,
         delegation_id: String,
         end: ReportedEnd,
+        /// A worktree Worker's branch and diff summary, summed up on its node.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        changes: Option<tandem_protocol::workspace::ChangeSummary>,
     },
 }
 
@@ -448,6 +451,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             pair_id,
             delegation_id,
             end,
+            changes,
         } => {
             let Some(pair) = rt.pair_addr(&pair_id) else {
                 return Ok(serde_json::to_value(Taken::NoPair).unwrap_or_default());
@@ -460,6 +464,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
                     response: end.response,
                     error: end.error,
                 },
+                changes,
                 done,
             })
             .await?;
@@ -495,16 +500,23 @@ async fn send_report(cluster: &Cluster, pending: PendingReport) {
     let Some(end) = report.ended.clone() else {
         return;
     };
+    let rt = &cluster.inner.runtime;
+    // Summed up at each try: a report waits for the pair's node only while that node
+    // is away, and the Worker takes no other delegation meanwhile.
+    let changes = match rt.session_info(&worker_id) {
+        Some(info) => crate::workspace::state::delegation_changes(&info).await,
+        None => None,
+    };
     let call = PairCall::Ended {
         pair_id: report.pair_id.clone(),
         delegation_id: report.delegation_id.clone(),
         end,
+        changes,
     };
     let answer = cluster
         .pair_call(&report.pair_node, &report.pair_id, &call)
         .await
         .map(serde_json::from_value::<Taken>);
-    let rt = &cluster.inner.runtime;
     match answer {
         Ok(Ok(taken)) => {
             rt.outbox().remove(&report.delegation_id);

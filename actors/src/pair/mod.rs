@@ -519,58 +519,50 @@ impl Handler<WorkerTurnEnded> for PairActor {
         if !self.current(&msg.delegation_id) {
             return;
         }
-        let status = match msg.status {
-            TurnStatus::Completed => DelegationStatus::Complete,
-            TurnStatus::Failed => DelegationStatus::Error,
-            TurnStatus::Interrupted => DelegationStatus::Interrupted,
-        };
-        let outcome = Outcome {
-            status,
-            response: msg.response,
-            error: msg.error,
-            changes: None,
-        };
-        // A worktree Worker's changes are summed up off this mailbox, then the
-        // delegation resolves with them.
-        let worktree = self
+        let info = self
             .services
             .sessions
             .get(&self.record.worker_id)
             .map(|h| h.shared.info())
-            .and_then(|info| {
+            .filter(|info| {
                 info.workspace
-                    .filter(|w| w.state == tandem_protocol::workspace::WorktreeState::Active)
-                    .map(|w| (info.cwd, w))
+                    .as_ref()
+                    .is_some_and(|w| w.state == tandem_protocol::workspace::WorktreeState::Active)
             });
-        let Some((cwd, workspace)) = worktree else {
+        let (id, mut outcome) = outcome_of(msg);
+        let Some(info) = info else {
             self.resolve(outcome, ctx);
             return;
         };
-        let summed = actix_rt::task::spawn_blocking(move || {
-            crate::workspace::state::compute(std::path::Path::new(&cwd), Some(&workspace))
-                .map(|s| tandem_protocol::workspace::ChangeSummary::of(&workspace.branch, &s))
-        });
-        let id = msg.delegation_id;
+        // A worktree Worker's changes are summed up off this mailbox, then the
+        // delegation resolves with them.
+        let summed = async move { crate::workspace::state::delegation_changes(&info).await };
         ctx.spawn(
-            actix::fut::wrap_future(summed).map(move |res, act: &mut PairActor, ctx| {
-                let mut outcome = outcome;
-                outcome.changes = match res {
-                    Ok(Ok(summary)) => Some(summary),
-                    Ok(Err(e)) => {
-                        tracing::warn!(error = %e, "Worker changes not summed up");
-                        None
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "Worker changes task failed");
-                        None
-                    }
-                };
+            actix::fut::wrap_future(summed).map(move |changes, act: &mut PairActor, ctx| {
+                outcome.changes = changes;
                 if act.current(&id) {
                     act.resolve(outcome, ctx);
                 }
             }),
         );
     }
+}
+
+/// A Worker's report as the delegation's outcome (without changes), with its
+/// delegation id.
+fn outcome_of(ended: WorkerTurnEnded) -> (String, Outcome) {
+    let status = match ended.status {
+        TurnStatus::Completed => DelegationStatus::Complete,
+        TurnStatus::Failed => DelegationStatus::Error,
+        TurnStatus::Interrupted => DelegationStatus::Interrupted,
+    };
+    let outcome = Outcome {
+        status,
+        response: ended.response,
+        error: ended.error,
+        changes: None,
+    };
+    (ended.delegation_id, outcome)
 }
 
 /// A remote Worker's node reports a delegated turn's end; `done` is answered once the
@@ -581,6 +573,8 @@ impl Handler<WorkerTurnEnded> for PairActor {
 pub struct RemoteTurnEnded {
     /// The report.
     pub ended: WorkerTurnEnded,
+    /// A worktree Worker's branch and diff summary, summed up on its node.
+    pub changes: Option<tandem_protocol::workspace::ChangeSummary>,
     /// Answered when the node may forget the report.
     pub done: oneshot::Sender<()>,
 }
@@ -594,7 +588,9 @@ impl Handler<RemoteTurnEnded> for PairActor {
             return;
         }
         self.acks.push((msg.ended.delegation_id.clone(), msg.done));
-        <Self as Handler<WorkerTurnEnded>>::handle(self, msg.ended, ctx);
+        let (_, mut outcome) = outcome_of(msg.ended);
+        outcome.changes = msg.changes;
+        self.resolve(outcome, ctx);
     }
 }
 

@@ -179,3 +179,32 @@ fn count_lines(path: &Path) -> (u64, bool) {
     let unterminated = u64::from(!bytes.is_empty() && bytes.last() != Some(&b'\n'));
     (newlines + unterminated, false)
 }
+
+/// A worktree session's branch and diff summary, for a delegation's outcome; `None`
+/// for a session without an active worktree, or when git fails (logged). Runs git on
+/// a blocking thread, so actors may await it off their mailbox.
+pub async fn delegation_changes(
+    info: &tandem_protocol::SessionInfo,
+) -> Option<tandem_protocol::workspace::ChangeSummary> {
+    let workspace = info
+        .workspace
+        .clone()
+        .filter(|w| w.state == tandem_protocol::workspace::WorktreeState::Active)?;
+    let cwd = info.cwd.clone();
+    let summed = actix_rt::task::spawn_blocking(move || {
+        compute(Path::new(&cwd), Some(&workspace))
+            .map(|s| tandem_protocol::workspace::ChangeSummary::of(&workspace.branch, &s))
+    })
+    .await;
+    match summed {
+        Ok(Ok(summary)) => Some(summary),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "Worker changes not summed up");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "Worker changes task failed");
+            None
+        }
+    }
+}
