@@ -414,7 +414,8 @@ async fn delegating(server: &Server, d: &str) -> bool {
 /// The Worker's node killed with -9 mid-delegation: the delegation stays in flight
 /// while that node is away (a new one is refused), and is reported interrupted once
 /// when it is back. A Worker's node that is away refuses a delegation with
-/// `NODE_UNAVAILABLE`.
+/// `NODE_UNAVAILABLE`; a pair closed meanwhile is left by its Worker once its node is
+/// back.
 #[actix_rt::test]
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
@@ -478,7 +479,7 @@ async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
 
     // Idle and away: refused with NODE_UNAVAILABLE, nothing in flight.
     listed_as(&a, &w, |s| s["status"] == "idle").await;
-    let _dir = b.kill();
+    let dir = b.kill();
     listed_as(&a, &w, |s| s["status"] == "unavailable").await;
     let (out, err) = ws
         .scripted_tool(
@@ -495,6 +496,28 @@ async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
     assert!(!delegating(&a, &d).await);
     assert_eq!(crate::pairs::await_pushbacks(&a, &d, 1).await.len(), 1);
     assert_eq!(pushback_metric(&a).await, 1);
+
+    // Closed while the idle Worker's node is away: B cannot be told then; once it is
+    // back, it asks A and the Worker leaves the pair.
+    let (_, dinfo) = a.get(&format!("/api/v1/sessions/{d}")).await;
+    let pair_id = dinfo["pairId"].as_str().unwrap().to_string();
+    let closed = ws
+        .ok(json!({"type": "pair.close", "pairId": pair_id}))
+        .await;
+    assert_eq!(closed["interrupted"], false, "{closed}");
+    let b = restart_node(dir, &nats, "b");
+    eventually("the Worker to leave the closed pair", async || {
+        let (_, info) = b.get(&format!("/api/v1/sessions/{w}")).await;
+        info.get("pairId").is_none().then_some(())
+    })
+    .await;
+    assert!(
+        b.all_events(&w)
+            .await
+            .iter()
+            .any(|e| e["kind"] == "pair_closed" && e["pairId"] == pair_id.as_str()),
+        "no pair_closed in the Worker's history"
+    );
 }
 
 /// The Driver's node killed with -9 mid-delegation: the Worker finishes meanwhile,

@@ -226,6 +226,7 @@ impl Cluster {
         pairs::serve(cluster.clone()).await?;
         runtime.set_cluster(Arc::new(cluster.clone()));
         actix::spawn(pairs::report(cluster.clone()));
+        actix::spawn(pairs::recheck(cluster.clone()));
         tracing::info!(node = %cluster.node(), url = %cluster.inner.config.url, "joined the cluster");
         Ok(cluster)
     }

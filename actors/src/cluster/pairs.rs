@@ -7,6 +7,7 @@
 //! reporter sends every report in the [`crate::cluster_link::Outbox`] every
 //! [`RETRY`] until the pair's node answers that it took it (or has no such pair).
 
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
@@ -21,8 +22,13 @@ use crate::error::RuntimeError;
 use crate::pair::RemoteTurnEnded;
 use crate::record::ReportedEnd;
 use crate::session::{
-    Abort, HoldsDelegation, LeavePair, PartialText, RecordEvent, ReportDelivered, ReportTo,
+    Abort, HoldsDelegation, IdleRemoteWorker, LeavePair, PartialText, RecordEvent, ReportDelivered,
+    ReportTo,
 };
+
+/// How often this node asks the pairs' nodes whether the pairs its idle Workers
+/// belong to are still open.
+const RECHECK: Duration = Duration::from_secs(5);
 
 /// How often unacknowledged reports are sent again.
 const RETRY: Duration = Duration::from_millis(500);
@@ -67,6 +73,8 @@ enum PairCall {
     Read { worker_id: String, count: usize },
     /// The pair was closed: the Worker leaves it.
     Leave { worker_id: String, pair_id: String },
+    /// To the pair's node: whether the pair is still being created or runs.
+    Open { pair_id: String },
     /// To the pair's node: a delegated turn ended.
     Ended {
         pair_id: String,
@@ -447,6 +455,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
         PairCall::Leave { worker_id, pair_id } => {
             serde_json::Value::Bool(worker(&worker_id)?.send(LeavePair { pair_id }).await?)
         }
+        PairCall::Open { pair_id } => serde_json::Value::Bool(rt.pair_open(&pair_id)?),
         PairCall::Ended {
             pair_id,
             delegation_id,
@@ -479,6 +488,54 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             }
         }
     })
+}
+
+/// Takes this node's idle Workers out of pairs that their pairs' nodes closed, for
+/// the life of the server. Closing a pair tells its Worker at once when the Worker's
+/// node can be reached; this covers a close while it could not (its node down, or
+/// NATS): the first check runs as soon as the pair's node is seen, then every
+/// [`RECHECK`]. A busy Worker, or one holding a report, learns it from the answer
+/// to its report ("no such pair").
+pub(super) async fn recheck(cluster: Cluster) {
+    let mut tick = tokio::time::interval(RETRY);
+    // The other nodes seen alive, with when their pairs were last asked about.
+    let mut checked: HashMap<String, tokio::time::Instant> = HashMap::new();
+    loop {
+        tick.tick().await;
+        let alive = cluster.other_nodes();
+        // A node that was away is asked again as soon as it is back.
+        checked.retain(|node, _| alive.contains(node));
+        let due: HashSet<String> = alive
+            .into_iter()
+            .filter(|n| checked.get(n).is_none_or(|at| at.elapsed() >= RECHECK))
+            .collect();
+        if due.is_empty() {
+            continue;
+        }
+        for worker in cluster.inner.runtime.workers() {
+            let Ok(Some((pair_id, node))) = worker.send(IdleRemoteWorker).await else {
+                continue;
+            };
+            if !due.contains(&node) {
+                continue;
+            }
+            let call = PairCall::Open {
+                pair_id: pair_id.clone(),
+            };
+            match cluster.pair_call(&node, &pair_id, &call).await {
+                Ok(serde_json::Value::Bool(false)) => {
+                    tracing::info!(pair = %pair_id, node = %node, "the pair was closed while this node was away; its Worker leaves");
+                    worker.do_send(LeavePair { pair_id });
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!(pair = %pair_id, error = %e, "pair not checked; retrying")
+                }
+            }
+        }
+        let now = tokio::time::Instant::now();
+        checked.extend(due.into_iter().map(|node| (node, now)));
+    }
 }
 
 /// Sends the outbox's reports to their pairs' nodes until each is taken, for the

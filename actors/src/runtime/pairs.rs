@@ -42,6 +42,36 @@ impl Runtime {
         self.inner.pairs.get(id).map(|h| h.addr)
     }
 
+    /// Whether pair `id` is being created or runs here (not closing, not gone): a
+    /// Worker on another node asks it to find out whether it still belongs to it.
+    pub fn pair_open(&self, id: &str) -> Result<bool, RuntimeError> {
+        if let Some(handle) = self.inner.pairs.get(id) {
+            return Ok(handle
+                .shared
+                .lock()
+                .map_or(true, |r| r.state != PairState::Closed));
+        }
+        // A pair still being created has a row and no actor yet.
+        Ok(self
+            .inner
+            .services
+            .store
+            .load_pair(id)?
+            .is_some_and(|r| r.state != PairState::Closed))
+    }
+
+    /// The sessions of this node that are the Worker of some pair.
+    pub fn workers(&self) -> Vec<Addr<SessionActor>> {
+        let mut out = Vec::new();
+        self.inner.services.sessions.for_each(|_, h| {
+            let info = h.shared.info();
+            if info.role == Some(Role::Worker) && info.pair_id.is_some() {
+                out.push(h.addr.clone());
+            }
+        });
+        out
+    }
+
     /// A pair's address and its Worker's id.
     pub fn pair_parts(&self, id: &str) -> Option<(Addr<PairActor>, String)> {
         let handle = self.inner.pairs.get(id)?;

@@ -31,8 +31,8 @@ pub(crate) use actor::validate_title;
 pub use actor::SessionActor;
 pub use archive::Archive;
 pub use pairing::{
-    Describe, HoldsDelegation, JoinPair, LeavePair, PartialText, RecordEvent, ReportDelivered,
-    ReportTo, Resume, SessionState, StartDelegated, WorkerTurnEnded,
+    Describe, HoldsDelegation, IdleRemoteWorker, JoinPair, LeavePair, PartialText, RecordEvent,
+    ReportDelivered, ReportTo, Resume, SessionState, StartDelegated, WorkerTurnEnded,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
 pub use queue::{CancelQueued, EditQueued};

@@ -48,6 +48,13 @@ pub struct HoldsDelegation {
     pub delegation_id: String,
 }
 
+/// The pair this session is the Worker of on another node, as `(pair id, node)`,
+/// when it is idle in it: no turn running and no report waiting. A pair closed while
+/// this node was away could not tell it; the cluster asks that pair's node.
+#[derive(Debug, Message)]
+#[rtype(result = "Option<(String, String)>")]
+pub struct IdleRemoteWorker;
+
 /// The pair's node took the report of delegation `delegation_id`: this session
 /// forgets it.
 #[derive(Debug, Message)]
@@ -340,6 +347,22 @@ impl Handler<LeavePair> for SessionActor {
         self.touch();
         self.flush();
         true
+    }
+}
+
+impl Handler<IdleRemoteWorker> for SessionActor {
+    type Result = Option<(String, String)>;
+
+    fn handle(&mut self, _: IdleRemoteWorker, _: &mut Context<Self>) -> Self::Result {
+        if self.turn.is_some() || self.record.remote_report.is_some() {
+            return None;
+        }
+        let membership = self.record.pair.as_ref()?;
+        if membership.role != Role::Worker {
+            return None;
+        }
+        let node = membership.pair_node.clone()?;
+        Some((membership.pair_id.clone(), node))
     }
 }
 

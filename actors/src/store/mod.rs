@@ -267,6 +267,19 @@ impl Store {
         }))
     }
 
+    /// One stored pair, in any state; `None` when there is no such row.
+    pub fn load_pair(&self, id: &str) -> Result<Option<PairRecord>, RuntimeError> {
+        let json: Option<String> = self.with_reader(|conn| {
+            conn.query_row("SELECT record FROM pairs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()
+        })?;
+        json.map(|json| {
+            serde_json::from_str(&json)
+                .map_err(|e| RuntimeError::Internal(format!("unreadable pair record {id}: {e}")))
+        })
+        .transpose()
+    }
+
     /// Every stored pair, in any state (start-up decides what to do with each).
     pub fn load_pairs(&self) -> Result<Vec<PairRecord>, RuntimeError> {
         let rows: Vec<(String, String)> = self.with_reader(|conn| {
