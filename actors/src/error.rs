@@ -115,6 +115,15 @@ pub enum RuntimeError {
         /// Its message.
         message: String,
     },
+    /// A message to another cluster node went out and no answer came back (timed out,
+    /// or the connection broke): that node may have acted on it (`NODE_UNAVAILABLE`).
+    #[error("node {node} did not answer for session {session}; it may have acted")]
+    NoAnswer {
+        /// The session asked about.
+        session: String,
+        /// The node asked.
+        node: String,
+    },
     /// The session lives on a cluster node whose lease has lapsed (`NODE_UNAVAILABLE`).
     #[error("session {session} is on node {node}, which is unavailable")]
     NodeUnavailable {
@@ -141,7 +150,9 @@ impl RuntimeError {
             RuntimeError::InvalidArgument(_) => ErrorCode::InvalidArgument,
             RuntimeError::LimitExceeded(_) => ErrorCode::LimitExceeded,
             RuntimeError::Conflict(_) => ErrorCode::Conflict,
-            RuntimeError::NodeUnavailable { .. } => ErrorCode::NodeUnavailable,
+            RuntimeError::NodeUnavailable { .. } | RuntimeError::NoAnswer { .. } => {
+                ErrorCode::NodeUnavailable
+            }
             RuntimeError::Remote { code, .. } => *code,
             RuntimeError::RewindNotSupported(_) => ErrorCode::RewindNotSupported,
             RuntimeError::InvalidAnchor(_) => ErrorCode::InvalidAnchor,

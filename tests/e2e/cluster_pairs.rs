@@ -633,3 +633,45 @@ async fn a_delegation_the_workers_node_never_got_is_reported_once_after_a_restar
     assert!(!err, "{out}");
     assert_eq!(out["response"], "now it arrives", "{out}");
 }
+
+/// The Worker's node starts a delegated turn and its answer never reaches the pair
+/// (a failpoint on the Driver's node, test builds, drops it): the pair does not
+/// refuse a delegation that runs; the caller hears it runs, the pair asks the
+/// Worker's node, which has it, and the Worker's answer is pushed back once.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_start_whose_answer_is_lost_is_pushed_back_once() {
+    let nats = NatsServer::start();
+    let a = start_node(&nats, "a");
+    let b = start_node(&nats, "b");
+    knows(&a, &b).await;
+    let (mut ws, d) = driver(&a).await;
+    let w = pair_on(&mut ws, &d, "b").await;
+    a.failpoint("pair.start.lost", "1*return").await;
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/sleep 300\nran anyway"}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    assert_eq!(out["status"], "running", "{out}");
+    let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains("ran anyway"), "{}", got[0]);
+    let turns = b
+        .all_events(&w)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .count();
+    assert_eq!(turns, 1, "the Worker ran the task once");
+    // The pair works on.
+    let (out, err) = ws
+        .scripted_tool(&d, "send_to_partner", json!({"message": "next one"}))
+        .await;
+    assert!(!err, "{out}");
+    assert_eq!(out["response"], "next one", "{out}");
+    assert_eq!(pushback_metric(&a).await, 1);
+}

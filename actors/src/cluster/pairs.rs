@@ -129,9 +129,24 @@ impl Cluster {
         );
         let reply = match asked.await {
             Ok(reply) => reply,
-            Err(e) => {
+            // Nobody subscribed, or it could not be sent: the node never got it.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    async_nats::RequestErrorKind::NoResponders
+                        | async_nats::RequestErrorKind::InvalidSubject
+                        | async_nats::RequestErrorKind::MaxPayloadExceeded
+                ) =>
+            {
                 tracing::warn!(%node, error = %e, "pair message not answered");
                 return Err(unavailable());
+            }
+            Err(e) => {
+                tracing::warn!(%node, error = %e, "pair message sent, no answer");
+                return Err(RuntimeError::NoAnswer {
+                    session: session.to_string(),
+                    node: node.to_string(),
+                });
             }
         };
         match serde_json::from_slice::<PairAnswer>(&reply.payload) {
@@ -177,6 +192,11 @@ impl Cluster {
             pair_node: self.node().to_string(),
         };
         let value = self.pair_call(node, worker_id, &call).await?;
+        // Test builds: the Worker's node took the start, and its answer is lost.
+        crate::crash::fail_here("pair.start.lost").map_err(|_| RuntimeError::NoAnswer {
+            session: worker_id.to_string(),
+            node: node.to_string(),
+        })?;
         Ok(value.as_str().unwrap_or_default().to_string())
     }
 

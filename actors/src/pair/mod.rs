@@ -334,10 +334,27 @@ impl PairActor {
         ));
     }
 
-    /// After a restart with a remote Worker's delegation in flight: asks the Worker's
-    /// node (every [`RECHECK`] until it can be asked) whether it has that delegation;
-    /// if it does not, the delegation never reached it and is reported interrupted,
-    /// once. If it does, its node reports the end.
+    /// The Worker's node was asked to start delegation `id` and no answer came back:
+    /// it may run it. The delegation is kept and detached (the caller hears it runs;
+    /// the outcome is pushed back), and the Worker's node is asked whether it has it,
+    /// as after a restart.
+    fn start_in_doubt(&mut self, id: String, ctx: &mut Context<Self>) {
+        tracing::warn!(pair = %self.record.pair_id, delegation = %id, "the Worker's node did not confirm the start; asking it");
+        if let Some(d) = self.record.delegation.as_mut() {
+            d.detached = true;
+        }
+        self.save();
+        if let Some(waiter) = self.take_waiter() {
+            let _ = waiter.send(Ok(DelegateReply::Detached));
+        }
+        self.check_remote_delegation(id, ctx);
+    }
+
+    /// With a remote Worker's delegation in flight whose start is not confirmed (after
+    /// a restart, or when the start's answer was lost): asks the Worker's node (every
+    /// [`RECHECK`] until it can be asked) whether it has that delegation; if it does
+    /// not, the delegation never reached it and is reported interrupted, once. If it
+    /// does, its node reports the end.
     fn check_remote_delegation(&mut self, id: String, ctx: &mut Context<Self>) {
         let asked = self.worker.holds(&id);
         ctx.spawn(
@@ -351,7 +368,7 @@ impl PairActor {
                         Outcome {
                             status: DelegationStatus::Interrupted,
                             response: String::new(),
-                            error: Some("the server stopped before the Worker got the task".into()),
+                            error: Some("the Worker's node never got the task".into()),
                             changes: None,
                         },
                         ctx,
@@ -457,6 +474,10 @@ impl Handler<Delegate> for PairActor {
         ctx.spawn(
             actix::fut::wrap_future(start).map(move |res, act: &mut PairActor, ctx| {
                 if !act.current(&delegation_id) || act.resolving() {
+                    return;
+                }
+                if let Ok(Err(RuntimeError::NoAnswer { .. })) = &res {
+                    act.start_in_doubt(delegation_id, ctx);
                     return;
                 }
                 let refused = match res {
