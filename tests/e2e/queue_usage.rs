@@ -2,7 +2,7 @@
 //! `chat_subscribed.queued`) and usage totals (`GET .../usage`).
 
 use serde_json::{json, Value};
-use tandem_tests::{Server, ServerOptions};
+use tandem_tests::{eventually, Server, ServerOptions};
 
 fn texts(queued: &Value) -> Vec<String> {
     queued
@@ -307,30 +307,19 @@ async fn a_result_the_server_queued_cannot_be_edited_or_cancelled() {
     ws.subscribe(&driver, 0).await;
     ws.ok(json!({"type": "pair.create", "driverId": driver, "worker": {"vendor": "scripted"}}))
         .await;
-    // A detached delegation whose result comes back while the Driver is busy: it is
-    // queued as a server-written (internal) message.
-    let (output, is_error) = ws
-        .scripted_tool(
-            &driver,
-            "send_to_partner",
-            json!({"message": "/sleep 300\nworker done", "wait": false}),
-        )
+    // A detached delegation whose result comes back while the Driver is busy (the
+    // same turn goes on sleeping): it is queued as a server-written (internal)
+    // message.
+    let delegate = json!({"message": "worker done", "wait": false});
+    ws.ok(json!({"type": "chat.send", "sessionId": driver,
+        "content": format!("/tool send_to_partner {delegate}\n/sleep 60000")}))
         .await;
-    assert!(!is_error, "{output}");
-    ws.ok(json!({"type": "chat.send", "sessionId": driver, "content": "/sleep 60000"}))
-        .await;
-    let mut queued = Value::Null;
-    for _ in 0..200 {
-        queued = server
-            .get(&format!("/api/v1/sessions/{driver}/queue"))
-            .await
-            .1;
-        if queued["queued"][0]["internal"] == true {
-            break;
-        }
-        actix_rt::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    assert_eq!(queued["queued"][0]["internal"], true, "{queued}");
+    let queue = format!("/api/v1/sessions/{driver}/queue");
+    let queued = eventually("the result to be queued", async || {
+        let (_, queued) = server.get(&queue).await;
+        (queued["queued"][0]["internal"] == true).then_some(queued)
+    })
+    .await;
     let qid = queued["queued"][0]["queueId"].clone();
     for body in [
         json!({"type": "chat.queue-cancel", "sessionId": driver, "queueId": qid}),
@@ -339,8 +328,6 @@ async fn a_result_the_server_queued_cannot_be_edited_or_cancelled() {
         let answer = ws.request(body.clone()).await;
         assert_eq!(answer["code"], "CONFLICT", "{body}: {answer}");
     }
-    let (_, after) = server
-        .get(&format!("/api/v1/sessions/{driver}/queue"))
-        .await;
+    let (_, after) = server.get(&queue).await;
     assert_eq!(after["queued"], queued["queued"], "nothing changed");
 }
