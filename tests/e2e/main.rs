@@ -14,6 +14,7 @@ mod browser_attacks;
 mod budgets;
 mod claude;
 mod cluster;
+mod cluster_lagged;
 mod cluster_pairs;
 mod cluster_workspaces;
 mod codex;

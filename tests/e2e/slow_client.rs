@@ -26,7 +26,7 @@ use tandem_tests::bench::server::metric_value;
 use tandem_tests::{Server, ServerOptions};
 
 /// Per-client byte budget (`--client-queue-bytes`).
-const QUEUE_LIMIT: usize = 512 << 10;
+pub(crate) const QUEUE_LIMIT: usize = 512 << 10;
 /// Each turn streams this many plain lines of this size: each becomes three
 /// `text_delta`s and an `assistant_message`, so a line is twice its size in frames.
 const LINES_PER_TURN: usize = 4;
@@ -43,7 +43,7 @@ const MAX_TURNS: usize = 200;
 const FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The script of turn `t`: big plain lines, then (when `stream`) a `/stream`.
-fn turn_script(t: usize, stream: bool) -> String {
+pub(crate) fn turn_script(t: usize, stream: bool) -> String {
     let mut lines: Vec<String> = (0..LINES_PER_TURN)
         .map(|l| {
             let mut line = format!("turn {t} line {l} ");
@@ -65,7 +65,7 @@ async fn metrics(server: &Server) -> impl Fn(&str) -> u64 {
 }
 
 /// Subscribes `ws` after `last_seq` and reads up to its `chat_subscribed`.
-async fn subscribe(ws: &mut RawWs, sid: &str, last_seq: u64) {
+pub(crate) async fn subscribe(ws: &mut RawWs, sid: &str, last_seq: u64) {
     let frame =
         json!({"type": "chat.subscribe", "sessions": [{"sessionId": sid, "lastSeq": last_seq}]});
     ws.send_text(frame.to_string())
@@ -80,12 +80,12 @@ async fn subscribe(ws: &mut RawWs, sid: &str, last_seq: u64) {
 
 /// The next text frame; `None` when the socket closed (where the close code matters,
 /// callers use [`next_or_close`]).
-async fn next(ws: &mut RawWs) -> Option<Vec<u8>> {
+pub(crate) async fn next(ws: &mut RawWs) -> Option<Vec<u8>> {
     next_or_close(ws).await.ok()
 }
 
 /// The next text frame, or the close code.
-async fn next_or_close(ws: &mut RawWs) -> Result<Vec<u8>, Option<u16>> {
+pub(crate) async fn next_or_close(ws: &mut RawWs) -> Result<Vec<u8>, Option<u16>> {
     match ws.next_text(FRAME_TIMEOUT, <[u8]>::to_vec).await {
         Ok(Incoming::Text(f)) => Ok(f),
         Ok(Incoming::Closed(code)) => Err(code),
@@ -93,16 +93,16 @@ async fn next_or_close(ws: &mut RawWs) -> Result<Vec<u8>, Option<u16>> {
     }
 }
 
-fn text(frame: &[u8]) -> String {
+pub(crate) fn text(frame: &[u8]) -> String {
     String::from_utf8_lossy(&frame[..frame.len().min(300)]).into_owned()
 }
 
-fn parse(frame: &[u8]) -> Value {
+pub(crate) fn parse(frame: &[u8]) -> Value {
     serde_json::from_slice(frame).unwrap_or_else(|e| panic!("bad frame {e}: {}", text(frame)))
 }
 
 /// Asserts that frames are events `from, from+1, ...` and returns the next seq.
-fn assert_contiguous_from(frames: &[Vec<u8>], from: u64, who: &str) -> u64 {
+pub(crate) fn assert_contiguous_from(frames: &[Vec<u8>], from: u64, who: &str) -> u64 {
     for (i, f) in frames.iter().enumerate() {
         assert_eq!(
             scan::seq(f),

@@ -6,6 +6,8 @@
 //! the Worker's node reports a delegated turn's end to the pair's node. The
 //! reporter sends every report in the [`crate::cluster_link::Outbox`] every
 //! [`RETRY`] until the pair's node answers that it took it (or has no such pair).
+//! The Worker's node also asks the pair's node whether the pairs its idle Workers
+//! belong to are still open ([`recheck`]), for a close it could not be told of.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
