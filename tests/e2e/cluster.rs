@@ -4,25 +4,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tandem_tests::{NatsServer, Server, ServerOptions, TempDir, WsClient};
+use tandem_tests::{NatsServer, Server, WsClient};
 
 use crate::assert_contiguous;
-
-/// Options of a node named `node` joined through `nats`.
-fn node_opts(nats: &NatsServer, node: &str) -> ServerOptions {
-    ServerOptions {
-        args: vec!["--nats".into(), nats.url(), "--node".into(), node.into()],
-        ..ServerOptions::default()
-    }
-}
-
-fn start_node(nats: &NatsServer, node: &str) -> Server {
-    Server::start_with(node_opts(nats, node))
-}
-
-fn restart_node(dir: std::sync::Arc<TempDir>, nats: &NatsServer, node: &str) -> Server {
-    Server::start_in(dir, node_opts(nats, node))
-}
 
 /// Every session `ws` lists, all pages.
 async fn listed(ws: &mut WsClient) -> Vec<Value> {
@@ -105,7 +89,7 @@ async fn assert_published(nats: &NatsServer, session: &str, last: u64) {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn committed_events_are_published_once_and_sessions_are_pinned() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
+    let a = nats.node("a");
     let mut ws = a.ws().await;
     let reply = ws
         .ok(json!({"type": "session.create", "title": "on a"}))
@@ -129,7 +113,7 @@ async fn committed_events_are_published_once_and_sessions_are_pinned() {
     // last seq.
     ws.close().await;
     let dir = a.terminate();
-    let a = restart_node(dir, &nats, "a");
+    let a = nats.restart_node(dir, "a");
     let mut ws = a.ws().await;
     ws.subscribe(&id, last).await;
     ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "again"}))
@@ -149,9 +133,9 @@ async fn committed_events_are_published_once_and_sessions_are_pinned() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn any_node_serves_any_client() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
-    let c = start_node(&nats, "c");
+    let a = nats.node("a");
+    let b = nats.node("b");
+    let c = nats.node("c");
     let mut on_a = a.ws().await;
     let mut on_b = b.ws().await;
     let mut on_c = c.ws().await;
@@ -236,8 +220,8 @@ async fn any_node_serves_any_client() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_killed_node_is_unavailable_within_its_lease_and_comes_back() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let mut on_a = a.ws().await;
     let mut on_b = b.ws().await;
     let id = on_a.create_session().await;
@@ -271,7 +255,7 @@ async fn a_killed_node_is_unavailable_within_its_lease_and_comes_back() {
 
     // Back: the turn a kill cut off is closed, the session is listed again, and the
     // stream holds the whole history once.
-    let a = restart_node(dir, &nats, "a");
+    let a = nats.restart_node(dir, "a");
     let (back, _) = wait_listed(&mut on_b, &id, Duration::from_secs(15), |s| {
         s["status"] == "interrupted"
     })
@@ -290,8 +274,8 @@ async fn a_killed_node_is_unavailable_within_its_lease_and_comes_back() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_nats_restart_loses_no_committed_event() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let mut ws = a.ws().await;
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
@@ -332,8 +316,8 @@ async fn a_nats_restart_loses_no_committed_event() {
 async fn a_burst_of_events_reaches_other_nodes_and_the_lease_holds() {
     const SESSIONS: usize = 10;
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let mut on_a = a.ws().await;
     let mut ids = Vec::new();
     for _ in 0..SESSIONS {
@@ -428,8 +412,8 @@ async fn first_ack(server: &Server, session: &str) -> Value {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_remote_subscription_starts_as_a_local_one() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let mut on_a = a.ws().await;
     let id = on_a.create_session().await;
     on_a.subscribe(&id, 0).await;
@@ -501,8 +485,8 @@ async fn a_remote_subscription_starts_as_a_local_one() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn rest_for_a_remote_session_runs_on_its_owner() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let mut on_a = a.ws().await;
     let id = on_a.create_session().await;
     on_a.subscribe(&id, 0).await;
@@ -645,8 +629,8 @@ async fn rest_for_a_remote_session_runs_on_its_owner() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn events_committed_while_nats_is_down_are_published_when_it_is_back() {
     let mut nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let mut ws = a.ws().await;
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
@@ -686,7 +670,7 @@ async fn events_committed_while_nats_is_down_are_published_when_it_is_back() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_restarted_node_fills_the_holes_its_crash_left_in_the_stream() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
+    let a = nats.node("a");
     let mut ws = a.ws().await;
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
@@ -699,10 +683,10 @@ async fn a_restarted_node_fills_the_holes_its_crash_left_in_the_stream() {
     drop(ws);
     let dir = a.kill();
     nats.damage(&id, &[3, 4, 40], 2).await;
-    let a = restart_node(dir, &nats, "a");
+    let a = nats.restart_node(dir, "a");
     assert_published(&nats, &id, last).await;
     // A node that copies the session from JetStream gets it whole.
-    let b = start_node(&nats, "b");
+    let b = nats.node("b");
     let mut on_b = b.ws().await;
     wait_listed(&mut on_b, &id, Duration::from_secs(10), |s| {
         s["status"] != "unavailable"
@@ -724,8 +708,8 @@ async fn a_restarted_node_fills_the_holes_its_crash_left_in_the_stream() {
 async fn uploads_on_one_node_reach_a_session_on_another() {
     use tandem_tests::images::PNG;
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let id = a.ws().await.create_session().await;
     let mut on_b = b.ws().await;
     wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
@@ -806,8 +790,8 @@ async fn uploads_on_one_node_reach_a_session_on_another() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn the_queue_of_a_remote_session_is_steered_from_any_node() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let id = a.ws().await.create_session().await;
     let mut on_b = b.ws().await;
     wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
@@ -852,8 +836,8 @@ async fn the_queue_of_a_remote_session_is_steered_from_any_node() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn every_node_lists_the_running_sessions_of_all() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let mut on_a = a.ws().await;
     let id = on_a.create_session().await;
     let idle = on_a.create_session().await;
@@ -893,8 +877,8 @@ async fn every_node_lists_the_running_sessions_of_all() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn rest_creates_a_session_on_the_node_it_names() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let (status, created) = a
         .post(
             "/api/v1/sessions",

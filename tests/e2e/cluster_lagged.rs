@@ -5,7 +5,7 @@
 use serde_json::json;
 use tandem_tests::bench::raw_ws::RawWs;
 use tandem_tests::bench::scan;
-use tandem_tests::{eventually, NatsServer, Server, ServerOptions};
+use tandem_tests::{eventually, NatsServer};
 
 use crate::slow_client::{
     assert_contiguous_from, next, next_or_close, parse, subscribe, text, turn_script, QUEUE_LIMIT,
@@ -16,22 +16,12 @@ const TURNS_AFTER_LAG: usize = 5;
 /// Upper bound on turns (~325 KB each); reaching it means B never noticed.
 const MAX_TURNS: usize = 200;
 
-fn node(nats: &NatsServer, name: &str, extra: &[String]) -> Server {
-    let mut args = vec!["--nats".into(), nats.url(), "--node".into(), name.into()];
-    args.extend_from_slice(extra);
-    Server::start_with(ServerOptions {
-        args,
-        ..ServerOptions::default()
-    })
-}
-
 #[actix_rt::test]
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_client_of_another_node_that_stops_reading_is_told_it_lagged_and_resumes() {
     let nats = NatsServer::start();
-    let a = node(&nats, "a", &[]);
-    let b = node(
-        &nats,
+    let a = nats.node("a");
+    let b = nats.node_with(
         "b",
         &["--client-queue-bytes".into(), QUEUE_LIMIT.to_string()],
     );

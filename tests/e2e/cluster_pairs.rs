@@ -4,14 +4,7 @@
 //! that holds it.
 
 use serde_json::{json, Value};
-use tandem_tests::{eventually, NatsServer, Server, ServerOptions, WsClient};
-
-fn start_node(nats: &NatsServer, node: &str) -> Server {
-    Server::start_with(ServerOptions {
-        args: vec!["--nats".into(), nats.url(), "--node".into(), node.into()],
-        ..ServerOptions::default()
-    })
-}
+use tandem_tests::{eventually, NatsServer, Server, WsClient};
 
 /// Waits until `server` lists session `id` (`GET /api/v1/sessions`, which merges
 /// every node's sessions) and `ok` holds for it; returns it.
@@ -53,9 +46,9 @@ async fn answer_permission(ws: &mut WsClient, id: &str) -> Value {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn requests_without_a_session_find_the_node_that_holds_them() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
-    let c = start_node(&nats, "c");
+    let a = nats.node("a");
+    let b = nats.node("b");
+    let c = nats.node("c");
     let mut on_a = a.ws().await;
     let mut on_c = c.ws().await;
 
@@ -196,8 +189,8 @@ async fn pushback_metric(server: &Server) -> u64 {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_driver_delegates_to_a_worker_on_another_node() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     knows(&a, &b).await;
     let (mut ws, d) = driver(&a).await;
 
@@ -388,20 +381,6 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
     assert_eq!(gone["code"], "NO_SUCH_PAIR", "{gone}");
 }
 
-fn restart_node(
-    dir: std::sync::Arc<tandem_tests::TempDir>,
-    nats: &NatsServer,
-    node: &str,
-) -> Server {
-    Server::start_in(
-        dir,
-        ServerOptions {
-            args: vec!["--nats".into(), nats.url(), "--node".into(), node.into()],
-            ..ServerOptions::default()
-        },
-    )
-}
-
 /// Whether the pair of Driver `d` (on `server`) holds a delegation.
 async fn delegating(server: &Server, d: &str) -> bool {
     let (_, pairs) = server.get("/api/v1/pairs").await;
@@ -420,8 +399,8 @@ async fn delegating(server: &Server, d: &str) -> bool {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     knows(&a, &b).await;
     let (mut ws, d) = driver(&a).await;
     let w = pair_on(&mut ws, &d, "b").await;
@@ -456,7 +435,7 @@ async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
     assert!(crate::pairs::pushbacks(&a, &d).await.is_empty());
 
     // Back: the cut-off turn is reported interrupted, once.
-    let b = restart_node(dir, &nats, "b");
+    let b = nats.restart_node(dir, "b");
     let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(
@@ -505,7 +484,7 @@ async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
         .ok(json!({"type": "pair.close", "pairId": pair_id}))
         .await;
     assert_eq!(closed["interrupted"], false, "{closed}");
-    let b = restart_node(dir, &nats, "b");
+    let b = nats.restart_node(dir, "b");
     eventually("the Worker to leave the closed pair", async || {
         let (_, info) = b.get(&format!("/api/v1/sessions/{w}")).await;
         info.get("pairId").is_none().then_some(())
@@ -528,8 +507,8 @@ async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     knows(&a, &b).await;
     let (mut ws, d) = driver(&a).await;
     let w = pair_on(&mut ws, &d, "b").await;
@@ -551,7 +530,7 @@ async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back()
         (status_on(&b, &w).await == "idle").then_some(())
     })
     .await;
-    let a = restart_node(dir, &nats, "a");
+    let a = nats.restart_node(dir, "a");
     let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(got[0].contains("finished while a was away"), "{}", got[0]);
@@ -595,8 +574,8 @@ async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back()
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_delegation_the_workers_node_never_got_is_reported_once_after_a_restart() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     knows(&a, &b).await;
     let (mut ws, d) = driver(&a).await;
     let w = pair_on(&mut ws, &d, "b").await;
@@ -609,7 +588,7 @@ async fn a_delegation_the_workers_node_never_got_is_reported_once_after_a_restar
         .await;
     let (status, dir) = a.exited().await;
     assert!(!status.success(), "the server exited cleanly: {status}");
-    let a = restart_node(dir, &nats, "a");
+    let a = nats.restart_node(dir, "a");
     let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(
@@ -642,8 +621,8 @@ async fn a_delegation_the_workers_node_never_got_is_reported_once_after_a_restar
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_start_whose_answer_is_lost_is_pushed_back_once() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     knows(&a, &b).await;
     let (mut ws, d) = driver(&a).await;
     let w = pair_on(&mut ws, &d, "b").await;

@@ -6,23 +6,16 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use tandem_tests::{eventually, NatsServer, Server, ServerOptions};
+use tandem_tests::{eventually, NatsServer};
 
 use crate::workspaces::{git, repo};
-
-fn start_node(nats: &NatsServer, node: &str) -> Server {
-    Server::start_with(ServerOptions {
-        args: vec!["--nats".into(), nats.url(), "--node".into(), node.into()],
-        ..ServerOptions::default()
-    })
-}
 
 #[actix_rt::test]
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_worktree_session_of_one_node_is_read_and_merged_through_another() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
-    let b = start_node(&nats, "b");
+    let a = nats.node("a");
+    let b = nats.node("b");
     let base = repo(&a, "proj");
     let mut on_a = a.ws().await;
     let info = on_a
@@ -156,20 +149,16 @@ async fn a_worktree_session_of_one_node_is_read_and_merged_through_another() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_worktree_worker_on_another_node_reports_its_branch_and_changes() {
     let nats = NatsServer::start();
-    let a = start_node(&nats, "a");
+    let a = nats.node("a");
     let base = repo(&a, "proj");
     // B may work in A's directories: both nodes share this machine's filesystem.
-    let b = Server::start_with(ServerOptions {
-        args: vec![
-            "--nats".into(),
-            nats.url(),
-            "--node".into(),
-            "b".into(),
+    let b = nats.node_with(
+        "b",
+        &[
             "--workspace-root".into(),
             a.dir.path().display().to_string(),
         ],
-        ..ServerOptions::default()
-    });
+    );
     let mut on_a = a.ws().await;
     let d = on_a
         .ok(json!({"type": "session.create", "cwd": base}))

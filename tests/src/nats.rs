@@ -62,6 +62,30 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    /// A `tandem serve` node named `name` joined through this server.
+    pub fn node(&self, name: &str) -> crate::Server {
+        self.node_with(name, &[])
+    }
+
+    /// [`NatsServer::node`] with more `tandem serve` flags.
+    pub fn node_with(&self, name: &str, extra: &[String]) -> crate::Server {
+        crate::Server::start_with(self.node_options(name, extra))
+    }
+
+    /// A node that was killed or stopped, started again on its data directory.
+    pub fn restart_node(&self, dir: Arc<TempDir>, name: &str) -> crate::Server {
+        crate::Server::start_in(dir, self.node_options(name, &[]))
+    }
+
+    fn node_options(&self, name: &str, extra: &[String]) -> crate::ServerOptions {
+        let mut args = vec!["--nats".into(), self.url(), "--node".into(), name.into()];
+        args.extend_from_slice(extra);
+        crate::ServerOptions {
+            args,
+            ..crate::ServerOptions::default()
+        }
+    }
+
     /// Stops the server's process (SIGSTOP): connections stay open, nothing is
     /// answered until [`NatsServer::resume`].
     pub fn pause(&self) {
