@@ -8,7 +8,8 @@ use tandem_tests::bench::scan;
 use tandem_tests::{eventually, NatsServer};
 
 use crate::slow_client::{
-    assert_contiguous_from, next, next_or_close, parse, subscribe, text, turn_script, QUEUE_LIMIT,
+    assert_contiguous_from, next, parse, read_to_the_lag, resume_after_the_lag, subscribe,
+    turn_script, QUEUE_LIMIT,
 };
 
 /// Turns after B first reports a lag, each with a `/stream` of small events.
@@ -88,27 +89,7 @@ async fn a_client_of_another_node_that_stops_reading_is_told_it_lagged_and_resum
 
     // The slow client reads: what it was sent before the lag, in order, then the
     // notice.
-    let mut got: Vec<Vec<u8>> = Vec::new();
-    let resume_from = loop {
-        match next_or_close(&mut slow).await {
-            Ok(f) if scan::kind(&f) == Some(b"lagged") => {
-                let notice = parse(&f);
-                assert_eq!(notice["sessionId"], json!(sid));
-                break notice["resumeFrom"]
-                    .as_u64()
-                    .unwrap_or_else(|| panic!("lagged without resumeFrom: {notice}"));
-            }
-            Ok(f) if scan::seq(&f).is_some() => got.push(f),
-            Ok(f) => panic!("unexpected frame: {}", text(&f)),
-            Err(code) => panic!("slow client closed ({code:?}) instead of being told it lagged"),
-        }
-    };
-    assert_eq!(
-        assert_contiguous_from(&got, 1, "slow client before its lag"),
-        resume_from,
-        "resumeFrom is right after what it got"
-    );
-
+    let (mut got, resume_from) = read_to_the_lag(&mut slow, &sid).await;
     assert_eq!(
         b.metric("tandem_lagged_notices_total").await,
         1,
@@ -116,17 +97,6 @@ async fn a_client_of_another_node_that_stops_reading_is_told_it_lagged_and_resum
     );
 
     // Subscribing again after resumeFrom - 1 delivers exactly what it missed.
-    subscribe(&mut slow, &sid, resume_from - 1).await;
-    while got.len() < last as usize {
-        match next_or_close(&mut slow).await {
-            Ok(f) if scan::seq(&f).is_some() => got.push(f),
-            Ok(f) => panic!("unexpected frame while resuming: {}", text(&f)),
-            Err(code) => panic!("slow client closed while resuming ({code:?})"),
-        }
-    }
-    assert_contiguous_from(&got, 1, "slow client after resuming");
-    for (f, stored) in got.iter().zip(&history) {
-        assert_eq!(&parse(f), stored);
-    }
+    resume_after_the_lag(&mut slow, &sid, resume_from, &mut got, &history).await;
     assert_eq!(b.metric("tandem_clients_closed_slow_total").await, 0);
 }

@@ -85,7 +85,7 @@ pub(crate) async fn next(ws: &mut RawWs) -> Option<Vec<u8>> {
 }
 
 /// The next text frame, or the close code.
-pub(crate) async fn next_or_close(ws: &mut RawWs) -> Result<Vec<u8>, Option<u16>> {
+async fn next_or_close(ws: &mut RawWs) -> Result<Vec<u8>, Option<u16>> {
     match ws.next_text(FRAME_TIMEOUT, <[u8]>::to_vec).await {
         Ok(Incoming::Text(f)) => Ok(f),
         Ok(Incoming::Closed(code)) => Err(code),
@@ -93,7 +93,7 @@ pub(crate) async fn next_or_close(ws: &mut RawWs) -> Result<Vec<u8>, Option<u16>
     }
 }
 
-pub(crate) fn text(frame: &[u8]) -> String {
+fn text(frame: &[u8]) -> String {
     String::from_utf8_lossy(&frame[..frame.len().min(300)]).into_owned()
 }
 
@@ -112,6 +112,56 @@ pub(crate) fn assert_contiguous_from(frames: &[Vec<u8>], from: u64, who: &str) -
         );
     }
     from + frames.len() as u64
+}
+
+/// Reads a client that stopped reading session `sid`: the events it was sent before
+/// its lag, in order from seq 1, then the `lagged` notice; returns those events and
+/// the notice's `resumeFrom`, checked to be right after them.
+pub(crate) async fn read_to_the_lag(ws: &mut RawWs, sid: &str) -> (Vec<Vec<u8>>, u64) {
+    let mut got: Vec<Vec<u8>> = Vec::new();
+    let resume_from = loop {
+        match next_or_close(ws).await {
+            Ok(f) if scan::kind(&f) == Some(b"lagged") => {
+                let notice = parse(&f);
+                assert_eq!(notice["sessionId"], json!(sid));
+                break notice["resumeFrom"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("lagged without resumeFrom: {notice}"));
+            }
+            Ok(f) if scan::seq(&f).is_some() => got.push(f),
+            Ok(f) => panic!("unexpected frame: {}", text(&f)),
+            Err(code) => panic!("slow client closed ({code:?}) instead of being told it lagged"),
+        }
+    };
+    let next_seq = assert_contiguous_from(&got, 1, "slow client before its lag");
+    assert_eq!(
+        next_seq, resume_from,
+        "resumeFrom is right after what it got"
+    );
+    (got, resume_from)
+}
+
+/// Subscribes a client that lagged again after `resume_from - 1` and reads until it
+/// holds the whole `history` in `got`: exactly what it missed, no gap, no duplicate.
+pub(crate) async fn resume_after_the_lag(
+    ws: &mut RawWs,
+    sid: &str,
+    resume_from: u64,
+    got: &mut Vec<Vec<u8>>,
+    history: &[Value],
+) {
+    subscribe(ws, sid, resume_from - 1).await;
+    while got.len() < history.len() {
+        match next_or_close(ws).await {
+            Ok(f) if scan::seq(&f).is_some() => got.push(f),
+            Ok(f) => panic!("unexpected frame while resuming: {}", text(&f)),
+            Err(code) => panic!("slow client closed while resuming ({code:?})"),
+        }
+    }
+    assert_contiguous_from(got, 1, "slow client after resuming");
+    for (f, stored) in got.iter().zip(history) {
+        assert_eq!(&parse(f), stored);
+    }
 }
 
 #[actix_rt::test]
@@ -193,26 +243,7 @@ async fn a_client_that_stops_reading_stays_bounded_is_told_and_resumes() {
 
     // (b) The slow client finally reads: everything it was sent before the lag, in
     // order, then the lag notice.
-    let mut got: Vec<Vec<u8>> = Vec::new();
-    let resume_from = loop {
-        match next_or_close(&mut slow).await {
-            Ok(f) if scan::kind(&f) == Some(b"lagged") => {
-                let notice = parse(&f);
-                assert_eq!(notice["sessionId"], json!(sid));
-                break notice["resumeFrom"]
-                    .as_u64()
-                    .unwrap_or_else(|| panic!("lagged without resumeFrom: {notice}"));
-            }
-            Ok(f) if scan::seq(&f).is_some() => got.push(f),
-            Ok(f) => panic!("unexpected frame: {}", text(&f)),
-            Err(code) => panic!("slow client closed ({code:?}) instead of being told it lagged"),
-        }
-    };
-    let next_seq = assert_contiguous_from(&got, 1, "slow client before its lag");
-    assert_eq!(
-        next_seq, resume_from,
-        "resumeFrom is right after what it got"
-    );
+    let (mut got, resume_from) = read_to_the_lag(&mut slow, &sid).await;
     assert!(
         resume_from <= last,
         "the lag happened before the last event"
@@ -230,18 +261,7 @@ async fn a_client_that_stops_reading_stays_bounded_is_told_and_resumes() {
     );
 
     // (d) Subscribing again after resumeFrom - 1 delivers exactly what was missed.
-    subscribe(&mut slow, &sid, resume_from - 1).await;
-    while got.len() < last as usize {
-        match next_or_close(&mut slow).await {
-            Ok(f) if scan::seq(&f).is_some() => got.push(f),
-            Ok(f) => panic!("unexpected frame while resuming: {}", text(&f)),
-            Err(code) => panic!("slow client closed while resuming ({code:?})"),
-        }
-    }
-    assert_contiguous_from(&got, 1, "slow client after resuming");
-    for (f, stored) in got.iter().zip(&history) {
-        assert_eq!(&parse(f), stored);
-    }
+    resume_after_the_lag(&mut slow, &sid, resume_from, &mut got, &history).await;
 
     // (a) The server never held more for one client than its budget, plus one frame:
     // live deliveries are checked against the budget before they are queued, and a
