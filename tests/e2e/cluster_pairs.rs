@@ -169,6 +169,27 @@ async fn pair_on(ws: &mut WsClient, d: &str, node: &str) -> String {
     created["pair"]["workerId"].as_str().unwrap().to_string()
 }
 
+/// Nodes `a` and `b`, a client of `a` subscribed to a Driver there, and that
+/// Driver's Worker on `b`: `(a, b, client, driver, worker)`.
+async fn paired_across(nats: &NatsServer) -> (Server, Server, WsClient, String, String) {
+    let a = nats.node("a");
+    let b = nats.node("b");
+    knows(&a, &b).await;
+    let (mut ws, d) = driver(&a).await;
+    let w = pair_on(&mut ws, &d, "b").await;
+    (a, b, ws, d, w)
+}
+
+/// How many user messages (turns asked for) session `id` has on `server`.
+async fn user_messages(server: &Server, id: &str) -> usize {
+    server
+        .all_events(id)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .count()
+}
+
 /// The Worker's status as its own node has it.
 async fn status_on(server: &Server, w: &str) -> Value {
     let (status, info) = server.get(&format!("/api/v1/sessions/{w}")).await;
@@ -399,11 +420,7 @@ async fn delegating(server: &Server, d: &str) -> bool {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
     let nats = NatsServer::start();
-    let a = nats.node("a");
-    let b = nats.node("b");
-    knows(&a, &b).await;
-    let (mut ws, d) = driver(&a).await;
-    let w = pair_on(&mut ws, &d, "b").await;
+    let (a, b, mut ws, d, w) = paired_across(&nats).await;
     let (out, _) = ws
         .scripted_tool(
             &d,
@@ -507,11 +524,7 @@ async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back() {
     let nats = NatsServer::start();
-    let a = nats.node("a");
-    let b = nats.node("b");
-    knows(&a, &b).await;
-    let (mut ws, d) = driver(&a).await;
-    let w = pair_on(&mut ws, &d, "b").await;
+    let (a, b, mut ws, d, w) = paired_across(&nats).await;
     let (out, _) = ws
         .scripted_tool(
             &d,
@@ -574,11 +587,7 @@ async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back()
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_delegation_the_workers_node_never_got_is_reported_once_after_a_restart() {
     let nats = NatsServer::start();
-    let a = nats.node("a");
-    let b = nats.node("b");
-    knows(&a, &b).await;
-    let (mut ws, d) = driver(&a).await;
-    let w = pair_on(&mut ws, &d, "b").await;
+    let (a, b, mut ws, d, w) = paired_across(&nats).await;
     a.failpoint("pair.delegate.remote", "return").await;
     let content = format!(
         "/tool send_to_partner {}",
@@ -596,12 +605,7 @@ async fn a_delegation_the_workers_node_never_got_is_reported_once_after_a_restar
         "{}",
         got[0]
     );
-    let turns = b
-        .all_events(&w)
-        .await
-        .iter()
-        .filter(|e| e["kind"] == "user_message")
-        .count();
+    let turns = user_messages(&b, &w).await;
     assert_eq!(turns, 0, "the Worker got the task after all");
     let mut ws = a.ws().await;
     let (_, info) = a.get(&format!("/api/v1/sessions/{d}")).await;
@@ -621,11 +625,7 @@ async fn a_delegation_the_workers_node_never_got_is_reported_once_after_a_restar
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_start_whose_answer_is_lost_is_pushed_back_once() {
     let nats = NatsServer::start();
-    let a = nats.node("a");
-    let b = nats.node("b");
-    knows(&a, &b).await;
-    let (mut ws, d) = driver(&a).await;
-    let w = pair_on(&mut ws, &d, "b").await;
+    let (a, b, mut ws, d, w) = paired_across(&nats).await;
     a.failpoint("pair.start.lost", "1*return").await;
     let (out, err) = ws
         .scripted_tool(
@@ -639,12 +639,7 @@ async fn a_start_whose_answer_is_lost_is_pushed_back_once() {
     let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(got[0].contains("ran anyway"), "{}", got[0]);
-    let turns = b
-        .all_events(&w)
-        .await
-        .iter()
-        .filter(|e| e["kind"] == "user_message")
-        .count();
+    let turns = user_messages(&b, &w).await;
     assert_eq!(turns, 1, "the Worker ran the task once");
     // The pair works on.
     let (out, err) = ws
