@@ -176,7 +176,7 @@ async fn any_node_serves_any_client() {
     }
     assert_eq!(replayed, first, "replay on B differs from A's history");
     let sent = on_b
-        .ok(json!({"type": "chat.send", "sessionId": id, "content": "/sleep 300\nfrom b"}))
+        .ok(json!({"type": "chat.send", "sessionId": id, "content": "/sleep 1500\nfrom b"}))
         .await;
     assert_eq!(sent["turnId"], "turn_2");
     // The same errors as on the owner: a second send while the turn runs.

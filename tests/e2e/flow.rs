@@ -69,7 +69,7 @@ async fn second_send_during_a_turn_is_refused_then_queue_runs_after() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 400\ndone"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 1500\ndone"}))
         .await;
     let refused = ws
         .request(json!({"type": "chat.send", "sessionId": sid, "content": "too soon"}))
@@ -92,7 +92,7 @@ async fn second_send_during_a_turn_is_refused_then_queue_runs_after() {
     assert_eq!(second[0]["turnId"], "turn_2");
     assert_eq!(second[1]["text"], "later");
     // REST refuses the same way.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 300"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 1500"}))
         .await;
     let (status, body) = server
         .post(
