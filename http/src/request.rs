@@ -136,7 +136,7 @@ where
 
 /// Waits until what the request wrote is committed, so an acknowledged change
 /// survives a crash.
-pub(crate) async fn committed(state: &AppState, epoch: u64) -> Result<(), ApiError> {
+async fn committed(state: &AppState, epoch: u64) -> Result<(), ApiError> {
     if state.runtime.synced_since(epoch).await {
         Ok(())
     } else {

@@ -10,7 +10,6 @@ use tandem_protocol::rest::{
 };
 use tandem_protocol::ErrorCode;
 
-use crate::auth::caller;
 use crate::error::ApiError;
 use crate::request::{body, durably, query, Caller, Json};
 use crate::state::AppState;
@@ -272,8 +271,7 @@ async fn interrupt(
     }))
 }
 
-async fn pairs(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
+async fn pairs(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(PairList {
         pairs: state.runtime.list_pairs(&who),
     }))

@@ -4,7 +4,7 @@
 //! runtime operation as its WebSocket request, so it is refused with the same code,
 //! and answers only once its writes are on disk.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use tandem_protocol::client::{HandoffParams, PairCreateParams, PermissionResponseParams};
 use tandem_protocol::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
 use tandem_protocol::results::{
@@ -12,9 +12,8 @@ use tandem_protocol::results::{
     ScheduleCancelResult, ScheduleResult,
 };
 
-use crate::auth::caller;
 use crate::error::ApiError;
-use crate::request::{body, committed, durably, Caller, Json};
+use crate::request::{durably, Caller, Json};
 use crate::state::AppState;
 
 /// Mounts the routes inside the `/api/v1` scope of `rest.rs`, each made by its `at`
@@ -134,38 +133,29 @@ async fn answer_permission(
 
 /// `POST /pairs` → 201 `{pair}`.
 pub async fn create_pair(
-    req: HttpRequest,
-    payload: web::Payload,
+    who: Caller,
+    Json(p): Json<PairCreateParams>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
-    let p: PairCreateParams = body(payload, state.max_frame_bytes, false).await?;
-    let epoch = state.runtime.write_epoch();
-    let pair = state
-        .runtime
-        .create_pair(
-            &who,
-            &p.driver_id,
-            p.worker,
-            p.worker_workspace,
-            p.worker_node,
-        )
-        .await?;
-    committed(&state, epoch).await?;
+    let create = state.runtime.create_pair(
+        &who,
+        &p.driver_id,
+        p.worker,
+        p.worker_workspace,
+        p.worker_node,
+    );
+    let pair = durably(&state, create).await?;
     Ok(HttpResponse::Created().json(PairCreateResult { pair }))
 }
 
 /// `DELETE /pairs/{pairId}` → 200 `{pairId, interrupted}`.
 async fn close_pair(
-    req: HttpRequest,
+    who: Caller,
     pair_id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = caller(&req, &state.runtime, state.auth)?;
     let pair_id = pair_id.into_inner();
-    let epoch = state.runtime.write_epoch();
-    let interrupted = state.runtime.close_pair(&who, &pair_id).await?;
-    committed(&state, epoch).await?;
+    let interrupted = durably(&state, state.runtime.close_pair(&who, &pair_id)).await?;
     Ok(HttpResponse::Ok().json(PairCloseResult {
         pair_id,
         interrupted,
