@@ -208,6 +208,16 @@ impl ClientQueue {
         self.drain_wanted.store(true, Ordering::Release);
     }
 
+    /// After [`ClientQueue::want_drain`]: true when the queue is at most half full
+    /// already and the wish was still unanswered, which it then takes back. The queue
+    /// can drain between the gateway's look at it and the wish, and then its writer,
+    /// which looked for the wish before it was made, never reports; the caller goes on
+    /// itself. Exactly one of the two (this, or the writer's [`ClientQueue::delivered`])
+    /// takes the wish.
+    pub(crate) fn drained_already(&self) -> bool {
+        self.queued() <= self.limit / 2 && self.drain_wanted.swap(false, Ordering::AcqRel)
+    }
+
     /// Called by the client's response body once the HTTP layer has taken `n` bytes
     /// for the socket (it asks only while its write buffer has room).
     /// Returns true when the gateway asked to hear that the queue has drained, in

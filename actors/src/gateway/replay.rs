@@ -13,7 +13,10 @@ use tandem_protocol::ServerFrame;
 
 use super::fanout::Outgoing;
 use super::topic::Topic;
-use super::{Deliver, Gateway, Refused, Strikes, Target, LAG_STRIKES, LAG_WINDOW, PAGE_EVENTS};
+use super::{
+    Client, Deliver, Drained, Gateway, Refused, Strikes, Target, LAG_STRIKES, LAG_WINDOW,
+    PAGE_EVENTS,
+};
 use crate::error::RuntimeError;
 
 impl Gateway {
@@ -160,13 +163,9 @@ impl Gateway {
                     }
                     Ok(()) => {
                         sub.next = last + 1;
-                        client.queue.want_drain();
-                        client.parked.push(sid.clone());
+                        park(client, client_id, sid, ctx);
                     }
-                    Err(Refused::Full) => {
-                        client.queue.want_drain();
-                        client.parked.push(sid.clone());
-                    }
+                    Err(Refused::Full) => park(client, client_id, sid, ctx),
                     Err(Refused::Gone) => self.remove_client(client_id),
                 }
                 return;
@@ -174,8 +173,7 @@ impl Gateway {
         }
         // The store has what we need. Hold the read back while the client is busy.
         if client.queue.queued() > client.queue.limit() / 2 {
-            client.queue.want_drain();
-            client.parked.push(sid.clone());
+            park(client, client_id, sid, ctx);
             return;
         }
         sub.reading = true;
@@ -265,5 +263,18 @@ impl Gateway {
             }
         }
         self.advance(client_id, sid, ctx);
+    }
+}
+
+/// Holds `sid`'s replay back until the client's queue is at most half full, which
+/// its connection reports ([`super::Drained`]) once asked. When the queue drained
+/// before the asking (its writer then never reports), the replay goes on at once:
+/// a replay left parked would wait for the next frame the connection writes for any
+/// other reason, such as its next ping.
+fn park(client: &mut Client, client_id: u64, sid: &Arc<str>, ctx: &mut Context<Gateway>) {
+    client.queue.want_drain();
+    client.parked.push(sid.clone());
+    if client.queue.drained_already() {
+        ctx.notify(Drained { client_id });
     }
 }

@@ -299,3 +299,25 @@ async fn the_largest_position_replays_nothing() {
     .await;
     assert!(seqs(&frames, sid).is_empty(), "{frames:?}");
 }
+
+/// The gateway's wish to hear that a client's queue drained is taken exactly once:
+/// by the writer's `delivered` when the queue drains after the wish, or by the
+/// gateway's own `drained_already` when it drained before the wish was made (the
+/// writer looked for it too early and never reports). Before `drained_already`, a
+/// replay parked in that window waited for the connection's next write, its ping.
+#[test]
+fn a_drain_before_the_wish_is_noticed_by_the_gateway_once() {
+    let queue = ClientQueue::new(1000, Arc::new(crate::metrics::Metrics::default()));
+    queue.add(800);
+    // The writer drains while nobody asked to hear it.
+    assert!(!queue.delivered(800));
+    queue.want_drain();
+    assert!(queue.drained_already());
+    assert!(!queue.drained_already(), "taken once");
+    // Asked while over half: the writer's report takes the wish, the gateway's does not.
+    queue.add(800);
+    queue.want_drain();
+    assert!(!queue.drained_already(), "still over half");
+    assert!(queue.delivered(800));
+    assert!(!queue.drained_already(), "the writer took it");
+}
