@@ -321,3 +321,55 @@ fn a_drain_before_the_wish_is_noticed_by_the_gateway_once() {
     assert!(queue.delivered(800));
     assert!(!queue.drained_already(), "the writer took it");
 }
+
+/// How many replays [`replays_drained_from_another_thread_all_finish`] runs: without
+/// `drained_already`, one in about fifty stalled.
+const REPLAYS: u64 = 200;
+
+/// Replays whose client drains on another thread, as a connection does: none is left
+/// parked with a drained queue (each must finish; nothing else would wake it here,
+/// as no ping is ever written).
+#[actix_rt::test]
+async fn replays_drained_from_another_thread_all_finish() {
+    let fx = Fixture::new(16);
+    let sid = "ses_drain";
+    let stored = 1000;
+    for start in (1..=stored).step_by(500) {
+        fx.commit(sid, start..=start + 499, 300).await;
+    }
+    let writer = Arbiter::new();
+    for id in 1..=REPLAYS {
+        // A 2 KiB budget: pages of 1 KiB, about three events each.
+        let queue = Arc::new(ClientQueue::new(2 << 10, fx.metrics.clone()));
+        let (q, g) = (queue.clone(), fx.gateway.clone());
+        let sink = Sink::start_in_arbiter(&writer.handle(), move |_| Sink::new(id, q, Some(g)));
+        fx.gateway
+            .send(Connect {
+                client_id: id,
+                sink: sink.clone().recipient(),
+                queue,
+                principal: Principal {
+                    user_id: "admin".into(),
+                    admin: true,
+                },
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        fx.subscribe(id, sid, 0).await;
+        let started = std::time::Instant::now();
+        loop {
+            let (frames, _) = recorded(&sink).await;
+            if seqs(&frames, sid).last() == Some(&stored) {
+                break;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "replay {id} stalled at {:?}",
+                seqs(&frames, sid).last()
+            );
+            actix_rt::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        fx.gateway.do_send(Disconnect { client_id: id });
+    }
+    writer.stop();
+}
