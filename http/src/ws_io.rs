@@ -233,7 +233,7 @@ impl Stream for OutboxBody {
         let mut buf = BytesMut::new();
         let mut ready: Option<Bytes> = None;
         let mut taken = 0;
-        let reader = {
+        {
             let mut st = outbox.lock();
             if st.ended || outbox.queue.evicted() {
                 st.frames.clear();
@@ -272,8 +272,7 @@ impl Stream for OutboxBody {
                 st.body = Some(cx.waker().clone());
                 return Poll::Pending;
             }
-            st.reader.take()
-        };
+        }
         // Handed to actix-http, which polls only while its write buffer has room:
         // these bytes leave the client's budget now.
         if outbox.queue.delivered(taken) {
@@ -281,6 +280,11 @@ impl Stream for OutboxBody {
                 client_id: this.client_id,
             });
         }
+        // The reader's waker is taken only after the bytes left the budget: a reader
+        // that registers before this sees it woken, one that registers after sees the
+        // room (`poll_room` registers, then looks). Taken before the release, a reader
+        // registering in between would wait for the next frame written.
+        let reader = outbox.lock().reader.take();
         if let Some(w) = reader {
             w.wake();
         }
@@ -441,6 +445,33 @@ mod tests {
         assert!(matches!(poll(&mut body), Poll::Ready(Some(Ok(_)))));
         assert!(matches!(poll(&mut body), Poll::Ready(None)));
         assert_eq!(queue.queued(), 0);
+    }
+
+    /// Records that it was woken.
+    #[derive(Default)]
+    struct Woken(std::sync::atomic::AtomicBool);
+    impl std::task::Wake for Woken {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// A reader paused while the client is over its budget is woken once the body
+    /// has taken frames and their bytes have left the budget, and then finds room.
+    #[actix_rt::test]
+    async fn a_paused_reader_is_woken_when_the_body_makes_room() {
+        let queue = Arc::new(ClientQueue::new(1000, Arc::new(Metrics::default())));
+        let outbox = Outbox::new(queue.clone());
+        let mut body = OutboxBody::new(outbox.clone(), Gateway.start().recipient(), 1);
+        queue.add(1500);
+        outbox.push_charged(vec!["x".repeat(1500).into()], Vec::new());
+        let woken = Arc::new(Woken::default());
+        let waker = Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(outbox.poll_room(&mut cx).is_pending(), "over the budget");
+        assert!(matches!(poll(&mut body), Poll::Ready(Some(Ok(_)))));
+        assert!(woken.0.load(Ordering::SeqCst), "the reader was not woken");
+        assert!(matches!(outbox.poll_room(&mut cx), Poll::Ready(true)));
     }
 
     /// Pieces the gateway framed go to the HTTP layer as they are (the same shared
