@@ -169,6 +169,23 @@ async fn pair_on(ws: &mut WsClient, d: &str, node: &str) -> String {
     created["pair"]["workerId"].as_str().unwrap().to_string()
 }
 
+/// Driver `d` delegates `message` without waiting; returns once its Worker `w` runs
+/// it on `worker_node`.
+async fn detach_running(ws: &mut WsClient, d: &str, worker_node: &Server, w: &str, message: &str) {
+    let (out, _) = ws
+        .scripted_tool(
+            d,
+            "send_to_partner",
+            json!({"message": message, "wait": false}),
+        )
+        .await;
+    assert_eq!(out["status"], "running", "{out}");
+    eventually("the Worker to run the delegation", async || {
+        (status_on(worker_node, w).await == "running").then_some(())
+    })
+    .await;
+}
+
 /// Nodes `a` and `b`, a client of `a` subscribed to a Driver there, and that
 /// Driver's Worker on `b`: `(a, b, client, driver, worker)`.
 async fn paired_across(nats: &NatsServer) -> (Server, Server, WsClient, String, String) {
@@ -346,18 +363,7 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
     .await;
 
     // Interrupted from the Driver: pushed back once, as partial.
-    let (out, _) = ws
-        .scripted_tool(
-            &d,
-            "send_to_partner",
-            json!({"message": "half done\n/sleep 60000", "wait": false}),
-        )
-        .await;
-    assert_eq!(out["status"], "running", "{out}");
-    eventually("the Worker to run the delegation", async || {
-        (status_on(&b, &w).await == "running").then_some(())
-    })
-    .await;
+    detach_running(&mut ws, &d, &b, &w, "half done\n/sleep 60000").await;
     let (out, _) = ws.scripted_tool(&d, "interrupt_partner", json!({})).await;
     assert_eq!(out["status"], "interrupting", "{out}");
     let got = crate::pairs::await_pushbacks(&a, &d, 3).await;
@@ -372,16 +378,7 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
 
     // Closed while the Worker runs, asked on B (the pair runs on A): the Worker is
     // stopped and leaves; the cut-off delegation is reported once.
-    ws.scripted_tool(
-        &d,
-        "send_to_partner",
-        json!({"message": "working\n/sleep 60000", "wait": false}),
-    )
-    .await;
-    eventually("the Worker to run the delegation", async || {
-        (status_on(&b, &w).await == "running").then_some(())
-    })
-    .await;
+    detach_running(&mut ws, &d, &b, &w, "working\n/sleep 60000").await;
     let pair_id = dinfo["pairId"].as_str().unwrap().to_string();
     let closed = on_b
         .ok(json!({"type": "pair.close", "pairId": pair_id}))
@@ -421,18 +418,7 @@ async fn delegating(server: &Server, d: &str) -> bool {
 async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
     let nats = NatsServer::start();
     let (a, b, mut ws, d, w) = paired_across(&nats).await;
-    let (out, _) = ws
-        .scripted_tool(
-            &d,
-            "send_to_partner",
-            json!({"message": "begun\n/sleep 60000", "wait": false}),
-        )
-        .await;
-    assert_eq!(out["status"], "running", "{out}");
-    eventually("the Worker to run the delegation", async || {
-        (status_on(&b, &w).await == "running").then_some(())
-    })
-    .await;
+    detach_running(&mut ws, &d, &b, &w, "begun\n/sleep 60000").await;
     // A lists the Worker before its node goes (the directory is 250 ms behind).
     listed_as(&a, &w, |s| s["status"] == "running").await;
     let dir = b.kill();
@@ -525,17 +511,13 @@ async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
 async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back() {
     let nats = NatsServer::start();
     let (a, b, mut ws, d, w) = paired_across(&nats).await;
-    let (out, _) = ws
-        .scripted_tool(
-            &d,
-            "send_to_partner",
-            json!({"message": "/sleep 1500\nfinished while a was away", "wait": false}),
-        )
-        .await;
-    assert_eq!(out["status"], "running", "{out}");
-    eventually("the Worker to run the delegation", async || {
-        (status_on(&b, &w).await == "running").then_some(())
-    })
+    detach_running(
+        &mut ws,
+        &d,
+        &b,
+        &w,
+        "/sleep 1500\nfinished while a was away",
+    )
     .await;
     ws.close().await;
     let dir = a.kill();
@@ -553,18 +535,7 @@ async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back()
     let mut ws = a.ws().await;
     let (_, info) = a.get(&format!("/api/v1/sessions/{d}")).await;
     ws.subscribe(&d, info["lastSeq"].as_u64().unwrap()).await;
-    let (out, _) = ws
-        .scripted_tool(
-            &d,
-            "send_to_partner",
-            json!({"message": "/sleep 1000\nended during the outage", "wait": false}),
-        )
-        .await;
-    assert_eq!(out["status"], "running", "{out}");
-    eventually("the Worker to run the delegation", async || {
-        (status_on(&b, &w).await == "running").then_some(())
-    })
-    .await;
+    detach_running(&mut ws, &d, &b, &w, "/sleep 1000\nended during the outage").await;
     nats.pause();
     eventually("the Worker to finish during the outage", async || {
         (status_on(&b, &w).await == "idle").then_some(())

@@ -342,24 +342,43 @@ impl Cluster {
         F: Fn(Vec<u8>) -> Fut + 'static,
         Fut: std::future::Future<Output = String> + 'static,
     {
+        let handler = std::rc::Rc::new(handler);
+        self.serve_subject(
+            rpc_subject(self.node()),
+            "command subject",
+            move |payload| {
+                let handler = handler.clone();
+                async move { handler(payload).await.into_bytes() }
+            },
+        )
+        .await
+    }
+
+    /// Answers the requests on `subject` (`what` names it in errors) with `handler`,
+    /// each in its own task on the current arbiter, for the life of the server. Ready
+    /// once the NATS server has the subscription.
+    pub(crate) async fn serve_subject<F, Fut>(
+        &self,
+        subject: String,
+        what: &'static str,
+        handler: F,
+    ) -> Result<(), ClusterError>
+    where
+        F: Fn(Vec<u8>) -> Fut + 'static,
+        Fut: std::future::Future<Output = Vec<u8>> + 'static,
+    {
         use futures_util::StreamExt;
         let client = self.inner.client.clone();
-        let mut requests = client
-            .subscribe(rpc_subject(self.node()))
-            .await
-            .map_err(|e| ClusterError::Setup {
-                url: self.inner.config.url.clone(),
-                what: "command subject",
-                reason: e.to_string(),
-            })?;
+        let setup = |e: &dyn std::fmt::Display| ClusterError::Setup {
+            url: self.inner.config.url.clone(),
+            what,
+            reason: e.to_string(),
+        };
+        let mut requests = client.subscribe(subject).await.map_err(|e| setup(&e))?;
         // The server has the subscription once it answered the flush's ping: from
         // then on a request sent here finds a responder (the other nodes may see
         // this node's lease, put when it joined, a moment earlier).
-        client.flush().await.map_err(|e| ClusterError::Setup {
-            url: self.inner.config.url.clone(),
-            what: "command subject",
-            reason: e.to_string(),
-        })?;
+        client.flush().await.map_err(|e| setup(&e))?;
         let handler = std::rc::Rc::new(handler);
         actix::spawn(async move {
             while let Some(msg) = requests.next().await {
@@ -368,7 +387,7 @@ impl Cluster {
                 actix::spawn(async move {
                     let answer = handler(msg.payload.to_vec()).await;
                     if let Err(e) = client.publish(reply_to, answer.into()).await {
-                        tracing::warn!(error = %e, "could not answer a forwarded request");
+                        tracing::warn!(error = %e, what, "could not answer a request");
                     }
                 });
             }

@@ -13,7 +13,6 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
-use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use tandem_protocol::{ErrorCode, EventBody, SessionInfo};
 use tokio::sync::oneshot;
@@ -365,21 +364,13 @@ impl NodeLink for Cluster {
 
 /// Answers pair messages sent to this node, for the life of the server.
 pub(super) async fn serve(cluster: Cluster) -> Result<(), ClusterError> {
-    let client = cluster.client().clone();
-    let mut requests = client
-        .subscribe(pairs_subject(cluster.node()))
-        .await
-        .map_err(|e| ClusterError::Setup {
-            url: cluster.inner.config.url.clone(),
-            what: "pair subject",
-            reason: e.to_string(),
-        })?;
-    actix::spawn(async move {
-        while let Some(msg) = requests.next().await {
-            let Some(reply_to) = msg.reply else { continue };
-            let (client, cluster) = (client.clone(), cluster.clone());
-            actix::spawn(async move {
-                let answer = match serde_json::from_slice::<PairCall>(&msg.payload) {
+    let subject = pairs_subject(cluster.node());
+    let this = cluster.clone();
+    cluster
+        .serve_subject(subject, "pair subject", move |payload| {
+            let cluster = this.clone();
+            async move {
+                let answer = match serde_json::from_slice::<PairCall>(&payload) {
                     Ok(call) => match answer(&cluster, call).await {
                         Ok(value) => PairAnswer::Ok(value),
                         Err(e) => PairAnswer::Err {
@@ -392,16 +383,10 @@ pub(super) async fn serve(cluster: Cluster) -> Result<(), ClusterError> {
                         message: format!("bad pair message: {e}"),
                     },
                 };
-                let Ok(json) = serde_json::to_vec(&answer) else {
-                    return;
-                };
-                if let Err(e) = client.publish(reply_to, json.into()).await {
-                    tracing::warn!(error = %e, "could not answer a pair message");
-                }
-            });
-        }
-    });
-    Ok(())
+                serde_json::to_vec(&answer).unwrap_or_default()
+            }
+        })
+        .await
 }
 
 /// Runs one pair message here.

@@ -76,6 +76,12 @@ impl Fixture {
     async fn client(&self, id: u64, limit: usize, drains: bool) -> Addr<Sink> {
         let queue = Arc::new(ClientQueue::new(limit, self.metrics.clone()));
         let sink = Sink::new(id, queue.clone(), drains.then(|| self.gateway.clone())).start();
+        self.connect(id, &sink, queue).await;
+        sink
+    }
+
+    /// Connects `sink` as client `id` (an admin) with `queue` as its budget.
+    async fn connect(&self, id: u64, sink: &Addr<Sink>, queue: Arc<ClientQueue>) {
         self.gateway
             .send(Connect {
                 client_id: id,
@@ -88,7 +94,6 @@ impl Fixture {
             })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        sink
     }
 
     async fn subscribe(&self, client: u64, session: &str, after: u64) {
@@ -343,18 +348,7 @@ async fn replays_drained_from_another_thread_all_finish() {
         let queue = Arc::new(ClientQueue::new(2 << 10, fx.metrics.clone()));
         let (q, g) = (queue.clone(), fx.gateway.clone());
         let sink = Sink::start_in_arbiter(&writer.handle(), move |_| Sink::new(id, q, Some(g)));
-        fx.gateway
-            .send(Connect {
-                client_id: id,
-                sink: sink.clone().recipient(),
-                queue,
-                principal: Principal {
-                    user_id: "admin".into(),
-                    admin: true,
-                },
-            })
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        fx.connect(id, &sink, queue).await;
         fx.subscribe(id, sid, 0).await;
         let started = std::time::Instant::now();
         loop {
