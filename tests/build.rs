@@ -1,6 +1,7 @@
 //! Decides, when the tests are built, which of the tools they drive are installed, and
 //! sets a `cfg` flag for each one that is: `has_codex`, `has_claude`, `has_codex_acp`,
-//! `has_claude_acp`, `has_browser` (Chromium, chromedriver and axe-core). Tests use
+//! `has_claude_acp`, `has_browser` (Chromium, chromedriver and axe-core), and
+//! `has_landlock` when the kernel enforces Landlock (agent confinement). Tests use
 //! `#[cfg_attr(not(has_codex), ignore = "...")]`, so without the tool nextest lists
 //! them as skipped, never as passed. Under CI (`CI` set) every flag is set: CI
 //! installs every tool, and a missing one must fail its tests, not skip them.
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     println!(
-        "cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser, has_codex_acp, has_claude_acp, has_nats)"
+        "cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser, has_codex_acp, has_claude_acp, has_nats, has_landlock)"
     );
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=src/vendor_clis.rs");
@@ -73,6 +74,31 @@ fn main() {
         "chromium, chromedriver or axe-core",
         &[chromium, chromedriver, vendor_clis::axe_path()],
     );
+    if ci || landlock() {
+        println!("cargo::rustc-cfg=has_landlock");
+    } else {
+        println!(
+            "cargo::warning=the kernel does not enforce Landlock: the agent confinement tests are built ignored (skipped)"
+        );
+    }
+}
+
+/// Whether the kernel enforces Landlock: it creates a ruleset (which restricts
+/// nothing until a process applies it to itself), as it must for `tandem confine`.
+#[cfg(target_os = "linux")]
+fn landlock() -> bool {
+    use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, ABI};
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI::V1))
+        .and_then(|r| r.create())
+        .is_ok()
+}
+
+/// Landlock is Linux's.
+#[cfg(not(target_os = "linux"))]
+fn landlock() -> bool {
+    false
 }
 
 /// Sets `cfg` when every one of `paths` is a file (or under CI), and asks cargo to run

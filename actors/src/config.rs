@@ -9,8 +9,15 @@ use crate::adapter::VendorsConfig;
 pub struct RuntimeConfig {
     /// Directory holding the SQLite database.
     pub data_dir: PathBuf,
-    /// Session working directories must lie under one of these (canonical paths).
+    /// Session working directories must lie under one of these (canonical paths):
+    /// the admin's roots, and every user's without a grant of their own.
     pub workspace_roots: Vec<PathBuf>,
+    /// Roots granted to named users (`[users.NAME] workspace_roots`, canonical): such
+    /// a user opens sessions under these only.
+    pub user_roots: std::collections::BTreeMap<String, Vec<PathBuf>>,
+    /// The `--config` file, if any: like the data directory, never served to a
+    /// session.
+    pub config_file: Option<PathBuf>,
     /// Most events committed in one transaction. 1 means a commit per event (only for
     /// measuring what batching saves).
     pub commit_batch: usize,
@@ -46,14 +53,61 @@ pub struct RuntimeConfig {
     /// proposal or `send_to_partner` creates (`[workspace] worker_workspace`,
     /// `--worker-workspace`).
     pub worker_workspace: tandem_protocol::workspace::WorkspaceMode,
+    /// Whether vendor processes run confined by Landlock (`--confine-agents`, what the
+    /// kernel enforces); reported on `GET /vendors`. Each configured vendor's
+    /// [`crate::adapter::VendorProcess::confine`] holds the launcher.
+    pub confinement: crate::adapter::confine::Confinement,
 }
 
 impl RuntimeConfig {
+    /// Paths no session may read or write through the files API or attachments: the
+    /// data directory (tokens, database, uploads) and the config file.
+    pub fn private_paths(&self) -> Vec<PathBuf> {
+        let mut paths = vec![self.data_dir.clone()];
+        paths.extend(self.config_file.clone());
+        paths
+    }
+
+    /// Why the data directory's place is a risk, when it lies inside a workspace
+    /// root (the defaults do this when `tandem serve` starts in the home directory):
+    /// the files API and attachments never reach it, but an agent that is not
+    /// confined runs as the server's user and can read its tokens.
+    pub fn data_dir_warning(&self) -> Option<String> {
+        let data = self
+            .data_dir
+            .canonicalize()
+            .or_else(|_| std::path::absolute(&self.data_dir))
+            .ok()?;
+        let root = self
+            .workspace_roots
+            .iter()
+            .chain(self.user_roots.values().flatten())
+            .find(|root| data.starts_with(root))?;
+        Some(format!(
+            "the data directory {} lies inside the workspace root {}: sessions never reach it \
+             through the files API or attachments, but an agent working in a directory that \
+             holds it can read its tokens (Landlock cannot allow a directory except one inside \
+             it, and an unconfined agent can read anything); give --data-dir outside every root",
+            data.display(),
+            root.display()
+        ))
+    }
+
+    /// The roots `user` may open sessions under: their grant, else the server's.
+    pub fn roots_of(&self, user: &str, admin: bool) -> &[PathBuf] {
+        match self.user_roots.get(user) {
+            Some(roots) if !admin => roots,
+            _ => &self.workspace_roots,
+        }
+    }
+
     /// Defaults for a data directory; workspace root is the current directory.
     pub fn new(data_dir: PathBuf, workspace_roots: Vec<PathBuf>) -> Self {
         RuntimeConfig {
             data_dir,
             workspace_roots,
+            user_roots: std::collections::BTreeMap::new(),
+            config_file: None,
             commit_batch: 4096,
             client_queue_bytes: 256 << 10,
             total_queue_bytes: 256 << 20,
@@ -66,6 +120,7 @@ impl RuntimeConfig {
             configured_models: std::collections::BTreeMap::new(),
             uploads: crate::uploads::UploadLimits::default(),
             worker_workspace: tandem_protocol::workspace::WorkspaceMode::Shared,
+            confinement: crate::adapter::confine::Confinement::off("not configured"),
         }
     }
 }

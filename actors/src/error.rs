@@ -11,6 +11,15 @@ pub enum RuntimeError {
     /// The caller may not act on the session.
     #[error("access denied to session {0}")]
     AccessDenied(String),
+    /// The session's owner was revoked (`tandem user revoke`): it takes no command
+    /// until an admin reassigns (`ownerId`) or archives it (`ACCESS_DENIED`).
+    #[error("the owner of session {session}, user `{owner}`, was revoked; an admin may reassign it (ownerId) or archive it")]
+    OwnerRevoked {
+        /// The session refused.
+        session: String,
+        /// Its revoked owner.
+        owner: String,
+    },
     /// A turn already runs, so this one cannot start now (`RUN_IN_PROGRESS`).
     #[error("session {0} already runs a turn")]
     RunInProgress(String),
@@ -139,7 +148,9 @@ impl RuntimeError {
     pub fn code(&self) -> ErrorCode {
         match self {
             RuntimeError::SessionNotFound(_) => ErrorCode::SessionNotFound,
-            RuntimeError::AccessDenied(_) => ErrorCode::AccessDenied,
+            RuntimeError::AccessDenied(_) | RuntimeError::OwnerRevoked { .. } => {
+                ErrorCode::AccessDenied
+            }
             RuntimeError::RunInProgress(_) => ErrorCode::RunInProgress,
             RuntimeError::NoActiveRun(_) => ErrorCode::NoActiveRun,
             RuntimeError::NoSuchTask(_) => ErrorCode::NoSuchTask,

@@ -15,10 +15,12 @@ pub mod error;
 pub mod flow;
 pub mod gateway;
 pub mod handoff;
+pub mod holds;
 #[cfg(test)]
 mod layering;
 pub mod mcp_tokens;
 pub mod metrics;
+pub mod owners;
 pub mod pair;
 pub mod record;
 pub mod registry;
@@ -41,5 +43,8 @@ pub use runtime::Runtime;
 /// Starts the runtime with the agent tools wired into its sessions: the composition
 /// root the HTTP layer (and the test fixtures) call. Call inside an actix `System`.
 pub fn start(config: RuntimeConfig) -> Result<runtime::Started, RuntimeError> {
+    if let Some(warning) = config.data_dir_warning() {
+        tracing::warn!("{warning}");
+    }
     Runtime::start(config, tools::ToolRouter::host)
 }

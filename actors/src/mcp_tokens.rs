@@ -55,6 +55,14 @@ impl McpTokens {
         Ok(token)
     }
 
+    /// Drops the session's token (its session was reassigned): the old one no longer
+    /// resolves, and the next [`McpTokens::token_for`] mints another.
+    pub fn forget(&self, session_id: &str) {
+        if let Some((_, token)) = self.inner.tokens.remove(session_id) {
+            self.inner.sessions.remove(&token);
+        }
+    }
+
     /// The session a token is bound to.
     pub fn session_of(&self, token: &str) -> Option<String> {
         self.inner.sessions.get(token).map(|s| s.clone())
@@ -91,5 +99,12 @@ mod tests {
         let access = tokens.access("s1").unwrap_or_else(|| panic!("no access"));
         assert_eq!(access.url, "http://127.0.0.1:9/mcp");
         assert_eq!(access.token, a);
+        tokens.forget("s1");
+        assert_eq!(
+            tokens.session_of(&a),
+            None,
+            "a forgotten token resolves no more"
+        );
+        assert_ne!(token("s1"), a, "a new one is minted");
     }
 }

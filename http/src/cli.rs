@@ -35,7 +35,15 @@ enum Command {
         /// The config file `tandem serve --config` would use.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Check the CLIs confined (`on`, as `tandem serve` runs them by default) or
+        /// not (`off`).
+        #[arg(long, value_enum, default_value_t = OnOff::On)]
+        confine_agents: OnOff,
     },
+    /// Run a vendor's program confined by Landlock (`tandem serve` starts agents
+    /// through it).
+    #[command(hide = true)]
+    Confine(crate::confine::ConfineArgs),
     #[command(flatten)]
     Client(crate::client::ClientCommand),
     /// Print or replace the admin token (or another user's with --user).
@@ -182,6 +190,17 @@ pub struct ServeArgs {
     /// Most requests one WebSocket may send per second; the rest are `RATE_LIMITED`.
     #[arg(long, default_value_t = 5000)]
     ws_messages_per_sec: u32,
+    /// Run vendor processes (CLIs, ACP agents and all they start) confined by a
+    /// Landlock ruleset that allows their session's working directory, their own config
+    /// and cache directories, a private temporary directory and read-only system paths
+    /// (`on`, where the kernel supports it), or not (`off`).
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    confine_agents: OnOff,
+    /// Seconds a request body may go without a byte before the request is answered
+    /// 408 `REQUEST_TIMEOUT` and its connection closed (a long upload that keeps
+    /// sending is not cut).
+    #[arg(long, default_value_t = 30)]
+    request_timeout_secs: u64,
     /// Join a cluster through this NATS server (JetStream on), e.g.
     /// `nats://127.0.0.1:4222`; needs `--node`. Without it the server is on its own.
     #[arg(long, requires = "node")]
@@ -194,6 +213,15 @@ pub struct ServeArgs {
     /// times per lease); 2 to 60.
     #[arg(long, default_value_t = 10)]
     lease_secs: u64,
+}
+
+/// A switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// Switched on.
+    On,
+    /// Switched off.
+    Off,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -225,7 +253,11 @@ pub fn main_from(args: &[String]) -> ExitCode {
 fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => return run_serve(*args),
-        Command::Doctor { config } => return crate::doctor::run(config),
+        Command::Doctor {
+            config,
+            confine_agents,
+        } => return crate::doctor::run(config, confine_agents == OnOff::On),
+        Command::Confine(args) => return crate::confine::run(args),
         Command::Client(command) => return crate::client::run(command),
         Command::User { command } => user(command),
         Command::Token { command } => token(command),
@@ -350,6 +382,24 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     let mut allowed_hosts = args.allowed_hosts;
     allowed_hosts.extend(bind_name);
     let mut runtime = RuntimeConfig::new(data_dir, roots);
+    for (user, section) in &file.users {
+        let roots = section
+            .workspace_roots
+            .iter()
+            .map(|r| {
+                r.canonicalize()
+                    .map_err(|e| format!("[users.{user}] workspace root {}: {e}", r.display()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        runtime.user_roots.insert(user.clone(), roots);
+    }
+    runtime.config_file = match &args.config {
+        Some(path) => Some(
+            path.canonicalize()
+                .map_err(|e| format!("config file {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
     runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
     runtime.uploads.max_file_bytes = args.max_upload_bytes.max(1);
     runtime.uploads.max_message_bytes = args.max_message_attachment_bytes.max(1);
@@ -382,6 +432,11 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         |key| std::env::var(key).ok(),
         std::env::var_os("PATH").as_deref(),
     );
+    runtime.confinement =
+        crate::confine::detect(args.confine_agents == OnOff::On, runtime.private_paths());
+    for vendor in &mut runtime.vendors.vendors {
+        vendor.process.confine = runtime.confinement.launcher.clone();
+    }
     Ok(ServeOptions {
         bind,
         allowed_hosts,
@@ -398,6 +453,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         runtime,
         cluster,
         max_frame_bytes: args.max_frame_bytes.max(1024),
+        request_timeout: std::time::Duration::from_secs(args.request_timeout_secs.max(1)),
         heartbeat: crate::state::Heartbeat {
             ping_every: std::time::Duration::from_secs(args.ws_ping_secs.max(1)),
             timeout: std::time::Duration::from_secs(args.ws_timeout_secs.max(2)),

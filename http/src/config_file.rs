@@ -21,7 +21,10 @@
 //! startup_secs = 30        # bound on `initialize` and on opening the agent's session
 //!
 //! [workspace]
-//! roots = ["/home/me/src"]
+//! roots = ["/home/me/src"]  # the admin's, and every user's without a grant
+//!
+//! [users.carol]
+//! workspace_roots = ["/home/carol/src"]  # carol opens sessions under these only
 //! ```
 
 use std::collections::BTreeMap;
@@ -46,6 +49,19 @@ pub struct ConfigFile {
     /// `[workspace]`.
     #[serde(default)]
     pub workspace: WorkspaceSection,
+    /// `[users.NAME]`: what one user is granted.
+    #[serde(default)]
+    pub users: BTreeMap<String, UserSection>,
+}
+
+/// `[users.NAME]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserSection {
+    /// The only roots this user may open sessions under (instead of `[workspace]
+    /// roots` and `--workspace-root`, which stay the admin's and every other user's).
+    #[serde(default)]
+    pub workspace_roots: Vec<PathBuf>,
 }
 
 /// `[vendors]`: one table per vendor CLI.
@@ -256,6 +272,7 @@ impl ConfigFile {
                 args: section.args.clone(),
                 env: section.env.clone(),
                 idle_close: section.idle_secs.map(std::time::Duration::from_secs),
+                confine: None,
             })
         };
         let builtins = [
@@ -294,6 +311,7 @@ impl ConfigFile {
                     args: section.args.clone(),
                     env: section.env.clone(),
                     idle_close: section.idle_secs.map(std::time::Duration::from_secs),
+                    confine: None,
                 },
             })
         });

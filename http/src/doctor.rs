@@ -1,7 +1,8 @@
 //! `tandem doctor`: checks each vendor CLI the way `tandem serve` would find it (same
 //! config file, same environment) without calling a model, prints what it found and
 //! what to fix, and exits non-zero when a vendor that is installed or configured
-//! cannot work, or when no real vendor can.
+//! cannot work, or when no real vendor can. It also says whether agents run confined
+//! (Landlock) and, when they do, checks the CLIs confined, as `tandem serve` runs them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,8 +22,8 @@ struct Finding {
     health: Health,
 }
 
-/// Runs the checks and prints the report to stdout.
-pub fn run(config: Option<PathBuf>) -> ExitCode {
+/// Runs the checks and prints the report to stdout; `confine` is `--confine-agents`.
+pub fn run(config: Option<PathBuf>, confine: bool) -> ExitCode {
     let file = match &config {
         Some(path) => match ConfigFile::load(path) {
             Ok(file) => file,
@@ -33,10 +34,17 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
         },
         None => ConfigFile::default(),
     };
-    let vendors = file.vendors(
+    let mut vendors = file.vendors(
         |key| std::env::var(key).ok(),
         std::env::var_os("PATH").as_deref(),
     );
+    // What `tandem serve` with the default data directory and this config denies.
+    let mut denied: Vec<PathBuf> = crate::server::default_data_dir().into_iter().collect();
+    denied.extend(config.iter().filter_map(|c| c.canonicalize().ok()));
+    let confinement = crate::confine::detect(confine, denied);
+    for vendor in &mut vendors.vendors {
+        vendor.process.confine = confinement.launcher.clone();
+    }
     let configured = |env_key: &str, in_file: bool| {
         in_file || std::env::var(env_key).is_ok_and(|v| !v.is_empty())
     };
@@ -65,6 +73,7 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
         });
         out
     });
+    println!("Confinement: {}", crate::confine::describe(&confinement));
     let mut failed = false;
     for f in &findings {
         print_finding(f);

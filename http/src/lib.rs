@@ -3,6 +3,7 @@
 //! knows HTTP and WebSocket framing.
 
 pub mod auth;
+pub mod body_timeout;
 pub mod cli;
 pub mod client;
 pub mod cluster_rest;
@@ -11,11 +12,14 @@ pub mod cluster_rpc;
 pub mod cluster_uploads;
 pub mod cluster_wire;
 pub mod config_file;
+pub mod confine;
 pub mod doctor;
 pub mod error;
 #[cfg(feature = "failpoints")]
 pub mod failpoints;
 pub mod guard;
+#[cfg(feature = "test-hooks")]
+pub mod holds;
 pub mod limits;
 pub mod long_uri;
 pub mod mcp;

@@ -1,6 +1,6 @@
 //! REST edits of a session, so a script needs no WebSocket for them:
-//! `PATCH /api/v1/sessions/{id}` renames and configures (the fields of
-//! `session.configure`), `DELETE /api/v1/sessions/{id}` archives.
+//! `PATCH /api/v1/sessions/{id}` renames, configures and (admins) reassigns (the
+//! fields of `session.configure`), `DELETE /api/v1/sessions/{id}` archives.
 
 use actix_web::{web, HttpResponse};
 use tandem_protocol::client::ConfigureParams;
@@ -24,6 +24,7 @@ pub async fn patch_session(
         vendor: patch.vendor,
         permission_mode: patch.permission_mode,
         title: patch.title,
+        owner_id: patch.owner_id,
     };
     let info = durably(&state, state.runtime.configure(&who, params)).await?;
     Ok(HttpResponse::Ok().json(info))

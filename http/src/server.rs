@@ -42,6 +42,9 @@ pub struct ServeOptions {
     pub limits: crate::state::Limits,
     /// The cluster to join (`--nats`, `--node`); `None`: a single node.
     pub cluster: Option<tandem_actors::cluster::ClusterConfig>,
+    /// Longest a request body may go without a byte before it is answered 408
+    /// (`--request-timeout-secs`).
+    pub request_timeout: Duration,
 }
 
 /// Why the server could not start.
@@ -96,6 +99,8 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     })?;
     let addr = listener.local_addr()?;
     let started = tandem_actors::start(opts.runtime.clone())?;
+    let users = started.runtime.store().list_users().map_or(0, |u| u.len());
+    crate::confine::log_at_start(&opts.runtime.confinement, users);
     let cluster = match opts.cluster.clone() {
         Some(config) => {
             let cluster =
@@ -125,6 +130,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         &opts.allowed_origins,
     ));
     let app_state = state.clone();
+    let body_timeout = web::Data::new(crate::body_timeout::BodyTimeout(opts.request_timeout));
     // actix-web's `HttpServer` with one change: each connection's I/O goes through
     // `LongUriGuard`, so a request target too long for actix-http gets a JSON answer.
     let server = actix_server::Server::build()
@@ -133,15 +139,22 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
             let app = App::new();
             #[cfg(feature = "failpoints")]
             let app = app.configure(crate::failpoints::routes);
+            #[cfg(feature = "test-hooks")]
+            let app = app.configure(crate::holds::routes);
             let app = app
                 .app_data(app_state.clone())
                 // Origin, Host and Content-Type checks before every route and before
                 // authentication (see guard.rs).
                 .app_data(guard.clone())
+                .app_data(body_timeout.clone())
                 // In a cluster, REST requests for another node's session go there
                 // (after the guard, which wraps it).
                 .wrap(actix_web::middleware::from_fn(
                     crate::cluster_rest::middleware,
+                ))
+                // Every body read below, forwarded ones included, times out on a stall.
+                .wrap(actix_web::middleware::from_fn(
+                    crate::body_timeout::middleware,
                 ))
                 .wrap(actix_web::middleware::from_fn(crate::guard::middleware))
                 .configure(crate::rest::routes)

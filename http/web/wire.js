@@ -99,6 +99,7 @@
  * @typedef {object} ConfigureParams
  * @property {string | null} [effort] New effort (clamped).
  * @property {string | null} [model] New model.
+ * @property {string | null} [ownerId] New owner: an existing user's id. Admins only; how a revoked user's session is given to someone else (it takes commands again).
  * @property {(PermissionMode | null)} [permissionMode] New permission mode.
  * @property {string} sessionId The session.
  * @property {string | null} [title] New title.
@@ -115,11 +116,11 @@
  * @typedef {object} CreateSessionParams
  * @property {string | null} [baseRef] With `worktree`: the commit, tag or branch to branch from (default: the HEAD of the checkout at `cwd`).
  * @property {string | null} [cwd] Working directory; must lie under a workspace root.
- * @property {string | null} [effort] Reasoning effort (clamped to the vendor's levels).
+ * @property {'' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null} [effort] Reasoning effort (clamped to the vendor's levels).
  * @property {string | null} [model] Model name.
  * @property {string | null} [node] The cluster node to create it on (it is pinned there: its working directory is that node's); default the node asked. Refused outside a cluster unless it names this node.
  * @property {(PermissionMode | null)} [permissionMode] Tool approval mode.
- * @property {string | null} [title] Title; "New session" when absent.
+ * @property {string | null} [title] Title; "New session" when absent. At most 200 characters, not only white space (trimmed).
  * @property {string | null} [vendor] Vendor id; `scripted` when absent.
  * @property {(Visibility | null)} [visibility] Private (default) or shared.
  * @property {(WorkspaceMode | null)} [workspace] `shared` (default: work in `cwd`) or `worktree` (a new git worktree on branch `tandem/<short id>`; `cwd` must be inside a git repository).
@@ -182,7 +183,7 @@
 
 /**
  * A machine-readable error code. Clients branch on these; the message is for humans.
- * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'REWIND_NOT_SUPPORTED' | 'INVALID_ANCHOR' | 'DELEGATION_IN_FLIGHT' | 'INVALID_ATTACHMENT' | 'NO_SUCH_UPLOAD' | 'ATTACHMENT_TOO_LARGE' | 'ATTACHMENT_NOT_SUPPORTED' | 'NOT_A_GIT_REPOSITORY' | 'NOT_A_WORKTREE' | 'SESSION_BUSY' | 'BASE_DIRTY' | 'MERGE_CONFLICT' | 'PATH_OUTSIDE_WORKSPACE' | 'NO_SUCH_FILE' | 'BINARY_FILE' | 'FILE_TOO_LARGE' | 'PRECONDITION_FAILED')} ErrorCode
+ * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'REWIND_NOT_SUPPORTED' | 'INVALID_ANCHOR' | 'DELEGATION_IN_FLIGHT' | 'INVALID_ATTACHMENT' | 'NO_SUCH_UPLOAD' | 'ATTACHMENT_TOO_LARGE' | 'ATTACHMENT_NOT_SUPPORTED' | 'NOT_A_GIT_REPOSITORY' | 'NOT_A_WORKTREE' | 'SESSION_BUSY' | 'BASE_DIRTY' | 'MERGE_CONFLICT' | 'PATH_OUTSIDE_WORKSPACE' | 'NO_SUCH_FILE' | 'BINARY_FILE' | 'FILE_TOO_LARGE' | 'PRECONDITION_FAILED' | 'REQUEST_TIMEOUT')} ErrorCode
  */
 
 /**
@@ -665,7 +666,7 @@
 /**
  * Per-turn overrides on `chat.send`; they stick to the session like `session.configure`.
  * @typedef {object} TurnOptions
- * @property {string | null} [effort] Effort for this and later turns.
+ * @property {'' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null} [effort] Effort for this and later turns (clamped to the vendor's levels).
  * @property {string | null} [model] Model for this and later turns.
  * @property {(PermissionMode | null)} [permissionMode] Permission mode for this and later turns.
  */
@@ -704,6 +705,8 @@
  * @typedef {object} VendorInfo
  * @property {(AgentIdentity | null)} [agent] An ACP agent's own name and version, as its `initialize` answer gave them (absent until the agent was asked, and for the built-in adapters).
  * @property {Array<string>} capabilities What the adapter can do (`interrupt`, `backgroundTasks`, ...).
+ * @property {string | null} [confinement] How this vendor's processes (and everything they start) are confined: `landlock` (a Landlock ruleset lets them use only their session's working directory, their own config and cache directories, a private temporary directory and read-only system paths; the data directory and other directories are denied) or `none` (they can read and write what the server can). Absent for vendors that run inside the server (`scripted`).
+ * @property {string | null} [confinementProblem] Why `confinement` is `none`, or what a partial Landlock leaves out.
  * @property {string | null} [defaultModel] The model a session gets when it names none, where the CLI says (absent: the CLI decides, e.g. by the account).
  * @property {string} displayName Name to show people.
  * @property {Array<string>} effortLevels Supported effort levels, lowest first.
@@ -738,7 +741,7 @@
 /**
  * The Worker side of `pair.create`.
  * @typedef {object} WorkerSpec
- * @property {string | null} [effort] Worker effort.
+ * @property {'' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null} [effort] Worker effort (clamped to the vendor's levels).
  * @property {string | null} [model] Worker model.
  * @property {string} vendor Worker vendor.
  */

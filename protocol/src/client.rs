@@ -150,8 +150,9 @@ pub struct WorkerSpec {
     /// Worker model.
     #[serde(default)]
     pub model: Option<String>,
-    /// Worker effort.
+    /// Worker effort (clamped to the vendor's levels).
     #[serde(default)]
+    #[schemars(extend("enum" = ["", "minimal", "low", "medium", "high", "xhigh", "max", null]))]
     pub effort: Option<String>,
 }
 
@@ -262,9 +263,12 @@ pub struct CreateSessionParams {
     pub model: Option<String>,
     /// Reasoning effort (clamped to the vendor's levels).
     #[serde(default)]
+    #[schemars(extend("enum" = ["", "minimal", "low", "medium", "high", "xhigh", "max", null]))]
     pub effort: Option<String>,
-    /// Title; "New session" when absent.
+    /// Title; "New session" when absent. At most 200 characters, not only white space
+    /// (trimmed).
     #[serde(default)]
+    #[schemars(regex(pattern = r"\S"), length(max = 200))]
     pub title: Option<String>,
     /// Working directory; must lie under a workspace root.
     #[serde(default)]
@@ -297,8 +301,9 @@ pub struct TurnOptions {
     /// Model for this and later turns.
     #[serde(default)]
     pub model: Option<String>,
-    /// Effort for this and later turns.
+    /// Effort for this and later turns (clamped to the vendor's levels).
     #[serde(default)]
+    #[schemars(extend("enum" = ["", "minimal", "low", "medium", "high", "xhigh", "max", null]))]
     pub effort: Option<String>,
     /// Permission mode for this and later turns.
     #[serde(default)]
@@ -455,6 +460,10 @@ pub struct ConfigureParams {
     /// New title.
     #[serde(default)]
     pub title: Option<String>,
+    /// New owner: an existing user's id. Admins only; how a revoked user's session is
+    /// given to someone else (it takes commands again).
+    #[serde(default)]
+    pub owner_id: Option<String>,
 }
 
 /// Why a frame could not be turned into a request. Carries what is needed to answer

@@ -127,6 +127,9 @@ pub enum ErrorCode {
     /// `PUT .../files/content` whose `If-Match` no longer names the file's content (it
     /// changed in between), or without `If-Match` for a file that exists.
     PreconditionFailed,
+    /// A request body stopped arriving: no byte for `--request-timeout-secs`. Nothing
+    /// of the request was carried out, and the connection is closed.
+    RequestTimeout,
 }
 
 impl ErrorCode {
@@ -169,8 +172,11 @@ impl ErrorCode {
             ErrorCode::RateLimited | ErrorCode::LimitExceeded => 429,
             ErrorCode::Internal => 500,
             ErrorCode::NodeUnavailable => 503,
-            ErrorCode::NotAGitRepository | ErrorCode::PathOutsideWorkspace => 400,
-            ErrorCode::NotAWorktree
+            ErrorCode::PathOutsideWorkspace => 400,
+            // The directory is not in a repository: its state, not the request's
+            // shape.
+            ErrorCode::NotAGitRepository
+            | ErrorCode::NotAWorktree
             | ErrorCode::SessionBusy
             | ErrorCode::BaseDirty
             | ErrorCode::MergeConflict => 409,
@@ -178,6 +184,7 @@ impl ErrorCode {
             ErrorCode::BinaryFile => 415,
             ErrorCode::FileTooLarge => 413,
             ErrorCode::PreconditionFailed => 412,
+            ErrorCode::RequestTimeout => 408,
         }
     }
 }
@@ -225,7 +232,7 @@ mod tests {
             ),
             (ErrorCode::UnknownTool, "UNKNOWN_TOOL", 404),
             (ErrorCode::ToolNotAvailable, "TOOL_NOT_AVAILABLE", 403),
-            (ErrorCode::NotAGitRepository, "NOT_A_GIT_REPOSITORY", 400),
+            (ErrorCode::NotAGitRepository, "NOT_A_GIT_REPOSITORY", 409),
             (ErrorCode::NotAWorktree, "NOT_A_WORKTREE", 409),
             (ErrorCode::SessionBusy, "SESSION_BUSY", 409),
             (ErrorCode::BaseDirty, "BASE_DIRTY", 409),
@@ -239,6 +246,7 @@ mod tests {
             (ErrorCode::BinaryFile, "BINARY_FILE", 415),
             (ErrorCode::FileTooLarge, "FILE_TOO_LARGE", 413),
             (ErrorCode::PreconditionFailed, "PRECONDITION_FAILED", 412),
+            (ErrorCode::RequestTimeout, "REQUEST_TIMEOUT", 408),
         ] {
             assert_eq!(
                 serde_json::to_value(code).unwrap(),

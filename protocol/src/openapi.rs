@@ -11,8 +11,8 @@ use serde_json::{json, Map, Value};
 use crate::client::{CreateSessionParams, PairCreateParams};
 use crate::error::ErrorBody;
 use crate::rest::{
-    Archived, Health, InterruptAccepted, McpToken, MessageAccepted, PairList, PostMessage,
-    RunningList, ScheduleList, SessionList, SessionPatch, UploadInfo, VendorList,
+    Archived, EmptyBody, Health, InterruptAccepted, McpToken, MessageAccepted, PairList,
+    PostMessage, RunningList, ScheduleList, SessionList, SessionPatch, UploadInfo, VendorList,
 };
 use crate::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
 use crate::results::{
@@ -20,6 +20,13 @@ use crate::results::{
     ScheduleCancelResult, ScheduleResult,
 };
 use crate::session::SessionInfo;
+
+/// A string the server can use: no NUL (the path and query of a request are refused
+/// with 400 when they hold one, or bytes that are not UTF-8).
+const TEXT: &str = r#"{"type": "string", "pattern": "^[^\\u0000]*$"}"#;
+
+/// [`TEXT`], not empty.
+const NAME: &str = r#"{"type": "string", "pattern": "^[^\\u0000]+$"}"#;
 
 /// A schema maker: registers the type's definitions and returns a `$ref` to it.
 type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
@@ -80,8 +87,9 @@ pub struct Route {
     pub status: u16,
     /// What a successful answer holds.
     pub answer: Media,
-    /// Query parameters (all optional): name and description.
-    pub query: &'static [(&'static str, &'static str)],
+    /// Query parameters: name, description, JSON Schema (as JSON text) and whether
+    /// it is required.
+    pub query: &'static [(&'static str, &'static str, &'static str, bool)],
     /// Answered without a token.
     pub public: bool,
 }
@@ -111,38 +119,40 @@ pub fn routes() -> Vec<Route> {
         route!("get" "/openapi.json", "This description.", None, 200, any_object, &[], true),
         route!("get" "/vendors", "Vendors, their CLI's version, status and models.", None, 200, of::<VendorList>),
         route!("get" "/sessions", "Sessions the caller may see, a page at a time.", None, 200, of::<SessionList>,
-            &[("limit", "sessions per page, 1 to 500"), ("cursor", "`nextCursor` of the previous page")], false),
+            &[("limit", "sessions per page", r#"{"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}"#, false),
+              ("cursor", "`nextCursor` of the previous page (`MS.ID`)", r#"{"type": "string", "pattern": "^[0-9]{1,19}\\.[^\\u0000]+$"}"#, false)], false),
         route!("post" "/sessions", "Create a session.", Some(of::<CreateSessionParams>), 201, of::<SessionInfo>),
         route!("get" "/sessions/running", "Sessions with a turn running, ours and Claude Code's outside tandem.", None, 200, of::<RunningList>),
         route!("get" "/sessions/{id}", "One session.", None, 200, of::<SessionInfo>),
-        route!("patch" "/sessions/{id}", "Rename or configure a session.", Some(of::<SessionPatch>), 200, of::<SessionInfo>),
+        route!("patch" "/sessions/{id}", "Rename, configure or (admins, `ownerId`) reassign a session.", Some(of::<SessionPatch>), 200, of::<SessionInfo>),
         route!("delete" "/sessions/{id}", "Archive a session.", None, 200, of::<Archived>),
         route!("get" "/sessions/{id}/events", "Stored events after `after`.", None, 200, events_page,
-            &[("after", "events with seq > after"), ("limit", "events per page, 1 to 5000")], false),
+            &[("after", "events with seq > after", r#"{"type": "integer", "minimum": 0, "maximum": 9223372036854775807, "default": 0}"#, false),
+              ("limit", "events per page", r#"{"type": "integer", "minimum": 1, "maximum": 5000, "default": 1000}"#, false)], false),
         route!("post" "/sessions/{id}/messages", "Send a message (as chat.send).", Some(of::<PostMessage>), 202, of::<MessageAccepted>),
         route!("post" "/sessions/{id}/edit-send", "Rewind to just before an earlier user message and send a new one in its place (as chat.edit-send).", Some(of::<crate::rest::PostEditSend>), 202, of::<crate::rest::EditSendAccepted>),
-        route!("post" "/sessions/{id}/interrupt", "Interrupt the running turn (as chat.abort).", None, 202, of::<InterruptAccepted>),
-        route!("post" "/sessions/{id}/mcp-token", "The session's MCP endpoint and token.", None, 200, of::<McpToken>),
+        route!("post" "/sessions/{id}/interrupt", "Interrupt the running turn (as chat.abort).", Some(of::<EmptyBody>), 202, of::<InterruptAccepted>),
+        route!("post" "/sessions/{id}/mcp-token", "The session's MCP endpoint and token.", Some(of::<EmptyBody>), 200, of::<McpToken>),
         route!("get" "/sessions/{id}/schedules", "Scheduled messages.", None, 200, of::<ScheduleList>),
         route!("post" "/sessions/{id}/schedules", "Schedule a message (as session.schedule).", Some(of::<ScheduleBody>), 201, of::<ScheduleResult>),
         route!("get" "/sessions/{id}/queue", "Messages waiting in the session's queue.", None, 200, of::<crate::rest::QueueList>),
         route!("get" "/sessions/{id}/usage", "Tokens and cost per session and per delegation.", None, 200, of::<crate::rest::UsageSummary>,
-            &[("since", "only turns that ended at or after this time, epoch ms")], false),
+            &[("since", "only turns that ended at or after this time, epoch ms", r#"{"type": "integer", "minimum": 0, "maximum": 18446744073709551615, "default": 0}"#, false)], false),
         route!("delete" "/sessions/{id}/schedules/{scheduleId}", "Cancel a scheduled message (as session.schedule-cancel).", None, 200, of::<ScheduleCancelResult>),
         route!("post" "/sessions/{id}/handoff", "Continue the conversation in a new session (as session.handoff).", Some(of::<HandoffBody>), 201, of::<HandoffResult>),
-        route!("post" "/sessions/{id}/tasks/{taskId}/stop", "Stop a background task (as chat.stop-task).", None, 202, of::<ChatStopTaskResult>),
+        route!("post" "/sessions/{id}/tasks/{taskId}/stop", "Stop a background task (as chat.stop-task).", Some(of::<EmptyBody>), 202, of::<ChatStopTaskResult>),
         route!("post" "/sessions/{id}/permissions/{requestId}", "Answer a pending tool approval (as chat.permission-response).", Some(of::<PermissionAnswer>), 200, of::<PermissionResponseResult>),
         route!("get" "/sessions/{id}/changes", "What the session's working directory changed (as its latest git_state).", None, 200, of::<crate::workspace::GitState>),
         route!("get" "/sessions/{id}/changes/diff", "Unified diff against the base (worktree) or HEAD (shared), capped.", None, 200, of::<crate::workspace::FileDiff>,
-            &[("path", "one changed file; absent: all")], false),
+            &[("path", "one changed file; absent: all", TEXT, false)], false),
         route!("post" "/sessions/{id}/merge", "Merge the worktree's branch into its base (as session.merge).", Some(of::<crate::workspace::MergeBody>), 200, of::<crate::workspace::MergeResult>),
-        route!("post" "/sessions/{id}/discard", "Remove the worktree and its branch (as session.discard).", None, 200, of::<crate::workspace::DiscardResult>),
+        route!("post" "/sessions/{id}/discard", "Remove the worktree and its branch (as session.discard).", Some(of::<EmptyBody>), 200, of::<crate::workspace::DiscardResult>),
         route!("get" "/sessions/{id}/files", "List a directory of the working directory.", None, 200, of::<crate::workspace::DirListing>,
-            &[("path", "relative directory; absent: the top")], false),
+            &[("path", "relative directory; absent or empty: the top", TEXT, false)], false),
         route!("get" "/sessions/{id}/files/content", "A text file (at most 2 MiB) with its ETag.", None, 200, of::<crate::workspace::FileContent>,
-            &[("path", "relative file path")], false),
+            &[("path", "relative file path", NAME, true)], false),
         route!("put" "/sessions/{id}/files/content", "Save a text file; If-Match: its ETag.", Some(of::<crate::workspace::FileSave>), 200, of::<crate::workspace::FileSaved>,
-            &[("path", "relative file path")], false),
+            &[("path", "relative file path", NAME, true)], false),
         Route {
             method: "post",
             path: "/uploads",
@@ -150,7 +160,7 @@ pub fn routes() -> Vec<Route> {
             body: Some(Media::Bytes),
             status: 201,
             answer: Media::Json(of::<UploadInfo>),
-            query: &[("name", "the file's name (path components are dropped)")],
+            query: &[("name", "the file's name (path components are dropped)", TEXT, false)],
             public: false,
         },
         Route {
@@ -188,6 +198,74 @@ fn content(media: &Media, generator: &mut SchemaGenerator) -> Value {
     }
 }
 
+/// A JSON Schema written as JSON text in the route table.
+fn parse(schema: &str) -> Value {
+    serde_json::from_str(schema).unwrap_or_else(|_| json!({}))
+}
+
+/// The error statuses `r` answers with, each with an `{error: {code, message}}` body:
+/// those every route of its kind has, and those of its own rules.
+fn error_statuses(r: &Route) -> Vec<u16> {
+    let mut statuses = vec![403, 500];
+    if !r.public {
+        statuses.push(401);
+    }
+    let has_input = r.body.is_some() || !r.query.is_empty() || r.path.contains('{');
+    if has_input {
+        statuses.push(400);
+    }
+    if r.path.contains('{') {
+        // An unknown id; in a cluster, a session on a node that is gone.
+        statuses.extend([404, 503]);
+    }
+    if r.body.is_some() {
+        // A body too large, one that stops arriving, or not declared JSON.
+        statuses.extend([408, 413, 415]);
+    }
+    let own: &[u16] = match (r.method, r.path) {
+        ("post", "/sessions") => &[404, 409, 429, 503],
+        ("patch", "/sessions/{id}") | ("delete", "/sessions/{id}") => &[409],
+        ("post", "/sessions/{id}/messages") => &[409, 429],
+        ("post", "/sessions/{id}/edit-send") => &[409, 422],
+        ("post", "/sessions/{id}/interrupt") => &[409],
+        ("post", "/sessions/{id}/schedules") => &[429],
+        ("delete", "/sessions/{id}/schedules/{scheduleId}") => &[409],
+        ("post", "/sessions/{id}/handoff") => &[409, 429],
+        ("get", "/sessions/{id}/changes")
+        | ("get", "/sessions/{id}/changes/diff")
+        | ("post", "/sessions/{id}/merge")
+        | ("post", "/sessions/{id}/discard") => &[409],
+        ("get", "/sessions/{id}/files/content") => &[413, 415],
+        ("put", "/sessions/{id}/files/content") => &[412],
+        ("post", "/pairs") => &[404, 409, 429, 503],
+        ("post", "/uploads") => &[429],
+        _ => &[],
+    };
+    statuses.extend(own);
+    statuses.sort_unstable();
+    statuses.dedup();
+    statuses
+}
+
+/// What an error status means here (the codes are in docs/PROTOCOL.md).
+fn error_description(status: u16) -> &'static str {
+    match status {
+        400 => "bad input: a value out of range, of the wrong type, missing or unknown (`INVALID_ARGUMENT`), a body that is not a JSON object (`INVALID_JSON`), or a rule of the operation (`INVALID_ANCHOR`, `INVALID_ATTACHMENT`, ...)",
+        401 => "no valid token (`UNAUTHORIZED`), before anything else of the request is looked at",
+        403 => "not the caller's to do (`ACCESS_DENIED`, `TOOL_NOT_AVAILABLE`), or a request from another web origin or host (`ORIGIN_NOT_ALLOWED`, `HOST_NOT_ALLOWED`)",
+        404 => "an id in the path or the body names nothing the caller may see (`SESSION_NOT_FOUND`, `NO_SUCH_*`, `NOT_FOUND`)",
+        408 => "the body stopped arriving (`REQUEST_TIMEOUT`)",
+        409 => "well formed, but the target's state does not allow it now (`CONFLICT`, `RUN_IN_PROGRESS`, `NO_ACTIVE_RUN`, `NOT_A_GIT_REPOSITORY`, ...)",
+        412 => "the file changed since its ETag was read (`PRECONDITION_FAILED`)",
+        413 => "the body, an attachment or the file is too large (`FRAME_TOO_LARGE`, `ATTACHMENT_TOO_LARGE`, `FILE_TOO_LARGE`)",
+        415 => "the body is not declared `application/json` (`UNSUPPORTED_MEDIA_TYPE`), or the file is not UTF-8 text (`BINARY_FILE`)",
+        422 => "the session's vendor cannot rewind (`REWIND_NOT_SUPPORTED`)",
+        429 => "a count limit is reached (`LIMIT_EXCEEDED`)",
+        503 => "cluster only: the session's node is unavailable (`NODE_UNAVAILABLE`)",
+        _ => "the server failed (`INTERNAL`)",
+    }
+}
+
 /// The OpenAPI 3.1 document.
 pub fn document() -> Value {
     let mut generator = SchemaSettings::draft2020_12()
@@ -203,25 +281,32 @@ pub fn document() -> Value {
             .path
             .split('/')
             .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
-            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .map(
+                |name| json!({"name": name, "in": "path", "required": true, "schema": parse(NAME)}),
+            )
             .collect();
-        parameters.extend(r.query.iter().map(|(name, what)| {
-            json!({"name": name, "in": "query", "required": false, "description": what,
-                   "schema": {"type": if ["cursor", "path", "name"].contains(name) { "string" } else { "integer" }}})
+        parameters.extend(r.query.iter().map(|(name, what, schema, required)| {
+            json!({"name": name, "in": "query", "required": required, "description": what,
+                   "schema": parse(schema)})
         }));
+        let mut responses = Map::new();
+        responses.insert(
+            r.status.to_string(),
+            json!({"description": "success", "content": content(&r.answer, &mut generator)}),
+        );
+        for status in error_statuses(&r) {
+            responses.insert(
+                status.to_string(),
+                json!({
+                    "description": error_description(status),
+                    "content": {"application/json": {"schema": error.clone()}}
+                }),
+            );
+        }
         let mut op = json!({
             "summary": r.summary,
             "operationId": format!("{}{}", r.method, r.path.replace(['/', '{', '}', '.', '-'], "_")),
-            "responses": {
-                r.status.to_string(): {
-                    "description": "success",
-                    "content": content(&r.answer, &mut generator)
-                },
-                "default": {
-                    "description": "an error: {error: {code, message}}",
-                    "content": {"application/json": {"schema": error.clone()}}
-                }
-            }
+            "responses": responses
         });
         if !parameters.is_empty() {
             op["parameters"] = Value::Array(parameters);
@@ -293,6 +378,14 @@ mod tests {
         }
         assert!(!text.contains("#/$defs"), "a ref outside components");
         for r in routes() {
+            for (name, _, schema, _) in r.query {
+                assert!(
+                    serde_json::from_str::<Value>(schema).is_ok(),
+                    "{} {}: the schema of `{name}` is not JSON",
+                    r.method,
+                    r.path
+                );
+            }
             let op = &doc["paths"][format!("/api/v1{}", r.path)][r.method];
             assert!(
                 op["responses"][r.status.to_string()].is_object(),

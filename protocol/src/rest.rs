@@ -113,6 +113,17 @@ pub struct VendorInfo {
     /// MCP endpoint over HTTP and so cannot call the agent tools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// How this vendor's processes (and everything they start) are confined:
+    /// `landlock` (a Landlock ruleset lets them use only their session's working
+    /// directory, their own config and cache directories, a private temporary directory
+    /// and read-only system paths; the data directory and other directories are denied)
+    /// or `none` (they can read and write what the server can). Absent for vendors
+    /// that run inside the server (`scripted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
+    /// Why `confinement` is `none`, or what a partial Landlock leaves out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement_problem: Option<String>,
 }
 
 /// An ACP agent's `agentInfo`.
@@ -159,6 +170,7 @@ pub struct PostMessage {
 #[serde(rename_all = "camelCase")]
 pub struct PostEditSend {
     /// The `seq` of the `user_message` to replace.
+    #[schemars(range(min = 1, max = crate::MAX_SEQ))]
     pub anchor_seq: u64,
     /// The new message: a string, or a list of content blocks (as on `chat.send`).
     pub content: crate::content::MessageContent,
@@ -222,6 +234,13 @@ pub struct MessageQueued {
     pub position: usize,
 }
 
+/// The body of the POSTs that take no fields (`interrupt`, `mcp-token`,
+/// `tasks/{taskId}/stop`, `discard`): `{}`, or an empty body, which reads as `{}`.
+/// They still carry `Content-Type: application/json` like every POST.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyBody {}
+
 /// `POST /api/v1/sessions/{id}/interrupt` answer (202).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -235,14 +254,16 @@ pub struct InterruptAccepted {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionPatch {
-    /// New title.
+    /// New title: at most 200 characters, not only white space (trimmed).
     #[serde(default)]
+    #[schemars(regex(pattern = r"\S"), length(max = 200))]
     pub title: Option<String>,
     /// New model.
     #[serde(default)]
     pub model: Option<String>,
-    /// New effort (clamped).
+    /// New effort (clamped to the vendor's levels; empty: the vendor's default).
     #[serde(default)]
+    #[schemars(extend("enum" = ["", "minimal", "low", "medium", "high", "xhigh", "max", null]))]
     pub effort: Option<String>,
     /// New vendor.
     #[serde(default)]
@@ -250,6 +271,10 @@ pub struct SessionPatch {
     /// New permission mode.
     #[serde(default)]
     pub permission_mode: Option<crate::PermissionMode>,
+    /// New owner, an existing user's id (admins only): reassigns the session, e.g. one
+    /// of a revoked user.
+    #[serde(default)]
+    pub owner_id: Option<String>,
 }
 
 /// `DELETE /api/v1/sessions/{id}` answer.

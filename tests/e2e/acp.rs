@@ -141,6 +141,16 @@ impl World {
             })
             .collect();
         args.extend(["-c".into(), "features.plugins=false".into()]);
+        // Under tandem's Landlock ruleset Codex's own sandbox (bubblewrap, which needs
+        // `mount`) cannot start: the agent runs its commands unsandboxed inside the
+        // ruleset and asks before any command not known to be harmless, as README's
+        // "Adding an ACP agent" tells users to configure it.
+        args.extend([
+            "-c".into(),
+            "sandbox_mode=\"danger-full-access\"".into(),
+            "-c".into(),
+            "approval_policy=\"untrusted\"".into(),
+        ]);
         let path = format!(
             "{}:{}",
             sandbox.display(),
@@ -607,9 +617,12 @@ async fn fake_mode_follows_the_permission_mode_and_bypass_answers_itself() {
 
 #[actix_rt::test]
 async fn fake_restart_loads_the_session_without_replaying_it() {
-    let state = TempDir::new("fake-acp-state");
-    let state_dir = state.path().display().to_string();
-    let mut w = World::fake("acp-fake-load", &[("FAKE_ACP_STATE", &state_dir)], "");
+    // Relative: under the session's working directory, which a confined agent may use.
+    let mut w = World::fake(
+        "acp-fake-load",
+        &[("FAKE_ACP_STATE", ".fake-acp-state")],
+        "",
+    );
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     let events = turn(&mut ws, &id, "say first").await;
@@ -634,11 +647,10 @@ async fn fake_restart_loads_the_session_without_replaying_it() {
 
 #[actix_rt::test]
 async fn fake_idle_agent_is_closed_and_the_next_turn_reopens_its_session() {
-    let state = TempDir::new("fake-acp-idle-state");
-    let state_dir = state.path().display().to_string();
+    // Relative: under the session's working directory, which a confined agent may use.
     let w = World::fake(
         "acp-fake-idle",
-        &[("FAKE_ACP_STATE", &state_dir)],
+        &[("FAKE_ACP_STATE", ".fake-acp-state")],
         "idle_secs = 1",
     );
     let mut ws = w.server().ws().await;
@@ -717,7 +729,9 @@ impl Real {
     /// A prompt that makes the model run `command` in a way the agent asks about.
     fn guarded(self, command: &str) -> String {
         match self {
-            Real::Codex => format!("escalate {command}"),
+            // Under `approval_policy = "untrusted"` (see `World::codex`) Codex asks
+            // before any command not known to be harmless.
+            Real::Codex => format!("shell {command}"),
             Real::Claude => format!("bash {command}"),
         }
     }

@@ -278,6 +278,51 @@ async fn shell_tool_turn_reports_call_and_result() {
     assert!(call_at < result_at, "{order:?}");
 }
 
+/// Under tandem's Landlock ruleset Codex's own sandbox (bubblewrap) cannot start, so
+/// the adapter runs commands unsandboxed inside the ruleset: a command Codex runs
+/// unasked (accept-edits) works in the session's directory, and neither it nor a
+/// bypassed one reads the data directory.
+#[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
+#[cfg_attr(not(has_landlock), ignore = "the kernel does not enforce Landlock")]
+async fn a_confined_codex_works_in_its_directory_and_reads_no_token() {
+    let codex = start(&[]);
+    let work = codex.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let token = codex.dir.path().join("data").join("admin-token");
+    assert!(token.exists());
+    let (_, vendors) = codex.get("/api/v1/vendors").await;
+    let entry = vendors["vendors"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["id"] == "codex"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entry["confinement"], "landlock", "{entry}");
+    let mut ws = codex.ws().await;
+    let id = codex_session(
+        &mut ws,
+        json!({"permissionMode": "acceptEdits", "cwd": work}),
+    )
+    .await;
+    let events = unasked_turn(&mut ws, &id, "shell echo made-here > made.txt").await;
+    let result = last_of(&events, "tool_result");
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("made.txt")).unwrap_or_default(),
+        "made-here\n"
+    );
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "permissionMode": "bypassPermissions"}))
+        .await;
+    let events = unasked_turn(&mut ws, &id, &format!("shell cat {}", token.display())).await;
+    let result = last_of(&events, "tool_result");
+    let output = result["output"]["output"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(output.contains("Permission denied"), "{result}");
+    assert!(!output.contains("tdm_"), "{result}");
+}
+
 #[actix_rt::test]
 #[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn interrupt_mid_stream_then_a_normal_turn() {

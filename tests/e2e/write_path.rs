@@ -131,7 +131,15 @@ async fn a_revoked_token_closes_a_socket_that_only_listens() {
     }
     let told = told.unwrap_or_else(|| panic!("closed without a word"));
     assert_eq!(told["code"], "UNAUTHORIZED", "{told}");
-    // The admin's activity in bob's session reaches no socket of bob's any more.
+    // The admin's activity in bob's session reaches no socket of bob's any more. (A
+    // revoked user's session takes commands once an admin has reassigned it.)
+    let (status, body) = server
+        .patch(
+            &format!("/api/v1/sessions/{sid}"),
+            &json!({"ownerId": "admin"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
     let (status, body) = server
         .post(
             &format!("/api/v1/sessions/{sid}/messages"),

@@ -209,6 +209,9 @@ impl VendorCatalog {
                 capabilities: v.capabilities.clone(),
                 agent: v.agent.clone(),
                 notes: v.notes.clone(),
+                // Filled in by the runtime, which knows how processes are confined.
+                confinement: None,
+                confinement_problem: None,
             })
             .collect()
     }

@@ -11,6 +11,7 @@ pub mod acp;
 pub mod catalog;
 pub mod claude;
 pub mod codex;
+pub mod confine;
 pub mod context;
 pub mod core;
 pub mod health;

@@ -2,10 +2,11 @@
 //! the environment every vendor process inherits from the server.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use super::confine::Launcher;
 use super::VendorId;
 
 /// Prefix of tandem's own settings and secrets (`TANDEM_TOKEN`, `TANDEM_URL`,
@@ -28,6 +29,10 @@ pub struct VendorProcess {
     /// Close a process kept between turns after it has been idle this long
     /// (`None`: the adapter's default).
     pub idle_close: Option<Duration>,
+    /// Start it confined by Landlock through this launcher (`tandem serve` sets it
+    /// where the kernel enforces Landlock, unless `--confine-agents off`); `None`:
+    /// unconfined.
+    pub confine: Option<Launcher>,
 }
 
 impl VendorProcess {
@@ -49,11 +54,39 @@ impl VendorProcess {
 
     /// `bin args…` with [`VendorProcess::environment`] only, stdin/stdout/stderr piped,
     /// killed when the handle is dropped (so a stopped adapter leaves no process behind).
+    /// For work outside a session (version and login checks, probes): confined, it runs
+    /// in its private temporary directory; see [`VendorProcess::command_in`].
     pub fn command(&self) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(&self.bin);
-        cmd.args(&self.args)
-            .env_clear()
-            .envs(self.environment())
+        self.command_at(None)
+    }
+
+    /// [`VendorProcess::command`] for a session working in `workdir`: started there,
+    /// and, confined, allowed to use it.
+    pub fn command_in(&self, workdir: &Path) -> tokio::process::Command {
+        self.command_at(Some(workdir))
+    }
+
+    fn command_at(&self, workdir: Option<&Path>) -> tokio::process::Command {
+        let mut cmd = self.bare_command(workdir);
+        cmd.args(&self.args);
+        cmd
+    }
+
+    /// `bin` (confined: `tandem confine … -- bin`, to which later arguments are the
+    /// program's) without the configured arguments, with
+    /// [`VendorProcess::environment`] only, stdin/stdout/stderr piped, killed when the
+    /// handle is dropped.
+    pub fn bare_command(&self, workdir: Option<&Path>) -> tokio::process::Command {
+        let env = self.environment();
+        let mut cmd = match &self.confine {
+            Some(launcher) => launcher.command(&self.bin, &env, workdir),
+            None => tokio::process::Command::new(&self.bin),
+        };
+        if let Some(dir) = workdir {
+            cmd.current_dir(dir);
+        }
+        cmd.env_clear()
+            .envs(env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -63,10 +96,8 @@ impl VendorProcess {
 
     /// The first line `bin --version` prints; `None` when it cannot run in time.
     pub async fn version(&self) -> Option<String> {
-        let mut cmd = tokio::process::Command::new(&self.bin);
+        let mut cmd = self.bare_command(None);
         cmd.arg("--version")
-            .env_clear()
-            .envs(self.environment())
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true);
@@ -161,6 +192,7 @@ mod tests {
                 ("HOME".to_string(), "/tmp/home".to_string()),
             ]),
             idle_close: None,
+            confine: None,
         };
         let env = process.environment_from(server_env(&[
             ("PATH", "/usr/bin"),
@@ -197,6 +229,7 @@ mod tests {
             args: vec![],
             env: BTreeMap::from([("TANDEM_MODE".to_string(), "agent".to_string())]),
             idle_close: None,
+            confine: None,
         };
         let env = process.environment_from(server_env(&[("TANDEM_TOKEN", "secret")]));
         assert_eq!(

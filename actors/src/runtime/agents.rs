@@ -102,8 +102,11 @@ impl Runtime {
         Ok(self.inner.services.mcp.token_for(id)?)
     }
 
-    /// The session an MCP token is bound to.
+    /// The session an MCP token is bound to; `None` (refused like an unknown token)
+    /// also while the session's owner is revoked.
     pub fn mcp_session(&self, token: &str) -> Option<String> {
-        self.inner.services.mcp.session_of(token)
+        let session = self.inner.services.mcp.session_of(token)?;
+        self.owner_allowed(&session).ok()?;
+        Some(session)
     }
 }

@@ -39,7 +39,7 @@ impl Runtime {
         who: &Principal,
         params: CreateSessionParams,
     ) -> Result<SessionInfo, RuntimeError> {
-        let cwd = self.resolve_cwd(params.cwd.as_deref())?;
+        let cwd = self.resolve_cwd(who, params.cwd.as_deref())?;
         self.new_session(NewSession {
             id: None,
             owner_id: who.user_id.clone(),
@@ -64,6 +64,17 @@ impl Runtime {
 
     /// Validates and creates a session, persists it and starts its actor.
     pub(super) async fn new_session(&self, spec: NewSession) -> Result<SessionInfo, RuntimeError> {
+        // Workers, children and handoffs inherit an owner: never a revoked one.
+        if self.inner.services.owners.revoked(&spec.owner_id) {
+            return Err(RuntimeError::OwnerRevoked {
+                session: spec
+                    .parent_id
+                    .clone()
+                    .or_else(|| spec.handoff_from.clone())
+                    .unwrap_or_else(|| "(new)".into()),
+                owner: spec.owner_id,
+            });
+        }
         let catalog = &self.inner.services.catalog;
         let vendor = catalog.get(&spec.vendor).ok_or_else(|| {
             RuntimeError::InvalidArgument(format!("unknown vendor `{}`", spec.vendor))
@@ -181,16 +192,26 @@ impl Runtime {
         Ok(info)
     }
 
-    /// Checks a requested working directory against the workspace roots.
-    pub(super) fn resolve_cwd(&self, cwd: Option<&str>) -> Result<PathBuf, RuntimeError> {
-        let roots = &self.inner.config.workspace_roots;
+    /// Checks a requested working directory against the workspace roots of `who`
+    /// (their own grant, else the server's) and keeps it out of the server's private
+    /// paths; the first root when none is asked for.
+    pub(super) fn resolve_cwd(
+        &self,
+        who: &Principal,
+        cwd: Option<&str>,
+    ) -> Result<PathBuf, RuntimeError> {
+        let config = &self.inner.config;
+        let roots = config.roots_of(&who.user_id, who.admin);
         let Some(cwd) = cwd.filter(|c| !c.trim().is_empty()) else {
             return roots.first().cloned().ok_or_else(|| {
                 RuntimeError::InvalidArgument("no workspace root configured".into())
             });
         };
         let path = Path::new(cwd).canonicalize().map_err(|e| {
-            RuntimeError::InvalidArgument(format!("cwd `{cwd}` is not usable: {e}"))
+            RuntimeError::InvalidArgument(format!(
+                "cwd `{}` is not usable: {e}",
+                cwd.escape_debug()
+            ))
         })?;
         if !path.is_dir() {
             return Err(RuntimeError::InvalidArgument(format!(
@@ -199,7 +220,17 @@ impl Runtime {
         }
         if !roots.iter().any(|root| path.starts_with(root)) {
             return Err(RuntimeError::InvalidArgument(format!(
-                "cwd `{cwd}` is outside the workspace roots"
+                "cwd `{cwd}` is outside your workspace roots"
+            )));
+        }
+        let private = config.private_paths();
+        if private
+            .iter()
+            .filter_map(|p| p.canonicalize().ok())
+            .any(|p| path.starts_with(p))
+        {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "cwd `{cwd}` is inside the server's data directory; sessions cannot work there"
             )));
         }
         Ok(path)

@@ -61,11 +61,20 @@ async fn run_bounded(mut cmd: Command, limit: Duration) -> Result<String, RunFai
 /// `git status --short --branch` of `cwd`, or a note saying why there is none. Runs
 /// with a minimal environment and gives up after [`GIT_STATUS_LIMIT`].
 async fn git_status(cwd: &Path) -> String {
-    let mut cmd = Command::new("git");
-    cmd.args(["status", "--short", "--branch"])
-        .current_dir(cwd)
-        .env_clear()
+    // Built off the actors' threads: it reads the repository's configuration to turn
+    // its command-running settings off (crate::workspace::git).
+    let dir = cwd.to_path_buf();
+    let Ok(std_cmd) = actix_rt::task::spawn_blocking(move || {
+        crate::workspace::git::command(&dir, &["status", "--short", "--branch"])
+    })
+    .await
+    else {
+        return "git status could not be started".into();
+    };
+    let mut cmd = Command::from(std_cmd);
+    cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("LC_ALL", "C")
         .env("GIT_OPTIONAL_LOCKS", "0");
     match run_bounded(cmd, GIT_STATUS_LIMIT).await {
         Ok(out) if out.is_empty() => "(clean)".into(),

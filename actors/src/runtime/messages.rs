@@ -78,6 +78,16 @@ impl Runtime {
         content: MessageContent,
     ) -> Result<PreparedContent, RuntimeError> {
         let info = handle.shared.info();
+        // The block limit holds for every message, text-only ones included.
+        if let MessageContent::Blocks(blocks) = &content {
+            let max = self.inner.uploads.limits.max_blocks;
+            if blocks.len() > max {
+                return Err(RuntimeError::AttachmentTooLarge(format!(
+                    "the message has {} blocks; at most {max} are taken",
+                    blocks.len()
+                )));
+            }
+        }
         if !content.has_attachments() {
             return Ok(PreparedContent {
                 text: content.text(),

@@ -203,6 +203,7 @@ impl Runtime {
                 tools: tools(RuntimeRef(weak.clone())),
                 sessions: Registry::default(),
                 store: store.clone(),
+                owners: crate::owners::Owners::new(store.clone()),
                 outbox: Default::default(),
                 cluster: Default::default(),
             },
@@ -573,14 +574,20 @@ impl Runtime {
             .await?
     }
 
-    /// Changes a session's settings.
+    /// Changes a session's settings. `ownerId` (an admin's only) reassigns it to
+    /// another existing user, e.g. a revoked user's session, which takes commands
+    /// again once reassigned.
     pub async fn configure(
         &self,
         who: &Principal,
         params: ConfigureParams,
     ) -> Result<SessionInfo, RuntimeError> {
         let handle = self.drivable(who, &params.session_id)?;
-        handle
+        let owner_id = match params.owner_id {
+            Some(owner) => Some(self.reserve_new_owner(who, &handle, owner)?),
+            None => None,
+        };
+        let configured = handle
             .addr
             .send(Configure {
                 model: params.model,
@@ -588,12 +595,77 @@ impl Runtime {
                 vendor: params.vendor.map(VendorId::from),
                 permission_mode: params.permission_mode,
                 title: params.title,
+                owner_id: owner_id.as_ref().map(|(new, _)| new.clone()),
             })
-            .await?
+            .await
+            .map_err(RuntimeError::from)
+            .and_then(|answer| answer);
+        if let Some((new, old)) = owner_id {
+            // The slot moves to the new owner, or goes back if nothing changed.
+            let freed = if configured.is_ok() { old } else { new };
+            if let Some(mut owned) = self.inner.owned.get_mut(&freed) {
+                *owned = owned.saturating_sub(1);
+            }
+        }
+        configured
+    }
+
+    /// Checks that `who` may reassign `handle`'s session to `owner` (an admin may, to
+    /// an existing user) and takes one of the new owner's session slots; returns the
+    /// new and the old owner. The caller gives back the old owner's slot once the
+    /// session moved, or the new owner's if it did not.
+    fn reserve_new_owner(
+        &self,
+        who: &Principal,
+        handle: &SessionHandle,
+        owner: String,
+    ) -> Result<(String, String), RuntimeError> {
+        if !who.admin {
+            return Err(RuntimeError::AccessDenied(format!(
+                "{} (only an admin may reassign a session)",
+                handle.shared.peek(|i| i.id.clone())
+            )));
+        }
+        let owner = owner.trim().to_string();
+        if !self.inner.store.user_exists(&owner)? {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "ownerId: no user `{owner}` (tandem user list shows them)"
+            )));
+        }
+        let old = handle.shared.peek(|i| i.owner_id.clone());
+        let max = self.inner.config.max_sessions_per_user;
+        let mut owned = self.inner.owned.entry(owner.clone()).or_insert(0);
+        if owner != old && *owned >= max {
+            return Err(RuntimeError::LimitExceeded(format!(
+                "user `{owner}` already has {max} sessions (--max-sessions-per-user)"
+            )));
+        }
+        *owned += 1;
+        Ok((owner, old))
+    }
+
+    /// Refuses work for session `id` when its owner was revoked (see
+    /// [`crate::owners`]); sessions this node does not run pass.
+    pub(crate) fn owner_allowed(&self, id: &str) -> Result<(), RuntimeError> {
+        let Some(handle) = self.inner.services.sessions.get(id) else {
+            return Ok(());
+        };
+        let owner = handle.shared.peek(|i| i.owner_id.clone());
+        if self.inner.services.owners.revoked(&owner) {
+            return Err(RuntimeError::OwnerRevoked {
+                session: id.to_string(),
+                owner,
+            });
+        }
+        Ok(())
     }
 
     /// Every vendor and whether it can be used here.
     pub fn vendors(&self) -> Vec<VendorInfo> {
-        self.inner.services.catalog.infos()
+        let mut infos = self.inner.services.catalog.infos();
+        infos
+            .iter_mut()
+            .for_each(|info| self.inner.config.confinement.describe(info));
+        infos
     }
 }

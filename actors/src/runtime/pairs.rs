@@ -222,9 +222,15 @@ impl Runtime {
         &self,
         spec: RemoteWorkerSpec,
     ) -> Result<SessionInfo, RuntimeError> {
+        // The owner's roots on this node (a grant in this node's config, else its
+        // roots).
+        let owner = Principal {
+            user_id: spec.owner_id.clone(),
+            admin: false,
+        };
         let cwd = self
-            .resolve_cwd(Some(&spec.cwd))
-            .or_else(|_| self.resolve_cwd(None))?;
+            .resolve_cwd(&owner, Some(&spec.cwd))
+            .or_else(|_| self.resolve_cwd(&owner, None))?;
         let id = spec.worker_id.clone();
         self.new_session(NewSession {
             id: Some(id.clone()),

@@ -65,11 +65,17 @@ impl Runtime {
         strategy: MergeStrategy,
         message: Option<String>,
     ) -> Result<MergeResult, RuntimeError> {
+        // git takes no NUL in an argument: refused as the client's mistake, not run.
+        if message.as_deref().is_some_and(|m| m.contains('\0')) {
+            return Err(RuntimeError::InvalidArgument(
+                "`message` contains a NUL byte".into(),
+            ));
+        }
         let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
         let message = message
             .map(|m| m.trim().to_string())
             .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| format!("tandem: changes of {}", info.title));
+            .unwrap_or_else(|| format!("tandem: changes of {}", info.title.replace('\0', "")));
         let worktree = PathBuf::from(&info.cwd);
         let plan = {
             let (wt, ws, msg) = (worktree.clone(), ws.clone(), message.clone());
@@ -243,8 +249,8 @@ impl Runtime {
         path: String,
     ) -> Result<DirListing, RuntimeError> {
         let info = self.visible(who, session_id)?.shared.info();
-        let (dir, _) = working_dir(&info)?;
-        blocking(move || files::list(&dir, &path)).await
+        let jail = self.jail(&info)?;
+        blocking(move || files::list(&jail()?, &path)).await
     }
 
     /// `GET /sessions/{id}/files/content`.
@@ -255,8 +261,8 @@ impl Runtime {
         path: String,
     ) -> Result<FileContent, RuntimeError> {
         let info = self.visible(who, session_id)?.shared.info();
-        let (dir, _) = working_dir(&info)?;
-        blocking(move || files::read(&dir, &path)).await
+        let jail = self.jail(&info)?;
+        blocking(move || files::read(&jail()?, &path)).await
     }
 
     /// `PUT /sessions/{id}/files/content` (owner only).
@@ -269,8 +275,20 @@ impl Runtime {
         if_match: Option<String>,
     ) -> Result<FileSaved, RuntimeError> {
         let info = self.drivable(who, session_id)?.shared.info();
-        let (dir, _) = working_dir(&info)?;
-        blocking(move || files::write(&dir, &path, &content, if_match.as_deref())).await
+        let jail = self.jail(&info)?;
+        blocking(move || files::write(&jail()?, &path, &content, if_match.as_deref())).await
+    }
+
+    /// What the files API may reach of a session's working directory (made off the
+    /// actors' threads: it looks at the disk).
+    fn jail(
+        &self,
+        info: &SessionInfo,
+    ) -> Result<impl FnOnce() -> Result<files::Jail, WorkspaceError> + Send + 'static, RuntimeError>
+    {
+        let (dir, _) = working_dir(info)?;
+        let private = self.inner.config.private_paths();
+        Ok(move || files::Jail::new(&dir, &private))
     }
 
     /// Start-up: finishes or undoes the merges and discards a crash cut short (their

@@ -177,9 +177,30 @@ impl SessionActor {
         }
     }
 
+    /// Refuses work done for this session's owner once that user was revoked: no turn
+    /// starts (sent, queued, scheduled, delegated or spawned) until an admin
+    /// reassigns the session.
+    pub(super) fn owner_allowed(&self) -> Result<(), RuntimeError> {
+        if self.services.owners.revoked(&self.record.owner_id) {
+            return Err(RuntimeError::OwnerRevoked {
+                session: self.record.id.clone(),
+                owner: self.record.owner_id.clone(),
+            });
+        }
+        Ok(())
+    }
+
     pub(super) fn apply_config(&mut self, change: Configure) -> Result<(), RuntimeError> {
         let catalog = self.services.catalog.clone();
         let mut record = self.record.clone();
+        let new_owner = change.owner_id.filter(|o| *o != record.owner_id);
+        if let Some(owner) = &new_owner {
+            // The adapter of a running turn works with the old owner's MCP token.
+            if self.turn.is_some() {
+                return Err(RuntimeError::RunInProgress(record.id.clone()));
+            }
+            record.owner_id = owner.clone();
+        }
         if let Some(vendor) = change.vendor.filter(|v| *v != record.vendor) {
             if record.vendor_session_id.is_some() {
                 return Err(RuntimeError::Conflict(format!(
@@ -225,10 +246,23 @@ impl SessionActor {
             || record.effort != self.record.effort
             || record.vendor != self.record.vendor
             || record.permission_mode != self.record.permission_mode;
-        if config_changed || record.title != self.record.title {
+        if config_changed || record.title != self.record.title || new_owner.is_some() {
             self.touch();
         }
-        self.record = record;
+        let old_owner = std::mem::replace(&mut self.record, record).owner_id;
+        if let Some(owner) = new_owner {
+            // Whoever held the MCP token so far (the old owner may have asked for it)
+            // must not act as the new owner's session: a new token is minted, and the
+            // next turn starts an adapter that gets it.
+            self.services.mcp.forget(&self.record.id);
+            self.adapter = None;
+            self.emit(
+                None,
+                EventBody::Info {
+                    text: format!("session reassigned from {old_owner} to {owner}"),
+                },
+            );
+        }
         if config_changed {
             if let Some(adapter) = &self.adapter {
                 adapter.do_send(AdapterCommand::Configure {
@@ -302,8 +336,13 @@ impl Handler<StopTask> for SessionActor {
 impl Handler<Configure> for SessionActor {
     type Result = Result<SessionInfo, RuntimeError>;
 
-    fn handle(&mut self, msg: Configure, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Configure, ctx: &mut Context<Self>) -> Self::Result {
+        let reassigned = msg.owner_id.is_some();
         let result = self.apply_config(msg);
+        if result.is_ok() && reassigned {
+            // Messages a revoked owner's session held back run for the new owner.
+            self.dispatch_queued(ctx);
+        }
         self.flush();
         result.map(|()| self.info())
     }

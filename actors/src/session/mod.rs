@@ -68,6 +68,8 @@ pub struct Services {
     pub tools: crate::adapter::Tools,
     /// Reads (replays, turn summaries).
     pub store: crate::store::Store,
+    /// Whether a session's owner was revoked: such a session starts no turn.
+    pub owners: crate::owners::Owners,
     /// Live sessions by id: a parent finds its children here, and a session whose
     /// creation never committed removes itself.
     pub sessions: Registry<SessionHandle>,
@@ -309,4 +311,6 @@ pub struct Configure {
     pub permission_mode: Option<tandem_protocol::PermissionMode>,
     /// New title, trimmed; empty or too long is refused.
     pub title: Option<String>,
+    /// New owner (an admin's reassignment; the runtime checked the user exists).
+    pub owner_id: Option<String>,
 }

@@ -204,6 +204,8 @@ impl SessionActor {
         if msg.content.trim().is_empty() && msg.attachments.is_empty() {
             return Err(RuntimeError::InvalidArgument("content is empty".into()));
         }
+        // Before the rewind, which would otherwise happen with no turn after it.
+        self.owner_allowed()?;
         if self.turn.is_some() {
             return Err(RuntimeError::RunInProgress(self.record.id.clone()));
         }

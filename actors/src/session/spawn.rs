@@ -88,6 +88,20 @@ impl Handler<Kick> for SessionActor {
     type Result = bool;
 
     fn handle(&mut self, _: Kick, ctx: &mut Context<Self>) -> bool {
+        if self.record.pending_prompt.is_none() {
+            return false;
+        }
+        if let Err(e) = self.owner_allowed() {
+            // The prompt is kept: the child is not started for a revoked owner.
+            self.emit(
+                None,
+                tandem_protocol::EventBody::Error {
+                    message: format!("spawned session could not start: {e}"),
+                },
+            );
+            self.flush();
+            return false;
+        }
         let Some(prompt) = self.record.pending_prompt.take() else {
             return false;
         };

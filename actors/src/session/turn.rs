@@ -176,6 +176,7 @@ impl SessionActor {
         delegation: Option<(TurnDelegation, String)>,
         ctx: &mut Context<Self>,
     ) -> Result<String, RuntimeError> {
+        self.owner_allowed()?;
         let adapter = self.adapter(ctx)?;
         self.record.turn_count += 1;
         let turn_id = format!("turn_{}", self.record.turn_count);
@@ -316,6 +317,10 @@ impl SessionActor {
         if self.turn.is_some() || !self.background.is_empty() || self.record.queued.is_empty() {
             return;
         }
+        if self.owner_allowed().is_err() {
+            // Kept, not dropped: they run once an admin reassigns the session.
+            return;
+        }
         let next = self.record.queued.remove(0);
         self.touch();
         if let Err(e) = self.start_turn_with(next.text, next.attachments, next.internal, None, ctx)
@@ -344,6 +349,8 @@ impl SessionActor {
         if msg.content.trim().is_empty() && msg.attachments.is_empty() {
             return Err(RuntimeError::InvalidArgument("content is empty".into()));
         }
+        // Also when it would only be queued.
+        self.owner_allowed()?;
         let busy = self.turn.is_some() || !self.background.is_empty();
         if self.turn.is_some() && !msg.queue {
             return Err(RuntimeError::RunInProgress(self.record.id.clone()));

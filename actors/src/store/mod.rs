@@ -47,6 +47,12 @@ CREATE TABLE IF NOT EXISTS users (
     admin INTEGER NOT NULL,
     created_at INTEGER NOT NULL
 );
+-- Users removed with `tandem user revoke` (until one of that id is added again): their
+-- sessions accept no command until an admin reassigns or archives them.
+CREATE TABLE IF NOT EXISTS revoked_users (
+    id TEXT PRIMARY KEY,
+    revoked_at INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
     record TEXT NOT NULL

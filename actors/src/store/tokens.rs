@@ -158,7 +158,27 @@ impl Store {
                 "user `{id}` already exists"
             )));
         }
+        // A user of a revoked id is that user again: its sessions take commands.
+        self.with_reader(|conn| conn.execute("DELETE FROM revoked_users WHERE id = ?1", [id]))?;
         Ok(token)
+    }
+
+    /// True when a user of this id exists now.
+    pub fn user_exists(&self, id: &str) -> Result<bool, RuntimeError> {
+        self.with_reader(|conn| {
+            conn.prepare_cached("SELECT 1 FROM users WHERE id = ?1")?
+                .exists([id])
+        })
+    }
+
+    /// True when the user was removed with [`Store::revoke_user`] and not added again.
+    /// An id that never was a user here is not revoked (in a cluster, a session's
+    /// owner may be a user of another node).
+    pub fn user_revoked(&self, id: &str) -> Result<bool, RuntimeError> {
+        self.with_reader(|conn| {
+            conn.prepare_cached("SELECT 1 FROM revoked_users WHERE id = ?1")?
+                .exists([id])
+        })
     }
 
     /// Every user, sorted by id.
@@ -177,10 +197,22 @@ impl Store {
     }
 
     /// Removes a user: its token stops working (within a second on a running
-    /// server). Its sessions stay. False when there was no such user.
+    /// server). Its sessions stay, and are marked as a revoked user's (see
+    /// [`Store::user_revoked`]) in the same transaction. False when there was no such
+    /// user.
     pub fn revoke_user(&self, id: &str) -> Result<bool, RuntimeError> {
-        let removed =
-            self.with_reader(|conn| conn.execute("DELETE FROM users WHERE id = ?1", [id]))?;
+        let removed = self.with_reader(|conn| {
+            let tx = conn.unchecked_transaction()?;
+            let removed = tx.execute("DELETE FROM users WHERE id = ?1", [id])?;
+            if removed > 0 {
+                tx.execute(
+                    "INSERT OR REPLACE INTO revoked_users (id, revoked_at) VALUES (?1, ?2)",
+                    params![id, now_ms() as i64],
+                )?;
+            }
+            tx.commit()?;
+            Ok(removed)
+        })?;
         if removed > 0 && id == crate::access::ADMIN_USER {
             let _ = std::fs::remove_file(self.data_dir().join(ADMIN_TOKEN_FILE));
         }
@@ -230,6 +262,12 @@ impl Store {
                 ],
             )
         })?;
+        self.with_reader(|conn| {
+            conn.execute(
+                "DELETE FROM revoked_users WHERE id = ?1",
+                [crate::access::ADMIN_USER],
+            )
+        })?;
         Ok((inserted > 0).then_some(token))
     }
 
@@ -245,6 +283,21 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_revoked_user_stays_marked_until_added_again() {
+        let dir = crate::testkit::Scratch::new("revoked");
+        let store = Store::open(&dir.path().join("data")).unwrap();
+        assert!(!store.user_revoked("carol").unwrap(), "never a user");
+        store.add_user("carol", false).unwrap();
+        assert!(store.user_exists("carol").unwrap());
+        assert!(store.revoke_user("carol").unwrap());
+        assert!(!store.user_exists("carol").unwrap());
+        assert!(store.user_revoked("carol").unwrap());
+        assert!(!store.revoke_user("carol").unwrap(), "gone already");
+        store.add_user("carol", false).unwrap();
+        assert!(!store.user_revoked("carol").unwrap(), "added again");
+    }
 
     #[test]
     fn digests_compare() {

@@ -56,6 +56,9 @@ impl crate::adapter::ToolHost for ToolRouter {
         let name = name.to_string();
         Box::pin(async move {
             let rt = runtime.upgrade().ok_or(ToolError::ShuttingDown)?;
+            // A revoked owner's session acts for no one (MCP refuses it earlier; this
+            // covers `tool.call` and the scripted `/tool`).
+            rt.owner_allowed(&caller)?;
             let args = match arguments {
                 Value::Object(map) => Value::Object(map),
                 Value::Null => Value::Object(Map::new()),

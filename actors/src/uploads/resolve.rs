@@ -205,12 +205,10 @@ fn write(
                         text.trim_end()
                     ));
                 } else {
-                    let rel = format!("{SAVED_DIR}/{}-{name}", &upload.sha256[..12]);
-                    let target = cwd.join(&rel);
-                    if !target.exists() {
-                        std::fs::create_dir_all(cwd.join(SAVED_DIR))?;
-                        std::fs::write(&target, &bytes)?;
-                        out.saved.push(target);
+                    let file_name = format!("{}-{name}", &upload.sha256[..12]);
+                    let rel = format!("{SAVED_DIR}/{file_name}");
+                    if save(cwd, &file_name, &bytes)? {
+                        out.saved.push(cwd.join(&rel));
                     }
                     extra.push(format!(
                         "[Attached file {name} ({}, {} bytes), saved at {rel}]",
@@ -243,6 +241,71 @@ fn write(
     out.text = texts.join("\n\n");
     out.attachments.prompt_text = extra.join("\n\n");
     Ok(())
+}
+
+/// Saves `bytes` as `file_name` in the working directory's [`SAVED_DIR`], creating
+/// it, following no link: a link (or anything but a directory) in the place of
+/// [`SAVED_DIR`], or in the place of the file, is refused and nothing is written, so
+/// a message cannot write outside the working directory. False when the same file
+/// was saved already.
+fn save(cwd: &Path, file_name: &str, bytes: &[u8]) -> Result<bool, RuntimeError> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    use rustix::io::Errno;
+    use std::io::Write as _;
+    let refused = |what: &str| {
+        RuntimeError::InvalidAttachment(format!(
+            "{what} in the session's working directory is a symbolic link or not a \
+             directory; nothing was saved"
+        ))
+    };
+    let os =
+        |e: Errno| RuntimeError::InvalidAttachment(format!("saving {SAVED_DIR}/{file_name}: {e}"));
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let root = rustix::fs::open(cwd, dir_flags, Mode::empty()).map_err(|e| {
+        RuntimeError::InvalidAttachment(format!("the session's working directory: {e}"))
+    })?;
+    match rustix::fs::mkdirat(&root, SAVED_DIR, Mode::from_raw_mode(0o755)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(os(e)),
+    }
+    let dir = rustix::fs::openat(
+        &root,
+        SAVED_DIR,
+        dir_flags | OFlags::NOFOLLOW,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        Errno::LOOP | Errno::NOTDIR => refused(SAVED_DIR),
+        e => os(e),
+    })?;
+    let created = rustix::fs::openat(
+        &dir,
+        file_name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    );
+    let fd = match created {
+        Ok(fd) => fd,
+        Err(Errno::EXIST) => {
+            // Saved by an earlier message (the name carries the digest), unless
+            // something else took its place.
+            let stat =
+                rustix::fs::statat(&dir, file_name, AtFlags::SYMLINK_NOFOLLOW).map_err(os)?;
+            if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+                return Err(refused(&format!("{SAVED_DIR}/{file_name}")));
+            }
+            return Ok(false);
+        }
+        Err(e) => return Err(os(e)),
+    };
+    let mut file = std::fs::File::from(fd);
+    if let Err(e) = file.write_all(bytes) {
+        let _ = rustix::fs::unlinkat(&dir, file_name, AtFlags::empty());
+        return Err(RuntimeError::InvalidAttachment(format!(
+            "saving {SAVED_DIR}/{file_name}: {e}"
+        )));
+    }
+    Ok(true)
 }
 
 fn image(uploads: &Uploads, upload: Upload, out: &mut Resolved) {

@@ -31,6 +31,7 @@ pub fn diff(
     let mut args = vec![
         "diff",
         "--no-ext-diff",
+        "--no-textconv",
         "--no-color",
         "--no-renames",
         against.rev.as_str(),
@@ -57,7 +58,16 @@ pub fn diff(
         let left = cap.saturating_sub(text.len());
         let (piece, cut) = git::capped(
             &top,
-            &["diff", "--no-index", "--no-color", "--", "/dev/null", file],
+            &[
+                "diff",
+                "--no-index",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-color",
+                "--",
+                "/dev/null",
+                file,
+            ],
             left,
         )?;
         text.extend_from_slice(&piece);

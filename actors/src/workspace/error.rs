@@ -29,6 +29,17 @@ pub enum WorkspaceError {
     /// The path leads outside the working directory.
     #[error("{0} leads outside the session's working directory")]
     PathOutside(String),
+    /// The path leads into a git directory or the server's own data (tokens,
+    /// config), which are never served (`PATH_OUTSIDE_WORKSPACE`).
+    #[error("{0} leads into a git directory or the server's private data, which are not served")]
+    PathPrivate(String),
+    /// A write whose path passes through a symbolic link (`PATH_OUTSIDE_WORKSPACE`):
+    /// files are written only where their path really is.
+    #[error("{0} passes through a symbolic link; files are not written through links")]
+    ThroughLink(String),
+    /// The OS refused the server access (`ACCESS_DENIED`).
+    #[error("{0}")]
+    AccessDenied(String),
     /// Nothing exists at the path.
     #[error("no file or directory {0}")]
     NoSuchFile(String),
@@ -82,7 +93,10 @@ impl WorkspaceError {
             WorkspaceError::SessionBusy(_) => ErrorCode::SessionBusy,
             WorkspaceError::BaseDirty { .. } => ErrorCode::BaseDirty,
             WorkspaceError::MergeConflict { .. } => ErrorCode::MergeConflict,
-            WorkspaceError::PathOutside(_) => ErrorCode::PathOutsideWorkspace,
+            WorkspaceError::PathOutside(_)
+            | WorkspaceError::PathPrivate(_)
+            | WorkspaceError::ThroughLink(_) => ErrorCode::PathOutsideWorkspace,
+            WorkspaceError::AccessDenied(_) => ErrorCode::AccessDenied,
             WorkspaceError::NoSuchFile(_) => ErrorCode::NoSuchFile,
             WorkspaceError::BinaryFile(_) => ErrorCode::BinaryFile,
             WorkspaceError::FileTooLarge { .. } => ErrorCode::FileTooLarge,

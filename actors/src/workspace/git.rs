@@ -1,5 +1,10 @@
 //! Running the `git` binary: one process per command, in a given directory, with a
 //! fixed locale and no prompts. Blocking: call from a blocking thread.
+//!
+//! A repository's configuration can make git run commands: `core.fsmonitor` at every
+//! status, hooks, filter, merge and diff drivers. Agents write that configuration (a
+//! shared session works in the repository itself), so every git process the server
+//! starts turns those settings off: a config an agent wrote never runs as the server.
 
 use std::io::Read;
 use std::path::Path;
@@ -10,18 +15,86 @@ use super::WorkspaceError;
 /// A `git` command in `dir` with the environment every call needs: no terminal
 /// prompts, no pager, messages in English (quoted in errors).
 pub fn command(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = bare_command(dir);
+    for (key, value) in neutral_drivers(dir) {
+        cmd.arg("-c").arg(format!("{key}={value}"));
+    }
+    cmd.args(args);
+    cmd
+}
+
+/// Settings given to every git process so that nothing in a repository's
+/// configuration runs a command: no fsmonitor daemon, no hooks, no signing program,
+/// no editor, askpass or credential helper, no automatic maintenance.
+const SAFE_SETTINGS: &[&str] = &[
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.editor=true",
+    "sequence.editor=true",
+    "core.askPass=",
+    "credential.helper=",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "diff.external=",
+];
+
+/// A `git -C dir` process with [`SAFE_SETTINGS`] and the environment every call
+/// needs (no prompts, no pager, English messages), before its arguments.
+fn bare_command(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
-    cmd.arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
+    cmd.arg("-C").arg(dir);
+    for setting in SAFE_SETTINGS {
+        cmd.arg("-c").arg(setting);
+    }
+    cmd.env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_PAGER", "cat")
         .env("LC_ALL", "C")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_EXTERNAL_DIFF")
+        .env_remove("GIT_ASKPASS")
+        .env_remove("GIT_SSH_COMMAND")
         .stdin(Stdio::null());
     cmd
+}
+
+/// Overrides for the filter, merge and diff drivers the repository at `dir`
+/// configures (they are named by `.gitattributes`, which agents write too): each
+/// command is replaced by one that does the default thing and runs nothing of the
+/// repository's. Reading the configuration runs nothing itself.
+fn neutral_drivers(dir: &Path) -> Vec<(String, &'static str)> {
+    let out = bare_command(dir)
+        .args([
+            "config",
+            "--null",
+            "--get-regexp",
+            r"^(filter|merge|diff)\..+\.(clean|smudge|process|driver|textconv|command)$",
+        ])
+        .stderr(Stdio::null())
+        .output();
+    let Ok(out) = out else {
+        return Vec::new();
+    };
+    out.stdout
+        .split(|b| *b == 0)
+        .filter_map(|entry| {
+            let key = String::from_utf8_lossy(entry.split(|b| *b == b'\n').next()?).into_owned();
+            let value = match key.rsplit('.').next()? {
+                // An empty long-running filter is none; `cat` is the identity.
+                "process" => "",
+                "clean" | "smudge" | "textconv" => "cat",
+                // The built-in three-way merge of text.
+                "driver" => "git merge-file -q -- %A %O %B",
+                // Diffs run with `--no-ext-diff`; an unset command is also none.
+                "command" => "",
+                _ => return None,
+            };
+            Some((key, value))
+        })
+        .collect()
 }
 
 /// Runs a command that commits (and must succeed), giving git a committer identity
@@ -42,7 +115,7 @@ pub fn run_committing(dir: &Path, args: &[&str]) -> Result<String, WorkspaceErro
         }
     }
     let out = cmd.output().map_err(|source| WorkspaceError::Io {
-        path: format!("git (in {})", dir.display()),
+        path: "git".into(),
         source,
     })?;
     if out.status.success() {
@@ -54,9 +127,7 @@ pub fn run_committing(dir: &Path, args: &[&str]) -> Result<String, WorkspaceErro
 
 /// True when git would find a committer identity in the configuration at `dir`.
 fn has_identity(dir: &Path) -> bool {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    bare_command(dir)
         .args(["config", "--get", "user.email"])
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -69,7 +140,7 @@ pub fn output(dir: &Path, args: &[&str]) -> Result<Output, WorkspaceError> {
     command(dir, args)
         .output()
         .map_err(|source| WorkspaceError::Io {
-            path: format!("git (in {})", dir.display()),
+            path: "git".into(),
             source,
         })
 }
@@ -105,7 +176,7 @@ pub fn capped(dir: &Path, args: &[&str], cap: usize) -> Result<(Vec<u8>, bool), 
         .stderr(Stdio::null())
         .spawn()
         .map_err(|source| WorkspaceError::Io {
-            path: format!("git (in {})", dir.display()),
+            path: "git".into(),
             source,
         })?;
     let mut buf = Vec::new();

@@ -18,7 +18,14 @@
 //! - `mode` → the mode last set with `session/set_mode`;
 //! - `history` → how many prompts this agent session has seen (across `session/load`,
 //!   which replays them as updates the client must not show);
+//! - `read PATH` → `read: CONTENT`, or `read failed: ERROR` (the OS's words);
+//! - `write PATH TEXT` → writes TEXT to PATH: `wrote PATH`, or `write failed: ERROR`;
+//! - `run COMMAND` → runs `sh -c COMMAND` (a child of the agent, as an agent's shell
+//!   is): `ran: STATUS STDOUT STDERR`;
 //! - anything else → `echo: TEXT`.
+//!
+//! A relative `FAKE_ACP_STATE` is resolved against the agent's working directory, and
+//! the directory is made if missing.
 //!
 //! Sessions live in the process only; `session/load` of an id this process never
 //! created answers an error (the way an agent that lost its transcript does), except
@@ -82,6 +89,9 @@ fn prompts_seen(session: &str) -> Option<u64> {
 fn count_prompt(session: &str) -> u64 {
     let n = prompts_seen(session).unwrap_or(0) + 1;
     if let Some(path) = state_file(session) {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
         let _ = std::fs::write(path, n.to_string());
     }
     n
@@ -290,6 +300,29 @@ fn prompt(
             out.chunk(session, &format!("mode: {m}"));
         }
         "history" => out.chunk(session, &format!("prompts: {n}")),
+        "read" => match std::fs::read_to_string(rest) {
+            Ok(text) => out.chunk(session, &format!("read: {text}")),
+            Err(e) => out.chunk(session, &format!("read failed: {e}")),
+        },
+        "write" => {
+            let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            match std::fs::write(path, text) {
+                Ok(()) => out.chunk(session, &format!("wrote {path}")),
+                Err(e) => out.chunk(session, &format!("write failed: {e}")),
+            }
+        }
+        "run" => match std::process::Command::new("sh").args(["-c", rest]).output() {
+            Ok(o) => out.chunk(
+                session,
+                &format!(
+                    "ran: {} {} {}",
+                    o.status.code().unwrap_or(-1),
+                    String::from_utf8_lossy(&o.stdout).trim(),
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+            ),
+            Err(e) => out.chunk(session, &format!("run failed: {e}")),
+        },
         // A command whose result comes after the prompt's answer (`late`), or never
         // (`unfinished`), as codex-acp now and then sends it.
         "late" | "unfinished" => {

@@ -35,8 +35,7 @@ pub fn spawn<A>(
 where
     A: Actor<Context = Context<A>> + Handler<Incoming> + Handler<Exited>,
 {
-    let mut cmd = process.command();
-    cmd.current_dir(cwd);
+    let cmd = process.command_in(cwd);
     supervisor::spawn(cmd, generation, hub, to, "acp agent", move |line| {
         if line.trim().is_empty() {
             return None;

@@ -80,10 +80,8 @@ pub async fn check(process: Option<&VendorProcess>) -> Health {
 
 /// `claude auth status` (JSON with `loggedIn`); `None` when it cannot tell.
 async fn logged_in(process: &VendorProcess) -> Option<bool> {
-    let mut cmd = tokio::process::Command::new(&process.bin);
+    let mut cmd = process.bare_command(None);
     cmd.args(["auth", "status"])
-        .env_clear()
-        .envs(process.environment())
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true);

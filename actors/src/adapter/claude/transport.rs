@@ -135,8 +135,8 @@ pub fn spawn<A>(
 where
     A: Actor<Context = Context<A>> + Handler<StdoutLine> + Handler<Exited>,
 {
-    let mut cmd = process.command();
-    cmd.args(args).current_dir(cwd);
+    let mut cmd = process.command_in(cwd);
+    cmd.args(args);
     // MCP tools are otherwise deferred behind the CLI's ToolSearch tool.
     if !process.env.contains_key("ENABLE_TOOL_SEARCH") {
         cmd.env("ENABLE_TOOL_SEARCH", "false");

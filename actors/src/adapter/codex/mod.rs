@@ -110,10 +110,13 @@ impl AdapterFactory for Factory {
     }
 
     fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
-        let server = self.hub.server_for(&ctx.owner_id, &self.process);
-        Ok(thread::CodexThread::new(ctx, server, self.hub.limits)
-            .start()
-            .recipient())
+        let server = self.hub.server_for(&ctx.owner_id, &ctx.cwd, &self.process);
+        let confined = self.process.confine.is_some();
+        Ok(
+            thread::CodexThread::new(ctx, server, self.hub.limits, confined)
+                .start()
+                .recipient(),
+        )
     }
 
     fn probe(&self) -> Option<LocalFuture<Health>> {

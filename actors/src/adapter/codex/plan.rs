@@ -13,8 +13,28 @@ use super::wire::{
 };
 use actix::{Addr, Recipient};
 
-/// Approval policy and sandbox for a permission mode.
-pub fn policy(mode: PermissionMode) -> (ApprovalPolicy, SandboxMode) {
+/// Approval policy and sandbox for a permission mode. `confined`: the app-server runs
+/// under tandem's Landlock ruleset (`adapter::confine`), in which Codex's own sandbox
+/// (bubblewrap, which needs `mount`) cannot start, so a sandboxed command would fail.
+/// There, tandem's ruleset is the sandbox (writes only in the working directory, the
+/// Codex home and a private temporary directory) and Codex runs its commands
+/// unsandboxed inside it; what Codex's sandbox also gave is kept through approvals:
+/// read-only (plan) asks before every edit and every command not known to be
+/// harmless. Codex's network block does not apply then.
+pub fn policy(mode: PermissionMode, confined: bool) -> (ApprovalPolicy, SandboxMode) {
+    if confined {
+        return match mode {
+            PermissionMode::Default | PermissionMode::Plan => {
+                (ApprovalPolicy::Untrusted, SandboxMode::DangerFullAccess)
+            }
+            PermissionMode::AcceptEdits => {
+                (ApprovalPolicy::OnRequest, SandboxMode::DangerFullAccess)
+            }
+            PermissionMode::BypassPermissions => {
+                (ApprovalPolicy::Never, SandboxMode::DangerFullAccess)
+            }
+        };
+    }
     match mode {
         // Ask before anything that is not known to be harmless.
         PermissionMode::Default => (ApprovalPolicy::Untrusted, SandboxMode::WorkspaceWrite),

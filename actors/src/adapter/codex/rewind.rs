@@ -34,7 +34,7 @@ impl CodexThread {
             let _ = done.send(Ok(()));
             return;
         }
-        let (approval_policy, sandbox) = policy(self.settings.permission_mode);
+        let (approval_policy, sandbox) = policy(self.settings.permission_mode, self.confined);
         let model = Some(self.settings.model.clone()).filter(|m| !m.is_empty());
         let fork = ThreadForkParams {
             thread_id: thread_id.clone(),
@@ -103,7 +103,7 @@ impl CodexThread {
             old_conn.unroute(old);
         }
         conn.route(&forked, ctx.address().recipient::<ThreadInbound>());
-        let (approval_policy, sandbox) = policy(self.settings.permission_mode);
+        let (approval_policy, sandbox) = policy(self.settings.permission_mode, self.confined);
         self.applied = Some(Applied {
             generation: conn.generation(),
             approval_policy,

@@ -83,14 +83,27 @@ impl CodexHub {
         }
     }
 
-    /// The owner's app-server actor, started (on the caller's arbiter) if needed.
-    pub fn server_for(&self, owner_id: &str, process: &VendorProcess) -> Addr<AppServer> {
+    /// The owner's app-server actor, started (on the caller's arbiter) if needed. A
+    /// confined process may use only its working directory, so confined app-servers
+    /// are one per owner and working directory `cwd`.
+    pub fn server_for(
+        &self,
+        owner_id: &str,
+        cwd: &std::path::Path,
+        process: &VendorProcess,
+    ) -> Addr<AppServer> {
+        let workdir = process.confine.as_ref().map(|_| cwd.to_path_buf());
+        let key = match &workdir {
+            Some(dir) => format!("{owner_id}\0{}", dir.display()),
+            None => owner_id.to_string(),
+        };
         let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(addr) = servers.get(owner_id).filter(|a| a.connected()) {
+        if let Some(addr) = servers.get(&key).filter(|a| a.connected()) {
             return addr.clone();
         }
-        let addr = AppServer::new(owner_id.to_string(), process.clone(), self.limits).start();
-        servers.insert(owner_id.to_string(), addr.clone());
+        let addr =
+            AppServer::new(owner_id.to_string(), workdir, process.clone(), self.limits).start();
+        servers.insert(key, addr.clone());
         addr
     }
 }
@@ -98,6 +111,8 @@ impl CodexHub {
 /// The adapter actor for one owner's app-server process.
 pub struct AppServer {
     owner_id: String,
+    /// The working directory a confined process is started in (and allowed).
+    workdir: Option<std::path::PathBuf>,
     process: VendorProcess,
     limits: Limits,
     /// The live process, once started and initialized.
@@ -111,9 +126,15 @@ pub struct AppServer {
 }
 
 impl AppServer {
-    fn new(owner_id: String, process: VendorProcess, limits: Limits) -> AppServer {
+    fn new(
+        owner_id: String,
+        workdir: Option<std::path::PathBuf>,
+        process: VendorProcess,
+        limits: Limits,
+    ) -> AppServer {
         AppServer {
             owner_id,
+            workdir,
             process,
             limits,
             conn: None,
@@ -189,7 +210,10 @@ impl Handler<Connect> for AppServer {
         self.conn = None;
         self.started += 1;
         let generation = self.started;
-        let mut cmd = self.process.command();
+        let mut cmd = match &self.workdir {
+            Some(dir) => self.process.command_in(dir),
+            None => self.process.command(),
+        };
         cmd.arg("app-server");
         let spawned = Connection::spawn(cmd, generation, Some(ctx.address().recipient()));
         let conn = match spawned {

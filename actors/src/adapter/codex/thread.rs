@@ -40,6 +40,9 @@ pub struct CodexThread {
     pub(super) limits: Limits,
     /// Settings as the session last gave them.
     pub(super) settings: TurnSettings,
+    /// The app-server runs confined (tandem's Landlock ruleset), where Codex's own
+    /// sandbox cannot start: see [`super::plan::policy`].
+    pub(super) confined: bool,
     /// Codex's thread id (our `vendorSessionId`), once started.
     pub(super) thread_id: Option<String>,
     /// The connection the thread is loaded on.
@@ -64,7 +67,12 @@ pub struct CodexThread {
 
 impl CodexThread {
     /// The adapter for the session in `ctx`, on the owner's app-server `server`.
-    pub fn new(ctx: AdapterContext, server: Addr<AppServer>, limits: Limits) -> CodexThread {
+    pub fn new(
+        ctx: AdapterContext,
+        server: Addr<AppServer>,
+        limits: Limits,
+        confined: bool,
+    ) -> CodexThread {
         let emitter = ctx.emitter();
         CodexThread {
             session_id: ctx.session_id,
@@ -75,6 +83,7 @@ impl CodexThread {
             server,
             limits,
             settings: ctx.settings,
+            confined,
             thread_id: ctx.vendor_session_id,
             conn: None,
             instructions: None,

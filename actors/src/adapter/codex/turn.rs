@@ -70,7 +70,7 @@ impl CodexThread {
                 }
             }
         }
-        let (approval_policy, sandbox) = policy(self.settings.permission_mode);
+        let (approval_policy, sandbox) = policy(self.settings.permission_mode, self.confined);
         let known = self.live_conn();
         let instructions = self.settings.system_prompt.clone();
         let mut input: Vec<UserInput> = Vec::new();
