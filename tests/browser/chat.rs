@@ -130,9 +130,10 @@ async fn create_send_stream_stop_and_queue() {
         vec![],
     )
     .await;
-    page.send(&id, "/stream 3000\n/sleep 800\nall **done**")
+    page.send(&id, "/stream 3000\n/hold shown\nall **done**")
         .await;
     page.wait_text(&id, ".msg.assistant", "chunk 2999").await;
+    page.server.release("shown").await;
     page.wait_text(&id, ".msg.assistant strong", "done").await;
     page.wait_text(&id, ".turn-end.completed", "Turn completed")
         .await;
@@ -153,7 +154,7 @@ async fn create_send_stream_stop_and_queue() {
         .await;
 
     // Stop with Esc.
-    page.send(&id, "/sleep 60000").await;
+    page.send(&id, "/hold never").await;
     b.wait(
         "running status",
         "document.querySelector('.chat .status.st-running')",
@@ -168,7 +169,7 @@ async fn create_send_stream_stop_and_queue() {
         .await;
 
     // Queue while a turn runs, then stop it with the button: the queued one runs next.
-    page.send(&id, "/sleep 60000").await;
+    page.send(&id, "/hold never").await;
     b.wait(
         "running status",
         "document.querySelector('.chat .status.st-running') && !document.querySelector('.chat .stop').disabled",
@@ -422,7 +423,7 @@ async fn keyboard_only_create_send_and_stop() {
         .as_str()
         .unwrap()
         .to_string();
-    b.keys_text("/sleep 60000\u{E007}").await;
+    b.keys_text("/hold never\u{E007}").await;
     b.wait(
         "running status",
         "document.querySelector('.chat .status.st-running')",

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tandem_tests::{eventually, Browser, Server, ServerOptions, TempDir};
 
 use crate::{create_session, Page};
@@ -40,7 +40,7 @@ async fn the_queue_lives_on_the_server_and_background_work_asks_first() {
     let b = &page.browser;
     let id = create_session(&page, "queue").await;
     page.open_session(&id).await;
-    page.send(&id, "/sleep 60000").await;
+    page.send(&id, "/hold never").await;
     b.wait(
         "running",
         &format!(
@@ -175,19 +175,11 @@ async fn hand_off_and_change_settings_with_refusals_shown() {
         "plan",
     )
     .await;
-    let mut info = Value::Null;
-    for _ in 0..100 {
-        info = page.server.get(&format!("/api/v1/sessions/{id}")).await.1;
-        if info["effort"] == "high" && info["permissionMode"] == "plan" {
-            break;
-        }
-        actix_rt::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        (info["effort"].clone(), info["permissionMode"].clone()),
-        (json!("high"), json!("plan")),
-        "{info}"
-    );
+    eventually("the session to be configured", async || {
+        let (_, info) = page.server.get(&format!("/api/v1/sessions/{id}")).await;
+        (info["effort"] == "high" && info["permissionMode"] == "plan").then_some(())
+    })
+    .await;
     page.wait_text(&id, ".meta", "high").await;
 
     // Hand off: the dialog takes vendor, model and effort; the new session opens.
@@ -625,8 +617,16 @@ async fn notifications_with_consent_and_a_title_that_counts_attention() {
     // A turn that ends while the tab is hidden: a notification, and the title counts it.
     b.exec("window.__tandem.setHidden(true);", vec![]).await;
     let mut ws = page.ws().await;
-    ws.ok(json!({"type": "chat.send", "sessionId": a, "content": "/sleep 200\nfinished"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": a, "content": "/hold hidden\nfinished"}))
         .await;
+    b.wait(
+        "the row running",
+        &format!(
+            "document.querySelector('.session-list a[data-id=\"{a}\"]')?.dataset.status === 'running'"
+        ),
+    )
+    .await;
+    page.server.release("hidden").await;
     b.wait(
         "a notification",
         "window.__tandem.notifications.some(n => n.title === 'watched: turn completed')",

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use tandem_tests::eventually_within;
 
 use crate::{create_session, Page};
 
@@ -65,13 +66,12 @@ async fn a_hundred_thousand_events_open_fast_with_a_bounded_dom() {
     for content in ["/stream 100000".to_string(), lines.join("\n")] {
         ws.ok(json!({"type": "chat.send", "sessionId": id, "content": content}))
             .await;
-        for _ in 0..1200 {
+        // A long turn: bounded well past the default poll limit.
+        eventually_within("the turn to end", Duration::from_secs(120), async || {
             let (_, info) = page.server.get(&format!("/api/v1/sessions/{id}")).await;
-            if info["status"] == "idle" {
-                break;
-            }
-            actix_rt::time::sleep(Duration::from_millis(100)).await;
-        }
+            (info["status"] == "idle").then_some(())
+        })
+        .await;
     }
     let (_, info) = page.server.get(&format!("/api/v1/sessions/{id}")).await;
     let last_seq = info["lastSeq"].as_u64().unwrap_or(0);

@@ -33,7 +33,7 @@ async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
     page.open_session(&d).await;
     page.send(
         &d,
-        r#"/tool send_to_partner {"message": "Run the test suite and report failures\n/sleep 2500\nworker done: **12 passed**"}"#,
+        r#"/tool send_to_partner {"message": "Run the test suite and report failures\n/hold worker\nworker done: **12 passed**"}"#,
     )
     .await;
     // The pair appears: Driver and Worker side by side, the delegation in flight.
@@ -74,6 +74,7 @@ async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
     b.screenshot("phone-split").await;
     page.assert_accessible("phone split").await;
     b.resize(1280, 800).await;
+    page.server.release("worker").await;
     // The result arrives in the Worker, and in the Driver's tool card.
     page.wait_text(&w, ".msg.assistant strong", "12 passed")
         .await;
@@ -106,7 +107,7 @@ async fn a_delegation_shows_in_the_split_view_and_the_pair_can_be_steered() {
     // interrupt_partner from the bar stops a detached delegation.
     page.send(
         &d,
-        r#"/tool send_to_partner {"message": "long job\n/sleep 60000", "wait": false}"#,
+        r#"/tool send_to_partner {"message": "long job\n/hold never", "wait": false}"#,
     )
     .await;
     b.wait(

@@ -18,7 +18,7 @@ async fn a_server_restart_loses_and_repeats_nothing() {
     page.open_session(&id).await;
     page.send(&id, "alpha").await;
     page.wait_text(&id, ".msg.assistant", "alpha").await;
-    page.send(&id, "/stream 200\n/sleep 60000").await;
+    page.send(&id, "/stream 200\n/hold never").await;
     page.wait_text(&id, ".msg.assistant", "chunk 199").await;
 
     // SIGKILL mid-turn, then the same port again.

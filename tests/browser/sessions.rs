@@ -311,7 +311,7 @@ async fn rename_and_archive_from_the_conversation() {
 
     // A running session is not archived; the dialog says why.
     page.open_session(&busy).await;
-    page.send(&busy, "/sleep 60000").await;
+    page.send(&busy, "/hold never").await;
     b.wait(
         "running status",
         "document.querySelector('.chat .status.st-running')",

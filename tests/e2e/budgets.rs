@@ -5,12 +5,12 @@
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use tandem_tests::bench::server::metric_value;
 use tandem_tests::raw_socket::{client_frame, upgrade};
-use tandem_tests::{Server, ServerOptions};
+use tandem_tests::{eventually_within, Server, ServerOptions};
 
 use crate::assert_contiguous;
 
@@ -71,15 +71,11 @@ async fn a_replay_catches_up_through_a_ring_larger_than_the_budget() {
     ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 5000"}))
         .await;
     // Wait for the turn to end (through REST: nothing is subscribed yet).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    eventually_within("the turn to end", Duration::from_secs(30), async || {
         let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
-        if info["status"] == "idle" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "turn did not end: {info}");
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
+        (info["status"] == "idle").then_some(())
+    })
+    .await;
     // From the start: store pages, then the ring's tail (about 80 KB, more than the
     // 64 KiB budget) in pieces, then live.
     ws.subscribe(&id, 0).await;
@@ -136,19 +132,16 @@ async fn past_the_server_wide_cap_the_client_furthest_behind_is_evicted() {
         )
         .await;
     assert_eq!(status, 202);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, text) = server.get_text("/metrics").await;
-        let closed = metric_value(&text, "tandem_clients_closed_slow_total").unwrap_or(0.0);
-        let queued = metric_value(&text, "tandem_client_queued_bytes").unwrap_or(0.0);
-        assert!(queued <= 1_572_864.0 + 1_048_576.0, "queued {queued} bytes");
-        if closed >= 1.0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "nobody was evicted; {queued} bytes queued"
-        );
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually_within(
+        "a client to be evicted",
+        Duration::from_secs(30),
+        async || {
+            let (_, text) = server.get_text("/metrics").await;
+            let closed = metric_value(&text, "tandem_clients_closed_slow_total").unwrap_or(0.0);
+            let queued = metric_value(&text, "tandem_client_queued_bytes").unwrap_or(0.0);
+            assert!(queued <= 1_572_864.0 + 1_048_576.0, "queued {queued} bytes");
+            (closed >= 1.0).then_some(())
+        },
+    )
+    .await;
 }

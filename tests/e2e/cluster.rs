@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tandem_tests::{NatsServer, Server, WsClient};
+use tandem_tests::{eventually_within, NatsServer, Server, WsClient};
 
 use crate::assert_contiguous;
 
@@ -26,8 +26,8 @@ async fn listed(ws: &mut WsClient) -> Vec<Value> {
     }
 }
 
-/// Polls `ws`'s session list (every 100 ms, at most `limit`) until session `id` is
-/// listed and `ok` holds for it; returns it and how long that took.
+/// Polls `ws`'s session list (at most `limit`) until session `id` is listed and `ok`
+/// holds for it; returns it and how long that took.
 async fn wait_listed(
     ws: &mut WsClient,
     id: &str,
@@ -35,17 +35,15 @@ async fn wait_listed(
     ok: impl Fn(&Value) -> bool,
 ) -> (Value, Duration) {
     let start = Instant::now();
-    loop {
-        let sessions = listed(ws).await;
-        if let Some(s) = sessions.iter().find(|s| s["id"] == id && ok(s)) {
-            return (s.clone(), start.elapsed());
-        }
-        assert!(
-            start.elapsed() < limit,
-            "session {id} not listed as expected within {limit:?}: {sessions:?}"
-        );
-        actix_rt::time::sleep(Duration::from_millis(100)).await;
-    }
+    let what = format!("session {id} listed as expected");
+    let found = eventually_within(&what, limit, async || {
+        listed(ws)
+            .await
+            .into_iter()
+            .find(|s| s["id"] == id && ok(s))
+    })
+    .await;
+    (found, start.elapsed())
 }
 
 /// Waits (at most 20 s) until JetStream holds `last` messages for the session, the
@@ -176,14 +174,16 @@ async fn any_node_serves_any_client() {
     }
     assert_eq!(replayed, first, "replay on B differs from A's history");
     let sent = on_b
-        .ok(json!({"type": "chat.send", "sessionId": id, "content": "/sleep 1500\nfrom b"}))
+        .ok(json!({"type": "chat.send", "sessionId": id, "content": "/hold from-b\nfrom b"}))
         .await;
     assert_eq!(sent["turnId"], "turn_2");
-    // The same errors as on the owner: a second send while the turn runs.
+    // The same errors as on the owner: a second send while the turn runs (held on A,
+    // which runs the session).
     let busy = on_b
         .request(json!({"type": "chat.send", "sessionId": id, "content": "x"}))
         .await;
     assert_eq!(busy["code"], "RUN_IN_PROGRESS", "{busy}");
+    a.release("from-b").await;
     let live = on_b.events_until_turn_end(&id).await;
     assert_contiguous(&live, first.len() as u64 + 1);
     let on_owner = on_a.events_until_turn_end(&id).await;
@@ -228,7 +228,7 @@ async fn a_killed_node_is_unavailable_within_its_lease_and_comes_back() {
     on_a.subscribe(&id, 0).await;
     // Killed mid-turn: events committed but maybe not yet published are published
     // after the restart, each once.
-    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 400\n/sleep 60000"}))
+    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 400\n/hold never"}))
         .await;
     on_a.recv_until(|v| v["sessionId"] == id.as_str() && v["text"] == "chunk 399 ")
         .await;
@@ -283,13 +283,16 @@ async fn a_nats_restart_loses_no_committed_event() {
     let mut on_b = b.ws().await;
     wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
     on_b.subscribe(&id, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 2000\n/sleep 1500\n/stream 2000\ndone"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 2000\n/hold nats-down\n/stream 2000\ndone"}))
         .await;
     ws.recv_until(|v| v["sessionId"] == id.as_str() && v["text"] == "chunk 1999 ")
         .await;
-    // Down while the session commits more; up again on the same store.
-    let nats = nats.restart();
+    // Down while the session commits the rest of the turn; up again on the same store.
+    let mut nats = nats;
+    nats.kill();
+    a.release("nats-down").await;
     let events = ws.events_until_turn_end(&id).await;
+    let nats = nats.start_again();
     let stored = a.all_events(&id).await;
     assert_contiguous(&stored, 1);
     assert_eq!(stored.last(), events.last());
@@ -522,7 +525,7 @@ async fn rest_for_a_remote_session_runs_on_its_owner() {
     let (status, sent) = b
         .post(
             &format!("{session}/messages"),
-            &json!({"content": "/sleep 60000\nslow"}),
+            &json!({"content": "/hold never\nslow"}),
         )
         .await;
     assert_eq!(
@@ -795,7 +798,7 @@ async fn the_queue_of_a_remote_session_is_steered_from_any_node() {
     let id = a.ws().await.create_session().await;
     let mut on_b = b.ws().await;
     wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
-    on_b.ok(json!({"type": "chat.send", "sessionId": id, "content": "/sleep 60000"}))
+    on_b.ok(json!({"type": "chat.send", "sessionId": id, "content": "/hold never"}))
         .await;
     for text in ["first", "second"] {
         let r = on_b
@@ -842,7 +845,7 @@ async fn every_node_lists_the_running_sessions_of_all() {
     let id = on_a.create_session().await;
     let idle = on_a.create_session().await;
     on_a.subscribe(&id, 0).await;
-    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/sleep 60000"}))
+    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/hold never"}))
         .await;
     let listed = tandem_tests::eventually("B lists A's running session", async || {
         let (status, body) = b.get("/api/v1/sessions/running").await;

@@ -318,10 +318,11 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
         .scripted_tool(
             &d,
             "send_to_partner",
-            json!({"message": "/sleep 300\ndetached done", "wait": false}),
+            json!({"message": "/hold detached\ndetached done", "wait": false}),
         )
         .await;
     assert_eq!(out["status"], "running", "{out}");
+    b.release("detached").await;
     let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(got[0].contains("detached done"), "{}", got[0]);
@@ -331,17 +332,19 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
         .scripted_tool(
             &d,
             "send_to_partner",
-            json!({"message": "slow start\n/sleep 2500\nslow end", "timeoutSeconds": 1}),
+            json!({"message": "slow start\n/hold slow\nslow end", "timeoutSeconds": 1}),
         )
         .await;
+    // The Worker stands at the hold: the wait timed out, not the Worker's script.
     assert_eq!(out["status"], "running", "{out}");
+    b.release("slow").await;
     let got = crate::pairs::await_pushbacks(&a, &d, 2).await;
     assert_eq!(got.len(), 2, "{got:?}");
     assert!(got[1].contains("slow end"), "{}", got[1]);
 
     // Busy with a turn of its own: refused as locally.
     let mut on_b = b.ws().await;
-    on_b.ok(json!({"type": "chat.send", "sessionId": w, "content": "/sleep 60000"}))
+    on_b.ok(json!({"type": "chat.send", "sessionId": w, "content": "/hold never"}))
         .await;
     eventually("the Worker to run", async || {
         (status_on(&b, &w).await == "running").then_some(())
@@ -363,7 +366,8 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
     .await;
 
     // Interrupted from the Driver: pushed back once, as partial.
-    detach_running(&mut ws, &d, &b, &w, "half done\n/sleep 60000").await;
+    detach_running(&mut ws, &d, &b, &w, "half done\n/hold never").await;
+    b.wait_held("never").await;
     let (out, _) = ws.scripted_tool(&d, "interrupt_partner", json!({})).await;
     assert_eq!(out["status"], "interrupting", "{out}");
     let got = crate::pairs::await_pushbacks(&a, &d, 3).await;
@@ -378,7 +382,8 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
 
     // Closed while the Worker runs, asked on B (the pair runs on A): the Worker is
     // stopped and leaves; the cut-off delegation is reported once.
-    detach_running(&mut ws, &d, &b, &w, "working\n/sleep 60000").await;
+    detach_running(&mut ws, &d, &b, &w, "working\n/hold never").await;
+    b.wait_held("never").await;
     let pair_id = dinfo["pairId"].as_str().unwrap().to_string();
     let closed = on_b
         .ok(json!({"type": "pair.close", "pairId": pair_id}))
@@ -418,7 +423,7 @@ async fn delegating(server: &Server, d: &str) -> bool {
 async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
     let nats = NatsServer::start();
     let (a, b, mut ws, d, w) = paired_across(&nats).await;
-    detach_running(&mut ws, &d, &b, &w, "begun\n/sleep 60000").await;
+    detach_running(&mut ws, &d, &b, &w, "begun\n/hold never").await;
     // A lists the Worker before its node goes (the directory is 250 ms behind).
     listed_as(&a, &w, |s| s["status"] == "running").await;
     let dir = b.kill();
@@ -511,16 +516,10 @@ async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
 async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back() {
     let nats = NatsServer::start();
     let (a, b, mut ws, d, w) = paired_across(&nats).await;
-    detach_running(
-        &mut ws,
-        &d,
-        &b,
-        &w,
-        "/sleep 1500\nfinished while a was away",
-    )
-    .await;
+    detach_running(&mut ws, &d, &b, &w, "/hold away\nfinished while a was away").await;
     ws.close().await;
     let dir = a.kill();
+    b.release("away").await;
     eventually("the Worker to finish while A is away", async || {
         (status_on(&b, &w).await == "idle").then_some(())
     })
@@ -535,13 +534,16 @@ async fn the_drivers_node_killed_mid_delegation_gets_the_answer_once_when_back()
     let mut ws = a.ws().await;
     let (_, info) = a.get(&format!("/api/v1/sessions/{d}")).await;
     ws.subscribe(&d, info["lastSeq"].as_u64().unwrap()).await;
-    detach_running(&mut ws, &d, &b, &w, "/sleep 1000\nended during the outage").await;
+    detach_running(&mut ws, &d, &b, &w, "/hold outage\nended during the outage").await;
     nats.pause();
+    // Released through B's own HTTP port: the turn ends while NATS answers nothing,
+    // so its report can only wait (its first try waits for an answer until NATS is
+    // back).
+    b.release("outage").await;
     eventually("the Worker to finish during the outage", async || {
         (status_on(&b, &w).await == "idle").then_some(())
     })
     .await;
-    actix_rt::time::sleep(std::time::Duration::from_secs(2)).await;
     nats.resume();
     let got = crate::pairs::await_pushbacks(&a, &d, 2).await;
     assert_eq!(got.len(), 2, "{got:?}");
@@ -602,11 +604,12 @@ async fn a_start_whose_answer_is_lost_is_pushed_back_once() {
         .scripted_tool(
             &d,
             "send_to_partner",
-            json!({"message": "/sleep 300\nran anyway"}),
+            json!({"message": "/hold lost\nran anyway"}),
         )
         .await;
     assert!(!err, "{out}");
     assert_eq!(out["status"], "running", "{out}");
+    b.release("lost").await;
     let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(got[0].contains("ran anyway"), "{}", got[0]);

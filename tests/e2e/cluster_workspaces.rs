@@ -212,10 +212,12 @@ async fn a_worktree_worker_on_another_node_reports_its_branch_and_changes() {
         .scripted_tool(
             &d,
             "send_to_partner",
-            json!({"message": "/write b.txt more\n/sleep 200", "wait": false}),
+            json!({"message": "/write b.txt more\n/hold pushed", "wait": false}),
         )
         .await;
     assert!(!err, "{out}");
+    assert_eq!(out["status"], "running", "{out}");
+    b.release("pushed").await;
     let got = crate::pairs::await_pushbacks(&a, &d, 1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(

@@ -246,7 +246,7 @@ async fn pair_close_cut_after_the_closed_row_is_finished_and_reports_once() {
         &server,
         &d,
         "send_to_partner",
-        json!({"message": "started\n/sleep 60000", "wait": false}),
+        json!({"message": "started\n/hold never", "wait": false}),
     )
     .await;
     assert_eq!(out["status"], "running", "{out}");

@@ -31,7 +31,7 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
     let busy = ws.create_session().await;
     let idle = ws.create_session().await;
     ws.subscribe(&busy, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": busy, "content": "first\n/sleep 100000"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": busy, "content": "first\n/hold never"}))
         .await;
     ws.recv_until(|v| v["kind"] == "assistant_message" && v["text"] == "first")
         .await;

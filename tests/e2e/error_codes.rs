@@ -65,7 +65,7 @@ async fn tool_failures_carry_their_code() {
         &mut ws,
         &d,
         "send_to_partner",
-        json!({"message": "/sleep 60000", "wait": false}),
+        json!({"message": "/hold never", "wait": false}),
     )
     .await;
     assert_eq!(r["isError"], false, "{r}");

@@ -69,7 +69,7 @@ async fn second_send_during_a_turn_is_refused_then_queue_runs_after() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 1500\ndone"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold first\ndone"}))
         .await;
     let refused = ws
         .request(json!({"type": "chat.send", "sessionId": sid, "content": "too soon"}))
@@ -82,6 +82,7 @@ async fn second_send_during_a_turn_is_refused_then_queue_runs_after() {
         .ok(json!({"type": "chat.send", "sessionId": sid, "content": "later", "queue": true}))
         .await;
     assert_eq!(queued["queued"], true);
+    server.release("first").await;
     // The queued message runs as turn 2 right after turn 1 completes.
     let first = ws.events_until_turn_end(&sid).await;
     assert_eq!(
@@ -92,7 +93,7 @@ async fn second_send_during_a_turn_is_refused_then_queue_runs_after() {
     assert_eq!(second[0]["turnId"], "turn_2");
     assert_eq!(second[1]["text"], "later");
     // REST refuses the same way.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 1500"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never"}))
         .await;
     let (status, body) = server
         .post(
@@ -297,7 +298,7 @@ async fn the_queue_is_bounded() {
     let server = Server::start();
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 60000"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never"}))
         .await;
     for i in 0..100 {
         let r = ws

@@ -154,11 +154,13 @@ async fn timeout_returns_running_then_exactly_one_pushback() {
         &mut ws,
         &d,
         "send_to_partner",
-        json!({"message": "early\n/sleep 1500\nlate answer", "timeoutSeconds": 0.2}),
+        json!({"message": "early\n/hold late\nlate answer", "timeoutSeconds": 1}),
     )
     .await;
+    // The Worker stands at the hold: the wait timed out, not the Worker's script.
     assert_eq!(out["status"], "running", "{out}");
     assert_eq!(out["response"], "early");
+    server.release("late").await;
     let got = await_pushbacks(&server, &d, 1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(
@@ -178,11 +180,12 @@ async fn detached_delegation_pushes_back_once() {
         &mut ws,
         &d,
         "send_to_partner",
-        json!({"message": "/sleep 200\nbackground result", "wait": false}),
+        json!({"message": "/hold detached\nbackground result", "wait": false}),
     )
     .await;
     assert_eq!(out["status"], "running");
     assert!(out["partnerId"].as_str().is_some());
+    server.release("detached").await;
     let got = await_pushbacks(&server, &d, 1).await;
     assert_eq!(got.len(), 1);
     assert!(got[0].contains("background result"));
@@ -219,10 +222,11 @@ async fn interrupt_partner_gives_a_partial_pushback() {
         &mut ws,
         &d,
         "send_to_partner",
-        json!({"message": "half done\n/sleep 10000", "wait": false}),
+        json!({"message": "half done\n/hold never", "wait": false}),
     )
     .await;
     assert_eq!(out["status"], "running");
+    server.wait_held("never").await;
     let (out, _) = tool(&mut ws, &d, "interrupt_partner", json!({})).await;
     assert_eq!(out["status"], "interrupting");
     let got = await_pushbacks(&server, &d, 1).await;
@@ -251,13 +255,14 @@ async fn a_human_stopping_the_worker_ends_a_waiting_delegation_as_interrupted() 
     )
     .await;
     let w = worker_of(&server, &d).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": d, "content": "/tool send_to_partner {\"message\": \"/sleep 10000\"}"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": d, "content": "/tool send_to_partner {\"message\": \"/hold never\"}"}))
         .await;
     let mut human = server.ws().await;
     human.subscribe(&w, 0).await;
     human
-        .recv_until(|v| v["kind"] == "user_message" && v["text"] == "/sleep 10000")
+        .recv_until(|v| v["kind"] == "user_message" && v["text"] == "/hold never")
         .await;
+    server.wait_held("never").await;
     human
         .ok(json!({"type": "chat.abort", "sessionId": w}))
         .await;
@@ -294,10 +299,11 @@ async fn close_partner_while_running_keeps_histories() {
         &mut ws,
         &d,
         "send_to_partner",
-        json!({"message": "working\n/sleep 10000", "wait": false}),
+        json!({"message": "working\n/hold never", "wait": false}),
     )
     .await;
     let w = worker_of(&server, &d).await;
+    server.wait_held("never").await;
     let (out, _) = tool(&mut ws, &d, "close_partner", json!({})).await;
     assert_eq!(
         out,
@@ -356,10 +362,10 @@ async fn refusals() {
         &mut ws,
         &d,
         "send_to_partner",
-        json!({"message": "/sleep 3000", "wait": false}),
+        json!({"message": "/hold never", "wait": false}),
     )
     .await;
-    // A second delegation while the Worker holds one.
+    // A second delegation while the Worker holds one (it never ends here).
     let (out, err) = tool(&mut ws, &d, "send_to_partner", json!({"message": "more"})).await;
     assert!(
         err && out.as_str().is_some_and(|m| m.contains("already holds")),
@@ -550,7 +556,7 @@ async fn spawn_limits_and_statuses() {
     let mut watcher = server.ws().await;
     watcher.ok(json!({"type": "sessions.watch"})).await;
     let five: Vec<Value> = (0..5)
-        .map(|i| json!({"title": format!("job {i}"), "prompt": "/sleep 300\ndone"}))
+        .map(|i| json!({"title": format!("job {i}"), "prompt": "/hold jobs\ndone"}))
         .collect();
     let (out, err) = tool(&mut ws, &p, "spawn_sessions", json!({"sessions": five})).await;
     assert!(!err, "{out}");
@@ -563,6 +569,21 @@ async fn spawn_limits_and_statuses() {
         })
         .unwrap();
     assert_eq!(children.len(), 5);
+    // Three children stand at the hold, and no more start while they do.
+    eventually("3 children at the hold", async || {
+        let (_, list) = server.get("/debug/holds").await;
+        (list["holds"] == json!([{"name": "jobs", "waiting": 3}])).then_some(())
+    })
+    .await;
+    let (_, running_now) = server.get("/api/v1/sessions/running").await;
+    let running_children = running_now["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| children.iter().any(|c| s["sessionId"] == c.as_str()))
+        .count();
+    assert_eq!(running_children, 3, "{running_now}");
+    server.release("jobs").await;
     // Track how many children run at once, from the watch stream.
     let mut running = std::collections::HashSet::new();
     let mut finished = std::collections::HashSet::new();
@@ -643,7 +664,7 @@ async fn restart_mid_delegation_tells_the_driver_once() {
         &mut ws,
         &d,
         "send_to_partner",
-        json!({"message": "started\n/sleep 60000", "wait": false}),
+        json!({"message": "started\n/hold never", "wait": false}),
     )
     .await;
     let w = worker_of(&server, &d).await;

@@ -21,7 +21,7 @@ async fn queued_messages_are_listed_edited_cancelled_and_survive_a_restart() {
     let server = Server::start_in(dir.clone(), ServerOptions::default());
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 60000"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold busy"}))
         .await;
     for text in ["first", "second", "third"] {
         let r = ws
@@ -83,11 +83,7 @@ async fn queued_messages_are_listed_edited_cancelled_and_survive_a_restart() {
         .collect();
     assert_eq!(
         users,
-        [
-            json!("/sleep 60000"),
-            json!("second, edited"),
-            json!("third")
-        ]
+        [json!("/hold busy"), json!("second, edited"), json!("third")]
     );
 }
 
@@ -99,7 +95,7 @@ async fn queue_requests_refuse_wrong_ids_malformed_frames_and_other_users() {
     });
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 60000"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold busy"}))
         .await;
     let queued = ws
         .ok(json!({"type": "chat.send", "sessionId": sid, "content": "keep me", "queue": true}))
@@ -168,7 +164,7 @@ async fn queue_requests_refuse_wrong_ids_malformed_frames_and_other_users() {
         .as_str()
         .unwrap()
         .to_string();
-    ws.ok(json!({"type": "chat.send", "sessionId": shared, "content": "/sleep 60000"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": shared, "content": "/hold busy"}))
         .await;
     ws.ok(json!({"type": "chat.send", "sessionId": shared, "content": "shared queued", "queue": true}))
         .await;
@@ -199,10 +195,13 @@ async fn a_queued_message_leaves_the_queue_when_it_is_sent() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 300"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold first"}))
         .await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "next", "queue": true}))
+    let queued = ws
+        .ok(json!({"type": "chat.send", "sessionId": sid, "content": "next", "queue": true}))
         .await;
+    assert_eq!(queued["queued"], true, "{queued}");
+    server.release("first").await;
     ws.events_until_turn_end(&sid).await;
     let second = ws.events_until_turn_end(&sid).await;
     assert_eq!(second[1]["text"], "next");
@@ -308,11 +307,11 @@ async fn a_result_the_server_queued_cannot_be_edited_or_cancelled() {
     ws.ok(json!({"type": "pair.create", "driverId": driver, "worker": {"vendor": "scripted"}}))
         .await;
     // A detached delegation whose result comes back while the Driver is busy (the
-    // same turn goes on sleeping): it is queued as a server-written (internal)
+    // same turn stands at a hold): it is queued as a server-written (internal)
     // message.
     let delegate = json!({"message": "worker done", "wait": false});
     ws.ok(json!({"type": "chat.send", "sessionId": driver,
-        "content": format!("/tool send_to_partner {delegate}\n/sleep 60000")}))
+        "content": format!("/tool send_to_partner {delegate}\n/hold busy")}))
         .await;
     let queue = format!("/api/v1/sessions/{driver}/queue");
     let queued = eventually("the result to be queued", async || {

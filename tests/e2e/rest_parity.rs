@@ -26,7 +26,7 @@ async fn messages_queue_over_rest() {
     let (_, session) = server.post("/api/v1/sessions", &json!({})).await;
     let sid = session["id"].as_str().unwrap().to_string();
     let path = format!("/api/v1/sessions/{sid}/messages");
-    let (status, started) = server.post(&path, &json!({"content": "/sleep 3000"})).await;
+    let (status, started) = server.post(&path, &json!({"content": "/hold never"})).await;
     assert_eq!(status, 202, "{started}");
     // Without queue: busy.
     let (status, busy) = server.post(&path, &json!({"content": "later"})).await;
@@ -76,7 +76,7 @@ async fn sessions_are_renamed_configured_and_archived() {
     }
     // Archive refuses a running session, then archives an idle one.
     let msgs = format!("{path}/messages");
-    let (status, _) = server.post(&msgs, &json!({"content": "/sleep 5000"})).await;
+    let (status, _) = server.post(&msgs, &json!({"content": "/hold never"})).await;
     assert_eq!(status, 202);
     let (status, body) = send(&server, "DELETE", &path, None).await;
     assert_eq!(status, 409, "{body}");

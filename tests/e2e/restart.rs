@@ -17,7 +17,7 @@ async fn kill_mid_turn_then_restart() {
     ws.ok(json!({"type": "chat.send", "sessionId": done, "content": "/stream 500\nfinished"}))
         .await;
     let finished = ws.events_until_turn_end(&done).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": busy, "content": "/stream 200\n/sleep 60000"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": busy, "content": "/stream 200\n/hold never"}))
         .await;
     // Everything a client has seen must survive the kill.
     let seen = ws
@@ -82,13 +82,13 @@ async fn queued_messages_survive_a_kill_and_run_once() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 60000"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never"}))
         .await;
     let queued = ws
         .ok(json!({"type": "chat.send", "sessionId": sid, "content": "queued before the crash", "queue": true}))
         .await;
     assert_eq!(queued["position"], 1);
-    ws.recv_until(|v| v["kind"] == "user_message" && v["text"] == "/sleep 60000")
+    ws.recv_until(|v| v["kind"] == "user_message" && v["text"] == "/hold never")
         .await;
     let dir = server.kill();
     let server = Server::start_in(dir, ServerOptions::default());

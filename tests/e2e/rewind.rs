@@ -136,7 +136,7 @@ async fn edit_send_refusals_have_their_own_codes() {
     refuse(&mut ws, json!(0), "INVALID_ARGUMENT").await;
     refuse(&mut ws, json!("2"), "INVALID_ARGUMENT").await;
     // A running turn.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 2000\nslow"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold slow\nslow"}))
         .await;
     refuse(&mut ws, json!(anchor), "RUN_IN_PROGRESS").await;
     // The same over REST, with its status.
@@ -150,6 +150,7 @@ async fn edit_send_refusals_have_their_own_codes() {
         (status, body["error"]["code"].clone()),
         (409, json!("RUN_IN_PROGRESS"))
     );
+    server.release("slow").await;
     ws.events_until_turn_end(&sid).await;
     // Superseded already.
     ws.ok(
@@ -218,7 +219,7 @@ async fn a_driver_rewinds_past_a_delegation_and_the_worker_keeps_its_history() {
         .scripted_tool(
             &d,
             "send_to_partner",
-            json!({"message": "/sleep 700\nworker result", "wait": false}),
+            json!({"message": "/hold worker\nworker result", "wait": false}),
         )
         .await;
     assert_eq!(out["status"], "running", "{out}");
@@ -237,6 +238,7 @@ async fn a_driver_rewinds_past_a_delegation_and_the_worker_keeps_its_history() {
         (status, body["error"]["code"].clone()),
         (409, json!("DELEGATION_IN_FLIGHT"))
     );
+    server.release("worker").await;
     // The result is pushed back into the Driver once, as a turn of its own.
     let pushed = |hist: &[Value]| {
         hist.iter()
@@ -280,22 +282,14 @@ async fn a_driver_rewinds_past_a_delegation_and_the_worker_keeps_its_history() {
         .scripted_tool(
             &d,
             "send_to_partner",
-            json!({"message": "/sleep 300\nsecond result", "wait": false}),
+            json!({"message": "/hold second\nsecond result", "wait": false}),
         )
         .await;
     assert_eq!(out["status"], "running", "{out}");
-    eventually("the second push-back", async || {
-        let hist = server.all_events(&d).await;
-        let found: Vec<u64> = hist
-            .iter()
-            .filter(|e| {
-                e["kind"] == "user_message" && e["text"].as_str().unwrap().contains("second result")
-            })
-            .map(|e| e["seq"].as_u64().unwrap())
-            .collect();
-        (!found.is_empty()).then_some(found)
-    })
-    .await;
+    server.release("second").await;
+    // Settled: every push-back of the Driver so far, the superseded first one included.
+    let got = crate::pairs::await_pushbacks(&server, &d, 2).await;
+    assert_eq!(got.len(), 2, "{got:?}");
     let hist = server.all_events(&d).await;
     let rewound = hist
         .iter()
@@ -305,7 +299,9 @@ async fn a_driver_rewinds_past_a_delegation_and_the_worker_keeps_its_history() {
     let second: Vec<u64> = hist
         .iter()
         .filter(|e| {
-            e["kind"] == "user_message" && e["text"].as_str().unwrap().contains("second result")
+            e["kind"] == "user_message"
+                && e["internal"] == true
+                && e["text"].as_str().unwrap().contains("second result")
         })
         .map(|e| e["seq"].as_u64().unwrap())
         .collect();

@@ -40,7 +40,7 @@ async fn a_due_message_interrupts_the_running_turn_and_runs_next() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/sleep 60000"}))
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never"}))
         .await;
     let reply = ws
         .ok(json!({"type": "session.schedule", "sessionId": sid, "content": "wake up", "at": rfc3339(now_ms() + 300)}))

@@ -36,7 +36,7 @@ async fn reconnect_with_last_seq_mid_turn_and_after() {
     first.subscribe(&sid, 0).await;
     assert_eq!(first.recv().await["kind"], "chat_subscribed");
     driver
-        .ok(json!({"type": "chat.send", "sessionId": sid, "content": "/stream 300\n/sleep 700\n/stream 300"}))
+        .ok(json!({"type": "chat.send", "sessionId": sid, "content": "/stream 300\n/hold mid\n/stream 300"}))
         .await;
     // Read part of the turn, then drop the connection mid-turn.
     let mut got: Vec<Value> = Vec::new();
@@ -55,6 +55,7 @@ async fn reconnect_with_last_seq_mid_turn_and_after() {
     let ack = second.recv().await;
     assert_eq!(ack["kind"], "chat_subscribed");
     assert_eq!(ack["status"], "running");
+    server.release("mid").await;
     got.extend(second.events_until_turn_end(&sid).await);
     assert_contiguous(&got, 1);
     assert_eq!(

@@ -77,21 +77,14 @@ async fn ls_new_send_stop_approve_and_deny() {
     );
 
     // A turn stopped from another terminal: `send --wait` exits 130.
-    let mut waiting = client(&server, &["send", &id, "/sleep 30000", "--wait"])
+    let mut waiting = client(&server, &["send", &id, "/hold never", "--wait"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut stopped = false;
-    for _ in 0..200 {
-        let stop = tandem(&server, &["stop", &id]);
-        if stop.code == 0 {
-            stopped = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(stopped, "stop never succeeded");
+    server.wait_held("never").await;
+    let stop = tandem(&server, &["stop", &id]);
+    assert_eq!(stop.code, 0, "{}", stop.stderr);
     let status = waiting.wait().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status.code(), Some(130));
 

@@ -525,6 +525,34 @@ impl Api {
         assert_eq!(status, 200, "failpoint {name}: {answer}");
     }
 
+    /// Waits until a turn of this server is at the scripted step `/hold NAME` (listed by
+    /// `GET /debug/holds`): the state "the turn runs and stands there", not a window.
+    pub async fn wait_held(&self, name: &str) {
+        crate::eventually(&format!("a turn at /hold {name}"), async || {
+            let (status, list) = self.get("/debug/holds").await;
+            assert_eq!(status, 200, "GET /debug/holds: {list}");
+            list["holds"]
+                .as_array()
+                .is_some_and(|h| h.iter().any(|h| h["name"] == name))
+                .then_some(())
+        })
+        .await;
+    }
+
+    /// Releases the hold NAME for good (`POST /debug/holds/{name}/release`): the turns
+    /// at `/hold NAME` go on, and a turn reaching it later passes at once. Answers how
+    /// many turns were waiting there.
+    pub async fn release(&self, name: &str) -> u64 {
+        let (status, answer) = self
+            .post(
+                &format!("/debug/holds/{name}/release"),
+                &serde_json::json!({}),
+            )
+            .await;
+        assert_eq!(status, 200, "release {name}: {answer}");
+        answer["released"].as_u64().unwrap_or_default()
+    }
+
     /// POST JSON.
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         self.post_raw(path, body.to_string()).await

@@ -3,6 +3,9 @@
 //!
 //! - plain line → a few `text_delta`s, then one `assistant_message`
 //! - `/sleep MS` → waits (an interrupt ends the wait at once)
+//! - `/hold NAME` → waits until the test releases NAME (`crate::holds`; an interrupt
+//!   ends the wait at once); only with the `test-hooks` feature: without it nothing
+//!   could release the hold, and the turn fails saying so
 //! - `/stubborn MS` → waits MS and ignores any interrupt meanwhile, like a vendor that
 //!   never confirms one (to exercise the session's own fallback); the rest of the
 //!   script then runs on
@@ -53,6 +56,8 @@ use crate::error::RuntimeError;
 enum Step {
     Text(String),
     Sleep(u64),
+    /// Waits until the test releases this hold (`/hold NAME`).
+    Hold(String),
     Stubborn(u64),
     Stream(u64),
     Tool {
@@ -97,6 +102,7 @@ fn parse_script(text: &str) -> Vec<Step> {
             let number = |s: &str| s.parse::<u64>().ok();
             match head {
                 "/sleep" => number(rest).map(Step::Sleep),
+                "/hold" if crate::holds::valid_name(rest) => Some(Step::Hold(rest.into())),
                 "/stubborn" => number(rest).map(Step::Stubborn),
                 "/stream" => number(rest).map(Step::Stream),
                 "/fail" => Some(Step::Fail(if rest.is_empty() {
@@ -147,6 +153,19 @@ fn parse_script(text: &str) -> Vec<Step> {
             .unwrap_or_else(|| Step::Text(line.to_string()))
         })
         .collect()
+}
+
+/// How a turn that reaches `/hold NAME` ends in a build without the `test-hooks`
+/// feature: nothing could release the hold, and running on would not be what the
+/// script's author meant.
+#[cfg(not(feature = "test-hooks"))]
+fn hold_refused(name: &str) -> (TurnStatus, Option<String>) {
+    (
+        TurnStatus::Failed,
+        Some(format!(
+            "`/hold {name}` needs a test build of the server (feature test-hooks)"
+        )),
+    )
 }
 
 /// Splits a line into at most three pieces on character boundaries.
@@ -530,6 +549,13 @@ impl Run {
                     }
                 }
                 Step::Sleep(ms) => actix_rt::time::sleep(Duration::from_millis(ms)).await,
+                // Awaited in the script's own future, like `/sleep`: the actor keeps
+                // handling its mailbox, and an interrupt cancels the future (and so
+                // the wait) at once.
+                #[cfg(feature = "test-hooks")]
+                Step::Hold(name) => crate::holds::wait(&name).await,
+                #[cfg(not(feature = "test-hooks"))]
+                Step::Hold(name) => return Some(hold_refused(&name)),
                 Step::Stubborn(ms) => {
                     self.me.send(Stubborn(true)).await.ok()?;
                     actix_rt::time::sleep(Duration::from_millis(ms)).await;
@@ -676,13 +702,16 @@ mod tests {
     #[test]
     fn parses_every_directive() {
         let steps = parse_script(
-            "hello\n/sleep 5\n/stubborn 7\n/stream 3\n/tool t {\"a\":1}\n/background b1 100 long job\n/what x\n/sleep x\n\n/ask Bash {\"command\":\"ls\"}\n/fail boom",
+            "hello\n/sleep 5\n/hold h-1_A\n/hold a b\n/hold\n/stubborn 7\n/stream 3\n/tool t {\"a\":1}\n/background b1 100 long job\n/what x\n/sleep x\n\n/ask Bash {\"command\":\"ls\"}\n/fail boom",
         );
         assert_eq!(
             steps,
             vec![
                 Step::Text("hello".into()),
                 Step::Sleep(5),
+                Step::Hold("h-1_A".into()),
+                Step::Text("/hold a b".into()),
+                Step::Text("/hold".into()),
                 Step::Stubborn(7),
                 Step::Stream(3),
                 Step::Tool {
@@ -702,6 +731,17 @@ mod tests {
                 },
                 Step::Fail("boom".into()),
             ]
+        );
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    #[test]
+    fn a_hold_fails_the_turn_without_test_hooks() {
+        let (status, error) = hold_refused("h");
+        assert_eq!(status, TurnStatus::Failed);
+        assert_eq!(
+            error.as_deref(),
+            Some("`/hold h` needs a test build of the server (feature test-hooks)")
         );
     }
 
