@@ -255,6 +255,9 @@ pub async fn middleware(
     }
     let answer = async {
         let who = auth::caller(req.request(), &state.runtime, state.auth)?;
+        // As `crate::request::Caller` does here: after the token, before the body.
+        crate::request::usable_target(req.request())?;
+        crate::guard::require_json(req.request())?;
         let body = req
             .extract::<web::Payload>()
             .await

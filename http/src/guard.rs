@@ -1,7 +1,10 @@
 //! Refuses what a hostile web page can make a browser send to a server on the same
 //! machine. tandem listens on loopback next to the person's browser and runs agents
-//! that execute shell commands, so every request passes three checks before any
-//! handler (and before authentication, so they hold with `--auth none` too):
+//! that execute shell commands, so every request passes three checks (with
+//! `--auth none` too). Host and Origin come before any route and before
+//! authentication; the media type comes after authentication (a caller without a
+//! valid token gets 401 whatever it sent, see `crate::request::Caller`) and before any
+//! body is read, so under `--auth none` it is the first check a route makes:
 //!
 //! - **Host**: the raw `Host` header must name the bound address, `localhost`, or a
 //!   configured name (`--allowed-host`). A DNS-rebinding page reaches us under its own
@@ -88,15 +91,11 @@ impl Guard {
                 ));
             }
         }
-        // An upload's body is the file itself, with its own type; the token and the
-        // Origin check above keep other pages out.
-        let needs_json = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
-            && req.path() != "/api/v1/uploads";
-        if needs_json && !is_json(req.headers().get(header::CONTENT_TYPE)) {
-            return Err(ApiError::new(
-                ErrorCode::UnsupportedMediaType,
-                "a POST, PUT or PATCH must carry `Content-Type: application/json`",
-            ));
+        // The REST API and MCP check the media type themselves, once the caller is
+        // known (`require_json`); any other route here.
+        let routed = req.path().starts_with("/api/v1/") || req.path() == "/mcp";
+        if !routed {
+            require_json(req)?;
         }
         Ok(())
     }
@@ -141,6 +140,24 @@ pub async fn middleware(
     };
     guard.check(req.request())?;
     next.call(req).await
+}
+
+/// Refuses a POST, PUT or PATCH not declared `application/json` (415): browsers send
+/// `text/plain`, form and multipart bodies cross-site without a CORS preflight; a JSON
+/// body needs one, which we never grant. Called after authentication and before the
+/// body is read.
+pub fn require_json(req: &HttpRequest) -> Result<(), ApiError> {
+    // An upload's body is the file itself, with its own type; the token and the
+    // Origin check keep other pages out.
+    let needs_json = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
+        && req.path() != "/api/v1/uploads";
+    if needs_json && !is_json(req.headers().get(header::CONTENT_TYPE)) {
+        return Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "a POST, PUT or PATCH must carry `Content-Type: application/json`",
+        ));
+    }
+    Ok(())
 }
 
 /// The host part of a `Host` value: lowercase, without port, brackets or trailing dot.
@@ -231,7 +248,10 @@ mod tests {
             if let Some(ct) = ct {
                 r = r.insert_header(("Content-Type", ct));
             }
-            g.check(&r.to_http_request()).map_err(|e| e.code)
+            let req = r.to_http_request();
+            g.check(&req)
+                .and_then(|()| require_json(&req))
+                .map_err(|e| e.code)
         };
         assert_eq!(post(Some("application/json")), Ok(()));
         assert_eq!(post(Some("Application/JSON; charset=utf-8")), Ok(()));

@@ -51,6 +51,8 @@ async fn post(
         .ok_or_else(|| {
             ApiError::new(ErrorCode::Unauthorized, "an MCP session token is required")
         })?;
+    // After the token (401 first), before the body.
+    crate::guard::require_json(&req)?;
     let body = payload
         .to_bytes_limited(state.max_frame_bytes)
         .await

@@ -12,6 +12,7 @@ use actix_web::{web, FromRequest, HttpRequest};
 use futures_util::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use tandem_actors::Principal;
+use tandem_protocol::rest::EmptyBody;
 use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
@@ -40,7 +41,76 @@ impl FromRequest for Caller {
     type Future = Ready<Result<Caller, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(app_state(req).and_then(|state| caller(req, &state.runtime, state.auth).map(Caller)))
+        // In this order: a caller without a valid token learns nothing about the
+        // request's target or media type; then a target the server cannot use, then
+        // the cross-site simple-request check, both before any body is read (the
+        // handler names its body after the caller).
+        ready(app_state(req).and_then(|state| {
+            let who = caller(req, &state.runtime, state.auth)?;
+            usable_target(req)?;
+            crate::guard::require_json(req)?;
+            Ok(Caller(who))
+        }))
+    }
+}
+
+/// Refuses a request whose path or query decodes to bytes no id, name or path the
+/// server keeps can hold: a NUL, or bytes that are not UTF-8 (which would otherwise
+/// be read with replacement characters).
+pub(crate) fn usable_target(req: &HttpRequest) -> Result<(), ApiError> {
+    let query = req.query_string();
+    let parts = query
+        .split('&')
+        .flat_map(|pair| pair.split('='))
+        .map(|part| ("query", part));
+    for (what, raw) in std::iter::once(("path", req.uri().path())).chain(parts) {
+        let bytes: Vec<u8> = percent_decode(raw);
+        if bytes.contains(&0) || std::str::from_utf8(&bytes).is_err() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidArgument,
+                format!("the request's {what} holds a NUL byte or bytes that are not UTF-8"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `%XX` escapes decoded (a malformed escape stays as it is, as the router reads it).
+fn percent_decode(raw: &str) -> Vec<u8> {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The body of a POST that takes no fields: empty or `{}` (anything else is 400, as
+/// an unknown field of any other body is).
+pub struct NoBody;
+
+impl FromRequest for NoBody {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<NoBody, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let read = Json::<EmptyBody>::read(req, payload, true);
+        Box::pin(async move { read.await.map(|_| NoBody) })
     }
 }
 
@@ -59,6 +129,17 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
     type Future = LocalBoxFuture<'static, Result<Json<T>, ApiError>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        Json::read(req, payload, false)
+    }
+}
+
+impl<T: DeserializeOwned + 'static> Json<T> {
+    /// Reads the body as `T` (see [`body`]).
+    fn read(
+        req: &HttpRequest,
+        payload: &mut Payload,
+        empty_ok: bool,
+    ) -> LocalBoxFuture<'static, Result<Json<T>, ApiError>> {
         let state = app_state(req);
         let payload = web::Payload::from_request(req, payload);
         Box::pin(async move {
@@ -69,7 +150,9 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
                     format!("body could not be read: {e}"),
                 )
             })?;
-            body(payload, state.max_frame_bytes, false).await.map(Json)
+            body(payload, state.max_frame_bytes, empty_ok)
+                .await
+                .map(Json)
         })
     }
 }
@@ -101,14 +184,41 @@ pub(crate) async fn body<T: DeserializeOwned>(
     } else {
         &bytes
     };
-    serde_json::from_slice(bytes).map_err(|e| {
-        let code = if e.is_data() {
-            ErrorCode::InvalidArgument
-        } else {
-            ErrorCode::InvalidJson
-        };
-        ApiError::new(code, format!("bad request body: {e}"))
-    })
+    // Every body is an object; serde would also read a struct from an array (`[]`
+    // as a body of only optional fields), so anything else is refused first.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ApiError::new(
+            ErrorCode::InvalidJson,
+            "the body must be a JSON object",
+        ));
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("bad request body: {e}")))?;
+    integral_numbers(&mut value);
+    serde_json::from_value(value)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad request body: {e}")))
+}
+
+/// Writes every number with no fraction (`1754.0`) as the integer it is: JSON, and
+/// the JSON Schema of the OpenAPI document, do not tell them apart, serde does.
+fn integral_numbers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0) else {
+                return;
+            };
+            // Only within the range an `f64` holds exactly; beyond it the integer
+            // the text meant is unknown, and the field's own type refuses it.
+            const EXACT: f64 = 9_007_199_254_740_992.0;
+            if f.abs() <= EXACT {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_numbers),
+        Value::Object(fields) => fields.values_mut().for_each(integral_numbers),
+        _ => {}
+    }
 }
 
 /// Reads the query string as `T`; a malformed one is `INVALID_ARGUMENT`.

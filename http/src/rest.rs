@@ -11,7 +11,7 @@ use tandem_protocol::rest::{
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
-use crate::request::{body, durably, query, Caller, Json};
+use crate::request::{body, durably, query, Caller, Json, NoBody};
 use crate::state::AppState;
 
 /// Mounts every `/api/v1` route. Each path is a resource whose other methods are
@@ -73,12 +73,40 @@ pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     ))
 }
 
-/// A known path with a method it does not take: 405 with a JSON body.
-pub async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::new(
+/// A known path with a method it does not take: 405 with a JSON body and `Allow`
+/// (RFC 9110), which lists the path's methods as the OpenAPI route table has them.
+pub async fn method_not_allowed(req: HttpRequest) -> HttpResponse {
+    let error = ApiError::new(
         ErrorCode::MethodNotAllowed,
         format!("{} is not allowed on {}", req.method(), req.path()),
-    ))
+    );
+    let mut answer = actix_web::ResponseError::error_response(&error);
+    let allow = allowed_methods(req.match_pattern().as_deref().unwrap_or_default());
+    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&allow) {
+        answer
+            .headers_mut()
+            .insert(actix_web::http::header::ALLOW, value);
+    }
+    answer
+}
+
+/// The methods the route table gives the resource `pattern` (`/api/v1/sessions/{id}`;
+/// parameter names may differ), as an `Allow` value.
+fn allowed_methods(pattern: &str) -> String {
+    // Path parameters are compared by position, not by name.
+    fn shape(path: &str) -> Vec<&str> {
+        path.split('/')
+            .map(|seg| if seg.starts_with('{') { "{}" } else { seg })
+            .collect()
+    }
+    let wanted = shape(pattern);
+    let mut methods: Vec<String> = tandem_protocol::openapi::routes()
+        .iter()
+        .filter(|r| shape(&format!("/api/v1{}", r.path)) == wanted)
+        .map(|r| r.method.to_ascii_uppercase())
+        .collect();
+    methods.dedup();
+    methods.join(", ")
 }
 
 async fn health() -> HttpResponse {
@@ -263,6 +291,7 @@ async fn post_edit_send(
 async fn interrupt(
     who: Caller,
     id: web::Path<String>,
+    _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     state.runtime.abort(&who, &id).await?;
@@ -281,6 +310,7 @@ async fn mcp_token(
     who: Caller,
     req: HttpRequest,
     id: web::Path<String>,
+    _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let token = state.runtime.mcp_token(&who, &id)?;

@@ -13,7 +13,7 @@ use tandem_protocol::results::{
 };
 
 use crate::error::ApiError;
-use crate::request::{durably, Caller, Json};
+use crate::request::{durably, Caller, Json, NoBody};
 use crate::state::AppState;
 
 /// Mounts the routes inside the `/api/v1` scope of `rest.rs`, each made by its `at`
@@ -95,6 +95,7 @@ async fn cancel_schedule(
 async fn stop_task(
     who: Caller,
     path: web::Path<(String, String)>,
+    _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (session_id, task_id) = path.into_inner();

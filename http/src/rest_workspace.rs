@@ -10,7 +10,7 @@ use tandem_protocol::workspace::{
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
-use crate::request::{body, durably, query, Caller, Json};
+use crate::request::{body, durably, query, Caller, Json, NoBody};
 use crate::state::AppState;
 
 /// Mounts the routes inside the `/api/v1` scope (see `rest_control::routes`).
@@ -70,6 +70,7 @@ async fn merge(
 async fn discard(
     who: Caller,
     id: web::Path<String>,
+    _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let done = durably(&state, state.runtime.discard_session(&who, &id)).await?;

@@ -341,7 +341,7 @@ export class ChatView {
       submit: async () => {
         const v = picker.values();
         /** @type {import('./wire.js').PairCreateParams} */
-        const params = { driverId: this.id, worker: { vendor: v.vendor, model: v.model, effort: v.effort } };
+        const params = { driverId: this.id, worker: { vendor: v.vendor, model: v.model, effort: /** @type {import('./wire.js').WorkerSpec['effort']} */ (v.effort) } };
         if (own.checked) params.workerWorkspace = 'worktree';
         const r = await this.app.conn.request('pair.create', params);
         this.app.store.setPairs([...this.app.store.pairs.values(), r.pair]);

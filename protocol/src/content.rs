@@ -11,10 +11,10 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum MessageContent {
-    /// The message's text.
-    Text(String),
-    /// Text, images and files, in order.
-    Blocks(Vec<ContentBlock>),
+    /// The message's text, not only white space.
+    Text(#[schemars(regex(pattern = r"\S"))] String),
+    /// Text, images and files, in order (at least one).
+    Blocks(#[schemars(length(min = 1))] Vec<ContentBlock>),
 }
 
 /// One block of a message's content, keyed by `type`.

@@ -12,12 +12,14 @@ use serde_json::Value;
 pub struct HandoffBody {
     /// The vendor to continue in (required; its absence is refused like on the socket).
     #[serde(default)]
+    #[schemars(required, with = "String")]
     pub target_vendor: Option<String>,
     /// Model of the new session.
     #[serde(default)]
     pub model: Option<String>,
-    /// Effort of the new session.
+    /// Effort of the new session (clamped to the vendor's levels).
     #[serde(default)]
+    #[schemars(extend("enum" = ["", "minimal", "low", "medium", "high", "xhigh", "max", null]))]
     pub effort: Option<String>,
 }
 
@@ -25,9 +27,11 @@ pub struct HandoffBody {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScheduleBody {
-    /// The message to send.
+    /// The message to send, not only white space.
+    #[schemars(regex(pattern = r"\S"))]
     pub content: String,
     /// When: RFC 3339 with an offset.
+    #[schemars(extend("format" = "date-time"))]
     pub at: String,
 }
 

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tandem_tests::images::PNG;
 use tandem_tests::json_schema::validate;
 use tandem_tests::vendor_clis::repo_root;
-use tandem_tests::{Server, WsClient};
+use tandem_tests::{eventually, Server, WsClient};
 
 use crate::schedule::{now_ms, rfc3339};
 
@@ -95,19 +95,17 @@ impl Checker<'_> {
         let value: Value = serde_json::from_slice(bytes)
             .unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e})"));
         let op = self.op(method, template);
-        let documented =
+        // Errors too: each operation lists the error statuses it answers with.
+        let schema =
             op["responses"][status.to_string()]["content"]["application/json"]["schema"].clone();
-        let schema = if documented.is_null() {
-            assert!(
-                status >= 400,
-                "{method} {path}: undocumented success status {status}: {value}"
-            );
-            op["responses"]["default"]["content"]["application/json"]["schema"].clone()
-        } else {
+        assert!(
+            !schema.is_null(),
+            "{method} {path}: undocumented status {status}: {value}"
+        );
+        if status < 400 {
             self.covered
                 .insert((method.to_string(), template.to_string()));
-            documented
-        };
+        }
         if let Err(e) = validate(&schema, &value, &self.doc) {
             panic!("{method} {path} ({status}): the answer does not match the description: {e}\n{value}");
         }
@@ -152,30 +150,23 @@ impl Checker<'_> {
 
 /// Polls the session's events until one of `kind` is stored (bounded).
 async fn stored_event(server: &Server, id: &str, kind: &str) -> Value {
-    for _ in 0..400 {
-        if let Some(ev) = server
+    eventually(&format!("a {kind} event in {id}"), async || {
+        server
             .all_events(id)
             .await
             .into_iter()
             .find(|e| e["kind"] == kind)
-        {
-            return ev;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("no {kind} event in {id}");
+    })
+    .await
 }
 
 /// Waits until the session is listed idle (bounded).
 async fn idle(server: &Server, id: &str) {
-    for _ in 0..400 {
+    eventually(&format!("{id} to be idle"), async || {
         let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
-        if info["status"] == "idle" {
-            return;
-        }
-        actix_rt::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("{id} never became idle");
+        (info["status"] == "idle").then_some(())
+    })
+    .await;
 }
 
 /// The error code a WebSocket request is refused with.
@@ -371,7 +362,7 @@ async fn every_documented_route_answers_as_described() {
         "post",
         &format!("/sessions/{s2}/messages"),
         "/sessions/{id}/messages",
-        Some(json!({"content": "/sleep 60000"})),
+        Some(json!({"content": "/hold never"})),
     )
     .await;
     c.ok(
@@ -669,4 +660,118 @@ async fn every_documented_route_answers_as_described() {
         .await;
     assert_eq!(status, 400, "{answer}");
     ws.close().await;
+}
+
+/// Sends `method path` (under `/api/v1`) with the given headers and body; returns
+/// the status, the `Allow` header and the answer as JSON.
+async fn raw(
+    server: &Server,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Option<String>, Value) {
+    let client = awc::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .finish();
+    let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut req = client.request(method, format!("{}/api/v1{path}", server.base));
+    for header in headers {
+        req = req.insert_header(*header);
+    }
+    let mut resp = req.send_body(body.to_string()).await.unwrap();
+    let allow = resp
+        .headers()
+        .get("allow")
+        .map(|v| v.to_str().unwrap().to_string());
+    let bytes = resp.body().await.unwrap();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (resp.status().as_u16(), allow, value)
+}
+
+#[actix_rt::test]
+async fn refusals_come_in_the_documented_order() {
+    let server = Server::start_with(tandem_tests::ServerOptions {
+        token_auth: true,
+        ..Default::default()
+    });
+    let token = format!("Bearer {}", server.token.clone().unwrap());
+    let auth = ("Authorization", token.as_str());
+    let json = ("Content-Type", "application/json");
+    let created = server.post("/api/v1/sessions", &json!({})).await.1;
+    let id = created["id"].as_str().unwrap().to_string();
+
+    // A method the path does not take: 405 with the path's methods in `Allow`.
+    for (method, path, allowed) in [
+        ("PUT", "/sessions".to_string(), "GET, POST"),
+        ("TRACE", format!("/sessions/{id}"), "GET, PATCH, DELETE"),
+        ("POST", "/health".to_string(), "GET"),
+        ("GET", format!("/sessions/{id}/interrupt"), "POST"),
+        (
+            "DELETE",
+            format!("/sessions/{id}/files/content"),
+            "GET, PUT",
+        ),
+    ] {
+        let (status, allow, body) = raw(&server, method, &path, &[auth], "").await;
+        assert_eq!(status, 405, "{method} {path}: {body}");
+        assert_eq!(body["error"]["code"], "METHOD_NOT_ALLOWED");
+        assert_eq!(allow.as_deref(), Some(allowed), "{method} {path}");
+    }
+
+    // Without a valid token: 401 whatever the media type or the body.
+    let interrupt = format!("/sessions/{id}/interrupt");
+    for headers in [vec![], vec![("Content-Type", "text/plain")], vec![json]] {
+        let (status, _, body) = raw(&server, "POST", &interrupt, &headers, "[]").await;
+        assert_eq!(status, 401, "{headers:?}: {body}");
+        assert_eq!(body["error"]["code"], "UNAUTHORIZED");
+    }
+    // With it, the media type comes next, before the body.
+    let (status, _, body) = raw(&server, "POST", &interrupt, &[auth], "[]").await;
+    assert_eq!(status, 415, "{body}");
+    assert_eq!(body["error"]["code"], "UNSUPPORTED_MEDIA_TYPE");
+
+    // A JSON body of the wrong type is 400, also where every field is optional, and a
+    // field-less POST takes nothing but `{}` or nothing.
+    for (path, body) in [
+        ("/sessions".to_string(), "[]"),
+        ("/sessions".to_string(), "1"),
+        (format!("/sessions/{id}/messages"), "\"hello\""),
+        (interrupt.clone(), "null"),
+        (interrupt.clone(), "{\"now\": true}"),
+    ] {
+        let (status, _, answer) = raw(&server, "POST", &path, &[auth, json], body).await;
+        assert_eq!(status, 400, "{path} {body}: {answer}");
+    }
+    let (status, _, body) = raw(&server, "POST", &interrupt, &[auth, json], "").await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("NO_ACTIVE_RUN"))
+    );
+    // An integer written with a zero fraction is that integer.
+    let (status, _, body) = raw(
+        &server,
+        "POST",
+        &format!("/sessions/{id}/edit-send"),
+        &[auth, json],
+        r#"{"anchorSeq": 1.0, "content": "again"}"#,
+    )
+    .await;
+    assert_eq!(body["error"]["code"], "INVALID_ANCHOR", "{status} {body}");
+
+    // Path and query bytes no id or name can hold: 400, never 500.
+    for path in [
+        "/sessions/%00".to_string(),
+        "/sessions/%FF/events".to_string(),
+        "/sessions?cursor=%C0%AF".to_string(),
+        format!("/sessions/{id}/files?path=a%00b"),
+        format!("/sessions/{id}/changes/diff?path=%FE"),
+    ] {
+        let (status, _, body) = raw(&server, "GET", &path, &[auth], "").await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "INVALID_ARGUMENT", "{path}");
+    }
+    // ... and 401 first without the token.
+    let (status, _, _) = raw(&server, "GET", "/sessions/%00", &[], "").await;
+    assert_eq!(status, 401);
 }

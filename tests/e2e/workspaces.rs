@@ -274,7 +274,7 @@ async fn worktree_needs_a_repository_and_survives_a_restart() {
             &json!({"cwd": plain, "workspace": "worktree"}),
         )
         .await;
-    assert_eq!(status, 400, "{body}");
+    assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "NOT_A_GIT_REPOSITORY");
 
     let base = repo(&server, "proj");
@@ -655,10 +655,12 @@ async fn a_worktree_workers_delegation_reports_its_branch_and_diff_summary() {
         .scripted_tool(
             &d,
             "send_to_partner",
-            json!({"message": "/write b.txt more\n/sleep 200", "wait": false}),
+            json!({"message": "/write b.txt more\n/hold pushed", "wait": false}),
         )
         .await;
     assert!(!err, "{out}");
+    assert_eq!(out["status"], "running", "{out}");
+    server.release("pushed").await;
     let pushed = eventually("the result is pushed back", async || {
         server.all_events(&d).await.into_iter().find(|e| {
             e["kind"] == "user_message"

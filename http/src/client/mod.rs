@@ -170,7 +170,10 @@ async fn dispatch(command: ClientCommand) -> Result<u8, ClientError> {
         } => tail(target(conn), session, from).await,
         ClientCommand::Stop { session, conn } => {
             let _: Value = target(conn)
-                .post(&format!("/sessions/{session}/interrupt"), &Value::Null)
+                .post(
+                    &format!("/sessions/{session}/interrupt"),
+                    &tandem_protocol::rest::EmptyBody {},
+                )
                 .await?;
             println!("stopping {session}");
             Ok(0)
