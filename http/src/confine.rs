@@ -84,6 +84,7 @@ fn confine_and_exec(args: ConfineArgs) -> Result<std::convert::Infallible, Confi
     let Some((program, rest)) = args.command.split_first() else {
         return Err(ConfineError::NoProgram);
     };
+    die_with_parent();
     let temp = private_temp_dir()?;
     let home = private_home(&temp, &args.rw, &args.ro);
     let mut rw = args.rw;
@@ -102,6 +103,30 @@ fn confine_and_exec(args: ConfineArgs) -> Result<std::convert::Infallible, Confi
         source: exec(&mut cmd),
     })
 }
+
+/// Asks the kernel to kill this process (and so the agent it becomes: the setting
+/// survives `exec`) when the server dies, also by SIGKILL, where nothing of the
+/// server's runs to stop it. Without it the agent outlived a killed server, waiting
+/// on its closed stdin. The kernel sends the signal when the *thread* that started
+/// the process ends; the server starts vendor processes from its arbiter threads, which
+/// live as long as it does. A server that died before the setting took is noticed by
+/// the parent having changed.
+#[cfg(target_os = "linux")]
+fn die_with_parent() {
+    let parent = std::os::unix::process::parent_id();
+    let signal = Some(rustix::process::Signal::KILL);
+    if let Err(e) = rustix::process::set_parent_process_death_signal(signal) {
+        eprintln!("tandem confine: the agent will not die with the server: {e}");
+        return;
+    }
+    if std::os::unix::process::parent_id() != parent {
+        std::process::exit(1);
+    }
+}
+
+/// Only Linux has the parent-death signal.
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent() {}
 
 /// Replaces this process with `cmd`; returns only the error.
 #[cfg(unix)]

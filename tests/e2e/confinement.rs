@@ -41,8 +41,9 @@ impl World {
         std::fs::write(
             &config,
             format!(
-                "[vendors.fake]\nprotocol = \"acp\"\nbin = {}\n",
-                json!(env!("CARGO_BIN_EXE_fake-acp"))
+                "[vendors.fake]\nprotocol = \"acp\"\nbin = {}\nenv = {{ CONFINE_TEST_MARK = {}, FAKE_ACP_LINGER = \"60\" }}\n",
+                json!(env!("CARGO_BIN_EXE_fake-acp")),
+                json!(root.display().to_string())
             ),
         )
         .unwrap();
@@ -89,6 +90,40 @@ async fn ask(ws: &mut WsClient, id: &str, prompt: &str) -> String {
 
 fn read(path: &Path) -> String {
     format!("read {}", path.display())
+}
+
+/// A confined agent dies with its server, also when the server is killed with
+/// SIGKILL and stops nothing itself. The agent here stays 60 s after its stdin
+/// closes (`FAKE_ACP_LINGER`), as claude-code-acp and codex-acp did: they outlived
+/// killed servers.
+#[actix_rt::test]
+#[cfg_attr(not(has_landlock), ignore = "the kernel does not enforce Landlock")]
+async fn a_confined_agent_dies_with_a_killed_server() {
+    let w = World::start("confined-kill", &[]);
+    let mark = format!(
+        "CONFINE_TEST_MARK={}",
+        w.work.parent().and_then(Path::parent).unwrap().display()
+    );
+    let mut ws = w.server.ws().await;
+    let id = w.session(&mut ws).await;
+    let note = w.work.join("alive.txt");
+    std::fs::write(&note, "yes").unwrap();
+    assert_eq!(ask(&mut ws, &id, &read(&note)).await, "read: yes");
+    let agents = tandem_tests::procs::processes_with(&mark);
+    assert!(!agents.is_empty(), "no agent process carries {mark}");
+    drop(ws);
+    let _dir = w.server.kill();
+    tandem_tests::eventually_within(
+        "the agent to die with the server",
+        std::time::Duration::from_secs(10),
+        async || {
+            agents
+                .iter()
+                .all(|pid| !tandem_tests::procs::is_alive(*pid))
+                .then_some(())
+        },
+    )
+    .await;
 }
 
 #[actix_rt::test]

@@ -197,6 +197,15 @@ fn main() {
             _ => {}
         }
     }
+    // `FAKE_ACP_LINGER=SECS`: stays that long after its stdin closed, as agents that
+    // wait on their own children do (claude-code-acp, codex-acp), so a test can see
+    // whether the server's death ends it.
+    if let Some(secs) = std::env::var("FAKE_ACP_LINGER")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_secs(secs));
+    }
 }
 
 /// Runs one prompt's script and answers it.
