@@ -9,6 +9,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
+use tandem_tests::server::Api;
 use tandem_tests::{Server, ServerOptions, TempDir};
 
 use crate::workspaces::{git, repo};
@@ -32,7 +33,7 @@ fn q(path: &str) -> String {
 }
 
 /// Creates a session working in `cwd` over REST; its id.
-async fn session_in(api: &tandem_tests::server::Api, cwd: &Path, extra: Value) -> String {
+async fn session_in(api: &Api, cwd: &Path, extra: Value) -> String {
     let mut body = json!({"title": "security", "cwd": cwd});
     for (k, v) in extra.as_object().into_iter().flatten() {
         body[k] = v.clone();
@@ -46,6 +47,53 @@ fn code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or("")
 }
 
+/// Asserts that `api` reading each of `paths` in `sid` is refused as outside the
+/// workspace, and that no answer carries a token.
+async fn reads_refused(api: &Api, sid: &str, paths: &[&str]) {
+    for path in paths {
+        let (status, body) = api
+            .get(&files(sid, &format!("/content?path={}", q(path))))
+            .await;
+        assert_eq!(
+            (status, code(&body)),
+            (400, "PATH_OUTSIDE_WORKSPACE"),
+            "read {path}: {body}"
+        );
+        assert!(!body.to_string().contains("tdm_"), "{body}");
+    }
+}
+
+/// Asserts that listing each of `dirs` in `sid` is refused as outside the workspace.
+async fn listings_refused(api: &Api, sid: &str, dirs: &[&str]) {
+    for dir in dirs {
+        let (status, body) = api.get(&files(sid, &format!("?path={}", q(dir)))).await;
+        assert_eq!(
+            (status, code(&body)),
+            (400, "PATH_OUTSIDE_WORKSPACE"),
+            "list {dir}: {body}"
+        );
+    }
+}
+
+/// Asserts that saving `content` to each of `paths` in `sid` is refused as outside
+/// the workspace.
+async fn saves_refused(api: &Api, sid: &str, paths: &[&str], content: &str) {
+    for path in paths {
+        let (status, _, body) = api
+            .put(
+                &files(sid, &format!("/content?path={}", q(path))),
+                &json!({ "content": content }),
+                Some("*"),
+            )
+            .await;
+        assert_eq!(
+            (status, code(&body)),
+            (400, "PATH_OUTSIDE_WORKSPACE"),
+            "write {path}: {body}"
+        );
+    }
+}
+
 #[actix_rt::test]
 async fn a_link_to_the_git_directory_is_neither_read_nor_written() {
     let server = Server::start();
@@ -57,51 +105,38 @@ async fn a_link_to_the_git_directory_is_neither_read_nor_written() {
     let sid = session_in(&server, &base, json!({})).await;
     let config_before = std::fs::read(base.join(".git/config")).unwrap();
 
-    for bad in [
-        "link_git/config",
-        "link_git/HEAD",
-        "abs_git/config",
-        "sub/hooks/pre-commit.sample",
-        ".GIT/config",
-        ".Git/HEAD",
-    ] {
-        let (status, body) = server
-            .get(&files(&sid, &format!("/content?path={}", q(bad))))
-            .await;
-        assert_eq!(
-            (status, code(&body)),
-            (400, "PATH_OUTSIDE_WORKSPACE"),
-            "read {bad}: {body}"
-        );
-    }
-    for dir in ["link_git", "abs_git", "sub/hooks", "link_git/hooks"] {
-        let (status, body) = server.get(&files(&sid, &format!("?path={}", q(dir)))).await;
-        assert_eq!(
-            (status, code(&body)),
-            (400, "PATH_OUTSIDE_WORKSPACE"),
-            "list {dir}: {body}"
-        );
-    }
-    for bad in [
-        "link_git/config",
-        "link_git/hooks/post-checkout",
-        "abs_git/hooks/pre-commit",
-        "sub/hooks/post-merge",
-        ".GIT/config",
-    ] {
-        let (status, _, body) = server
-            .put(
-                &files(&sid, &format!("/content?path={}", q(bad))),
-                &json!({"content": "[core]\n\tfsmonitor = touch /tmp/pwned\n"}),
-                Some("*"),
-            )
-            .await;
-        assert_eq!(
-            (status, code(&body)),
-            (400, "PATH_OUTSIDE_WORKSPACE"),
-            "write {bad}: {body}"
-        );
-    }
+    reads_refused(
+        &server,
+        &sid,
+        &[
+            "link_git/config",
+            "link_git/HEAD",
+            "abs_git/config",
+            "sub/hooks/pre-commit.sample",
+            ".GIT/config",
+            ".Git/HEAD",
+        ],
+    )
+    .await;
+    listings_refused(
+        &server,
+        &sid,
+        &["link_git", "abs_git", "sub/hooks", "link_git/hooks"],
+    )
+    .await;
+    saves_refused(
+        &server,
+        &sid,
+        &[
+            "link_git/config",
+            "link_git/hooks/post-checkout",
+            "abs_git/hooks/pre-commit",
+            "sub/hooks/post-merge",
+            ".GIT/config",
+        ],
+        "[core]\n\tfsmonitor = touch /tmp/pwned\n",
+    )
+    .await;
     assert_eq!(
         std::fs::read(base.join(".git/config")).unwrap(),
         config_before
@@ -280,48 +315,27 @@ async fn the_data_directory_and_config_file_are_never_served() {
         .filter_map(|e| e["name"].as_str())
         .collect();
     assert!(!names.contains(&"data"), "{names:?}");
-    for bad in [
-        "data/admin-token",
-        "data/tandem.db",
-        "tok",
-        "d/admin-token",
-        "tandem.toml",
-        "./data/admin-token",
-    ] {
-        let (status, body) = carol
-            .get(&files(&sid, &format!("/content?path={}", q(bad))))
-            .await;
-        assert_eq!(
-            (status, code(&body)),
-            (400, "PATH_OUTSIDE_WORKSPACE"),
-            "read {bad}: {body}"
-        );
-        assert!(!body.to_string().contains("tdm_"), "{body}");
-    }
-    for listed in ["data", "d", "data/uploads"] {
-        let (status, body) = carol
-            .get(&files(&sid, &format!("?path={}", q(listed))))
-            .await;
-        assert_eq!(
-            (status, code(&body)),
-            (400, "PATH_OUTSIDE_WORKSPACE"),
-            "{listed}: {body}"
-        );
-    }
-    for bad in ["data/evil", "data/admin-token", "tandem.toml"] {
-        let (status, _, body) = carol
-            .put(
-                &files(&sid, &format!("/content?path={}", q(bad))),
-                &json!({"content": "x"}),
-                Some("*"),
-            )
-            .await;
-        assert_eq!(
-            (status, code(&body)),
-            (400, "PATH_OUTSIDE_WORKSPACE"),
-            "write {bad}: {body}"
-        );
-    }
+    reads_refused(
+        &carol,
+        &sid,
+        &[
+            "data/admin-token",
+            "data/tandem.db",
+            "tok",
+            "d/admin-token",
+            "tandem.toml",
+            "./data/admin-token",
+        ],
+    )
+    .await;
+    listings_refused(&carol, &sid, &["data", "d", "data/uploads"]).await;
+    saves_refused(
+        &carol,
+        &sid,
+        &["data/evil", "data/admin-token", "tandem.toml"],
+        "x",
+    )
+    .await;
     assert!(!data.join("evil").exists());
     // No session works inside the data directory.
     for inside in [data.clone(), data.join("uploads")] {

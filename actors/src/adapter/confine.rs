@@ -371,29 +371,14 @@ pub fn sweep_temp_dirs(base: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::Scratch;
 
-    /// A fresh directory under the system temp dir, removed at the end.
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(label: &str) -> Scratch {
-            let dir = std::env::temp_dir().join(format!(
-                "tandem-confine-{label}-{}-{}",
-                std::process::id(),
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0)
-            ));
-            std::fs::create_dir_all(&dir).unwrap();
-            Scratch(dir.canonicalize().unwrap())
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+    /// A scratch directory (removed at the end) and its canonical path: the allow-list
+    /// compares canonical paths.
+    fn scratch(label: &str) -> (Scratch, PathBuf) {
+        let dir = Scratch::new(label);
+        let root = dir.path().canonicalize().unwrap();
+        (dir, root)
     }
 
     fn env(pairs: &[(&str, &Path)]) -> BTreeMap<String, String> {
@@ -405,14 +390,14 @@ mod tests {
 
     #[test]
     fn allows_the_workdir_vendor_dirs_and_system_but_not_the_data_dir_or_home() {
-        let s = Scratch::new("allow");
+        let (_s, root) = scratch("allow");
         let (home, work, data, other) = (
-            s.0.join("home"),
-            s.0.join("roots/alice/work"),
-            s.0.join("home/.tandem"),
-            s.0.join("roots/bob"),
+            root.join("home"),
+            root.join("roots/alice/work"),
+            root.join("home/.tandem"),
+            root.join("roots/bob"),
         );
-        let pkg = s.0.join("prefix/node_modules/@v/cli/bin");
+        let pkg = root.join("prefix/node_modules/@v/cli/bin");
         for d in [&home.join(".codex"), &work, &data, &other, &pkg] {
             std::fs::create_dir_all(d).unwrap();
         }
@@ -429,7 +414,7 @@ mod tests {
         assert!(allow.write.contains(&PathBuf::from("/dev")), "{allow:?}");
         assert!(allow.read.contains(&PathBuf::from("/usr")), "{allow:?}");
         assert!(
-            allow.read.contains(&s.0.join("prefix/node_modules")),
+            allow.read.contains(&root.join("prefix/node_modules")),
             "{allow:?}"
         );
         assert!(allow.read.contains(&bin), "{allow:?}");
@@ -443,8 +428,8 @@ mod tests {
 
     #[test]
     fn a_listed_path_holding_the_data_dir_is_left_out_but_the_workdir_stays() {
-        let s = Scratch::new("holds");
-        let (home, data) = (s.0.join("home"), s.0.join("home/.local/share/tandem"));
+        let (_s, root) = scratch("holds");
+        let (home, data) = (root.join("home"), root.join("home/.local/share/tandem"));
         std::fs::create_dir_all(&data).unwrap();
         let allow = allow_list(
             Path::new("/bin/sh"),
@@ -459,11 +444,11 @@ mod tests {
 
     #[test]
     fn a_wrapper_script_gets_the_installation_of_what_it_runs() {
-        let s = Scratch::new("wrapper");
-        let real = s.0.join("opt/node_modules/@v/cli/bin/cli");
+        let (_s, root) = scratch("wrapper");
+        let real = root.join("opt/node_modules/@v/cli/bin/cli");
         std::fs::create_dir_all(real.parent().unwrap()).unwrap();
         std::fs::write(&real, "#!/bin/sh\n").unwrap();
-        let wrapper = s.0.join("wrapper");
+        let wrapper = root.join("wrapper");
         std::fs::write(
             &wrapper,
             format!("#!/bin/sh\nexec \"{}\" \"$@\"\n", real.display()),
@@ -482,15 +467,15 @@ mod tests {
         );
         let allow = allow_list(&wrapper, &BTreeMap::new(), None, &[]);
         assert!(
-            allow.read.contains(&s.0.join("opt/node_modules")),
+            allow.read.contains(&root.join("opt/node_modules")),
             "{allow:?}"
         );
     }
 
     #[test]
     fn a_worktree_gets_its_git_directories() {
-        let s = Scratch::new("git");
-        let (base, wt) = (s.0.join("repo"), s.0.join("wt"));
+        let (_s, root) = scratch("git");
+        let (base, wt) = (root.join("repo"), root.join("wt"));
         let gitdir = base.join(".git/worktrees/wt");
         std::fs::create_dir_all(&gitdir).unwrap();
         std::fs::create_dir_all(&wt).unwrap();
@@ -509,14 +494,14 @@ mod tests {
 
     #[test]
     fn stale_temp_dirs_are_swept_live_ones_kept() {
-        let s = Scratch::new("sweep");
-        let live = s.0.join(format!("{TEMP_PREFIX}{}-1", std::process::id()));
-        let dead = s.0.join(format!("{TEMP_PREFIX}{}-1", u32::MAX - 1));
-        let other = s.0.join("unrelated-dir");
+        let (_s, root) = scratch("sweep");
+        let live = root.join(format!("{TEMP_PREFIX}{}-1", std::process::id()));
+        let dead = root.join(format!("{TEMP_PREFIX}{}-1", u32::MAX - 1));
+        let other = root.join("unrelated-dir");
         for d in [&live, &dead, &other] {
             std::fs::create_dir_all(d).unwrap();
         }
-        sweep_temp_dirs(&s.0);
+        sweep_temp_dirs(&root);
         assert!(live.is_dir() && other.is_dir());
         assert!(!dead.exists());
     }

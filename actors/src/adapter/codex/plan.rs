@@ -18,9 +18,10 @@ use actix::{Addr, Recipient};
 /// (bubblewrap, which needs `mount`) cannot start, so a sandboxed command would fail.
 /// There, tandem's ruleset is the sandbox (writes only in the working directory, the
 /// Codex home and a private temporary directory) and Codex runs its commands
-/// unsandboxed inside it; what Codex's sandbox also gave is kept through approvals:
-/// read-only (plan) asks before every edit and every command not known to be
-/// harmless. Codex's network block does not apply then.
+/// unsandboxed inside it; approvals keep what they can: default and plan run Codex's
+/// `untrusted` policy (it asks before any command not known to be harmless). Plan is
+/// then not read-only in the working directory, and Codex's network block does not
+/// apply.
 pub fn policy(mode: PermissionMode, confined: bool) -> (ApprovalPolicy, SandboxMode) {
     if confined {
         return match mode {
