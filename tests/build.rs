@@ -1,6 +1,7 @@
 //! Decides, when the tests are built, which of the tools they drive are installed, and
 //! sets a `cfg` flag for each one that is: `has_codex`, `has_claude`, `has_codex_acp`,
-//! `has_claude_acp`, `has_browser` (Chromium, chromedriver and axe-core), and
+//! `has_claude_acp`, `has_browser` (Chromium, chromedriver and axe-core), `has_pytools`
+//! (schemathesis and the official MCP SDK in `.venv-tools`), and
 //! `has_landlock` when the kernel enforces Landlock (agent confinement). Tests use
 //! `#[cfg_attr(not(has_codex), ignore = "...")]`, so without the tool nextest lists
 //! them as skipped, never as passed. Under CI (`CI` set) every flag is set: CI
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     println!(
-        "cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser, has_codex_acp, has_claude_acp, has_nats, has_landlock)"
+        "cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser, has_codex_acp, has_claude_acp, has_nats, has_landlock, has_pytools)"
     );
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=src/vendor_clis.rs");
@@ -73,6 +74,12 @@ fn main() {
         "has_browser",
         "chromium, chromedriver or axe-core",
         &[chromium, chromedriver, vendor_clis::axe_path()],
+    );
+    flag(
+        ci,
+        "has_pytools",
+        "the Python contract clients (schemathesis, the MCP SDK) in .venv-tools",
+        &[vendor_clis::schemathesis_path(), vendor_clis::python_path()],
     );
     if ci || landlock() {
         println!("cargo::rustc-cfg=has_landlock");

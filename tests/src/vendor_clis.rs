@@ -64,6 +64,17 @@ pub fn claude_acp_path() -> PathBuf {
     )
 }
 
+/// The Python of the tests' virtualenv (`.ci/run` makes `.venv-tools` at the
+/// repository root from `tests/python-requirements.txt`), with the official MCP SDK.
+pub fn python_path() -> PathBuf {
+    repo_root().join(".venv-tools/bin/python")
+}
+
+/// schemathesis's command in the tests' virtualenv.
+pub fn schemathesis_path() -> PathBuf {
+    repo_root().join(".venv-tools/bin/schemathesis")
+}
+
 /// Zed's Codex ACP agent, if installed.
 pub fn codex_acp_bin() -> Option<PathBuf> {
     Some(codex_acp_path()).filter(|p| p.is_file())
