@@ -181,7 +181,7 @@ impl RuntimeFixture {
 
     /// A new scripted session's id.
     pub async fn session(&self) -> String {
-        let params = tandem_protocol::client::CreateSessionParams {
+        let params = tandem_protocol::client::SessionCreateParams {
             vendor: None,
             model: None,
             effort: None,

@@ -29,5 +29,5 @@ fuzz_target!(|data: &[u8]| {
         _ => panic!("whole {whole:?} but fragmented {pieces:?}"),
     }
     let _ = r.binary();
-    let _ = serde_json::from_slice::<tandem_protocol::client::CreateSessionParams>(bytes);
+    let _ = serde_json::from_slice::<tandem_protocol::client::SessionCreateParams>(bytes);
 });

@@ -1,6 +1,6 @@
 //! What one cluster node sends another on `tandem.nodes.<node>.rpc` (`--nats`): a
-//! request run for a caller this node authenticated. [`crate::cluster_route`],
-//! [`crate::cluster_rest`] and [`crate::cluster_uploads`] send them;
+//! request run for a caller this node authenticated. [`crate::operation`],
+//! [`crate::cluster_subscribe`] and [`crate::cluster_uploads`] send them;
 //! [`crate::cluster_rpc`] answers them.
 
 use serde::{Deserialize, Serialize};
@@ -21,11 +21,12 @@ pub struct Forward {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Call {
-    /// A WebSocket request: the client frame as received. Answered with the frame
-    /// the owner would have sent.
-    Frame {
-        /// The frame's JSON text.
-        frame: String,
+    /// A request of the table (`tandem_protocol::operations`) as a frame's JSON
+    /// (`type` and fields, no `requestId`). Answered with a
+    /// [`crate::operation::Outcome`].
+    Operation {
+        /// The request.
+        request: String,
     },
     /// The `chat_subscribed` frame a new subscriber (the caller) of a session gets:
     /// its pending permission requests, rules and queue live only on the owner.
@@ -39,19 +40,6 @@ pub enum Call {
     UploadPart(PartCall),
     /// A part of an upload used in one of the owner's sessions.
     UploadRead(ReadCall),
-    /// A REST request for one of the owner's sessions (see [`crate::cluster_rest`]).
-    /// Answered with a [`crate::cluster_rest::RestAnswer`].
-    #[serde(rename_all = "camelCase")]
-    Rest {
-        /// `GET`, `POST`, ...
-        method: String,
-        /// Path and query, as the client sent them.
-        path: String,
-        /// The request's `Content-Type`, if any.
-        content_type: Option<String>,
-        /// The body (REST bodies are JSON text).
-        body: String,
-    },
 }
 
 /// One part of an upload handed over ([`Call::UploadPart`]).

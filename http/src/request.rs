@@ -4,7 +4,7 @@
 //! the handler names them (the caller first, so a request without a valid token is
 //! refused before its body is read).
 
-use std::future::{ready, Future, Ready};
+use std::future::{ready, Ready};
 use std::ops::Deref;
 
 use actix_web::dev::Payload;
@@ -12,6 +12,7 @@ use actix_web::{web, FromRequest, HttpRequest};
 use futures_util::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use tandem_actors::Principal;
+use tandem_protocol::operations::Operation;
 use tandem_protocol::rest::EmptyBody;
 use tandem_protocol::ErrorCode;
 
@@ -228,31 +229,23 @@ pub(crate) fn query<T: DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiErro
         .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad query: {e}")))
 }
 
-/// Runs `write`, a runtime operation not yet started, and gives its result only once
-/// what it wrote is committed, so an acknowledged change survives a crash.
-pub(crate) async fn durably<T, E>(
+/// Runs the request `params` make through the one operation path
+/// ([`crate::operation::execute`]: routed to the owning node, answered once
+/// committed) and gives its typed result.
+pub(crate) async fn run<P: Operation>(
     state: &AppState,
-    write: impl Future<Output = Result<T, E>>,
-) -> Result<T, ApiError>
-where
-    ApiError: From<E>,
-{
-    // Before the request's writes: a future runs nothing until it is awaited.
-    let epoch = state.runtime.write_epoch();
-    let done = write.await?;
-    committed(state, epoch).await?;
-    Ok(done)
+    who: &Principal,
+    params: P,
+) -> Result<P::Result, ApiError> {
+    crate::operation::call(&state.context(), who, params).await
 }
 
-/// Waits until what the request wrote is committed, so an acknowledged change
-/// survives a crash.
-async fn committed(state: &AppState, epoch: u64) -> Result<(), ApiError> {
-    if state.runtime.synced_since(epoch).await {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            ErrorCode::Internal,
-            "the store could not commit",
-        ))
-    }
+/// As [`run`], the result's JSON text as the operation made it (a page of events is
+/// spliced, not decoded and encoded again).
+pub(crate) async fn run_text<P: Operation>(
+    state: &AppState,
+    who: &Principal,
+    params: P,
+) -> Result<String, ApiError> {
+    crate::operation::execute(&state.context(), who, params.into_request()).await
 }

@@ -1,17 +1,22 @@
 //! REST handlers under `/api/v1`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use tandem_actors::session::SendOutcome;
-use tandem_protocol::client::{CreateSessionParams, ListParams};
+use tandem_protocol::client::{
+    ChatAbortParams, ChatEditSendParams, ChatSendParams, SessionCreateParams, SessionsListParams,
+};
+use tandem_protocol::queries::{
+    ChatQueueParams, PairsListParams, SessionEventsParams, SessionGetParams, SessionMcpTokenParams,
+    SessionSchedulesParams, SessionUsageParams, SessionsRunningParams, VendorsListParams,
+};
 use tandem_protocol::rest::{
     EditSendAccepted, EventsQuery, Health, InterruptAccepted, McpToken, MessageAccepted,
-    MessageQueued, PairList, PostEditSend, PostMessage, QueueList, RunningList, ScheduleList,
-    SessionList, TurnAccepted, UsageQuery, VendorList,
+    MessageQueued, PostEditSend, PostMessage, TurnAccepted, UsageQuery,
 };
+use tandem_protocol::results::ChatSendResult;
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
-use crate::request::{body, durably, query, Caller, Json, NoBody};
+use crate::request::{body, query, run, run_text, Caller, Json, NoBody};
 use crate::state::AppState;
 
 /// Mounts every `/api/v1` route. Each path is a resource whose other methods are
@@ -116,10 +121,9 @@ async fn health() -> HttpResponse {
     })
 }
 
-async fn vendors(_: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(VendorList {
-        vendors: state.runtime.vendors(),
-    }))
+async fn vendors(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let list = run(&state, &who, VendorsListParams {}).await?;
+    Ok(HttpResponse::Ok().json(list))
 }
 
 async fn list_sessions(
@@ -127,65 +131,24 @@ async fn list_sessions(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let query: ListParams = query(&req)?;
-    // In a cluster the other nodes' sessions are listed too, in the same order.
-    let others = state
-        .cluster
-        .as_ref()
-        .map(|c| c.remote_sessions())
-        .unwrap_or_default();
-    let page = state.runtime.session_page_with(
-        &who,
-        query.limit.unwrap_or(ListParams::DEFAULT_LIMIT),
-        query.cursor.as_deref(),
-        &others,
-    )?;
-    Ok(HttpResponse::Ok().json(SessionList {
-        sessions: page.sessions,
-        next_cursor: page.next_cursor,
-    }))
+    let page: SessionsListParams = query(&req)?;
+    Ok(HttpResponse::Ok().json(run(&state, &who, page).await?))
 }
 
 async fn running(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    // In a cluster the other nodes' running sessions are listed too.
-    let others = state
-        .cluster
-        .as_ref()
-        .map(|c| c.remote_sessions())
-        .unwrap_or_default();
-    Ok(HttpResponse::Ok().json(RunningList {
-        sessions: state.runtime.running_with(&who, &others),
-    }))
+    let list = run(&state, &who, SessionsRunningParams {}).await?;
+    Ok(HttpResponse::Ok().json(list))
 }
 
+/// `POST /sessions` → 201 `SessionInfo`: here, or on the cluster node it names.
 async fn create_session(
     who: Caller,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let params: CreateSessionParams = body(payload, state.max_frame_bytes, true).await?;
-    if let Some(node) = params.node.as_deref() {
-        match state.cluster.as_ref() {
-            // Created where it is pinned, as `session.create` naming that node is.
-            Some(cluster) if node != cluster.node() => {
-                let info =
-                    crate::cluster_route::create_on(cluster, &state.runtime, &who, params).await?;
-                return Ok(HttpResponse::Created().json(info));
-            }
-            Some(_) => {}
-            None => return Err(no_such_node(node)),
-        }
-    }
-    let info = state.runtime.create_session(&who, params).await?;
-    Ok(HttpResponse::Created().json(info))
-}
-
-/// `node` names no node of this server's cluster (or there is no cluster).
-fn no_such_node(node: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::InvalidArgument,
-        format!("no node `{node:.64}` in the cluster"),
-    )
+    let params: SessionCreateParams = body(payload, state.max_frame_bytes, true).await?;
+    let created = run(&state, &who, params).await?;
+    Ok(HttpResponse::Created().json(created.session))
 }
 
 async fn get_session(
@@ -193,7 +156,9 @@ async fn get_session(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(state.runtime.session(&who, &id)?))
+    let session_id = id.into_inner();
+    let got = run(&state, &who, SessionGetParams { session_id }).await?;
+    Ok(HttpResponse::Ok().json(got.session))
 }
 
 async fn events(
@@ -202,45 +167,21 @@ async fn events(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let query: EventsQuery = query(&req)?;
-    if query.after > tandem_protocol::MAX_SEQ {
-        return Err(ApiError::new(
-            ErrorCode::InvalidArgument,
-            format!(
-                "`after` must be at most {} (positions are never wrapped)",
-                tandem_protocol::MAX_SEQ
-            ),
-        ));
-    }
-    let max = tandem_actors::runtime::MAX_EVENTS_PAGE;
-    if query.limit == 0 || query.limit > max {
-        return Err(ApiError::new(
-            ErrorCode::InvalidArgument,
-            format!("limit must be 1 to {max}"),
-        ));
-    }
-    let (frames, last_seq, has_more) = state
-        .runtime
-        .events(&who, &id, query.after, query.limit)
-        .await?;
-    // Frames are stored exactly as sent; splice them in rather than re-encoding.
-    let size = frames.iter().map(|f| f.len() + 1).sum::<usize>() + 64;
-    let mut out = String::with_capacity(size);
-    out.push_str("{\"events\":[");
-    for (i, frame) in frames.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(frame);
-    }
-    out.push_str(&format!(
-        "],\"lastSeq\":{last_seq},\"hasMore\":{has_more}}}"
-    ));
+    let q: EventsQuery = query(&req)?;
+    let params = SessionEventsParams {
+        session_id: id.into_inner(),
+        after: q.after,
+        limit: q.limit,
+    };
+    // The page as the operation spliced it from the stored frames.
+    let page = run_text(&state, &who, params).await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
-        .body(out))
+        .body(page))
 }
 
+/// `POST /sessions/{id}/messages` → 202 once the turn's start (or the queue entry)
+/// is on disk.
 async fn post_message(
     who: Caller,
     id: web::Path<String>,
@@ -248,43 +189,43 @@ async fn post_message(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     // As a WebSocket frame: larger files go through `POST /uploads` and by id.
-    let send = state
-        .runtime
-        .send(&who, &id, msg.content, msg.options, msg.queue);
-    // 202 only once the turn's start (or the queue entry) is on disk.
-    let outcome = durably(&state, send).await?;
-    Ok(HttpResponse::Accepted().json(match outcome {
-        SendOutcome::Started { turn_id } => MessageAccepted::Started(TurnAccepted { turn_id }),
-        SendOutcome::Queued { position } => MessageAccepted::Queued(MessageQueued {
-            queued: true,
-            position,
+    let params = ChatSendParams {
+        session_id: id.into_inner(),
+        content: msg.content,
+        options: msg.options,
+        queue: msg.queue,
+    };
+    Ok(
+        HttpResponse::Accepted().json(match run(&state, &who, params).await? {
+            ChatSendResult::Started { turn_id, .. } => {
+                MessageAccepted::Started(TurnAccepted { turn_id })
+            }
+            ChatSendResult::Queued { position, .. } => MessageAccepted::Queued(MessageQueued {
+                queued: true,
+                position,
+            }),
         }),
-    }))
+    )
 }
 
+/// `POST /sessions/{id}/edit-send` → 202 once the rewind and the new turn's start
+/// are on disk.
 async fn post_edit_send(
     who: Caller,
     id: web::Path<String>,
     Json(msg): Json<PostEditSend>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    if msg.anchor_seq == 0 || msg.anchor_seq > tandem_protocol::MAX_SEQ {
-        return Err(ApiError::new(
-            ErrorCode::InvalidArgument,
-            format!(
-                "`anchorSeq` must be between 1 and {}",
-                tandem_protocol::MAX_SEQ
-            ),
-        ));
-    }
-    let edit = state
-        .runtime
-        .edit_send(&who, &id, msg.anchor_seq, msg.content, msg.options);
-    // 202 only once the rewind and the new turn's start are on disk.
-    let outcome = durably(&state, edit).await?;
+    let params = ChatEditSendParams {
+        session_id: id.into_inner(),
+        anchor_seq: msg.anchor_seq,
+        content: msg.content,
+        options: msg.options,
+    };
+    let done = run(&state, &who, params).await?;
     Ok(HttpResponse::Accepted().json(EditSendAccepted {
-        turn_id: outcome.turn_id,
-        superseded: outcome.superseded,
+        turn_id: done.turn_id,
+        superseded: done.superseded,
     }))
 }
 
@@ -294,16 +235,15 @@ async fn interrupt(
     _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    state.runtime.abort(&who, &id).await?;
+    let session_id = id.into_inner();
+    let done = run(&state, &who, ChatAbortParams { session_id }).await?;
     Ok(HttpResponse::Accepted().json(InterruptAccepted {
-        session_id: id.into_inner(),
+        session_id: done.session_id,
     }))
 }
 
 async fn pairs(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(PairList {
-        pairs: state.runtime.list_pairs(&who),
-    }))
+    Ok(HttpResponse::Ok().json(run(&state, &who, PairsListParams {}).await?))
 }
 
 async fn mcp_token(
@@ -313,10 +253,12 @@ async fn mcp_token(
     _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let token = state.runtime.mcp_token(&who, &id)?;
+    let session_id = id.into_inner();
+    let token = run(&state, &who, SessionMcpTokenParams { session_id }).await?;
+    // The endpoint as this caller reaches it (in a cluster, this node's).
     let info = req.connection_info();
     Ok(HttpResponse::Ok().json(McpToken {
-        token,
+        token: token.token,
         url: format!("{}://{}/mcp", info.scheme(), info.host()),
     }))
 }
@@ -326,8 +268,9 @@ async fn schedules(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let schedules = state.runtime.schedules(&who, &id).await?;
-    Ok(HttpResponse::Ok().json(ScheduleList { schedules }))
+    let session_id = id.into_inner();
+    let list = run(&state, &who, SessionSchedulesParams { session_id }).await?;
+    Ok(HttpResponse::Ok().json(list))
 }
 
 async fn queue(
@@ -335,11 +278,8 @@ async fn queue(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let queued = state.runtime.queued(&who, &id)?;
-    Ok(HttpResponse::Ok().json(QueueList {
-        session_id: id.into_inner(),
-        queued,
-    }))
+    let session_id = id.into_inner();
+    Ok(HttpResponse::Ok().json(run(&state, &who, ChatQueueParams { session_id }).await?))
 }
 
 async fn usage(
@@ -348,6 +288,10 @@ async fn usage(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let query: UsageQuery = query(&req)?;
-    Ok(HttpResponse::Ok().json(state.runtime.usage(&who, &id, query.since).await?))
+    let q: UsageQuery = query(&req)?;
+    let params = SessionUsageParams {
+        session_id: id.into_inner(),
+        since: q.since,
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?.usage))
 }

@@ -2,18 +2,17 @@
 //! handoff, schedules (create, cancel; the list is in `rest.rs`), stopping a background
 //! task, answering a tool approval, creating and closing a pair. Each calls the same
 //! runtime operation as its WebSocket request, so it is refused with the same code,
-//! and answers only once its writes are on disk.
+//! and answers only once its writes are on disk (`crate::operation`).
 
 use actix_web::{web, HttpResponse};
-use tandem_protocol::client::{HandoffParams, PairCreateParams, PermissionResponseParams};
-use tandem_protocol::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
-use tandem_protocol::results::{
-    ChatStopTaskResult, PairCloseResult, PairCreateResult, PermissionResponseResult,
-    ScheduleCancelResult, ScheduleResult,
+use tandem_protocol::client::{
+    ChatPermissionResponseParams, ChatStopTaskParams, PairCloseParams, PairCreateParams,
+    SessionHandoffParams, SessionScheduleCancelParams, SessionScheduleParams,
 };
+use tandem_protocol::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
 
 use crate::error::ApiError;
-use crate::request::{durably, Caller, Json, NoBody};
+use crate::request::{run, Caller, Json, NoBody};
 use crate::state::AppState;
 
 /// Mounts the routes inside the `/api/v1` scope of `rest.rs`, each made by its `at`
@@ -48,14 +47,13 @@ async fn handoff(
     Json(b): Json<HandoffBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let params = HandoffParams {
+    let params = SessionHandoffParams {
         session_id: id.into_inner(),
         target_vendor: b.target_vendor,
         model: b.model,
         effort: b.effort,
     };
-    let done = durably(&state, state.runtime.handoff(&who, params)).await?;
-    Ok(HttpResponse::Created().json(done))
+    Ok(HttpResponse::Created().json(run(&state, &who, params).await?))
 }
 
 /// `POST /sessions/{id}/schedules` → 201 `{scheduleId, at, status}`.
@@ -65,12 +63,12 @@ pub async fn create_schedule(
     Json(b): Json<ScheduleBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let s = durably(&state, state.runtime.schedule(&who, &id, b.content, &b.at)).await?;
-    Ok(HttpResponse::Created().json(ScheduleResult {
-        schedule_id: s.schedule_id,
-        at: s.at,
-        status: s.status,
-    }))
+    let params = SessionScheduleParams {
+        session_id: id.into_inner(),
+        content: b.content,
+        at: b.at,
+    };
+    Ok(HttpResponse::Created().json(run(&state, &who, params).await?))
 }
 
 /// `DELETE /sessions/{id}/schedules/{scheduleId}` → 200 `{scheduleId, status}`.
@@ -79,16 +77,12 @@ async fn cancel_schedule(
     path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, schedule_id) = path.into_inner();
-    let s = durably(
-        &state,
-        state.runtime.cancel_schedule(&who, &id, schedule_id),
-    )
-    .await?;
-    Ok(HttpResponse::Ok().json(ScheduleCancelResult {
-        schedule_id: s.schedule_id,
-        status: s.status,
-    }))
+    let (session_id, schedule_id) = path.into_inner();
+    let params = SessionScheduleCancelParams {
+        session_id,
+        schedule_id,
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
 
 /// `POST /sessions/{id}/tasks/{taskId}/stop` → 202 `{sessionId, taskId}`.
@@ -99,14 +93,11 @@ async fn stop_task(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (session_id, task_id) = path.into_inner();
-    state
-        .runtime
-        .stop_task(&who, &session_id, task_id.clone())
-        .await?;
-    Ok(HttpResponse::Accepted().json(ChatStopTaskResult {
+    let params = ChatStopTaskParams {
         session_id,
-        task_id,
-    }))
+        task_id: Some(task_id),
+    };
+    Ok(HttpResponse::Accepted().json(run(&state, &who, params).await?))
 }
 
 /// `POST /sessions/{id}/permissions/{requestId}` → 200 `{permissionId}`.
@@ -117,8 +108,8 @@ async fn answer_permission(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (session_id, request_id) = path.into_inner();
-    let params = PermissionResponseParams {
-        request_id: request_id.clone(),
+    let params = ChatPermissionResponseParams {
+        request_id,
         session_id: Some(session_id),
         allow: b.allow,
         updated_input: b.updated_input,
@@ -126,10 +117,7 @@ async fn answer_permission(
         remember: b.remember,
         permission_mode: b.permission_mode,
     };
-    durably(&state, state.runtime.respond_permission(&who, params)).await?;
-    Ok(HttpResponse::Ok().json(PermissionResponseResult {
-        permission_id: request_id,
-    }))
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
 
 /// `POST /pairs` → 201 `{pair}`.
@@ -138,15 +126,7 @@ pub async fn create_pair(
     Json(p): Json<PairCreateParams>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let create = state.runtime.create_pair(
-        &who,
-        &p.driver_id,
-        p.worker,
-        p.worker_workspace,
-        p.worker_node,
-    );
-    let pair = durably(&state, create).await?;
-    Ok(HttpResponse::Created().json(PairCreateResult { pair }))
+    Ok(HttpResponse::Created().json(run(&state, &who, p).await?))
 }
 
 /// `DELETE /pairs/{pairId}` → 200 `{pairId, interrupted}`.
@@ -156,9 +136,5 @@ async fn close_pair(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let pair_id = pair_id.into_inner();
-    let interrupted = durably(&state, state.runtime.close_pair(&who, &pair_id)).await?;
-    Ok(HttpResponse::Ok().json(PairCloseResult {
-        pair_id,
-        interrupted,
-    }))
+    Ok(HttpResponse::Ok().json(run(&state, &who, PairCloseParams { pair_id }).await?))
 }

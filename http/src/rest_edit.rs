@@ -3,11 +3,12 @@
 //! fields of `session.configure`), `DELETE /api/v1/sessions/{id}` archives.
 
 use actix_web::{web, HttpResponse};
-use tandem_protocol::client::ConfigureParams;
-use tandem_protocol::rest::{Archived, SessionPatch};
+use tandem_protocol::client::SessionConfigureParams;
+use tandem_protocol::queries::SessionArchiveParams;
+use tandem_protocol::rest::SessionPatch;
 
 use crate::error::ApiError;
-use crate::request::{durably, Caller, Json};
+use crate::request::{run, Caller, Json};
 use crate::state::AppState;
 
 /// `PATCH /sessions/{id}` → 200 `SessionInfo`.
@@ -17,7 +18,7 @@ pub async fn patch_session(
     Json(patch): Json<SessionPatch>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let params = ConfigureParams {
+    let params = SessionConfigureParams {
         session_id: id.into_inner(),
         model: patch.model,
         effort: patch.effort,
@@ -26,8 +27,7 @@ pub async fn patch_session(
         title: patch.title,
         owner_id: patch.owner_id,
     };
-    let info = durably(&state, state.runtime.configure(&who, params)).await?;
-    Ok(HttpResponse::Ok().json(info))
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?.session))
 }
 
 /// `DELETE /sessions/{id}` → 200 `{sessionId, archived: true}`.
@@ -36,9 +36,6 @@ pub async fn delete_session(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    durably(&state, state.runtime.archive(&who, &id)).await?;
-    Ok(HttpResponse::Ok().json(Archived {
-        session_id: id.into_inner(),
-        archived: true,
-    }))
+    let session_id = id.into_inner();
+    Ok(HttpResponse::Ok().json(run(&state, &who, SessionArchiveParams { session_id }).await?))
 }

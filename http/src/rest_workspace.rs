@@ -1,16 +1,21 @@
 //! REST routes of workspaces: a session's changes and diff, merging and discarding
 //! its worktree, and reading and saving the files of its working directory. Each
-//! calls a runtime operation that runs git or file I/O on the blocking pool.
+//! runs as its request of the table (`crate::operation`); git and file I/O run on
+//! the blocking pool.
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
-use tandem_protocol::workspace::{
-    DiffQuery, FileSave, MergeBody, PathQuery, DEFAULT_DIFF_CAP, MAX_FILE_BYTES,
+use tandem_protocol::client::SessionDiscardParams;
+use tandem_protocol::queries::{
+    SessionChangesParams, SessionDiffParams, SessionFileReadParams, SessionFileWriteParams,
+    SessionFilesParams,
 };
-use tandem_protocol::ErrorCode;
+use tandem_protocol::workspace::{
+    DiffQuery, FileSave, MergeBody, PathQuery, SessionMergeParams, MAX_FILE_BYTES,
+};
 
 use crate::error::ApiError;
-use crate::request::{body, durably, query, Caller, Json, NoBody};
+use crate::request::{body, query, run, Caller, Json, NoBody};
 use crate::state::AppState;
 
 /// Mounts the routes inside the `/api/v1` scope (see `rest_control::routes`).
@@ -33,8 +38,9 @@ async fn changes(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let changes = state.runtime.session_changes(&who, &id).await?;
-    Ok(HttpResponse::Ok().json(changes))
+    let session_id = id.into_inner();
+    let done = run(&state, &who, SessionChangesParams { session_id }).await?;
+    Ok(HttpResponse::Ok().json(done.changes))
 }
 
 /// `GET /sessions/{id}/changes/diff?path=`.
@@ -45,11 +51,11 @@ async fn diff(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q: DiffQuery = query(&req)?;
-    let diff = state
-        .runtime
-        .session_diff(&who, &id, q.path, DEFAULT_DIFF_CAP)
-        .await?;
-    Ok(HttpResponse::Ok().json(diff))
+    let params = SessionDiffParams {
+        session_id: id.into_inner(),
+        path: q.path,
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?.diff))
 }
 
 /// `POST /sessions/{id}/merge` (as `session.merge`).
@@ -59,11 +65,12 @@ async fn merge(
     Json(b): Json<MergeBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let merge = state
-        .runtime
-        .merge_session(&who, &id, b.strategy, b.message);
-    let done = durably(&state, merge).await?;
-    Ok(HttpResponse::Ok().json(done))
+    let params = SessionMergeParams {
+        session_id: id.into_inner(),
+        strategy: b.strategy,
+        message: b.message,
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
 
 /// `POST /sessions/{id}/discard` (as `session.discard`).
@@ -73,8 +80,8 @@ async fn discard(
     _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let done = durably(&state, state.runtime.discard_session(&who, &id)).await?;
-    Ok(HttpResponse::Ok().json(done))
+    let session_id = id.into_inner();
+    Ok(HttpResponse::Ok().json(run(&state, &who, SessionDiscardParams { session_id }).await?))
 }
 
 /// `GET /sessions/{id}/files?path=`.
@@ -85,17 +92,11 @@ async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q: PathQuery = query(&req)?;
-    let listing = state
-        .runtime
-        .list_files(&who, &id, q.path.unwrap_or_default())
-        .await?;
-    Ok(HttpResponse::Ok().json(listing))
-}
-
-fn required_path(q: PathQuery) -> Result<String, ApiError> {
-    q.path
-        .filter(|p| !p.trim().is_empty())
-        .ok_or_else(|| ApiError::new(ErrorCode::InvalidArgument, "`path` names no file"))
+    let params = SessionFilesParams {
+        session_id: id.into_inner(),
+        path: q.path,
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?.listing))
 }
 
 /// `GET /sessions/{id}/files/content?path=`, with `ETag`.
@@ -105,8 +106,12 @@ async fn read(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let path = required_path(query(&req)?)?;
-    let file = state.runtime.read_file(&who, &id, path).await?;
+    let q: PathQuery = query(&req)?;
+    let params = SessionFileReadParams {
+        session_id: id.into_inner(),
+        path: q.path.unwrap_or_default(),
+    };
+    let file = run(&state, &who, params).await?.file;
     Ok(HttpResponse::Ok()
         .insert_header((header::ETAG, file.etag.clone()))
         .insert_header((header::CACHE_CONTROL, "no-store"))
@@ -121,7 +126,7 @@ async fn write(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let path = required_path(query(&req)?)?;
+    let q: PathQuery = query(&req)?;
     // Room for a 2 MiB file whose every character JSON escapes.
     let limit = usize::try_from(MAX_FILE_BYTES * 6 + 4096).unwrap_or(usize::MAX);
     let b: FileSave = body(payload, limit, false).await?;
@@ -130,10 +135,13 @@ async fn write(
         .get(header::IF_MATCH)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let saved = state
-        .runtime
-        .write_file(&who, &id, path, b.content, if_match)
-        .await?;
+    let params = SessionFileWriteParams {
+        session_id: id.into_inner(),
+        path: q.path.unwrap_or_default(),
+        content: b.content,
+        if_match,
+    };
+    let saved = run(&state, &who, params).await?.saved;
     Ok(HttpResponse::Ok()
         .insert_header((header::ETAG, saved.etag.clone()))
         .json(saved))

@@ -66,9 +66,6 @@ pub enum ServeError {
     /// The runtime could not start.
     #[error(transparent)]
     Runtime(#[from] tandem_actors::RuntimeError),
-    /// Forwarded REST requests could not be set up.
-    #[error("cluster: {0}")]
-    Forwarding(String),
     /// The cluster could not be joined.
     #[error(transparent)]
     Cluster(#[from] tandem_actors::cluster::ClusterError),
@@ -105,12 +102,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         Some(config) => {
             let cluster =
                 tandem_actors::cluster::Cluster::join(config, started.runtime.clone()).await?;
-            let local = crate::cluster_rest::Loopback::new(
-                addr,
-                cluster.client().server_info().max_payload,
-            )
-            .map_err(ServeError::Forwarding)?;
-            crate::cluster_rpc::serve(&cluster, started.runtime.clone(), local).await?;
+            crate::cluster_rpc::serve(&cluster, started.runtime.clone()).await?;
             Some(cluster)
         }
         None => None,
@@ -147,12 +139,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
                 // authentication (see guard.rs).
                 .app_data(guard.clone())
                 .app_data(body_timeout.clone())
-                // In a cluster, REST requests for another node's session go there
-                // (after the guard, which wraps it).
-                .wrap(actix_web::middleware::from_fn(
-                    crate::cluster_rest::middleware,
-                ))
-                // Every body read below, forwarded ones included, times out on a stall.
+                // Every body read below times out on a stall.
                 .wrap(actix_web::middleware::from_fn(
                     crate::body_timeout::middleware,
                 ))

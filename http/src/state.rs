@@ -42,3 +42,13 @@ pub struct Heartbeat {
     /// Silence after which a client is dropped as half-open.
     pub timeout: std::time::Duration,
 }
+
+impl AppState {
+    /// What a request runs against ([`crate::operation::execute`]).
+    pub fn context(&self) -> crate::operation::Context {
+        crate::operation::Context {
+            runtime: self.runtime.clone(),
+            cluster: self.cluster.clone(),
+        }
+    }
+}

@@ -72,10 +72,30 @@ pub async fn session_upload(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (session, upload) = path.into_inner();
-    let (mime, bytes) = state
-        .runtime
-        .upload_bytes(&who, &upload, Some(&session))
-        .await?;
+    use tandem_actors::cluster::Owner;
+    let owner = state.cluster.as_ref().map(|c| (c, c.owner(&session)));
+    let (mime, bytes) = match owner {
+        // Bytes, not JSON: read from the owner in parts and served as here.
+        Some((cluster, Owner::Remote { node, .. })) => {
+            crate::cluster_uploads::fetch(cluster, &who, &node, &session, &upload)
+                .await
+                .map_err(|(code, message)| ApiError::new(code, message))?
+        }
+        Some((_, Owner::Unavailable { node })) => {
+            return Err(ApiError::new(
+                tandem_protocol::ErrorCode::NodeUnavailable,
+                format!(
+                    "node {node} is unavailable (its lease lapsed), so {session} cannot be reached"
+                ),
+            ))
+        }
+        _ => {
+            state
+                .runtime
+                .upload_bytes(&who, &upload, Some(&session))
+                .await?
+        }
+    };
     Ok(serve(&mime, bytes))
 }
 

@@ -80,21 +80,7 @@ pub async fn connect(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, actix_web::Error> {
     let principal = caller(&req, &state.runtime, state.auth)?;
-    let max_connections = state.limits.connections_per_user;
-    let Some(slot) = state
-        .connections
-        .acquire(&principal.user_id, max_connections)
-    else {
-        return Err(crate::error::ApiError::new(
-            ErrorCode::LimitExceeded,
-            format!(
-                "user `{}` already has {max_connections} WebSocket connections open \
-                 (--max-connections-per-user)",
-                principal.user_id
-            ),
-        )
-        .into());
-    };
+    let slot = connection_slot(&state, &principal)?;
     let token = match state.auth {
         AuthMode::Token => crate::auth::presented_token(&req),
         AuthMode::None => None,
@@ -110,20 +96,7 @@ pub async fn connect(
     let queue = runtime.new_client_queue();
     let outbox = Outbox::new(queue.clone());
     let socket = req.conn_data::<ConnSocket>().map(ConnSocket::shutdown);
-    // Eviction shuts the socket and drops everything queued at once.
-    let evict = {
-        let socket = socket.clone();
-        let outbox = Arc::downgrade(&outbox);
-        Shutdown::new(move || {
-            if let Some(socket) = &socket {
-                socket.run();
-            }
-            if let Some(outbox) = outbox.upgrade() {
-                outbox.abandon();
-            }
-        })
-    };
-    queue.set_shutdown(evict);
+    queue.set_shutdown(eviction(socket.clone(), &outbox));
     let id = runtime.next_client_id();
     let body = OutboxBody::new(outbox.clone(), runtime.gateway().recipient(), id);
     // Frames up to 16× the limit are read and refused with FRAME_TOO_LARGE so the
@@ -140,8 +113,8 @@ pub async fn connect(
         queue,
         outbox,
         socket,
+        ctx: state.context(),
         runtime,
-        cluster: state.cluster.clone(),
         principal,
         max_frame: state.max_frame_bytes,
         heartbeat: state.heartbeat,
@@ -166,14 +139,50 @@ pub async fn connect(
         .streaming(body))
 }
 
+/// One of the user's WebSocket connections, or `LIMIT_EXCEEDED` when the user has
+/// all they may.
+fn connection_slot(
+    state: &AppState,
+    principal: &tandem_actors::Principal,
+) -> Result<crate::limits::ConnectionSlot, crate::error::ApiError> {
+    let max_connections = state.limits.connections_per_user;
+    state
+        .connections
+        .acquire(&principal.user_id, max_connections)
+        .ok_or_else(|| {
+            crate::error::ApiError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "user `{}` already has {max_connections} WebSocket connections open \
+                     (--max-connections-per-user)",
+                    principal.user_id
+                ),
+            )
+        })
+}
+
+/// What evicting the client does: shut the socket and drop everything queued at once.
+fn eviction(socket: Option<Shutdown>, outbox: &Arc<Outbox>) -> Shutdown {
+    let outbox = Arc::downgrade(outbox);
+    Shutdown::new(move || {
+        if let Some(socket) = &socket {
+            socket.run();
+        }
+        if let Some(outbox) = outbox.upgrade() {
+            outbox.abandon();
+        }
+    })
+}
+
 /// One WebSocket connection.
 pub struct WsClient {
     /// Set when the byte stream was cut at a frame header over the hard limit.
     oversized: Arc<std::sync::atomic::AtomicBool>,
     id: u64,
     runtime: Runtime,
-    /// Set in a cluster: requests for other nodes' sessions are routed there.
-    cluster: Option<tandem_actors::cluster::Cluster>,
+    /// What requests run against (the runtime and, in a cluster, the membership
+    /// that routes requests for other nodes' sessions there).
+    ctx: crate::operation::Context,
     principal: Principal,
     queue: Arc<ClientQueue>,
     /// Frames waiting for the client; the response body takes them.
@@ -303,7 +312,7 @@ impl WsClient {
                     );
                     return;
                 }
-                self.dispatch(frame, text);
+                self.dispatch(frame);
             }
             Err(e) => {
                 self.error(e.code, e.message, e.request_id, e.session_id);
@@ -312,13 +321,12 @@ impl WsClient {
         }
     }
 
-    fn dispatch(&mut self, frame: ClientFrame, text: &str) {
+    fn dispatch(&mut self, frame: ClientFrame) {
+        let reads = !frame.request.writes();
         let who = Requester {
-            runtime: &self.runtime,
+            ctx: &self.ctx,
             principal: &self.principal,
             client_id: self.id,
-            cluster: self.cluster.as_ref(),
-            raw: Some(text),
         };
         match dispatch(who, frame) {
             Dispatched::Now(frames) => {
@@ -330,18 +338,21 @@ impl WsClient {
             // first (a client that answers a permission and closes at once): its
             // effect must not depend on the socket staying open. Its reply goes
             // straight to the outbox, which drops it once the connection is closing.
+            // A read's answer may be large (a page of events): no further frame is
+            // read until it is queued, so a client that does not read its answers is
+            // held to its budget (writes answer small and run side by side).
             Dispatched::Later(fut) => {
                 let outbox = self.outbox.clone();
+                if reads {
+                    outbox.read_started();
+                }
                 actix_rt::spawn(async move {
-                    let frame = fut.await;
-                    outbox.push(Out::Text(frame.to_json().into()));
-                });
-            }
-            Dispatched::Forwarded(fut) => {
-                let outbox = self.outbox.clone();
-                actix_rt::spawn(async move {
-                    let json = fut.await;
-                    outbox.push(Out::Text(json.into()));
+                    for json in fut.await {
+                        outbox.push(Out::Text(json.into()));
+                    }
+                    if reads {
+                        outbox.read_answered();
+                    }
                 });
             }
         }

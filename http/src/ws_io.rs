@@ -96,6 +96,10 @@ struct State {
     body: Option<Waker>,
     /// The reader, waiting for the queue to drain.
     reader: Option<Waker>,
+    /// Answers of reads being made: no further frame is read until they are queued,
+    /// so a client that asks for page after page and reads none is held to its budget
+    /// plus one answer, as when every answer was made before the next frame was read.
+    reads: usize,
 }
 
 /// The frames waiting for one client, shared by its connection actor (which pushes),
@@ -189,8 +193,25 @@ impl Outbox {
         }
     }
 
-    /// Ready(true) while the client's queue is within its budget, Ready(false) once the
-    /// connection is ending; otherwise waits for the body to take frames.
+    /// A read's answer is being made: the reader waits for it ([`Outbox::read_answered`]).
+    pub fn read_started(&self) {
+        self.lock().reads += 1;
+    }
+
+    /// A read's answer was queued (or will never be).
+    pub fn read_answered(&self) {
+        let mut st = self.lock();
+        st.reads = st.reads.saturating_sub(1);
+        if st.reads == 0 {
+            if let Some(w) = st.reader.take() {
+                w.wake();
+            }
+        }
+    }
+
+    /// Ready(true) while the client's queue is within its budget and no read's answer
+    /// is being made, Ready(false) once the connection is ending; otherwise waits for
+    /// the body to take frames (or the answer to be queued).
     fn poll_room(&self, cx: &mut Context<'_>) -> Poll<bool> {
         let mut st = self.lock();
         if st.ended || self.queue.evicted() {
@@ -198,7 +219,7 @@ impl Outbox {
         }
         // The waker first, then the check: the body takes it after it released bytes.
         st.reader = Some(cx.waker().clone());
-        if self.queue.queued() <= self.queue.limit() {
+        if st.reads == 0 && self.queue.queued() <= self.queue.limit() {
             st.reader = None;
             return Poll::Ready(true);
         }

@@ -1,44 +1,35 @@
-//! What a WebSocket request does: turns a parsed [`ClientFrame`] into runtime calls and
-//! the frames that answer it. Knows nothing of the socket; the connection
-//! (`ws.rs`) sends what [`dispatch`] returns.
+//! What a WebSocket request does: a request bound to the connection (subscriptions,
+//! the session watch) is answered here; every other runs through
+//! [`crate::operation::execute`], as REST's do, and its result or error becomes the
+//! answering frame. Knows nothing of the socket; the connection (`ws.rs`) sends what
+//! [`dispatch`] returns.
 
 use futures_util::future::LocalBoxFuture;
-use serde::Serialize;
-use serde_json::Value;
-use tandem_actors::session::SendOutcome;
 use tandem_actors::{Principal, Runtime, RuntimeError};
-use tandem_protocol::client::ListParams;
-use tandem_protocol::results::{
-    ChatAbortResult, ChatEditSendResult, ChatSendResult, ChatStopTaskResult, ChatSubscribeResult,
-    ChatUnsubscribeResult, PairCloseResult, PairCreateResult, PermissionResponseResult, PingResult,
-    QueueChangeResult, ScheduleCancelResult, ScheduleResult, SessionConfigureResult,
-    SessionCreateResult, SessionsListResult, ToolCallResult,
-};
+use tandem_protocol::client::{ChatSubscribeParams, SessionsListParams};
+use tandem_protocol::results::{ChatSubscribeResult, ChatUnsubscribeResult};
 use tandem_protocol::{ClientFrame, ClientRequest, ErrorCode, ServerFrame};
+
+use crate::error::ApiError;
+use crate::operation::{execute, Context};
 
 /// What a request is answered with.
 pub enum Dispatched {
     /// Frames to send at once, in order.
     Now(Vec<ServerFrame>),
-    /// One frame to send when the request is done. Requests run concurrently;
-    /// `requestId` ties each answer to its request.
-    Later(LocalBoxFuture<'static, ServerFrame>),
-    /// The answer of another cluster node, already serialized, passed on unchanged.
-    Forwarded(LocalBoxFuture<'static, String>),
+    /// Frames, as JSON text, to send when the request is done. Requests run
+    /// concurrently; `requestId` ties each answer to its request.
+    Later(LocalBoxFuture<'static, Vec<String>>),
 }
 
 /// Who is asking, on which connection.
 pub struct Requester<'a> {
-    /// The runtime the request runs against.
-    pub runtime: &'a Runtime,
+    /// What requests run against.
+    pub ctx: &'a Context,
     /// The authenticated caller.
     pub principal: &'a Principal,
     /// The connection's gateway client id (subscriptions and watches are per client).
     pub client_id: u64,
-    /// This node's cluster membership: requests for another node's session go there.
-    pub cluster: Option<&'a tandem_actors::cluster::Cluster>,
-    /// The frame as received, forwarded as is to the node that owns its session.
-    pub raw: Option<&'a str>,
 }
 
 /// An error frame; counts it in `protocol_errors`.
@@ -61,13 +52,13 @@ pub fn error_frame(
 
 fn fail(
     runtime: &Runtime,
-    e: RuntimeError,
+    e: ApiError,
     request_id: Option<String>,
     session_id: Option<String>,
 ) -> ServerFrame {
-    let mut frame = error_frame(runtime, e.code(), e.to_string(), request_id, session_id);
+    let mut frame = error_frame(runtime, e.code, e.message, request_id, session_id);
     if let ServerFrame::ProtocolError { paths, .. } = &mut frame {
-        *paths = e.paths();
+        *paths = e.paths;
     }
     frame
 }
@@ -78,332 +69,175 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
         request_id,
         request,
     } = frame;
-    if let (Some(cluster), Some(raw)) = (who.cluster, who.raw) {
-        use crate::cluster_route::{route, Routed};
-        match route(
-            cluster,
-            who.runtime,
-            who.principal,
-            &request_id,
-            &request,
-            raw,
-        ) {
-            Some(Routed::Forwarded(answer)) => return Dispatched::Forwarded(answer),
-            Some(Routed::Refused(frame)) => {
-                tandem_actors::metrics::Metrics::inc(&who.runtime.metrics().protocol_errors);
-                return Dispatched::Now(vec![frame]);
-            }
-            None => {}
-        }
-    }
-    let cluster = who.cluster.cloned();
-    let base = who.runtime;
-    let rt = base.clone();
-    let client_id = who.client_id;
-    let who = who.principal.clone();
     match request {
-        ClientRequest::Ping => Dispatched::Now(vec![ServerFrame::reply_with(
-            request_id,
-            &PingResult { pong: true },
-        )]),
-        ClientRequest::SessionCreate(params) => later(base, request_id, None, async move {
-            if let Some(node) = params.node.as_deref() {
-                if Some(node) != rt.config().node.as_deref() {
-                    return Err(RuntimeError::InvalidArgument(format!(
-                        "no node `{node:.64}` in the cluster"
-                    )));
-                }
-            }
-            let session = rt.create_session(&who, params).await?;
-            Ok(SessionCreateResult { session })
-        }),
-        ClientRequest::SessionsWatch(p) => {
-            list_page(&rt, cluster.as_ref(), &who, client_id, request_id, p, true)
-        }
-        ClientRequest::SessionsList(p) => {
-            list_page(&rt, cluster.as_ref(), &who, client_id, request_id, p, false)
-        }
-        ClientRequest::ChatSubscribe(params) => {
-            let mut frames = Vec::new();
-            let mut subscribed = Vec::new();
-            for entry in params.sessions {
-                let last_seq = entry.last_seq.unwrap_or(0);
-                let subscribed_here = match &cluster {
-                    Some(c) => crate::cluster_route::subscribe(
-                        c,
-                        &rt,
-                        &who,
-                        client_id,
-                        &entry.session_id,
-                        last_seq,
-                    ),
-                    None => rt.subscribe(&who, client_id, &entry.session_id, last_seq),
-                };
-                match subscribed_here {
-                    Ok(()) => subscribed.push(entry.session_id),
-                    Err(e) => frames.push(fail(&rt, e, request_id.clone(), Some(entry.session_id))),
-                }
-            }
-            if request_id.is_some() {
-                frames.push(ServerFrame::reply_with(
-                    request_id,
-                    &ChatSubscribeResult { subscribed },
-                ));
-            }
-            Dispatched::Now(frames)
-        }
+        ClientRequest::ChatSubscribe(params) => subscribe_when_known(who, request_id, params),
         ClientRequest::ChatUnsubscribe(params) => {
-            rt.unsubscribe(client_id, params.session_ids);
-            let mut frames = Vec::new();
-            if request_id.is_some() {
-                frames.push(ServerFrame::reply_with(
-                    request_id,
-                    &ChatUnsubscribeResult {},
-                ));
-            }
-            Dispatched::Now(frames)
+            who.ctx
+                .runtime
+                .unsubscribe(who.client_id, params.session_ids);
+            let reply = request_id
+                .is_some()
+                .then(|| ServerFrame::reply_with(request_id, &ChatUnsubscribeResult {}));
+            Dispatched::Now(reply.into_iter().collect())
         }
-        ClientRequest::ChatSend(p) => {
-            let session_id = p.session_id.clone();
-            later(base, request_id, Some(session_id.clone()), async move {
-                Ok(
-                    match rt
-                        .send(&who, &p.session_id, p.content, p.options, p.queue)
-                        .await?
-                    {
-                        SendOutcome::Started { turn_id } => ChatSendResult::Started {
-                            session_id,
-                            turn_id,
-                        },
-                        SendOutcome::Queued { position } => ChatSendResult::Queued {
-                            session_id,
-                            queued: true,
-                            position,
-                        },
-                    },
-                )
-            })
+        ClientRequest::SessionsWatch(p) => {
+            let page = SessionsListParams {
+                limit: p.limit,
+                cursor: p.cursor,
+            };
+            let frame = match crate::operation::list_page(who.ctx, who.principal, page) {
+                Ok(page) => {
+                    who.ctx.runtime.watch(who.client_id);
+                    ServerFrame::reply_with(request_id, &page)
+                }
+                Err(e) => fail(&who.ctx.runtime, e.into(), request_id, None),
+            };
+            Dispatched::Now(vec![frame])
         }
-        ClientRequest::ChatEditSend(p) => {
-            let session_id = p.session_id.clone();
-            later(base, request_id, Some(session_id.clone()), async move {
-                let outcome = rt
-                    .edit_send(&who, &p.session_id, p.anchor_seq, p.content, p.options)
-                    .await?;
-                Ok(ChatEditSendResult {
-                    session_id,
-                    turn_id: outcome.turn_id,
-                    superseded: outcome.superseded,
-                })
-            })
-        }
-        ClientRequest::ChatAbort(p) => {
-            let session_id = p.session_id.clone();
-            later(base, request_id, Some(session_id.clone()), async move {
-                rt.abort(&who, &p.session_id).await?;
-                Ok(ChatAbortResult { session_id })
-            })
-        }
-        ClientRequest::ChatStopTask(p) => {
-            let session_id = p.session_id.clone();
-            let task_id = p.task_id.unwrap_or_default();
-            later(base, request_id, Some(session_id.clone()), async move {
-                rt.stop_task(&who, &p.session_id, task_id.clone()).await?;
-                Ok(ChatStopTaskResult {
-                    session_id,
-                    task_id,
-                })
-            })
-        }
-        ClientRequest::ChatPermissionResponse(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, sid, async move {
-                let permission_id = p.request_id.clone();
-                rt.respond_permission(&who, p).await?;
-                Ok(PermissionResponseResult { permission_id })
-            })
-        }
-        ClientRequest::ToolCall(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid), async move {
-                Ok(
-                    match rt
-                        .call_tool(&who, &p.session_id, &p.name, p.arguments)
-                        .await?
-                    {
-                        Ok(result) => ToolCallResult {
-                            result,
-                            is_error: false,
-                            code: None,
-                        },
-                        Err(e) => ToolCallResult {
-                            result: Value::String(e.to_string()),
-                            is_error: true,
-                            code: Some(e.code()),
-                        },
-                    },
-                )
-            })
-        }
-        ClientRequest::ProposalRespond(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid), async move {
-                rt.respond_proposal(&who, p).await
-            })
-        }
-        ClientRequest::PairCreate(p) => {
-            let sid = p.driver_id.clone();
-            later(base, request_id, Some(sid), async move {
-                let pair = rt
-                    .create_pair(
-                        &who,
-                        &p.driver_id,
-                        p.worker,
-                        p.worker_workspace,
-                        p.worker_node,
-                    )
-                    .await?;
-                Ok(PairCreateResult { pair })
-            })
-        }
-        ClientRequest::SessionHandoff(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid), async move {
-                rt.handoff(&who, p).await
-            })
-        }
-        ClientRequest::SessionMerge(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid), async move {
-                rt.merge_session(&who, &p.session_id, p.strategy, p.message)
-                    .await
-            })
-        }
-        ClientRequest::SessionDiscard(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid), async move {
-                rt.discard_session(&who, &p.session_id).await
-            })
-        }
-        ClientRequest::SessionSchedule(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid), async move {
-                let s = rt.schedule(&who, &p.session_id, p.content, &p.at).await?;
-                Ok(ScheduleResult {
-                    schedule_id: s.schedule_id,
-                    at: s.at,
-                    status: s.status,
-                })
-            })
-        }
-        ClientRequest::SessionScheduleCancel(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid), async move {
-                let s = rt
-                    .cancel_schedule(&who, &p.session_id, p.schedule_id)
-                    .await?;
-                Ok(ScheduleCancelResult {
-                    schedule_id: s.schedule_id,
-                    status: s.status,
-                })
-            })
-        }
-        ClientRequest::ChatQueueCancel(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid), async move {
-                let queued = rt
-                    .cancel_queued(&who, &p.session_id, p.queue_id.clone())
-                    .await?;
-                Ok(QueueChangeResult {
-                    session_id: p.session_id,
-                    queue_id: p.queue_id,
-                    queued,
-                })
-            })
-        }
-        ClientRequest::ChatQueueEdit(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid), async move {
-                let queued = rt
-                    .edit_queued(&who, &p.session_id, p.queue_id.clone(), p.content)
-                    .await?;
-                Ok(QueueChangeResult {
-                    session_id: p.session_id,
-                    queue_id: p.queue_id,
-                    queued,
-                })
-            })
-        }
-        ClientRequest::PairClose(p) => later(base, request_id, None, async move {
-            let interrupted = rt.close_pair(&who, &p.pair_id).await?;
-            Ok(PairCloseResult {
-                pair_id: p.pair_id,
-                interrupted,
-            })
-        }),
-        ClientRequest::SessionConfigure(p) => {
-            let sid = p.session_id.clone();
-            later(base, request_id, Some(sid), async move {
-                let session = rt.configure(&who, p).await?;
-                Ok(SessionConfigureResult { session })
-            })
+        request => {
+            let (ctx, principal) = (who.ctx.clone(), who.principal.clone());
+            Dispatched::Later(Box::pin(async move {
+                let session_id = session_of(&request);
+                vec![match execute(&ctx, &principal, request).await {
+                    Ok(result) => reply_text(request_id.as_deref(), &result),
+                    Err(e) => fail(&ctx.runtime, e, request_id, session_id).to_json(),
+                }]
+            }))
         }
     }
 }
 
-/// Answers `sessions.watch` / `sessions.list` with one page; a watch also
-/// starts `session_upserted` delivery. A page at a time: a snapshot of every
-/// session could be megabytes.
-fn list_page(
-    rt: &Runtime,
-    cluster: Option<&tandem_actors::cluster::Cluster>,
-    who: &Principal,
-    client_id: u64,
-    request_id: Option<String>,
-    params: ListParams,
-    watch: bool,
-) -> Dispatched {
-    let limit = params.limit.unwrap_or(ListParams::DEFAULT_LIMIT);
-    // In a cluster the other nodes' sessions are listed too, in the same order.
-    let others = cluster.map(|c| c.remote_sessions()).unwrap_or_default();
-    let frame = match rt.session_page_with(who, limit, params.cursor.as_deref(), &others) {
-        Ok(page) => {
-            if watch {
-                rt.watch(client_id);
-            }
-            ServerFrame::reply_with(
-                request_id,
-                &SessionsListResult {
-                    sessions: page.sessions,
-                    next_cursor: page.next_cursor,
-                },
-            )
-        }
-        Err(e) => fail(rt, e, request_id, None),
-    };
-    Dispatched::Now(vec![frame])
+/// The session an error frame names: the one the request is scoped by.
+fn session_of(request: &ClientRequest) -> Option<String> {
+    match request.scope() {
+        tandem_protocol::operations::Scope::Session(id) => Some(id.to_string()),
+        _ => None,
+    }
 }
 
-/// A request that waits on an actor, answered when it is done. A success is
-/// answered only once what the request wrote is committed: an acknowledged
-/// message, schedule or session survives a crash.
-fn later<T: Serialize>(
-    rt: &Runtime,
+/// A `reply` frame around a result's JSON text (an object), spliced, not re-encoded:
+/// `{"kind":"reply","requestId":...,"ok":true,` and the result's fields.
+fn reply_text(request_id: Option<&str>, result: &str) -> String {
+    let fields = result
+        .trim()
+        .strip_prefix('{')
+        .map(|rest| rest.trim_start())
+        .unwrap_or("}");
+    let mut out = String::with_capacity(result.len() + 64);
+    out.push_str("{\"kind\":\"reply\"");
+    if let Some(id) = request_id {
+        out.push_str(",\"requestId\":");
+        out.push_str(&serde_json::Value::from(id).to_string());
+    }
+    out.push_str(",\"ok\":true");
+    if !fields.starts_with('}') {
+        out.push(',');
+    }
+    out.push_str(fields);
+    out
+}
+
+/// `chat.subscribe`; in a cluster, a session neither this node nor its copy of the
+/// directory knows is looked up in the directory first (another node may have just
+/// created it), so the subscription waits for that.
+fn subscribe_when_known(
+    who: Requester<'_>,
     request_id: Option<String>,
-    session_id: Option<String>,
-    fut: impl std::future::Future<Output = Result<T, RuntimeError>> + 'static,
+    params: ChatSubscribeParams,
 ) -> Dispatched {
-    let rt = rt.clone();
-    // Before the request's writes: a failure after this may have hit them.
-    let epoch = rt.write_epoch();
+    let unknown: Vec<String> = match &who.ctx.cluster {
+        Some(c) => params
+            .sessions
+            .iter()
+            .filter(|e| {
+                matches!(
+                    c.owner(&e.session_id),
+                    tandem_actors::cluster::Owner::Unknown
+                )
+            })
+            .map(|e| e.session_id.clone())
+            .collect(),
+        None => Vec::new(),
+    };
+    let (Some(cluster), false) = (who.ctx.cluster.clone(), unknown.is_empty()) else {
+        return Dispatched::Now(subscribe(&who, request_id, params));
+    };
+    let (ctx, principal, client_id) = (who.ctx.clone(), who.principal.clone(), who.client_id);
     Dispatched::Later(Box::pin(async move {
-        let mut res = fut.await;
-        if res.is_ok() && !rt.synced_since(epoch).await {
-            res = Err(RuntimeError::Internal("the store could not commit".into()));
+        for id in &unknown {
+            cluster.lookup(id).await;
         }
-        match res {
-            Ok(result) => ServerFrame::reply_with(request_id, &result),
-            Err(e) => fail(&rt, e, request_id, session_id),
-        }
+        let who = Requester {
+            ctx: &ctx,
+            principal: &principal,
+            client_id,
+        };
+        subscribe(&who, request_id, params)
+            .iter()
+            .map(ServerFrame::to_json)
+            .collect()
     }))
+}
+
+/// `chat.subscribe`: each session subscribed or refused on its own (a
+/// `protocol_error` each), then the reply when a `requestId` was given.
+fn subscribe(
+    who: &Requester<'_>,
+    request_id: Option<String>,
+    params: ChatSubscribeParams,
+) -> Vec<ServerFrame> {
+    let rt = &who.ctx.runtime;
+    let mut frames = Vec::new();
+    let mut subscribed = Vec::new();
+    for entry in params.sessions {
+        let last_seq = entry.last_seq.unwrap_or(0);
+        let subscribed_here: Result<(), RuntimeError> = match &who.ctx.cluster {
+            Some(c) => crate::cluster_subscribe::subscribe(
+                c,
+                rt,
+                who.principal,
+                who.client_id,
+                &entry.session_id,
+                last_seq,
+            ),
+            None => rt.subscribe(who.principal, who.client_id, &entry.session_id, last_seq),
+        };
+        match subscribed_here {
+            Ok(()) => subscribed.push(entry.session_id),
+            Err(e) => frames.push(fail(
+                rt,
+                e.into(),
+                request_id.clone(),
+                Some(entry.session_id),
+            )),
+        }
+    }
+    if request_id.is_some() {
+        frames.push(ServerFrame::reply_with(
+            request_id,
+            &ChatSubscribeResult { subscribed },
+        ));
+    }
+    frames
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reply_text;
+
+    #[test]
+    fn replies_splice_the_result() {
+        assert_eq!(
+            reply_text(Some("r\"1"), r#"{"pong":true}"#),
+            r#"{"kind":"reply","requestId":"r\"1","ok":true,"pong":true}"#
+        );
+        assert_eq!(reply_text(None, "{}"), r#"{"kind":"reply","ok":true}"#);
+        for text in [
+            reply_text(Some("a"), r#"{"pong":true}"#),
+            reply_text(None, "{ }"),
+        ] {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["kind"], "reply");
+        }
+    }
 }

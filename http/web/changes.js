@@ -204,7 +204,7 @@ export class ChangesPanel {
       fields: [['Strategy', strategy], ['Message', message]],
       submitLabel: 'Merge',
       submit: async () => {
-        /** @type {import('./wire.js').MergeParams} */
+        /** @type {import('./wire.js').SessionMergeParams} */
         const params = { sessionId: this.view.id, strategy: /** @type {any} */ (strategy.value) };
         if (message.value.trim()) params.message = message.value.trim();
         const r = await this.app.conn.request('session.merge', params);

@@ -40,6 +40,12 @@
  */
 
 /**
+ * Fields of `chat.abort`.
+ * @typedef {object} ChatAbortParams
+ * @property {string} sessionId The session whose turn to interrupt.
+ */
+
+/**
  * `chat.abort` reply.
  * @typedef {object} ChatAbortResult
  * @property {string} sessionId The session whose turn is being stopped.
@@ -63,6 +69,60 @@
  */
 
 /**
+ * Fields of `chat.permission-response`: a person's answer to a `permission_request`.
+ * @typedef {object} ChatPermissionResponseParams
+ * @property {boolean} allow Allow the tool call once (true) or deny it.
+ * @property {string | null} [message] Why it was denied; passed on to the agent.
+ * @property {(PermissionMode | null)} [permissionMode] With `allow`: the session's permission mode from now on (a plan approved with "accept edits" answers `acceptEdits`).
+ * @property {(RememberScope | null)} [remember] With `allow`: also allow this tool without asking for the rest of the session (the vendor's "always allow").
+ * @property {string} [requestId] The permission request answered. On the wire it is the frame's `requestId` (which the reply echoes as usual), so the parser fills it in.
+ * @property {string | null} [sessionId] The session that asked; optional (request ids are unique server-wide), but it saves a lookup.
+ * @property {any} [updatedInput] Input to run the tool with instead of the requested one.
+ */
+
+/**
+ * `chat.permission-response` reply.
+ * @typedef {object} ChatPermissionResponseResult
+ * @property {string} permissionId The permission request answered.
+ */
+
+/**
+ * Fields of `chat.queue-cancel`: take a message out of the session's queue.
+ * @typedef {object} ChatQueueCancelParams
+ * @property {string} queueId The queued message (`queueId` of `chat_subscribed.queued` or `GET .../queue`).
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `chat.queue-cancel` and `chat.queue-edit` reply: the queue as it is now.
+ * @typedef {object} ChatQueueChangeResult
+ * @property {string} queueId The message cancelled or edited.
+ * @property {Array<QueuedEntry>} queued What the queue holds after the change, oldest first.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * Fields of `chat.queue-edit`: replace a queued message's text; it keeps its place.
+ * @typedef {object} ChatQueueEditParams
+ * @property {string} content Its new text; not blank.
+ * @property {string} queueId The queued message.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * Fields of `chat.queue`.
+ * @typedef {object} ChatQueueParams
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `GET /api/v1/sessions/{id}/queue`.
+ * @typedef {object} ChatQueueResult
+ * @property {Array<QueuedEntry>} queued Messages waiting to be sent, oldest first.
+ * @property {string} sessionId The session.
+ */
+
+/**
  * Fields of `chat.send`.
  * @typedef {object} ChatSendParams
  * @property {MessageContent} content The user's message: a string, or a list of content blocks (text, images, files).
@@ -77,10 +137,23 @@
  */
 
 /**
+ * Fields of `chat.stop-task`.
+ * @typedef {object} ChatStopTaskParams
+ * @property {string} sessionId The session that owns the task.
+ * @property {string | null} [taskId] The background task to stop.
+ */
+
+/**
  * `chat.stop-task` reply.
  * @typedef {object} ChatStopTaskResult
  * @property {string} sessionId The session.
  * @property {string} taskId The task being stopped.
+ */
+
+/**
+ * Fields of `chat.subscribe`.
+ * @typedef {object} ChatSubscribeParams
+ * @property {Array<SubscribeEntry>} sessions Sessions to subscribe to.
  */
 
 /**
@@ -90,40 +163,19 @@
  */
 
 /**
+ * Fields of `chat.unsubscribe`.
+ * @typedef {object} ChatUnsubscribeParams
+ * @property {Array<string>} sessionIds Sessions to stop receiving.
+ */
+
+/**
  * `chat.unsubscribe` reply (only when a `requestId` was given): no fields.
  * @typedef {Record<string, any>} ChatUnsubscribeResult
  */
 
 /**
- * Fields of `session.configure`; absent fields stay as they are.
- * @typedef {object} ConfigureParams
- * @property {string | null} [effort] New effort (clamped).
- * @property {string | null} [model] New model.
- * @property {string | null} [ownerId] New owner: an existing user's id. Admins only; how a revoked user's session is given to someone else (it takes commands again).
- * @property {(PermissionMode | null)} [permissionMode] New permission mode.
- * @property {string} sessionId The session.
- * @property {string | null} [title] New title.
- * @property {string | null} [vendor] New vendor (refused once the vendor has a session id).
- */
-
-/**
  * One block of a message's content, keyed by `type`.
  * @typedef {({text: string, type: 'text'} | {data?: string | null, mimeType?: string | null, type: 'image', uploadId?: string | null} | {type: 'file', uploadId: string})} ContentBlock
- */
-
-/**
- * Fields of `session.create` and of `POST /api/v1/sessions`.
- * @typedef {object} CreateSessionParams
- * @property {string | null} [baseRef] With `worktree`: the commit, tag or branch to branch from (default: the HEAD of the checkout at `cwd`).
- * @property {string | null} [cwd] Working directory; must lie under a workspace root.
- * @property {'' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null} [effort] Reasoning effort (clamped to the vendor's levels).
- * @property {string | null} [model] Model name.
- * @property {string | null} [node] The cluster node to create it on (it is pinned there: its working directory is that node's); default the node asked. Refused outside a cluster unless it names this node.
- * @property {(PermissionMode | null)} [permissionMode] Tool approval mode.
- * @property {string | null} [title] Title; "New session" when absent. At most 200 characters, not only white space (trimmed).
- * @property {string | null} [vendor] Vendor id; `scripted` when absent.
- * @property {(Visibility | null)} [visibility] Private (default) or shared.
- * @property {(WorkspaceMode | null)} [workspace] `shared` (default: work in `cwd`) or `worktree` (a new git worktree on branch `tandem/<short id>`; `cwd` must be inside a git repository).
  */
 
 /**
@@ -161,13 +213,6 @@
  * @typedef {object} DirListing
  * @property {Array<DirEntry>} entries Its entries, directories first, then by name.
  * @property {string} path The directory, relative (empty: the working directory).
- */
-
-/**
- * `session.discard` reply and `POST /sessions/{id}/discard` answer.
- * @typedef {object} DiscardResult
- * @property {string} branch The branch deleted with its worktree.
- * @property {string} sessionId The session.
  */
 
 /**
@@ -244,50 +289,8 @@
  */
 
 /**
- * Fields of `session.handoff`: continue a conversation in a new session.
- * @typedef {object} HandoffParams
- * @property {string | null} [effort] Effort of the new session.
- * @property {string | null} [model] Model of the new session.
- * @property {string} sessionId The session to continue.
- * @property {string | null} [targetVendor] Vendor of the new session (required; absent gives a clear error).
- */
-
-/**
- * `session.handoff` reply.
- * @typedef {object} HandoffResult
- * @property {string} sourceSessionId The session handed off; it records `handoff_created`.
- * @property {string} targetSessionId The session created to continue it; it starts with the handoff prompt.
- * @property {string} targetVendor The new session's vendor, as asked for (trimmed).
- */
-
-/**
  * A block of a `user_message` as history keeps it: images and files by upload id, never their bytes, so the event log stays small.
  * @typedef {({text: string, type: 'text'} | StoredAttachment | StoredAttachment)} HistoryBlock
- */
-
-/**
- * Paging fields of `sessions.watch` and `sessions.list` (and the query of REST `GET /sessions`).
- * @typedef {object} ListParams
- * @property {string | null} [cursor] `nextCursor` of the previous page; absent for the first.
- * @property {number | null} [limit] Sessions per page, 1 to 1000 (default 100).
- */
-
-/**
- * Fields of `session.merge`.
- * @typedef {object} MergeParams
- * @property {string | null} [message] The commit message (default: "tandem: merge <branch> (<title>)").
- * @property {string} sessionId The worktree session.
- * @property {MergeStrategy} strategy Merge commit or squash.
- */
-
-/**
- * `session.merge` reply and `POST /sessions/{id}/merge` answer.
- * @typedef {object} MergeResult
- * @property {string} base The branch merged into.
- * @property {string} branch Its branch.
- * @property {string} commit The base's new HEAD commit.
- * @property {string} sessionId The session.
- * @property {MergeStrategy} strategy How.
  */
 
 /**
@@ -340,14 +343,19 @@
  */
 
 /**
- * `GET /api/v1/pairs`.
- * @typedef {object} PairList
- * @property {Array<PairInfo>} pairs Pairs whose sessions the caller may see.
+ * A pair's persisted life cycle: `creating → active → closed`. The pair row is written first (`creating`), then the two memberships, then `active`; closing writes `closed` before the memberships are cleared. Start-up finishes or undoes any pair left between two steps by a crash.
+ * @typedef {('creating' | 'active' | 'closed')} PairState
  */
 
 /**
- * A pair's persisted life cycle: `creating → active → closed`. The pair row is written first (`creating`), then the two memberships, then `active`; closing writes `closed` before the memberships are cleared. Start-up finishes or undoes any pair left between two steps by a crash.
- * @typedef {('creating' | 'active' | 'closed')} PairState
+ * Fields of `pairs.list`: none.
+ * @typedef {Record<string, any>} PairsListParams
+ */
+
+/**
+ * `GET /api/v1/pairs`.
+ * @typedef {object} PairsListResult
+ * @property {Array<PairInfo>} pairs Pairs whose sessions the caller may see.
  */
 
 /**
@@ -367,24 +375,6 @@
 /**
  * How the vendor asks before using tools. Names follow Claude Code's modes, which the other adapters map onto their own approval policies.
  * @typedef {('default' | 'acceptEdits' | 'plan' | 'bypassPermissions')} PermissionMode
- */
-
-/**
- * Fields of `chat.permission-response`: a person's answer to a `permission_request`.
- * @typedef {object} PermissionResponseParams
- * @property {boolean} allow Allow the tool call once (true) or deny it.
- * @property {string | null} [message] Why it was denied; passed on to the agent.
- * @property {(PermissionMode | null)} [permissionMode] With `allow`: the session's permission mode from now on (a plan approved with "accept edits" answers `acceptEdits`).
- * @property {(RememberScope | null)} [remember] With `allow`: also allow this tool without asking for the rest of the session (the vendor's "always allow").
- * @property {string} [requestId] The permission request answered. On the wire it is the frame's `requestId` (which the reply echoes as usual), so the parser fills it in.
- * @property {string | null} [sessionId] The session that asked; optional (request ids are unique server-wide), but it saves a lookup.
- * @property {any} [updatedInput] Input to run the tool with instead of the requested one.
- */
-
-/**
- * `chat.permission-response` reply.
- * @typedef {object} PermissionResponseResult
- * @property {string} permissionId The permission request answered.
  */
 
 /**
@@ -431,36 +421,6 @@
  */
 
 /**
- * Fields of `chat.queue-cancel`: take a message out of the session's queue.
- * @typedef {object} QueueCancelParams
- * @property {string} queueId The queued message (`queueId` of `chat_subscribed.queued` or `GET .../queue`).
- * @property {string} sessionId The session.
- */
-
-/**
- * `chat.queue-cancel` and `chat.queue-edit` reply: the queue as it is now.
- * @typedef {object} QueueChangeResult
- * @property {string} queueId The message cancelled or edited.
- * @property {Array<QueuedEntry>} queued What the queue holds after the change, oldest first.
- * @property {string} sessionId The session.
- */
-
-/**
- * Fields of `chat.queue-edit`: replace a queued message's text; it keeps its place.
- * @typedef {object} QueueEditParams
- * @property {string} content Its new text; not blank.
- * @property {string} queueId The queued message.
- * @property {string} sessionId The session.
- */
-
-/**
- * `GET /api/v1/sessions/{id}/queue`.
- * @typedef {object} QueueList
- * @property {Array<QueuedEntry>} queued Messages waiting to be sent, oldest first.
- * @property {string} sessionId The session.
- */
-
-/**
  * A message waiting in a session's queue until the session has no turn and no background work.
  * @typedef {object} QueuedEntry
  * @property {boolean} [internal] True for a message the server queued (a pushed-back result): it cannot be edited or cancelled.
@@ -479,12 +439,6 @@
  */
 
 /**
- * `GET /api/v1/sessions/running`.
- * @typedef {object} RunningList
- * @property {Array<RunningSession>} sessions Sessions with a turn or background work in flight.
- */
-
-/**
  * One entry of `GET /api/v1/sessions/running`.
  * @typedef {object} RunningSession
  * @property {boolean | null} [background] True when no turn runs but background work does.
@@ -498,20 +452,6 @@
  */
 
 /**
- * Fields of `session.schedule-cancel`.
- * @typedef {object} ScheduleCancelParams
- * @property {string} scheduleId The pending schedule.
- * @property {string} sessionId The session.
- */
-
-/**
- * `session.schedule-cancel` reply.
- * @typedef {object} ScheduleCancelResult
- * @property {string} scheduleId The schedule.
- * @property {ScheduleStatus} status Always `cancelled`.
- */
-
-/**
  * A scheduled message (kept in its session's record; listed by `GET /api/v1/sessions/{id}/schedules`).
  * @typedef {object} ScheduleInfo
  * @property {number} at When it comes due, epoch ms.
@@ -522,30 +462,184 @@
  */
 
 /**
- * `GET /api/v1/sessions/{id}/schedules`.
- * @typedef {object} ScheduleList
- * @property {Array<ScheduleInfo>} schedules Pending schedules and the latest 50 finished.
+ * Where a scheduled message stands.
+ * @typedef {('pending' | 'sent' | 'failed' | 'cancelled')} ScheduleStatus
  */
 
 /**
- * Fields of `session.schedule`.
- * @typedef {object} ScheduleParams
- * @property {string} at When, RFC 3339 (at most 365 days ahead; a past time fires at once).
- * @property {string} content The message to send when it comes due.
+ * Fields of `session.archive`.
+ * @typedef {object} SessionArchiveParams
+ * @property {string} sessionId The session to archive.
+ */
+
+/**
+ * `session.archive` reply (and `DELETE /sessions/{id}`'s answer).
+ * @typedef {object} SessionArchiveResult
+ * @property {boolean} archived Always true.
+ * @property {string} sessionId The archived session.
+ */
+
+/**
+ * Fields of `session.changes`.
+ * @typedef {object} SessionChangesParams
  * @property {string} sessionId The session.
  */
 
 /**
- * `session.schedule` reply.
- * @typedef {object} ScheduleResult
- * @property {number} at When it comes due, epoch ms.
- * @property {string} scheduleId The new schedule.
- * @property {ScheduleStatus} status Always `pending`.
+ * `session.changes` reply.
+ * @typedef {object} SessionChangesResult
+ * @property {GitState} changes The working directory's changes, as its latest `git_state`.
  */
 
 /**
- * Where a scheduled message stands.
- * @typedef {('pending' | 'sent' | 'failed' | 'cancelled')} ScheduleStatus
+ * Fields of `session.configure`; absent fields stay as they are.
+ * @typedef {object} SessionConfigureParams
+ * @property {string | null} [effort] New effort (clamped).
+ * @property {string | null} [model] New model.
+ * @property {string | null} [ownerId] New owner: an existing user's id. Admins only; how a revoked user's session is given to someone else (it takes commands again).
+ * @property {(PermissionMode | null)} [permissionMode] New permission mode.
+ * @property {string} sessionId The session.
+ * @property {string | null} [title] New title.
+ * @property {string | null} [vendor] New vendor (refused once the vendor has a session id).
+ */
+
+/**
+ * `session.configure` reply: the session as it is now.
+ * @typedef {object} SessionConfigureResult
+ * @property {SessionInfo} session The session.
+ */
+
+/**
+ * Fields of `session.create` and of `POST /api/v1/sessions`.
+ * @typedef {object} SessionCreateParams
+ * @property {string | null} [baseRef] With `worktree`: the commit, tag or branch to branch from (default: the HEAD of the checkout at `cwd`).
+ * @property {string | null} [cwd] Working directory; must lie under a workspace root.
+ * @property {'' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null} [effort] Reasoning effort (clamped to the vendor's levels).
+ * @property {string | null} [model] Model name.
+ * @property {string | null} [node] The cluster node to create it on (it is pinned there: its working directory is that node's); default the node asked. Refused outside a cluster unless it names this node.
+ * @property {(PermissionMode | null)} [permissionMode] Tool approval mode.
+ * @property {string | null} [title] Title; "New session" when absent. At most 200 characters, not only white space (trimmed).
+ * @property {string | null} [vendor] Vendor id; `scripted` when absent.
+ * @property {(Visibility | null)} [visibility] Private (default) or shared.
+ * @property {(WorkspaceMode | null)} [workspace] `shared` (default: work in `cwd`) or `worktree` (a new git worktree on branch `tandem/<short id>`; `cwd` must be inside a git repository).
+ */
+
+/**
+ * `session.create` reply: the new session.
+ * @typedef {object} SessionCreateResult
+ * @property {SessionInfo} session The session.
+ */
+
+/**
+ * Fields of `session.diff`.
+ * @typedef {object} SessionDiffParams
+ * @property {string | null} [path] One changed file (relative to the working directory's top); absent: all.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.diff` reply.
+ * @typedef {object} SessionDiffResult
+ * @property {FileDiff} diff The unified diff, capped.
+ */
+
+/**
+ * Fields of `session.discard`.
+ * @typedef {object} SessionDiscardParams
+ * @property {string} sessionId The session whose worktree to remove.
+ */
+
+/**
+ * `session.discard` reply and `POST /sessions/{id}/discard` answer.
+ * @typedef {object} SessionDiscardResult
+ * @property {string} branch The branch deleted with its worktree.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * Fields of `session.events` (and the query of `GET /sessions/{id}/events`).
+ * @typedef {object} SessionEventsParams
+ * @property {number} [after] Events with `seq > after` (0 to 2^63−1).
+ * @property {number} [limit] Events per page, 1 to 5000 (default 1000).
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.events` reply (and `GET /sessions/{id}/events`'s answer).
+ * @typedef {object} SessionEventsResult
+ * @property {Array<StoredEvent>} events Events after `after`, oldest first.
+ * @property {boolean} hasMore True when more events follow.
+ * @property {number} lastSeq The `seq` of the last event returned (or `after` when none).
+ */
+
+/**
+ * Fields of `session.file-read`.
+ * @typedef {object} SessionFileReadParams
+ * @property {string} path The file, relative to the working directory.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.file-read` reply.
+ * @typedef {object} SessionFileReadResult
+ * @property {FileContent} file The file's text and ETag.
+ */
+
+/**
+ * Fields of `session.file-write`.
+ * @typedef {object} SessionFileWriteParams
+ * @property {string} content The file's new text (at most 2 MiB).
+ * @property {string | null} [ifMatch] The ETag the file was read with; the save is refused (`PRECONDITION_FAILED`) when the file changed since. Absent: a new file.
+ * @property {string} path The file, relative to the working directory.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.file-write` reply.
+ * @typedef {object} SessionFileWriteResult
+ * @property {FileSaved} saved The saved file and its new ETag.
+ */
+
+/**
+ * Fields of `session.files`.
+ * @typedef {object} SessionFilesParams
+ * @property {string | null} [path] `/`-separated, relative; empty or absent: the working directory itself.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.files` reply.
+ * @typedef {object} SessionFilesResult
+ * @property {DirListing} listing The directory's entries.
+ */
+
+/**
+ * Fields of `session.get`.
+ * @typedef {object} SessionGetParams
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.get` reply.
+ * @typedef {object} SessionGetResult
+ * @property {SessionInfo} session The session as it is now.
+ */
+
+/**
+ * Fields of `session.handoff`: continue a conversation in a new session.
+ * @typedef {object} SessionHandoffParams
+ * @property {string | null} [effort] Effort of the new session.
+ * @property {string | null} [model] Model of the new session.
+ * @property {string} sessionId The session to continue.
+ * @property {string | null} [targetVendor] Vendor of the new session (required; absent gives a clear error).
+ */
+
+/**
+ * `session.handoff` reply.
+ * @typedef {object} SessionHandoffResult
+ * @property {string} sourceSessionId The session handed off; it records `handoff_created`.
+ * @property {string} targetSessionId The session created to continue it; it starts with the handoff prompt.
+ * @property {string} targetVendor The new session's vendor, as asked for (trimmed).
  */
 
 /**
@@ -579,22 +673,75 @@
  */
 
 /**
- * `GET /api/v1/sessions` (one page), and the `sessions.watch` / `sessions.list` replies.
- * @typedef {object} SessionList
- * @property {string | null} [nextCursor] Pass as `cursor` to get the next page; absent on the last page.
- * @property {Array<SessionInfo>} sessions Sessions the caller may see, most recently active first.
- */
-
-/**
- * A request that names one session and nothing else.
- * @typedef {object} SessionRef
+ * Fields of `session.mcp-token`.
+ * @typedef {object} SessionMcpTokenParams
  * @property {string} sessionId The session.
  */
 
 /**
- * `session.create` and `session.configure` reply: the session as it is now.
- * @typedef {object} SessionResult
- * @property {SessionInfo} session The session.
+ * `session.mcp-token` reply.
+ * @typedef {object} SessionMcpTokenResult
+ * @property {string} token Bearer token for `/mcp`, bound to the session.
+ */
+
+/**
+ * Fields of `session.merge`.
+ * @typedef {object} SessionMergeParams
+ * @property {string | null} [message] The commit message (default: "tandem: merge <branch> (<title>)").
+ * @property {string} sessionId The worktree session.
+ * @property {MergeStrategy} strategy Merge commit or squash.
+ */
+
+/**
+ * `session.merge` reply and `POST /sessions/{id}/merge` answer.
+ * @typedef {object} SessionMergeResult
+ * @property {string} base The branch merged into.
+ * @property {string} branch Its branch.
+ * @property {string} commit The base's new HEAD commit.
+ * @property {string} sessionId The session.
+ * @property {MergeStrategy} strategy How.
+ */
+
+/**
+ * Fields of `session.schedule-cancel`.
+ * @typedef {object} SessionScheduleCancelParams
+ * @property {string} scheduleId The pending schedule.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.schedule-cancel` reply.
+ * @typedef {object} SessionScheduleCancelResult
+ * @property {string} scheduleId The schedule.
+ * @property {ScheduleStatus} status Always `cancelled`.
+ */
+
+/**
+ * Fields of `session.schedule`.
+ * @typedef {object} SessionScheduleParams
+ * @property {string} at When, RFC 3339 (at most 365 days ahead; a past time fires at once).
+ * @property {string} content The message to send when it comes due.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.schedule` reply.
+ * @typedef {object} SessionScheduleResult
+ * @property {number} at When it comes due, epoch ms.
+ * @property {string} scheduleId The new schedule.
+ * @property {ScheduleStatus} status Always `pending`.
+ */
+
+/**
+ * Fields of `session.schedules`.
+ * @typedef {object} SessionSchedulesParams
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `GET /api/v1/sessions/{id}/schedules`.
+ * @typedef {object} SessionSchedulesResult
+ * @property {Array<ScheduleInfo>} schedules Pending schedules and the latest 50 finished.
  */
 
 /**
@@ -603,10 +750,48 @@
  */
 
 /**
- * Fields of `chat.stop-task`.
- * @typedef {object} StopTaskParams
- * @property {string} sessionId The session that owns the task.
- * @property {string | null} [taskId] The background task to stop.
+ * Fields of `session.usage`.
+ * @typedef {object} SessionUsageParams
+ * @property {string} sessionId The session.
+ * @property {number} [since] Count only turns that ended at or after this time, epoch ms (default 0: all).
+ */
+
+/**
+ * `session.usage` reply.
+ * @typedef {object} SessionUsageResult
+ * @property {UsageSummary} usage Tokens and cost of the session and of its delegations.
+ */
+
+/**
+ * Paging fields of `sessions.watch` and `sessions.list` (and the query of REST `GET /sessions`).
+ * @typedef {object} SessionsListParams
+ * @property {string | null} [cursor] `nextCursor` of the previous page; absent for the first.
+ * @property {number | null} [limit] Sessions per page, 1 to 1000 (default 100).
+ */
+
+/**
+ * `GET /api/v1/sessions` (one page), and the `sessions.watch` / `sessions.list` replies.
+ * @typedef {object} SessionsListResult
+ * @property {string | null} [nextCursor] Pass as `cursor` to get the next page; absent on the last page.
+ * @property {Array<SessionInfo>} sessions Sessions the caller may see, most recently active first.
+ */
+
+/**
+ * Fields of `sessions.running`: none.
+ * @typedef {Record<string, any>} SessionsRunningParams
+ */
+
+/**
+ * `GET /api/v1/sessions/running`.
+ * @typedef {object} SessionsRunningResult
+ * @property {Array<RunningSession>} sessions Sessions with a turn or background work in flight.
+ */
+
+/**
+ * Fields of `sessions.watch`: the first page, as `sessions.list`'s.
+ * @typedef {object} SessionsWatchParams
+ * @property {string | null} [cursor] `nextCursor` of a previous page; absent for the first.
+ * @property {number | null} [limit] Sessions in the first page, 1 to 1000 (default 100).
  */
 
 /**
@@ -620,16 +805,19 @@
  */
 
 /**
+ * @typedef {object} StoredEvent
+ * @property {string} kind
+ * @property {number} seq
+ * @property {string} sessionId
+ * @property {number} ts
+ * @property {string} [turnId]
+ */
+
+/**
  * One entry of `chat.subscribe`.
  * @typedef {object} SubscribeEntry
  * @property {number | null} [lastSeq] The last `seq` the client already has; replay starts after it (0: everything).
  * @property {string} sessionId The session to watch.
- */
-
-/**
- * Fields of `chat.subscribe`.
- * @typedef {object} SubscribeParams
- * @property {Array<SubscribeEntry>} sessions Sessions to subscribe to.
  */
 
 /**
@@ -677,12 +865,6 @@
  */
 
 /**
- * Fields of `chat.unsubscribe`.
- * @typedef {object} UnsubscribeParams
- * @property {Array<string>} sessionIds Sessions to stop receiving.
- */
-
-/**
  * `GET /api/v1/sessions/{id}/usage`: totals from the stored `turn_completed` events.
  * @typedef {object} UsageSummary
  * @property {Array<DelegationUsage>} delegations Delegated turns: for a Driver, its Workers' turns it delegated; for a Worker, its own delegated turns. Oldest first.
@@ -720,8 +902,13 @@
  */
 
 /**
+ * Fields of `vendors.list`: none.
+ * @typedef {Record<string, any>} VendorsListParams
+ */
+
+/**
  * `GET /api/v1/vendors`.
- * @typedef {object} VendorList
+ * @typedef {object} VendorsListResult
  * @property {Array<VendorInfo>} vendors All vendors, installed or not.
  */
 
@@ -770,47 +957,62 @@
 /**
  * Every WebSocket request `type`: its fields and its reply's fields.
  * @typedef {{
- *   'chat.abort': {params: SessionRef, result: ChatAbortResult},
+ *   'chat.abort': {params: ChatAbortParams, result: ChatAbortResult},
  *   'chat.edit-send': {params: ChatEditSendParams, result: ChatEditSendResult},
- *   'chat.permission-response': {params: PermissionResponseParams, result: PermissionResponseResult},
- *   'chat.queue-cancel': {params: QueueCancelParams, result: QueueChangeResult},
- *   'chat.queue-edit': {params: QueueEditParams, result: QueueChangeResult},
+ *   'chat.permission-response': {params: ChatPermissionResponseParams, result: ChatPermissionResponseResult},
+ *   'chat.queue': {params: ChatQueueParams, result: ChatQueueResult},
+ *   'chat.queue-cancel': {params: ChatQueueCancelParams, result: ChatQueueChangeResult},
+ *   'chat.queue-edit': {params: ChatQueueEditParams, result: ChatQueueChangeResult},
  *   'chat.send': {params: ChatSendParams, result: ChatSendResult},
- *   'chat.stop-task': {params: StopTaskParams, result: ChatStopTaskResult},
- *   'chat.subscribe': {params: SubscribeParams, result: ChatSubscribeResult},
- *   'chat.unsubscribe': {params: UnsubscribeParams, result: ChatUnsubscribeResult},
+ *   'chat.stop-task': {params: ChatStopTaskParams, result: ChatStopTaskResult},
+ *   'chat.subscribe': {params: ChatSubscribeParams, result: ChatSubscribeResult},
+ *   'chat.unsubscribe': {params: ChatUnsubscribeParams, result: ChatUnsubscribeResult},
  *   'pair.close': {params: PairCloseParams, result: PairCloseResult},
  *   'pair.create': {params: PairCreateParams, result: PairCreateResult},
+ *   'pairs.list': {params: PairsListParams, result: PairsListResult},
  *   'ping': {params: PingParams, result: PingResult},
  *   'proposal.respond': {params: ProposalRespondParams, result: ProposalRespondResult},
- *   'session.configure': {params: ConfigureParams, result: SessionResult},
- *   'session.create': {params: CreateSessionParams, result: SessionResult},
- *   'session.discard': {params: SessionRef, result: DiscardResult},
- *   'session.handoff': {params: HandoffParams, result: HandoffResult},
- *   'session.merge': {params: MergeParams, result: MergeResult},
- *   'session.schedule': {params: ScheduleParams, result: ScheduleResult},
- *   'session.schedule-cancel': {params: ScheduleCancelParams, result: ScheduleCancelResult},
- *   'sessions.list': {params: ListParams, result: SessionList},
- *   'sessions.watch': {params: ListParams, result: SessionList},
+ *   'session.archive': {params: SessionArchiveParams, result: SessionArchiveResult},
+ *   'session.changes': {params: SessionChangesParams, result: SessionChangesResult},
+ *   'session.configure': {params: SessionConfigureParams, result: SessionConfigureResult},
+ *   'session.create': {params: SessionCreateParams, result: SessionCreateResult},
+ *   'session.diff': {params: SessionDiffParams, result: SessionDiffResult},
+ *   'session.discard': {params: SessionDiscardParams, result: SessionDiscardResult},
+ *   'session.events': {params: SessionEventsParams, result: SessionEventsResult},
+ *   'session.file-read': {params: SessionFileReadParams, result: SessionFileReadResult},
+ *   'session.file-write': {params: SessionFileWriteParams, result: SessionFileWriteResult},
+ *   'session.files': {params: SessionFilesParams, result: SessionFilesResult},
+ *   'session.get': {params: SessionGetParams, result: SessionGetResult},
+ *   'session.handoff': {params: SessionHandoffParams, result: SessionHandoffResult},
+ *   'session.mcp-token': {params: SessionMcpTokenParams, result: SessionMcpTokenResult},
+ *   'session.merge': {params: SessionMergeParams, result: SessionMergeResult},
+ *   'session.schedule': {params: SessionScheduleParams, result: SessionScheduleResult},
+ *   'session.schedule-cancel': {params: SessionScheduleCancelParams, result: SessionScheduleCancelResult},
+ *   'session.schedules': {params: SessionSchedulesParams, result: SessionSchedulesResult},
+ *   'session.usage': {params: SessionUsageParams, result: SessionUsageResult},
+ *   'sessions.list': {params: SessionsListParams, result: SessionsListResult},
+ *   'sessions.running': {params: SessionsRunningParams, result: SessionsRunningResult},
+ *   'sessions.watch': {params: SessionsWatchParams, result: SessionsListResult},
  *   'tool.call': {params: ToolCallParams, result: ToolCallResult},
+ *   'vendors.list': {params: VendorsListParams, result: VendorsListResult},
  * }} Requests
  */
 
 /**
  * REST bodies the page reads, by method and path.
  * @typedef {{
- *   'GET /pairs': PairList,
- *   'GET /sessions/running': RunningList,
+ *   'GET /pairs': PairsListResult,
+ *   'GET /sessions/running': SessionsRunningResult,
  *   'GET /sessions/{id}/changes': GitState,
  *   'GET /sessions/{id}/changes/diff': FileDiff,
  *   'GET /sessions/{id}/files': DirListing,
  *   'GET /sessions/{id}/files/content': FileContent,
- *   'GET /sessions/{id}/queue': QueueList,
- *   'GET /sessions/{id}/schedules': ScheduleList,
+ *   'GET /sessions/{id}/queue': ChatQueueResult,
+ *   'GET /sessions/{id}/schedules': SessionSchedulesResult,
  *   'GET /sessions/{id}/usage': UsageSummary,
- *   'GET /vendors': VendorList,
- *   'POST /sessions/{id}/discard': DiscardResult,
- *   'POST /sessions/{id}/merge': MergeResult,
+ *   'GET /vendors': VendorsListResult,
+ *   'POST /sessions/{id}/discard': SessionDiscardResult,
+ *   'POST /sessions/{id}/merge': SessionMergeResult,
  *   'PUT /sessions/{id}/files/content': FileSaved,
  *   'error': ErrorBody,
  *   'event delegation changes': ChangeSummary,

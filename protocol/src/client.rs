@@ -1,11 +1,12 @@
 //! Client → server WebSocket frames, and the parser that classifies bad ones.
 
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ErrorCode;
+pub use crate::operations::ClientRequest;
+use crate::operations::{Refusal, Validate};
 use crate::permission::RememberScope;
 use crate::session::{PermissionMode, Visibility};
 
@@ -17,91 +18,6 @@ pub struct ClientFrame {
     /// What the client asks for.
     pub request: ClientRequest,
 }
-
-/// Every client request the server understands, keyed by the frame's `type`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ClientRequest {
-    /// `session.create`; answered with [`crate::results::SessionCreateResult`].
-    SessionCreate(CreateSessionParams),
-    /// `chat.send`; answered with [`crate::results::ChatSendResult`].
-    ChatSend(ChatSendParams),
-    /// `chat.edit-send`; answered with [`crate::results::ChatEditSendResult`].
-    ChatEditSend(ChatEditSendParams),
-    /// `chat.abort`; answered with [`crate::results::ChatAbortResult`].
-    ChatAbort(SessionRef),
-    /// `chat.stop-task`; answered with [`crate::results::ChatStopTaskResult`].
-    ChatStopTask(StopTaskParams),
-    /// `chat.permission-response`; answered with
-    /// [`crate::results::PermissionResponseResult`].
-    ChatPermissionResponse(PermissionResponseParams),
-    /// `chat.subscribe`; answered with [`crate::results::ChatSubscribeResult`].
-    ChatSubscribe(SubscribeParams),
-    /// `chat.unsubscribe`; answered with [`crate::results::ChatUnsubscribeResult`].
-    ChatUnsubscribe(UnsubscribeParams),
-    /// `session.configure`; answered with [`crate::results::SessionConfigureResult`].
-    SessionConfigure(ConfigureParams),
-    /// `sessions.watch`: the first page of sessions, then `session_upserted`;
-    /// answered with [`crate::results::SessionsListResult`].
-    SessionsWatch(ListParams),
-    /// `sessions.list`: one page of sessions; answered with [`crate::results::SessionsListResult`].
-    SessionsList(ListParams),
-    /// `tool.call`; answered with [`crate::results::ToolCallResult`].
-    ToolCall(ToolCallParams),
-    /// `proposal.respond`; answered with [`crate::results::ProposalRespondResult`].
-    ProposalRespond(ProposalRespondParams),
-    /// `pair.create`; answered with [`crate::results::PairCreateResult`].
-    PairCreate(PairCreateParams),
-    /// `pair.close`; answered with [`crate::results::PairCloseResult`].
-    PairClose(PairCloseParams),
-    /// `session.handoff`; answered with [`crate::results::HandoffResult`].
-    SessionHandoff(HandoffParams),
-    /// `session.schedule`; answered with [`crate::results::ScheduleResult`].
-    SessionSchedule(ScheduleParams),
-    /// `session.schedule-cancel`; answered with [`crate::results::ScheduleCancelResult`].
-    SessionScheduleCancel(ScheduleCancelParams),
-    /// `chat.queue-cancel`; answered with [`crate::results::QueueChangeResult`].
-    ChatQueueCancel(QueueCancelParams),
-    /// `chat.queue-edit`; answered with [`crate::results::QueueChangeResult`].
-    ChatQueueEdit(QueueEditParams),
-    /// `session.merge`; answered with [`crate::workspace::MergeResult`].
-    SessionMerge(crate::workspace::MergeParams),
-    /// `session.discard`; answered with [`crate::workspace::DiscardResult`].
-    SessionDiscard(SessionRef),
-    /// `ping`: answered with [`crate::results::PingResult`] (`pong: true`).
-    Ping,
-}
-
-// Each request's fields under the name of its `type` (codex-rs naming: `*Params`
-// here, `*Result` in [`crate::results`]). Several requests share a shape.
-
-/// `session.create` fields.
-pub type SessionCreateParams = CreateSessionParams;
-/// `chat.abort` fields: the session only.
-pub type ChatAbortParams = SessionRef;
-/// `chat.stop-task` fields.
-pub type ChatStopTaskParams = StopTaskParams;
-/// `chat.permission-response` fields.
-pub type ChatPermissionResponseParams = PermissionResponseParams;
-/// `chat.subscribe` fields.
-pub type ChatSubscribeParams = SubscribeParams;
-/// `chat.unsubscribe` fields.
-pub type ChatUnsubscribeParams = UnsubscribeParams;
-/// `session.merge` fields.
-pub type SessionMergeParams = crate::workspace::MergeParams;
-/// `session.discard` fields: the session only.
-pub type SessionDiscardParams = SessionRef;
-/// `session.configure` fields.
-pub type SessionConfigureParams = ConfigureParams;
-/// `sessions.watch` fields.
-pub type SessionsWatchParams = ListParams;
-/// `sessions.list` fields.
-pub type SessionsListParams = ListParams;
-/// `session.handoff` fields.
-pub type SessionHandoffParams = HandoffParams;
-/// `session.schedule` fields.
-pub type SessionScheduleParams = ScheduleParams;
-/// `session.schedule-cancel` fields.
-pub type SessionScheduleCancelParams = ScheduleCancelParams;
 
 /// Fields of `tool.call`: call a session-bound tool as that session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -180,7 +96,7 @@ pub struct PairCreateParams {
 /// Fields of `session.handoff`: continue a conversation in a new session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct HandoffParams {
+pub struct SessionHandoffParams {
     /// The session to continue.
     pub session_id: String,
     /// Vendor of the new session (required; absent gives a clear error).
@@ -197,7 +113,7 @@ pub struct HandoffParams {
 /// Fields of `session.schedule`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ScheduleParams {
+pub struct SessionScheduleParams {
     /// The session.
     pub session_id: String,
     /// The message to send when it comes due.
@@ -209,22 +125,17 @@ pub struct ScheduleParams {
 /// Fields of `session.schedule-cancel`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ScheduleCancelParams {
+pub struct SessionScheduleCancelParams {
     /// The session.
     pub session_id: String,
     /// The pending schedule.
     pub schedule_id: String,
 }
 
-/// `chat.queue-cancel` fields.
-pub type ChatQueueCancelParams = QueueCancelParams;
-/// `chat.queue-edit` fields.
-pub type ChatQueueEditParams = QueueEditParams;
-
 /// Fields of `chat.queue-cancel`: take a message out of the session's queue.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct QueueCancelParams {
+pub struct ChatQueueCancelParams {
     /// The session.
     pub session_id: String,
     /// The queued message (`queueId` of `chat_subscribed.queued` or `GET .../queue`).
@@ -234,7 +145,7 @@ pub struct QueueCancelParams {
 /// Fields of `chat.queue-edit`: replace a queued message's text; it keeps its place.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct QueueEditParams {
+pub struct ChatQueueEditParams {
     /// The session.
     pub session_id: String,
     /// The queued message.
@@ -254,7 +165,7 @@ pub struct PairCloseParams {
 /// Fields of `session.create` and of `POST /api/v1/sessions`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CreateSessionParams {
+pub struct SessionCreateParams {
     /// Vendor id; `scripted` when absent.
     #[serde(default)]
     pub vendor: Option<String>,
@@ -345,18 +256,26 @@ pub struct ChatEditSendParams {
     pub options: Option<TurnOptions>,
 }
 
-/// A request that names one session and nothing else.
+/// Fields of `chat.abort`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionRef {
-    /// The session.
+pub struct ChatAbortParams {
+    /// The session whose turn to interrupt.
+    pub session_id: String,
+}
+
+/// Fields of `session.discard`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionDiscardParams {
+    /// The session whose worktree to remove.
     pub session_id: String,
 }
 
 /// Fields of `chat.permission-response`: a person's answer to a `permission_request`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PermissionResponseParams {
+pub struct ChatPermissionResponseParams {
     /// The permission request answered. On the wire it is the frame's `requestId`
     /// (which the reply echoes as usual), so the parser fills it in.
     #[serde(default)]
@@ -386,7 +305,7 @@ pub struct PermissionResponseParams {
 /// Fields of `chat.stop-task`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct StopTaskParams {
+pub struct ChatStopTaskParams {
     /// The session that owns the task.
     pub session_id: String,
     /// The background task to stop.
@@ -408,7 +327,7 @@ pub struct SubscribeEntry {
 /// Fields of `chat.subscribe`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SubscribeParams {
+pub struct ChatSubscribeParams {
     /// Sessions to subscribe to.
     pub sessions: Vec<SubscribeEntry>,
 }
@@ -417,7 +336,7 @@ pub struct SubscribeParams {
 /// `GET /sessions`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ListParams {
+pub struct SessionsListParams {
     /// Sessions per page, 1 to 1000 (default 100).
     #[serde(default)]
     pub limit: Option<usize>,
@@ -426,15 +345,27 @@ pub struct ListParams {
     pub cursor: Option<String>,
 }
 
-impl ListParams {
+impl SessionsListParams {
     /// Page size when none is asked for.
     pub const DEFAULT_LIMIT: usize = 100;
+}
+
+/// Fields of `sessions.watch`: the first page, as `sessions.list`'s.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsWatchParams {
+    /// Sessions in the first page, 1 to 1000 (default 100).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// `nextCursor` of a previous page; absent for the first.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 /// Fields of `chat.unsubscribe`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct UnsubscribeParams {
+pub struct ChatUnsubscribeParams {
     /// Sessions to stop receiving.
     pub session_ids: Vec<String>,
 }
@@ -442,7 +373,7 @@ pub struct UnsubscribeParams {
 /// Fields of `session.configure`; absent fields stay as they are.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ConfigureParams {
+pub struct SessionConfigureParams {
     /// The session.
     pub session_id: String,
     /// New model.
@@ -482,8 +413,9 @@ pub struct FrameError {
 
 /// Parses one text frame. Never panics; every failure is classified:
 /// not JSON or not an object → `INVALID_JSON`; missing or unknown `type` →
-/// `UNKNOWN_MESSAGE_TYPE`; a missing `sessionId` where one is needed →
-/// `SESSION_ID_REQUIRED`; any other shape problem → `INVALID_ARGUMENT`.
+/// `UNKNOWN_MESSAGE_TYPE`; a missing `sessionId` where the request's scope needs one
+/// (the table in [`crate::operations`]) → `SESSION_ID_REQUIRED`; any other shape
+/// problem or broken rule → `INVALID_ARGUMENT` (or the rule's own code).
 pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
     let value: Value = serde_json::from_str(text).map_err(|e| FrameError {
         code: ErrorCode::InvalidJson,
@@ -513,138 +445,122 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
         request_id: request_id.clone(),
         session_id: session_id.clone(),
     };
-    let bad = |message: String| fail(ErrorCode::InvalidArgument, message);
     let Some(Value::String(kind)) = obj.remove("type") else {
         return Err(fail(
             ErrorCode::UnknownMessageType,
             "frame has no string `type`".into(),
         ));
     };
-    obj.remove("requestId");
-    let needs_session = matches!(
-        kind.as_str(),
-        "chat.send"
-            | "chat.edit-send"
-            | "chat.abort"
-            | "chat.stop-task"
-            | "session.configure"
-            | "tool.call"
-            | "proposal.respond"
-            | "session.handoff"
-            | "session.schedule"
-            | "session.schedule-cancel"
-            | "chat.queue-cancel"
-            | "chat.queue-edit"
-            | "session.merge"
-            | "session.discard"
-    );
+    let needs_session = crate::operations::OPERATIONS
+        .iter()
+        .any(|o| o.name == kind && o.needs_session);
     if needs_session && session_id.as_deref().is_none_or(str::is_empty) {
         return Err(fail(
             ErrorCode::SessionIdRequired,
             format!("`{kind}` needs a string `sessionId`"),
         ));
     }
-    let request = match kind.as_str() {
-        "session.create" => ClientRequest::SessionCreate(fields(obj, &kind).map_err(&bad)?),
-        "chat.send" => ClientRequest::ChatSend(fields(obj, &kind).map_err(&bad)?),
-        "chat.edit-send" => {
-            let p: ChatEditSendParams = fields(obj, &kind).map_err(&bad)?;
-            if p.anchor_seq == 0 || p.anchor_seq > crate::MAX_SEQ {
-                return Err(bad(format!(
-                    "`anchorSeq` must be between 1 and {}",
-                    crate::MAX_SEQ
-                )));
-            }
-            ClientRequest::ChatEditSend(p)
-        }
-        "chat.abort" => ClientRequest::ChatAbort(fields(obj, &kind).map_err(&bad)?),
-        "chat.stop-task" => {
-            let p: StopTaskParams = fields(obj, &kind).map_err(&bad)?;
-            if p.task_id.as_deref().is_none_or(str::is_empty) {
-                return Err(fail(
-                    ErrorCode::TaskIdRequired,
-                    "`chat.stop-task` needs a `taskId`".into(),
-                ));
-            }
-            ClientRequest::ChatStopTask(p)
-        }
-        "chat.permission-response" => {
-            let mut p: PermissionResponseParams = fields(obj, &kind).map_err(&bad)?;
-            p.request_id = request_id
-                .clone()
-                .filter(|id| !id.is_empty())
-                .ok_or_else(|| {
-                    bad("`chat.permission-response` needs the permission's `requestId`".into())
-                })?;
-            ClientRequest::ChatPermissionResponse(p)
-        }
-        "chat.subscribe" => {
-            let missing = obj
-                .get("sessions")
-                .and_then(Value::as_array)
-                .is_some_and(|entries| {
-                    entries.iter().any(|e| {
-                        e.get("sessionId")
-                            .and_then(Value::as_str)
-                            .is_none_or(str::is_empty)
-                    })
-                });
-            if missing {
-                return Err(fail(
-                    ErrorCode::SessionIdRequired,
-                    "every `sessions` entry needs a string `sessionId`".into(),
-                ));
-            }
-            let params: SubscribeParams = fields(obj, &kind).map_err(&bad)?;
-            if let Some(entry) = params
-                .sessions
-                .iter()
-                .find(|e| e.last_seq.is_some_and(|s| s > crate::MAX_SEQ))
-            {
-                return Err(FrameError {
-                    session_id: Some(entry.session_id.clone()),
-                    ..bad(format!(
-                        "`lastSeq` must be at most {} (positions are never wrapped)",
-                        crate::MAX_SEQ
-                    ))
-                });
-            }
-            ClientRequest::ChatSubscribe(params)
-        }
-        "chat.unsubscribe" => ClientRequest::ChatUnsubscribe(fields(obj, &kind).map_err(&bad)?),
-        "session.configure" => ClientRequest::SessionConfigure(fields(obj, &kind).map_err(&bad)?),
-        "sessions.watch" => ClientRequest::SessionsWatch(fields(obj, &kind).map_err(&bad)?),
-        "sessions.list" => ClientRequest::SessionsList(fields(obj, &kind).map_err(&bad)?),
-        "tool.call" => ClientRequest::ToolCall(fields(obj, &kind).map_err(&bad)?),
-        "proposal.respond" => ClientRequest::ProposalRespond(fields(obj, &kind).map_err(&bad)?),
-        "pair.create" => ClientRequest::PairCreate(fields(obj, &kind).map_err(&bad)?),
-        "pair.close" => ClientRequest::PairClose(fields(obj, &kind).map_err(&bad)?),
-        "session.handoff" => ClientRequest::SessionHandoff(fields(obj, &kind).map_err(&bad)?),
-        "session.schedule" => ClientRequest::SessionSchedule(fields(obj, &kind).map_err(&bad)?),
-        "session.schedule-cancel" => {
-            ClientRequest::SessionScheduleCancel(fields(obj, &kind).map_err(&bad)?)
-        }
-        "chat.queue-cancel" => ClientRequest::ChatQueueCancel(fields(obj, &kind).map_err(&bad)?),
-        "chat.queue-edit" => ClientRequest::ChatQueueEdit(fields(obj, &kind).map_err(&bad)?),
-        "session.merge" => ClientRequest::SessionMerge(fields(obj, &kind).map_err(&bad)?),
-        "session.discard" => ClientRequest::SessionDiscard(fields(obj, &kind).map_err(&bad)?),
-        "ping" => ClientRequest::Ping,
-        other => {
+    // A permission response names the request it answers by the frame's
+    // `requestId`; every other request has it only to echo.
+    if kind != "chat.permission-response" {
+        obj.remove("requestId");
+    }
+    if kind == "chat.subscribe" {
+        subscribe_entries_named(&obj).map_err(|m| fail(ErrorCode::SessionIdRequired, m))?;
+    }
+    let request = match ClientRequest::decode(&kind, obj) {
+        None => {
             return Err(fail(
                 ErrorCode::UnknownMessageType,
-                format!("unknown message type `{other}`"),
+                format!("unknown message type `{kind}`"),
             ))
         }
+        Some(decoded) => decoded.and_then(|r| r.validate().map(|()| r)),
     };
-    Ok(ClientFrame {
-        request_id,
-        request,
-    })
+    match request {
+        Ok(request) => Ok(ClientFrame {
+            request_id,
+            request,
+        }),
+        Err(refusal) => Err(FrameError {
+            session_id: refusal.session_id.or_else(|| session_id.clone()),
+            ..fail(refusal.code, refusal.message)
+        }),
+    }
 }
 
-/// Deserializes the frame's remaining fields into a request's parameter struct.
-fn fields<T: DeserializeOwned>(obj: Map<String, Value>, kind: &str) -> Result<T, String> {
-    serde_json::from_value(Value::Object(obj)).map_err(|e| format!("bad `{kind}` fields: {e}"))
+/// Every `sessions` entry of `chat.subscribe` names its session (checked before the
+/// fields are read, so a missing one is `SESSION_ID_REQUIRED`, not a shape error).
+fn subscribe_entries_named(obj: &Map<String, Value>) -> Result<(), String> {
+    let missing = obj
+        .get("sessions")
+        .and_then(Value::as_array)
+        .is_some_and(|entries| {
+            entries.iter().any(|e| {
+                e.get("sessionId")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+            })
+        });
+    if missing {
+        return Err("every `sessions` entry needs a string `sessionId`".into());
+    }
+    Ok(())
+}
+
+impl Validate for ChatEditSendParams {
+    fn validate(&self) -> Result<(), Refusal> {
+        if self.anchor_seq == 0 || self.anchor_seq > crate::MAX_SEQ {
+            return Err(Refusal::invalid(format!(
+                "`anchorSeq` must be between 1 and {}",
+                crate::MAX_SEQ
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Validate for ChatStopTaskParams {
+    fn validate(&self) -> Result<(), Refusal> {
+        if self.task_id.as_deref().is_none_or(str::is_empty) {
+            return Err(Refusal {
+                code: ErrorCode::TaskIdRequired,
+                message: "`chat.stop-task` needs a `taskId`".into(),
+                session_id: None,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Validate for ChatPermissionResponseParams {
+    fn validate(&self) -> Result<(), Refusal> {
+        if self.request_id.is_empty() {
+            return Err(Refusal::invalid(
+                "`chat.permission-response` needs the permission's `requestId`",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Validate for ChatSubscribeParams {
+    fn validate(&self) -> Result<(), Refusal> {
+        match self
+            .sessions
+            .iter()
+            .find(|e| e.last_seq.is_some_and(|s| s > crate::MAX_SEQ))
+        {
+            Some(entry) => Err(Refusal {
+                session_id: Some(entry.session_id.clone()),
+                ..Refusal::invalid(format!(
+                    "`lastSeq` must be at most {} (positions are never wrapped)",
+                    crate::MAX_SEQ
+                ))
+            }),
+            None => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -719,7 +635,7 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e:?}"));
         assert_eq!(
             ok.request,
-            ClientRequest::ChatSubscribe(SubscribeParams {
+            ClientRequest::ChatSubscribe(ChatSubscribeParams {
                 sessions: vec![SubscribeEntry {
                     session_id: "s".into(),
                     last_seq: Some(crate::MAX_SEQ),
@@ -768,7 +684,7 @@ mod tests {
         assert_eq!(ok.request_id.as_deref(), Some("perm_1"));
         assert_eq!(
             ok.request,
-            ClientRequest::ChatPermissionResponse(PermissionResponseParams {
+            ClientRequest::ChatPermissionResponse(ChatPermissionResponseParams {
                 request_id: "perm_1".into(),
                 session_id: None,
                 allow: false,

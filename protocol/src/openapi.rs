@@ -8,16 +8,17 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
-use crate::client::{CreateSessionParams, PairCreateParams};
+use crate::client::{PairCreateParams, SessionCreateParams};
 use crate::error::ErrorBody;
 use crate::rest::{
-    Archived, EmptyBody, Health, InterruptAccepted, McpToken, MessageAccepted, PairList,
-    PostMessage, RunningList, ScheduleList, SessionList, SessionPatch, UploadInfo, VendorList,
+    EmptyBody, Health, InterruptAccepted, McpToken, MessageAccepted, PairsListResult, PostMessage,
+    SessionPatch, SessionSchedulesResult, SessionsListResult, SessionsRunningResult, UploadInfo,
+    VendorsListResult,
 };
 use crate::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
 use crate::results::{
-    ChatStopTaskResult, HandoffResult, PairCloseResult, PairCreateResult, PermissionResponseResult,
-    ScheduleCancelResult, ScheduleResult,
+    ChatPermissionResponseResult, ChatStopTaskResult, PairCloseResult, PairCreateResult,
+    SessionHandoffResult, SessionScheduleCancelResult, SessionScheduleResult,
 };
 use crate::session::SessionInfo;
 
@@ -117,15 +118,15 @@ pub fn routes() -> Vec<Route> {
     vec![
         route!("get" "/health", "Liveness and version.", None, 200, of::<Health>, &[], true),
         route!("get" "/openapi.json", "This description.", None, 200, any_object, &[], true),
-        route!("get" "/vendors", "Vendors, their CLI's version, status and models.", None, 200, of::<VendorList>),
-        route!("get" "/sessions", "Sessions the caller may see, a page at a time.", None, 200, of::<SessionList>,
+        route!("get" "/vendors", "Vendors, their CLI's version, status and models.", None, 200, of::<VendorsListResult>),
+        route!("get" "/sessions", "Sessions the caller may see, a page at a time.", None, 200, of::<SessionsListResult>,
             &[("limit", "sessions per page", r#"{"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}"#, false),
               ("cursor", "`nextCursor` of the previous page (`MS.ID`)", r#"{"type": "string", "pattern": "^[0-9]{1,19}\\.[^\\u0000]+$"}"#, false)], false),
-        route!("post" "/sessions", "Create a session.", Some(of::<CreateSessionParams>), 201, of::<SessionInfo>),
-        route!("get" "/sessions/running", "Sessions with a turn running, ours and Claude Code's outside tandem.", None, 200, of::<RunningList>),
+        route!("post" "/sessions", "Create a session.", Some(of::<SessionCreateParams>), 201, of::<SessionInfo>),
+        route!("get" "/sessions/running", "Sessions with a turn running, ours and Claude Code's outside tandem.", None, 200, of::<SessionsRunningResult>),
         route!("get" "/sessions/{id}", "One session.", None, 200, of::<SessionInfo>),
         route!("patch" "/sessions/{id}", "Rename, configure or (admins, `ownerId`) reassign a session.", Some(of::<SessionPatch>), 200, of::<SessionInfo>),
-        route!("delete" "/sessions/{id}", "Archive a session.", None, 200, of::<Archived>),
+        route!("delete" "/sessions/{id}", "Archive a session.", None, 200, of::<crate::queries::SessionArchiveResult>),
         route!("get" "/sessions/{id}/events", "Stored events after `after`.", None, 200, events_page,
             &[("after", "events with seq > after", r#"{"type": "integer", "minimum": 0, "maximum": 9223372036854775807, "default": 0}"#, false),
               ("limit", "events per page", r#"{"type": "integer", "minimum": 1, "maximum": 5000, "default": 1000}"#, false)], false),
@@ -133,20 +134,20 @@ pub fn routes() -> Vec<Route> {
         route!("post" "/sessions/{id}/edit-send", "Rewind to just before an earlier user message and send a new one in its place (as chat.edit-send).", Some(of::<crate::rest::PostEditSend>), 202, of::<crate::rest::EditSendAccepted>),
         route!("post" "/sessions/{id}/interrupt", "Interrupt the running turn (as chat.abort).", Some(of::<EmptyBody>), 202, of::<InterruptAccepted>),
         route!("post" "/sessions/{id}/mcp-token", "The session's MCP endpoint and token.", Some(of::<EmptyBody>), 200, of::<McpToken>),
-        route!("get" "/sessions/{id}/schedules", "Scheduled messages.", None, 200, of::<ScheduleList>),
-        route!("post" "/sessions/{id}/schedules", "Schedule a message (as session.schedule).", Some(of::<ScheduleBody>), 201, of::<ScheduleResult>),
-        route!("get" "/sessions/{id}/queue", "Messages waiting in the session's queue.", None, 200, of::<crate::rest::QueueList>),
+        route!("get" "/sessions/{id}/schedules", "Scheduled messages.", None, 200, of::<SessionSchedulesResult>),
+        route!("post" "/sessions/{id}/schedules", "Schedule a message (as session.schedule).", Some(of::<ScheduleBody>), 201, of::<SessionScheduleResult>),
+        route!("get" "/sessions/{id}/queue", "Messages waiting in the session's queue.", None, 200, of::<crate::rest::ChatQueueResult>),
         route!("get" "/sessions/{id}/usage", "Tokens and cost per session and per delegation.", None, 200, of::<crate::rest::UsageSummary>,
             &[("since", "only turns that ended at or after this time, epoch ms", r#"{"type": "integer", "minimum": 0, "maximum": 18446744073709551615, "default": 0}"#, false)], false),
-        route!("delete" "/sessions/{id}/schedules/{scheduleId}", "Cancel a scheduled message (as session.schedule-cancel).", None, 200, of::<ScheduleCancelResult>),
-        route!("post" "/sessions/{id}/handoff", "Continue the conversation in a new session (as session.handoff).", Some(of::<HandoffBody>), 201, of::<HandoffResult>),
+        route!("delete" "/sessions/{id}/schedules/{scheduleId}", "Cancel a scheduled message (as session.schedule-cancel).", None, 200, of::<SessionScheduleCancelResult>),
+        route!("post" "/sessions/{id}/handoff", "Continue the conversation in a new session (as session.handoff).", Some(of::<HandoffBody>), 201, of::<SessionHandoffResult>),
         route!("post" "/sessions/{id}/tasks/{taskId}/stop", "Stop a background task (as chat.stop-task).", Some(of::<EmptyBody>), 202, of::<ChatStopTaskResult>),
-        route!("post" "/sessions/{id}/permissions/{requestId}", "Answer a pending tool approval (as chat.permission-response).", Some(of::<PermissionAnswer>), 200, of::<PermissionResponseResult>),
+        route!("post" "/sessions/{id}/permissions/{requestId}", "Answer a pending tool approval (as chat.permission-response).", Some(of::<PermissionAnswer>), 200, of::<ChatPermissionResponseResult>),
         route!("get" "/sessions/{id}/changes", "What the session's working directory changed (as its latest git_state).", None, 200, of::<crate::workspace::GitState>),
         route!("get" "/sessions/{id}/changes/diff", "Unified diff against the base (worktree) or HEAD (shared), capped.", None, 200, of::<crate::workspace::FileDiff>,
             &[("path", "one changed file; absent: all", TEXT, false)], false),
-        route!("post" "/sessions/{id}/merge", "Merge the worktree's branch into its base (as session.merge).", Some(of::<crate::workspace::MergeBody>), 200, of::<crate::workspace::MergeResult>),
-        route!("post" "/sessions/{id}/discard", "Remove the worktree and its branch (as session.discard).", Some(of::<EmptyBody>), 200, of::<crate::workspace::DiscardResult>),
+        route!("post" "/sessions/{id}/merge", "Merge the worktree's branch into its base (as session.merge).", Some(of::<crate::workspace::MergeBody>), 200, of::<crate::workspace::SessionMergeResult>),
+        route!("post" "/sessions/{id}/discard", "Remove the worktree and its branch (as session.discard).", Some(of::<EmptyBody>), 200, of::<crate::workspace::SessionDiscardResult>),
         route!("get" "/sessions/{id}/files", "List a directory of the working directory.", None, 200, of::<crate::workspace::DirListing>,
             &[("path", "relative directory; absent or empty: the top", TEXT, false)], false),
         route!("get" "/sessions/{id}/files/content", "A text file (at most 2 MiB) with its ETag.", None, 200, of::<crate::workspace::FileContent>,
@@ -183,7 +184,7 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             public: false,
         },
-        route!("get" "/pairs", "Driver/Worker pairs.", None, 200, of::<PairList>),
+        route!("get" "/pairs", "Driver/Worker pairs.", None, 200, of::<PairsListResult>),
         route!("post" "/pairs", "Pair a new Worker with a Driver (as pair.create).", Some(of::<PairCreateParams>), 201, of::<PairCreateResult>),
         route!("delete" "/pairs/{pairId}", "Close a pair (as pair.close).", None, 200, of::<PairCloseResult>),
     ]

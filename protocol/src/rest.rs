@@ -20,7 +20,7 @@ pub struct Health {
 /// replies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionList {
+pub struct SessionsListResult {
     /// Sessions the caller may see, most recently active first.
     pub sessions: Vec<SessionInfo>,
     /// Pass as `cursor` to get the next page; absent on the last page.
@@ -68,7 +68,7 @@ pub struct RunningSession {
 
 /// `GET /api/v1/sessions/running`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RunningList {
+pub struct SessionsRunningResult {
     /// Sessions with a turn or background work in flight.
     pub sessions: Vec<RunningSession>,
 }
@@ -145,7 +145,7 @@ fn unknown_status() -> String {
 
 /// `GET /api/v1/vendors`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct VendorList {
+pub struct VendorsListResult {
     /// All vendors, installed or not.
     pub vendors: Vec<VendorInfo>,
 }
@@ -200,7 +200,7 @@ pub struct TurnAccepted {
 
 /// `GET /api/v1/pairs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PairList {
+pub struct PairsListResult {
     /// Pairs whose sessions the caller may see.
     pub pairs: Vec<PairInfo>,
 }
@@ -277,19 +277,9 @@ pub struct SessionPatch {
     pub owner_id: Option<String>,
 }
 
-/// `DELETE /api/v1/sessions/{id}` answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Archived {
-    /// The archived session.
-    pub session_id: String,
-    /// Always true.
-    pub archived: bool,
-}
-
 /// `GET /api/v1/sessions/{id}/schedules`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ScheduleList {
+pub struct SessionSchedulesResult {
     /// Pending schedules and the latest 50 finished.
     pub schedules: Vec<crate::schedule::ScheduleInfo>,
 }
@@ -297,7 +287,7 @@ pub struct ScheduleList {
 /// `GET /api/v1/sessions/{id}/queue`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct QueueList {
+pub struct ChatQueueResult {
     /// The session.
     pub session_id: String,
     /// Messages waiting to be sent, oldest first.

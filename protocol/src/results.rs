@@ -18,19 +18,19 @@ pub struct PingResult {
     pub pong: bool,
 }
 
-/// `session.create` and `session.configure` reply: the session as it is now.
+/// `session.create` reply: the new session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct SessionResult {
+pub struct SessionCreateResult {
     /// The session.
     pub session: SessionInfo,
 }
 
-/// `session.create` reply.
-pub type SessionCreateResult = SessionResult;
-/// `session.configure` reply.
-pub type SessionConfigureResult = SessionResult;
-/// `sessions.watch` and `sessions.list` reply: one page.
-pub type SessionsListResult = crate::rest::SessionList;
+/// `session.configure` reply: the session as it is now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionConfigureResult {
+    /// The session.
+    pub session: SessionInfo,
+}
 
 /// `chat.send` reply: the turn started, or the message was queued.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -89,7 +89,7 @@ pub struct ChatStopTaskResult {
 /// `chat.permission-response` reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PermissionResponseResult {
+pub struct ChatPermissionResponseResult {
     /// The permission request answered.
     pub permission_id: String,
 }
@@ -154,7 +154,7 @@ pub struct PairCloseResult {
 /// `session.handoff` reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct HandoffResult {
+pub struct SessionHandoffResult {
     /// The session handed off; it records `handoff_created`.
     pub source_session_id: String,
     /// The session created to continue it; it starts with the handoff prompt.
@@ -166,7 +166,7 @@ pub struct HandoffResult {
 /// `session.schedule` reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ScheduleResult {
+pub struct SessionScheduleResult {
     /// The new schedule.
     pub schedule_id: String,
     /// When it comes due, epoch ms.
@@ -178,7 +178,7 @@ pub struct ScheduleResult {
 /// `session.schedule-cancel` reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ScheduleCancelResult {
+pub struct SessionScheduleCancelResult {
     /// The schedule.
     pub schedule_id: String,
     /// Always `cancelled`.
@@ -188,7 +188,7 @@ pub struct ScheduleCancelResult {
 /// `chat.queue-cancel` and `chat.queue-edit` reply: the queue as it is now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct QueueChangeResult {
+pub struct ChatQueueChangeResult {
     /// The session.
     pub session_id: String,
     /// The message cancelled or edited.
@@ -205,81 +205,18 @@ pub struct QueueChangeResult {
 /// and `requestId`; a result, the reply's fields besides `kind`, `requestId` and
 /// `ok`. Generated, so a change to a request's wire shape is a visible diff.
 pub fn request_schemas() -> Value {
-    use crate::client::*;
     use schemars::generate::SchemaSettings;
 
     let mut generator = SchemaSettings::draft2020_12()
         .with(|s| s.meta_schema = None)
         .into_generator();
     let mut requests = serde_json::Map::new();
-    let mut add = |name: &str, params: schemars::Schema, result: schemars::Schema| {
+    crate::operations::ClientRequest::schemas(&mut generator, |name, params, result| {
         requests.insert(
             name.to_string(),
             serde_json::json!({"params": params, "result": result}),
         );
-    };
-    macro_rules! request {
-        ($name:literal, $params:ty, $result:ty) => {{
-            let params = generator.subschema_for::<$params>();
-            let result = generator.subschema_for::<$result>();
-            add($name, params, result);
-        }};
-    }
-    request!("session.create", SessionCreateParams, SessionCreateResult);
-    request!("chat.send", ChatSendParams, ChatSendResult);
-    request!("chat.edit-send", ChatEditSendParams, ChatEditSendResult);
-    request!("chat.abort", ChatAbortParams, ChatAbortResult);
-    request!("chat.stop-task", ChatStopTaskParams, ChatStopTaskResult);
-    request!(
-        "chat.permission-response",
-        ChatPermissionResponseParams,
-        PermissionResponseResult
-    );
-    request!("chat.subscribe", ChatSubscribeParams, ChatSubscribeResult);
-    request!(
-        "chat.unsubscribe",
-        ChatUnsubscribeParams,
-        ChatUnsubscribeResult
-    );
-    request!(
-        "session.configure",
-        SessionConfigureParams,
-        SessionConfigureResult
-    );
-    request!("sessions.watch", SessionsWatchParams, SessionsListResult);
-    request!("sessions.list", SessionsListParams, SessionsListResult);
-    request!("tool.call", ToolCallParams, ToolCallResult);
-    request!(
-        "proposal.respond",
-        ProposalRespondParams,
-        ProposalRespondResult
-    );
-    request!("pair.create", PairCreateParams, PairCreateResult);
-    request!("pair.close", PairCloseParams, PairCloseResult);
-    request!("session.handoff", SessionHandoffParams, HandoffResult);
-    request!("session.schedule", SessionScheduleParams, ScheduleResult);
-    request!(
-        "session.schedule-cancel",
-        SessionScheduleCancelParams,
-        ScheduleCancelResult
-    );
-    request!(
-        "chat.queue-cancel",
-        ChatQueueCancelParams,
-        QueueChangeResult
-    );
-    request!("chat.queue-edit", ChatQueueEditParams, QueueChangeResult);
-    request!(
-        "session.merge",
-        SessionMergeParams,
-        crate::workspace::MergeResult
-    );
-    request!(
-        "session.discard",
-        SessionDiscardParams,
-        crate::workspace::DiscardResult
-    );
-    request!("ping", PingParams, PingResult);
+    });
     // REST bodies the web page reads, so its generated types cover them too.
     let mut rest = serde_json::Map::new();
     macro_rules! body {
@@ -287,11 +224,14 @@ pub fn request_schemas() -> Value {
             rest.insert($path.to_string(), generator.subschema_for::<$ty>().into());
         }};
     }
-    body!("GET /vendors", crate::rest::VendorList);
-    body!("GET /pairs", crate::rest::PairList);
-    body!("GET /sessions/running", crate::rest::RunningList);
-    body!("GET /sessions/{id}/schedules", crate::rest::ScheduleList);
-    body!("GET /sessions/{id}/queue", crate::rest::QueueList);
+    body!("GET /vendors", crate::rest::VendorsListResult);
+    body!("GET /pairs", crate::rest::PairsListResult);
+    body!("GET /sessions/running", crate::rest::SessionsRunningResult);
+    body!(
+        "GET /sessions/{id}/schedules",
+        crate::rest::SessionSchedulesResult
+    );
+    body!("GET /sessions/{id}/queue", crate::rest::ChatQueueResult);
     body!("GET /sessions/{id}/usage", crate::rest::UsageSummary);
     body!("GET /sessions/{id}/changes", crate::workspace::GitState);
     body!(
@@ -307,10 +247,13 @@ pub fn request_schemas() -> Value {
         "PUT /sessions/{id}/files/content",
         crate::workspace::FileSaved
     );
-    body!("POST /sessions/{id}/merge", crate::workspace::MergeResult);
+    body!(
+        "POST /sessions/{id}/merge",
+        crate::workspace::SessionMergeResult
+    );
     body!(
         "POST /sessions/{id}/discard",
-        crate::workspace::DiscardResult
+        crate::workspace::SessionDiscardResult
     );
     body!("event git_state", crate::workspace::GitState);
     body!("event delegation changes", crate::workspace::ChangeSummary);
@@ -391,8 +334,8 @@ mod tests {
         let schemas = request_schemas();
         assert_eq!(
             schemas["requests"].as_object().map(|r| r.len()),
-            Some(23),
-            "one entry per ClientRequest variant"
+            Some(crate::operations::OPERATIONS.len()),
+            "one entry per request of the table"
         );
     }
 }

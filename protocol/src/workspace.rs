@@ -179,7 +179,7 @@ impl MergeStrategy {
 /// Fields of `session.merge`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MergeParams {
+pub struct SessionMergeParams {
     /// The worktree session.
     pub session_id: String,
     /// Merge commit or squash.
@@ -203,7 +203,7 @@ pub struct MergeBody {
 /// `session.merge` reply and `POST /sessions/{id}/merge` answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct MergeResult {
+pub struct SessionMergeResult {
     /// The session.
     pub session_id: String,
     /// Its branch.
@@ -219,7 +219,7 @@ pub struct MergeResult {
 /// `session.discard` reply and `POST /sessions/{id}/discard` answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DiscardResult {
+pub struct SessionDiscardResult {
     /// The session.
     pub session_id: String,
     /// The branch deleted with its worktree.
@@ -385,10 +385,10 @@ mod tests {
                 removed: 1
             }
         );
-        let merge: MergeParams =
+        let merge: SessionMergeParams =
             serde_json::from_value(json!({"sessionId": "s", "strategy": "squash"})).unwrap();
         assert_eq!(merge.strategy, MergeStrategy::Squash);
-        assert!(serde_json::from_value::<MergeParams>(
+        assert!(serde_json::from_value::<SessionMergeParams>(
             json!({"sessionId": "s", "strategy": "rebase"})
         )
         .is_err());

@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{json, Map, Value};
-use tandem_protocol::client::{ConfigureParams, CreateSessionParams, ListParams};
+use tandem_protocol::client::{SessionConfigureParams, SessionCreateParams, SessionsListParams};
 use tandem_protocol::incoming::{Fragment, Incoming, Reassembler};
 use tandem_protocol::rest::PostMessage;
 use tandem_protocol::{parse_client_frame, ErrorCode};
@@ -258,10 +258,10 @@ proptest! {
     fn rest_bodies_never_panic(value in json_value(), bytes in prop::collection::vec(any::<u8>(), 0..256)) {
         let text = value.to_string();
         for input in [text.as_bytes(), bytes.as_slice()] {
-            let _ = serde_json::from_slice::<CreateSessionParams>(input);
+            let _ = serde_json::from_slice::<SessionCreateParams>(input);
             let _ = serde_json::from_slice::<PostMessage>(input);
-            let _ = serde_json::from_slice::<ListParams>(input);
-            let _ = serde_json::from_slice::<ConfigureParams>(input);
+            let _ = serde_json::from_slice::<SessionsListParams>(input);
+            let _ = serde_json::from_slice::<SessionConfigureParams>(input);
         }
     }
 }

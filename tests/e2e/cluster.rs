@@ -904,3 +904,56 @@ async fn rest_creates_a_session_on_the_node_it_names() {
     let (status, refused) = single.post("/api/v1/sessions", &json!({"node": "b"})).await;
     assert_eq!(status, 400, "{refused}");
 }
+
+/// Reads follow writes across nodes: a session created through B on A is in B's list
+/// and can be subscribed to on B as soon as the create answers (B learns it from the
+/// answer), and a third node asked for it at once finds it (the owner puts it in the
+/// directory before answering, and a node asks the directory before answering
+/// `SESSION_NOT_FOUND`). No waiting anywhere: each read comes right after the create.
+#[actix_rt::test]
+async fn reads_follow_writes_across_nodes() {
+    let nats = NatsServer::start();
+    let a = nats.node("a");
+    let b = nats.node("b");
+    let c = nats.node("c");
+    let mut on_b = b.ws().await;
+    for round in 0..5 {
+        let title = format!("round {round}");
+        let id = if round % 2 == 0 {
+            let made = on_b
+                .ok(json!({"type": "session.create", "title": title, "node": "a"}))
+                .await;
+            made["session"]["id"].as_str().unwrap().to_string()
+        } else {
+            let (status, made) = b
+                .post("/api/v1/sessions", &json!({"title": title, "node": "a"}))
+                .await;
+            assert_eq!(status, 201, "{made}");
+            made["id"].as_str().unwrap().to_string()
+        };
+        let (status, on_c) = c.get(&format!("/api/v1/sessions/{id}")).await;
+        assert_eq!(status, 200, "round {round}: C does not find it: {on_c}");
+        assert_eq!(on_c["node"], "a");
+        let page = on_b
+            .ok(json!({"type": "sessions.list", "limit": 1000}))
+            .await;
+        let ids: Vec<&str> = page["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["id"].as_str())
+            .collect();
+        assert!(
+            ids.contains(&id.as_str()),
+            "round {round}: B does not list it"
+        );
+        let reply = on_b
+            .ok(json!({"type": "chat.subscribe", "sessions": [{"sessionId": id}]}))
+            .await;
+        assert_eq!(reply["subscribed"], json!([id]), "round {round}: {reply}");
+    }
+    let (status, missing) = c.get("/api/v1/sessions/ses_nowhere").await;
+    assert_eq!(status, 404, "{missing}");
+    assert_eq!(missing["error"]["code"], "SESSION_NOT_FOUND");
+    drop(a);
+}

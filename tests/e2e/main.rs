@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod access;
+mod acknowledged;
 mod acp;
 mod attachments;
 mod bad_input;
@@ -33,6 +34,7 @@ mod limits;
 mod long_urls;
 mod many_subscriptions;
 mod openapi;
+mod operations;
 mod pair_gone;
 mod pairs;
 mod permissions;

@@ -430,19 +430,21 @@ async fn kill_during_a_merge_or_a_discard_is_clean_after_restart() {
     let (status, dir) = server.exited().await;
     assert!(!status.success());
     let server = Server::start_in(dir, ServerOptions::default());
-    let info = eventually("the discard is completed", async || {
+    // The recovery sets the state and records `discarded`, in that order: both are
+    // waited for.
+    let info = eventually("the discard is completed and recorded", async || {
         let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
-        (info["workspace"]["state"] == "discarded").then_some(info)
+        let recorded = server
+            .all_events(&sid)
+            .await
+            .iter()
+            .any(|e| e["kind"] == "discarded");
+        (info["workspace"]["state"] == "discarded" && recorded).then_some(info)
     })
     .await;
     assert_eq!(info["workspace"]["branch"], branch.as_str());
     assert!(!cwd.exists());
     assert_eq!(git(&base, &["branch", "--list", &branch]), "");
-    assert!(server
-        .all_events(&sid)
-        .await
-        .iter()
-        .any(|e| e["kind"] == "discarded"));
 }
 
 #[actix_rt::test]

@@ -10,7 +10,6 @@
 //!   left (archived) is deleted. Every node watches the bucket and keeps the other
 //!   nodes' entries, announcing each change to its `sessions.watch` clients.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::kv::{Operation, Store};
@@ -23,6 +22,9 @@ use crate::clock::now_ms;
 
 /// How often the owner compares its sessions with what it last published.
 const SYNC: Duration = Duration::from_millis(250);
+/// How long a request waits for the directory (a lookup, its new sessions' put)
+/// before it answers without it: NATS being away must not hold answers back.
+const PUBLISH_WAIT: Duration = Duration::from_secs(2);
 /// How often leases are checked for lapses.
 const LEASE_CHECK: Duration = Duration::from_millis(250);
 
@@ -85,7 +87,7 @@ pub(super) async fn start(
             }
         }
     });
-    actix::spawn(publish_sessions(cluster.clone(), sessions));
+    actix::spawn(publish_sessions(cluster.clone()));
     actix::spawn(watch_leases(cluster));
     Ok(())
 }
@@ -218,13 +220,35 @@ async fn watch_leases(cluster: Cluster) {
     }
 }
 
-/// Puts this node's changed sessions into the directory and deletes those that left.
-async fn publish_sessions(cluster: Cluster, sessions: Store) {
-    let mut published: HashMap<String, SessionInfo> = HashMap::new();
+/// Puts this node's changed sessions into the directory every [`SYNC`].
+async fn publish_sessions(cluster: Cluster) {
     let mut tick = tokio::time::interval(SYNC);
     loop {
         tick.tick().await;
-        let now = cluster.inner.runtime.local_sessions();
+        cluster.sync_directory().await;
+    }
+}
+
+/// Whether `id` can be a key of the directory bucket (session ids are
+/// `ses_` and letters and digits; anything else is no session of the cluster).
+fn valid_key(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 256
+        && !id.starts_with('.')
+        && !id.ends_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '=' | '.'))
+}
+
+impl Cluster {
+    /// Puts this node's changed sessions into the directory now and deletes those
+    /// that left; what a request changed is then what every node finds when it looks
+    /// a session up ([`Cluster::lookup`]).
+    async fn sync_directory(&self) {
+        let sessions = &self.inner.directory;
+        let mut published = self.inner.published.lock().await;
+        let now = self.inner.runtime.local_sessions();
         let mut present = std::collections::HashSet::with_capacity(now.len());
         for info in now {
             present.insert(info.id.clone());
@@ -232,7 +256,7 @@ async fn publish_sessions(cluster: Cluster, sessions: Store) {
                 continue;
             }
             let entry = Entry {
-                node: cluster.node().to_string(),
+                node: self.node().to_string(),
                 info,
             };
             let Ok(value) = serde_json::to_vec(&entry) else {
@@ -244,7 +268,7 @@ async fn publish_sessions(cluster: Cluster, sessions: Store) {
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "directory update failed; retrying");
-                    break;
+                    return;
                 }
             }
         }
@@ -258,5 +282,90 @@ async fn publish_sessions(cluster: Cluster, sessions: Store) {
                 published.remove(&id);
             }
         }
+    }
+
+    /// Puts this node's sessions the directory does not have yet, now: a session a
+    /// request created is found by every node once the request answers. Bounded by
+    /// [`PUBLISH_WAIT`]: while NATS is away the answer is not held back longer (the
+    /// periodic sync puts it once NATS is back). Touches NATS only when there is a
+    /// new session.
+    pub async fn publish_new_sessions(&self) {
+        let put = async {
+            let mut published = self.inner.published.lock().await;
+            let fresh: Vec<SessionInfo> = self
+                .inner
+                .runtime
+                .local_sessions()
+                .into_iter()
+                .filter(|info| !published.contains_key(&info.id))
+                .collect();
+            for info in fresh {
+                let entry = Entry {
+                    node: self.node().to_string(),
+                    info,
+                };
+                let Ok(value) = serde_json::to_vec(&entry) else {
+                    continue;
+                };
+                if self
+                    .inner
+                    .directory
+                    .put(&entry.info.id, value.into())
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                published.insert(entry.info.id.clone(), entry.info);
+            }
+        };
+        if tokio::time::timeout(PUBLISH_WAIT, put).await.is_err() {
+            tracing::debug!("new sessions not in the directory yet; the next sync puts them");
+        }
+    }
+
+    /// Where a session lives, asking the directory itself when this node's copy
+    /// does not have it yet (it follows the bucket a moment behind): a session another
+    /// node just created is found, not refused as unknown.
+    pub async fn lookup(&self, session_id: &str) -> super::Owner {
+        let owner = self.owner(session_id);
+        if !matches!(owner, super::Owner::Unknown) || !valid_key(session_id) {
+            return owner;
+        }
+        let entry =
+            match tokio::time::timeout(PUBLISH_WAIT, self.inner.directory.get(session_id)).await {
+                Ok(Ok(Some(value))) => serde_json::from_slice::<Entry>(&value).ok(),
+                Ok(Ok(None)) => None,
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "directory lookup failed");
+                    None
+                }
+                Err(_) => {
+                    tracing::debug!("directory lookup timed out");
+                    None
+                }
+            };
+        if let Some(entry) = entry {
+            self.learn(&entry.node, entry.info);
+        }
+        self.owner(session_id)
+    }
+
+    /// Takes note of another node's session as that node answered it (a session
+    /// created there for a caller of this node), before the directory brings it: it
+    /// is listed and can be subscribed to here at once.
+    pub fn learn(&self, node: &str, info: SessionInfo) {
+        if node == self.node() || self.inner.remote.contains_key(&info.id) {
+            return;
+        }
+        let listed = self.listed(node, &info);
+        self.inner.remote.insert(
+            info.id.clone(),
+            RemoteSession {
+                node: node.to_string(),
+                info,
+            },
+        );
+        self.inner.runtime.announce(listed);
     }
 }

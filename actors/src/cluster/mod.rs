@@ -153,6 +153,11 @@ struct Inner {
     nodes: DashMap<String, Instant>,
     /// Remote sessions whose events this node copies (see [`mirror`]).
     mirrors: Mutex<HashSet<String>>,
+    /// The `tandem_sessions` bucket (see [`directory`]).
+    directory: jetstream::kv::Store,
+    /// This node's sessions as last put into the directory; held across the puts,
+    /// so the periodic sync and a request's sync never interleave.
+    published: tokio::sync::Mutex<std::collections::HashMap<String, SessionInfo>>,
 }
 
 impl Cluster {
@@ -211,6 +216,8 @@ impl Cluster {
                 remote: DashMap::new(),
                 nodes: DashMap::new(),
                 mirrors: Mutex::new(HashSet::new()),
+                directory: sessions_kv.clone(),
+                published: tokio::sync::Mutex::default(),
             }),
         };
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();

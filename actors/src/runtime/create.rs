@@ -37,7 +37,7 @@ impl Runtime {
     pub async fn create_session(
         &self,
         who: &Principal,
-        params: CreateSessionParams,
+        params: SessionCreateParams,
     ) -> Result<SessionInfo, RuntimeError> {
         let cwd = self.resolve_cwd(who, params.cwd.as_deref())?;
         self.new_session(NewSession {

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use tandem_protocol::client::HandoffParams;
+use tandem_protocol::client::SessionHandoffParams;
+use tandem_protocol::results::SessionHandoffResult;
 use tandem_protocol::{EventBody, SessionInfo};
 
 use super::{NewSession, Runtime};
@@ -21,9 +22,6 @@ use crate::session::{RecordEvent, Resume};
 const HISTORY_SCAN: usize = 20_000;
 /// Earlier handoffs followed when paging a source history.
 pub const MAX_HANDOFF_DEPTH: usize = 5;
-
-/// What a handoff created: the `session.handoff` reply.
-pub use tandem_protocol::results::HandoffResult as Handoff;
 
 /// How long `git status` may take before the handoff goes on without it.
 const GIT_STATUS_LIMIT: Duration = Duration::from_secs(5);
@@ -104,8 +102,8 @@ impl Runtime {
     pub async fn handoff(
         &self,
         who: &Principal,
-        params: HandoffParams,
-    ) -> Result<Handoff, RuntimeError> {
+        params: SessionHandoffParams,
+    ) -> Result<SessionHandoffResult, RuntimeError> {
         let source = self.drivable(who, &params.session_id)?.shared.info();
         let vendor = params
             .target_vendor
@@ -187,7 +185,7 @@ impl Runtime {
                 proposal: None,
             })
             .await??;
-        Ok(Handoff {
+        Ok(SessionHandoffResult {
             source_session_id: source.id,
             target_session_id: target.id,
             target_vendor: vendor,

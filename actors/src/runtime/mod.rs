@@ -26,7 +26,9 @@ use std::sync::{Arc, Weak};
 
 use actix::prelude::*;
 use dashmap::DashMap;
-use tandem_protocol::client::{ConfigureParams, CreateSessionParams, PermissionResponseParams};
+use tandem_protocol::client::{
+    ChatPermissionResponseParams, SessionConfigureParams, SessionCreateParams,
+};
 use tandem_protocol::rest::{RunningSession, VendorInfo};
 use tandem_protocol::{SessionInfo, SessionStatus};
 
@@ -553,7 +555,7 @@ impl Runtime {
     pub async fn respond_permission(
         &self,
         who: &Principal,
-        params: PermissionResponseParams,
+        params: ChatPermissionResponseParams,
     ) -> Result<(), RuntimeError> {
         let id = match params.session_id.filter(|s| !s.is_empty()) {
             Some(id) => id,
@@ -580,7 +582,7 @@ impl Runtime {
     pub async fn configure(
         &self,
         who: &Principal,
-        params: ConfigureParams,
+        params: SessionConfigureParams,
     ) -> Result<SessionInfo, RuntimeError> {
         let handle = self.drivable(who, &params.session_id)?;
         let owner_id = match params.owner_id {

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use tandem_protocol::workspace::{
-    DirListing, DiscardResult, FileContent, FileDiff, FileSaved, GitState, MergeResult,
-    MergeStrategy, WorkspaceInfo, WorktreeState,
+    DirListing, FileContent, FileDiff, FileSaved, GitState, MergeStrategy, SessionDiscardResult,
+    SessionMergeResult, WorkspaceInfo, WorktreeState,
 };
 use tandem_protocol::{EventBody, SessionInfo};
 
@@ -64,7 +64,7 @@ impl Runtime {
         session_id: &str,
         strategy: MergeStrategy,
         message: Option<String>,
-    ) -> Result<MergeResult, RuntimeError> {
+    ) -> Result<SessionMergeResult, RuntimeError> {
         // git takes no NUL in an argument: refused as the client's mistake, not run.
         if message.as_deref().is_some_and(|m| m.contains('\0')) {
             return Err(RuntimeError::InvalidArgument(
@@ -126,7 +126,7 @@ impl Runtime {
         .await?;
         let id = info.id.clone();
         blocking(move || journal::clear(&data_dir, &id)).await?;
-        Ok(MergeResult {
+        Ok(SessionMergeResult {
             session_id: info.id,
             branch: ws.branch,
             base: ws.base,
@@ -140,7 +140,7 @@ impl Runtime {
         &self,
         who: &Principal,
         session_id: &str,
-    ) -> Result<DiscardResult, RuntimeError> {
+    ) -> Result<SessionDiscardResult, RuntimeError> {
         let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
         let data_dir = self.inner.config.data_dir.clone();
         let base_head = {
@@ -189,7 +189,7 @@ impl Runtime {
         .await?;
         let id = info.id.clone();
         blocking(move || journal::clear(&data_dir, &id)).await?;
-        Ok(DiscardResult {
+        Ok(SessionDiscardResult {
             session_id: info.id,
             branch: ws.branch,
         })

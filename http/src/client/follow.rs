@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde_json::Value;
-use tandem_protocol::client::{SubscribeEntry, SubscribeParams};
+use tandem_protocol::client::{ChatSubscribeParams, SubscribeEntry};
 
 use super::conn::{ClientError, Socket, Target};
 
@@ -44,7 +44,7 @@ impl Follower {
     pub async fn connect(&mut self) -> Result<&mut Socket, ClientError> {
         if self.socket.is_none() {
             let mut socket = self.target.ws().await?;
-            let params = SubscribeParams {
+            let params = ChatSubscribeParams {
                 sessions: vec![SubscribeEntry {
                     session_id: self.session_id.clone(),
                     last_seq: Some(self.last),

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::Value;
-use tandem_protocol::client::{ChatSendParams, CreateSessionParams, PermissionResponseParams};
-use tandem_protocol::rest::SessionList;
+use tandem_protocol::client::{ChatPermissionResponseParams, ChatSendParams, SessionCreateParams};
+use tandem_protocol::rest::SessionsListResult;
 use tandem_protocol::SessionInfo;
 
 use conn::{ClientError, Target};
@@ -147,11 +147,11 @@ async fn dispatch(command: ClientCommand) -> Result<u8, ClientError> {
             title,
             conn,
         } => {
-            let params = CreateSessionParams {
+            let params = SessionCreateParams {
                 vendor,
                 cwd,
                 title,
-                ..CreateSessionParams::default()
+                ..SessionCreateParams::default()
             };
             let info: SessionInfo = target(conn).post("/sessions", &params).await?;
             println!("{}", info.id);
@@ -202,7 +202,7 @@ async fn ls(target: &Target) -> Result<u8, ClientError> {
             Some(c) => format!("/sessions?limit={LS_PAGE}&cursor={c}"),
             None => format!("/sessions?limit={LS_PAGE}"),
         };
-        let page: SessionList = target.get(&path).await?;
+        let page: SessionsListResult = target.get(&path).await?;
         for s in &page.sessions {
             let role = match s.role {
                 Some(tandem_protocol::Role::Driver) => "driver",
@@ -382,7 +382,7 @@ async fn answer(
             }
         },
     };
-    let params = PermissionResponseParams {
+    let params = ChatPermissionResponseParams {
         request_id: id.clone(),
         session_id: Some(session),
         allow,

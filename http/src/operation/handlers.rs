@@ -1,0 +1,330 @@
+//! What each request of the table does on the node it runs on: one arm per request,
+//! each a runtime call and the `*Result` it answers with. Requests bound to a
+//! WebSocket connection (subscriptions, watches) are the connection's own
+//! (`crate::ws_requests`) and refused here.
+
+use serde::Serialize;
+use serde_json::Value;
+use tandem_actors::session::SendOutcome;
+use tandem_actors::{Principal, Runtime, RuntimeError};
+use tandem_protocol::client::{SessionCreateParams, SessionsListParams};
+use tandem_protocol::queries::*;
+use tandem_protocol::rest::{
+    ChatQueueResult, PairsListResult, SessionSchedulesResult, SessionsListResult,
+    SessionsRunningResult, VendorsListResult,
+};
+use tandem_protocol::results::*;
+use tandem_protocol::workspace::DEFAULT_DIFF_CAP;
+use tandem_protocol::{ClientRequest, ErrorCode};
+
+use super::{Answer, Context};
+use crate::error::ApiError;
+
+/// Runs one request here.
+pub async fn run(
+    ctx: &Context,
+    who: &Principal,
+    request: ClientRequest,
+) -> Result<Answer, ApiError> {
+    use ClientRequest as R;
+    let rt = &ctx.runtime;
+    match request {
+        R::Ping(_) => json(PingResult { pong: true }),
+        R::SessionCreate(p) => json(create(rt, who, p).await?),
+        R::SessionGet(p) => json(SessionGetResult {
+            session: rt.session(who, &p.session_id)?,
+        }),
+        R::SessionConfigure(p) => json(SessionConfigureResult {
+            session: rt.configure(who, p).await?,
+        }),
+        R::SessionArchive(p) => {
+            rt.archive(who, &p.session_id).await?;
+            json(SessionArchiveResult {
+                session_id: p.session_id,
+                archived: true,
+            })
+        }
+        R::SessionEvents(p) => events(rt, who, p).await,
+        R::SessionMcpToken(p) => json(SessionMcpTokenResult {
+            token: rt.mcp_token(who, &p.session_id)?,
+        }),
+        R::SessionUsage(p) => json(SessionUsageResult {
+            usage: rt.usage(who, &p.session_id, p.since).await?,
+        }),
+        R::SessionsList(p) => json(list_page(ctx, who, p)?),
+        R::SessionsRunning(_) => json(SessionsRunningResult {
+            sessions: rt.running_with(who, &others(ctx)),
+        }),
+        R::VendorsList(_) => json(VendorsListResult {
+            vendors: rt.vendors(),
+        }),
+        other => chat(rt, who, other).await,
+    }
+}
+
+/// The requests on a session's conversation: messages, turns, approvals, queue.
+async fn chat(rt: &Runtime, who: &Principal, request: ClientRequest) -> Result<Answer, ApiError> {
+    use ClientRequest as R;
+    match request {
+        R::ChatSend(p) => json(send(rt, who, p).await?),
+        R::ChatEditSend(p) => {
+            let outcome = rt
+                .edit_send(who, &p.session_id, p.anchor_seq, p.content, p.options)
+                .await?;
+            json(ChatEditSendResult {
+                session_id: p.session_id,
+                turn_id: outcome.turn_id,
+                superseded: outcome.superseded,
+            })
+        }
+        R::ChatAbort(p) => {
+            rt.abort(who, &p.session_id).await?;
+            json(ChatAbortResult {
+                session_id: p.session_id,
+            })
+        }
+        R::ChatStopTask(p) => {
+            let task_id = p.task_id.unwrap_or_default();
+            rt.stop_task(who, &p.session_id, task_id.clone()).await?;
+            json(ChatStopTaskResult {
+                session_id: p.session_id,
+                task_id,
+            })
+        }
+        R::ChatPermissionResponse(p) => {
+            let permission_id = p.request_id.clone();
+            rt.respond_permission(who, p).await?;
+            json(ChatPermissionResponseResult { permission_id })
+        }
+        R::ChatQueue(p) => json(ChatQueueResult {
+            queued: rt.queued(who, &p.session_id)?,
+            session_id: p.session_id,
+        }),
+        R::ChatQueueCancel(p) => json(ChatQueueChangeResult {
+            queued: rt
+                .cancel_queued(who, &p.session_id, p.queue_id.clone())
+                .await?,
+            session_id: p.session_id,
+            queue_id: p.queue_id,
+        }),
+        R::ChatQueueEdit(p) => json(ChatQueueChangeResult {
+            queued: rt
+                .edit_queued(who, &p.session_id, p.queue_id.clone(), p.content)
+                .await?,
+            session_id: p.session_id,
+            queue_id: p.queue_id,
+        }),
+        other => delegation(rt, who, other).await,
+    }
+}
+
+/// The requests between sessions and over time: tools, proposals, pairs, handoffs,
+/// schedules.
+async fn delegation(
+    rt: &Runtime,
+    who: &Principal,
+    request: ClientRequest,
+) -> Result<Answer, ApiError> {
+    use ClientRequest as R;
+    match request {
+        R::ToolCall(p) => json(tool_call(rt, who, p).await?),
+        R::ProposalRespond(p) => json(rt.respond_proposal(who, p).await?),
+        R::PairCreate(p) => json(PairCreateResult {
+            pair: rt
+                .create_pair(
+                    who,
+                    &p.driver_id,
+                    p.worker,
+                    p.worker_workspace,
+                    p.worker_node,
+                )
+                .await?,
+        }),
+        R::PairClose(p) => json(PairCloseResult {
+            interrupted: rt.close_pair(who, &p.pair_id).await?,
+            pair_id: p.pair_id,
+        }),
+        R::PairsList(_) => json(PairsListResult {
+            pairs: rt.list_pairs(who),
+        }),
+        R::SessionHandoff(p) => json(rt.handoff(who, p).await?),
+        R::SessionSchedule(p) => {
+            let s = rt.schedule(who, &p.session_id, p.content, &p.at).await?;
+            json(SessionScheduleResult {
+                schedule_id: s.schedule_id,
+                at: s.at,
+                status: s.status,
+            })
+        }
+        R::SessionScheduleCancel(p) => {
+            let s = rt
+                .cancel_schedule(who, &p.session_id, p.schedule_id)
+                .await?;
+            json(SessionScheduleCancelResult {
+                schedule_id: s.schedule_id,
+                status: s.status,
+            })
+        }
+        R::SessionSchedules(p) => json(SessionSchedulesResult {
+            schedules: rt.schedules(who, &p.session_id).await?,
+        }),
+        other => workspace(rt, who, other).await,
+    }
+}
+
+/// The requests on a session's working directory and worktree.
+async fn workspace(
+    rt: &Runtime,
+    who: &Principal,
+    request: ClientRequest,
+) -> Result<Answer, ApiError> {
+    use ClientRequest as R;
+    match request {
+        R::SessionChanges(p) => json(SessionChangesResult {
+            changes: rt.session_changes(who, &p.session_id).await?,
+        }),
+        R::SessionDiff(p) => json(SessionDiffResult {
+            diff: rt
+                .session_diff(who, &p.session_id, p.path, DEFAULT_DIFF_CAP)
+                .await?,
+        }),
+        R::SessionMerge(p) => json(
+            rt.merge_session(who, &p.session_id, p.strategy, p.message)
+                .await?,
+        ),
+        R::SessionDiscard(p) => json(rt.discard_session(who, &p.session_id).await?),
+        R::SessionFiles(p) => json(SessionFilesResult {
+            listing: rt
+                .list_files(who, &p.session_id, p.path.unwrap_or_default())
+                .await?,
+        }),
+        R::SessionFileRead(p) => json(SessionFileReadResult {
+            file: rt.read_file(who, &p.session_id, p.path).await?,
+        }),
+        R::SessionFileWrite(p) => json(SessionFileWriteResult {
+            saved: rt
+                .write_file(who, &p.session_id, p.path, p.content, p.if_match)
+                .await?,
+        }),
+        other => Err(ApiError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "`{}` belongs to a WebSocket connection; send it on one",
+                other.name()
+            ),
+        )),
+    }
+}
+
+fn json<T: Serialize>(result: T) -> Result<Answer, ApiError> {
+    serde_json::to_string(&result).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))
+}
+
+/// The other cluster nodes' sessions, listed beside this node's.
+fn others(ctx: &Context) -> Vec<tandem_protocol::SessionInfo> {
+    ctx.cluster
+        .as_ref()
+        .map(|c| c.remote_sessions())
+        .unwrap_or_default()
+}
+
+async fn create(
+    rt: &Runtime,
+    who: &Principal,
+    params: SessionCreateParams,
+) -> Result<SessionCreateResult, RuntimeError> {
+    // A node other than this one reaches here only when the cluster does not know
+    // it (or there is no cluster).
+    if let Some(node) = params.node.as_deref() {
+        if Some(node) != rt.config().node.as_deref() {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "no node `{node:.64}` in the cluster"
+            )));
+        }
+    }
+    Ok(SessionCreateResult {
+        session: rt.create_session(who, params).await?,
+    })
+}
+
+/// One page of sessions, the cluster's other nodes' included, in one order.
+pub fn list_page(
+    ctx: &Context,
+    who: &Principal,
+    p: SessionsListParams,
+) -> Result<SessionsListResult, RuntimeError> {
+    let limit = p.limit.unwrap_or(SessionsListParams::DEFAULT_LIMIT);
+    let page = ctx
+        .runtime
+        .session_page_with(who, limit, p.cursor.as_deref(), &others(ctx))?;
+    Ok(SessionsListResult {
+        sessions: page.sessions,
+        next_cursor: page.next_cursor,
+    })
+}
+
+async fn send(
+    rt: &Runtime,
+    who: &Principal,
+    p: tandem_protocol::client::ChatSendParams,
+) -> Result<ChatSendResult, RuntimeError> {
+    let session_id = p.session_id;
+    Ok(
+        match rt
+            .send(who, &session_id, p.content, p.options, p.queue)
+            .await?
+        {
+            SendOutcome::Started { turn_id } => ChatSendResult::Started {
+                session_id,
+                turn_id,
+            },
+            SendOutcome::Queued { position } => ChatSendResult::Queued {
+                session_id,
+                queued: true,
+                position,
+            },
+        },
+    )
+}
+
+async fn tool_call(
+    rt: &Runtime,
+    who: &Principal,
+    p: tandem_protocol::client::ToolCallParams,
+) -> Result<ToolCallResult, RuntimeError> {
+    Ok(
+        match rt
+            .call_tool(who, &p.session_id, &p.name, p.arguments)
+            .await?
+        {
+            Ok(result) => ToolCallResult {
+                result,
+                is_error: false,
+                code: None,
+            },
+            Err(e) => ToolCallResult {
+                result: Value::String(e.to_string()),
+                is_error: true,
+                code: Some(e.code()),
+            },
+        },
+    )
+}
+
+/// Stored frames are spliced in as they were sent, never re-encoded.
+async fn events(rt: &Runtime, who: &Principal, p: SessionEventsParams) -> Result<Answer, ApiError> {
+    let (frames, last_seq, has_more) = rt.events(who, &p.session_id, p.after, p.limit).await?;
+    let size = frames.iter().map(|f| f.len() + 1).sum::<usize>() + 64;
+    let mut out = String::with_capacity(size);
+    out.push_str("{\"events\":[");
+    for (i, frame) in frames.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(frame);
+    }
+    out.push_str(&format!(
+        "],\"lastSeq\":{last_seq},\"hasMore\":{has_more}}}"
+    ));
+    Ok(out)
+}

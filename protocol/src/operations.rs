@@ -1,0 +1,360 @@
+//! The table of every client request, declared once.
+//!
+//! Each row of [`operations!`] names a request's wire name (the `type` of its
+//! WebSocket frame), its `*Params` and `*Result` types, its scope (where in a cluster
+//! it runs, and which id a frame must carry) and whether it changes state. From the
+//! table come [`ClientRequest`], the frame decoder [`ClientRequest::decode`] (the
+//! `sessionId` requirement derived from the scope), [`ClientRequest::scope`] (cluster
+//! routing), [`ClientRequest::writes`] (the entry point waits for the commit of a
+//! state change), the request schemas ([`crate::results::request_schemas`]) and, for
+//! REST, [`Operation`]: a params type knows its request and its result type.
+//!
+//! Adding a request: a row here, its handler in `http/src/operation/`, its test.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::client::*;
+use crate::error::ErrorCode;
+use crate::queries::*;
+use crate::rest::{
+    ChatQueueResult, PairsListResult, SessionSchedulesResult, SessionsListResult,
+    SessionsRunningResult, VendorsListResult,
+};
+use crate::results::*;
+use crate::workspace::{SessionDiscardResult, SessionMergeParams, SessionMergeResult};
+
+/// Where a request runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// On the node that owns this session.
+    Session(&'a str),
+    /// On the node this pair runs on (its Driver's).
+    Pair(&'a str),
+    /// On this node (`None`) or on the named node.
+    Node(Option<&'a str>),
+    /// On whichever node has this permission request pending
+    /// (`chat.permission-response` without `sessionId`).
+    Permission(&'a str),
+    /// On the node asked, from what it knows of the whole cluster.
+    Local,
+    /// On the node asked, for the asking WebSocket connection (subscriptions,
+    /// watches): not a REST or MCP operation, never forwarded.
+    Connection,
+}
+
+/// Why a request's fields were refused before it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The code to report.
+    pub code: ErrorCode,
+    /// What was wrong, for a person.
+    pub message: String,
+    /// The session the refusal is about, when it is not the frame's own `sessionId`
+    /// (one entry of `chat.subscribe`).
+    pub session_id: Option<String>,
+}
+
+impl Refusal {
+    /// An `INVALID_ARGUMENT` refusal.
+    pub fn invalid(message: impl Into<String>) -> Refusal {
+        Refusal {
+            code: ErrorCode::InvalidArgument,
+            message: message.into(),
+            session_id: None,
+        }
+    }
+}
+
+/// Rules of a request's fields that their types do not state (ranges, required
+/// choices); run on every transport before the request runs.
+pub trait Validate {
+    /// `Err` when the fields break a rule.
+    fn validate(&self) -> Result<(), Refusal>;
+}
+
+/// A params type: which request it makes and what answers it. REST handlers build one
+/// from a path and a body and run it as that request.
+pub trait Operation: Serialize + DeserializeOwned + JsonSchema {
+    /// The request's wire name.
+    const NAME: &'static str;
+    /// What a successful request answers.
+    type Result: Serialize + DeserializeOwned + JsonSchema;
+    /// The request these fields make.
+    fn into_request(self) -> ClientRequest;
+}
+
+/// What the table says of one request, for documents and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OperationInfo {
+    /// Wire name.
+    pub name: &'static str,
+    /// True when it changes state (answered only once committed).
+    pub writes: bool,
+    /// True when its frame must carry `sessionId`.
+    pub needs_session: bool,
+}
+
+macro_rules! scope_of {
+    ($p:ident, session, $f:ident) => {
+        Scope::Session(&$p.$f)
+    };
+    ($p:ident, pair, $f:ident) => {
+        Scope::Pair(&$p.$f)
+    };
+    ($p:ident, node, $f:ident) => {
+        Scope::Node($p.$f.as_deref())
+    };
+    ($p:ident, permission) => {
+        match $p.session_id.as_deref() {
+            Some(id) if !id.is_empty() => Scope::Session(id),
+            _ => Scope::Permission(&$p.request_id),
+        }
+    };
+    ($p:ident, local) => {
+        Scope::Local
+    };
+    ($p:ident, connection) => {
+        Scope::Connection
+    };
+}
+
+/// A frame must carry `sessionId` exactly when the request is scoped by it.
+macro_rules! needs_session {
+    (session, session_id) => {
+        true
+    };
+    ($($other:tt)*) => {
+        false
+    };
+}
+
+macro_rules! writes {
+    (writes) => {
+        true
+    };
+    (reads) => {
+        false
+    };
+}
+
+macro_rules! validate {
+    ($p:ident) => {
+        Ok(())
+    };
+    ($p:ident, checked) => {
+        Validate::validate($p)
+    };
+}
+
+macro_rules! operations {
+    ($(
+        $(#[doc = $doc:literal])*
+        $variant:ident $name:literal $params:ty => $result:ty
+            [$kind:ident $(($field:ident))?, $effect:ident $(, $check:ident)?];
+    )*) => {
+        /// Every client request the server understands, keyed by its wire name.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum ClientRequest {
+            $($(#[doc = $doc])* $variant($params),)*
+        }
+
+        /// Every request of the table, in its order.
+        pub const OPERATIONS: &[OperationInfo] = &[$(OperationInfo {
+            name: $name,
+            writes: writes!($effect),
+            needs_session: needs_session!($kind $(, $field)?),
+        },)*];
+
+        impl ClientRequest {
+            /// The wire name.
+            pub fn name(&self) -> &'static str {
+                match self { $(Self::$variant(_) => $name,)* }
+            }
+
+            /// Where it runs.
+            pub fn scope(&self) -> Scope<'_> {
+                match self { $(Self::$variant(_p) => scope_of!(_p, $kind $(, $field)?),)* }
+            }
+
+            /// True when it changes state: answered only once that is committed.
+            pub fn writes(&self) -> bool {
+                match self { $(Self::$variant(_) => writes!($effect),)* }
+            }
+
+            /// Checks the rules its types do not state.
+            pub fn validate(&self) -> Result<(), Refusal> {
+                match self { $(Self::$variant(_p) => validate!(_p $(, $check)?),)* }
+            }
+
+            /// The request's fields as a frame's, with `type` (no `requestId`).
+            pub fn to_frame(&self) -> Value {
+                let fields = match self {
+                    $(Self::$variant(p) => serde_json::to_value(p),)*
+                };
+                let mut frame = match fields {
+                    Ok(Value::Object(map)) => map,
+                    _ => Map::new(),
+                };
+                frame.insert("type".into(), Value::String(self.name().into()));
+                Value::Object(frame)
+            }
+
+            /// The request named `kind` from a frame's fields (without `type` and
+            /// `requestId`); `None` for a name the table does not have.
+            pub fn decode(kind: &str, fields: Map<String, Value>) -> Option<Result<Self, Refusal>> {
+                Some(match kind {
+                    $($name => decode::<$params>(kind, fields).map(Self::$variant),)*
+                    _ => return None,
+                })
+            }
+
+            /// Each request's name and the schemas of its params and result.
+            pub fn schemas(
+                generator: &mut schemars::SchemaGenerator,
+                mut add: impl FnMut(&'static str, schemars::Schema, schemars::Schema),
+            ) {
+                $(
+                    let params = generator.subschema_for::<$params>();
+                    let result = generator.subschema_for::<$result>();
+                    add($name, params, result);
+                )*
+            }
+        }
+
+        $(impl Operation for $params {
+            const NAME: &'static str = $name;
+            type Result = $result;
+            fn into_request(self) -> ClientRequest {
+                ClientRequest::$variant(self)
+            }
+        })*
+    };
+}
+
+/// A frame's fields read as `T`.
+fn decode<T: DeserializeOwned>(kind: &str, fields: Map<String, Value>) -> Result<T, Refusal> {
+    serde_json::from_value(Value::Object(fields))
+        .map_err(|e| Refusal::invalid(format!("bad `{kind}` fields: {e}")))
+}
+
+operations! {
+    /// `ping`: answered `{pong: true}`.
+    Ping "ping" PingParams => PingResult [local, reads];
+    /// `session.create`: a new session, here or on the named cluster node.
+    SessionCreate "session.create" SessionCreateParams => SessionCreateResult [node(node), writes];
+    /// `session.get`: one session.
+    SessionGet "session.get" SessionGetParams => SessionGetResult [session(session_id), reads];
+    /// `session.configure`: model, effort, vendor, mode, title or owner.
+    SessionConfigure "session.configure" SessionConfigureParams => SessionConfigureResult [session(session_id), writes];
+    /// `session.archive`: archive a session.
+    SessionArchive "session.archive" SessionArchiveParams => SessionArchiveResult [session(session_id), writes];
+    /// `session.events`: stored events after a position, a page at a time.
+    SessionEvents "session.events" SessionEventsParams => SessionEventsResult [session(session_id), reads, checked];
+    /// `session.mcp-token`: the session's MCP token.
+    SessionMcpToken "session.mcp-token" SessionMcpTokenParams => SessionMcpTokenResult [session(session_id), reads];
+    /// `session.usage`: tokens and cost per session and delegation.
+    SessionUsage "session.usage" SessionUsageParams => SessionUsageResult [session(session_id), reads];
+    /// `sessions.watch`: the first page of sessions, then `session_upserted`.
+    SessionsWatch "sessions.watch" SessionsWatchParams => SessionsListResult [connection, reads];
+    /// `sessions.list`: one page of sessions.
+    SessionsList "sessions.list" SessionsListParams => SessionsListResult [local, reads];
+    /// `sessions.running`: sessions with a turn running.
+    SessionsRunning "sessions.running" SessionsRunningParams => SessionsRunningResult [local, reads];
+    /// `vendors.list`: vendors, their CLI's version, status and models.
+    VendorsList "vendors.list" VendorsListParams => VendorsListResult [local, reads];
+    /// `chat.send`: a message, which starts a turn or is queued.
+    ChatSend "chat.send" ChatSendParams => ChatSendResult [session(session_id), writes];
+    /// `chat.edit-send`: rewind to before an earlier message and send a new one.
+    ChatEditSend "chat.edit-send" ChatEditSendParams => ChatEditSendResult [session(session_id), writes, checked];
+    /// `chat.abort`: interrupt the running turn.
+    ChatAbort "chat.abort" ChatAbortParams => ChatAbortResult [session(session_id), writes];
+    /// `chat.stop-task`: stop a background task.
+    ChatStopTask "chat.stop-task" ChatStopTaskParams => ChatStopTaskResult [session(session_id), writes, checked];
+    /// `chat.permission-response`: answer a pending tool approval.
+    ChatPermissionResponse "chat.permission-response" ChatPermissionResponseParams => ChatPermissionResponseResult [permission, writes, checked];
+    /// `chat.subscribe`: live events of sessions, after a replay.
+    ChatSubscribe "chat.subscribe" ChatSubscribeParams => ChatSubscribeResult [connection, reads, checked];
+    /// `chat.unsubscribe`: stop receiving sessions' events.
+    ChatUnsubscribe "chat.unsubscribe" ChatUnsubscribeParams => ChatUnsubscribeResult [connection, reads];
+    /// `chat.queue`: the messages waiting in a session's queue.
+    ChatQueue "chat.queue" ChatQueueParams => ChatQueueResult [session(session_id), reads];
+    /// `chat.queue-cancel`: take a message out of the queue.
+    ChatQueueCancel "chat.queue-cancel" ChatQueueCancelParams => ChatQueueChangeResult [session(session_id), writes];
+    /// `chat.queue-edit`: replace a queued message's text.
+    ChatQueueEdit "chat.queue-edit" ChatQueueEditParams => ChatQueueChangeResult [session(session_id), writes];
+    /// `tool.call`: call a session-bound tool as that session.
+    ToolCall "tool.call" ToolCallParams => ToolCallResult [session(session_id), writes];
+    /// `proposal.respond`: accept or decline a Driver's delegation proposal.
+    ProposalRespond "proposal.respond" ProposalRespondParams => ProposalRespondResult [session(session_id), writes];
+    /// `pair.create`: a new Worker paired with a Driver.
+    PairCreate "pair.create" PairCreateParams => PairCreateResult [session(driver_id), writes];
+    /// `pair.close`: dissolve a pair.
+    PairClose "pair.close" PairCloseParams => PairCloseResult [pair(pair_id), writes];
+    /// `pairs.list`: Driver/Worker pairs.
+    PairsList "pairs.list" PairsListParams => PairsListResult [local, reads];
+    /// `session.handoff`: continue the conversation in a new session.
+    SessionHandoff "session.handoff" SessionHandoffParams => SessionHandoffResult [session(session_id), writes];
+    /// `session.schedule`: send a message later.
+    SessionSchedule "session.schedule" SessionScheduleParams => SessionScheduleResult [session(session_id), writes];
+    /// `session.schedule-cancel`: cancel a pending schedule.
+    SessionScheduleCancel "session.schedule-cancel" SessionScheduleCancelParams => SessionScheduleCancelResult [session(session_id), writes];
+    /// `session.schedules`: a session's scheduled messages.
+    SessionSchedules "session.schedules" SessionSchedulesParams => SessionSchedulesResult [session(session_id), reads];
+    /// `session.changes`: what the working directory changed.
+    SessionChanges "session.changes" SessionChangesParams => SessionChangesResult [session(session_id), reads];
+    /// `session.diff`: the unified diff of the changes, capped.
+    SessionDiff "session.diff" SessionDiffParams => SessionDiffResult [session(session_id), reads];
+    /// `session.merge`: merge the worktree's branch into its base.
+    SessionMerge "session.merge" SessionMergeParams => SessionMergeResult [session(session_id), writes];
+    /// `session.discard`: remove the worktree and its branch.
+    SessionDiscard "session.discard" SessionDiscardParams => SessionDiscardResult [session(session_id), writes];
+    /// `session.files`: a directory of the working directory.
+    SessionFiles "session.files" SessionFilesParams => SessionFilesResult [session(session_id), reads];
+    /// `session.file-read`: a text file with its ETag.
+    SessionFileRead "session.file-read" SessionFileReadParams => SessionFileReadResult [session(session_id), reads, checked];
+    /// `session.file-write`: save a text file, if it is still as read.
+    SessionFileWrite "session.file-write" SessionFileWriteParams => SessionFileWriteResult [session(session_id), writes, checked];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names are unique and every request that names a session by `sessionId`
+    /// requires it in its frame.
+    #[test]
+    fn the_table_is_consistent() {
+        let mut names: Vec<&str> = OPERATIONS.iter().map(|o| o.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), OPERATIONS.len(), "a wire name is used twice");
+        let needs: Vec<&str> = OPERATIONS
+            .iter()
+            .filter(|o| o.needs_session)
+            .map(|o| o.name)
+            .collect();
+        assert!(needs.contains(&"chat.send") && needs.contains(&"session.discard"));
+        assert!(!needs.contains(&"pair.create") && !needs.contains(&"chat.permission-response"));
+    }
+
+    #[test]
+    fn frames_round_trip() {
+        let request = ClientRequest::ChatAbort(ChatAbortParams {
+            session_id: "s".into(),
+        });
+        let frame = request.to_frame();
+        assert_eq!(frame["type"], "chat.abort");
+        let Value::Object(mut fields) = frame else {
+            panic!("not an object")
+        };
+        fields.remove("type");
+        assert_eq!(
+            ClientRequest::decode("chat.abort", fields),
+            Some(Ok(request))
+        );
+        assert_eq!(ClientRequest::decode("warp.drive", Map::new()), None);
+    }
+}
