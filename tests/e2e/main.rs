@@ -32,6 +32,7 @@ mod huge_frames;
 mod limits;
 mod long_urls;
 mod many_subscriptions;
+mod mcp_sdk;
 mod openapi;
 mod pair_gone;
 mod pairs;
