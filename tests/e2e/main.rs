@@ -33,6 +33,7 @@ mod huge_frames;
 mod limits;
 mod long_urls;
 mod many_subscriptions;
+mod mcp_sdk;
 mod openapi;
 mod operations;
 mod pair_gone;
