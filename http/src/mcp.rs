@@ -12,6 +12,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine as _;
 use serde_json::Value;
+use tandem_protocol::client::ToolCallParams;
 use tandem_protocol::mcp::{
     check_stateless, check_version, codes, describes_server, era_of, negotiate_version,
     stateless_status, supported_versions, Cacheable, CallToolParams, CallToolResult,
@@ -19,7 +20,8 @@ use tandem_protocol::mcp::{
     ListToolsResult, NameHeader, RoutingHeaders, RpcError, RpcRequest, RpcResponse,
     ServerCapabilities, Stateless, ToolDef, HANDSHAKE_VERSIONS,
 };
-use tandem_protocol::ErrorCode;
+use tandem_protocol::results::ToolCallResult;
+use tandem_protocol::{ClientRequest, ErrorCode};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -59,8 +61,8 @@ async fn post(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let session_id = bearer(&req)
-        .and_then(|t| state.runtime.mcp_session(&t))
+    let (session_id, who) = bearer(&req)
+        .and_then(|t| state.runtime.mcp_caller(&t))
         .ok_or_else(|| {
             ApiError::new(ErrorCode::Unauthorized, "an MCP session token is required")
         })?;
@@ -88,6 +90,7 @@ async fn post(
     let call = Call {
         state: &state,
         session_id: &session_id,
+        who,
     };
     Ok(match era {
         Era::Handshake => handshake(&call, request).await,
@@ -155,6 +158,8 @@ struct Call<'a> {
     state: &'a AppState,
     /// The session the bearer token is bound to: every call runs as it.
     session_id: &'a str,
+    /// Who the calls act as: the session's owner.
+    who: tandem_actors::Principal,
 }
 
 impl Call<'_> {
@@ -180,17 +185,31 @@ impl Call<'_> {
                 format!("tools/call needs a tool `name`: {e}"),
             )
         })?;
-        let arguments = params.arguments.unwrap_or(Value::Null);
-        let runtime = &self.state.runtime;
-        Ok(
-            match runtime
-                .call_tool_as(self.session_id, &params.name, arguments)
-                .await
-            {
-                Ok(value) => CallToolResult::success(value),
-                Err(e) => CallToolResult::failure(e.code(), e.to_string()),
-            },
-        )
+        // The `tool.call` request of the table, as the session's owner: the one
+        // operation path (its rules, durability and node) for MCP too.
+        let request = ClientRequest::ToolCall(ToolCallParams {
+            session_id: self.session_id.to_string(),
+            name: params.name,
+            arguments: params.arguments.unwrap_or(Value::Null),
+        });
+        let answer = crate::operation::execute(&self.state.context(), &self.who, request)
+            .await
+            .and_then(|text| {
+                serde_json::from_str::<ToolCallResult>(&text)
+                    .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))
+            });
+        Ok(match answer {
+            Ok(done) if !done.is_error => CallToolResult::success(done.result),
+            Ok(failed) => CallToolResult::failure(
+                failed.code.unwrap_or(ErrorCode::Internal),
+                failed
+                    .result
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_default(),
+            ),
+            Err(e) => CallToolResult::failure(e.code, e.message),
+        })
     }
 }
 

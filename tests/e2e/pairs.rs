@@ -782,7 +782,7 @@ async fn mcp_over_http() {
     assert_eq!(init["result"]["serverInfo"]["name"], "tandem");
     // A revision this server does not speak is answered with one it does.
     let (_, other) = call(json!({"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"protocolVersion": "2031-01-01"}}), token.clone()).await;
-    assert_eq!(other["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(other["result"]["protocolVersion"], "2025-11-25");
     assert!(init["result"]["instructions"]
         .as_str()
         .is_some_and(|i| i.contains("send_to_partner")));

@@ -82,20 +82,6 @@ impl Runtime {
         Ok(self.inner.services.tools.call(id, name, arguments).await)
     }
 
-    /// Calls a tool as the session an MCP token is bound to.
-    pub async fn call_tool_as(
-        &self,
-        session_id: &str,
-        name: &str,
-        arguments: Value,
-    ) -> Result<Value, ToolError> {
-        self.inner
-            .services
-            .tools
-            .call(session_id, name, arguments)
-            .await
-    }
-
     /// A bearer token for `/mcp` bound to session `id` (the same one each time).
     pub fn mcp_token(&self, who: &Principal, id: &str) -> Result<String, RuntimeError> {
         self.drivable(who, id)?;
@@ -108,5 +94,20 @@ impl Runtime {
         let session = self.inner.services.mcp.session_of(token)?;
         self.owner_allowed(&session).ok()?;
         Some(session)
+    }
+
+    /// Who an MCP token's calls act as: the owner of the session it is bound to (the
+    /// user it was issued to), never as an admin; `None` as for [`Runtime::mcp_session`].
+    pub fn mcp_caller(&self, token: &str) -> Option<(String, Principal)> {
+        let session = self.mcp_session(token)?;
+        let handle = self.inner.services.sessions.get(&session)?;
+        let user_id = handle.shared.peek(|i| i.owner_id.clone());
+        Some((
+            session,
+            Principal {
+                user_id,
+                admin: false,
+            },
+        ))
     }
 }
