@@ -883,6 +883,18 @@
  */
 
 /**
+ * Fields of `user.get`: none.
+ * @typedef {Record<string, any>} UserGetParams
+ */
+
+/**
+ * `user.get` reply: the caller as the server knows them.
+ * @typedef {object} UserGetResult
+ * @property {boolean} admin Whether the caller is an admin (may reassign sessions, see every session).
+ * @property {string} userId The caller's user id (`local` under `--auth none`).
+ */
+
+/**
  * One vendor in `GET /api/v1/vendors`.
  * @typedef {object} VendorInfo
  * @property {(AgentIdentity | null)} [agent] An ACP agent's own name and version, as its `initialize` answer gave them (absent until the agent was asked, and for the built-in adapters).
@@ -994,6 +1006,7 @@
  *   'sessions.running': {params: SessionsRunningParams, result: SessionsRunningResult},
  *   'sessions.watch': {params: SessionsWatchParams, result: SessionsListResult},
  *   'tool.call': {params: ToolCallParams, result: ToolCallResult},
+ *   'user.get': {params: UserGetParams, result: UserGetResult},
  *   'vendors.list': {params: VendorsListParams, result: VendorsListResult},
  * }} Requests
  */

@@ -263,6 +263,8 @@ operations! {
     SessionsList "sessions.list" SessionsListParams => SessionsListResult [local, reads];
     /// `sessions.running`: sessions with a turn running.
     SessionsRunning "sessions.running" SessionsRunningParams => SessionsRunningResult [local, reads];
+    /// `user.get`: who the caller is (for showing what an admin may do).
+    UserGet "user.get" UserGetParams => UserGetResult [local, reads];
     /// `vendors.list`: vendors, their CLI's version, status and models.
     VendorsList "vendors.list" VendorsListParams => VendorsListResult [local, reads];
     /// `chat.send`: a message, which starts a turn or is queued.

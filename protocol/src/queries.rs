@@ -171,6 +171,20 @@ pub struct SessionUsageResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionsRunningParams {}
 
+/// Fields of `user.get`: none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UserGetParams {}
+
+/// `user.get` reply: the caller as the server knows them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserGetResult {
+    /// The caller's user id (`local` under `--auth none`).
+    pub user_id: String,
+    /// Whether the caller is an admin (may reassign sessions, see every session).
+    pub admin: bool,
+}
+
 /// Fields of `vendors.list`: none.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct VendorsListParams {}

@@ -3,7 +3,7 @@
 //! field the WebSocket reply holds), and refusing the same.
 
 use serde_json::{json, Value};
-use tandem_tests::{Server, WsClient};
+use tandem_tests::{Server, ServerOptions, WsClient};
 
 use crate::workspaces::repo;
 
@@ -183,4 +183,18 @@ async fn each_rest_read_is_a_websocket_request_with_the_same_answer() {
     assert_eq!(result(archived), json!({"sessionId": id, "archived": true}));
     let (status, _) = server.get(&sessions).await;
     assert_eq!(status, 404);
+}
+
+#[actix_rt::test]
+async fn user_get_says_who_the_caller_is() {
+    let server = Server::start_with(ServerOptions {
+        token_auth: true,
+        ..ServerOptions::default()
+    });
+    let mut ws = server.ws().await;
+    let me = result(ws.ok(json!({"type": "user.get"})).await);
+    assert_eq!(me["admin"], true, "{me}");
+    let mut bob = server.add_user("bob").ws().await;
+    let me = result(bob.ok(json!({"type": "user.get"})).await);
+    assert_eq!(me, json!({"userId": "bob", "admin": false}), "{me}");
 }

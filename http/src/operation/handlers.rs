@@ -55,6 +55,10 @@ pub async fn run(
         R::SessionsRunning(_) => json(SessionsRunningResult {
             sessions: rt.running_with(who, &others(ctx)),
         }),
+        R::UserGet(_) => json(UserGetResult {
+            user_id: who.user_id.clone(),
+            admin: who.admin,
+        }),
         R::VendorsList(_) => json(VendorsListResult {
             vendors: rt.vendors(),
         }),
