@@ -34,6 +34,11 @@ impl McpTokens {
             .set(format!("{}/mcp", base.trim_end_matches('/')));
     }
 
+    /// `http://HOST:PORT/mcp` of this server, once it is bound.
+    pub fn url(&self) -> Option<String> {
+        self.inner.url.get().cloned()
+    }
+
     /// The token bound to `session_id`, minted on first use. Fails closed when the
     /// OS random source fails: a token is a secret, never clock-derived.
     pub fn token_for(&self, session_id: &str) -> Result<String, RandomError> {

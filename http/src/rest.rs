@@ -254,12 +254,27 @@ async fn mcp_token(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
-    let token = run(&state, &who, SessionMcpTokenParams { session_id }).await?;
-    // The endpoint as this caller reaches it (in a cluster, this node's).
+    let token = run(
+        &state,
+        &who,
+        SessionMcpTokenParams {
+            session_id: session_id.clone(),
+        },
+    )
+    .await?;
+    let remote = state.cluster.as_ref().is_some_and(|c| {
+        matches!(
+            c.owner(&session_id),
+            tandem_actors::cluster::Owner::Remote { .. }
+        )
+    });
+    // The endpoint as this caller reaches it; another node's session's token is known
+    // only there, so its node's own endpoint.
     let info = req.connection_info();
+    let here = format!("{}://{}/mcp", info.scheme(), info.host());
     Ok(HttpResponse::Ok().json(McpToken {
         token: token.token,
-        url: format!("{}://{}/mcp", info.scheme(), info.host()),
+        url: token.url.filter(|_| remote).unwrap_or(here),
     }))
 }
 

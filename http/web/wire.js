@@ -682,6 +682,7 @@
  * `session.mcp-token` reply.
  * @typedef {object} SessionMcpTokenResult
  * @property {string} token Bearer token for `/mcp`, bound to the session.
+ * @property {string | null} [url] The `/mcp` endpoint of the node that holds the session, as its own agents reach it (tokens are known only there).
  */
 
 /**

@@ -147,6 +147,10 @@ pub struct SessionMcpTokenParams {
 pub struct SessionMcpTokenResult {
     /// Bearer token for `/mcp`, bound to the session.
     pub token: String,
+    /// The `/mcp` endpoint of the node that holds the session, as its own agents reach
+    /// it (tokens are known only there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// Fields of `session.usage`.

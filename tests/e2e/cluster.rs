@@ -957,3 +957,31 @@ async fn reads_follow_writes_across_nodes() {
     assert_eq!(missing["error"]["code"], "SESSION_NOT_FOUND");
     drop(a);
 }
+
+/// A session's MCP token is known only on its node: asked through another node, the
+/// answer names the session's node's `/mcp`, and the token works there.
+#[actix_rt::test]
+async fn the_mcp_token_of_another_nodes_session_names_that_nodes_endpoint() {
+    let nats = NatsServer::start();
+    let a = nats.node("a");
+    let b = nats.node("b");
+    let (status, made) = b
+        .post("/api/v1/sessions", &json!({"title": "on a", "node": "a"}))
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let id = made["id"].as_str().unwrap();
+    let (status, token) = b
+        .post(&format!("/api/v1/sessions/{id}/mcp-token"), &json!({}))
+        .await;
+    assert_eq!(status, 200, "{token}");
+    assert_eq!(token["url"], json!(format!("{}/mcp", a.base)), "{token}");
+    let mut answer = awc::Client::default()
+        .post(token["url"].as_str().unwrap())
+        .bearer_auth(token["token"].as_str().unwrap())
+        .send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let listed: Value = answer.json().await.unwrap();
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+}

@@ -88,6 +88,11 @@ impl Runtime {
         Ok(self.inner.services.mcp.token_for(id)?)
     }
 
+    /// This server's `/mcp` endpoint as its own agents reach it, once it is bound.
+    pub fn mcp_url(&self) -> Option<String> {
+        self.inner.services.mcp.url()
+    }
+
     /// The session an MCP token is bound to; `None` (refused like an unknown token)
     /// also while the session's owner is revoked.
     pub fn mcp_session(&self, token: &str) -> Option<String> {

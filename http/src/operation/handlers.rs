@@ -47,6 +47,7 @@ pub async fn run(
         R::SessionEvents(p) => events(rt, who, p).await,
         R::SessionMcpToken(p) => json(SessionMcpTokenResult {
             token: rt.mcp_token(who, &p.session_id)?,
+            url: rt.mcp_url(),
         }),
         R::SessionUsage(p) => json(SessionUsageResult {
             usage: rt.usage(who, &p.session_id, p.since).await?,
