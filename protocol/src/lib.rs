@@ -20,6 +20,7 @@ pub mod results;
 pub mod schedule;
 pub mod server;
 pub mod session;
+pub mod strict;
 pub mod tools;
 pub mod workspace;
 
