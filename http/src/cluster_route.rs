@@ -239,7 +239,7 @@ pub async fn create_on(
         Some(Routed::Forwarded(answer)) => answer.await,
         Some(Routed::Refused(frame)) => frame.to_json(),
         None => {
-            return Err(ApiError::new(
+            return Err(ApiError::unusable(
                 ErrorCode::InvalidArgument,
                 format!("no node `{node:.64}` in the cluster"),
             ));

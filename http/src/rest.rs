@@ -180,9 +180,10 @@ async fn create_session(
     Ok(HttpResponse::Created().json(info))
 }
 
-/// `node` names no node of this server's cluster (or there is no cluster).
+/// `node` names no node of this server's cluster (or there is no cluster): a
+/// well-formed value this server cannot use (422).
 fn no_such_node(node: &str) -> ApiError {
-    ApiError::new(
+    ApiError::unusable(
         ErrorCode::InvalidArgument,
         format!("no node `{node:.64}` in the cluster"),
     )
