@@ -44,6 +44,20 @@ pub enum RuntimeError {
     /// A field or value is not acceptable.
     #[error("{0}")]
     InvalidArgument(String),
+    /// A well-formed value this server cannot use, for a reason of its configuration,
+    /// disk or clock that the request's shape cannot show: a working directory outside
+    /// the caller's roots, a vendor, node or user it does not have, an upload the
+    /// caller never made, a time outside the schedulable window. The WebSocket
+    /// reports `code` as for any refusal of that kind; REST answers 422 (not the
+    /// code's usual status), so that a request the OpenAPI document allows and the
+    /// server refuses says it is the server's state, not the request's shape.
+    #[error("{message}")]
+    Unusable {
+        /// The code reported (`INVALID_ARGUMENT`, `NO_SUCH_UPLOAD`).
+        code: ErrorCode,
+        /// What cannot be used, and why.
+        message: String,
+    },
     /// The database cannot be written at all (checked at start).
     #[error("the database {} cannot be written: {reason}", path.display())]
     Unwritable {
@@ -159,6 +173,7 @@ impl RuntimeError {
             RuntimeError::NoSuchQueuedMessage(_) => ErrorCode::NoSuchQueuedMessage,
             RuntimeError::VendorNotInstalled(_) => ErrorCode::VendorNotInstalled,
             RuntimeError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            RuntimeError::Unusable { code, .. } => *code,
             RuntimeError::LimitExceeded(_) => ErrorCode::LimitExceeded,
             RuntimeError::Conflict(_) => ErrorCode::Conflict,
             RuntimeError::NodeUnavailable { .. } | RuntimeError::NoAnswer { .. } => {
@@ -187,6 +202,25 @@ impl RuntimeError {
 }
 
 impl RuntimeError {
+    /// A well-formed value this server cannot use ([`RuntimeError::Unusable`] with
+    /// `INVALID_ARGUMENT`).
+    pub fn unusable(message: impl Into<String>) -> Self {
+        RuntimeError::Unusable {
+            code: ErrorCode::InvalidArgument,
+            message: message.into(),
+        }
+    }
+
+    /// The HTTP status of a REST answer with this error: its code's, but 422 for
+    /// [`RuntimeError::Unusable`].
+    pub fn http_status(&self) -> u16 {
+        match self {
+            RuntimeError::Unusable { .. } => 422,
+            RuntimeError::Workspace(e) => e.http_status(),
+            _ => self.code().http_status(),
+        }
+    }
+
     /// The files the error is about (`BASE_DIRTY`, `MERGE_CONFLICT`), for the error's
     /// `paths`.
     pub fn paths(&self) -> Option<Vec<String>> {

@@ -8,19 +8,38 @@ use time::OffsetDateTime;
 /// How far ahead a message may be scheduled.
 pub const MAX_AHEAD_MS: u64 = 365 * 24 * 3600 * 1000;
 
+/// Why a time was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    /// Not an RFC 3339 time: the request is malformed (`INVALID_ARGUMENT`, REST 400).
+    #[error("`{text:.64}` is not an RFC 3339 time like 2026-11-29T18:00:00Z ({why})")]
+    Malformed {
+        /// What was given.
+        text: String,
+        /// What the parser said.
+        why: String,
+    },
+    /// A well-formed time before the epoch, which schedules do not take (REST 422,
+    /// like a time too far ahead: a window, not a format).
+    #[error("times before 1970 are not supported")]
+    Before1970,
+}
+
 /// Parses an RFC 3339 timestamp (`2026-11-29T18:00:00Z`, `…T18:00:00.250+01:00`) into
 /// epoch milliseconds (sub-millisecond digits are dropped). The `time` crate checks the
 /// calendar: `2026-02-31` is refused, not rolled over into March.
-pub fn parse_rfc3339(text: &str) -> Result<u64, String> {
-    let at = OffsetDateTime::parse(text.trim(), &Rfc3339)
-        .map_err(|e| format!("`{text}` is not an RFC 3339 time like 2026-11-29T18:00:00Z ({e})"))?;
+pub fn parse_rfc3339(text: &str) -> Result<u64, TimeError> {
+    let at = OffsetDateTime::parse(text.trim(), &Rfc3339).map_err(|e| TimeError::Malformed {
+        text: text.to_string(),
+        why: e.to_string(),
+    })?;
     let ms = at.unix_timestamp_nanos().div_euclid(1_000_000);
-    u64::try_from(ms).map_err(|_| "times before 1970 are not supported".to_string())
+    u64::try_from(ms).map_err(|_| TimeError::Before1970)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_rfc3339;
+    use super::{parse_rfc3339, TimeError};
 
     #[test]
     fn parses_rfc3339() {
@@ -49,7 +68,7 @@ mod tests {
         );
         assert_eq!(
             parse_rfc3339("1969-12-31T23:59:59Z"),
-            Err("times before 1970 are not supported".into())
+            Err(TimeError::Before1970)
         );
         assert!(parse_rfc3339("1969-12-31T23:59:59.9995Z").is_err());
         for bad in [
@@ -69,7 +88,10 @@ mod tests {
             "2026-11-29T18:00:00+24:00",
             "2026-11-29T18:00:00Zjunk",
         ] {
-            assert!(parse_rfc3339(bad).is_err(), "{bad}");
+            assert!(
+                matches!(parse_rfc3339(bad), Err(TimeError::Malformed { .. })),
+                "{bad}"
+            );
         }
     }
 }

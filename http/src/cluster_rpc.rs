@@ -10,7 +10,6 @@
 
 use tandem_actors::cluster::{Cluster, ClusterError};
 use tandem_actors::{Principal, Runtime};
-use tandem_protocol::error::ErrorDetail;
 use tandem_protocol::{ErrorCode, ServerFrame};
 
 use crate::cluster_wire::{Call, Forward};
@@ -88,10 +87,8 @@ async fn answer(ctx: &Context, payload: &[u8], max_answer: usize) -> String {
 
 /// An [`Outcome`] that failed, as JSON.
 fn failure(code: ErrorCode, message: String) -> String {
-    serde_json::to_string(&Outcome::Err(ErrorDetail {
-        code,
-        message,
-        paths: None,
-    }))
+    serde_json::to_string(&Outcome::Err(
+        crate::error::ApiError::new(code, message).into(),
+    ))
     .unwrap_or_default()
 }

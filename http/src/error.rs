@@ -10,8 +10,11 @@ use tandem_protocol::ErrorCode;
 #[derive(Debug, thiserror::Error)]
 #[error("{code:?}: {message}")]
 pub struct ApiError {
-    /// Machine-readable code; it also picks the HTTP status.
+    /// Machine-readable code.
     pub code: ErrorCode,
+    /// The HTTP status: the code's, or the runtime error's own
+    /// ([`RuntimeError::http_status`]).
+    pub status: u16,
     /// Human-readable message, sent as `error.message`.
     pub message: String,
     /// The files the error is about (`BASE_DIRTY`, `MERGE_CONFLICT`).
@@ -23,8 +26,18 @@ impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError {
             code,
+            status: code.http_status(),
             message: message.into(),
             paths: None,
+        }
+    }
+
+    /// A well-formed value this server cannot use (REST 422; see
+    /// [`RuntimeError::Unusable`]).
+    pub fn unusable(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status: 422,
+            ..ApiError::new(code, message)
         }
     }
 }
@@ -33,6 +46,7 @@ impl From<RuntimeError> for ApiError {
     fn from(e: RuntimeError) -> Self {
         ApiError {
             paths: e.paths(),
+            status: e.http_status(),
             ..ApiError::new(e.code(), e.to_string())
         }
     }
@@ -40,7 +54,7 @@ impl From<RuntimeError> for ApiError {
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        StatusCode::from_u16(self.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     fn error_response(&self) -> HttpResponse {

@@ -175,7 +175,7 @@
 
 /**
  * One block of a message's content, keyed by `type`.
- * @typedef {({text: string, type: 'text'} | {data?: string | null, mimeType?: string | null, type: 'image', uploadId?: string | null} | {type: 'file', uploadId: string})} ContentBlock
+ * @typedef {({text: string, type: 'text'} | {data?: string, mimeType?: string, type: 'image', uploadId?: string} | {type: 'file', uploadId: string})} ContentBlock
  */
 
 /**
@@ -321,7 +321,7 @@
  * @typedef {object} PairCreateParams
  * @property {string} driverId The Driver session.
  * @property {WorkerSpec} worker The Worker to create.
- * @property {string | null} [workerNode] Cluster only: the node to create the Worker on (default: the Driver's node). The pair runs on the Driver's node and reaches its Worker over NATS; `INVALID_ARGUMENT` for a node the cluster does not know, `NODE_UNAVAILABLE` for one whose lease lapsed.
+ * @property {string | null} [workerNode] Cluster only: the node to create the Worker on (default: the Driver's node). The pair runs on the Driver's node and reaches its Worker over NATS; `INVALID_ARGUMENT` (REST 422) for a node the cluster does not know, `NODE_UNAVAILABLE` for one whose lease lapsed.
  * @property {(WorkspaceMode | null)} [workerWorkspace] Where the Worker works: in the Driver's directory (`shared`) or in a worktree of its own branched from the Driver's HEAD (`worktree`); default: the server's `worker_workspace` setting.
  */
 
@@ -513,13 +513,13 @@
  * Fields of `session.create` and of `POST /api/v1/sessions`.
  * @typedef {object} SessionCreateParams
  * @property {string | null} [baseRef] With `worktree`: the commit, tag or branch to branch from (default: the HEAD of the checkout at `cwd`).
- * @property {string | null} [cwd] Working directory; must lie under a workspace root.
+ * @property {string | null} [cwd] Working directory: an existing directory under one of the caller's workspace roots, outside the server's data directory (else `INVALID_ARGUMENT`, REST 422: a rule of this server's disk and configuration); blank or absent: the caller's first root. No NUL byte (no path has one).
  * @property {'' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null} [effort] Reasoning effort (clamped to the vendor's levels).
  * @property {string | null} [model] Model name.
- * @property {string | null} [node] The cluster node to create it on (it is pinned there: its working directory is that node's); default the node asked. Refused outside a cluster unless it names this node.
+ * @property {string | null} [node] The cluster node to create it on (it is pinned there: its working directory is that node's); default the node asked. A node the cluster does not have (any node, outside a cluster) is refused with `INVALID_ARGUMENT` (REST 422).
  * @property {(PermissionMode | null)} [permissionMode] Tool approval mode.
- * @property {string | null} [title] Title; "New session" when absent. At most 200 characters, not only white space (trimmed).
- * @property {string | null} [vendor] Vendor id; `scripted` when absent.
+ * @property {string | null} [title] Title; "New session" when absent. 1 to 200 characters once trimmed.
+ * @property {string | null} [vendor] Vendor id; `scripted` when absent. One `GET /vendors` lists as installed (else, REST 422: `INVALID_ARGUMENT` for an id it does not list, `VENDOR_NOT_INSTALLED` for one not installed).
  * @property {(Visibility | null)} [visibility] Private (default) or shared.
  * @property {(WorkspaceMode | null)} [workspace] `shared` (default: work in `cwd`) or `worktree` (a new git worktree on branch `tandem/<short id>`; `cwd` must be inside a git repository).
  */

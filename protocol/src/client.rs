@@ -79,16 +79,21 @@ pub struct PairCreateParams {
     /// The Driver session.
     pub driver_id: String,
     /// The Worker to create.
+    #[serde(deserialize_with = "crate::strict::object")]
     pub worker: WorkerSpec,
     /// Where the Worker works: in the Driver's directory (`shared`) or in a worktree
     /// of its own branched from the Driver's HEAD (`worktree`); default: the server's
     /// `worker_workspace` setting.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::strict::name_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub worker_workspace: Option<crate::workspace::WorkspaceMode>,
     /// Cluster only: the node to create the Worker on (default: the Driver's node).
     /// The pair runs on the Driver's node and reaches its Worker over NATS;
-    /// `INVALID_ARGUMENT` for a node the cluster does not know, `NODE_UNAVAILABLE`
-    /// for one whose lease lapsed.
+    /// `INVALID_ARGUMENT` (REST 422) for a node the cluster does not know,
+    /// `NODE_UNAVAILABLE` for one whose lease lapsed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_node: Option<String>,
 }
@@ -166,7 +171,9 @@ pub struct PairCloseParams {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCreateParams {
-    /// Vendor id; `scripted` when absent.
+    /// Vendor id; `scripted` when absent. One `GET /vendors` lists as installed (else,
+    /// REST 422: `INVALID_ARGUMENT` for an id it does not list, `VENDOR_NOT_INSTALLED`
+    /// for one not installed).
     #[serde(default)]
     pub vendor: Option<String>,
     /// Model name.
@@ -176,28 +183,35 @@ pub struct SessionCreateParams {
     #[serde(default)]
     #[schemars(extend("enum" = ["", "minimal", "low", "medium", "high", "xhigh", "max", null]))]
     pub effort: Option<String>,
-    /// Title; "New session" when absent. At most 200 characters, not only white space
-    /// (trimmed).
+    /// Title; "New session" when absent. 1 to 200 characters once trimmed.
     #[serde(default)]
-    #[schemars(regex(pattern = r"\S"), length(max = 200))]
+    #[schemars(regex(pattern = crate::content::TITLE))]
     pub title: Option<String>,
-    /// Working directory; must lie under a workspace root.
+    /// Working directory: an existing directory under one of the caller's workspace
+    /// roots, outside the server's data directory (else `INVALID_ARGUMENT`, REST 422:
+    /// a rule of this server's disk and configuration); blank or absent: the caller's
+    /// first root. No NUL byte (no path has one).
     #[serde(default)]
+    #[schemars(regex(pattern = crate::content::NO_NUL))]
     pub cwd: Option<String>,
     /// Tool approval mode.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub permission_mode: Option<PermissionMode>,
     /// Private (default) or shared.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub visibility: Option<Visibility>,
     /// The cluster node to create it on (it is pinned there: its working directory
-    /// is that node's); default the node asked. Refused outside a cluster unless it
-    /// names this node.
+    /// is that node's); default the node asked. A node the cluster does not have (any
+    /// node, outside a cluster) is refused with `INVALID_ARGUMENT` (REST 422).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     /// `shared` (default: work in `cwd`) or `worktree` (a new git worktree on branch
     /// `tandem/<short id>`; `cwd` must be inside a git repository).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::strict::name_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub workspace: Option<crate::workspace::WorkspaceMode>,
     /// With `worktree`: the commit, tag or branch to branch from (default: the HEAD of
     /// the checkout at `cwd`).
@@ -217,7 +231,7 @@ pub struct TurnOptions {
     #[schemars(extend("enum" = ["", "minimal", "low", "medium", "high", "xhigh", "max", null]))]
     pub effort: Option<String>,
     /// Permission mode for this and later turns.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub permission_mode: Option<PermissionMode>,
 }
 
@@ -231,7 +245,7 @@ pub struct ChatSendParams {
     /// files).
     pub content: crate::content::MessageContent,
     /// Model/effort/permission changes applied before the turn.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::object_opt")]
     pub options: Option<TurnOptions>,
     /// Queue the message instead of failing when a turn runs.
     #[serde(default)]
@@ -252,7 +266,7 @@ pub struct ChatEditSendParams {
     /// run the same way.
     pub content: crate::content::MessageContent,
     /// Model/effort/permission changes applied before the turn (as on `chat.send`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::object_opt")]
     pub options: Option<TurnOptions>,
 }
 
@@ -294,11 +308,11 @@ pub struct ChatPermissionResponseParams {
     pub message: Option<String>,
     /// With `allow`: also allow this tool without asking for the rest of the session
     /// (the vendor's "always allow").
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub remember: Option<RememberScope>,
     /// With `allow`: the session's permission mode from now on (a plan approved with
     /// "accept edits" answers `acceptEdits`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub permission_mode: Option<PermissionMode>,
 }
 
@@ -329,6 +343,7 @@ pub struct SubscribeEntry {
 #[serde(rename_all = "camelCase")]
 pub struct ChatSubscribeParams {
     /// Sessions to subscribe to.
+    #[serde(deserialize_with = "crate::strict::objects")]
     pub sessions: Vec<SubscribeEntry>,
 }
 
@@ -386,7 +401,7 @@ pub struct SessionConfigureParams {
     #[serde(default)]
     pub vendor: Option<String>,
     /// New permission mode.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub permission_mode: Option<PermissionMode>,
     /// New title.
     #[serde(default)]

@@ -6,15 +6,81 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+/// The characters `str::trim` removes (Unicode `White_Space`) as the inside of a
+/// JSON Schema character class. The server trims text before it checks it, so the
+/// schemas count exactly these as blank: ECMA-262's `\s` and Python's `\s` (which
+/// schema tools use) each differ from it, and from each other.
+macro_rules! blank {
+    () => {
+        r"\t\n\u000B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+    };
+}
+
+/// JSON Schema `pattern` of a text that is not only blank: one character that
+/// `str::trim` keeps.
+pub const NOT_BLANK: &str = concat!("[^", blank!(), "]");
+
+/// JSON Schema `pattern` of a title: 1 to 200 characters once trimmed (a blank edge
+/// is trimmed away, not counted).
+pub const TITLE: &str = concat!(
+    "^[",
+    blank!(),
+    "]*[^",
+    blank!(),
+    r"](?:[\s\S]{0,198}[^",
+    blank!(),
+    "])?[",
+    blank!(),
+    "]*$"
+);
+
+/// JSON Schema `pattern` of a text that goes to the OS or git, where a NUL byte
+/// cannot (a path, a commit message).
+pub const NO_NUL: &str = r"^[^\u0000]*$";
+
+/// The most blocks one message takes.
+pub const MAX_BLOCKS: usize = 20;
+
+/// JSON Schema `pattern` of an inline image's media type: what the server reads as
+/// one of the image types it takes (the part before any `;`, trimmed, in any case).
+const IMAGE_MIME: &str = concat!(
+    "^[",
+    blank!(),
+    "]*[iI][mM][aA][gG][eE]/(?:[pP][nN][gG]|[jJ][pP][eE][gG]|[gG][iI][fF]|[wW][eE][bB][pP])[",
+    blank!(),
+    r"]*(?:;[\s\S]*)?$"
+);
+
+/// JSON Schema `pattern` of non-empty base64 as the server decodes it: the standard
+/// alphabet, padded, with the unused bits of the last character zero (RFC 4648
+/// canonical), blank edges trimmed.
+const BASE64: &str = concat!(
+    "^[",
+    blank!(),
+    "]*(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)[",
+    blank!(),
+    "]*$"
+);
+
 /// `content` of a message: a string (as before blocks existed), or a list of blocks.
 /// A plain JSON string stays valid and means one text block.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum MessageContent {
     /// The message's text, not only white space.
-    Text(#[schemars(regex(pattern = r"\S"))] String),
-    /// Text, images and files, in order (at least one).
-    Blocks(#[schemars(length(min = 1))] Vec<ContentBlock>),
+    Text(#[schemars(regex(pattern = NOT_BLANK))] String),
+    /// Text, images and files, in order: 1 to 20 blocks, at least one of them an
+    /// image, a file or a text that is not only white space.
+    Blocks(
+        #[schemars(
+            length(min = 1, max = MAX_BLOCKS),
+            extend("contains" = {"anyOf": [
+                {"properties": {"type": {"enum": ["image", "file"]}}, "required": ["type"]},
+                {"properties": {"text": {"type": "string", "pattern": NOT_BLANK}}, "required": ["text"]}
+            ]})
+        )]
+        Vec<ContentBlock>,
+    ),
 }
 
 /// One block of a message's content, keyed by `type`.
@@ -38,20 +104,31 @@ pub struct TextBlock {
     pub text: String,
 }
 
-/// An image, inline or uploaded before. Exactly one of `data` (with `mimeType`) and
-/// `uploadId` is given.
+/// An image, inline or uploaded before: `data` with `mimeType`, or `uploadId` alone.
+/// (`null` reads as absent, so the schema does not offer it.)
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+// The choice sits in `allOf`, beside the properties rather than around them, so that
+// tools which read a schema as a type (the page's JSDoc) still see one object.
+#[schemars(extend("allOf" = [{"oneOf": [
+    {"required": ["data", "mimeType"], "properties": {"uploadId": false}},
+    {"required": ["uploadId"], "properties": {"data": false, "mimeType": false}}
+]}]))]
 pub struct ImageBlock {
-    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`; with `data`, it must
-    /// match the bytes' own signature.
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp` (in any case, parameters
+    /// after `;` ignored); it must match the bytes' own signature, or the message is
+    /// refused with 422 `INVALID_ATTACHMENT`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", regex(pattern = IMAGE_MIME))]
     pub mime_type: Option<String>,
-    /// The image's bytes, base64 (standard alphabet, padded).
+    /// The image's bytes, base64 (standard alphabet, padded, not empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", regex(pattern = BASE64))]
     pub data: Option<String>,
-    /// An id `POST /api/v1/uploads` answered to this user.
+    /// An id `POST /api/v1/uploads` answered to this user (one it does not have is
+    /// 422 `NO_SUCH_UPLOAD`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub upload_id: Option<String>,
 }
 
@@ -59,7 +136,8 @@ pub struct ImageBlock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FileBlock {
-    /// An id `POST /api/v1/uploads` answered to this user.
+    /// An id `POST /api/v1/uploads` answered to this user (one it does not have is
+    /// 422 `NO_SUCH_UPLOAD`).
     pub upload_id: String,
 }
 

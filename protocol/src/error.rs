@@ -30,7 +30,8 @@ pub enum ErrorCode {
     AccessDenied,
     /// A field is missing, has the wrong type, or a value out of range.
     InvalidArgument,
-    /// The vendor's CLI is not installed (or has no adapter in this build).
+    /// No vendor of that id is configured, or its CLI is not installed (or has no
+    /// adapter in this build).
     VendorNotInstalled,
     /// The frame is larger than the server accepts.
     FrameTooLarge,
@@ -140,14 +141,25 @@ impl ErrorCode {
             | ErrorCode::UnknownMessageType
             | ErrorCode::SessionIdRequired
             | ErrorCode::TaskIdRequired
-            | ErrorCode::InvalidArgument
-            | ErrorCode::InvalidAttachment
+            | ErrorCode::InvalidArgument => 400,
+            // Well formed, and within every rule the OpenAPI document states, but not
+            // something this server can do: a vendor it does not have, an anchor that
+            // is not a user message of the history, bytes that are not what they are
+            // declared to be, an image to a vendor that takes none. These depend on
+            // the server's configuration and state, which a schema cannot know.
+            ErrorCode::InvalidAttachment
             | ErrorCode::AttachmentNotSupported
-            | ErrorCode::VendorNotInstalled => 400,
+            | ErrorCode::VendorNotInstalled
+            | ErrorCode::InvalidAnchor
+            | ErrorCode::RewindNotSupported => 422,
             ErrorCode::Unauthorized => 401,
-            ErrorCode::AccessDenied | ErrorCode::OriginNotAllowed | ErrorCode::HostNotAllowed => {
-                403
-            }
+            // A path leading outside the working directory (or into `.git`, or the
+            // server's data) is where the files API never serves: forbidden, whatever
+            // lies there.
+            ErrorCode::AccessDenied
+            | ErrorCode::OriginNotAllowed
+            | ErrorCode::HostNotAllowed
+            | ErrorCode::PathOutsideWorkspace => 403,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::SessionNotFound
@@ -159,8 +171,6 @@ impl ErrorCode {
             | ErrorCode::Conflict
             | ErrorCode::NotPaired
             | ErrorCode::DelegationInFlight => 409,
-            ErrorCode::RewindNotSupported => 422,
-            ErrorCode::InvalidAnchor => 400,
             ErrorCode::NoSuchPair
             | ErrorCode::NoSuchProposal
             | ErrorCode::NoSuchSchedule
@@ -172,7 +182,6 @@ impl ErrorCode {
             ErrorCode::RateLimited | ErrorCode::LimitExceeded => 429,
             ErrorCode::Internal => 500,
             ErrorCode::NodeUnavailable => 503,
-            ErrorCode::PathOutsideWorkspace => 400,
             // The directory is not in a repository: its state, not the request's
             // shape.
             ErrorCode::NotAGitRepository
@@ -218,7 +227,7 @@ mod tests {
     fn typed_refusal_codes() {
         for (code, name, status) in [
             (ErrorCode::Conflict, "CONFLICT", 409),
-            (ErrorCode::InvalidAnchor, "INVALID_ANCHOR", 400),
+            (ErrorCode::InvalidAnchor, "INVALID_ANCHOR", 422),
             (ErrorCode::DelegationInFlight, "DELEGATION_IN_FLIGHT", 409),
             (ErrorCode::RewindNotSupported, "REWIND_NOT_SUPPORTED", 422),
             (ErrorCode::NotPaired, "NOT_PAIRED", 409),
@@ -240,7 +249,7 @@ mod tests {
             (
                 ErrorCode::PathOutsideWorkspace,
                 "PATH_OUTSIDE_WORKSPACE",
-                400,
+                403,
             ),
             (ErrorCode::NoSuchFile, "NO_SUCH_FILE", 404),
             (ErrorCode::BinaryFile, "BINARY_FILE", 415),

@@ -22,6 +22,7 @@ pub mod results;
 pub mod schedule;
 pub mod server;
 pub mod session;
+pub mod strict;
 pub mod tools;
 pub mod workspace;
 

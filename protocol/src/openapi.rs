@@ -29,6 +29,15 @@ const TEXT: &str = r#"{"type": "string", "pattern": "^[^\\u0000]*$"}"#;
 /// [`TEXT`], not empty.
 const NAME: &str = r#"{"type": "string", "pattern": "^[^\\u0000]+$"}"#;
 
+/// The `path` of the files routes: what the server does with one it cannot use.
+const FILE_PATH: &str = "a file's path relative to the working directory, each name at most 255 bytes (a longer one is 400 `INVALID_ARGUMENT`); an absolute path, `..` above the top, `.git` or the server's own data is 403 `PATH_OUTSIDE_WORKSPACE`; nothing there, or not a regular file, is 404 `NO_SUCH_FILE`";
+
+/// The `path` of a file to save.
+const SAVE_PATH: &str = "a file's path relative to the working directory, each name at most 255 bytes (a longer one is 400 `INVALID_ARGUMENT`); an absolute path, `..` above the top, `.git`, the server's own data or a path through a symbolic link is 403 `PATH_OUTSIDE_WORKSPACE`; a directory on the way that does not exist is 404 `NO_SUCH_FILE`; a directory (or anything but a regular file) at the path is 409 `CONFLICT`";
+
+/// The `path` of a directory listing.
+const DIR_PATH: &str = "a directory relative to the working directory (leading and trailing `/` ignored; absent or empty: the top), each name at most 255 bytes (a longer one is 400 `INVALID_ARGUMENT`); `..` above the top, `.git` or the server's own data is 403 `PATH_OUTSIDE_WORKSPACE`; nothing there, or not a directory, is 404 `NO_SUCH_FILE`";
+
 /// A schema maker: registers the type's definitions and returns a `$ref` to it.
 type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
 
@@ -91,6 +100,8 @@ pub struct Route {
     /// Query parameters: name, description, JSON Schema (as JSON text) and whether
     /// it is required.
     pub query: &'static [(&'static str, &'static str, &'static str, bool)],
+    /// Header parameters the route reads, as `query`.
+    pub headers: &'static [(&'static str, &'static str, &'static str, bool)],
     /// Answered without a token.
     pub public: bool,
 }
@@ -108,6 +119,7 @@ macro_rules! route {
             status: $status,
             answer: Media::Json($ans),
             query: $q,
+            headers: &[],
             public: $public,
         }
     };
@@ -149,11 +161,14 @@ pub fn routes() -> Vec<Route> {
         route!("post" "/sessions/{id}/merge", "Merge the worktree's branch into its base (as session.merge).", Some(of::<crate::workspace::MergeBody>), 200, of::<crate::workspace::SessionMergeResult>),
         route!("post" "/sessions/{id}/discard", "Remove the worktree and its branch (as session.discard).", Some(of::<EmptyBody>), 200, of::<crate::workspace::SessionDiscardResult>),
         route!("get" "/sessions/{id}/files", "List a directory of the working directory.", None, 200, of::<crate::workspace::DirListing>,
-            &[("path", "relative directory; absent or empty: the top", TEXT, false)], false),
+            &[("path", DIR_PATH, TEXT, false)], false),
         route!("get" "/sessions/{id}/files/content", "A text file (at most 2 MiB) with its ETag.", None, 200, of::<crate::workspace::FileContent>,
-            &[("path", "relative file path", NAME, true)], false),
-        route!("put" "/sessions/{id}/files/content", "Save a text file; If-Match: its ETag.", Some(of::<crate::workspace::FileSave>), 200, of::<crate::workspace::FileSaved>,
-            &[("path", "relative file path", NAME, true)], false),
+            &[("path", FILE_PATH, NAME, true)], false),
+        Route {
+            headers: &[("If-Match", "the `ETag` of the file as last read (`*`: whatever it holds now); required to replace a file that exists, and must then name its current content, else 412 `PRECONDITION_FAILED`", r#"{"type": "string"}"#, false)],
+            ..route!("put" "/sessions/{id}/files/content", "Save a text file; If-Match: its ETag.", Some(of::<crate::workspace::FileSave>), 200, of::<crate::workspace::FileSaved>,
+                &[("path", SAVE_PATH, NAME, true)], false)
+        },
         Route {
             method: "post",
             path: "/uploads",
@@ -162,6 +177,7 @@ pub fn routes() -> Vec<Route> {
             status: 201,
             answer: Media::Json(of::<UploadInfo>),
             query: &[("name", "the file's name (path components are dropped)", TEXT, false)],
+            headers: &[],
             public: false,
         },
         Route {
@@ -172,6 +188,7 @@ pub fn routes() -> Vec<Route> {
             status: 200,
             answer: Media::Bytes,
             query: &[],
+            headers: &[],
             public: false,
         },
         Route {
@@ -182,6 +199,7 @@ pub fn routes() -> Vec<Route> {
             status: 200,
             answer: Media::Bytes,
             query: &[],
+            headers: &[],
             public: false,
         },
         route!("get" "/pairs", "Driver/Worker pairs.", None, 200, of::<PairsListResult>),
@@ -223,23 +241,29 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         // A body too large, one that stops arriving, or not declared JSON.
         statuses.extend([408, 413, 415]);
     }
+    // 422: a request the document allows, refused for a fact of this server the
+    // document cannot know (its vendors, users, nodes, disk, clock, a history's
+    // turns, the bytes of a file); the code and message say which.
     let own: &[u16] = match (r.method, r.path) {
-        ("post", "/sessions") => &[404, 409, 429, 503],
-        ("patch", "/sessions/{id}") | ("delete", "/sessions/{id}") => &[409],
-        ("post", "/sessions/{id}/messages") => &[409, 429],
+        ("post", "/sessions") => &[404, 409, 422, 429, 503],
+        ("patch", "/sessions/{id}") => &[409, 422],
+        ("delete", "/sessions/{id}") => &[409],
+        ("post", "/sessions/{id}/messages") => &[409, 422, 429],
         ("post", "/sessions/{id}/edit-send") => &[409, 422],
         ("post", "/sessions/{id}/interrupt") => &[409],
-        ("post", "/sessions/{id}/schedules") => &[429],
+        ("post", "/sessions/{id}/schedules") => &[422, 429],
         ("delete", "/sessions/{id}/schedules/{scheduleId}") => &[409],
-        ("post", "/sessions/{id}/handoff") => &[409, 429],
+        ("post", "/sessions/{id}/handoff") => &[409, 422, 429],
         ("get", "/sessions/{id}/changes")
         | ("get", "/sessions/{id}/changes/diff")
         | ("post", "/sessions/{id}/merge")
         | ("post", "/sessions/{id}/discard") => &[409],
-        ("get", "/sessions/{id}/files/content") => &[413, 415],
-        ("put", "/sessions/{id}/files/content") => &[412],
-        ("post", "/pairs") => &[404, 409, 429, 503],
-        ("post", "/uploads") => &[429],
+        // 409: a worktree session whose worktree was discarded has no files.
+        ("get", "/sessions/{id}/files") => &[409],
+        ("get", "/sessions/{id}/files/content") => &[409, 413, 415],
+        ("put", "/sessions/{id}/files/content") => &[409, 412],
+        ("post", "/pairs") => &[404, 409, 422, 429, 503],
+        ("post", "/uploads") => &[422, 429],
         _ => &[],
     };
     statuses.extend(own);
@@ -251,16 +275,16 @@ fn error_statuses(r: &Route) -> Vec<u16> {
 /// What an error status means here (the codes are in docs/PROTOCOL.md).
 fn error_description(status: u16) -> &'static str {
     match status {
-        400 => "bad input: a value out of range, of the wrong type, missing or unknown (`INVALID_ARGUMENT`), a body that is not a JSON object (`INVALID_JSON`), or a rule of the operation (`INVALID_ANCHOR`, `INVALID_ATTACHMENT`, ...)",
+        400 => "bad input, against a rule this document states: a value out of range, of the wrong type, missing or unknown (`INVALID_ARGUMENT`), a body that is not a JSON object (`INVALID_JSON`), a path or query with a NUL byte or bytes that are not UTF-8",
         401 => "no valid token (`UNAUTHORIZED`), before anything else of the request is looked at",
-        403 => "not the caller's to do (`ACCESS_DENIED`, `TOOL_NOT_AVAILABLE`), or a request from another web origin or host (`ORIGIN_NOT_ALLOWED`, `HOST_NOT_ALLOWED`)",
-        404 => "an id in the path or the body names nothing the caller may see (`SESSION_NOT_FOUND`, `NO_SUCH_*`, `NOT_FOUND`)",
+        403 => "not the caller's to do (`ACCESS_DENIED`, `TOOL_NOT_AVAILABLE`), a path outside the working directory (`PATH_OUTSIDE_WORKSPACE`), or a request from another web origin or host (`ORIGIN_NOT_ALLOWED`, `HOST_NOT_ALLOWED`)",
+        404 => "an id in the path (or the Driver named by `POST /pairs`) names nothing the caller may see, or the file asked for is not there (`SESSION_NOT_FOUND`, `NO_SUCH_*`, `NOT_FOUND`, `NO_SUCH_FILE`)",
         408 => "the body stopped arriving (`REQUEST_TIMEOUT`)",
         409 => "well formed, but the target's state does not allow it now (`CONFLICT`, `RUN_IN_PROGRESS`, `NO_ACTIVE_RUN`, `NOT_A_GIT_REPOSITORY`, ...)",
-        412 => "the file changed since its ETag was read (`PRECONDITION_FAILED`)",
+        412 => "`If-Match` does not name the file's current content, or is missing for a file that exists (`PRECONDITION_FAILED`)",
         413 => "the body, an attachment or the file is too large (`FRAME_TOO_LARGE`, `ATTACHMENT_TOO_LARGE`, `FILE_TOO_LARGE`)",
         415 => "the body is not declared `application/json` (`UNSUPPORTED_MEDIA_TYPE`), or the file is not UTF-8 text (`BINARY_FILE`)",
-        422 => "the session's vendor cannot rewind (`REWIND_NOT_SUPPORTED`)",
+        422 => "allowed by this document, but not something this server can do, for a fact of its configuration, disk, clock or history that no schema can state: a vendor it does not have (`VENDOR_NOT_INSTALLED`), an upload the caller never made (`NO_SUCH_UPLOAD`), bytes that are not what they are declared to be or an image to a vendor that takes none (`INVALID_ATTACHMENT`, `ATTACHMENT_NOT_SUPPORTED`), an anchor that is not a user message of an ended turn (`INVALID_ANCHOR`), a vendor that cannot rewind (`REWIND_NOT_SUPPORTED`), a working directory outside the caller's roots, a node or user it does not have, a base ref with no commit, a time before 1970 or more than 365 days ahead (`INVALID_ARGUMENT`)",
         429 => "a count limit is reached (`LIMIT_EXCEEDED`)",
         503 => "cluster only: the session's node is unavailable (`NODE_UNAVAILABLE`)",
         _ => "the server failed (`INTERNAL`)",
@@ -288,6 +312,10 @@ pub fn document() -> Value {
             .collect();
         parameters.extend(r.query.iter().map(|(name, what, schema, required)| {
             json!({"name": name, "in": "query", "required": required, "description": what,
+                   "schema": parse(schema)})
+        }));
+        parameters.extend(r.headers.iter().map(|(name, what, schema, required)| {
+            json!({"name": name, "in": "header", "required": required, "description": what,
                    "schema": parse(schema)})
         }));
         let mut responses = Map::new();

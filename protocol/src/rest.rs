@@ -157,7 +157,7 @@ pub struct PostMessage {
     /// The user's message: a string, or a list of content blocks (as on `chat.send`).
     pub content: crate::content::MessageContent,
     /// Model/effort/permission changes applied before the turn (as on `chat.send`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::object_opt")]
     pub options: Option<crate::client::TurnOptions>,
     /// Queue the message when a turn runs instead of answering `RUN_IN_PROGRESS`.
     #[serde(default)]
@@ -175,7 +175,7 @@ pub struct PostEditSend {
     /// The new message: a string, or a list of content blocks (as on `chat.send`).
     pub content: crate::content::MessageContent,
     /// Model/effort/permission changes applied before the turn (as on `chat.send`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::object_opt")]
     pub options: Option<crate::client::TurnOptions>,
 }
 
@@ -254,9 +254,9 @@ pub struct InterruptAccepted {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionPatch {
-    /// New title: at most 200 characters, not only white space (trimmed).
+    /// New title: 1 to 200 characters once trimmed.
     #[serde(default)]
-    #[schemars(regex(pattern = r"\S"), length(max = 200))]
+    #[schemars(regex(pattern = crate::content::TITLE))]
     pub title: Option<String>,
     /// New model.
     #[serde(default)]
@@ -265,14 +265,15 @@ pub struct SessionPatch {
     #[serde(default)]
     #[schemars(extend("enum" = ["", "minimal", "low", "medium", "high", "xhigh", "max", null]))]
     pub effort: Option<String>,
-    /// New vendor.
+    /// New vendor, one `GET /vendors` lists as installed (else 422: `INVALID_ARGUMENT`
+    /// for an id it does not list, `VENDOR_NOT_INSTALLED` for one not installed).
     #[serde(default)]
     pub vendor: Option<String>,
     /// New permission mode.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub permission_mode: Option<crate::PermissionMode>,
-    /// New owner, an existing user's id (admins only): reassigns the session, e.g. one
-    /// of a revoked user.
+    /// New owner, an existing user's id (admins only; a user that does not exist is
+    /// 422 `INVALID_ARGUMENT`): reassigns the session, e.g. one of a revoked user.
     #[serde(default)]
     pub owner_id: Option<String>,
 }

@@ -10,9 +10,13 @@ use serde_json::Value;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HandoffBody {
-    /// The vendor to continue in (required; its absence is refused like on the socket).
-    #[serde(default)]
-    #[schemars(required, with = "String")]
+    /// The vendor to continue in, one `GET /vendors` lists as installed (else 422:
+    /// `INVALID_ARGUMENT` for an id it does not list, `VENDOR_NOT_INSTALLED` for one
+    /// not installed). Required: its absence (or `null`) is refused like on the
+    /// socket, and so is a blank one.
+    // No `#[serde(default)]`: with it schemars leaves the field out of `required`;
+    // serde reads an absent `Option` as `None` all the same, and the runtime refuses it.
+    #[schemars(required, with = "String", regex(pattern = crate::content::NOT_BLANK))]
     pub target_vendor: Option<String>,
     /// Model of the new session.
     #[serde(default)]
@@ -28,9 +32,11 @@ pub struct HandoffBody {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScheduleBody {
     /// The message to send, not only white space.
-    #[schemars(regex(pattern = r"\S"))]
+    #[schemars(regex(pattern = crate::content::NOT_BLANK))]
     pub content: String,
-    /// When: RFC 3339 with an offset.
+    /// When: RFC 3339 with an offset. A past time fires at once; a time before 1970 or
+    /// more than 365 days ahead of the server's clock is refused with 422
+    /// `INVALID_ARGUMENT` (a window a schema cannot state).
     #[schemars(extend("format" = "date-time"))]
     pub at: String,
 }
@@ -49,9 +55,17 @@ pub struct PermissionAnswer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// With `allow`: also allow this tool for the rest of the session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::strict::name_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub remember: Option<crate::permission::RememberScope>,
     /// With `allow`: the session's permission mode from now on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::strict::name_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub permission_mode: Option<crate::session::PermissionMode>,
 }

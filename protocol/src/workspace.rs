@@ -183,6 +183,7 @@ pub struct SessionMergeParams {
     /// The worktree session.
     pub session_id: String,
     /// Merge commit or squash.
+    #[serde(deserialize_with = "crate::strict::name")]
     pub strategy: MergeStrategy,
     /// The commit message (default: "tandem: merge <branch> (<title>)").
     #[serde(default)]
@@ -194,9 +195,11 @@ pub struct SessionMergeParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MergeBody {
     /// Merge commit or squash.
+    #[serde(deserialize_with = "crate::strict::name")]
     pub strategy: MergeStrategy,
-    /// The commit message.
+    /// The commit message (no NUL byte: git cannot take one).
     #[serde(default)]
+    #[schemars(regex(pattern = crate::content::NO_NUL))]
     pub message: Option<String>,
 }
 

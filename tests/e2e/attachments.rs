@@ -231,7 +231,7 @@ async fn bad_attachments_are_refused_with_their_own_codes_and_leave_nothing() {
     let (status, body) = server.post_bytes("/api/v1/uploads", "image/png", GIF).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (400, Some("INVALID_ATTACHMENT")),
+        (422, Some("INVALID_ATTACHMENT")),
         "{body}"
     );
     assert!(
@@ -246,7 +246,7 @@ async fn bad_attachments_are_refused_with_their_own_codes_and_leave_nothing() {
         .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (400, Some("INVALID_ATTACHMENT")),
+        (422, Some("INVALID_ATTACHMENT")),
         "{body}"
     );
     let (status, body) = server
@@ -254,7 +254,7 @@ async fn bad_attachments_are_refused_with_their_own_codes_and_leave_nothing() {
         .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (400, Some("INVALID_ATTACHMENT")),
+        (422, Some("INVALID_ATTACHMENT")),
         "{body}"
     );
 

@@ -897,12 +897,13 @@ async fn rest_creates_a_session_on_the_node_it_names() {
     let (status, refused) = a
         .post("/api/v1/sessions", &json!({"node": "nowhere"}))
         .await;
-    assert_eq!(status, 400, "{refused}");
+    // Well formed, naming a node this cluster does not have: 422.
+    assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["error"]["code"], "INVALID_ARGUMENT");
     // Outside a cluster only no node (or none at all) is taken.
     let single = tandem_tests::Server::start();
     let (status, refused) = single.post("/api/v1/sessions", &json!({"node": "b"})).await;
-    assert_eq!(status, 400, "{refused}");
+    assert_eq!(status, 422, "{refused}");
 }
 
 /// Reads follow writes across nodes: a session created through B on A is in B's list

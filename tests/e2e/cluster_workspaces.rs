@@ -62,7 +62,7 @@ async fn a_worktree_session_of_one_node_is_read_and_merged_through_another() {
         .await;
     assert_eq!(
         (status, outside["error"]["code"].clone()),
-        (400, json!("PATH_OUTSIDE_WORKSPACE")),
+        (403, json!("PATH_OUTSIDE_WORKSPACE")),
         "{outside}"
     );
 

@@ -45,6 +45,7 @@ mod restart;
 mod revocation;
 mod rewind;
 mod schedule;
+mod schemathesis;
 mod secrets;
 mod security;
 mod slow_client;

@@ -194,9 +194,10 @@ async fn a_revoked_users_sessions_take_no_command_until_an_admin_reassigns_them(
             &json!({"ownerId": "carol"}),
         )
         .await;
+    // Well formed, naming a user this server does not have: 422.
     assert_eq!(
         (status, body["error"]["code"].clone()),
-        (400, json!("INVALID_ARGUMENT")),
+        (422, json!("INVALID_ARGUMENT")),
         "{body}"
     );
     let (status, info) = server

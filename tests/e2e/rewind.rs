@@ -168,7 +168,7 @@ async fn edit_send_refusals_have_their_own_codes() {
         .await;
     assert_eq!(
         (status, body["error"]["code"].clone()),
-        (400, json!("INVALID_ANCHOR"))
+        (422, json!("INVALID_ANCHOR"))
     );
     // Nothing was recorded by the refusals: one rewind in the history.
     let stored = server.all_events(&sid).await;

@@ -2,7 +2,7 @@
 //! neither read nor written, a repository configuration that would make git run
 //! commands run nothing when the server runs git, the data directory and config file
 //! never served, a link in place of the attachments directory refused, paths the OS
-//! refuses answered 400 without a server path, the block limit on every message, and
+//! refuses answered 4xx without a server path, the block limit on every message, and
 //! workspace roots per user.
 
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -56,7 +56,7 @@ async fn reads_refused(api: &Api, sid: &str, paths: &[&str]) {
             .await;
         assert_eq!(
             (status, code(&body)),
-            (400, "PATH_OUTSIDE_WORKSPACE"),
+            (403, "PATH_OUTSIDE_WORKSPACE"),
             "read {path}: {body}"
         );
         assert!(!body.to_string().contains("tdm_"), "{body}");
@@ -69,7 +69,7 @@ async fn listings_refused(api: &Api, sid: &str, dirs: &[&str]) {
         let (status, body) = api.get(&files(sid, &format!("?path={}", q(dir)))).await;
         assert_eq!(
             (status, code(&body)),
-            (400, "PATH_OUTSIDE_WORKSPACE"),
+            (403, "PATH_OUTSIDE_WORKSPACE"),
             "list {dir}: {body}"
         );
     }
@@ -88,7 +88,7 @@ async fn saves_refused(api: &Api, sid: &str, paths: &[&str], content: &str) {
             .await;
         assert_eq!(
             (status, code(&body)),
-            (400, "PATH_OUTSIDE_WORKSPACE"),
+            (403, "PATH_OUTSIDE_WORKSPACE"),
             "write {path}: {body}"
         );
     }
@@ -343,7 +343,7 @@ async fn the_data_directory_and_config_file_are_never_served() {
         let (status, body) = carol
             .post("/api/v1/sessions", &json!({"cwd": inside}))
             .await;
-        assert_eq!((status, code(&body)), (400, "INVALID_ARGUMENT"), "{body}");
+        assert_eq!((status, code(&body)), (422, "INVALID_ARGUMENT"), "{body}");
     }
     // The admin token still works for the CLI.
     assert!(server
@@ -377,7 +377,7 @@ async fn a_link_in_place_of_the_attachments_directory_is_refused() {
             ]}),
         )
         .await;
-    assert_eq!((status, code(&body)), (400, "INVALID_ATTACHMENT"), "{body}");
+    assert_eq!((status, code(&body)), (422, "INVALID_ATTACHMENT"), "{body}");
     assert!(
         body["error"]["message"]
             .as_str()
@@ -488,7 +488,13 @@ async fn paths_the_os_refuses_are_client_errors_that_name_no_server_path() {
     for (what, status, body) in &answers {
         assert!((400..500).contains(status), "{what}: {status} {body}");
         assert!(
-            ["INVALID_ARGUMENT", "PATH_OUTSIDE_WORKSPACE", "NO_SUCH_FILE"].contains(&code(body)),
+            [
+                "INVALID_ARGUMENT",
+                "PATH_OUTSIDE_WORKSPACE",
+                "NO_SUCH_FILE",
+                "CONFLICT"
+            ]
+            .contains(&code(body)),
             "{what}: {body}"
         );
         assert!(
@@ -573,7 +579,8 @@ async fn users_open_sessions_only_under_their_own_roots() {
     let (status, body) = carol
         .post("/api/v1/sessions", &json!({"cwd": shared}))
         .await;
-    assert_eq!((status, code(&body)), (400, "INVALID_ARGUMENT"), "{body}");
+    // Well formed, outside what this server lets her use: 422.
+    assert_eq!((status, code(&body)), (422, "INVALID_ARGUMENT"), "{body}");
     assert!(
         body["error"]["message"]
             .as_str()

@@ -486,7 +486,7 @@ async fn files_stay_inside_the_working_directory() {
     ] {
         let q = format!("/content?path={}", bad.replace('/', "%2F"));
         let (status, body) = server.get(&files(&q)).await;
-        assert_eq!(status, 400, "{bad}: {body}");
+        assert_eq!(status, 403, "{bad}: {body}");
         assert_eq!(body["error"]["code"], "PATH_OUTSIDE_WORKSPACE", "{bad}");
         let (status, _, body) = server
             .put(&files(&q), &json!({"content": "x"}), Some("*"))

@@ -14,6 +14,12 @@ impl Runtime {
     pub async fn archive(&self, who: &Principal, id: &str) -> Result<SessionInfo, RuntimeError> {
         let handle = self.drivable(who, id)?;
         let info = handle.addr.send(Archive).await??;
+        // Out of the registry before anything else awaits: the actor has stopped.
+        if self.inner.services.sessions.remove(id) {
+            if let Some(mut owned) = self.inner.owned.get_mut(&info.owner_id) {
+                *owned = owned.saturating_sub(1);
+            }
+        }
         // Its uploads go with it (those no other session uses).
         let uploads = self.inner.uploads.clone();
         let session = id.to_string();
@@ -24,11 +30,6 @@ impl Runtime {
             }
             Err(e) => {
                 tracing::warn!(session = %id, error = %e, "removing an archived session's uploads failed")
-            }
-        }
-        if self.inner.services.sessions.remove(id) {
-            if let Some(mut owned) = self.inner.owned.get_mut(&info.owner_id) {
-                *owned = owned.saturating_sub(1);
             }
         }
         Ok(info)

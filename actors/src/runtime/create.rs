@@ -77,7 +77,7 @@ impl Runtime {
         }
         let catalog = &self.inner.services.catalog;
         let vendor = catalog.get(&spec.vendor).ok_or_else(|| {
-            RuntimeError::InvalidArgument(format!("unknown vendor `{}`", spec.vendor))
+            RuntimeError::unusable(format!("unknown vendor `{:.64}`", spec.vendor.as_str()))
         })?;
         if !vendor.installed {
             return Err(RuntimeError::VendorNotInstalled(spec.vendor.to_string()));
@@ -207,19 +207,24 @@ impl Runtime {
                 RuntimeError::InvalidArgument("no workspace root configured".into())
             });
         };
+        if cwd.contains('\0') {
+            // The one malformed path: the document says so.
+            return Err(RuntimeError::InvalidArgument(
+                "cwd contains a NUL byte".into(),
+            ));
+        }
+        // From here on the path is well formed, and whether it can be used is a fact
+        // of this server's disk and configuration (REST 422).
         let path = Path::new(cwd).canonicalize().map_err(|e| {
-            RuntimeError::InvalidArgument(format!(
-                "cwd `{}` is not usable: {e}",
-                cwd.escape_debug()
-            ))
+            RuntimeError::unusable(format!("cwd `{}` is not usable: {e}", cwd.escape_debug()))
         })?;
         if !path.is_dir() {
-            return Err(RuntimeError::InvalidArgument(format!(
+            return Err(RuntimeError::unusable(format!(
                 "cwd `{cwd}` is not a directory"
             )));
         }
         if !roots.iter().any(|root| path.starts_with(root)) {
-            return Err(RuntimeError::InvalidArgument(format!(
+            return Err(RuntimeError::unusable(format!(
                 "cwd `{cwd}` is outside your workspace roots"
             )));
         }
@@ -229,7 +234,7 @@ impl Runtime {
             .filter_map(|p| p.canonicalize().ok())
             .any(|p| path.starts_with(p))
         {
-            return Err(RuntimeError::InvalidArgument(format!(
+            return Err(RuntimeError::unusable(format!(
                 "cwd `{cwd}` is inside the server's data directory; sessions cannot work there"
             )));
         }

@@ -114,7 +114,7 @@ impl Runtime {
             })?;
         let spec = self
             .vendor(&VendorId::from(vendor.as_str()))
-            .ok_or_else(|| RuntimeError::InvalidArgument(format!("unknown vendor `{vendor}`")))?;
+            .ok_or_else(|| RuntimeError::unusable(format!("unknown vendor `{:.64}`", vendor)))?;
         if !spec.installed {
             return Err(RuntimeError::VendorNotInstalled(vendor));
         }

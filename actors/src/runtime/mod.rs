@@ -411,17 +411,25 @@ impl Runtime {
 
     fn lookup(&self, id: &str) -> Result<SessionHandle, RuntimeError> {
         if id.len() > MAX_ID_BYTES {
-            // Not echoed: an error must not be as large as the garbage it answers.
-            return Err(RuntimeError::InvalidArgument(format!(
-                "a session id is at most {MAX_ID_BYTES} bytes, not {}",
+            // No session has such an id. Not echoed: an error must not be as large as
+            // the garbage it answers.
+            return Err(RuntimeError::SessionNotFound(format!(
+                "(an id of {} bytes; ids have at most {MAX_ID_BYTES})",
                 id.len()
             )));
         }
-        self.inner
+        let handle = self
+            .inner
             .services
             .sessions
             .get(id)
-            .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))
+            .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))?;
+        // Archived and about to leave the registry: its actor has stopped, so a
+        // message sent to it would fail as an internal error.
+        if handle.shared.peek(|i| i.archived_at.is_some()) {
+            return Err(RuntimeError::SessionNotFound(id.to_string()));
+        }
+        Ok(handle)
     }
 
     fn visible(&self, who: &Principal, id: &str) -> Result<SessionHandle, RuntimeError> {
@@ -630,8 +638,8 @@ impl Runtime {
         }
         let owner = owner.trim().to_string();
         if !self.inner.store.user_exists(&owner)? {
-            return Err(RuntimeError::InvalidArgument(format!(
-                "ownerId: no user `{owner}` (tandem user list shows them)"
+            return Err(RuntimeError::unusable(format!(
+                "ownerId: no user `{owner:.64}` (tandem user list shows them)"
             )));
         }
         let old = handle.shared.peek(|i| i.owner_id.clone());

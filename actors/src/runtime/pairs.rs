@@ -307,12 +307,12 @@ impl Runtime {
             None => None,
             Some(node) => {
                 let cluster = self.inner.services.cluster.get().ok_or_else(|| {
-                    RuntimeError::InvalidArgument(format!(
+                    RuntimeError::unusable(format!(
                         "workerNode `{node:.64}`: this server is not in a cluster"
                     ))
                 })?;
                 if !cluster.known(node) {
-                    return Err(RuntimeError::InvalidArgument(format!(
+                    return Err(RuntimeError::unusable(format!(
                         "no node `{node:.64}` in the cluster"
                     )));
                 }
@@ -342,7 +342,7 @@ impl Runtime {
                 .catalog
                 .get(&VendorId::from(choice.vendor.as_str()))
                 .ok_or_else(|| {
-                    RuntimeError::InvalidArgument(format!("unknown vendor `{}`", choice.vendor))
+                    RuntimeError::unusable(format!("unknown vendor `{:.64}`", choice.vendor))
                 })?;
             if !spec.installed {
                 return Err(RuntimeError::VendorNotInstalled(choice.vendor));

@@ -5,7 +5,7 @@ use tandem_protocol::schedule::ScheduleInfo;
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
-use crate::schedule::parse_rfc3339;
+use crate::schedule::{parse_rfc3339, TimeError};
 use crate::session::{CancelSchedule, ListSchedules, ScheduleMessage};
 
 impl Runtime {
@@ -17,7 +17,10 @@ impl Runtime {
         content: String,
         at: &str,
     ) -> Result<ScheduleInfo, RuntimeError> {
-        let at = parse_rfc3339(at).map_err(RuntimeError::InvalidArgument)?;
+        let at = parse_rfc3339(at).map_err(|e| match e {
+            TimeError::Malformed { .. } => RuntimeError::InvalidArgument(e.to_string()),
+            TimeError::Before1970 => RuntimeError::unusable(e.to_string()),
+        })?;
         self.drivable(who, id)?
             .addr
             .send(ScheduleMessage { content, at })

@@ -212,7 +212,7 @@ impl SessionActor {
                 return Err(RuntimeError::RunInProgress(record.id.clone()));
             }
             let spec = catalog.get(&vendor).ok_or_else(|| {
-                RuntimeError::InvalidArgument(format!("unknown vendor `{vendor}`"))
+                RuntimeError::unusable(format!("unknown vendor `{:.64}`", vendor.as_str()))
             })?;
             if !spec.installed {
                 return Err(RuntimeError::VendorNotInstalled(vendor.to_string()));
@@ -230,9 +230,9 @@ impl SessionActor {
             record.model = model.trim().to_string();
         }
         if let Some(effort) = change.effort {
-            let spec = catalog
-                .get(&record.vendor)
-                .ok_or_else(|| RuntimeError::InvalidArgument("unknown vendor".into()))?;
+            let spec = catalog.get(&record.vendor).ok_or_else(|| {
+                RuntimeError::unusable(format!("unknown vendor `{:.64}`", record.vendor.as_str()))
+            })?;
             record.effort = clamp_effort(effort.trim(), spec.effort_levels)
                 .map_err(RuntimeError::InvalidArgument)?;
         }

@@ -128,8 +128,9 @@ impl Handler<ScheduleMessage> for SessionActor {
             return Err(RuntimeError::InvalidArgument("content is empty".into()));
         }
         if msg.at > now_ms() + MAX_AHEAD_MS {
-            return Err(RuntimeError::InvalidArgument(
-                "a message can be scheduled at most 365 days ahead".into(),
+            // Relative to the server's clock: not a rule of the request's shape.
+            return Err(RuntimeError::unusable(
+                "a message can be scheduled at most 365 days ahead",
             ));
         }
         let pending = self

@@ -99,9 +99,7 @@ pub struct StartedWorker {
 fn validate_choice(rt: &Runtime, choice: WorkerChoice) -> Result<WorkerChoice, RuntimeError> {
     let spec = rt
         .vendor(&VendorId::from(choice.vendor.as_str()))
-        .ok_or_else(|| {
-            RuntimeError::InvalidArgument(format!("unknown vendor `{}`", choice.vendor))
-        })?;
+        .ok_or_else(|| RuntimeError::unusable(format!("unknown vendor `{:.64}`", choice.vendor)))?;
     if !spec.installed {
         return Err(RuntimeError::VendorNotInstalled(choice.vendor));
     }

@@ -44,7 +44,7 @@ impl Default for UploadLimits {
         UploadLimits {
             max_file_bytes: 10 << 20,
             max_message_bytes: 20 << 20,
-            max_blocks: 20,
+            max_blocks: tandem_protocol::content::MAX_BLOCKS,
             unused_ttl: Duration::from_secs(24 * 3600),
         }
     }

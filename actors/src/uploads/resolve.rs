@@ -39,6 +39,19 @@ enum Checked {
     File(Upload),
 }
 
+/// `owner`'s upload `id`, named inside a message. One it does not have is still
+/// `NO_SUCH_UPLOAD`, but for REST a value of the body the server cannot use (422),
+/// not a missing target (404): the session the message goes to exists.
+fn named_upload(uploads: &Uploads, owner: &str, id: &str) -> Result<Upload, RuntimeError> {
+    uploads.get(owner, id).map_err(|e| match e {
+        RuntimeError::NoSuchUpload(_) => RuntimeError::Unusable {
+            code: e.code(),
+            message: e.to_string(),
+        },
+        other => other,
+    })
+}
+
 /// Checks and resolves `content` sent by `owner` to a session working in `cwd`.
 /// `images` says whether the session's vendor takes images. Blocking.
 pub fn resolve(
@@ -116,7 +129,7 @@ pub fn resolve(
                             "`mimeType` goes with `data`, not with `uploadId`".into()
                         ));
                     }
-                    let upload = uploads.get(owner, &id)?;
+                    let upload = named_upload(uploads, owner, &id)?;
                     if !IMAGE_TYPES.contains(&upload.mime_type.as_str()) {
                         return Err(bad(format!(
                             "upload {id} is {}, not an image ({}); send it as a file",
@@ -133,7 +146,7 @@ pub fn resolve(
                 (None, None) => return Err(bad("an image needs `data` or `uploadId`".into())),
             },
             ContentBlock::File(f) => {
-                let upload = uploads.get(owner, &f.upload_id)?;
+                let upload = named_upload(uploads, owner, &f.upload_id)?;
                 total += upload.size;
                 Checked::File(upload)
             }

@@ -62,6 +62,20 @@ pub enum WorkspaceError {
     /// The request is malformed (`INVALID_ARGUMENT`).
     #[error("{0}")]
     InvalidArgument(String),
+    /// A well-formed value the repository cannot use: a `baseRef` that names no
+    /// commit there, a detached HEAD with no branch to base on (`INVALID_ARGUMENT`,
+    /// REST 422 like [`crate::RuntimeError::Unusable`]).
+    #[error("{0}")]
+    Unusable(String),
+    /// The path names something other than the directory a listing wants or the
+    /// regular file a read wants (`NO_SUCH_FILE`: there is none of that kind there).
+    #[error("{path} is not {wanted}")]
+    NotA {
+        /// The path asked for.
+        path: String,
+        /// "a directory" or "a regular file".
+        wanted: &'static str,
+    },
     /// The base checkout does not have the base branch checked out (`CONFLICT`).
     #[error("{0}")]
     Conflict(String),
@@ -97,13 +111,24 @@ impl WorkspaceError {
             | WorkspaceError::PathPrivate(_)
             | WorkspaceError::ThroughLink(_) => ErrorCode::PathOutsideWorkspace,
             WorkspaceError::AccessDenied(_) => ErrorCode::AccessDenied,
-            WorkspaceError::NoSuchFile(_) => ErrorCode::NoSuchFile,
+            WorkspaceError::NoSuchFile(_) | WorkspaceError::NotA { .. } => ErrorCode::NoSuchFile,
             WorkspaceError::BinaryFile(_) => ErrorCode::BinaryFile,
             WorkspaceError::FileTooLarge { .. } => ErrorCode::FileTooLarge,
             WorkspaceError::PreconditionFailed(_) => ErrorCode::PreconditionFailed,
-            WorkspaceError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            WorkspaceError::InvalidArgument(_) | WorkspaceError::Unusable(_) => {
+                ErrorCode::InvalidArgument
+            }
             WorkspaceError::Conflict(_) => ErrorCode::Conflict,
             WorkspaceError::Git { .. } | WorkspaceError::Io { .. } => ErrorCode::Internal,
+        }
+    }
+
+    /// The HTTP status of a REST answer with this error: its code's, but 422 for
+    /// [`WorkspaceError::Unusable`].
+    pub fn http_status(&self) -> u16 {
+        match self {
+            WorkspaceError::Unusable(_) => 422,
+            _ => self.code().http_status(),
         }
     }
 

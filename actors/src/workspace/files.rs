@@ -171,8 +171,9 @@ impl Jail {
             })
             .collect();
         let Some((name, dirs)) = parts.split_last() else {
-            return Err(WorkspaceError::InvalidArgument(format!(
-                "path {given:?} names no file"
+            // Well formed: it names the working directory, which is no file.
+            return Err(WorkspaceError::Conflict(format!(
+                "path {given:?} names the working directory, not a file"
             )));
         };
         let rel: PathBuf = dirs.iter().collect();
@@ -234,9 +235,10 @@ fn os_error(given: &str, e: std::io::Error) -> WorkspaceError {
     match errno {
         Some(Errno::NOENT) => WorkspaceError::NoSuchFile(given.to_string()),
         Some(Errno::LOOP) => invalid("too many levels of symbolic links"),
-        Some(Errno::NOTDIR) => invalid("a component on the way is not a directory"),
+        // A file where the path needs a directory: there is no such path.
+        Some(Errno::NOTDIR) => WorkspaceError::NoSuchFile(given.to_string()),
         Some(Errno::NAMETOOLONG) => invalid("a name is too long"),
-        Some(Errno::ISDIR) => invalid("is a directory"),
+        Some(Errno::ISDIR) => WorkspaceError::Conflict(format!("path {given} is a directory")),
         Some(Errno::INVAL) => invalid("refused by the filesystem"),
         Some(Errno::ACCESS) | Some(Errno::PERM) => {
             WorkspaceError::AccessDenied(format!("path {given}: permission denied"))
@@ -273,9 +275,10 @@ pub fn list(jail: &Jail, path: &str) -> Result<DirListing, WorkspaceError> {
     let rel = jail.real(given)?;
     let real = jail.root.join(&rel);
     if !real.is_dir() {
-        return Err(WorkspaceError::InvalidArgument(format!(
-            "{path} is not a directory"
-        )));
+        return Err(WorkspaceError::NotA {
+            path: path.to_string(),
+            wanted: "a directory",
+        });
     }
     let dir = jail.open_dir(&rel, given)?;
     let mut entries = Vec::new();
@@ -339,12 +342,10 @@ fn open_existing(
     let stat = rustix::fs::fstat(&fd).map_err(|e| os_error(given, e.into()))?;
     match FileType::from_raw_mode(stat.st_mode) {
         FileType::RegularFile => Ok(Some((std::fs::File::from(fd), stat))),
-        FileType::Directory => Err(WorkspaceError::InvalidArgument(format!(
-            "path {given} is a directory"
-        ))),
-        _ => Err(WorkspaceError::InvalidArgument(format!(
-            "{given} is not a regular file"
-        ))),
+        _ => Err(WorkspaceError::NotA {
+            path: given.to_string(),
+            wanted: "a regular file",
+        }),
     }
 }
 
@@ -375,9 +376,11 @@ fn read_capped(file: std::fs::File, size: u64, given: &str) -> Result<Vec<u8>, W
 pub fn read(jail: &Jail, path: &str) -> Result<FileContent, WorkspaceError> {
     let rel = jail.real(path)?;
     let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
-        return Err(WorkspaceError::InvalidArgument(format!(
-            "{path} is not a regular file"
-        )));
+        // The working directory itself.
+        return Err(WorkspaceError::NotA {
+            path: path.to_string(),
+            wanted: "a regular file",
+        });
     };
     let dir = jail.open_dir(parent, path)?;
     let Some((file, stat)) = open_existing(&dir, name, path)? else {
@@ -418,7 +421,14 @@ pub fn write(
         });
     }
     let (dir, name) = jail.open_parent_for_write(path)?;
-    let current = match open_existing(&dir, &name, path)? {
+    // A directory (or anything but a file) in the way: the path is taken.
+    let existing = open_existing(&dir, &name, path).map_err(|e| match e {
+        WorkspaceError::NotA { path, .. } => WorkspaceError::Conflict(format!(
+            "{path} is not a regular file; only files are saved"
+        )),
+        other => other,
+    })?;
+    let current = match existing {
         Some((file, stat)) => Some((
             read_capped(file, u64::try_from(stat.st_size).unwrap_or(0), path)?,
             stat.st_mode,

@@ -38,7 +38,7 @@ pub fn create(
     let base = match base_ref {
         Some(r) if git::is_branch(&top, r) => r.to_string(),
         _ => git::current_branch(&top).ok_or_else(|| {
-            WorkspaceError::InvalidArgument(format!(
+            WorkspaceError::Unusable(format!(
                 "{} has a detached HEAD; give a branch as baseRef",
                 top.display()
             ))
@@ -46,7 +46,7 @@ pub fn create(
     };
     let start = base_ref.unwrap_or("HEAD");
     let base_commit = git::commit_of(&top, start).ok_or_else(|| {
-        WorkspaceError::InvalidArgument(format!("baseRef `{start:.100}` names no commit here"))
+        WorkspaceError::Unusable(format!("baseRef `{start:.100}` names no commit here"))
     })?;
     if let Some(parent) = dir.parent() {
         std::fs::create_dir_all(parent).map_err(|source| WorkspaceError::Io {

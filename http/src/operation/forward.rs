@@ -31,7 +31,42 @@ pub enum Outcome {
     /// The result, as the handler made it.
     Ok(Box<RawValue>),
     /// Why it failed.
-    Err(ErrorDetail),
+    Err(Failure),
+}
+
+/// A forwarded request's error, as the owner's REST would answer it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    /// The code, message and paths.
+    #[serde(flatten)]
+    pub detail: ErrorDetail,
+    /// The HTTP status (the code's, or 422 for a value the owner cannot use).
+    pub status: u16,
+}
+
+impl From<ApiError> for Failure {
+    fn from(e: ApiError) -> Failure {
+        Failure {
+            status: e.status,
+            detail: ErrorDetail {
+                code: e.code,
+                message: e.message,
+                paths: e.paths,
+            },
+        }
+    }
+}
+
+impl From<Failure> for ApiError {
+    fn from(f: Failure) -> ApiError {
+        ApiError {
+            status: f.status,
+            code: f.detail.code,
+            message: f.detail.message,
+            paths: f.detail.paths,
+        }
+    }
 }
 
 /// Runs `request` on `node` as `who`.
@@ -111,10 +146,7 @@ fn payload(who: &Principal, frame: String) -> Result<Vec<u8>, ApiError> {
 fn outcome(node: &str, reply: &[u8]) -> Result<Answer, ApiError> {
     match serde_json::from_slice::<Outcome>(reply) {
         Ok(Outcome::Ok(result)) => Ok(result.get().to_string()),
-        Ok(Outcome::Err(e)) => Err(ApiError {
-            paths: e.paths,
-            ..ApiError::new(e.code, e.message)
-        }),
+        Ok(Outcome::Err(failure)) => Err(failure.into()),
         Err(e) => Err(ApiError::new(
             ErrorCode::Internal,
             format!("bad answer from node {node}: {e}"),
@@ -137,11 +169,7 @@ pub async fn answer_forwarded(ctx: &Context, who: &Principal, frame: &str) -> St
         RawValue::from_string(text).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))
     }) {
         Ok(raw) => Outcome::Ok(raw),
-        Err(e) => Outcome::Err(ErrorDetail {
-            code: e.code,
-            message: e.message,
-            paths: e.paths,
-        }),
+        Err(e) => Outcome::Err(e.into()),
     };
     serde_json::to_string(&outcome).unwrap_or_default()
 }

@@ -242,7 +242,7 @@ async fn create(
     // it (or there is no cluster).
     if let Some(node) = params.node.as_deref() {
         if Some(node) != rt.config().node.as_deref() {
-            return Err(RuntimeError::InvalidArgument(format!(
+            return Err(RuntimeError::unusable(format!(
                 "no node `{node:.64}` in the cluster"
             )));
         }
