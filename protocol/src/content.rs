@@ -16,6 +16,9 @@ macro_rules! blank {
     };
 }
 
+/// The inside of a JSON Schema character class of what `str::trim` removes.
+pub const BLANK: &str = blank!();
+
 /// JSON Schema `pattern` of a text that is not only blank: one character that
 /// `str::trim` keeps.
 pub const NOT_BLANK: &str = concat!("[^", blank!(), "]");

@@ -29,6 +29,11 @@ const TEXT: &str = r#"{"type": "string", "pattern": "^[^\\u0000]*$"}"#;
 /// [`TEXT`], not empty.
 const NAME: &str = r#"{"type": "string", "pattern": "^[^\\u0000]+$"}"#;
 
+/// [`TEXT`], and not only blank (the server trims a file's `path` to see whether it
+/// names one): one character outside [`crate::content::BLANK`], spelled out here
+/// because this is JSON text (a test checks that the two agree).
+const FILE: &str = r#"{"type": "string", "pattern": "^[^\\u0000]*[^\\u0000\\t\\n\\u000B\\f\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\u0000]*$"}"#;
+
 /// The `path` of the files routes: what the server does with one it cannot use.
 const FILE_PATH: &str = "a file's path relative to the working directory, each name at most 255 bytes (a longer one is 400 `INVALID_ARGUMENT`); an absolute path, `..` above the top, `.git` or the server's own data is 403 `PATH_OUTSIDE_WORKSPACE`; nothing there, or not a regular file, is 404 `NO_SUCH_FILE`";
 
@@ -163,11 +168,11 @@ pub fn routes() -> Vec<Route> {
         route!("get" "/sessions/{id}/files", "List a directory of the working directory.", None, 200, of::<crate::workspace::DirListing>,
             &[("path", DIR_PATH, TEXT, false)], false),
         route!("get" "/sessions/{id}/files/content", "A text file (at most 2 MiB) with its ETag.", None, 200, of::<crate::workspace::FileContent>,
-            &[("path", FILE_PATH, NAME, true)], false),
+            &[("path", FILE_PATH, FILE, true)], false),
         Route {
             headers: &[("If-Match", "the `ETag` of the file as last read (`*`: whatever it holds now); required to replace a file that exists, and must then name its current content, else 412 `PRECONDITION_FAILED`", r#"{"type": "string"}"#, false)],
             ..route!("put" "/sessions/{id}/files/content", "Save a text file; If-Match: its ETag.", Some(of::<crate::workspace::FileSave>), 200, of::<crate::workspace::FileSaved>,
-                &[("path", SAVE_PATH, NAME, true)], false)
+                &[("path", SAVE_PATH, FILE, true)], false)
         },
         Route {
             method: "post",
@@ -391,6 +396,18 @@ mod tests {
             "the OpenAPI description changed; if that is meant, run with UPDATE_SNAPSHOTS=1 \
              and commit protocol/schemas/openapi.json"
         );
+    }
+
+    /// The file `path`'s class of blank characters is the one every other not-blank
+    /// text uses.
+    #[test]
+    fn a_file_path_is_not_blank_as_the_server_trims() {
+        let pattern = parse(FILE)["pattern"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let class = format!("[^\\u0000{}]", crate::content::BLANK);
+        assert!(pattern.contains(&class), "{pattern} lacks {class}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ impl Runtime {
     /// list, frees its owner's slot, and is not loaded again after a restart.
     pub async fn archive(&self, who: &Principal, id: &str) -> Result<SessionInfo, RuntimeError> {
         let handle = self.drivable(who, id)?;
-        let info = handle.addr.send(Archive).await??;
+        let info = handle.ask(Archive).await??;
         // Out of the registry before anything else awaits: the actor has stopped.
         if self.inner.services.sessions.remove(id) {
             if let Some(mut owned) = self.inner.owned.get_mut(&info.owner_id) {

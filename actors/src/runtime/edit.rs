@@ -38,15 +38,13 @@ impl Runtime {
         self.has_workspace(id, &handle)?;
         let mut prepared = self.prepare_content(who, &handle, content).await?;
         let answer = handle
-            .addr
-            .send(EditSend {
+            .ask(EditSend {
                 anchor_seq,
                 content: std::mem::take(&mut prepared.text),
                 attachments: std::mem::take(&mut prepared.attachments),
                 options,
             })
             .await
-            .map_err(RuntimeError::from)
             .and_then(|r| r);
         if answer.is_err() {
             // Refused (busy, a bad anchor): nothing of the message stays.

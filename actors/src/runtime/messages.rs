@@ -25,15 +25,13 @@ impl Runtime {
         self.has_workspace(id, &handle)?;
         let mut prepared = self.prepare_content(who, &handle, content).await?;
         let answer = handle
-            .addr
-            .send(SendMessage {
+            .ask(SendMessage {
                 content: std::mem::take(&mut prepared.text),
                 attachments: std::mem::take(&mut prepared.attachments),
                 options,
                 queue,
             })
             .await
-            .map_err(RuntimeError::from)
             .and_then(|r| r);
         if answer.is_err() {
             // Refused (busy, limits): nothing of the message stays.

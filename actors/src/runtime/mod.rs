@@ -542,7 +542,7 @@ impl Runtime {
 
     /// Interrupts the running turn.
     pub async fn abort(&self, who: &Principal, id: &str) -> Result<(), RuntimeError> {
-        self.drivable(who, id)?.addr.send(Abort).await?
+        self.drivable(who, id)?.ask(Abort).await?
     }
 
     /// Stops one background task.
@@ -552,10 +552,7 @@ impl Runtime {
         id: &str,
         task_id: String,
     ) -> Result<(), RuntimeError> {
-        self.drivable(who, id)?
-            .addr
-            .send(StopTask { task_id })
-            .await?
+        self.drivable(who, id)?.ask(StopTask { task_id }).await?
     }
 
     /// `chat.permission-response`: answers a pending tool approval. Request ids are
@@ -572,8 +569,7 @@ impl Runtime {
                 .ok_or_else(|| RuntimeError::NoSuchPermission(params.request_id.clone()))?,
         };
         self.drivable(who, &id)?
-            .addr
-            .send(RespondPermission {
+            .ask(RespondPermission {
                 request_id: params.request_id,
                 allow: params.allow,
                 updated_input: params.updated_input,
@@ -598,8 +594,7 @@ impl Runtime {
             None => None,
         };
         let configured = handle
-            .addr
-            .send(Configure {
+            .ask(Configure {
                 model: params.model,
                 effort: params.effort,
                 vendor: params.vendor.map(VendorId::from),
@@ -608,7 +603,6 @@ impl Runtime {
                 owner_id: owner_id.as_ref().map(|(new, _)| new.clone()),
             })
             .await
-            .map_err(RuntimeError::from)
             .and_then(|answer| answer);
         if let Some((new, old)) = owner_id {
             // The slot moves to the new owner, or goes back if nothing changed.

@@ -21,8 +21,7 @@ impl Runtime {
         queue_id: String,
     ) -> Result<Vec<QueuedEntry>, RuntimeError> {
         self.drivable(who, id)?
-            .addr
-            .send(CancelQueued { queue_id })
+            .ask(CancelQueued { queue_id })
             .await?
     }
 
@@ -35,8 +34,7 @@ impl Runtime {
         content: String,
     ) -> Result<Vec<QueuedEntry>, RuntimeError> {
         self.drivable(who, id)?
-            .addr
-            .send(EditQueued { queue_id, content })
+            .ask(EditQueued { queue_id, content })
             .await?
     }
 }

@@ -22,8 +22,7 @@ impl Runtime {
             TimeError::Before1970 => RuntimeError::unusable(e.to_string()),
         })?;
         self.drivable(who, id)?
-            .addr
-            .send(ScheduleMessage { content, at })
+            .ask(ScheduleMessage { content, at })
             .await?
     }
 
@@ -35,8 +34,7 @@ impl Runtime {
         schedule_id: String,
     ) -> Result<ScheduleInfo, RuntimeError> {
         self.drivable(who, id)?
-            .addr
-            .send(CancelSchedule { schedule_id })
+            .ask(CancelSchedule { schedule_id })
             .await?
     }
 
@@ -46,6 +44,6 @@ impl Runtime {
         who: &Principal,
         id: &str,
     ) -> Result<Vec<ScheduleInfo>, RuntimeError> {
-        Ok(self.visible(who, id)?.addr.send(ListSchedules).await?)
+        self.visible(who, id)?.ask(ListSchedules).await
     }
 }

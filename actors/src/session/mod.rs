@@ -90,6 +90,26 @@ pub struct SessionHandle {
     pub shared: Arc<SessionShared>,
 }
 
+impl SessionHandle {
+    /// Sends `msg` to the session and waits for its answer. A session whose actor
+    /// stopped in between (archived by a request that came first: its actor stops as
+    /// it answers, and messages still queued are dropped) is `SESSION_NOT_FOUND`, as
+    /// it would have been a moment later, not an internal error.
+    pub async fn ask<M>(&self, msg: M) -> Result<M::Result, RuntimeError>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        SessionActor: Handler<M>,
+    {
+        self.addr.send(msg).await.map_err(|e| match e {
+            MailboxError::Closed => {
+                RuntimeError::SessionNotFound(self.shared.peek(|i| i.id.clone()))
+            }
+            MailboxError::Timeout => e.into(),
+        })
+    }
+}
+
 /// The read-only copy of a session's metadata that its actor publishes, so listing
 /// and access checks never wait on a session's mailbox.
 #[derive(Debug)]
