@@ -240,6 +240,25 @@ pub(crate) async fn run<P: Operation>(
     crate::operation::call(&state.context(), who, params).await
 }
 
+/// As [`run`], one field of the result as the operation wrote it (REST answers
+/// `POST /sessions` with the `session` of `session.create`'s result): the field's JSON
+/// text is cut out, not decoded and encoded again.
+pub(crate) async fn run_field<P: Operation>(
+    state: &AppState,
+    who: &Principal,
+    params: P,
+    field: &str,
+) -> Result<String, ApiError> {
+    let text = run_text(state, who, params).await?;
+    let fields: std::collections::HashMap<&str, &serde_json::value::RawValue> =
+        serde_json::from_str(&text)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("bad result: {e}")))?;
+    fields
+        .get(field)
+        .map(|raw| raw.get().to_string())
+        .ok_or_else(|| ApiError::new(ErrorCode::Internal, format!("the result has no `{field}`")))
+}
+
 /// As [`run`], the result's JSON text as the operation made it (a page of events is
 /// spliced, not decoded and encoded again).
 pub(crate) async fn run_text<P: Operation>(

@@ -16,7 +16,7 @@ use tandem_protocol::results::ChatSendResult;
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
-use crate::request::{body, query, run, run_text, Caller, Json, NoBody};
+use crate::request::{body, query, run, run_field, run_text, Caller, Json, NoBody};
 use crate::state::AppState;
 
 /// Mounts every `/api/v1` route. Each path is a resource whose other methods are
@@ -110,6 +110,13 @@ fn allowed_methods(pattern: &str) -> String {
         .filter(|r| shape(&format!("/api/v1{}", r.path)) == wanted)
         .map(|r| r.method.to_ascii_uppercase())
         .collect();
+    // In one order whatever the order of the table's rows.
+    let rank = |m: &str| {
+        ["GET", "POST", "PUT", "PATCH", "DELETE"]
+            .iter()
+            .position(|x| *x == m)
+    };
+    methods.sort_by_key(|m| rank(m));
     methods.dedup();
     methods.join(", ")
 }
@@ -147,8 +154,10 @@ async fn create_session(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let params: SessionCreateParams = body(payload, state.max_frame_bytes, true).await?;
-    let created = run(&state, &who, params).await?;
-    Ok(HttpResponse::Created().json(created.session))
+    let session = run_field(&state, &who, params, "session").await?;
+    Ok(HttpResponse::Created()
+        .content_type("application/json")
+        .body(session))
 }
 
 async fn get_session(
@@ -157,8 +166,10 @@ async fn get_session(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
-    let got = run(&state, &who, SessionGetParams { session_id }).await?;
-    Ok(HttpResponse::Ok().json(got.session))
+    let session = run_field(&state, &who, SessionGetParams { session_id }, "session").await?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(session))
 }
 
 async fn events(

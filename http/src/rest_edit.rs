@@ -8,7 +8,7 @@ use tandem_protocol::queries::SessionArchiveParams;
 use tandem_protocol::rest::SessionPatch;
 
 use crate::error::ApiError;
-use crate::request::{run, Caller, Json};
+use crate::request::{run, run_field, Caller, Json};
 use crate::state::AppState;
 
 /// `PATCH /sessions/{id}` → 200 `SessionInfo`.
@@ -27,7 +27,10 @@ pub async fn patch_session(
         title: patch.title,
         owner_id: patch.owner_id,
     };
-    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?.session))
+    let session = run_field(&state, &who, params, "session").await?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(session))
 }
 
 /// `DELETE /sessions/{id}` → 200 `{sessionId, archived: true}`.

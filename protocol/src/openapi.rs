@@ -1,5 +1,7 @@
 //! The OpenAPI 3.1 description of the REST API (`GET /api/v1/openapi.json`),
-//! generated from a table of routes and the JSON Schemas `schemars` derives from the
+//! generated from the routes the request table's rows declare (`crate::operations`,
+//! each operation naming its request in `x-tandem-request`), the few that are not
+//! requests, and the JSON Schemas `schemars` derives from the
 //! very types the handlers read and write, so it cannot drift from them silently:
 //! `protocol/schemas/openapi.json` is its snapshot, and a test calls every route it
 //! lists and checks the answers against it.
@@ -8,51 +10,40 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
-use crate::client::{PairCreateParams, SessionCreateParams};
 use crate::error::ErrorBody;
-use crate::rest::{
-    EmptyBody, Health, InterruptAccepted, McpToken, MessageAccepted, PairsListResult, PostMessage,
-    SessionPatch, SessionSchedulesResult, SessionsListResult, SessionsRunningResult, UploadInfo,
-    VendorsListResult,
-};
-use crate::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
-use crate::results::{
-    ChatPermissionResponseResult, ChatStopTaskResult, PairCloseResult, PairCreateResult,
-    SessionHandoffResult, SessionScheduleCancelResult, SessionScheduleResult,
-};
-use crate::session::SessionInfo;
+use crate::rest::{Health, UploadInfo};
 
 /// A string the server can use: no NUL (the path and query of a request are refused
 /// with 400 when they hold one, or bytes that are not UTF-8).
-const TEXT: &str = r#"{"type": "string", "pattern": "^[^\\u0000]*$"}"#;
+pub(crate) const TEXT: &str = r#"{"type": "string", "pattern": "^[^\\u0000]*$"}"#;
 
 /// [`TEXT`], not empty.
-const NAME: &str = r#"{"type": "string", "pattern": "^[^\\u0000]+$"}"#;
+pub(crate) const NAME: &str = r#"{"type": "string", "pattern": "^[^\\u0000]+$"}"#;
 
 /// [`TEXT`], and not only blank (the server trims a file's `path` to see whether it
 /// names one): one character outside [`crate::content::BLANK`], spelled out here
 /// because this is JSON text (a test checks that the two agree).
-const FILE: &str = r#"{"type": "string", "pattern": "^[^\\u0000]*[^\\u0000\\t\\n\\u000B\\f\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\u0000]*$"}"#;
+pub(crate) const FILE: &str = r#"{"type": "string", "pattern": "^[^\\u0000]*[^\\u0000\\t\\n\\u000B\\f\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\u0000]*$"}"#;
 
 /// The `path` of the files routes: what the server does with one it cannot use.
-const FILE_PATH: &str = "a file's path relative to the working directory, each name at most 255 bytes (a longer one is 400 `INVALID_ARGUMENT`); an absolute path, `..` above the top, `.git` or the server's own data is 403 `PATH_OUTSIDE_WORKSPACE`; nothing there, or not a regular file, is 404 `NO_SUCH_FILE`";
+pub(crate) const FILE_PATH: &str = "a file's path relative to the working directory, each name at most 255 bytes (a longer one is 400 `INVALID_ARGUMENT`); an absolute path, `..` above the top, `.git` or the server's own data is 403 `PATH_OUTSIDE_WORKSPACE`; nothing there, or not a regular file, is 404 `NO_SUCH_FILE`";
 
 /// The `path` of a file to save.
-const SAVE_PATH: &str = "a file's path relative to the working directory, each name at most 255 bytes (a longer one is 400 `INVALID_ARGUMENT`); an absolute path, `..` above the top, `.git`, the server's own data or a path through a symbolic link is 403 `PATH_OUTSIDE_WORKSPACE`; a directory on the way that does not exist is 404 `NO_SUCH_FILE`; a directory (or anything but a regular file) at the path is 409 `CONFLICT`";
+pub(crate) const SAVE_PATH: &str = "a file's path relative to the working directory, each name at most 255 bytes (a longer one is 400 `INVALID_ARGUMENT`); an absolute path, `..` above the top, `.git`, the server's own data or a path through a symbolic link is 403 `PATH_OUTSIDE_WORKSPACE`; a directory on the way that does not exist is 404 `NO_SUCH_FILE`; a directory (or anything but a regular file) at the path is 409 `CONFLICT`";
 
 /// The `path` of a directory listing.
-const DIR_PATH: &str = "a directory relative to the working directory (leading and trailing `/` ignored; absent or empty: the top), each name at most 255 bytes (a longer one is 400 `INVALID_ARGUMENT`); `..` above the top, `.git` or the server's own data is 403 `PATH_OUTSIDE_WORKSPACE`; nothing there, or not a directory, is 404 `NO_SUCH_FILE`";
+pub(crate) const DIR_PATH: &str = "a directory relative to the working directory (leading and trailing `/` ignored; absent or empty: the top), each name at most 255 bytes (a longer one is 400 `INVALID_ARGUMENT`); `..` above the top, `.git` or the server's own data is 403 `PATH_OUTSIDE_WORKSPACE`; nothing there, or not a directory, is 404 `NO_SUCH_FILE`";
 
 /// A schema maker: registers the type's definitions and returns a `$ref` to it.
-type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+pub(crate) type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
 
-fn of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+pub(crate) fn of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     generator.subschema_for::<T>()
 }
 
 /// `GET /sessions/{id}/events`: events are an open set of kinds (docs/PROTOCOL.md),
 /// each with the fields every event has.
-fn events_page(_: &mut SchemaGenerator) -> Schema {
+pub(crate) fn events_page(_: &mut SchemaGenerator) -> Schema {
     let schema = json!({
         "type": "object",
         "required": ["events", "lastSeq", "hasMore"],
@@ -109,6 +100,8 @@ pub struct Route {
     pub headers: &'static [(&'static str, &'static str, &'static str, bool)],
     /// Answered without a token.
     pub public: bool,
+    /// The request of the table (`crate::operations`) the route runs, if any.
+    pub request: Option<&'static str>,
 }
 
 macro_rules! route {
@@ -126,54 +119,18 @@ macro_rules! route {
             query: $q,
             headers: &[],
             public: $public,
+            request: None,
         }
     };
 }
+pub(crate) use route;
 
-/// Every REST route, in the order docs/PROTOCOL.md lists them.
+/// Every REST route: the few that are not requests of the table (health, this
+/// document, the bytes of uploads), then those the table's rows declare.
 pub fn routes() -> Vec<Route> {
-    vec![
+    let mut routes = vec![
         route!("get" "/health", "Liveness and version.", None, 200, of::<Health>, &[], true),
         route!("get" "/openapi.json", "This description.", None, 200, any_object, &[], true),
-        route!("get" "/vendors", "Vendors, their CLI's version, status and models.", None, 200, of::<VendorsListResult>),
-        route!("get" "/sessions", "Sessions the caller may see, a page at a time.", None, 200, of::<SessionsListResult>,
-            &[("limit", "sessions per page", r#"{"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}"#, false),
-              ("cursor", "`nextCursor` of the previous page (`MS.ID`)", r#"{"type": "string", "pattern": "^[0-9]{1,19}\\.[^\\u0000]+$"}"#, false)], false),
-        route!("post" "/sessions", "Create a session.", Some(of::<SessionCreateParams>), 201, of::<SessionInfo>),
-        route!("get" "/sessions/running", "Sessions with a turn running, ours and Claude Code's outside tandem.", None, 200, of::<SessionsRunningResult>),
-        route!("get" "/sessions/{id}", "One session.", None, 200, of::<SessionInfo>),
-        route!("patch" "/sessions/{id}", "Rename, configure or (admins, `ownerId`) reassign a session.", Some(of::<SessionPatch>), 200, of::<SessionInfo>),
-        route!("delete" "/sessions/{id}", "Archive a session.", None, 200, of::<crate::queries::SessionArchiveResult>),
-        route!("get" "/sessions/{id}/events", "Stored events after `after`.", None, 200, events_page,
-            &[("after", "events with seq > after", r#"{"type": "integer", "minimum": 0, "maximum": 9223372036854775807, "default": 0}"#, false),
-              ("limit", "events per page", r#"{"type": "integer", "minimum": 1, "maximum": 5000, "default": 1000}"#, false)], false),
-        route!("post" "/sessions/{id}/messages", "Send a message (as chat.send).", Some(of::<PostMessage>), 202, of::<MessageAccepted>),
-        route!("post" "/sessions/{id}/edit-send", "Rewind to just before an earlier user message and send a new one in its place (as chat.edit-send).", Some(of::<crate::rest::PostEditSend>), 202, of::<crate::rest::EditSendAccepted>),
-        route!("post" "/sessions/{id}/interrupt", "Interrupt the running turn (as chat.abort).", Some(of::<EmptyBody>), 202, of::<InterruptAccepted>),
-        route!("post" "/sessions/{id}/mcp-token", "The session's MCP endpoint and token.", Some(of::<EmptyBody>), 200, of::<McpToken>),
-        route!("get" "/sessions/{id}/schedules", "Scheduled messages.", None, 200, of::<SessionSchedulesResult>),
-        route!("post" "/sessions/{id}/schedules", "Schedule a message (as session.schedule).", Some(of::<ScheduleBody>), 201, of::<SessionScheduleResult>),
-        route!("get" "/sessions/{id}/queue", "Messages waiting in the session's queue.", None, 200, of::<crate::rest::ChatQueueResult>),
-        route!("get" "/sessions/{id}/usage", "Tokens and cost per session and per delegation.", None, 200, of::<crate::rest::UsageSummary>,
-            &[("since", "only turns that ended at or after this time, epoch ms", r#"{"type": "integer", "minimum": 0, "maximum": 18446744073709551615, "default": 0}"#, false)], false),
-        route!("delete" "/sessions/{id}/schedules/{scheduleId}", "Cancel a scheduled message (as session.schedule-cancel).", None, 200, of::<SessionScheduleCancelResult>),
-        route!("post" "/sessions/{id}/handoff", "Continue the conversation in a new session (as session.handoff).", Some(of::<HandoffBody>), 201, of::<SessionHandoffResult>),
-        route!("post" "/sessions/{id}/tasks/{taskId}/stop", "Stop a background task (as chat.stop-task).", Some(of::<EmptyBody>), 202, of::<ChatStopTaskResult>),
-        route!("post" "/sessions/{id}/permissions/{requestId}", "Answer a pending tool approval (as chat.permission-response).", Some(of::<PermissionAnswer>), 200, of::<ChatPermissionResponseResult>),
-        route!("get" "/sessions/{id}/changes", "What the session's working directory changed (as its latest git_state).", None, 200, of::<crate::workspace::GitState>),
-        route!("get" "/sessions/{id}/changes/diff", "Unified diff against the base (worktree) or HEAD (shared), capped.", None, 200, of::<crate::workspace::FileDiff>,
-            &[("path", "one changed file; absent: all", TEXT, false)], false),
-        route!("post" "/sessions/{id}/merge", "Merge the worktree's branch into its base (as session.merge).", Some(of::<crate::workspace::MergeBody>), 200, of::<crate::workspace::SessionMergeResult>),
-        route!("post" "/sessions/{id}/discard", "Remove the worktree and its branch (as session.discard).", Some(of::<EmptyBody>), 200, of::<crate::workspace::SessionDiscardResult>),
-        route!("get" "/sessions/{id}/files", "List a directory of the working directory.", None, 200, of::<crate::workspace::DirListing>,
-            &[("path", DIR_PATH, TEXT, false)], false),
-        route!("get" "/sessions/{id}/files/content", "A text file (at most 2 MiB) with its ETag.", None, 200, of::<crate::workspace::FileContent>,
-            &[("path", FILE_PATH, FILE, true)], false),
-        Route {
-            headers: &[("If-Match", "the `ETag` of the file as last read (`*`: whatever it holds now); required to replace a file that exists, and must then name its current content, else 412 `PRECONDITION_FAILED`", r#"{"type": "string"}"#, false)],
-            ..route!("put" "/sessions/{id}/files/content", "Save a text file; If-Match: its ETag.", Some(of::<crate::workspace::FileSave>), 200, of::<crate::workspace::FileSaved>,
-                &[("path", SAVE_PATH, FILE, true)], false)
-        },
         Route {
             method: "post",
             path: "/uploads",
@@ -184,6 +141,7 @@ pub fn routes() -> Vec<Route> {
             query: &[("name", "the file's name (path components are dropped)", TEXT, false)],
             headers: &[],
             public: false,
+            request: None,
         },
         Route {
             method: "get",
@@ -195,6 +153,7 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             headers: &[],
             public: false,
+            request: None,
         },
         Route {
             method: "get",
@@ -206,11 +165,19 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             headers: &[],
             public: false,
+            request: None,
         },
-        route!("get" "/pairs", "Driver/Worker pairs.", None, 200, of::<PairsListResult>),
-        route!("post" "/pairs", "Pair a new Worker with a Driver (as pair.create).", Some(of::<PairCreateParams>), 201, of::<PairCreateResult>),
-        route!("delete" "/pairs/{pairId}", "Close a pair (as pair.close).", None, 200, of::<PairCloseResult>),
-    ]
+    ];
+    // Every other route is a request's, declared on its row of the request table.
+    routes.extend(
+        crate::operations::ClientRequest::rest_routes()
+            .into_iter()
+            .map(|(name, route)| Route {
+                request: Some(name),
+                ..route
+            }),
+    );
+    routes
 }
 
 /// A body's `content`: JSON of its schema, or bytes of any media type (OpenAPI 3.1
@@ -353,6 +320,10 @@ pub fn document() -> Value {
         }
         if r.public {
             op["security"] = json!([]);
+        }
+        if let Some(request) = r.request {
+            // The request of the table the route runs (also a WebSocket `type`).
+            op["x-tandem-request"] = json!(request);
         }
         let entry = paths
             .entry(format!("/api/v1{}", r.path))

@@ -26,6 +26,16 @@ use crate::rest::{
 use crate::results::*;
 use crate::workspace::{SessionDiscardResult, SessionMergeParams, SessionMergeResult};
 
+// What the rows' REST routes are made of.
+use crate::openapi::{
+    events_page, of, route, Media, Route, SchemaFn, DIR_PATH, FILE, FILE_PATH, SAVE_PATH, TEXT,
+};
+use crate::rest::{
+    EmptyBody, InterruptAccepted, McpToken, MessageAccepted, PostMessage, SessionPatch,
+};
+use crate::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
+use crate::session::SessionInfo;
+
 /// Where a request runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope<'a> {
@@ -153,7 +163,8 @@ macro_rules! operations {
     ($(
         $(#[doc = $doc:literal])*
         $variant:ident $name:literal $params:ty => $result:ty
-            [$kind:ident $(($field:ident))?, $effect:ident $(, $check:ident)?];
+            [$kind:ident $(($field:ident))?, $effect:ident $(, $check:ident)?]
+            $(rest $route:expr)?;
     )*) => {
         /// Every client request the server understands, keyed by its wire name.
         #[derive(Debug, Clone, PartialEq)]
@@ -211,6 +222,12 @@ macro_rules! operations {
                 })
             }
 
+            /// The REST route of each request that has one, as its row declares it
+            /// (`crate::openapi` makes the OpenAPI document of them).
+            pub fn rest_routes() -> Vec<(&'static str, Route)> {
+                vec![$($(($name, $route),)?)*]
+            }
+
             /// Each request's name and the schemas of its params and result.
             pub fn schemas(
                 generator: &mut schemars::SchemaGenerator,
@@ -244,45 +261,66 @@ operations! {
     /// `ping`: answered `{pong: true}`.
     Ping "ping" PingParams => PingResult [local, reads];
     /// `session.create`: a new session, here or on the named cluster node.
-    SessionCreate "session.create" SessionCreateParams => SessionCreateResult [node(node), writes];
+    SessionCreate "session.create" SessionCreateParams => SessionCreateResult [node(node), writes]
+        rest route!("post" "/sessions", "Create a session.", Some(of::<SessionCreateParams>), 201, of::<SessionInfo>);
     /// `session.get`: one session.
-    SessionGet "session.get" SessionGetParams => SessionGetResult [session(session_id), reads];
+    SessionGet "session.get" SessionGetParams => SessionGetResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}", "One session.", None, 200, of::<SessionInfo>);
     /// `session.configure`: model, effort, vendor, mode, title or owner.
-    SessionConfigure "session.configure" SessionConfigureParams => SessionConfigureResult [session(session_id), writes];
+    SessionConfigure "session.configure" SessionConfigureParams => SessionConfigureResult [session(session_id), writes]
+        rest route!("patch" "/sessions/{id}", "Rename, configure or (admins, `ownerId`) reassign a session.", Some(of::<SessionPatch>), 200, of::<SessionInfo>);
     /// `session.archive`: archive a session.
-    SessionArchive "session.archive" SessionArchiveParams => SessionArchiveResult [session(session_id), writes];
+    SessionArchive "session.archive" SessionArchiveParams => SessionArchiveResult [session(session_id), writes]
+        rest route!("delete" "/sessions/{id}", "Archive a session.", None, 200, of::<crate::queries::SessionArchiveResult>);
     /// `session.events`: stored events after a position, a page at a time.
-    SessionEvents "session.events" SessionEventsParams => SessionEventsResult [session(session_id), reads, checked];
+    SessionEvents "session.events" SessionEventsParams => SessionEventsResult [session(session_id), reads, checked]
+        rest route!("get" "/sessions/{id}/events", "Stored events after `after`.", None, 200, events_page,
+            &[("after", "events with seq > after", r#"{"type": "integer", "minimum": 0, "maximum": 9223372036854775807, "default": 0}"#, false),
+              ("limit", "events per page", r#"{"type": "integer", "minimum": 1, "maximum": 5000, "default": 1000}"#, false)], false);
     /// `session.mcp-token`: the session's MCP token.
-    SessionMcpToken "session.mcp-token" SessionMcpTokenParams => SessionMcpTokenResult [session(session_id), reads];
+    SessionMcpToken "session.mcp-token" SessionMcpTokenParams => SessionMcpTokenResult [session(session_id), reads]
+        rest route!("post" "/sessions/{id}/mcp-token", "The session's MCP endpoint and token.", Some(of::<EmptyBody>), 200, of::<McpToken>);
     /// `session.usage`: tokens and cost per session and delegation.
-    SessionUsage "session.usage" SessionUsageParams => SessionUsageResult [session(session_id), reads];
+    SessionUsage "session.usage" SessionUsageParams => SessionUsageResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}/usage", "Tokens and cost per session and per delegation.", None, 200, of::<crate::rest::UsageSummary>,
+            &[("since", "only turns that ended at or after this time, epoch ms", r#"{"type": "integer", "minimum": 0, "maximum": 18446744073709551615, "default": 0}"#, false)], false);
     /// `sessions.watch`: the first page of sessions, then `session_upserted`.
     SessionsWatch "sessions.watch" SessionsWatchParams => SessionsListResult [connection, reads];
     /// `sessions.list`: one page of sessions.
-    SessionsList "sessions.list" SessionsListParams => SessionsListResult [local, reads];
+    SessionsList "sessions.list" SessionsListParams => SessionsListResult [local, reads]
+        rest route!("get" "/sessions", "Sessions the caller may see, a page at a time.", None, 200, of::<SessionsListResult>,
+            &[("limit", "sessions per page", r#"{"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}"#, false),
+              ("cursor", "`nextCursor` of the previous page (`MS.ID`)", r#"{"type": "string", "pattern": "^[0-9]{1,19}\\.[^\\u0000]+$"}"#, false)], false);
     /// `sessions.running`: sessions with a turn running.
-    SessionsRunning "sessions.running" SessionsRunningParams => SessionsRunningResult [local, reads];
+    SessionsRunning "sessions.running" SessionsRunningParams => SessionsRunningResult [local, reads]
+        rest route!("get" "/sessions/running", "Sessions with a turn running, ours and Claude Code's outside tandem.", None, 200, of::<SessionsRunningResult>);
     /// `user.get`: who the caller is (for showing what an admin may do).
     UserGet "user.get" UserGetParams => UserGetResult [local, reads];
     /// `vendors.list`: vendors, their CLI's version, status and models.
-    VendorsList "vendors.list" VendorsListParams => VendorsListResult [local, reads];
+    VendorsList "vendors.list" VendorsListParams => VendorsListResult [local, reads]
+        rest route!("get" "/vendors", "Vendors, their CLI's version, status and models.", None, 200, of::<VendorsListResult>);
     /// `chat.send`: a message, which starts a turn or is queued.
-    ChatSend "chat.send" ChatSendParams => ChatSendResult [session(session_id), writes];
+    ChatSend "chat.send" ChatSendParams => ChatSendResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/messages", "Send a message (as chat.send).", Some(of::<PostMessage>), 202, of::<MessageAccepted>);
     /// `chat.edit-send`: rewind to before an earlier message and send a new one.
-    ChatEditSend "chat.edit-send" ChatEditSendParams => ChatEditSendResult [session(session_id), writes, checked];
+    ChatEditSend "chat.edit-send" ChatEditSendParams => ChatEditSendResult [session(session_id), writes, checked]
+        rest route!("post" "/sessions/{id}/edit-send", "Rewind to just before an earlier user message and send a new one in its place (as chat.edit-send).", Some(of::<crate::rest::PostEditSend>), 202, of::<crate::rest::EditSendAccepted>);
     /// `chat.abort`: interrupt the running turn.
-    ChatAbort "chat.abort" ChatAbortParams => ChatAbortResult [session(session_id), writes];
+    ChatAbort "chat.abort" ChatAbortParams => ChatAbortResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/interrupt", "Interrupt the running turn (as chat.abort).", Some(of::<EmptyBody>), 202, of::<InterruptAccepted>);
     /// `chat.stop-task`: stop a background task.
-    ChatStopTask "chat.stop-task" ChatStopTaskParams => ChatStopTaskResult [session(session_id), writes, checked];
+    ChatStopTask "chat.stop-task" ChatStopTaskParams => ChatStopTaskResult [session(session_id), writes, checked]
+        rest route!("post" "/sessions/{id}/tasks/{taskId}/stop", "Stop a background task (as chat.stop-task).", Some(of::<EmptyBody>), 202, of::<ChatStopTaskResult>);
     /// `chat.permission-response`: answer a pending tool approval.
-    ChatPermissionResponse "chat.permission-response" ChatPermissionResponseParams => ChatPermissionResponseResult [permission, writes, checked];
+    ChatPermissionResponse "chat.permission-response" ChatPermissionResponseParams => ChatPermissionResponseResult [permission, writes, checked]
+        rest route!("post" "/sessions/{id}/permissions/{requestId}", "Answer a pending tool approval (as chat.permission-response).", Some(of::<PermissionAnswer>), 200, of::<ChatPermissionResponseResult>);
     /// `chat.subscribe`: live events of sessions, after a replay.
     ChatSubscribe "chat.subscribe" ChatSubscribeParams => ChatSubscribeResult [connection, reads, checked];
     /// `chat.unsubscribe`: stop receiving sessions' events.
     ChatUnsubscribe "chat.unsubscribe" ChatUnsubscribeParams => ChatUnsubscribeResult [connection, reads];
     /// `chat.queue`: the messages waiting in a session's queue.
-    ChatQueue "chat.queue" ChatQueueParams => ChatQueueResult [session(session_id), reads];
+    ChatQueue "chat.queue" ChatQueueParams => ChatQueueResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}/queue", "Messages waiting in the session's queue.", None, 200, of::<crate::rest::ChatQueueResult>);
     /// `chat.queue-cancel`: take a message out of the queue.
     ChatQueueCancel "chat.queue-cancel" ChatQueueCancelParams => ChatQueueChangeResult [session(session_id), writes];
     /// `chat.queue-edit`: replace a queued message's text.
@@ -292,33 +330,54 @@ operations! {
     /// `proposal.respond`: accept or decline a Driver's delegation proposal.
     ProposalRespond "proposal.respond" ProposalRespondParams => ProposalRespondResult [session(session_id), writes];
     /// `pair.create`: a new Worker paired with a Driver.
-    PairCreate "pair.create" PairCreateParams => PairCreateResult [session(driver_id), writes];
+    PairCreate "pair.create" PairCreateParams => PairCreateResult [session(driver_id), writes]
+        rest route!("post" "/pairs", "Pair a new Worker with a Driver (as pair.create).", Some(of::<PairCreateParams>), 201, of::<PairCreateResult>);
     /// `pair.close`: dissolve a pair.
-    PairClose "pair.close" PairCloseParams => PairCloseResult [pair(pair_id), writes];
+    PairClose "pair.close" PairCloseParams => PairCloseResult [pair(pair_id), writes]
+        rest route!("delete" "/pairs/{pairId}", "Close a pair (as pair.close).", None, 200, of::<PairCloseResult>);
     /// `pairs.list`: Driver/Worker pairs.
-    PairsList "pairs.list" PairsListParams => PairsListResult [local, reads];
+    PairsList "pairs.list" PairsListParams => PairsListResult [local, reads]
+        rest route!("get" "/pairs", "Driver/Worker pairs.", None, 200, of::<PairsListResult>);
     /// `session.handoff`: continue the conversation in a new session.
-    SessionHandoff "session.handoff" SessionHandoffParams => SessionHandoffResult [session(session_id), writes];
+    SessionHandoff "session.handoff" SessionHandoffParams => SessionHandoffResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/handoff", "Continue the conversation in a new session (as session.handoff).", Some(of::<HandoffBody>), 201, of::<SessionHandoffResult>);
     /// `session.schedule`: send a message later.
-    SessionSchedule "session.schedule" SessionScheduleParams => SessionScheduleResult [session(session_id), writes];
+    SessionSchedule "session.schedule" SessionScheduleParams => SessionScheduleResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/schedules", "Schedule a message (as session.schedule).", Some(of::<ScheduleBody>), 201, of::<SessionScheduleResult>);
     /// `session.schedule-cancel`: cancel a pending schedule.
-    SessionScheduleCancel "session.schedule-cancel" SessionScheduleCancelParams => SessionScheduleCancelResult [session(session_id), writes];
+    SessionScheduleCancel "session.schedule-cancel" SessionScheduleCancelParams => SessionScheduleCancelResult [session(session_id), writes]
+        rest route!("delete" "/sessions/{id}/schedules/{scheduleId}", "Cancel a scheduled message (as session.schedule-cancel).", None, 200, of::<SessionScheduleCancelResult>);
     /// `session.schedules`: a session's scheduled messages.
-    SessionSchedules "session.schedules" SessionSchedulesParams => SessionSchedulesResult [session(session_id), reads];
+    SessionSchedules "session.schedules" SessionSchedulesParams => SessionSchedulesResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}/schedules", "Scheduled messages.", None, 200, of::<SessionSchedulesResult>);
     /// `session.changes`: what the working directory changed.
-    SessionChanges "session.changes" SessionChangesParams => SessionChangesResult [session(session_id), reads];
+    SessionChanges "session.changes" SessionChangesParams => SessionChangesResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}/changes", "What the session's working directory changed (as its latest git_state).", None, 200, of::<crate::workspace::GitState>);
     /// `session.diff`: the unified diff of the changes, capped.
-    SessionDiff "session.diff" SessionDiffParams => SessionDiffResult [session(session_id), reads];
+    SessionDiff "session.diff" SessionDiffParams => SessionDiffResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}/changes/diff", "Unified diff against the base (worktree) or HEAD (shared), capped.", None, 200, of::<crate::workspace::FileDiff>,
+            &[("path", "one changed file; absent: all", TEXT, false)], false);
     /// `session.merge`: merge the worktree's branch into its base.
-    SessionMerge "session.merge" SessionMergeParams => SessionMergeResult [session(session_id), writes];
+    SessionMerge "session.merge" SessionMergeParams => SessionMergeResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/merge", "Merge the worktree's branch into its base (as session.merge).", Some(of::<crate::workspace::MergeBody>), 200, of::<crate::workspace::SessionMergeResult>);
     /// `session.discard`: remove the worktree and its branch.
-    SessionDiscard "session.discard" SessionDiscardParams => SessionDiscardResult [session(session_id), writes];
+    SessionDiscard "session.discard" SessionDiscardParams => SessionDiscardResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/discard", "Remove the worktree and its branch (as session.discard).", Some(of::<EmptyBody>), 200, of::<crate::workspace::SessionDiscardResult>);
     /// `session.files`: a directory of the working directory.
-    SessionFiles "session.files" SessionFilesParams => SessionFilesResult [session(session_id), reads];
+    SessionFiles "session.files" SessionFilesParams => SessionFilesResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}/files", "List a directory of the working directory.", None, 200, of::<crate::workspace::DirListing>,
+            &[("path", DIR_PATH, TEXT, false)], false);
     /// `session.file-read`: a text file with its ETag.
-    SessionFileRead "session.file-read" SessionFileReadParams => SessionFileReadResult [session(session_id), reads, checked];
+    SessionFileRead "session.file-read" SessionFileReadParams => SessionFileReadResult [session(session_id), reads, checked]
+        rest route!("get" "/sessions/{id}/files/content", "A text file (at most 2 MiB) with its ETag.", None, 200, of::<crate::workspace::FileContent>,
+            &[("path", FILE_PATH, FILE, true)], false);
     /// `session.file-write`: save a text file, if it is still as read.
-    SessionFileWrite "session.file-write" SessionFileWriteParams => SessionFileWriteResult [session(session_id), writes, checked];
+    SessionFileWrite "session.file-write" SessionFileWriteParams => SessionFileWriteResult [session(session_id), writes, checked]
+        rest Route {
+            headers: &[("If-Match", "the `ETag` of the file as last read (`*`: whatever it holds now); required to replace a file that exists, and must then name its current content, else 412 `PRECONDITION_FAILED`", r#"{"type": "string"}"#, false)],
+            ..route!("put" "/sessions/{id}/files/content", "Save a text file; If-Match: its ETag.", Some(of::<crate::workspace::FileSave>), 200, of::<crate::workspace::FileSaved>,
+                &[("path", SAVE_PATH, FILE, true)], false)
+        };
 }
 
 #[cfg(test)]
