@@ -356,32 +356,34 @@ fn run_serve(args: ServeArgs) -> ExitCode {
     }
 }
 
-fn options(args: ServeArgs) -> Result<ServeOptions, String> {
-    let file = match &args.config {
-        Some(path) => ConfigFile::load(path).map_err(|e| e.to_string())?,
-        None => ConfigFile::default(),
-    };
-    // Roots from the command line come on top of the file's.
+/// The workspace roots: the config file's, then those of the command line; the
+/// current directory when there are none. Each canonical.
+fn workspace_roots(file: &ConfigFile, extra: Vec<PathBuf>) -> Result<Vec<PathBuf>, String> {
     let mut roots = file.workspace.roots.clone();
-    roots.extend(args.workspace_roots);
+    roots.extend(extra);
     if roots.is_empty() {
         roots.push(std::env::current_dir().map_err(|e| format!("current directory: {e}"))?);
     }
-    let roots = roots
+    roots
         .into_iter()
         .map(|r| {
             r.canonicalize()
                 .map_err(|e| format!("workspace root {}: {e}", r.display()))
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let data_dir = match args.data_dir {
-        Some(dir) => dir,
-        None => default_data_dir()?,
-    };
-    let (bind, bind_name) = bind_address(&args.bind)?;
-    let mut allowed_hosts = args.allowed_hosts;
-    allowed_hosts.extend(bind_name);
-    let mut runtime = RuntimeConfig::new(data_dir, roots);
+        .collect()
+}
+
+/// Agent confinement as the kernel allows (`--confine-agents`), given to every
+/// vendor's process.
+fn confine(runtime: &mut RuntimeConfig, wanted: bool) {
+    runtime.confinement = crate::confine::detect(wanted, runtime.private_paths());
+    for vendor in &mut runtime.vendors.vendors {
+        vendor.process.confine = runtime.confinement.launcher.clone();
+    }
+}
+
+/// The per-user roots of the config file's `[users.NAME]` sections, canonical.
+fn add_user_roots(file: &ConfigFile, runtime: &mut RuntimeConfig) -> Result<(), String> {
     for (user, section) in &file.users {
         let roots = section
             .workspace_roots
@@ -393,6 +395,21 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
             .collect::<Result<Vec<_>, _>>()?;
         runtime.user_roots.insert(user.clone(), roots);
     }
+    Ok(())
+}
+
+fn options(args: ServeArgs) -> Result<ServeOptions, String> {
+    let file = match &args.config {
+        Some(path) => ConfigFile::load(path).map_err(|e| e.to_string())?,
+        None => ConfigFile::default(),
+    };
+    let roots = workspace_roots(&file, args.workspace_roots)?;
+    let data_dir = args.data_dir.map_or_else(default_data_dir, Ok)?;
+    let (bind, bind_name) = bind_address(&args.bind)?;
+    let mut allowed_hosts = args.allowed_hosts;
+    allowed_hosts.extend(bind_name);
+    let mut runtime = RuntimeConfig::new(data_dir, roots);
+    add_user_roots(&file, &mut runtime)?;
     runtime.config_file = match &args.config {
         Some(path) => Some(
             path.canonicalize()
@@ -432,11 +449,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         |key| std::env::var(key).ok(),
         std::env::var_os("PATH").as_deref(),
     );
-    runtime.confinement =
-        crate::confine::detect(args.confine_agents == OnOff::On, runtime.private_paths());
-    for vendor in &mut runtime.vendors.vendors {
-        vendor.process.confine = runtime.confinement.launcher.clone();
-    }
+    confine(&mut runtime, args.confine_agents == OnOff::On);
     Ok(ServeOptions {
         bind,
         allowed_hosts,

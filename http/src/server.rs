@@ -82,40 +82,13 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     }
     // Bind before anything touches the data directory: a port in use must not leave a
     // fresh database behind, and its error must say which address.
-    let listener = std::net::TcpListener::bind((opts.bind, opts.port)).map_err(|source| {
-        let hint = if source.kind() == std::io::ErrorKind::AddrInUse {
-            " (another process uses it; pick another --port, or --port 0 for a free one)"
-        } else {
-            ""
-        };
-        ServeError::Bind {
-            addr: std::net::SocketAddr::new(opts.bind, opts.port).to_string(),
-            source,
-            hint,
-        }
-    })?;
+    let listener = bind(&opts)?;
     let addr = listener.local_addr()?;
     let started = tandem_actors::start(opts.runtime.clone())?;
     let users = started.runtime.store().list_users().map_or(0, |u| u.len());
     crate::confine::log_at_start(&opts.runtime.confinement, users);
-    let cluster = match opts.cluster.clone() {
-        Some(config) => {
-            let cluster =
-                tandem_actors::cluster::Cluster::join(config, started.runtime.clone()).await?;
-            crate::cluster_rpc::serve(&cluster, started.runtime.clone()).await?;
-            Some(cluster)
-        }
-        None => None,
-    };
-    let state = web::Data::new(AppState {
-        cluster,
-        runtime: started.runtime,
-        auth: opts.auth,
-        max_frame_bytes: opts.max_frame_bytes,
-        heartbeat: opts.heartbeat,
-        limits: opts.limits,
-        connections: crate::limits::ConnectionCounts::default(),
-    });
+    let cluster = join_cluster(&opts, &started.runtime).await?;
+    let state = app_state(&opts, started.runtime, cluster);
     let guard = web::Data::from(crate::guard::Guard::new(
         addr.ip(),
         &opts.allowed_hosts,
@@ -175,9 +148,69 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         .run();
     let base = format!("http://{addr}");
     state.runtime.set_base_url(&base);
+    print_start(&opts, &base, started.new_admin_token.as_deref())?;
+    tracing::info!(%addr, data_dir = %opts.runtime.data_dir.display(), "serving");
+    server.await?;
+    state.runtime.stop_vendor_processes().await;
+    Ok(())
+}
+
+/// What every handler shares, from the options, the runtime and the membership.
+fn app_state(
+    opts: &ServeOptions,
+    runtime: tandem_actors::Runtime,
+    cluster: Option<tandem_actors::cluster::Cluster>,
+) -> web::Data<AppState> {
+    web::Data::new(AppState {
+        cluster,
+        runtime,
+        auth: opts.auth,
+        max_frame_bytes: opts.max_frame_bytes,
+        heartbeat: opts.heartbeat,
+        limits: opts.limits,
+        connections: crate::limits::ConnectionCounts::default(),
+    })
+}
+
+/// The listening socket, or which address could not be bound and why.
+fn bind(opts: &ServeOptions) -> Result<std::net::TcpListener, ServeError> {
+    std::net::TcpListener::bind((opts.bind, opts.port)).map_err(|source| {
+        let hint = if source.kind() == std::io::ErrorKind::AddrInUse {
+            " (another process uses it; pick another --port, or --port 0 for a free one)"
+        } else {
+            ""
+        };
+        ServeError::Bind {
+            addr: std::net::SocketAddr::new(opts.bind, opts.port).to_string(),
+            source,
+            hint,
+        }
+    })
+}
+
+/// With `--nats`: joins the cluster and answers what other nodes send this one.
+async fn join_cluster(
+    opts: &ServeOptions,
+    runtime: &tandem_actors::Runtime,
+) -> Result<Option<tandem_actors::cluster::Cluster>, ServeError> {
+    let Some(config) = opts.cluster.clone() else {
+        return Ok(None);
+    };
+    let cluster = tandem_actors::cluster::Cluster::join(config, runtime.clone()).await?;
+    crate::cluster_rpc::serve(&cluster, runtime.clone()).await?;
+    Ok(Some(cluster))
+}
+
+/// The start lines on stdout: the admin token's URL (once, when it was just made) or
+/// how to print it, then `tandem listening on URL`.
+fn print_start(
+    opts: &ServeOptions,
+    base: &str,
+    new_admin_token: Option<&str>,
+) -> Result<(), ServeError> {
     let mut stdout = std::io::stdout().lock();
     if opts.auth == AuthMode::Token {
-        match &started.new_admin_token {
+        match new_admin_token {
             // Shown once, when it is created; afterwards `tandem token show`.
             Some(token) => writeln!(stdout, "open {base}/?token={token}")?,
             None => writeln!(
@@ -189,10 +222,6 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     }
     writeln!(stdout, "tandem listening on {base}")?;
     stdout.flush()?;
-    drop(stdout);
-    tracing::info!(%addr, data_dir = %opts.runtime.data_dir.display(), "serving");
-    server.await?;
-    state.runtime.stop_vendor_processes().await;
     Ok(())
 }
 
