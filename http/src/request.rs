@@ -158,8 +158,9 @@ impl<T: DeserializeOwned + 'static> Json<T> {
     }
 }
 
-/// Reads a JSON body of at most the frame limit. An empty body reads as `{}` when
-/// `empty_ok`.
+/// Reads a JSON body of at most the frame limit. An empty body (no byte at all) reads
+/// as `{}` when `empty_ok`; white space alone is not JSON, so it is refused like any
+/// other body that is not an object.
 pub(crate) async fn body<T: DeserializeOwned>(
     payload: web::Payload,
     limit: usize,
@@ -180,7 +181,7 @@ pub(crate) async fn body<T: DeserializeOwned>(
                 format!("body could not be read: {e}"),
             )
         })?;
-    let bytes: &[u8] = if empty_ok && bytes.iter().all(u8::is_ascii_whitespace) {
+    let bytes: &[u8] = if empty_ok && bytes.is_empty() {
         b"{}"
     } else {
         &bytes

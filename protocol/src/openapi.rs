@@ -313,6 +313,10 @@ pub fn document() -> Value {
             op["parameters"] = Value::Array(parameters);
         }
         if let Some(body) = &r.body {
+            // Required even where the server reads a body of no byte as `{}` (the POSTs
+            // that take no fields, `POST /sessions`): such a request must still say
+            // `Content-Type: application/json`, and a document that let the body out
+            // would let its media type out too (OpenAPI does not describe that header).
             op["requestBody"] = json!({
                 "required": true,
                 "content": content(body, &mut generator)
