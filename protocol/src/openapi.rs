@@ -41,31 +41,6 @@ pub(crate) fn of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     generator.subschema_for::<T>()
 }
 
-/// `GET /sessions/{id}/events`: events are an open set of kinds (docs/PROTOCOL.md),
-/// each with the fields every event has.
-pub(crate) fn events_page(_: &mut SchemaGenerator) -> Schema {
-    let schema = json!({
-        "type": "object",
-        "required": ["events", "lastSeq", "hasMore"],
-        "properties": {
-            "events": {"type": "array", "items": {
-                "type": "object",
-                "required": ["seq", "kind", "sessionId", "ts"],
-                "properties": {
-                    "seq": {"type": "integer", "minimum": 1},
-                    "kind": {"type": "string"},
-                    "sessionId": {"type": "string"},
-                    "ts": {"type": "integer"},
-                    "turnId": {"type": "string"}
-                }
-            }},
-            "lastSeq": {"type": "integer", "minimum": 0},
-            "hasMore": {"type": "boolean"}
-        }
-    });
-    Schema::try_from(schema).unwrap_or_default()
-}
-
 /// This document itself.
 fn any_object(_: &mut SchemaGenerator) -> Schema {
     Schema::try_from(json!({"type": "object"})).unwrap_or_default()

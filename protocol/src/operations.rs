@@ -28,7 +28,7 @@ use crate::workspace::{SessionDiscardResult, SessionMergeParams, SessionMergeRes
 
 // What the rows' REST routes are made of.
 use crate::openapi::{
-    events_page, of, route, Media, Route, SchemaFn, DIR_PATH, FILE, FILE_PATH, SAVE_PATH, TEXT,
+    of, route, Media, Route, SchemaFn, DIR_PATH, FILE, FILE_PATH, SAVE_PATH, TEXT,
 };
 use crate::rest::{
     EmptyBody, InterruptAccepted, McpToken, MessageAccepted, PostMessage, SessionPatch,
@@ -274,7 +274,7 @@ operations! {
         rest route!("delete" "/sessions/{id}", "Archive a session.", None, 200, of::<crate::queries::SessionArchiveResult>);
     /// `session.events`: stored events after a position, a page at a time.
     SessionEvents "session.events" SessionEventsParams => SessionEventsResult [session(session_id), reads, checked]
-        rest route!("get" "/sessions/{id}/events", "Stored events after `after`.", None, 200, events_page,
+        rest route!("get" "/sessions/{id}/events", "Stored events after `after`.", None, 200, of::<SessionEventsResult>,
             &[("after", "events with seq > after", r#"{"type": "integer", "minimum": 0, "maximum": 9223372036854775807, "default": 0}"#, false),
               ("limit", "events per page", r#"{"type": "integer", "minimum": 1, "maximum": 5000, "default": 1000}"#, false)], false);
     /// `session.mcp-token`: the session's MCP token.

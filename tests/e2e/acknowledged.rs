@@ -79,6 +79,21 @@ async fn stop_and_interrupt(server: &Server, transport: Transport, id: &str) {
     }
 }
 
+/// A new session whose turn runs `script` and is held at `/hold {hold}`; its id.
+async fn held_turn(server: &Server, script: &str, hold: &str) -> String {
+    let (_, created) = server.post("/api/v1/sessions", &json!({})).await;
+    let id = created["id"].as_str().unwrap().to_string();
+    let (status, body) = server
+        .post(
+            &format!("/api/v1/sessions/{id}/messages"),
+            &json!({"content": script}),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    server.wait_held(hold).await;
+    id
+}
+
 /// The `(seq, kind)` of each event.
 fn positions(events: &[Value]) -> Vec<(u64, String)> {
     events
@@ -96,16 +111,12 @@ fn positions(events: &[Value]) -> Vec<(u64, String)> {
 async fn an_acknowledged_stop_and_interrupt_lose_nothing_on_every_transport() {
     for transport in TRANSPORTS {
         let server = Server::start();
-        let (_, created) = server.post("/api/v1/sessions", &json!({})).await;
-        let id = created["id"].as_str().unwrap().to_string();
-        let (status, body) = server
-            .post(
-                &format!("/api/v1/sessions/{id}/messages"),
-                &json!({"content": "/background t1 600000 a long task\n/hold stop"}),
-            )
-            .await;
-        assert_eq!(status, 202, "{body}");
-        server.wait_held("stop").await;
+        let id = held_turn(
+            &server,
+            "/background t1 600000 a long task\n/hold stop",
+            "stop",
+        )
+        .await;
         let before = server.all_events(&id).await;
         assert!(
             before.iter().any(|e| e["kind"] == "background_tasks"),
@@ -134,16 +145,7 @@ async fn an_acknowledged_stop_and_interrupt_lose_nothing_on_every_transport() {
 #[actix_rt::test]
 async fn an_interrupt_is_not_acknowledged_while_the_store_fails() {
     let server = Server::start();
-    let (_, created) = server.post("/api/v1/sessions", &json!({})).await;
-    let id = created["id"].as_str().unwrap().to_string();
-    let (status, body) = server
-        .post(
-            &format!("/api/v1/sessions/{id}/messages"),
-            &json!({"content": "first\n/hold never"}),
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
-    server.wait_held("never").await;
+    let id = held_turn(&server, "first\n/hold never", "never").await;
     server.failpoint("store.commit", "return").await;
     let (status, body) = server
         .post(&format!("/api/v1/sessions/{id}/interrupt"), &json!({}))
