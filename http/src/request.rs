@@ -12,8 +12,12 @@ use actix_web::{web, FromRequest, HttpRequest};
 use futures_util::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 use tandem_actors::Principal;
+use tandem_protocol::client::{SessionConfigureParams, SessionCreateParams};
 use tandem_protocol::operations::Operation;
+use tandem_protocol::queries::{SessionGetParams, SessionGetResult};
 use tandem_protocol::rest::EmptyBody;
+use tandem_protocol::results::{SessionConfigureResult, SessionCreateResult};
+use tandem_protocol::session::SessionInfo;
 use tandem_protocol::ErrorCode;
 
 use crate::auth::caller;
@@ -241,23 +245,59 @@ pub(crate) async fn run<P: Operation>(
     crate::operation::call(&state.context(), who, params).await
 }
 
-/// As [`run`], one field of the result as the operation wrote it (REST answers
-/// `POST /sessions` with the `session` of `session.create`'s result): the field's JSON
-/// text is cut out, not decoded and encoded again.
-pub(crate) async fn run_field<P: Operation>(
+/// A result that is the session and nothing else, which REST answers with alone
+/// (`POST`, `GET` and `PATCH /sessions/{id}`). The impls take the result apart
+/// field by field, so a field added to one of them fails to compile here rather
+/// than being dropped from the cut in [`run_session`].
+pub(crate) trait SessionEnvelope: Operation
+where
+    Self::Result: Sized,
+{
+    /// The session the result holds.
+    fn session(result: Self::Result) -> SessionInfo;
+}
+
+impl SessionEnvelope for SessionCreateParams {
+    fn session(result: SessionCreateResult) -> SessionInfo {
+        let SessionCreateResult { session } = result;
+        session
+    }
+}
+
+impl SessionEnvelope for SessionGetParams {
+    fn session(result: SessionGetResult) -> SessionInfo {
+        let SessionGetResult { session } = result;
+        session
+    }
+}
+
+impl SessionEnvelope for SessionConfigureParams {
+    fn session(result: SessionConfigureResult) -> SessionInfo {
+        let SessionConfigureResult { session } = result;
+        session
+    }
+}
+
+/// As [`run`], the session of the result as JSON text. serde writes a result of one
+/// field as `{"session":…}`, so the session is cut out of the text without being
+/// read again (reading it cost about as much as making it); a text in another
+/// spelling (a forwarded answer) is decoded and the session written anew.
+pub(crate) async fn run_session<P: SessionEnvelope>(
     state: &AppState,
     who: &Principal,
     params: P,
-    field: &str,
 ) -> Result<String, ApiError> {
-    let text = run_text(state, who, params).await?;
-    let fields: std::collections::HashMap<&str, &serde_json::value::RawValue> =
-        serde_json::from_str(&text)
-            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("bad result: {e}")))?;
-    fields
-        .get(field)
-        .map(|raw| raw.get().to_string())
-        .ok_or_else(|| ApiError::new(ErrorCode::Internal, format!("the result has no `{field}`")))
+    const OPEN: &str = r#"{"session":"#;
+    let mut text = run_text(state, who, params).await?;
+    if text.starts_with(OPEN) && text.ends_with('}') {
+        text.truncate(text.len() - 1);
+        text.drain(..OPEN.len());
+        return Ok(text);
+    }
+    let result: P::Result = serde_json::from_str(&text)
+        .map_err(|e| ApiError::new(ErrorCode::Internal, format!("bad result: {e}")))?;
+    serde_json::to_string(&P::session(result))
+        .map_err(|e| ApiError::new(ErrorCode::Internal, format!("bad result: {e}")))
 }
 
 /// As [`run`], the result's JSON text as the operation made it (a page of events is

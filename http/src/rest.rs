@@ -16,7 +16,7 @@ use tandem_protocol::results::ChatSendResult;
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
-use crate::request::{body, query, run, run_field, run_text, Caller, Json, NoBody};
+use crate::request::{body, query, run, run_session, run_text, Caller, Json, NoBody};
 use crate::state::AppState;
 
 /// Mounts every `/api/v1` route. Each path is a resource whose other methods are
@@ -154,7 +154,7 @@ async fn create_session(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let params: SessionCreateParams = body(payload, state.max_frame_bytes, true).await?;
-    let session = run_field(&state, &who, params, "session").await?;
+    let session = run_session(&state, &who, params).await?;
     Ok(HttpResponse::Created()
         .content_type("application/json")
         .body(session))
@@ -166,7 +166,7 @@ async fn get_session(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
-    let session = run_field(&state, &who, SessionGetParams { session_id }, "session").await?;
+    let session = run_session(&state, &who, SessionGetParams { session_id }).await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(session))

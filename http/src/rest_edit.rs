@@ -8,7 +8,7 @@ use tandem_protocol::queries::SessionArchiveParams;
 use tandem_protocol::rest::SessionPatch;
 
 use crate::error::ApiError;
-use crate::request::{run, run_field, Caller, Json};
+use crate::request::{run, run_session, Caller, Json};
 use crate::state::AppState;
 
 /// `PATCH /sessions/{id}` → 200 `SessionInfo`.
@@ -27,7 +27,7 @@ pub async fn patch_session(
         title: patch.title,
         owner_id: patch.owner_id,
     };
-    let session = run_field(&state, &who, params, "session").await?;
+    let session = run_session(&state, &who, params).await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(session))

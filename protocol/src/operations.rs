@@ -2,11 +2,11 @@
 //!
 //! Each row of [`operations!`] names a request's wire name (the `type` of its
 //! WebSocket frame), its `*Params` and `*Result` types, its scope (where in a cluster
-//! it runs, and which id a frame must carry) and whether it changes state. From the
+//! it runs, and which id a frame must carry) and its [`Effect`] on state. From the
 //! table come [`ClientRequest`], the frame decoder [`ClientRequest::decode`] (the
 //! `sessionId` requirement derived from the scope), [`ClientRequest::scope`] (cluster
-//! routing), [`ClientRequest::writes`] (the entry point waits for the commit of a
-//! state change), the request schemas ([`crate::results::request_schemas`]) and, for
+//! routing), [`ClientRequest::effect`] (whether the entry point waits for the commit
+//! of a state change), the request schemas ([`crate::results::request_schemas`]) and, for
 //! REST, [`Operation`]: a params type knows its request and its result type.
 //!
 //! Adding a request: a row here, its handler in `http/src/operation/`, its test.
@@ -103,6 +103,8 @@ pub struct OperationInfo {
     pub name: &'static str,
     /// True when it changes state (answered only once committed).
     pub writes: bool,
+    /// How the entry point makes its answer durable.
+    pub effect: Effect,
     /// True when its frame must carry `sessionId`.
     pub needs_session: bool,
 }
@@ -141,12 +143,30 @@ macro_rules! needs_session {
     };
 }
 
-macro_rules! writes {
-    (writes) => {
-        true
-    };
+/// What a request does to state, which decides whether the entry point waits for
+/// the store before answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Changes nothing: answered at once.
+    Reads,
+    /// Changes state: the entry point answers only once the store committed every
+    /// write queued while the request ran.
+    Writes,
+    /// Changes state and its handler already answers only once its writes are
+    /// committed (`session.create`: the session is on disk before it is listed or
+    /// announced), so the entry point does not wait a second time.
+    Commits,
+}
+
+macro_rules! effect {
     (reads) => {
-        false
+        Effect::Reads
+    };
+    (writes) => {
+        Effect::Writes
+    };
+    (commits) => {
+        Effect::Commits
     };
 }
 
@@ -175,7 +195,8 @@ macro_rules! operations {
         /// Every request of the table, in its order.
         pub const OPERATIONS: &[OperationInfo] = &[$(OperationInfo {
             name: $name,
-            writes: writes!($effect),
+            writes: !matches!(effect!($effect), Effect::Reads),
+            effect: effect!($effect),
             needs_session: needs_session!($kind $(, $field)?),
         },)*];
 
@@ -192,7 +213,12 @@ macro_rules! operations {
 
             /// True when it changes state: answered only once that is committed.
             pub fn writes(&self) -> bool {
-                match self { $(Self::$variant(_) => writes!($effect),)* }
+                self.effect() != Effect::Reads
+            }
+
+            /// What it does to state (see [`Effect`]).
+            pub fn effect(&self) -> Effect {
+                match self { $(Self::$variant(_) => effect!($effect),)* }
             }
 
             /// Checks the rules its types do not state.
@@ -261,7 +287,7 @@ operations! {
     /// `ping`: answered `{pong: true}`.
     Ping "ping" PingParams => PingResult [local, reads];
     /// `session.create`: a new session, here or on the named cluster node.
-    SessionCreate "session.create" SessionCreateParams => SessionCreateResult [node(node), writes]
+    SessionCreate "session.create" SessionCreateParams => SessionCreateResult [node(node), commits]
         rest route!("post" "/sessions", "Create a session.", Some(of::<SessionCreateParams>), 201, of::<SessionInfo>);
     /// `session.get`: one session.
     SessionGet "session.get" SessionGetParams => SessionGetResult [session(session_id), reads]

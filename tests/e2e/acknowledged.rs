@@ -1,8 +1,9 @@
 //! A 2xx (or a `reply`) is answered only once what the request did is committed, on
 //! every transport: the server is killed with SIGKILL right after the answer and
 //! started again on the same data, and nothing acknowledged is missing. REST's
-//! `POST /sessions`, `interrupt` and task stop once answered before their commit;
-//! now every request runs through one entry point that waits for it.
+//! `interrupt` and task stop once answered before their commit; now every request
+//! runs through one entry point that waits for it, or (`session.create`, a `commits`
+//! row) whose handler waits for its own.
 
 use serde_json::{json, Value};
 use tandem_tests::Server;
@@ -152,4 +153,26 @@ async fn an_interrupt_is_not_acknowledged_while_the_store_fails() {
         .await;
     assert_eq!(status, 500, "{body}");
     assert_eq!(body["error"]["code"], "INTERNAL", "{body}");
+}
+
+/// `session.create` is a `commits` row: the entry point does not wait again, because
+/// creating waits for the session's own commit. While the store cannot commit, a
+/// creation is refused on both transports and leaves no session behind.
+#[actix_rt::test]
+async fn a_creation_is_not_acknowledged_while_the_store_fails() {
+    let server = Server::start();
+    server.failpoint("store.commit", "return").await;
+    let (status, body) = server
+        .post("/api/v1/sessions", &json!({"title": "never"}))
+        .await;
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(body["error"]["code"], "INTERNAL", "{body}");
+    let mut ws = server.ws().await;
+    let reply = ws
+        .request(json!({"type": "session.create", "title": "never"}))
+        .await;
+    assert_eq!(reply["code"], "INTERNAL", "{reply}");
+    let (status, list) = server.get("/api/v1/sessions").await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["sessions"], json!([]), "{list}");
 }

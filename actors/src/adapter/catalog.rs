@@ -1,6 +1,6 @@
 //! Static facts about vendors: names, models, effort levels, and whether they can run.
 
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use tandem_protocol::rest::VendorInfo;
 
@@ -103,10 +103,12 @@ pub fn strings(list: &[&str]) -> Vec<String> {
 }
 
 /// The vendors this server offers. Shared by every session; the model lists and
-/// versions are filled in once the CLIs have been asked, hence the lock.
+/// versions are filled in once the CLIs have been asked, hence the lock. Each entry
+/// is shared, so a lookup (one per session creation) is a reference count, not a copy
+/// of its model lists.
 #[derive(Debug)]
 pub struct VendorCatalog {
-    vendors: RwLock<Vec<VendorSpec>>,
+    vendors: RwLock<Vec<Arc<VendorSpec>>>,
 }
 
 impl Default for VendorCatalog {
@@ -120,23 +122,23 @@ impl VendorCatalog {
     /// The catalog of these vendors, in this order (see [`Vendors::specs`]).
     pub fn new(vendors: Vec<VendorSpec>) -> Self {
         VendorCatalog {
-            vendors: RwLock::new(vendors),
+            vendors: RwLock::new(vendors.into_iter().map(Arc::new).collect()),
         }
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<VendorSpec>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<VendorSpec>>> {
         self.vendors.read().unwrap_or_else(|p| p.into_inner())
     }
 
     fn update(&self, id: &VendorId, change: impl FnOnce(&mut VendorSpec)) {
         let mut vendors = self.vendors.write().unwrap_or_else(|p| p.into_inner());
         if let Some(spec) = vendors.iter_mut().find(|v| v.id == *id) {
-            change(spec);
+            change(Arc::make_mut(spec));
         }
     }
 
     /// The vendor with this id.
-    pub fn get(&self, id: &VendorId) -> Option<VendorSpec> {
+    pub fn get(&self, id: &VendorId) -> Option<Arc<VendorSpec>> {
         self.read().iter().find(|v| v.id == *id).cloned()
     }
 

@@ -16,7 +16,7 @@ impl Runtime {
     }
 
     /// One vendor's facts from the catalog; `None` for an unknown id.
-    pub fn vendor(&self, id: &VendorId) -> Option<VendorSpec> {
+    pub fn vendor(&self, id: &VendorId) -> Option<std::sync::Arc<VendorSpec>> {
         self.inner.services.catalog.get(id)
     }
 

@@ -248,7 +248,7 @@ impl SessionActor {
             .catalog
             .get(&self.record.vendor)
             .filter(|spec| spec.status == crate::adapter::health::VendorStatus::Unsupported)
-            .and_then(|spec| spec.problem)
+            .and_then(|spec| spec.problem.clone())
     }
 
     /// Model and behaviour as the session's record says now.

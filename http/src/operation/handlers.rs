@@ -63,7 +63,7 @@ pub async fn run(
         R::VendorsList(_) => json(VendorsListResult {
             vendors: rt.vendors(),
         }),
-        other => chat(rt, who, other).await,
+        other => Box::pin(chat(rt, who, other)).await,
     }
 }
 
@@ -119,7 +119,7 @@ async fn chat(rt: &Runtime, who: &Principal, request: ClientRequest) -> Result<A
             session_id: p.session_id,
             queue_id: p.queue_id,
         }),
-        other => delegation(rt, who, other).await,
+        other => Box::pin(delegation(rt, who, other)).await,
     }
 }
 
@@ -173,7 +173,7 @@ async fn delegation(
         R::SessionSchedules(p) => json(SessionSchedulesResult {
             schedules: rt.schedules(who, &p.session_id).await?,
         }),
-        other => workspace(rt, who, other).await,
+        other => Box::pin(workspace(rt, who, other)).await,
     }
 }
 

@@ -15,7 +15,7 @@ pub use handlers::list_page;
 use serde::de::DeserializeOwned;
 use tandem_actors::cluster::Cluster;
 use tandem_actors::{Principal, Runtime, RuntimeError};
-use tandem_protocol::operations::{Operation, Scope};
+use tandem_protocol::operations::{Effect, Operation, Scope};
 use tandem_protocol::results::SessionCreateResult;
 use tandem_protocol::{ClientRequest, ErrorCode};
 
@@ -93,18 +93,18 @@ fn decode_answer<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
 
 /// Runs the request on this node. A state change is answered only once the store
 /// committed everything written since it started (the failure after the write epoch
-/// was taken may have hit it), and in a cluster once the sessions it created are in
-/// the directory;
-/// a read is answered at once.
+/// was taken may have hit it; a [`Effect::Commits`] handler has waited for its own
+/// writes already), and in a cluster once the sessions it created are in the
+/// directory; a read is answered at once.
 pub(crate) async fn here(
     ctx: &Context,
     who: &Principal,
     request: ClientRequest,
 ) -> Result<Answer, ApiError> {
-    let writes = request.writes();
+    let (writes, effect) = (request.writes(), request.effect());
     let epoch = ctx.runtime.write_epoch();
     let answer = handlers::run(ctx, who, request).await?;
-    if writes && !ctx.runtime.synced_since(epoch).await {
+    if effect == Effect::Writes && !ctx.runtime.synced_since(epoch).await {
         return Err(RuntimeError::Internal("the store could not commit".into()).into());
     }
     if let Some(cluster) = ctx.cluster.as_ref().filter(|_| writes) {
