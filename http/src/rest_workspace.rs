@@ -1,4 +1,4 @@
-//! REST routes of workspaces: a session's changes and diff, merging and discarding
+//! REST routes of workspaces: a session's changes, diff and checkpoints, merging and discarding
 //! its worktree, and reading and saving the files of its working directory. Each
 //! runs as its request of the table (`crate::operation`); git and file I/O run on
 //! the blocking pool.
@@ -7,8 +7,8 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use tandem_protocol::client::SessionDiscardParams;
 use tandem_protocol::queries::{
-    SessionChangesParams, SessionDiffParams, SessionFileReadParams, SessionFileWriteParams,
-    SessionFilesParams,
+    SessionChangesParams, SessionCheckpointsParams, SessionDiffParams, SessionFileReadParams,
+    SessionFileWriteParams, SessionFilesParams,
 };
 use tandem_protocol::workspace::{
     DiffQuery, FileSave, MergeBody, PathQuery, SessionMergeParams, MAX_FILE_BYTES,
@@ -22,6 +22,7 @@ use crate::state::AppState;
 pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource) {
     cfg.service(at("/sessions/{id}/changes").route(web::get().to(changes)))
         .service(at("/sessions/{id}/changes/diff").route(web::get().to(diff)))
+        .service(at("/sessions/{id}/checkpoints").route(web::get().to(checkpoints)))
         .service(at("/sessions/{id}/merge").route(web::post().to(merge)))
         .service(at("/sessions/{id}/discard").route(web::post().to(discard)))
         .service(at("/sessions/{id}/files").route(web::get().to(list)))
@@ -41,6 +42,17 @@ async fn changes(
     let session_id = id.into_inner();
     let done = run(&state, &who, SessionChangesParams { session_id }).await?;
     Ok(HttpResponse::Ok().json(done.changes))
+}
+
+/// `GET /sessions/{id}/checkpoints`.
+async fn checkpoints(
+    who: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let session_id = id.into_inner();
+    let list = run(&state, &who, SessionCheckpointsParams { session_id }).await?;
+    Ok(HttpResponse::Ok().json(list))
 }
 
 /// `GET /sessions/{id}/changes/diff?path=`.

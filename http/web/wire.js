@@ -174,6 +174,17 @@
  */
 
 /**
+ * One turn's checkpoint, as its `checkpoint` event recorded it.
+ * @typedef {object} CheckpointInfo
+ * @property {string} commit The checkpoint commit (`refs/tandem/checkpoints/<sessionId>/<turnId>`).
+ * @property {number} createdAt When it was recorded (ms since the epoch).
+ * @property {Array<string>} files Paths that differ from the previous checkpoint, at most 500.
+ * @property {number} [filesOmitted] How many more paths differ than `files` lists.
+ * @property {number} seq The `seq` of its `checkpoint` event.
+ * @property {string} turnId The turn whose end it records.
+ */
+
+/**
  * One block of a message's content, keyed by `type`.
  * @typedef {({text: string, type: 'text'} | {data?: string, mimeType?: string, type: 'image', uploadId?: string} | {type: 'file', uploadId: string})} ContentBlock
  */
@@ -241,7 +252,7 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -489,6 +500,19 @@
  * `session.changes` reply.
  * @typedef {object} SessionChangesResult
  * @property {GitState} changes The working directory's changes, as its latest `git_state`.
+ */
+
+/**
+ * Fields of `session.checkpoints`.
+ * @typedef {object} SessionCheckpointsParams
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `session.checkpoints` reply (`GET /sessions/{id}/checkpoints`): oldest first.
+ * @typedef {object} SessionCheckpointsResult
+ * @property {Array<CheckpointInfo>} checkpoints Its checkpoints, oldest first.
+ * @property {string} sessionId The session.
  */
 
 /**
@@ -987,6 +1011,7 @@
  *   'proposal.respond': {params: ProposalRespondParams, result: ProposalRespondResult},
  *   'session.archive': {params: SessionArchiveParams, result: SessionArchiveResult},
  *   'session.changes': {params: SessionChangesParams, result: SessionChangesResult},
+ *   'session.checkpoints': {params: SessionCheckpointsParams, result: SessionCheckpointsResult},
  *   'session.configure': {params: SessionConfigureParams, result: SessionConfigureResult},
  *   'session.create': {params: SessionCreateParams, result: SessionCreateResult},
  *   'session.diff': {params: SessionDiffParams, result: SessionDiffResult},

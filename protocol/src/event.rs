@@ -51,6 +51,10 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The kinds of history events and their payloads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
@@ -188,6 +192,19 @@ pub enum EventBody {
         /// The state.
         #[serde(flatten)]
         state: crate::workspace::GitState,
+    },
+    /// The files as a turn left them were recorded (after its `turn_completed`, in
+    /// the envelope's `turnId`): a commit under
+    /// `refs/tandem/checkpoints/<sessionId>/<turnId>`.
+    Checkpoint {
+        /// The checkpoint commit.
+        commit: String,
+        /// Paths that differ from the session's previous checkpoint (from `HEAD` for
+        /// its first), at most 500.
+        files: Vec<String>,
+        /// How many more paths differ than `files` lists.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        files_omitted: u64,
     },
     /// `session.merge` merged the session's branch into its base.
     Merged {
@@ -330,6 +347,7 @@ impl EventBody {
             EventBody::WorkerProposalUpdate { .. } => "worker_proposal_update",
             EventBody::HistoryRewound { .. } => "history_rewound",
             EventBody::GitState { .. } => "git_state",
+            EventBody::Checkpoint { .. } => "checkpoint",
             EventBody::Merged { .. } => "merged",
             EventBody::Discarded { .. } => "discarded",
         }

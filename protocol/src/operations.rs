@@ -379,6 +379,9 @@ operations! {
     /// `session.changes`: what the working directory changed.
     SessionChanges "session.changes" SessionChangesParams => SessionChangesResult [session(session_id), reads]
         rest route!("get" "/sessions/{id}/changes", "What the session's working directory changed (as its latest git_state).", None, 200, of::<crate::workspace::GitState>);
+    /// `session.checkpoints`: the files as each turn left them, oldest first.
+    SessionCheckpoints "session.checkpoints" SessionCheckpointsParams => SessionCheckpointsResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}/checkpoints", "The session's checkpoints: the files as each turn left them (as session.checkpoints).", None, 200, of::<SessionCheckpointsResult>);
     /// `session.diff`: the unified diff of the changes, capped.
     SessionDiff "session.diff" SessionDiffParams => SessionDiffResult [session(session_id), reads]
         rest route!("get" "/sessions/{id}/changes/diff", "Unified diff against the base (worktree) or HEAD (shared), capped.", None, 200, of::<crate::workspace::FileDiff>,

@@ -323,3 +323,40 @@ fn named_file(path: &str) -> Result<(), Refusal> {
     }
     Ok(())
 }
+
+/// Fields of `session.checkpoints`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCheckpointsParams {
+    /// The session.
+    pub session_id: String,
+}
+
+/// One turn's checkpoint, as its `checkpoint` event recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointInfo {
+    /// The turn whose end it records.
+    pub turn_id: String,
+    /// The checkpoint commit (`refs/tandem/checkpoints/<sessionId>/<turnId>`).
+    pub commit: String,
+    /// Paths that differ from the previous checkpoint, at most 500.
+    pub files: Vec<String>,
+    /// How many more paths differ than `files` lists.
+    #[serde(default)]
+    pub files_omitted: u64,
+    /// When it was recorded (ms since the epoch).
+    pub created_at: u64,
+    /// The `seq` of its `checkpoint` event.
+    pub seq: u64,
+}
+
+/// `session.checkpoints` reply (`GET /sessions/{id}/checkpoints`): oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCheckpointsResult {
+    /// The session.
+    pub session_id: String,
+    /// Its checkpoints, oldest first.
+    pub checkpoints: Vec<CheckpointInfo>,
+}

@@ -13,6 +13,7 @@ mod attachments;
 mod bad_input;
 mod browser_attacks;
 mod budgets;
+mod checkpoints;
 mod claude;
 mod cluster;
 mod cluster_lagged;

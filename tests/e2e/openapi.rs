@@ -237,6 +237,13 @@ async fn every_documented_route_answers_as_described() {
     c.ok("get", &format!("/sessions/{s1}"), "/sessions/{id}", None)
         .await;
     c.ok(
+        "get",
+        &format!("/sessions/{s1}/checkpoints"),
+        "/sessions/{id}/checkpoints",
+        None,
+    )
+    .await;
+    c.ok(
         "patch",
         &format!("/sessions/{s3}"),
         "/sessions/{id}",

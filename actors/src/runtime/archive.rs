@@ -20,6 +20,12 @@ impl Runtime {
                 *owned = owned.saturating_sub(1);
             }
         }
+        // Its checkpoints go with it, from the repository they were made in.
+        let repo = match info.workspace.as_ref() {
+            Some(ws) => ws.base_checkout.clone(),
+            None => info.cwd.clone(),
+        };
+        self.drop_checkpoints(repo.into(), id).await;
         // Its uploads go with it (those no other session uses).
         let uploads = self.inner.uploads.clone();
         let session = id.to_string();

@@ -3,6 +3,7 @@
 
 mod agents;
 mod archive;
+mod checkpoints;
 mod clients;
 mod create;
 mod edit;

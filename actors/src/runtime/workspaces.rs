@@ -177,6 +177,8 @@ impl Runtime {
             .await?;
         }
         crash_point(self.writer(), "workspace.discard.removed").await;
+        self.drop_checkpoints(PathBuf::from(&ws.base_checkout), &info.id)
+            .await;
         let mut gone = ws.clone();
         gone.state = WorktreeState::Discarded;
         self.record_workspace_change(

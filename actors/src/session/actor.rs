@@ -72,6 +72,11 @@ pub struct SessionActor {
     pub(super) last_git_state: Option<tandem_protocol::workspace::GitState>,
     /// Counts `git_state` computations asked for; only the latest one's answer is used.
     pub(super) git_generation: u64,
+    /// The newest checkpoint commit this actor recorded, parent of the next one
+    /// (`None` after a restart: the next one's parent is the checkout's `HEAD`). The
+    /// lock is held by the checkpoint being made, so turns ending close together are
+    /// checkpointed one after the other, in order.
+    pub(super) last_checkpoint: Arc<tokio::sync::Mutex<Option<String>>>,
 }
 
 impl SessionActor {
@@ -101,6 +106,7 @@ impl SessionActor {
             store_error: None,
             last_git_state: None,
             git_generation: 0,
+            last_checkpoint: Arc::default(),
         }
     }
 

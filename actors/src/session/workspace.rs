@@ -1,12 +1,15 @@
-//! The session's side of workspaces: after each turn it asks for its `git_state`,
-//! computed on the blocking pool (never on this actor's mailbox), and appends it when
-//! it changed; merges and discards record their events and new workspace state here.
+//! The session's side of workspaces: after each turn it records a checkpoint of the
+//! files and asks for its `git_state`, both made on the blocking pool (never on this
+//! actor's mailbox, so a turn's end never waits for git), and appends what they found;
+//! merges and discards record their events and new workspace state here.
 
 use actix::prelude::*;
 use tandem_protocol::workspace::{GitState, WorkspaceInfo, WorktreeState};
 use tandem_protocol::EventBody;
 
 use super::SessionActor;
+use crate::workspace::checkpoint::{self, Checkpoint};
+use crate::workspace::WorkspaceError;
 
 /// A computed state for the session, tagged with the request it answers so an older
 /// computation finishing late never overwrites a newer one.
@@ -29,7 +32,57 @@ pub struct WorkspaceChanged {
     pub workspace: Option<WorkspaceInfo>,
 }
 
+/// A turn's checkpoint was recorded.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Checkpointed {
+    /// The turn whose end it records.
+    pub turn_id: String,
+    /// What was recorded.
+    pub checkpoint: Checkpoint,
+}
+
 impl SessionActor {
+    /// Starts recording the files as turn `turn_id` left them
+    /// (`crate::workspace::checkpoint`); the result comes back as [`Checkpointed`]. A
+    /// directory outside any repository, or a discarded worktree, has none.
+    pub(super) fn checkpoint_turn(&mut self, turn_id: String, ctx: &mut Context<Self>) {
+        if self
+            .record
+            .workspace
+            .as_ref()
+            .is_some_and(|w| w.state == WorktreeState::Discarded)
+        {
+            return;
+        }
+        let cwd = std::path::PathBuf::from(&self.record.cwd);
+        let (session_id, last) = (self.id.to_string(), self.last_checkpoint.clone());
+        let addr = ctx.address();
+        actix_rt::spawn(async move {
+            let mut previous = last.lock_owned().await;
+            let parent = previous.clone();
+            let turn = turn_id.clone();
+            let recorded = actix_rt::task::spawn_blocking(move || {
+                checkpoint::record(&cwd, &session_id, &turn, parent.as_deref())
+            })
+            .await;
+            match recorded {
+                Ok(Ok(checkpoint)) => {
+                    *previous = Some(checkpoint.commit.clone());
+                    addr.do_send(Checkpointed {
+                        turn_id,
+                        checkpoint,
+                    });
+                }
+                Ok(Err(WorkspaceError::NotAGitRepository(_))) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(turn = %turn_id, error = %e, "checkpoint not recorded")
+                }
+                Err(e) => tracing::warn!(turn = %turn_id, error = %e, "checkpoint task failed"),
+            }
+        });
+    }
+
     /// Starts computing the working directory's state off the mailbox; the result
     /// comes back as [`PublishGitState`]. A session whose worktree was discarded has
     /// no directory to look at.
@@ -71,6 +124,27 @@ impl Handler<PublishGitState> for SessionActor {
         }
         self.last_git_state = Some(msg.state.clone());
         self.emit(None, EventBody::GitState { state: msg.state });
+        self.flush();
+    }
+}
+
+impl Handler<Checkpointed> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Checkpointed, _: &mut Context<Self>) {
+        let Checkpoint {
+            commit,
+            files,
+            files_omitted,
+        } = msg.checkpoint;
+        self.emit(
+            Some(msg.turn_id),
+            EventBody::Checkpoint {
+                commit,
+                files,
+                files_omitted,
+            },
+        );
         self.flush();
     }
 }

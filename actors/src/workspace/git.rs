@@ -155,6 +155,23 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, WorkspaceError> {
     }
 }
 
+/// Like [`run`], with `index` as git's index file instead of the checkout's own (a
+/// snapshot staged there leaves the user's staging area alone).
+pub fn run_in_index(dir: &Path, index: &Path, args: &[&str]) -> Result<String, WorkspaceError> {
+    let out = command(dir, args)
+        .env("GIT_INDEX_FILE", index)
+        .output()
+        .map_err(|source| WorkspaceError::Io {
+            path: "git".into(),
+            source,
+        })?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(failed(args, &out))
+    }
+}
+
 /// Like [`run`], trimmed of the trailing newline.
 pub fn line(dir: &Path, args: &[&str]) -> Result<String, WorkspaceError> {
     run(dir, args).map(|s| s.trim_end().to_string())

@@ -4,6 +4,7 @@
 //! session actors' mailboxes: every function here blocks, and callers run it on the
 //! blocking pool.
 
+pub mod checkpoint;
 pub mod diff;
 pub mod error;
 pub mod files;

@@ -188,6 +188,10 @@ async fn workspace(
         R::SessionChanges(p) => json(SessionChangesResult {
             changes: rt.session_changes(who, &p.session_id).await?,
         }),
+        R::SessionCheckpoints(p) => json(SessionCheckpointsResult {
+            checkpoints: rt.checkpoints(who, &p.session_id).await?,
+            session_id: p.session_id,
+        }),
         R::SessionDiff(p) => json(SessionDiffResult {
             diff: rt
                 .session_diff(who, &p.session_id, p.path, DEFAULT_DIFF_CAP)

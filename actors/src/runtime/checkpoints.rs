@@ -1,0 +1,102 @@
+//! `session.checkpoints`: a session's checkpoints, read from its stored `checkpoint`
+//! events (the session actor records one after each turn that ends in a git
+//! working directory; see `crate::workspace::checkpoint`).
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use tandem_protocol::queries::CheckpointInfo;
+
+use crate::access::Principal;
+use crate::error::RuntimeError;
+use crate::store::Store;
+use crate::workspace::checkpoint;
+
+use super::Runtime;
+
+/// Events read from the store at a time.
+const READ_PAGE: usize = 5000;
+
+/// The fields of a stored `checkpoint` event this needs.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Stored {
+    kind: String,
+    #[serde(default)]
+    turn_id: Option<String>,
+    seq: u64,
+    ts: u64,
+    #[serde(default)]
+    commit: String,
+    #[serde(default)]
+    files: Vec<String>,
+    #[serde(default)]
+    files_omitted: u64,
+}
+
+impl Runtime {
+    /// `session.checkpoints`: oldest first.
+    pub async fn checkpoints(
+        &self,
+        who: &Principal,
+        session_id: &str,
+    ) -> Result<Vec<CheckpointInfo>, RuntimeError> {
+        self.visible(who, session_id)?;
+        let store = self.inner.store.clone();
+        let id = session_id.to_string();
+        actix_rt::task::spawn_blocking(move || read(&store, &id))
+            .await
+            .map_err(|e| RuntimeError::Internal(e.to_string()))?
+    }
+
+    /// Deletes the session's checkpoint refs from the repository at `dir` (its
+    /// working directory's, or a worktree's base checkout): when it is archived or its
+    /// worktree discarded. Best effort: a failure is logged, not returned, since what
+    /// it follows has happened.
+    pub(super) async fn drop_checkpoints(&self, dir: PathBuf, session_id: &str) {
+        let id = session_id.to_string();
+        let done = actix_rt::task::spawn_blocking(move || checkpoint::remove_all(&dir, &id)).await;
+        match done {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(session = %session_id, error = %e, "removing checkpoints failed")
+            }
+            Err(e) => {
+                tracing::warn!(session = %session_id, error = %e, "removing checkpoints failed")
+            }
+        }
+    }
+}
+
+fn read(store: &Store, id: &str) -> Result<Vec<CheckpointInfo>, RuntimeError> {
+    let mut out = Vec::new();
+    let mut after = 0;
+    loop {
+        let rows = store.read_events(id, after, READ_PAGE)?;
+        let Some(&(last, _)) = rows.last() else {
+            break;
+        };
+        // Most events are something else; only candidates are parsed.
+        for (_, frame) in rows.iter().filter(|(_, f)| f.contains("\"checkpoint\"")) {
+            let Ok(ev) = serde_json::from_str::<Stored>(frame) else {
+                continue;
+            };
+            if ev.kind != "checkpoint" {
+                continue;
+            }
+            out.push(CheckpointInfo {
+                turn_id: ev.turn_id.unwrap_or_default(),
+                commit: ev.commit,
+                files: ev.files,
+                files_omitted: ev.files_omitted,
+                created_at: ev.ts,
+                seq: ev.seq,
+            });
+        }
+        if rows.len() < READ_PAGE {
+            break;
+        }
+        after = last;
+    }
+    Ok(out)
+}

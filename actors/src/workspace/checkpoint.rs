@@ -1,0 +1,172 @@
+//! A checkpoint of the files at the end of every turn: a commit of the whole working
+//! tree (untracked files included, ignored files not) kept under
+//! `refs/tandem/checkpoints/<sessionId>/<turnId>`. It is made in an index file of its
+//! own, so the checkout's index, `HEAD` and branches are never touched; each
+//! checkpoint's parent is the session's previous one (the checkout's `HEAD` for the
+//! first), so what a turn changed is the diff to its parent.
+
+use std::path::{Path, PathBuf};
+
+use super::{git, WorkspaceError};
+
+/// Where every session's checkpoints live.
+pub const REF_PREFIX: &str = "refs/tandem/checkpoints";
+
+/// The most changed paths a checkpoint lists; the rest are counted.
+pub const MAX_FILES: usize = 500;
+
+/// One recorded checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The checkpoint commit.
+    pub commit: String,
+    /// Paths (relative to the top of the working tree) that differ from the parent,
+    /// at most [`MAX_FILES`].
+    pub files: Vec<String>,
+    /// How many more differ than `files` lists.
+    pub files_omitted: u64,
+}
+
+/// The ref of one turn's checkpoint; `None` when an id could not be part of a ref
+/// name (ids the server makes always can).
+pub fn ref_name(session_id: &str, turn_id: &str) -> Option<String> {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 64
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    (plain(session_id) && plain(turn_id)).then(|| format!("{REF_PREFIX}/{session_id}/{turn_id}"))
+}
+
+/// Records the working tree at `dir` as `turn_id`'s checkpoint of `session_id`, whose
+/// previous checkpoint (if any) is `previous`. Blocking: run on the blocking pool.
+pub fn record(
+    dir: &Path,
+    session_id: &str,
+    turn_id: &str,
+    previous: Option<&str>,
+) -> Result<Checkpoint, WorkspaceError> {
+    let top = git::toplevel(dir)
+        .ok_or_else(|| WorkspaceError::NotAGitRepository(dir.display().to_string()))?;
+    let name = ref_name(session_id, turn_id).ok_or_else(|| WorkspaceError::Git {
+        command: "update-ref".into(),
+        stderr: format!("`{session_id}` / `{turn_id}` cannot name a checkpoint"),
+    })?;
+    let index = ScratchIndex::new(&top, session_id)?;
+    git::run_in_index(&top, &index.path, &["add", "--all", "--", "."])?;
+    let tree = git::run_in_index(&top, &index.path, &["write-tree"])?
+        .trim()
+        .to_string();
+    drop(index);
+    let parent = previous
+        .and_then(|p| git::commit_of(&top, p))
+        .or_else(|| git::commit_of(&top, "HEAD"));
+    let message = format!("tandem checkpoint of {session_id} after {turn_id}");
+    let mut args = vec!["commit-tree", tree.as_str(), "-m", message.as_str()];
+    if let Some(p) = parent.as_deref() {
+        args.extend(["-p", p]);
+    }
+    let commit = git::run_committing(&top, &args)?.trim().to_string();
+    git::run(&top, &["update-ref", &name, &commit])?;
+    let (files, files_omitted) = changed(&top, parent.as_deref(), &commit)?;
+    Ok(Checkpoint {
+        commit,
+        files,
+        files_omitted,
+    })
+}
+
+/// The paths that differ between `parent` (nothing, when there is none) and `commit`.
+fn changed(
+    top: &Path,
+    parent: Option<&str>,
+    commit: &str,
+) -> Result<(Vec<String>, u64), WorkspaceError> {
+    let listing = match parent {
+        Some(p) => git::run(
+            top,
+            &[
+                "diff-tree",
+                "-r",
+                "--no-renames",
+                "--name-only",
+                "-z",
+                p,
+                commit,
+            ],
+        )?,
+        None => git::run(top, &["ls-tree", "-r", "--name-only", "-z", commit])?,
+    };
+    let mut files: Vec<String> = listing
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .map(str::to_string)
+        .collect();
+    let omitted = files.len().saturating_sub(MAX_FILES) as u64;
+    files.truncate(MAX_FILES);
+    Ok((files, omitted))
+}
+
+/// Deletes every checkpoint of `session_id` in the repository at `dir` (when its
+/// session is archived or its worktree discarded). Blocking.
+pub fn remove_all(dir: &Path, session_id: &str) -> Result<(), WorkspaceError> {
+    let Some(top) = git::toplevel(dir) else {
+        return Ok(());
+    };
+    let Some(prefix) = ref_name(session_id, "x").map(|r| r.trim_end_matches('x').to_string())
+    else {
+        return Ok(());
+    };
+    let refs = git::run(&top, &["for-each-ref", "--format=%(refname)", &prefix])?;
+    for name in refs.lines().filter(|l| l.starts_with(&prefix)) {
+        git::run(&top, &["update-ref", "-d", name])?;
+    }
+    Ok(())
+}
+
+/// An index file of the checkpoint's own in the repository's git directory, seeded
+/// from the checkout's index (so unchanged files are not hashed again); removed when
+/// dropped.
+struct ScratchIndex {
+    path: PathBuf,
+}
+
+impl ScratchIndex {
+    fn new(top: &Path, session_id: &str) -> Result<ScratchIndex, WorkspaceError> {
+        let own = git::line(
+            top,
+            &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+        )?;
+        let mut suffix = [0u8; 6];
+        getrandom::fill(&mut suffix).map_err(|e| WorkspaceError::Io {
+            path: "random".into(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let hex: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+        let path = PathBuf::from(format!("{own}.tandem-checkpoint-{session_id}-{hex}"));
+        let scratch = ScratchIndex { path };
+        match std::fs::copy(&own, &scratch.path) {
+            Ok(_) => {}
+            // A repository with nothing staged yet has no index: start empty.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(WorkspaceError::Io {
+                    path: scratch.path.display().to_string(),
+                    source,
+                })
+            }
+        }
+        Ok(scratch)
+    }
+}
+
+impl Drop for ScratchIndex {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        // `git add` leaves a lock file only when it dies mid-write.
+        let mut lock = self.path.clone().into_os_string();
+        lock.push(".lock");
+        let _ = std::fs::remove_file(lock);
+    }
+}

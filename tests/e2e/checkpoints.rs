@@ -1,0 +1,228 @@
+//! A checkpoint of the files after every turn, against real git in temporary
+//! repositories and a real server: untracked files in, ignored files out, the
+//! checkout's `HEAD`, branches and index untouched, each checkpoint the parent of
+//! the next, listed over REST and the socket, and removed with the session (archive)
+//! or its worktree (discard).
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use tandem_tests::{Server, WsClient};
+
+use crate::workspaces::{git, repo};
+
+/// Runs one scripted turn and waits for its `checkpoint` event; the event.
+async fn turn_checkpoint(ws: &mut WsClient, sid: &str, script: &str) -> Value {
+    let sent = ws
+        .ok(json!({"type": "chat.send", "sessionId": sid, "content": script}))
+        .await;
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    let frames = ws
+        .recv_until(|v| v["kind"] == "checkpoint" && v["turnId"] == turn.as_str())
+        .await;
+    let checkpoint = frames.last().cloned().unwrap();
+    let ended = frames
+        .iter()
+        .position(|v| v["kind"] == "turn_completed" && v["turnId"] == turn.as_str());
+    assert!(
+        ended.is_some(),
+        "the checkpoint follows its turn's end: {frames:?}"
+    );
+    checkpoint
+}
+
+/// The paths a commit holds.
+fn tree(dir: &Path, commit: &str) -> Vec<String> {
+    let listing = git(dir, &["ls-tree", "-r", "--name-only", commit]);
+    listing.lines().map(str::to_string).collect()
+}
+
+/// What a checkpoint must leave alone: `HEAD`, the branches, the index, the status.
+fn untouched(dir: &Path) -> [String; 4] {
+    [
+        git(dir, &["rev-parse", "HEAD"]),
+        git(dir, &["for-each-ref", "refs/heads"]),
+        git(dir, &["ls-files", "-s"]),
+        git(dir, &["status", "--porcelain", "--ignored"]),
+    ]
+}
+
+#[actix_rt::test]
+async fn every_turn_checkpoints_the_files_without_touching_the_checkout() {
+    let server = Server::start();
+    let dir = repo(&server, "proj");
+    std::fs::write(dir.join(".gitignore"), "*.log\n").unwrap();
+    git(&dir, &["add", ".gitignore"]);
+    git(&dir, &["commit", "-q", "-m", "ignore logs"]);
+    std::fs::write(dir.join("build.log"), "ignored\n").unwrap();
+    // Something staged in the checkout's own index stays staged, and only there.
+    std::fs::write(dir.join("staged.txt"), "staged\n").unwrap();
+    git(&dir, &["add", "staged.txt"]);
+    let mut ws = server.ws().await;
+    let sid = ws.ok(json!({"type": "session.create", "cwd": dir})).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.subscribe(&sid, 0).await;
+
+    let first = turn_checkpoint(&mut ws, &sid, "/write new.txt made by the agent").await;
+    let c1 = first["commit"].as_str().unwrap().to_string();
+    assert_eq!(first["files"], json!(["new.txt", "staged.txt"]), "{first}");
+    assert_eq!(
+        tree(&dir, &c1),
+        [".gitignore", "a.txt", "new.txt", "staged.txt"],
+        "untracked files in, ignored files out"
+    );
+    let turn1 = first["turnId"].as_str().unwrap();
+    assert_eq!(
+        git(
+            &dir,
+            &[
+                "rev-parse",
+                &format!("refs/tandem/checkpoints/{sid}/{turn1}")
+            ]
+        ),
+        c1
+    );
+    assert_eq!(
+        git(&dir, &["rev-parse", &format!("{c1}^")]),
+        git(&dir, &["rev-parse", "HEAD"])
+    );
+
+    let before = untouched(&dir);
+    let second = turn_checkpoint(&mut ws, &sid, "/write a.txt rewritten").await;
+    let c2 = second["commit"].as_str().unwrap().to_string();
+    assert_eq!(
+        second["files"],
+        json!(["a.txt"]),
+        "only what this turn changed"
+    );
+    assert_eq!(
+        git(&dir, &["rev-parse", &format!("{c2}^")]),
+        c1,
+        "the previous checkpoint is its parent"
+    );
+    assert_eq!(git(&dir, &["show", &format!("{c2}:a.txt")]), "rewritten");
+    let after = untouched(&dir);
+    assert_eq!(
+        before[..3],
+        after[..3],
+        "HEAD, branches and index as they were"
+    );
+    assert!(after[2].contains("staged.txt"), "{}", after[2]);
+    assert!(
+        after[3].contains("?? new.txt"),
+        "still untracked: {}",
+        after[3]
+    );
+    assert!(
+        after[3].contains("!! build.log"),
+        "still ignored: {}",
+        after[3]
+    );
+
+    let (status, listed) = server
+        .get(&format!("/api/v1/sessions/{sid}/checkpoints"))
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["sessionId"], sid.as_str());
+    let list = listed["checkpoints"].as_array().unwrap();
+    assert_eq!(list.len(), 2, "{listed}");
+    assert_eq!(list[0]["commit"], c1.as_str());
+    assert_eq!(list[1]["commit"], c2.as_str());
+    assert_eq!(list[1]["turnId"], second["turnId"]);
+    assert_eq!(list[1]["files"], json!(["a.txt"]));
+    assert_eq!(list[1]["seq"], second["seq"]);
+    let over_ws = ws
+        .ok(json!({"type": "session.checkpoints", "sessionId": sid}))
+        .await;
+    assert_eq!(over_ws["checkpoints"], listed["checkpoints"]);
+
+    let (status, body) = server.delete(&format!("/api/v1/sessions/{sid}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        git(
+            &dir,
+            &["for-each-ref", &format!("refs/tandem/checkpoints/{sid}/")]
+        ),
+        "",
+        "archiving removes the session's checkpoints"
+    );
+    assert_eq!(
+        git(&dir, &["cat-file", "-t", &c2]),
+        "commit",
+        "unreferenced, not yet pruned"
+    );
+}
+
+#[actix_rt::test]
+async fn a_worktree_sessions_checkpoints_go_with_its_worktree() {
+    let server = Server::start();
+    let base = repo(&server, "proj");
+    let mut ws = server.ws().await;
+    let info = ws
+        .ok(json!({"type": "session.create", "cwd": base, "workspace": "worktree"}))
+        .await["session"]
+        .clone();
+    let sid = info["id"].as_str().unwrap().to_string();
+    ws.subscribe(&sid, 0).await;
+    let head = git(&base, &["rev-parse", "HEAD"]);
+
+    let checkpoint = turn_checkpoint(&mut ws, &sid, "/write b.txt in the worktree").await;
+    let commit = checkpoint["commit"].as_str().unwrap();
+    assert_eq!(checkpoint["files"], json!(["b.txt"]), "{checkpoint}");
+    assert_eq!(
+        git(&base, &["show", &format!("{commit}:b.txt")]),
+        "in the worktree"
+    );
+    assert_eq!(
+        git(&base, &["rev-parse", &format!("{commit}^")]),
+        head,
+        "the worktree's HEAD"
+    );
+    let turn = checkpoint["turnId"].as_str().unwrap();
+    let name = format!("refs/tandem/checkpoints/{sid}/{turn}");
+    assert_eq!(
+        git(&base, &["rev-parse", &name]),
+        commit,
+        "in the base repository"
+    );
+    assert!(
+        !base.join("b.txt").exists(),
+        "the base checkout is not touched"
+    );
+
+    ws.ok(json!({"type": "session.discard", "sessionId": sid}))
+        .await;
+    assert_eq!(
+        git(
+            &base,
+            &["for-each-ref", &format!("refs/tandem/checkpoints/{sid}/")]
+        ),
+        ""
+    );
+}
+
+#[actix_rt::test]
+async fn outside_a_repository_there_are_no_checkpoints_and_an_unknown_session_is_not_found() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let sid = ws.ok(json!({"type": "session.create"})).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.subscribe(&sid, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "hello"}))
+        .await;
+    ws.events_until_turn_end(&sid).await;
+    let (status, listed) = server
+        .get(&format!("/api/v1/sessions/{sid}/checkpoints"))
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["checkpoints"], json!([]), "{listed}");
+    let (status, body) = server
+        .get("/api/v1/sessions/ses_nosuchsession/checkpoints")
+        .await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "SESSION_NOT_FOUND", "{body}");
+}
