@@ -18,7 +18,7 @@ use super::args::Flags;
 use super::report;
 use super::stats::percentile;
 
-fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
+pub(super) fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
     let ok = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -35,7 +35,7 @@ fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
 }
 
 /// Writes `files` files of a few lines in 100 directories, commits them.
-fn make_repo(dir: &Path, files: usize) -> Result<(), String> {
+pub(super) fn make_repo(dir: &Path, files: usize) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     git(dir, &["init", "-q", "-b", "main"])?;
     for i in 0..files {

@@ -10,6 +10,7 @@
 
 pub mod acp;
 pub mod args;
+pub mod checkpoint;
 pub mod claude;
 pub mod codex;
 pub mod delegation;
@@ -46,6 +47,7 @@ pub fn run(mode: &str, flags: &[String]) -> ExitCode {
         "claude" => claude::main(flags),
         "acp" => acp::main(flags),
         "gitstate" => gitstate::main(flags),
+        "checkpoint" => checkpoint::main(flags),
         "store-floor" => store_floor::main(flags),
         other => Err(format!("unknown mode {other}")),
     };
@@ -78,6 +80,7 @@ usage: bench serve [tandem serve flags]
        bench claude     [--turns 100] [--warmup 5] [--bin PATH]
        bench acp        [--turns 100] [--runs 3] [--bin PATH] [--server-arg ARG]...
        bench gitstate   [--files 10000] [--changed 100] [--runs 50]
+       bench checkpoint [--files 10000] [--changed 100] [--runs 50]
        bench store-floor [--sessions 10] [--events 2000] [--batch 32,128,512] [--runs 3]
                         (SQLite insert cost per event, in process; no server)";
 

@@ -2,7 +2,7 @@
 //! (exactly `tandem serve ARGS`; likewise `bench user ...`, `bench doctor` and every other
 //! `tandem` command), so tests and benchmarks
 //! start it as a child process.
-//! `bench fanout|sessions|replay|durability|delegation|codex|claude|acp|gitstate [flags]` start that server as a child
+//! `bench fanout|sessions|replay|durability|delegation|codex|claude|acp|gitstate|checkpoint [flags]` start that server as a child
 //! process and measure it over loopback ([`tandem_tests::bench`]).
 
 use std::process::ExitCode;
@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         },
         Some(
             mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex"
-            | "claude" | "acp" | "gitstate" | "store-floor"),
+            | "claude" | "acp" | "gitstate" | "checkpoint" | "store-floor"),
         ) => tandem_tests::bench::run(mode, &args[1..]),
         None => {
             eprintln!("{}", tandem_tests::bench::USAGE);
