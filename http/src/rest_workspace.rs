@@ -1,4 +1,4 @@
-//! REST routes of workspaces: a session's changes, diff and checkpoints, merging and discarding
+//! REST routes of workspaces: a session's changes, diff, checkpoints and restore, merging and discarding
 //! its worktree, and reading and saving the files of its working directory. Each
 //! runs as its request of the table (`crate::operation`); git and file I/O run on
 //! the blocking pool.
@@ -8,8 +8,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use tandem_protocol::client::SessionDiscardParams;
 use tandem_protocol::queries::{
     SessionChangesParams, SessionCheckpointsParams, SessionDiffParams, SessionFileReadParams,
-    SessionFileWriteParams, SessionFilesParams,
+    SessionFileWriteParams, SessionFilesParams, SessionRestoreParams,
 };
+use tandem_protocol::rest_control::RestoreBody;
 use tandem_protocol::workspace::{
     DiffQuery, FileSave, MergeBody, PathQuery, SessionMergeParams, MAX_FILE_BYTES,
 };
@@ -23,6 +24,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
     cfg.service(at("/sessions/{id}/changes").route(web::get().to(changes)))
         .service(at("/sessions/{id}/changes/diff").route(web::get().to(diff)))
         .service(at("/sessions/{id}/checkpoints").route(web::get().to(checkpoints)))
+        .service(at("/sessions/{id}/restore").route(web::post().to(restore)))
         .service(at("/sessions/{id}/merge").route(web::post().to(merge)))
         .service(at("/sessions/{id}/discard").route(web::post().to(discard)))
         .service(at("/sessions/{id}/files").route(web::get().to(list)))
@@ -53,6 +55,20 @@ async fn checkpoints(
     let session_id = id.into_inner();
     let list = run(&state, &who, SessionCheckpointsParams { session_id }).await?;
     Ok(HttpResponse::Ok().json(list))
+}
+
+/// `POST /sessions/{id}/restore {turnId}`.
+async fn restore(
+    who: Caller,
+    id: web::Path<String>,
+    Json(b): Json<RestoreBody>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let params = SessionRestoreParams {
+        session_id: id.into_inner(),
+        turn_id: b.turn_id,
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
 
 /// `GET /sessions/{id}/changes/diff?path=`.

@@ -108,8 +108,12 @@ pub enum ErrorCode {
     /// `session.merge` or `session.discard` for a session without a worktree of its own
     /// (a shared session, or one whose worktree was discarded).
     NotAWorktree,
-    /// `session.merge` or `session.discard` while the session runs a turn.
+    /// `session.merge`, `session.discard` or `session.restore` while the session runs
+    /// a turn.
     SessionBusy,
+    /// `session.restore` names a turn the session has no checkpoint of (REST 422: the
+    /// session exists, the body names what it does not have).
+    NoSuchCheckpoint,
     /// The base checkout has uncommitted changes to files the merge would touch; the
     /// error's `paths` lists them.
     BaseDirty,
@@ -151,6 +155,7 @@ impl ErrorCode {
             | ErrorCode::AttachmentNotSupported
             | ErrorCode::VendorNotInstalled
             | ErrorCode::InvalidAnchor
+            | ErrorCode::NoSuchCheckpoint
             | ErrorCode::RewindNotSupported => 422,
             ErrorCode::Unauthorized => 401,
             // A path leading outside the working directory (or into `.git`, or the
@@ -244,6 +249,7 @@ mod tests {
             (ErrorCode::NotAGitRepository, "NOT_A_GIT_REPOSITORY", 409),
             (ErrorCode::NotAWorktree, "NOT_A_WORKTREE", 409),
             (ErrorCode::SessionBusy, "SESSION_BUSY", 409),
+            (ErrorCode::NoSuchCheckpoint, "NO_SUCH_CHECKPOINT", 422),
             (ErrorCode::BaseDirty, "BASE_DIRTY", 409),
             (ErrorCode::MergeConflict, "MERGE_CONFLICT", 409),
             (

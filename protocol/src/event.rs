@@ -206,6 +206,20 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "is_zero")]
         files_omitted: u64,
     },
+    /// `session.restore` put the files back to the checkpoint of the envelope's
+    /// `turnId`.
+    Restored {
+        /// The checkpoint's commit.
+        commit: String,
+        /// Paths the restore changed, at most 500.
+        files: Vec<String>,
+        /// How many more it changed than `files` lists.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        files_omitted: u64,
+        /// The checkpoint of the files as they were just before; restoring it undoes
+        /// this one.
+        undo: String,
+    },
     /// `session.merge` merged the session's branch into its base.
     Merged {
         /// The session's branch.
@@ -348,6 +362,7 @@ impl EventBody {
             EventBody::HistoryRewound { .. } => "history_rewound",
             EventBody::GitState { .. } => "git_state",
             EventBody::Checkpoint { .. } => "checkpoint",
+            EventBody::Restored { .. } => "restored",
             EventBody::Merged { .. } => "merged",
             EventBody::Discarded { .. } => "discarded",
         }

@@ -205,6 +205,8 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         | ("get", "/sessions/{id}/changes/diff")
         | ("post", "/sessions/{id}/merge")
         | ("post", "/sessions/{id}/discard") => &[409],
+        // 409: a turn runs, or no repository; 422: a turn without a checkpoint.
+        ("post", "/sessions/{id}/restore") => &[409, 422],
         // 409: a worktree session whose worktree was discarded has no files.
         ("get", "/sessions/{id}/files") => &[409],
         ("get", "/sessions/{id}/files/content") => &[409, 413, 415],
@@ -231,7 +233,7 @@ fn error_description(status: u16) -> &'static str {
         412 => "`If-Match` does not name the file's current content, or is missing for a file that exists (`PRECONDITION_FAILED`)",
         413 => "the body, an attachment or the file is too large (`FRAME_TOO_LARGE`, `ATTACHMENT_TOO_LARGE`, `FILE_TOO_LARGE`)",
         415 => "the body is not declared `application/json` (`UNSUPPORTED_MEDIA_TYPE`), or the file is not UTF-8 text (`BINARY_FILE`)",
-        422 => "allowed by this document, but not something this server can do, for a fact of its configuration, disk, clock or history that no schema can state: a vendor it does not have (`VENDOR_NOT_INSTALLED`), an upload the caller never made (`NO_SUCH_UPLOAD`), bytes that are not what they are declared to be or an image to a vendor that takes none (`INVALID_ATTACHMENT`, `ATTACHMENT_NOT_SUPPORTED`), an anchor that is not a user message of an ended turn (`INVALID_ANCHOR`), a vendor that cannot rewind (`REWIND_NOT_SUPPORTED`), a working directory outside the caller's roots, a node or user it does not have, a base ref with no commit, a time before 1970 or more than 365 days ahead (`INVALID_ARGUMENT`)",
+        422 => "allowed by this document, but not something this server can do, for a fact of its configuration, disk, clock or history that no schema can state: a vendor it does not have (`VENDOR_NOT_INSTALLED`), an upload the caller never made (`NO_SUCH_UPLOAD`), bytes that are not what they are declared to be or an image to a vendor that takes none (`INVALID_ATTACHMENT`, `ATTACHMENT_NOT_SUPPORTED`), an anchor that is not a user message of an ended turn (`INVALID_ANCHOR`), a turn without a checkpoint (`NO_SUCH_CHECKPOINT`), a vendor that cannot rewind (`REWIND_NOT_SUPPORTED`), a working directory outside the caller's roots, a node or user it does not have, a base ref with no commit, a time before 1970 or more than 365 days ahead (`INVALID_ARGUMENT`)",
         429 => "a count limit is reached (`LIMIT_EXCEEDED`)",
         503 => "cluster only: the session's node is unavailable (`NODE_UNAVAILABLE`)",
         _ => "the server failed (`INTERNAL`)",

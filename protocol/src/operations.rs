@@ -382,6 +382,9 @@ operations! {
     /// `session.checkpoints`: the files as each turn left them, oldest first.
     SessionCheckpoints "session.checkpoints" SessionCheckpointsParams => SessionCheckpointsResult [session(session_id), reads]
         rest route!("get" "/sessions/{id}/checkpoints", "The session's checkpoints: the files as each turn left them (as session.checkpoints).", None, 200, of::<SessionCheckpointsResult>);
+    /// `session.restore`: put the files back to a checkpoint.
+    SessionRestore "session.restore" SessionRestoreParams => SessionRestoreResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/restore", "Put the session's files back to a checkpoint (as session.restore).", Some(of::<crate::rest_control::RestoreBody>), 200, of::<SessionRestoreResult>);
     /// `session.diff`: the unified diff of the changes, capped.
     SessionDiff "session.diff" SessionDiffParams => SessionDiffResult [session(session_id), reads]
         rest route!("get" "/sessions/{id}/changes/diff", "Unified diff against the base (worktree) or HEAD (shared), capped.", None, 200, of::<crate::workspace::FileDiff>,

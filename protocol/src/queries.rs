@@ -360,3 +360,33 @@ pub struct SessionCheckpointsResult {
     /// Its checkpoints, oldest first.
     pub checkpoints: Vec<CheckpointInfo>,
 }
+
+/// Fields of `session.restore`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRestoreParams {
+    /// The session.
+    pub session_id: String,
+    /// The checkpoint to put the files back to: a `turnId` that
+    /// `session.checkpoints` lists.
+    pub turn_id: String,
+}
+
+/// `session.restore` reply (`POST /sessions/{id}/restore`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRestoreResult {
+    /// The session.
+    pub session_id: String,
+    /// The checkpoint restored.
+    pub turn_id: String,
+    /// Its commit.
+    pub commit: String,
+    /// Paths the restore changed, at most 500.
+    pub files: Vec<String>,
+    /// How many more it changed than `files` lists.
+    pub files_omitted: u64,
+    /// The checkpoint of the files as they were just before (a `turnId` of the form
+    /// `restore_<seq>`): restoring it undoes this restore.
+    pub undo: String,
+}

@@ -69,3 +69,12 @@ pub struct PermissionAnswer {
     )]
     pub permission_mode: Option<crate::session::PermissionMode>,
 }
+
+/// `POST /api/v1/sessions/{id}/restore`: the fields of `session.restore` but the id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RestoreBody {
+    /// The checkpoint to put the files back to (a `turnId` from
+    /// `GET /sessions/{id}/checkpoints`).
+    pub turn_id: String,
+}

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use tandem_tests::{Server, WsClient};
+use tandem_tests::{Server, ServerOptions, WsClient};
 
 use crate::workspaces::{git, repo};
 
@@ -225,4 +225,182 @@ async fn outside_a_repository_there_are_no_checkpoints_and_an_unknown_session_is
         .await;
     assert_eq!(status, 404, "{body}");
     assert_eq!(body["error"]["code"], "SESSION_NOT_FOUND", "{body}");
+}
+
+#[actix_rt::test]
+async fn a_restore_puts_the_files_back_and_can_be_undone() {
+    let server = Server::start();
+    let dir = repo(&server, "proj");
+    std::fs::write(dir.join(".gitignore"), "*.log\n").unwrap();
+    git(&dir, &["add", ".gitignore"]);
+    git(&dir, &["commit", "-q", "-m", "ignore logs"]);
+    std::fs::write(dir.join("build.log"), "ignored\n").unwrap();
+    let mut ws = server.ws().await;
+    let sid = ws.ok(json!({"type": "session.create", "cwd": dir})).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.subscribe(&sid, 0).await;
+    // `/write` makes no directories.
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let first = turn_checkpoint(&mut ws, &sid, "/write b.txt first").await;
+    let turn1 = first["turnId"].as_str().unwrap().to_string();
+    turn_checkpoint(
+        &mut ws,
+        &sid,
+        "/write a.txt changed\n/write sub/c.txt third",
+    )
+    .await;
+    // Made outside any turn: not in a checkpoint yet, but in the one the restore makes.
+    std::fs::write(dir.join("d.txt"), "by hand\n").unwrap();
+    let before = untouched(&dir);
+
+    let (status, restored) = server
+        .post(
+            &format!("/api/v1/sessions/{sid}/restore"),
+            &json!({"turnId": turn1}),
+        )
+        .await;
+    assert_eq!(status, 200, "{restored}");
+    assert_eq!(restored["commit"], first["commit"]);
+    assert_eq!(
+        restored["files"],
+        json!(["a.txt", "d.txt", "sub/c.txt"]),
+        "{restored}"
+    );
+    let undo = restored["undo"].as_str().unwrap().to_string();
+    assert!(undo.starts_with("restore_"), "{undo}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.txt")).unwrap(),
+        "one\ntwo\nthree\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("b.txt")).unwrap(),
+        "first\n"
+    );
+    assert!(!dir.join("sub/c.txt").exists() && !dir.join("d.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("build.log")).unwrap(),
+        "ignored\n"
+    );
+    let after = untouched(&dir);
+    assert_eq!(
+        before[..3],
+        after[..3],
+        "HEAD, branches and index as they were"
+    );
+    let events = ws
+        .recv_until(|v| v["kind"] == "restored" && v["sessionId"] == sid.as_str())
+        .await;
+    let n = events.len();
+    assert_eq!(events[n - 2]["kind"], "checkpoint", "{events:?}");
+    assert_eq!(events[n - 2]["turnId"], undo.as_str());
+    assert_eq!(events[n - 1]["turnId"], turn1.as_str());
+    assert_eq!(events[n - 1]["undo"], undo.as_str());
+
+    // Undone over the socket: the files as they were before the restore.
+    let back = ws
+        .ok(json!({"type": "session.restore", "sessionId": sid, "turnId": undo}))
+        .await;
+    assert_eq!(
+        back["files"],
+        json!(["a.txt", "d.txt", "sub/c.txt"]),
+        "{back}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.txt")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("sub/c.txt")).unwrap(),
+        "third\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("d.txt")).unwrap(),
+        "by hand\n"
+    );
+    assert_eq!(
+        before,
+        untouched(&dir),
+        "the checkout is as it was before the restore"
+    );
+
+    // The next turn's checkpoint lists only what that turn changed.
+    let next = turn_checkpoint(&mut ws, &sid, "/write b.txt again").await;
+    assert_eq!(next["files"], json!(["b.txt"]), "{next}");
+}
+
+#[actix_rt::test]
+async fn a_restore_is_refused_during_a_turn_for_an_unknown_turn_and_to_others() {
+    let server = Server::start_with(ServerOptions {
+        token_auth: true,
+        ..ServerOptions::default()
+    });
+    let dir = repo(&server, "proj");
+    let mut ws = server.ws().await;
+    let sid = ws.ok(json!({"type": "session.create", "cwd": dir})).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.subscribe(&sid, 0).await;
+    let first = turn_checkpoint(&mut ws, &sid, "/write b.txt first").await;
+    let turn1 = first["turnId"].as_str().unwrap();
+    let path = format!("/api/v1/sessions/{sid}/restore");
+
+    let (status, body) = server.post(&path, &json!({"turnId": "turn_99"})).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "NO_SUCH_CHECKPOINT", "{body}");
+    let (status, body) = server.post(&path, &json!({"turnId": "../../x"})).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "NO_SUCH_CHECKPOINT", "{body}");
+
+    let held = ws
+        .ok(json!({"type": "chat.send", "sessionId": sid,
+        "content": "/write b.txt during\n/hold restore-busy"}))
+        .await["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    server.wait_held("restore-busy").await;
+    let (status, body) = server.post(&path, &json!({"turnId": turn1})).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "SESSION_BUSY", "{body}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("b.txt")).unwrap(),
+        "during\n"
+    );
+    server.release("restore-busy").await;
+    // Waited for before the next turn: a checkpoint still being made when the next
+    // turn writes takes those writes in too (PROTOCOL.md, "Checkpoints").
+    ws.recv_until(|v| v["kind"] == "checkpoint" && v["turnId"] == held.as_str())
+        .await;
+
+    // A file the repository has come to ignore is never overwritten: turn 1's
+    // checkpoint holds `cache.tmp`, which is ignored (and changed) by now.
+    let cached = turn_checkpoint(&mut ws, &sid, "/write cache.tmp kept").await;
+    assert_eq!(cached["files"], json!(["cache.tmp"]), "{cached}");
+    let cached = cached["turnId"].as_str().unwrap().to_string();
+    std::fs::write(dir.join(".gitignore"), "*.tmp\n").unwrap();
+    std::fs::write(dir.join("cache.tmp"), "mine now\n").unwrap();
+    turn_checkpoint(&mut ws, &sid, "/write b.txt later").await;
+    let (status, body) = server.post(&path, &json!({"turnId": cached})).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "CONFLICT", "{body}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("cache.tmp")).unwrap(),
+        "mine now\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("b.txt")).unwrap(),
+        "later\n"
+    );
+
+    let other = server.add_user("mallory");
+    let (status, body) = other.post(&path, &json!({"turnId": turn1})).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "SESSION_NOT_FOUND", "{body}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("b.txt")).unwrap(),
+        "later\n"
+    );
 }

@@ -480,6 +480,14 @@ async fn every_documented_route_answers_as_described() {
     )
     .await;
     stored_event(&server, &wt, "git_state").await;
+    let checkpoint = stored_event(&server, &wt, "checkpoint").await;
+    c.ok(
+        "post",
+        &format!("/sessions/{wt}/restore"),
+        "/sessions/{id}/restore",
+        Some(json!({"turnId": checkpoint["turnId"]})),
+    )
+    .await;
     c.ok(
         "get",
         &format!("/sessions/{wt}/changes"),

@@ -1,14 +1,15 @@
 //! `session.checkpoints`: a session's checkpoints, read from its stored `checkpoint`
-//! events (the session actor records one after each turn that ends in a git
+//! events, and `session.restore`, which the session runs (the session actor records one after each turn that ends in a git
 //! working directory; see `crate::workspace::checkpoint`).
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use tandem_protocol::queries::CheckpointInfo;
+use tandem_protocol::queries::{CheckpointInfo, SessionRestoreResult};
 
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::session::Restore;
 use crate::store::Store;
 use crate::workspace::checkpoint;
 
@@ -47,6 +48,18 @@ impl Runtime {
         actix_rt::task::spawn_blocking(move || read(&store, &id))
             .await
             .map_err(|e| RuntimeError::Internal(e.to_string()))?
+    }
+
+    /// `session.restore` (owner only): the session puts its files back to the
+    /// checkpoint of `turn_id`, refusing while a turn runs.
+    pub async fn restore(
+        &self,
+        who: &Principal,
+        session_id: &str,
+        turn_id: String,
+    ) -> Result<SessionRestoreResult, RuntimeError> {
+        let handle = self.drivable(who, session_id)?;
+        handle.ask(Restore { turn_id }).await?
     }
 
     /// Deletes the session's checkpoint refs from the repository at `dir` (its

@@ -4,10 +4,12 @@
 //! merges and discards record their events and new workspace state here.
 
 use actix::prelude::*;
+use tandem_protocol::queries::SessionRestoreResult;
 use tandem_protocol::workspace::{GitState, WorkspaceInfo, WorktreeState};
 use tandem_protocol::EventBody;
 
 use super::SessionActor;
+use crate::error::RuntimeError;
 use crate::workspace::checkpoint::{self, Checkpoint};
 use crate::workspace::WorkspaceError;
 
@@ -146,6 +148,93 @@ impl Handler<Checkpointed> for SessionActor {
             },
         );
         self.flush();
+    }
+}
+
+/// `session.restore`: put the working directory's files back to a checkpoint.
+#[derive(Message)]
+#[rtype(result = "Result<SessionRestoreResult, RuntimeError>")]
+pub struct Restore {
+    /// The checkpoint's turn id.
+    pub turn_id: String,
+}
+
+impl Handler<Restore> for SessionActor {
+    type Result = AtomicResponse<Self, Result<SessionRestoreResult, RuntimeError>>;
+
+    /// Atomic: no turn can start while git rewrites the files. The checkpoint lock
+    /// is taken first, so checkpoints of turns that already ended are made before.
+    fn handle(&mut self, msg: Restore, _: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.restore_checks() {
+            return AtomicResponse::new(Box::pin(fut::err(e)));
+        }
+        let cwd = std::path::PathBuf::from(&self.record.cwd);
+        let (session_id, last) = (self.id.to_string(), self.last_checkpoint.clone());
+        let undo = format!("restore_{}", self.next_seq);
+        let turn_id = msg.turn_id;
+        let (target, undo_id) = (turn_id.clone(), undo.clone());
+        let work = async move {
+            let mut previous = last.lock_owned().await;
+            let parent = previous.clone();
+            let restored = actix_rt::task::spawn_blocking(move || {
+                checkpoint::restore(&cwd, &session_id, &target, &undo_id, parent.as_deref())
+            })
+            .await
+            .map_err(|e| RuntimeError::Internal(format!("restore task failed: {e}")))??;
+            // The files are the checkpoint's now: the next turn's lists what it changes.
+            *previous = Some(restored.commit.clone());
+            Ok::<_, RuntimeError>(restored)
+        };
+        let fut = fut::wrap_future::<_, Self>(work).map(move |restored, act, _| {
+            let restored = restored?;
+            let before = restored.before;
+            act.emit(
+                Some(undo.clone()),
+                EventBody::Checkpoint {
+                    commit: before.commit,
+                    files: before.files,
+                    files_omitted: before.files_omitted,
+                },
+            );
+            act.emit(
+                Some(turn_id.clone()),
+                EventBody::Restored {
+                    commit: restored.commit.clone(),
+                    files: restored.files.clone(),
+                    files_omitted: restored.files_omitted,
+                    undo: undo.clone(),
+                },
+            );
+            act.flush();
+            Ok(SessionRestoreResult {
+                session_id: act.record.id.clone(),
+                turn_id,
+                commit: restored.commit,
+                files: restored.files,
+                files_omitted: restored.files_omitted,
+                undo,
+            })
+        });
+        AtomicResponse::new(Box::pin(fut))
+    }
+}
+
+impl SessionActor {
+    /// What refuses a restore before git runs: a turn or background work (either
+    /// could be writing the files), or a worktree that is gone.
+    fn restore_checks(&self) -> Result<(), RuntimeError> {
+        if self.turn.is_some() || !self.background.is_empty() {
+            return Err(WorkspaceError::SessionBusy(self.record.id.clone()).into());
+        }
+        if self
+            .record
+            .workspace
+            .as_ref()
+            .is_some_and(|w| w.state == WorktreeState::Discarded)
+        {
+            return Err(WorkspaceError::NotAWorktree(self.record.id.clone()).into());
+        }
+        Ok(())
     }
 }
 

@@ -49,32 +49,148 @@ pub fn record(
 ) -> Result<Checkpoint, WorkspaceError> {
     let top = git::toplevel(dir)
         .ok_or_else(|| WorkspaceError::NotAGitRepository(dir.display().to_string()))?;
-    let name = ref_name(session_id, turn_id).ok_or_else(|| WorkspaceError::Git {
+    snapshot(&top, session_id, turn_id, previous).map(|(checkpoint, _)| checkpoint)
+}
+
+/// What [`restore`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    /// The checkpoint of the files as they were before, named `undo` (restoring it
+    /// undoes this restore).
+    pub before: Checkpoint,
+    /// The commit restored.
+    pub commit: String,
+    /// Paths the restore changed, at most [`MAX_FILES`].
+    pub files: Vec<String>,
+    /// How many more it changed than `files` lists.
+    pub files_omitted: u64,
+}
+
+/// Puts the working tree at `dir` back to `turn_id`'s checkpoint of `session_id`:
+/// first records the files as they are as checkpoint `undo` (parent `previous`),
+/// then moves the working tree from that to the checkpoint, writing and deleting
+/// only the files that differ. The checkout's index, `HEAD` and branches are not
+/// touched; ignored files are left alone, and git refuses (nothing changes) rather
+/// than overwrite one. Blocking.
+pub fn restore(
+    dir: &Path,
+    session_id: &str,
+    turn_id: &str,
+    undo: &str,
+    previous: Option<&str>,
+) -> Result<Restored, WorkspaceError> {
+    let top = git::toplevel(dir)
+        .ok_or_else(|| WorkspaceError::NotAGitRepository(dir.display().to_string()))?;
+    let target = ref_name(session_id, turn_id)
+        .and_then(|name| git::commit_of(&top, &name))
+        .ok_or_else(|| WorkspaceError::NoSuchCheckpoint(turn_id.to_string()))?;
+    let (before, index) = snapshot(&top, session_id, undo, previous)?;
+    let diff = git::run(
+        &top,
+        &[
+            "diff-tree",
+            "-r",
+            "--no-renames",
+            "--name-status",
+            "-z",
+            &before.commit,
+            &target,
+        ],
+    )?;
+    refuse_ignored_in_the_way(&top, &diff)?;
+    // A two-way read-tree from `before`, which the scratch index holds, to `target`,
+    // updating the files (`-u`). `--reset` rather than `-m`: an entry git marked
+    // racily clean when it wrote the index counts as modified to `-m`, which would
+    // refuse a file changed in the same second; every file it could lose is in
+    // `before`, and ignored ones were checked above.
+    git::run_in_index(
+        &top,
+        &index.path,
+        &["read-tree", "--reset", "-u", &before.commit, &target],
+    )?;
+    drop(index);
+    let (files, files_omitted) = changed(&top, Some(&before.commit), &target)?;
+    Ok(Restored {
+        before,
+        commit: target,
+        files,
+        files_omitted,
+    })
+}
+
+/// Refuses (`CONFLICT`) a restore that would write where a file the repository
+/// ignores is: `diff` is `diff-tree --name-status -z` from the snapshot of everything
+/// not ignored to the target. A path the target adds that exists on disk, or whose
+/// directory on the way is something other than a directory the restore removes,
+/// is an ignored file (the snapshot holds every other one) or a link.
+fn refuse_ignored_in_the_way(top: &Path, diff: &str) -> Result<(), WorkspaceError> {
+    let mut fields = diff.split('\0').filter(|f| !f.is_empty());
+    let mut added = Vec::new();
+    let mut deleted = std::collections::HashSet::new();
+    while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+        match status {
+            "A" => added.push(path),
+            "D" => {
+                deleted.insert(path);
+            }
+            _ => {}
+        }
+    }
+    for path in added {
+        let in_the_way = |p: &str| std::fs::symlink_metadata(top.join(p)).is_ok();
+        let mut blocked = in_the_way(path);
+        let mut dir = Path::new(path).parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            let name = d.to_string_lossy();
+            if let Ok(meta) = std::fs::symlink_metadata(top.join(d)) {
+                blocked |= !meta.is_dir() && !deleted.contains(name.as_ref());
+            }
+            dir = d.parent();
+        }
+        if blocked {
+            return Err(WorkspaceError::Conflict(format!(
+                "restoring would overwrite `{path}` (or a directory on its way), which the repository ignores; move it away first"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Stages the whole working tree at `top` in a scratch index and records it as
+/// checkpoint `id` of `session_id`; the checkpoint and the index, which holds its
+/// tree with the working tree's stat data.
+fn snapshot(
+    top: &Path,
+    session_id: &str,
+    id: &str,
+    previous: Option<&str>,
+) -> Result<(Checkpoint, ScratchIndex), WorkspaceError> {
+    let name = ref_name(session_id, id).ok_or_else(|| WorkspaceError::Git {
         command: "update-ref".into(),
-        stderr: format!("`{session_id}` / `{turn_id}` cannot name a checkpoint"),
+        stderr: format!("`{session_id}` / `{id}` cannot name a checkpoint"),
     })?;
-    let index = ScratchIndex::new(&top, session_id)?;
-    git::run_in_index(&top, &index.path, &["add", "--all", "--", "."])?;
-    let tree = git::run_in_index(&top, &index.path, &["write-tree"])?
+    let index = ScratchIndex::new(top, session_id)?;
+    git::run_in_index(top, &index.path, &["add", "--all", "--", "."])?;
+    let tree = git::run_in_index(top, &index.path, &["write-tree"])?
         .trim()
         .to_string();
-    drop(index);
     let parent = previous
-        .and_then(|p| git::commit_of(&top, p))
-        .or_else(|| git::commit_of(&top, "HEAD"));
-    let message = format!("tandem checkpoint of {session_id} after {turn_id}");
+        .and_then(|p| git::commit_of(top, p))
+        .or_else(|| git::commit_of(top, "HEAD"));
+    let message = format!("tandem checkpoint of {session_id} after {id}");
     let mut args = vec!["commit-tree", tree.as_str(), "-m", message.as_str()];
     if let Some(p) = parent.as_deref() {
         args.extend(["-p", p]);
     }
-    let commit = git::run_committing(&top, &args)?.trim().to_string();
-    git::run(&top, &["update-ref", &name, &commit])?;
-    let (files, files_omitted) = changed(&top, parent.as_deref(), &commit)?;
-    Ok(Checkpoint {
+    let commit = git::run_committing(top, &args)?.trim().to_string();
+    git::run(top, &["update-ref", &name, &commit])?;
+    let (files, files_omitted) = changed(top, parent.as_deref(), &commit)?;
+    let checkpoint = Checkpoint {
         commit,
         files,
         files_omitted,
-    })
+    };
+    Ok((checkpoint, index))
 }
 
 /// The paths that differ between `parent` (nothing, when there is none) and `commit`.

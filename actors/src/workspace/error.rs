@@ -8,6 +8,9 @@ pub enum WorkspaceError {
     /// The directory is not inside a git repository (`NOT_A_GIT_REPOSITORY`).
     #[error("{0} is not inside a git repository")]
     NotAGitRepository(String),
+    /// The session has no checkpoint of that turn (`NO_SUCH_CHECKPOINT`).
+    #[error("no checkpoint of turn `{0:.64}` in this session")]
+    NoSuchCheckpoint(String),
     /// The session has no worktree of its own (`NOT_A_WORKTREE`).
     #[error("session {0} has no worktree of its own (shared, or discarded)")]
     NotAWorktree(String),
@@ -104,6 +107,7 @@ impl WorkspaceError {
         match self {
             WorkspaceError::NotAGitRepository(_) => ErrorCode::NotAGitRepository,
             WorkspaceError::NotAWorktree(_) => ErrorCode::NotAWorktree,
+            WorkspaceError::NoSuchCheckpoint(_) => ErrorCode::NoSuchCheckpoint,
             WorkspaceError::SessionBusy(_) => ErrorCode::SessionBusy,
             WorkspaceError::BaseDirty { .. } => ErrorCode::BaseDirty,
             WorkspaceError::MergeConflict { .. } => ErrorCode::MergeConflict,

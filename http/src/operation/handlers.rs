@@ -192,6 +192,7 @@ async fn workspace(
             checkpoints: rt.checkpoints(who, &p.session_id).await?,
             session_id: p.session_id,
         }),
+        R::SessionRestore(p) => json(rt.restore(who, &p.session_id, p.turn_id).await?),
         R::SessionDiff(p) => json(SessionDiffResult {
             diff: rt
                 .session_diff(who, &p.session_id, p.path, DEFAULT_DIFF_CAP)
