@@ -354,13 +354,9 @@ async fn a_restore_is_refused_during_a_turn_for_an_unknown_turn_and_to_others() 
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["error"]["code"], "NO_SUCH_CHECKPOINT", "{body}");
 
-    let held = ws
-        .ok(json!({"type": "chat.send", "sessionId": sid,
+    ws.ok(json!({"type": "chat.send", "sessionId": sid,
         "content": "/write b.txt during\n/hold restore-busy"}))
-        .await["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+        .await;
     server.wait_held("restore-busy").await;
     let (status, body) = server.post(&path, &json!({"turnId": turn1})).await;
     assert_eq!(status, 409, "{body}");
@@ -370,10 +366,7 @@ async fn a_restore_is_refused_during_a_turn_for_an_unknown_turn_and_to_others() 
         "during\n"
     );
     server.release("restore-busy").await;
-    // Waited for before the next turn: a checkpoint still being made when the next
-    // turn writes takes those writes in too (PROTOCOL.md, "Checkpoints").
-    ws.recv_until(|v| v["kind"] == "checkpoint" && v["turnId"] == held.as_str())
-        .await;
+    ws.events_until_turn_end(&sid).await;
 
     // A file the repository has come to ignore is never overwritten: turn 1's
     // checkpoint holds `cache.tmp`, which is ignored (and changed) by now.
@@ -403,4 +396,57 @@ async fn a_restore_is_refused_during_a_turn_for_an_unknown_turn_and_to_others() 
         std::fs::read_to_string(dir.join("b.txt")).unwrap(),
         "later\n"
     );
+}
+
+/// A turn that starts while the previous turn's checkpoint is still being made (git
+/// slowed down by a failpoint) waits for it before its agent runs, so each
+/// checkpoint holds its own turn's files; interrupted while it waits, it never runs.
+#[actix_rt::test]
+async fn a_turn_started_during_a_checkpoint_waits_for_it() {
+    let server = Server::start();
+    let dir = repo(&server, "proj");
+    let mut ws = server.ws().await;
+    let sid = ws.ok(json!({"type": "session.create", "cwd": dir})).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.subscribe(&sid, 0).await;
+    turn_checkpoint(&mut ws, &sid, "/write zero.txt known to be a repository").await;
+    server.failpoint("workspace.checkpoint", "sleep(700)").await;
+
+    let send = |content: &str| json!({"type": "chat.send", "sessionId": sid, "content": content});
+    let one = ws.ok(send("/write one.txt first")).await["turnId"].clone();
+    ws.events_until_turn_end(&sid).await;
+    let two = ws.ok(send("/write two.txt second")).await["turnId"].clone();
+    let frames = ws
+        .recv_until(|v| v["kind"] == "turn_completed" && v["turnId"] == two)
+        .await;
+    let first = frames
+        .iter()
+        .find(|v| v["kind"] == "checkpoint" && v["turnId"] == one)
+        .cloned();
+    let first = first.expect("turn one's checkpoint before turn two's end");
+    assert_eq!(first["files"], json!(["one.txt"]), "{first}");
+
+    // Interrupted while it waits for turn two's checkpoint: its agent never runs.
+    let three = ws.ok(send("/write three.txt never")).await["turnId"].clone();
+    ws.ok(json!({"type": "chat.abort", "sessionId": sid})).await;
+    let frames = ws
+        .recv_until(|v| v["kind"] == "checkpoint" && v["turnId"] == three)
+        .await;
+    let ended = frames
+        .iter()
+        .find(|v| v["kind"] == "turn_completed" && v["turnId"] == three)
+        .cloned()
+        .expect("turn three ended");
+    assert_eq!(ended["status"], "interrupted", "{ended}");
+    let second = frames
+        .iter()
+        .find(|v| v["kind"] == "checkpoint" && v["turnId"] == two)
+        .cloned()
+        .expect("turn two's checkpoint");
+    assert_eq!(second["files"], json!(["two.txt"]), "{second}");
+    assert_eq!(frames.last().unwrap()["files"], json!([]));
+    assert!(!dir.join("three.txt").exists());
+    server.failpoint("workspace.checkpoint", "off").await;
 }

@@ -77,6 +77,15 @@ pub struct SessionActor {
     /// lock is held by the checkpoint being made, so turns ending close together are
     /// checkpointed one after the other, in order.
     pub(super) last_checkpoint: Arc<tokio::sync::Mutex<Option<String>>>,
+    /// Checkpoints started and not yet ended.
+    pub(super) checkpoints_running: u32,
+    /// Whether the last checkpoint found a repository (`None` before the first ended).
+    /// A turn's start waits for running checkpoints unless it is known there is none
+    /// to make.
+    pub(super) in_repository: Option<bool>,
+    /// A turn that waits for the previous turns' checkpoints before its agent starts
+    /// (so its writes stay out of them): the adapter and its `StartTurn`.
+    pub(super) deferred_start: Option<(Recipient<AdapterCommand>, AdapterCommand)>,
 }
 
 impl SessionActor {
@@ -107,6 +116,9 @@ impl SessionActor {
             last_git_state: None,
             git_generation: 0,
             last_checkpoint: Arc::default(),
+            checkpoints_running: 0,
+            in_repository: None,
+            deferred_start: None,
         }
     }
 

@@ -37,6 +37,7 @@ impl SessionActor {
         };
         self.pending.clear();
         self.dirty = false;
+        self.deferred_start = None;
         if let Some(turn) = self.turn.take() {
             if let Some(adapter) = &self.adapter {
                 adapter.do_send(AdapterCommand::Interrupt {

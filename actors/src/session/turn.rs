@@ -232,13 +232,20 @@ impl SessionActor {
             extra if text.is_empty() => extra.to_string(),
             extra => format!("{text}\n\n{extra}"),
         };
-        adapter.do_send(AdapterCommand::StartTurn {
+        let start = AdapterCommand::StartTurn {
             turn_id: turn_id.clone(),
             text,
             images: attachments.images,
             internal,
             settings: self.turn_settings(),
-        });
+        };
+        if self.start_waits_for_checkpoints() {
+            // The previous turn's files are still being recorded: the agent starts
+            // once they are, so this turn's writes stay out of that checkpoint.
+            self.deferred_start = Some((adapter, start));
+        } else {
+            adapter.do_send(start);
+        }
         Ok(turn_id)
     }
 
@@ -270,6 +277,9 @@ impl SessionActor {
         let Some(turn) = self.turn.take() else {
             return;
         };
+        // A turn that ends before its agent started (interrupted, timed out) never
+        // starts.
+        self.deferred_start = None;
         let response = turn.text_so_far();
         if !turn.partial.is_empty() {
             self.emit(
@@ -492,6 +502,11 @@ impl SessionActor {
         }
         turn.interrupt_requested = true;
         let turn_id = turn.id.clone();
+        if self.deferred_start.is_some() {
+            // Its agent has not started: nothing to stop.
+            self.finish_turn(TurnStatus::Interrupted, None, ctx);
+            return Ok(());
+        }
         if let Some(adapter) = &self.adapter {
             adapter.do_send(AdapterCommand::Interrupt {
                 turn_id: turn_id.clone(),

@@ -34,20 +34,30 @@ pub struct WorkspaceChanged {
     pub workspace: Option<WorkspaceInfo>,
 }
 
-/// A turn's checkpoint was recorded.
+/// A turn's checkpoint ended: recorded, or not.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Checkpointed {
+pub struct CheckpointEnded {
     /// The turn whose end it records.
     pub turn_id: String,
-    /// What was recorded.
-    pub checkpoint: Checkpoint,
+    /// What became of it.
+    pub outcome: CheckpointOutcome,
+}
+
+/// How a checkpoint ended.
+pub enum CheckpointOutcome {
+    /// Recorded.
+    Recorded(Checkpoint),
+    /// The working directory is not in a repository.
+    NoRepository,
+    /// git failed (logged).
+    Failed,
 }
 
 impl SessionActor {
     /// Starts recording the files as turn `turn_id` left them
-    /// (`crate::workspace::checkpoint`); the result comes back as [`Checkpointed`]. A
-    /// directory outside any repository, or a discarded worktree, has none.
+    /// (`crate::workspace::checkpoint`); the outcome comes back as [`CheckpointEnded`].
+    /// A directory outside any repository, or a discarded worktree, has none.
     pub(super) fn checkpoint_turn(&mut self, turn_id: String, ctx: &mut Context<Self>) {
         if self
             .record
@@ -57,6 +67,7 @@ impl SessionActor {
         {
             return;
         }
+        self.checkpoints_running += 1;
         let cwd = std::path::PathBuf::from(&self.record.cwd);
         let (session_id, last) = (self.id.to_string(), self.last_checkpoint.clone());
         let addr = ctx.address();
@@ -68,21 +79,29 @@ impl SessionActor {
                 checkpoint::record(&cwd, &session_id, &turn, parent.as_deref())
             })
             .await;
-            match recorded {
+            let outcome = match recorded {
                 Ok(Ok(checkpoint)) => {
                     *previous = Some(checkpoint.commit.clone());
-                    addr.do_send(Checkpointed {
-                        turn_id,
-                        checkpoint,
-                    });
+                    CheckpointOutcome::Recorded(checkpoint)
                 }
-                Ok(Err(WorkspaceError::NotAGitRepository(_))) => {}
+                Ok(Err(WorkspaceError::NotAGitRepository(_))) => CheckpointOutcome::NoRepository,
                 Ok(Err(e)) => {
-                    tracing::warn!(turn = %turn_id, error = %e, "checkpoint not recorded")
+                    tracing::warn!(turn = %turn_id, error = %e, "checkpoint not recorded");
+                    CheckpointOutcome::Failed
                 }
-                Err(e) => tracing::warn!(turn = %turn_id, error = %e, "checkpoint task failed"),
-            }
+                Err(e) => {
+                    tracing::warn!(turn = %turn_id, error = %e, "checkpoint task failed");
+                    CheckpointOutcome::Failed
+                }
+            };
+            drop(previous);
+            addr.do_send(CheckpointEnded { turn_id, outcome });
         });
+    }
+
+    /// True when a turn starting now must wait for checkpoints still being made.
+    pub(super) fn start_waits_for_checkpoints(&self) -> bool {
+        self.checkpoints_running > 0 && self.in_repository != Some(false)
     }
 
     /// Starts computing the working directory's state off the mailbox; the result
@@ -130,24 +149,38 @@ impl Handler<PublishGitState> for SessionActor {
     }
 }
 
-impl Handler<Checkpointed> for SessionActor {
+impl Handler<CheckpointEnded> for SessionActor {
     type Result = ();
 
-    fn handle(&mut self, msg: Checkpointed, _: &mut Context<Self>) {
-        let Checkpoint {
-            commit,
-            files,
-            files_omitted,
-        } = msg.checkpoint;
-        self.emit(
-            Some(msg.turn_id),
-            EventBody::Checkpoint {
+    /// Appends the `checkpoint` event, and once no checkpoint runs, starts the agent
+    /// of a turn that waited for them.
+    fn handle(&mut self, msg: CheckpointEnded, _: &mut Context<Self>) {
+        self.checkpoints_running = self.checkpoints_running.saturating_sub(1);
+        match msg.outcome {
+            CheckpointOutcome::Recorded(Checkpoint {
                 commit,
                 files,
                 files_omitted,
-            },
-        );
-        self.flush();
+            }) => {
+                self.in_repository = Some(true);
+                self.emit(
+                    Some(msg.turn_id),
+                    EventBody::Checkpoint {
+                        commit,
+                        files,
+                        files_omitted,
+                    },
+                );
+                self.flush();
+            }
+            CheckpointOutcome::NoRepository => self.in_repository = Some(false),
+            CheckpointOutcome::Failed => {}
+        }
+        if self.checkpoints_running == 0 {
+            if let Some((adapter, start)) = self.deferred_start.take() {
+                adapter.do_send(start);
+            }
+        }
     }
 }
 

@@ -47,6 +47,9 @@ pub fn record(
     turn_id: &str,
     previous: Option<&str>,
 ) -> Result<Checkpoint, WorkspaceError> {
+    // Test builds can slow this down (`sleep(MS)`) to show what waits for it.
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("workspace.checkpoint");
     let top = git::toplevel(dir)
         .ok_or_else(|| WorkspaceError::NotAGitRepository(dir.display().to_string()))?;
     snapshot(&top, session_id, turn_id, previous).map(|(checkpoint, _)| checkpoint)
