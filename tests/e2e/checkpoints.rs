@@ -227,6 +227,36 @@ async fn outside_a_repository_there_are_no_checkpoints_and_an_unknown_session_is
     assert_eq!(body["error"]["code"], "SESSION_NOT_FOUND", "{body}");
 }
 
+/// Outside a repository no git runs for checkpoints after the first turn; once
+/// `git_state` shows the directory became one, they resume.
+#[actix_rt::test]
+async fn a_directory_that_becomes_a_repository_gets_checkpoints() {
+    let server = Server::start();
+    let dir = server.dir.path().join("later");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut ws = server.ws().await;
+    let sid = ws.ok(json!({"type": "session.create", "cwd": dir})).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.subscribe(&sid, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "hello"}))
+        .await;
+    ws.events_until_turn_end(&sid).await;
+    git(&dir, &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("a.txt"), "one\n").unwrap();
+    git(&dir, &["add", "a.txt"]);
+    git(&dir, &["commit", "-q", "-m", "first"]);
+    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/write b.txt two"}))
+        .await;
+    ws.recv_until(|v| v["kind"] == "git_state" && v["sessionId"] == sid.as_str())
+        .await;
+    let third = turn_checkpoint(&mut ws, &sid, "/write c.txt three").await;
+    let files = third["files"].as_array().unwrap();
+    assert!(files.contains(&json!("c.txt")), "{third}");
+    assert!(!files.contains(&json!("a.txt")), "{third}");
+}
+
 #[actix_rt::test]
 async fn a_restore_puts_the_files_back_and_can_be_undone() {
     let server = Server::start();

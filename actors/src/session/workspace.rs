@@ -57,13 +57,16 @@ pub enum CheckpointOutcome {
 impl SessionActor {
     /// Starts recording the files as turn `turn_id` left them
     /// (`crate::workspace::checkpoint`); the outcome comes back as [`CheckpointEnded`].
-    /// A directory outside any repository, or a discarded worktree, has none.
+    /// A discarded worktree has none; nor does a directory the last checkpoint found
+    /// outside any repository, until a `git_state` shows it is in one (so a session
+    /// outside git starts no git process for it after its first turn).
     pub(super) fn checkpoint_turn(&mut self, turn_id: String, ctx: &mut Context<Self>) {
-        if self
-            .record
-            .workspace
-            .as_ref()
-            .is_some_and(|w| w.state == WorktreeState::Discarded)
+        if self.in_repository == Some(false)
+            || self
+                .record
+                .workspace
+                .as_ref()
+                .is_some_and(|w| w.state == WorktreeState::Discarded)
         {
             return;
         }
@@ -139,6 +142,8 @@ impl Handler<PublishGitState> for SessionActor {
     type Result = ();
 
     fn handle(&mut self, msg: PublishGitState, _: &mut Context<Self>) {
+        // Computed, so the directory is in a repository (again): checkpoints resume.
+        self.in_repository = Some(true);
         if msg.generation != self.git_generation || self.last_git_state.as_ref() == Some(&msg.state)
         {
             return;
