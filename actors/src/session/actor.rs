@@ -79,9 +79,9 @@ pub struct SessionActor {
     pub(super) last_checkpoint: Arc<tokio::sync::Mutex<Option<String>>>,
     /// Checkpoints started and not yet ended.
     pub(super) checkpoints_running: u32,
-    /// Whether the working directory is in a repository, as the last checkpoint or
-    /// `git_state` found (`None` before the first): outside one no checkpoint is
-    /// attempted and no turn's start waits.
+    /// Whether the working directory was in a repository after the last turn (`None`
+    /// before the first): outside one no turn's start waits for the git work after
+    /// the previous turn.
     pub(super) in_repository: Option<bool>,
     /// A turn that waits for the previous turns' checkpoints before its agent starts
     /// (so its writes stay out of them): the adapter and its `StartTurn`.

@@ -317,8 +317,7 @@ impl SessionActor {
             self.notify_pair(d, status, response, error.clone());
         }
         self.notify_parent();
-        self.checkpoint_turn(turn.id, ctx);
-        self.refresh_git_state(ctx);
+        self.after_turn_git(turn.id, ctx);
         self.dispatch_queued(ctx);
     }
 

@@ -1,6 +1,6 @@
-//! The session's side of workspaces: after each turn it records a checkpoint of the
-//! files and asks for its `git_state`, both made on the blocking pool (never on this
-//! actor's mailbox, so a turn's end never waits for git), and appends what they found;
+//! The session's side of workspaces: after each turn it asks for its `git_state` and
+//! a checkpoint of the files, both made on the blocking pool (never on this actor's
+//! mailbox, so a turn's end never waits for git), and appends what they found;
 //! merges and discards record their events and new workspace state here.
 
 use actix::prelude::*;
@@ -11,6 +11,7 @@ use tandem_protocol::EventBody;
 use super::SessionActor;
 use crate::error::RuntimeError;
 use crate::workspace::checkpoint::{self, Checkpoint};
+use crate::workspace::state;
 use crate::workspace::WorkspaceError;
 
 /// A computed state for the session, tagged with the request it answers so an older
@@ -55,22 +56,28 @@ pub enum CheckpointOutcome {
 }
 
 impl SessionActor {
-    /// Starts recording the files as turn `turn_id` left them
-    /// (`crate::workspace::checkpoint`); the outcome comes back as [`CheckpointEnded`].
-    /// A discarded worktree has none; nor does a directory the last checkpoint found
-    /// outside any repository, until a `git_state` shows it is in one (so a session
-    /// outside git starts no git process for it after its first turn).
-    pub(super) fn checkpoint_turn(&mut self, turn_id: String, ctx: &mut Context<Self>) {
-        if self.in_repository == Some(false)
-            || self
-                .record
-                .workspace
-                .as_ref()
-                .is_some_and(|w| w.state == WorktreeState::Discarded)
+    /// After a turn, off the mailbox, in one task: the working directory's
+    /// `git_state`, then (where that found a repository) the turn's checkpoint
+    /// (`crate::workspace::checkpoint`), so a session outside git starts no more git
+    /// processes than the state's own probe. They come back as [`PublishGitState`]
+    /// and [`CheckpointEnded`]. A session whose worktree was discarded has no
+    /// directory to look at.
+    pub(super) fn after_turn_git(&mut self, turn_id: String, ctx: &mut Context<Self>) {
+        let workspace = self.record.workspace.clone();
+        if workspace
+            .as_ref()
+            .is_some_and(|w| w.state == WorktreeState::Discarded)
         {
             return;
         }
+        if self.in_repository == Some(false) && self.checkpoints_running > 0 {
+            // Outside a repository the one still to run will look again: turns that
+            // end faster than git starts queue no more of them.
+            return;
+        }
+        self.git_generation += 1;
         self.checkpoints_running += 1;
+        let generation = self.git_generation;
         let cwd = std::path::PathBuf::from(&self.record.cwd);
         let (session_id, last) = (self.id.to_string(), self.last_checkpoint.clone());
         let addr = ctx.address();
@@ -78,22 +85,41 @@ impl SessionActor {
             let mut previous = last.lock_owned().await;
             let parent = previous.clone();
             let turn = turn_id.clone();
-            let recorded = actix_rt::task::spawn_blocking(move || {
-                checkpoint::record(&cwd, &session_id, &turn, parent.as_deref())
+            let done = actix_rt::task::spawn_blocking(move || {
+                let state = state::compute(&cwd, workspace.as_ref());
+                let checkpoint = match &state {
+                    Err(WorkspaceError::NotAGitRepository(dir)) => {
+                        Err(WorkspaceError::NotAGitRepository(dir.clone()))
+                    }
+                    _ => checkpoint::record(&cwd, &session_id, &turn, parent.as_deref()),
+                };
+                (state, checkpoint)
             })
             .await;
-            let outcome = match recorded {
-                Ok(Ok(checkpoint)) => {
-                    *previous = Some(checkpoint.commit.clone());
-                    CheckpointOutcome::Recorded(checkpoint)
-                }
-                Ok(Err(WorkspaceError::NotAGitRepository(_))) => CheckpointOutcome::NoRepository,
-                Ok(Err(e)) => {
-                    tracing::warn!(turn = %turn_id, error = %e, "checkpoint not recorded");
-                    CheckpointOutcome::Failed
+            let outcome = match done {
+                Ok((state, checkpoint)) => {
+                    match state {
+                        Ok(state) => addr.do_send(PublishGitState { generation, state }),
+                        // Not a repository: nothing to publish.
+                        Err(WorkspaceError::NotAGitRepository(_)) => {}
+                        Err(e) => tracing::warn!(error = %e, "git state not computed"),
+                    }
+                    match checkpoint {
+                        Ok(checkpoint) => {
+                            *previous = Some(checkpoint.commit.clone());
+                            CheckpointOutcome::Recorded(checkpoint)
+                        }
+                        Err(WorkspaceError::NotAGitRepository(_)) => {
+                            CheckpointOutcome::NoRepository
+                        }
+                        Err(e) => {
+                            tracing::warn!(turn = %turn_id, error = %e, "checkpoint not recorded");
+                            CheckpointOutcome::Failed
+                        }
+                    }
                 }
                 Err(e) => {
-                    tracing::warn!(turn = %turn_id, error = %e, "checkpoint task failed");
+                    tracing::warn!(turn = %turn_id, error = %e, "git task after the turn failed");
                     CheckpointOutcome::Failed
                 }
             };
@@ -106,44 +132,12 @@ impl SessionActor {
     pub(super) fn start_waits_for_checkpoints(&self) -> bool {
         self.checkpoints_running > 0 && self.in_repository != Some(false)
     }
-
-    /// Starts computing the working directory's state off the mailbox; the result
-    /// comes back as [`PublishGitState`]. A session whose worktree was discarded has
-    /// no directory to look at.
-    pub(super) fn refresh_git_state(&mut self, ctx: &mut Context<Self>) {
-        let workspace = self.record.workspace.clone();
-        if workspace
-            .as_ref()
-            .is_some_and(|w| w.state == WorktreeState::Discarded)
-        {
-            return;
-        }
-        self.git_generation += 1;
-        let generation = self.git_generation;
-        let cwd = std::path::PathBuf::from(&self.record.cwd);
-        let addr = ctx.address();
-        actix_rt::spawn(async move {
-            let computed = actix_rt::task::spawn_blocking(move || {
-                crate::workspace::state::compute(&cwd, workspace.as_ref())
-            })
-            .await;
-            match computed {
-                Ok(Ok(state)) => addr.do_send(PublishGitState { generation, state }),
-                // Not a repository: nothing to publish.
-                Ok(Err(crate::workspace::WorkspaceError::NotAGitRepository(_))) => {}
-                Ok(Err(e)) => tracing::warn!(error = %e, "git state not computed"),
-                Err(e) => tracing::warn!(error = %e, "git state task failed"),
-            }
-        });
-    }
 }
 
 impl Handler<PublishGitState> for SessionActor {
     type Result = ();
 
     fn handle(&mut self, msg: PublishGitState, _: &mut Context<Self>) {
-        // Computed, so the directory is in a repository (again): checkpoints resume.
-        self.in_repository = Some(true);
         if msg.generation != self.git_generation || self.last_git_state.as_ref() == Some(&msg.state)
         {
             return;
