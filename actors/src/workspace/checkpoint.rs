@@ -73,8 +73,8 @@ pub struct Restored {
 /// first records the files as they are as checkpoint `undo` (parent `previous`),
 /// then moves the working tree from that to the checkpoint, writing and deleting
 /// only the files that differ. The checkout's index, `HEAD` and branches are not
-/// touched; ignored files are left alone, and git refuses (nothing changes) rather
-/// than overwrite one. Blocking.
+/// touched; ignored files are left alone: a restore that would overwrite one is
+/// refused (`CONFLICT`) before any file changes. Blocking.
 pub fn restore(
     dir: &Path,
     session_id: &str,
