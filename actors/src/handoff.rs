@@ -14,6 +14,11 @@ pub const MAX_TRANSCRIPT_CHARS: usize = 24_000;
 /// Characters of the whole prompt.
 pub const MAX_PROMPT_CHARS: usize = 36_000;
 
+/// The first line of a fork's context ([`fork_context`]).
+pub const FORK_CONTEXT_HEAD: &str = "[This conversation continues from a fork of another session]";
+/// The line that ends it; the fork's first message follows.
+pub const FORK_CONTEXT_END: &str = "[End of the earlier conversation]";
+
 /// Who said a transcript entry (the wire type: `read_handoff_source` returns it).
 pub use tandem_protocol::tools::Speaker;
 
@@ -85,6 +90,58 @@ pub fn snapshot(
     git_status: &str,
     entries: &[Entry],
 ) -> String {
+    let mut turns = recent_turns(entries);
+    let request = head(request, MAX_PROMPT_CHARS / 3);
+    let build = |git: &str, turns: &[String]| {
+        format!(
+            "[Continuing a conversation from another session]\n\
+             You are taking over \"{source_title}\", which ran on {source_vendor}. Pick up \
+             where it left off. Use read_handoff_source to page through the full earlier \
+             history if you need more than this summary.\n\n\
+             Latest request (verbatim):\n{request}\n\n\
+             Working tree (git status --short --branch):\n{git}\n\n\
+             Recent conversation (oldest first):\n{}",
+            turns.join("\n")
+        )
+    };
+    let mut git = git_status.to_string();
+    let mut prompt = build(&git, &turns);
+    while prompt.chars().count() > MAX_PROMPT_CHARS && !turns.is_empty() {
+        turns.remove(0);
+        prompt = build(&git, &turns);
+    }
+    if prompt.chars().count() > MAX_PROMPT_CHARS {
+        git = head(&git, 2_000);
+        prompt = build(&git, &turns);
+    }
+    prompt
+}
+
+/// What a fork's agent reads ahead of the fork's first message when its vendor did
+/// not fork the conversation itself: the source's turns up to the fork point, bounded
+/// like a handoff's, newest kept. Ends with the line the message follows.
+pub fn fork_context(source_title: &str, source_vendor: &str, entries: &[Entry]) -> String {
+    let mut turns = recent_turns(entries);
+    let build = |turns: &[String]| {
+        format!(
+            "{FORK_CONTEXT_HEAD}\n\
+             Below is the conversation so far, from \"{source_title}\" on {source_vendor} \
+             (oldest first; older turns may be left out). Continue from it: the user's \
+             new message follows the end marker.\n\n{}\n{FORK_CONTEXT_END}\n\n",
+            turns.join("\n")
+        )
+    };
+    let mut context = build(&turns);
+    while context.chars().count() > MAX_PROMPT_CHARS && !turns.is_empty() {
+        turns.remove(0);
+        context = build(&turns);
+    }
+    context
+}
+
+/// The entries as one text block per turn (newest last), at most [`MAX_TURNS`] and
+/// [`MAX_TRANSCRIPT_CHARS`], each message cut to its speaker's limit.
+fn recent_turns(entries: &[Entry]) -> Vec<String> {
     // One block per turn, newest last.
     let mut turns: Vec<String> = Vec::new();
     let mut current: Option<(&str, String)> = None;
@@ -112,30 +169,7 @@ pub fn snapshot(
     while size(&turns) > MAX_TRANSCRIPT_CHARS && !turns.is_empty() {
         turns.remove(0);
     }
-    let request = head(request, MAX_PROMPT_CHARS / 3);
-    let build = |git: &str, turns: &[String]| {
-        format!(
-            "[Continuing a conversation from another session]\n\
-             You are taking over \"{source_title}\", which ran on {source_vendor}. Pick up \
-             where it left off. Use read_handoff_source to page through the full earlier \
-             history if you need more than this summary.\n\n\
-             Latest request (verbatim):\n{request}\n\n\
-             Working tree (git status --short --branch):\n{git}\n\n\
-             Recent conversation (oldest first):\n{}",
-            turns.join("\n")
-        )
-    };
-    let mut git = git_status.to_string();
-    let mut prompt = build(&git, &turns);
-    while prompt.chars().count() > MAX_PROMPT_CHARS && !turns.is_empty() {
-        turns.remove(0);
-        prompt = build(&git, &turns);
-    }
-    if prompt.chars().count() > MAX_PROMPT_CHARS {
-        git = head(&git, 2_000);
-        prompt = build(&git, &turns);
-    }
-    prompt
+    turns
 }
 
 #[cfg(test)]

@@ -65,6 +65,14 @@ pub struct SessionRecord {
     /// The session this one continues (handoff).
     #[serde(default)]
     pub handoff_from: Option<String>,
+    /// The session and message it was forked at (`session.fork`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<tandem_protocol::ForkedFrom>,
+    /// A fork's transcript of the source's turns, given to the agent ahead of the
+    /// fork's first message and then dropped (a fork whose vendor has no fork of its
+    /// own, or another vendor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_context: Option<String>,
     /// A spawned session's first prompt, until its parent lets it start.
     #[serde(default)]
     pub pending_prompt: Option<String>,
@@ -310,6 +318,7 @@ impl SessionRecord {
             role: self.pair.as_ref().map(|m| m.role),
             turn_started_at: self.turn_started_at,
             handoff_from: self.handoff_from.clone(),
+            forked_from: self.forked_from.clone(),
             parent_id: self.parent_id.clone(),
             background_tasks: background_tasks.to_vec(),
             cwd: self.cwd.clone(),

@@ -232,11 +232,13 @@ async fn post_edit_send(
         anchor_seq: msg.anchor_seq,
         content: msg.content,
         options: msg.options,
+        restore_files: msg.restore_files,
     };
     let done = run(&state, &who, params).await?;
     Ok(HttpResponse::Accepted().json(EditSendAccepted {
         turn_id: done.turn_id,
         superseded: done.superseded,
+        restored: done.restored,
     }))
 }
 

@@ -1,5 +1,5 @@
 //! REST routes for what was WebSocket-only, so a script needs no socket for them:
-//! handoff, schedules (create, cancel; the list is in `rest.rs`), stopping a background
+//! handoff, fork, schedules (create, cancel; the list is in `rest.rs`), stopping a background
 //! task, answering a tool approval, creating and closing a pair. Each calls the same
 //! runtime operation as its WebSocket request, so it is refused with the same code,
 //! and answers only once its writes are on disk (`crate::operation`).
@@ -7,9 +7,9 @@
 use actix_web::{web, HttpResponse};
 use tandem_protocol::client::{
     ChatPermissionResponseParams, ChatStopTaskParams, PairCloseParams, PairCreateParams,
-    SessionHandoffParams, SessionScheduleCancelParams, SessionScheduleParams,
+    SessionForkParams, SessionHandoffParams, SessionScheduleCancelParams, SessionScheduleParams,
 };
-use tandem_protocol::rest_control::{HandoffBody, PermissionAnswer, ScheduleBody};
+use tandem_protocol::rest_control::{ForkBody, HandoffBody, PermissionAnswer, ScheduleBody};
 
 use crate::error::ApiError;
 use crate::request::{run, Caller, Json, NoBody};
@@ -21,6 +21,7 @@ use crate::state::AppState;
 pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource) {
     cfg.service(at("/openapi.json").route(web::get().to(openapi)))
         .service(at("/sessions/{id}/handoff").route(web::post().to(handoff)))
+        .service(at("/sessions/{id}/fork").route(web::post().to(fork)))
         .service(
             at("/sessions/{id}/schedules/{schedule_id}").route(web::delete().to(cancel_schedule)),
         )
@@ -52,6 +53,23 @@ async fn handoff(
         target_vendor: b.target_vendor,
         model: b.model,
         effort: b.effort,
+    };
+    Ok(HttpResponse::Created().json(run(&state, &who, params).await?))
+}
+
+/// `POST /sessions/{id}/fork` → 201 `{session, conversation}`.
+async fn fork(
+    who: Caller,
+    id: web::Path<String>,
+    Json(b): Json<ForkBody>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let params = SessionForkParams {
+        session_id: id.into_inner(),
+        anchor_seq: b.anchor_seq,
+        title: b.title,
+        vendor: b.vendor,
+        workspace: b.workspace,
     };
     Ok(HttpResponse::Created().json(run(&state, &who, params).await?))
 }

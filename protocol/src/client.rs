@@ -268,6 +268,40 @@ pub struct ChatEditSendParams {
     /// Model/effort/permission changes applied before the turn (as on `chat.send`).
     #[serde(default, deserialize_with = "crate::strict::object_opt")]
     pub options: Option<TurnOptions>,
+    /// Also put the files back as they were when the anchor's turn started (the
+    /// newest `checkpoint` or `restored` before it), as `session.restore` does, before
+    /// the conversation is rewound. `NO_SUCH_CHECKPOINT` when none was recorded.
+    #[serde(default)]
+    pub restore_files: bool,
+}
+
+/// Fields of `session.fork`: a new session whose conversation is this one's up to and
+/// including the turn of an earlier user message; the source is unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionForkParams {
+    /// The session forked.
+    pub session_id: String,
+    /// The `seq` of a `user_message` of an ended turn of it that no rewind superseded.
+    pub anchor_seq: u64,
+    /// The fork's title; the source's with " · fork" when absent. 1 to 200
+    /// characters once trimmed.
+    #[serde(default)]
+    #[schemars(regex(pattern = crate::content::TITLE))]
+    pub title: Option<String>,
+    /// The fork's vendor; the source's when absent. Another vendor gets the
+    /// conversation as a bounded transcript.
+    #[serde(default)]
+    pub vendor: Option<String>,
+    /// `worktree`: a worktree of its own whose files are the anchor turn's checkpoint
+    /// (the default when the source has a worktree); `shared`: the source's
+    /// working directory as it is.
+    #[serde(
+        default,
+        deserialize_with = "crate::strict::name_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub workspace: Option<crate::workspace::WorkspaceMode>,
 }
 
 /// Fields of `chat.abort`.
@@ -524,6 +558,18 @@ fn subscribe_entries_named(obj: &Map<String, Value>) -> Result<(), String> {
 }
 
 impl Validate for ChatEditSendParams {
+    fn validate(&self) -> Result<(), Refusal> {
+        if self.anchor_seq == 0 || self.anchor_seq > crate::MAX_SEQ {
+            return Err(Refusal::invalid(format!(
+                "`anchorSeq` must be between 1 and {}",
+                crate::MAX_SEQ
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Validate for SessionForkParams {
     fn validate(&self) -> Result<(), Refusal> {
         if self.anchor_seq == 0 || self.anchor_seq > crate::MAX_SEQ {
             return Err(Refusal::invalid(format!(

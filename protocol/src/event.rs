@@ -266,6 +266,19 @@ pub enum EventBody {
         /// The latest user request there, verbatim.
         request: String,
     },
+    /// This session is a fork of another (written in the fork, first).
+    Forked {
+        /// The session forked.
+        source_session_id: String,
+        /// Its title then.
+        source_title: String,
+        /// The `seq` of its `user_message` whose turn this conversation ends with.
+        anchor_seq: u64,
+        /// Turns of the source the conversation holds.
+        turns: u64,
+        /// How the agent has them.
+        conversation: crate::session::ForkConversation,
+    },
     /// The agent proposes handing a task to a Worker.
     WorkerProposal {
         /// The proposal's id (`proposal.respond` takes it).
@@ -358,6 +371,7 @@ impl EventBody {
             EventBody::WorkerProposal { .. } => "worker_proposal",
             EventBody::HandoffCreated { .. } => "handoff_created",
             EventBody::HandoffContext { .. } => "handoff_context",
+            EventBody::Forked { .. } => "forked",
             EventBody::WorkerProposalUpdate { .. } => "worker_proposal_update",
             EventBody::HistoryRewound { .. } => "history_rewound",
             EventBody::GitState { .. } => "git_state",

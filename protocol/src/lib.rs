@@ -33,6 +33,6 @@ pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
 pub use permission::{PermissionChoice, PermissionKind, PermissionRule, RememberScope};
 pub use server::ServerFrame;
 pub use session::{
-    BackgroundTask, PermissionMode, Role, SessionInfo, SessionStatus, SupersededRange, TaskType,
-    Visibility,
+    BackgroundTask, ForkConversation, ForkedFrom, PermissionMode, Role, SessionInfo, SessionStatus,
+    SupersededRange, TaskType, Visibility,
 };

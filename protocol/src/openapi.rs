@@ -201,6 +201,8 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         ("post", "/sessions/{id}/schedules") => &[422, 429],
         ("delete", "/sessions/{id}/schedules/{scheduleId}") => &[409],
         ("post", "/sessions/{id}/handoff") => &[409, 422, 429],
+        // As a creation, and 422 for an anchor or a checkpoint the history lacks.
+        ("post", "/sessions/{id}/fork") => &[409, 422, 429, 503],
         ("get", "/sessions/{id}/changes")
         | ("get", "/sessions/{id}/changes/diff")
         | ("post", "/sessions/{id}/merge")

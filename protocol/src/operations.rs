@@ -367,6 +367,9 @@ operations! {
     /// `session.handoff`: continue the conversation in a new session.
     SessionHandoff "session.handoff" SessionHandoffParams => SessionHandoffResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/handoff", "Continue the conversation in a new session (as session.handoff).", Some(of::<HandoffBody>), 201, of::<SessionHandoffResult>);
+    /// `session.fork`: a new session with the conversation up to an earlier turn.
+    SessionFork "session.fork" SessionForkParams => SessionForkResult [session(session_id), writes, checked]
+        rest route!("post" "/sessions/{id}/fork", "Fork the session at one of its user messages: a new session whose conversation ends with that turn (as session.fork).", Some(of::<crate::rest_control::ForkBody>), 201, of::<SessionForkResult>);
     /// `session.schedule`: send a message later.
     SessionSchedule "session.schedule" SessionScheduleParams => SessionScheduleResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/schedules", "Schedule a message (as session.schedule).", Some(of::<ScheduleBody>), 201, of::<SessionScheduleResult>);

@@ -177,6 +177,9 @@ pub struct PostEditSend {
     /// Model/effort/permission changes applied before the turn (as on `chat.send`).
     #[serde(default, deserialize_with = "crate::strict::object_opt")]
     pub options: Option<crate::client::TurnOptions>,
+    /// Also put the files back as they were when the anchor's turn started.
+    #[serde(default)]
+    pub restore_files: bool,
 }
 
 /// `POST /api/v1/sessions/{id}/edit-send` answer (202): the new turn and the branch
@@ -188,6 +191,9 @@ pub struct EditSendAccepted {
     pub turn_id: String,
     /// The branch the rewind superseded.
     pub superseded: crate::session::SupersededRange,
+    /// With `restoreFiles`: the restore made first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<crate::queries::SessionRestoreResult>,
 }
 
 /// `POST /api/v1/sessions/{id}/messages` answer (202).

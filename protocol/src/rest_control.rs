@@ -70,6 +70,25 @@ pub struct PermissionAnswer {
     pub permission_mode: Option<crate::session::PermissionMode>,
 }
 
+/// `POST /api/v1/sessions/{id}/fork`: the fields of `session.fork` but the id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ForkBody {
+    /// The `seq` of the `user_message` whose turn the fork's conversation ends with.
+    #[schemars(range(min = 1, max = crate::MAX_SEQ))]
+    pub anchor_seq: u64,
+    /// The fork's title (default: the source's with " · fork").
+    #[serde(default)]
+    #[schemars(regex(pattern = crate::content::TITLE))]
+    pub title: Option<String>,
+    /// The fork's vendor (default: the source's).
+    #[serde(default)]
+    pub vendor: Option<String>,
+    /// `worktree` or `shared` (default: `worktree` when the source has one).
+    #[serde(default, deserialize_with = "crate::strict::name_opt")]
+    pub workspace: Option<crate::workspace::WorkspaceMode>,
+}
+
 /// `POST /api/v1/sessions/{id}/restore`: the fields of `session.restore` but the id.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

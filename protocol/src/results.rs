@@ -66,6 +66,19 @@ pub struct ChatEditSendResult {
     pub turn_id: String,
     /// The branch the rewind superseded (as its `history_rewound` event says).
     pub superseded: crate::session::SupersededRange,
+    /// With `restoreFiles`: the restore made first (as `session.restore` answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<crate::queries::SessionRestoreResult>,
+}
+
+/// `session.fork` reply: the new session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionForkResult {
+    /// The fork (its `forkedFrom` names the source and the anchor).
+    pub session: SessionInfo,
+    /// How its agent has the conversation.
+    pub conversation: crate::session::ForkConversation,
 }
 
 /// `chat.abort` reply.

@@ -208,6 +208,9 @@ pub struct SessionInfo {
     /// The session this one continues (a handoff), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_from: Option<String>,
+    /// The session and message this one was forked at (`session.fork`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
     /// The session that spawned this one, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,
@@ -231,6 +234,28 @@ pub struct SessionInfo {
     /// session that works in the directory it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::workspace::WorkspaceInfo>,
+}
+
+/// Where a fork branched off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkedFrom {
+    /// The source session.
+    pub session_id: String,
+    /// The `seq` of its `user_message` whose turn the fork's conversation ends with.
+    pub anchor_seq: u64,
+}
+
+/// How a fork's agent has the source's conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ForkConversation {
+    /// The vendor's own fork of its conversation (Codex `thread/fork`, Claude Code
+    /// `--fork-session`).
+    Vendor,
+    /// A bounded transcript of the turns, given to the agent with the fork's first
+    /// message (another vendor, or one without a fork of its own).
+    Transcript,
 }
 
 /// A branch of the history that a rewind replaced: what `history_rewound` carries,

@@ -27,6 +27,7 @@ mod durability;
 mod error_codes;
 mod first_run;
 mod flow;
+mod forks;
 mod fuzz_socket;
 mod handoff;
 mod holds;

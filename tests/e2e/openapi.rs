@@ -488,6 +488,16 @@ async fn every_documented_route_answers_as_described() {
         Some(json!({"turnId": checkpoint["turnId"]})),
     )
     .await;
+    let message = stored_event(&server, &wt, "user_message").await;
+    let forked = c
+        .ok(
+            "post",
+            &format!("/sessions/{wt}/fork"),
+            "/sessions/{id}/fork",
+            Some(json!({"anchorSeq": message["seq"], "title": "tried again"})),
+        )
+        .await;
+    assert_eq!(forked["session"]["forkedFrom"]["sessionId"], wt.as_str());
     c.ok(
         "get",
         &format!("/sessions/{wt}/changes"),

@@ -91,6 +91,24 @@ enum Step {
     },
 }
 
+/// Splits a fork's context off a message: the user messages it quotes (first line
+/// of each) and the message after it. A message without one is all message.
+fn fork_preface(text: &str) -> (Vec<String>, &str) {
+    use crate::handoff::{FORK_CONTEXT_END, FORK_CONTEXT_HEAD};
+    let Some(body) = text.strip_prefix(FORK_CONTEXT_HEAD) else {
+        return (Vec::new(), text);
+    };
+    let Some((quoted, rest)) = body.split_once(FORK_CONTEXT_END) else {
+        return (Vec::new(), text);
+    };
+    let users = quoted
+        .lines()
+        .filter_map(|l| l.strip_prefix("User: "))
+        .map(|l| l.trim_end().to_string())
+        .collect();
+    (users, rest.trim_start_matches('\n'))
+}
+
 fn parse_script(text: &str) -> Vec<Step> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
@@ -392,8 +410,12 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                         .map(|l| Step::Text(l.trim_end().to_string()))
                         .collect()
                 } else {
+                    // A fork's first message carries the source's turns: this agent
+                    // remembers their user messages and runs only the message itself.
+                    let (remembered, script) = fork_preface(&text);
+                    self.memory.extend(remembered);
                     let history = format!("history: {}", self.memory.join(" | "));
-                    parse_script(&text)
+                    parse_script(script)
                         .into_iter()
                         .map(|step| match step {
                             Step::History => Step::Text(history.clone()),
@@ -401,7 +423,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                         })
                         .collect()
                 };
-                self.memory.push(text);
+                self.memory.push(fork_preface(&text).1.to_string());
                 // The scripted agent cannot look at images; it says what it got, so
                 // tests see exactly which bytes reached the adapter.
                 let mut steps = steps;
@@ -698,6 +720,26 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fork_preface_is_remembered_not_run() {
+        let entries = [("turn_1", "first"), ("turn_2", "/write a.txt x")].map(|(t, text)| {
+            crate::handoff::Entry {
+                seq: 1,
+                turn_id: t.into(),
+                speaker: crate::handoff::Speaker::User,
+                text: text.into(),
+            }
+        });
+        let text = format!(
+            "{}/history",
+            crate::handoff::fork_context("src", "Scripted", &entries)
+        );
+        let (remembered, script) = fork_preface(&text);
+        assert_eq!(remembered, ["first", "/write a.txt x"]);
+        assert_eq!(script, "/history");
+        assert_eq!(fork_preface("plain"), (Vec::new(), "plain"));
+    }
 
     #[test]
     fn parses_every_directive() {

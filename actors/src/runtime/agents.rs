@@ -59,12 +59,16 @@ impl Runtime {
             parent_id: Some(parent.id.clone()),
             pending_prompt: Some(prompt),
             handoff_from: None,
+            fork: None,
             // A worktree session's children each get their own, off its branch.
             worktree: parent
                 .workspace
                 .as_ref()
                 .filter(|w| w.state == tandem_protocol::workspace::WorktreeState::Active)
-                .map(|_| super::create::WorktreeRequest { base_ref: None }),
+                .map(|_| super::create::WorktreeRequest {
+                    base_ref: None,
+                    files_from: None,
+                }),
         })
         .await
     }

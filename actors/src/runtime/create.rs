@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use tandem_protocol::workspace::WorkspaceMode;
 
 use super::*;
-use crate::workspace::worktree;
+use crate::workspace::{checkpoint, worktree};
 
 /// What a new session is made of (validated by [`Runtime::new_session`]).
 pub(super) struct NewSession {
@@ -22,6 +22,8 @@ pub(super) struct NewSession {
     pub(super) parent_id: Option<String>,
     pub(super) pending_prompt: Option<String>,
     pub(super) handoff_from: Option<String>,
+    /// What a fork starts from (`session.fork`).
+    pub(super) fork: Option<ForkStart>,
     /// A worktree of its own to create, branched in the checkout at `cwd`.
     pub(super) worktree: Option<WorktreeRequest>,
 }
@@ -30,6 +32,20 @@ pub(super) struct NewSession {
 pub(super) struct WorktreeRequest {
     /// What to branch from (default: the HEAD of the checkout at `cwd`).
     pub(super) base_ref: Option<String>,
+    /// A checkpoint commit whose files the new worktree starts with (a fork's): its
+    /// index and `HEAD` stay the branch's, so they show as uncommitted changes.
+    pub(super) files_from: Option<String>,
+}
+
+/// What a fork is made from.
+pub(super) struct ForkStart {
+    /// The source and the anchor.
+    pub(super) forked_from: tandem_protocol::ForkedFrom,
+    /// The transcript its agent is given with the first message, when the vendor
+    /// does not fork the conversation itself.
+    pub(super) context: Option<String>,
+    /// The vendor's own fork of the conversation, to resume.
+    pub(super) vendor_session_id: Option<String>,
 }
 
 impl Runtime {
@@ -53,9 +69,11 @@ impl Runtime {
             parent_id: None,
             pending_prompt: None,
             handoff_from: None,
+            fork: None,
             worktree: (params.workspace == Some(WorkspaceMode::Worktree)).then_some(
                 WorktreeRequest {
                     base_ref: params.base_ref,
+                    files_from: None,
                 },
             ),
         })
@@ -125,7 +143,15 @@ impl Runtime {
                 let from = PathBuf::from(&spec.cwd);
                 let (sid, at) = (id.clone(), dir.clone());
                 let info = actix_rt::task::spawn_blocking(move || {
-                    worktree::create(&from, &at, &sid, request.base_ref.as_deref())
+                    let info = worktree::create(&from, &at, &sid, request.base_ref.as_deref())?;
+                    if let Some(commit) = request.files_from.as_deref() {
+                        if let Err(e) = checkpoint::materialize(&at, commit) {
+                            let _ =
+                                worktree::remove(Path::new(&info.base_checkout), &at, &info.branch);
+                            return Err(e);
+                        }
+                    }
+                    Ok(info)
                 })
                 .await
                 .map_err(|e| RuntimeError::Internal(format!("worktree task failed: {e}")))??;
@@ -146,7 +172,7 @@ impl Runtime {
             last_activity: now,
             owner_id: spec.owner_id,
             visibility: spec.visibility,
-            vendor_session_id: None,
+            vendor_session_id: spec.fork.as_ref().and_then(|f| f.vendor_session_id.clone()),
             cwd,
             current_turn_id: None,
             turn_started_at: None,
@@ -155,6 +181,8 @@ impl Runtime {
             permission_rules: Vec::new(),
             parent_id: spec.parent_id,
             handoff_from: spec.handoff_from,
+            forked_from: spec.fork.as_ref().map(|f| f.forked_from.clone()),
+            fork_context: spec.fork.and_then(|f| f.context),
             pending_prompt: spec.pending_prompt,
             proposal: None,
             schedules: Vec::new(),

@@ -12,7 +12,8 @@ use crate::session::{EditOutcome, EditSend};
 
 impl Runtime {
     /// Rewinds session `id` to just before the `user_message` at `anchor_seq` and runs
-    /// `content` as the next turn. A Driver whose Worker holds a delegation is refused
+    /// `content` as the next turn; with `restore_files`, the files go back first to
+    /// where they were when that message's turn started. A Driver whose Worker holds a delegation is refused
     /// (`DELEGATION_IN_FLIGHT`): its result belongs to a turn the rewind would drop.
     pub async fn edit_send(
         &self,
@@ -21,6 +22,7 @@ impl Runtime {
         anchor_seq: u64,
         content: MessageContent,
         options: Option<TurnOptions>,
+        restore_files: bool,
     ) -> Result<EditOutcome, RuntimeError> {
         let handle = self.drivable(who, id)?;
         let info = handle.shared.info();
@@ -43,6 +45,7 @@ impl Runtime {
                 content: std::mem::take(&mut prepared.text),
                 attachments: std::mem::take(&mut prepared.attachments),
                 options,
+                restore_files,
             })
             .await
             .and_then(|r| r);

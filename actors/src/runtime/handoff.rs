@@ -157,6 +157,7 @@ impl Runtime {
                 parent_id: None,
                 pending_prompt: None,
                 handoff_from: Some(source.id.clone()),
+                fork: None,
             })
             .await?;
         let (Some(source_addr), Some(target_addr)) =

@@ -7,6 +7,7 @@ mod checkpoints;
 mod clients;
 mod create;
 mod edit;
+mod fork;
 mod handoff;
 mod listing;
 mod messages;

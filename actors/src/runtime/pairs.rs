@@ -245,9 +245,11 @@ impl Runtime {
             parent_id: None,
             pending_prompt: None,
             handoff_from: None,
-            worktree: spec
-                .worktree
-                .then_some(super::create::WorktreeRequest { base_ref: None }),
+            fork: None,
+            worktree: spec.worktree.then_some(super::create::WorktreeRequest {
+                base_ref: None,
+                files_from: None,
+            }),
         })
         .await?;
         let worker = self
@@ -416,8 +418,13 @@ impl Runtime {
                 parent_id: None,
                 pending_prompt: None,
                 handoff_from: None,
-                worktree: (workspace == WorkspaceMode::Worktree)
-                    .then_some(super::create::WorktreeRequest { base_ref: None }),
+                fork: None,
+                worktree: (workspace == WorkspaceMode::Worktree).then_some(
+                    super::create::WorktreeRequest {
+                        base_ref: None,
+                        files_from: None,
+                    },
+                ),
             })
             .await;
         let joined = match created {

@@ -79,6 +79,9 @@ pub struct SessionActor {
     pub(super) last_checkpoint: Arc<tokio::sync::Mutex<Option<String>>>,
     /// Checkpoints started and not yet ended.
     pub(super) checkpoints_running: u32,
+    /// Asked to hear when no checkpoint is being made ([`super::workspace::Settle`]):
+    /// each gets the last `seq` then.
+    pub(super) settle_waiters: Vec<tokio::sync::oneshot::Sender<u64>>,
     /// Whether the working directory was in a repository after the last turn (`None`
     /// before the first): outside one no turn's start waits for the git work after
     /// the previous turn.
@@ -117,6 +120,7 @@ impl SessionActor {
             git_generation: 0,
             last_checkpoint: Arc::default(),
             checkpoints_running: 0,
+            settle_waiters: Vec::new(),
             in_repository: None,
             deferred_start: None,
         }

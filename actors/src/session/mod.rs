@@ -40,7 +40,7 @@ pub use rewind::{EditOutcome, EditSend};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
-pub use workspace::{PublishGitState, Restore, WorkspaceChanged};
+pub use workspace::{PublishGitState, Restore, Settle, WorkspaceChanged};
 
 use crate::adapter::VendorCatalog;
 use crate::error::RuntimeError;

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use actix::prelude::*;
+use tandem_protocol::queries::SessionRestoreResult;
 use tandem_protocol::{Event, EventBody, SupersededRange};
 use tokio::sync::oneshot;
 
@@ -36,6 +37,8 @@ pub struct EditSend {
     pub attachments: crate::adapter::messages::Attachments,
     /// Settings applied before the turn, as on `chat.send`.
     pub options: Option<tandem_protocol::client::TurnOptions>,
+    /// Put the files back as they were when the anchor's turn started, first.
+    pub restore_files: bool,
 }
 
 /// What `chat.edit-send` did.
@@ -45,6 +48,8 @@ pub struct EditOutcome {
     pub turn_id: String,
     /// The branch that was superseded.
     pub superseded: SupersededRange,
+    /// The restore made first (`restoreFiles`).
+    pub restored: Option<SessionRestoreResult>,
 }
 
 /// What the stored history says about an anchor: the branch a rewind supersedes.
@@ -100,6 +105,30 @@ pub(crate) fn branch(
     Ok(Branch { from, turns })
 }
 
+/// The checkpoint the files were at when the turn of the `user_message` `anchor`
+/// started, as the id `session.restore` takes: the newest `checkpoint` (of another
+/// turn) or `restored` before that turn ended. A turn's checkpoint may be appended
+/// after the next turn started, which waits for it before its agent runs. `events`
+/// is the whole stored history, oldest first; `None` when no checkpoint precedes it.
+pub(crate) fn files_before(anchor: u64, events: &[Event]) -> Option<String> {
+    let at = events.iter().position(|e| e.seq == anchor)?;
+    let turn = events[at].turn_id.as_deref()?;
+    let end = events[at..]
+        .iter()
+        .position(|e| {
+            e.turn_id.as_deref() == Some(turn) && matches!(e.body, EventBody::TurnCompleted { .. })
+        })
+        .map_or(events.len(), |i| at + i);
+    events[..end].iter().rev().find_map(|e| match e.body {
+        EventBody::Checkpoint { .. } if e.turn_id.as_deref() != Some(turn) => e.turn_id.clone(),
+        EventBody::Restored { .. } => e.turn_id.clone(),
+        _ => None,
+    })
+}
+
+/// An edit's branch, and the restore it asked for once found.
+type Planned = (EditSend, Branch, u64, Option<String>);
+
 impl Handler<EditSend> for SessionActor {
     type Result = AtomicResponse<Self, Result<EditOutcome, RuntimeError>>;
 
@@ -117,17 +146,62 @@ impl Handler<EditSend> for SessionActor {
         let gate = self.gate.clone();
         let id = self.record.id.clone();
         // The branch's events are read from the store once they are committed: the
-        // turn before the anchor at the latest, since the anchor's turn has ended.
-        let after = msg.anchor_seq.saturating_sub(2);
+        // turn before the anchor at the latest, since the anchor's turn has ended. A
+        // restore looks further back, for the checkpoint before the anchor's turn.
+        let after = if msg.restore_files {
+            0
+        } else {
+            msg.anchor_seq.saturating_sub(2)
+        };
         let read = async move {
             gate.wait_for(last, COMMIT_WAIT).await;
             read_tail(store, id, after, last).await
         };
         let fut = fut::wrap_future::<_, Self>(read)
             .map(
-                move |events, act: &mut Self, _ctx| -> Result<Prepared, RuntimeError> {
+                move |events, act: &mut Self, _ctx| -> Result<Planned, RuntimeError> {
                     let events = events?;
                     let branch = branch(msg.anchor_seq, &events, &act.record.superseded)?;
+                    let restore = if msg.restore_files {
+                        let turn = files_before(msg.anchor_seq, &events).ok_or_else(|| {
+                            crate::workspace::WorkspaceError::NoSuchCheckpoint(format!(
+                                "no checkpoint was recorded before the turn of seq {}: \
+                                 its files cannot be restored",
+                                msg.anchor_seq
+                            ))
+                        })?;
+                        Some(turn)
+                    } else {
+                        None
+                    };
+                    Ok((msg, branch, last, restore))
+                },
+            )
+            .then(
+                |planned: Result<Planned, RuntimeError>, act: &mut Self, _ctx| {
+                    // The files first: a restore git refuses leaves the conversation as it was.
+                    let work = match planned {
+                        Ok((msg, branch, last, Some(turn))) => {
+                            let (undo, work) = act.restore_files(turn.clone());
+                            Box::pin(async move {
+                                let restored = work.await?;
+                                Ok((msg, branch, last, Some((turn, undo, restored))))
+                            })
+                                as std::pin::Pin<Box<dyn std::future::Future<Output = _>>>
+                        }
+                        Ok((msg, branch, last, None)) => {
+                            Box::pin(async move { Ok((msg, branch, last, None)) })
+                        }
+                        Err(e) => Box::pin(async move { Err(e) }),
+                    };
+                    fut::wrap_future(work)
+                },
+            )
+            .map(
+                move |done: Result<Restoring, RuntimeError>, act: &mut Self, _ctx| {
+                    let (msg, branch, last, restore) = done?;
+                    let restored = restore
+                        .map(|(turn, undo, restored)| act.record_restore(turn, undo, restored));
                     let gone: u64 = act.record.superseded.iter().map(|r| r.turns).sum();
                     let live = act.record.turn_count.saturating_sub(gone);
                     let (done, answer) = oneshot::channel();
@@ -138,14 +212,14 @@ impl Handler<EditSend> for SessionActor {
                             done,
                         })
                         .map_err(|e| RuntimeError::Internal(format!("adapter unavailable: {e}")))?;
-                    Ok((msg, branch, last, answer))
+                    Ok((msg, branch, last, restored, answer))
                 },
             )
             .then(|prepared: Result<Prepared, RuntimeError>, _act, _ctx| {
                 fut::wrap_future(async move {
-                    let (msg, branch, last, answer) = prepared?;
+                    let (msg, branch, last, restored, answer) = prepared?;
                     match tokio::time::timeout(REWIND_WAIT, answer).await {
-                        Ok(Ok(Ok(()))) => Ok((msg, branch, last)),
+                        Ok(Ok(Ok(()))) => Ok((msg, branch, last, restored)),
                         Ok(Ok(Err(why))) => Err(RuntimeError::RewindNotSupported(format!(
                             "the vendor could not rewind: {why}"
                         ))),
@@ -160,8 +234,8 @@ impl Handler<EditSend> for SessionActor {
                 })
             })
             .map(|rewound, act: &mut Self, ctx| {
-                let (msg, branch, last) = rewound?;
-                let outcome = act.after_rewind(msg, branch, last, ctx);
+                let (msg, branch, last, restored) = rewound?;
+                let outcome = act.after_rewind(msg, branch, last, restored, ctx);
                 act.flush();
                 outcome
             });
@@ -169,8 +243,22 @@ impl Handler<EditSend> for SessionActor {
     }
 }
 
+/// An edit whose files were put back (when it asked), before the vendor's rewind.
+type Restoring = (
+    EditSend,
+    Branch,
+    u64,
+    Option<(String, String, crate::workspace::checkpoint::Restored)>,
+);
+
 /// An edit checked against the history, waiting for the adapter's answer.
-type Prepared = (EditSend, Branch, u64, oneshot::Receiver<Result<(), String>>);
+type Prepared = (
+    EditSend,
+    Branch,
+    u64,
+    Option<SessionRestoreResult>,
+    oneshot::Receiver<Result<(), String>>,
+);
 
 /// The stored events after `after`, which must reach `last`: the caller waited on the
 /// flow gate, which passes `last` only once it is committed and fanned out, so a
@@ -203,6 +291,9 @@ impl SessionActor {
     fn edit_checks(&self, msg: &EditSend) -> Result<(), RuntimeError> {
         if msg.content.trim().is_empty() && msg.attachments.is_empty() {
             return Err(RuntimeError::InvalidArgument("content is empty".into()));
+        }
+        if msg.restore_files {
+            self.restore_checks()?;
         }
         // Before the rewind, which would otherwise happen with no turn after it.
         self.owner_allowed()?;
@@ -254,6 +345,7 @@ impl SessionActor {
         msg: EditSend,
         branch: Branch,
         last: u64,
+        restored: Option<SessionRestoreResult>,
         ctx: &mut Context<Self>,
     ) -> Result<EditOutcome, RuntimeError> {
         let range = SupersededRange {
@@ -294,6 +386,7 @@ impl SessionActor {
             super::SendOutcome::Started { turn_id } => Ok(EditOutcome {
                 turn_id,
                 superseded: range,
+                restored,
             }),
             super::SendOutcome::Queued { .. } => Err(RuntimeError::Internal(
                 "the edited message was queued instead of started".into(),
@@ -388,5 +481,53 @@ mod tests {
                 "{anchor}: {refused}"
             );
         }
+    }
+
+    fn checkpoint(commit: &str) -> EventBody {
+        EventBody::Checkpoint {
+            commit: commit.into(),
+            files: Vec::new(),
+            files_omitted: 0,
+        }
+    }
+
+    #[test]
+    fn the_files_before_a_turn_are_the_newest_checkpoint_or_restore_before_it() {
+        // turn_1 1-3, its checkpoint 5 lands after turn_2 started (4), turn_2 ends 7
+        // with its own checkpoint 8; then a restore of turn_1 (undo 9, restored 10)
+        // and turn_3 11-13.
+        let events = vec![
+            ev(1, Some("turn_1"), EventBody::TurnStarted {}),
+            ev(2, Some("turn_1"), user("a")),
+            ev(3, Some("turn_1"), done()),
+            ev(4, Some("turn_2"), EventBody::TurnStarted {}),
+            ev(5, Some("turn_1"), checkpoint("c1")),
+            ev(6, Some("turn_2"), user("b")),
+            ev(7, Some("turn_2"), done()),
+            ev(8, Some("turn_2"), checkpoint("c2")),
+            ev(9, Some("restore_9"), checkpoint("u")),
+            ev(
+                10,
+                Some("turn_1"),
+                EventBody::Restored {
+                    commit: "c1".into(),
+                    files: Vec::new(),
+                    files_omitted: 0,
+                    undo: "restore_9".into(),
+                },
+            ),
+            ev(11, Some("turn_3"), EventBody::TurnStarted {}),
+            ev(12, Some("turn_3"), user("c")),
+            ev(13, Some("turn_3"), done()),
+        ];
+        assert_eq!(
+            files_before(2, &events),
+            None,
+            "nothing before the first turn"
+        );
+        assert_eq!(files_before(6, &events).as_deref(), Some("turn_1"));
+        // The restore put turn_1's files back before turn_3.
+        assert_eq!(files_before(12, &events).as_deref(), Some("turn_1"));
+        assert_eq!(files_before(99, &events), None);
     }
 }

@@ -232,6 +232,12 @@ impl SessionActor {
             extra if text.is_empty() => extra.to_string(),
             extra => format!("{text}\n\n{extra}"),
         };
+        // A fork's agent reads the source's conversation once, ahead of the first
+        // message; history keeps the message as written.
+        let text = match self.record.fork_context.take() {
+            Some(context) => format!("{context}{text}"),
+            None => text,
+        };
         let start = AdapterCommand::StartTurn {
             turn_id: turn_id.clone(),
             text,

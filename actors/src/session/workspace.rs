@@ -179,7 +179,40 @@ impl Handler<CheckpointEnded> for SessionActor {
             if let Some((adapter, start)) = self.deferred_start.take() {
                 adapter.do_send(start);
             }
+            let last = self.next_seq - 1;
+            for waiter in self.settle_waiters.drain(..) {
+                let _ = waiter.send(last);
+            }
         }
+    }
+}
+
+/// Answers once no checkpoint is being made and every event so far is committed, so
+/// a reader of the stored history sees the checkpoints of every turn that ended
+/// (`session.fork`).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Settle;
+
+/// How long [`Settle`] waits for the store once the checkpoints are made.
+const SETTLE_COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl Handler<Settle> for SessionActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Settle, _: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.checkpoints_running == 0 {
+            let _ = tx.send(self.next_seq - 1);
+        } else {
+            self.settle_waiters.push(tx);
+        }
+        let gate = self.gate.clone();
+        Box::pin(async move {
+            if let Ok(last) = rx.await {
+                gate.wait_for(last, SETTLE_COMMIT_WAIT).await;
+            }
+        })
     }
 }
 
@@ -194,22 +227,38 @@ pub struct Restore {
 impl Handler<Restore> for SessionActor {
     type Result = AtomicResponse<Self, Result<SessionRestoreResult, RuntimeError>>;
 
-    /// Atomic: no turn can start while git rewrites the files. The checkpoint lock
-    /// is taken first, so checkpoints of turns that already ended are made before.
+    /// Atomic: no turn can start while git rewrites the files.
     fn handle(&mut self, msg: Restore, _: &mut Context<Self>) -> Self::Result {
         if let Err(e) = self.restore_checks() {
             return AtomicResponse::new(Box::pin(fut::err(e)));
         }
+        let (undo, work) = self.restore_files(msg.turn_id.clone());
+        let fut = fut::wrap_future::<_, Self>(work)
+            .map(move |restored, act, _| Ok(act.record_restore(msg.turn_id, undo, restored?)));
+        AtomicResponse::new(Box::pin(fut))
+    }
+}
+
+impl SessionActor {
+    /// Puts the files back to the checkpoint of `turn_id`, off the mailbox; the id of
+    /// the undo checkpoint it records first, and the work. The checkpoint lock is
+    /// taken first, so checkpoints of turns that already ended are made before.
+    pub(super) fn restore_files(
+        &self,
+        turn_id: String,
+    ) -> (
+        String,
+        impl std::future::Future<Output = Result<checkpoint::Restored, RuntimeError>> + 'static,
+    ) {
         let cwd = std::path::PathBuf::from(&self.record.cwd);
         let (session_id, last) = (self.id.to_string(), self.last_checkpoint.clone());
         let undo = format!("restore_{}", self.next_seq);
-        let turn_id = msg.turn_id;
-        let (target, undo_id) = (turn_id.clone(), undo.clone());
+        let undo_id = undo.clone();
         let work = async move {
             let mut previous = last.lock_owned().await;
             let parent = previous.clone();
             let restored = actix_rt::task::spawn_blocking(move || {
-                checkpoint::restore(&cwd, &session_id, &target, &undo_id, parent.as_deref())
+                checkpoint::restore(&cwd, &session_id, &turn_id, &undo_id, parent.as_deref())
             })
             .await
             .map_err(|e| RuntimeError::Internal(format!("restore task failed: {e}")))??;
@@ -217,44 +266,50 @@ impl Handler<Restore> for SessionActor {
             *previous = Some(restored.commit.clone());
             Ok::<_, RuntimeError>(restored)
         };
-        let fut = fut::wrap_future::<_, Self>(work).map(move |restored, act, _| {
-            let restored = restored?;
-            let before = restored.before;
-            act.emit(
-                Some(undo.clone()),
-                EventBody::Checkpoint {
-                    commit: before.commit,
-                    files: before.files,
-                    files_omitted: before.files_omitted,
-                },
-            );
-            act.emit(
-                Some(turn_id.clone()),
-                EventBody::Restored {
-                    commit: restored.commit.clone(),
-                    files: restored.files.clone(),
-                    files_omitted: restored.files_omitted,
-                    undo: undo.clone(),
-                },
-            );
-            act.flush();
-            Ok(SessionRestoreResult {
-                session_id: act.record.id.clone(),
-                turn_id,
-                commit: restored.commit,
-                files: restored.files,
+        (undo, work)
+    }
+
+    /// Appends what a restore did: the undo checkpoint, then `restored`.
+    pub(super) fn record_restore(
+        &mut self,
+        turn_id: String,
+        undo: String,
+        restored: checkpoint::Restored,
+    ) -> SessionRestoreResult {
+        let before = restored.before;
+        self.emit(
+            Some(undo.clone()),
+            EventBody::Checkpoint {
+                commit: before.commit,
+                files: before.files,
+                files_omitted: before.files_omitted,
+            },
+        );
+        self.emit(
+            Some(turn_id.clone()),
+            EventBody::Restored {
+                commit: restored.commit.clone(),
+                files: restored.files.clone(),
                 files_omitted: restored.files_omitted,
-                undo,
-            })
-        });
-        AtomicResponse::new(Box::pin(fut))
+                undo: undo.clone(),
+            },
+        );
+        self.flush();
+        SessionRestoreResult {
+            session_id: self.record.id.clone(),
+            turn_id,
+            commit: restored.commit,
+            files: restored.files,
+            files_omitted: restored.files_omitted,
+            undo,
+        }
     }
 }
 
 impl SessionActor {
     /// What refuses a restore before git runs: a turn or background work (either
     /// could be writing the files), or a worktree that is gone.
-    fn restore_checks(&self) -> Result<(), RuntimeError> {
+    pub(super) fn restore_checks(&self) -> Result<(), RuntimeError> {
         if self.turn.is_some() || !self.background.is_empty() {
             return Err(WorkspaceError::SessionBusy(self.record.id.clone()).into());
         }

@@ -86,7 +86,11 @@ pub fn restore(
         .ok_or_else(|| WorkspaceError::NotAGitRepository(dir.display().to_string()))?;
     let target = ref_name(session_id, turn_id)
         .and_then(|name| git::commit_of(&top, &name))
-        .ok_or_else(|| WorkspaceError::NoSuchCheckpoint(turn_id.to_string()))?;
+        .ok_or_else(|| {
+            WorkspaceError::NoSuchCheckpoint(format!(
+                "no checkpoint of turn `{turn_id:.64}` in this session"
+            ))
+        })?;
     let (before, index) = snapshot(&top, session_id, undo, previous)?;
     let diff = git::run(
         &top,
@@ -225,6 +229,23 @@ fn changed(
     let omitted = files.len().saturating_sub(MAX_FILES) as u64;
     files.truncate(MAX_FILES);
     Ok((files, omitted))
+}
+
+/// Makes the files of the fresh checkout at `dir` those of checkpoint `commit` (a
+/// fork's new worktree): its index and `HEAD` stay as they are, so the checkpoint's
+/// differences show as uncommitted changes. Blocking.
+pub fn materialize(dir: &Path, commit: &str) -> Result<(), WorkspaceError> {
+    let top = git::toplevel(dir)
+        .ok_or_else(|| WorkspaceError::NotAGitRepository(dir.display().to_string()))?;
+    let index = ScratchIndex::new(&top, "fork")?;
+    // The scratch index is the checkout's, which a fresh checkout wrote from `HEAD`:
+    // a two-way read-tree from there updates only the files that differ.
+    git::run_in_index(
+        &top,
+        &index.path,
+        &["read-tree", "--reset", "-u", "HEAD", commit],
+    )?;
+    Ok(())
 }
 
 /// Deletes every checkpoint of `session_id` in the repository at `dir` (when its

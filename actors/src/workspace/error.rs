@@ -8,8 +8,8 @@ pub enum WorkspaceError {
     /// The directory is not inside a git repository (`NOT_A_GIT_REPOSITORY`).
     #[error("{0} is not inside a git repository")]
     NotAGitRepository(String),
-    /// The session has no checkpoint of that turn (`NO_SUCH_CHECKPOINT`).
-    #[error("no checkpoint of turn `{0:.64}` in this session")]
+    /// The session has no such checkpoint (`NO_SUCH_CHECKPOINT`); says which.
+    #[error("{0}")]
     NoSuchCheckpoint(String),
     /// The session has no worktree of its own (`NOT_A_WORKTREE`).
     #[error("session {0} has no worktree of its own (shared, or discarded)")]

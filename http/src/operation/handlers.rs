@@ -74,12 +74,20 @@ async fn chat(rt: &Runtime, who: &Principal, request: ClientRequest) -> Result<A
         R::ChatSend(p) => json(send(rt, who, p).await?),
         R::ChatEditSend(p) => {
             let outcome = rt
-                .edit_send(who, &p.session_id, p.anchor_seq, p.content, p.options)
+                .edit_send(
+                    who,
+                    &p.session_id,
+                    p.anchor_seq,
+                    p.content,
+                    p.options,
+                    p.restore_files,
+                )
                 .await?;
             json(ChatEditSendResult {
                 session_id: p.session_id,
                 turn_id: outcome.turn_id,
                 superseded: outcome.superseded,
+                restored: outcome.restored,
             })
         }
         R::ChatAbort(p) => {
@@ -153,6 +161,7 @@ async fn delegation(
             pairs: rt.list_pairs(who),
         }),
         R::SessionHandoff(p) => json(rt.handoff(who, p).await?),
+        R::SessionFork(p) => json(rt.fork(who, p).await?),
         R::SessionSchedule(p) => {
             let s = rt.schedule(who, &p.session_id, p.content, &p.at).await?;
             json(SessionScheduleResult {

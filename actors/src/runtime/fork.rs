@@ -1,0 +1,357 @@
+//! `session.fork`: a new session whose conversation is another's up to and including
+//! the turn of one of its user messages, beside it; the source is unchanged. The
+//! fork's agent gets the turns as a bounded transcript with its first message, and
+//! with `workspace: "worktree"` its own worktree starts with the files of that turn's
+//! checkpoint.
+
+use tandem_protocol::client::SessionForkParams;
+use tandem_protocol::results::SessionForkResult;
+use tandem_protocol::workspace::WorkspaceMode;
+use tandem_protocol::{Event, EventBody, ForkConversation, ForkedFrom, SupersededRange};
+
+use super::create::{ForkStart, WorktreeRequest};
+use super::{NewSession, Runtime};
+use crate::access::Principal;
+use crate::adapter::VendorId;
+use crate::error::RuntimeError;
+use crate::handoff::{fork_context, transcript};
+use crate::session::{RecordEvent, Settle};
+use crate::store::Store;
+use crate::workspace::WorkspaceError;
+
+/// Events read from the store at a time.
+const READ_PAGE: usize = 5000;
+
+/// What the source's history says about a fork point.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ForkPoint {
+    /// The anchor's turn.
+    pub turn_id: String,
+    /// The `seq` of that turn's `turn_completed`: the fork's conversation ends there.
+    pub end: u64,
+    /// Live turns up to and including it.
+    pub turns: u64,
+    /// The commit of that turn's checkpoint, if one was recorded.
+    pub checkpoint: Option<String>,
+}
+
+/// Finds the fork point at the `user_message` `anchor` in `events` (the whole stored
+/// history, oldest first): a user message of an ended turn that no rewind in
+/// `superseded` replaced. Pure, so it is unit-tested.
+pub(crate) fn fork_point(
+    anchor: u64,
+    events: &[Event],
+    superseded: &[SupersededRange],
+) -> Result<ForkPoint, RuntimeError> {
+    let bad = |what: String| RuntimeError::InvalidAnchor(format!("seq {anchor} {what}"));
+    let Some(at) = events.iter().position(|e| e.seq == anchor) else {
+        return Err(bad("is not in this session's history".into()));
+    };
+    let event = &events[at];
+    let EventBody::UserMessage { .. } = event.body else {
+        return Err(bad(format!(
+            "is a `{}` event, not a user message",
+            event.body.kind()
+        )));
+    };
+    let Some(turn) = event.turn_id.as_deref() else {
+        return Err(bad("is a user message outside any turn".into()));
+    };
+    if superseded.iter().any(|r| r.covers(anchor)) {
+        return Err(bad("was superseded by an edit".into()));
+    }
+    let mine = |e: &&Event| e.turn_id.as_deref() == Some(turn);
+    let Some(end) = events[at..]
+        .iter()
+        .filter(mine)
+        .find(|e| matches!(e.body, EventBody::TurnCompleted { .. }))
+        .map(|e| e.seq)
+    else {
+        return Err(bad(format!("belongs to turn {turn}, which has not ended")));
+    };
+    let turns = events
+        .iter()
+        .filter(|e| e.seq <= end && matches!(e.body, EventBody::TurnStarted {}))
+        .filter(|e| !superseded.iter().any(|r| r.covers(e.seq)))
+        .count() as u64;
+    let checkpoint = events[at..]
+        .iter()
+        .filter(mine)
+        .find_map(|e| match &e.body {
+            EventBody::Checkpoint { commit, .. } => Some(commit.clone()),
+            _ => None,
+        });
+    Ok(ForkPoint {
+        turn_id: turn.to_string(),
+        end,
+        turns,
+        checkpoint,
+    })
+}
+
+impl Runtime {
+    /// `session.fork` (owner only).
+    pub async fn fork(
+        &self,
+        who: &Principal,
+        params: SessionForkParams,
+    ) -> Result<SessionForkResult, RuntimeError> {
+        let handle = self.drivable(who, &params.session_id)?;
+        // The checkpoints of turns that ended are made and stored before the history
+        // is read: a fork right after a turn starts from that turn's files.
+        handle.ask(Settle).await?;
+        let source = handle.shared.info();
+        let vendor = params
+            .vendor
+            .as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .unwrap_or(&source.vendor)
+            .to_string();
+        let store = self.inner.store.clone();
+        let id = source.id.clone();
+        let frames = actix_rt::task::spawn_blocking(move || read_all(&store, &id))
+            .await
+            .map_err(|e| RuntimeError::Internal(format!("history read failed: {e}")))??;
+        let events = frames
+            .iter()
+            .map(|(_, frame)| {
+                serde_json::from_str::<Event>(frame)
+                    .map_err(|e| RuntimeError::Internal(format!("stored event unreadable: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let point = fork_point(params.anchor_seq, &events, &source.superseded)?;
+        let mode = params.workspace.unwrap_or(if source.workspace.is_some() {
+            WorkspaceMode::Worktree
+        } else {
+            WorkspaceMode::Shared
+        });
+        let worktree = match mode {
+            WorkspaceMode::Shared => None,
+            WorkspaceMode::Worktree => {
+                let commit = point.checkpoint.clone().ok_or_else(|| {
+                    WorkspaceError::NoSuchCheckpoint(format!(
+                        "turn {} has no checkpoint for the fork's worktree to start from; \
+                         fork with workspace \"shared\"",
+                        point.turn_id
+                    ))
+                })?;
+                Some((commit, source.workspace.clone()))
+            }
+        };
+        let kept: Vec<(u64, String)> = frames
+            .into_iter()
+            .filter(|(seq, _)| *seq <= point.end)
+            .filter(|(seq, _)| !source.superseded.iter().any(|r| r.covers(*seq)))
+            .collect();
+        let source_vendor = self
+            .vendor(&VendorId::from(source.vendor.as_str()))
+            .map(|v| v.display_name.to_string())
+            .unwrap_or_else(|| source.vendor.clone());
+        let context = fork_context(&source.title, &source_vendor, &transcript(&kept));
+        let title = match params.title {
+            Some(title) => title,
+            None => format!("{} · fork", source.title)
+                .chars()
+                .take(200)
+                .collect(),
+        };
+        // A worktree fork branches where the source's worktree did (or from the
+        // shared checkout's HEAD) and starts with the checkpoint's files.
+        let (cwd, worktree) = match worktree {
+            None => (source.cwd.clone(), None),
+            Some((commit, Some(ws))) => (
+                ws.base_checkout.clone(),
+                Some(WorktreeRequest {
+                    base_ref: Some(ws.base_commit),
+                    files_from: Some(commit),
+                }),
+            ),
+            Some((commit, None)) => (
+                source.cwd.clone(),
+                Some(WorktreeRequest {
+                    base_ref: None,
+                    files_from: Some(commit),
+                }),
+            ),
+        };
+        let forked_from = ForkedFrom {
+            session_id: source.id.clone(),
+            anchor_seq: params.anchor_seq,
+        };
+        let conversation = ForkConversation::Transcript;
+        let fork = self
+            .new_session(NewSession {
+                id: None,
+                owner_id: source.owner_id.clone(),
+                visibility: source.visibility,
+                vendor: VendorId::from(vendor.as_str()),
+                model: if vendor == source.vendor {
+                    source.model.clone()
+                } else {
+                    String::new()
+                },
+                effort: if vendor == source.vendor {
+                    source.effort.clone()
+                } else {
+                    String::new()
+                },
+                title: Some(title),
+                cwd,
+                permission_mode: source.permission_mode,
+                parent_id: None,
+                pending_prompt: None,
+                handoff_from: None,
+                fork: Some(ForkStart {
+                    forked_from,
+                    context: Some(context),
+                    vendor_session_id: None,
+                }),
+                worktree,
+            })
+            .await?;
+        let addr = self
+            .session_addr(&fork.id)
+            .ok_or_else(|| RuntimeError::Internal("the fork vanished".into()))?;
+        addr.send(RecordEvent(EventBody::Forked {
+            source_session_id: source.id.clone(),
+            source_title: source.title.clone(),
+            anchor_seq: params.anchor_seq,
+            turns: point.turns,
+            conversation,
+        }))
+        .await?;
+        let session = self.session_info(&fork.id).unwrap_or(fork);
+        Ok(SessionForkResult {
+            session,
+            conversation,
+        })
+    }
+}
+
+/// Every stored event of session `id`, oldest first. Blocking.
+fn read_all(store: &Store, id: &str) -> Result<Vec<(u64, String)>, RuntimeError> {
+    let mut out = Vec::new();
+    let mut after = 0;
+    loop {
+        let rows = store.read_events(id, after, READ_PAGE)?;
+        let Some(&(last, _)) = rows.last() else {
+            break;
+        };
+        let full = rows.len() == READ_PAGE;
+        out.extend(rows);
+        if !full {
+            break;
+        }
+        after = last;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tandem_protocol::TurnStatus;
+
+    fn ev(seq: u64, turn: Option<&str>, body: EventBody) -> Event {
+        Event {
+            session_id: "s".into(),
+            seq,
+            ts: 0,
+            turn_id: turn.map(str::to_owned),
+            body,
+        }
+    }
+
+    fn user(text: &str) -> EventBody {
+        EventBody::UserMessage {
+            text: text.into(),
+            internal: false,
+            delegated_by: None,
+            content: Vec::new(),
+        }
+    }
+
+    fn done() -> EventBody {
+        EventBody::TurnCompleted {
+            status: TurnStatus::Completed,
+            error: None,
+            usage: None,
+        }
+    }
+
+    fn checkpoint(commit: &str) -> EventBody {
+        EventBody::Checkpoint {
+            commit: commit.into(),
+            files: Vec::new(),
+            files_omitted: 0,
+        }
+    }
+
+    /// Three turns (1-3, 5-7, 9-11), each followed by its checkpoint (4, 8, 12);
+    /// the third turn running when `running`.
+    fn history(running: bool) -> Vec<Event> {
+        let mut out = Vec::new();
+        for n in 0..3u64 {
+            let t = format!("turn_{}", n + 1);
+            out.push(ev(n * 4 + 1, Some(&t), EventBody::TurnStarted {}));
+            out.push(ev(n * 4 + 2, Some(&t), user("hi")));
+            if running && n == 2 {
+                break;
+            }
+            out.push(ev(n * 4 + 3, Some(&t), done()));
+            out.push(ev(n * 4 + 4, Some(&t), checkpoint(&format!("c{}", n + 1))));
+        }
+        out
+    }
+
+    #[test]
+    fn a_fork_point_keeps_the_turns_up_to_the_anchor_and_its_checkpoint() {
+        let point = fork_point(6, &history(false), &[]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            point,
+            ForkPoint {
+                turn_id: "turn_2".into(),
+                end: 7,
+                turns: 2,
+                checkpoint: Some("c2".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn superseded_turns_do_not_count_and_cannot_be_forked() {
+        // An edit replaced turn 1 (seq 1-4) after it; the later turns stay.
+        let range = SupersededRange {
+            anchor_seq: 2,
+            superseded_from: 1,
+            superseded_to: 4,
+            turns: 1,
+            rewound_at: 5,
+        };
+        let point = fork_point(10, &history(false), std::slice::from_ref(&range))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(point.turns, 2);
+        assert!(matches!(
+            fork_point(2, &history(false), &[range]),
+            Err(RuntimeError::InvalidAnchor(_))
+        ));
+    }
+
+    #[test]
+    fn an_anchor_that_is_not_an_ended_user_message_is_refused() {
+        for (anchor, events) in [
+            (3, history(false)),  // turn_completed
+            (10, history(true)),  // a running turn
+            (99, history(false)), // past the end
+        ] {
+            assert!(
+                matches!(
+                    fork_point(anchor, &events, &[]),
+                    Err(RuntimeError::InvalidAnchor(_))
+                ),
+                "anchor {anchor}"
+            );
+        }
+    }
+}
