@@ -38,6 +38,7 @@ static ASSETS: &[Asset] = &[
     asset!("chat.js", JS),
     asset!("md.js", JS),
     asset!("rewind.js", JS),
+    asset!("checkpoints.js", JS),
     asset!("dom.js", JS),
     asset!("store.js", JS),
     asset!("diff.js", JS),

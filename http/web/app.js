@@ -319,6 +319,7 @@ export class App {
       attention ? h('span.badge.attention', { title: 'needs your attention' }, '●', h('span.sr', ' needs attention')) : null,
       s.role ? h(`span.badge.role-${s.role}`, { title: s.role }, s.role === 'driver' ? 'D' : 'W') : null,
       s.parentId ? h('span.badge.child', { title: 'spawned' }, 'sub') : null,
+      s.forkedFrom ? h('span.badge.fork', { title: `Forked from ${this.sessions.get(s.forkedFrom.sessionId)?.title || s.forkedFrom.sessionId}` }, 'fork') : null,
       bg ? h('span.badge.bg', { title: `${bg} background task(s)` }, `⚙${bg}`) : null),
     h('span.sub', s.status === 'idle' ? h('span.sr', 'idle, ') : h(`span.st-label.st-${s.status}`, s.status),
       [s.vendor, s.model].filter(Boolean).join(' · '), h('span.when', { title: new Date(s.lastActivity).toLocaleString(), dataset: { at: String(s.lastActivity) } }, ago(s.lastActivity))));
@@ -631,18 +632,27 @@ export class App {
     if (this.cOwn.checked) body.workspace = 'worktree';
     try {
       const r = await this.conn.request('session.create', body);
-      this.store.upsertSession(r.session);
       this.dialog.close();
       this.cTitle.value = '';
       this.cOwn.checked = false;
-      // Closing the dialog gave focus back to its opener; lay out now and move focus
-      // to the new conversation (the hashchange that follows changes nothing).
-      location.hash = `#/s/${r.session.id}`;
-      this.navigate();
-      this.views.get(r.session.id)?.input.focus();
+      this.openNew(r.session);
     } catch (err) {
       this.cError.textContent = /** @type {Error} */ (err).message;
     }
+  }
+
+  /**
+   * Shows a session just made here (created or forked), with the focus in its
+   * composer. Callers close their dialog first: while a modal dialog is open the rest
+   * of the page is inert and cannot take the focus. Lays out now; the hashchange
+   * that follows changes nothing.
+   * @param {import('./wire.js').SessionInfo} session
+   */
+  openNew(session) {
+    this.store.upsertSession(session);
+    location.hash = `#/s/${session.id}`;
+    this.navigate();
+    this.views.get(session.id)?.input.focus();
   }
 
   // ---- rename and archive ---------------------------------------------------------

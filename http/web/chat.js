@@ -8,7 +8,7 @@ import { renderMarkdown } from './md.js';
 import { fileEdits, diffView } from './diff.js';
 import { normalizeUsage, formatUsage } from './store.js';
 import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialogs.js';
-import { Rewinds } from './rewind.js';
+import { Rewinds, forkedText } from './rewind.js';
 
 /** @typedef {import('./wire.js').HistoryEvent} HistoryEvent */
 import { ComposerAttachments, attachmentsView } from './attach.js';
@@ -65,8 +65,15 @@ export class ChatView {
     this.loading = false;
     /** Counters the browser tests read: duplicates dropped, gaps seen, events applied. */
     this.stats = { dups: 0, gaps: 0, applied: 0, subscribes: 0, pendingShown: 0 };
-    /** Edit actions and collapsed branches (`rewind.js`). */
-    this.rewinds = new Rewinds(sessionId, (method, params) => app.conn.request(/** @type {any} */ (method), /** @type {any} */ (params)), (text, kind) => this.note(text, kind));
+    /** Edit and Fork actions, checkpoints and restores, collapsed branches (`rewind.js`). */
+    this.rewinds = new Rewinds({
+      sessionId,
+      request: (method, params) => app.conn.request(/** @type {any} */ (method), /** @type {any} */ (params)),
+      note: (text, kind) => this.note(text, kind),
+      busy: () => this.busy,
+      title: () => this.info.title || this.id,
+      open: (session) => app.openNew(session),
+    });
     this.rewinds.learn(info?.superseded);
     this.build();
     this.updateHeader();
@@ -118,6 +125,7 @@ export class ChatView {
     /** `git_state` events seen, so a slower REST read does not undo a newer event. */
     this.gitEvents = 0;
     this.gitEl = h('span.ws-summary');
+    this.forkedEl = h('span.forked-from', { hidden: true });
     /** Which panel is open. @type {'changes' | 'files' | null} */
     this.panel = null;
     /** @type {ChangesPanel | null} */
@@ -159,7 +167,7 @@ export class ChatView {
       h('header.chat-head',
         h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.paneEl, this.titleEl, this.renameForm, this.statusEl,
           h('span.head-actions', this.changesBtn, this.filesBtn, this.handoffBtn, this.workerBtn, this.besideBtn, this.renameBtn, this.archiveBtn)),
-        h('div.line.sub', this.metaEl, this.gitEl, this.usageEl, this.bgEl),
+        h('div.line.sub', this.metaEl, this.forkedEl, this.gitEl, this.usageEl, this.bgEl),
         h('div.line.settings', this.modelSel.wrap, this.effortSel.wrap, this.modeSel.wrap)),
       h('div.chat-body', h('div.log-wrap', this.log, this.jumpBtn), this.panelEl),
       this.form);
@@ -475,7 +483,27 @@ export class ChatView {
     this.fillSettings();
     this.renderBg();
     this.renderGit();
+    this.renderForkedFrom();
+    this.rewinds.checkpoints.sync(this.list);
     this.changes?.refreshHead();
+  }
+
+  /** A fork's header names its source, as a button that opens it (rebuilt only
+   * when that changes, so a header update keeps the button's focus). */
+  renderForkedFrom() {
+    const from = this.info.forkedFrom;
+    const name = from ? this.app.sessions.get(from.sessionId)?.title || from.sessionId : '';
+    const key = from ? `${from.sessionId} ${name}` : '';
+    if (this.forkedEl.dataset.key === key) return;
+    this.forkedEl.dataset.key = key;
+    clear(this.forkedEl);
+    this.forkedEl.hidden = !from;
+    if (!from) return;
+    this.forkedEl.append(h('button.btn.link.tiny', {
+      type: 'button',
+      title: 'Open the session this one was forked from',
+      onclick: () => { location.hash = `#/s/${encodeURIComponent(from.sessionId)}`; },
+    }, h('span', { 'aria-hidden': 'true' }, '↳ '), `Forked from ${name}`));
   }
 
   renderBg() {
@@ -904,6 +932,14 @@ export class ChatView {
     switch (ev.kind) {
       case 'history_rewound':
         return add('info', this.rewinds.line(ev));
+      case 'checkpoint': {
+        const line = this.rewinds.checkpoints.line(ev);
+        return line ? add('info', line) : null;
+      }
+      case 'restored':
+        return add('info', this.rewinds.checkpoints.restoredLine(ev));
+      case 'forked':
+        return add('info', h('div.line-event.forked', h('span', { 'aria-hidden': 'true' }, '↳ '), forkedText(ev)));
       case 'turn_started':
         return null;
       case 'user_message': {

@@ -57,12 +57,14 @@
  * @property {number} anchorSeq The `seq` of the `user_message` to replace: one of an ended turn of this session that no earlier rewind superseded.
  * @property {MessageContent} content The new message: a string or content blocks, as `chat.send`'s `content`, and run the same way.
  * @property {(TurnOptions | null)} [options] Model/effort/permission changes applied before the turn (as on `chat.send`).
+ * @property {boolean} [restoreFiles] Also put the files back as they were when the anchor's turn started (the newest `checkpoint` or `restored` before it), as `session.restore` does, before the conversation is rewound. `NO_SUCH_CHECKPOINT` when none was recorded.
  * @property {string} sessionId Target session.
  */
 
 /**
  * `chat.edit-send` reply: the conversation was rewound and the new turn started.
  * @typedef {object} ChatEditSendResult
+ * @property {(SessionRestoreResult | null)} [restored] With `restoreFiles`: the restore made first (as `session.restore` answers).
  * @property {string} sessionId The session.
  * @property {SupersededRange} superseded The branch the rewind superseded (as its `history_rewound` event says).
  * @property {string} turnId The turn that runs the new message.
@@ -252,7 +254,7 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -286,6 +288,18 @@
 /**
  * How a changed file changed, against the base (worktree sessions) or HEAD (shared).
  * @typedef {('added' | 'modified' | 'deleted' | 'renamed')} FileStatus
+ */
+
+/**
+ * How a fork's agent has the source's conversation.
+ * @typedef {('vendor' | 'transcript')} ForkConversation
+ */
+
+/**
+ * Where a fork branched off.
+ * @typedef {object} ForkedFrom
+ * @property {number} anchorSeq The `seq` of its `user_message` whose turn the fork's conversation ends with.
+ * @property {string} sessionId The source session.
  */
 
 /**
@@ -638,6 +652,23 @@
  */
 
 /**
+ * Fields of `session.fork`: a new session whose conversation is this one's up to and including the turn of an earlier user message; the source is unchanged.
+ * @typedef {object} SessionForkParams
+ * @property {number} anchorSeq The `seq` of a `user_message` of an ended turn of it that no rewind superseded.
+ * @property {string} sessionId The session forked.
+ * @property {string | null} [title] The fork's title; the source's with " · fork" when absent. 1 to 200 characters once trimmed.
+ * @property {string | null} [vendor] The fork's vendor; the source's when absent. Another vendor gets the conversation as a bounded transcript.
+ * @property {(WorkspaceMode | null)} [workspace] `worktree`: a worktree of its own whose files are the anchor turn's checkpoint (the default when the source has a worktree); `shared`: the source's working directory as it is.
+ */
+
+/**
+ * `session.fork` reply: the new session.
+ * @typedef {object} SessionForkResult
+ * @property {ForkConversation} conversation How its agent has the conversation.
+ * @property {SessionInfo} session The fork (its `forkedFrom` names the source and the anchor).
+ */
+
+/**
  * Fields of `session.get`.
  * @typedef {object} SessionGetParams
  * @property {string} sessionId The session.
@@ -674,6 +705,7 @@
  * @property {number} createdAt Creation time, epoch milliseconds.
  * @property {string} cwd Working directory of the vendor process.
  * @property {string} effort Reasoning effort, already clamped to the vendor's levels; empty means default.
+ * @property {(ForkedFrom | null)} [forkedFrom] The session and message this one was forked at (`session.fork`), if any.
  * @property {string | null} [handoffFrom] The session this one continues (a handoff), if any.
  * @property {string} id Our stable id, minted at creation.
  * @property {number} lastActivity Time of the last event or change, epoch milliseconds.
@@ -1038,6 +1070,7 @@
  *   'session.file-read': {params: SessionFileReadParams, result: SessionFileReadResult},
  *   'session.file-write': {params: SessionFileWriteParams, result: SessionFileWriteResult},
  *   'session.files': {params: SessionFilesParams, result: SessionFilesResult},
+ *   'session.fork': {params: SessionForkParams, result: SessionForkResult},
  *   'session.get': {params: SessionGetParams, result: SessionGetResult},
  *   'session.handoff': {params: SessionHandoffParams, result: SessionHandoffResult},
  *   'session.mcp-token': {params: SessionMcpTokenParams, result: SessionMcpTokenResult},

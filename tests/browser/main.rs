@@ -11,6 +11,7 @@
 
 mod attachments;
 mod chat;
+mod checkpoints;
 mod controls;
 mod history;
 mod pairs;

@@ -36,7 +36,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A repository at `dir` on branch `main` with one commit holding `files`.
-fn repo(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
+pub(crate) fn repo(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     git(dir, &["init", "-q", "-b", "main"]);
     git(dir, &["config", "user.name", "Page Test"]);
@@ -55,7 +55,7 @@ fn write(dir: &Path, path: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
-fn read(dir: &Path, path: &str) -> String {
+pub(crate) fn read(dir: &Path, path: &str) -> String {
     std::fs::read_to_string(dir.join(path)).unwrap()
 }
 
