@@ -40,6 +40,10 @@ pub struct SessionRecord {
     /// The vendor's session/thread id, once known.
     #[serde(default)]
     pub vendor_session_id: Option<String>,
+    /// A fork's first vendor process resumes `vendor_session_id` at this message in a
+    /// new vendor session (Claude Code); dropped once the vendor names that session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_resume_at: Option<String>,
     /// The directory the agent works in; vendor CLIs are started there.
     pub cwd: String,
     /// The turn in flight, so a restart can close it as interrupted.

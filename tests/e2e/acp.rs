@@ -443,6 +443,44 @@ async fn fake_edit_send_is_refused_as_not_supported() {
     );
 }
 
+/// A fork of an ACP session gets the turns up to its anchor as a transcript ahead
+/// of its first message (the pinned agents offer no `session/fork`): the agent's
+/// first prompt quotes them and none after; history keeps the message as written.
+#[actix_rt::test]
+async fn fake_fork_gets_the_turns_up_to_its_anchor_as_a_transcript() {
+    let w = World::fake("acp-fake-fork", &[], "");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let first = turn(&mut ws, &id, "say alpha").await;
+    turn(&mut ws, &id, "say omega").await;
+    let anchor = first
+        .iter()
+        .find(|e| e["kind"] == "user_message")
+        .and_then(|e| e["seq"].as_u64())
+        .unwrap();
+    let forked = ws
+        .ok(json!({"type": "session.fork", "sessionId": id, "anchorSeq": anchor}))
+        .await;
+    assert_eq!(forked["conversation"], "transcript", "{forked}");
+    let fork = forked["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&fork, 0).await;
+    let events = turn(&mut ws, &fork, "hello there").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let said = all_text(&events);
+    assert!(
+        said.starts_with("echo: [This conversation continues from a fork"),
+        "{said}"
+    );
+    assert!(said.contains("User: say alpha"), "{said}");
+    assert!(!said.contains("omega"), "{said}");
+    assert!(said.trim_end().ends_with("hello there"), "{said}");
+    let user = events.iter().find(|e| e["kind"] == "user_message").unwrap();
+    assert_eq!(user["text"], "hello there");
+    // Given once: the next prompt is the message alone.
+    let events = turn(&mut ws, &fork, "again").await;
+    assert_eq!(all_text(&events).trim_end(), "echo: again");
+}
+
 #[actix_rt::test]
 async fn fake_malformed_frames_are_logged_and_survived() {
     let w = World::fake("acp-fake-garbage", &[("FAKE_ACP_INIT", "garbage")], "");

@@ -990,6 +990,74 @@ async fn edit_send_forks_the_claude_session_before_the_anchor() {
     assert_ne!(after, before);
 }
 
+/// `session.fork` on Claude Code: the fork's first process resumes the source's
+/// Claude session at the anchor turn's newest message and forks it, so the model's
+/// next request holds the turns up to the anchor and none after; the source stays on
+/// its own Claude session and still has every turn.
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+async fn a_fork_continues_a_claude_fork_of_the_turns_up_to_its_anchor() {
+    let w = World::start("claude-fork");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    for word in ["heron", "walrus", "ferret"] {
+        let events = ws.turn(&id, &format!("say remember the word {word}")).await;
+        assert_eq!(status(&events), "completed", "{events:?}");
+    }
+    let source_claude = w.info(&id).await["vendorSessionId"].clone();
+    let anchor = w
+        .server()
+        .all_events(&id)
+        .await
+        .iter()
+        .find(|e| e["kind"] == "user_message" && e["text"] == "say remember the word walrus")
+        .and_then(|e| e["seq"].as_u64())
+        .unwrap();
+    let forked = ws
+        .ok(json!({"type": "session.fork", "sessionId": id, "anchorSeq": anchor}))
+        .await;
+    assert_eq!(forked["conversation"], "vendor", "{forked}");
+    let fork = forked["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&fork, 0).await;
+    let events = ws.turn(&fork, "say remember the word otter").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let request = w
+        .mock
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.user_text == "say remember the word otter")
+        .map(|r| r.body.to_string())
+        .unwrap();
+    assert!(request.contains("remember the word heron"), "{request}");
+    assert!(request.contains("remember the word walrus"), "{request}");
+    assert!(!request.contains("ferret"), "{request}");
+    let fork_claude = eventually("the fork's Claude session id", || async {
+        let v = w.info(&fork).await["vendorSessionId"].clone();
+        (v.is_string() && v != source_claude).then_some(v)
+    })
+    .await;
+    assert_ne!(fork_claude, source_claude);
+
+    // The source is untouched: its next request still holds all three turns.
+    let events = ws.turn(&id, "say what were the words").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let request = w
+        .mock
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.user_text == "say what were the words")
+        .map(|r| r.body.to_string())
+        .unwrap();
+    assert!(
+        request.contains("ferret") && !request.contains("otter"),
+        "{request}"
+    );
+    assert_eq!(w.info(&id).await["vendorSessionId"], source_claude);
+}
+
 /// Every `image` block of the user messages the mock model received.
 fn images_seen(mock: &MockAnthropic) -> Vec<Value> {
     mock.requests()

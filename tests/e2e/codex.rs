@@ -1112,6 +1112,61 @@ async fn edit_send_forgets_the_superseded_turns() {
     );
 }
 
+/// `session.fork` on Codex: the source's thread is forked before the turn after the
+/// anchor's (`thread/fork`), the fork's session resumes that thread, so the model's
+/// next request holds the turns up to the anchor and none after; the source stays on
+/// its thread with every turn.
+#[cfg_attr(not(has_codex), ignore = "needs the pinned codex CLI (.vendor-clis)")]
+#[actix_rt::test]
+async fn a_fork_continues_a_codex_fork_of_the_turns_up_to_its_anchor() {
+    let codex = start(&[]);
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    for word in ["heron", "walrus", "ferret"] {
+        let events = ws.turn(&id, &format!("say remember the word {word}")).await;
+        assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    }
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    let thread = info["vendorSessionId"].clone();
+    let anchor = codex
+        .all_events(&id)
+        .await
+        .iter()
+        .find(|e| e["kind"] == "user_message" && e["text"] == "say remember the word walrus")
+        .and_then(|e| e["seq"].as_u64())
+        .unwrap();
+    let forked = ws
+        .ok(json!({"type": "session.fork", "sessionId": id, "anchorSeq": anchor}))
+        .await;
+    assert_eq!(forked["conversation"], "vendor", "{forked}");
+    let fork = forked["session"].clone();
+    assert!(fork["vendorSessionId"].is_string(), "{fork}");
+    assert_ne!(fork["vendorSessionId"], thread);
+    let fork = fork["id"].as_str().unwrap().to_string();
+    ws.subscribe(&fork, 0).await;
+    let events = ws.turn(&fork, "say remember the word otter").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    let input = codex.mock.requests().last().cloned().unwrap()["input"].to_string();
+    assert!(input.contains("remember the word heron"), "{input}");
+    assert!(input.contains("remember the word walrus"), "{input}");
+    assert!(input.contains("remember the word otter"), "{input}");
+    assert!(!input.contains("ferret"), "{input}");
+
+    // The source is untouched: its next request still holds all three turns.
+    ws.turn(&id, "say what were the words").await;
+    let input = codex.mock.requests().last().cloned().unwrap()["input"].to_string();
+    assert!(
+        input.contains("ferret") && !input.contains("otter"),
+        "{input}"
+    );
+    let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(info["vendorSessionId"], thread);
+}
+
 /// Codex's entry in `GET /vendors` once its background check has reported a version.
 async fn checked_codex_entry(server: &Server) -> Value {
     eventually("the Codex check to report a version", async || {

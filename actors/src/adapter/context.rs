@@ -32,6 +32,9 @@ pub struct AdapterContext {
     pub cwd: PathBuf,
     /// The vendor's own session/thread id to resume, once known.
     pub vendor_session_id: Option<String>,
+    /// A fork's first process resumes `vendor_session_id` at this message in a new
+    /// vendor session (Claude Code), until the vendor names that session.
+    pub resume_at: Option<String>,
     /// Settings in force when the adapter starts.
     pub settings: TurnSettings,
     /// The session actor: every [`AgentOutput`] the adapter produces goes there.

@@ -69,6 +69,15 @@ pub enum AdapterCommand {
         /// Where the adapter answers.
         done: tokio::sync::oneshot::Sender<Result<(), String>>,
     },
+    /// Fork the vendor's conversation without the last `drop_turns` turns into a new
+    /// vendor session, leaving this one as it is (`session.fork`), and answer where
+    /// the fork's adapter resumes; or why not (the fork then gets a transcript).
+    Fork {
+        /// Live turns after the fork point, counted from the newest.
+        drop_turns: u64,
+        /// Where the adapter answers.
+        done: tokio::sync::oneshot::Sender<Result<VendorFork, String>>,
+    },
     /// Model, effort or permission mode changed between turns. Adapters whose process
     /// outlives a turn apply it to that process at once; others use it from the next
     /// `StartTurn` on (which carries the same settings).
@@ -76,6 +85,17 @@ pub enum AdapterCommand {
         /// The settings now in force.
         settings: TurnSettings,
     },
+}
+
+/// Where a fork's adapter picks up the vendor's own fork of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VendorFork {
+    /// The vendor session to resume: the fork itself (Codex), or the source's,
+    /// forked when resumed at `resume_at` (Claude Code).
+    pub vendor_session_id: String,
+    /// The message to resume at in a new vendor session, where the vendor forks on
+    /// resume.
+    pub resume_at: Option<String>,
 }
 
 /// An image of a turn's user input. Its bytes stay on disk in the upload store; the

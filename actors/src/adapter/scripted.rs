@@ -490,6 +490,10 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 }
             }
             AdapterCommand::Configure { settings } => self.mode = settings.permission_mode,
+            AdapterCommand::Fork { done, .. } => {
+                // Its memory is the user messages: a fork's transcript carries them.
+                let _ = done.send(Err("the scripted agent forks by transcript".into()));
+            }
             AdapterCommand::Rewind {
                 drop_turns, done, ..
             } => {

@@ -45,7 +45,7 @@ pub(super) struct ForkStart {
     /// does not fork the conversation itself.
     pub(super) context: Option<String>,
     /// The vendor's own fork of the conversation, to resume.
-    pub(super) vendor_session_id: Option<String>,
+    pub(super) vendor: Option<crate::adapter::messages::VendorFork>,
 }
 
 impl Runtime {
@@ -172,7 +172,16 @@ impl Runtime {
             last_activity: now,
             owner_id: spec.owner_id,
             visibility: spec.visibility,
-            vendor_session_id: spec.fork.as_ref().and_then(|f| f.vendor_session_id.clone()),
+            vendor_session_id: spec
+                .fork
+                .as_ref()
+                .and_then(|f| f.vendor.as_ref())
+                .map(|v| v.vendor_session_id.clone()),
+            vendor_resume_at: spec
+                .fork
+                .as_ref()
+                .and_then(|f| f.vendor.as_ref())
+                .and_then(|v| v.resume_at.clone()),
             cwd,
             current_turn_id: None,
             turn_started_at: None,

@@ -12,10 +12,12 @@ use tandem_protocol::{Event, EventBody, ForkConversation, ForkedFrom, Superseded
 use super::create::{ForkStart, WorktreeRequest};
 use super::{NewSession, Runtime};
 use crate::access::Principal;
+use crate::adapter::messages::VendorFork;
 use crate::adapter::VendorId;
+use crate::adapter::REWIND_CAPABILITY;
 use crate::error::RuntimeError;
 use crate::handoff::{fork_context, transcript};
-use crate::session::{RecordEvent, Settle};
+use crate::session::{ForkVendor, RecordEvent, Settle};
 use crate::store::Store;
 use crate::workspace::WorkspaceError;
 
@@ -31,6 +33,8 @@ pub(crate) struct ForkPoint {
     pub end: u64,
     /// Live turns up to and including it.
     pub turns: u64,
+    /// Live turns after it.
+    pub after: u64,
     /// The commit of that turn's checkpoint, if one was recorded.
     pub checkpoint: Option<String>,
 }
@@ -69,11 +73,11 @@ pub(crate) fn fork_point(
     else {
         return Err(bad(format!("belongs to turn {turn}, which has not ended")));
     };
-    let turns = events
+    let live = events
         .iter()
-        .filter(|e| e.seq <= end && matches!(e.body, EventBody::TurnStarted {}))
-        .filter(|e| !superseded.iter().any(|r| r.covers(e.seq)))
-        .count() as u64;
+        .filter(|e| matches!(e.body, EventBody::TurnStarted {}))
+        .filter(|e| !superseded.iter().any(|r| r.covers(e.seq)));
+    let (kept, after): (Vec<&Event>, Vec<&Event>) = live.partition(|e| e.seq <= end);
     let checkpoint = events[at..]
         .iter()
         .filter(mine)
@@ -84,7 +88,8 @@ pub(crate) fn fork_point(
     Ok(ForkPoint {
         turn_id: turn.to_string(),
         end,
-        turns,
+        turns: kept.len() as u64,
+        after: after.len() as u64,
         checkpoint,
     })
 }
@@ -148,7 +153,17 @@ impl Runtime {
             .vendor(&VendorId::from(source.vendor.as_str()))
             .map(|v| v.display_name.to_string())
             .unwrap_or_else(|| source.vendor.clone());
-        let context = fork_context(&source.title, &source_vendor, &transcript(&kept));
+        // The vendor's own fork where it has one, else the turns as a transcript.
+        let own = self
+            .vendor_fork(&handle, &source, &vendor, point.after)
+            .await;
+        let conversation = match own {
+            Some(_) => ForkConversation::Vendor,
+            None => ForkConversation::Transcript,
+        };
+        let context = own
+            .is_none()
+            .then(|| fork_context(&source.title, &source_vendor, &transcript(&kept)));
         let title = match params.title {
             Some(title) => title,
             None => format!("{} · fork", source.title)
@@ -179,7 +194,6 @@ impl Runtime {
             session_id: source.id.clone(),
             anchor_seq: params.anchor_seq,
         };
-        let conversation = ForkConversation::Transcript;
         let fork = self
             .new_session(NewSession {
                 id: None,
@@ -204,8 +218,8 @@ impl Runtime {
                 handoff_from: None,
                 fork: Some(ForkStart {
                     forked_from,
-                    context: Some(context),
-                    vendor_session_id: None,
+                    context,
+                    vendor: own,
                 }),
                 worktree,
             })
@@ -226,6 +240,33 @@ impl Runtime {
             session,
             conversation,
         })
+    }
+}
+
+impl Runtime {
+    /// Asks the source's adapter for the vendor's own fork without the newest `drop`
+    /// turns: for a fork of the same vendor that can rewind (Codex, Claude Code; the
+    /// scripted agent answers no), so no other agent is started just to say no.
+    /// `None` (logged) when it cannot.
+    async fn vendor_fork(
+        &self,
+        handle: &crate::session::SessionHandle,
+        source: &tandem_protocol::SessionInfo,
+        vendor: &str,
+        drop: u64,
+    ) -> Option<VendorFork> {
+        let spec = self.vendor(&VendorId::from(vendor))?;
+        let rewinds = spec.capabilities.iter().any(|c| c == REWIND_CAPABILITY);
+        if vendor != source.vendor || !rewinds {
+            return None;
+        }
+        match handle.ask(ForkVendor { drop_turns: drop }).await {
+            Ok(Ok(fork)) => Some(fork),
+            Ok(Err(e)) | Err(e) => {
+                tracing::debug!(session = %source.id, error = %e, "no vendor fork; a transcript instead");
+                None
+            }
+        }
     }
 }
 
@@ -314,6 +355,7 @@ mod tests {
                 turn_id: "turn_2".into(),
                 end: 7,
                 turns: 2,
+                after: 1,
                 checkpoint: Some("c2".into()),
             }
         );

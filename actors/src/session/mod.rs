@@ -36,7 +36,7 @@ pub use pairing::{
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
 pub use queue::{CancelQueued, EditQueued};
-pub use rewind::{EditOutcome, EditSend};
+pub use rewind::{EditOutcome, EditSend, ForkVendor};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};

@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 
 use super::actor::SessionActor;
 use super::{Configure, SendMessage};
-use crate::adapter::messages::AdapterCommand;
+use crate::adapter::messages::{AdapterCommand, VendorFork};
 use crate::adapter::REWIND_CAPABILITY;
 use crate::error::RuntimeError;
 
@@ -124,6 +124,44 @@ pub(crate) fn files_before(anchor: u64, events: &[Event]) -> Option<String> {
         EventBody::Restored { .. } => e.turn_id.clone(),
         _ => None,
     })
+}
+
+/// `session.fork`'s vendor part: the adapter forks the vendor's conversation without
+/// its newest `drop_turns` turns into a new vendor session, leaving this one as is.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<VendorFork, RuntimeError>")]
+pub struct ForkVendor {
+    /// Live turns after the fork point.
+    pub drop_turns: u64,
+}
+
+impl Handler<ForkVendor> for SessionActor {
+    type Result = ResponseFuture<Result<VendorFork, RuntimeError>>;
+
+    fn handle(&mut self, msg: ForkVendor, ctx: &mut Context<Self>) -> Self::Result {
+        let (done, answer) = oneshot::channel();
+        let sent = self.adapter(ctx).and_then(|adapter| {
+            adapter
+                .try_send(AdapterCommand::Fork {
+                    drop_turns: msg.drop_turns,
+                    done,
+                })
+                .map_err(|e| RuntimeError::Internal(format!("adapter unavailable: {e}")))
+        });
+        Box::pin(async move {
+            sent?;
+            match tokio::time::timeout(REWIND_WAIT, answer).await {
+                Ok(Ok(answer)) => answer.map_err(RuntimeError::RewindNotSupported),
+                Ok(Err(_)) => Err(RuntimeError::Internal(
+                    "the adapter stopped during the fork".into(),
+                )),
+                Err(_) => Err(RuntimeError::RewindNotSupported(format!(
+                    "the vendor did not fork within {}s",
+                    REWIND_WAIT.as_secs()
+                ))),
+            }
+        })
+    }
 }
 
 /// An edit's branch, and the restore it asked for once found.

@@ -137,6 +137,7 @@ impl SessionActor {
             owner_id: self.record.owner_id.clone(),
             cwd: self.record.cwd.clone().into(),
             vendor_session_id: self.record.vendor_session_id.clone(),
+            resume_at: self.record.vendor_resume_at.clone(),
             settings: self.turn_settings(),
             out: ctx.address().recipient(),
             pace: ctx.address().recipient(),
@@ -451,6 +452,8 @@ impl SessionActor {
             AgentItem::VendorSessionId(id) => {
                 if self.record.vendor_session_id.as_deref() != Some(id.as_str()) {
                     self.record.vendor_session_id = Some(id);
+                    // A fork's vendor session is its own now.
+                    self.record.vendor_resume_at = None;
                     self.touch();
                 }
             }

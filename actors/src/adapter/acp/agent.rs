@@ -690,6 +690,9 @@ impl Handler<AdapterCommand> for AcpAgent {
                 // Not offered (no `rewind` capability): the session refuses first.
                 let _ = done.send(Err("this agent cannot rewind".into()));
             }
+            AdapterCommand::Fork { done, .. } => {
+                let _ = done.send(Err("ACP agents are forked by transcript".into()));
+            }
             AdapterCommand::Configure { settings } => {
                 self.settings = settings;
                 self.apply_mode();

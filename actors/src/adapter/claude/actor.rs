@@ -158,8 +158,9 @@ pub struct ClaudeAgent {
     /// The turns this adapter ran, oldest first, each with the id of its newest
     /// top-level message in the CLI's transcript: where a rewind resumes.
     pub(super) marks: Vec<super::rewind::Mark>,
-    /// Set by a rewind: the next process resumes at this message, forking the Claude
-    /// session (`--resume-session-at ID --fork-session`).
+    /// Set by a rewind, or given to a fork's adapter: processes resume at this
+    /// message, forking the Claude session (`--resume-session-at ID --fork-session`),
+    /// until the CLI names the new session.
     pub(super) resume_at: Option<String>,
 }
 
@@ -187,7 +188,7 @@ impl ClaudeAgent {
             plan_lookup: None,
             next_control: 0,
             marks: Vec::new(),
-            resume_at: None,
+            resume_at: ctx.resume_at,
         }
     }
 
@@ -233,7 +234,9 @@ impl ClaudeAgent {
         self.generation += 1;
         let resume = self.vendor_session_id.clone();
         let mut args = cli_args(&self.settings, resume.as_deref(), self.mcp.as_ref());
-        if let (Some(at), Some(_)) = (self.resume_at.take(), resume.as_ref()) {
+        // Kept until the CLI names the forked session: a process that dies before
+        // then must not be followed by one that resumes the old session unforked.
+        if let (Some(at), Some(_)) = (self.resume_at.clone(), resume.as_ref()) {
             args.extend(super::rewind::fork_args(&at));
         }
         let proc = transport::spawn(
@@ -524,6 +527,9 @@ impl Handler<AdapterCommand> for ClaudeAgent {
                 done,
             } => {
                 let _ = done.send(self.rewind(drop_turns, keep_turns, ctx));
+            }
+            AdapterCommand::Fork { drop_turns, done } => {
+                let _ = done.send(self.fork_point(drop_turns));
             }
             AdapterCommand::Configure { settings } => self.configure(settings, ctx),
         }

@@ -78,6 +78,9 @@ impl ClaudeAgent {
                 }
                 if let Some(id) = system.session_id.filter(|s| !s.is_empty()) {
                     if self.vendor_session_id.as_deref() != Some(id.as_str()) {
+                        // A fork (edit & resend, session.fork) is made: later
+                        // processes resume it plainly.
+                        self.resume_at = None;
                         self.vendor_session_id = Some(id.clone());
                         self.emitter.send(None, AgentItem::VendorSessionId(id));
                     }

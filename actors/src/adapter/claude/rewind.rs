@@ -11,6 +11,7 @@ use actix::prelude::*;
 
 use super::actor::ClaudeAgent;
 use super::wire::CliMessage;
+use crate::adapter::messages::VendorFork;
 
 /// One turn this adapter ran and the newest top-level message it produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +81,28 @@ impl ClaudeAgent {
         self.marks.truncate(keep);
         self.resume_at = Some(at);
         Ok(())
+    }
+}
+
+impl ClaudeAgent {
+    /// Where a fork without the newest `drop_turns` turns resumes: this Claude
+    /// session at the newest message of the last turn kept, forked on resume.
+    pub(super) fn fork_point(&self, drop_turns: u64) -> Result<VendorFork, String> {
+        let Some(session) = self.vendor_session_id.clone() else {
+            return Err("the session has no Claude session yet".into());
+        };
+        let drop = usize::try_from(drop_turns).unwrap_or(usize::MAX);
+        let Some(keep) = self.marks.len().checked_sub(drop).filter(|k| *k > 0) else {
+            return Err(
+                "the fork's last turn ran before the server last started; Claude Code's \
+                 message ids for it are not known here"
+                    .into(),
+            );
+        };
+        Ok(VendorFork {
+            vendor_session_id: session,
+            resume_at: Some(self.marks[keep - 1].uuid.clone()),
+        })
     }
 }
 

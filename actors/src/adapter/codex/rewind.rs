@@ -15,7 +15,7 @@ use super::thread::CodexThread;
 use super::wire::{
     method, ThreadForkParams, ThreadResponse, ThreadTurnsListParams, ThreadTurnsListResponse,
 };
-use crate::adapter::messages::AgentItem;
+use crate::adapter::messages::{AgentItem, VendorFork};
 
 impl CodexThread {
     /// Makes Codex forget the newest `drop_turns` turns of the thread, answering on
@@ -34,49 +34,8 @@ impl CodexThread {
             let _ = done.send(Ok(()));
             return;
         }
-        let (approval_policy, sandbox) = policy(self.settings.permission_mode, self.confined);
         let model = Some(self.settings.model.clone()).filter(|m| !m.is_empty());
-        let fork = ThreadForkParams {
-            thread_id: thread_id.clone(),
-            before_turn_id: String::new(),
-            cwd: self.cwd.clone(),
-            approval_policy,
-            sandbox,
-            model: model.clone(),
-            developer_instructions: self.settings.system_prompt.clone(),
-            config: self.thread_config(),
-            exclude_turns: true,
-        };
-        let known = self.live_conn();
-        let server = self.server.clone();
-        let timeout = self.limits.request;
-        let work = async move {
-            let conn = match known {
-                Some(conn) => conn,
-                None => server
-                    .send(Connect)
-                    .await
-                    .map_err(|e| RpcError::Closed(format!("app-server actor gone: {e}")))??,
-            };
-            let list = ThreadTurnsListParams {
-                thread_id,
-                limit: u32::try_from(drop_turns).unwrap_or(u32::MAX),
-                sort_direction: "desc",
-            };
-            let turns: ThreadTurnsListResponse = conn
-                .request(method::THREAD_TURNS_LIST, &list, timeout)
-                .await?;
-            // Newest first: the last of the page is the oldest turn to forget.
-            let Some(first_dropped) = turns.data.last() else {
-                return Ok((conn, None));
-            };
-            let fork = ThreadForkParams {
-                before_turn_id: first_dropped.id.clone(),
-                ..fork
-            };
-            let forked: ThreadResponse = conn.request(method::THREAD_FORK, &fork, timeout).await?;
-            Ok::<(Connection, Option<String>), RpcError>((conn, Some(forked.thread.id)))
-        };
+        let work = self.fork_thread(thread_id, drop_turns, false);
         ctx.spawn(work.into_actor(self).map(move |res, act, ctx| {
             let answer = match res {
                 Ok((conn, Some(forked))) => {
@@ -89,6 +48,94 @@ impl CodexThread {
             };
             let _ = done.send(answer);
         }));
+    }
+
+    /// Forks the thread into a new one without its newest `drop_turns` turns (all of
+    /// them when `drop_turns` is 0) for a `session.fork`; this session stays on its
+    /// thread. Answers the new thread's id on `done`.
+    pub(super) fn fork(
+        &mut self,
+        drop_turns: u64,
+        done: oneshot::Sender<Result<VendorFork, String>>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(thread_id) = self.thread_id.clone() else {
+            let _ = done.send(Err("the session has no Codex thread yet".into()));
+            return;
+        };
+        let work = self.fork_thread(thread_id, drop_turns, true);
+        ctx.spawn(work.into_actor(self).map(move |res, _act, _ctx| {
+            let answer = match res {
+                Ok((_, Some(forked))) => Ok(VendorFork {
+                    vendor_session_id: forked,
+                    resume_at: None,
+                }),
+                Ok((_, None)) => Err("Codex did not fork the thread".into()),
+                Err(e) => Err(e.to_string()),
+            };
+            let _ = done.send(answer);
+        }));
+    }
+
+    /// `thread/fork` of `thread_id` before the oldest of its newest `drop_turns`
+    /// turns (found with `thread/turns/list`), with the session's settings; the
+    /// connection and the fork's id. When Codex has none of those turns, a rewind
+    /// (`always` false) has nothing to forget and forks nothing, and a fork
+    /// (`always`) takes the whole thread.
+    fn fork_thread(
+        &self,
+        thread_id: String,
+        drop_turns: u64,
+        always: bool,
+    ) -> impl std::future::Future<Output = Result<(Connection, Option<String>), RpcError>> + 'static
+    {
+        let (approval_policy, sandbox) = policy(self.settings.permission_mode, self.confined);
+        let fork = ThreadForkParams {
+            thread_id: thread_id.clone(),
+            before_turn_id: None,
+            cwd: self.cwd.clone(),
+            approval_policy,
+            sandbox,
+            model: Some(self.settings.model.clone()).filter(|m| !m.is_empty()),
+            developer_instructions: self.settings.system_prompt.clone(),
+            config: self.thread_config(),
+            exclude_turns: true,
+        };
+        let known = self.live_conn();
+        let server = self.server.clone();
+        let timeout = self.limits.request;
+        async move {
+            let conn = match known {
+                Some(conn) => conn,
+                None => server
+                    .send(Connect)
+                    .await
+                    .map_err(|e| RpcError::Closed(format!("app-server actor gone: {e}")))??,
+            };
+            let before = if drop_turns == 0 {
+                None
+            } else {
+                let list = ThreadTurnsListParams {
+                    thread_id,
+                    limit: u32::try_from(drop_turns).unwrap_or(u32::MAX),
+                    sort_direction: "desc",
+                };
+                let turns: ThreadTurnsListResponse = conn
+                    .request(method::THREAD_TURNS_LIST, &list, timeout)
+                    .await?;
+                // Newest first: the last of the page is the oldest turn to leave out.
+                turns.data.last().map(|t| t.id.clone())
+            };
+            if before.is_none() && !always {
+                return Ok((conn, None));
+            }
+            let fork = ThreadForkParams {
+                before_turn_id: before,
+                ..fork
+            };
+            let forked: ThreadResponse = conn.request(method::THREAD_FORK, &fork, timeout).await?;
+            Ok((conn, Some(forked.thread.id)))
+        }
     }
 
     /// Continues the session on `forked`, loaded on `conn` with the current settings.

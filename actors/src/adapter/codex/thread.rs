@@ -201,6 +201,7 @@ impl Handler<AdapterCommand> for CodexThread {
             AdapterCommand::Rewind {
                 drop_turns, done, ..
             } => self.rewind(drop_turns, done, ctx),
+            AdapterCommand::Fork { drop_turns, done } => self.fork(drop_turns, done, ctx),
             AdapterCommand::Configure { settings } => {
                 // Codex takes model, effort and policies per turn.
                 self.settings = settings;

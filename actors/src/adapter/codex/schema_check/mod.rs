@@ -156,7 +156,7 @@ fn wire_types_match_the_pinned_binarys_schema() {
             "ThreadForkParams",
             &ThreadForkParams {
                 thread_id: "t".into(),
-                before_turn_id: "turn".into(),
+                before_turn_id: Some("turn".into()),
                 cwd: "/w".into(),
                 approval_policy: policy,
                 sandbox,

@@ -170,8 +170,9 @@ pub struct TurnRef {
 pub struct ThreadForkParams {
     /// The thread forked.
     pub thread_id: String,
-    /// The first turn left out, with every later one.
-    pub before_turn_id: String,
+    /// The first turn left out, with every later one; `None` forks every turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_turn_id: Option<String>,
     /// Working directory.
     pub cwd: String,
     /// Approval policy.
