@@ -40,10 +40,10 @@ pub struct SessionRecord {
     /// The vendor's session/thread id, once known.
     #[serde(default)]
     pub vendor_session_id: Option<String>,
-    /// A fork's first vendor process resumes `vendor_session_id` at this message in a
-    /// new vendor session (Claude Code); dropped once the vendor names that session.
+    /// A fork's adapter forks `vendor_session_id` (its source's) this way as it
+    /// opens it; dropped once the vendor names the new session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vendor_resume_at: Option<String>,
+    pub vendor_fork_on_open: Option<crate::adapter::messages::ForkOnOpen>,
     /// The directory the agent works in; vendor CLIs are started there.
     pub cwd: String,
     /// The turn in flight, so a restart can close it as interrupted.

@@ -1064,6 +1064,85 @@ async fn real_resume(agent: Real) {
     );
 }
 
+/// The pinned claude-code-acp offers `session/fork`: a fork at the last turn opens
+/// with it (the model's next request holds the source's turns and not what the source
+/// says after), and a fork at an earlier turn, which `session/fork` cannot make, gets
+/// the transcript.
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_fork_at_the_last_turn_uses_session_fork() {
+    let Some(w) = Real::Claude.world("acp-real-fork") else {
+        return;
+    };
+    let entry = vendor_entry(&w).await;
+    assert!(
+        entry["capabilities"]
+            .as_array()
+            .is_some_and(|c| c.contains(&json!("fork"))),
+        "{entry}"
+    );
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    let first = turn(&mut ws, &id, "say remember-the-heron-17").await;
+    let second = turn(&mut ws, &id, "say remember-the-walrus-42").await;
+    assert_eq!(status(&second), "completed", "{second:?}");
+    let source_acp = w.info(&id).await["vendorSessionId"].clone();
+    let user_seq = |events: &[Value]| {
+        events
+            .iter()
+            .find(|e| e["kind"] == "user_message")
+            .and_then(|e| e["seq"].as_u64())
+            .unwrap()
+    };
+
+    let forked = ws
+        .ok(json!({"type": "session.fork", "sessionId": id, "anchorSeq": user_seq(&second)}))
+        .await;
+    assert_eq!(forked["conversation"], "vendor", "{forked}");
+    let fork = forked["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&fork, 0).await;
+    let events = turn(&mut ws, &fork, "say forked-otter-99").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let request = w
+        .mock
+        .bodies()
+        .into_iter()
+        .rev()
+        .find(|b| b.contains("forked-otter-99"))
+        .unwrap_or_default();
+    assert!(
+        request.contains("remember-the-heron-17") && request.contains("remember-the-walrus-42"),
+        "the fork's model saw the source's turns: {request}"
+    );
+    assert!(
+        !request.contains("[This conversation continues from a fork"),
+        "no transcript: {request}"
+    );
+    let fork_acp = w.info(&fork).await["vendorSessionId"].clone();
+    assert!(fork_acp.is_string() && fork_acp != source_acp, "{fork_acp}");
+
+    // The source goes on without the fork's turn.
+    turn(&mut ws, &id, "say source-after-fork-5").await;
+    let request = w
+        .mock
+        .bodies()
+        .into_iter()
+        .rev()
+        .find(|b| b.contains("source-after-fork-5"))
+        .unwrap_or_default();
+    assert!(!request.contains("forked-otter-99"), "{request}");
+    assert_eq!(w.info(&id).await["vendorSessionId"], source_acp);
+
+    // Before the last turn: a transcript.
+    let earlier = ws
+        .ok(json!({"type": "session.fork", "sessionId": id, "anchorSeq": user_seq(&first)}))
+        .await;
+    assert_eq!(earlier["conversation"], "transcript", "{earlier}");
+}
+
 #[actix_rt::test]
 #[cfg_attr(
     not(has_codex_acp),

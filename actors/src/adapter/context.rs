@@ -32,9 +32,9 @@ pub struct AdapterContext {
     pub cwd: PathBuf,
     /// The vendor's own session/thread id to resume, once known.
     pub vendor_session_id: Option<String>,
-    /// A fork's first process resumes `vendor_session_id` at this message in a new
-    /// vendor session (Claude Code), until the vendor names that session.
-    pub resume_at: Option<String>,
+    /// A fork's adapter forks `vendor_session_id` this way as it opens it, until the
+    /// vendor names the new session.
+    pub fork_on_open: Option<super::messages::ForkOnOpen>,
     /// Settings in force when the adapter starts.
     pub settings: TurnSettings,
     /// The session actor: every [`AgentOutput`] the adapter produces goes there.

@@ -90,12 +90,24 @@ pub enum AdapterCommand {
 /// Where a fork's adapter picks up the vendor's own fork of a conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VendorFork {
-    /// The vendor session to resume: the fork itself (Codex), or the source's,
-    /// forked when resumed at `resume_at` (Claude Code).
+    /// The vendor session to open: the fork itself (Codex), or the source's, which
+    /// the fork's adapter forks as it opens it (`fork_on_open`).
     pub vendor_session_id: String,
-    /// The message to resume at in a new vendor session, where the vendor forks on
-    /// resume.
-    pub resume_at: Option<String>,
+    /// How the fork's adapter forks `vendor_session_id` as it opens it; `None`: it
+    /// is the fork already, opened as the adapter reopens any session.
+    pub fork_on_open: Option<ForkOnOpen>,
+}
+
+/// How a fork's first vendor process forks the source's vendor session as it opens
+/// it; kept in the fork's record until the vendor names the new session.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ForkOnOpen {
+    /// Claude Code: resume at this message id in a new session
+    /// (`--resume-session-at ID --fork-session`).
+    At(String),
+    /// ACP: `session/fork`, a copy of the whole session.
+    Whole,
 }
 
 /// An image of a turn's user input. Its bytes stay on disk in the upload store; the

@@ -30,6 +30,10 @@ pub use catalog::{clamp_effort, VendorCatalog, VendorSpec};
 /// conversation (`chat.edit-send`).
 pub const REWIND_CAPABILITY: &str = "rewind";
 
+/// The capability a vendor lists when it forks a conversation itself, so a
+/// `session.fork` of the same vendor gets the vendor's own copy, not a transcript.
+pub const FORK_CAPABILITY: &str = "fork";
+
 /// What the scripted agent, Codex and Claude Code can all do (`GET /vendors`).
 pub const CLI_CAPABILITIES: &[&str] = &[
     "interrupt",

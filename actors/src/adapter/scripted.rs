@@ -491,7 +491,8 @@ impl Handler<AdapterCommand> for ScriptedAgent {
             }
             AdapterCommand::Configure { settings } => self.mode = settings.permission_mode,
             AdapterCommand::Fork { done, .. } => {
-                // Its memory is the user messages: a fork's transcript carries them.
+                // Not offered (no `fork` capability): its memory is the user
+                // messages, which a fork's transcript carries.
                 let _ = done.send(Err("the scripted agent forks by transcript".into()));
             }
             AdapterCommand::Rewind {

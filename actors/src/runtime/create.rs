@@ -177,11 +177,11 @@ impl Runtime {
                 .as_ref()
                 .and_then(|f| f.vendor.as_ref())
                 .map(|v| v.vendor_session_id.clone()),
-            vendor_resume_at: spec
+            vendor_fork_on_open: spec
                 .fork
                 .as_ref()
                 .and_then(|f| f.vendor.as_ref())
-                .and_then(|v| v.resume_at.clone()),
+                .and_then(|v| v.fork_on_open.clone()),
             cwd,
             current_turn_id: None,
             turn_started_at: None,

@@ -14,7 +14,7 @@ use super::{NewSession, Runtime};
 use crate::access::Principal;
 use crate::adapter::messages::VendorFork;
 use crate::adapter::VendorId;
-use crate::adapter::REWIND_CAPABILITY;
+use crate::adapter::FORK_CAPABILITY;
 use crate::error::RuntimeError;
 use crate::handoff::{fork_context, transcript};
 use crate::session::{ForkVendor, RecordEvent, Settle};
@@ -245,9 +245,9 @@ impl Runtime {
 
 impl Runtime {
     /// Asks the source's adapter for the vendor's own fork without the newest `drop`
-    /// turns: for a fork of the same vendor that can rewind (Codex, Claude Code; the
-    /// scripted agent answers no), so no other agent is started just to say no.
-    /// `None` (logged) when it cannot.
+    /// turns: for a fork of the same vendor that lists the `fork` capability (Codex,
+    /// Claude Code, an ACP agent offering `session/fork`), so no other agent is
+    /// started just to say no. `None` (logged) when it cannot.
     async fn vendor_fork(
         &self,
         handle: &crate::session::SessionHandle,
@@ -256,8 +256,8 @@ impl Runtime {
         drop: u64,
     ) -> Option<VendorFork> {
         let spec = self.vendor(&VendorId::from(vendor))?;
-        let rewinds = spec.capabilities.iter().any(|c| c == REWIND_CAPABILITY);
-        if vendor != source.vendor || !rewinds {
+        let forks = spec.capabilities.iter().any(|c| c == FORK_CAPABILITY);
+        if vendor != source.vendor || !forks {
             return None;
         }
         match handle.ask(ForkVendor { drop_turns: drop }).await {

@@ -137,7 +137,7 @@ impl SessionActor {
             owner_id: self.record.owner_id.clone(),
             cwd: self.record.cwd.clone().into(),
             vendor_session_id: self.record.vendor_session_id.clone(),
-            resume_at: self.record.vendor_resume_at.clone(),
+            fork_on_open: self.record.vendor_fork_on_open.clone(),
             settings: self.turn_settings(),
             out: ctx.address().recipient(),
             pace: ctx.address().recipient(),
@@ -453,7 +453,7 @@ impl SessionActor {
                 if self.record.vendor_session_id.as_deref() != Some(id.as_str()) {
                     self.record.vendor_session_id = Some(id);
                     // A fork's vendor session is its own now.
-                    self.record.vendor_resume_at = None;
+                    self.record.vendor_fork_on_open = None;
                     self.touch();
                 }
             }

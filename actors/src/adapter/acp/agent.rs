@@ -35,7 +35,9 @@ use super::wire::{
 };
 use super::AcpVendor;
 use crate::adapter::core::{Approvals, Asked, Emitter, Phase, Stop, TurnSlot};
-use crate::adapter::messages::{AdapterCommand, AgentItem, ImageInput, TurnSettings};
+use crate::adapter::messages::{
+    AdapterCommand, AgentItem, ForkOnOpen, ImageInput, TurnSettings, VendorFork,
+};
 use crate::adapter::supervisor::{Closing, Exited, LiveProcess, ProcessHub};
 use crate::adapter::{AdapterContext, McpAccess};
 
@@ -94,6 +96,9 @@ pub struct AcpAgent {
     settings: TurnSettings,
     /// The agent's session id, once known: reopened after a restart or idle close.
     vendor_session_id: Option<String>,
+    /// A fork's adapter: `vendor_session_id` is the source's, opened with
+    /// `session/fork` (never reopened as this session's own).
+    fork_on_open: bool,
     /// The process.
     link: Link,
     /// Bumped per process; frames and exits of an older process are ignored.
@@ -113,6 +118,26 @@ pub struct AcpAgent {
 }
 
 impl AcpAgent {
+    /// Where a fork without the newest `drop_turns` turns opens: this agent session,
+    /// forked by the fork's adapter with `session/fork`. That copies a whole session,
+    /// so only a fork at the last turn can use it (else the fork gets a transcript).
+    fn fork_point(&self, drop_turns: u64) -> Result<VendorFork, String> {
+        if drop_turns > 0 {
+            return Err(
+                "ACP's session/fork copies a whole session; a fork before its last turn \
+                 gets a transcript"
+                    .into(),
+            );
+        }
+        let Some(session) = self.vendor_session_id.clone() else {
+            return Err("the agent has no session yet".into());
+        };
+        Ok(VendorFork {
+            vendor_session_id: session,
+            fork_on_open: Some(ForkOnOpen::Whole),
+        })
+    }
+
     /// An adapter for the session `ctx` describes, running `vendor`.
     pub fn new(ctx: AdapterContext, vendor: AcpVendor, hub: ProcessHub) -> Self {
         let emitter = ctx.emitter();
@@ -127,6 +152,7 @@ impl AcpAgent {
             hub,
             settings: ctx.settings,
             vendor_session_id: ctx.vendor_session_id,
+            fork_on_open: matches!(ctx.fork_on_open, Some(ForkOnOpen::Whole)),
             link: Link::Down,
             generation: 0,
             next_id: 0,
@@ -690,8 +716,8 @@ impl Handler<AdapterCommand> for AcpAgent {
                 // Not offered (no `rewind` capability): the session refuses first.
                 let _ = done.send(Err("this agent cannot rewind".into()));
             }
-            AdapterCommand::Fork { done, .. } => {
-                let _ = done.send(Err("ACP agents are forked by transcript".into()));
+            AdapterCommand::Fork { drop_turns, done } => {
+                let _ = done.send(self.fork_point(drop_turns));
             }
             AdapterCommand::Configure { settings } => {
                 self.settings = settings;

@@ -188,6 +188,9 @@ pub fn facts(answer: &InitializeResult) -> AgentFacts {
     if caps.prompt_capabilities.image {
         capabilities.push("images".into());
     }
+    if caps.session_capabilities.fork.is_some() {
+        capabilities.push(crate::adapter::FORK_CAPABILITY.into());
+    }
     AgentFacts {
         info: answer.agent_info.clone(),
         capabilities,

@@ -188,7 +188,10 @@ impl ClaudeAgent {
             plan_lookup: None,
             next_control: 0,
             marks: Vec::new(),
-            resume_at: ctx.resume_at,
+            resume_at: match ctx.fork_on_open {
+                Some(crate::adapter::messages::ForkOnOpen::At(message)) => Some(message),
+                _ => None,
+            },
         }
     }
 

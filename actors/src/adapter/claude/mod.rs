@@ -135,11 +135,14 @@ impl ClaudeHub {
 /// Claude Code's catalog entry before its CLI has been asked.
 pub fn spec() -> VendorSpec {
     // Claude Code's default model depends on the account; only the CLI knows.
-    VendorSpec {
+    let mut spec = VendorSpec {
         models: strings(&["sonnet", "opus", "haiku"]),
         effort_levels: &["low", "medium", "high", "xhigh", "max"],
         ..VendorSpec::new(VendorId::CLAUDE, "Claude Code", CLI_CAPABILITIES)
-    }
+    };
+    // `--fork-session`.
+    spec.capabilities.push(super::FORK_CAPABILITY.into());
+    spec
 }
 
 /// Claude Code in the vendor registry: one [`ClaudeAgent`] (and, while live, one

@@ -11,7 +11,7 @@ use actix::prelude::*;
 
 use super::actor::ClaudeAgent;
 use super::wire::CliMessage;
-use crate::adapter::messages::VendorFork;
+use crate::adapter::messages::{ForkOnOpen, VendorFork};
 
 /// One turn this adapter ran and the newest top-level message it produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,7 +101,7 @@ impl ClaudeAgent {
         };
         Ok(VendorFork {
             vendor_session_id: session,
-            resume_at: Some(self.marks[keep - 1].uuid.clone()),
+            fork_on_open: Some(ForkOnOpen::At(self.marks[keep - 1].uuid.clone())),
         })
     }
 }

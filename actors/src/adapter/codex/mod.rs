@@ -72,11 +72,14 @@ pub async fn check(process: Option<&VendorProcess>) -> Health {
 /// Codex's catalog entry before its CLI has been asked (the model list is replaced by
 /// what `model/list` reports).
 pub fn spec() -> VendorSpec {
-    VendorSpec {
+    let mut spec = VendorSpec {
         models: strings(&["gpt-5-codex", "gpt-5"]),
         effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
         ..VendorSpec::new(VendorId::CODEX, "Codex", CLI_CAPABILITIES)
-    }
+    };
+    // `thread/fork`.
+    spec.capabilities.push(super::FORK_CAPABILITY.into());
+    spec
 }
 
 /// Codex in the vendor registry: starts one [`thread::CodexThread`] per session on

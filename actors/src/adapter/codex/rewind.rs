@@ -68,7 +68,7 @@ impl CodexThread {
             let answer = match res {
                 Ok((_, Some(forked))) => Ok(VendorFork {
                     vendor_session_id: forked,
-                    resume_at: None,
+                    fork_on_open: None,
                 }),
                 Ok((_, None)) => Err("Codex did not fork the thread".into()),
                 Err(e) => Err(e.to_string()),

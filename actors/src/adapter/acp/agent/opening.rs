@@ -14,6 +14,8 @@ pub(super) enum Open {
     Load,
     /// `session/resume`: the agent reopens it without replaying.
     Resume,
+    /// `session/fork`: a new session with a copy of the conversation (a fork's).
+    Fork,
 }
 
 impl Open {
@@ -22,6 +24,7 @@ impl Open {
             Open::New => "session/new",
             Open::Load => "session/load",
             Open::Resume => "session/resume",
+            Open::Fork => "session/fork",
         }
     }
 }
@@ -206,6 +209,18 @@ impl AcpAgent {
         let caps = result.agent_capabilities;
         let how = match &self.vendor_session_id {
             None => Open::New,
+            Some(_) if self.fork_on_open && caps.session_capabilities.fork.is_some() => Open::Fork,
+            Some(source) if self.fork_on_open => {
+                // Reopening the source's session would write into its conversation.
+                let text = format!(
+                    "{} no longer offers session/fork, so this fork of its session {source} starts a new conversation.",
+                    self.name()
+                );
+                self.note(text);
+                self.vendor_session_id = None;
+                self.fork_on_open = false;
+                Open::New
+            }
             Some(_) if caps.session_capabilities.resume.is_some() => Open::Resume,
             Some(_) if caps.load_session => Open::Load,
             Some(old) => {
@@ -282,6 +297,7 @@ impl AcpAgent {
             Err(e) if how != Open::New => {
                 // The agent lost the conversation: carry on in a new one rather than
                 // failing every turn from now on.
+                self.fork_on_open = false;
                 let old = self.vendor_session_id.take().unwrap_or_default();
                 let text = format!(
                     "{} could not reopen its session {old} ({e}); this turn starts a new conversation.",
@@ -298,8 +314,12 @@ impl AcpAgent {
         let models = models::offered(&opened).map(Box::new);
         let model = models.as_ref().and_then(|m| m.current.clone());
         let session = match (how, opened.session_id, self.vendor_session_id.clone()) {
-            (Open::New, Some(id), _) => id,
-            (Open::New, None, _) => {
+            (Open::New | Open::Fork, Some(id), _) => {
+                // A fork's own session from now on.
+                self.fork_on_open = false;
+                id
+            }
+            (Open::New | Open::Fork, None, _) => {
                 let error = format!("{} opened a session without an id", self.name());
                 return self.fail_start(error, ctx);
             }

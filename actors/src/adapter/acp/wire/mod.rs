@@ -258,6 +258,9 @@ pub struct SessionCapabilities {
     /// `session/resume`: reopen a session without replaying it.
     #[serde(default)]
     pub resume: Option<Value>,
+    /// `session/fork`: a new session holding a copy of one's conversation.
+    #[serde(default)]
+    pub fork: Option<Value>,
 }
 
 /// Prompt content an agent takes besides text.
@@ -305,7 +308,7 @@ pub struct NewSessionParams<'a> {
     pub mcp_servers: &'a [McpServer],
 }
 
-/// `session/load` and `session/resume` parameters.
+/// `session/load`, `session/resume` and `session/fork` parameters.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenSessionParams<'a> {
