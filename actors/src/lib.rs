@@ -24,6 +24,7 @@ pub mod owners;
 pub mod pair;
 pub mod record;
 pub mod registry;
+pub mod review;
 pub mod runtime;
 pub mod schedule;
 pub mod session;

@@ -13,6 +13,7 @@ use tandem_protocol::rest::{
     MessageQueued, PostEditSend, PostMessage, TurnAccepted, UsageQuery,
 };
 use tandem_protocol::results::ChatSendResult;
+use tandem_protocol::review::{ChatReviewParams, ReviewBody};
 use tandem_protocol::ErrorCode;
 
 use crate::error::ApiError;
@@ -44,6 +45,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(at("/sessions/{id}/events").route(web::get().to(events)))
             .service(at("/sessions/{id}/messages").route(web::post().to(post_message)))
             .service(at("/sessions/{id}/edit-send").route(web::post().to(post_edit_send)))
+            .service(at("/sessions/{id}/review").route(web::post().to(post_review)))
             .service(at("/sessions/{id}/interrupt").route(web::post().to(interrupt)))
             .service(at("/sessions/{id}/mcp-token").route(web::post().to(mcp_token)))
             .service(
@@ -239,6 +241,25 @@ async fn post_edit_send(
         turn_id: done.turn_id,
         superseded: done.superseded,
         restored: done.restored,
+    }))
+}
+
+/// `POST /sessions/{id}/review` → 202 `{turnId}` once the review's turn started and
+/// is on disk.
+async fn post_review(
+    who: Caller,
+    id: web::Path<String>,
+    Json(body): Json<ReviewBody>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let params = ChatReviewParams {
+        session_id: id.into_inner(),
+        comments: body.comments,
+        summary: body.summary,
+    };
+    let done = run(&state, &who, params).await?;
+    Ok(HttpResponse::Accepted().json(TurnAccepted {
+        turn_id: done.turn_id,
     }))
 }
 

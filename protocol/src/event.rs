@@ -266,6 +266,15 @@ pub enum EventBody {
         /// The latest user request there, verbatim.
         request: String,
     },
+    /// The turn's user message is a review (`chat.review`): its comments, written
+    /// just after that message so a client can show them as a review.
+    Review {
+        /// The comments.
+        comments: Vec<crate::review::ReviewComment>,
+        /// The general remark, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+    },
     /// This session is a fork of another (written in the fork, first).
     Forked {
         /// The session forked.
@@ -372,6 +381,7 @@ impl EventBody {
             EventBody::HandoffCreated { .. } => "handoff_created",
             EventBody::HandoffContext { .. } => "handoff_context",
             EventBody::Forked { .. } => "forked",
+            EventBody::Review { .. } => "review",
             EventBody::WorkerProposalUpdate { .. } => "worker_proposal_update",
             EventBody::HistoryRewound { .. } => "history_rewound",
             EventBody::GitState { .. } => "git_state",

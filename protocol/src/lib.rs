@@ -19,6 +19,7 @@ pub mod queries;
 pub mod rest;
 pub mod rest_control;
 pub mod results;
+pub mod review;
 pub mod schedule;
 pub mod server;
 pub mod session;

@@ -197,6 +197,8 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         ("delete", "/sessions/{id}") => &[409],
         ("post", "/sessions/{id}/messages") => &[409, 422, 429],
         ("post", "/sessions/{id}/edit-send") => &[409, 422],
+        // 409: a turn runs, or no diff to review; 422: a line the diff lacks.
+        ("post", "/sessions/{id}/review") => &[409, 422],
         ("post", "/sessions/{id}/interrupt") => &[409],
         ("post", "/sessions/{id}/schedules") => &[422, 429],
         ("delete", "/sessions/{id}/schedules/{scheduleId}") => &[409],

@@ -328,6 +328,9 @@ operations! {
     /// `chat.send`: a message, which starts a turn or is queued.
     ChatSend "chat.send" ChatSendParams => ChatSendResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/messages", "Send a message (as chat.send).", Some(of::<PostMessage>), 202, of::<MessageAccepted>);
+    /// `chat.review`: line comments on the session's diff, sent as one message.
+    ChatReview "chat.review" crate::review::ChatReviewParams => crate::review::ChatReviewResult [session(session_id), writes, checked]
+        rest route!("post" "/sessions/{id}/review", "Send line comments on the session's diff to its agent as one message (as chat.review).", Some(of::<crate::review::ReviewBody>), 202, of::<crate::rest::TurnAccepted>);
     /// `chat.edit-send`: rewind to before an earlier message and send a new one.
     ChatEditSend "chat.edit-send" ChatEditSendParams => ChatEditSendResult [session(session_id), writes, checked]
         rest route!("post" "/sessions/{id}/edit-send", "Rewind to just before an earlier user message and send a new one in its place (as chat.edit-send).", Some(of::<crate::rest::PostEditSend>), 202, of::<crate::rest::EditSendAccepted>);

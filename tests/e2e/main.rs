@@ -44,6 +44,7 @@ mod permissions;
 mod queue_usage;
 mod rest_parity;
 mod restart;
+mod review;
 mod revocation;
 mod rewind;
 mod schedule;

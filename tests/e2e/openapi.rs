@@ -489,6 +489,15 @@ async fn every_documented_route_answers_as_described() {
     )
     .await;
     let message = stored_event(&server, &wt, "user_message").await;
+    c.ok(
+        "post",
+        &format!("/sessions/{wt}/review"),
+        "/sessions/{id}/review",
+        Some(json!({"comments": [{"path": "a.txt", "line": 1, "body": "why?"}]})),
+    )
+    .await;
+    stored_event(&server, &wt, "review").await;
+    idle(&server, &wt).await;
     let forked = c
         .ok(
             "post",

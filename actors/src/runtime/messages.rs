@@ -30,6 +30,7 @@ impl Runtime {
                 attachments: std::mem::take(&mut prepared.attachments),
                 options,
                 queue,
+                review: None,
             })
             .await
             .and_then(|r| r);

@@ -16,6 +16,7 @@ mod peers;
 mod queue;
 mod reconcile;
 mod recovery;
+mod review;
 mod schedules;
 mod usage;
 mod workspaces;

@@ -22,7 +22,7 @@ use crate::workspace::{diff, files, merge, state, worktree, WorkspaceError};
 use super::Runtime;
 
 /// Runs blocking workspace work on the blocking pool.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
 ) -> Result<T, RuntimeError> {
     actix_rt::task::spawn_blocking(f)
@@ -387,7 +387,9 @@ impl Runtime {
 }
 
 /// The session's working directory and workspace; a discarded worktree has none.
-fn working_dir(info: &SessionInfo) -> Result<(PathBuf, Option<WorkspaceInfo>), RuntimeError> {
+pub(super) fn working_dir(
+    info: &SessionInfo,
+) -> Result<(PathBuf, Option<WorkspaceInfo>), RuntimeError> {
     match &info.workspace {
         Some(w) if w.state == WorktreeState::Discarded => Err(RuntimeError::Conflict(format!(
             "session {}'s worktree was discarded",

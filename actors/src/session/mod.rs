@@ -275,6 +275,9 @@ pub struct SendMessage {
     pub options: Option<TurnOptions>,
     /// Queue instead of refusing when busy.
     pub queue: bool,
+    /// A review's comments (`chat.review`), recorded as a `review` event just after
+    /// the turn's user message; never queued.
+    pub review: Option<EventBody>,
 }
 
 /// A commit with this session's writes failed: reload from disk, stop the turn, and

@@ -419,6 +419,7 @@ impl SessionActor {
             attachments: msg.attachments,
             options: None,
             queue: false,
+            review: None,
         };
         match self.on_send(send, ctx)? {
             super::SendOutcome::Started { turn_id } => Ok(EditOutcome {

@@ -395,6 +395,9 @@ impl SessionActor {
             });
         }
         let turn_id = self.start_turn_with(msg.content, msg.attachments, false, None, ctx)?;
+        if let Some(review) = msg.review {
+            self.emit(Some(turn_id.clone()), review);
+        }
         Ok(SendOutcome::Started { turn_id })
     }
 

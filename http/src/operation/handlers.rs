@@ -90,6 +90,7 @@ async fn chat(rt: &Runtime, who: &Principal, request: ClientRequest) -> Result<A
                 restored: outcome.restored,
             })
         }
+        R::ChatReview(p) => json(rt.review(who, p).await?),
         R::ChatAbort(p) => {
             rt.abort(who, &p.session_id).await?;
             json(ChatAbortResult {

@@ -1,0 +1,121 @@
+//! `chat.review`: line comments on a session's diff, sent to its agent as one message.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::operations::{Refusal, Validate};
+
+/// Comments one review holds at most.
+pub const MAX_COMMENTS: usize = 50;
+/// Characters of one comment's body, and of the summary, at most.
+pub const MAX_BODY_CHARS: usize = 20_000;
+
+/// Which side of the diff a comment's lines are on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ReviewSide {
+    /// The changed file's lines (`+` and context lines).
+    New,
+    /// The lines as they were (`-` and context lines).
+    Old,
+}
+
+/// A comment on lines of the session's diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewComment {
+    /// The file, `/`-separated, relative to the top of the working tree (as the diff
+    /// names it).
+    #[schemars(regex(pattern = crate::content::NOT_BLANK))]
+    pub path: String,
+    /// The first line commented on, 1-based, on `side`.
+    #[schemars(range(min = 1, max = 4_294_967_295_u32))]
+    pub line: u32,
+    /// The last line (default `line`); the lines between must all be in the diff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 4_294_967_295_u32))]
+    pub end_line: Option<u32>,
+    /// `new` (default) or `old`.
+    #[serde(default = "new_side", deserialize_with = "crate::strict::name")]
+    pub side: ReviewSide,
+    /// What the reviewer says.
+    #[schemars(regex(pattern = crate::content::NOT_BLANK), length(max = 20_000))]
+    pub body: String,
+}
+
+fn new_side() -> ReviewSide {
+    ReviewSide::New
+}
+
+/// Fields of `chat.review`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatReviewParams {
+    /// The session whose diff is reviewed; its agent gets the review as a turn.
+    pub session_id: String,
+    /// The comments, 1 to 50.
+    #[schemars(length(min = 1, max = 50))]
+    pub comments: Vec<ReviewComment>,
+    /// A general remark, put before the comments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 20_000))]
+    pub summary: Option<String>,
+}
+
+impl Validate for ChatReviewParams {
+    fn validate(&self) -> Result<(), Refusal> {
+        if self.comments.is_empty() || self.comments.len() > MAX_COMMENTS {
+            return Err(Refusal::invalid(format!(
+                "a review holds 1 to {MAX_COMMENTS} comments"
+            )));
+        }
+        for c in &self.comments {
+            if c.path.trim().is_empty() || c.body.trim().is_empty() {
+                return Err(Refusal::invalid(
+                    "every comment needs a `path` and a `body`",
+                ));
+            }
+            if c.line == 0 || c.end_line == Some(0) {
+                return Err(Refusal::invalid("lines are numbered from 1"));
+            }
+            if c.body.chars().count() > MAX_BODY_CHARS {
+                return Err(Refusal::invalid(format!(
+                    "a comment's body is at most {MAX_BODY_CHARS} characters"
+                )));
+            }
+        }
+        if self
+            .summary
+            .as_ref()
+            .is_some_and(|s| s.chars().count() > MAX_BODY_CHARS)
+        {
+            return Err(Refusal::invalid(format!(
+                "the summary is at most {MAX_BODY_CHARS} characters"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `chat.review` reply: the turn that carries the review.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatReviewResult {
+    /// The session.
+    pub session_id: String,
+    /// The turn whose user message is the review.
+    pub turn_id: String,
+}
+
+/// `POST /api/v1/sessions/{id}/review` body: the fields of `chat.review` but the id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReviewBody {
+    /// The comments, 1 to 50.
+    #[schemars(length(min = 1, max = 50))]
+    pub comments: Vec<ReviewComment>,
+    /// A general remark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 20_000))]
+    pub summary: Option<String>,
+}
