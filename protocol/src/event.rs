@@ -275,6 +275,15 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         summary: Option<String>,
     },
+    /// This worktree session and another of the same owner in the same repository
+    /// have both changed these paths since their bases (told to both, when the
+    /// shared paths change; none: they no longer share any).
+    Overlap {
+        /// The other session.
+        with_session_id: String,
+        /// The paths both changed, sorted.
+        paths: Vec<String>,
+    },
     /// This session is a fork of another (written in the fork, first).
     Forked {
         /// The session forked.
@@ -382,6 +391,7 @@ impl EventBody {
             EventBody::HandoffContext { .. } => "handoff_context",
             EventBody::Forked { .. } => "forked",
             EventBody::Review { .. } => "review",
+            EventBody::Overlap { .. } => "overlap",
             EventBody::WorkerProposalUpdate { .. } => "worker_proposal_update",
             EventBody::HistoryRewound { .. } => "history_rewound",
             EventBody::GitState { .. } => "git_state",

@@ -38,6 +38,7 @@ mod many_subscriptions;
 mod mcp_sdk;
 mod openapi;
 mod operations;
+mod overlaps;
 mod pair_gone;
 mod pairs;
 mod permissions;

@@ -5,7 +5,7 @@ use tandem_protocol::SessionInfo;
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
-use crate::session::Archive;
+use crate::session::{Archive, OverlapNotice};
 
 impl Runtime {
     /// Archives a session `who` may drive: it must be idle, unpaired, with no
@@ -18,6 +18,15 @@ impl Runtime {
         if self.inner.services.sessions.remove(id) {
             if let Some(mut owned) = self.inner.owned.get_mut(&info.owner_id) {
                 *owned = owned.saturating_sub(1);
+            }
+        }
+        // Sibling worktrees that shared files with it share none now.
+        for notice in self.inner.services.overlaps.remove(id) {
+            if let Some(addr) = self.session_addr(&notice.to) {
+                addr.do_send(OverlapNotice {
+                    with: notice.with,
+                    paths: notice.paths,
+                });
             }
         }
         // Its checkpoints go with it, from the repository they were made in.

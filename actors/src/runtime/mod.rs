@@ -211,6 +211,7 @@ impl Runtime {
                 owners: crate::owners::Owners::new(store.clone()),
                 outbox: Default::default(),
                 cluster: Default::default(),
+                overlaps: Default::default(),
             },
             pairs: Registry::default(),
             tokens: DashMap::new(),

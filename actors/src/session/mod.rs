@@ -40,7 +40,7 @@ pub use rewind::{EditOutcome, EditSend, ForkVendor};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
-pub use workspace::{PublishGitState, Restore, Settle, WorkspaceChanged};
+pub use workspace::{OverlapNotice, PublishGitState, Restore, Settle, WorkspaceChanged};
 
 use crate::adapter::VendorCatalog;
 use crate::error::RuntimeError;
@@ -79,6 +79,9 @@ pub struct Services {
     /// This node's cluster, once it joined (`--nats`); pairs with a Worker on another
     /// node reach it through this.
     pub cluster: crate::cluster_link::NodeSlot,
+    /// What each live worktree session changed: siblings that change the same files
+    /// are told (`overlap` events).
+    pub overlaps: Arc<crate::workspace::overlap::Overlaps>,
 }
 
 /// A live session actor's address and the metadata it publishes.

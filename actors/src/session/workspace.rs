@@ -11,8 +11,8 @@ use tandem_protocol::EventBody;
 use super::SessionActor;
 use crate::error::RuntimeError;
 use crate::workspace::checkpoint::{self, Checkpoint};
-use crate::workspace::state;
 use crate::workspace::WorkspaceError;
+use crate::workspace::{overlap, state};
 
 /// A computed state for the session, tagged with the request it answers so an older
 /// computation finishing late never overwrites a newer one.
@@ -143,8 +143,71 @@ impl Handler<PublishGitState> for SessionActor {
             return;
         }
         self.last_git_state = Some(msg.state.clone());
+        let notices = self.worktree_repo().map(|repo| {
+            let paths = msg.state.files.iter().map(|f| f.path.clone()).collect();
+            self.services
+                .overlaps
+                .update(&self.record.id, &self.record.owner_id, &repo, paths)
+        });
         self.emit(None, EventBody::GitState { state: msg.state });
+        self.tell_overlaps(notices.unwrap_or_default());
         self.flush();
+    }
+}
+
+/// What this session shares with a sibling worktree changed ([`overlap`]).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct OverlapNotice {
+    /// The sibling.
+    pub with: String,
+    /// The paths both changed now.
+    pub paths: Vec<String>,
+}
+
+impl Handler<OverlapNotice> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: OverlapNotice, _: &mut Context<Self>) {
+        self.emit(
+            None,
+            EventBody::Overlap {
+                with_session_id: msg.with,
+                paths: msg.paths,
+            },
+        );
+        self.flush();
+    }
+}
+
+impl SessionActor {
+    /// The base checkout of this session's active worktree, if it has one.
+    fn worktree_repo(&self) -> Option<String> {
+        self.record
+            .workspace
+            .as_ref()
+            .filter(|w| w.state == WorktreeState::Active)
+            .map(|w| w.base_checkout.clone())
+    }
+
+    /// Appends this session's own notices and sends the others to their sessions.
+    pub(super) fn tell_overlaps(&mut self, notices: Vec<overlap::Notice>) {
+        for notice in notices {
+            if notice.to == self.record.id {
+                self.emit(
+                    None,
+                    EventBody::Overlap {
+                        with_session_id: notice.with,
+                        paths: notice.paths,
+                    },
+                );
+            } else if let Some(other) = self.services.sessions.get(&notice.to) {
+                other.addr.do_send(OverlapNotice {
+                    with: notice.with,
+                    paths: notice.paths,
+                });
+            }
+        }
     }
 }
 
@@ -334,6 +397,11 @@ impl Handler<WorkspaceChanged> for SessionActor {
             self.touch();
         }
         self.emit(None, msg.event);
+        if self.worktree_repo().is_none() {
+            // Discarded: its siblings share nothing with it any more.
+            let notices = self.services.overlaps.remove(&self.record.id);
+            self.tell_overlaps(notices);
+        }
         self.flush();
     }
 }

@@ -11,6 +11,7 @@ pub mod files;
 pub mod git;
 pub mod journal;
 pub mod merge;
+pub mod overlap;
 pub mod state;
 pub mod worktree;
 
