@@ -11,6 +11,7 @@ use tandem_protocol::queries::{
     SessionFileWriteParams, SessionFilesParams, SessionRestoreParams,
 };
 use tandem_protocol::rest_control::RestoreBody;
+use tandem_protocol::workspace::SessionRebaseParams;
 use tandem_protocol::workspace::{
     DiffQuery, FileSave, MergeBody, PathQuery, SessionMergeParams, MAX_FILE_BYTES,
 };
@@ -27,6 +28,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
         .service(at("/sessions/{id}/restore").route(web::post().to(restore)))
         .service(at("/sessions/{id}/merge").route(web::post().to(merge)))
         .service(at("/sessions/{id}/discard").route(web::post().to(discard)))
+        .service(at("/sessions/{id}/rebase").route(web::post().to(rebase)))
         .service(at("/sessions/{id}/files").route(web::get().to(list)))
         .service(
             at("/sessions/{id}/files/content")
@@ -110,6 +112,17 @@ async fn discard(
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
     Ok(HttpResponse::Ok().json(run(&state, &who, SessionDiscardParams { session_id }).await?))
+}
+
+/// `POST /sessions/{id}/rebase` (as `session.rebase`).
+async fn rebase(
+    who: Caller,
+    id: web::Path<String>,
+    _: NoBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let session_id = id.into_inner();
+    Ok(HttpResponse::Ok().json(run(&state, &who, SessionRebaseParams { session_id }).await?))
 }
 
 /// `GET /sessions/{id}/files?path=`.

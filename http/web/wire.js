@@ -269,7 +269,7 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, kind: 'review', summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, kind: 'review', summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -790,6 +790,23 @@
  */
 
 /**
+ * Fields of `session.rebase`.
+ * @typedef {object} SessionRebaseParams
+ * @property {string} sessionId The worktree session.
+ */
+
+/**
+ * `session.rebase` reply and `POST /sessions/{id}/rebase` answer.
+ * @typedef {object} SessionRebaseResult
+ * @property {string} base The base branch it is on now.
+ * @property {string} branch Its branch.
+ * @property {string} head The branch's tip now.
+ * @property {boolean} moved False when the branch already had the base's head: nothing moved.
+ * @property {string} onto The base's head it was rebased onto (its new `baseCommit`).
+ * @property {string} sessionId The session.
+ */
+
+/**
  * Fields of `session.restore`.
  * @typedef {object} SessionRestoreParams
  * @property {string} sessionId The session.
@@ -1106,6 +1123,7 @@
  *   'session.handoff': {params: SessionHandoffParams, result: SessionHandoffResult},
  *   'session.mcp-token': {params: SessionMcpTokenParams, result: SessionMcpTokenResult},
  *   'session.merge': {params: SessionMergeParams, result: SessionMergeResult},
+ *   'session.rebase': {params: SessionRebaseParams, result: SessionRebaseResult},
  *   'session.restore': {params: SessionRestoreParams, result: SessionRestoreResult},
  *   'session.schedule': {params: SessionScheduleParams, result: SessionScheduleResult},
  *   'session.schedule-cancel': {params: SessionScheduleCancelParams, result: SessionScheduleCancelResult},

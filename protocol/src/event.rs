@@ -220,6 +220,17 @@ pub enum EventBody {
         /// this one.
         undo: String,
     },
+    /// `session.rebase` moved the session's branch onto its base's head.
+    Rebased {
+        /// The session's branch.
+        branch: String,
+        /// The base branch.
+        base: String,
+        /// The base's head it is on now.
+        onto: String,
+        /// The branch's new tip.
+        head: String,
+    },
     /// `session.merge` merged the session's branch into its base.
     Merged {
         /// The session's branch.
@@ -397,6 +408,7 @@ impl EventBody {
             EventBody::GitState { .. } => "git_state",
             EventBody::Checkpoint { .. } => "checkpoint",
             EventBody::Restored { .. } => "restored",
+            EventBody::Rebased { .. } => "rebased",
             EventBody::Merged { .. } => "merged",
             EventBody::Discarded { .. } => "discarded",
         }

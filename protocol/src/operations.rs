@@ -398,6 +398,9 @@ operations! {
     /// `session.merge`: merge the worktree's branch into its base.
     SessionMerge "session.merge" SessionMergeParams => SessionMergeResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/merge", "Merge the worktree's branch into its base (as session.merge).", Some(of::<crate::workspace::MergeBody>), 200, of::<crate::workspace::SessionMergeResult>);
+    /// `session.rebase`: move the worktree's branch onto its base's head.
+    SessionRebase "session.rebase" crate::workspace::SessionRebaseParams => crate::workspace::SessionRebaseResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/rebase", "Rebase the worktree's branch onto its base branch's head (as session.rebase).", Some(of::<EmptyBody>), 200, of::<crate::workspace::SessionRebaseResult>);
     /// `session.discard`: remove the worktree and its branch.
     SessionDiscard "session.discard" SessionDiscardParams => SessionDiscardResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/discard", "Remove the worktree and its branch (as session.discard).", Some(of::<EmptyBody>), 200, of::<crate::workspace::SessionDiscardResult>);

@@ -229,6 +229,32 @@ pub struct SessionDiscardResult {
     pub branch: String,
 }
 
+/// Fields of `session.rebase`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionRebaseParams {
+    /// The worktree session.
+    pub session_id: String,
+}
+
+/// `session.rebase` reply and `POST /sessions/{id}/rebase` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRebaseResult {
+    /// The session.
+    pub session_id: String,
+    /// Its branch.
+    pub branch: String,
+    /// The base branch it is on now.
+    pub base: String,
+    /// The base's head it was rebased onto (its new `baseCommit`).
+    pub onto: String,
+    /// The branch's tip now.
+    pub head: String,
+    /// False when the branch already had the base's head: nothing moved.
+    pub moved: bool,
+}
+
 /// Query of `GET /sessions/{id}/changes/diff`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DiffQuery {

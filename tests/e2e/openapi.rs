@@ -488,6 +488,13 @@ async fn every_documented_route_answers_as_described() {
         Some(json!({"turnId": checkpoint["turnId"]})),
     )
     .await;
+    c.ok(
+        "post",
+        &format!("/sessions/{wt}/rebase"),
+        "/sessions/{id}/rebase",
+        Some(json!({})),
+    )
+    .await;
     let message = stored_event(&server, &wt, "user_message").await;
     c.ok(
         "post",

@@ -2,11 +2,13 @@
 //! worktree sessions of one owner in one repository that change the same file both
 //! get an `overlap` event naming the other and the paths, once, and hear when it ends
 //! (a discard); another owner's worktree of the same repository is never a sibling.
+//! And `session.rebase`, which moves a worktree onto its base's head or, on a
+//! conflict, changes nothing.
 
 use serde_json::{json, Value};
 use tandem_tests::{eventually, Server, ServerOptions, WsClient};
 
-use crate::workspaces::repo;
+use crate::workspaces::{git, repo};
 
 /// A worktree session in `dir`, subscribed.
 async fn worktree(ws: &mut WsClient, dir: &std::path::Path) -> String {
@@ -86,4 +88,95 @@ async fn siblings_that_change_the_same_file_are_both_told_and_hear_when_it_ends(
         (Value::from(overlaps(&server, &a).await) == ended).then_some(())
     })
     .await;
+}
+
+/// The worktree session's directory and branch.
+async fn worktree_of(server: &Server, sid: &str) -> (std::path::PathBuf, String) {
+    let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+    (
+        info["cwd"].as_str().unwrap().into(),
+        info["workspace"]["branch"].as_str().unwrap().to_string(),
+    )
+}
+
+#[actix_rt::test]
+async fn a_rebase_moves_the_branch_onto_the_base_or_refuses_a_conflict_changing_nothing() {
+    let server = Server::start();
+    let dir = repo(&server, "proj");
+    let mut ws = server.ws().await;
+    let sid = worktree(&mut ws, &dir).await;
+    let (wt, branch) = worktree_of(&server, &sid).await;
+    let path = format!("/api/v1/sessions/{sid}/rebase");
+
+    // Nothing new on main: nothing moves.
+    let (status, body) = server.post(&path, &json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["moved"], false, "{body}");
+
+    // The agent's uncommitted file, and a new commit on main.
+    write(&mut ws, &sid, "/write b.txt mine").await;
+    std::fs::write(dir.join("c.txt"), "theirs\n").unwrap();
+    git(&dir, &["add", "c.txt"]);
+    git(&dir, &["commit", "-q", "-m", "theirs"]);
+    let main = git(&dir, &["rev-parse", "main"]);
+    let (status, body) = server.post(&path, &json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["moved"], true, "{body}");
+    assert_eq!(body["onto"], main.as_str());
+    assert_eq!(body["branch"], branch.as_str());
+    assert_eq!(
+        git(&wt, &["rev-parse", "HEAD"]),
+        body["head"].as_str().unwrap()
+    );
+    assert_eq!(
+        git(&wt, &["rev-parse", "HEAD^"]),
+        main,
+        "its commit is on main's head"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("c.txt")).unwrap(),
+        "theirs\n"
+    );
+    assert_eq!(std::fs::read_to_string(wt.join("b.txt")).unwrap(), "mine\n");
+    assert_eq!(
+        git(&wt, &["status", "--porcelain"]),
+        "",
+        "committed as a merge would"
+    );
+    let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+    assert_eq!(info["workspace"]["baseCommit"], main.as_str());
+    let rebased: Vec<Value> = server
+        .all_events(&sid)
+        .await
+        .into_iter()
+        .filter(|e| e["kind"] == "rebased")
+        .collect();
+    assert_eq!(rebased.len(), 1, "{rebased:?}");
+    assert_eq!(rebased[0]["onto"], main.as_str());
+
+    // Both change a.txt: refused, and the branch, its files and git are as they were.
+    write(&mut ws, &sid, "/write a.txt the agent's").await;
+    std::fs::write(dir.join("a.txt"), "main's\n").unwrap();
+    git(&dir, &["commit", "-q", "-am", "main's a"]);
+    let tip = git(&wt, &["rev-parse", "HEAD"]);
+    let (status, body) = server.post(&path, &json!({})).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "MERGE_CONFLICT", "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("a.txt"),
+        "{body}"
+    );
+    assert_eq!(git(&wt, &["rev-parse", "HEAD"]), tip);
+    assert_eq!(
+        std::fs::read_to_string(wt.join("a.txt")).unwrap(),
+        "the agent's\n"
+    );
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "M a.txt");
+    let git_dir = git(&wt, &["rev-parse", "--git-dir"]);
+    assert!(
+        !std::path::Path::new(&git_dir).join("rebase-merge").exists(),
+        "no rebase left half done"
+    );
+    // A turn can run after it.
+    write(&mut ws, &sid, "/write d.txt after").await;
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use tandem_protocol::workspace::{
     DirListing, FileContent, FileDiff, FileSaved, GitState, MergeStrategy, SessionDiscardResult,
-    SessionMergeResult, WorkspaceInfo, WorktreeState,
+    SessionMergeResult, SessionRebaseResult, WorkspaceInfo, WorktreeState,
 };
 use tandem_protocol::{EventBody, SessionInfo};
 
@@ -17,7 +17,7 @@ use crate::crash::crash_point;
 use crate::error::RuntimeError;
 use crate::session::WorkspaceChanged;
 use crate::workspace::journal::{self, Entry, Operation};
-use crate::workspace::{diff, files, merge, state, worktree, WorkspaceError};
+use crate::workspace::{diff, files, merge, rebase, state, worktree, WorkspaceError};
 
 use super::Runtime;
 
@@ -132,6 +132,44 @@ impl Runtime {
             base: ws.base,
             strategy,
             commit,
+        })
+    }
+
+    /// `session.rebase`: the worktree's branch onto its base's head; a `rebased`
+    /// event and the new `baseCommit` when it moved.
+    pub async fn rebase_session(
+        &self,
+        who: &Principal,
+        session_id: &str,
+    ) -> Result<SessionRebaseResult, RuntimeError> {
+        let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
+        let message = format!("tandem: changes of {}", info.title.replace('\0', ""));
+        let done = {
+            let (wt, ws) = (PathBuf::from(&info.cwd), ws.clone());
+            blocking(move || rebase::rebase(&wt, &ws, &message)).await?
+        };
+        if done.moved {
+            let mut moved = ws.clone();
+            moved.base_commit.clone_from(&done.onto);
+            self.record_workspace_change(
+                &info.id,
+                EventBody::Rebased {
+                    branch: ws.branch.clone(),
+                    base: ws.base.clone(),
+                    onto: done.onto.clone(),
+                    head: done.head.clone(),
+                },
+                Some(moved),
+            )
+            .await?;
+        }
+        Ok(SessionRebaseResult {
+            session_id: info.id,
+            branch: ws.branch,
+            base: ws.base,
+            onto: done.onto,
+            head: done.head,
+            moved: done.moved,
         })
     }
 

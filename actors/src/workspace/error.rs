@@ -29,6 +29,13 @@ pub enum WorkspaceError {
         /// The conflicting files.
         paths: Vec<String>,
     },
+    /// The rebase conflicts (`MERGE_CONFLICT`); it was aborted and the branch is
+    /// where it was.
+    #[error("rebasing onto the base branch conflicts in {}; nothing was changed", paths.join(", "))]
+    RebaseConflict {
+        /// The conflicting files.
+        paths: Vec<String>,
+    },
     /// The path leads outside the working directory.
     #[error("{0} leads outside the session's working directory")]
     PathOutside(String),
@@ -110,7 +117,9 @@ impl WorkspaceError {
             WorkspaceError::NoSuchCheckpoint(_) => ErrorCode::NoSuchCheckpoint,
             WorkspaceError::SessionBusy(_) => ErrorCode::SessionBusy,
             WorkspaceError::BaseDirty { .. } => ErrorCode::BaseDirty,
-            WorkspaceError::MergeConflict { .. } => ErrorCode::MergeConflict,
+            WorkspaceError::MergeConflict { .. } | WorkspaceError::RebaseConflict { .. } => {
+                ErrorCode::MergeConflict
+            }
             WorkspaceError::PathOutside(_)
             | WorkspaceError::PathPrivate(_)
             | WorkspaceError::ThroughLink(_) => ErrorCode::PathOutsideWorkspace,

@@ -96,7 +96,11 @@ pub fn prepare(worktree: &Path, ws: &WorkspaceInfo, message: &str) -> Result<Pla
 /// The worktree's whole state (tracked and untracked files, `.gitignore` respected) as
 /// a commit on top of `tip`, made through a temporary index so the worktree's own
 /// index is untouched; `tip` itself when nothing is uncommitted.
-fn snapshot(worktree: &Path, tip: &str, message: &str) -> Result<String, WorkspaceError> {
+pub(super) fn snapshot(
+    worktree: &Path,
+    tip: &str,
+    message: &str,
+) -> Result<String, WorkspaceError> {
     let index = git::git_dir(worktree)?.join("tandem-merge.index");
     let index_text = index.to_string_lossy().into_owned();
     let with_index = |args: &[&str]| -> Result<String, WorkspaceError> {

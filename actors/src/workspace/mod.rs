@@ -12,6 +12,7 @@ pub mod git;
 pub mod journal;
 pub mod merge;
 pub mod overlap;
+pub mod rebase;
 pub mod state;
 pub mod worktree;
 

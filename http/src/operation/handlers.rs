@@ -213,6 +213,7 @@ async fn workspace(
                 .await?,
         ),
         R::SessionDiscard(p) => json(rt.discard_session(who, &p.session_id).await?),
+        R::SessionRebase(p) => json(rt.rebase_session(who, &p.session_id).await?),
         R::SessionFiles(p) => json(SessionFilesResult {
             listing: rt
                 .list_files(who, &p.session_id, p.path.unwrap_or_default())
