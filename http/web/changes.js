@@ -1,11 +1,13 @@
 // A session's "Changes" panel: what its working directory changed (the `git_state`
 // the server publishes after a turn, or `GET .../changes` when the panel opens),
 // each file opening its unified diff, and for a worktree session "Merge…" and
-// "Discard". It follows `git_state` events as they come; nothing polls.
+// "Discard". It follows `git_state` events as they come; nothing polls. Lines of the
+// diffs take comments, sent to the agent as a review (review.js).
 
 import { h, clear, append } from './dom.js';
 import { diffView, unifiedDiff } from './diff.js';
 import { formDialog } from './dialogs.js';
+import { ReviewDraft } from './review.js';
 
 /**
  * @typedef {import('./wire.js').GitState} GitState
@@ -47,6 +49,8 @@ export class ChangesPanel {
     this.open = new Set();
     /** Bumped per state, so a diff read for an older state is not shown. */
     this.gen = 0;
+    /** Whether the review form had the focus when the diffs were last redrawn. */
+    this.refocusForm = false;
     const headId = `changes-head-${view.id}`;
     this.headEl = h('div.ws-branch');
     this.statusEl = h('p.ws-status', { role: 'status' });
@@ -54,10 +58,12 @@ export class ChangesPanel {
     this.discardBtn = h('button.btn.tiny.danger', { type: 'button', onclick: () => this.openDiscard() }, 'Discard');
     this.actionsEl = h('div.row.ws-actions', this.mergeBtn, this.discardBtn);
     this.listEl = h('ul.ws-files', { 'aria-label': 'Changed files' });
+    /** The comments written on this panel's diffs, until sent. */
+    this.review = new ReviewDraft({ sessionId: view.id, conn: this.app.conn, root: this.listEl });
     this.el = h('section.ws-panel.changes', { id: `changes-${view.id}`, 'aria-labelledby': headId, onkeydown: (/** @type {KeyboardEvent} */ e) => view.panelKey(e) },
       h('div.panel-head', h('h3', { id: headId }, 'Changes'),
         h('button.btn.tiny', { type: 'button', 'aria-label': 'Close changes', onclick: () => view.showPanel(null) }, '✕')),
-      this.headEl, this.actionsEl, this.statusEl, this.listEl);
+      this.headEl, this.actionsEl, this.statusEl, this.listEl, this.review.el);
     this.render();
   }
 
@@ -135,8 +141,11 @@ export class ChangesPanel {
     for (const p of [...this.open]) if (!paths.has(p)) this.open.delete(p);
     const focused = /** @type {HTMLElement | null} */ (document.activeElement);
     const focusPath = focused && this.listEl.contains(focused) ? focused.dataset.path : null;
+    // A comment being written comes back with its diff, read anew below; so does
+    // the focus it had.
+    if (focused && this.review.formEl.contains(focused)) this.refocusForm = true;
     clear(this.listEl).append(...s.files.map((f) => this.fileRow(f)));
-    if (focusPath) /** @type {HTMLElement | null} */ (this.listEl.querySelector(`button[data-path="${CSS.escape(focusPath)}"]`))?.focus();
+    if (focusPath) /** @type {HTMLElement | null} */ (this.listEl.querySelector(`button.ws-file[data-path="${CSS.escape(focusPath)}"]`))?.focus();
   }
 
   /** @param {ChangedFile} f */
@@ -185,9 +194,13 @@ export class ChangesPanel {
     // dom.js's append skips the nulls (the DOM's own would write "null").
     append(clear(slot), [
       binary ? h('p.muted', 'A binary file: its content is not shown.') : null,
-      edits.length && !binary ? diffView(edits) : null,
+      edits.length && !binary ? diffView(edits, this.review.hooks) : null,
       !edits.length && !binary ? h('p.muted', 'No difference in content (a mode change, or nothing left to show).') : null,
       diff.truncated ? h('p.ws-note', `The diff was cut at the server's size cap (against ${diff.against}).`) : null]);
+    if (this.refocusForm && slot.contains(this.review.formEl)) {
+      this.refocusForm = false;
+      this.review.textEl.focus();
+    }
   }
 
   // ---- merge and discard --------------------------------------------------------

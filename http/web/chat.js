@@ -14,6 +14,7 @@ import { Rewinds, forkedText } from './rewind.js';
 import { ComposerAttachments, attachmentsView } from './attach.js';
 import { ChangesPanel, summaryOf, summaryText } from './changes.js';
 import { FilesPanel } from './files.js';
+import { reviewCard } from './review.js';
 
 /** Permission modes a session can be in (`session.configure`). */
 const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
@@ -951,6 +952,8 @@ export class ChatView {
         return add('user', h(`div.${cls}`, h('div.who', label, h('time', clock(ev.ts))), body,
           attachmentsView(this.app.conn, this.id, ev.content)));
       }
+      case 'review':
+        return this.reviewed(ev, items, add);
       case 'text_delta': {
         const open = this.openStream(items, ev.turnId);
         if (open) {
@@ -1094,6 +1097,26 @@ export class ChatView {
       default:
         return add('info', h('div.line-event.muted', ev.kind));
     }
+  }
+
+  /**
+   * A turn's `review` event comes right after its `user_message` (live, or in the
+   * same page of history): that message becomes the review's card, with the text
+   * the agent got folded away under it. Without the message (it is before the
+   * window), the card stands alone.
+   * @param {Extract<HistoryEvent, {kind: 'review'}>} ev
+   * @param {any[]} items
+   * @param {(type: string, el: HTMLElement) => any} add
+   */
+  reviewed(ev, items, add) {
+    const card = reviewCard(ev);
+    const msg = items.slice(-4).reverse().find((it) => it.type === 'user' && it.turnId === ev.turnId && !it.dead);
+    const text = msg?.el.querySelector(':scope > .text');
+    if (!text) return add('user', h('div.msg.user.review', h('div.who', 'You', h('time', clock(ev.ts))), card));
+    msg.el.classList.add('review');
+    text.before(card);
+    card.after(h('details.review-message', h('summary', 'Message sent to the agent'), text));
+    return null;
   }
 
   permissionCard(ev, add) {

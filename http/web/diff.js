@@ -114,34 +114,86 @@ export function lineDiff(a, b) {
 }
 
 /**
+ * What a reviewable diff (review.js) adds to each of its lines: `row` gets the
+ * line's element to decorate (a gutter button) and returns a node to put after it
+ * (the line's comments), or null. Called again for every line when "Show all"
+ * redraws the diff.
+ * @typedef {{row: (edit: FileEdit, index: number, row: HTMLElement) => Node | null}} LineHooks
+ */
+
+/**
  * Draws file edits: per file a header with its name and counts, then the lines.
  * A diff longer than COLLAPSE_AT lines shows its start and a "Show all" button.
+ * With `hooks` each line is a block of its own (so comments and a form can sit
+ * between lines) instead of a line of one `<pre>`.
  * @param {FileEdit[]} edits
+ * @param {LineHooks | null} [hooks]
  */
-export function diffView(edits) {
+export function diffView(edits, hooks = null) {
   return h('div.diffs', edits.map((e) => {
     const added = e.lines.filter(([op]) => op === '+').length;
     const removed = e.lines.filter(([op]) => op === '-').length;
-    // Focusable: a wide diff scrolls sideways, also by keyboard.
-    const body = h('pre.diff', { 'aria-label': `Changes to ${e.path || 'a file'}`, tabindex: '0' });
-    /** @param {[string, string][]} lines */
-    const fill = (lines) => {
+    const label = `Changes to ${e.path || 'a file'}`;
+    // Focusable: a wide diff scrolls sideways, also by keyboard. (A reviewable one
+    // holds buttons, which already take the focus into it.)
+    const body = hooks
+      ? h('div.diff.reviewable', { role: 'group', 'aria-label': label })
+      : h('pre.diff', { 'aria-label': label, tabindex: '0' });
+    /** @param {number} count */
+    const fill = (count) => {
       body.textContent = '';
-      for (const [op, text] of lines) {
+      e.lines.slice(0, count).forEach(([op, text], i) => {
         const cls = op === '+' ? 'add' : op === '-' ? 'del' : op === '@' ? 'hunk' : 'ctx';
-        body.append(h(`span.dl.${cls}`, op === '@' ? text : `${op}${text}`), '\n');
-      }
+        const shown = op === '@' ? text : `${op}${text}`;
+        if (!hooks) {
+          body.append(h(`span.dl.${cls}`, shown), '\n');
+          return;
+        }
+        const row = h(`div.dl.${cls}`, h('span.code', shown));
+        const after = hooks.row(e, i, row);
+        body.append(row);
+        if (after) body.append(after);
+      });
     };
     const long = e.lines.length > COLLAPSE_AT;
-    fill(long ? e.lines.slice(0, COLLAPSE_AT) : e.lines);
+    fill(long ? COLLAPSE_AT : e.lines.length);
     const more = long
-      ? h('button.btn.tiny.show-all', { type: 'button', onclick: () => { fill(e.lines); more.remove(); } },
+      ? h('button.btn.tiny.show-all', { type: 'button', onclick: () => { fill(e.lines.length); more.remove(); } },
         `Show all ${e.lines.length} lines`)
       : null;
     return h('div.file-diff',
       h('div.diff-head', h('span.diff-file', e.path || '(file)'), h('span.diff-add', `+${added}`), h('span.diff-del', `−${removed}`)),
       body, more);
   }));
+}
+
+/**
+ * Each line's number in the old and in the new file, `[old, new]`, counted from the
+ * hunk headers (their `-a,b +c,d`) that `unifiedDiff` keeps as `'@'` lines. A side
+ * a line is not on is null: a removed line has no new number, an added one no old
+ * one, and headers and notes (and lines outside any hunk) have neither.
+ * @param {[string, string][]} lines
+ * @returns {[number | null, number | null][]}
+ */
+export function lineNumbers(lines) {
+  let oldNo = 0;
+  let newNo = 0;
+  let inHunk = false;
+  return lines.map(([op, text]) => {
+    if (op === '@') {
+      const m = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(text);
+      inHunk = !!m;
+      if (m) {
+        oldNo = Number(m[1]);
+        newNo = Number(m[2]);
+      }
+      return [null, null];
+    }
+    if (!inHunk) return [null, null];
+    if (op === '-') return [oldNo++, null];
+    if (op === '+') return [null, newNo++];
+    return [oldNo++, newNo++];
+  });
 }
 
 /**

@@ -48,7 +48,7 @@ async fn two_writing_turns(page: &Page, id: &str, dir: &Path) {
 
 /// Focuses `start`, then presses Tab until the focused element's accessible name is
 /// `name`; fails if it never is.
-async fn tab_to(page: &Page, start: &str, name: &str) {
+pub(crate) async fn tab_to(page: &Page, start: &str, name: &str) {
     let b = &page.browser;
     b.exec(
         "document.querySelector(arguments[0]).focus();",

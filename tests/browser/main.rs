@@ -17,6 +17,7 @@ mod history;
 mod pairs;
 mod permissions;
 mod reconnect;
+mod review;
 mod rewind;
 mod sessions;
 mod workspaces;

@@ -49,7 +49,7 @@ pub(crate) fn repo(dir: &Path, files: &[(&str, &str)]) -> PathBuf {
     dir.to_path_buf()
 }
 
-fn write(dir: &Path, path: &str, text: &str) {
+pub(crate) fn write(dir: &Path, path: &str, text: &str) {
     let p = dir.join(path);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, text).unwrap();
@@ -80,7 +80,7 @@ async fn names(page: &Page, css: &str) -> Value {
 
 /// Waits until the changed files listed in session `id`'s Changes panel are `want`
 /// (each `path +added −removed`).
-async fn wait_changes(page: &Page, id: &str, want: &[&str]) {
+pub(crate) async fn wait_changes(page: &Page, id: &str, want: &[&str]) {
     let want = want.join("|");
     page.browser
         .wait(
@@ -166,7 +166,7 @@ async fn a_worktree_session_shows_its_changes_live_then_merges_and_discards() {
     );
     b.click(&format!("{} .ws-file[data-path='README.md']", chat(&id)))
         .await;
-    page.wait_text(&id, ".ws-diff pre.diff .dl.add", "+A second line.")
+    page.wait_text(&id, ".ws-diff .diff .dl.add", "+A second line.")
         .await;
     assert_eq!(
         b.exec(
@@ -202,7 +202,7 @@ async fn a_worktree_session_shows_its_changes_live_then_merges_and_discards() {
         &["README.md +2 −0", "notes.txt +2 −0", "src/lib.rs +1 −1"],
     )
     .await;
-    page.wait_text(&id, ".ws-diff pre.diff .dl.add", "+A second line.")
+    page.wait_text(&id, ".ws-diff .diff .dl.add", "+A second line.")
         .await;
     let reads = b
         .exec(

@@ -1,0 +1,388 @@
+// Inline review of a session's changes (`chat.review`): comments on lines of the
+// Changes panel's diffs, kept as a pending review until sent, and the card the
+// conversation shows for a turn that carried a review.
+//
+// Choosing lines: every numbered line of a diff has a real <button> with its
+// number, reachable by Tab. Click or Enter on it starts a comment there and opens a
+// small form under the line; Shift+click or Shift+Enter on another line of the same
+// hunk extends the comment to it (the form says so). A comment's side is that of
+// the line it started on, `old` for a removed line and `new` otherwise, and its
+// numbers are that side's file lines (from the hunk headers). Pending comments are
+// kept by those numbers, not by their place in the page, so they find their lines
+// again when a diff is redrawn or read anew.
+
+import { h, clear } from './dom.js';
+import { lineNumbers } from './diff.js';
+
+/**
+ * @typedef {import('./wire.js').ReviewComment} ReviewComment
+ * @typedef {import('./wire.js').ReviewSide} ReviewSide
+ * @typedef {import('./diff.js').FileEdit} FileEdit
+ * @typedef {{side: ReviewSide, line: number, endLine?: number}} Anchor
+ * @typedef {{path: string, side?: ReviewSide, line: number, endLine?: number | null}} Place
+ *   a comment's lines (its side is `new` unless it says `old`)
+ */
+
+/** Characters of a comment, and of the summary, that the server takes at most. */
+const MAX_CHARS = 20000;
+
+/** The column of `lineNumbers`' pairs that holds `side`'s numbers. @param {ReviewSide} side */
+const column = (side) => (side === 'old' ? 0 : 1);
+
+/** The side a comment starting on a line with diff op `op` is on. @param {string} op @returns {ReviewSide} */
+export const sideOf = (op) => (op === '-' ? 'old' : 'new');
+
+/**
+ * Where a selection of diff lines anchors: from index `start` (where it began,
+ * which gives the side) to index `to` (either direction), the first and last
+ * numbers on that side. Null when the lines cross a hunk header (the server quotes
+ * one hunk per comment) or none of them is numbered.
+ * @param {[string, string][]} lines
+ * @param {[number | null, number | null][]} numbers `lineNumbers(lines)`
+ * @param {number} start
+ * @param {number} to
+ * @returns {Anchor | null}
+ */
+export function anchorOf(lines, numbers, start, to) {
+  const side = sideOf(lines[start][0]);
+  const col = column(side);
+  const picked = [];
+  for (let i = Math.min(start, to); i <= Math.max(start, to); i++) {
+    if (lines[i][0] === '@') return null;
+    const n = numbers[i][col];
+    if (n !== null) picked.push(n);
+  }
+  if (!picked.length) return null;
+  const [line, end] = [picked[0], picked[picked.length - 1]];
+  return end === line ? { side, line } : { side, line, endLine: end };
+}
+
+/** The last line of a comment (or anchor). @param {{line: number, endLine?: number | null}} a */
+const lastLine = (a) => a.endLine ?? a.line;
+
+/**
+ * "src/a.rs:3", "src/a.rs:3–5", with " (old)" for lines of the old version.
+ * @param {Place} c
+ */
+export function commentAt(c) {
+  const range = lastLine(c) === c.line ? `${c.line}` : `${c.line}–${lastLine(c)}`;
+  return `${c.path}:${range}${c.side === 'old' ? ' (old)' : ''}`;
+}
+
+/** "Review · 1 comment", "Review · 3 comments". @param {number} n */
+export function reviewTitle(n) {
+  return `Review · ${n} comment${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * The conversation's card for a `review` event: its title, summary and comments.
+ * User text goes in as text nodes only.
+ * @param {{comments: ReviewComment[], summary?: string | null}} review
+ */
+export function reviewCard(review) {
+  const comments = review.comments || [];
+  return h('div.review-card',
+    h('div.review-title', reviewTitle(comments.length)),
+    review.summary ? h('p.review-summary', review.summary) : null,
+    h('ol.review-comments', comments.map((c) => h('li', h('code.review-at', commentAt(c)), h('div.review-body', c.body)))));
+}
+
+/**
+ * The accessible name of a line's comment button: which line, of which file, and
+ * whether it was added or removed (what its colour says).
+ * @param {string} path
+ * @param {string} op
+ * @param {number} n
+ */
+export function lineName(path, op, n) {
+  const kind = op === '+' ? 'added line' : op === '-' ? 'removed line' : 'line';
+  return `Comment on ${kind} ${n} of ${path}`;
+}
+
+/**
+ * The pending review of one session's Changes panel: the comments written so far,
+ * the one comment being written (at most one form is open), and the bar that lists
+ * them and sends them.
+ */
+export class ReviewDraft {
+  /**
+   * @param {object} deps
+   * @param {string} deps.sessionId
+   * @param {import('./conn.js').Conn} deps.conn
+   * @param {HTMLElement} deps.root the element holding the panel's diffs
+   */
+  constructor({ sessionId, conn, root }) {
+    this.sessionId = sessionId;
+    this.conn = conn;
+    this.root = root;
+    /** @type {ReviewComment[]} */
+    this.comments = [];
+    /** The comment being written: where it began (`start`, a number on its side) and
+     * what it covers. @type {{path: string, start: number, anchor: Anchor} | null} */
+    this.draft = null;
+    /** Line numbers per drawn diff, computed once per diff read. @type {WeakMap<FileEdit, [number | null, number | null][]>} */
+    this.numbers = new WeakMap();
+    this.sending = false;
+    /** What `diffView` calls for each line. @type {import('./diff.js').LineHooks} */
+    this.hooks = { row: (edit, i, row) => this.decorate(edit, i, row) };
+    this.buildForm();
+    this.buildBar();
+    this.renderBar();
+  }
+
+  /** @param {FileEdit} edit */
+  numbersOf(edit) {
+    let n = this.numbers.get(edit);
+    if (!n) {
+      n = lineNumbers(edit.lines);
+      this.numbers.set(edit, n);
+    }
+    return n;
+  }
+
+  // ---- the lines ------------------------------------------------------------------
+
+  /**
+   * Gives a numbered line its comment button and returns the box under it where its
+   * comments (and the form) go. Both carry the line's numbers, by which comments
+   * find their lines.
+   * @param {FileEdit} edit
+   * @param {number} i
+   * @param {HTMLElement} row
+   */
+  decorate(edit, i, row) {
+    const op = edit.lines[i][0];
+    const [oldNo, newNo] = this.numbersOf(edit)[i];
+    const n = sideOf(op) === 'old' ? oldNo : newNo;
+    if (n === null) {
+      row.prepend(h('span.ln'));
+      return null;
+    }
+    const data = { path: edit.path, old: String(oldNo ?? ''), new: String(newNo ?? '') };
+    Object.assign(row.dataset, data);
+    row.classList.toggle('picked', this.covers(row.dataset));
+    row.prepend(h('button.ln', {
+      type: 'button',
+      'aria-label': lineName(edit.path, op, n),
+      dataset: data,
+      onclick: (/** @type {MouseEvent} */ e) => this.pick(edit, i, e.shiftKey),
+      onkeydown: (/** @type {KeyboardEvent} */ e) => {
+        // Enter alone is the button's click; with Shift it extends.
+        if (e.key === 'Enter' && e.shiftKey) {
+          e.preventDefault();
+          this.pick(edit, i, true);
+        }
+      },
+    }, String(n)));
+    const box = h('div.dl-notes', { dataset: data });
+    this.fillBox(box);
+    return box;
+  }
+
+  /**
+   * A line's button was pressed: start a comment there, or (`extend`, with a comment
+   * begun in the same file) stretch that comment to it.
+   * @param {FileEdit} edit
+   * @param {number} i
+   * @param {boolean} extend
+   */
+  pick(edit, i, extend) {
+    const numbers = this.numbersOf(edit);
+    const d = this.draft;
+    if (extend && d && d.path === edit.path) {
+      const start = numbers.findIndex((n) => n[column(d.anchor.side)] === d.start);
+      const anchor = start < 0 ? null : anchorOf(edit.lines, numbers, start, i);
+      if (!anchor) {
+        this.formError.textContent = 'A comment covers lines of one hunk: pick a line of the same hunk.';
+        this.textEl.focus();
+        return;
+      }
+      d.anchor = anchor;
+    } else {
+      const anchor = /** @type {Anchor} */ (anchorOf(edit.lines, numbers, i, i));
+      this.draft = { path: edit.path, start: anchor.line, anchor };
+      this.textEl.value = '';
+    }
+    this.formError.textContent = '';
+    this.refresh();
+    this.textEl.focus();
+  }
+
+  /** Every line's box shows its comments and, under the draft's last line, the form. */
+  refresh() {
+    for (const box of /** @type {NodeListOf<HTMLElement>} */ (this.root.querySelectorAll('.dl-notes'))) this.fillBox(box);
+    for (const row of /** @type {NodeListOf<HTMLElement>} */ (this.root.querySelectorAll('div.dl[data-path]'))) {
+      row.classList.toggle('picked', this.covers(row.dataset));
+    }
+    this.renderBar();
+  }
+
+  /**
+   * Whether the draft covers the line with these numbers.
+   * @param {DOMStringMap} nums
+   */
+  covers(nums) {
+    const d = this.draft;
+    if (!d || d.path !== nums.path) return false;
+    const n = Number(nums[d.anchor.side]);
+    return !!nums[d.anchor.side] && n >= d.anchor.line && n <= lastLine(d.anchor);
+  }
+
+  /**
+   * Whether a comment (or the draft) ends on the line with these numbers.
+   * @param {Place} c
+   * @param {DOMStringMap} box
+   */
+  endsAt(c, box) {
+    return c.path === box.path && box[c.side || 'new'] === String(lastLine(c));
+  }
+
+  /** @param {HTMLElement} box */
+  fillBox(box) {
+    const notes = this.comments.filter((c) => this.endsAt(c, box.dataset)).map((c) => this.note(c));
+    const d = this.draft;
+    const form = d && this.endsAt({ path: d.path, ...d.anchor }, box.dataset) ? this.formEl : null;
+    if (!notes.length && !form && !box.firstChild) return;
+    clear(box).append(...notes);
+    if (form) {
+      this.formLabel.textContent = `Comment on ${commentAt({ path: d.path, ...d.anchor })}`;
+      box.append(form);
+    }
+  }
+
+  /** A pending comment under its line. @param {ReviewComment} c */
+  note(c) {
+    return h('div.review-note',
+      h('div.review-note-head', h('code.review-at', commentAt(c)), h('span.muted', 'pending'), this.removeButton(c)),
+      h('div.review-body', c.body));
+  }
+
+  /** @param {ReviewComment} c */
+  removeButton(c) {
+    return h('button.btn.tiny', { type: 'button', 'aria-label': `Remove the comment on ${commentAt(c)}`, onclick: () => {
+      this.comments = this.comments.filter((x) => x !== c);
+      this.errorEl.textContent = '';
+      this.refresh();
+      if (this.comments.length) this.sendBtn.focus();
+      else this.focusLine(c.path, c.side || 'new', c.line);
+    } }, 'Remove');
+  }
+
+  // ---- the form -------------------------------------------------------------------
+
+  buildForm() {
+    const id = `review-text-${this.sessionId}`;
+    this.formLabel = h('label', { for: id });
+    this.textEl = /** @type {HTMLTextAreaElement} */ (h('textarea.field.review-text', { id, rows: 3, maxlength: MAX_CHARS,
+      onkeydown: (/** @type {KeyboardEvent} */ e) => {
+        if (e.key === 'Escape') {
+          // Closes the form, not the panel (which would take the text with it).
+          e.preventDefault();
+          this.cancel();
+        } else if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+          e.preventDefault();
+          this.add();
+        }
+      } }));
+    this.formError = h('p.error-text', { role: 'alert' });
+    this.formEl = h('div.review-form',
+      this.formLabel,
+      h('p.muted.review-hint', 'Shift+click or Shift+Enter on another line number of this hunk extends the comment. Ctrl+Enter adds it.'),
+      this.textEl, this.formError,
+      h('div.row', h('button.btn.tiny.primary', { type: 'button', onclick: () => this.add() }, 'Add comment'),
+        h('button.btn.tiny', { type: 'button', onclick: () => this.cancel() }, 'Cancel')));
+  }
+
+  /** The draft's comment joins the pending review; the focus goes back to its line. */
+  add() {
+    const d = this.draft;
+    const body = this.textEl.value.trim();
+    if (!d) return;
+    if (!body) {
+      this.formError.textContent = 'Write the comment first.';
+      this.textEl.focus();
+      return;
+    }
+    this.comments.push({ path: d.path, ...d.anchor, body });
+    this.errorEl.textContent = '';
+    this.close(d);
+  }
+
+  cancel() {
+    if (this.draft) this.close(this.draft);
+  }
+
+  /** Closes the form and gives the focus to the line the comment began on. @param {{path: string, start: number, anchor: Anchor}} d */
+  close(d) {
+    this.draft = null;
+    this.formEl.remove();
+    this.refresh();
+    this.focusLine(d.path, d.anchor.side, d.start);
+  }
+
+  /**
+   * Focuses the comment button of a line, when its diff is open.
+   * @param {string} path
+   * @param {ReviewSide} side
+   * @param {number} n
+   */
+  focusLine(path, side, n) {
+    const sel = `button.ln[data-path="${CSS.escape(path)}"][data-${side}="${n}"]`;
+    /** @type {HTMLElement | null} */ (this.root.querySelector(sel))?.focus();
+  }
+
+  // ---- the bar: the pending comments, a summary, Send ------------------------------
+
+  buildBar() {
+    const headId = `review-head-${this.sessionId}`;
+    this.headEl = h('h4', { id: headId });
+    this.listEl = h('ol.review-pending');
+    this.summaryEl = /** @type {HTMLTextAreaElement} */ (h('textarea.field', { rows: 2, maxlength: MAX_CHARS, 'aria-label': 'Review summary (optional)', placeholder: 'Summary (optional)' }));
+    this.sendBtn = h('button.btn.primary', { type: 'button', onclick: () => this.send() });
+    this.pendingEl = h('div.review-pending-box', this.headEl, this.listEl, this.summaryEl, h('div.row', this.sendBtn));
+    // Focusable, so the focus has a place to go when Send goes away with its comments.
+    this.statusEl = h('p.review-status', { role: 'status', tabindex: '-1' });
+    this.errorEl = h('p.error-text.review-error', { role: 'alert' });
+    this.el = h('section.review-bar', { 'aria-labelledby': headId }, this.pendingEl, this.errorEl, this.statusEl);
+  }
+
+  renderBar() {
+    const n = this.comments.length;
+    this.pendingEl.hidden = !n;
+    this.headEl.textContent = `Pending review · ${n} comment${n === 1 ? '' : 's'}`;
+    clear(this.listEl).append(...this.comments.map((c) => h('li',
+      h('code.review-at', commentAt(c)), h('span.review-excerpt', c.body.length > 80 ? `${c.body.slice(0, 80)}…` : c.body),
+      this.removeButton(c))));
+    this.sendBtn.textContent = `Send review (${n})`;
+    this.sendBtn.disabled = this.sending;
+    if (n) this.statusEl.textContent = '';
+  }
+
+  /** Sends the pending comments; they stay when the server refuses them. */
+  async send() {
+    const comments = this.comments.slice();
+    if (!comments.length || this.sending) return;
+    /** @type {import('./wire.js').ChatReviewParams} */
+    const params = { sessionId: this.sessionId, comments };
+    if (this.summaryEl.value.trim()) params.summary = this.summaryEl.value.trim();
+    this.sending = true;
+    this.errorEl.textContent = '';
+    this.renderBar();
+    try {
+      await this.conn.request('chat.review', params);
+      this.comments = this.comments.filter((c) => !comments.includes(c));
+      this.summaryEl.value = '';
+      this.sending = false;
+      this.refresh();
+      this.statusEl.textContent = `Review sent: ${comments.length} comment${comments.length === 1 ? '' : 's'} went to the agent.`;
+      if (!this.comments.length) this.statusEl.focus();
+    } catch (e) {
+      const err = /** @type {import('./conn.js').RequestError} */ (e);
+      this.sending = false;
+      this.renderBar();
+      this.errorEl.textContent = err.code === 'INVALID_ANCHOR'
+        ? `Not sent: the diff changed, and some comments are on lines it no longer shows. ${err.message}`
+        : `Not sent: ${err.message}`;
+    }
+  }
+}

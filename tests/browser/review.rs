@@ -1,0 +1,322 @@
+//! Inline review in the page: comments written on lines of the Changes panel's diff,
+//! by keyboard (a line's number is a button: Enter starts a comment, Shift+Enter on
+//! another line extends it), sent with a summary as `chat.review`; the stored
+//! history has the `review` event after the user message that quotes the lines, and
+//! the conversation shows the review's card. A review whose line the diff no longer
+//! shows is refused with `INVALID_ANCHOR`: the page shows why and keeps the comment.
+//! Real git repositories in the server's workspace root; the scripted agent writes
+//! the files (`/write`).
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::checkpoints::tab_to;
+use crate::workspaces::{repo, wait_changes, write};
+use crate::Page;
+
+const ENTER: &str = "\u{E007}";
+const TAB: &str = "\u{E004}";
+const SHIFT_ENTER: &str = "\u{E008}\u{E007}";
+const CTRL_ENTER: &str = "\u{E009}\u{E007}";
+
+fn chat(id: &str) -> String {
+    format!(".chat[data-session=\"{id}\"]")
+}
+
+/// A session in a new repository `name` whose `a.txt` holds three lines, after a
+/// turn in which the agent replaced them with one ("ONE"), with its Changes panel
+/// open and `a.txt`'s diff opened by keyboard.
+async fn reviewable_session(page: &Page, name: &str) -> (String, PathBuf) {
+    let dir = repo(
+        &page.server.dir.path().join(name),
+        &[("a.txt", "one\ntwo\nthree\n")],
+    );
+    let mut ws = page.ws().await;
+    let reply = ws
+        .ok(json!({"type": "session.create", "title": name, "cwd": dir.to_str().unwrap()}))
+        .await;
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    page.open_session(&id).await;
+    page.send(&id, "/write a.txt ONE").await;
+    page.wait_text(&id, ".turn-end", "Turn completed").await;
+    page.press(&chat(&id), "Changes").await;
+    wait_changes(page, &id, &["a.txt +1 −3"]).await;
+    let file = format!("{} .ws-file[data-path='a.txt']", chat(&id));
+    page.browser
+        .exec(
+            "document.querySelector(arguments[0]).focus();",
+            vec![json!(file)],
+        )
+        .await;
+    page.browser.chord(ENTER).await;
+    page.browser
+        .wait(
+            "a.txt's diff with a comment button per line",
+            &format!(
+                "document.querySelectorAll('{} .ws-diff button.ln').length === 4",
+                chat(&id)
+            ),
+        )
+        .await;
+    (id, dir)
+}
+
+/// The focused element's accessible name (its `aria-label`, its label, or its text).
+async fn focused(page: &Page) -> Value {
+    page.browser
+        .exec(
+            "const e = document.activeElement; return (e.getAttribute('aria-label') || (e.labels && e.labels[0] ? e.labels[0].textContent : e.textContent)).trim();",
+            vec![],
+        )
+        .await
+}
+
+/// Tabs from `a.txt`'s file button to the comment button named `line`, presses Enter
+/// and waits for the form's text box to have the focus.
+async fn start_comment(page: &Page, id: &str, line: &str) {
+    tab_to(
+        page,
+        &format!("{} .ws-file[data-path='a.txt']", chat(id)),
+        line,
+    )
+    .await;
+    page.browser.chord(ENTER).await;
+    page.browser
+        .wait(
+            "the comment form's text box to have the focus",
+            "document.activeElement?.classList.contains('review-text')",
+        )
+        .await;
+}
+
+/// The texts of the elements matching `css`.
+async fn texts(page: &Page, css: &str) -> Value {
+    page.browser
+        .exec(
+            "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent);",
+            vec![json!(css)],
+        )
+        .await
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
+async fn comments_on_diff_lines_are_sent_as_a_review_and_shown_as_its_card() {
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+    let (id, _) = reviewable_session(&page, "review").await;
+    let c = chat(&id);
+
+    // The first comment, on the added line: Enter opens the form under it.
+    start_comment(&page, &id, "Comment on added line 1 of a.txt").await;
+    assert_eq!(focused(&page).await, "Comment on a.txt:1");
+    b.keys_text("Why upper case?").await;
+    page.check_view("review-form").await;
+    b.chord(TAB).await;
+    assert_eq!(focused(&page).await, "Add comment");
+    b.chord(ENTER).await;
+    b.wait(
+        "the comment under its line, and the focus back on the line",
+        &format!(
+            "document.querySelector('{c} .dl-notes .review-note')?.textContent.includes('Why upper case?') \
+             && document.activeElement?.getAttribute('aria-label') === 'Comment on added line 1 of a.txt'"
+        ),
+    )
+    .await;
+
+    // The second, on removed lines 2 to 3: Enter on line 2, then Shift+Enter on line
+    // 3 (Tab walks past the form's buttons to it) extends it; Ctrl+Enter adds it.
+    start_comment(&page, &id, "Comment on removed line 2 of a.txt").await;
+    tab_to(
+        &page,
+        &format!("{c} .review-text"),
+        "Comment on removed line 3 of a.txt",
+    )
+    .await;
+    b.chord(SHIFT_ENTER).await;
+    b.wait(
+        "the form to cover old lines 2 to 3",
+        "document.activeElement?.labels?.[0]?.textContent === 'Comment on a.txt:2–3 (old)'",
+    )
+    .await;
+    assert_eq!(
+        page.count(&format!("{c} .dl.picked")).await,
+        2,
+        "both lines are marked"
+    );
+    b.keys_text("Keep these two lines").await;
+    b.chord(CTRL_ENTER).await;
+    b.wait(
+        "two pending comments",
+        &format!(
+            "document.querySelectorAll('{c} .review-pending li').length === 2 && !document.querySelector('{c} .review-form')"
+        ),
+    )
+    .await;
+    assert_eq!(
+        texts(&page, &format!("{c} .review-bar h4")).await,
+        json!(["Pending review · 2 comments"])
+    );
+    assert_eq!(
+        texts(&page, &format!("{c} .dl-notes .review-at")).await,
+        json!(["a.txt:2–3 (old)", "a.txt:1"]),
+        "each comment under its last line"
+    );
+    page.check_view("review-pending").await;
+
+    // A summary, then "Send review (2)" by keyboard.
+    b.exec(
+        "document.querySelector(arguments[0]).focus();",
+        vec![json!(format!("{c} .review-bar textarea"))],
+    )
+    .await;
+    assert_eq!(focused(&page).await, "Review summary (optional)");
+    b.keys_text("Please fix both.").await;
+    b.chord(TAB).await;
+    assert_eq!(focused(&page).await, "Send review (2)");
+    b.chord(ENTER).await;
+    page.wait_text(
+        &id,
+        ".review-status",
+        "Review sent: 2 comments went to the agent.",
+    )
+    .await;
+    assert_eq!(page.count(&format!("{c} .review-note")).await, 0);
+    assert_eq!(page.count(&format!("{c} .review-pending li")).await, 0);
+
+    // The conversation: the user message is the review's card, the text the agent
+    // got folded under it.
+    let card = format!("{c} .msg.user.review");
+    page.wait_text(&id, ".msg.user.review .review-title", "Review · 2 comments")
+        .await;
+    assert_eq!(
+        texts(&page, &format!("{card} .review-summary")).await,
+        json!(["Please fix both."])
+    );
+    assert_eq!(
+        texts(&page, &format!("{card} .review-comments li")).await,
+        json!([
+            "a.txt:1Why upper case?",
+            "a.txt:2–3 (old)Keep these two lines"
+        ])
+    );
+    assert_eq!(
+        texts(&page, &format!("{card} details.review-message summary")).await,
+        json!(["Message sent to the agent"])
+    );
+    b.wait(
+        "the review's turn to end",
+        &format!("document.querySelectorAll('{c} .turn-end.completed').length === 2"),
+    )
+    .await;
+    b.exec(
+        "document.querySelector(arguments[0]).scrollIntoView();",
+        vec![json!(card)],
+    )
+    .await;
+    page.check_view("review-sent").await;
+
+    // The stored history: the review right after its user message, which quotes the
+    // commented lines and the comments.
+    let events = page.server.all_events(&id).await;
+    let at = events
+        .iter()
+        .position(|e| e["kind"] == "review")
+        .unwrap_or_else(|| panic!("no review event in {events:?}"));
+    let review = &events[at];
+    assert_eq!(
+        review["comments"],
+        json!([
+            {"path": "a.txt", "line": 1, "side": "new", "body": "Why upper case?"},
+            {"path": "a.txt", "line": 2, "endLine": 3, "side": "old", "body": "Keep these two lines"},
+        ])
+    );
+    assert_eq!(review["summary"], "Please fix both.");
+    let message = &events[at - 1];
+    assert_eq!(message["kind"], "user_message", "{message}");
+    assert_eq!(message["turnId"], review["turnId"]);
+    let text = message["text"].as_str().unwrap();
+    for quoted in [
+        "Please fix both.",
+        "`a.txt` line 1:",
+        "+ONE",
+        "> Why upper case?",
+        "`a.txt` lines 2–3 of the old version:",
+        "-two\n-three",
+        "> Keep these two lines",
+    ] {
+        assert!(text.contains(quoted), "{quoted:?} is not in {text}");
+    }
+
+    // After a reload the message and its review come in one replay: still a card.
+    b.exec("window.beforeReload = true;", vec![]).await;
+    page.login().await;
+    assert_eq!(b.exec("return !!window.beforeReload;", vec![]).await, false);
+    page.open_session(&id).await;
+    page.wait_text(&id, ".msg.user.review .review-title", "Review · 2 comments")
+        .await;
+    assert_eq!(
+        page.count(&format!("{c} .msg.user.review details.review-message"))
+            .await,
+        1
+    );
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
+async fn a_review_on_a_line_the_diff_no_longer_shows_is_refused_and_kept() {
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+    let (id, dir) = reviewable_session(&page, "stale").await;
+    let c = chat(&id);
+
+    start_comment(&page, &id, "Comment on added line 1 of a.txt").await;
+    b.keys_text("Upper case?").await;
+    b.chord(CTRL_ENTER).await;
+    b.wait(
+        "the pending comment",
+        &format!("document.querySelectorAll('{c} .review-pending li').length === 1"),
+    )
+    .await;
+
+    // The file goes back to what it was behind the panel's back: the diff has no
+    // change to it any more, and the server says which comment lost its line.
+    write(&dir, "a.txt", "one\ntwo\nthree\n");
+    page.press(&c, "Send review (1)").await;
+    page.wait_text(
+        &id,
+        ".review-error",
+        "`a.txt` line 1 (new): the diff has no changes to that file",
+    )
+    .await;
+    let error = b.text(&format!("{c} .review-error")).await;
+    assert!(
+        error
+            .as_str()
+            .unwrap()
+            .starts_with("Not sent: the diff changed"),
+        "{error}"
+    );
+    assert_eq!(
+        texts(&page, &format!("{c} .review-pending .review-at")).await,
+        json!(["a.txt:1"]),
+        "the comment is kept"
+    );
+    assert_eq!(
+        texts(&page, &format!("{c} .dl-notes .review-body")).await,
+        json!(["Upper case?"])
+    );
+    page.assert_accessible("review refused").await;
+    let events = page.server.all_events(&id).await;
+    assert!(
+        !events.iter().any(|e| e["kind"] == "review"),
+        "nothing was sent: {events:?}"
+    );
+}
