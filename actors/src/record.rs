@@ -69,6 +69,9 @@ pub struct SessionRecord {
     /// The session this one continues (handoff).
     #[serde(default)]
     pub handoff_from: Option<String>,
+    /// The outcome of its last `session.check`, which a merge gate reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_checks: Option<Vec<tandem_protocol::workspace::CheckResult>>,
     /// The session and message it was forked at (`session.fork`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<tandem_protocol::ForkedFrom>,
@@ -323,6 +326,7 @@ impl SessionRecord {
             turn_started_at: self.turn_started_at,
             handoff_from: self.handoff_from.clone(),
             forked_from: self.forked_from.clone(),
+            last_checks: self.last_checks.clone(),
             parent_id: self.parent_id.clone(),
             background_tasks: background_tasks.to_vec(),
             cwd: self.cwd.clone(),

@@ -11,10 +11,10 @@ use tandem_protocol::queries::{
     SessionFileWriteParams, SessionFilesParams, SessionRestoreParams,
 };
 use tandem_protocol::rest_control::RestoreBody;
-use tandem_protocol::workspace::SessionRebaseParams;
 use tandem_protocol::workspace::{
     DiffQuery, FileSave, MergeBody, PathQuery, SessionMergeParams, MAX_FILE_BYTES,
 };
+use tandem_protocol::workspace::{SessionCheckParams, SessionRebaseParams};
 
 use crate::error::ApiError;
 use crate::request::{body, query, run, Caller, Json, NoBody};
@@ -29,6 +29,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
         .service(at("/sessions/{id}/merge").route(web::post().to(merge)))
         .service(at("/sessions/{id}/discard").route(web::post().to(discard)))
         .service(at("/sessions/{id}/rebase").route(web::post().to(rebase)))
+        .service(at("/sessions/{id}/check").route(web::post().to(check)))
         .service(at("/sessions/{id}/files").route(web::get().to(list)))
         .service(
             at("/sessions/{id}/files/content")
@@ -99,6 +100,7 @@ async fn merge(
         session_id: id.into_inner(),
         strategy: b.strategy,
         message: b.message,
+        force: b.force,
     };
     Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
@@ -123,6 +125,17 @@ async fn rebase(
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
     Ok(HttpResponse::Ok().json(run(&state, &who, SessionRebaseParams { session_id }).await?))
+}
+
+/// `POST /sessions/{id}/check` (as `session.check`).
+async fn check(
+    who: Caller,
+    id: web::Path<String>,
+    _: NoBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let session_id = id.into_inner();
+    Ok(HttpResponse::Ok().json(run(&state, &who, SessionCheckParams { session_id }).await?))
 }
 
 /// `GET /sessions/{id}/files?path=`.

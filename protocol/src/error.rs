@@ -120,6 +120,10 @@ pub enum ErrorCode {
     /// The merge conflicts; it was aborted and nothing changed. The error's `paths`
     /// lists the conflicting files.
     MergeConflict,
+    /// The repository requires passing checks before a merge
+    /// (`merge_requires_checks`) and the session's last ones did not all pass (or none
+    /// ran); the message names them. `force: true` merges anyway.
+    ChecksFailed,
     /// A file path leads outside the session's working directory (`..`, an absolute
     /// path, or a symlink pointing out).
     PathOutsideWorkspace,
@@ -193,7 +197,8 @@ impl ErrorCode {
             | ErrorCode::NotAWorktree
             | ErrorCode::SessionBusy
             | ErrorCode::BaseDirty
-            | ErrorCode::MergeConflict => 409,
+            | ErrorCode::MergeConflict
+            | ErrorCode::ChecksFailed => 409,
             ErrorCode::NoSuchFile => 404,
             ErrorCode::BinaryFile => 415,
             ErrorCode::FileTooLarge => 413,
@@ -252,6 +257,7 @@ mod tests {
             (ErrorCode::NoSuchCheckpoint, "NO_SUCH_CHECKPOINT", 422),
             (ErrorCode::BaseDirty, "BASE_DIRTY", 409),
             (ErrorCode::MergeConflict, "MERGE_CONFLICT", 409),
+            (ErrorCode::ChecksFailed, "CHECKS_FAILED", 409),
             (
                 ErrorCode::PathOutsideWorkspace,
                 "PATH_OUTSIDE_WORKSPACE",

@@ -220,6 +220,12 @@ pub enum EventBody {
         /// this one.
         undo: String,
     },
+    /// A check of `session.check` ended.
+    Check {
+        /// Its outcome.
+        #[serde(flatten)]
+        result: crate::workspace::CheckResult,
+    },
     /// `session.rebase` moved the session's branch onto its base's head.
     Rebased {
         /// The session's branch.
@@ -409,6 +415,7 @@ impl EventBody {
             EventBody::Checkpoint { .. } => "checkpoint",
             EventBody::Restored { .. } => "restored",
             EventBody::Rebased { .. } => "rebased",
+            EventBody::Check { .. } => "check",
             EventBody::Merged { .. } => "merged",
             EventBody::Discarded { .. } => "discarded",
         }

@@ -208,6 +208,9 @@ pub struct SessionInfo {
     /// The session this one continues (a handoff), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_from: Option<String>,
+    /// The outcome of its last `session.check` (a merge gate reads it), if any ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_checks: Option<Vec<crate::workspace::CheckResult>>,
     /// The session and message this one was forked at (`session.fork`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,

@@ -188,6 +188,10 @@ pub struct SessionMergeParams {
     /// The commit message (default: "tandem: merge <branch> (<title>)").
     #[serde(default)]
     pub message: Option<String>,
+    /// Merge even when the repository requires passing checks and the last ones did
+    /// not all pass.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// Body of `POST /sessions/{id}/merge` (as `session.merge`).
@@ -201,6 +205,9 @@ pub struct MergeBody {
     #[serde(default)]
     #[schemars(regex(pattern = crate::content::NO_NUL))]
     pub message: Option<String>,
+    /// Merge even when required checks did not pass.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `session.merge` reply and `POST /sessions/{id}/merge` answer.
@@ -227,6 +234,53 @@ pub struct SessionDiscardResult {
     pub session_id: String,
     /// The branch deleted with its worktree.
     pub branch: String,
+}
+
+/// How a check ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CheckStatus {
+    /// Exit code 0.
+    Passed,
+    /// Another exit code, or it could not start.
+    Failed,
+    /// Killed at its `timeout_secs`.
+    TimedOut,
+}
+
+/// One check's outcome, as its `check` event says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckResult {
+    /// The check's name in `.tandem/worktree.toml`.
+    pub name: String,
+    /// How it ended.
+    pub status: CheckStatus,
+    /// Its exit code (absent when killed or not started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// How long it ran.
+    pub duration_ms: u64,
+    /// The end of its output (stdout and stderr as they interleaved), at most 8 KiB.
+    pub log_tail: String,
+}
+
+/// Fields of `session.check`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionCheckParams {
+    /// The session.
+    pub session_id: String,
+}
+
+/// `session.check` reply and `POST /sessions/{id}/check` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCheckResult {
+    /// The session.
+    pub session_id: String,
+    /// Every check of `.tandem/worktree.toml`, in order (none: it declares none).
+    pub checks: Vec<CheckResult>,
 }
 
 /// Fields of `session.rebase`.

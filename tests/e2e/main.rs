@@ -14,6 +14,7 @@ mod bad_input;
 mod browser_attacks;
 mod budgets;
 mod checkpoints;
+mod checks;
 mod claude;
 mod cluster;
 mod cluster_lagged;

@@ -490,6 +490,13 @@ async fn every_documented_route_answers_as_described() {
     .await;
     c.ok(
         "post",
+        &format!("/sessions/{wt}/check"),
+        "/sessions/{id}/check",
+        Some(json!({})),
+    )
+    .await;
+    c.ok(
+        "post",
         &format!("/sessions/{wt}/rebase"),
         "/sessions/{id}/rebase",
         Some(json!({})),

@@ -191,6 +191,7 @@ impl Runtime {
             parent_id: spec.parent_id,
             handoff_from: spec.handoff_from,
             forked_from: spec.fork.as_ref().map(|f| f.forked_from.clone()),
+            last_checks: None,
             fork_context: spec.fork.and_then(|f| f.context),
             pending_prompt: spec.pending_prompt,
             proposal: None,

@@ -4,6 +4,7 @@
 mod agents;
 mod archive;
 mod checkpoints;
+mod checks;
 mod clients;
 mod create;
 mod edit;

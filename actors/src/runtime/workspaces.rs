@@ -64,6 +64,7 @@ impl Runtime {
         session_id: &str,
         strategy: MergeStrategy,
         message: Option<String>,
+        force: bool,
     ) -> Result<SessionMergeResult, RuntimeError> {
         // git takes no NUL in an argument: refused as the client's mistake, not run.
         if message.as_deref().is_some_and(|m| m.contains('\0')) {
@@ -72,6 +73,9 @@ impl Runtime {
             ));
         }
         let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
+        if !force {
+            self.checks_gate(&info).await?;
+        }
         let message = message
             .map(|m| m.trim().to_string())
             .filter(|m| !m.is_empty())
@@ -438,13 +442,13 @@ pub(super) fn working_dir(
 }
 
 /// A session with a merge or discard in flight; released when dropped.
-struct OpClaim {
+pub(super) struct OpClaim {
     runtime: Runtime,
     session_id: String,
 }
 
 impl OpClaim {
-    fn take(runtime: &Runtime, session_id: &str) -> Result<OpClaim, RuntimeError> {
+    pub(super) fn take(runtime: &Runtime, session_id: &str) -> Result<OpClaim, RuntimeError> {
         if runtime
             .inner
             .workspace_ops

@@ -40,7 +40,9 @@ pub use rewind::{EditOutcome, EditSend, ForkVendor};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
-pub use workspace::{OverlapNotice, PublishGitState, Restore, Settle, WorkspaceChanged};
+pub use workspace::{
+    ChecksDone, OverlapNotice, PublishGitState, Restore, Settle, WorkspaceChanged,
+};
 
 use crate::adapter::VendorCatalog;
 use crate::error::RuntimeError;

@@ -155,6 +155,24 @@ impl Handler<PublishGitState> for SessionActor {
     }
 }
 
+/// `session.check` ended: its results, kept for the merge gate.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ChecksDone {
+    /// Every check's outcome, in order.
+    pub results: Vec<tandem_protocol::workspace::CheckResult>,
+}
+
+impl Handler<ChecksDone> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ChecksDone, _: &mut Context<Self>) {
+        self.record.last_checks = Some(msg.results);
+        self.touch();
+        self.flush();
+    }
+}
+
 /// What this session shares with a sibling worktree changed ([`overlap`]).
 #[derive(Message)]
 #[rtype(result = "()")]

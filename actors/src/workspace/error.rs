@@ -36,6 +36,10 @@ pub enum WorkspaceError {
         /// The conflicting files.
         paths: Vec<String>,
     },
+    /// The repository requires passing checks before a merge and the last ones did
+    /// not all pass (`CHECKS_FAILED`); says which.
+    #[error("{0}")]
+    ChecksFailed(String),
     /// The path leads outside the working directory.
     #[error("{0} leads outside the session's working directory")]
     PathOutside(String),
@@ -120,6 +124,7 @@ impl WorkspaceError {
             WorkspaceError::MergeConflict { .. } | WorkspaceError::RebaseConflict { .. } => {
                 ErrorCode::MergeConflict
             }
+            WorkspaceError::ChecksFailed(_) => ErrorCode::ChecksFailed,
             WorkspaceError::PathOutside(_)
             | WorkspaceError::PathPrivate(_)
             | WorkspaceError::ThroughLink(_) => ErrorCode::PathOutsideWorkspace,

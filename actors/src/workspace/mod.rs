@@ -5,6 +5,7 @@
 //! blocking pool.
 
 pub mod checkpoint;
+pub mod checks;
 pub mod diff;
 pub mod error;
 pub mod files;
@@ -12,6 +13,7 @@ pub mod git;
 pub mod journal;
 pub mod merge;
 pub mod overlap;
+pub mod project;
 pub mod rebase;
 pub mod state;
 pub mod worktree;

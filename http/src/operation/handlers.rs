@@ -209,11 +209,12 @@ async fn workspace(
                 .await?,
         }),
         R::SessionMerge(p) => json(
-            rt.merge_session(who, &p.session_id, p.strategy, p.message)
+            rt.merge_session(who, &p.session_id, p.strategy, p.message, p.force)
                 .await?,
         ),
         R::SessionDiscard(p) => json(rt.discard_session(who, &p.session_id).await?),
         R::SessionRebase(p) => json(rt.rebase_session(who, &p.session_id).await?),
+        R::SessionCheck(p) => json(rt.check_session(who, &p.session_id).await?),
         R::SessionFiles(p) => json(SessionFilesResult {
             listing: rt
                 .list_files(who, &p.session_id, p.path.unwrap_or_default())
