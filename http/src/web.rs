@@ -43,6 +43,7 @@ static ASSETS: &[Asset] = &[
     asset!("store.js", JS),
     asset!("diff.js", JS),
     asset!("changes.js", JS),
+    asset!("overlaps.js", JS),
     asset!("review.js", JS),
     asset!("files.js", JS),
     asset!("dialogs.js", JS),

@@ -1,13 +1,15 @@
 // A session's "Changes" panel: what its working directory changed (the `git_state`
 // the server publishes after a turn, or `GET .../changes` when the panel opens),
-// each file opening its unified diff, and for a worktree session "Merge…" and
-// "Discard". It follows `git_state` events as they come; nothing polls. Lines of the
-// diffs take comments, sent to the agent as a review (review.js).
+// each file opening its unified diff, and for a worktree session "Rebase", "Merge…"
+// and "Discard". It follows `git_state` events as they come; nothing polls. Lines of
+// the diffs take comments, sent to the agent as a review (review.js). Files a sibling
+// worktree changed too are marked, from the view's `overlap` events (overlaps.js).
 
-import { h, clear, append } from './dom.js';
+import { h, clear, append, keepFocus } from './dom.js';
 import { diffView, unifiedDiff } from './diff.js';
 import { formDialog } from './dialogs.js';
 import { ReviewDraft } from './review.js';
+import { siblingsByPath, badgeText, noticeText, rebaseResultText } from './overlaps.js';
 
 /**
  * @typedef {import('./wire.js').GitState} GitState
@@ -54,16 +56,22 @@ export class ChangesPanel {
     const headId = `changes-head-${view.id}`;
     this.headEl = h('div.ws-branch');
     this.statusEl = h('p.ws-status', { role: 'status' });
+    this.overlapsEl = h('div.ws-overlaps');
+    this.rebaseBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.rebase() }, 'Rebase');
+    /** What the last Rebase did, or why it was refused. */
+    this.rebaseEl = h('p.ws-rebase', { role: 'status' });
+    /** A rebase is on its way (a second press would only be refused). */
+    this.rebasing = false;
     this.mergeBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openMerge() }, 'Merge…');
     this.discardBtn = h('button.btn.tiny.danger', { type: 'button', onclick: () => this.openDiscard() }, 'Discard');
-    this.actionsEl = h('div.row.ws-actions', this.mergeBtn, this.discardBtn);
+    this.actionsEl = h('div.row.ws-actions', this.rebaseBtn, this.mergeBtn, this.discardBtn);
     this.listEl = h('ul.ws-files', { 'aria-label': 'Changed files' });
     /** The comments written on this panel's diffs, until sent. */
     this.review = new ReviewDraft({ sessionId: view.id, conn: this.app.conn, root: this.listEl });
     this.el = h('section.ws-panel.changes', { id: `changes-${view.id}`, 'aria-labelledby': headId, onkeydown: (/** @type {KeyboardEvent} */ e) => view.panelKey(e) },
       h('div.panel-head', h('h3', { id: headId }, 'Changes'),
         h('button.btn.tiny', { type: 'button', 'aria-label': 'Close changes', onclick: () => view.showPanel(null) }, '✕')),
-      this.headEl, this.actionsEl, this.statusEl, this.listEl, this.review.el);
+      this.overlapsEl, this.headEl, this.actionsEl, this.rebaseEl, this.statusEl, this.listEl, this.review.el);
     this.render();
   }
 
@@ -105,6 +113,9 @@ export class ChangesPanel {
     const s = this.state;
     const active = !!ws && ws.mode === 'worktree' && ws.state !== 'discarded';
     this.actionsEl.hidden = !active;
+    this.rebaseEl.hidden = !active;
+    this.rebaseBtn.disabled = this.view.busy;
+    this.rebaseBtn.title = ws ? `Move ${ws.branch} onto the current head of ${ws.base}` : '';
     this.mergeBtn.disabled = this.view.busy;
     this.discardBtn.disabled = this.view.busy;
     const parts = [];
@@ -127,6 +138,11 @@ export class ChangesPanel {
   }
 
   render() {
+    this.renderFiles();
+    this.renderOverlaps();
+  }
+
+  renderFiles() {
     this.renderHead();
     const s = this.state;
     if (this.view.info.workspace?.state === 'discarded') return;
@@ -170,9 +186,32 @@ export class ChangesPanel {
     },
     h(`span.ws-st.st-${f.status}`, { title: word }, letter, h('span.sr', ` ${word} `)),
     h('span.ws-path', f.path),
+    // Filled by renderOverlaps; inside the button, so its name says it too.
+    h('span.ws-overlap', { hidden: true }),
     f.binary ? h('span.muted', 'binary') : [h('span.diff-add', `+${f.added}`), h('span.diff-del', `−${f.removed}`)]);
     if (this.open.has(f.path)) this.showDiff(f, slot);
     return h('li', btn, slot);
+  }
+
+  /**
+   * A notice per sibling this session overlaps with, and the badge of each listed
+   * file one of them changed too. Drawn with the list, and alone when an `overlap`
+   * event arrives (the rows stay, so open diffs are not read again).
+   */
+  renderOverlaps() {
+    const current = this.view.overlaps.current();
+    keepFocus(this.overlapsEl, () => clear(this.overlapsEl).append(...current.map((o) => {
+      const name = this.view.sessionName(o.withSessionId);
+      return h('p.ws-overlap-notice', h('span', noticeText(o.paths.length, name)), ' ',
+        h('button.btn.tiny', { type: 'button', title: 'Open it with its Changes panel', onclick: () => this.app.openChanges(o.withSessionId) }, `Open ${name}`));
+    })));
+    const by = siblingsByPath(current);
+    for (const badge of /** @type {NodeListOf<HTMLElement>} */ (this.listEl.querySelectorAll('button.ws-file .ws-overlap'))) {
+      const ids = by.get(/** @type {HTMLElement} */ (badge.parentElement).dataset.path) || [];
+      badge.hidden = !ids.length;
+      // The commas set the badge apart in the button's name, as its box does on screen.
+      clear(badge).append(...(ids.length ? [h('span.sr', ', '), badgeText(ids.map((id) => this.view.sessionName(id))), h('span.sr', ',')] : []));
+    }
   }
 
   /** Reads one file's diff and draws it into `slot`. @param {ChangedFile} f @param {HTMLElement} slot */
@@ -203,7 +242,25 @@ export class ChangesPanel {
     }
   }
 
-  // ---- merge and discard --------------------------------------------------------
+  // ---- rebase, merge and discard ------------------------------------------------
+
+  /** Moves the branch onto its base's head; the answer, or the conflict, shows here. */
+  async rebase() {
+    if (this.rebasing) return;
+    this.rebasing = true;
+    this.rebaseEl.classList.remove('error-text');
+    this.rebaseEl.textContent = 'Rebasing…';
+    try {
+      const r = await this.app.conn.request('session.rebase', { sessionId: this.view.id });
+      this.rebaseEl.textContent = rebaseResultText(r);
+    } catch (e) {
+      // MERGE_CONFLICT's message names the files; nothing was changed.
+      this.rebaseEl.classList.add('error-text');
+      this.rebaseEl.textContent = `Not rebased: ${/** @type {Error} */ (e).message}`;
+    } finally {
+      this.rebasing = false;
+    }
+  }
 
   openMerge() {
     const ws = this.view.info.workspace;

@@ -15,6 +15,7 @@ import { ComposerAttachments, attachmentsView } from './attach.js';
 import { ChangesPanel, summaryOf, summaryText } from './changes.js';
 import { FilesPanel } from './files.js';
 import { reviewCard } from './review.js';
+import { Overlaps, overlapLineText, rebasedLineText } from './overlaps.js';
 
 /** Permission modes a session can be in (`session.configure`). */
 const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
@@ -125,6 +126,8 @@ export class ChatView {
     this.gitState = null;
     /** `git_state` events seen, so a slower REST read does not undo a newer event. */
     this.gitEvents = 0;
+    /** What this session shares with sibling worktrees (`overlap` events). */
+    this.overlaps = new Overlaps();
     this.gitEl = h('span.ws-summary');
     this.forkedEl = h('span.forked-from', { hidden: true });
     /** Which panel is open. @type {'changes' | 'files' | null} */
@@ -254,6 +257,19 @@ export class ChatView {
     this.renderGit();
     if (this.changes && this.panel === 'changes') this.changes.update(state);
     if (this.files && this.panel === 'files') this.files.refreshSoon();
+  }
+
+  /** Another session's name as the page shows it. @param {string} id */
+  sessionName(id) {
+    return this.app.sessions.get(id)?.title || id;
+  }
+
+  /**
+   * An `overlap` event, live or from a page of history: the Changes panel marks the
+   * files while it lasts. @param {Extract<HistoryEvent, {kind: 'overlap'}>} ev
+   */
+  learnOverlap(ev) {
+    if (this.overlaps.seen(ev)) this.changes?.renderOverlaps();
   }
 
   /** The header's one-line summary of the working directory's changes. */
@@ -765,8 +781,11 @@ export class ChatView {
     if (ev.kind === 'git_state') {
       this.gitEvents++;
       this.onGitState(ev);
-    } else if (ev.kind === 'merged' && live && this.panel === 'changes') {
-      // What is left to merge after the merge: read once.
+    } else if (ev.kind === 'overlap') {
+      this.learnOverlap(ev);
+    } else if ((ev.kind === 'merged' || ev.kind === 'rebased') && live && this.panel === 'changes') {
+      // What is left to merge after a merge, or ahead and behind after a rebase
+      // (neither is followed by a `git_state`): read once.
       this.changes?.load();
     }
     if (['delegation', 'pair_created', 'pair_closed', 'worker_proposal_update'].includes(ev.kind)) this.app.pairsChanged();
@@ -1066,6 +1085,12 @@ export class ChatView {
         return add('info', h('div.line-event.muted.git-state', `Working directory: ${ev.files.length ? summaryText(summaryOf(ev)) : 'no changes'}${ev.branch ? ` on ${ev.branch}` : ''}`));
       case 'merged':
         return add('info', h('div.line-event.merged', `Merged ${ev.branch} into ${ev.base} (${ev.strategy})`));
+      case 'rebased':
+        return add('info', h('div.line-event.rebased', rebasedLineText(ev)));
+      case 'overlap':
+        // Older pages of history (scrolling up) reach the overlaps only through here.
+        this.learnOverlap(ev);
+        return add('info', h('div.line-event.overlap', overlapLineText(ev.paths, this.sessionName(ev.withSessionId))));
       case 'discarded':
         return add('info', h('div.line-event.discarded', `Discarded the worktree and its branch ${ev.branch}`));
       case 'pair_created':

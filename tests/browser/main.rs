@@ -14,6 +14,7 @@ mod chat;
 mod checkpoints;
 mod controls;
 mod history;
+mod overlaps;
 mod pairs;
 mod permissions;
 mod reconnect;

@@ -19,7 +19,7 @@ fn chat(id: &str) -> String {
 }
 
 /// Runs `git ARGS` in `dir`, fails the test on an error, returns stdout trimmed.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -162,7 +162,7 @@ async fn a_worktree_session_shows_its_changes_live_then_merges_and_discards() {
     wait_changes(&page, &id, &["README.md +2 −0", "notes.txt +2 −0"]).await;
     assert_eq!(
         names(&page, &format!("{} .ws-actions button", chat(&id))).await,
-        json!(["Merge…", "Discard"])
+        json!(["Rebase", "Merge…", "Discard"])
     );
     b.click(&format!("{} .ws-file[data-path='README.md']", chat(&id)))
         .await;
