@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod adapter;
+pub mod checks;
 pub mod clock;
 pub mod cluster;
 pub mod cluster_link;

@@ -25,6 +25,7 @@
  * @typedef {object} ChangeSummary
  * @property {number} added Lines added.
  * @property {string} branch The Worker's branch.
+ * @property {Array<CheckResult> | null} [checks] The checks run as the delegation ended (`checks_on_delegation` in the repository's `.tandem/worktree.toml`), if any.
  * @property {number} files Files changed against its base.
  * @property {number} removed Lines removed.
  */

@@ -141,6 +141,10 @@ pub struct ChangeSummary {
     pub added: u64,
     /// Lines removed.
     pub removed: u64,
+    /// The checks run as the delegation ended (`checks_on_delegation` in the
+    /// repository's `.tandem/worktree.toml`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<Vec<CheckResult>>,
 }
 
 impl ChangeSummary {
@@ -151,6 +155,7 @@ impl ChangeSummary {
             files: state.files.len() as u64,
             added: state.files.iter().map(|f| f.added).sum(),
             removed: state.files.iter().map(|f| f.removed).sum(),
+            checks: None,
         }
     }
 }
@@ -465,7 +470,8 @@ mod tests {
                 branch: "tandem/abc".into(),
                 files: 1,
                 added: 2,
-                removed: 1
+                removed: 1,
+                checks: None,
             }
         );
         let merge: SessionMergeParams =

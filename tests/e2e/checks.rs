@@ -228,3 +228,81 @@ async fn a_check_is_confined_like_the_agents() {
         "{peek}"
     );
 }
+
+/// With `checks_on_delegation`, a worktree Worker's delegation end runs the checks on
+/// its branch; their outcome travels with its changes to the Driver (the waiting
+/// `send_to_partner`'s result, and the pushed-back text) and is in its history.
+#[actix_rt::test]
+async fn a_workers_delegation_end_runs_the_checks_and_the_driver_sees_them() {
+    let server = Server::start_with(tandem_tests::ServerOptions {
+        args: vec!["--worker-workspace".into(), "worktree".into()],
+        ..tandem_tests::ServerOptions::default()
+    });
+    let base = repo(&server, "proj");
+    project(
+        &base,
+        "checks_on_delegation = true\n\
+         [[checks]]\nname = \"has-w\"\ncommand = \"test -f w.txt && echo found\"\n\
+         [[checks]]\nname = \"lint\"\ncommand = \"echo lint says no; exit 4\"\n",
+    );
+    let mut ws = server.ws().await;
+    let d = session(&mut ws, json!({"cwd": base})).await;
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/write w.txt by the worker"}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    let checks = &out["changes"]["checks"];
+    assert_eq!(checks[0]["name"], "has-w", "{out}");
+    assert_eq!(checks[0]["status"], "passed", "{out}");
+    assert_eq!(checks[0]["logTail"], "found\n", "{out}");
+    assert_eq!(checks[1]["status"], "failed", "{out}");
+    assert_eq!(checks[1]["exitCode"], 4, "{out}");
+    let w = out["partnerId"].as_str().unwrap().to_string();
+    let recorded = tandem_tests::eventually("the Worker's check events", async || {
+        let events: Vec<Value> = server
+            .all_events(&w)
+            .await
+            .into_iter()
+            .filter(|e| e["kind"] == "check")
+            .collect();
+        (events.len() == 2).then_some(events)
+    })
+    .await;
+    assert_eq!(recorded[1]["name"], "lint");
+    let (_, winfo) = server.get(&format!("/api/v1/sessions/{w}")).await;
+    assert_eq!(winfo["lastChecks"], *checks);
+
+    // Pushed back, the text says so, with the failing check's output.
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/write x.txt more\n/hold checks-pushed", "wait": false}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    server.release("checks-pushed").await;
+    let pushed = tandem_tests::eventually("the result is pushed back", async || {
+        server.all_events(&d).await.into_iter().find(|e| {
+            e["kind"] == "user_message"
+                && e["internal"] == true
+                && e["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("Checks on its branch"))
+        })
+    })
+    .await;
+    let text = pushed["text"].as_str().unwrap();
+    assert!(
+        text.contains("has-w passed, lint FAILED (exit 4)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("End of lint's output:\nlint says no"),
+        "{text}"
+    );
+}

@@ -568,7 +568,11 @@ async fn send_report(cluster: &Cluster, pending: PendingReport) {
     // Summed up at each try: a report waits for the pair's node only while that node
     // is away, and the Worker takes no other delegation meanwhile.
     let changes = match rt.session_info(&worker_id) {
-        Some(info) => crate::workspace::state::delegation_changes(&info).await,
+        Some(info) => {
+            let summary = rt.check_env().delegation_summary(&info).await;
+            crate::pair::record_checks(rt.session_handle(&worker_id).as_ref(), summary.as_ref());
+            summary
+        }
         None => None,
     };
     let call = PairCall::Ended {

@@ -555,9 +555,15 @@ impl Handler<WorkerTurnEnded> for PairActor {
             self.resolve(outcome, ctx);
             return;
         };
-        // A worktree Worker's changes are summed up off this mailbox, then the
-        // delegation resolves with them.
-        let summed = async move { crate::workspace::state::delegation_changes(&info).await };
+        // A worktree Worker's changes are summed up (and its repository's checks run)
+        // off this mailbox, then the delegation resolves with them.
+        let env = self.services.checks.clone();
+        let worker = self.services.sessions.get(&info.id);
+        let summed = async move {
+            let summary = env.delegation_summary(&info).await;
+            record_checks(worker.as_ref(), summary.as_ref());
+            summary
+        };
         ctx.spawn(
             actix::fut::wrap_future(summed).map(move |changes, act: &mut PairActor, ctx| {
                 outcome.changes = changes;
@@ -566,6 +572,19 @@ impl Handler<WorkerTurnEnded> for PairActor {
                 }
             }),
         );
+    }
+}
+
+/// Appends the checks a delegation's end ran to the Worker's history.
+pub(crate) fn record_checks(
+    worker: Option<&crate::session::SessionHandle>,
+    summary: Option<&tandem_protocol::workspace::ChangeSummary>,
+) {
+    if let (Some(worker), Some(results)) = (worker, summary.and_then(|s| s.checks.clone())) {
+        worker.addr.do_send(crate::session::ChecksDone {
+            results,
+            record_events: true,
+        });
     }
 }
 

@@ -12,11 +12,42 @@ pub fn pushback(delegation: &DelegationRecord, outcome: &Outcome) -> String {
         Some(c) => format!(
             "{text}\n\nThe Worker works in its own git worktree, on branch {}: {} files \
              changed, +{} -{} lines against its base. Review that branch before it is \
-             merged (session.merge); nothing of it is in your checkout yet.",
-            c.branch, c.files, c.added, c.removed
+             merged (session.merge); nothing of it is in your checkout yet.{}",
+            c.branch,
+            c.files,
+            c.added,
+            c.removed,
+            checks_line(c.checks.as_deref())
         ),
         None => text,
     }
+}
+
+/// The checks a delegation's end ran, for the Driver: " Checks: unit passed, lint
+/// failed (exit 2)." and the output of those that did not pass; empty when none ran.
+fn checks_line(checks: Option<&[tandem_protocol::workspace::CheckResult]>) -> String {
+    use tandem_protocol::workspace::CheckStatus;
+    let Some(checks) = checks.filter(|c| !c.is_empty()) else {
+        return String::new();
+    };
+    let said: Vec<String> = checks
+        .iter()
+        .map(|c| match (c.status, c.exit_code) {
+            (CheckStatus::Passed, _) => format!("{} passed", c.name),
+            (CheckStatus::Failed, Some(code)) => format!("{} FAILED (exit {code})", c.name),
+            (CheckStatus::Failed, None) => format!("{} FAILED", c.name),
+            (CheckStatus::TimedOut, _) => format!("{} TIMED OUT", c.name),
+        })
+        .collect();
+    let mut line = format!("\n\nChecks on its branch: {}.", said.join(", "));
+    for c in checks.iter().filter(|c| c.status != CheckStatus::Passed) {
+        let tail: String = {
+            let lines: Vec<&str> = c.log_tail.lines().collect();
+            lines[lines.len().saturating_sub(20)..].join("\n")
+        };
+        line.push_str(&format!("\n\nEnd of {}'s output:\n{tail}", c.name));
+    }
+    line
 }
 
 fn pushback_text(delegation: &DelegationRecord, outcome: &Outcome) -> String {

@@ -11,7 +11,7 @@ use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::session::{ChecksDone, RecordEvent};
-use crate::workspace::{checks, project, WorkspaceError};
+use crate::workspace::{project, WorkspaceError};
 
 impl Runtime {
     /// `session.check` (owner only): refused while a turn runs; no turn starts, and no
@@ -29,11 +29,9 @@ impl Runtime {
         let (dir, _) = working_dir(&info)?;
         let _claim = OpClaim::take(self, &info.id)?;
         let project = self.project_of(&info).await?;
-        let env = crate::adapter::process::inherited(std::env::vars_os());
-        let launcher = self.inner.config.confinement.launcher.clone();
         let mut results = Vec::new();
         for spec in &project.checks {
-            let result = checks::run(spec, &dir, &env, launcher.as_ref()).await;
+            let result = self.inner.services.checks.run_one(spec, &dir).await;
             handle
                 .addr
                 .send(RecordEvent(EventBody::Check {
@@ -46,6 +44,7 @@ impl Runtime {
             .addr
             .send(ChecksDone {
                 results: results.clone(),
+                record_events: false,
             })
             .await?;
         Ok(SessionCheckResult {

@@ -196,6 +196,10 @@ impl Runtime {
         }
         let uploads =
             crate::uploads::Uploads::open(&config.data_dir, store.clone(), config.uploads)?;
+        let checks = crate::checks::CheckEnv {
+            launcher: config.confinement.launcher.clone(),
+            private: config.private_paths(),
+        };
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -213,6 +217,7 @@ impl Runtime {
                 outbox: Default::default(),
                 cluster: Default::default(),
                 overlaps: Default::default(),
+                checks,
             },
             pairs: Registry::default(),
             tokens: DashMap::new(),

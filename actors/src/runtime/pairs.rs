@@ -28,6 +28,17 @@ impl Runtime {
         self.inner.services.sessions.get(id).map(|h| h.addr)
     }
 
+    /// A live session's handle; `None` for an unknown or archived id.
+    pub fn session_handle(&self, id: &str) -> Option<crate::session::SessionHandle> {
+        self.inner.services.sessions.get(id)
+    }
+
+    /// What running a repository's checks needs (a Worker's delegation end on this
+    /// node).
+    pub fn check_env(&self) -> &crate::checks::CheckEnv {
+        &self.inner.services.checks
+    }
+
     /// A live session's published metadata, read without messaging its actor.
     pub fn session_info(&self, id: &str) -> Option<SessionInfo> {
         self.inner

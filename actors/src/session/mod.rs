@@ -84,6 +84,8 @@ pub struct Services {
     /// What each live worktree session changed: siblings that change the same files
     /// are told (`overlap` events).
     pub overlaps: Arc<crate::workspace::overlap::Overlaps>,
+    /// Runs a repository's checks (`session.check`, a Worker's delegation end).
+    pub checks: crate::checks::CheckEnv,
 }
 
 /// A live session actor's address and the metadata it publishes.

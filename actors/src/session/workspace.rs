@@ -155,18 +155,32 @@ impl Handler<PublishGitState> for SessionActor {
     }
 }
 
-/// `session.check` ended: its results, kept for the merge gate.
+/// Checks ran in this session's working directory: their results, kept for the
+/// merge gate.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ChecksDone {
     /// Every check's outcome, in order.
     pub results: Vec<tandem_protocol::workspace::CheckResult>,
+    /// Append their `check` events too (a delegation's end ran them; `session.check`
+    /// appends each as it ends).
+    pub record_events: bool,
 }
 
 impl Handler<ChecksDone> for SessionActor {
     type Result = ();
 
     fn handle(&mut self, msg: ChecksDone, _: &mut Context<Self>) {
+        if msg.record_events {
+            for result in &msg.results {
+                self.emit(
+                    None,
+                    EventBody::Check {
+                        result: result.clone(),
+                    },
+                );
+            }
+        }
         self.record.last_checks = Some(msg.results);
         self.touch();
         self.flush();

@@ -5,7 +5,6 @@
 //! blocking pool.
 
 pub mod checkpoint;
-pub mod checks;
 pub mod diff;
 pub mod error;
 pub mod files;

@@ -35,6 +35,9 @@ pub struct Project {
     /// A merge whose last checks did not all pass is refused (`CHECKS_FAILED`) unless
     /// forced.
     pub merge_requires_checks: bool,
+    /// The checks run when a worktree Worker's delegation ends, and their outcome
+    /// goes to the Driver with the Worker's changes.
+    pub checks_on_delegation: bool,
 }
 
 /// One check.
@@ -98,12 +101,12 @@ mod tests {
     #[test]
     fn checks_and_settings_are_read_and_unknown_keys_ignored() {
         let p = parse(
-            "merge_requires_checks = true\nsetup = [\"npm ci\"]\n\
+            "merge_requires_checks = true\nchecks_on_delegation = true\nsetup = [\"npm ci\"]\n\
              [[checks]]\nname = \"unit\"\ncommand = \"make test\"\n\
              [[checks]]\nname = \"lint\"\ncommand = \"make lint\"\ntimeout_secs = 30\n",
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        assert!(p.merge_requires_checks);
+        assert!(p.merge_requires_checks && p.checks_on_delegation);
         assert_eq!(p.checks.len(), 2);
         assert_eq!(p.checks[0].timeout_secs, 600);
         assert_eq!(p.checks[1].timeout_secs, 30);

@@ -5,15 +5,67 @@
 //! output (stdout and stderr, interleaved) kept to the last 8 KiB.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use tandem_protocol::workspace::{CheckResult, CheckStatus};
+use tandem_protocol::workspace::{ChangeSummary, CheckResult, CheckStatus};
+use tandem_protocol::SessionInfo;
 use tokio::io::AsyncReadExt;
 
-use super::project::CheckSpec;
 use crate::adapter::confine::Launcher;
+use crate::workspace::project::{self, CheckSpec};
+
+/// What running checks needs of the server: the agents' launcher and the paths never
+/// read. Held by the sessions' services, so a pair runs a Worker's checks.
+#[derive(Debug, Clone, Default)]
+pub struct CheckEnv {
+    /// Confines the checks where agents are confined.
+    pub launcher: Option<Launcher>,
+    /// The server's own paths (data directory, config file).
+    pub private: Vec<PathBuf>,
+}
+
+impl CheckEnv {
+    /// Runs `spec` in `workdir` with the server's environment minus its own variables.
+    pub async fn run_one(&self, spec: &CheckSpec, workdir: &Path) -> CheckResult {
+        let env = crate::adapter::process::inherited(std::env::vars_os());
+        run(spec, workdir, &env, self.launcher.as_ref()).await
+    }
+
+    /// Runs `specs` in `workdir`, in order.
+    pub async fn run_all(&self, specs: &[CheckSpec], workdir: &Path) -> Vec<CheckResult> {
+        let mut out = Vec::new();
+        for spec in specs {
+            out.push(self.run_one(spec, workdir).await);
+        }
+        out
+    }
+
+    /// A worktree Worker's branch and diff summary as its delegation ends, with the
+    /// checks the repository runs then (`checks_on_delegation`); `None` for a Worker
+    /// without an active worktree.
+    pub async fn delegation_summary(&self, info: &SessionInfo) -> Option<ChangeSummary> {
+        let mut summary = crate::workspace::state::delegation_changes(info).await?;
+        let (dir, private) = (PathBuf::from(&info.cwd), self.private.clone());
+        let read = actix_rt::task::spawn_blocking(move || project::read(&dir, &private)).await;
+        let project = match read {
+            Ok(Ok(project)) => project,
+            Ok(Err(e)) => {
+                tracing::warn!(session = %info.id, error = %e, "no checks on delegation");
+                return Some(summary);
+            }
+            Err(e) => {
+                tracing::warn!(session = %info.id, error = %e, "no checks on delegation");
+                return Some(summary);
+            }
+        };
+        if project.checks_on_delegation && !project.checks.is_empty() {
+            summary.checks = Some(self.run_all(&project.checks, Path::new(&info.cwd)).await);
+        }
+        Some(summary)
+    }
+}
 
 /// Bytes of output kept, from the end.
 pub const LOG_TAIL_BYTES: usize = 8 * 1024;
