@@ -272,7 +272,7 @@
 
 /**
  * A machine-readable error code. Clients branch on these; the message is for humans.
- * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'REWIND_NOT_SUPPORTED' | 'INVALID_ANCHOR' | 'DELEGATION_IN_FLIGHT' | 'INVALID_ATTACHMENT' | 'NO_SUCH_UPLOAD' | 'ATTACHMENT_TOO_LARGE' | 'ATTACHMENT_NOT_SUPPORTED' | 'NOT_A_GIT_REPOSITORY' | 'NOT_A_WORKTREE' | 'SESSION_BUSY' | 'NO_SUCH_CHECKPOINT' | 'BASE_DIRTY' | 'MERGE_CONFLICT' | 'CHECKS_FAILED' | 'PATH_OUTSIDE_WORKSPACE' | 'NO_SUCH_FILE' | 'BINARY_FILE' | 'FILE_TOO_LARGE' | 'PRECONDITION_FAILED' | 'REQUEST_TIMEOUT')} ErrorCode
+ * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'REWIND_NOT_SUPPORTED' | 'INVALID_ANCHOR' | 'DELEGATION_IN_FLIGHT' | 'INVALID_ATTACHMENT' | 'NO_SUCH_UPLOAD' | 'ATTACHMENT_TOO_LARGE' | 'ATTACHMENT_NOT_SUPPORTED' | 'NOT_A_GIT_REPOSITORY' | 'NOT_A_WORKTREE' | 'SESSION_BUSY' | 'NO_SUCH_CHECKPOINT' | 'BASE_DIRTY' | 'MERGE_CONFLICT' | 'CHECKS_FAILED' | 'PUSH_REFUSED' | 'PATH_OUTSIDE_WORKSPACE' | 'NO_SUCH_FILE' | 'BINARY_FILE' | 'FILE_TOO_LARGE' | 'PRECONDITION_FAILED' | 'REQUEST_TIMEOUT')} ErrorCode
  */
 
 /**
@@ -285,7 +285,7 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, kind: 'review', summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, kind: 'review', summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -474,6 +474,14 @@
 /**
  * Where a Worker proposal stands.
  * @typedef {('pending' | 'starting' | 'running' | 'completed' | 'interrupted' | 'error' | 'declined')} ProposalStatus
+ */
+
+/**
+ * Where a branch was pushed.
+ * @typedef {object} PushedBranch
+ * @property {string} branch The branch written there.
+ * @property {string} commit The commit pushed.
+ * @property {string} remote The remote's name in the base repository.
  */
 
 /**
@@ -821,6 +829,23 @@
  */
 
 /**
+ * Fields of `session.push`.
+ * @typedef {object} SessionPushParams
+ * @property {string | null} [branch] The branch to write there (default: the session's own).
+ * @property {string | null} [remote] A remote of the base repository (default: the base branch's upstream remote, else `origin`).
+ * @property {string} sessionId The worktree session.
+ */
+
+/**
+ * `session.push` reply and `POST /sessions/{id}/push` answer.
+ * @typedef {object} SessionPushResult
+ * @property {string} branch The branch written there.
+ * @property {string} commit The commit pushed (the branch's tip, its uncommitted changes committed).
+ * @property {string} remote The remote pushed to.
+ * @property {string} sessionId The session.
+ */
+
+/**
  * Fields of `session.rebase`.
  * @typedef {object} SessionRebaseParams
  * @property {string} sessionId The worktree session.
@@ -1105,7 +1130,9 @@
  * @property {string} baseCheckout The checkout where `base` is checked out, which `session.merge` merges into (the repository the `cwd` was in, or the parent's worktree for a spawned session or a Worker of a worktree Driver).
  * @property {string} baseCommit The commit the branch started from.
  * @property {string} branch The session's own branch, `tandem/<short id>`.
+ * @property {boolean} [merged] True once `session.merge` merged the branch.
  * @property {WorkspaceMode} mode Always `worktree` (shared sessions have no `workspace`).
+ * @property {(PushedBranch | null)} [pushed] Where `session.push` last pushed the branch; a discard keeps a pushed or merged branch.
  * @property {WorktreeState} state Active, or discarded.
  */
 
@@ -1155,6 +1182,7 @@
  *   'session.handoff': {params: SessionHandoffParams, result: SessionHandoffResult},
  *   'session.mcp-token': {params: SessionMcpTokenParams, result: SessionMcpTokenResult},
  *   'session.merge': {params: SessionMergeParams, result: SessionMergeResult},
+ *   'session.push': {params: SessionPushParams, result: SessionPushResult},
  *   'session.rebase': {params: SessionRebaseParams, result: SessionRebaseResult},
  *   'session.restore': {params: SessionRestoreParams, result: SessionRestoreResult},
  *   'session.schedule': {params: SessionScheduleParams, result: SessionScheduleResult},

@@ -124,6 +124,9 @@ pub enum ErrorCode {
     /// (`merge_requires_checks`) and the session's last ones did not all pass (or none
     /// ran); the message names them. `force: true` merges anyway.
     ChecksFailed,
+    /// `session.push` was refused by the remote (or could not reach it); the message
+    /// is git's.
+    PushRefused,
     /// A file path leads outside the session's working directory (`..`, an absolute
     /// path, or a symlink pointing out).
     PathOutsideWorkspace,
@@ -198,7 +201,8 @@ impl ErrorCode {
             | ErrorCode::SessionBusy
             | ErrorCode::BaseDirty
             | ErrorCode::MergeConflict
-            | ErrorCode::ChecksFailed => 409,
+            | ErrorCode::ChecksFailed
+            | ErrorCode::PushRefused => 409,
             ErrorCode::NoSuchFile => 404,
             ErrorCode::BinaryFile => 415,
             ErrorCode::FileTooLarge => 413,
@@ -258,6 +262,7 @@ mod tests {
             (ErrorCode::BaseDirty, "BASE_DIRTY", 409),
             (ErrorCode::MergeConflict, "MERGE_CONFLICT", 409),
             (ErrorCode::ChecksFailed, "CHECKS_FAILED", 409),
+            (ErrorCode::PushRefused, "PUSH_REFUSED", 409),
             (
                 ErrorCode::PathOutsideWorkspace,
                 "PATH_OUTSIDE_WORKSPACE",

@@ -220,6 +220,12 @@ pub enum EventBody {
         /// this one.
         undo: String,
     },
+    /// `session.push` pushed the session's branch.
+    Pushed {
+        /// Where.
+        #[serde(flatten)]
+        to: crate::workspace::PushedBranch,
+    },
     /// A check of `session.check` ended.
     Check {
         /// Its outcome.
@@ -416,6 +422,7 @@ impl EventBody {
             EventBody::Restored { .. } => "restored",
             EventBody::Rebased { .. } => "rebased",
             EventBody::Check { .. } => "check",
+            EventBody::Pushed { .. } => "pushed",
             EventBody::Merged { .. } => "merged",
             EventBody::Discarded { .. } => "discarded",
         }

@@ -398,6 +398,9 @@ operations! {
     /// `session.merge`: merge the worktree's branch into its base.
     SessionMerge "session.merge" SessionMergeParams => SessionMergeResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/merge", "Merge the worktree's branch into its base (as session.merge).", Some(of::<crate::workspace::MergeBody>), 200, of::<crate::workspace::SessionMergeResult>);
+    /// `session.push`: push the worktree's branch to a remote of its base repository.
+    SessionPush "session.push" crate::workspace::SessionPushParams => crate::workspace::SessionPushResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/push", "Push the worktree's branch to a remote of its base repository (as session.push).", Some(of::<crate::workspace::PushBody>), 200, of::<crate::workspace::SessionPushResult>);
     /// `session.check`: run the repository's checks in the working directory.
     SessionCheck "session.check" crate::workspace::SessionCheckParams => crate::workspace::SessionCheckResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/check", "Run the checks of the repository's .tandem/worktree.toml in the session's working directory (as session.check).", Some(of::<EmptyBody>), 200, of::<crate::workspace::SessionCheckResult>);

@@ -66,6 +66,66 @@ pub struct WorkspaceInfo {
     pub base_checkout: String,
     /// Active, or discarded.
     pub state: WorktreeState,
+    /// Where `session.push` last pushed the branch; a discard keeps a pushed or
+    /// merged branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<PushedBranch>,
+    /// True once `session.merge` merged the branch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub merged: bool,
+}
+
+/// Where a branch was pushed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PushedBranch {
+    /// The remote's name in the base repository.
+    pub remote: String,
+    /// The branch written there.
+    pub branch: String,
+    /// The commit pushed.
+    pub commit: String,
+}
+
+/// Fields of `session.push`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionPushParams {
+    /// The worktree session.
+    pub session_id: String,
+    /// A remote of the base repository (default: the base branch's upstream remote,
+    /// else `origin`).
+    #[serde(default)]
+    pub remote: Option<String>,
+    /// The branch to write there (default: the session's own).
+    #[serde(default)]
+    pub branch: Option<String>,
+}
+
+/// Body of `POST /sessions/{id}/push` (as `session.push`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PushBody {
+    /// A remote of the base repository.
+    #[serde(default)]
+    pub remote: Option<String>,
+    /// The branch to write there.
+    #[serde(default)]
+    pub branch: Option<String>,
+}
+
+/// `session.push` reply and `POST /sessions/{id}/push` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPushResult {
+    /// The session.
+    pub session_id: String,
+    /// The remote pushed to.
+    pub remote: String,
+    /// The branch written there.
+    pub branch: String,
+    /// The commit pushed (the branch's tip, its uncommitted changes committed).
+    pub commit: String,
 }
 
 /// How a changed file changed, against the base (worktree sessions) or HEAD (shared).

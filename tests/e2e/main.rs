@@ -43,6 +43,7 @@ mod overlaps;
 mod pair_gone;
 mod pairs;
 mod permissions;
+mod push;
 mod queue_usage;
 mod rest_parity;
 mod restart;

@@ -488,6 +488,30 @@ async fn every_documented_route_answers_as_described() {
         Some(json!({"turnId": checkpoint["turnId"]})),
     )
     .await;
+    let bare = server.dir.path().join("openapi-remote.git");
+    let made = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&bare)
+        .status()
+        .unwrap()
+        .success();
+    assert!(made);
+    let added = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args(["remote", "add", "origin"])
+        .arg(&bare)
+        .status()
+        .unwrap()
+        .success();
+    assert!(added);
+    c.ok(
+        "post",
+        &format!("/sessions/{wt}/push"),
+        "/sessions/{id}/push",
+        Some(json!({})),
+    )
+    .await;
     c.ok(
         "post",
         &format!("/sessions/{wt}/check"),

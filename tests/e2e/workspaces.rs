@@ -444,7 +444,8 @@ async fn kill_during_a_merge_or_a_discard_is_clean_after_restart() {
     .await;
     assert_eq!(info["workspace"]["branch"], branch.as_str());
     assert!(!cwd.exists());
-    assert_eq!(git(&base, &["branch", "--list", &branch]), "");
+    // It was merged, so the discard (finished by the recovery) keeps the branch.
+    assert_eq!(git(&base, &["branch", "--list", &branch]), branch);
 }
 
 #[actix_rt::test]
@@ -709,7 +710,8 @@ async fn spawned_children_of_a_worktree_session_get_their_own_worktrees() {
             .iter()
             .filter_map(|d| std::fs::read_to_string(d.join("c.txt")).ok())
             .collect();
-        (read.len() == 2).then_some(read)
+        // A file being written can be read empty: only whole lines count.
+        (read.len() == 2 && read.iter().all(|c| c.ends_with('\n'))).then_some(read)
     })
     .await;
     assert_eq!(contents, vec!["one\n".to_string(), "two\n".to_string()]);

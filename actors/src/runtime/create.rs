@@ -146,8 +146,12 @@ impl Runtime {
                     let info = worktree::create(&from, &at, &sid, request.base_ref.as_deref())?;
                     if let Some(commit) = request.files_from.as_deref() {
                         if let Err(e) = checkpoint::materialize(&at, commit) {
-                            let _ =
-                                worktree::remove(Path::new(&info.base_checkout), &at, &info.branch);
+                            let _ = worktree::remove(
+                                Path::new(&info.base_checkout),
+                                &at,
+                                &info.branch,
+                                false,
+                            );
                             return Err(e);
                         }
                     }
@@ -212,7 +216,7 @@ impl Runtime {
                 // Not created: its worktree goes too.
                 let dir = PathBuf::from(&record.cwd);
                 let _ = actix_rt::task::spawn_blocking(move || {
-                    worktree::remove(Path::new(&ws.base_checkout), &dir, &ws.branch)
+                    worktree::remove(Path::new(&ws.base_checkout), &dir, &ws.branch, false)
                 })
                 .await;
             }

@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use tandem_protocol::workspace::{
-    DirListing, FileContent, FileDiff, FileSaved, GitState, MergeStrategy, SessionDiscardResult,
-    SessionMergeResult, SessionRebaseResult, WorkspaceInfo, WorktreeState,
+    DirListing, FileContent, FileDiff, FileSaved, GitState, MergeStrategy, PushedBranch,
+    SessionDiscardResult, SessionMergeResult, SessionPushResult, SessionRebaseResult,
+    WorkspaceInfo, WorktreeState,
 };
 use tandem_protocol::{EventBody, SessionInfo};
 
@@ -17,7 +18,7 @@ use crate::crash::crash_point;
 use crate::error::RuntimeError;
 use crate::session::WorkspaceChanged;
 use crate::workspace::journal::{self, Entry, Operation};
-use crate::workspace::{diff, files, merge, rebase, state, worktree, WorkspaceError};
+use crate::workspace::{diff, files, merge, push, rebase, state, worktree, WorkspaceError};
 
 use super::Runtime;
 
@@ -95,6 +96,7 @@ impl Runtime {
             base_head: plan.base_head.clone(),
             branch_tip: plan.branch_tip.clone(),
             strategy: Some(strategy),
+            keep_branch: false,
             started_at: now_ms(),
         };
         {
@@ -117,6 +119,8 @@ impl Runtime {
             }
         };
         crash_point(&writer, "workspace.merge.merged").await;
+        let mut merged = ws.clone();
+        merged.merged = true;
         self.record_workspace_change(
             &info.id,
             EventBody::Merged {
@@ -125,7 +129,7 @@ impl Runtime {
                 strategy,
                 commit: commit.clone(),
             },
-            Some(ws.clone()),
+            Some(merged),
         )
         .await?;
         let id = info.id.clone();
@@ -177,6 +181,40 @@ impl Runtime {
         })
     }
 
+    /// `session.push`: the worktree's branch, its uncommitted changes committed, to a
+    /// remote of its base repository; a `pushed` event, and the branch is kept when
+    /// the worktree is discarded.
+    pub async fn push_session(
+        &self,
+        who: &Principal,
+        session_id: &str,
+        remote: Option<String>,
+        branch: Option<String>,
+    ) -> Result<SessionPushResult, RuntimeError> {
+        let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
+        let message = format!("tandem: changes of {}", info.title.replace('\0', ""));
+        let done = {
+            let (wt, ws) = (PathBuf::from(&info.cwd), ws.clone());
+            blocking(move || push::push(&wt, &ws, remote.as_deref(), branch.as_deref(), &message))
+                .await?
+        };
+        let to = PushedBranch {
+            remote: done.remote,
+            branch: done.branch,
+            commit: done.commit,
+        };
+        let mut pushed = ws.clone();
+        pushed.pushed = Some(to.clone());
+        self.record_workspace_change(&info.id, EventBody::Pushed { to: to.clone() }, Some(pushed))
+            .await?;
+        Ok(SessionPushResult {
+            session_id: info.id,
+            remote: to.remote,
+            branch: to.branch,
+            commit: to.commit,
+        })
+    }
+
     /// `session.discard`: removes the worktree and its branch.
     pub async fn discard_session(
         &self,
@@ -200,6 +238,7 @@ impl Runtime {
             base_head,
             branch_tip: String::new(),
             strategy: None,
+            keep_branch: ws.pushed.is_some() || ws.merged,
             started_at: now_ms(),
         };
         {
@@ -214,6 +253,7 @@ impl Runtime {
                     Path::new(&entry.base_checkout),
                     Path::new(&entry.worktree),
                     &entry.branch,
+                    entry.keep_branch,
                 )
             })
             .await?;
@@ -360,6 +400,7 @@ impl Runtime {
                         Path::new(&entry.base_checkout),
                         Path::new(&entry.worktree),
                         &entry.branch,
+                        entry.keep_branch,
                     ) {
                         tracing::error!(session = %entry.session_id, error = %e, "discard not completed");
                         continue;

@@ -40,6 +40,9 @@ pub enum WorkspaceError {
     /// not all pass (`CHECKS_FAILED`); says which.
     #[error("{0}")]
     ChecksFailed(String),
+    /// The remote refused the push (`PUSH_REFUSED`); git's message.
+    #[error("the push was refused: {0}")]
+    PushRefused(String),
     /// The path leads outside the working directory.
     #[error("{0} leads outside the session's working directory")]
     PathOutside(String),
@@ -125,6 +128,7 @@ impl WorkspaceError {
                 ErrorCode::MergeConflict
             }
             WorkspaceError::ChecksFailed(_) => ErrorCode::ChecksFailed,
+            WorkspaceError::PushRefused(_) => ErrorCode::PushRefused,
             WorkspaceError::PathOutside(_)
             | WorkspaceError::PathPrivate(_)
             | WorkspaceError::ThroughLink(_) => ErrorCode::PathOutsideWorkspace,

@@ -42,6 +42,9 @@ pub struct Entry {
     /// For a merge: how.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<MergeStrategy>,
+    /// For a discard: the branch stays (it was pushed or merged).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_branch: bool,
     /// When it started, epoch ms: a `merged` event at or after this finished it.
     pub started_at: u64,
 }

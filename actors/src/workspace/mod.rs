@@ -13,6 +13,7 @@ pub mod journal;
 pub mod merge;
 pub mod overlap;
 pub mod project;
+pub mod push;
 pub mod rebase;
 pub mod state;
 pub mod worktree;

@@ -75,12 +75,20 @@ pub fn create(
         base_commit,
         base_checkout: top.to_string_lossy().into_owned(),
         state: WorktreeState::Active,
+        pushed: None,
+        merged: false,
     })
 }
 
-/// Removes the worktree at `dir` and deletes `branch`, whatever of them is left (a
-/// second call, after a crash, finishes what the first began).
-pub fn remove(base_checkout: &Path, dir: &Path, branch: &str) -> Result<(), WorkspaceError> {
+/// Removes the worktree at `dir` and deletes `branch` unless `keep_branch` (a pushed
+/// or merged one), whatever of them is left (a second call, after a crash, finishes
+/// what the first began).
+pub fn remove(
+    base_checkout: &Path,
+    dir: &Path,
+    branch: &str,
+    keep_branch: bool,
+) -> Result<(), WorkspaceError> {
     if dir.exists() {
         let dir_text = dir.to_string_lossy();
         let out = git::output(base_checkout, &["worktree", "remove", "--force", &dir_text])?;
@@ -92,7 +100,7 @@ pub fn remove(base_checkout: &Path, dir: &Path, branch: &str) -> Result<(), Work
         }
     }
     git::run(base_checkout, &["worktree", "prune"])?;
-    if git::is_branch(base_checkout, branch) {
+    if !keep_branch && git::is_branch(base_checkout, branch) {
         git::run(base_checkout, &["branch", "-D", branch])?;
     }
     Ok(())
