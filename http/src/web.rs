@@ -44,6 +44,7 @@ static ASSETS: &[Asset] = &[
     asset!("diff.js", JS),
     asset!("changes.js", JS),
     asset!("overlaps.js", JS),
+    asset!("checks.js", JS),
     asset!("review.js", JS),
     asset!("files.js", JS),
     asset!("dialogs.js", JS),

@@ -1,11 +1,13 @@
 // A session's "Changes" panel: what its working directory changed (the `git_state`
 // the server publishes after a turn, or `GET .../changes` when the panel opens),
-// each file opening its unified diff, and for a worktree session "Rebase", "Merge…"
-// and "Discard". It follows `git_state` events as they come; nothing polls. Lines of
-// the diffs take comments, sent to the agent as a review (review.js). Files a sibling
+// each file opening its unified diff, "Run checks" (the repository's declared
+// checks, checks.js), and for a worktree session "Rebase", "Merge…" and "Discard".
+// It follows `git_state` events as they come; nothing polls. Lines of the diffs take
+// comments, sent to the agent as a review (review.js). Files a sibling
 // worktree changed too are marked, from the view's `overlap` events (overlaps.js).
 
 import { h, clear, append, keepFocus } from './dom.js';
+import { checkRow, runSummaryText } from './checks.js';
 import { diffView, unifiedDiff } from './diff.js';
 import { formDialog } from './dialogs.js';
 import { ReviewDraft } from './review.js';
@@ -47,6 +49,8 @@ export class ChangesPanel {
     this.state = null;
     /** Why there is no state (not a git repository, a failed read). */
     this.problem = '';
+    /** The working directory is in no git repository: nothing to check or merge. */
+    this.noRepo = false;
     /** Paths whose diff is open, so a new state keeps them open (and re-reads them). @type {Set<string>} */
     this.open = new Set();
     /** Bumped per state, so a diff read for an older state is not shown. */
@@ -64,14 +68,30 @@ export class ChangesPanel {
     this.rebasing = false;
     this.mergeBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openMerge() }, 'Merge…');
     this.discardBtn = h('button.btn.tiny.danger', { type: 'button', onclick: () => this.openDiscard() }, 'Discard');
-    this.actionsEl = h('div.row.ws-actions', this.rebaseBtn, this.mergeBtn, this.discardBtn);
+    this.checkBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.runChecks() }, 'Run checks');
+    /** A `session.check` is on its way. */
+    this.checking = false;
+    /** Why the last Run checks was refused. */
+    this.checkError = '';
+    /**
+     * This panel's own run, shown until the session's record says something newer
+     * (`over`: the record's `lastChecks` as JSON when the reply came).
+     * @type {{checks: import('./wire.js').CheckResult[], over: string} | null}
+     */
+    this.ran = null;
+    /** The results drawn, as JSON: an unchanged record does not redraw (and close open outputs). */
+    this.checksKey = '';
+    this.checksStatusEl = h('p.ws-checks-status', { role: 'status' });
+    this.checksListEl = h('ul.ws-checks', { 'aria-label': 'Checks' });
+    this.checksEl = h('div.ws-checks-section', h('h4', 'Checks'), this.checksStatusEl, this.checksListEl);
+    this.actionsEl = h('div.row.ws-actions', this.checkBtn, this.rebaseBtn, this.mergeBtn, this.discardBtn);
     this.listEl = h('ul.ws-files', { 'aria-label': 'Changed files' });
     /** The comments written on this panel's diffs, until sent. */
     this.review = new ReviewDraft({ sessionId: view.id, conn: this.app.conn, root: this.listEl });
     this.el = h('section.ws-panel.changes', { id: `changes-${view.id}`, 'aria-labelledby': headId, onkeydown: (/** @type {KeyboardEvent} */ e) => view.panelKey(e) },
       h('div.panel-head', h('h3', { id: headId }, 'Changes'),
         h('button.btn.tiny', { type: 'button', 'aria-label': 'Close changes', onclick: () => view.showPanel(null) }, '✕')),
-      this.overlapsEl, this.headEl, this.actionsEl, this.rebaseEl, this.statusEl, this.listEl, this.review.el);
+      this.overlapsEl, this.headEl, this.actionsEl, this.rebaseEl, this.checksEl, this.statusEl, this.listEl, this.review.el);
     this.render();
   }
 
@@ -81,6 +101,7 @@ export class ChangesPanel {
     try {
       const s = await this.app.conn.rest('GET', `/sessions/${encodeURIComponent(this.view.id)}/changes`);
       this.problem = '';
+      this.noRepo = false;
       if (events !== this.view.gitEvents) return;
       // The view keeps the newest state and hands it back to this panel.
       this.view.onGitState(s);
@@ -90,7 +111,8 @@ export class ChangesPanel {
         ? 'The working directory is not in a git repository: there are no changes to show.'
         : `Changes could not be read: ${err.message}`;
       // What events said stays shown, unless there is no repository at all.
-      if (err.code === 'NOT_A_GIT_REPOSITORY') this.state = null;
+      this.noRepo = err.code === 'NOT_A_GIT_REPOSITORY';
+      if (this.noRepo) this.state = null;
       this.render();
     }
   }
@@ -99,6 +121,7 @@ export class ChangesPanel {
   update(state) {
     this.state = state;
     this.problem = '';
+    this.noRepo = false;
     this.gen++;
     this.render();
   }
@@ -112,12 +135,20 @@ export class ChangesPanel {
     const ws = this.view.info.workspace;
     const s = this.state;
     const active = !!ws && ws.mode === 'worktree' && ws.state !== 'discarded';
-    this.actionsEl.hidden = !active;
+    const checkable = ws?.state !== 'discarded' && !this.noRepo;
+    this.actionsEl.hidden = !active && !checkable;
     this.rebaseEl.hidden = !active;
-    this.rebaseBtn.disabled = this.view.busy;
+    for (const btn of [this.rebaseBtn, this.mergeBtn, this.discardBtn]) {
+      btn.hidden = !active;
+      // The server would refuse them while checks run too (SESSION_BUSY).
+      btn.disabled = this.view.busy || this.checking;
+    }
     this.rebaseBtn.title = ws ? `Move ${ws.branch} onto the current head of ${ws.base}` : '';
-    this.mergeBtn.disabled = this.view.busy;
-    this.discardBtn.disabled = this.view.busy;
+    this.checkBtn.hidden = !checkable;
+    this.checkBtn.disabled = this.view.busy;
+    // Off while its own run goes, but not `disabled`: that would drop the focus.
+    this.checkBtn.setAttribute('aria-disabled', String(this.checking));
+    this.renderChecks(checkable);
     const parts = [];
     if (ws?.mode === 'worktree') {
       parts.push(h('span', 'Own worktree on ', h('code', ws.branch), ' from ', h('code', ws.base)));
@@ -242,6 +273,51 @@ export class ChangesPanel {
     }
   }
 
+  // ---- checks ---------------------------------------------------------------------
+
+  /** Runs the repository's checks; their results (or the refusal) show in the panel. */
+  async runChecks() {
+    if (this.checking || this.view.busy) return;
+    this.checking = true;
+    this.checkError = '';
+    this.renderHead();
+    try {
+      const r = await this.app.conn.request('session.check', { sessionId: this.view.id });
+      this.ran = { checks: r.checks, over: JSON.stringify(this.view.info.lastChecks ?? null) };
+    } catch (e) {
+      // SESSION_BUSY, or INVALID_ARGUMENT naming the broken .tandem/worktree.toml.
+      this.checkError = `Checks not run: ${/** @type {Error} */ (e).message}`;
+    } finally {
+      this.checking = false;
+      this.renderHead();
+    }
+  }
+
+  /** The last results known (this panel's run, else the session's `lastChecks`), or null. */
+  shownChecks() {
+    const recorded = this.view.info.lastChecks ?? null;
+    // The record catches up with this panel's run around its reply; once it says
+    // something else after that, a run from elsewhere is newer.
+    if (this.ran && this.ran.over !== JSON.stringify(recorded)) this.ran = null;
+    return this.ran?.checks ?? recorded;
+  }
+
+  /** The Checks section: running, refused, or the results. @param {boolean} checkable */
+  renderChecks(checkable) {
+    const checks = this.shownChecks();
+    const status = this.checking ? 'Running checks…'
+      : this.checkError || (checks && !checks.length ? 'This repository declares no checks (.tandem/worktree.toml)' : runSummaryText(checks || []));
+    this.checksStatusEl.textContent = status;
+    this.checksStatusEl.classList.toggle('error-text', !this.checking && !!this.checkError);
+    this.checksListEl.hidden = this.checking || !checks?.length;
+    // Nothing ran and nothing runs: no empty heading.
+    this.checksEl.hidden = !checkable || !status;
+    const key = JSON.stringify(checks);
+    if (key === this.checksKey) return;
+    this.checksKey = key;
+    clear(this.checksListEl).append(...(checks || []).map(checkRow));
+  }
+
   // ---- rebase, merge and discard ------------------------------------------------
 
   /** Moves the branch onto its base's head; the answer, or the conflict, shows here. */
@@ -267,6 +343,8 @@ export class ChangesPanel {
     const strategy = /** @type {HTMLSelectElement} */ (h('select.field', { name: 'strategy' },
       h('option', { value: 'merge' }, 'Merge commit'), h('option', { value: 'squash' }, 'Squash into one commit')));
     const message = /** @type {HTMLInputElement} */ (h('input.field', { type: 'text', name: 'message', placeholder: 'Optional: tandem writes one' }));
+    /** Set by "Merge anyway" for the one submit it makes. */
+    let force = false;
     const d = formDialog({
       title: 'Merge this worktree',
       className: 'merge',
@@ -277,9 +355,22 @@ export class ChangesPanel {
         /** @type {import('./wire.js').SessionMergeParams} */
         const params = { sessionId: this.view.id, strategy: /** @type {any} */ (strategy.value) };
         if (message.value.trim()) params.message = message.value.trim();
+        if (force) params.force = true;
+        force = false;
         const r = await this.app.conn.request('session.merge', params);
         this.app.toast(`Merged ${r.branch} into ${r.base}`);
       },
+      // The repository wants passing checks first; the person may know better. A
+      // plain button (not a submit), so Enter in a field never forces a merge.
+      refused: (err) => err.code === 'CHECKS_FAILED'
+        ? h('p.row', h('button.btn.danger', {
+          type: 'button',
+          onclick: () => {
+            force = true;
+            /** @type {HTMLFormElement} */ (d.el.querySelector('form')).requestSubmit();
+          },
+        }, 'Merge anyway'))
+        : null,
     });
     d.el.addEventListener('close', () => d.el.remove());
     d.open();

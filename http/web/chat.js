@@ -13,6 +13,7 @@ import { Rewinds, forkedText } from './rewind.js';
 /** @typedef {import('./wire.js').HistoryEvent} HistoryEvent */
 import { ComposerAttachments, attachmentsView } from './attach.js';
 import { ChangesPanel, summaryOf, summaryText } from './changes.js';
+import { checkLine, checksSummaryText } from './checks.js';
 import { FilesPanel } from './files.js';
 import { reviewCard } from './review.js';
 import { Overlaps, overlapLineText, rebasedLineText } from './overlaps.js';
@@ -1074,9 +1075,12 @@ export class ChatView {
           this.fillCost(line);
           this.refreshUsage();
         }
-        // A Worker in its own worktree: what it changed, and a way to review it.
+        // A Worker in its own worktree: what it changed, how its checks went (the
+        // Worker's conversation has their output), and a way to review it.
+        const checks = checksSummaryText(ev.changes?.checks || []);
         const changed = mine && !ev.active && ev.changes
-          ? h('span.delegation-changes', ` · changed ${summaryText(ev.changes)} on `, h('code', ev.changes.branch), ' ',
+          ? h('span.delegation-changes', ` · changed ${summaryText(ev.changes)} on `, h('code', ev.changes.branch),
+            checks ? h('span.delegation-checks', ` · ${checks}`) : null, ' ',
             h('button.btn.tiny', { type: 'button', onclick: () => this.app.openChanges(ev.to) }, 'Review the Worker’s changes'))
           : null;
         return add('info', h(`div.line-event.delegation${ev.active ? '.active' : ''}`, `⇄ ${text}`, cost, changed));
@@ -1087,6 +1091,8 @@ export class ChatView {
         return add('info', h('div.line-event.merged', `Merged ${ev.branch} into ${ev.base} (${ev.strategy})`));
       case 'rebased':
         return add('info', h('div.line-event.rebased', rebasedLineText(ev)));
+      case 'check':
+        return add('info', checkLine(ev));
       case 'overlap':
         // Older pages of history (scrolling up) reach the overlaps only through here.
         this.learnOverlap(ev);

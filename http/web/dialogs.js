@@ -3,7 +3,7 @@
 // submit sends one public-protocol request; a refusal is shown in the dialog, which
 // stays open with what was entered.
 
-import { h, clear } from './dom.js';
+import { h, clear, append } from './dom.js';
 
 let nextId = 1;
 
@@ -18,9 +18,10 @@ let nextId = 1;
 /**
  * A modal form: `fields` are `[label, control]` rows; `submit` runs on submit and
  * closes the dialog when it resolves, or shows its error (and the paths it names,
- * such as a refused merge's conflicting files). `danger` marks a submit that
- * destroys something.
- * @param {{title: string, fields: [string, HTMLElement][], submitLabel: string, submit: () => Promise<void>, className?: string, intro?: HTMLElement | string, danger?: boolean}} spec
+ * such as a refused merge's conflicting files), with what `refused` adds for that
+ * error (a way to retry differently). `danger` marks a submit that destroys
+ * something.
+ * @param {{title: string, fields: [string, HTMLElement][], submitLabel: string, submit: () => Promise<void>, className?: string, intro?: HTMLElement | string, danger?: boolean, refused?: (err: import('./conn.js').RequestError) => HTMLElement | null}} spec
  * @returns {FormDialog}
  */
 export function formDialog(spec) {
@@ -38,7 +39,9 @@ export function formDialog(spec) {
           await spec.submit();
           el.close();
         } catch (err) {
-          showError(error, /** @type {import('./conn.js').RequestError} */ (err));
+          const refusal = /** @type {import('./conn.js').RequestError} */ (err);
+          showError(error, refusal);
+          append(error, [spec.refused?.(refusal)]);
         } finally {
           submitBtn.disabled = false;
         }

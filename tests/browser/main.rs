@@ -12,6 +12,7 @@
 mod attachments;
 mod chat;
 mod checkpoints;
+mod checks;
 mod controls;
 mod history;
 mod overlaps;

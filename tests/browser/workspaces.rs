@@ -162,7 +162,7 @@ async fn a_worktree_session_shows_its_changes_live_then_merges_and_discards() {
     wait_changes(&page, &id, &["README.md +2 −0", "notes.txt +2 −0"]).await;
     assert_eq!(
         names(&page, &format!("{} .ws-actions button", chat(&id))).await,
-        json!(["Rebase", "Merge…", "Discard"])
+        json!(["Run checks", "Rebase", "Merge…", "Discard"])
     );
     b.click(&format!("{} .ws-file[data-path='README.md']", chat(&id)))
         .await;
@@ -264,7 +264,8 @@ async fn a_worktree_session_shows_its_changes_live_then_merges_and_discards() {
     )
     .await;
     assert!(!tree.exists(), "the worktree is gone");
-    assert_eq!(git(&base, &["branch", "--list", "tandem/*"]), "");
+    // It was merged first, so its branch is kept.
+    assert_eq!(git(&base, &["branch", "--list", "tandem/*"]), branch);
     assert_eq!(info(&page, &id).await["workspace"]["state"], "discarded");
 }
 
