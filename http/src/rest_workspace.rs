@@ -14,7 +14,9 @@ use tandem_protocol::rest_control::RestoreBody;
 use tandem_protocol::workspace::{
     DiffQuery, FileSave, MergeBody, PathQuery, SessionMergeParams, MAX_FILE_BYTES,
 };
-use tandem_protocol::workspace::{SessionCheckParams, SessionRebaseParams};
+use tandem_protocol::workspace::{
+    PushBody, SessionCheckParams, SessionPushParams, SessionRebaseParams,
+};
 
 use crate::error::ApiError;
 use crate::request::{body, query, run, Caller, Json, NoBody};
@@ -30,6 +32,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
         .service(at("/sessions/{id}/discard").route(web::post().to(discard)))
         .service(at("/sessions/{id}/rebase").route(web::post().to(rebase)))
         .service(at("/sessions/{id}/check").route(web::post().to(check)))
+        .service(at("/sessions/{id}/push").route(web::post().to(push)))
         .service(at("/sessions/{id}/files").route(web::get().to(list)))
         .service(
             at("/sessions/{id}/files/content")
@@ -136,6 +139,21 @@ async fn check(
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
     Ok(HttpResponse::Ok().json(run(&state, &who, SessionCheckParams { session_id }).await?))
+}
+
+/// `POST /sessions/{id}/push` (as `session.push`).
+async fn push(
+    who: Caller,
+    id: web::Path<String>,
+    Json(b): Json<PushBody>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let params = SessionPushParams {
+        session_id: id.into_inner(),
+        remote: b.remote,
+        branch: b.branch,
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
 
 /// `GET /sessions/{id}/files?path=`.

@@ -215,6 +215,10 @@ async fn workspace(
         R::SessionDiscard(p) => json(rt.discard_session(who, &p.session_id).await?),
         R::SessionRebase(p) => json(rt.rebase_session(who, &p.session_id).await?),
         R::SessionCheck(p) => json(rt.check_session(who, &p.session_id).await?),
+        R::SessionPush(p) => json(
+            rt.push_session(who, &p.session_id, p.remote, p.branch)
+                .await?,
+        ),
         R::SessionFiles(p) => json(SessionFilesResult {
             listing: rt
                 .list_files(who, &p.session_id, p.path.unwrap_or_default())
