@@ -181,6 +181,7 @@ pub fn message(
     diff: &str,
     comments: &[ReviewComment],
     summary: Option<&str>,
+    heading: &str,
 ) -> Result<String, RuntimeError> {
     let files = parse(diff);
     let mut quoted = Vec::new();
@@ -196,7 +197,7 @@ pub fn message(
     }
     let count = comments.len();
     let mut out = format!(
-        "Review of your changes: {count} comment{}. Address each one.\n",
+        "{heading}: {count} comment{}. Address each one.\n",
         if count == 1 { "" } else { "s" }
     );
     if let Some(summary) = summary.map(str::trim).filter(|s| !s.is_empty()) {
@@ -307,6 +308,7 @@ new file mode 100644
                 comment("new.txt", 1, None, ReviewSide::New),
             ],
             Some("Nice overall."),
+            "Review of your changes",
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert!(
@@ -343,6 +345,7 @@ new file mode 100644
                 comment("src/a.rs", 3, Some(2), ReviewSide::New),
             ],
             None,
+            "Review of your changes",
         );
         let Err(RuntimeError::InvalidAnchor(why)) = refused else {
             panic!("{refused:?}");

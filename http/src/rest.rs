@@ -256,6 +256,7 @@ async fn post_review(
         session_id: id.into_inner(),
         comments: body.comments,
         summary: body.summary,
+        to: body.to,
     };
     let done = run(&state, &who, params).await?;
     Ok(HttpResponse::Accepted().json(TurnAccepted {

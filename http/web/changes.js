@@ -87,7 +87,7 @@ export class ChangesPanel {
     this.actionsEl = h('div.row.ws-actions', this.checkBtn, this.rebaseBtn, this.mergeBtn, this.discardBtn);
     this.listEl = h('ul.ws-files', { 'aria-label': 'Changed files' });
     /** The comments written on this panel's diffs, until sent. */
-    this.review = new ReviewDraft({ sessionId: view.id, conn: this.app.conn, root: this.listEl });
+    this.review = new ReviewDraft({ sessionId: view.id, conn: this.app.conn, root: this.listEl, isWorker: () => view.info?.role === 'worker' });
     this.el = h('section.ws-panel.changes', { id: `changes-${view.id}`, 'aria-labelledby': headId, onkeydown: (/** @type {KeyboardEvent} */ e) => view.panelKey(e) },
       h('div.panel-head', h('h3', { id: headId }, 'Changes'),
         h('button.btn.tiny', { type: 'button', 'aria-label': 'Close changes', onclick: () => view.showPanel(null) }, '✕')),

@@ -110,11 +110,14 @@ export class ReviewDraft {
    * @param {string} deps.sessionId
    * @param {import('./conn.js').Conn} deps.conn
    * @param {HTMLElement} deps.root the element holding the panel's diffs
+   * @param {() => boolean} deps.isWorker whether the session is a Worker, whose review
+   *   may go to its Driver instead
    */
-  constructor({ sessionId, conn, root }) {
+  constructor({ sessionId, conn, root, isWorker }) {
     this.sessionId = sessionId;
     this.conn = conn;
     this.root = root;
+    this.isWorker = isWorker;
     /** @type {ReviewComment[]} */
     this.comments = [];
     /** The comment being written: where it began (`start`, a number on its side) and
@@ -338,8 +341,10 @@ export class ReviewDraft {
     this.headEl = h('h4', { id: headId });
     this.listEl = h('ol.review-pending');
     this.summaryEl = /** @type {HTMLTextAreaElement} */ (h('textarea.field', { rows: 2, maxlength: MAX_CHARS, 'aria-label': 'Review summary (optional)', placeholder: 'Summary (optional)' }));
-    this.sendBtn = h('button.btn.primary', { type: 'button', onclick: () => this.send() });
-    this.pendingEl = h('div.review-pending-box', this.headEl, this.listEl, this.summaryEl, h('div.row', this.sendBtn));
+    this.sendBtn = h('button.btn.primary', { type: 'button', onclick: () => this.send('session') });
+    // A Worker's change is the Driver's to judge: the review can go there instead.
+    this.driverBtn = h('button.btn', { type: 'button', onclick: () => this.send('driver') }, 'Send to its Driver');
+    this.pendingEl = h('div.review-pending-box', this.headEl, this.listEl, this.summaryEl, h('div.row', this.sendBtn, this.driverBtn));
     // Focusable, so the focus has a place to go when Send goes away with its comments.
     this.statusEl = h('p.review-status', { role: 'status', tabindex: '-1' });
     this.errorEl = h('p.error-text.review-error', { role: 'alert' });
@@ -355,15 +360,22 @@ export class ReviewDraft {
       this.removeButton(c))));
     this.sendBtn.textContent = `Send review (${n})`;
     this.sendBtn.disabled = this.sending;
+    this.driverBtn.hidden = !this.isWorker();
+    this.driverBtn.disabled = this.sending;
     if (n) this.statusEl.textContent = '';
   }
 
-  /** Sends the pending comments; they stay when the server refuses them. */
-  async send() {
+  /**
+   * Sends the pending comments to the session's agent, or to its Driver; they stay
+   * when the server refuses them.
+   * @param {import('./wire.js').ReviewTarget} to
+   */
+  async send(to) {
     const comments = this.comments.slice();
     if (!comments.length || this.sending) return;
     /** @type {import('./wire.js').ChatReviewParams} */
     const params = { sessionId: this.sessionId, comments };
+    if (to === 'driver') params.to = 'driver';
     if (this.summaryEl.value.trim()) params.summary = this.summaryEl.value.trim();
     this.sending = true;
     this.errorEl.textContent = '';
@@ -374,7 +386,7 @@ export class ReviewDraft {
       this.summaryEl.value = '';
       this.sending = false;
       this.refresh();
-      this.statusEl.textContent = `Review sent: ${comments.length} comment${comments.length === 1 ? '' : 's'} went to the agent.`;
+      this.statusEl.textContent = `Review sent: ${comments.length} comment${comments.length === 1 ? '' : 's'} went to ${to === 'driver' ? 'its Driver' : 'the agent'}.`;
       if (!this.comments.length) this.statusEl.focus();
     } catch (e) {
       const err = /** @type {import('./conn.js').RequestError} */ (e);

@@ -131,12 +131,13 @@
  * @property {Array<ReviewComment>} comments The comments, 1 to 50.
  * @property {string} sessionId The session whose diff is reviewed; its agent gets the review as a turn.
  * @property {string | null} [summary] A general remark, put before the comments.
+ * @property {(ReviewTarget | null)} [to] `session` (default) or, for a Worker's diff, `driver`.
  */
 
 /**
  * `chat.review` reply: the turn that carries the review.
  * @typedef {object} ChatReviewResult
- * @property {string} sessionId The session.
+ * @property {string} sessionId The session whose turn it is: the reviewed one, or its Driver.
  * @property {string} turnId The turn whose user message is the review.
  */
 
@@ -510,6 +511,11 @@
 /**
  * Which side of the diff a comment's lines are on.
  * @typedef {('new' | 'old')} ReviewSide
+ */
+
+/**
+ * Who a review goes to.
+ * @typedef {('session' | 'driver')} ReviewTarget
  */
 
 /**

@@ -47,6 +47,17 @@ fn new_side() -> ReviewSide {
     ReviewSide::New
 }
 
+/// Who a review goes to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ReviewTarget {
+    /// The session whose diff it is (its agent fixes it).
+    #[default]
+    Session,
+    /// That session is a Worker: its Driver, as a message about the Worker's change.
+    Driver,
+}
+
 /// Fields of `chat.review`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -60,6 +71,13 @@ pub struct ChatReviewParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 20_000))]
     pub summary: Option<String>,
+    /// `session` (default) or, for a Worker's diff, `driver`.
+    #[serde(
+        default,
+        deserialize_with = "crate::strict::name_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub to: Option<ReviewTarget>,
 }
 
 impl Validate for ChatReviewParams {
@@ -101,7 +119,7 @@ impl Validate for ChatReviewParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatReviewResult {
-    /// The session.
+    /// The session whose turn it is: the reviewed one, or its Driver.
     pub session_id: String,
     /// The turn whose user message is the review.
     pub turn_id: String,
@@ -118,4 +136,11 @@ pub struct ReviewBody {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 20_000))]
     pub summary: Option<String>,
+    /// `session` (default) or, for a Worker's diff, `driver`.
+    #[serde(
+        default,
+        deserialize_with = "crate::strict::name_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub to: Option<ReviewTarget>,
 }

@@ -175,3 +175,65 @@ async fn a_review_the_diff_cannot_anchor_is_refused_and_sends_nothing() {
     assert_eq!(users.len(), 1, "{users:?}");
     assert_eq!(users[0]["text"], "/hold review-busy");
 }
+
+/// A review of a Worker's diff sent to its Driver: anchored in the Worker's diff,
+/// delivered as a turn of the Driver that names the Worker and its branch; the
+/// Worker's history has none of it. A session that is no Worker cannot.
+#[actix_rt::test]
+async fn a_review_of_a_workers_diff_goes_to_its_driver() {
+    let server = Server::start_with(ServerOptions {
+        args: vec!["--worker-workspace".into(), "worktree".into()],
+        ..ServerOptions::default()
+    });
+    let dir = repo(&server, "proj");
+    let mut ws = server.ws().await;
+    let d = ws.ok(json!({"type": "session.create", "cwd": dir})).await["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.subscribe(&d, 0).await;
+    let (out, err) = ws
+        .scripted_tool(
+            &d,
+            "send_to_partner",
+            json!({"message": "/write w.txt worker"}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    let w = out["partnerId"].as_str().unwrap().to_string();
+    let branch = out["changes"]["branch"].as_str().unwrap().to_string();
+
+    let reply = ws
+        .ok(
+            json!({"type": "chat.review", "sessionId": w, "to": "driver",
+            "comments": [{"path": "w.txt", "line": 1, "body": "Name it better."}]}),
+        )
+        .await;
+    assert_eq!(reply["sessionId"], d.as_str(), "{reply}");
+    let events = ws.events_until_turn_end(&d).await;
+    let user = events.iter().find(|e| e["kind"] == "user_message").unwrap();
+    let text = user["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "Review of your Worker's changes (session {w} on branch {branch})"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("+worker\n```\n> Name it better."), "{text}");
+    assert!(events.iter().any(|e| e["kind"] == "review"));
+    assert!(!server
+        .all_events(&w)
+        .await
+        .iter()
+        .any(|e| e["kind"] == "review"));
+
+    // The Driver itself is no Worker.
+    let (status, body) = server
+        .post(
+            &format!("/api/v1/sessions/{d}/review"),
+            &json!({"to": "driver", "comments": [{"path": "a.txt", "line": 1, "body": "x"}]}),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "INVALID_ARGUMENT", "{body}");
+}
