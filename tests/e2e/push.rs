@@ -1,7 +1,8 @@
 //! `session.push` against real git: a worktree's branch, its uncommitted changes
 //! committed, lands in a local bare repository as the remote; a refused push (not a
 //! fast-forward) carries git's message; a remote the repository lacks and a bad name
-//! are refused; and a discard keeps a pushed branch and deletes one never pushed.
+//! are refused; a discard keeps a pushed branch and deletes one never pushed, and so
+//! does archiving, which removes the worktree.
 
 use serde_json::json;
 use tandem_tests::{Server, WsClient};
@@ -170,4 +171,38 @@ async fn a_push_runs_no_command_the_repository_configures() {
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "PUSH_REFUSED", "{body}");
     assert!(!marker.exists(), "the ext:: transport ran");
+}
+
+/// Archiving a worktree session removes its worktree, and its branch unless that was
+/// pushed.
+#[actix_rt::test]
+async fn archiving_removes_the_worktree_and_an_unpushed_branch() {
+    let server = Server::start();
+    let dir = repo(&server, "proj");
+    let remote = server.dir.path().join("remote.git");
+    git(
+        server.dir.path(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    git(&dir, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    let mut ws = server.ws().await;
+    let mut ends = Vec::new();
+    for push in [false, true] {
+        let sid = worktree_with(&mut ws, &dir, "x.txt").await;
+        let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+        let tree = std::path::PathBuf::from(info["cwd"].as_str().unwrap());
+        let branch = info["workspace"]["branch"].as_str().unwrap().to_string();
+        if push {
+            let (status, body) = server
+                .post(&format!("/api/v1/sessions/{sid}/push"), &json!({}))
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+        let (status, body) = server.delete(&format!("/api/v1/sessions/{sid}")).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(!tree.exists(), "the worktree is gone");
+        ends.push(!git(&dir, &["branch", "--list", &branch]).is_empty());
+    }
+    assert_eq!(ends, [false, true], "only the pushed branch stays");
+    assert!(!git(&dir, &["worktree", "list"]).contains("worktrees/"));
 }

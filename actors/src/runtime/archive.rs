@@ -1,11 +1,15 @@
 //! `DELETE /api/v1/sessions/{id}`: archive a session and forget its actor.
 
+use std::path::Path;
+
+use tandem_protocol::workspace::WorktreeState;
 use tandem_protocol::SessionInfo;
 
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::session::{Archive, OverlapNotice};
+use crate::workspace::worktree;
 
 impl Runtime {
     /// Archives a session `who` may drive: it must be idle, unpaired, with no
@@ -27,6 +31,28 @@ impl Runtime {
                     with: notice.with,
                     paths: notice.paths,
                 });
+            }
+        }
+        // Its worktree goes with it, and its branch unless that was pushed or merged.
+        if let Some(ws) = info
+            .workspace
+            .clone()
+            .filter(|w| w.state == WorktreeState::Active)
+        {
+            let dir = std::path::PathBuf::from(&info.cwd);
+            let keep = ws.pushed.is_some() || ws.merged;
+            let removed = actix_rt::task::spawn_blocking(move || {
+                worktree::remove(Path::new(&ws.base_checkout), &dir, &ws.branch, keep)
+            })
+            .await;
+            match removed {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(session = %id, error = %e, "removing an archived session's worktree failed")
+                }
+                Err(e) => {
+                    tracing::warn!(session = %id, error = %e, "removing an archived session's worktree failed")
+                }
             }
         }
         // Its checkpoints go with it, from the repository they were made in.
