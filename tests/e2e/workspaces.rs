@@ -319,11 +319,11 @@ async fn worktree_needs_a_repository_and_survives_a_restart() {
     let (_, again) = server.get(&format!("/api/v1/sessions/{sid}")).await;
     assert_eq!(again["workspace"], info["workspace"]);
     assert!(cwd.join("new.txt").exists());
-    // Archiving keeps the worktree (its branch is the user's work).
+    // Archiving removes the worktree and its branch (never pushed nor merged).
     let (status, body) = server.delete(&format!("/api/v1/sessions/{sid}")).await;
     assert_eq!(status, 200, "{body}");
-    assert!(cwd.exists());
-    assert!(git(&base, &["branch", "--list", "tandem/*"]).contains(&sid[4..12]));
+    assert!(!cwd.exists());
+    assert!(!git(&base, &["branch", "--list", "tandem/*"]).contains(&sid[4..12]));
 }
 
 #[actix_rt::test]
