@@ -261,6 +261,7 @@ pub struct ChatEditSendParams {
     pub session_id: String,
     /// The `seq` of the `user_message` to replace: one of an ended turn of this
     /// session that no earlier rewind superseded.
+    #[serde(deserialize_with = "crate::strict::whole")]
     pub anchor_seq: u64,
     /// The new message: a string or content blocks, as `chat.send`'s `content`, and
     /// run the same way.
@@ -283,6 +284,7 @@ pub struct SessionForkParams {
     /// The session forked.
     pub session_id: String,
     /// The `seq` of a `user_message` of an ended turn of it that no rewind superseded.
+    #[serde(deserialize_with = "crate::strict::whole")]
     pub anchor_seq: u64,
     /// The fork's title; the source's with " · fork" when absent. 1 to 200
     /// characters once trimmed.

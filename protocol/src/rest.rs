@@ -171,6 +171,7 @@ pub struct PostMessage {
 pub struct PostEditSend {
     /// The `seq` of the `user_message` to replace.
     #[schemars(range(min = 1, max = crate::MAX_SEQ))]
+    #[serde(deserialize_with = "crate::strict::whole")]
     pub anchor_seq: u64,
     /// The new message: a string, or a list of content blocks (as on `chat.send`).
     pub content: crate::content::MessageContent,

@@ -76,6 +76,7 @@ pub struct PermissionAnswer {
 pub struct ForkBody {
     /// The `seq` of the `user_message` whose turn the fork's conversation ends with.
     #[schemars(range(min = 1, max = crate::MAX_SEQ))]
+    #[serde(deserialize_with = "crate::strict::whole")]
     pub anchor_seq: u64,
     /// The fork's title (default: the source's with " · fork").
     #[serde(default)]

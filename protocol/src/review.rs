@@ -30,9 +30,14 @@ pub struct ReviewComment {
     pub path: String,
     /// The first line commented on, 1-based, on `side`.
     #[schemars(range(min = 1, max = 4_294_967_295_u32))]
+    #[serde(deserialize_with = "crate::strict::whole")]
     pub line: u32,
     /// The last line (default `line`); the lines between must all be in the diff.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::strict::whole_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 1, max = 4_294_967_295_u32))]
     pub end_line: Option<u32>,
     /// `new` (default) or `old`.

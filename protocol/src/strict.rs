@@ -154,10 +154,100 @@ pub fn name_opt<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d.deserialize_option(NameOptionVisitor(PhantomData))
 }
 
+/// A non-negative whole number: a JSON integer, or a number with no fraction (`7.0`),
+/// which JSON Schema's `integer` also counts; too big for `T`, negative or fractional
+/// is refused.
+struct WholeVisitor<T>(PhantomData<T>);
+
+impl<T: TryFrom<u64>> Visitor<'_> for WholeVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a non-negative whole number")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        T::try_from(v).map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        let unsigned = u64::try_from(v)
+            .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))?;
+        self.visit_u64(unsigned)
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
+        // Below 2^53 every whole f64 is the integer it was written as.
+        if v.fract() == 0.0 && (0.0..9_007_199_254_740_992.0).contains(&v) {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            return self.visit_u64(v as u64);
+        }
+        Err(E::invalid_value(serde::de::Unexpected::Float(v), &self))
+    }
+}
+
+/// An integer field as JSON Schema reads `integer`: `7` or `7.0`.
+pub fn whole<'de, D: Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<T, D::Error> {
+    d.deserialize_any(WholeVisitor(PhantomData))
+}
+
+/// An optional [`whole`] field: `null` (or absent, with `#[serde(default)]`) is `None`.
+pub fn whole_opt<'de, D: Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<Option<T>, D::Error> {
+    struct Opt<T>(PhantomData<T>);
+    impl<'de, T: TryFrom<u64>> Visitor<'de> for Opt<T> {
+        type Value = Option<T>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a non-negative whole number or null")
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+            whole(d).map(Some)
+        }
+    }
+    d.deserialize_option(Opt(PhantomData))
+}
+
 #[cfg(test)]
 mod tests {
     use serde::Deserialize;
     use serde_json::json;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Counted {
+        #[serde(deserialize_with = "super::whole")]
+        n: u32,
+        #[serde(default, deserialize_with = "super::whole_opt")]
+        m: Option<u64>,
+    }
+
+    #[test]
+    fn whole_numbers_may_be_written_as_floats_with_no_fraction() {
+        let read = |v| serde_json::from_value::<Counted>(v);
+        assert_eq!(
+            read(json!({"n": 7.0, "m": 1877353911201699.0})).unwrap_or_else(|e| panic!("{e}")),
+            Counted {
+                n: 7,
+                m: Some(1_877_353_911_201_699)
+            }
+        );
+        assert_eq!(
+            read(json!({"n": 3, "m": null})).unwrap_or_else(|e| panic!("{e}")),
+            Counted { n: 3, m: None }
+        );
+        for bad in [
+            json!({"n": 7.5}),
+            json!({"n": -1}),
+            json!({"n": 4294967296_u64}),
+            json!({"n": "7"}),
+        ] {
+            assert!(read(bad.clone()).is_err(), "{bad}");
+        }
+    }
 
     #[derive(Debug, Deserialize, PartialEq)]
     struct Inner {
