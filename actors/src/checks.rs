@@ -1,20 +1,15 @@
-//! Running one check of `.tandem/worktree.toml`: `sh -c COMMAND` in the working
-//! directory, confined like the session's agent where agents are (a check's command
-//! comes from a file agents can write, so it never runs with more than they have),
-//! in a process group of its own that is killed whole at the time limit, with its
-//! output (stdout and stderr, interleaved) kept to the last 8 KiB.
+//! Running the checks of `.tandem/worktree.toml` in a working directory, each as a
+//! bounded shell command ([`crate::scripts::shell`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-
-use tandem_protocol::workspace::{ChangeSummary, CheckResult, CheckStatus};
-use tandem_protocol::SessionInfo;
-use tokio::io::AsyncReadExt;
+use std::time::Duration;
 
 use crate::adapter::confine::Launcher;
+use crate::scripts::shell::{Ending, Shell};
 use crate::workspace::project::{self, CheckSpec};
+use tandem_protocol::workspace::{ChangeSummary, CheckResult, CheckStatus};
+use tandem_protocol::SessionInfo;
 
 /// What running checks needs of the server: the agents' launcher and the paths never
 /// read. Held by the sessions' services, so a pair runs a Worker's checks.
@@ -67,9 +62,6 @@ impl CheckEnv {
     }
 }
 
-/// Bytes of output kept, from the end.
-pub const LOG_TAIL_BYTES: usize = 8 * 1024;
-
 /// Runs `spec` in `workdir` with environment `env` (the server's minus its own
 /// variables), through `launcher` when agents are confined.
 pub async fn run(
@@ -78,90 +70,34 @@ pub async fn run(
     env: &BTreeMap<String, String>,
     launcher: Option<&Launcher>,
 ) -> CheckResult {
-    let started = Instant::now();
-    let shell = Path::new("/bin/sh");
-    let mut cmd = match launcher {
-        Some(l) => l.command(shell, env, Some(workdir)),
-        None => tokio::process::Command::new(shell),
+    let done = Shell {
+        command: &spec.command,
+        workdir,
+        env,
+        launcher,
+        limit: Duration::from_secs(spec.timeout_secs),
+        progress_every: Duration::MAX,
+    }
+    .run(|_| {}, |_| {})
+    .await;
+    let (status, exit_code, log_tail) = match done.ending {
+        Ending::Exited(Some(0)) => (CheckStatus::Passed, Some(0), done.tail),
+        Ending::Exited(code) => (CheckStatus::Failed, code, done.tail),
+        Ending::Broken(why) if done.tail.is_empty() => (CheckStatus::Failed, None, why),
+        Ending::Broken(why) => (CheckStatus::Failed, None, format!("{}\n[{why}]", done.tail)),
+        Ending::TimedOut => (
+            CheckStatus::TimedOut,
+            None,
+            format!("{}\n[killed after {}s]", done.tail, spec.timeout_secs),
+        ),
     };
-    // One stream, in the order the command wrote it.
-    cmd.arg("-c")
-        .arg(format!("exec 2>&1\n{}", spec.command))
-        .current_dir(workdir)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true);
-    let result = |status, exit_code, log_tail| CheckResult {
+    CheckResult {
         name: spec.name.clone(),
         status,
         exit_code,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        duration_ms: u64::try_from(done.elapsed.as_millis()).unwrap_or(u64::MAX),
         log_tail,
-    };
-    let mut child = match cmd.spawn() {
-        Ok(child) => child,
-        Err(e) => return result(CheckStatus::Failed, None, format!("could not start: {e}")),
-    };
-    let group = child.id();
-    let mut out = child.stdout.take();
-    let mut tail = Vec::new();
-    let work = async {
-        if let Some(out) = out.as_mut() {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = out.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > 2 * LOG_TAIL_BYTES {
-                    tail.drain(..tail.len() - LOG_TAIL_BYTES);
-                }
-            }
-        }
-        child.wait().await
-    };
-    let limit = Duration::from_secs(spec.timeout_secs);
-    let outcome = tokio::time::timeout(limit, work).await;
-    let text = tail_text(&tail);
-    match outcome {
-        Ok(Ok(status)) if status.success() => result(CheckStatus::Passed, Some(0), text),
-        Ok(Ok(status)) => result(CheckStatus::Failed, status.code(), text),
-        Ok(Err(e)) => result(
-            CheckStatus::Failed,
-            None,
-            format!("{text}\n[wait failed: {e}]"),
-        ),
-        Err(_) => {
-            kill_group(group);
-            result(
-                CheckStatus::TimedOut,
-                None,
-                format!("{text}\n[killed after {}s]", spec.timeout_secs),
-            )
-        }
     }
-}
-
-/// The last [`LOG_TAIL_BYTES`] of `bytes` as text, cut at a character boundary.
-fn tail_text(bytes: &[u8]) -> String {
-    let from = bytes.len().saturating_sub(LOG_TAIL_BYTES);
-    let text = String::from_utf8_lossy(&bytes[from..]).into_owned();
-    text.trim_start_matches('\u{FFFD}').to_string()
-}
-
-/// Kills the process group a check leads, so what its shell started goes too.
-fn kill_group(leader: Option<u32>) {
-    let Some(pid) = leader
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return;
-    };
-    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
 }
 
 #[cfg(test)]
@@ -199,6 +135,6 @@ mod tests {
         assert!(slow.log_tail.starts_with("begun\n"), "{}", slow.log_tail);
         assert!(slow.duration_ms < 10_000, "{}", slow.duration_ms);
         let long = run(&spec("yes x | head -c 100000", 10), &dir, &env, None).await;
-        assert_eq!(long.log_tail.len(), LOG_TAIL_BYTES);
+        assert_eq!(long.log_tail.len(), crate::scripts::shell::LOG_TAIL_BYTES);
     }
 }

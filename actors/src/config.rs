@@ -57,6 +57,9 @@ pub struct RuntimeConfig {
     /// kernel enforces); reported on `GET /vendors`. Each configured vendor's
     /// [`crate::adapter::VendorProcess::confine`] holds the launcher.
     pub confinement: crate::adapter::confine::Confinement,
+    /// The ports worktrees get as `TANDEM_PORT`, one each (`[workspace] ports`,
+    /// `--worktree-ports`).
+    pub worktree_ports: std::ops::RangeInclusive<u16>,
 }
 
 impl RuntimeConfig {
@@ -121,6 +124,7 @@ impl RuntimeConfig {
             uploads: crate::uploads::UploadLimits::default(),
             worker_workspace: tandem_protocol::workspace::WorkspaceMode::Shared,
             confinement: crate::adapter::confine::Confinement::off("not configured"),
+            worktree_ports: crate::scripts::DEFAULT_PORTS,
         }
     }
 }

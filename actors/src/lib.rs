@@ -28,6 +28,7 @@ pub mod registry;
 pub mod review;
 pub mod runtime;
 pub mod schedule;
+pub mod scripts;
 pub mod session;
 pub mod store;
 #[cfg(test)]

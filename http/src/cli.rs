@@ -174,6 +174,10 @@ pub struct ServeArgs {
     /// config file's `[workspace] worker_workspace`.
     #[arg(long, value_parser = ["shared", "worktree"])]
     worker_workspace: Option<String>,
+    /// The ports worktrees get as `TANDEM_PORT`, one each, `FIRST-LAST` (default
+    /// 41000-41999); overrides the config file's `[workspace] ports`.
+    #[arg(long)]
+    worktree_ports: Option<String>,
     /// Most WebSocket connections one user may hold open.
     #[arg(long, default_value_t = 1024)]
     max_connections_per_user: usize,
@@ -427,6 +431,13 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         .and_then(tandem_protocol::workspace::WorkspaceMode::parse)
         .or(file.workspace.worker_workspace)
         .unwrap_or_default();
+    if let Some(ports) = args
+        .worktree_ports
+        .as_deref()
+        .or(file.workspace.ports.as_deref())
+    {
+        runtime.worktree_ports = port_range(ports)?;
+    }
     runtime.commit_batch = args.commit_batch.max(1);
     runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
     runtime.total_queue_bytes = args.total_queue_bytes.max(runtime.client_queue_bytes);
@@ -508,4 +519,16 @@ fn init_tracing() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
+}
+
+/// `FIRST-LAST` as a range of ports (1024 and up).
+fn port_range(text: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
+    let bad = || format!("worktree ports `{text}`: give FIRST-LAST, 1024 to 65535, FIRST <= LAST");
+    let (first, last) = text.trim().split_once('-').ok_or_else(bad)?;
+    let first: u16 = first.trim().parse().map_err(|_| bad())?;
+    let last: u16 = last.trim().parse().map_err(|_| bad())?;
+    if first < 1024 || first > last {
+        return Err(bad());
+    }
+    Ok(first..=last)
 }

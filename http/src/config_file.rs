@@ -117,6 +117,9 @@ pub struct WorkspaceSection {
     /// and `send_to_partner` create: `shared` (default) or `worktree`.
     #[serde(default)]
     pub worker_workspace: Option<tandem_protocol::workspace::WorkspaceMode>,
+    /// The ports worktrees get as `TANDEM_PORT`, one each: `"FIRST-LAST"`.
+    #[serde(default)]
+    pub ports: Option<String>,
 }
 
 /// Why the file could not be used. The message names the file, and for a bad value

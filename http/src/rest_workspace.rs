@@ -18,6 +18,8 @@ use tandem_protocol::workspace::{
     PushBody, SessionCheckParams, SessionPushParams, SessionRebaseParams,
 };
 
+use tandem_protocol::scripts::{SessionRunLogParams, SessionRunParams, SessionRunStopParams};
+
 use crate::error::ApiError;
 use crate::request::{body, query, run, Caller, Json, NoBody};
 use crate::state::AppState;
@@ -33,6 +35,9 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
         .service(at("/sessions/{id}/rebase").route(web::post().to(rebase)))
         .service(at("/sessions/{id}/check").route(web::post().to(check)))
         .service(at("/sessions/{id}/push").route(web::post().to(push)))
+        .service(at("/sessions/{id}/run").route(web::post().to(run_start)))
+        .service(at("/sessions/{id}/run/stop").route(web::post().to(run_stop)))
+        .service(at("/sessions/{id}/run/log").route(web::get().to(run_log)))
         .service(at("/sessions/{id}/files").route(web::get().to(list)))
         .service(
             at("/sessions/{id}/files/content")
@@ -139,6 +144,38 @@ async fn check(
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
     Ok(HttpResponse::Ok().json(run(&state, &who, SessionCheckParams { session_id }).await?))
+}
+
+/// `POST /sessions/{id}/run` (as `session.run`).
+async fn run_start(
+    who: Caller,
+    id: web::Path<String>,
+    _: NoBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let session_id = id.into_inner();
+    Ok(HttpResponse::Ok().json(run(&state, &who, SessionRunParams { session_id }).await?))
+}
+
+/// `POST /sessions/{id}/run/stop` (as `session.run-stop`).
+async fn run_stop(
+    who: Caller,
+    id: web::Path<String>,
+    _: NoBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let session_id = id.into_inner();
+    Ok(HttpResponse::Ok().json(run(&state, &who, SessionRunStopParams { session_id }).await?))
+}
+
+/// `GET /sessions/{id}/run/log` (as `session.run-log`).
+async fn run_log(
+    who: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let session_id = id.into_inner();
+    Ok(HttpResponse::Ok().json(run(&state, &who, SessionRunLogParams { session_id }).await?))
 }
 
 /// `POST /sessions/{id}/push` (as `session.push`).

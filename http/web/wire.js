@@ -286,7 +286,7 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, kind: 'review', summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, kind: 'review', summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -549,6 +549,16 @@
 /**
  * Where a scheduled message stands.
  * @typedef {('pending' | 'sent' | 'failed' | 'cancelled')} ScheduleStatus
+ */
+
+/**
+ * Which script.
+ * @typedef {('setup' | 'run' | 'archive')} ScriptName
+ */
+
+/**
+ * Where a script is.
+ * @typedef {('running' | 'passed' | 'failed' | 'timedOut' | 'stopped')} ScriptStatus
  */
 
 /**
@@ -887,6 +897,43 @@
  */
 
 /**
+ * Fields of `session.run-log`.
+ * @typedef {object} SessionRunLogParams
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * Reply of `session.run-log`: the run script's output.
+ * @typedef {object} SessionRunLogResult
+ * @property {number} droppedBytes Bytes of that run's output dropped from the front to keep it to 1 MiB.
+ * @property {number | null} [exitCode] Its exit code, once it exited by itself.
+ * @property {string} log The output of its latest run (stdout and stderr as they interleaved): the last 1 MiB of it.
+ * @property {boolean} running Whether the run script is running now.
+ * @property {string} sessionId The session.
+ * @property {(ScriptStatus | null)} [status] How its last run ended (absent while it runs, or before any run).
+ */
+
+/**
+ * Fields of `session.run`.
+ * @typedef {object} SessionRunParams
+ * @property {string} sessionId The session whose repository declares a `run` script.
+ */
+
+/**
+ * Reply of `session.run` and `session.run-stop`.
+ * @typedef {object} SessionRunResult
+ * @property {number | null} [port] `TANDEM_PORT` of the script (the worktree's port), when it has one.
+ * @property {boolean} running Whether the run script is running now.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * Fields of `session.run-stop`.
+ * @typedef {object} SessionRunStopParams
+ * @property {string} sessionId The session.
+ */
+
+/**
  * Fields of `session.schedule-cancel`.
  * @typedef {object} SessionScheduleCancelParams
  * @property {string} scheduleId The pending schedule.
@@ -1138,6 +1185,7 @@
  * @property {string} branch The session's own branch, `tandem/<short id>`.
  * @property {boolean} [merged] True once `session.merge` merged the branch.
  * @property {WorkspaceMode} mode Always `worktree` (shared sessions have no `workspace`).
+ * @property {number | null} [port] `TANDEM_PORT` of the worktree's scripts and agent: a port of its own from the server's range (`[workspace] ports`).
  * @property {(PushedBranch | null)} [pushed] Where `session.push` last pushed the branch; a discard keeps a pushed or merged branch.
  * @property {WorktreeState} state Active, or discarded.
  */
@@ -1191,6 +1239,9 @@
  *   'session.push': {params: SessionPushParams, result: SessionPushResult},
  *   'session.rebase': {params: SessionRebaseParams, result: SessionRebaseResult},
  *   'session.restore': {params: SessionRestoreParams, result: SessionRestoreResult},
+ *   'session.run': {params: SessionRunParams, result: SessionRunResult},
+ *   'session.run-log': {params: SessionRunLogParams, result: SessionRunLogResult},
+ *   'session.run-stop': {params: SessionRunStopParams, result: SessionRunResult},
  *   'session.schedule': {params: SessionScheduleParams, result: SessionScheduleResult},
  *   'session.schedule-cancel': {params: SessionScheduleCancelParams, result: SessionScheduleCancelResult},
  *   'session.schedules': {params: SessionSchedulesParams, result: SessionSchedulesResult},

@@ -226,6 +226,12 @@ pub enum EventBody {
         #[serde(flatten)]
         to: crate::workspace::PushedBranch,
     },
+    /// A worktree script started, made progress or ended.
+    Script {
+        /// Which, where it is, and its output so far.
+        #[serde(flatten)]
+        report: crate::scripts::ScriptReport,
+    },
     /// A check of `session.check` ended.
     Check {
         /// Its outcome.
@@ -422,6 +428,7 @@ impl EventBody {
             EventBody::Restored { .. } => "restored",
             EventBody::Rebased { .. } => "rebased",
             EventBody::Check { .. } => "check",
+            EventBody::Script { .. } => "script",
             EventBody::Pushed { .. } => "pushed",
             EventBody::Merged { .. } => "merged",
             EventBody::Discarded { .. } => "discarded",

@@ -21,6 +21,7 @@ pub mod rest_control;
 pub mod results;
 pub mod review;
 pub mod schedule;
+pub mod scripts;
 pub mod server;
 pub mod session;
 pub mod strict;

@@ -212,6 +212,8 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         | ("post", "/sessions/{id}/rebase") => &[409],
         // 409: a turn runs; 422: the repository's .tandem/worktree.toml is unusable.
         ("post", "/sessions/{id}/check") => &[409, 422],
+        // 409: a discarded worktree; 422: no run script, or an unusable settings file.
+        ("post", "/sessions/{id}/run") => &[409, 422],
         // 409: a turn runs, no worktree, the remote refused; 422: no such remote.
         ("post", "/sessions/{id}/push") => &[409, 422],
         // 409: a turn runs, or no repository; 422: a turn without a checkpoint.

@@ -404,6 +404,15 @@ operations! {
     /// `session.check`: run the repository's checks in the working directory.
     SessionCheck "session.check" crate::workspace::SessionCheckParams => crate::workspace::SessionCheckResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/check", "Run the checks of the repository's .tandem/worktree.toml in the session's working directory (as session.check).", Some(of::<EmptyBody>), 200, of::<crate::workspace::SessionCheckResult>);
+    /// `session.run`: start the repository's `run` script in the working directory.
+    SessionRun "session.run" crate::scripts::SessionRunParams => crate::scripts::SessionRunResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/run", "Start the run script of the repository's .tandem/worktree.toml (or conductor.json) in the session's working directory (as session.run).", Some(of::<EmptyBody>), 200, of::<crate::scripts::SessionRunResult>);
+    /// `session.run-stop`: stop the run script.
+    SessionRunStop "session.run-stop" crate::scripts::SessionRunStopParams => crate::scripts::SessionRunResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/run/stop", "Stop the session's run script and what it started (as session.run-stop).", Some(of::<EmptyBody>), 200, of::<crate::scripts::SessionRunResult>);
+    /// `session.run-log`: the run script's output.
+    SessionRunLog "session.run-log" crate::scripts::SessionRunLogParams => crate::scripts::SessionRunLogResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}/run/log", "The output of the session's latest run script, its last 1 MiB (as session.run-log).", None, 200, of::<crate::scripts::SessionRunLogResult>);
     /// `session.rebase`: move the worktree's branch onto its base's head.
     SessionRebase "session.rebase" crate::workspace::SessionRebaseParams => crate::workspace::SessionRebaseResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/rebase", "Rebase the worktree's branch onto its base branch's head (as session.rebase).", Some(of::<EmptyBody>), 200, of::<crate::workspace::SessionRebaseResult>);

@@ -73,6 +73,10 @@ pub struct WorkspaceInfo {
     /// True once `session.merge` merged the branch.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub merged: bool,
+    /// `TANDEM_PORT` of the worktree's scripts and agent: a port of its own from the
+    /// server's range (`[workspace] ports`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 /// Where a branch was pushed.

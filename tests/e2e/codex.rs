@@ -1286,3 +1286,37 @@ async fn images_reach_the_model_as_image_inputs() {
     });
     assert!(one_by_one, "the uploaded GIF reached the model: {urls:?}");
 }
+
+/// A worktree session's port reaches the commands Codex runs for it (the app-server is
+/// shared by the owner's sessions, so it goes in the thread's config), added to the
+/// user's own shell environment policy rather than replacing it.
+#[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
+async fn a_worktree_threads_commands_see_its_port() {
+    let codex = start(&[]);
+    let repo = codex.dir.path().join("proj");
+    std::fs::create_dir_all(&repo).unwrap();
+    crate::workspaces::git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+    crate::workspaces::git(&repo, &["add", "."]);
+    crate::workspaces::git(&repo, &["commit", "-q", "-m", "first"]);
+    let mut ws = codex.ws().await;
+    let reply = ws
+        .ok(
+            json!({"type": "session.create", "vendor": "codex", "cwd": repo,
+                   "workspace": "worktree", "permissionMode": "bypassPermissions"}),
+        )
+        .await;
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    let port = reply["session"]["workspace"]["port"].as_u64().unwrap();
+    ws.subscribe(&id, 0).await;
+    let events = ws
+        .turn(&id, "shell echo port=$TANDEM_PORT home=${HOME:+set}")
+        .await;
+    let result = last_of(&events, "tool_result");
+    let output = result["output"]["output"].as_str().unwrap_or_default();
+    assert!(
+        output.contains(&format!("port={port} home=set")),
+        "{result}"
+    );
+}

@@ -52,6 +52,7 @@ mod revocation;
 mod rewind;
 mod schedule;
 mod schemathesis;
+mod scripts;
 mod secrets;
 mod security;
 mod slow_client;

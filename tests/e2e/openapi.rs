@@ -519,6 +519,35 @@ async fn every_documented_route_answers_as_described() {
         Some(json!({})),
     )
     .await;
+    // The run script, declared in the checkout the worktree came from for the while.
+    std::fs::create_dir_all(repo.join(".tandem")).unwrap();
+    std::fs::write(repo.join(".tandem/worktree.toml"), "run = \"sleep 600\"\n").unwrap();
+    let started = c
+        .ok(
+            "post",
+            &format!("/sessions/{wt}/run"),
+            "/sessions/{id}/run",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(started["running"], true);
+    c.ok(
+        "get",
+        &format!("/sessions/{wt}/run/log"),
+        "/sessions/{id}/run/log",
+        None,
+    )
+    .await;
+    let stopped = c
+        .ok(
+            "post",
+            &format!("/sessions/{wt}/run/stop"),
+            "/sessions/{id}/run/stop",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(stopped["running"], false);
+    std::fs::remove_dir_all(repo.join(".tandem")).unwrap();
     c.ok(
         "post",
         &format!("/sessions/{wt}/rebase"),

@@ -215,3 +215,47 @@ async fn codex_finds_its_home_and_key_in_the_server_environment() {
     ws.close().await;
     let _ = server.terminate();
 }
+
+/// A worktree session's Claude Code process gets its port as `TANDEM_PORT` (the only
+/// `TANDEM_` variable a vendor process gets), so a dev server it starts can use it.
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+async fn a_worktree_sessions_claude_gets_its_port() {
+    let bin = require(claude_bin(), "the claude CLI");
+    let mock = MockAnthropic::start();
+    let dir = Arc::new(TempDir::new("env-port"));
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+    let repo = dir.path().join("proj");
+    std::fs::create_dir_all(&repo).unwrap_or_else(|e| panic!("{e}"));
+    crate::workspaces::git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "a\n").unwrap_or_else(|e| panic!("{e}"));
+    crate::workspaces::git(&repo, &["add", "."]);
+    crate::workspaces::git(&repo, &["commit", "-q", "-m", "first"]);
+    let mut exported = mock.cli_env();
+    exported.push(("HOME".into(), home.display().to_string()));
+    let mut env = server_env(&exported);
+    env.push(("TANDEM_CLAUDE_BIN".into(), bin.display().to_string()));
+    env.push(("TANDEM_CODEX_BIN".into(), "/nonexistent/codex".into()));
+    let server = Server::start_in_env(dir, ServerOptions::default(), &env);
+    let mut ws = server.ws().await;
+    let reply = ws
+        .ok(json!({"type": "session.create", "vendor": "claude", "cwd": repo, "workspace": "worktree"}))
+        .await;
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    let port = reply["session"]["workspace"]["port"].as_u64().unwrap();
+    ws.subscribe(&id, 0).await;
+    ws.chat(&id, "say hello").await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(final_status(&events), "completed", "{events:?}");
+    let child = vendor_child_env(&server, &bin);
+    assert_eq!(child.get("TANDEM_PORT"), Some(&port.to_string()));
+    assert!(
+        child
+            .keys()
+            .all(|k| k == "TANDEM_PORT" || !k.starts_with("TANDEM_")),
+        "{child:?}"
+    );
+    ws.close().await;
+    let _ = server.terminate();
+}

@@ -50,6 +50,9 @@ pub struct AdapterContext {
     /// Tools a person allowed for the rest of the session ("always allow"): their
     /// requests are answered without asking.
     pub remembered: Vec<String>,
+    /// Variables the session adds to its agent's environment (a worktree's
+    /// `TANDEM_PORT`), over the vendor's own.
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 impl AdapterContext {

@@ -33,12 +33,15 @@ impl Runtime {
                 });
             }
         }
+        // Its run script goes with it (a worktree's scripts go below, with the worktree).
+        self.inner.services.scripts.end_session(id);
         // Its worktree goes with it, and its branch unless that was pushed or merged.
         if let Some(ws) = info
             .workspace
             .clone()
             .filter(|w| w.state == WorktreeState::Active)
         {
+            self.worktree_leaving(&info, None).await;
             let dir = std::path::PathBuf::from(&info.cwd);
             let keep = ws.pushed.is_some() || ws.merged;
             let removed = actix_rt::task::spawn_blocking(move || {

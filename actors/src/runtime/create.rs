@@ -159,6 +159,8 @@ impl Runtime {
                 })
                 .await
                 .map_err(|e| RuntimeError::Internal(format!("worktree task failed: {e}")))??;
+                let mut info = info;
+                info.port = self.inner.services.scripts.take_port();
                 (dir.to_string_lossy().into_owned(), Some(info))
             }
             None => (spec.cwd, None),
@@ -213,6 +215,9 @@ impl Runtime {
         // Listed and announced only once it is on disk.
         if !writer.synced_since(epoch).await {
             if let Some(ws) = record.workspace.clone() {
+                if let Some(port) = ws.port {
+                    self.inner.services.scripts.free_port(port);
+                }
                 // Not created: its worktree goes too.
                 let dir = PathBuf::from(&record.cwd);
                 let _ = actix_rt::task::spawn_blocking(move || {
@@ -225,7 +230,11 @@ impl Runtime {
                 record.id
             )));
         }
+        let worktree = record.workspace.is_some();
         let handle = self.spawn_session(record, 0);
+        if worktree {
+            self.prepare_worktree(&handle).await;
+        }
         let info = handle.shared.info();
         self.inner
             .services

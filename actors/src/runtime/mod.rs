@@ -19,6 +19,7 @@ mod reconcile;
 mod recovery;
 mod review;
 mod schedules;
+mod scripts;
 mod usage;
 mod workspaces;
 
@@ -200,6 +201,10 @@ impl Runtime {
             launcher: config.confinement.launcher.clone(),
             private: config.private_paths(),
         };
+        let scripts = crate::scripts::Scripts::new(
+            config.confinement.launcher.clone(),
+            config.worktree_ports.clone(),
+        );
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -218,6 +223,7 @@ impl Runtime {
                 cluster: Default::default(),
                 overlaps: Default::default(),
                 checks,
+                scripts,
             },
             pairs: Registry::default(),
             tokens: DashMap::new(),
@@ -323,9 +329,11 @@ impl Runtime {
         self.inner.services.mcp.set_base_url(base);
     }
 
-    /// Kills the vendor processes adapters started and waits (briefly) until they have
-    /// exited; called when the server stops, so no CLI outlives it.
+    /// Kills the worktrees' scripts and the vendor processes adapters started, and
+    /// waits (briefly) until the vendors' have exited; called when the server stops,
+    /// so no CLI or script outlives it.
     pub async fn stop_vendor_processes(&self) {
+        self.inner.services.scripts.shutdown();
         let limit = std::time::Duration::from_secs(5);
         self.inner.services.vendors.shutdown(limit).await;
     }
@@ -400,6 +408,9 @@ impl Runtime {
             SessionActor::start_in_arbiter(&self.inner.sessions_arbiter.handle(), move |_| {
                 SessionActor::new(record, last_seq, services, actor_shared)
             });
+        if let Some(port) = handle_port(&shared.info()) {
+            self.inner.services.scripts.hold_port(port);
+        }
         let handle = SessionHandle { addr, shared };
         self.inner.services.sessions.insert(id, handle.clone());
         handle
@@ -682,4 +693,12 @@ impl Runtime {
             .for_each(|info| self.inner.config.confinement.describe(info));
         infos
     }
+}
+
+/// The port a live worktree session holds.
+fn handle_port(info: &SessionInfo) -> Option<u16> {
+    info.workspace
+        .as_ref()
+        .filter(|w| w.state == tandem_protocol::workspace::WorktreeState::Active)
+        .and_then(|w| w.port)
 }

@@ -246,6 +246,8 @@ impl Runtime {
             blocking(move || journal::write(&dir, &entry)).await?;
         }
         crash_point(self.writer(), "workspace.discard.journaled").await;
+        let live = self.inner.services.sessions.get(&info.id);
+        self.worktree_leaving(&info, live.as_ref()).await;
         {
             let entry = entry.clone();
             blocking(move || {

@@ -89,6 +89,9 @@ pub struct SessionActor {
     /// A turn that waits for the previous turns' checkpoints before its agent starts
     /// (so its writes stay out of them): the adapter and its `StartTurn`.
     pub(super) deferred_start: Option<(Recipient<AdapterCommand>, AdapterCommand)>,
+    /// The new worktree's setup runs ([`super::workspace::Preparing`]): a turn's agent
+    /// starts once it ended.
+    pub(super) preparing: bool,
 }
 
 impl SessionActor {
@@ -123,6 +126,7 @@ impl SessionActor {
             settle_waiters: Vec::new(),
             in_repository: None,
             deferred_start: None,
+            preparing: false,
         }
     }
 

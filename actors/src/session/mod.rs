@@ -41,7 +41,7 @@ pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
 pub use turns::{RecentTurns, TurnSummary};
 pub use workspace::{
-    ChecksDone, OverlapNotice, PublishGitState, Restore, Settle, WorkspaceChanged,
+    ChecksDone, OverlapNotice, Preparing, PublishGitState, Restore, Settle, WorkspaceChanged,
 };
 
 use crate::adapter::VendorCatalog;
@@ -86,6 +86,8 @@ pub struct Services {
     pub overlaps: Arc<crate::workspace::overlap::Overlaps>,
     /// Runs a repository's checks (`session.check`, a Worker's delegation end).
     pub checks: crate::checks::CheckEnv,
+    /// Runs worktrees' scripts and gives out their ports.
+    pub scripts: crate::scripts::Scripts,
 }
 
 /// A live session actor's address and the metadata it publishes.

@@ -149,6 +149,13 @@ impl SessionActor {
                 .iter()
                 .map(|r| r.tool_name.clone())
                 .collect(),
+            env: self
+                .record
+                .workspace
+                .as_ref()
+                .and_then(|w| w.port)
+                .map(|port| [("TANDEM_PORT".to_string(), port.to_string())].into())
+                .unwrap_or_default(),
         };
         let adapter = self.services.vendors.start(&self.record.vendor, context)?;
         self.adapter = Some(adapter.clone());

@@ -130,7 +130,17 @@ impl SessionActor {
 
     /// True when a turn starting now must wait for checkpoints still being made.
     pub(super) fn start_waits_for_checkpoints(&self) -> bool {
-        self.checkpoints_running > 0 && self.in_repository != Some(false)
+        self.preparing || (self.checkpoints_running > 0 && self.in_repository != Some(false))
+    }
+
+    /// Starts the agent of a turn that waited, once nothing holds it back.
+    fn release_deferred_start(&mut self) {
+        if self.start_waits_for_checkpoints() {
+            return;
+        }
+        if let Some((adapter, start)) = self.deferred_start.take() {
+            adapter.do_send(start);
+        }
     }
 }
 
@@ -184,6 +194,22 @@ impl Handler<ChecksDone> for SessionActor {
         self.record.last_checks = Some(msg.results);
         self.touch();
         self.flush();
+    }
+}
+
+/// The session's new worktree is being set up (`true`, sent before anyone can name
+/// the session) or is ready (`false`): while it is, a turn is recorded as started but
+/// its agent waits.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Preparing(pub bool);
+
+impl Handler<Preparing> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Preparing, _: &mut Context<Self>) {
+        self.preparing = msg.0;
+        self.release_deferred_start();
     }
 }
 
@@ -270,10 +296,8 @@ impl Handler<CheckpointEnded> for SessionActor {
             CheckpointOutcome::NoRepository => self.in_repository = Some(false),
             CheckpointOutcome::Failed => {}
         }
+        self.release_deferred_start();
         if self.checkpoints_running == 0 {
-            if let Some((adapter, start)) = self.deferred_start.take() {
-                adapter.do_send(start);
-            }
             let last = self.next_seq - 1;
             for waiter in self.settle_waiters.drain(..) {
                 let _ = waiter.send(last);

@@ -77,6 +77,7 @@ pub fn create(
         state: WorktreeState::Active,
         pushed: None,
         merged: false,
+        port: None,
     })
 }
 

@@ -215,6 +215,9 @@ async fn workspace(
         R::SessionDiscard(p) => json(rt.discard_session(who, &p.session_id).await?),
         R::SessionRebase(p) => json(rt.rebase_session(who, &p.session_id).await?),
         R::SessionCheck(p) => json(rt.check_session(who, &p.session_id).await?),
+        R::SessionRun(p) => json(rt.start_run(who, &p.session_id).await?),
+        R::SessionRunStop(p) => json(rt.stop_run(who, &p.session_id).await?),
+        R::SessionRunLog(p) => json(rt.run_log(who, &p.session_id)?),
         R::SessionPush(p) => json(
             rt.push_session(who, &p.session_id, p.remote, p.branch)
                 .await?,

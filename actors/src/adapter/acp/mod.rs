@@ -102,7 +102,9 @@ impl AdapterFactory for Factory {
     }
 
     fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
-        Ok(AcpAgent::new(ctx, self.vendor.clone(), self.hub.clone())
+        let mut vendor = self.vendor.clone();
+        vendor.process.env.extend(ctx.env.clone());
+        Ok(AcpAgent::new(ctx, vendor, self.hub.clone())
             .start()
             .recipient())
     }

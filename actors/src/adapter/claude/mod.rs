@@ -176,11 +176,11 @@ impl AdapterFactory for Factory {
     }
 
     fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
-        Ok(
-            ClaudeAgent::new(ctx, self.process.clone(), self.hub.processes().clone())
-                .start()
-                .recipient(),
-        )
+        let mut process = self.process.clone();
+        process.env.extend(ctx.env.clone());
+        Ok(ClaudeAgent::new(ctx, process, self.hub.processes().clone())
+            .start()
+            .recipient())
     }
 
     fn probe(&self) -> Option<LocalFuture<Health>> {

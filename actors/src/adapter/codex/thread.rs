@@ -34,6 +34,9 @@ pub struct CodexThread {
     pub(super) emitter: Emitter,
     /// The agent tools endpoint, given to the thread as its `tandem` MCP server.
     mcp: Option<McpAccess>,
+    /// Variables the session adds to the environment of the commands Codex runs
+    /// (`TANDEM_PORT`); the process is shared, so they go per thread.
+    env: std::collections::BTreeMap<String, String>,
     /// The owner's app-server actor (connects, and is told when we need it).
     pub(super) server: Addr<AppServer>,
     /// Request and unreachable-model timeouts.
@@ -80,6 +83,7 @@ impl CodexThread {
             turn: TurnSlot::new(&emitter),
             emitter,
             mcp: ctx.mcp,
+            env: ctx.env,
             server,
             limits,
             settings: ctx.settings,
@@ -118,10 +122,25 @@ impl CodexThread {
     /// Per-thread config: our `tandem` MCP server with this session's token. Given per
     /// thread (not on the command line) because one process serves many sessions; the
     /// tools run without a Codex approval prompt since they are the server's own.
+    /// The session's variables go in as dotted keys, so they add to the user's own
+    /// `shell_environment_policy` instead of replacing it.
     pub(super) fn thread_config(&self) -> Option<Value> {
-        self.mcp
+        let mut config = self
+            .mcp
             .as_ref()
-            .map(|m| shown::value(shown::ThreadConfig::tandem(&m.url, &m.token)))
+            .map(|m| shown::value(shown::ThreadConfig::tandem(&m.url, &m.token)));
+        if !self.env.is_empty() {
+            let map = config.get_or_insert_with(|| Value::Object(Default::default()));
+            if let Value::Object(map) = map {
+                for (k, v) in &self.env {
+                    map.insert(
+                        format!("shell_environment_policy.set.{k}"),
+                        Value::String(v.clone()),
+                    );
+                }
+            }
+        }
+        config
     }
 }
 
