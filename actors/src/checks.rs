@@ -12,13 +12,25 @@ use tandem_protocol::workspace::{ChangeSummary, CheckResult, CheckStatus};
 use tandem_protocol::SessionInfo;
 
 /// What running checks needs of the server: the agents' launcher and the paths never
-/// read. Held by the sessions' services, so a pair runs a Worker's checks.
-#[derive(Debug, Clone, Default)]
+/// read, and who reviews a Worker's change when the repository asks for it. Held by
+/// the sessions' services, so a pair runs a Worker's checks.
+#[derive(Clone, Default)]
 pub struct CheckEnv {
     /// Confines the checks where agents are confined.
     pub launcher: Option<Launcher>,
     /// The server's own paths (data directory, config file).
     pub private: Vec<PathBuf>,
+    /// Runs a review by another vendor (`review_on_delegation`); the runtime's.
+    pub reviewer: Option<crate::review_by::DelegationReviewer>,
+}
+
+impl std::fmt::Debug for CheckEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckEnv")
+            .field("launcher", &self.launcher)
+            .field("private", &self.private)
+            .finish_non_exhaustive()
+    }
 }
 
 impl CheckEnv {
@@ -38,8 +50,9 @@ impl CheckEnv {
     }
 
     /// A worktree Worker's branch and diff summary as its delegation ends, with the
-    /// checks the repository runs then (`checks_on_delegation`); `None` for a Worker
-    /// without an active worktree.
+    /// checks the repository runs then (`checks_on_delegation`) and the review by
+    /// another vendor it asks for (`review_on_delegation`); `None` for a Worker without
+    /// an active worktree.
     pub async fn delegation_summary(&self, info: &SessionInfo) -> Option<ChangeSummary> {
         let mut summary = crate::workspace::state::delegation_changes(info).await?;
         let (dir, private) = (PathBuf::from(&info.cwd), self.private.clone());
@@ -57,6 +70,13 @@ impl CheckEnv {
         };
         if project.checks_on_delegation && !project.checks.is_empty() {
             summary.checks = Some(self.run_all(&project.checks, Path::new(&info.cwd)).await);
+        }
+        if let (Some(vendor), Some(reviewer)) = (project.review_on_delegation, &self.reviewer) {
+            let request = crate::review_by::ReviewRequest {
+                vendor,
+                instructions: project.review_instructions,
+            };
+            summary.review = (reviewer.0)(info.clone(), request).await.map(Box::new);
         }
         Some(summary)
     }

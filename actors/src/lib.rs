@@ -26,6 +26,7 @@ pub mod pair;
 pub mod record;
 pub mod registry;
 pub mod review;
+pub mod review_by;
 pub mod runtime;
 pub mod schedule;
 pub mod scripts;

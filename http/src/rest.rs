@@ -46,6 +46,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(at("/sessions/{id}/messages").route(web::post().to(post_message)))
             .service(at("/sessions/{id}/edit-send").route(web::post().to(post_edit_send)))
             .service(at("/sessions/{id}/review").route(web::post().to(post_review)))
+            .service(at("/sessions/{id}/review-by").route(web::post().to(post_review_by)))
             .service(at("/sessions/{id}/interrupt").route(web::post().to(interrupt)))
             .service(at("/sessions/{id}/mcp-token").route(web::post().to(mcp_token)))
             .service(
@@ -262,6 +263,22 @@ async fn post_review(
     Ok(HttpResponse::Accepted().json(TurnAccepted {
         turn_id: done.turn_id,
     }))
+}
+
+/// `POST /sessions/{id}/review-by` (as `session.review-by`).
+async fn post_review_by(
+    who: Caller,
+    id: web::Path<String>,
+    Json(body): Json<tandem_protocol::review::ReviewByBody>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let params = tandem_protocol::review::SessionReviewByParams {
+        session_id: id.into_inner(),
+        vendor: body.vendor,
+        model: body.model,
+        instructions: body.instructions,
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
 
 async fn interrupt(

@@ -28,6 +28,7 @@
  * @property {Array<CheckResult> | null} [checks] The checks run as the delegation ended (`checks_on_delegation` in the repository's `.tandem/worktree.toml`), if any.
  * @property {number} files Files changed against its base.
  * @property {number} removed Lines removed.
+ * @property {(ReviewVerdict | null)} [review] The review by another vendor run as the delegation ended (`review_on_delegation`), if any.
  */
 
 /**
@@ -286,7 +287,7 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, kind: 'review', summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -516,6 +517,23 @@
 /**
  * Who a review goes to.
  * @typedef {('session' | 'driver')} ReviewTarget
+ */
+
+/**
+ * What a review by another vendor found, as it travels with a Worker's changes (`review_on_delegation`).
+ * @typedef {object} ReviewVerdict
+ * @property {Array<ReviewComment>} comments Its line comments, each on a line of the diff.
+ * @property {string | null} [failed] Why the review gave no usable answer (its turn failed, or its answer held no review); absent when it did.
+ * @property {string} sessionId The reviewer's session.
+ * @property {string | null} [summary] Its overall verdict.
+ * @property {string} vendor Its vendor.
+ */
+
+/**
+ * Who wrote a review that an agent wrote.
+ * @typedef {object} Reviewer
+ * @property {string} sessionId The reviewer's session.
+ * @property {string} vendor Its vendor.
  */
 
 /**
@@ -897,6 +915,22 @@
  */
 
 /**
+ * Fields of `session.review-by`.
+ * @typedef {object} SessionReviewByParams
+ * @property {string | null} [instructions] What to look for; put before the diff in the reviewer's prompt.
+ * @property {string | null} [model] The reviewer's model (default: the vendor's).
+ * @property {string} sessionId The session whose diff is reviewed; it gets the review.
+ * @property {string} vendor The reviewer's vendor (any installed one, usually another than the author's).
+ */
+
+/**
+ * `session.review-by` reply: the review runs in the background, in its own session.
+ * @typedef {object} SessionReviewByResult
+ * @property {string} reviewSessionId The reviewer's session (read-only, on the same working directory).
+ * @property {string} sessionId The reviewed session.
+ */
+
+/**
  * Fields of `session.run-log`.
  * @typedef {object} SessionRunLogParams
  * @property {string} sessionId The session.
@@ -1239,6 +1273,7 @@
  *   'session.push': {params: SessionPushParams, result: SessionPushResult},
  *   'session.rebase': {params: SessionRebaseParams, result: SessionRebaseResult},
  *   'session.restore': {params: SessionRestoreParams, result: SessionRestoreResult},
+ *   'session.review-by': {params: SessionReviewByParams, result: SessionReviewByResult},
  *   'session.run': {params: SessionRunParams, result: SessionRunResult},
  *   'session.run-log': {params: SessionRunLogParams, result: SessionRunLogResult},
  *   'session.run-stop': {params: SessionRunStopParams, result: SessionRunResult},

@@ -303,6 +303,12 @@ pub enum EventBody {
         /// The general remark, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         summary: Option<String>,
+        /// The agent that wrote it (`session.review-by`); absent for a person's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reviewer: Option<crate::review::Reviewer>,
+        /// Why that agent's review gave no usable answer; absent when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failed: Option<String>,
     },
     /// This worktree session and another of the same owner in the same repository
     /// have both changed these paths since their bases (told to both, when the

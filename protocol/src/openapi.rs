@@ -199,6 +199,8 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         ("post", "/sessions/{id}/edit-send") => &[409, 422],
         // 409: a turn runs, or no diff to review; 422: a line the diff lacks.
         ("post", "/sessions/{id}/review") => &[409, 422],
+        // As a creation: 409 no diff, 422 an unknown vendor, 429 the owner's limit.
+        ("post", "/sessions/{id}/review-by") => &[409, 422, 429, 503],
         ("post", "/sessions/{id}/interrupt") => &[409],
         ("post", "/sessions/{id}/schedules") => &[422, 429],
         ("delete", "/sessions/{id}/schedules/{scheduleId}") => &[409],

@@ -1,4 +1,5 @@
-//! `chat.review`: line comments on a session's diff, sent to its agent as one message.
+//! `chat.review`: line comments on a session's diff, sent to its agent as one message;
+//! `session.review-by`: such a review written by an agent of another vendor.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -148,4 +149,99 @@ pub struct ReviewBody {
         skip_serializing_if = "Option::is_none"
     )]
     pub to: Option<ReviewTarget>,
+}
+
+/// Characters of `session.review-by`'s instructions, at most.
+pub const MAX_INSTRUCTIONS_CHARS: usize = 20_000;
+
+/// Fields of `session.review-by`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionReviewByParams {
+    /// The session whose diff is reviewed; it gets the review.
+    pub session_id: String,
+    /// The reviewer's vendor (any installed one, usually another than the author's).
+    #[schemars(regex(pattern = crate::content::NOT_BLANK))]
+    pub vendor: String,
+    /// The reviewer's model (default: the vendor's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// What to look for; put before the diff in the reviewer's prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 20_000))]
+    pub instructions: Option<String>,
+}
+
+impl Validate for SessionReviewByParams {
+    fn validate(&self) -> Result<(), Refusal> {
+        if self.vendor.trim().is_empty() {
+            return Err(Refusal::invalid("`vendor` is empty"));
+        }
+        if self
+            .instructions
+            .as_ref()
+            .is_some_and(|s| s.chars().count() > MAX_INSTRUCTIONS_CHARS)
+        {
+            return Err(Refusal::invalid(format!(
+                "the instructions are at most {MAX_INSTRUCTIONS_CHARS} characters"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `POST /api/v1/sessions/{id}/review-by` body: the fields of `session.review-by` but
+/// the id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReviewByBody {
+    /// The reviewer's vendor.
+    #[schemars(regex(pattern = crate::content::NOT_BLANK))]
+    pub vendor: String,
+    /// The reviewer's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// What to look for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 20_000))]
+    pub instructions: Option<String>,
+}
+
+/// `session.review-by` reply: the review runs in the background, in its own session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionReviewByResult {
+    /// The reviewed session.
+    pub session_id: String,
+    /// The reviewer's session (read-only, on the same working directory).
+    pub review_session_id: String,
+}
+
+/// Who wrote a review that an agent wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Reviewer {
+    /// The reviewer's session.
+    pub session_id: String,
+    /// Its vendor.
+    pub vendor: String,
+}
+
+/// What a review by another vendor found, as it travels with a Worker's changes
+/// (`review_on_delegation`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewVerdict {
+    /// Who reviewed.
+    #[serde(flatten)]
+    pub reviewer: Reviewer,
+    /// Its overall verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Its line comments, each on a line of the diff.
+    pub comments: Vec<ReviewComment>,
+    /// Why the review gave no usable answer (its turn failed, or its answer held no
+    /// review); absent when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }

@@ -209,6 +209,10 @@ pub struct ChangeSummary {
     /// repository's `.tandem/worktree.toml`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<Vec<CheckResult>>,
+    /// The review by another vendor run as the delegation ended
+    /// (`review_on_delegation`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<Box<crate::review::ReviewVerdict>>,
 }
 
 impl ChangeSummary {
@@ -220,6 +224,7 @@ impl ChangeSummary {
             added: state.files.iter().map(|f| f.added).sum(),
             removed: state.files.iter().map(|f| f.removed).sum(),
             checks: None,
+            review: None,
         }
     }
 }
@@ -536,6 +541,7 @@ mod tests {
                 added: 2,
                 removed: 1,
                 checks: None,
+                review: None,
             }
         );
         let merge: SessionMergeParams =

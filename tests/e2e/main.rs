@@ -48,6 +48,7 @@ mod queue_usage;
 mod rest_parity;
 mod restart;
 mod review;
+mod review_by;
 mod revocation;
 mod rewind;
 mod schedule;

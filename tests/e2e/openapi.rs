@@ -565,6 +565,15 @@ async fn every_documented_route_answers_as_described() {
     .await;
     stored_event(&server, &wt, "review").await;
     idle(&server, &wt).await;
+    let reviewing = c
+        .ok(
+            "post",
+            &format!("/sessions/{wt}/review-by"),
+            "/sessions/{id}/review-by",
+            Some(json!({"vendor": "scripted", "instructions": "look closely"})),
+        )
+        .await;
+    idle(&server, reviewing["reviewSessionId"].as_str().unwrap()).await;
     let forked = c
         .ok(
             "post",

@@ -18,6 +18,7 @@
 //! - `bash CMD` → a `Bash` tool call running CMD
 //! - `bgbash CMD` → a `Bash` tool call with `run_in_background: true`
 //! - `tool NAME JSON` → a call to tool NAME with the JSON input
+//! - `review JSON` → a reviewer's answer: a sentence, then JSON in a ```json block
 //! - any other line → `echo: LINE`
 //!
 //! When the lines run out, the reply is `result: ` followed by the text of the newest
@@ -301,6 +302,11 @@ fn thirds(text: &str) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
+/// A reviewer's answer holding `json` as its review (what `session.review-by` reads).
+pub fn review_answer(json: &str) -> String {
+    format!("I read the change.\n```json\n{json}\n```\n")
+}
+
 fn choose(script: &str, step: usize, body: &Value) -> Reply {
     let lines: Vec<&str> = script
         .lines()
@@ -317,6 +323,7 @@ fn choose(script: &str, step: usize, body: &Value) -> Reply {
     let rest = rest.trim();
     match head {
         "say" => Reply::Text(thirds(rest)),
+        "review" => Reply::Text(thirds(&review_answer(rest))),
         "think" => Reply::Think(rest.to_string()),
         "hold" => Reply::Hold,
         "slow" => {

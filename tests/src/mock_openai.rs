@@ -16,6 +16,8 @@
 //!   `custom_tool_call`) adding FILE with the line TEXT. Codex offers that tool only
 //!   for models its catalog knows (not for `mock-model`): tests pick one;
 //! - `fail` → HTTP 500;
+//! - `review JSON` (first line) → a reviewer's answer: a sentence, then JSON in a
+//!   ```json block;
 //! - anything else → `Hello from mock.`
 //!
 //! Text blocks starting with `<instructions>` (the standing instruction an ACP client
@@ -248,6 +250,13 @@ fn choose(body: &Value) -> Reply {
             }
         }
         "fail" => Reply::Fail,
+        // Only the first line: the rest is the reviewer's prompt.
+        "review" => Reply::Text {
+            words: words(&crate::mock_anthropic::review_answer(
+                rest.lines().next().unwrap_or_default(),
+            )),
+            pause_ms: 0,
+        },
         _ => Reply::Text {
             words: words("Hello from mock."),
             pause_ms: 0,

@@ -12,12 +12,13 @@ pub fn pushback(delegation: &DelegationRecord, outcome: &Outcome) -> String {
         Some(c) => format!(
             "{text}\n\nThe Worker works in its own git worktree, on branch {}: {} files \
              changed, +{} -{} lines against its base. Review that branch before it is \
-             merged (session.merge); nothing of it is in your checkout yet.{}",
+             merged (session.merge); nothing of it is in your checkout yet.{}{}",
             c.branch,
             c.files,
             c.added,
             c.removed,
-            checks_line(c.checks.as_deref())
+            checks_line(c.checks.as_deref()),
+            review_line(c.review.as_deref())
         ),
         None => text,
     }
@@ -46,6 +47,38 @@ fn checks_line(checks: Option<&[tandem_protocol::workspace::CheckResult]>) -> St
             lines[lines.len().saturating_sub(20)..].join("\n")
         };
         line.push_str(&format!("\n\nEnd of {}'s output:\n{tail}", c.name));
+    }
+    line
+}
+
+/// A review by another vendor run as the delegation ended, for the Driver: its
+/// verdict and each comment with its place; empty when none ran.
+fn review_line(review: Option<&tandem_protocol::review::ReviewVerdict>) -> String {
+    let Some(r) = review else {
+        return String::new();
+    };
+    if let Some(why) = &r.failed {
+        return format!(
+            "\n\nThe review by {} (session {}) gave no usable answer: {why}",
+            r.reviewer.vendor, r.reviewer.session_id
+        );
+    }
+    let mut line = format!(
+        "\n\nReview by {} (session {}): {} comment{}.",
+        r.reviewer.vendor,
+        r.reviewer.session_id,
+        r.comments.len(),
+        if r.comments.len() == 1 { "" } else { "s" }
+    );
+    if let Some(summary) = &r.summary {
+        line.push_str(&format!(" {summary}"));
+    }
+    for c in &r.comments {
+        let side = match c.side {
+            tandem_protocol::review::ReviewSide::New => "",
+            tandem_protocol::review::ReviewSide::Old => " (old version)",
+        };
+        line.push_str(&format!("\n- {}:{}{side}: {}", c.path, c.line, c.body));
     }
     line
 }
@@ -97,5 +130,47 @@ fn pushback_text(delegation: &DelegationRecord, outcome: &Outcome) -> String {
             delegation.message,
             outcome.error.as_deref().unwrap_or("unknown error")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tandem_protocol::review::{ReviewComment, ReviewSide, ReviewVerdict, Reviewer};
+
+    use super::review_line;
+
+    #[test]
+    fn a_review_is_told_with_its_verdict_and_each_comments_place() {
+        let reviewer = Reviewer {
+            session_id: "ses_r".into(),
+            vendor: "codex".into(),
+        };
+        let verdict = ReviewVerdict {
+            reviewer: reviewer.clone(),
+            summary: Some("Needs a test.".into()),
+            comments: vec![ReviewComment {
+                path: "w.txt".into(),
+                line: 3,
+                end_line: None,
+                side: ReviewSide::Old,
+                body: "Why remove it?".into(),
+            }],
+            failed: None,
+        };
+        assert_eq!(
+            review_line(Some(&verdict)),
+            "\n\nReview by codex (session ses_r): 1 comment. Needs a test.\n\
+             - w.txt:3 (old version): Why remove it?"
+        );
+        let failed = ReviewVerdict {
+            reviewer,
+            summary: None,
+            comments: Vec::new(),
+            failed: Some("its turn was interrupted".into()),
+        };
+        assert!(
+            review_line(Some(&failed)).contains("gave no usable answer: its turn was interrupted")
+        );
+        assert_eq!(review_line(None), "");
     }
 }

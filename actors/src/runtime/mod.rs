@@ -18,6 +18,7 @@ mod queue;
 mod reconcile;
 mod recovery;
 mod review;
+mod review_by;
 mod schedules;
 mod scripts;
 mod usage;
@@ -200,6 +201,7 @@ impl Runtime {
         let checks = crate::checks::CheckEnv {
             launcher: config.confinement.launcher.clone(),
             private: config.private_paths(),
+            reviewer: None,
         };
         let scripts = crate::scripts::Scripts::new(
             config.confinement.launcher.clone(),
@@ -222,7 +224,10 @@ impl Runtime {
                 outbox: Default::default(),
                 cluster: Default::default(),
                 overlaps: Default::default(),
-                checks,
+                checks: crate::checks::CheckEnv {
+                    reviewer: Some(review_by::delegation_reviewer(RuntimeRef(weak.clone()))),
+                    ..checks
+                },
                 scripts,
             },
             pairs: Registry::default(),

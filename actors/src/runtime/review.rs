@@ -84,6 +84,8 @@ impl Runtime {
                 review: Some(EventBody::Review {
                     comments: params.comments,
                     summary: params.summary,
+                    reviewer: None,
+                    failed: None,
                 }),
             })
             .await??;

@@ -92,6 +92,8 @@ pub struct SessionActor {
     /// The new worktree's setup runs ([`super::workspace::Preparing`]): a turn's agent
     /// starts once it ended.
     pub(super) preparing: bool,
+    /// Told how the next turn ends ([`super::turn::WhenTurnEnds`]).
+    pub(super) turn_waiters: Vec<tokio::sync::oneshot::Sender<super::turn::TurnEnd>>,
 }
 
 impl SessionActor {
@@ -127,6 +129,7 @@ impl SessionActor {
             in_repository: None,
             deferred_start: None,
             preparing: false,
+            turn_waiters: Vec::new(),
         }
     }
 

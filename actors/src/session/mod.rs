@@ -39,6 +39,7 @@ pub use queue::{CancelQueued, EditQueued};
 pub use rewind::{EditOutcome, EditSend, ForkVendor};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};
+pub use turn::{TurnEnd, WhenTurnEnds};
 pub use turns::{RecentTurns, TurnSummary};
 pub use workspace::{
     ChecksDone, OverlapNotice, Preparing, PublishGitState, Restore, Settle, WorkspaceChanged,
@@ -285,7 +286,7 @@ pub struct SendMessage {
     /// Queue instead of refusing when busy.
     pub queue: bool,
     /// A review's comments (`chat.review`), recorded as a `review` event just after
-    /// the turn's user message; never queued.
+    /// the turn's user message, or at once when the message is queued.
     pub review: Option<EventBody>,
 }
 

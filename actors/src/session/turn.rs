@@ -95,6 +95,31 @@ impl Handler<SendMessage> for SessionActor {
     }
 }
 
+/// How a turn ended, for [`WhenTurnEnds`].
+#[derive(Debug, Clone)]
+pub struct TurnEnd {
+    /// Its status.
+    pub status: TurnStatus,
+    /// Its assistant text.
+    pub text: String,
+    /// Its error, if it failed.
+    pub error: Option<String>,
+}
+
+/// Tell `0` how the session's next turn to end ends (a review session's answer). Sent
+/// before the message that starts it, so the end cannot slip past.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WhenTurnEnds(pub tokio::sync::oneshot::Sender<TurnEnd>);
+
+impl Handler<WhenTurnEnds> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: WhenTurnEnds, _: &mut Context<Self>) {
+        self.turn_waiters.push(msg.0);
+    }
+}
+
 impl Handler<Abort> for SessionActor {
     type Result = Result<(), RuntimeError>;
 
@@ -328,9 +353,16 @@ impl SessionActor {
         self.record.turn_started_at = None;
         self.touch();
         if let Some(d) = turn.delegation {
-            self.notify_pair(d, status, response, error.clone());
+            self.notify_pair(d, status, response.clone(), error.clone());
         }
         self.notify_parent();
+        for waiter in self.turn_waiters.drain(..) {
+            let _ = waiter.send(TurnEnd {
+                status,
+                text: response.clone(),
+                error: error.clone(),
+            });
+        }
         self.after_turn_git(turn.id, ctx);
         self.dispatch_queued(ctx);
     }
@@ -392,6 +424,10 @@ impl SessionActor {
                 return Err(RuntimeError::LimitExceeded(format!(
                     "the queue already holds {MAX_QUEUED} messages"
                 )));
+            }
+            // A review waiting its turn is shown now; its message runs later.
+            if let Some(review) = msg.review {
+                self.emit(None, review);
             }
             let mut queued = QueuedMessage::new(msg.content, false);
             queued.attachments = msg.attachments;

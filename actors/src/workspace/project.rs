@@ -46,6 +46,12 @@ pub struct Project {
     /// The checks run when a worktree Worker's delegation ends, and their outcome
     /// goes to the Driver with the Worker's changes.
     pub checks_on_delegation: bool,
+    /// A vendor whose agent reviews a worktree Worker's change when its delegation
+    /// ends; its verdict goes to the Driver with the Worker's changes.
+    pub review_on_delegation: Option<String>,
+    /// What that reviewer is told to look for (default: bugs, risks, missing tests,
+    /// unclear code).
+    pub review_instructions: Option<String>,
     /// Paths (files or directories, relative to the top of the checkout) copied from
     /// the base checkout into a new worktree before `setup`: what git does not carry,
     /// like `.env`.
@@ -246,6 +252,13 @@ pub fn parse(text: &str) -> Result<Project, WorkspaceError> {
                 "`copy` takes paths inside the checkout, without `..` or `.git`: `{path:.64}`"
             ))
         })?;
+    }
+    if project
+        .review_on_delegation
+        .as_deref()
+        .is_some_and(|v| v.trim().is_empty())
+    {
+        return Err(bad("`review_on_delegation` names no vendor".into()));
     }
     if project.run.as_deref().is_some_and(|r| r.trim().is_empty()) {
         return Err(bad("`run` is empty".into()));

@@ -91,6 +91,7 @@ async fn chat(rt: &Runtime, who: &Principal, request: ClientRequest) -> Result<A
             })
         }
         R::ChatReview(p) => json(rt.review(who, p).await?),
+        R::SessionReviewBy(p) => json(rt.review_by(who, p).await?),
         R::ChatAbort(p) => {
             rt.abort(who, &p.session_id).await?;
             json(ChatAbortResult {
