@@ -45,6 +45,7 @@ static ASSETS: &[Asset] = &[
     asset!("changes.js", JS),
     asset!("overlaps.js", JS),
     asset!("checks.js", JS),
+    asset!("scripts.js", JS),
     asset!("review.js", JS),
     asset!("files.js", JS),
     asset!("dialogs.js", JS),

@@ -1,13 +1,16 @@
 // A session's "Changes" panel: what its working directory changed (the `git_state`
 // the server publishes after a turn, or `GET .../changes` when the panel opens),
 // each file opening its unified diff, "Run checks" (the repository's declared
-// checks, checks.js), and for a worktree session "Rebase", "Merge…" and "Discard".
-// It follows `git_state` events as they come; nothing polls. Lines of the diffs take
+// checks, checks.js), the run script with its log and the worktree's port
+// (scripts.js), and for a worktree session "Rebase", "Merge…" and "Discard".
+// It follows `git_state` events as they come; nothing polls (but an open Run log
+// while its script runs: no event carries a run's output). Lines of the diffs take
 // comments, sent to the agent as a review (review.js). Files a sibling
 // worktree changed too are marked, from the view's `overlap` events (overlaps.js).
 
 import { h, clear, append, keepFocus } from './dom.js';
 import { checkRow, runSummaryText } from './checks.js';
+import { RunScript } from './scripts.js';
 import { diffView, unifiedDiff } from './diff.js';
 import { formDialog } from './dialogs.js';
 import { ReviewDraft } from './review.js';
@@ -84,6 +87,8 @@ export class ChangesPanel {
     this.checksStatusEl = h('p.ws-checks-status', { role: 'status' });
     this.checksListEl = h('ul.ws-checks', { 'aria-label': 'Checks' });
     this.checksEl = h('div.ws-checks-section', h('h4', 'Checks'), this.checksStatusEl, this.checksListEl);
+    /** The repository's run script: Run, Stop, its log, the worktree's port. */
+    this.run = new RunScript({ sessionId: view.id, conn: this.app.conn, port: () => view.info.workspace?.port });
     this.actionsEl = h('div.row.ws-actions', this.checkBtn, this.rebaseBtn, this.mergeBtn, this.discardBtn);
     this.listEl = h('ul.ws-files', { 'aria-label': 'Changed files' });
     /** The comments written on this panel's diffs, until sent. */
@@ -91,7 +96,7 @@ export class ChangesPanel {
     this.el = h('section.ws-panel.changes', { id: `changes-${view.id}`, 'aria-labelledby': headId, onkeydown: (/** @type {KeyboardEvent} */ e) => view.panelKey(e) },
       h('div.panel-head', h('h3', { id: headId }, 'Changes'),
         h('button.btn.tiny', { type: 'button', 'aria-label': 'Close changes', onclick: () => view.showPanel(null) }, '✕')),
-      this.overlapsEl, this.headEl, this.actionsEl, this.rebaseEl, this.checksEl, this.statusEl, this.listEl, this.review.el);
+      this.overlapsEl, this.headEl, this.actionsEl, this.rebaseEl, this.checksEl, this.run.el, this.statusEl, this.listEl, this.review.el);
     this.render();
   }
 
@@ -149,6 +154,8 @@ export class ChangesPanel {
     // Off while its own run goes, but not `disabled`: that would drop the focus.
     this.checkBtn.setAttribute('aria-disabled', String(this.checking));
     this.renderChecks(checkable);
+    this.run.el.hidden = !checkable;
+    this.run.render();
     const parts = [];
     if (ws?.mode === 'worktree') {
       parts.push(h('span', 'Own worktree on ', h('code', ws.branch), ' from ', h('code', ws.base)));

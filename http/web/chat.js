@@ -14,6 +14,7 @@ import { Rewinds, forkedText } from './rewind.js';
 import { ComposerAttachments, attachmentsView } from './attach.js';
 import { ChangesPanel, summaryOf, summaryText } from './changes.js';
 import { checkLine, checksSummaryText } from './checks.js';
+import { scriptLine, updateScriptLine, foldsInto } from './scripts.js';
 import { FilesPanel } from './files.js';
 import { reviewCard } from './review.js';
 import { Overlaps, overlapLineText, rebasedLineText } from './overlaps.js';
@@ -232,6 +233,7 @@ export class ChatView {
       if (this.gitState) this.changes.update(this.gitState);
       this.panelEl.append(this.changes.el);
       this.changes.load();
+      this.changes.run.load();
     } else if (which === 'files') {
       if (!this.files) this.files = new FilesPanel(this);
       this.panelEl.append(this.files.el);
@@ -784,6 +786,9 @@ export class ChatView {
       this.onGitState(ev);
     } else if (ev.kind === 'overlap') {
       this.learnOverlap(ev);
+    } else if (ev.kind === 'script' && ev.name === 'run') {
+      // The panel's Run and Stop follow the run, wherever it was started.
+      this.changes?.run.onEvent(ev);
     } else if ((ev.kind === 'merged' || ev.kind === 'rebased') && live && this.panel === 'changes') {
       // What is left to merge after a merge, or ahead and behind after a rebase
       // (neither is followed by a `git_state`): read once.
@@ -1093,6 +1098,8 @@ export class ChatView {
         return add('info', h('div.line-event.rebased', rebasedLineText(ev)));
       case 'check':
         return add('info', checkLine(ev));
+      case 'script':
+        return this.scriptEvent(ev, items, add);
       case 'overlap':
         // Older pages of history (scrolling up) reach the overlaps only through here.
         this.learnOverlap(ev);
@@ -1148,6 +1155,27 @@ export class ChatView {
     text.before(card);
     card.after(h('details.review-message', h('summary', 'Message sent to the agent'), text));
     return null;
+  }
+
+  /**
+   * A `script` event: a new line, or (`foldsInto`) the script's line shown already,
+   * redrawn for it, so a setup's progress and a run started and stopped again stay
+   * one line each.
+   * @param {Extract<HistoryEvent, {kind: 'script'}>} ev
+   * @param {any[]} items
+   * @param {(type: string, el: HTMLElement, extra?: object) => any} add
+   */
+  scriptEvent(ev, items, add) {
+    let shown = null;
+    for (let i = items.length - 1; i >= 0 && !shown; i--) {
+      if (items[i].type === 'script' && items[i].script.name === ev.name) shown = items[i];
+    }
+    if (shown && foldsInto(shown.script, ev, shown === items[items.length - 1])) {
+      shown.script = ev;
+      updateScriptLine(shown.el, ev);
+      return null;
+    }
+    return add('script', scriptLine(ev), { script: ev });
   }
 
   permissionCard(ev, add) {

@@ -21,6 +21,7 @@ mod permissions;
 mod reconnect;
 mod review;
 mod rewind;
+mod scripts;
 mod sessions;
 mod workspaces;
 

@@ -4,8 +4,9 @@
 //! history has the `review` event after the user message that quotes the lines, and
 //! the conversation shows the review's card. A review whose line the diff no longer
 //! shows is refused with `INVALID_ANCHOR`: the page shows why and keeps the comment.
-//! Real git repositories in the server's workspace root; the scripted agent writes
-//! the files (`/write`).
+//! A worktree Worker's Changes panel sends its review "to its Driver" (by keyboard),
+//! and the Driver's conversation gets it. Real git repositories in the server's
+//! workspace root; the scripted agent writes the files (`/write`).
 
 use std::path::PathBuf;
 
@@ -318,5 +319,138 @@ async fn a_review_on_a_line_the_diff_no_longer_shows_is_refused_and_kept() {
     assert!(
         !events.iter().any(|e| e["kind"] == "review"),
         "nothing was sent: {events:?}"
+    );
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
+async fn a_review_of_a_workers_changes_is_sent_to_its_driver_by_keyboard() {
+    let page = Page::open(&["--worker-workspace", "worktree"]).await;
+    let b = &page.browser;
+    let dir = repo(&page.server.dir.path().join("lead"), &[("a.txt", "a\n")]);
+    let mut ws = page.ws().await;
+    let reply = ws
+        .ok(json!({"type": "session.create", "title": "Lead", "cwd": dir.to_str().unwrap()}))
+        .await;
+    let d = reply["session"]["id"].as_str().unwrap().to_string();
+    page.open_session(&d).await;
+    page.send(
+        &d,
+        r#"/tool send_to_partner {"message": "/write w.txt by the worker"}"#,
+    )
+    .await;
+    page.wait_text(&d, ".delegation-changes", "changed 1 file")
+        .await;
+    b.wait(
+        "the Driver's turn to end",
+        &format!("document.querySelector('{} .turn-end.completed')", chat(&d)),
+    )
+    .await;
+    let w = b
+        .exec(
+            "return document.querySelector('.pane.worker')?.dataset.session;",
+            vec![],
+        )
+        .await
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (c, cw) = (chat(&d), chat(&w));
+
+    // The Driver's line opens the Worker's Changes panel; w.txt's diff opens there.
+    page.press(&c, "Review the Worker’s changes").await;
+    wait_changes(&page, &w, &["w.txt +1 −0"]).await;
+    b.exec(
+        "document.querySelector(arguments[0]).focus();",
+        vec![json!(format!("{cw} .ws-file[data-path='w.txt']"))],
+    )
+    .await;
+    b.chord(ENTER).await;
+    b.wait(
+        "w.txt's diff with its line's comment button",
+        &format!("document.querySelectorAll('{cw} .ws-diff button.ln').length === 1"),
+    )
+    .await;
+    tab_to(
+        &page,
+        &format!("{cw} .ws-file[data-path='w.txt']"),
+        "Comment on added line 1 of w.txt",
+    )
+    .await;
+    b.chord(ENTER).await;
+    b.wait(
+        "the comment form's text box to have the focus",
+        "document.activeElement?.classList.contains('review-text')",
+    )
+    .await;
+    b.keys_text("Name it better.").await;
+    b.chord(CTRL_ENTER).await;
+    b.wait(
+        "the pending comment",
+        &format!("document.querySelectorAll('{cw} .review-pending li').length === 1"),
+    )
+    .await;
+
+    // Beside "Send review (1)", by keyboard: "Send to its Driver".
+    tab_to(
+        &page,
+        &format!("{cw} .review-bar textarea"),
+        "Send review (1)",
+    )
+    .await;
+    b.chord(TAB).await;
+    assert_eq!(focused(&page).await, "Send to its Driver");
+    b.chord(ENTER).await;
+    page.wait_text(
+        &w,
+        ".review-status",
+        "Review sent: 1 comment went to its Driver.",
+    )
+    .await;
+    assert_eq!(page.count(&format!("{cw} .review-pending li")).await, 0);
+
+    // The Driver's conversation shows the review as its card; the Worker's has none.
+    page.wait_text(&d, ".msg.user.review .review-title", "Review · 1 comment")
+        .await;
+    assert_eq!(
+        texts(&page, &format!("{c} .msg.user.review .review-comments li")).await,
+        json!(["w.txt:1Name it better."])
+    );
+    assert_eq!(page.count(&format!("{cw} .msg.user.review")).await, 0);
+    b.wait(
+        "the review's turn in the Driver to end",
+        &format!("document.querySelectorAll('{c} .turn-end.completed').length === 2"),
+    )
+    .await;
+    page.check_view("review-to-driver").await;
+
+    // The stored histories: the Driver's turn names the Worker; the Worker has no review.
+    let events = page.server.all_events(&d).await;
+    let at = events
+        .iter()
+        .position(|e| e["kind"] == "review")
+        .unwrap_or_else(|| panic!("no review event in {events:?}"));
+    assert_eq!(
+        events[at]["comments"],
+        json!([{"path": "w.txt", "line": 1, "side": "new", "body": "Name it better."}])
+    );
+    let text = events[at - 1]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "Review of your Worker's changes (session {w} on branch "
+        )),
+        "{text}"
+    );
+    assert!(
+        !page
+            .server
+            .all_events(&w)
+            .await
+            .iter()
+            .any(|e| e["kind"] == "review"),
+        "the Worker got no review"
     );
 }
