@@ -45,11 +45,13 @@ pub fn prompt(instructions: Option<&str>, diff: &str) -> String {
         "{instructions}\n\n\
          You are reviewing another agent's change to the repository in your working \
          directory. Read the files as you need, but change nothing: this is a review.\n\n\
-         Answer with one JSON object in a ```json block, and nothing after it:\n\
-         {{\"summary\": \"your overall verdict, one paragraph\", \"comments\": [{{\"path\": \
-         \"src/lib.rs\", \"line\": 12, \"endLine\": 14, \"side\": \"new\", \"body\": \"what \
-         is wrong and how to fix it\"}}]}}\n\
-         `path` is the file as the diff names it; `line` and `endLine` (optional) are line \
+         Answer with one JSON object in a fenced code block marked json, and nothing \
+         after it. Its shape:\n\
+         {{\"summary\": <your overall verdict, one paragraph>, \"comments\": [{{\"path\": \
+         <the file as the diff names it>, \"line\": <first line>, \"endLine\": <last line, \
+         optional>, \"side\": \"new\" or \"old\", \"body\": <what is wrong and how to fix \
+         it>}}]}}\n\
+         `line` and `endLine` are line \
          numbers of the changed file (`\"side\": \"new\"`) or, for removed lines, of the old \
          one (`\"side\": \"old\"`), and must be lines the diff below shows. At most \
          {MAX_COMMENTS} comments; an empty list when nothing needs to change.\n\n\
@@ -218,6 +220,8 @@ mod tests {
 
     #[test]
     fn the_prompt_carries_the_instructions_and_the_diff() {
+        // An agent that repeats its prompt gives no review of the prompt's own example.
+        assert!(parse_answer(&prompt(None, DIFF)).is_err());
         let p = prompt(Some("Look for races."), DIFF);
         assert!(p.starts_with("Look for races.\n"));
         assert!(p.contains("+TWO"));
