@@ -20,6 +20,8 @@ use tandem_protocol::workspace::{
 
 use tandem_protocol::scripts::{SessionRunLogParams, SessionRunParams, SessionRunStopParams};
 
+use tandem_protocol::operations::Operation;
+
 use crate::error::ApiError;
 use crate::request::{body, query, run, Caller, Json, NoBody};
 use crate::state::AppState;
@@ -31,19 +33,65 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
         .service(at("/sessions/{id}/checkpoints").route(web::get().to(checkpoints)))
         .service(at("/sessions/{id}/restore").route(web::post().to(restore)))
         .service(at("/sessions/{id}/merge").route(web::post().to(merge)))
-        .service(at("/sessions/{id}/discard").route(web::post().to(discard)))
-        .service(at("/sessions/{id}/rebase").route(web::post().to(rebase)))
-        .service(at("/sessions/{id}/check").route(web::post().to(check)))
+        .service(at("/sessions/{id}/discard").route(web::post().to(post::<SessionDiscardParams>)))
+        .service(at("/sessions/{id}/rebase").route(web::post().to(post::<SessionRebaseParams>)))
+        .service(at("/sessions/{id}/check").route(web::post().to(post::<SessionCheckParams>)))
         .service(at("/sessions/{id}/push").route(web::post().to(push)))
-        .service(at("/sessions/{id}/run").route(web::post().to(run_start)))
-        .service(at("/sessions/{id}/run/stop").route(web::post().to(run_stop)))
-        .service(at("/sessions/{id}/run/log").route(web::get().to(run_log)))
+        .service(at("/sessions/{id}/run").route(web::post().to(post::<SessionRunParams>)))
+        .service(at("/sessions/{id}/run/stop").route(web::post().to(post::<SessionRunStopParams>)))
+        .service(at("/sessions/{id}/run/log").route(web::get().to(get::<SessionRunLogParams>)))
         .service(at("/sessions/{id}/files").route(web::get().to(list)))
         .service(
             at("/sessions/{id}/files/content")
                 .route(web::get().to(read))
                 .route(web::put().to(write)),
         );
+}
+
+/// A request whose one field is the session the path names: its route is one of
+/// [`post`] or [`get`], not a handler of its own.
+trait OfSession: Operation<Result: serde::Serialize> + 'static {
+    /// The request for `session_id`.
+    fn of(session_id: String) -> Self;
+}
+
+/// [`OfSession`] for request types whose one field is `session_id`.
+macro_rules! of_session {
+    ($($params:ty),* $(,)?) => {
+        $(impl OfSession for $params {
+            fn of(session_id: String) -> Self {
+                Self { session_id }
+            }
+        })*
+    };
+}
+
+of_session!(
+    SessionDiscardParams,
+    SessionRebaseParams,
+    SessionCheckParams,
+    SessionRunParams,
+    SessionRunStopParams,
+    SessionRunLogParams,
+);
+
+/// `POST /sessions/{id}/…` with no body (`{}`), as the request `P`.
+async fn post<P: OfSession>(
+    who: Caller,
+    id: web::Path<String>,
+    _: NoBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(run(&state, &who, P::of(id.into_inner())).await?))
+}
+
+/// `GET /sessions/{id}/…`, as the request `P`.
+async fn get<P: OfSession>(
+    who: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(run(&state, &who, P::of(id.into_inner())).await?))
 }
 
 /// `GET /sessions/{id}/changes`.
@@ -111,71 +159,6 @@ async fn merge(
         force: b.force,
     };
     Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
-}
-
-/// `POST /sessions/{id}/discard` (as `session.discard`).
-async fn discard(
-    who: Caller,
-    id: web::Path<String>,
-    _: NoBody,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let session_id = id.into_inner();
-    Ok(HttpResponse::Ok().json(run(&state, &who, SessionDiscardParams { session_id }).await?))
-}
-
-/// `POST /sessions/{id}/rebase` (as `session.rebase`).
-async fn rebase(
-    who: Caller,
-    id: web::Path<String>,
-    _: NoBody,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let session_id = id.into_inner();
-    Ok(HttpResponse::Ok().json(run(&state, &who, SessionRebaseParams { session_id }).await?))
-}
-
-/// `POST /sessions/{id}/check` (as `session.check`).
-async fn check(
-    who: Caller,
-    id: web::Path<String>,
-    _: NoBody,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let session_id = id.into_inner();
-    Ok(HttpResponse::Ok().json(run(&state, &who, SessionCheckParams { session_id }).await?))
-}
-
-/// `POST /sessions/{id}/run` (as `session.run`).
-async fn run_start(
-    who: Caller,
-    id: web::Path<String>,
-    _: NoBody,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let session_id = id.into_inner();
-    Ok(HttpResponse::Ok().json(run(&state, &who, SessionRunParams { session_id }).await?))
-}
-
-/// `POST /sessions/{id}/run/stop` (as `session.run-stop`).
-async fn run_stop(
-    who: Caller,
-    id: web::Path<String>,
-    _: NoBody,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let session_id = id.into_inner();
-    Ok(HttpResponse::Ok().json(run(&state, &who, SessionRunStopParams { session_id }).await?))
-}
-
-/// `GET /sessions/{id}/run/log` (as `session.run-log`).
-async fn run_log(
-    who: Caller,
-    id: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let session_id = id.into_inner();
-    Ok(HttpResponse::Ok().json(run(&state, &who, SessionRunLogParams { session_id }).await?))
 }
 
 /// `POST /sessions/{id}/push` (as `session.push`).

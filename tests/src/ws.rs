@@ -63,9 +63,17 @@ impl WsClient {
 
     /// Sends raw text.
     pub async fn send_text(&mut self, text: String) {
-        if let Err(e) = self.framed.send(Message::Text(text.into())).await {
+        if let Err(e) = self.try_send_text(text).await {
             panic!("ws send: {e}");
         }
+    }
+
+    /// Sends raw text; an error when the server has closed the connection already.
+    pub async fn try_send_text(&mut self, text: String) -> Result<(), String> {
+        self.framed
+            .send(Message::Text(text.into()))
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// Sends a raw WebSocket message.
