@@ -2,7 +2,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { wrap } from './fake-dom.js';
 import { unifiedDiff, lineNumbers, diffView, COLLAPSE_AT } from '../web/diff.js';
-import { anchorOf, sideOf, commentAt, reviewTitle, reviewCard, lineName } from '../web/review.js';
+import { anchorOf, sideOf, commentAt, reviewTitle, reviewHeading, reviewCard, reviewerChoice, lineName } from '../web/review.js';
 
 const DIFF = [
   'diff --git a/src/a.rs b/src/a.rs',
@@ -99,6 +99,54 @@ test('the review card shows the title, the summary and each comment as text', ()
   assert.deepEqual(card.all('li').map((li) => li.textContent), ['src/a.rs:2–3Why two calls?', 'src/a.rs:2 (old)<img src=x onerror=alert(1)>']);
   assert.equal(card.all('img').length, 0, 'user text is never markup');
   assert.equal(wrap(reviewCard({ comments: [{ path: 'a', line: 1, side: 'new', body: 'x' }] })).all('p').length, 0, 'no summary, no paragraph');
+});
+
+test('a review by an agent is titled by its vendor, and a failed one says so', () => {
+  const reviewer = { sessionId: 's_rev', vendor: 'codex' };
+  const one = [{ path: 'a', line: 1, side: 'new', body: 'x' }];
+  assert.equal(reviewHeading({ comments: one }), 'Review · 1 comment', 'the person’s own review');
+  assert.equal(reviewHeading({ comments: one, reviewer }), 'Review by codex · 1 comment');
+  assert.equal(reviewHeading({ comments: [], reviewer }), 'Review by codex · 0 comments');
+  assert.equal(reviewHeading({ comments: [], reviewer, failed: 'no JSON' }), 'Review by codex failed');
+  assert.equal(reviewHeading({ comments: [], failed: 'ignored without a reviewer' }), 'Review · 0 comments');
+});
+
+test('the card of an agent’s review names and links its session; a failed one has a mark, words and no comments', () => {
+  const reviewer = { sessionId: 's_rev', vendor: 'codex' };
+  const card = wrap(reviewCard({ reviewer, summary: 'Risky.', comments: [{ path: 'a.txt', line: 1, side: 'new', body: 'Why?' }] },
+    { name: (id) => `Review of <${id}>` }));
+  assert.equal(card.all('div')[0].classList.contains('by-agent'), true);
+  assert.equal(card.all('div')[1].textContent, 'Review by codex · 1 comment');
+  const link = card.all('a')[0];
+  assert.equal(link.getAttribute('href'), '#/s/s_rev');
+  assert.equal(link.textContent, 'Review of <s_rev>', 'the name is text');
+  assert.equal(card.all('p')[0].textContent, 'Written by a codex agent in the session Review of <s_rev>');
+  assert.deepEqual(card.all('li').map((li) => li.textContent), ['a.txt:1Why?']);
+  const empty = wrap(reviewCard({ reviewer, comments: [] }));
+  assert.equal(empty.all('a')[0].textContent, 's_rev', 'no names: the id');
+  assert.equal(empty.all('ol').length, 0, 'nothing to list: no empty list');
+
+  const failed = wrap(reviewCard({ reviewer, comments: [], failed: 'its answer holds no JSON object with `comments`' }));
+  assert.equal(failed.all('div')[0].classList.contains('failed'), true);
+  assert.equal(failed.all('div')[1].textContent, 'Review by codex failed');
+  const why = failed.all('p').find((p) => p.classList.contains('review-failed'));
+  assert.equal(why.textContent, '✕ Failed: its answer holds no JSON object with `comments`');
+  assert.equal(why.all('span')[0].getAttribute('aria-hidden'), 'true', 'the mark is decoration; the words say it');
+  assert.equal(failed.all('ol').length, 0, 'no comments list');
+});
+
+test('the default reviewer is another installed vendor than the session’s own', () => {
+  const vendors = [
+    { id: 'claude', installed: true },
+    { id: 'codex', installed: false },
+    { id: 'scripted', installed: true },
+  ];
+  assert.equal(reviewerChoice(vendors, 'claude'), 'scripted');
+  assert.equal(reviewerChoice(vendors, 'scripted'), 'claude');
+  assert.equal(reviewerChoice(vendors, 'scripted', 'scripted'), 'scripted', 'a choice made stays');
+  assert.equal(reviewerChoice(vendors, 'claude', 'codex'), 'scripted', 'not a vendor that is not installed');
+  assert.equal(reviewerChoice([{ id: 'scripted', installed: true }], 'scripted'), 'scripted', 'only its own: that one');
+  assert.equal(reviewerChoice([], 'scripted'), '');
 });
 
 test('a reviewable diff draws one row per line, each decorated, with what the hook adds after it', () => {

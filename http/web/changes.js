@@ -5,7 +5,8 @@
 // (scripts.js), and for a worktree session "Rebase", "Merge…" and "Discard".
 // It follows `git_state` events as they come; nothing polls (but an open Run log
 // while its script runs: no event carries a run's output). Lines of the diffs take
-// comments, sent to the agent as a review (review.js). Files a sibling
+// comments, sent to the agent as a review (review.js); "Ask another agent to review"
+// has an agent of another vendor review them (review.js's ReviewBy). Files a sibling
 // worktree changed too are marked, from the view's `overlap` events (overlaps.js).
 
 import { h, clear, append, keepFocus } from './dom.js';
@@ -13,7 +14,7 @@ import { checkRow, runSummaryText } from './checks.js';
 import { RunScript } from './scripts.js';
 import { diffView, unifiedDiff } from './diff.js';
 import { formDialog } from './dialogs.js';
-import { ReviewDraft } from './review.js';
+import { ReviewDraft, ReviewBy } from './review.js';
 import { siblingsByPath, badgeText, noticeText, rebaseResultText } from './overlaps.js';
 
 /**
@@ -93,10 +94,12 @@ export class ChangesPanel {
     this.listEl = h('ul.ws-files', { 'aria-label': 'Changed files' });
     /** The comments written on this panel's diffs, until sent. */
     this.review = new ReviewDraft({ sessionId: view.id, conn: this.app.conn, root: this.listEl, isWorker: () => view.info?.role === 'worker' });
+    /** "Ask another agent to review": a review by another vendor (`session.review-by`). */
+    this.reviewBy = new ReviewBy({ sessionId: view.id, conn: this.app.conn, vendors: () => this.app.store.vendors, ownVendor: () => view.info?.vendor || '' });
     this.el = h('section.ws-panel.changes', { id: `changes-${view.id}`, 'aria-labelledby': headId, onkeydown: (/** @type {KeyboardEvent} */ e) => view.panelKey(e) },
       h('div.panel-head', h('h3', { id: headId }, 'Changes'),
         h('button.btn.tiny', { type: 'button', 'aria-label': 'Close changes', onclick: () => view.showPanel(null) }, '✕')),
-      this.overlapsEl, this.headEl, this.actionsEl, this.rebaseEl, this.checksEl, this.run.el, this.statusEl, this.listEl, this.review.el);
+      this.overlapsEl, this.headEl, this.actionsEl, this.rebaseEl, this.checksEl, this.run.el, this.statusEl, this.listEl, this.review.el, this.reviewBy.el);
     this.render();
   }
 
@@ -156,6 +159,9 @@ export class ChangesPanel {
     this.renderChecks(checkable);
     this.run.el.hidden = !checkable;
     this.run.render();
+    // Nothing to review without a repository, or once the worktree is gone.
+    this.reviewBy.el.hidden = !checkable;
+    this.reviewBy.fill();
     const parts = [];
     if (ws?.mode === 'worktree') {
       parts.push(h('span', 'Own worktree on ', h('code', ws.branch), ' from ', h('code', ws.base)));

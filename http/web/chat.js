@@ -1141,17 +1141,22 @@ export class ChatView {
    * A turn's `review` event comes right after its `user_message` (live, or in the
    * same page of history): that message becomes the review's card, with the text
    * the agent got folded away under it. Without the message (it is before the
-   * window), the card stands alone.
+   * window), or without a turn (a review by another agent that failed, had no
+   * comments, or waits behind a running turn), the card stands alone.
    * @param {Extract<HistoryEvent, {kind: 'review'}>} ev
    * @param {any[]} items
    * @param {(type: string, el: HTMLElement) => any} add
    */
   reviewed(ev, items, add) {
-    const card = reviewCard(ev);
-    const msg = items.slice(-4).reverse().find((it) => it.type === 'user' && it.turnId === ev.turnId && !it.dead);
+    const card = reviewCard(ev, { name: (id) => this.sessionName(id) });
+    // Who wrote it: the person, or (a review by another agent) that agent.
+    const who = ev.reviewer ? `Reviewer · ${ev.reviewer.vendor}` : 'You';
+    const msg = ev.turnId ? items.slice(-4).reverse().find((it) => it.type === 'user' && it.turnId === ev.turnId && !it.dead) : null;
     const text = msg?.el.querySelector(':scope > .text');
-    if (!text) return add('user', h('div.msg.user.review', h('div.who', 'You', h('time', clock(ev.ts))), card));
+    if (!text) return add('user', h('div.msg.user.review', h('div.who', who, h('time', clock(ev.ts))), card));
     msg.el.classList.add('review');
+    const label = msg.el.querySelector(':scope > .who')?.firstChild;
+    if (ev.reviewer && label?.nodeType === Node.TEXT_NODE) label.textContent = who;
     text.before(card);
     card.after(h('details.review-message', h('summary', 'Message sent to the agent'), text));
     return null;

@@ -17,6 +17,7 @@ import { lineNumbers } from './diff.js';
 /**
  * @typedef {import('./wire.js').ReviewComment} ReviewComment
  * @typedef {import('./wire.js').ReviewSide} ReviewSide
+ * @typedef {import('./wire.js').Reviewer} Reviewer
  * @typedef {import('./diff.js').FileEdit} FileEdit
  * @typedef {{side: ReviewSide, line: number, endLine?: number}} Anchor
  * @typedef {{path: string, side?: ReviewSide, line: number, endLine?: number | null}} Place
@@ -75,16 +76,52 @@ export function reviewTitle(n) {
 }
 
 /**
- * The conversation's card for a `review` event: its title, summary and comments.
- * User text goes in as text nodes only.
- * @param {{comments: ReviewComment[], summary?: string | null}} review
+ * The card's title: "Review · 2 comments" for the person's own review; for one an
+ * agent wrote, "Review by codex · 2 comments", or "Review by codex failed" when it
+ * gave no usable answer.
+ * @param {{comments?: ReviewComment[], reviewer?: Reviewer | null, failed?: string | null}} review
  */
-export function reviewCard(review) {
+export function reviewHeading(review) {
+  const n = (review.comments || []).length;
+  if (!review.reviewer) return reviewTitle(n);
+  const by = `Review by ${review.reviewer.vendor}`;
+  return review.failed ? `${by} failed` : `${by}${reviewTitle(n).slice('Review'.length)}`;
+}
+
+/**
+ * The conversation's card for a `review` event: its title, who wrote it (an agent's
+ * review names the reviewer's session, with a link to it), why it failed (then it
+ * has no comments), its summary and comments. User text goes in as text nodes only.
+ * @param {{comments: ReviewComment[], summary?: string | null, reviewer?: Reviewer | null, failed?: string | null}} review
+ * @param {{name?: (id: string) => string}} [opts] `name`: a session's name as the page shows it
+ */
+export function reviewCard(review, opts = {}) {
   const comments = review.comments || [];
-  return h('div.review-card',
-    h('div.review-title', reviewTitle(comments.length)),
+  const r = review.reviewer;
+  const failed = r && review.failed ? review.failed : null;
+  const name = r ? (opts.name ? opts.name(r.sessionId) : r.sessionId) : '';
+  return h(`div.review-card${r ? '.by-agent' : ''}${failed ? '.failed' : ''}`,
+    h('div.review-title', reviewHeading(review)),
+    r ? h('p.review-reviewer', `Written by a ${r.vendor} agent in the session `,
+      h('a', { href: `#/s/${encodeURIComponent(r.sessionId)}`, title: 'Open the reviewer’s session' }, name)) : null,
+    // A mark and words: the colour is not the only sign.
+    failed ? h('p.review-failed', h('span.review-mark', { 'aria-hidden': 'true' }, '✕ '), `Failed: ${failed}`) : null,
     review.summary ? h('p.review-summary', review.summary) : null,
-    h('ol.review-comments', comments.map((c) => h('li', h('code.review-at', commentAt(c)), h('div.review-body', c.body)))));
+    failed || !comments.length ? null : h('ol.review-comments', comments.map((c) => h('li', h('code.review-at', commentAt(c)), h('div.review-body', c.body)))));
+}
+
+/**
+ * The vendor a review by another agent goes to by default: `current` while it is
+ * still installed, else the first installed vendor other than the session's own
+ * (`own`), else the first installed one; '' when none is.
+ * @param {{id: string, installed: boolean}[]} vendors
+ * @param {string} own
+ * @param {string} [current]
+ */
+export function reviewerChoice(vendors, own, current = '') {
+  const ids = vendors.filter((v) => v.installed).map((v) => v.id);
+  if (current && ids.includes(current)) return current;
+  return ids.find((id) => id !== own) ?? ids[0] ?? '';
 }
 
 /**
@@ -395,6 +432,93 @@ export class ReviewDraft {
       this.errorEl.textContent = err.code === 'INVALID_ANCHOR'
         ? `Not sent: the diff changed, and some comments are on lines it no longer shows. ${err.message}`
         : `Not sent: ${err.message}`;
+    }
+  }
+}
+
+/**
+ * "Ask another agent to review" in the Changes panel: a vendor, optional
+ * instructions, and a button that sends `session.review-by`. The review runs in a
+ * session of its own; the status names it with a link, and the review comes back to
+ * this session's conversation later (its card, `reviewCard`).
+ */
+export class ReviewBy {
+  /**
+   * @param {object} deps
+   * @param {string} deps.sessionId
+   * @param {import('./conn.js').Conn} deps.conn
+   * @param {() => import('./wire.js').VendorInfo[]} deps.vendors the vendors the page knows
+   * @param {() => string} deps.ownVendor the session's own vendor (not the default reviewer)
+   */
+  constructor({ sessionId, conn, vendors, ownVendor }) {
+    this.sessionId = sessionId;
+    this.conn = conn;
+    this.vendors = vendors;
+    this.ownVendor = ownVendor;
+    /** A request is on its way. */
+    this.sending = false;
+    const headId = `review-by-head-${sessionId}`;
+    const vendorId = `review-by-vendor-${sessionId}`;
+    const textId = `review-by-text-${sessionId}`;
+    this.vendorEl = /** @type {HTMLSelectElement} */ (h('select.field', { id: vendorId, name: 'vendor' }));
+    this.textEl = /** @type {HTMLTextAreaElement} */ (h('textarea.field', { id: textId, name: 'instructions', rows: 3, maxlength: MAX_CHARS,
+      placeholder: 'What to look for (optional)',
+      onkeydown: (/** @type {KeyboardEvent} */ e) => {
+        if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+          e.preventDefault();
+          this.send();
+        }
+      } }));
+    this.sendBtn = h('button.btn', { type: 'button', onclick: () => this.send() }, 'Ask for a review');
+    this.errorEl = h('p.error-text.review-by-error', { role: 'alert' });
+    this.statusEl = h('p.review-by-status', { role: 'status' });
+    this.el = h('section.review-by', { 'aria-labelledby': headId },
+      h('h4', { id: headId }, 'Ask another agent to review'),
+      h('p.muted.review-hint', 'A read-only session of that agent reviews these changes; its comments come back to this conversation.'),
+      h('div.review-by-fields',
+        h('label', { for: vendorId }, 'Reviewer'), this.vendorEl,
+        h('label', { for: textId }, 'Instructions (optional)'), this.textEl),
+      h('div.row', this.sendBtn),
+      this.errorEl, this.statusEl);
+    this.fill();
+  }
+
+  /** The installed vendors as options; the chosen one stays chosen. */
+  fill() {
+    const vendors = this.vendors().filter((v) => v.installed);
+    const chosen = reviewerChoice(vendors, this.ownVendor(), this.vendorEl.value);
+    const key = JSON.stringify(vendors.map((v) => [v.id, v.displayName]));
+    if (this.vendorEl.dataset.key !== key) {
+      this.vendorEl.dataset.key = key;
+      clear(this.vendorEl).append(...vendors.map((v) => h('option', { value: v.id }, v.displayName)));
+    }
+    this.vendorEl.value = chosen;
+    this.sendBtn.setAttribute('aria-disabled', String(this.sending || !chosen));
+  }
+
+  /** Starts the review; the status says so, or the error why not. */
+  async send() {
+    const vendor = this.vendorEl.value;
+    if (this.sending || !vendor) return;
+    /** @type {import('./wire.js').SessionReviewByParams} */
+    const params = { sessionId: this.sessionId, vendor };
+    if (this.textEl.value.trim()) params.instructions = this.textEl.value;
+    this.sending = true;
+    this.errorEl.textContent = '';
+    clear(this.statusEl).append(`Asking ${vendor} for a review…`);
+    this.fill();
+    try {
+      const r = await this.conn.request('session.review-by', params);
+      this.textEl.value = '';
+      clear(this.statusEl).append(`Review by ${vendor} started. `,
+        h('a.review-by-open', { href: `#/s/${encodeURIComponent(r.reviewSessionId)}` }, 'Open the review session'));
+    } catch (e) {
+      // CONFLICT: nothing to review; UNKNOWN vendor: 422; the message says which.
+      clear(this.statusEl);
+      this.errorEl.textContent = `Not started: ${/** @type {Error} */ (e).message}`;
+    } finally {
+      this.sending = false;
+      this.fill();
     }
   }
 }

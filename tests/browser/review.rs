@@ -5,8 +5,13 @@
 //! the conversation shows the review's card. A review whose line the diff no longer
 //! shows is refused with `INVALID_ANCHOR`: the page shows why and keeps the comment.
 //! A worktree Worker's Changes panel sends its review "to its Driver" (by keyboard),
-//! and the Driver's conversation gets it. Real git repositories in the server's
-//! workspace root; the scripted agent writes the files (`/write`).
+//! and the Driver's conversation gets it. "Ask another agent to review" sends
+//! `session.review-by` by keyboard: the panel says it started and links the
+//! reviewer's session; the review comes back as a card "Review by scripted" with its
+//! comments (the scripted reviewer says its prompt back, so the instructions hold
+//! its answer), or as a failed card with the reason when the answer holds none; a
+//! tree without changes is refused. Real git repositories in the server's workspace
+//! root; the scripted agent writes the files (`/write`).
 
 use std::path::PathBuf;
 
@@ -452,5 +457,254 @@ async fn a_review_of_a_workers_changes_is_sent_to_its_driver_by_keyboard() {
             .iter()
             .any(|e| e["kind"] == "review"),
         "the Worker got no review"
+    );
+}
+
+/// In session `id`'s open Changes panel, "Ask another agent to review": the vendor
+/// `scripted` chosen, `lines` typed into the instructions (Enter between them), then
+/// "Ask for a review" by keyboard; waits for the status saying it started and returns
+/// the reviewer's session id (from its link).
+async fn ask_scripted_review(page: &Page, id: &str, lines: &[&str]) -> String {
+    let b = &page.browser;
+    let c = chat(id);
+    let select = format!("{c} .review-by select");
+    page.set_value(&select, "scripted").await;
+    b.exec(
+        "document.querySelector(arguments[0]).focus();",
+        vec![json!(select)],
+    )
+    .await;
+    assert_eq!(focused(page).await, "Reviewer");
+    b.chord(TAB).await;
+    assert_eq!(focused(page).await, "Instructions (optional)");
+    b.keys_text(&lines.join(ENTER)).await;
+    assert_eq!(
+        b.exec("return document.activeElement.value;", vec![]).await,
+        json!(lines.join("\n")),
+        "Enter makes a new line in the instructions"
+    );
+    b.chord(TAB).await;
+    assert_eq!(focused(page).await, "Ask for a review");
+    b.chord(ENTER).await;
+    page.wait_text(id, ".review-by-status", "Review by scripted started.")
+        .await;
+    let href = b
+        .exec(
+            "return document.querySelector(arguments[0])?.getAttribute('href');",
+            vec![json!(format!("{c} .review-by-status a"))],
+        )
+        .await;
+    let href = href
+        .as_str()
+        .unwrap_or_else(|| panic!("no link in the status: {href}"));
+    assert_eq!(
+        texts(page, &format!("{c} .review-by-status a")).await,
+        json!(["Open the review session"])
+    );
+    let rid = href.strip_prefix("#/s/").unwrap().to_string();
+    assert_ne!(rid, id);
+    rid
+}
+
+/// The first stored `review` event of `id` that an agent wrote, once there is one.
+async fn agent_review(page: &Page, id: &str) -> Value {
+    tandem_tests::eventually("the reviewer's review", async || {
+        page.server
+            .all_events(id)
+            .await
+            .into_iter()
+            .find(|e| e["kind"] == "review" && e["reviewer"].is_object())
+    })
+    .await
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
+async fn another_agent_reviews_the_changes_and_its_comments_come_back_as_a_card() {
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+    let (id, _) = reviewable_session(&page, "by-agent").await;
+    let c = chat(&id);
+
+    // The scripted reviewer says each line of its prompt back: the instructions'
+    // fenced block is its answer.
+    let answer = json!({"summary": "Looks risky.",
+        "comments": [{"path": "a.txt", "line": 1, "body": "Why this?"}]});
+    let rid = ask_scripted_review(&page, &id, &["```json", &answer.to_string(), "```"]).await;
+    assert_eq!(
+        b.exec(
+            "return document.querySelector(arguments[0]).value;",
+            vec![json!(format!("{c} .review-by textarea"))]
+        )
+        .await,
+        "",
+        "the instructions went with the request"
+    );
+    page.check_view("review-by-started").await;
+
+    // The reviewer: a read-only scripted session that got the diff.
+    let (status, info) = page.server.get(&format!("/api/v1/sessions/{rid}")).await;
+    assert_eq!(status, 200, "{info}");
+    assert_eq!(info["vendor"], "scripted");
+    assert_eq!(info["permissionMode"], "plan");
+
+    // Its review comes back: a turn whose message is the card "Review by scripted".
+    let card = format!("{c} .msg.user.review");
+    page.wait_text(
+        &id,
+        ".msg.user.review .review-title",
+        "Review by scripted · 1 comment",
+    )
+    .await;
+    assert_eq!(
+        texts(&page, &format!("{card} .review-comments li")).await,
+        json!(["a.txt:1Why this?"])
+    );
+    assert_eq!(
+        texts(&page, &format!("{card} .review-summary")).await,
+        json!(["Looks risky."])
+    );
+    let who = page
+        .browser
+        .exec(
+            "return document.querySelector(arguments[0]).firstChild.textContent;",
+            vec![json!(format!("{card} > .who"))],
+        )
+        .await;
+    assert_eq!(
+        who, "Reviewer · scripted",
+        "the agent wrote it, not the person"
+    );
+    assert_eq!(page.count(&format!("{card} .review-failed")).await, 0);
+    let link = b
+        .exec(
+            "const a = document.querySelector(arguments[0]); return [a.getAttribute('href'), a.closest('p').textContent];",
+            vec![json!(format!("{card} .review-reviewer a"))],
+        )
+        .await;
+    assert_eq!(link[0], format!("#/s/{rid}"), "{link}");
+    assert!(
+        link[1]
+            .as_str()
+            .unwrap()
+            .starts_with("Written by a scripted agent in the session "),
+        "{link}"
+    );
+    b.wait(
+        "the review's turn to end",
+        &format!("document.querySelectorAll('{c} .turn-end.completed').length === 2"),
+    )
+    .await;
+    b.exec(
+        "document.querySelector(arguments[0]).scrollIntoView();",
+        vec![json!(card)],
+    )
+    .await;
+    page.check_view("review-by-card").await;
+
+    let review = agent_review(&page, &id).await;
+    assert_eq!(review["reviewer"]["sessionId"], rid.as_str());
+    assert_eq!(review["reviewer"]["vendor"], "scripted");
+    assert_eq!(review["comments"][0]["body"], "Why this?");
+    assert!(review.get("failed").is_none(), "{review}");
+
+    // The card's link opens the reviewer's session, by keyboard.
+    b.exec(
+        "document.querySelector(arguments[0]).focus();",
+        vec![json!(format!("{card} .review-reviewer a"))],
+    )
+    .await;
+    b.chord(ENTER).await;
+    b.wait(
+        "the reviewer's session",
+        &format!("document.querySelector('{} .log')", chat(&rid)),
+    )
+    .await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_browser),
+    ignore = "chromium, chromedriver or axe-core is not installed"
+)]
+async fn a_review_by_an_agent_without_an_answer_shows_failed_and_a_clean_tree_is_refused() {
+    let page = Page::open(&[]).await;
+    let b = &page.browser;
+
+    // Nothing changed: the server refuses, and the panel says why.
+    let clean = repo(&page.server.dir.path().join("clean"), &[("a.txt", "a\n")]);
+    let mut ws = page.ws().await;
+    let reply = ws
+        .ok(json!({"type": "session.create", "title": "clean", "cwd": clean.to_str().unwrap()}))
+        .await;
+    let quiet = reply["session"]["id"].as_str().unwrap().to_string();
+    page.open_session(&quiet).await;
+    page.press(&chat(&quiet), "Changes").await;
+    page.wait_text(&quiet, ".ws-status", "No changes.").await;
+    page.press(&chat(&quiet), "Ask for a review").await;
+    page.wait_text(&quiet, ".review-by-error", "has no changes to review")
+        .await;
+    let error = b.text(&format!("{} .review-by-error", chat(&quiet))).await;
+    assert!(
+        error.as_str().unwrap().starts_with("Not started: "),
+        "{error}"
+    );
+    assert_eq!(
+        page.count(&format!("{} .review-by-status a", chat(&quiet)))
+            .await,
+        0
+    );
+    page.assert_accessible("review by refused").await;
+
+    // A change, and a reviewer whose answer holds no review: the card says it failed
+    // and why, with no comments.
+    let (id, _) = reviewable_session(&page, "no-answer").await;
+    let c = chat(&id);
+    ask_scripted_review(&page, &id, &["Looks fine to me."]).await;
+    let card = format!("{c} .msg.user.review");
+    page.wait_text(
+        &id,
+        ".msg.user.review .review-title",
+        "Review by scripted failed",
+    )
+    .await;
+    assert_eq!(
+        texts(&page, &format!("{card} .review-failed")).await,
+        json!(["✕ Failed: its answer holds no JSON object with `comments`"])
+    );
+    assert_eq!(
+        b.exec(
+            "return document.querySelector(arguments[0]).getAttribute('aria-hidden');",
+            vec![json!(format!("{card} .review-failed .review-mark"))]
+        )
+        .await,
+        "true",
+        "the mark is beside the words, not instead of them"
+    );
+    assert_eq!(page.count(&format!("{card} .review-comments")).await, 0);
+    assert_eq!(
+        page.count(&format!("{card} details.review-message")).await,
+        0,
+        "no turn"
+    );
+    b.exec(
+        "document.querySelector(arguments[0]).scrollIntoView();",
+        vec![json!(card)],
+    )
+    .await;
+    page.check_view("review-by-failed").await;
+
+    let review = agent_review(&page, &id).await;
+    assert_eq!(review["comments"], json!([]));
+    assert!(review.get("turnId").is_none(), "{review}");
+    assert!(
+        review["failed"]
+            .as_str()
+            .unwrap()
+            .contains("no JSON object"),
+        "{review}"
     );
 }
