@@ -85,6 +85,9 @@ pub async fn create_schedule(
         session_id: id.into_inner(),
         content: b.content,
         at: b.at,
+        rrule: b.rrule,
+        time_zone: b.time_zone,
+        if_busy: b.if_busy,
     };
     Ok(HttpResponse::Created().json(run(&state, &who, params).await?))
 }

@@ -1060,6 +1060,8 @@ export class ChatView {
         }
         return add('info', h('div.line-event', ev.text));
       }
+      case 'schedule_occurrence':
+        return add('info', h('div.line-event.schedule-fired', occurrenceText(ev)));
       case 'background_tasks':
         return add('info', h('div.line-event.muted', ev.tasks?.length ? `Background: ${ev.tasks.map((t) => t.description || t.taskId).join(', ')}` : 'Background work finished'));
       case 'plan':
@@ -1335,3 +1337,15 @@ function preview(v) {
 }
 
 export { ago };
+
+/** What an occurrence of a recurring schedule did, in words ("⏰ Recurring message #3 skipped: a turn was running").
+ * @param {{number: number, outcome: string}} ev */
+export function occurrenceText(ev) {
+  const said = {
+    sent: 'sent',
+    queued: 'queued behind the running turn',
+    skipped: 'skipped: a turn was running',
+    failed: 'could not be sent',
+  }[ev.outcome] || ev.outcome;
+  return `⏰ Recurring message #${ev.number} ${said}`;
+}

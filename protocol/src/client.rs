@@ -123,8 +123,19 @@ pub struct SessionScheduleParams {
     pub session_id: String,
     /// The message to send when it comes due.
     pub content: String,
-    /// When, RFC 3339 (at most 365 days ahead; a past time fires at once).
+    /// When, RFC 3339 (at most 365 days ahead; a past time fires at once); for a
+    /// recurring schedule, the rule's start.
     pub at: String,
+    /// Repeat by this rule (`FREQ` MINUTELY to WEEKLY, `INTERVAL`, `BYDAY`, `BYHOUR`,
+    /// `BYMINUTE`, `COUNT`, `UNTIL`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rrule: Option<String>,
+    /// The IANA time zone of the rule's wall-clock times (default `UTC`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// What an occurrence does while a turn runs (default `skip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_busy: Option<crate::schedule::IfBusy>,
 }
 
 /// Fields of `session.schedule-cancel`.

@@ -226,6 +226,17 @@ pub enum EventBody {
         #[serde(flatten)]
         to: crate::workspace::PushedBranch,
     },
+    /// An occurrence of a recurring schedule came due.
+    ScheduleOccurrence {
+        /// The schedule.
+        schedule_id: String,
+        /// Its number (1 for the first).
+        number: u32,
+        /// When it was due, epoch ms.
+        at: u64,
+        /// What it did.
+        outcome: crate::schedule::OccurrenceOutcome,
+    },
     /// A worktree script started, made progress or ended.
     Script {
         /// Which, where it is, and its output so far.
@@ -435,6 +446,7 @@ impl EventBody {
             EventBody::Rebased { .. } => "rebased",
             EventBody::Check { .. } => "check",
             EventBody::Script { .. } => "script",
+            EventBody::ScheduleOccurrence { .. } => "schedule_occurrence",
             EventBody::Pushed { .. } => "pushed",
             EventBody::Merged { .. } => "merged",
             EventBody::Discarded { .. } => "discarded",

@@ -39,6 +39,15 @@ pub struct ScheduleBody {
     /// `INVALID_ARGUMENT` (a window a schema cannot state).
     #[schemars(extend("format" = "date-time"))]
     pub at: String,
+    /// Repeat by this rule (see `session.schedule`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rrule: Option<String>,
+    /// The IANA time zone of the rule's wall-clock times (default `UTC`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// What an occurrence does while a turn runs (default `skip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_busy: Option<crate::schedule::IfBusy>,
 }
 
 /// `POST /api/v1/sessions/{id}/permissions/{requestId}`: the answer to a pending

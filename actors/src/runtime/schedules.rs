@@ -5,24 +5,38 @@ use tandem_protocol::schedule::ScheduleInfo;
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
-use crate::schedule::{parse_rfc3339, TimeError};
+use crate::schedule::{parse_rfc3339, rrule, TimeError};
 use crate::session::{CancelSchedule, ListSchedules, ScheduleMessage};
+use tandem_protocol::client::SessionScheduleParams;
 
 impl Runtime {
-    /// Schedules `content` into session `id` at `at` (RFC 3339).
+    /// Schedules a message into session `params.session_id` at `params.at` (RFC
+    /// 3339), once or by `params.rrule` in `params.time_zone`. A rule outside the
+    /// subset or an unknown zone is 422 (the schema cannot say which rules are taken).
     pub async fn schedule(
         &self,
         who: &Principal,
-        id: &str,
-        content: String,
-        at: &str,
+        params: SessionScheduleParams,
     ) -> Result<ScheduleInfo, RuntimeError> {
-        let at = parse_rfc3339(at).map_err(|e| match e {
+        let at = parse_rfc3339(&params.at).map_err(|e| match e {
             TimeError::Malformed { .. } => RuntimeError::InvalidArgument(e.to_string()),
             TimeError::Before1970 => RuntimeError::unusable(e.to_string()),
         })?;
-        self.drivable(who, id)?
-            .ask(ScheduleMessage { content, at })
+        let recurring = match params.rrule {
+            None => None,
+            Some(rule) => {
+                rrule::parse(&rule).map_err(|e| RuntimeError::unusable(e.to_string()))?;
+                let time_zone = params.time_zone.unwrap_or_else(|| "UTC".into());
+                rrule::zone(&time_zone).map_err(|e| RuntimeError::unusable(e.to_string()))?;
+                Some((rule, time_zone, params.if_busy.unwrap_or_default()))
+            }
+        };
+        self.drivable(who, &params.session_id)?
+            .ask(ScheduleMessage {
+                content: params.content,
+                at,
+                recurring,
+            })
             .await?
     }
 

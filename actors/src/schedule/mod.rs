@@ -1,6 +1,8 @@
 //! Scheduled messages: RFC 3339 times. The persisted state of a schedule is the wire
 //! type [`ScheduleRecord`] (`ScheduleInfo` in the protocol crate).
 
+pub mod rrule;
+
 pub use tandem_protocol::schedule::{ScheduleInfo as ScheduleRecord, ScheduleStatus};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;

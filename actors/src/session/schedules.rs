@@ -10,7 +10,9 @@ use super::SessionActor;
 use crate::clock::{now_ms, random_id};
 use crate::error::RuntimeError;
 use crate::record::QueuedMessage;
+use crate::schedule::rrule::{self, Recurrence};
 use crate::schedule::{ScheduleRecord, ScheduleStatus, MAX_AHEAD_MS};
+use tandem_protocol::schedule::{IfBusy, OccurrenceOutcome, Recurring};
 
 /// Pending schedules one session may hold.
 const MAX_PENDING: usize = 50;
@@ -21,11 +23,18 @@ const KEEP_FINISHED: usize = 50;
 #[derive(Debug, Message)]
 #[rtype(result = "Result<ScheduleRecord, RuntimeError>")]
 pub struct ScheduleMessage {
-    /// The user message to run when due (it interrupts a running turn); not blank.
+    /// The user message to run when due (a one-time message interrupts a running
+    /// turn; a recurring one does as its `if_busy` says); not blank.
     pub content: String,
-    /// When, epoch ms (past times fire at once).
+    /// When, epoch ms (past times fire at once); a recurring schedule's start.
     pub at: u64,
+    /// Repeat: the rule (checked by [`crate::schedule::rrule::parse`]), its zone and
+    /// what to do while busy.
+    pub recurring: Option<(String, String, IfBusy)>,
 }
+
+/// Occurrences listed ahead of a recurring schedule's next one.
+const UPCOMING: usize = 5;
 
 /// Cancel a pending schedule.
 #[derive(Debug, Message)]
@@ -75,6 +84,10 @@ impl SessionActor {
             return;
         };
         let content = self.record.schedules[index].content.clone();
+        if self.record.schedules[index].rrule.is_some() {
+            self.fire_recurring(index, content, ctx);
+            return;
+        }
         self.emit(
             None,
             EventBody::Info {
@@ -97,6 +110,55 @@ impl SessionActor {
                 schedule.status = ScheduleStatus::Failed;
                 schedule.reason = Some(e.to_string());
             }
+        }
+        self.prune_schedules();
+        self.touch();
+    }
+
+    /// An occurrence of a recurring schedule came due: it runs, waits in the queue or
+    /// is skipped as `if_busy` says (never interrupting), is recorded as an event, and
+    /// the schedule moves to its next occurrence after now (so occurrences missed while
+    /// the server was down run once, not in a burst), or ends.
+    fn fire_recurring(&mut self, index: usize, content: String, ctx: &mut Context<Self>) {
+        let schedule = self.record.schedules[index].clone();
+        let Some(recurring) = schedule.rrule.clone() else {
+            return;
+        };
+        let busy = self.turn.is_some() || !self.background.is_empty();
+        let (outcome, reason) = match (busy, recurring.if_busy) {
+            (true, IfBusy::Skip) => (OccurrenceOutcome::Skipped, None),
+            (true, IfBusy::Queue) => {
+                self.record.queued.push(QueuedMessage::new(content, false));
+                (OccurrenceOutcome::Queued, None)
+            }
+            (false, _) => match self.start_turn(content, false, None, ctx) {
+                Ok(_) => (OccurrenceOutcome::Sent, None),
+                Err(e) => (OccurrenceOutcome::Failed, Some(e.to_string())),
+            },
+        };
+        let number = recurring.occurrences + 1;
+        self.emit(
+            None,
+            EventBody::ScheduleOccurrence {
+                schedule_id: schedule.schedule_id.clone(),
+                number,
+                at: schedule.at,
+                outcome,
+            },
+        );
+        let next = next_occurrence(&recurring, schedule.at.max(now_ms()));
+        let entry = &mut self.record.schedules[index];
+        if let Some(r) = entry.rrule.as_mut() {
+            r.occurrences = number;
+        }
+        entry.reason = reason;
+        match next {
+            Some(at) => {
+                entry.at = at;
+                let id = entry.schedule_id.clone();
+                self.arm(id, at, ctx);
+            }
+            None => entry.status = ScheduleStatus::Sent,
         }
         self.prune_schedules();
         self.touch();
@@ -144,18 +206,40 @@ impl Handler<ScheduleMessage> for SessionActor {
                 "this session already has {MAX_PENDING} scheduled messages"
             )));
         }
+        let (at, recurring) = match msg.recurring {
+            None => (msg.at, None),
+            Some((rule, time_zone, if_busy)) => {
+                let recurring = Recurring {
+                    rule,
+                    time_zone,
+                    start: msg.at,
+                    if_busy,
+                    occurrences: 0,
+                };
+                let first = next_occurrence(&recurring, msg.at.saturating_sub(1))
+                    .ok_or_else(|| RuntimeError::unusable("the rule has no occurrence"))?;
+                (first, Some(recurring))
+            }
+        };
+        if at > now_ms() + MAX_AHEAD_MS {
+            return Err(RuntimeError::unusable(
+                "the first occurrence is more than 365 days ahead",
+            ));
+        }
         let schedule = ScheduleRecord {
             schedule_id: random_id("sch_", 8),
             content: msg.content,
-            at: msg.at,
+            at,
             status: ScheduleStatus::Pending,
             reason: None,
+            rrule: recurring,
+            upcoming: Vec::new(),
         };
         self.record.schedules.push(schedule.clone());
         self.touch();
         self.flush();
         self.arm(schedule.schedule_id.clone(), schedule.at, ctx);
-        Ok(schedule)
+        Ok(with_upcoming(schedule))
     }
 }
 
@@ -189,6 +273,44 @@ impl Handler<ListSchedules> for SessionActor {
     type Result = MessageResult<ListSchedules>;
 
     fn handle(&mut self, _: ListSchedules, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.record.schedules.clone())
+        MessageResult(
+            self.record
+                .schedules
+                .iter()
+                .cloned()
+                .map(with_upcoming)
+                .collect(),
+        )
     }
+}
+
+/// The occurrence of `recurring` after `after` (epoch ms); `None` when it has ended,
+/// or its rule or zone no longer reads (both were checked when it was made).
+fn next_occurrence(recurring: &Recurring, after: u64) -> Option<u64> {
+    let rule = rrule::parse(&recurring.rule).ok()?;
+    let zone = rrule::zone(&recurring.time_zone).ok()?;
+    Recurrence::new(rule, recurring.start, zone)
+        .ok()?
+        .next_after(after)
+        .map(|(at, _)| at)
+}
+
+/// `schedule` with the occurrences after its next one, when it recurs and is pending.
+fn with_upcoming(mut schedule: ScheduleRecord) -> ScheduleRecord {
+    if schedule.status != ScheduleStatus::Pending {
+        return schedule;
+    }
+    let Some(recurring) = &schedule.rrule else {
+        return schedule;
+    };
+    let (Ok(rule), Ok(zone)) = (
+        rrule::parse(&recurring.rule),
+        rrule::zone(&recurring.time_zone),
+    ) else {
+        return schedule;
+    };
+    if let Ok(r) = Recurrence::new(rule, recurring.start, zone) {
+        schedule.upcoming = r.upcoming(schedule.at, UPCOMING);
+    }
+    schedule
 }

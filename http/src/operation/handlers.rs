@@ -165,7 +165,7 @@ async fn delegation(
         R::SessionHandoff(p) => json(rt.handoff(who, p).await?),
         R::SessionFork(p) => json(rt.fork(who, p).await?),
         R::SessionSchedule(p) => {
-            let s = rt.schedule(who, &p.session_id, p.content, &p.at).await?;
+            let s = rt.schedule(who, p).await?;
             json(SessionScheduleResult {
                 schedule_id: s.schedule_id,
                 at: s.at,
