@@ -1,7 +1,7 @@
 //! Decides, when the tests are built, which of the tools they drive are installed, and
 //! sets a `cfg` flag for each one that is: `has_codex`, `has_claude`, `has_codex_acp`,
 //! `has_claude_acp`, `has_browser` (Chromium, chromedriver and axe-core), `has_pytools`
-//! (schemathesis and the official MCP SDK in `.venv-tools`), and
+//! (schemathesis and the official MCP and ACP SDKs in `.venv-tools`), and
 //! `has_landlock` when the kernel enforces Landlock (agent confinement). Tests use
 //! `#[cfg_attr(not(has_codex), ignore = "...")]`, so without the tool nextest lists
 //! them as skipped, never as passed. Under CI (`CI` set) every flag is set: CI
@@ -78,8 +78,12 @@ fn main() {
     flag(
         ci,
         "has_pytools",
-        "the Python contract clients (schemathesis, the MCP SDK) in .venv-tools",
-        &[vendor_clis::schemathesis_path(), vendor_clis::python_path()],
+        "the Python contract clients (schemathesis, the MCP and ACP SDKs) in .venv-tools",
+        &[
+            vendor_clis::schemathesis_path(),
+            vendor_clis::python_path(),
+            vendor_clis::acp_sdk_path(),
+        ],
     );
     if ci || landlock() {
         println!("cargo::rustc-cfg=has_landlock");

@@ -46,6 +46,9 @@ enum Command {
     Confine(crate::confine::ConfineArgs),
     #[command(flatten)]
     Client(crate::client::ClientCommand),
+    /// Serve the Agent Client Protocol on stdin and stdout, for an editor (Zed,
+    /// JetBrains, Neovim) to drive this server's sessions.
+    Acp(crate::acp_agent::AcpArgs),
     /// Print or replace the admin token (or another user's with --user).
     Token {
         #[command(subcommand)]
@@ -263,6 +266,7 @@ fn run(cli: Cli) -> ExitCode {
         } => return crate::doctor::run(config, confine_agents == OnOff::On),
         Command::Confine(args) => return crate::confine::run(args),
         Command::Client(command) => return crate::client::run(command),
+        Command::Acp(args) => return crate::acp_agent::run(args),
         Command::User { command } => user(command),
         Command::Token { command } => token(command),
     };

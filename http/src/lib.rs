@@ -2,6 +2,7 @@
 //! the browser page (`/`, `/assets/`), and the `tandem` command line. Only this crate
 //! knows HTTP and WebSocket framing.
 
+pub mod acp_agent;
 pub mod auth;
 pub mod body_timeout;
 pub mod cli;

@@ -9,6 +9,7 @@
 mod access;
 mod acknowledged;
 mod acp;
+mod acp_agent;
 mod attachments;
 mod bad_input;
 mod browser_attacks;

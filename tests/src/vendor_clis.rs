@@ -75,6 +75,21 @@ pub fn schemathesis_path() -> PathBuf {
     repo_root().join(".venv-tools/bin/schemathesis")
 }
 
+/// The metadata of the pinned official ACP Python SDK (`agent-client-protocol` in
+/// `tests/python-requirements.txt`) in the tests' virtualenv, under whichever Python
+/// made it; a path that does not exist when it is not installed.
+pub fn acp_sdk_path() -> PathBuf {
+    const DIST: &str = "agent_client_protocol-0.12.1.dist-info/METADATA";
+    let lib = repo_root().join(".venv-tools/lib");
+    std::fs::read_dir(&lib)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("site-packages").join(DIST))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| lib.join("python3/site-packages").join(DIST))
+}
+
 /// Zed's Codex ACP agent, if installed.
 pub fn codex_acp_bin() -> Option<PathBuf> {
     Some(codex_acp_path()).filter(|p| p.is_file())

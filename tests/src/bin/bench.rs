@@ -1,7 +1,7 @@
 //! Benchmarks for tandem (see BENCHMARKS.md). `bench serve ARGS` runs the server itself
 //! (exactly `tandem serve ARGS`; likewise `bench user ...`, `bench doctor` and every other
-//! `tandem` command), so tests and benchmarks
-//! start it as a child process.
+//! `tandem` command; `bench tandem ARGS` for any, `acp` included), so tests and
+//! benchmarks start it as a child process.
 //! `bench fanout|sessions|replay|durability|delegation|codex|claude|acp|gitstate|checkpoint [flags]` start that server as a child
 //! process and measure it over loopback ([`tandem_tests::bench`]).
 
@@ -22,6 +22,9 @@ fn main() -> ExitCode {
             mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex"
             | "claude" | "acp" | "gitstate" | "checkpoint" | "store-floor"),
         ) => tandem_tests::bench::run(mode, &args[1..]),
+        // `bench tandem ARGS` is exactly `tandem ARGS`, also for a command whose name a
+        // benchmark takes (`tandem acp`, which tests/e2e/acp_agent.rs starts).
+        Some("tandem") => tandem_http::cli::main_from(&args[1..]),
         None => {
             eprintln!("{}", tandem_tests::bench::USAGE);
             ExitCode::from(2)

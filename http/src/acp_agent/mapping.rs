@@ -1,0 +1,683 @@
+//! tandem → ACP and back, pure: history events as `session/update`s ([`Mapper`]), a
+//! turn's status as a stop reason, a `permission_request` as
+//! `session/request_permission` and the option picked as tandem's answer, a prompt's
+//! content blocks as a message's content, a session as ACP's `SessionInfo`.
+
+use serde_json::{json, Map, Value};
+
+/// Turns one session's history events into ACP `SessionUpdate` objects, in order.
+/// It remembers the text streamed since the last `assistant_message`, so a message is
+/// said once whether it came as deltas, whole, or both.
+#[derive(Debug, Default)]
+pub struct Mapper {
+    /// Text of the `text_delta`s since the last `assistant_message`.
+    streamed: String,
+    /// The `messageId` of the assistant message being streamed.
+    message_id: Option<String>,
+}
+
+impl Mapper {
+    /// The updates `event` stands for (none for events ACP has no word for, and for
+    /// `permission_request` and `turn_completed`, which the session handles; the
+    /// latter closes any message being streamed).
+    pub fn updates(&mut self, event: &Value) -> Vec<Value> {
+        let text = || event["text"].as_str().unwrap_or_default().to_string();
+        let seq_id = || format!("msg_{}", event["seq"].as_u64().unwrap_or_default());
+        match event["kind"].as_str().unwrap_or_default() {
+            "text_delta" => {
+                let delta = text();
+                if delta.is_empty() {
+                    return Vec::new();
+                }
+                let id = self.message_id.get_or_insert_with(seq_id).clone();
+                self.streamed.push_str(&delta);
+                vec![chunk("agent_message_chunk", &delta, Some(&id))]
+            }
+            "assistant_message" => {
+                let full = text();
+                let id = self.message_id.take().unwrap_or_else(seq_id);
+                let streamed = std::mem::take(&mut self.streamed);
+                let rest = match full.strip_prefix(streamed.as_str()) {
+                    Some(rest) => rest.to_string(),
+                    // The deltas said something else (a cut-short turn rewrote it):
+                    // what was streamed stands.
+                    None => String::new(),
+                };
+                if rest.is_empty() {
+                    return Vec::new();
+                }
+                vec![chunk("agent_message_chunk", &rest, Some(&id))]
+            }
+            "thinking" => vec![chunk("agent_thought_chunk", &text(), None)],
+            "user_message" => vec![chunk("user_message_chunk", &text(), Some(&seq_id()))],
+            "tool_call" => vec![tool_call(event)],
+            "tool_result" => vec![tool_result(event)],
+            "plan" => vec![plan(event)],
+            "turn_completed" => {
+                // What a cut-short turn streamed is not continued by the next one.
+                self.streamed.clear();
+                self.message_id = None;
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A content chunk update of `kind` holding `text`.
+fn chunk(kind: &str, text: &str, message_id: Option<&str>) -> Value {
+    let mut update = json!({
+        "sessionUpdate": kind,
+        "content": {"type": "text", "text": text},
+    });
+    if let Some(id) = message_id {
+        update["messageId"] = json!(id);
+    }
+    update
+}
+
+/// ACP's tool kinds.
+const TOOL_KINDS: [&str; 10] = [
+    "read",
+    "edit",
+    "delete",
+    "move",
+    "search",
+    "execute",
+    "think",
+    "fetch",
+    "switch_mode",
+    "other",
+];
+
+/// The ACP tool kind of a tandem tool name: an ACP kind stays itself (tools of ACP
+/// vendors are named by their kind), others are guessed from their name.
+pub fn tool_kind(name: &str) -> &'static str {
+    if let Some(kind) = TOOL_KINDS.iter().find(|k| **k == name) {
+        return kind;
+    }
+    let lower = name.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    if has(&["bash", "shell", "command", "exec", "terminal"]) {
+        "execute"
+    } else if has(&["edit", "write", "patch", "filechange"]) {
+        "edit"
+    } else if has(&["grep", "glob", "search", "find"]) {
+        "search"
+    } else if has(&["read", "view", "cat"]) {
+        "read"
+    } else if has(&["fetch", "web"]) {
+        "fetch"
+    } else {
+        "other"
+    }
+}
+
+/// A `tool_call` event as a `tool_call` update. An ACP vendor's input
+/// (`{title, rawInput, locations?, content?}`) gives its parts back; any other input
+/// is the raw input, and a `command` or path in it goes into the title.
+fn tool_call(event: &Value) -> Value {
+    let name = event["name"].as_str().unwrap_or("tool");
+    let input = &event["input"];
+    let mut update = json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": event["callId"].as_str().unwrap_or_default(),
+        "kind": tool_kind(name),
+        "status": "in_progress",
+    });
+    let from_acp = TOOL_KINDS.contains(&name) && input["title"].is_string();
+    if from_acp {
+        update["title"] = input["title"].clone();
+        update["rawInput"] = input["rawInput"].clone();
+        for key in ["locations", "content"] {
+            if input[key].is_array() {
+                update[key] = input[key].clone();
+            }
+        }
+        return update;
+    }
+    let detail = ["command", "file_path", "path", "pattern", "url"]
+        .iter()
+        .find_map(|k| input[*k].as_str());
+    update["title"] = json!(match detail {
+        Some(d) => format!("{name}: {d}"),
+        None => name.to_string(),
+    });
+    if !input.is_null() {
+        update["rawInput"] = input.clone();
+    }
+    if let Some(path) = ["file_path", "path"]
+        .iter()
+        .find_map(|k| input[*k].as_str())
+        .filter(|p| p.starts_with('/'))
+    {
+        update["locations"] = json!([{ "path": path }]);
+    }
+    update
+}
+
+/// A `tool_result` event as the closing `tool_call_update`.
+fn tool_result(event: &Value) -> Value {
+    let output = &event["output"];
+    let failed = event["isError"].as_bool().unwrap_or(false);
+    let mut update = json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": event["callId"].as_str().unwrap_or_default(),
+        "status": if failed { "failed" } else { "completed" },
+    });
+    if !output.is_null() {
+        update["rawOutput"] = output.clone();
+    }
+    // An ACP vendor's output keeps the agent's own content (diffs, terminals).
+    if let Some(content) = output["content"].as_array() {
+        update["content"] = Value::Array(content.clone());
+        return update;
+    }
+    let text = match output {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(match other["text"].as_str() {
+            Some(t) => t.to_string(),
+            None => other.to_string(),
+        }),
+    };
+    if let Some(text) = text.filter(|t| !t.is_empty()) {
+        update["content"] = json!([{"type": "content", "content": {"type": "text", "text": text}}]);
+    }
+    update
+}
+
+/// A `plan` event as a `plan` update, each entry in ACP's shape (`content`,
+/// `priority`, `status`) whatever the vendor called its fields.
+fn plan(event: &Value) -> Value {
+    let entries: Vec<Value> = event["entries"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            let content = ["content", "step", "text", "title"]
+                .iter()
+                .find_map(|k| e[*k].as_str())
+                .map_or_else(|| e.to_string(), str::to_string);
+            let status = match e["status"].as_str().unwrap_or_default() {
+                "in_progress" | "inProgress" | "active" => "in_progress",
+                "completed" | "done" => "completed",
+                _ => "pending",
+            };
+            let priority = match e["priority"].as_str().unwrap_or_default() {
+                p @ ("high" | "low") => p,
+                _ => "medium",
+            };
+            json!({"content": content, "priority": priority, "status": status})
+        })
+        .collect();
+    json!({"sessionUpdate": "plan", "entries": entries})
+}
+
+/// How a turn ended, as the answer to `session/prompt`: a stop reason, or the error
+/// of a failed turn (ACP has no stop reason for a failure, so the request fails).
+pub fn stop_reason(status: &str, error: Option<&str>) -> Result<&'static str, String> {
+    match status {
+        "completed" => Ok("end_turn"),
+        "interrupted" => Ok("cancelled"),
+        _ => Err(format!(
+            "the turn failed: {}",
+            error.filter(|e| !e.is_empty()).unwrap_or("no reason given")
+        )),
+    }
+}
+
+/// A permission request as ACP asks it, and what each option answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionAsk {
+    /// `session/request_permission`'s `toolCall`.
+    pub tool_call: Value,
+    /// Its `options`.
+    pub options: Vec<Value>,
+    /// Per option id, the fields of tandem's `chat.permission-response`
+    /// (`allow`, `remember?`, `permissionMode?`).
+    pub answers: Vec<(String, Value)>,
+}
+
+/// The ACP form of a `permission_request` event (or a `chat_subscribed` pending
+/// entry, which has the same fields). The vendor's choices become the options, each
+/// of the kind its answer is (allow once, allow always, reject); without choices the
+/// options are those three.
+pub fn permission_ask(request: &Value) -> PermissionAsk {
+    let tool = request["toolName"].as_str().unwrap_or("tool");
+    let mut tool_call = json!({
+        "toolCallId": request["requestId"].as_str().unwrap_or_default(),
+        "title": tool,
+        "kind": tool_kind(tool),
+        "status": "pending",
+    });
+    if !request["input"].is_null() {
+        tool_call["rawInput"] = request["input"].clone();
+    }
+    let defaults = [
+        json!({"label": "Allow once", "allow": true}),
+        json!({"label": "Always allow in this session", "allow": true, "remember": "session"}),
+        json!({"label": "Reject", "allow": false}),
+    ];
+    let choices = match request["choices"].as_array() {
+        Some(c) if !c.is_empty() => c.as_slice(),
+        _ => &defaults[..],
+    };
+    let mut options = Vec::new();
+    let mut answers: Vec<(String, Value)> = Vec::new();
+    for (i, choice) in choices.iter().enumerate() {
+        let allow = choice["allow"].as_bool().unwrap_or(false);
+        let kind = match (allow, choice["remember"].is_string()) {
+            (true, true) => "allow_always",
+            (true, false) => "allow_once",
+            (false, _) => "reject_once",
+        };
+        let id = if answers.iter().any(|(id, _)| id == kind) {
+            format!("{kind}_{i}")
+        } else {
+            kind.to_string()
+        };
+        let mut answer = Map::new();
+        answer.insert("allow".into(), json!(allow));
+        for key in ["remember", "permissionMode"] {
+            if let Some(v) = choice.get(key).filter(|v| !v.is_null()) {
+                answer.insert(key.into(), v.clone());
+            }
+        }
+        options.push(json!({
+            "optionId": id,
+            "name": choice["label"].as_str().unwrap_or(kind),
+            "kind": kind,
+        }));
+        answers.push((id, Value::Object(answer)));
+    }
+    PermissionAsk {
+        tool_call,
+        options,
+        answers,
+    }
+}
+
+impl PermissionAsk {
+    /// tandem's answer for the editor's `session/request_permission` result: the
+    /// picked option's fields, or `None` when the editor cancelled (the turn is being
+    /// interrupted, which withdraws the request) or named no option of ours.
+    pub fn answer(&self, result: &Value) -> Option<Value> {
+        let outcome = &result["outcome"];
+        if outcome["outcome"] != "selected" {
+            return None;
+        }
+        let picked = outcome["optionId"].as_str()?;
+        self.answers
+            .iter()
+            .find(|(id, _)| id == picked)
+            .map(|(_, answer)| answer.clone())
+    }
+}
+
+/// A prompt's ACP content blocks as a tandem message's `content`: one string when it
+/// is all text, else blocks. Texts and what stands for text (a linked resource's URI,
+/// an embedded text resource as `<file name="URI">…</file>`) are joined as they come;
+/// images (and embedded image blobs) are image blocks.
+pub fn prompt_content(blocks: &[Value]) -> Result<Value, String> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut text = String::new();
+    let flush = |text: &mut String, out: &mut Vec<Value>| {
+        if !text.is_empty() {
+            out.push(json!({"type": "text", "text": std::mem::take(text)}));
+        }
+    };
+    for (i, block) in blocks.iter().enumerate() {
+        match block["type"].as_str().unwrap_or_default() {
+            "text" => text.push_str(block["text"].as_str().unwrap_or_default()),
+            "resource_link" => text.push_str(block["uri"].as_str().unwrap_or_default()),
+            "image" => {
+                let (Some(mime), Some(data)) = (block["mimeType"].as_str(), block["data"].as_str())
+                else {
+                    return Err(format!(
+                        "prompt block {i}: an image needs mimeType and data"
+                    ));
+                };
+                flush(&mut text, &mut out);
+                out.push(json!({"type": "image", "mimeType": mime, "data": data}));
+            }
+            "resource" => {
+                let res = &block["resource"];
+                let uri = res["uri"].as_str().unwrap_or_default();
+                if let Some(body) = res["text"].as_str() {
+                    if !text.is_empty() && !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    text.push_str(&format!("<file name=\"{uri}\">\n{body}\n</file>\n"));
+                } else if let (Some(mime), Some(blob)) =
+                    (res["mimeType"].as_str(), res["blob"].as_str())
+                {
+                    if !mime.starts_with("image/") {
+                        return Err(format!(
+                            "prompt block {i}: an embedded {mime} blob is not supported (only images and text)"
+                        ));
+                    }
+                    flush(&mut text, &mut out);
+                    out.push(json!({"type": "image", "mimeType": mime, "data": blob}));
+                } else {
+                    return Err(format!("prompt block {i}: a resource needs text or a blob"));
+                }
+            }
+            other => {
+                return Err(format!(
+                    "prompt block {i}: `{other}` content is not supported"
+                ))
+            }
+        }
+    }
+    flush(&mut text, &mut out);
+    match out.as_slice() {
+        [] => Err("the prompt is empty".into()),
+        [only] if only["type"] == "text" => Ok(only["text"].clone()),
+        _ => Ok(Value::Array(out)),
+    }
+}
+
+/// A tandem `SessionInfo` as ACP's `SessionInfo`.
+pub fn session_info(session: &Value) -> Value {
+    let mut info = json!({
+        "sessionId": session["id"].as_str().unwrap_or_default(),
+        "cwd": session["cwd"].as_str().unwrap_or_default(),
+    });
+    if let Some(title) = session["title"].as_str() {
+        info["title"] = json!(title);
+    }
+    if let Some(ms) = session["lastActivity"].as_u64() {
+        info["updatedAt"] = json!(iso8601(ms));
+    }
+    info
+}
+
+/// Milliseconds since the Unix epoch as ISO 8601 in UTC (`2026-12-06T11:08:30.123Z`).
+pub fn iso8601(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: &str, seq: u64, fields: Value) -> Value {
+        let mut e = json!({"kind": kind, "seq": seq, "sessionId": "ses_1"});
+        if let (Some(e), Value::Object(f)) = (e.as_object_mut(), fields) {
+            e.extend(f);
+        }
+        e
+    }
+
+    #[test]
+    fn streamed_text_is_said_once_and_whole_messages_too() {
+        let mut m = Mapper::default();
+        let mut said = Vec::new();
+        for e in [
+            ev("text_delta", 3, json!({"text": "hel"})),
+            ev("text_delta", 4, json!({"text": "lo"})),
+            ev("assistant_message", 5, json!({"text": "hello"})),
+            ev("assistant_message", 6, json!({"text": "whole"})),
+            ev("text_delta", 7, json!({"text": "cut"})),
+            ev("assistant_message", 8, json!({"text": "cut short"})),
+        ] {
+            said.extend(m.updates(&e));
+        }
+        let texts: Vec<(&str, &str)> = said
+            .iter()
+            .map(|u| {
+                (
+                    u["content"]["text"].as_str().unwrap(),
+                    u["messageId"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                ("hel", "msg_3"),
+                ("lo", "msg_3"),
+                ("whole", "msg_6"),
+                ("cut", "msg_7"),
+                (" short", "msg_7")
+            ]
+        );
+        assert!(said
+            .iter()
+            .all(|u| u["sessionUpdate"] == "agent_message_chunk"));
+    }
+
+    #[test]
+    fn thinking_user_messages_and_plans() {
+        let mut m = Mapper::default();
+        assert_eq!(
+            m.updates(&ev("thinking", 1, json!({"text": "hmm"}))),
+            [
+                json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}})
+            ]
+        );
+        assert_eq!(
+            m.updates(&ev("user_message", 2, json!({"text": "hi"})))[0],
+            json!({"sessionUpdate": "user_message_chunk", "messageId": "msg_2",
+                "content": {"type": "text", "text": "hi"}})
+        );
+        let plan = m.updates(&ev(
+            "plan",
+            3,
+            json!({"entries": [
+                {"content": "a", "status": "in_progress", "priority": "high"},
+                {"step": "b", "status": "completed"},
+                {"text": "c"}
+            ]}),
+        ));
+        assert_eq!(
+            plan,
+            [json!({"sessionUpdate": "plan", "entries": [
+                {"content": "a", "priority": "high", "status": "in_progress"},
+                {"content": "b", "priority": "medium", "status": "completed"},
+                {"content": "c", "priority": "medium", "status": "pending"}
+            ]})]
+        );
+        assert!(m
+            .updates(&ev("turn_completed", 4, json!({"status": "completed"})))
+            .is_empty());
+    }
+
+    #[test]
+    fn tool_calls_and_results() {
+        let mut m = Mapper::default();
+        let call = m.updates(&ev(
+            "tool_call",
+            1,
+            json!({"callId": "c1", "name": "Read", "input": {"file_path": "/w/a.txt"}}),
+        ));
+        assert_eq!(
+            call,
+            [
+                json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "kind": "read",
+                "status": "in_progress", "title": "Read: /w/a.txt",
+                "rawInput": {"file_path": "/w/a.txt"}, "locations": [{"path": "/w/a.txt"}]})
+            ]
+        );
+        let ok = m.updates(&ev(
+            "tool_result",
+            2,
+            json!({"callId": "c1", "output": "fine", "isError": false}),
+        ));
+        assert_eq!(
+            ok,
+            [
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
+                "status": "completed", "rawOutput": "fine",
+                "content": [{"type": "content", "content": {"type": "text", "text": "fine"}}]})
+            ]
+        );
+        let failed = m.updates(&ev(
+            "tool_result",
+            3,
+            json!({"callId": "c2", "output": {"error": "x"}, "isError": true}),
+        ));
+        assert_eq!(failed[0]["status"], "failed");
+        assert_eq!(
+            failed[0]["content"][0]["content"]["text"],
+            r#"{"error":"x"}"#
+        );
+        // An ACP vendor's call keeps its title, input and content.
+        let acp = m.updates(&ev(
+            "tool_call",
+            4,
+            json!({"callId": "c3", "name": "edit", "input": {"title": "Edit a", "rawInput": {"p": 1},
+                "content": [{"type": "diff", "path": "/a", "oldText": "x", "newText": "y"}]}}),
+        ));
+        assert_eq!(acp[0]["title"], "Edit a");
+        assert_eq!(acp[0]["kind"], "edit");
+        assert_eq!(acp[0]["rawInput"], json!({"p": 1}));
+        assert_eq!(acp[0]["content"][0]["type"], "diff");
+    }
+
+    #[test]
+    fn tool_kinds_from_names() {
+        for (name, kind) in [
+            ("execute", "execute"),
+            ("Bash", "execute"),
+            ("commandExecution", "execute"),
+            ("Write", "edit"),
+            ("fileChange", "edit"),
+            ("Grep", "search"),
+            ("Read", "read"),
+            ("WebFetch", "fetch"),
+            ("close_partner", "other"),
+        ] {
+            assert_eq!(tool_kind(name), kind, "{name}");
+        }
+    }
+
+    #[test]
+    fn stop_reasons() {
+        assert_eq!(stop_reason("completed", None), Ok("end_turn"));
+        assert_eq!(stop_reason("interrupted", Some("x")), Ok("cancelled"));
+        assert_eq!(
+            stop_reason("failed", Some("boom")),
+            Err("the turn failed: boom".into())
+        );
+        assert_eq!(
+            stop_reason("failed", None),
+            Err("the turn failed: no reason given".into())
+        );
+    }
+
+    #[test]
+    fn permission_requests_and_answers() {
+        let ask = permission_ask(&json!({
+            "requestId": "perm_1", "toolName": "Bash", "input": {"command": "ls"},
+            "choices": [
+                {"label": "Allow once", "allow": true},
+                {"label": "Always", "allow": true, "remember": "session"},
+                {"label": "Yes, and accept edits", "allow": true, "permissionMode": "acceptEdits"},
+                {"label": "Deny", "allow": false}
+            ]
+        }));
+        assert_eq!(
+            ask.tool_call,
+            json!({"toolCallId": "perm_1", "title": "Bash", "kind": "execute",
+                "status": "pending", "rawInput": {"command": "ls"}})
+        );
+        let ids: Vec<_> = ask.options.iter().map(|o| o["optionId"].clone()).collect();
+        assert_eq!(
+            ids,
+            ["allow_once", "allow_always", "allow_once_2", "reject_once"]
+        );
+        assert_eq!(ask.options[1]["name"], "Always");
+        let pick = |id: &str| json!({"outcome": {"outcome": "selected", "optionId": id}});
+        assert_eq!(
+            ask.answer(&pick("allow_once")),
+            Some(json!({"allow": true}))
+        );
+        assert_eq!(
+            ask.answer(&pick("allow_always")),
+            Some(json!({"allow": true, "remember": "session"}))
+        );
+        assert_eq!(
+            ask.answer(&pick("allow_once_2")),
+            Some(json!({"allow": true, "permissionMode": "acceptEdits"}))
+        );
+        assert_eq!(
+            ask.answer(&pick("reject_once")),
+            Some(json!({"allow": false}))
+        );
+        assert_eq!(ask.answer(&pick("nope")), None);
+        assert_eq!(
+            ask.answer(&json!({"outcome": {"outcome": "cancelled"}})),
+            None
+        );
+        // Without choices: allow once, allow always, reject.
+        let plain = permission_ask(&json!({"requestId": "perm_2", "toolName": "x"}));
+        let kinds: Vec<_> = plain.options.iter().map(|o| o["kind"].clone()).collect();
+        assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
+    }
+
+    #[test]
+    fn prompt_blocks_become_content() {
+        assert_eq!(
+            prompt_content(&[
+                json!({"type": "text", "text": "look at "}),
+                json!({"type": "resource_link", "uri": "file:///a.rs", "name": "a.rs"})
+            ]),
+            Ok(json!("look at file:///a.rs"))
+        );
+        assert_eq!(
+            prompt_content(&[
+                json!({"type": "text", "text": "see"}),
+                json!({"type": "resource", "resource": {"uri": "file:///b", "text": "B"}})
+            ]),
+            Ok(json!("see\n<file name=\"file:///b\">\nB\n</file>\n"))
+        );
+        assert_eq!(
+            prompt_content(&[
+                json!({"type": "text", "text": "pic"}),
+                json!({"type": "image", "mimeType": "image/png", "data": "AAAA"})
+            ]),
+            Ok(json!([{"type": "text", "text": "pic"},
+                {"type": "image", "mimeType": "image/png", "data": "AAAA"}]))
+        );
+        assert!(prompt_content(&[]).is_err());
+        assert!(prompt_content(&[json!({"type": "audio", "data": "x"})]).is_err());
+        assert!(prompt_content(&[json!({"type": "image", "data": "x"})]).is_err());
+    }
+
+    #[test]
+    fn sessions_and_times() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(1_796_554_110_123), "2026-12-06T10:48:30.123Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(
+            session_info(
+                &json!({"id": "ses_1", "cwd": "/w", "title": "t", "lastActivity": 0,
+                "vendor": "scripted"})
+            ),
+            json!({"sessionId": "ses_1", "cwd": "/w", "title": "t",
+                "updatedAt": "1970-01-01T00:00:00.000Z"})
+        );
+    }
+}

@@ -1,0 +1,243 @@
+"""Drives `tandem acp` as an editor would, with the official ACP Python SDK
+(`agent-client-protocol` in tests/python-requirements.txt).
+
+Usage: acp_client.py COMMAND URL TOKEN CWD OTHER_CWD
+
+COMMAND is a JSON list: the program and the words that make it `tandem acp`. It spawns
+`COMMAND --url URL --token TOKEN` through the SDK's
+`spawn_agent_process` and, with the SDK's client-side connection only: initializes;
+creates a session in CWD; prompts it with the scripted vendor (text, a tool call shown
+and a tool call that fails), allows one permission request and rejects another,
+cancels a turn held at `/hold acp-cancel` (the hold is watched through the server's
+`GET /debug/holds`), sends a prompt whose turn fails, and one with an image; creates
+sessions in CWD and OTHER_CWD and lists CWD's a page at a time; tries a prompt to a
+session that does not exist, a session outside the workspace roots and a method the
+agent does not have. Then a second `tandem acp` (another editor) loads the first
+session, which replays its history, and prompts it again.
+
+It prints one JSON object with what the SDK returned, the updates it received and
+what it read off the wire (every update must have parsed into the SDK's models), for
+tests/e2e/acp_agent.rs to assert on.
+"""
+
+import asyncio
+import json
+import sys
+import urllib.request
+
+from acp import RequestError, image_block, spawn_agent_process, text_block
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    Implementation,
+    RequestPermissionResponse,
+)
+
+TIMEOUT_SECONDS = 90
+
+# A 1x1 PNG.
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+def dump(model):
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Editor:
+    """The client side: keeps every update per session and answers permission
+    requests with the option of the kind `decision` names."""
+
+    def __init__(self):
+        self.updates = {}
+        self.parsed = 0
+        self.raw = {"messages": 0, "updates": 0, "notJsonRpc": []}
+        self.asked = []
+        self.decision = "allow_once"
+
+    def observe(self, event):
+        """Every message `tandem acp` wrote, as the SDK read it off the wire."""
+        if event.direction.value != "incoming":
+            return
+        self.raw["messages"] += 1
+        if event.message.get("jsonrpc") != "2.0":
+            self.raw["notJsonRpc"].append(event.message)
+        if event.message.get("method") == "session/update":
+            self.raw["updates"] += 1
+
+    async def session_update(self, session_id, update, **kwargs):
+        self.parsed += 1
+        self.updates.setdefault(session_id, []).append(dump(update))
+
+    def wire(self):
+        """What went over the wire: every update must have parsed into the SDK's models."""
+        return {**self.raw, "parsedUpdates": self.parsed}
+
+    async def request_permission(self, session_id, tool_call, options, **kwargs):
+        self.asked.append({"sessionId": session_id, "toolCall": dump(tool_call), "options": [dump(o) for o in options]})
+        for option in options:
+            if option.kind == self.decision:
+                return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+    def take(self, session_id):
+        return self.updates.pop(session_id, [])
+
+
+def summary(updates):
+    """The parts of a run of updates the test reads."""
+    text = "".join(
+        u["content"].get("text", "") for u in updates if u["sessionUpdate"] == "agent_message_chunk"
+    )
+    users = [u["content"].get("text", "") for u in updates if u["sessionUpdate"] == "user_message_chunk"]
+    calls = [
+        {k: u.get(k) for k in ("toolCallId", "kind", "title", "status")}
+        for u in updates
+        if u["sessionUpdate"] == "tool_call"
+    ]
+    results = [
+        {
+            "toolCallId": u.get("toolCallId"),
+            "status": u.get("status"),
+            "text": "".join(c.get("content", {}).get("text", "") for c in u.get("content") or []),
+        }
+        for u in updates
+        if u["sessionUpdate"] == "tool_call_update"
+    ]
+    kinds = sorted({u["sessionUpdate"] for u in updates})
+    return {"text": text, "users": users, "toolCalls": calls, "toolResults": results, "kinds": kinds}
+
+
+def refusal(e):
+    return {"code": e.code, "message": str(e), "data": e.data}
+
+
+async def held(url, token, name):
+    """Waits until a turn of the server waits at `/hold NAME`."""
+    req = urllib.request.Request(f"{url}/debug/holds", headers={"Authorization": f"Bearer {token}"})
+    for _ in range(600):
+        holds = json.loads(await asyncio.to_thread(lambda: urllib.request.urlopen(req).read()))
+        if any(h["name"] == name for h in holds["holds"]):
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"no turn reached /hold {name}")
+
+
+async def initialize(conn):
+    init = await conn.initialize(
+        protocol_version=1,
+        client_capabilities=ClientCapabilities(),
+        client_info=Implementation(name="acp-sdk-test", version="0"),
+    )
+    return dump(init)
+
+
+async def prompt(conn, editor, session_id, *blocks):
+    editor.take(session_id)
+    try:
+        answer = await conn.prompt(session_id=session_id, prompt=list(blocks))
+        out = {"stopReason": answer.stop_reason}
+    except RequestError as e:
+        out = {"error": refusal(e)}
+    out.update(summary(editor.take(session_id)))
+    return out
+
+
+async def first_editor(command, url, token, cwd, other_cwd):
+    out = {}
+    editor = Editor()
+    args = [*command[1:], "--url", url, "--token", token, "--list-page", "2"]
+    async with spawn_agent_process(
+        editor, command[0], *args, transport_kwargs={"stderr": None}, observers=[editor.observe]
+    ) as (conn, _proc):
+        out["initialize"] = await initialize(conn)
+        sid = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
+        out["sessionId"] = sid
+
+        out["reply"] = await prompt(
+            conn,
+            editor,
+            sid,
+            text_block('hello from the SDK\n/show Read {"file_path": "/tmp/a.txt"}\n/tool close_partner {}'),
+        )
+
+        editor.decision = "allow_once"
+        out["allowed"] = await prompt(conn, editor, sid, text_block('/ask Bash {"command": "ls"}'))
+        editor.decision = "reject_once"
+        out["denied"] = await prompt(conn, editor, sid, text_block('/ask Bash {"command": "rm -rf x"}'))
+        out["asked"] = editor.asked
+
+        editor.take(sid)
+        running = asyncio.create_task(
+            conn.prompt(session_id=sid, prompt=[text_block("before\n/hold acp-cancel\nafter")])
+        )
+        await held(url, token, "acp-cancel")
+        await conn.cancel(session_id=sid)
+        out["cancelled"] = {"stopReason": (await running).stop_reason, **summary(editor.take(sid))}
+
+        out["failed"] = await prompt(conn, editor, sid, text_block("/fail boom"))
+        out["image"] = await prompt(conn, editor, sid, text_block("look"), image_block(PNG, "image/png"))
+
+        # More sessions: two more in CWD, one elsewhere; CWD's listed two a page.
+        created = [(await conn.new_session(cwd=cwd, mcp_servers=[])).session_id for _ in range(2)]
+        elsewhere = (await conn.new_session(cwd=other_cwd, mcp_servers=[])).session_id
+        pages = []
+        cursor = None
+        while True:
+            page = await conn.list_sessions(cwd=cwd, cursor=cursor)
+            pages.append([dump(s) for s in page.sessions])
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        everything = await conn.list_sessions()
+        out["list"] = {
+            "created": [sid, *created],
+            "elsewhere": elsewhere,
+            "pages": pages,
+            "firstPageAll": [s.session_id for s in everything.sessions],
+        }
+
+        out["bad"] = {}
+        for what, call in [
+            ("unknownSession", lambda: conn.prompt(session_id="ses_nope", prompt=[text_block("hi")])),
+            ("outsideRoots", lambda: conn.new_session(cwd="/", mcp_servers=[])),
+            ("unknownMethod", lambda: conn.ext_method("tandem/nope", {})),
+            ("loadUnknown", lambda: conn.load_session(cwd=cwd, session_id="ses_nope", mcp_servers=[])),
+        ]:
+            try:
+                await call()
+                out["bad"][what] = None
+            except RequestError as e:
+                out["bad"][what] = refusal(e)
+        # The connection is still good after every refusal.
+        out["afterBad"] = await prompt(conn, editor, sid, text_block("still here"))
+    out["wire"] = editor.wire()
+    return out
+
+
+async def second_editor(command, url, token, cwd, session_id):
+    out = {}
+    editor = Editor()
+    args = [*command[1:], "--url", url, "--token", token]
+    async with spawn_agent_process(
+        editor, command[0], *args, transport_kwargs={"stderr": None}, observers=[editor.observe]
+    ) as (conn, _proc):
+        await initialize(conn)
+        loaded = await conn.load_session(cwd=cwd, session_id=session_id, mcp_servers=[])
+        out["loadAnswer"] = dump(loaded) if loaded is not None else None
+        out["replay"] = summary(editor.take(session_id))
+        out["next"] = await prompt(conn, editor, session_id, text_block("after the load"))
+    out["wire"] = editor.wire()
+    return out
+
+
+async def main():
+    command, url, token, cwd, other_cwd = sys.argv[1:6]
+    command = json.loads(command)
+    first = await first_editor(command, url, token, cwd, other_cwd)
+    second = await second_editor(command, url, token, cwd, first["sessionId"])
+    print(json.dumps({**first, "load": second}))
+
+
+if __name__ == "__main__":
+    asyncio.run(asyncio.wait_for(main(), TIMEOUT_SECONDS))
