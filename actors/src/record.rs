@@ -115,6 +115,12 @@ pub struct SessionRecord {
     /// acknowledged its end (see [`RemoteReport`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_report: Option<RemoteReport>,
+    /// The `seq` of the last turn's `turn_completed` (0 before the first).
+    #[serde(default)]
+    pub turn_end_seq: u64,
+    /// The newest `seq` a client of the owner reported shown (`client.seen`).
+    #[serde(default)]
+    pub seen_seq: u64,
 }
 
 /// A message waiting for its session to be free.
@@ -334,6 +340,26 @@ impl SessionRecord {
             node: self.node.clone(),
             superseded: self.superseded.clone(),
             workspace: self.workspace.clone(),
+            attention: self.attention(false),
+        }
+    }
+
+    /// What the session asks of its owner; `waiting_input` when a tool approval waits
+    /// (the actor knows; a stored record has none pending).
+    pub fn attention(&self, waiting_input: bool) -> tandem_protocol::Attention {
+        use tandem_protocol::Attention;
+        let proposal_waits = self
+            .proposal
+            .as_ref()
+            .is_some_and(|p| p.status == ProposalStatus::Pending);
+        if waiting_input || proposal_waits {
+            Attention::NeedsInput
+        } else if self.turn_end_seq > self.seen_seq && self.status == SessionStatus::Failed {
+            Attention::Failed
+        } else if self.turn_end_seq > self.seen_seq && self.status != SessionStatus::Running {
+            Attention::DoneUnseen
+        } else {
+            Attention::None
         }
     }
 }

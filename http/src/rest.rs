@@ -47,6 +47,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(at("/sessions/{id}/edit-send").route(web::post().to(post_edit_send)))
             .service(at("/sessions/{id}/review").route(web::post().to(post_review)))
             .service(at("/sessions/{id}/review-by").route(web::post().to(post_review_by)))
+            .service(at("/sessions/{id}/seen").route(web::post().to(post_seen)))
             .service(at("/sessions/{id}/interrupt").route(web::post().to(interrupt)))
             .service(at("/sessions/{id}/mcp-token").route(web::post().to(mcp_token)))
             .service(
@@ -277,6 +278,20 @@ async fn post_review_by(
         vendor: body.vendor,
         model: body.model,
         instructions: body.instructions,
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
+}
+
+/// `POST /sessions/{id}/seen` (as `client.seen`).
+async fn post_seen(
+    who: Caller,
+    id: web::Path<String>,
+    Json(body): Json<tandem_protocol::session::SeenBody>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let params = tandem_protocol::session::ClientSeenParams {
+        session_id: id.into_inner(),
+        seq: body.seq,
     };
     Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }

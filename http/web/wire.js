@@ -12,6 +12,11 @@
  */
 
 /**
+ * What a session asks of its owner, kept by the server so every client and node shows the same.
+ * @typedef {('none' | 'needs_input' | 'failed' | 'done_unseen')} Attention
+ */
+
+/**
  * One piece of work still running after its turn ended.
  * @typedef {object} BackgroundTask
  * @property {string} description A short human description (the command, the sub-agent's goal).
@@ -217,6 +222,20 @@
  * @property {number} [filesOmitted] How many more paths differ than `files` lists.
  * @property {number} seq The `seq` of its `checkpoint` event.
  * @property {string} turnId The turn whose end it records.
+ */
+
+/**
+ * Fields of `client.seen`: a client of the owner shows the session up to `seq`.
+ * @typedef {object} ClientSeenParams
+ * @property {number} seq The newest event the client shows (a larger one counts as the session's last).
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * `client.seen` reply: the session's attention now.
+ * @typedef {object} ClientSeenResult
+ * @property {Attention} attention What it asks of its owner now.
+ * @property {string} sessionId The session.
  */
 
 /**
@@ -824,6 +843,7 @@
  * A session as REST and `session_upserted` describe it.
  * @typedef {object} SessionInfo
  * @property {number | null} [archivedAt] When it was archived (`DELETE /sessions/{id}`), epoch ms; an archived session is listed nowhere and announced once with this set.
+ * @property {Attention} [attention] Whether the session waits for its owner, as every client shows it.
  * @property {Array<BackgroundTask>} backgroundTasks Background work still running.
  * @property {number} createdAt Creation time, epoch milliseconds.
  * @property {string} cwd Working directory of the vendor process.
@@ -1273,6 +1293,7 @@
  *   'chat.stop-task': {params: ChatStopTaskParams, result: ChatStopTaskResult},
  *   'chat.subscribe': {params: ChatSubscribeParams, result: ChatSubscribeResult},
  *   'chat.unsubscribe': {params: ChatUnsubscribeParams, result: ChatUnsubscribeResult},
+ *   'client.seen': {params: ClientSeenParams, result: ClientSeenResult},
  *   'pair.close': {params: PairCloseParams, result: PairCloseResult},
  *   'pair.create': {params: PairCreateParams, result: PairCreateResult},
  *   'pairs.list': {params: PairsListParams, result: PairsListResult},

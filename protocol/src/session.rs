@@ -237,6 +237,26 @@ pub struct SessionInfo {
     /// session that works in the directory it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::workspace::WorkspaceInfo>,
+    /// Whether the session waits for its owner, as every client shows it.
+    #[serde(default)]
+    pub attention: Attention,
+}
+
+/// What a session asks of its owner, kept by the server so every client and node
+/// shows the same.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Attention {
+    /// Nothing.
+    #[default]
+    None,
+    /// Something waits for a person: a tool approval (a plan's too) or a Worker
+    /// proposal.
+    NeedsInput,
+    /// The last turn failed and no client of the owner has shown it since.
+    Failed,
+    /// A turn ended that no client of the owner has shown since (`client.seen`).
+    DoneUnseen,
 }
 
 /// Where a fork branched off.
@@ -283,4 +303,36 @@ impl SupersededRange {
     pub fn covers(&self, seq: u64) -> bool {
         (self.superseded_from..=self.superseded_to).contains(&seq)
     }
+}
+
+/// Fields of `client.seen`: a client of the owner shows the session up to `seq`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientSeenParams {
+    /// The session.
+    pub session_id: String,
+    /// The newest event the client shows (a larger one counts as the session's last).
+    #[serde(deserialize_with = "crate::strict::whole")]
+    #[schemars(range(min = 0, max = 9_007_199_254_740_991_u64))]
+    pub seq: u64,
+}
+
+/// Body of `POST /sessions/{id}/seen` (as `client.seen`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeenBody {
+    /// The newest event the client shows.
+    #[serde(deserialize_with = "crate::strict::whole")]
+    #[schemars(range(min = 0, max = 9_007_199_254_740_991_u64))]
+    pub seq: u64,
+}
+
+/// `client.seen` reply: the session's attention now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientSeenResult {
+    /// The session.
+    pub session_id: String,
+    /// What it asks of its owner now.
+    pub attention: Attention,
 }

@@ -11,6 +11,7 @@ mod acknowledged;
 mod acp;
 mod acp_agent;
 mod attachments;
+mod attention;
 mod bad_input;
 mod browser_attacks;
 mod budgets;

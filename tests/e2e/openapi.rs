@@ -574,6 +574,15 @@ async fn every_documented_route_answers_as_described() {
         )
         .await;
     idle(&server, reviewing["reviewSessionId"].as_str().unwrap()).await;
+    let seen = c
+        .ok(
+            "post",
+            &format!("/sessions/{wt}/seen"),
+            "/sessions/{id}/seen",
+            Some(json!({"seq": message["seq"]})),
+        )
+        .await;
+    assert_eq!(seen["sessionId"], wt.as_str());
     let forked = c
         .ok(
             "post",

@@ -208,6 +208,8 @@ impl Runtime {
             superseded: Vec::new(),
             workspace,
             remote_report: None,
+            turn_end_seq: 0,
+            seen_seq: 0,
         };
         let writer = &self.inner.services.writer;
         let epoch = writer.epoch();

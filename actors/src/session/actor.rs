@@ -134,7 +134,9 @@ impl SessionActor {
     }
 
     pub(super) fn info(&self) -> SessionInfo {
-        self.record.to_info(self.next_seq - 1, &self.background)
+        let mut info = self.record.to_info(self.next_seq - 1, &self.background);
+        info.attention = self.record.attention(!self.permissions.is_empty());
+        info
     }
 
     /// Summaries of the turns this actor has seen, oldest first.

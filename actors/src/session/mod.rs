@@ -3,6 +3,7 @@
 //! read the copy it publishes in [`SessionShared`].
 
 mod actor;
+mod attention;
 mod archive;
 mod pairing;
 mod permissions;
@@ -29,6 +30,7 @@ use tandem_protocol::{Event, EventBody, PermissionRule, SessionInfo};
 
 pub(crate) use actor::validate_title;
 pub use actor::SessionActor;
+pub use attention::Seen;
 pub use archive::Archive;
 pub use pairing::{
     Describe, HoldsDelegation, IdleRemoteWorker, JoinPair, LeavePair, PartialText, RecordEvent,

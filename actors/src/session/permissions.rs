@@ -40,6 +40,8 @@ impl SessionActor {
             );
         }
         self.publish_permissions();
+        // Attention changes with them.
+        self.touch();
     }
 
     pub(super) fn on_permission_response(
@@ -57,6 +59,7 @@ impl SessionActor {
             return Err(RuntimeError::NoSuchPermission(msg.request_id));
         };
         let pending = self.permissions.remove(pos);
+        self.touch();
         let allow = msg.allow;
         let remember = allow && msg.remember.is_some();
         let permission_mode = msg.permission_mode.filter(|_| allow);

@@ -337,6 +337,7 @@ impl SessionActor {
                 usage: turn.usage,
             },
         );
+        self.record.turn_end_seq = self.next_seq - 1;
         if let Some(last) = self
             .recent
             .back_mut()
@@ -510,6 +511,7 @@ impl SessionActor {
                 permission_kind,
                 choices,
             } => {
+                self.touch();
                 self.permissions.push(PendingPermission {
                     request_id: request_id.clone(),
                     tool_name: tool_name.clone(),
@@ -532,6 +534,7 @@ impl SessionActor {
             AgentItem::PermissionResolved { request_id } => {
                 let before = self.permissions.len();
                 self.permissions.retain(|p| p.request_id != request_id);
+                self.touch();
                 if self.permissions.len() != before {
                     self.publish_permissions();
                     self.emit(msg.turn_id, EventBody::PermissionResolved { request_id });

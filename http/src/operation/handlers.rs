@@ -92,6 +92,10 @@ async fn chat(rt: &Runtime, who: &Principal, request: ClientRequest) -> Result<A
         }
         R::ChatReview(p) => json(rt.review(who, p).await?),
         R::SessionReviewBy(p) => json(rt.review_by(who, p).await?),
+        R::ClientSeen(p) => json(tandem_protocol::session::ClientSeenResult {
+            attention: rt.seen(who, &p.session_id, p.seq).await?,
+            session_id: p.session_id,
+        }),
         R::ChatAbort(p) => {
             rt.abort(who, &p.session_id).await?;
             json(ChatAbortResult {
