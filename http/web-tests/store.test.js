@@ -35,16 +35,6 @@ test('the layout is a tagged object chosen from the route and the pairs', () => 
   assert.deepEqual(store.shown(), ['x']);
 });
 
-test('attention is counted once per session and cleared', () => {
-  const store = new Store();
-  store.setAttention('a', true);
-  store.setAttention('a', true);
-  store.setAttention('b', true);
-  assert.equal(store.attention.size, 2);
-  store.setAttention('a', false);
-  assert.deepEqual([...store.attention], ['b']);
-});
-
 test('the tree puts Workers and children under their Driver or parent', () => {
   const store = new Store();
   store.upsertSession(session('d', { lastActivity: 5 }));

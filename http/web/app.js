@@ -5,7 +5,7 @@
 import { h, clear, ago, clock, keepFocus } from './dom.js';
 import { Conn } from './conn.js';
 import { ChatView } from './chat.js';
-import { Store, layoutFor, parseRoute, tree, layoutSessions, formatUsage } from './store.js';
+import { Store, SeenReports, layoutFor, parseRoute, tree, layoutSessions, formatUsage, attentionBadge } from './store.js';
 import { Attention } from './notify.js';
 import { formDialog } from './dialogs.js';
 
@@ -24,6 +24,10 @@ export class App {
     this.conn = new Conn(token);
     this.store = new Store();
     this.attention = new Attention(this.store);
+    /** `client.seen` reports, per session at most one a second. */
+    this.seenReports = new SeenReports((sessionId, seq) => {
+      this.conn.request('client.seen', { sessionId, seq }).catch(() => { /* sent again on the next connect or change */ });
+    });
     /** Open conversation views by session id. @type {Map<string, ChatView>} */
     this.views = new Map();
     /** Session list rows by session id, updated in place. @type {Map<string, {li: HTMLLIElement, key: string}>} */
@@ -65,12 +69,14 @@ export class App {
     this.store.on('session', (id) => { if (id) this.views.get(id)?.updateHeader(); });
     this.store.on('pairs', () => { this.layout(); this.scheduleList(); });
     this.store.on('layout', () => this.renderLayout());
-    this.store.on('attention', () => this.scheduleList());
     this.conn.addEventListener('frame', (e) => this.onFrame(/** @type {CustomEvent} */ (e).detail));
     this.conn.addEventListener('state', (e) => this.onState(/** @type {CustomEvent} */ (e).detail));
     this.conn.connect();
     window.addEventListener('hashchange', () => this.navigate());
     document.addEventListener('keydown', (e) => this.onGlobalKey(e));
+    // Shown again (another tab, a restored window): report what is on screen.
+    document.addEventListener('visibilitychange', () => this.reportShown(true));
+    window.addEventListener('focus', () => this.reportShown());
     // Relative times ("5m") age; only their text changes.
     setInterval(() => this.refreshTimes(), 10000);
     this.navigate();
@@ -123,6 +129,7 @@ export class App {
       // replays exactly what was missed, and views drop anything they already hold.
       this.loadSessions();
       for (const v of this.views.values()) v.subscribe();
+      this.loadUser();
       if (this.everOpen) {
         this.pairsChanged();
         this.refreshRunning();
@@ -166,6 +173,9 @@ export class App {
         // An open view reports its own turn ends (from `turn_completed`); this covers
         // the sessions not open.
         if (wasBusy && !nowBusy && !this.views.has(f.session.id)) this.attention.turnEnded(f.session.id, f.session.status);
+        // The server still counts something unseen in a session on screen (a report
+        // lost with a connection, a restart): report it again.
+        if (f.session.attention === 'done_unseen' || f.session.attention === 'failed') this.reportSeen(f.session.id, true);
         this.layout();
         if (this.runningOpen) this.scheduleRunning();
         return;
@@ -188,6 +198,48 @@ export class App {
       default:
         if (f.sessionId && typeof f.seq === 'number') this.views.get(f.sessionId)?.onEvent(f);
     }
+  }
+
+  // ---- what the page shows ----------------------------------------------------------
+
+  /**
+   * Who the user is (`user.get`, once): the sessions they own are the ones reported
+   * seen. Then, as after each reconnect, reports what is on screen again (a report
+   * may have been lost with the connection).
+   */
+  async loadUser() {
+    if (!this.store.userId) {
+      try {
+        const me = await this.conn.request('user.get', {});
+        this.store.userId = me.userId;
+      } catch {
+        return; // asked again on the next connect
+      }
+    }
+    this.reportShown(true);
+  }
+
+  /**
+   * Tells the server (`client.seen`) how far the page shows session `id`: only while
+   * the tab is visible, the session is on screen and the user owns it (a session
+   * only read is never reported). Debounced per session (see SeenReports).
+   * @param {string} id
+   * @param {boolean} [again] report even a seq already reported
+   */
+  reportSeen(id, again = false) {
+    if (document.visibilityState !== 'visible') return;
+    if (!this.store.shown().includes(id) || !this.store.owns(id)) return;
+    const v = this.views.get(id);
+    if (v) this.seenReports.note(id, v.shownSeq, again);
+  }
+
+  /**
+   * Reports every session on screen: a view just opened reports as its events
+   * arrive; `again` (the tab shown again, a reconnect) reports even what was sent.
+   * @param {boolean} [again]
+   */
+  reportShown(again = false) {
+    for (const id of this.store.shown()) this.reportSeen(id, again);
   }
 
   // ---- session list ---------------------------------------------------------------
@@ -278,11 +330,10 @@ export class App {
     keepFocus(this.listEl, () => {
       order.forEach(([s, depth], i) => {
         const current = shown.includes(s.id) || this.route.id === s.id;
-        const attention = this.store.attention.has(s.id);
-        const key = JSON.stringify([s, depth, current, attention]);
+        const key = JSON.stringify([s, depth, current]);
         let row = this.rows.get(s.id);
         if (!row || row.key !== key) {
-          const li = this.renderRow(s, depth, current, attention);
+          const li = this.renderRow(s, depth, current);
           if (row) row.li.replaceWith(li);
           row = { li, key };
           this.rows.set(s.id, row);
@@ -304,10 +355,17 @@ export class App {
    * @param {import('./wire.js').SessionInfo} s
    * @param {number} depth
    * @param {boolean} current
-   * @param {boolean} attention
    */
-  renderRow(s, depth, current, attention) {
+  renderRow(s, depth, current) {
     const bg = s.backgroundTasks?.length || 0;
+    // What the session asks of its owner, as the server keeps it: in words (the
+    // commas set it apart in the link's name), a dot with hidden text for "New".
+    // Marked for its owner only: another user's session asks that user, not this one.
+    const mark = this.store.owns(s.id) ? attentionBadge(s.attention) : null;
+    const attention = !mark ? null
+      : mark.kind === 'new'
+        ? h('span.attention.att-new', { title: mark.title, dataset: { attention: s.attention } }, h('span.new-dot', { 'aria-hidden': 'true' }), h('span.sr', `, ${mark.label},`))
+        : h(`span.badge.attention.att-${mark.kind}`, { title: mark.title, dataset: { attention: s.attention } }, h('span.sr', ', '), mark.text, h('span.sr', ','));
     const a = h('a.session', {
       href: `#/s/${s.id}`,
       'aria-current': current ? 'page' : false,
@@ -316,7 +374,7 @@ export class App {
     h('span.dot', { class: `dot st-${s.status}`, title: s.status }),
     h('span.name', s.title || s.id),
     h('span.badges',
-      attention ? h('span.badge.attention', { title: 'needs your attention' }, '●', h('span.sr', ' needs attention')) : null,
+      attention,
       s.role ? h(`span.badge.role-${s.role}`, { title: s.role }, s.role === 'driver' ? 'D' : 'W') : null,
       s.parentId ? h('span.badge.child', { title: 'spawned' }, 'sub') : null,
       s.forkedFrom ? h('span.badge.fork', { title: `Forked from ${this.sessions.get(s.forkedFrom.sessionId)?.title || s.forkedFrom.sessionId}` }, 'fork') : null,
@@ -359,6 +417,7 @@ export class App {
       if (!wanted.includes(sid)) {
         this.conn.send({ type: 'chat.unsubscribe', sessionIds: [sid] });
         this.store.subscribed.delete(sid);
+        this.seenReports.forget(sid);
         v.destroy();
         this.views.delete(sid);
       }
@@ -404,7 +463,7 @@ export class App {
         break;
       }
     }
-    this.attention.seen();
+    this.reportShown();
   }
 
   /** The view of session `sid`, made and subscribed when new. @param {string} sid */

@@ -45,6 +45,8 @@ export class ChatView {
     this.tip = start;
     /** Lowest seq in the window; older ones come from REST. */
     this.first = start + 1;
+    /** The newest seq rendered at the live edge: what the page reports seen. */
+    this.shownSeq = 0;
     this.liveEdge = true;
     this.items = [];
     this.cards = new Map();
@@ -761,6 +763,8 @@ export class ChatView {
     }
     this.render(ev, this.list, this.items);
     this.trimTop();
+    this.shownSeq = ev.seq;
+    this.app.reportSeen(this.id);
   }
 
   /** @param {HistoryEvent} ev */
@@ -916,6 +920,8 @@ export class ChatView {
       }
       this.liveEdge = true;
       this.trimTop();
+      this.shownSeq = this.tip;
+      this.app.reportSeen(this.id);
     } catch (err) {
       this.note(`Could not load: ${err.message}`, 'error');
       this.jumpBtn.hidden = false;

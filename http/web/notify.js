@@ -1,6 +1,10 @@
-// Attention: which sessions need the person (a turn ended while they were not
-// looking, a permission waits), counted in the tab title, and desktop notifications
-// through the Notification API once the person has allowed them.
+// Attention: desktop notifications through the Notification API once the person has
+// allowed them (a turn ended while they were not looking, a permission waits), and the
+// tab title that counts the sessions waiting for them. What a session asks of its
+// owner is the server's (`SessionInfo.attention`); the page only reports what it shows
+// (`client.seen`, see App.reportSeen).
+
+import { countedTitle } from './store.js';
 
 /** @typedef {import('./store.js').Store} Store */
 
@@ -8,8 +12,8 @@ export class Attention {
   /** @param {Store} store */
   constructor(store) {
     this.store = store;
-    this.store.on('attention', () => this.title());
-    document.addEventListener('visibilitychange', () => this.seen());
+    /** The page's title without a count (the login page has its own). */
+    this.base = 'tandem';
   }
 
   /** True when the person can see session `id` now. @param {string} id */
@@ -29,35 +33,26 @@ export class Attention {
   }
 
   /**
-   * A turn of session `id` ended with `status`: counted until seen, and notified
-   * when the tab is not visible.
+   * A turn of session `id` ended with `status`: notified when the tab is not visible.
    * @param {string} id
    * @param {string} status
    */
   turnEnded(id, status) {
     if (this.watching(id)) return;
-    this.store.setAttention(id, true);
     if (document.visibilityState !== 'visible') {
       this.notify(`${this.name(id)}: turn ${status}`, 'The agent has finished its turn.', id);
     }
   }
 
   /**
-   * Session `id` waits for a permission answer: counted and notified unless the
-   * person is looking at it.
+   * Session `id` waits for a permission answer: notified unless the person is
+   * looking at it.
    * @param {string} id
    * @param {string} tool
    */
   permission(id, tool) {
     if (this.watching(id)) return;
-    this.store.setAttention(id, true);
     this.notify(`${this.name(id)}: permission needed`, `The agent asks to use ${tool}.`, id);
-  }
-
-  /** Clears what the person can now see. */
-  seen() {
-    if (document.visibilityState !== 'visible') return;
-    for (const id of this.store.shown()) this.store.setAttention(id, false);
   }
 
   /** @param {string} id */
@@ -76,9 +71,9 @@ export class Attention {
     };
   }
 
-  /** The tab title counts the sessions that need attention. */
+  /** The tab title counts the sessions that wait for the person (see attentionCount). */
   title() {
-    const n = this.store.attention.size;
-    document.title = n ? `(${n}) tandem` : 'tandem';
+    const title = countedTitle(this.base, this.store.attentionCount());
+    if (document.title !== title) document.title = title;
   }
 }

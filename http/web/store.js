@@ -1,5 +1,5 @@
-// The page's one state store: sessions, pairs, vendors, which sessions the page
-// subscribes to, their queues and usage, which need attention, and the layout. No
+// The page's one state store: sessions, pairs, vendors, who the user is, which
+// sessions the page subscribes to, their queues and usage, and the layout. No
 // DOM here: views subscribe to topics and re-render only what a change names. Pure,
 // so node's test runner checks it (web-tests/store.test.js).
 
@@ -19,7 +19,7 @@
  *   | {kind: 'side', left: string, right: string}} Layout
  */
 
-/** @typedef {'sessions' | 'session' | 'pairs' | 'layout' | 'queue' | 'attention' | 'vendors'} Topic */
+/** @typedef {'sessions' | 'session' | 'pairs' | 'layout' | 'queue' | 'vendors'} Topic */
 
 export class Store {
   constructor() {
@@ -33,8 +33,9 @@ export class Store {
     this.subscribed = new Set();
     /** Each open session's queue, as the server last said. @type {Map<string, QueuedEntry[]>} */
     this.queues = new Map();
-    /** Sessions whose turn ended or that wait for a permission, unseen. @type {Set<string>} */
-    this.attention = new Set();
+    /** The signed-in user's id (`user.get`), once known: the sessions they own are
+     * the ones this page reports seen. @type {string | null} */
+    this.userId = null;
     /** @type {Layout} */
     this.layout = { kind: 'none' };
     /** True once every page of the session list has been read. */
@@ -77,7 +78,6 @@ export class Store {
   /** @param {string} id */
   removeSession(id) {
     if (!this.sessions.delete(id)) return false;
-    this.attention.delete(id);
     this.emit('sessions');
     this.emit('session', id);
     return true;
@@ -105,12 +105,17 @@ export class Store {
     this.emit('queue', id);
   }
 
-  /** @param {string} id @param {boolean} on */
-  setAttention(id, on) {
-    if (on === this.attention.has(id)) return;
-    if (on) this.attention.add(id);
-    else this.attention.delete(id);
-    this.emit('attention', id);
+  /** Whether the signed-in user owns session `id` (an admin may drive others' too,
+   * but only the owner's clients clear what it asks of its owner). @param {string} id */
+  owns(id) {
+    const s = this.sessions.get(id);
+    return !!s && !!this.userId && s.ownerId === this.userId;
+  }
+
+  /** Sessions whose attention the tab title counts: the user's own (what another
+   * user's session asks is asked of that user, and only their clients clear it). */
+  attentionCount() {
+    return attentionCount([...this.sessions.values()].filter((s) => this.owns(s.id)));
   }
 
   /** @param {Layout} layout */
@@ -133,6 +138,128 @@ export class Store {
       if (s.status === 'running' || s.status === 'starting' || s.backgroundTasks?.length) n++;
     }
     return n;
+  }
+}
+
+/**
+ * What session `s` asks of its owner, as the server keeps it (`SessionInfo.attention`).
+ * @param {SessionInfo | null | undefined} s
+ * @returns {import('./wire.js').Attention}
+ */
+export function attentionOf(s) {
+  return s?.attention || 'none';
+}
+
+/**
+ * How many sessions wait for the person: an approval or a proposal waits
+ * (`needs_input`) or the last turn failed unseen (`failed`). A turn that ended
+ * unseen, or one running, is not counted.
+ * @param {Iterable<SessionInfo>} sessions
+ */
+export function attentionCount(sessions) {
+  let n = 0;
+  for (const s of sessions) {
+    const a = attentionOf(s);
+    if (a === 'needs_input' || a === 'failed') n++;
+  }
+  return n;
+}
+
+/**
+ * The list's mark for an attention, in words (never colour alone): `text` is shown,
+ * `label` is what a screen reader hears (part of the row link's name); null for none.
+ * @param {import('./wire.js').Attention | undefined} attention
+ * @returns {{kind: 'needs' | 'failed' | 'new', text: string, label: string, title: string} | null}
+ */
+export function attentionBadge(attention) {
+  switch (attention) {
+    case 'needs_input': return { kind: 'needs', text: 'Needs you', label: 'Needs you', title: 'An approval or a proposal waits for you' };
+    case 'failed': return { kind: 'failed', text: 'Failed', label: 'Failed', title: 'The last turn failed; not seen yet' };
+    case 'done_unseen': return { kind: 'new', text: '', label: 'New', title: 'A turn ended since you last looked' };
+    default: return null;
+  }
+}
+
+/**
+ * The tab title with `n` sessions counted: "(2) tandem"; the title as it is without
+ * a count when `n` is 0 (a count already there is replaced).
+ * @param {string} title
+ * @param {number} n
+ */
+export function countedTitle(title, n) {
+  const base = title.replace(/^\(\d+\) /, '');
+  return n > 0 ? `(${n}) ${base}` : base;
+}
+
+/**
+ * Reports to the server what the page shows (`client.seen`), per session: only a seq
+ * larger than the last one sent, at most once per `interval` ms, the newest one when
+ * the wait ends. The first report of a burst waits `settle` ms so that a replay
+ * arriving as many events is reported once. Time and timers are given, so node's
+ * tests drive it.
+ */
+export class SeenReports {
+  /**
+   * @param {(id: string, seq: number) => void} send
+   * @param {{interval?: number, settle?: number, now?: () => number,
+   *   setTimer?: (fn: () => void, ms: number) => any, clearTimer?: (t: any) => void}} [opts]
+   */
+  constructor(send, opts = {}) {
+    this.send = send;
+    this.interval = opts.interval ?? 1000;
+    this.settle = opts.settle ?? 50;
+    this.now = opts.now || (() => Date.now());
+    this.setTimer = opts.setTimer || ((fn, ms) => setTimeout(fn, ms));
+    this.clearTimer = opts.clearTimer || ((t) => clearTimeout(t));
+    /** Per session: the last seq sent and when, the newest seq waiting, its timer.
+     * @type {Map<string, {sent: number, at: number, want: number, timer: any}>} */
+    this.state = new Map();
+  }
+
+  /** @param {string} id */
+  entry(id) {
+    let e = this.state.get(id);
+    if (!e) {
+      e = { sent: 0, at: -Infinity, want: 0, timer: null };
+      this.state.set(id, e);
+    }
+    return e;
+  }
+
+  /**
+   * The page shows session `id` up to `seq`. With `again`, sent even when that seq
+   * was sent before (the server still counts something unseen).
+   * @param {string} id
+   * @param {number} seq
+   * @param {boolean} [again]
+   */
+  note(id, seq, again = false) {
+    if (!(seq > 0)) return;
+    const e = this.entry(id);
+    if (again && seq <= e.sent) e.sent = seq - 1;
+    if (seq <= e.sent) return;
+    e.want = Math.max(e.want, seq);
+    if (e.timer !== null) return;
+    const wait = Math.max(this.settle, e.at + this.interval - this.now());
+    e.timer = this.setTimer(() => this.flush(id), wait);
+  }
+
+  /** @param {string} id */
+  flush(id) {
+    const e = this.state.get(id);
+    if (!e) return;
+    e.timer = null;
+    if (e.want <= e.sent) return;
+    e.sent = e.want;
+    e.at = this.now();
+    this.send(id, e.want);
+  }
+
+  /** Session `id` is no longer shown: nothing waiting for it is sent. @param {string} id */
+  forget(id) {
+    const e = this.state.get(id);
+    if (e?.timer != null) this.clearTimer(e.timer);
+    this.state.delete(id);
   }
 }
 

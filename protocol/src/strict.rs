@@ -178,10 +178,16 @@ impl<T: TryFrom<u64>> Visitor<'_> for WholeVisitor<T> {
 
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
         // serde_json's quick float parsing may land one step off a large whole number
-        // (`1877353911201699.0` reads as `…699.25`): within two steps counts as it.
-        // Below 2^53 every whole f64 is the integer it was written as.
+        // (`1877353911201699.0` reads as `…699.25`): from 10^15 on, within two steps
+        // counts as it. Smaller numbers parse exactly, so there only a whole value is
+        // (`2.5e-42` is not 0).
         let whole = v.round();
-        let near = (v - whole).abs() <= 2.0 * f64::EPSILON * whole.abs().max(1.0);
+        let tolerance = if whole.abs() >= 1e15 {
+            2.0 * f64::EPSILON * whole.abs()
+        } else {
+            0.0
+        };
+        let near = (v - whole).abs() <= tolerance;
         if near && (0.0..9_007_199_254_740_992.0).contains(&whole) {
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             return self.visit_u64(whole as u64);
@@ -247,6 +253,9 @@ mod tests {
         let text: Counted = serde_json::from_str(r#"{"n": 1.0, "m": 1877353911201699.0}"#)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(text.m, Some(1_877_353_911_201_699));
+        // A tiny fraction is a fraction, not 0 (schemathesis sent 2.589e-42).
+        assert!(serde_json::from_str::<Counted>(r#"{"n": 2.5890419884777833e-42}"#).is_err());
+        assert!(serde_json::from_str::<Counted>(r#"{"n": 7.000000000000001}"#).is_err());
         for bad in [
             json!({"n": 7.5}),
             json!({"n": -1}),

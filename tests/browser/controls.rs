@@ -614,7 +614,8 @@ async fn notifications_with_consent_and_a_title_that_counts_attention() {
     assert_eq!(offered, false, "consent given: no button");
     page.open_session(&a).await;
 
-    // A turn that ends while the tab is hidden: a notification, and the title counts it.
+    // A turn that ends while the tab is hidden: a notification, and the row says "New"
+    // (the page reports nothing while hidden); a turn that ended is not counted.
     b.exec("window.__tandem.setHidden(true);", vec![]).await;
     let mut ws = page.ws().await;
     ws.ok(json!({"type": "chat.send", "sessionId": a, "content": "/hold hidden\nfinished"}))
@@ -632,7 +633,14 @@ async fn notifications_with_consent_and_a_title_that_counts_attention() {
         "window.__tandem.notifications.some(n => n.title === 'watched: turn completed')",
     )
     .await;
-    b.wait("the title", "document.title === '(1) tandem'").await;
+    b.wait(
+        "the row marked new",
+        &format!(
+            "document.querySelector('.session-list a[data-id=\"{a}\"] [data-attention=\"done_unseen\"]')"
+        ),
+    )
+    .await;
+    assert_eq!(b.exec("return document.title;", vec![]).await, "tandem");
     // Once the list has the session's upsert too, still one notification.
     b.wait(
         "the row idle",
@@ -649,10 +657,15 @@ async fn notifications_with_consent_and_a_title_that_counts_attention() {
         .await;
     assert_eq!(count, 1, "one notification per turn end");
     b.exec("window.__tandem.setHidden(false);", vec![]).await;
-    b.wait("the title cleared", "document.title === 'tandem'")
-        .await;
+    b.wait(
+        "the mark cleared",
+        &format!(
+            "document.querySelector('.session-list a[data-id=\"{a}\"]') && !document.querySelector('.session-list a[data-id=\"{a}\"] [data-attention]')"
+        ),
+    )
+    .await;
 
-    // A permission request while hidden.
+    // A permission request while hidden: notified, and counted while it waits.
     b.exec("window.__tandem.setHidden(true);", vec![]).await;
     ws.ok(
         json!({"type": "chat.send", "sessionId": a, "content": "/ask Bash {\"command\": \"ls\"}"}),
@@ -663,22 +676,31 @@ async fn notifications_with_consent_and_a_title_that_counts_attention() {
         "window.__tandem.notifications.some(n => n.title === 'watched: permission needed' && n.body.includes('Bash'))",
     )
     .await;
+    b.wait("the title", "document.title === '(1) tandem'").await;
     b.exec("window.__tandem.setHidden(false);", vec![]).await;
     ws.ok(json!({"type": "chat.abort", "sessionId": a})).await;
+    b.wait("the title cleared", "document.title === 'tandem'")
+        .await;
 
-    // A session not on screen: its row is marked and counted while the tab is visible.
+    // A session not on screen: its row is marked while the tab is visible (not
+    // counted: a turn ended).
     ws.ok(json!({"type": "chat.send", "sessionId": other, "content": "hello"}))
         .await;
     b.wait(
         "the attention mark",
-        &format!("document.querySelector('.session-list a[data-id=\"{other}\"] .badge.attention')"),
+        &format!("document.querySelector('.session-list a[data-id=\"{other}\"] [data-attention=\"done_unseen\"]')"),
     )
     .await;
-    b.wait("the title", "document.title === '(1) tandem'").await;
+    assert_eq!(b.exec("return document.title;", vec![]).await, "tandem");
     page.check_view("attention").await;
     page.open_session(&other).await;
-    b.wait("the title cleared", "document.title === 'tandem'")
-        .await;
+    b.wait(
+        "the mark cleared",
+        &format!(
+            "document.querySelector('.session-list a[data-id=\"{other}\"]') && !document.querySelector('.session-list a[data-id=\"{other}\"] [data-attention]')"
+        ),
+    )
+    .await;
 }
 
 /// Resumes a stopped server even when the test fails.

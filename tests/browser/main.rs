@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod attachments;
+mod attention;
 mod chat;
 mod checkpoints;
 mod checks;
