@@ -35,6 +35,6 @@ pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
 pub use permission::{PermissionChoice, PermissionKind, PermissionRule, RememberScope};
 pub use server::ServerFrame;
 pub use session::{
-    Attention, BackgroundTask, ForkConversation, ForkedFrom, PermissionMode, Role, SessionInfo, SessionStatus,
-    SupersededRange, TaskType, Visibility,
+    Attention, BackgroundTask, ForkConversation, ForkedFrom, PermissionMode, Role, SessionInfo,
+    SessionStatus, SupersededRange, TaskType, Visibility,
 };

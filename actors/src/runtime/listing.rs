@@ -118,6 +118,20 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// `client.seen` (owner only): a client shows session `id` up to `seq`.
+    pub async fn seen(
+        &self,
+        who: &Principal,
+        id: &str,
+        seq: u64,
+    ) -> Result<tandem_protocol::Attention, RuntimeError> {
+        self.drivable(who, id)?
+            .ask(crate::session::Seen { seq })
+            .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,17 +143,5 @@ mod tests {
         assert!(a < b, "more recent first");
         assert_eq!(decode(&encode(&a)).ok(), Some(a));
         assert!(decode("nope").is_err() && decode("12.").is_err() && decode("x.y").is_err());
-    }
-}
-
-impl Runtime {
-    /// `client.seen` (owner only): a client shows session `id` up to `seq`.
-    pub async fn seen(
-        &self,
-        who: &Principal,
-        id: &str,
-        seq: u64,
-    ) -> Result<tandem_protocol::Attention, RuntimeError> {
-        self.drivable(who, id)?.ask(crate::session::Seen { seq }).await
     }
 }

@@ -3,8 +3,8 @@
 //! read the copy it publishes in [`SessionShared`].
 
 mod actor;
-mod attention;
 mod archive;
+mod attention;
 mod pairing;
 mod permissions;
 pub mod prompts;
@@ -30,8 +30,8 @@ use tandem_protocol::{Event, EventBody, PermissionRule, SessionInfo};
 
 pub(crate) use actor::validate_title;
 pub use actor::SessionActor;
-pub use attention::Seen;
 pub use archive::Archive;
+pub use attention::Seen;
 pub use pairing::{
     Describe, HoldsDelegation, IdleRemoteWorker, JoinPair, LeavePair, PartialText, RecordEvent,
     ReportDelivered, ReportTo, Resume, SessionState, StartDelegated, WorkerTurnEnded,
