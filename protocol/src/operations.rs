@@ -405,7 +405,7 @@ operations! {
     SessionCheck "session.check" crate::workspace::SessionCheckParams => crate::workspace::SessionCheckResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/check", "Run the checks of the repository's .tandem/worktree.toml in the session's working directory (as session.check).", Some(of::<EmptyBody>), 200, of::<crate::workspace::SessionCheckResult>);
     /// `client.seen`: a client of the owner shows the session up to an event.
-    ClientSeen "client.seen" crate::session::ClientSeenParams => crate::session::ClientSeenResult [session(session_id), writes]
+    ClientSeen "client.seen" crate::session::ClientSeenParams => crate::session::ClientSeenResult [session(session_id), writes, checked]
         rest route!("post" "/sessions/{id}/seen", "A client of the owner shows the session up to `seq`: a turn that ended by then no longer asks for attention (as client.seen).", Some(of::<crate::session::SeenBody>), 200, of::<crate::session::ClientSeenResult>);
     /// `session.review-by`: a review of the session's diff by another vendor's agent.
     SessionReviewBy "session.review-by" crate::review::SessionReviewByParams => crate::review::SessionReviewByResult [session(session_id), writes, checked]

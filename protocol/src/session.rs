@@ -313,8 +313,19 @@ pub struct ClientSeenParams {
     pub session_id: String,
     /// The newest event the client shows (a larger one counts as the session's last).
     #[serde(deserialize_with = "crate::strict::whole")]
-    #[schemars(range(min = 0, max = 9_007_199_254_740_991_u64))]
     pub seq: u64,
+}
+
+impl crate::operations::Validate for ClientSeenParams {
+    fn validate(&self) -> Result<(), crate::operations::Refusal> {
+        if self.seq > crate::MAX_SEQ {
+            return Err(crate::operations::Refusal::invalid(format!(
+                "seq is at most {}",
+                crate::MAX_SEQ
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Body of `POST /sessions/{id}/seen` (as `client.seen`).
@@ -323,7 +334,6 @@ pub struct ClientSeenParams {
 pub struct SeenBody {
     /// The newest event the client shows.
     #[serde(deserialize_with = "crate::strict::whole")]
-    #[schemars(range(min = 0, max = 9_007_199_254_740_991_u64))]
     pub seq: u64,
 }
 

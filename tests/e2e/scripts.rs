@@ -375,3 +375,35 @@ async fn no_script_process_outlives_the_server() {
     let _dir = server.terminate();
     wait_gone(&pid).await;
 }
+
+/// A server killed without a clean stop cannot kill its scripts' processes; the next
+/// start kills what they left (the groups are written down in the data directory).
+#[actix_rt::test]
+async fn what_a_killed_servers_scripts_left_is_killed_when_it_starts_again() {
+    let options = || ServerOptions {
+        args: vec!["--worktree-ports".into(), "47360-47361".into()],
+        ..ServerOptions::default()
+    };
+    let server = Server::start_in(std::sync::Arc::new(TempDir::new("scripts")), options());
+    let dir = repo(&server, "proj");
+    write(
+        &dir,
+        ".tandem/worktree.toml",
+        "run = \"sleep 600 & echo $! > run.pid; wait\"\n",
+    );
+    let mut ws = server.ws().await;
+    let (sid, tree, _) = worktree_session(&mut ws, &dir).await;
+    ws.ok(json!({"type": "session.run", "sessionId": sid}))
+        .await;
+    let pid = eventually("the run's pid file", async || {
+        std::fs::read_to_string(tree.join("run.pid"))
+            .ok()
+            .filter(|p| !p.trim().is_empty())
+    })
+    .await;
+    let data = server.kill();
+    // Nothing of the killed server could stop it.
+    assert!(!gone(&pid), "the background process died with the server");
+    let _server = Server::start_in(data, options());
+    wait_gone(&pid).await;
+}

@@ -206,6 +206,7 @@ impl Runtime {
         let scripts = crate::scripts::Scripts::new(
             config.confinement.launcher.clone(),
             config.worktree_ports.clone(),
+            &config.data_dir,
         );
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,

@@ -10,6 +10,7 @@
 //! they are killed with their session and when the server stops.
 
 pub mod copy;
+pub mod ledger;
 pub mod run;
 pub mod shell;
 
@@ -54,6 +55,8 @@ struct Inner {
     runs: Mutex<HashMap<String, Arc<run::Run>>>,
     /// Leaders of the setup and archive scripts running now, by session.
     bounded: Mutex<HashMap<String, Vec<u32>>>,
+    /// Every group a script leads, on file for the next start after a crash.
+    ledger: Arc<ledger::Ledger>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -74,8 +77,10 @@ pub struct Place {
 }
 
 impl Scripts {
-    /// Scripts confined by `launcher` (where agents are), with ports from `ports`.
-    pub fn new(launcher: Option<Launcher>, ports: RangeInclusive<u16>) -> Scripts {
+    /// Scripts confined by `launcher` (where agents are), with ports from `ports`,
+    /// writing down their process groups in `data_dir` (and killing what a server
+    /// that did not stop cleanly left there).
+    pub fn new(launcher: Option<Launcher>, ports: RangeInclusive<u16>, data_dir: &Path) -> Scripts {
         Scripts {
             inner: Arc::new(Inner {
                 launcher,
@@ -83,6 +88,7 @@ impl Scripts {
                 taken: Mutex::default(),
                 runs: Mutex::default(),
                 bounded: Mutex::default(),
+                ledger: Arc::new(ledger::Ledger::open(data_dir)),
             }),
         }
     }
@@ -171,6 +177,7 @@ impl Scripts {
         .run(
             |leader| {
                 if let Some(leader) = leader {
+                    self.inner.ledger.started(leader);
                     registered.set(true);
                     locked(&self.inner.bounded)
                         .entry(sid.clone())
@@ -183,6 +190,9 @@ impl Scripts {
         .await;
         // Gone from the list already: killed because its session went.
         let stopped = registered.get() && locked(&self.inner.bounded).remove(&sid).is_none();
+        if let Some(leader) = done.leader {
+            self.inner.ledger.ended(leader);
+        }
         let (status, exit_code, log_tail) = match done.ending {
             Ending::Exited(Some(0)) => (ScriptStatus::Passed, Some(0), done.tail),
             _ if stopped => (ScriptStatus::Stopped, None, done.tail),
@@ -237,6 +247,7 @@ impl Scripts {
             &place.workdir,
             &env,
             self.inner.launcher.as_ref(),
+            self.inner.ledger.clone(),
             report,
         );
         true

@@ -79,6 +79,7 @@ pub fn start(
     workdir: &Path,
     env: &BTreeMap<String, String>,
     launcher: Option<&Launcher>,
+    ledger: Arc<super::ledger::Ledger>,
     report: impl Fn(ScriptReport) + Send + 'static,
 ) {
     let mut child = match shell::command(command, workdir, env, launcher).spawn() {
@@ -99,10 +100,14 @@ pub fn start(
             return;
         }
     };
+    let leader = child.id();
+    if let Some(leader) = leader {
+        ledger.started(leader);
+    }
     {
         let mut state = run.state();
         *state = RunState {
-            leader: child.id(),
+            leader,
             running: true,
             ..RunState::default()
         };
@@ -153,6 +158,9 @@ pub fn start(
                 log_tail: tail_text(&state.log[from..]),
             }
         };
+        if let Some(leader) = leader {
+            ledger.ended(leader);
+        }
         report(report_now);
     });
 }

@@ -36,6 +36,8 @@ pub struct Finished {
     pub tail: String,
     /// How long it ran.
     pub elapsed: Duration,
+    /// The leader of its process group (`None`: it did not start).
+    pub leader: Option<u32>,
 }
 
 /// A command to run.
@@ -90,10 +92,11 @@ impl Shell<'_> {
         mut progress: impl FnMut(&str),
     ) -> Finished {
         let begun = Instant::now();
-        let finished = |ending, tail| Finished {
+        let finished = |ending, tail, leader| Finished {
             ending,
             tail,
             elapsed: begun.elapsed(),
+            leader,
         };
         let mut child = match command(self.command, self.workdir, self.env, self.launcher).spawn() {
             Ok(child) => child,
@@ -101,6 +104,7 @@ impl Shell<'_> {
                 return finished(
                     Ending::Broken(format!("could not start: {e}")),
                     String::new(),
+                    None,
                 )
             }
         };
@@ -131,11 +135,11 @@ impl Shell<'_> {
         let outcome = tokio::time::timeout(self.limit, work).await;
         let text = tail_text(&tail);
         match outcome {
-            Ok(Ok(status)) => finished(Ending::Exited(status.code()), text),
-            Ok(Err(e)) => finished(Ending::Broken(format!("wait failed: {e}")), text),
+            Ok(Ok(status)) => finished(Ending::Exited(status.code()), text, group),
+            Ok(Err(e)) => finished(Ending::Broken(format!("wait failed: {e}")), text, group),
             Err(_) => {
                 kill_group(group);
-                finished(Ending::TimedOut, text)
+                finished(Ending::TimedOut, text, group)
             }
         }
     }
