@@ -305,6 +305,10 @@ impl SupersededRange {
     }
 }
 
+/// The largest `seq` `client.seen` takes: JSON's largest exact integer, as its schema
+/// says (a client's numbers past it are not exact anyway).
+pub const MAX_SEEN_SEQ: u64 = 9_007_199_254_740_991;
+
 /// Fields of `client.seen`: a client of the owner shows the session up to `seq`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -313,15 +317,15 @@ pub struct ClientSeenParams {
     pub session_id: String,
     /// The newest event the client shows (a larger one counts as the session's last).
     #[serde(deserialize_with = "crate::strict::whole")]
+    #[schemars(range(max = 9_007_199_254_740_991_u64))]
     pub seq: u64,
 }
 
 impl crate::operations::Validate for ClientSeenParams {
     fn validate(&self) -> Result<(), crate::operations::Refusal> {
-        if self.seq > crate::MAX_SEQ {
+        if self.seq > MAX_SEEN_SEQ {
             return Err(crate::operations::Refusal::invalid(format!(
-                "seq is at most {}",
-                crate::MAX_SEQ
+                "seq is at most {MAX_SEEN_SEQ}"
             )));
         }
         Ok(())
@@ -334,6 +338,7 @@ impl crate::operations::Validate for ClientSeenParams {
 pub struct SeenBody {
     /// The newest event the client shows.
     #[serde(deserialize_with = "crate::strict::whole")]
+    #[schemars(range(max = 9_007_199_254_740_991_u64))]
     pub seq: u64,
 }
 
