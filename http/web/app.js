@@ -8,6 +8,7 @@ import { ChatView } from './chat.js';
 import { Store, SeenReports, layoutFor, parseRoute, tree, layoutSessions, formatUsage, attentionBadge } from './store.js';
 import { Attention } from './notify.js';
 import { formDialog } from './dialogs.js';
+import { registerShellWorker, unreachable, waitOffline } from './offline.js';
 
 const TOKEN_KEY = 'tandem.token';
 /** Sessions per list page (the server's default; at most 1,000). */
@@ -833,19 +834,34 @@ async function boot() {
   const token = localStorage.getItem(TOKEN_KEY) || '';
   const app = new App(token);
   resolveReady(app);
-  try {
-    await app.start();
-  } catch (e) {
-    const err = /** @type {import('./conn.js').RequestError} */ (e);
-    if (err.status === 401) {
-      localStorage.removeItem(TOKEN_KEY);
-      showLogin(token ? 'That token was not accepted. It may be from another server or a reset data directory.' : 'No access token given.');
-    } else {
-      showLogin(`The server could not be reached: ${err.message}`);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await app.start();
+      break;
+    } catch (e) {
+      const err = /** @type {import('./conn.js').RequestError} */ (e);
+      // No answer at all (the server is down; the page came from the service
+      // worker): say so and try again, rather than ask for a token.
+      if (unreachable(err)) {
+        await waitOffline(attempt);
+        continue;
+      }
+      if (err.status === 401) {
+        localStorage.removeItem(TOKEN_KEY);
+        showLogin(token ? 'That token was not accepted. It may be from another server or a reset data directory.' : 'No access token given.');
+      } else {
+        showLogin(`The server answered with an error: ${err.message}`);
+      }
+      return;
     }
-    return;
   }
   app.attention.title();
 }
 
+registerShellWorker(() => {
+  // The server was upgraded and this page is the old build's. Nothing on screen yet
+  // (loading, offline): load the new one; else say so and leave the moment to the person.
+  if (!document.querySelector('.shell, form.login-card')) location.reload();
+  else ready.then((app) => app.toast('tandem was updated: reload the page to use the new version.'));
+});
 boot();

@@ -16,6 +16,7 @@ mod checkpoints;
 mod checks;
 mod controls;
 mod history;
+mod install;
 mod overlaps;
 mod pairs;
 mod permissions;
@@ -143,20 +144,7 @@ impl Page {
     /// Runs axe-core and fails on any serious or critical violation; also fails on any
     /// Content-Security-Policy violation the page has seen so far.
     pub async fn assert_accessible(&self, view: &str) {
-        let csp = self
-            .browser
-            .exec(
-                "return window.__tandem ? window.__tandem.cspViolations : 'the test hooks are missing';",
-                vec![],
-            )
-            .await;
-        assert_eq!(csp, json!([]), "CSP violations in the {view} view");
-        let bad = self.browser.axe_serious().await;
-        assert!(
-            bad.is_empty(),
-            "accessibility violations in the {view} view: {}",
-            Value::Array(bad)
-        );
+        assert_accessible(&self.browser, view).await;
     }
 
     /// The view's counters: duplicates dropped, gaps, events applied, tip.
@@ -219,23 +207,47 @@ impl Page {
     /// 1280 px and at 390 px, and nothing wider than a phone. Saves screenshots
     /// `NAME.png` and `phone-NAME.png`.
     pub async fn check_view(&self, name: &str) {
-        self.browser.screenshot(name).await;
-        self.assert_accessible(name).await;
-        self.browser.resize(390, 844).await;
-        let overflow = self
-            .browser
-            .exec(
-                "const wide = [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 1 && e.getClientRects().length)\
-                   .slice(0, 5).map(e => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`);\
-                 return document.documentElement.scrollWidth > innerWidth || wide.some(w => w.startsWith('DIALOG')) ? wide : false;",
-                vec![],
-            )
-            .await;
-        assert_eq!(overflow, false, "{name} is wider than a phone");
-        self.browser.screenshot(&format!("phone-{name}")).await;
-        self.assert_accessible(&format!("phone {name}")).await;
-        self.browser.resize(1280, 800).await;
+        check_view(&self.browser, name).await;
     }
+}
+
+/// Runs axe-core and fails on any serious or critical violation; also fails on any
+/// Content-Security-Policy violation the page has seen so far.
+pub async fn assert_accessible(browser: &Browser, view: &str) {
+    let csp = browser
+        .exec(
+            "return window.__tandem ? window.__tandem.cspViolations : 'the test hooks are missing';",
+            vec![],
+        )
+        .await;
+    assert_eq!(csp, json!([]), "CSP violations in the {view} view");
+    let bad = browser.axe_serious().await;
+    assert!(
+        bad.is_empty(),
+        "accessibility violations in the {view} view: {}",
+        Value::Array(bad)
+    );
+}
+
+/// Axe and phone width for what is on screen now: no serious violation at 1280 px and
+/// at 390 px, and nothing wider than a phone. Saves screenshots `NAME.png` and
+/// `phone-NAME.png`. (For a page whose server is gone, see `install.rs`.)
+pub async fn check_view(browser: &Browser, name: &str) {
+    browser.screenshot(name).await;
+    assert_accessible(browser, name).await;
+    browser.resize(390, 844).await;
+    let overflow = browser
+        .exec(
+            "const wide = [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 1 && e.getClientRects().length)\
+               .slice(0, 5).map(e => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`);\
+             return document.documentElement.scrollWidth > innerWidth || wide.some(w => w.startsWith('DIALOG')) ? wide : false;",
+            vec![],
+        )
+        .await;
+    assert_eq!(overflow, false, "{name} is wider than a phone");
+    browser.screenshot(&format!("phone-{name}")).await;
+    assert_accessible(browser, &format!("phone {name}")).await;
+    browser.resize(1280, 800).await;
 }
 
 /// Creates a scripted session over WebSocket and returns its id.

@@ -353,6 +353,18 @@ impl Browser {
         .await;
     }
 
+    /// Sends a DevTools protocol command to the page's target through chromedriver
+    /// (`goog/cdp/execute`) and returns its result, e.g.
+    /// `cdp("Page.getInstallabilityErrors", json!({}))`.
+    pub async fn cdp(&self, method: &str, params: Value) -> Value {
+        self.call(
+            "POST",
+            &self.s("/goog/cdp/execute"),
+            Some(json!({"cmd": method, "params": params})),
+        )
+        .await
+    }
+
     /// Resizes the window (CSS pixels).
     pub async fn resize(&self, width: u32, height: u32) {
         self.call(
