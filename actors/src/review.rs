@@ -174,6 +174,25 @@ fn fence(lines: &[Line]) -> String {
     "`".repeat(longest.max(2) + 1)
 }
 
+/// `comments` split into those on lines `diff` shows and, for each of the rest, why
+/// not; the diff is read once (a reviewer's answer may hold 50 comments on a 4 MiB
+/// diff).
+pub fn split_anchored(
+    diff: &str,
+    comments: Vec<ReviewComment>,
+) -> (Vec<ReviewComment>, Vec<String>) {
+    let files = parse(diff);
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for comment in comments {
+        match anchor(&files, &comment) {
+            Ok(_) => kept.push(comment),
+            Err(why) => dropped.push(why),
+        }
+    }
+    (kept, dropped)
+}
+
 /// The message a review sends: the summary, then each comment with the lines it is
 /// on; refused with `INVALID_ANCHOR`, naming every comment whose lines `diff` (the
 /// session's whole diff, as `session.diff` gives it) does not have.

@@ -1,6 +1,6 @@
 //! A review by another vendor's agent, the pure parts: the prompt it gets (the diff
-//! and the answer's shape) and the reading of its answer into line comments, each
-//! kept only if it is on a line the diff shows.
+//! and the answer's shape) and the reading of its answer into line comments (those on
+//! lines the diff lacks are dropped by [`crate::review::split_anchored`]).
 
 use tandem_protocol::review::{ReviewComment, ReviewSide, MAX_BODY_CHARS, MAX_COMMENTS};
 
@@ -167,22 +167,6 @@ fn comment(value: &serde_json::Value) -> Option<ReviewComment> {
     })
 }
 
-/// `comments` split into those on lines `diff` shows and a note on each of the rest.
-pub fn keep_anchored(
-    diff: &str,
-    comments: Vec<ReviewComment>,
-) -> (Vec<ReviewComment>, Vec<String>) {
-    let mut kept = Vec::new();
-    let mut dropped = Vec::new();
-    for c in comments {
-        match crate::review::message(diff, std::slice::from_ref(&c), None, "") {
-            Ok(_) => kept.push(c),
-            Err(e) => dropped.push(e.to_string()),
-        }
-    }
-    (kept, dropped)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,7 +186,7 @@ mod tests {
         assert_eq!(read.comments.len(), 3);
         assert_eq!(read.comments[1].path, "a.txt");
         assert_eq!(read.comments[1].side, ReviewSide::Old);
-        let (kept, dropped) = keep_anchored(DIFF, read.comments);
+        let (kept, dropped) = crate::review::split_anchored(DIFF, read.comments);
         assert_eq!(kept.len(), 2);
         assert_eq!(dropped.len(), 1);
         assert!(dropped[0].contains("40"), "{dropped:?}");

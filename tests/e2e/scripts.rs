@@ -92,6 +92,16 @@ fn gone(pid: &str) -> bool {
     }
 }
 
+/// The pid the run script wrote to `run.pid` in `tree`, once it is there.
+async fn run_pid(tree: &Path) -> String {
+    eventually("the run's pid file", async || {
+        std::fs::read_to_string(tree.join("run.pid"))
+            .ok()
+            .filter(|p| !p.trim().is_empty())
+    })
+    .await
+}
+
 async fn wait_gone(pid: &str) {
     let pid = pid.trim().to_string();
     eventually(&format!("process {pid} to end"), async || {
@@ -243,12 +253,7 @@ async fn the_run_script_starts_logs_and_stops_and_archive_runs_on_discard() {
     .await;
     assert_eq!(log["log"], format!("serving on {port}\n"));
     assert_eq!(log["running"], true);
-    let pid = eventually("the run's pid file", async || {
-        std::fs::read_to_string(tree.join("run.pid"))
-            .ok()
-            .filter(|p| !p.trim().is_empty())
-    })
-    .await;
+    let pid = run_pid(&tree).await;
 
     let stopped = ws
         .ok(json!({"type": "session.run-stop", "sessionId": sid}))
@@ -266,12 +271,7 @@ async fn the_run_script_starts_logs_and_stops_and_archive_runs_on_discard() {
     std::fs::remove_file(tree.join("run.pid")).unwrap();
     ws.ok(json!({"type": "session.run", "sessionId": sid}))
         .await;
-    let pid = eventually("the second run's pid file", async || {
-        std::fs::read_to_string(tree.join("run.pid"))
-            .ok()
-            .filter(|p| !p.trim().is_empty())
-    })
-    .await;
+    let pid = run_pid(&tree).await;
     ws.ok(json!({"type": "session.discard", "sessionId": sid}))
         .await;
     wait_gone(&pid).await;
@@ -364,12 +364,7 @@ async fn no_script_process_outlives_the_server() {
     let (sid, tree, _) = worktree_session(&mut ws, &dir).await;
     ws.ok(json!({"type": "session.run", "sessionId": sid}))
         .await;
-    let pid = eventually("the run's pid file", async || {
-        std::fs::read_to_string(tree.join("run.pid"))
-            .ok()
-            .filter(|p| !p.trim().is_empty())
-    })
-    .await;
+    let pid = run_pid(&tree).await;
     assert!(!gone(&pid));
     ws.close().await;
     let _dir = server.terminate();
@@ -395,12 +390,7 @@ async fn what_a_killed_servers_scripts_left_is_killed_when_it_starts_again() {
     let (sid, tree, _) = worktree_session(&mut ws, &dir).await;
     ws.ok(json!({"type": "session.run", "sessionId": sid}))
         .await;
-    let pid = eventually("the run's pid file", async || {
-        std::fs::read_to_string(tree.join("run.pid"))
-            .ok()
-            .filter(|p| !p.trim().is_empty())
-    })
-    .await;
+    let pid = run_pid(&tree).await;
     let data = server.kill();
     // Nothing of the killed server could stop it.
     assert!(!gone(&pid), "the background process died with the server");

@@ -154,7 +154,7 @@ impl Runtime {
             Err(e) => Err(e),
         };
         let (kept, dropped) = match &current {
-            Ok(d) => review_by::keep_anchored(&d.diff, verdict.comments),
+            Ok(d) => crate::review::split_anchored(&d.diff, verdict.comments),
             Err(e) => (Vec::new(), vec![e.to_string()]),
         };
         let summary = with_dropped(verdict.summary, &dropped);
@@ -259,7 +259,7 @@ async fn finish(started: Started) -> ReviewVerdict {
         Err(why) => return failed(why),
     };
     let (comments, dropped): (Vec<ReviewComment>, Vec<String>) =
-        review_by::keep_anchored(&started.diff, answer.comments);
+        crate::review::split_anchored(&started.diff, answer.comments);
     ReviewVerdict {
         reviewer: started.reviewer.clone(),
         summary: with_dropped(answer.summary, &dropped),

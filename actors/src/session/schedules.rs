@@ -284,33 +284,25 @@ impl Handler<ListSchedules> for SessionActor {
     }
 }
 
-/// The occurrence of `recurring` after `after` (epoch ms); `None` when it has ended,
-/// or its rule or zone no longer reads (both were checked when it was made).
-fn next_occurrence(recurring: &Recurring, after: u64) -> Option<u64> {
+/// The recurrence `recurring` describes; `None` when its rule or zone no longer reads
+/// (both were checked when it was made).
+fn recurrence(recurring: &Recurring) -> Option<Recurrence> {
     let rule = rrule::parse(&recurring.rule).ok()?;
     let zone = rrule::zone(&recurring.time_zone).ok()?;
-    Recurrence::new(rule, recurring.start, zone)
-        .ok()?
-        .next_after(after)
-        .map(|(at, _)| at)
+    Recurrence::new(rule, recurring.start, zone).ok()
+}
+
+/// The occurrence of `recurring` after `after` (epoch ms); `None` when it has ended.
+fn next_occurrence(recurring: &Recurring, after: u64) -> Option<u64> {
+    recurrence(recurring)?.next_after(after).map(|(at, _)| at)
 }
 
 /// `schedule` with the occurrences after its next one, when it recurs and is pending.
 fn with_upcoming(mut schedule: ScheduleRecord) -> ScheduleRecord {
-    if schedule.status != ScheduleStatus::Pending {
-        return schedule;
-    }
-    let Some(recurring) = &schedule.rrule else {
-        return schedule;
-    };
-    let (Ok(rule), Ok(zone)) = (
-        rrule::parse(&recurring.rule),
-        rrule::zone(&recurring.time_zone),
-    ) else {
-        return schedule;
-    };
-    if let Ok(r) = Recurrence::new(rule, recurring.start, zone) {
-        schedule.upcoming = r.upcoming(schedule.at, UPCOMING);
+    if schedule.status == ScheduleStatus::Pending {
+        if let Some(r) = schedule.rrule.as_ref().and_then(recurrence) {
+            schedule.upcoming = r.upcoming(schedule.at, UPCOMING);
+        }
     }
     schedule
 }
