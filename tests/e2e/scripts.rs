@@ -14,7 +14,10 @@ use tandem_tests::{eventually, Server, ServerOptions, TempDir, WsClient};
 use crate::workspaces::{git, repo};
 
 /// A server whose worktrees get ports `first..=first+count-1`, with `env` added to
-/// its own environment.
+/// its own environment. Tests pick ranges below Linux's ephemeral ports (32768 and
+/// up): there, the client end of any connection on the machine can hold a port of
+/// the range, and the server rightly skips it, so a test counting on a port's
+/// return would fail by chance.
 fn server_with_ports(first: u16, count: u16, env: &[(&str, &str)]) -> Server {
     server_with(first, count, env, &[])
 }
@@ -112,7 +115,7 @@ async fn wait_gone(pid: &str) {
 
 #[actix_rt::test]
 async fn setup_runs_before_the_first_turn_with_copied_files_and_a_port_of_its_own() {
-    let server = server_with_ports(47310, 3, &[("TANDEM_TEST_SECRET", "s3cret")]);
+    let server = server_with_ports(27310, 3, &[("TANDEM_TEST_SECRET", "s3cret")]);
     let dir = repo(&server, "proj");
     // `.env` is ignored by git: only `copy` brings it to a worktree.
     write(&dir, ".gitignore", ".env\n");
@@ -130,7 +133,7 @@ async fn setup_runs_before_the_first_turn_with_copied_files_and_a_port_of_its_ow
     let mut ws = server.ws().await;
     let (sid, tree, info) = worktree_session(&mut ws, &dir).await;
     let port = info["workspace"]["port"].as_u64().unwrap();
-    assert!((47310..=47312).contains(&port), "{info}");
+    assert!((27310..=27312).contains(&port), "{info}");
 
     // The first message is taken at once; its agent waits for the setup.
     ws.chat(&sid, "/write made.txt by the agent").await;
@@ -197,7 +200,7 @@ async fn setup_runs_before_the_first_turn_with_copied_files_and_a_port_of_its_ow
 
 #[actix_rt::test]
 async fn a_failed_setup_is_shown_and_the_session_stays_usable() {
-    let server = server_with_ports(47320, 2, &[]);
+    let server = server_with_ports(27320, 2, &[]);
     let dir = repo(&server, "proj");
     write(
         &dir,
@@ -216,7 +219,7 @@ async fn a_failed_setup_is_shown_and_the_session_stays_usable() {
 
 #[actix_rt::test]
 async fn the_run_script_starts_logs_and_stops_and_archive_runs_on_discard() {
-    let server = server_with_ports(47330, 2, &[]);
+    let server = server_with_ports(27330, 2, &[]);
     let dir = repo(&server, "proj");
     write(
         &dir,
@@ -303,7 +306,7 @@ async fn the_run_script_starts_logs_and_stops_and_archive_runs_on_discard() {
 async fn conductor_and_cursor_files_are_read_with_their_own_variables() {
     // Unconfined, so the archive script can leave a mark outside the worktree (a
     // confined script writes only in its working directory).
-    let server = server_with(47340, 2, &[], &["--confine-agents", "off"]);
+    let server = server_with(27340, 2, &[], &["--confine-agents", "off"]);
     let conductor = repo(&server, "conductor");
     write(
         &conductor,
@@ -353,7 +356,7 @@ async fn conductor_and_cursor_files_are_read_with_their_own_variables() {
 
 #[actix_rt::test]
 async fn no_script_process_outlives_the_server() {
-    let server = server_with_ports(47350, 2, &[]);
+    let server = server_with_ports(27350, 2, &[]);
     let dir = repo(&server, "proj");
     write(
         &dir,
@@ -376,7 +379,7 @@ async fn no_script_process_outlives_the_server() {
 #[actix_rt::test]
 async fn what_a_killed_servers_scripts_left_is_killed_when_it_starts_again() {
     let options = || ServerOptions {
-        args: vec!["--worktree-ports".into(), "47360-47361".into()],
+        args: vec!["--worktree-ports".into(), "27360-27361".into()],
         ..ServerOptions::default()
     };
     let server = Server::start_in(std::sync::Arc::new(TempDir::new("scripts")), options());
