@@ -38,6 +38,9 @@ pub enum RuntimeError {
     /// No pending permission request with that id.
     #[error("no pending permission request {0}")]
     NoSuchPermission(String),
+    /// Nothing of that id exists for the caller (`NOT_FOUND`): a push subscription.
+    #[error("{0}")]
+    Missing(String),
     /// The vendor cannot be used here.
     #[error("vendor {0} is not installed")]
     VendorNotInstalled(String),
@@ -162,6 +165,7 @@ impl RuntimeError {
     pub fn code(&self) -> ErrorCode {
         match self {
             RuntimeError::SessionNotFound(_) => ErrorCode::SessionNotFound,
+            RuntimeError::Missing(_) => ErrorCode::NotFound,
             RuntimeError::AccessDenied(_) | RuntimeError::OwnerRevoked { .. } => {
                 ErrorCode::AccessDenied
             }

@@ -23,6 +23,7 @@ pub mod mcp_tokens;
 pub mod metrics;
 pub mod owners;
 pub mod pair;
+pub mod push;
 pub mod record;
 pub mod registry;
 pub mod review;

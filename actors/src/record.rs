@@ -121,6 +121,12 @@ pub struct SessionRecord {
     /// The newest `seq` a client of the owner reported shown (`client.seen`).
     #[serde(default)]
     pub seen_seq: u64,
+    /// Which moments the owner's devices are told of (`session.configure {notify}`).
+    #[serde(
+        default,
+        skip_serializing_if = "tandem_protocol::push::Notify::is_default"
+    )]
+    pub notify: tandem_protocol::push::Notify,
 }
 
 /// A message waiting for its session to be free.
@@ -341,6 +347,7 @@ impl SessionRecord {
             superseded: self.superseded.clone(),
             workspace: self.workspace.clone(),
             attention: self.attention(false),
+            notify: self.notify,
         }
     }
 

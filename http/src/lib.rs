@@ -29,6 +29,7 @@ pub mod request;
 pub mod rest;
 pub mod rest_control;
 pub mod rest_edit;
+pub mod rest_push;
 pub mod rest_workspace;
 pub mod server;
 pub mod state;

@@ -26,6 +26,7 @@ pub async fn patch_session(
         permission_mode: patch.permission_mode,
         title: patch.title,
         owner_id: patch.owner_id,
+        notify: patch.notify,
     };
     let session = run_session(&state, &who, params).await?;
     Ok(HttpResponse::Ok()

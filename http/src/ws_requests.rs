@@ -80,6 +80,20 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
                 .then(|| ServerFrame::reply_with(request_id, &ChatUnsubscribeResult {}));
             Dispatched::Now(reply.into_iter().collect())
         }
+        ClientRequest::ClientVisible(p) => {
+            let shown = who
+                .ctx
+                .runtime
+                .set_visible(who.client_id, who.principal, p.session_id);
+            let frame = match shown {
+                Ok(session_id) => ServerFrame::reply_with(
+                    request_id,
+                    &tandem_protocol::push::ClientVisibleResult { session_id },
+                ),
+                Err(e) => fail(&who.ctx.runtime, e.into(), request_id, None),
+            };
+            Dispatched::Now(vec![frame])
+        }
         ClientRequest::SessionsWatch(p) => {
             let page = SessionsListParams {
                 limit: p.limit,

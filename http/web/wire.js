@@ -239,6 +239,18 @@
  */
 
 /**
+ * Fields of `client.visible`: the session this connection's page shows in a visible tab, or none. Its owner's devices are not notified of it meanwhile.
+ * @typedef {object} ClientVisibleParams
+ * @property {string | null} [sessionId] The session shown; absent or null when the page is hidden or shows none.
+ */
+
+/**
+ * `client.visible` reply.
+ * @typedef {object} ClientVisibleResult
+ * @property {string | null} [sessionId] The session now counted as shown by this connection.
+ */
+
+/**
  * One block of a message's content, keyed by `type`.
  * @typedef {({text: string, type: 'text'} | {data?: string, mimeType?: string, type: 'image', uploadId?: string} | {type: 'file', uploadId: string})} ContentBlock
  */
@@ -386,6 +398,11 @@
  */
 
 /**
+ * Which of a session's moments its owner's devices are told of.
+ * @typedef {('all' | 'attention' | 'none')} Notify
+ */
+
+/**
  * How one occurrence of a recurring schedule went.
  * @typedef {('sent' | 'queued' | 'skipped' | 'failed')} OccurrenceOutcome
  */
@@ -505,6 +522,71 @@
 /**
  * Where a Worker proposal stands.
  * @typedef {('pending' | 'starting' | 'running' | 'completed' | 'interrupted' | 'error' | 'declined')} ProposalStatus
+ */
+
+/**
+ * Fields of `push.key` (none).
+ * @typedef {Record<string, any>} PushKeyParams
+ */
+
+/**
+ * `push.key` reply.
+ * @typedef {object} PushKeyResult
+ * @property {string} publicKey The server's VAPID public key (uncompressed P-256 point, base64url): the `applicationServerKey` of `pushManager.subscribe`.
+ */
+
+/**
+ * A device's keys, as `PushSubscription.toJSON()` gives them.
+ * @typedef {object} PushKeys
+ * @property {string} auth Its authentication secret, base64url.
+ * @property {string} p256dh Its P-256 public key, base64url.
+ */
+
+/**
+ * Fields of `push.subscribe`: a device of the caller to notify.
+ * @typedef {object} PushSubscribeParams
+ * @property {string} endpoint The push service's URL for the device.
+ * @property {PushKeys} keys The device's keys.
+ * @property {string | null} [label] What to call the device in lists.
+ */
+
+/**
+ * `push.subscribe` reply.
+ * @typedef {object} PushSubscribeResult
+ * @property {PushSubscription} subscription The device as registered (the same id when its endpoint was registered before).
+ */
+
+/**
+ * A registered device, as listed (its keys are not given back).
+ * @typedef {object} PushSubscription
+ * @property {number} createdAt When it was registered, epoch milliseconds.
+ * @property {string} endpoint The push service's URL for the device.
+ * @property {string} id Its id, for `push.unsubscribe`.
+ * @property {string | null} [label] What the user called it.
+ */
+
+/**
+ * Fields of `push.subscriptions` (none).
+ * @typedef {Record<string, any>} PushSubscriptionsParams
+ */
+
+/**
+ * `push.subscriptions` reply: the caller's devices, oldest first.
+ * @typedef {object} PushSubscriptionsResult
+ * @property {Array<PushSubscription>} subscriptions The devices.
+ */
+
+/**
+ * Fields of `push.unsubscribe`.
+ * @typedef {object} PushUnsubscribeParams
+ * @property {string} subscriptionId The device's id.
+ */
+
+/**
+ * `push.unsubscribe` reply.
+ * @typedef {object} PushUnsubscribeResult
+ * @property {boolean} removed Always true (a device the caller does not have is `NOT_FOUND`).
+ * @property {string} subscriptionId The device's id.
  */
 
 /**
@@ -676,6 +758,7 @@
  * @typedef {object} SessionConfigureParams
  * @property {string | null} [effort] New effort (clamped).
  * @property {string | null} [model] New model.
+ * @property {(Notify | null)} [notify] Which moments the owner's devices are told of by Web Push.
  * @property {string | null} [ownerId] New owner: an existing user's id. Admins only; how a revoked user's session is given to someone else (it takes commands again).
  * @property {(PermissionMode | null)} [permissionMode] New permission mode.
  * @property {string} sessionId The session.
@@ -856,6 +939,7 @@
  * @property {number} lastSeq Sequence number of the newest history event (0 when there is none).
  * @property {string} model Model name; empty means the vendor's default.
  * @property {string | null} [node] The cluster node the session is pinned to (`tandem serve --node NAME`); absent on a server that is not part of a cluster.
+ * @property {Notify} [notify] Which moments its owner's devices are told of by Web Push (absent: `attention`).
  * @property {string} ownerId The owning user's id.
  * @property {string | null} [pairId] The pair this session belongs to, if any.
  * @property {string | null} [parentId] The session that spawned this one, if any.
@@ -1294,11 +1378,16 @@
  *   'chat.subscribe': {params: ChatSubscribeParams, result: ChatSubscribeResult},
  *   'chat.unsubscribe': {params: ChatUnsubscribeParams, result: ChatUnsubscribeResult},
  *   'client.seen': {params: ClientSeenParams, result: ClientSeenResult},
+ *   'client.visible': {params: ClientVisibleParams, result: ClientVisibleResult},
  *   'pair.close': {params: PairCloseParams, result: PairCloseResult},
  *   'pair.create': {params: PairCreateParams, result: PairCreateResult},
  *   'pairs.list': {params: PairsListParams, result: PairsListResult},
  *   'ping': {params: PingParams, result: PingResult},
  *   'proposal.respond': {params: ProposalRespondParams, result: ProposalRespondResult},
+ *   'push.key': {params: PushKeyParams, result: PushKeyResult},
+ *   'push.subscribe': {params: PushSubscribeParams, result: PushSubscribeResult},
+ *   'push.subscriptions': {params: PushSubscriptionsParams, result: PushSubscriptionsResult},
+ *   'push.unsubscribe': {params: PushUnsubscribeParams, result: PushUnsubscribeResult},
  *   'session.archive': {params: SessionArchiveParams, result: SessionArchiveResult},
  *   'session.changes': {params: SessionChangesParams, result: SessionChangesResult},
  *   'session.check': {params: SessionCheckParams, result: SessionCheckResult},

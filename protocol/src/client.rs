@@ -457,6 +457,9 @@ pub struct SessionConfigureParams {
     /// given to someone else (it takes commands again).
     #[serde(default)]
     pub owner_id: Option<String>,
+    /// Which moments the owner's devices are told of by Web Push.
+    #[serde(default, deserialize_with = "crate::strict::name_opt")]
+    pub notify: Option<crate::push::Notify>,
 }
 
 /// Why a frame could not be turned into a request. Carries what is needed to answer

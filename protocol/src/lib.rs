@@ -15,6 +15,7 @@ pub mod openapi;
 pub mod operations;
 pub mod pair;
 pub mod permission;
+pub mod push;
 pub mod queries;
 pub mod rest;
 pub mod rest_control;

@@ -226,6 +226,9 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         ("put", "/sessions/{id}/files/content") => &[409, 412],
         ("post", "/pairs") => &[404, 409, 422, 429, 503],
         ("post", "/uploads") => &[422, 429],
+        // 422: keys that are not a P-256 point, an endpoint that is not a URL; 429:
+        // the user's 20 devices.
+        ("post", "/push/subscriptions") => &[422, 429],
         _ => &[],
     };
     statuses.extend(own);

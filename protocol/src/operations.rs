@@ -407,6 +407,20 @@ operations! {
     /// `client.seen`: a client of the owner shows the session up to an event.
     ClientSeen "client.seen" crate::session::ClientSeenParams => crate::session::ClientSeenResult [session(session_id), writes, checked]
         rest route!("post" "/sessions/{id}/seen", "A client of the owner shows the session up to `seq`: a turn that ended by then no longer asks for attention (as client.seen).", Some(of::<crate::session::SeenBody>), 200, of::<crate::session::ClientSeenResult>);
+    /// `client.visible`: the session this connection shows in a visible tab.
+    ClientVisible "client.visible" crate::push::ClientVisibleParams => crate::push::ClientVisibleResult [connection, reads];
+    /// `push.key`: the server's Web Push (VAPID) public key.
+    PushKey "push.key" crate::push::PushKeyParams => crate::push::PushKeyResult [local, reads]
+        rest route!("get" "/push/key", "The server's Web Push (VAPID) public key, for pushManager.subscribe (as push.key).", None, 200, of::<crate::push::PushKeyResult>);
+    /// `push.subscribe`: notify a device of the caller by Web Push.
+    PushSubscribe "push.subscribe" crate::push::PushSubscribeParams => crate::push::PushSubscribeResult [local, writes, checked]
+        rest route!("post" "/push/subscriptions", "Register a device of the caller for Web Push: its endpoint and keys as PushSubscription.toJSON() gives them (as push.subscribe).", Some(of::<crate::push::PushSubscribeParams>), 201, of::<crate::push::PushSubscribeResult>);
+    /// `push.subscriptions`: the caller's devices.
+    PushSubscriptions "push.subscriptions" crate::push::PushSubscriptionsParams => crate::push::PushSubscriptionsResult [local, reads]
+        rest route!("get" "/push/subscriptions", "The caller's Web Push devices, oldest first (as push.subscriptions).", None, 200, of::<crate::push::PushSubscriptionsResult>);
+    /// `push.unsubscribe`: stop notifying a device.
+    PushUnsubscribe "push.unsubscribe" crate::push::PushUnsubscribeParams => crate::push::PushUnsubscribeResult [local, writes]
+        rest route!("delete" "/push/subscriptions/{id}", "Remove a Web Push device of the caller (as push.unsubscribe).", None, 200, of::<crate::push::PushUnsubscribeResult>);
     /// `session.review-by`: a review of the session's diff by another vendor's agent.
     SessionReviewBy "session.review-by" crate::review::SessionReviewByParams => crate::review::SessionReviewByResult [session(session_id), writes, checked]
         rest route!("post" "/sessions/{id}/review-by", "Start a read-only review of the session's diff by an agent of another vendor; its answer comes back to the session as a review (as session.review-by).", Some(of::<crate::review::ReviewByBody>), 200, of::<crate::review::SessionReviewByResult>);

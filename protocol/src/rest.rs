@@ -283,6 +283,9 @@ pub struct SessionPatch {
     /// 422 `INVALID_ARGUMENT`): reassigns the session, e.g. one of a revoked user.
     #[serde(default)]
     pub owner_id: Option<String>,
+    /// Which moments the owner's devices are told of by Web Push.
+    #[serde(default, deserialize_with = "crate::strict::name_opt")]
+    pub notify: Option<crate::push::Notify>,
 }
 
 /// `GET /api/v1/sessions/{id}/schedules`.

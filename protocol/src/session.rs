@@ -240,6 +240,9 @@ pub struct SessionInfo {
     /// Whether the session waits for its owner, as every client shows it.
     #[serde(default)]
     pub attention: Attention,
+    /// Which moments its owner's devices are told of by Web Push (absent: `attention`).
+    #[serde(default, skip_serializing_if = "crate::push::Notify::is_default")]
+    pub notify: crate::push::Notify,
 }
 
 /// What a session asks of its owner, kept by the server so every client and node

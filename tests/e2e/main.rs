@@ -65,6 +65,7 @@ mod subscribe;
 mod terminal_client;
 mod vendor_env;
 mod vendor_errors;
+mod web_push;
 mod worker_choice;
 mod workspaces;
 mod write_path;

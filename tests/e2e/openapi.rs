@@ -673,6 +673,33 @@ async fn every_documented_route_answers_as_described() {
     c.ok("delete", &format!("/sessions/{s3}"), "/sessions/{id}", None)
         .await;
 
+    // Web Push: a device registered, listed, removed (the keys of a real P-256 point,
+    // taken from the server's own public key; the endpoint is never called).
+    c.ok("get", "/push/key", "/push/key", None).await;
+    let (_, key) = server.get("/api/v1/push/key").await;
+    let device = c
+        .ok(
+            "post",
+            "/push/subscriptions",
+            "/push/subscriptions",
+            Some(json!({
+                "endpoint": "http://127.0.0.1:9/push/device",
+                "keys": {"p256dh": key["publicKey"], "auth": "AAAAAAAAAAAAAAAAAAAAAA"},
+                "label": "phone",
+            })),
+        )
+        .await;
+    let device_id = device["subscription"]["id"].as_str().unwrap().to_string();
+    c.ok("get", "/push/subscriptions", "/push/subscriptions", None)
+        .await;
+    c.ok(
+        "delete",
+        &format!("/push/subscriptions/{device_id}"),
+        "/push/subscriptions/{id}",
+        None,
+    )
+    .await;
+
     let documented: BTreeSet<(String, String)> = served["paths"]
         .as_object()
         .into_iter()

@@ -56,6 +56,8 @@ impl Runtime {
             .metrics
             .ws_clients
             .fetch_sub(1, Ordering::Relaxed);
+        // A client that left shows nothing: its user's devices hear of everything.
+        self.inner.services.push.set_visible(client_id, "", None);
         self.inner
             .services
             .gateway

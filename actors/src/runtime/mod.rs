@@ -14,6 +14,7 @@ mod listing;
 mod messages;
 mod pairs;
 mod peers;
+mod push;
 mod queue;
 mod reconcile;
 mod recovery;
@@ -208,6 +209,7 @@ impl Runtime {
             config.worktree_ports.clone(),
             &config.data_dir,
         );
+        let push = crate::push::Push::open(&config.data_dir, store.clone())?;
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -230,6 +232,7 @@ impl Runtime {
                     ..checks
                 },
                 scripts,
+                push,
             },
             pairs: Registry::default(),
             tokens: DashMap::new(),
@@ -628,6 +631,7 @@ impl Runtime {
                 permission_mode: params.permission_mode,
                 title: params.title,
                 owner_id: owner_id.as_ref().map(|(new, _)| new.clone()),
+                notify: params.notify,
             })
             .await
             .and_then(|answer| answer);

@@ -94,6 +94,9 @@ pub struct SessionActor {
     pub(super) preparing: bool,
     /// Told how the next turn ends ([`super::turn::WhenTurnEnds`]).
     pub(super) turn_waiters: Vec<tokio::sync::oneshot::Sender<super::turn::TurnEnd>>,
+    /// The attention the owner's devices were last considered for
+    /// ([`super::notify`]): a push goes out only when it changes.
+    pub(super) pushed: tandem_protocol::Attention,
 }
 
 impl SessionActor {
@@ -105,6 +108,9 @@ impl SessionActor {
         shared: Arc<SessionShared>,
     ) -> Self {
         shared.set_queued(record.queued.iter().map(|q| q.entry()).collect());
+        // What the devices may already have been told before a restart is not
+        // told again.
+        let pushed = record.attention(false);
         SessionActor {
             id: record.id.as_str().into(),
             record,
@@ -130,6 +136,7 @@ impl SessionActor {
             deferred_start: None,
             preparing: false,
             turn_waiters: Vec::new(),
+            pushed,
         }
     }
 
@@ -206,6 +213,7 @@ impl SessionActor {
                 .set_queued(self.record.queued.iter().map(|q| q.entry()).collect());
             self.services.gateway.do_send(SessionChanged(info));
         }
+        self.push_if_needed();
     }
 
     /// Refuses work done for this session's owner once that user was revoked: no turn
@@ -273,11 +281,18 @@ impl SessionActor {
         if let Some(title) = change.title {
             record.title = validate_title(&title)?;
         }
+        if let Some(notify) = change.notify {
+            record.notify = notify;
+        }
         let config_changed = record.model != self.record.model
             || record.effort != self.record.effort
             || record.vendor != self.record.vendor
             || record.permission_mode != self.record.permission_mode;
-        if config_changed || record.title != self.record.title || new_owner.is_some() {
+        if config_changed
+            || record.title != self.record.title
+            || record.notify != self.record.notify
+            || new_owner.is_some()
+        {
             self.touch();
         }
         let old_owner = std::mem::replace(&mut self.record, record).owner_id;

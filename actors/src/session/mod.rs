@@ -5,6 +5,7 @@
 mod actor;
 mod archive;
 mod attention;
+mod notify;
 mod pairing;
 mod permissions;
 pub mod prompts;
@@ -91,6 +92,8 @@ pub struct Services {
     pub checks: crate::checks::CheckEnv,
     /// Runs worktrees' scripts and gives out their ports.
     pub scripts: crate::scripts::Scripts,
+    /// Tells the owner's devices when the session needs them (Web Push).
+    pub push: crate::push::Push,
 }
 
 /// A live session actor's address and the metadata it publishes.
@@ -348,4 +351,6 @@ pub struct Configure {
     pub title: Option<String>,
     /// New owner (an admin's reassignment; the runtime checked the user exists).
     pub owner_id: Option<String>,
+    /// Which moments the owner's devices are told of.
+    pub notify: Option<tandem_protocol::push::Notify>,
 }

@@ -1,6 +1,7 @@
 //! SQLite storage: one database file in WAL mode, one writer thread that group-commits
 //! ([`writer`]), and a small pool of read connections used from blocking tasks.
 
+pub mod push;
 pub mod tokens;
 pub mod writer;
 
@@ -64,6 +65,17 @@ CREATE TABLE IF NOT EXISTS pairs (
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
+);
+-- Devices that get Web Push notifications for a user's sessions (`push.subscribe`).
+CREATE TABLE IF NOT EXISTS push_subscriptions (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    p256dh BLOB NOT NULL,
+    auth BLOB NOT NULL,
+    label TEXT,
+    created_at INTEGER NOT NULL,
+    UNIQUE (user_id, endpoint)
 );
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,

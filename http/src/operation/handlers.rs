@@ -63,6 +63,22 @@ pub async fn run(
         R::VendorsList(_) => json(VendorsListResult {
             vendors: rt.vendors(),
         }),
+        R::PushKey(_) => json(tandem_protocol::push::PushKeyResult {
+            public_key: rt.push_key(),
+        }),
+        R::PushSubscribe(p) => json(tandem_protocol::push::PushSubscribeResult {
+            subscription: rt.push_subscribe(who, p).await?,
+        }),
+        R::PushSubscriptions(_) => json(tandem_protocol::push::PushSubscriptionsResult {
+            subscriptions: rt.push_subscriptions(who).await?,
+        }),
+        R::PushUnsubscribe(p) => {
+            rt.push_unsubscribe(who, &p.subscription_id).await?;
+            json(tandem_protocol::push::PushUnsubscribeResult {
+                subscription_id: p.subscription_id,
+                removed: true,
+            })
+        }
         other => Box::pin(chat(rt, who, other)).await,
     }
 }

@@ -1,0 +1,121 @@
+//! Web Push requests: the server's public key, a user's devices, and which session a
+//! WebSocket client shows (so its owner is not pushed about what they look at).
+
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::Engine;
+use tandem_protocol::push::{PushSubscribeParams, PushSubscription};
+
+use super::Runtime;
+use crate::access::Principal;
+use crate::error::RuntimeError;
+use crate::push::ece;
+use crate::store::push::PushTarget;
+
+/// base64url as browsers write subscription keys: padding optional, and the unused
+/// low bits of the last character not checked (the schema's pattern does not).
+const KEYS: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true),
+);
+
+fn listed(target: PushTarget) -> PushSubscription {
+    PushSubscription {
+        id: target.id,
+        endpoint: target.endpoint,
+        label: target.label,
+        created_at: target.created_at,
+    }
+}
+
+impl Runtime {
+    /// The VAPID public key.
+    pub fn push_key(&self) -> String {
+        self.inner.services.push.public_key().to_string()
+    }
+
+    /// Registers a device of `who` (the fields' shapes were validated). A key that is
+    /// not a point of P-256, or an endpoint that is not a URL, is unusable (422).
+    pub async fn push_subscribe(
+        &self,
+        who: &Principal,
+        params: PushSubscribeParams,
+    ) -> Result<PushSubscription, RuntimeError> {
+        let p256dh = KEYS
+            .decode(params.keys.p256dh.trim_end_matches('='))
+            .map_err(|_| RuntimeError::unusable("keys.p256dh is not base64url"))?;
+        let auth = KEYS
+            .decode(params.keys.auth.trim_end_matches('='))
+            .map_err(|_| RuntimeError::unusable("keys.auth is not base64url"))?;
+        ece::check_public_key(&p256dh)
+            .map_err(|_| RuntimeError::unusable("keys.p256dh is not a point of P-256"))?;
+        if auth.len() != ece::AUTH_LEN {
+            return Err(RuntimeError::unusable("keys.auth is not 16 bytes"));
+        }
+        if params.endpoint.parse::<awc::http::Uri>().is_err() {
+            return Err(RuntimeError::unusable("endpoint is not a URL"));
+        }
+        let store = self.inner.store.clone();
+        let user = who.user_id.clone();
+        let label = params
+            .label
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty());
+        let target = tokio::task::spawn_blocking(move || {
+            store.add_push_subscription(&user, &params.endpoint, &p256dh, &auth, label.as_deref())
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(e.to_string()))??;
+        Ok(listed(target))
+    }
+
+    /// The devices of `who`, oldest first.
+    pub async fn push_subscriptions(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<PushSubscription>, RuntimeError> {
+        let store = self.inner.store.clone();
+        let user = who.user_id.clone();
+        let targets = tokio::task::spawn_blocking(move || store.push_subscriptions(&user))
+            .await
+            .map_err(|e| RuntimeError::Internal(e.to_string()))??;
+        Ok(targets.into_iter().map(listed).collect())
+    }
+
+    /// Removes a device of `who`; another user's (or an unknown) id is `NOT_FOUND`.
+    pub async fn push_unsubscribe(&self, who: &Principal, id: &str) -> Result<(), RuntimeError> {
+        let store = self.inner.store.clone();
+        let (user, sub) = (who.user_id.clone(), id.to_string());
+        let removed =
+            tokio::task::spawn_blocking(move || store.remove_push_subscription(&user, &sub))
+                .await
+                .map_err(|e| RuntimeError::Internal(e.to_string()))??;
+        if removed {
+            Ok(())
+        } else {
+            Err(RuntimeError::Missing(format!(
+                "no push subscription `{id:.64}`"
+            )))
+        }
+    }
+
+    /// Records the session WebSocket client `client_id` of `who` shows in a visible
+    /// tab (`None`: none). Only a session `who` may see counts.
+    pub fn set_visible(
+        &self,
+        client_id: u64,
+        who: &Principal,
+        session: Option<String>,
+    ) -> Result<Option<String>, RuntimeError> {
+        if let Some(id) = &session {
+            self.visible(who, id)?;
+        }
+        self.inner
+            .services
+            .push
+            .set_visible(client_id, &who.user_id, session.clone());
+        Ok(session)
+    }
+}
