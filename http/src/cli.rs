@@ -220,6 +220,34 @@ pub struct ServeArgs {
     /// times per lease); 2 to 60.
     #[arg(long, default_value_t = 10)]
     lease_secs: u64,
+    /// Serve HTTPS and WSS with this PEM certificate chain (the server's certificate
+    /// first); needs `--tls-key`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "tls"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of `--tls-cert`.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// `self-signed`: serve HTTPS and WSS with a certificate for localhost and this
+    /// machine's addresses, made at the first start (kept in the data directory, files
+    /// 0600) and reused after; its SHA-256 fingerprint is printed at start.
+    #[arg(long, value_enum, value_name = "MODE")]
+    tls: Option<TlsArg>,
+    /// Allow plain HTTP on a non-loopback `--bind` address (refused otherwise: tokens
+    /// and sessions would cross the network unencrypted); no effect with TLS.
+    #[arg(long)]
+    insecure_http: bool,
+}
+
+/// `--tls MODE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TlsArg {
+    /// A certificate made (once) and kept in the data directory.
+    SelfSigned,
 }
 
 /// A switch.
@@ -465,7 +493,14 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         std::env::var_os("PATH").as_deref(),
     );
     confine(&mut runtime, args.confine_agents == OnOff::On);
+    let tls = match (args.tls_cert, args.tls_key, args.tls) {
+        (Some(cert), Some(key), _) => Some(crate::tls::TlsSource::Files { cert, key }),
+        (_, _, Some(TlsArg::SelfSigned)) => Some(crate::tls::TlsSource::SelfSigned),
+        _ => None,
+    };
     Ok(ServeOptions {
+        tls,
+        insecure_http: args.insecure_http,
         bind,
         allowed_hosts,
         allowed_origins: args.allowed_origins,

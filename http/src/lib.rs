@@ -21,6 +21,7 @@ pub mod guard;
 #[cfg(feature = "test-hooks")]
 pub mod holds;
 pub mod limits;
+pub mod listeners;
 pub mod long_uri;
 pub mod mcp;
 pub mod metrics;
@@ -33,6 +34,7 @@ pub mod rest_push;
 pub mod rest_workspace;
 pub mod server;
 pub mod state;
+pub mod tls;
 pub mod uploads;
 pub mod web;
 pub mod ws;

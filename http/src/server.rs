@@ -6,15 +6,12 @@ use std::path::PathBuf;
 
 use std::time::Duration;
 
-use actix_rt::net::TcpStream;
-use actix_service::IntoServiceFactory;
-use actix_service::ServiceFactoryExt;
-use actix_web::{web, App, HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use tandem_actors::RuntimeConfig;
 
 use crate::auth::{caller, AuthMode};
 use crate::error::ApiError;
-use crate::long_uri::LongUriGuard;
+use crate::listeners::{listen_plain, listen_tls, Routes, Shared};
 use crate::state::AppState;
 
 /// Everything `tandem serve` takes.
@@ -45,6 +42,11 @@ pub struct ServeOptions {
     /// Longest a request body may go without a byte before it is answered 408
     /// (`--request-timeout-secs`).
     pub request_timeout: Duration,
+    /// Serve HTTPS and WSS with this certificate; `None`: plain HTTP.
+    pub tls: Option<crate::tls::TlsSource>,
+    /// Plain HTTP on a non-loopback address was asked for (`--insecure-http`); without
+    /// it (or TLS) such a bind is refused.
+    pub insecure_http: bool,
 }
 
 /// Why the server could not start.
@@ -63,6 +65,17 @@ pub enum ServeError {
         /// What to try instead (another `--port`), when the port is in use; else empty.
         hint: &'static str,
     },
+    /// Plain HTTP on a non-loopback address without `--insecure-http`.
+    #[error(
+        "refusing to serve plain HTTP on {0}, which is not a loopback address: the token \
+         and everything sessions show would cross the network unencrypted. Serve HTTPS \
+         with --tls-cert FILE --tls-key FILE or --tls self-signed, or pass --insecure-http \
+         to accept that"
+    )]
+    PlainOffLoopback(IpAddr),
+    /// The TLS certificate or key could not be loaded or made.
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     /// The runtime could not start.
     #[error(transparent)]
     Runtime(#[from] tandem_actors::RuntimeError),
@@ -75,15 +88,33 @@ pub enum ServeError {
 }
 
 /// Starts the runtime and serves until the process is stopped. Prints the start line
-/// (`tandem listening on http://HOST:PORT`) once the port is bound.
+/// (`tandem listening on http://HOST:PORT`, `https://` with TLS) once the port is bound.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     if opts.auth == AuthMode::None && !opts.bind.is_loopback() {
         return Err(ServeError::AuthNoneOffLoopback(opts.bind));
+    }
+    if opts.tls.is_none() && !opts.bind.is_loopback() {
+        if !opts.insecure_http {
+            return Err(ServeError::PlainOffLoopback(opts.bind));
+        }
+        tracing::warn!(
+            bind = %opts.bind,
+            "serving plain HTTP on a non-loopback address (--insecure-http): tokens, \
+             prompts and everything agents do cross the network unencrypted, readable and \
+             changeable by anyone on the way; use --tls-cert/--tls-key or --tls self-signed"
+        );
     }
     // Bind before anything touches the data directory: a port in use must not leave a
     // fresh database behind, and its error must say which address.
     let listener = bind(&opts)?;
     let addr = listener.local_addr()?;
+    let agents_mcp = bind_agents_mcp(&opts)?;
+    // Before the runtime starts, for the same reason: a bad certificate or key leaves
+    // nothing behind but (with `--tls self-signed`) the certificate it made.
+    let tls = match &opts.tls {
+        Some(source) => Some(crate::tls::load(source, &opts.runtime.data_dir, opts.bind)?),
+        None => None,
+    };
     let started = tandem_actors::start(opts.runtime.clone())?;
     let users = started.runtime.store().list_users().map_or(0, |u| u.len());
     crate::confine::log_at_start(&opts.runtime.confinement, users);
@@ -94,61 +125,47 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         &opts.allowed_hosts,
         &opts.allowed_origins,
     ));
-    let app_state = state.clone();
-    let body_timeout = web::Data::new(crate::body_timeout::BodyTimeout(opts.request_timeout));
-    // actix-web's `HttpServer` with one change: each connection's I/O goes through
-    // `LongUriGuard`, so a request target too long for actix-http gets a JSON answer.
-    let server = actix_server::Server::build()
-        .workers(opts.workers.max(1))
-        .listen("tandem", listener, move || {
-            let app = App::new();
-            #[cfg(feature = "failpoints")]
-            let app = app.configure(crate::failpoints::routes);
-            #[cfg(feature = "test-hooks")]
-            let app = app.configure(crate::holds::routes);
-            let app = app
-                .app_data(app_state.clone())
-                // Origin, Host and Content-Type checks before every route and before
-                // authentication (see guard.rs).
-                .app_data(guard.clone())
-                .app_data(body_timeout.clone())
-                // Every body read below times out on a stall.
-                .wrap(actix_web::middleware::from_fn(
-                    crate::body_timeout::middleware,
-                ))
-                .wrap(actix_web::middleware::from_fn(crate::guard::middleware))
-                .configure(crate::rest::routes)
-                .configure(crate::mcp::routes)
-                .route("/ws", web::get().to(crate::ws::connect))
-                .route("/metrics", web::get().to(metrics))
-                .configure(crate::web::routes)
-                .default_service(web::to(crate::rest::not_found));
-            let app = app
-                .into_factory()
-                .map_err(|e: actix_web::Error| e.error_response());
-            let http = actix_http::HttpService::build()
-                .keep_alive(actix_http::KeepAlive::Timeout(Duration::from_secs(5)))
-                .client_request_timeout(Duration::from_secs(5))
-                .client_disconnect_timeout(Duration::from_secs(1))
-                .local_addr(addr)
-                .on_connect_ext(|io: &LongUriGuard<TcpStream>, data| on_connect(io.get_ref(), data))
-                .finish(actix_service::map_config(app, move |_| {
-                    actix_web::dev::AppConfig::default()
-                }));
-            actix_service::fn_service(|io: TcpStream| async move {
-                let peer = io.peer_addr().ok();
-                Ok::<_, actix_http::error::DispatchError>((
-                    LongUriGuard::new(io),
-                    actix_http::Protocol::Http1,
-                    peer,
-                ))
-            })
-            .and_then(http)
-        })?
-        .run();
-    let base = format!("http://{addr}");
-    state.runtime.set_base_url(&base);
-    print_start(&opts, &base, started.new_admin_token.as_deref())?;
+    let shared = Shared {
+        state: state.clone(),
+        guard,
+        body_timeout: web::Data::new(crate::body_timeout::BodyTimeout(opts.request_timeout)),
+        addr,
+        routes: Routes::All,
+    };
+    let mut builder = actix_server::Server::build().workers(opts.workers.max(1));
+    builder = match &tls {
+        None => listen_plain(builder, "tandem", listener, shared.clone())?,
+        Some(tls) => listen_tls(builder, listener, tls, shared.clone())?,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let base = format!("{scheme}://{addr}");
+    // Agents reach `/mcp` at the loopback listener under TLS (see `bind_agents_mcp`).
+    let agents_base = match agents_mcp {
+        Some(listener) => {
+            let mcp_addr = listener.local_addr()?;
+            let mcp = Shared {
+                guard: web::Data::from(crate::guard::Guard::new(
+                    mcp_addr.ip(),
+                    &opts.allowed_hosts,
+                    &opts.allowed_origins,
+                )),
+                addr: mcp_addr,
+                routes: Routes::McpOnly,
+                ..shared
+            };
+            builder = listen_plain(builder, "tandem-mcp", listener, mcp)?;
+            format!("http://{mcp_addr}")
+        }
+        None => base.clone(),
+    };
+    let server = builder.run();
+    state.runtime.set_base_url(&agents_base);
+    print_start(
+        &opts,
+        &base,
+        started.new_admin_token.as_deref(),
+        tls.as_ref(),
+    )?;
     tracing::info!(%addr, data_dir = %opts.runtime.data_dir.display(), "serving");
     server.await?;
     state.runtime.stop_vendor_processes().await;
@@ -188,6 +205,25 @@ fn bind(opts: &ServeOptions) -> Result<std::net::TcpListener, ServeError> {
     })
 }
 
+/// Under TLS, a second listener on a free loopback port, plain HTTP, serving only
+/// `/mcp` (each request needs a session's MCP token): the vendor CLIs this server
+/// starts reach their tools there, since they would not trust a self-signed or
+/// private CA's certificate, nor find 127.0.0.1 in a certificate made for a name.
+/// Loopback traffic never leaves the machine, as with the plain default.
+fn bind_agents_mcp(opts: &ServeOptions) -> Result<Option<std::net::TcpListener>, ServeError> {
+    if opts.tls.is_none() {
+        return Ok(None);
+    }
+    let loopback = IpAddr::from([127, 0, 0, 1]);
+    std::net::TcpListener::bind((loopback, 0))
+        .map(Some)
+        .map_err(|source| ServeError::Bind {
+            addr: format!("{loopback}:0 (the agents' /mcp listener)"),
+            source,
+            hint: "",
+        })
+}
+
 /// With `--nats`: joins the cluster and answers what other nodes send this one.
 async fn join_cluster(
     opts: &ServeOptions,
@@ -201,14 +237,25 @@ async fn join_cluster(
     Ok(Some(cluster))
 }
 
-/// The start lines on stdout: the admin token's URL (once, when it was just made) or
-/// how to print it, then `tandem listening on URL`.
+/// The start lines on stdout: with TLS the certificate's fingerprint, the admin
+/// token's URL (once, when it was just made) or how to print it, then `tandem
+/// listening on URL`.
 fn print_start(
     opts: &ServeOptions,
     base: &str,
     new_admin_token: Option<&str>,
+    tls: Option<&crate::tls::Tls>,
 ) -> Result<(), ServeError> {
     let mut stdout = std::io::stdout().lock();
+    if let Some(tls) = tls {
+        // To compare with what a browser or phone shows before trusting it.
+        writeln!(
+            stdout,
+            "TLS certificate {} SHA-256 fingerprint {}",
+            tls.cert_path.display(),
+            tls.fingerprint
+        )?;
+    }
     if opts.auth == AuthMode::Token {
         match new_admin_token {
             // Shown once, when it is created; afterwards `tandem token show`.
@@ -233,24 +280,11 @@ fn data_dir_flag(dir: &std::path::Path) -> String {
     }
 }
 
-/// Per connection, before its first request.
-fn on_connect(tcp: &TcpStream, data: &mut actix_http::Extensions) {
-    // Small frames must leave at once: with Nagle on, a frame waits for the peer's
-    // delayed ACK (~40 ms).
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::debug!(error = %e, "could not set TCP_NODELAY");
-    }
-    // Kept with the connection, so a WebSocket client that stops reading can be
-    // disconnected from outside its actor.
-    match crate::ws::ConnSocket::of(tcp) {
-        Ok(socket) => {
-            data.insert(socket);
-        }
-        Err(e) => tracing::debug!(error = %e, "could not keep the socket"),
-    }
-}
-
-async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+/// `GET /metrics`: the Prometheus text, for a caller with a valid token.
+pub(crate) async fn metrics(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     caller(&req, &state.runtime, state.auth)?;
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")

@@ -63,6 +63,7 @@ mod stalled_bodies;
 mod stalled_clients;
 mod subscribe;
 mod terminal_client;
+mod tls;
 mod vendor_env;
 mod vendor_errors;
 mod web_push;

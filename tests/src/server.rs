@@ -139,6 +139,8 @@ pub struct Server {
     api: Api,
     /// Workspace root and data directory parent; kept across restarts.
     pub dir: std::sync::Arc<TempDir>,
+    /// What the server printed on stdout up to and including its start line.
+    pub start_lines: Vec<String>,
     child: Child,
 }
 
@@ -234,6 +236,7 @@ impl Server {
         // start line); later starts do not, and `tandem token show` prints it.
         let mut base = None;
         let mut token = None;
+        let mut start_lines = Vec::new();
         while base.is_none() {
             let line = match rx.recv_timeout(Duration::from_secs(30)) {
                 Ok(line) => line,
@@ -247,6 +250,7 @@ impl Server {
             } else if let Some((_, t)) = line.split_once("?token=") {
                 token = Some(t.trim().to_string());
             }
+            start_lines.push(line);
         }
         if opts.token_auth && token.is_none() {
             token = Some(cli(&["token", "show", "--data-dir"], &data));
@@ -257,6 +261,7 @@ impl Server {
                 token,
             },
             dir,
+            start_lines,
             child,
         }
     }

@@ -47,13 +47,17 @@ impl WsClient {
 
     /// Connects, or returns the HTTP status / error text.
     pub async fn try_connect(url: &str) -> Result<WsClient, String> {
-        let framed = connect_framed(url).await?;
-        Ok(WsClient {
+        Ok(Self::from_framed(connect_framed(url).await?))
+    }
+
+    /// A client over a socket connected elsewhere (e.g. through TLS).
+    pub fn from_framed(framed: Framed<BoxedSocket, Codec>) -> WsClient {
+        WsClient {
             framed,
             backlog: VecDeque::new(),
             next_request: 1,
             pongs: 0,
-        })
+        }
     }
 
     /// Sends a JSON value as a text frame.
