@@ -84,11 +84,11 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
             let shown = who
                 .ctx
                 .runtime
-                .set_visible(who.client_id, who.principal, p.session_id);
+                .set_visible(who.client_id, who.principal, p.session_ids);
             let frame = match shown {
-                Ok(session_id) => ServerFrame::reply_with(
+                Ok(session_ids) => ServerFrame::reply_with(
                     request_id,
-                    &tandem_protocol::push::ClientVisibleResult { session_id },
+                    &tandem_protocol::push::ClientVisibleResult { session_ids },
                 ),
                 Err(e) => fail(&who.ctx.runtime, e.into(), request_id, None),
             };

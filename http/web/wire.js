@@ -239,15 +239,15 @@
  */
 
 /**
- * Fields of `client.visible`: the session this connection's page shows in a visible tab, or none. Its owner's devices are not notified of it meanwhile.
+ * Fields of `client.visible`: the sessions this connection's page shows in a visible tab (none when hidden). Their owner's devices are not notified of them meanwhile.
  * @typedef {object} ClientVisibleParams
- * @property {string | null} [sessionId] The session shown; absent or null when the page is hidden or shows none.
+ * @property {Array<string>} [sessionIds] The sessions shown; each replaces what the connection said before.
  */
 
 /**
  * `client.visible` reply.
  * @typedef {object} ClientVisibleResult
- * @property {string | null} [sessionId] The session now counted as shown by this connection.
+ * @property {Array<string>} sessionIds The sessions now counted as shown by this connection.
  */
 
 /**

@@ -408,7 +408,7 @@ operations! {
     ClientSeen "client.seen" crate::session::ClientSeenParams => crate::session::ClientSeenResult [session(session_id), writes, checked]
         rest route!("post" "/sessions/{id}/seen", "A client of the owner shows the session up to `seq`: a turn that ended by then no longer asks for attention (as client.seen).", Some(of::<crate::session::SeenBody>), 200, of::<crate::session::ClientSeenResult>);
     /// `client.visible`: the session this connection shows in a visible tab.
-    ClientVisible "client.visible" crate::push::ClientVisibleParams => crate::push::ClientVisibleResult [connection, reads];
+    ClientVisible "client.visible" crate::push::ClientVisibleParams => crate::push::ClientVisibleResult [connection, reads, checked];
     /// `push.key`: the server's Web Push (VAPID) public key.
     PushKey "push.key" crate::push::PushKeyParams => crate::push::PushKeyResult [local, reads]
         rest route!("get" "/push/key", "The server's Web Push (VAPID) public key, for pushManager.subscribe (as push.key).", None, 200, of::<crate::push::PushKeyResult>);

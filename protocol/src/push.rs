@@ -199,23 +199,38 @@ pub struct PushUnsubscribeResult {
     pub removed: bool,
 }
 
-/// Fields of `client.visible`: the session this connection's page shows in a visible
-/// tab, or none. Its owner's devices are not notified of it meanwhile.
+/// The most sessions one connection shows at once (a pair's Driver and Workers).
+pub const MAX_VISIBLE: usize = 8;
+
+/// Fields of `client.visible`: the sessions this connection's page shows in a
+/// visible tab (none when hidden). Their owner's devices are not notified of them
+/// meanwhile.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClientVisibleParams {
-    /// The session shown; absent or null when the page is hidden or shows none.
+    /// The sessions shown; each replaces what the connection said before.
     #[serde(default)]
-    pub session_id: Option<String>,
+    #[schemars(length(max = MAX_VISIBLE))]
+    pub session_ids: Vec<String>,
+}
+
+impl Validate for ClientVisibleParams {
+    fn validate(&self) -> Result<(), Refusal> {
+        if self.session_ids.len() > MAX_VISIBLE {
+            return Err(Refusal::invalid(format!(
+                "at most {MAX_VISIBLE} sessions are shown at once"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// `client.visible` reply.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientVisibleResult {
-    /// The session now counted as shown by this connection.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    /// The sessions now counted as shown by this connection.
+    pub session_ids: Vec<String>,
 }
 
 #[cfg(test)]

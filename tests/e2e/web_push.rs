@@ -7,108 +7,8 @@
 //! session a client of the owner shows; a push service that never answers holds up
 //! nothing; bad subscriptions are refused, and another user's are not theirs.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::{Duration, Instant};
-
 use serde_json::{json, Value};
-use tandem_tests::{eventually, vendor_clis, Server, ServerOptions};
-
-/// The running stand-in; killed when dropped.
-struct PushService {
-    child: Child,
-    received: Receiver<Value>,
-    port: u16,
-    devices: Vec<Value>,
-}
-
-impl Drop for PushService {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl PushService {
-    /// Starts the stand-in with one device per name (see the script for how a name
-    /// makes it answer).
-    fn start(names: &[&str]) -> PushService {
-        let script = vendor_clis::repo_root().join("tests/python/push_service.py");
-        let mut child = Command::new(vendor_clis::python_path())
-            .arg(script)
-            .args(names)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("starting the push service stand-in");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, received) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let Ok(value) = serde_json::from_str::<Value>(&line) else {
-                    panic!("the stand-in printed {line}");
-                };
-                if tx.send(value).is_err() {
-                    break;
-                }
-            }
-        });
-        let first = received
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the stand-in's first line");
-        PushService {
-            child,
-            received,
-            port: first["port"].as_u64().unwrap() as u16,
-            devices: first["devices"].as_array().unwrap().clone(),
-        }
-    }
-
-    /// The subscription body for device `name`, as a browser's toJSON() gives it.
-    fn subscription(&self, name: &str) -> Value {
-        let device = self.devices.iter().find(|d| d["name"] == name).unwrap();
-        json!({
-            "endpoint": format!("http://127.0.0.1:{}/push/{name}", self.port),
-            "keys": {"p256dh": device["p256dh"], "auth": device["auth"]},
-            "label": format!("{name}'s browser"),
-        })
-    }
-
-    /// The next push the stand-in received, checked: no verification or decryption
-    /// error.
-    async fn next(&self) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            match self.received.try_recv() {
-                Ok(push) => {
-                    assert!(
-                        push.get("error").is_none(),
-                        "the stand-in refused a push: {push}"
-                    );
-                    return push;
-                }
-                Err(_) if Instant::now() < deadline => {
-                    actix_rt::time::sleep(Duration::from_millis(20)).await
-                }
-                Err(e) => panic!("no push within 30 s: {e}"),
-            }
-        }
-    }
-
-    /// The next push to device `name`; pushes to other devices meanwhile are
-    /// returned too, in the order they came.
-    async fn next_to(&self, name: &str, others: &mut Vec<Value>) -> Value {
-        loop {
-            let push = self.next().await;
-            if push["device"] == name {
-                return push;
-            }
-            others.push(push);
-        }
-    }
-}
+use tandem_tests::{eventually, PushService, Server, ServerOptions};
 
 /// Registers `body` for the server's caller; the subscription.
 async fn subscribe(api: &tandem_tests::server::Api, body: &Value) -> Value {
@@ -245,17 +145,18 @@ async fn a_waiting_permission_reaches_every_device_and_gone_ones_are_removed() {
     // While a client of the owner shows the session, nothing is pushed about it: the
     // next push is the other session's failure.
     let shown = ws
-        .ok(json!({"type": "client.visible", "sessionId": sid}))
+        .ok(json!({"type": "client.visible", "sessionIds": [sid]}))
         .await;
-    assert_eq!(shown["sessionId"], sid.as_str());
+    assert_eq!(shown["sessionIds"], json!([sid]));
     ws.turn(&sid, "unseen but shown").await;
     let other = ws.create_session().await;
     ws.subscribe(&other, 0).await;
     ws.turn(&other, "/fail elsewhere").await;
     let push = service.next_to("phone", &mut others).await;
     assert_eq!(push["payload"]["sessionId"], other.as_str(), "{push}");
-    // Hidden again (`sessionId` absent): pushed again.
-    ws.ok(json!({"type": "client.visible"})).await;
+    // Hidden again (none shown): pushed again.
+    ws.ok(json!({"type": "client.visible", "sessionIds": []}))
+        .await;
     ws.turn(&sid, "now hidden").await;
     let push = service.next_to("phone", &mut others).await;
     assert_eq!(push["payload"]["body"], "now hidden", "{push}");
@@ -381,9 +282,14 @@ async fn bad_subscriptions_are_refused_and_each_user_has_their_own() {
     // The WebSocket: a session the caller cannot see is not shown by them.
     let mut ws = bob.ws().await;
     let answer = ws
-        .request(json!({"type": "client.visible", "sessionId": "ses_nope"}))
+        .request(json!({"type": "client.visible", "sessionIds": ["ses_nope"]}))
         .await;
     assert_eq!(answer["code"], "SESSION_NOT_FOUND", "{answer}");
+    let nine: Vec<String> = (0..9).map(|i| format!("ses_{i}")).collect();
+    let answer = ws
+        .request(json!({"type": "client.visible", "sessionIds": nine}))
+        .await;
+    assert_eq!(answer["code"], "INVALID_ARGUMENT", "{answer}");
 
     // The key is made once, 0600, and kept across restarts.
     let (_, key) = server.get("/api/v1/push/key").await;

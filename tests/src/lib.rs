@@ -13,6 +13,7 @@ pub mod mock_openai;
 pub mod nats;
 pub mod poll;
 pub mod procs;
+pub mod push_service;
 pub mod raw_socket;
 pub mod server;
 pub mod vendor_clis;
@@ -21,6 +22,7 @@ pub mod ws;
 
 pub use nats::NatsServer;
 pub use poll::{eventually, eventually_within};
+pub use push_service::PushService;
 pub use server::{ConfiguredServer, Server, ServerOptions, TempDir};
 pub use webdriver::Browser;
 pub use ws::WsClient;

@@ -31,9 +31,9 @@ pub struct Push {
 struct PushInner {
     key: VapidKey,
     store: Store,
-    /// Which session each WebSocket client shows in a visible tab, with the
+    /// Which sessions each WebSocket client shows in a visible tab, with the
     /// client's user (`client.visible`).
-    visible: Mutex<HashMap<u64, (String, String)>>,
+    visible: Mutex<HashMap<u64, (String, Vec<String>)>>,
     /// How delivery retries and times out.
     policy: deliver::Policy,
 }
@@ -83,20 +83,17 @@ impl Push {
         self.inner.key.public()
     }
 
-    /// Records that WebSocket client `client` of `user_id` shows `session` in a
-    /// visible tab (`None`: nothing, or the tab is hidden, or the client left).
-    pub fn set_visible(&self, client: u64, user_id: &str, session: Option<String>) {
+    /// Records that WebSocket client `client` of `user_id` shows `sessions` in a
+    /// visible tab (none: nothing, or the tab is hidden, or the client left).
+    pub fn set_visible(&self, client: u64, user_id: &str, sessions: Vec<String>) {
         let mut visible = match self.inner.visible.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
-        match session {
-            Some(session) => {
-                visible.insert(client, (user_id.to_string(), session));
-            }
-            None => {
-                visible.remove(&client);
-            }
+        if sessions.is_empty() {
+            visible.remove(&client);
+        } else {
+            visible.insert(client, (user_id.to_string(), sessions));
         }
     }
 
@@ -106,7 +103,9 @@ impl Push {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
-        visible.values().any(|(u, s)| u == user_id && s == session)
+        visible
+            .values()
+            .any(|(u, shown)| u == user_id && shown.iter().any(|s| s == session))
     }
 
     /// Tells the owner's devices of `moment`, unless a client of the owner shows the

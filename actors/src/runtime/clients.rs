@@ -57,7 +57,10 @@ impl Runtime {
             .ws_clients
             .fetch_sub(1, Ordering::Relaxed);
         // A client that left shows nothing: its user's devices hear of everything.
-        self.inner.services.push.set_visible(client_id, "", None);
+        self.inner
+            .services
+            .push
+            .set_visible(client_id, "", Vec::new());
         self.inner
             .services
             .gateway

@@ -101,21 +101,21 @@ impl Runtime {
         }
     }
 
-    /// Records the session WebSocket client `client_id` of `who` shows in a visible
-    /// tab (`None`: none). Only a session `who` may see counts.
+    /// Records the sessions WebSocket client `client_id` of `who` shows in a visible
+    /// tab (none: nothing shown). Each must be one `who` may see.
     pub fn set_visible(
         &self,
         client_id: u64,
         who: &Principal,
-        session: Option<String>,
-    ) -> Result<Option<String>, RuntimeError> {
-        if let Some(id) = &session {
+        sessions: Vec<String>,
+    ) -> Result<Vec<String>, RuntimeError> {
+        for id in &sessions {
             self.visible(who, id)?;
         }
         self.inner
             .services
             .push
-            .set_visible(client_id, &who.user_id, session.clone());
-        Ok(session)
+            .set_visible(client_id, &who.user_id, sessions.clone());
+        Ok(sessions)
     }
 }
