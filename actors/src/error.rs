@@ -41,6 +41,9 @@ pub enum RuntimeError {
     /// Nothing of that id exists for the caller (`NOT_FOUND`): a push subscription.
     #[error("{0}")]
     Missing(String),
+    /// A pairing code that is unknown, used or expired (`UNAUTHORIZED`); says which.
+    #[error("{0}")]
+    PairingRefused(String),
     /// The vendor cannot be used here.
     #[error("vendor {0} is not installed")]
     VendorNotInstalled(String),
@@ -166,6 +169,7 @@ impl RuntimeError {
         match self {
             RuntimeError::SessionNotFound(_) => ErrorCode::SessionNotFound,
             RuntimeError::Missing(_) => ErrorCode::NotFound,
+            RuntimeError::PairingRefused(_) => ErrorCode::Unauthorized,
             RuntimeError::AccessDenied(_) | RuntimeError::OwnerRevoked { .. } => {
                 ErrorCode::AccessDenied
             }

@@ -160,6 +160,10 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     };
     let server = builder.run();
     state.runtime.set_base_url(&agents_base);
+    // Pairing links name an address a phone can reach, not `0.0.0.0`.
+    state
+        .runtime
+        .set_public_url(&crate::pairing::public_url(scheme, opts.bind, addr.port()));
     print_start(
         &opts,
         &base,

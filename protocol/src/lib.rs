@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod content;
+pub mod devices;
 pub mod error;
 pub mod event;
 pub mod incoming;

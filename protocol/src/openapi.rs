@@ -106,6 +106,8 @@ pub fn routes() -> Vec<Route> {
     let mut routes = vec![
         route!("get" "/health", "Liveness and version.", None, 200, of::<Health>, &[], true),
         route!("get" "/openapi.json", "This description.", None, 200, any_object, &[], true),
+        // The phone has no token yet: the one-time code is its proof.
+        route!("post" "/devices/pair", "Exchange a one-time pairing code for a device token of the code's user (no token needed; a code works once, for 5 minutes).", Some(of::<crate::devices::PairDeviceBody>), 201, of::<crate::devices::PairDeviceResult>, &[], true),
         Route {
             method: "post",
             path: "/uploads",
@@ -229,6 +231,8 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         // 422: keys that are not a P-256 point, an endpoint that is not a URL; 429:
         // the user's 20 devices.
         ("post", "/push/subscriptions") => &[422, 429],
+        // 401: a pairing code unknown, used or expired; 429: the user's 20 devices.
+        ("post", "/devices/pair") => &[401, 429],
         _ => &[],
     };
     statuses.extend(own);

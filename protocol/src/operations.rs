@@ -421,6 +421,15 @@ operations! {
     /// `push.unsubscribe`: stop notifying a device.
     PushUnsubscribe "push.unsubscribe" crate::push::PushUnsubscribeParams => crate::push::PushUnsubscribeResult [local, writes]
         rest route!("delete" "/push/subscriptions/{id}", "Remove a Web Push device of the caller (as push.unsubscribe).", None, 200, of::<crate::push::PushUnsubscribeResult>);
+    /// `device.pair-code`: a one-time code (and its link and QR code) that pairs a phone.
+    DevicePairCode "device.pair-code" crate::devices::DevicePairCodeParams => crate::devices::DevicePairCodeResult [local, writes]
+        rest route!("post" "/devices/pair-code", "A one-time pairing code for the caller, valid 5 minutes, with the link a phone opens and its QR code (as device.pair-code).", Some(of::<EmptyBody>), 201, of::<crate::devices::DevicePairCodeResult>);
+    /// `devices.list`: the caller's paired devices.
+    DevicesList "devices.list" crate::devices::DevicesListParams => crate::devices::DevicesListResult [local, reads]
+        rest route!("get" "/devices", "The caller's paired devices, oldest first (as devices.list).", None, 200, of::<crate::devices::DevicesListResult>);
+    /// `device.revoke`: a paired device's token stops working.
+    DeviceRevoke "device.revoke" crate::devices::DeviceRevokeParams => crate::devices::DeviceRevokeResult [local, writes]
+        rest route!("delete" "/devices/{id}", "Revoke a paired device of the caller: its token stops working within a second (as device.revoke).", None, 200, of::<crate::devices::DeviceRevokeResult>);
     /// `session.review-by`: a review of the session's diff by another vendor's agent.
     SessionReviewBy "session.review-by" crate::review::SessionReviewByParams => crate::review::SessionReviewByResult [session(session_id), writes, checked]
         rest route!("post" "/sessions/{id}/review-by", "Start a read-only review of the session's diff by an agent of another vendor; its answer comes back to the session as a review (as session.review-by).", Some(of::<crate::review::ReviewByBody>), 200, of::<crate::review::SessionReviewByResult>);

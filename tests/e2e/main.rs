@@ -26,6 +26,7 @@ mod codex;
 mod configure;
 mod confinement;
 mod crash_workflows;
+mod devices;
 mod durability;
 mod error_codes;
 mod first_run;

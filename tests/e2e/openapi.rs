@@ -700,6 +700,32 @@ async fn every_documented_route_answers_as_described() {
     )
     .await;
 
+    // Pairing a device: a code, its exchange (no token needed), the list, a revoke.
+    let code = c
+        .ok(
+            "post",
+            "/devices/pair-code",
+            "/devices/pair-code",
+            Some(json!({})),
+        )
+        .await;
+    let paired = c
+        .ok(
+            "post",
+            "/devices/pair",
+            "/devices/pair",
+            Some(json!({"code": code["code"], "label": "phone"})),
+        )
+        .await;
+    c.ok("get", "/devices", "/devices", None).await;
+    c.ok(
+        "delete",
+        &format!("/devices/{}", paired["device"]["id"].as_str().unwrap()),
+        "/devices/{id}",
+        None,
+    )
+    .await;
+
     let documented: BTreeSet<(String, String)> = served["paths"]
         .as_object()
         .into_iter()

@@ -7,6 +7,7 @@ mod checkpoints;
 mod checks;
 mod clients;
 mod create;
+mod devices;
 mod edit;
 mod fork;
 mod handoff;
@@ -108,6 +109,9 @@ struct Inner {
     commit_tap: Arc<std::sync::OnceLock<CommitTap>>,
     /// Uploaded files and message attachments.
     uploads: crate::uploads::Uploads,
+    /// Where other devices reach this server (`https://LAN-ADDRESS:PORT`): the base of
+    /// pairing links. Set once the server listens.
+    public_url: std::sync::OnceLock<String>,
 }
 
 /// What [`Runtime::start`] hands back.
@@ -243,6 +247,7 @@ impl Runtime {
             next_client: AtomicU64::new(1),
             commit_tap,
             uploads,
+            public_url: std::sync::OnceLock::new(),
         });
         let runtime = Runtime { inner };
         let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));

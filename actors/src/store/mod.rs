@@ -1,6 +1,7 @@
 //! SQLite storage: one database file in WAL mode, one writer thread that group-commits
 //! ([`writer`]), and a small pool of read connections used from blocking tasks.
 
+pub mod devices;
 pub mod push;
 pub mod tokens;
 pub mod writer;
@@ -65,6 +66,22 @@ CREATE TABLE IF NOT EXISTS pairs (
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
+);
+-- One-time codes that pair a device (`device.pair-code`), by digest; a code is used
+-- once and lives 5 minutes.
+CREATE TABLE IF NOT EXISTS pairing_codes (
+    code_hash TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at INTEGER
+);
+-- Paired devices: each has its own token (by digest) and acts as its user.
+CREATE TABLE IF NOT EXISTS devices (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    label TEXT,
+    created_at INTEGER NOT NULL
 );
 -- Devices that get Web Push notifications for a user's sessions (`push.subscribe`).
 CREATE TABLE IF NOT EXISTS push_subscriptions (

@@ -35,7 +35,7 @@ pub fn digests_equal(a: &TokenDigest, b: &TokenDigest) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn to_hex(d: &TokenDigest) -> String {
+pub(super) fn to_hex(d: &TokenDigest) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -128,13 +128,28 @@ impl Store {
     /// The user a token belongs to: `(user_id, admin)`.
     pub fn user_by_token(&self, token: &str) -> Result<Option<(String, bool)>, RuntimeError> {
         let wanted = digest(token);
+        // A user's own token, or one of the user's paired devices' (`store::devices`):
+        // a device acts as its user, and goes with it when the user is revoked.
         let row: Option<(String, bool, String)> = self.with_reader(|conn| {
-            conn.query_row(
-                "SELECT id, admin, token_hash FROM users WHERE token_hash = ?1",
-                [to_hex(&wanted)],
-                |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get(2)?)),
-            )
-            .optional()
+            let hex = to_hex(&wanted);
+            let own = conn
+                .query_row(
+                    "SELECT id, admin, token_hash FROM users WHERE token_hash = ?1",
+                    [&hex],
+                    |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get(2)?)),
+                )
+                .optional()?;
+            match own {
+                Some(row) => Ok(Some(row)),
+                None => conn
+                    .query_row(
+                        "SELECT u.id, u.admin, d.token_hash FROM devices d \
+                         JOIN users u ON u.id = d.user_id WHERE d.token_hash = ?1",
+                        [&hex],
+                        |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get(2)?)),
+                    )
+                    .optional(),
+            }
         })?;
         Ok(row.and_then(|(id, admin, stored)| {
             let stored = from_hex(&stored)?;
@@ -204,6 +219,10 @@ impl Store {
         let removed = self.with_reader(|conn| {
             let tx = conn.unchecked_transaction()?;
             let removed = tx.execute("DELETE FROM users WHERE id = ?1", [id])?;
+            // The user's devices and codes go too: a user added again under this id
+            // must pair anew, not find old phones still signed in.
+            tx.execute("DELETE FROM devices WHERE user_id = ?1", [id])?;
+            tx.execute("DELETE FROM pairing_codes WHERE user_id = ?1", [id])?;
             if removed > 0 {
                 tx.execute(
                     "INSERT OR REPLACE INTO revoked_users (id, revoked_at) VALUES (?1, ?2)",

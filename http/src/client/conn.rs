@@ -52,6 +52,9 @@ pub struct Target {
     pub base: String,
     /// Bearer token; `None` for a server run with `--auth none`.
     pub token: Option<String>,
+    /// A certificate to trust besides the system's for `https://` (`TANDEM_CA`, else
+    /// the data directory's self-signed one when there is one).
+    pub ca: Option<PathBuf>,
 }
 
 impl Target {
@@ -62,11 +65,19 @@ impl Target {
             .or_else(|| std::env::var("TANDEM_URL").ok())
             .filter(|u| !u.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_URL.to_string());
+        let dir = data_dir.or_else(|| crate::server::default_data_dir().ok());
+        let ca = std::env::var_os("TANDEM_CA")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                let own = dir.as_ref()?.join(crate::tls::SELF_SIGNED_CERT);
+                own.is_file().then_some(own)
+            });
         let token = std::env::var("TANDEM_TOKEN")
             .ok()
             .filter(|t| !t.trim().is_empty())
             .or_else(|| {
-                let dir = data_dir.or_else(|| crate::server::default_data_dir().ok())?;
+                let dir = dir?;
                 let text = std::fs::read_to_string(
                     dir.join(tandem_actors::store::tokens::ADMIN_TOKEN_FILE),
                 )
@@ -76,7 +87,46 @@ impl Target {
         Target {
             base: base.trim().trim_end_matches('/').to_string(),
             token,
+            ca,
         }
+    }
+
+    /// An HTTP client for the server: over `https://` it trusts the system's roots
+    /// and [`Target::ca`].
+    fn client(&self, timeout: std::time::Duration) -> awc::Client {
+        if self.base.starts_with("https://") {
+            awc::Client::builder()
+                .connector(awc::Connector::new().rustls_0_23(self.tls()))
+                .timeout(timeout)
+                .finish()
+        } else {
+            awc::Client::builder().timeout(timeout).finish()
+        }
+    }
+
+    /// TLS settings trusting the system's roots and [`Target::ca`].
+    fn tls(&self) -> std::sync::Arc<rustls::ClientConfig> {
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        let _ = roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        if let Some(ca) = &self.ca {
+            match rustls::pki_types::CertificateDer::pem_file_iter(ca) {
+                Ok(certs) => {
+                    let _ = roots.add_parsable_certificates(certs.flatten());
+                }
+                Err(e) => eprintln!("tandem: cannot read {}: {e}", ca.display()),
+            }
+        }
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = match rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+        {
+            Ok(b) => b.with_root_certificates(roots).with_no_client_auth(),
+            Err(_) => rustls::ClientConfig::builder()
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+        };
+        std::sync::Arc::new(config)
     }
 
     fn unreachable(&self, reason: impl std::fmt::Display) -> ClientError {
@@ -87,7 +137,7 @@ impl Target {
     }
 
     fn request(&self, method: awc::http::Method, path: &str) -> awc::ClientRequest {
-        let client = awc::Client::builder().timeout(REST_TIMEOUT).finish();
+        let client = self.client(REST_TIMEOUT);
         let req = client.request(method, format!("{}/api/v1{path}", self.base));
         match &self.token {
             Some(t) => req.insert_header(("Authorization", format!("Bearer {t}"))),
@@ -144,7 +194,11 @@ impl Target {
     /// Opens `/ws`.
     pub async fn ws(&self) -> Result<Socket, ClientError> {
         let url = format!("{}/ws", self.base.replacen("http", "ws", 1));
-        let mut req = awc::Client::new().ws(url).max_frame_size(MAX_FRAME);
+        // awc's default: the handshake's answer within 5 s.
+        let mut req = self
+            .client(std::time::Duration::from_secs(5))
+            .ws(url)
+            .max_frame_size(MAX_FRAME);
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }

@@ -1,4 +1,4 @@
-//! The terminal client: `tandem ls`, `new`, `send`, `tail`, `stop`, `approve`, `deny`,
+//! The terminal client: `tandem ls`, `new`, `send`, `tail`, `stop`, `pair`, `approve`, `deny`,
 //! speaking REST and WebSocket to a running server like any other client.
 //!
 //! - [`conn`]: where the server is, the token, REST calls and a WebSocket.
@@ -96,6 +96,13 @@ pub enum ClientCommand {
         #[command(flatten)]
         conn: ConnArgs,
     },
+    /// Pair a phone: print a QR code of a one-time link (valid 5 minutes) that signs
+    /// the phone's page in as you with a token of its own (`GET /api/v1/devices`
+    /// lists such devices, `DELETE` revokes one).
+    Pair {
+        #[command(flatten)]
+        conn: ConnArgs,
+    },
     /// Allow a pending tool request (the only one, or REQUEST_ID).
     Approve {
         /// The session id.
@@ -178,6 +185,7 @@ async fn dispatch(command: ClientCommand) -> Result<u8, ClientError> {
             println!("stopping {session}");
             Ok(0)
         }
+        ClientCommand::Pair { conn } => pair(&target(conn)).await,
         ClientCommand::Approve {
             session,
             request_id,
@@ -190,6 +198,30 @@ async fn dispatch(command: ClientCommand) -> Result<u8, ClientError> {
             conn,
         } => answer(target(conn), session, request_id, false, message).await,
     }
+}
+
+/// `tandem pair`: a pairing code's link as a QR code for the terminal, the link
+/// itself, and when it expires.
+async fn pair(target: &Target) -> Result<u8, ClientError> {
+    let code: tandem_protocol::devices::DevicePairCodeResult = target
+        .post("/devices/pair-code", &tandem_protocol::rest::EmptyBody {})
+        .await?;
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{}", crate::pairing::terminal(&code.qr));
+    let _ = writeln!(out, "Scan with the phone's camera, or open: {}", code.url);
+    let minutes = code
+        .expires_at
+        .saturating_sub(tandem_actors::clock::now_ms())
+        .div_ceil(60_000);
+    let _ = writeln!(out, "The link works once, for {minutes} minutes.");
+    if !code.reachable {
+        let _ = writeln!(
+            out,
+            "The server listens on loopback only: a phone cannot reach it. Start it with \
+             --bind 0.0.0.0 --tls self-signed (or --tls-cert/--tls-key)."
+        );
+    }
+    Ok(0)
 }
 
 /// `tandem ls`: every page, one line per session.

@@ -63,6 +63,28 @@ pub async fn run(
         R::VendorsList(_) => json(VendorsListResult {
             vendors: rt.vendors(),
         }),
+        R::DevicePairCode(_) => {
+            let code = rt.pair_code(who).await?;
+            let qr = crate::pairing::qr(&code.url)
+                .map_err(|e| ApiError::new(ErrorCode::Internal, format!("no QR code: {e}")))?;
+            json(tandem_protocol::devices::DevicePairCodeResult {
+                code: code.code,
+                url: code.url,
+                expires_at: code.expires_at,
+                reachable: code.reachable,
+                qr,
+            })
+        }
+        R::DevicesList(_) => json(tandem_protocol::devices::DevicesListResult {
+            devices: rt.devices(who).await?,
+        }),
+        R::DeviceRevoke(p) => {
+            rt.revoke_device(who, &p.device_id).await?;
+            json(tandem_protocol::devices::DeviceRevokeResult {
+                device_id: p.device_id,
+                revoked: true,
+            })
+        }
         R::PushKey(_) => json(tandem_protocol::push::PushKeyResult {
             public_key: rt.push_key(),
         }),
