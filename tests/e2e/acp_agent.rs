@@ -1,7 +1,10 @@
 //! `tandem acp`, the Agent Client Protocol agent an editor starts, against a real
 //! server: driven by the official ACP Python SDK (`agent-client-protocol` in
-//! tests/python-requirements.txt, tests/python/acp_client.py) as an editor would, and
-//! by raw lines for what no SDK sends (bad JSON, unknown methods).
+//! tests/python-requirements.txt, tests/python/acp_client.py) and the official ACP
+//! TypeScript SDK (`@agentclientprotocol/sdk`, pinned in .ci/run,
+//! tests/node/acp_client.mjs) as an editor would, every message checked against the
+//! ACP JSON schema that SDK ships; by raw lines for what no SDK sends (bad JSON,
+//! unknown methods); and with no server, which it then serves itself.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -39,11 +42,13 @@ async fn the_official_python_sdk_drives_sessions_through_tandem_acp() {
     let script = vendor_clis::repo_root().join("tests/python/acp_client.py");
     // The server is another process, so blocking this test's thread stalls nothing;
     // the script gives up by itself after 90 s.
+    let schema = acp_schema();
     let ran = Command::new(vendor_clis::python_path())
         .arg(script)
         .arg(json!([server_binary(), "tandem", "acp"]).to_string())
         .args([&server.base, &token, &cwd, &other])
         .env("TANDEM_LOG", "warn")
+        .envs(schema.as_ref().map(|path| ("ACP_SCHEMA", path)))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&ran.stderr);
@@ -51,12 +56,17 @@ async fn the_official_python_sdk_drives_sessions_through_tandem_acp() {
     let out: Value = serde_json::from_slice(&ran.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&ran.stdout)));
 
-    // Everything `tandem acp` wrote was JSON-RPC, and every update parsed into the
-    // SDK's models of the ACP schema.
-    for wire in [&out["wire"], &out["load"]["wire"]] {
+    // Everything `tandem acp` wrote was JSON-RPC, every update parsed into the
+    // SDK's models of the ACP schema, and every message validates against the pinned
+    // ACP JSON schema.
+    for wire in [&out["wire"], &out["load"]["wire"], &out["more"]["wire"]] {
         assert_eq!(wire["notJsonRpc"], json!([]), "{wire}");
         assert!(wire["updates"].as_u64().unwrap() > 0, "{wire}");
         assert_eq!(wire["updates"], wire["parsedUpdates"], "{wire}");
+        assert_eq!(wire["schemaErrors"], json!([]), "{wire}");
+        if schema.is_some() {
+            assert_eq!(wire["schemaChecked"], wire["messages"], "{wire}");
+        }
     }
 
     // initialize: who we are and what we do.
@@ -259,6 +269,235 @@ async fn the_official_python_sdk_drives_sessions_through_tandem_acp() {
     assert_eq!(replay["toolCalls"], reply["toolCalls"], "{replay}");
     assert_eq!(load["next"]["stopReason"], "end_turn", "{load}");
     assert_eq!(load["next"]["text"], "after the load", "{load}");
+
+    more_methods(&server, &out["more"]).await;
+}
+
+/// The third editor of acp_client.py: settings, usage, delegation, close and resume.
+async fn more_methods(server: &Server, more: &Value) {
+    let wire = &more["wire"];
+    assert_eq!(wire["notJsonRpc"], json!([]), "{wire}");
+    assert_eq!(wire["updates"], wire["parsedUpdates"], "{wire}");
+    let caps = &more["initialize"]["agentCapabilities"]["sessionCapabilities"];
+    assert_eq!(caps["resume"], json!({}), "{caps}");
+    assert_eq!(caps["close"], json!({}), "{caps}");
+    let sid = more["sessionId"].as_str().unwrap();
+
+    // session/new offers the permission modes and the config options.
+    let new = &more["new"];
+    assert_eq!(new["modes"]["currentModeId"], "default", "{new}");
+    let modes: Vec<&Value> = new["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["id"])
+        .collect();
+    assert_eq!(
+        modes,
+        ["default", "acceptEdits", "plan", "bypassPermissions"],
+        "{new}"
+    );
+    let option = |options: &Value, id: &str| -> Value {
+        options
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no option {id}: {options}"))
+    };
+    let options = &new["configOptions"];
+    let vendor = option(options, "vendor");
+    assert_eq!(vendor["currentValue"], "scripted", "{vendor}");
+    assert!(
+        vendor["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["value"] == "scripted"),
+        "{vendor}"
+    );
+    let model = option(options, "model");
+    assert_eq!(model["category"], "model", "{model}");
+    assert_eq!(model["currentValue"], "", "{model}");
+    let effort = option(options, "effort");
+    assert_eq!(effort["category"], "thought_level", "{effort}");
+    let values: Vec<&Value> = effort["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| &o["value"])
+        .collect();
+    assert_eq!(values, ["", "low", "medium", "high"], "{effort}");
+    assert_eq!(option(options, "mode")["category"], "mode", "{options}");
+
+    // set_config_option and set_mode change the tandem session; each change is told.
+    let set = option(&more["setModel"]["configOptions"], "model");
+    assert_eq!(set["currentValue"], "scripted-1", "{set}");
+    let kinds: Vec<&Value> = more["settingsUpdates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| &u["sessionUpdate"])
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "config_option_update",
+            "current_mode_update",
+            "config_option_update",
+            "current_mode_update"
+        ],
+        "{more}"
+    );
+    let last_mode = &more["settingsUpdates"][3];
+    assert_eq!(last_mode["currentModeId"], "acceptEdits", "{last_mode}");
+    let told = option(&more["settingsUpdates"][2]["configOptions"], "model");
+    assert_eq!(told["currentValue"], "scripted-1", "{told}");
+    let back = option(&more["setModeBack"]["configOptions"], "mode");
+    assert_eq!(back["currentValue"], "default", "{back}");
+    // The Worker options: none at first, then a scripted Worker in the shared
+    // directory, created through them (and told as an update).
+    let worker = option(options, "worker");
+    assert_eq!(worker["currentValue"], "none", "{worker}");
+    assert_eq!(
+        option(options, "workerWorkspace")["currentValue"],
+        "",
+        "{options}"
+    );
+    let chosen = option(&more["setWorkspace"]["configOptions"], "workerWorkspace");
+    assert_eq!(chosen["currentValue"], "shared", "{chosen}");
+    for answer in [&more["setWorker"], &more["workerTold"]] {
+        let worker = option(&answer["configOptions"], "worker");
+        assert_eq!(worker["currentValue"], "scripted", "{answer}");
+        let workspace = option(&answer["configOptions"], "workerWorkspace");
+        assert_eq!(workspace["currentValue"], "shared", "{answer}");
+    }
+    let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+    assert_eq!(info["model"], "scripted-1", "{info}");
+    assert_eq!(info["permissionMode"], "default", "{info}");
+    assert_eq!(info["role"], "driver", "{info}");
+    let history = server.all_events(sid).await;
+    let modes_set: Vec<&Value> = history
+        .iter()
+        .filter(|e| e["kind"] == "config_changed")
+        .map(|e| &e["permissionMode"])
+        .collect();
+    assert_eq!(
+        modes_set,
+        ["default", "acceptEdits", "default"],
+        "{history:?}"
+    );
+
+    // Bad settings are JSON-RPC errors.
+    let bad = &more["badSettings"];
+    for what in [
+        "unknownOption",
+        "unknownValue",
+        "booleanValue",
+        "unknownMode",
+        "workspaceFixed",
+    ] {
+        assert_eq!(bad[what]["code"], -32602, "{what}: {bad}");
+    }
+    for what in ["unknownSession", "closeUnknown", "resumeUnknown"] {
+        assert_eq!(bad[what]["code"], -32002, "{what}: {bad}");
+    }
+
+    // Usage: the turn's tokens in the answer, the context window as an update.
+    let usage = &more["usage"];
+    assert_eq!(
+        usage["answer"]["usage"],
+        json!({"totalTokens": 39, "inputTokens": 30, "outputTokens": 9, "cachedReadTokens": 4}),
+        "{usage}"
+    );
+    assert_eq!(
+        usage["updates"],
+        json!([{"sessionUpdate": "usage_update", "used": 34, "size": 1000,
+            "cost": {"amount": 0.5, "currency": "USD"}}]),
+        "{usage}"
+    );
+
+    // Delegation: send_to_partner is a tool call whose content follows the Worker.
+    let delegation = &more["delegation"];
+    assert_eq!(delegation["stopReason"], "end_turn", "{delegation}");
+    let updates = delegation["updates"].as_array().unwrap();
+    let call = &updates[0];
+    assert_eq!(call["sessionUpdate"], "tool_call", "{delegation}");
+    assert_eq!(call["title"], "send_to_partner", "{delegation}");
+    let call_id = &call["toolCallId"];
+    assert!(
+        updates.iter().all(|u| &u["toolCallId"] == call_id),
+        "{delegation}"
+    );
+    let texts = |u: &Value| -> Vec<String> {
+        u["content"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|c| c["content"]["text"].as_str().map(str::to_string))
+            .collect()
+    };
+    // Progress came while the Worker worked, before the call's result.
+    let progress: Vec<Vec<String>> = updates[1..updates.len() - 1].iter().map(texts).collect();
+    assert!(
+        progress
+            .iter()
+            .any(|t| t.contains(&"worker says hi".to_string())),
+        "{delegation}"
+    );
+    let last = updates.last().unwrap();
+    assert_eq!(last["status"], "completed", "{delegation}");
+    let shown = texts(last);
+    assert_eq!(shown[0], "worker says hi", "{delegation}");
+    assert!(shown.contains(&"allowed Bash".to_string()), "{delegation}");
+    assert!(
+        shown.contains(&"Worker tool: Read: /tmp/w.txt (done)".to_string()),
+        "{delegation}"
+    );
+    // The result (the Worker's answer) comes last.
+    assert!(shown.last().unwrap().contains("partnerId"), "{delegation}");
+    // The Worker's permission request was asked in the Driver's session, naming it.
+    let asked = delegation["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{delegation}");
+    assert_eq!(asked[0]["sessionId"], sid, "{delegation}");
+    let title = asked[0]["toolCall"]["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("Worker ses_") && title.ends_with(": Bash"),
+        "{title}"
+    );
+    let worker = title["Worker ".len()..title.len() - ": Bash".len()].to_string();
+    let worker_events = server.all_events(&worker).await;
+    assert!(
+        worker_events
+            .iter()
+            .any(|e| e["kind"] == "assistant_message" && e["text"] == "allowed Bash"),
+        "{worker_events:?}"
+    );
+    // The Worker is listed as a session of its own.
+    assert!(
+        delegation["listed"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(worker)),
+        "{delegation}"
+    );
+
+    // session/close stops following: the page's message is not seen; session/resume
+    // follows again without replaying, and the page's next message is seen live.
+    assert_eq!(more["close"], json!({}), "{more}");
+    assert_eq!(more["whileClosed"], json!([]), "{more}");
+    let resume = &more["resume"];
+    assert_eq!(resume["modes"]["currentModeId"], "default", "{resume}");
+    assert!(resume["configOptions"].is_array(), "{resume}");
+    assert_eq!(more["afterResume"], json!([]), "{more}");
+    let page = &more["fromPage"];
+    assert_eq!(page["users"], json!(["from the page"]), "{page}");
+    assert_eq!(page["text"], "from the page", "{page}");
+    let again = &more["afterResumePrompt"];
+    assert_eq!(again["stopReason"], "end_turn", "{again}");
+    assert_eq!(again["text"], "resumed", "{again}");
 }
 
 /// `tandem acp` (the tests' server binary runs `tandem ARGS` as `bench tandem ARGS`)
@@ -271,8 +510,14 @@ struct Acp {
 
 impl Acp {
     fn start(url: &str, token: &str) -> Acp {
+        Acp::with_args(&["--url", url, "--token", token])
+    }
+
+    /// `tandem acp ARGS`.
+    fn with_args(args: &[&str]) -> Acp {
         let mut child = Command::new(server_binary())
-            .args(["tandem", "acp", "--url", url, "--token", token])
+            .args(["tandem", "acp"])
+            .args(args)
             .env("TANDEM_LOG", "warn")
             .env_remove("TANDEM_TOKEN")
             .env_remove("TANDEM_URL")
@@ -377,7 +622,30 @@ async fn bad_lines_and_unknown_methods_are_json_rpc_errors_and_the_connection_st
         .to_string(),
     );
     acp.send(r#"{"jsonrpc":"2.0","id":5,"method":"session/new","params":{}}"#);
-    let (answers, _) = acp.answers(&[json!(1), json!(2), json!(3), json!("four"), json!(5)]);
+    // The newer methods' parameters are checked too.
+    acp.send(
+        r#"{"jsonrpc":"2.0","id":51,"method":"session/set_mode","params":{"sessionId":"ses_x"}}"#,
+    );
+    acp.send(r#"{"jsonrpc":"2.0","id":52,"method":"session/set_config_option","params":{"configId":"model","value":"m"}}"#);
+    acp.send(
+        r#"{"jsonrpc":"2.0","id":53,"method":"session/resume","params":{"sessionId":7,"cwd":"/"}}"#,
+    );
+    acp.send(r#"{"jsonrpc":"2.0","id":54,"method":"session/close","params":null}"#);
+    let (answers, _) = acp.answers(&[
+        json!(1),
+        json!(2),
+        json!(3),
+        json!("four"),
+        json!(5),
+        json!(51),
+        json!(52),
+        json!(53),
+        json!(54),
+    ]);
+    for id in [51, 52, 53, 54] {
+        let refused = answer(&answers, &json!(id));
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    }
     let init = answer(&answers, &json!(1));
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
     assert_eq!(answer(&answers, &json!(2))["error"]["code"], -32601);
@@ -509,4 +777,173 @@ async fn a_restarted_server_is_connected_to_again_and_the_session_goes_on() {
         .map(|e| &e["text"])
         .collect();
     assert_eq!(prompts, [&json!("one"), &json!("two")]);
+}
+
+/// Where .ci/run installs the pinned ACP TypeScript SDK.
+fn ts_sdk_dir() -> std::path::PathBuf {
+    vendor_clis::repo_root().join(".vendor-clis/node_modules/@agentclientprotocol/sdk")
+}
+
+/// The ACP JSON schema (protocol version 1) the pinned TypeScript SDK ships, if it
+/// is installed (under CI it must be).
+fn acp_schema() -> Option<std::path::PathBuf> {
+    let path = ts_sdk_dir().join("schema/v1/schema.json");
+    let found = path.exists();
+    assert!(
+        found || std::env::var_os("CI").is_none(),
+        "no ACP JSON schema at {} (.ci/run installs the SDK)",
+        path.display()
+    );
+    found.then_some(path)
+}
+
+#[actix_rt::test]
+async fn the_official_typescript_sdk_drives_a_session_through_tandem_acp() {
+    let sdk = ts_sdk_dir();
+    if !sdk.join("package.json").exists() {
+        // tests/build.rs has no flag for it yet; under CI .ci/run installs it, so its
+        // absence there is a failure, not a skip.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the ACP TypeScript SDK is not installed in .vendor-clis (.ci/run installs it)"
+        );
+        eprintln!("skipped: the ACP TypeScript SDK is not installed in .vendor-clis");
+        return;
+    }
+    let server = token_server();
+    let cwd = workdir(&server, "project");
+    let token = server.token.clone().unwrap();
+    let script = vendor_clis::repo_root().join("tests/node/acp_client.mjs");
+    // The script gives up by itself after 60 s.
+    let ran = Command::new("node")
+        .arg(script)
+        .arg(&sdk)
+        .arg(json!([server_binary(), "tandem", "acp"]).to_string())
+        .args([&server.base, &token, &cwd])
+        .env("TANDEM_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{}\n{stderr}", ran.status);
+    let out: Value = serde_json::from_slice(&ran.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&ran.stdout)));
+
+    let init = &out["initialize"];
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    assert_eq!(init["agentInfo"]["name"], "tandem", "{init}");
+    let session = &out["session"];
+    let sid = session["sessionId"].as_str().unwrap();
+    assert_eq!(session["modes"]["currentModeId"], "default", "{session}");
+    assert!(
+        session["configOptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["id"] == "model" && o["category"] == "model"),
+        "{session}"
+    );
+
+    // The scripted agent's answer streamed back, with its tool call; the permission
+    // request was asked and allowed.
+    let reply = &out["reply"];
+    assert_eq!(reply["stopReason"], "end_turn", "{reply}");
+    assert_eq!(
+        reply["text"], "hello from TypeScriptallowed Bash",
+        "{reply}"
+    );
+    assert_eq!(
+        reply["toolCalls"][0]["title"], "Read: /tmp/ts.txt",
+        "{reply}"
+    );
+    assert_eq!(reply["toolCalls"][0]["kind"], "read", "{reply}");
+    let asked = out["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{out}");
+    assert_eq!(asked[0]["sessionId"], sid, "{out}");
+    assert_eq!(asked[0]["toolCall"]["title"], "Bash", "{out}");
+
+    // A config option set through the SDK reached the session.
+    let efforts = &out["setEffort"]["configOptions"];
+    assert!(
+        efforts
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["id"] == "effort" && o["currentValue"] == "low"),
+        "{efforts}"
+    );
+    let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+    assert_eq!(info["effort"], "low", "{info}");
+
+    // A prompt to an unknown session is an error, and the connection goes on.
+    assert_eq!(out["unknownSession"]["code"], -32002, "{out}");
+    assert_eq!(out["again"]["stopReason"], "end_turn", "{out}");
+    assert_eq!(out["again"]["text"], "still here", "{out}");
+}
+
+#[actix_rt::test]
+async fn without_a_server_tandem_acp_serves_an_embedded_one() {
+    let tmp = TempDir::new("acp-embed");
+    let data = tmp.path().join("data");
+    let root = tmp.path().join("work");
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let project = project.canonicalize().unwrap().display().to_string();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let (data_arg, root_arg) = (data.display().to_string(), root.display().to_string());
+    let mut acp = Acp::with_args(&[
+        "--url",
+        &url,
+        "--embed",
+        "--data-dir",
+        &data_arg,
+        "--workspace-root",
+        &root_arg,
+    ]);
+    acp.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
+    let (answers, _) = acp.answers(&[json!(1)]);
+    assert_eq!(
+        answers[0].1["result"]["protocolVersion"], 1,
+        "{:?}",
+        answers
+    );
+    acp.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": project, "mcpServers": []}})
+        .to_string(),
+    );
+    let (answers, _) = acp.answers(&[json!(2)]);
+    let sid = answers[0].1["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{:?}", answers))
+        .to_string();
+    let (reply, said) = prompt(&mut acp, 3, &sid, "hello embedded");
+    assert_eq!(reply["result"]["stopReason"], "end_turn", "{reply}");
+    assert_eq!(said, "hello embedded");
+
+    // It is a real server on that port over that data directory: another client (a
+    // second editor, with the data directory's admin token) sees the session.
+    let token = std::fs::read_to_string(data.join("admin-token")).unwrap();
+    let mut other = Acp::start(&url, token.trim());
+    other.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
+    other.send(r#"{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}"#);
+    let (answers, _) = other.answers(&[json!(1), json!(2)]);
+    let listed = &answer(&answers, &json!(2))["result"]["sessions"];
+    assert_eq!(listed[0]["sessionId"], sid.as_str(), "{listed}");
+    drop(other);
+
+    // The editor closes stdin: the agent, and its server, end.
+    acp.stdin = None;
+    let status = acp.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let stopped = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+    });
+    assert!(stopped, "the embedded server still listens on {port}");
 }

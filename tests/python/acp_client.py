@@ -13,7 +13,12 @@ cancels a turn held at `/hold acp-cancel` (the hold is watched through the serve
 sessions in CWD and OTHER_CWD and lists CWD's a page at a time; tries a prompt to a
 session that does not exist, a session outside the workspace roots and a method the
 agent does not have. Then a second `tandem acp` (another editor) loads the first
-session, which replays its history, and prompts it again.
+session, which replays its history, and prompts it again. A third, in OTHER_CWD: sets
+the model and the permission mode (as a mode and as a config option), creates a
+scripted Worker through the `worker` option and tries bad settings; reads a turn's
+usage; has the session (now a Driver) delegate to its Worker, whose permission
+request it allows; closes the session, while a message comes
+from the page (REST), and resumes it, then sees the page's next message live.
 
 It prints one JSON object with what the SDK returned, the updates it received and
 what it read off the wire (every update must have parsed into the SDK's models), for
@@ -22,6 +27,7 @@ tests/e2e/acp_agent.rs to assert on.
 
 import asyncio
 import json
+import os
 import sys
 import urllib.request
 
@@ -29,6 +35,7 @@ from acp import RequestError, image_block, spawn_agent_process, text_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CloseSessionResponse,
     DeniedOutcome,
     Implementation,
     RequestPermissionResponse,
@@ -52,14 +59,19 @@ class Editor:
         self.updates = {}
         self.parsed = 0
         self.raw = {"messages": 0, "updates": 0, "notJsonRpc": []}
+        self.seen = []
+        self.methods = {}
         self.asked = []
         self.decision = "allow_once"
 
     def observe(self, event):
         """Every message `tandem acp` wrote, as the SDK read it off the wire."""
         if event.direction.value != "incoming":
+            if "method" in event.message and "id" in event.message:
+                self.methods[event.message["id"]] = event.message["method"]
             return
         self.raw["messages"] += 1
+        self.seen.append(event.message)
         if event.message.get("jsonrpc") != "2.0":
             self.raw["notJsonRpc"].append(event.message)
         if event.message.get("method") == "session/update":
@@ -70,8 +82,10 @@ class Editor:
         self.updates.setdefault(session_id, []).append(dump(update))
 
     def wire(self):
-        """What went over the wire: every update must have parsed into the SDK's models."""
-        return {**self.raw, "parsedUpdates": self.parsed}
+        """What went over the wire: every update must have parsed into the SDK's models,
+        and every message must validate against the ACP JSON schema (when ACP_SCHEMA
+        names the pinned schema.json)."""
+        return {**self.raw, "parsedUpdates": self.parsed, **schema_check(self.seen, self.methods)}
 
     async def request_permission(self, session_id, tool_call, options, **kwargs):
         self.asked.append({"sessionId": session_id, "toolCall": dump(tool_call), "options": [dump(o) for o in options]})
@@ -82,6 +96,64 @@ class Editor:
 
     def take(self, session_id):
         return self.updates.pop(session_id, [])
+
+
+# The schema's type of each answer, by the method it answers; of each message the
+# agent sends, by its method.
+RESULT_TYPES = {
+    "initialize": "InitializeResponse",
+    "session/new": "NewSessionResponse",
+    "session/load": "LoadSessionResponse",
+    "session/list": "ListSessionsResponse",
+    "session/resume": "ResumeSessionResponse",
+    "session/close": "CloseSessionResponse",
+    "session/set_mode": "SetSessionModeResponse",
+    "session/set_config_option": "SetSessionConfigOptionResponse",
+    "session/prompt": "PromptResponse",
+}
+PARAM_TYPES = {
+    "session/update": "SessionNotification",
+    "session/request_permission": "RequestPermissionRequest",
+}
+
+
+def schema_check(messages, methods):
+    """Validates every message the agent wrote against the ACP JSON schema named by
+    ACP_SCHEMA, each by its own type (a result by the method it answers, an error as
+    `Error`, a notification's or request's params by its method): how many were
+    checked, and the first errors."""
+    path = os.environ.get("ACP_SCHEMA")
+    if not path:
+        return {"schemaChecked": None, "schemaErrors": []}
+    import jsonschema
+
+    with open(path) as f:
+        root = json.load(f)
+    cls = jsonschema.validators.validator_for(root)
+
+    def check(type_name, value):
+        schema = {"$ref": f"#/$defs/{type_name}", "$defs": root["$defs"]}
+        return jsonschema.exceptions.best_match(cls(schema).iter_errors(value))
+
+    checked = 0
+    errors = []
+    for message in messages:
+        if "method" in message:
+            kind = PARAM_TYPES.get(message["method"])
+            value = message.get("params")
+        elif "error" in message:
+            kind, value = "Error", message["error"]
+        else:
+            kind = RESULT_TYPES.get(methods.get(message.get("id")))
+            value = message.get("result")
+        if kind is None:
+            errors.append({"message": json.dumps(message)[:500], "error": "no schema type for it"})
+            continue
+        checked += 1
+        error = check(kind, value)
+        if error is not None and len(errors) < 5:
+            errors.append({"message": json.dumps(message)[:500], "error": f"{kind}: {error.message[:500]}"})
+    return {"schemaChecked": checked, "schemaErrors": errors}
 
 
 def summary(updates):
@@ -231,12 +303,153 @@ async def second_editor(command, url, token, cwd, session_id):
     return out
 
 
+async def until(check, what):
+    """Waits until `check()` holds (updates arrive on their own)."""
+    for _ in range(400):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def kinds_of(updates):
+    return [u["sessionUpdate"] for u in updates]
+
+
+def post_message(url, token, session_id, text):
+    """Sends a message as the page would, over REST."""
+    body = json.dumps({"content": text}).encode()
+    req = urllib.request.Request(
+        f"{url}/api/v1/sessions/{session_id}/messages",
+        data=body,
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    return json.loads(urllib.request.urlopen(req).read())
+
+
+async def third_editor(command, url, token, cwd):
+    """Settings (modes and config options), usage, a Driver's delegation, resume and
+    close, and a message sent from the page."""
+    out = {}
+    editor = Editor()
+    args = [*command[1:], "--url", url, "--token", token]
+    async with spawn_agent_process(
+        editor, command[0], *args, transport_kwargs={"stderr": None}, observers=[editor.observe]
+    ) as (conn, _proc):
+        out["initialize"] = await initialize(conn)
+        new = await conn.new_session(cwd=cwd, mcp_servers=[])
+        sid = new.session_id
+        out["sessionId"] = sid
+        out["new"] = dump(new)
+
+        # Settings: a model, a mode, then the mode back through its config option;
+        # each change is told as updates too.
+        editor.take(sid)
+        out["setModel"] = dump(await conn.set_config_option(config_id="model", session_id=sid, value="scripted-1"))
+        answer = await conn.set_session_mode(session_id=sid, mode_id="acceptEdits")
+        out["setMode"] = dump(answer) if answer is not None else None
+        await until(lambda: kinds_of(editor.updates.get(sid, [])).count("current_mode_update") >= 2, "mode updates")
+        out["settingsUpdates"] = editor.take(sid)
+        out["setModeBack"] = dump(await conn.set_config_option(config_id="mode", session_id=sid, value="default"))
+        await until(lambda: "current_mode_update" in kinds_of(editor.updates.get(sid, [])), "the mode back")
+        editor.take(sid)
+        # The Worker: where it will work, then one created (the pair is told too).
+        out["setWorkspace"] = dump(
+            await conn.set_config_option(config_id="workerWorkspace", session_id=sid, value="shared")
+        )
+        out["setWorker"] = dump(await conn.set_config_option(config_id="worker", session_id=sid, value="scripted"))
+        def worker_told():
+            return [
+                u
+                for u in editor.updates.get(sid, [])
+                if u["sessionUpdate"] == "config_option_update"
+                and any(o["id"] == "worker" and o["currentValue"] == "scripted" for o in u["configOptions"])
+            ]
+
+        await until(worker_told, "the Worker told")
+        out["workerTold"] = worker_told()[-1]
+        editor.take(sid)
+        out["badSettings"] = {}
+        for what, call in [
+            ("unknownOption", lambda: conn.set_config_option(config_id="colour", session_id=sid, value="red")),
+            ("unknownValue", lambda: conn.set_config_option(config_id="model", session_id=sid, value="gpt-0")),
+            ("booleanValue", lambda: conn.set_config_option(config_id="mode", session_id=sid, value=True)),
+            ("unknownMode", lambda: conn.set_session_mode(session_id=sid, mode_id="yolo")),
+            (
+                "workspaceFixed",
+                lambda: conn.set_config_option(config_id="workerWorkspace", session_id=sid, value="worktree"),
+            ),
+            ("unknownSession", lambda: conn.set_session_mode(session_id="ses_nope", mode_id="plan")),
+            ("closeUnknown", lambda: conn.close_session(session_id="ses_nope")),
+            ("resumeUnknown", lambda: conn.resume_session(session_id="ses_nope", cwd=cwd)),
+        ]:
+            try:
+                await call()
+                out["badSettings"][what] = None
+            except RequestError as e:
+                out["badSettings"][what] = refusal(e)
+
+        # Usage: the turn's tokens answer the prompt; its context window is an update.
+        usage = {
+            "inputTokens": 30,
+            "cachedInputTokens": 4,
+            "outputTokens": 9,
+            "totalTokens": 39,
+            "context": {"used": 34, "size": 1000, "cost": {"amount": 0.5, "currency": "USD"}},
+        }
+        editor.take(sid)
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("counted\n/usage " + json.dumps(usage))])
+        out["usage"] = {
+            "answer": dump(answer),
+            "updates": [u for u in editor.take(sid) if u["sessionUpdate"] == "usage_update"],
+        }
+
+        # A Driver delegates to a Worker: the Worker's progress shows in the Driver's
+        # send_to_partner call, and its permission request is asked here.
+        worker_script = 'worker says hi\n/ask Bash {"command": "ls"}\n/show Read {"file_path": "/tmp/w.txt"}'
+        delegate = json.dumps({"message": worker_script, "workerVendor": "scripted"})
+        editor.decision = "allow_once"
+        editor.asked.clear()
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("/tool send_to_partner " + delegate)])
+        updates = editor.take(sid)
+        out["delegation"] = {
+            "stopReason": answer.stop_reason,
+            "updates": [u for u in updates if u["sessionUpdate"] in ("tool_call", "tool_call_update")],
+            "asked": list(editor.asked),
+        }
+        listed = await conn.list_sessions(cwd=cwd)
+        out["delegation"]["listed"] = [s.session_id for s in listed.sessions]
+
+        # Close: the session is no longer followed; a message from the page is not
+        # seen. Resume: followed again without a replay; the next message from the
+        # page is seen live, and a prompt works.
+        out["close"] = dump(await conn.close_session(session_id=sid) or CloseSessionResponse())
+        editor.take(sid)
+        post_message(url, token, sid, "while closed")
+        await asyncio.sleep(1)
+        out["whileClosed"] = editor.take(sid)
+        resumed = await conn.resume_session(session_id=sid, cwd=cwd)
+        out["resume"] = dump(resumed)
+        await asyncio.sleep(0.5)
+        out["afterResume"] = editor.take(sid)
+        post_message(url, token, sid, "from the page")
+        await until(
+            lambda: "from the page" in summary(editor.updates.get(sid, []))["text"], "the page's message"
+        )
+        out["fromPage"] = summary(editor.take(sid))
+        out["afterResumePrompt"] = await prompt(conn, editor, sid, text_block("resumed"))
+    out["wire"] = editor.wire()
+    return out
+
+
 async def main():
     command, url, token, cwd, other_cwd = sys.argv[1:6]
     command = json.loads(command)
     first = await first_editor(command, url, token, cwd, other_cwd)
     second = await second_editor(command, url, token, cwd, first["sessionId"])
-    print(json.dumps({**first, "load": second}))
+    third = await third_editor(command, url, token, other_cwd)
+    print(json.dumps({**first, "load": second, "more": third}))
 
 
 if __name__ == "__main__":

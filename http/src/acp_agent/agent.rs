@@ -13,52 +13,80 @@ use serde_json::{json, Value};
 use tandem_actors::adapter::acp::wire::{Implementation, RpcError, PROTOCOL_VERSION};
 use tokio::sync::oneshot;
 
+use super::embedded::{self, Embedding};
 use super::link::Link;
 use super::mapping::{self, PermissionAsk};
 use super::rpc::{
     error, Incoming, Output, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND,
 };
 use super::session::{Effect, Followed};
+use super::usage;
 use crate::client::conn::{ClientError, Target};
 
 /// A permission request put to the editor, by our request id.
 #[derive(Debug)]
 struct Asked {
+    /// The tandem session that asked (a Worker's, for its Driver's editor session).
     session_id: String,
     request_id: String,
     ask: PermissionAsk,
 }
 
+/// What the requests share.
 #[derive(Debug, Default)]
-struct State {
+pub(super) struct State {
     link: Option<Link>,
+    /// The sessions the editor follows, by id.
     sessions: HashMap<String, Followed>,
     asked: HashMap<u64, Asked>,
     next_request: u64,
     /// The caller's user id, once asked.
     user: Option<String>,
+    /// The server's vendors (`vendors.list`), once asked: the config options offer
+    /// theirs.
+    pub(super) vendors: Option<Vec<Value>>,
+    /// Worker sessions followed for a delegation shown in their Driver's session:
+    /// Worker id → Driver id.
+    workers: HashMap<String, String>,
+    /// The workspace the editor chose for a session's next Worker (`""`: the
+    /// server's default), by session id.
+    pub(super) worker_workspace: HashMap<String, String>,
 }
 
 /// The agent; clones share it.
 #[derive(Clone)]
 pub struct Agent {
-    out: Output,
-    target: Rc<Target>,
+    pub(super) out: Output,
+    /// The server (its token replaced once an embedded server wrote its own).
+    target: Rc<RefCell<Target>>,
+    /// How to serve an embedded server when none answers (`None`: never), and
+    /// whether one was started.
+    embedding: Rc<RefCell<Option<Embedding>>>,
     /// Sessions asked of the server per `session/list` page.
     list_page: usize,
-    state: Rc<RefCell<State>>,
+    pub(super) state: Rc<RefCell<State>>,
     /// Held while the connection is being opened, so one opens.
     connecting: Rc<tokio::sync::Mutex<()>>,
 }
 
-type Answer = Result<Value, RpcError>;
+/// A method's answer: its result, or the JSON-RPC error.
+pub(super) type Answer = Result<Value, RpcError>;
+
+/// How long a started embedded server may take to accept its admin token.
+const EMBEDDED_TOKEN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Agent {
     /// An agent writing to `out`, speaking to the server at `target`.
-    pub fn new(out: Output, target: Target, list_page: usize) -> Agent {
+    pub fn new(
+        out: Output,
+        target: Target,
+        list_page: usize,
+        embedding: Option<Embedding>,
+    ) -> Agent {
         Agent {
             out,
-            target: Rc::new(target),
+            target: Rc::new(RefCell::new(target)),
+            embedding: Rc::new(RefCell::new(embedding)),
             list_page: list_page.clamp(1, 1000),
             state: Rc::new(RefCell::new(State::default())),
             connecting: Rc::new(tokio::sync::Mutex::new(())),
@@ -101,8 +129,12 @@ impl Agent {
             "authenticate" => Ok(json!({})),
             "session/new" => self.new_session(params).await,
             "session/load" => self.load(params).await,
+            "session/resume" => self.resume(params).await,
+            "session/close" => self.close(params).await,
             "session/prompt" => self.prompt(params).await,
             "session/list" => self.list(params).await,
+            "session/set_mode" => self.set_mode(params).await,
+            "session/set_config_option" => self.set_config_option(params).await,
             other => Err(error(
                 METHOD_NOT_FOUND,
                 format!("Method not found: {other}"),
@@ -120,7 +152,7 @@ impl Agent {
                 "loadSession": true,
                 "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
                 "mcpCapabilities": {"http": false, "sse": false},
-                "sessionCapabilities": {"list": {}},
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
             },
             "agentInfo": Implementation {
                 name: "tandem".into(),
@@ -149,7 +181,9 @@ impl Agent {
         let id = session["id"].as_str().unwrap_or_default().to_string();
         let last = session["lastSeq"].as_u64().unwrap_or_default();
         self.subscribe(&link, &id, last, None).await?;
-        Ok(json!({"sessionId": id}))
+        let mut answer = self.settings(&link, session).await;
+        answer["sessionId"] = json!(id);
+        Ok(answer)
     }
 
     /// `session/load {sessionId, cwd}`: the whole history as updates, then the answer;
@@ -157,12 +191,71 @@ impl Agent {
     async fn load(&self, params: Value) -> Answer {
         let id = string(&params, "sessionId")?;
         let link = self.link().await?;
-        link.call("session.get", json!({"sessionId": id}))
+        let reply = link
+            .call("session.get", json!({"sessionId": id}))
             .await
             .map_err(refused)?;
         let (loaded, replayed) = oneshot::channel();
         self.subscribe(&link, &id, 0, Some(loaded)).await?;
         replayed.await.map_err(|_| lost())?;
+        Ok(self.settings(&link, &reply["session"]).await)
+    }
+
+    /// `session/resume {sessionId, cwd}`: the session is followed live from now,
+    /// without its history (the editor has it); its pending permission requests are
+    /// asked. A session followed already goes on as it is.
+    async fn resume(&self, params: Value) -> Answer {
+        let id = string(&params, "sessionId")?;
+        let link = self.link().await?;
+        let reply = link
+            .call("session.get", json!({"sessionId": id}))
+            .await
+            .map_err(refused)?;
+        if !self.state.borrow().sessions.contains_key(&id) {
+            let last = reply["session"]["lastSeq"].as_u64().unwrap_or_default();
+            self.subscribe(&link, &id, last, None).await?;
+        }
+        Ok(self.settings(&link, &reply["session"]).await)
+    }
+
+    /// `session/close {sessionId}`: stops following the session (a prompt waiting on
+    /// it answers `cancelled`); the tandem session stays, and a turn it runs goes on
+    /// (other clients may be following it).
+    async fn close(&self, params: Value) -> Answer {
+        let id = string(&params, "sessionId")?;
+        let followed = self.state.borrow_mut().sessions.remove(&id);
+        let Some(followed) = followed else {
+            return Err(error(
+                RESOURCE_NOT_FOUND,
+                format!("session {id} is not open here (session/new, session/load or session/resume opens one)"),
+            ));
+        };
+        followed.close();
+        // The Workers followed for its delegations go too, and so does the session
+        // itself unless it is a Worker shown in another session's delegation (or, for
+        // a Worker, followed on its own).
+        let gone: Vec<String> = {
+            let mut state = self.state.borrow_mut();
+            let workers: Vec<String> = state
+                .workers
+                .iter()
+                .filter(|(_, driver)| **driver == id)
+                .map(|(worker, _)| worker.clone())
+                .collect();
+            state.workers.retain(|_, driver| *driver != id);
+            std::iter::once(id.clone())
+                .chain(workers)
+                .filter(|s| !state.workers.contains_key(s) && !state.sessions.contains_key(s))
+                .collect()
+        };
+        if let (Some(link), false) = (self.live_link(), gone.is_empty()) {
+            if let Err(e) = link
+                .call("chat.unsubscribe", json!({"sessionIds": gone}))
+                .await
+            {
+                tracing::info!("session/close of {id}: {e}");
+            }
+        }
         Ok(json!({}))
     }
 
@@ -202,7 +295,13 @@ impl Agent {
         }
         let outcome = ended.await.map_err(|_| lost())?;
         match mapping::stop_reason(&outcome.status, outcome.error.as_deref()) {
-            Ok(reason) => Ok(json!({"stopReason": reason})),
+            Ok(reason) => {
+                let mut answer = json!({"stopReason": reason});
+                if let Some(tokens) = outcome.usage.as_ref().and_then(usage::turn_tokens) {
+                    answer["usage"] = tokens;
+                }
+                Ok(answer)
+            }
             Err(why) => Err(error(INTERNAL_ERROR, why)),
         }
     }
@@ -321,7 +420,7 @@ impl Agent {
 
     /// The connection, opened if there is none. A new connection (after a lost one)
     /// subscribes again to every followed session from where it stands.
-    async fn link(&self) -> Result<Link, RpcError> {
+    pub(super) async fn link(&self) -> Result<Link, RpcError> {
         if let Some(link) = self.live_link() {
             return Ok(link);
         }
@@ -329,7 +428,14 @@ impl Agent {
         if let Some(link) = self.live_link() {
             return Ok(link);
         }
-        let (link, mut frames) = Link::open(&self.target).await.map_err(|e| {
+        let target = self.target.borrow().clone();
+        let opened = match Link::open(&target).await {
+            Err(ClientError::Unreachable { .. }) if self.embedding.borrow().is_some() => {
+                self.embed().await
+            }
+            other => other,
+        };
+        let (link, mut frames) = opened.map_err(|e| {
             tracing::error!("{e}");
             error(INTERNAL_ERROR, e.to_string())
         })?;
@@ -360,6 +466,45 @@ impl Agent {
         Ok(link)
     }
 
+    /// Nothing answered: when nothing listens there at all, serves the embedded
+    /// server (once: a later loss connects again, or serves anew if it stopped) and
+    /// connects to it with its admin token.
+    async fn embed(
+        &self,
+    ) -> Result<(Link, tokio::sync::mpsc::UnboundedReceiver<Value>), ClientError> {
+        let base = self.target.borrow().base.clone();
+        let Some(embedding) = self.embedding.borrow().clone() else {
+            return Err(ClientError::Other(format!(
+                "cannot reach the server at {base}"
+            )));
+        };
+        let (host, port) =
+            embedded::loopback(&base).map_err(|e| ClientError::Other(e.to_string()))?;
+        if embedded::listening(&host, port).await {
+            // Something answers there, just not to us (a refused token, not
+            // tandem): say so rather than serve over it.
+            let target = self.target.borrow().clone();
+            return Link::open(&target).await;
+        }
+        embedding
+            .serve(&host, port)
+            .await
+            .map_err(|e| ClientError::Other(e.to_string()))?;
+        // Its admin token is written as its store opens, maybe just after it listens.
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(token) = embedded::admin_token(embedding.data_dir.as_ref()) {
+                self.target.borrow_mut().token = Some(token);
+            }
+            let target = self.target.borrow().clone();
+            match Link::open(&target).await {
+                Ok(opened) => return Ok(opened),
+                Err(e) if started.elapsed() > EMBEDDED_TOKEN_WAIT => return Err(e),
+                Err(_) => actix_rt::time::sleep(std::time::Duration::from_millis(50)).await,
+            }
+        }
+    }
+
     /// The connection, unless there is none or it is gone.
     fn live_link(&self) -> Option<Link> {
         self.state
@@ -387,6 +532,9 @@ impl Agent {
             return; // a new connection took over already
         }
         state.link = None;
+        // The delegations shown are shown no more (their Drivers' state starts
+        // afresh below).
+        state.workers.clear();
         let followed: Vec<(String, u64)> = state
             .sessions
             .iter()
@@ -399,42 +547,134 @@ impl Agent {
         }
     }
 
-    /// A frame of the server that answers no request.
+    /// A frame of the server that answers no request: for the session it names if
+    /// the editor follows it, and for the Driver whose delegation it shows if it is
+    /// a Worker's.
     fn on_frame(&self, frame: &Value) {
         let Some(id) = frame["sessionId"].as_str() else {
             return;
         };
-        let effects = {
+        let kind = frame["kind"].as_str().unwrap_or_default();
+        let (effects, driver_effects) = {
             let mut guard = self.state.borrow_mut();
             let state = &mut *guard;
-            let Some(session) = state.sessions.get_mut(id) else {
-                return;
-            };
-            match frame["kind"].as_str().unwrap_or_default() {
-                "chat_subscribed" => session.on_subscribed(frame),
-                "lagged" => {
-                    let last = session.last();
-                    if let Some(link) = state.link.clone() {
-                        self.resubscribe(&link, id.to_string(), last);
+            let effects = match state.sessions.get_mut(id) {
+                None => Vec::new(),
+                Some(session) => match kind {
+                    "chat_subscribed" => session.on_subscribed(frame),
+                    "lagged" => {
+                        let last = session.last();
+                        if let Some(link) = state.link.clone() {
+                            self.resubscribe(&link, id.to_string(), last);
+                        }
+                        Vec::new()
                     }
-                    Vec::new()
+                    _ => session.on_event(frame),
+                },
+            };
+            let driver = state.workers.get(id).cloned();
+            let driver_effects = match driver
+                .as_ref()
+                .and_then(|d| state.sessions.get_mut(d).map(|s| (d, s)))
+            {
+                None => None,
+                Some((driver, session)) => {
+                    let effects = match kind {
+                        "chat_subscribed" => session.on_worker_subscribed(id, frame),
+                        // A lagged Worker is followed again from where the Driver's
+                        // view of it stands (its own repeats are passed over).
+                        "lagged" => {
+                            if let Some(link) = state.link.clone() {
+                                self.resubscribe(&link, id.to_string(), 0);
+                            }
+                            Vec::new()
+                        }
+                        _ => session.on_worker_event(id, frame),
+                    };
+                    Some((driver.clone(), effects))
                 }
-                _ => session.on_event(frame),
-            }
+            };
+            (effects, driver_effects)
         };
+        self.apply(id, effects);
+        if let Some((driver, effects)) = driver_effects {
+            self.apply(&driver, effects);
+        }
+    }
+
+    /// Does what a session's frames asked, in the editor's session `id`.
+    fn apply(&self, id: &str, effects: Vec<Effect>) {
         for effect in effects {
             match effect {
-                Effect::Update(update) => self
-                    .out
-                    .notify("session/update", json!({"sessionId": id, "update": update})),
-                Effect::Ask(request) => self.ask(id, &request),
+                Effect::Update(update) => self.update(id, update),
+                Effect::Ask(request) => self.ask(id, id, &request),
+                Effect::AskFor { worker, request } => self.ask(id, &worker, &request),
+                Effect::Configured(event) => self.configured(id, event),
+                Effect::Watch(worker) => self.watch(id, worker),
+                Effect::Unwatch(worker) => self.unwatch(worker),
             }
         }
     }
 
-    /// Puts a pending permission request to the editor.
-    fn ask(&self, session_id: &str, request: &Value) {
-        let ask = mapping::permission_ask(request);
+    /// Sends a `session/update` of the editor's session `id`.
+    pub(super) fn update(&self, id: &str, update: Value) {
+        self.out
+            .notify("session/update", json!({"sessionId": id, "update": update}));
+    }
+
+    /// Follows Worker `worker` for the delegation shown in Driver `driver`, from the
+    /// start of its history (the delegated turn may have begun already).
+    fn watch(&self, driver: &str, worker: String) {
+        self.state
+            .borrow_mut()
+            .workers
+            .insert(worker.clone(), driver.to_string());
+        let agent = self.clone();
+        actix_rt::spawn(async move {
+            let link = match agent.link().await {
+                Ok(link) => link,
+                Err(e) => return tracing::warn!("following the Worker {worker}: {}", e.message),
+            };
+            let entry = json!({"sessions": [{"sessionId": worker, "lastSeq": 0}]});
+            if let Err(e) = link.call("chat.subscribe", entry).await {
+                tracing::warn!("following the Worker {worker}: {e}");
+            }
+        });
+    }
+
+    /// A delegation ended: the Worker is no longer followed for it (unless the
+    /// editor follows it as a session of its own).
+    fn unwatch(&self, worker: String) {
+        let own = {
+            let mut state = self.state.borrow_mut();
+            state.workers.remove(&worker);
+            state.sessions.contains_key(&worker)
+        };
+        if own {
+            return;
+        }
+        if let Some(link) = self.live_link() {
+            actix_rt::spawn(async move {
+                let gone = json!({"sessionIds": [worker]});
+                if let Err(e) = link.call("chat.unsubscribe", gone).await {
+                    tracing::info!("no longer following the Worker {worker}: {e}");
+                }
+            });
+        }
+    }
+
+    /// Puts a pending permission request of tandem session `asker` to the editor, in
+    /// its session `session_id` (the asker's own, or its Driver's for a Worker, whose
+    /// name the title then carries).
+    fn ask(&self, session_id: &str, asker: &str, request: &Value) {
+        let mut ask = mapping::permission_ask(request);
+        if asker != session_id {
+            let title = ask.tool_call["title"]
+                .as_str()
+                .unwrap_or("tool")
+                .to_string();
+            ask.tool_call["title"] = json!(format!("Worker {asker}: {title}"));
+        }
         let params = json!({
             "sessionId": session_id,
             "toolCall": ask.tool_call,
@@ -447,7 +687,7 @@ impl Agent {
             state.asked.insert(
                 id,
                 Asked {
-                    session_id: session_id.to_string(),
+                    session_id: asker.to_string(),
                     request_id: request["requestId"]
                         .as_str()
                         .unwrap_or_default()
@@ -504,7 +744,7 @@ impl Agent {
 }
 
 /// A required string parameter.
-fn string(params: &Value, key: &str) -> Result<String, RpcError> {
+pub(super) fn string(params: &Value, key: &str) -> Result<String, RpcError> {
     params[key]
         .as_str()
         .map(str::to_string)
@@ -527,7 +767,7 @@ fn lost() -> RpcError {
 
 /// A refused tandem request as a JSON-RPC error carrying the server's message, its
 /// code in `data.tandemCode`.
-fn refused(e: ClientError) -> RpcError {
+pub(super) fn refused(e: ClientError) -> RpcError {
     match e {
         ClientError::Refused { code, message } => {
             let rpc_code = match code.as_str() {

@@ -18,8 +18,9 @@ pub struct Mapper {
 
 impl Mapper {
     /// The updates `event` stands for (none for events ACP has no word for, and for
-    /// `permission_request` and `turn_completed`, which the session handles; the
-    /// latter closes any message being streamed).
+    /// `permission_request`, which the session handles). `turn_completed` closes any
+    /// message being streamed and says the context window, where the vendor told it,
+    /// as a `usage_update`.
     pub fn updates(&mut self, event: &Value) -> Vec<Value> {
         let text = || event["text"].as_str().unwrap_or_default().to_string();
         let seq_id = || format!("msg_{}", event["seq"].as_u64().unwrap_or_default());
@@ -57,7 +58,9 @@ impl Mapper {
                 // What a cut-short turn streamed is not continued by the next one.
                 self.streamed.clear();
                 self.message_id = None;
-                Vec::new()
+                super::usage::context_update(&event["usage"])
+                    .into_iter()
+                    .collect()
             }
             _ => Vec::new(),
         }
@@ -136,13 +139,7 @@ fn tool_call(event: &Value) -> Value {
         }
         return update;
     }
-    let detail = ["command", "file_path", "path", "pattern", "url"]
-        .iter()
-        .find_map(|k| input[*k].as_str());
-    update["title"] = json!(match detail {
-        Some(d) => format!("{name}: {d}"),
-        None => name.to_string(),
-    });
+    update["title"] = json!(tool_title(event));
     if !input.is_null() {
         update["rawInput"] = input.clone();
     }
@@ -154,6 +151,25 @@ fn tool_call(event: &Value) -> Value {
         update["locations"] = json!([{ "path": path }]);
     }
     update
+}
+
+/// The title of a `tool_call` event: an ACP vendor's own, else the tool's name with
+/// the `command` or path of its input.
+pub fn tool_title(event: &Value) -> String {
+    let name = event["name"].as_str().unwrap_or("tool");
+    let input = &event["input"];
+    if TOOL_KINDS.contains(&name) {
+        if let Some(title) = input["title"].as_str() {
+            return title.to_string();
+        }
+    }
+    let detail = ["command", "file_path", "path", "pattern", "url"]
+        .iter()
+        .find_map(|k| input[*k].as_str());
+    match detail {
+        Some(d) => format!("{name}: {d}"),
+        None => name.to_string(),
+    }
 }
 
 /// A `tool_result` event as the closing `tool_call_update`.

@@ -1,22 +1,37 @@
 //! `tandem acp`: an Agent Client Protocol agent (protocol version 1, JSON-RPC 2.0, one
 //! message a line on stdin and stdout) that an editor (Zed, JetBrains, Neovim) starts,
 //! and that drives the sessions of a running tandem server over its WebSocket, as the
-//! terminal client does. Nothing but ACP is written to stdout; logs go to stderr.
+//! terminal client does, or of a server it serves itself when none answers. Nothing
+//! but ACP is written to stdout; logs (and the embedded server's output) go to
+//! stderr.
 //!
 //! - [`rpc`]: the framing: the editor's lines classified, the stdout writer;
 //! - [`mapping`]: tandem events → `session/update`s, turn status → stop reason,
 //!   permission requests and answers, prompt blocks → message content (pure);
+//! - [`usage`]: a turn's usage → the prompt's `usage` and `usage_update` (pure);
+//! - [`config`]: a session's settings ↔ ACP modes and config options (pure);
+//! - [`delegation`]: a Driver's delegation, its Worker's progress shown as a tool
+//!   call of the Driver's session (pure);
 //! - [`session`]: one followed session: its subscription, the prompt or load
 //!   waiting on it, and what its frames mean for the editor;
 //! - [`link`]: the WebSocket to the server, shared by every request;
+//! - [`embedded`]: the server `tandem acp` serves itself when none answers;
 //! - [`agent`]: the methods (`initialize`, `session/new`, `session/load`,
-//!   `session/prompt`, `session/cancel`, `session/list`) and permission answers.
+//!   `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
+//!   `session/list`) and permission answers;
+//! - [`settings`]: `session/set_mode`, `session/set_config_option` and the
+//!   settings in answers and updates.
 
 pub mod agent;
+pub mod config;
+pub mod delegation;
+pub mod embedded;
 pub mod link;
 pub mod mapping;
 pub mod rpc;
 pub mod session;
+pub mod settings;
+pub mod usage;
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -37,9 +52,23 @@ pub struct AcpArgs {
     /// directory).
     #[arg(long)]
     token: Option<String>,
-    /// The data directory whose admin token to use (default: ~/.tandem).
+    /// The data directory whose admin token to use, and that an embedded server
+    /// serves (default: ~/.tandem).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// When nothing listens at the URL (a loopback one), serve an embedded server
+    /// there (`tandem serve`, a child process stopped when `tandem acp` ends, on the
+    /// data directory). The default when neither --url nor TANDEM_URL names a
+    /// server.
+    #[arg(long)]
+    embed: bool,
+    /// Never serve an embedded server: say that none answers.
+    #[arg(long, conflicts_with = "embed")]
+    no_embed: bool,
+    /// A workspace root of the embedded server (repeatable; default: the home
+    /// directory).
+    #[arg(long = "workspace-root")]
+    workspace_roots: Vec<PathBuf>,
     /// Sessions asked of the server per `session/list` page (for tests).
     #[arg(long, default_value_t = LIST_PAGE, hide = true)]
     list_page: usize,
@@ -47,15 +76,21 @@ pub struct AcpArgs {
 
 /// Serves ACP on stdin and stdout until the editor closes stdin.
 pub fn run(args: AcpArgs) -> ExitCode {
-    let mut target = Target::resolve(args.url, args.data_dir);
+    let named =
+        args.url.is_some() || std::env::var("TANDEM_URL").is_ok_and(|u| !u.trim().is_empty());
+    let mut target = Target::resolve(args.url, args.data_dir.clone());
     if let Some(token) = args.token.filter(|t| !t.trim().is_empty()) {
         target.token = Some(token.trim().to_string());
     }
+    // A server the user named is theirs to start; the default one we may serve.
+    let embedding = (args.embed || (!named && !args.no_embed))
+        .then(|| embedded::Embedding::new(args.data_dir, args.workspace_roots));
+    let stop_embedded = embedding.clone();
     tracing::info!("tandem acp: serving ACP on stdio for {}", target.base);
     let system = actix_rt::System::new();
     system.block_on(async move {
         let out = rpc::Output::start(std::io::stdout());
-        let agent = agent::Agent::new(out, target, args.list_page);
+        let agent = agent::Agent::new(out, target, args.list_page, embedding);
         let mut lines = read_lines();
         while let Some(line) = lines.recv().await {
             if !line.trim().is_empty() {
@@ -64,6 +99,9 @@ pub fn run(args: AcpArgs) -> ExitCode {
         }
         tracing::info!("tandem acp: the editor closed stdin");
     });
+    if let Some(embedding) = stop_embedded {
+        embedding.stop();
+    }
     ExitCode::SUCCESS
 }
 

@@ -1,11 +1,13 @@
 //! One tandem session the editor follows: where its subscription stands, the prompt
-//! or load waiting on it, and what each of its frames means for the editor.
+//! or load waiting on it, what each of its frames means for the editor, and, for a
+//! Driver, the delegation to its Worker being shown.
 
 use std::collections::{HashSet, VecDeque};
 
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::delegation::Relay;
 use super::mapping::Mapper;
 
 /// Turns that ended before `chat.send` answered with their id, kept for that answer.
@@ -18,6 +20,8 @@ pub struct Outcome {
     pub status: String,
     /// Why it failed.
     pub error: Option<String>,
+    /// Its usage as the vendor reported it (`turn_completed.usage`).
+    pub usage: Option<Value>,
 }
 
 /// A `session/prompt` waiting for its turn to end.
@@ -36,6 +40,22 @@ pub enum Effect {
     /// A `session/request_permission` for this pending request (the fields of a
     /// `permission_request`).
     Ask(Value),
+    /// A `session/request_permission`, in this session, for a pending request of its
+    /// Worker `worker` (answered to the Worker).
+    AskFor {
+        /// The Worker session that asks.
+        worker: String,
+        /// The fields of its `permission_request`.
+        request: Value,
+    },
+    /// The session's settings or its Worker changed (this `config_changed`,
+    /// `pair_created` or `pair_closed` event): the editor is told its config options
+    /// and mode.
+    Configured(Value),
+    /// Follow this Worker session for the delegation shown in this session.
+    Watch(String),
+    /// The delegation ended: stop following this Worker for it.
+    Unwatch(String),
 }
 
 /// A session followed over the connection.
@@ -53,6 +73,14 @@ pub struct Followed {
     mapper: Mapper,
     /// Permission requests already put to the editor.
     asked: HashSet<String>,
+    /// The `send_to_partner` call of a live turn whose delegation has not started.
+    partner_call: Option<String>,
+    /// The delegation shown while the Worker holds it.
+    relay: Option<Relay>,
+    /// The last delegation shown, ended on the Driver's side: kept for the call's
+    /// result (which may come after the delegation's end) and for the Worker's last
+    /// events.
+    relayed: Option<Relay>,
 }
 
 impl Followed {
@@ -67,6 +95,9 @@ impl Followed {
             ended: VecDeque::new(),
             mapper: Mapper::default(),
             asked: HashSet::new(),
+            partner_call: None,
+            relay: None,
+            relayed: None,
         }
     }
 
@@ -83,6 +114,18 @@ impl Followed {
     /// A prompt starts: `done` is told how its turn ended.
     pub fn start_prompt(&mut self, done: oneshot::Sender<Outcome>) {
         self.prompt = Some(Prompt { turn: None, done });
+    }
+
+    /// The editor closed the session: a prompt waiting on it answers `cancelled`
+    /// (its turn is not stopped: the session is not the editor's alone).
+    pub fn close(self) {
+        if let Some(prompt) = self.prompt {
+            let _ = prompt.done.send(Outcome {
+                status: "interrupted".into(),
+                error: None,
+                usage: None,
+            });
+        }
     }
 
     /// The prompt's `chat.send` was refused: nothing waits any more.
@@ -134,8 +177,26 @@ impl Followed {
             "permission_request" if live => self.ask(event).into_iter().collect(),
             "turn_completed" => {
                 self.turn_ended(event);
-                self.mapper.updates(event);
-                Vec::new()
+                self.updates(event)
+            }
+            "config_changed" | "pair_created" | "pair_closed" if live => {
+                vec![Effect::Configured(event.clone())]
+            }
+            "tool_call" if live && event["name"] == "send_to_partner" => {
+                self.partner_call = event["callId"].as_str().map(str::to_string);
+                self.updates(event)
+            }
+            "tool_result" => {
+                let mut effects = self.updates(event);
+                if let Some(Effect::Update(update)) = effects.first_mut() {
+                    self.with_progress(update);
+                }
+                effects
+            }
+            // Only the Driver's side of its own delegations (a Worker's history has
+            // them too).
+            "delegation" if live && event["from"] == event["sessionId"] => {
+                self.on_delegation(event)
             }
             // The editor wrote its prompt itself; other clients' messages are shown.
             "user_message" if live && self.own_turn(event) => Vec::new(),
@@ -148,6 +209,90 @@ impl Followed {
         };
         self.check_loaded();
         effects
+    }
+
+    fn updates(&mut self, event: &Value) -> Vec<Effect> {
+        self.mapper
+            .updates(event)
+            .into_iter()
+            .map(Effect::Update)
+            .collect()
+    }
+
+    /// A delegation of this (Driver) session started or ended.
+    fn on_delegation(&mut self, event: &Value) -> Vec<Effect> {
+        let worker = event["to"].as_str().unwrap_or_default();
+        if event["active"] == true {
+            let mut effects = match self.relay.as_mut() {
+                // A start we never saw the end of: that one is over.
+                Some(old) => old.finish(&Value::Null),
+                None => Vec::new(),
+            };
+            // The Worker's subscription, if still held for the last one, goes on.
+            effects.retain(|e| !matches!(e, Effect::Unwatch(_)));
+            self.relayed = None;
+            let seq = event["seq"].as_u64().unwrap_or_default();
+            let (relay, started) = Relay::start(worker, self.partner_call.take(), seq);
+            self.relay = Some(relay);
+            effects.extend(started);
+            return effects;
+        }
+        match self.relay.take() {
+            Some(mut relay) if relay.worker == worker => {
+                let effects = relay.finish(&event["changes"]);
+                self.relayed = Some(relay);
+                effects
+            }
+            other => {
+                self.relay = other;
+                Vec::new()
+            }
+        }
+    }
+
+    /// The Worker's progress goes first in the content of the `send_to_partner`
+    /// call's result that showed it (a result replaces the call's content).
+    fn with_progress(&self, update: &mut Value) {
+        let call = update["toolCallId"].as_str().unwrap_or_default();
+        let parts = match (&self.relay, &self.relayed) {
+            (Some(r), _) if r.call_id == call => r.parts(),
+            (_, Some(r)) if r.call_id == call => r.parts(),
+            _ => return,
+        };
+        if parts.is_empty() {
+            return;
+        }
+        let mut content = parts.to_vec();
+        if let Some(own) = update["content"].as_array() {
+            content.extend(own.iter().cloned());
+        }
+        update["content"] = Value::Array(content);
+    }
+
+    /// The Worker session `worker` (followed for a delegation of this one) was
+    /// subscribed to.
+    pub fn on_worker_subscribed(&mut self, worker: &str, frame: &Value) -> Vec<Effect> {
+        match self.relay_of(worker) {
+            Some(relay) => relay.on_subscribed(frame),
+            None => Vec::new(),
+        }
+    }
+
+    /// An event of the Worker session followed for a delegation of this one.
+    pub fn on_worker_event(&mut self, worker: &str, event: &Value) -> Vec<Effect> {
+        match self.relay_of(worker) {
+            Some(relay) => relay.on_event(event),
+            None => Vec::new(),
+        }
+    }
+
+    /// The delegation shown for `worker`: the running one, else the last.
+    fn relay_of(&mut self, worker: &str) -> Option<&mut Relay> {
+        match (&mut self.relay, &mut self.relayed) {
+            (Some(r), _) if r.worker == worker => Some(r),
+            (_, Some(r)) if r.worker == worker => Some(r),
+            _ => None,
+        }
     }
 
     fn own_turn(&self, event: &Value) -> bool {
@@ -171,6 +316,7 @@ impl Followed {
         let outcome = Outcome {
             status: event["status"].as_str().unwrap_or("failed").to_string(),
             error: event["error"].as_str().map(str::to_string),
+            usage: Some(event["usage"].clone()).filter(|u| !u.is_null()),
         };
         match self.prompt.as_ref().map(|p| p.turn.as_deref()) {
             Some(Some(t)) if t == turn => {
@@ -234,7 +380,8 @@ mod tests {
             rx.try_recv().ok(),
             Some(Outcome {
                 status: "completed".into(),
-                error: None
+                error: None,
+                usage: None
             })
         );
         assert!(!f.prompting());
@@ -292,6 +439,59 @@ mod tests {
             json!({"requestId": "perm_3"}),
         ));
         assert_eq!(live.len(), 1);
+    }
+
+    #[test]
+    fn a_drivers_delegation_shows_its_workers_progress_in_its_call() {
+        let mut f = Followed::new(0, None);
+        f.on_subscribed(&json!({"lastSeq": 0}));
+        let call = json!({"callId": "c1", "name": "send_to_partner", "input": {"message": "go"}});
+        f.on_event(&ev(1, "tool_call", "t1", call));
+        let start = json!({"from": "s", "to": "w", "active": true, "pairId": "p"});
+        let started = f.on_event(&ev(2, "delegation", "t1", start));
+        assert_eq!(started, [Effect::Watch("w".into())]);
+        // The Worker's history: its own start of the delegation, then its work.
+        assert!(f
+            .on_worker_subscribed("w", &json!({"lastSeq": 0}))
+            .is_empty());
+        let worker = |seq: u64, kind: &str, fields: Value| {
+            let mut e = ev(seq, kind, "wt", fields);
+            e["sessionId"] = json!("w");
+            e
+        };
+        f.on_worker_event("w", &worker(1, "delegation", json!({"active": true})));
+        let said = f.on_worker_event(
+            "w",
+            &worker(2, "assistant_message", json!({"text": "on it"})),
+        );
+        assert!(
+            matches!(said.as_slice(), [Effect::Update(u)] if u["toolCallId"] == "c1"),
+            "{said:?}"
+        );
+        // The Driver's end, then the call's result: the progress comes first.
+        let end = json!({"from": "s", "to": "w", "active": false, "pairId": "p"});
+        f.on_event(&ev(3, "delegation", "t1", end));
+        let result = f.on_event(&ev(
+            4,
+            "tool_result",
+            "t1",
+            json!({"callId": "c1", "output": "done", "isError": false}),
+        ));
+        let [Effect::Update(update)] = result.as_slice() else {
+            panic!("{result:?}");
+        };
+        let texts: Vec<&Value> = update["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["content"]["text"])
+            .collect();
+        assert_eq!(texts, ["on it", "done"]);
+        // The Worker's own end lets it go.
+        assert_eq!(
+            f.on_worker_event("w", &worker(3, "delegation", json!({"active": false}))),
+            [Effect::Unwatch("w".into())]
+        );
     }
 
     #[test]
