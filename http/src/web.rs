@@ -58,6 +58,8 @@ static ASSETS: &[Asset] = &[
     asset!("attach.js", JS),
     asset!("notify.js", JS),
     asset!("offline.js", JS),
+    asset!("push.js", JS),
+    asset!("pair.js", JS),
     asset!("wire.js", JS),
     #[cfg(feature = "test-hooks")]
     asset!("hooks.js", JS),

@@ -6,11 +6,15 @@ import { h, clear, ago, clock, keepFocus } from './dom.js';
 import { Conn } from './conn.js';
 import { ChatView } from './chat.js';
 import { Store, SeenReports, layoutFor, parseRoute, tree, layoutSessions, formatUsage, attentionBadge } from './store.js';
-import { Attention } from './notify.js';
+import { Attention, listenForNotices, openNotice, takeNotice } from './notify.js';
 import { formDialog } from './dialogs.js';
 import { registerShellWorker, unreachable, waitOffline } from './offline.js';
+import { pushSupported, subscribeDevice } from './push.js';
+import { openOnPhone, redeemPairingLink } from './pair.js';
 
 const TOKEN_KEY = 'tandem.token';
+/** The page's phone layout (style.css has the same width). */
+const PHONE = '(max-width: 760px)';
 /** Sessions per list page (the server's default; at most 1,000). */
 const LIST_PAGE = 100;
 
@@ -29,6 +33,8 @@ export class App {
     this.seenReports = new SeenReports((sessionId, seq) => {
       this.conn.request('client.seen', { sessionId, seq }).catch(() => { /* sent again on the next connect or change */ });
     });
+    /** The sessions last reported on screen (`client.visible`), space-joined. @type {string | null} */
+    this.visibleSent = null;
     /** Open conversation views by session id. @type {Map<string, ChatView>} */
     this.views = new Map();
     /** Session list rows by session id, updated in place. @type {Map<string, {li: HTMLLIElement, key: string}>} */
@@ -42,6 +48,15 @@ export class App {
     this.touched = null;
     /** @type {HTMLElement | null} */
     this.pairBar = null;
+    /** The two panes on screen (their session ids), the one shown at phone width, and their switch. */
+    this.paneKey = '';
+    this.paneShown = 0;
+    /** @type {HTMLElement | null} */
+    this.splitEl = null;
+    /** @type {HTMLElement[]} */
+    this.paneButtons = [];
+    /** @type {string[]} */
+    this.paneIds = [];
     /** Today's usage as last read, and when. @type {{at: number, total: import('./wire.js').UsageTotals} | null} */
     this.today = null;
   }
@@ -67,7 +82,10 @@ export class App {
     this.store.setPairs(pairs.pairs);
     this.buildShell();
     this.store.on('sessions', () => this.scheduleList());
-    this.store.on('session', (id) => { if (id) this.views.get(id)?.updateHeader(); });
+    this.store.on('session', (id) => {
+      if (id) this.views.get(id)?.updateHeader();
+      if (id && this.paneIds.includes(id)) this.markPanes();
+    });
     this.store.on('pairs', () => { this.layout(); this.scheduleList(); });
     this.store.on('layout', () => this.renderLayout());
     this.conn.addEventListener('frame', (e) => this.onFrame(/** @type {CustomEvent} */ (e).detail));
@@ -75,12 +93,19 @@ export class App {
     this.conn.connect();
     window.addEventListener('hashchange', () => this.navigate());
     document.addEventListener('keydown', (e) => this.onGlobalKey(e));
+    followVisualViewport();
+    // Wider than a phone (a turned tablet, a resized window): no drawer to keep open.
+    matchMedia(PHONE).addEventListener('change', (e) => { if (!e.matches) this.toggleDrawer(false); });
+    // A notification's click (sw.js): its session, and the answer chosen on it.
+    listenForNotices((n) => openNotice(this, n));
     // Shown again (another tab, a restored window): report what is on screen.
     document.addEventListener('visibilitychange', () => this.reportShown(true));
     window.addEventListener('focus', () => this.reportShown());
     // Relative times ("5m") age; only their text changes.
     setInterval(() => this.refreshTimes(), 10000);
     this.navigate();
+    const notice = await takeNotice();
+    if (notice) openNotice(this, notice);
   }
 
   installedVendors() {
@@ -90,32 +115,83 @@ export class App {
   buildShell() {
     this.connEl = h('span.conn', { role: 'status' }, 'Connecting…');
     this.runningBtn = h('button.btn', { type: 'button', 'aria-expanded': 'false', 'aria-controls': 'running', onclick: () => this.toggleRunning() }, 'Running');
+    // Phone width: the session list is a drawer over the conversation (style.css).
+    this.drawerBtn = h('button.btn.drawer-btn', { type: 'button', 'aria-expanded': 'false', 'aria-controls': 'sessions-nav', onclick: () => this.toggleDrawer() }, 'Sessions');
     this.notifyBtn = h('button.btn.tiny.notify-btn', { type: 'button', title: 'Desktop notifications when a turn ends or a permission waits', onclick: () => this.enableNotifications() }, 'Enable notifications');
     this.notifyBtn.hidden = typeof Notification === 'undefined' || Notification.permission !== 'default';
     this.listEl = h('ul.session-list', { 'aria-label': 'Sessions' });
+    // A session picked in the drawer closes it (its own session too: no hashchange).
+    this.listEl.addEventListener('click', (e) => {
+      if (!document.body.classList.contains('drawer-open') || !/** @type {HTMLElement} */ (e.target).closest?.('a.session')) return;
+      this.toggleDrawer(false);
+      this.mainEl.focus();
+    });
     this.filterEl = /** @type {HTMLInputElement} */ (h('input.field.filter', { type: 'search', placeholder: 'Filter sessions (press /)', 'aria-label': 'Filter sessions', oninput: () => this.renderList() }));
     this.mainEl = h('main.main#main', { tabindex: '-1' });
     this.runningEl = h('aside.running#running', { hidden: true, 'aria-label': 'Running work' });
     this.banner = h('div.banner', { hidden: true, role: 'alert' });
     const shell = h('div.shell',
       h('header.top',
-        h('a.brand', { href: '#/' }, h('img', { src: '/assets/favicon.svg', alt: '', width: 18, height: 18 }), 'tandem'),
+        this.drawerBtn,
+        h('a.brand', { href: '#/' }, h('img', { src: '/assets/favicon.svg', alt: '', width: 18, height: 18 }), h('span.brand-name', 'tandem')),
         this.connEl,
         h('span.spacer'),
         this.runningBtn,
         h('button.btn.primary', { type: 'button', onclick: () => this.openCreate() }, 'New session')),
       this.banner,
-      h('nav.sidebar', { 'aria-label': 'Sessions' }, h('h1.side-title', 'Sessions'), this.filterEl, this.notifyBtn, this.listEl),
+      h('nav.sidebar#sessions-nav', { 'aria-label': 'Sessions' },
+        h('div.side-head', h('h1.side-title', 'Sessions'),
+          h('button.btn.drawer-close', { type: 'button', 'aria-label': 'Close the session list', onclick: () => this.toggleDrawer(false) }, '✕')),
+        this.filterEl, this.notifyBtn,
+        h('button.btn.tiny.pair-btn', { type: 'button', title: 'Show a one-time QR code that signs a phone in as you', onclick: () => openOnPhone(this.conn) }, 'Open on a phone'),
+        this.listEl),
+      h('div.drawer-backdrop', { onclick: () => this.toggleDrawer(false) }),
       this.mainEl,
       this.runningEl);
     clear(document.body).append(h('a.skip', { href: '#main', onclick: (/** @type {Event} */ e) => { e.preventDefault(); this.mainEl.focus(); } }, 'Skip to conversation'), shell, this.buildCreateDialog(), this.buildArchiveDialog());
     this.renderList();
   }
 
+  /**
+   * Opens or closes the session list's drawer (phone width; on a wider page the
+   * list is always there and this changes nothing one can see). Opening moves the
+   * focus into the list and makes the conversation behind it inert; closing brings
+   * the focus back to the button when it was in the drawer.
+   * @param {boolean} [open]
+   */
+  toggleDrawer(open = !document.body.classList.contains('drawer-open')) {
+    const was = document.body.classList.contains('drawer-open');
+    document.body.classList.toggle('drawer-open', open);
+    this.drawerBtn.setAttribute('aria-expanded', String(open));
+    const phone = matchMedia(PHONE).matches;
+    this.mainEl.inert = open && phone;
+    this.runningEl.inert = open && phone;
+    if (open && !was) {
+      const current = /** @type {HTMLElement | null} */ (this.listEl.querySelector('a.session[aria-current="page"]'));
+      (current || this.filterEl).focus();
+    } else if (!open && was && document.querySelector('.sidebar')?.contains(document.activeElement)) {
+      this.drawerBtn.focus();
+    }
+  }
+
   async enableNotifications() {
     const answer = await Attention.ask();
     this.notifyBtn.hidden = answer !== 'default';
-    this.toast(answer === 'granted' ? 'Notifications on' : 'Notifications stay off', answer === 'granted' ? '' : 'error');
+    if (answer !== 'granted') {
+      this.toast('Notifications stay off', 'error');
+      return;
+    }
+    if (!pushSupported()) {
+      this.toast('Notifications on while this page is open');
+      return;
+    }
+    // Also when no page is open: this device gets Web Push from the server.
+    try {
+      await subscribeDevice(this.conn);
+      this.toast('Notifications on for this device');
+    } catch (e) {
+      this.toast(`Notifications on while this page is open; this device could not subscribe to push: ${e instanceof Error ? e.message : String(e)}`, 'error');
+    }
   }
 
   // ---- connection -----------------------------------------------------------------
@@ -241,6 +317,23 @@ export class App {
    */
   reportShown(again = false) {
     for (const id of this.store.shown()) this.reportSeen(id, again);
+    this.reportVisible(again);
+  }
+
+  /**
+   * Tells the server (`client.visible`) which of the user's own sessions are on
+   * screen in a visible tab (none when hidden), so their phones are not pushed about
+   * what the user is looking at. Sent when that changes; `again` after a reconnect.
+   * @param {boolean} [again]
+   */
+  reportVisible(again = false) {
+    const ids = document.visibilityState === 'visible'
+      ? this.store.shown().filter((id) => this.store.owns(id))
+      : [];
+    const key = ids.join(' ');
+    if (!again && key === this.visibleSent) return;
+    this.visibleSent = key;
+    this.conn.request('client.visible', { sessionIds: ids }).catch(() => { this.visibleSent = null; });
   }
 
   // ---- session list ---------------------------------------------------------------
@@ -400,6 +493,10 @@ export class App {
 
   navigate() {
     this.route = parseRoute(location.hash);
+    if (document.body.classList.contains('drawer-open')) {
+      this.toggleDrawer(false);
+      if (this.route.id) this.mainEl.focus();
+    }
     this.layout();
     this.renderList();
   }
@@ -425,6 +522,14 @@ export class App {
     }
     clear(this.mainEl);
     this.pairBar = null;
+    this.splitEl = null;
+    this.paneButtons = [];
+    this.paneIds = [];
+    const two = layoutSessions(layout);
+    if (two.join() !== this.paneKey) {
+      this.paneKey = two.join();
+      this.paneShown = 0;
+    }
     switch (layout.kind) {
       case 'none':
         this.mainEl.append(h('div.empty-main', h('h2', 'No session open'),
@@ -451,7 +556,7 @@ export class App {
         const w = this.view(layout.workerId);
         d.setPane('driver');
         w.setPane('worker');
-        this.mainEl.append(this.pairBar, h('div.split', d.el, w.el));
+        this.mainEl.append(this.pairBar, this.paneSwitch([layout.driverId, layout.workerId], ['Driver', 'Worker']), this.split(d.el, w.el));
         this.renderPairBar();
         break;
       }
@@ -460,11 +565,59 @@ export class App {
         const r = this.view(layout.right);
         l.setPane('left');
         r.setPane('right');
-        this.mainEl.append(h('div.split', l.el, r.el));
+        this.mainEl.append(this.paneSwitch([layout.left, layout.right], [layout.left, layout.right].map((sid) => this.sessions.get(sid)?.title || sid)), this.split(l.el, r.el));
         break;
       }
     }
     this.reportShown();
+  }
+
+  /**
+   * Two panes side by side; at phone width one at a time (`paneShown`, picked with
+   * the switch).
+   * @param {HTMLElement} a @param {HTMLElement} b
+   */
+  split(a, b) {
+    this.splitEl = h('div.split', { dataset: { show: String(this.paneShown) } }, a, b);
+    return this.splitEl;
+  }
+
+  /**
+   * The switch between the two panes (sessions `ids`), shown at phone width only.
+   * Each button says when its session needs the person, so the pane not shown is
+   * not forgotten.
+   * @param {string[]} ids
+   * @param {string[]} labels
+   */
+  paneSwitch(ids, labels) {
+    const buttons = labels.map((label, i) => h('button.btn.pane-pick', {
+      type: 'button',
+      'aria-pressed': String(i === this.paneShown),
+      onclick: () => this.showPane(i),
+    }, label, h('span.pane-att')));
+    this.paneButtons = buttons;
+    this.paneIds = ids;
+    this.markPanes();
+    return h('div.pane-switch', { role: 'group', 'aria-label': 'Pane shown' }, buttons);
+  }
+
+  /** The switch's marks: "Needs you" or "Failed", as in the list, for the session's owner. */
+  markPanes() {
+    this.paneButtons.forEach((b, i) => {
+      const id = this.paneIds[i];
+      const mark = this.store.owns(id) ? attentionBadge(this.sessions.get(id)?.attention) : null;
+      const el = /** @type {HTMLElement} */ (b.querySelector('.pane-att'));
+      const shown = mark && mark.kind !== 'new' ? mark : null;
+      el.className = shown ? `pane-att badge attention att-${shown.kind}` : 'pane-att';
+      el.replaceChildren(...(shown ? [h('span.sr', ', '), shown.text] : []));
+    });
+  }
+
+  /** Shows pane `i` (0 or 1) at phone width. @param {number} i */
+  showPane(i) {
+    this.paneShown = i;
+    if (this.splitEl) this.splitEl.dataset.show = String(i);
+    this.paneButtons.forEach((b, j) => b.setAttribute('aria-pressed', String(i === j)));
   }
 
   /** The view of session `sid`, made and subscribed when new. @param {string} sid */
@@ -782,6 +935,11 @@ export class App {
       this.filterEl.focus();
       return;
     }
+    if (e.key === 'Escape' && !modal && document.body.classList.contains('drawer-open')) {
+      e.preventDefault();
+      this.toggleDrawer(false);
+      return;
+    }
     if (e.key === 'Escape' && !modal) {
       const inPane = /** @type {HTMLElement | null} */ (target.closest?.('.chat'));
       const v = inPane ? this.views.get(inPane.dataset.session || '') : this.views.get(this.route.id || '');
@@ -800,6 +958,27 @@ export class App {
       }
     }
   }
+}
+
+/**
+ * Keeps the page as tall as what one can see of it: an on-screen keyboard shrinks the
+ * visual viewport (where the browser does not resize the page itself, see
+ * `interactive-widget` in index.html), and the composer must stay above it. Pinch zoom
+ * shrinks the visual viewport too, by its scale: that is not counted. Used by the
+ * phone layout only (`--app-height`, `--app-top` in style.css).
+ */
+function followVisualViewport() {
+  const vv = window.visualViewport;
+  if (!vv) return;
+  const root = document.documentElement;
+  const fit = () => {
+    const zoomed = vv.scale > 1.01;
+    root.style.setProperty('--app-height', `${Math.round(zoomed ? vv.height * vv.scale : vv.height)}px`);
+    root.style.setProperty('--app-top', `${zoomed ? 0 : Math.round(vv.offsetTop)}px`);
+  };
+  vv.addEventListener('resize', fit);
+  vv.addEventListener('scroll', fit);
+  fit();
 }
 
 // ---- login ----------------------------------------------------------------------------
@@ -830,6 +1009,15 @@ async function boot() {
     params.delete('token');
     const rest = params.toString();
     history.replaceState(null, '', `${location.pathname}${rest ? `?${rest}` : ''}${location.hash}`);
+  }
+  // Opened from a pairing link (another device's "Open on a phone"): this device gets
+  // a token of its own before signing in.
+  try {
+    const paired = await redeemPairingLink();
+    if (paired) localStorage.setItem(TOKEN_KEY, paired);
+  } catch (e) {
+    showLogin(`This pairing link did not work: ${e instanceof Error ? e.message : String(e)}`);
+    return;
   }
   const token = localStorage.getItem(TOKEN_KEY) || '';
   const app = new App(token);

@@ -121,6 +121,11 @@ export class ChatView {
     this.handoffBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openHandoff() }, 'Hand off…');
     this.workerBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openAddWorker() }, 'Add Worker');
     this.besideBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.app.openBeside(this.id) }, 'Open beside…');
+    // Phone width: the session's actions and settings fold behind one button.
+    this.moreBtn = h('button.btn.tiny.head-more', { type: 'button', 'aria-expanded': 'false', 'aria-controls': `actions-${this.id} settings-${this.id}`, onclick: () => {
+      const open = this.el.classList.toggle('head-open');
+      this.moreBtn.setAttribute('aria-expanded', String(open));
+    } }, 'Actions');
     // The workspace panels: one open at a time, beside the conversation (over it
     // when the pane is narrow). Their names are the words alone; the pane's title
     // says which session they belong to.
@@ -174,9 +179,10 @@ export class ChatView {
     this.el = h('section.chat', { dataset: { session: this.id }, 'aria-labelledby': titleId },
       h('header.chat-head',
         h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.paneEl, this.titleEl, this.renameForm, this.statusEl,
-          h('span.head-actions', this.changesBtn, this.filesBtn, this.handoffBtn, this.workerBtn, this.besideBtn, this.renameBtn, this.archiveBtn)),
+          this.moreBtn,
+          h('span.head-actions', { id: `actions-${this.id}` }, this.changesBtn, this.filesBtn, this.handoffBtn, this.workerBtn, this.besideBtn, this.renameBtn, this.archiveBtn)),
         h('div.line.sub', this.metaEl, this.forkedEl, this.gitEl, this.usageEl, this.bgEl),
-        h('div.line.settings', this.modelSel.wrap, this.effortSel.wrap, this.modeSel.wrap)),
+        h('div.line.settings', { id: `settings-${this.id}` }, this.modelSel.wrap, this.effortSel.wrap, this.modeSel.wrap)),
       h('div.chat-body', h('div.log-wrap', this.log, this.jumpBtn), this.panelEl),
       this.form);
     this.observer = new IntersectionObserver((entries) => {
@@ -1275,6 +1281,8 @@ export class ChatView {
         enable(true);
       }
     };
+    /** Answers as a choice of the card does (a notification's action uses it). */
+    item.respond = answer;
     this.perms.set(ev.requestId, item);
     return item;
   }
