@@ -21,6 +21,7 @@ mod claude;
 mod cluster;
 mod cluster_lagged;
 mod cluster_pairs;
+mod cluster_push;
 mod cluster_workspaces;
 mod codex;
 mod configure;

@@ -14,6 +14,8 @@
 //!   renews; which node owns which session (and the session as listed) is the KV
 //!   bucket `tandem_sessions`. Sessions of a node whose lease lapsed are listed
 //!   `unavailable`.
+//! - [`devices`]: Web Push devices in the KV bucket `tandem_push`, so the node that
+//!   runs a session reaches its owner's devices whichever node registered them.
 //! - [`mirror`]: a client of this node that subscribes to another node's session is
 //!   served from a copy of its events that this node keeps in its own store, read from
 //!   JetStream in order; the gateway then replays and follows it exactly as a local
@@ -23,6 +25,7 @@
 //! lives in the HTTP crate (`http/src/cluster_rpc.rs`), which runs the owner's own
 //! request handling and returns its answer unchanged.
 
+mod devices;
 mod directory;
 mod mirror;
 mod pairs;
@@ -206,6 +209,9 @@ impl Cluster {
         let sessions_kv = bucket(&js, SESSIONS_BUCKET)
             .await
             .map_err(|e| setup("bucket tandem_sessions")(&e))?;
+        let push_kv = bucket(&js, devices::BUCKET)
+            .await
+            .map_err(|e| setup("bucket tandem_push")(&e))?;
         let cluster = Cluster {
             inner: Arc::new(Inner {
                 config,
@@ -231,6 +237,11 @@ impl Cluster {
         // Pairs with a Worker on another node: their messages, and the reports of
         // delegated turns this node's Workers ran for pairs elsewhere.
         pairs::serve(cluster.clone()).await?;
+        // Push devices: every node's, in one bucket (see [`devices`]).
+        runtime
+            .share_push_devices(Arc::new(devices::KvDevices { kv: push_kv }))
+            .await
+            .map_err(|e| setup("push devices")(&e))?;
         runtime.set_cluster(Arc::new(cluster.clone()));
         actix::spawn(pairs::report(cluster.clone()));
         actix::spawn(pairs::recheck(cluster.clone()));

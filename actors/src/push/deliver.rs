@@ -15,7 +15,6 @@ use tandem_protocol::Attention;
 use super::{Moment, VapidKey};
 use crate::clock::now_ms;
 use crate::store::push::PushTarget;
-use crate::store::Store;
 
 /// The longest title and text a notification carries (the whole payload stays far
 /// below the 4 KB push services take).
@@ -152,47 +151,35 @@ enum Outcome {
     Refused(String),
 }
 
-/// Sends `message` to `target`, retrying as [`Policy`] says; removes the device if
-/// its push service says it is gone.
+/// Sends `message` to `target`, retrying as [`Policy`] says; true when its push
+/// service says the device is gone (the caller removes it).
 pub async fn deliver(
     client: &awc::Client,
     key: &VapidKey,
     subject: &str,
     policy: &Policy,
-    store: &Store,
     target: PushTarget,
     message: &Message,
-) {
+) -> bool {
     let mut backoff = policy.backoff;
     for attempt in 0..=policy.retries {
         match attempt_once(client, key, subject, policy, &target, message).await {
             Outcome::Delivered => {
                 tracing::debug!(subscription = %target.id, "push delivered");
-                return;
+                return false;
             }
             Outcome::Gone(status) => {
                 tracing::info!(subscription = %target.id, status, "push service says the device is gone; removing it");
-                let store = store.clone();
-                let (user, id) = (target.user_id.clone(), target.id.clone());
-                match tokio::task::spawn_blocking(move || {
-                    store.remove_push_subscription(&user, &id)
-                })
-                .await
-                {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(e)) => tracing::error!(error = %e, "cannot remove a push subscription"),
-                    Err(e) => tracing::error!(error = %e, "push subscription removal stopped"),
-                }
-                return;
+                return true;
             }
             Outcome::Refused(why) => {
                 tracing::warn!(subscription = %target.id, %why, "push refused");
-                return;
+                return false;
             }
             Outcome::Again(wait, why) => {
                 if attempt == policy.retries {
                     tracing::warn!(subscription = %target.id, %why, attempts = attempt + 1, "push not delivered; giving up");
-                    return;
+                    return false;
                 }
                 let wait = if wait.is_zero() { backoff } else { wait };
                 tracing::info!(subscription = %target.id, %why, wait_ms = wait.as_millis() as u64, "push not delivered; trying again");
@@ -201,6 +188,7 @@ pub async fn deliver(
             }
         }
     }
+    false
 }
 
 async fn attempt_once(

@@ -1,7 +1,10 @@
 //! Web Push to a user's devices when one of their sessions needs them: the VAPID
 //! identity ([`vapid`]), message encryption ([`ece`]), delivery with retries
-//! ([`deliver`]) and what decides a push: a session's attention changing to
-//! something its `notify` setting asks for, while no client of the owner shows it.
+//! ([`deliver`]), where devices are kept (this node's store, or in a cluster the
+//! [`SharedDevices`] every node reads, so the node that runs a session reaches its
+//! owner's devices wherever they were registered) and what decides a push: a
+//! session's attention changing to something its `notify` setting asks for, while no
+//! client of the owner shows it.
 
 pub mod deliver;
 pub mod ece;
@@ -9,11 +12,15 @@ pub mod vapid;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use futures_util::future::BoxFuture;
 use tandem_protocol::push::Notify;
 use tandem_protocol::Attention;
 
+use crate::clock::{now_ms, random_id};
+use crate::error::RuntimeError;
+use crate::store::push::{PushTarget, MAX_PER_USER};
 use crate::store::Store;
 
 pub use vapid::{VapidError, VapidKey};
@@ -36,6 +43,37 @@ struct PushInner {
     visible: Mutex<HashMap<u64, (String, Vec<String>)>>,
     /// How delivery retries and times out.
     policy: deliver::Policy,
+    /// In a cluster, where devices are kept instead of the store.
+    shared: OnceLock<Arc<dyn SharedDevices>>,
+    /// In a cluster, the key every node signs with (a device subscribed with one
+    /// node's public key accepts only pushes signed by it).
+    cluster_key: OnceLock<VapidKey>,
+}
+
+/// Devices kept where every node of a cluster reads them (a JetStream KV bucket).
+pub trait SharedDevices: Send + Sync {
+    /// Every device kept.
+    fn all(&self) -> BoxFuture<'static, Result<Vec<PushTarget>, String>>;
+    /// Adds or replaces a device (by id).
+    fn put(&self, target: PushTarget) -> BoxFuture<'static, Result<(), String>>;
+    /// Removes a device.
+    fn remove(&self, id: String) -> BoxFuture<'static, Result<(), String>>;
+    /// The cluster's VAPID key (PKCS#8 DER): the one stored, else `mine`, stored now.
+    fn key(&self, mine: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>>;
+}
+
+/// Runs a blocking store call off the actor threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, RuntimeError> + Send + 'static,
+) -> Result<T, RuntimeError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| RuntimeError::Internal(e.to_string()))?
+}
+
+/// A shared store's failure, for the caller.
+fn unavailable(e: String) -> RuntimeError {
+    RuntimeError::Internal(format!("the cluster's push devices cannot be read: {e}"))
 }
 
 /// A moment of a session its owner's devices may be told of.
@@ -74,13 +112,131 @@ impl Push {
                 store,
                 visible: Mutex::default(),
                 policy: deliver::Policy::default(),
+                shared: OnceLock::new(),
+                cluster_key: OnceLock::new(),
             }),
         })
     }
 
+    /// The key pushes are signed with: the cluster's, else this node's.
+    fn key(&self) -> &VapidKey {
+        self.inner.cluster_key.get().unwrap_or(&self.inner.key)
+    }
+
+    /// Keeps devices in `shared` from now on (the node joined a cluster); the devices
+    /// this node's store holds are copied there.
+    pub async fn share(&self, shared: Arc<dyn SharedDevices>) -> Result<(), RuntimeError> {
+        let der = shared
+            .key(self.inner.key.der().to_vec())
+            .await
+            .map_err(unavailable)?;
+        if der != self.inner.key.der() {
+            let key = VapidKey::from_der(der)?;
+            tracing::info!(public = %key.public(), "signing pushes with the cluster's VAPID key");
+            let _ = self.inner.cluster_key.set(key);
+        }
+        let store = self.inner.store.clone();
+        let local = blocking(move || store.all_push_subscriptions()).await?;
+        let there = shared.all().await.map_err(unavailable)?;
+        for target in local {
+            if !there.iter().any(|t| t.id == target.id) {
+                shared.put(target).await.map_err(unavailable)?;
+            }
+        }
+        let _ = self.inner.shared.set(shared);
+        Ok(())
+    }
+
+    /// The devices of `user_id`, oldest first.
+    pub async fn devices(&self, user_id: &str) -> Result<Vec<PushTarget>, RuntimeError> {
+        match self.inner.shared.get() {
+            Some(shared) => {
+                let mut mine: Vec<PushTarget> = shared
+                    .all()
+                    .await
+                    .map_err(unavailable)?
+                    .into_iter()
+                    .filter(|t| t.user_id == user_id)
+                    .collect();
+                mine.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+                Ok(mine)
+            }
+            None => {
+                let (store, user) = (self.inner.store.clone(), user_id.to_string());
+                blocking(move || store.push_subscriptions(&user)).await
+            }
+        }
+    }
+
+    /// Registers a device of `user_id` (its keys checked by the caller); the same
+    /// endpoint again renews that device.
+    pub async fn add(
+        &self,
+        user_id: &str,
+        endpoint: &str,
+        p256dh: Vec<u8>,
+        auth: Vec<u8>,
+        label: Option<String>,
+    ) -> Result<PushTarget, RuntimeError> {
+        let Some(shared) = self.inner.shared.get() else {
+            let store = self.inner.store.clone();
+            let (user, endpoint) = (user_id.to_string(), endpoint.to_string());
+            return blocking(move || {
+                store.add_push_subscription(&user, &endpoint, &p256dh, &auth, label.as_deref())
+            })
+            .await;
+        };
+        let mine = self.devices(user_id).await?;
+        let target = match mine.into_iter().find(|t| t.endpoint == endpoint) {
+            Some(old) => PushTarget {
+                p256dh,
+                auth,
+                label,
+                ..old
+            },
+            None if self.devices(user_id).await?.len() >= MAX_PER_USER => {
+                return Err(RuntimeError::LimitExceeded(format!(
+                    "at most {MAX_PER_USER} push subscriptions per user; remove one first"
+                )))
+            }
+            None => PushTarget {
+                id: random_id("psub_", 12),
+                user_id: user_id.to_string(),
+                endpoint: endpoint.to_string(),
+                p256dh,
+                auth,
+                label,
+                created_at: now_ms(),
+            },
+        };
+        shared.put(target.clone()).await.map_err(unavailable)?;
+        Ok(target)
+    }
+
+    /// Removes a device of `user_id`; false when the user has none of that id.
+    pub async fn remove(&self, user_id: &str, id: &str) -> Result<bool, RuntimeError> {
+        match self.inner.shared.get() {
+            Some(shared) => {
+                let owned = self.devices(user_id).await?.iter().any(|t| t.id == id);
+                if owned {
+                    shared.remove(id.to_string()).await.map_err(unavailable)?;
+                }
+                Ok(owned)
+            }
+            None => {
+                let (store, user, id) = (
+                    self.inner.store.clone(),
+                    user_id.to_string(),
+                    id.to_string(),
+                );
+                blocking(move || store.remove_push_subscription(&user, &id)).await
+            }
+        }
+    }
+
     /// The VAPID public key (base64url), for `pushManager.subscribe`.
     pub fn public_key(&self) -> &str {
-        self.inner.key.public()
+        self.key().public()
     }
 
     /// Records that WebSocket client `client` of `user_id` shows `sessions` in a
@@ -118,35 +274,38 @@ impl Push {
         }
         let push = self.clone();
         actix_rt::spawn(async move {
-            let store = push.inner.store.clone();
-            let user = moment.user_id.clone();
-            let targets =
-                match tokio::task::spawn_blocking(move || store.push_subscriptions(&user)).await {
-                    Ok(Ok(targets)) => targets,
-                    Ok(Err(e)) => {
-                        tracing::error!(error = %e, "cannot read push subscriptions");
-                        return;
-                    }
-                    Err(e) => {
-                        tracing::error!(error = %e, "push subscription read stopped");
-                        return;
-                    }
-                };
+            let targets = match push.devices(&moment.user_id).await {
+                Ok(targets) => targets,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read push subscriptions");
+                    return;
+                }
+            };
             if targets.is_empty() {
                 return;
             }
             let message = deliver::Message::of(&moment);
             let client = deliver::client(&push.inner.policy);
             let sends = targets.into_iter().map(|target| {
-                deliver::deliver(
-                    &client,
-                    &push.inner.key,
-                    DEFAULT_SUBJECT,
-                    &push.inner.policy,
-                    &push.inner.store,
-                    target,
-                    &message,
-                )
+                let push = push.clone();
+                let (client, message) = (&client, &message);
+                async move {
+                    let (user, id) = (target.user_id.clone(), target.id.clone());
+                    let gone = deliver::deliver(
+                        client,
+                        push.key(),
+                        DEFAULT_SUBJECT,
+                        &push.inner.policy,
+                        target,
+                        message,
+                    )
+                    .await;
+                    if gone {
+                        if let Err(e) = push.remove(&user, &id).await {
+                            tracing::error!(error = %e, "cannot remove a push subscription");
+                        }
+                    }
+                }
             });
             futures_util::future::join_all(sends).await;
         });

@@ -37,6 +37,8 @@ pub enum VapidError {
 
 /// The server's signing key and its public half.
 pub struct VapidKey {
+    /// The key as stored (PKCS#8 DER), for the cluster's copy.
+    der: Vec<u8>,
     pair: EcdsaKeyPair,
     rng: SystemRandom,
     /// The public key, uncompressed, base64url: `applicationServerKey` for
@@ -78,10 +80,26 @@ impl VapidKey {
             }
             Err(e) => return Err(io(e)),
         };
+        VapidKey::from_der(der).map_err(|_| VapidError::BadKey(path.clone()))
+    }
+
+    /// A key from its PKCS#8 DER (the cluster's, shared by every node).
+    pub fn from_der(der: Vec<u8>) -> Result<VapidKey, VapidError> {
+        let rng = SystemRandom::new();
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
-            .map_err(|_| VapidError::BadKey(path.clone()))?;
+            .map_err(|_| VapidError::Crypto)?;
         let public = URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
-        Ok(VapidKey { pair, rng, public })
+        Ok(VapidKey {
+            der,
+            pair,
+            rng,
+            public,
+        })
+    }
+
+    /// The key as stored (PKCS#8 DER).
+    pub fn der(&self) -> &[u8] {
+        &self.der
     }
 
     /// The public key, uncompressed point, base64url without padding.

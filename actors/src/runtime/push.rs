@@ -31,6 +31,15 @@ fn listed(target: PushTarget) -> PushSubscription {
 }
 
 impl Runtime {
+    /// Keeps push devices in the cluster's `shared` store from now on (copying this
+    /// node's there), so every node reaches every device.
+    pub async fn share_push_devices(
+        &self,
+        shared: std::sync::Arc<dyn crate::push::SharedDevices>,
+    ) -> Result<(), RuntimeError> {
+        self.inner.services.push.share(shared).await
+    }
+
     /// The VAPID public key.
     pub fn push_key(&self) -> String {
         self.inner.services.push.public_key().to_string()
@@ -57,17 +66,16 @@ impl Runtime {
         if params.endpoint.parse::<awc::http::Uri>().is_err() {
             return Err(RuntimeError::unusable("endpoint is not a URL"));
         }
-        let store = self.inner.store.clone();
-        let user = who.user_id.clone();
         let label = params
             .label
             .map(|l| l.trim().to_string())
             .filter(|l| !l.is_empty());
-        let target = tokio::task::spawn_blocking(move || {
-            store.add_push_subscription(&user, &params.endpoint, &p256dh, &auth, label.as_deref())
-        })
-        .await
-        .map_err(|e| RuntimeError::Internal(e.to_string()))??;
+        let target = self
+            .inner
+            .services
+            .push
+            .add(&who.user_id, &params.endpoint, p256dh, auth, label)
+            .await?;
         Ok(listed(target))
     }
 
@@ -76,23 +84,13 @@ impl Runtime {
         &self,
         who: &Principal,
     ) -> Result<Vec<PushSubscription>, RuntimeError> {
-        let store = self.inner.store.clone();
-        let user = who.user_id.clone();
-        let targets = tokio::task::spawn_blocking(move || store.push_subscriptions(&user))
-            .await
-            .map_err(|e| RuntimeError::Internal(e.to_string()))??;
+        let targets = self.inner.services.push.devices(&who.user_id).await?;
         Ok(targets.into_iter().map(listed).collect())
     }
 
     /// Removes a device of `who`; another user's (or an unknown) id is `NOT_FOUND`.
     pub async fn push_unsubscribe(&self, who: &Principal, id: &str) -> Result<(), RuntimeError> {
-        let store = self.inner.store.clone();
-        let (user, sub) = (who.user_id.clone(), id.to_string());
-        let removed =
-            tokio::task::spawn_blocking(move || store.remove_push_subscription(&user, &sub))
-                .await
-                .map_err(|e| RuntimeError::Internal(e.to_string()))??;
-        if removed {
+        if self.inner.services.push.remove(&who.user_id, id).await? {
             Ok(())
         } else {
             Err(RuntimeError::Missing(format!(

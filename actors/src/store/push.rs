@@ -11,8 +11,10 @@ use crate::error::RuntimeError;
 /// At most this many devices per user: each costs a request per notification.
 pub const MAX_PER_USER: usize = 20;
 
-/// One stored subscription.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One stored subscription (also a value of the cluster's shared bucket, so
+/// serializable).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PushTarget {
     /// Its id (`psub_` and hex).
     pub id: String,
@@ -104,6 +106,17 @@ impl Store {
             RuntimeError::LimitExceeded(format!(
                 "at most {MAX_PER_USER} push subscriptions per user; remove one first"
             ))
+        })
+    }
+
+    /// Every user's devices (moved to the cluster's bucket when the node joins one).
+    pub fn all_push_subscriptions(&self) -> Result<Vec<PushTarget>, RuntimeError> {
+        self.with_reader(|conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM push_subscriptions ORDER BY created_at, id"
+            ))?
+            .query_map([], row)?
+            .collect()
         })
     }
 
