@@ -143,7 +143,7 @@ fn http_service<T: Connection>(
         .configure(|cfg| {
             if all {
                 cfg.route("/ws", web::get().to(crate::ws::connect))
-                    .route("/metrics", web::get().to(crate::server::metrics));
+                    .route("/metrics", web::get().to(crate::metrics::serve));
                 crate::web::routes(cfg);
             }
         })

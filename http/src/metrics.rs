@@ -3,7 +3,23 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
+use actix_web::{web, HttpRequest, HttpResponse};
 use tandem_actors::Runtime;
+
+use crate::auth::caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// `GET /metrics`: the Prometheus text, for a caller with a valid token.
+pub(crate) async fn serve(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller(&req, &state.runtime, state.auth)?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(render(&state.runtime)))
+}
 
 /// One series: its name, kind, help text and how to read it.
 type Series = (

@@ -6,11 +6,10 @@ use std::path::PathBuf;
 
 use std::time::Duration;
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::web;
 use tandem_actors::RuntimeConfig;
 
-use crate::auth::{caller, AuthMode};
-use crate::error::ApiError;
+use crate::auth::AuthMode;
 use crate::listeners::{listen_plain, listen_tls, Routes, Shared};
 use crate::state::AppState;
 
@@ -282,17 +281,6 @@ fn data_dir_flag(dir: &std::path::Path) -> String {
         Ok(default) if default == dir => String::new(),
         _ => format!(" --data-dir {}", dir.display()),
     }
-}
-
-/// `GET /metrics`: the Prometheus text, for a caller with a valid token.
-pub(crate) async fn metrics(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    caller(&req, &state.runtime, state.auth)?;
-    Ok(HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4")
-        .body(crate::metrics::render(&state.runtime)))
 }
 
 /// The default data directory: `~/.tandem`. Without `HOME` there is no sensible

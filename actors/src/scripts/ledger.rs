@@ -33,14 +33,26 @@ struct Stat {
     start: u64,
 }
 
-/// Reads `/proc/PID/stat` (fields after the command name, which may hold spaces).
+/// Reads `/proc/PID/stat` of a live process (fields after the command name, which may
+/// hold spaces); none for one that exited.
 fn stat(pid: i32) -> Option<Stat> {
+    stat_of(pid, false)
+}
+
+/// [`stat`] of a process that may have exited but not been reaped: the leader we
+/// just started may already be a zombie (a script that only starts something in the
+/// background and exits), and its group must still go on file.
+fn stat_even_exited(pid: i32) -> Option<Stat> {
+    stat_of(pid, true)
+}
+
+fn stat_of(pid: i32, zombie_too: bool) -> Option<Stat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (_, rest) = text.rsplit_once(')')?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // rest[0] is field 3 (state): field N is rest[N - 3].
     let state = *fields.first()?;
-    if state == "Z" || state == "X" {
+    if !zombie_too && (state == "Z" || state == "X") {
         return None;
     }
     Some(Stat {
@@ -94,7 +106,7 @@ impl Ledger {
         let Some(pgid) = i32::try_from(leader).ok() else {
             return;
         };
-        let Some(s) = stat(pgid) else {
+        let Some(s) = stat_even_exited(pgid) else {
             return;
         };
         let mut groups = self
