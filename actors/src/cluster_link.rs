@@ -67,6 +67,21 @@ pub trait NodeLink: Send + Sync {
         worker_id: &str,
         count: usize,
     ) -> LocalBoxFuture<'static, Result<WorkerView, RuntimeError>>;
+    /// Carries a Worker's question to its pair on `node`, which tells the Driver
+    /// (see [`crate::pair::WorkerAsks`]).
+    fn ask_driver(
+        &self,
+        node: &str,
+        question: crate::record::QuestionRecord,
+    ) -> LocalBoxFuture<'static, Result<(), RuntimeError>>;
+    /// Answers the waiting question of a Worker on `node` (see
+    /// [`crate::session::AnswerQuestion`]).
+    fn answer_on_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        answer: QuestionAnswer,
+    ) -> LocalBoxFuture<'static, Result<(), RuntimeError>>;
     /// Takes a Worker on `node` out of its pair (best effort).
     fn worker_leaves(
         &self,
@@ -90,6 +105,18 @@ pub struct StartOnWorker {
     pub pair_id: String,
     /// The delegation.
     pub delegation_id: String,
+}
+
+/// An answer to a Worker's question, sent to the Worker's node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionAnswer {
+    /// The question.
+    pub question_id: String,
+    /// The answer.
+    pub answer: String,
+    /// Who answers.
+    pub by: tandem_protocol::question::Answerer,
 }
 
 /// What `read_partner` shows of a Worker on another node, as its node sees it.

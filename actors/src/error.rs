@@ -38,6 +38,10 @@ pub enum RuntimeError {
     /// No pending permission request with that id.
     #[error("no pending permission request {0}")]
     NoSuchPermission(String),
+    /// No question of that id waits for an answer (`NO_SUCH_QUESTION`): never asked,
+    /// or answered (or timed out) already.
+    #[error("no question {0} waits for an answer (unknown, or answered already)")]
+    NoSuchQuestion(String),
     /// Nothing of that id exists for the caller (`NOT_FOUND`): a push subscription.
     #[error("{0}")]
     Missing(String),
@@ -177,6 +181,7 @@ impl RuntimeError {
             RuntimeError::NoActiveRun(_) => ErrorCode::NoActiveRun,
             RuntimeError::NoSuchTask(_) => ErrorCode::NoSuchTask,
             RuntimeError::NoSuchPermission(_) => ErrorCode::NoSuchPermission,
+            RuntimeError::NoSuchQuestion(_) => ErrorCode::NoSuchQuestion,
             RuntimeError::NoSuchSchedule(_) => ErrorCode::NoSuchSchedule,
             RuntimeError::NoSuchQueuedMessage(_) => ErrorCode::NoSuchQueuedMessage,
             RuntimeError::VendorNotInstalled(_) => ErrorCode::VendorNotInstalled,
@@ -266,6 +271,14 @@ pub enum PairError {
     /// The Worker session no longer exists (`NOT_PAIRED`).
     #[error("the Worker session is gone")]
     WorkerGone,
+    /// The session asks a Driver but is in no pair (never was, or its pair was closed)
+    /// (`NOT_PAIRED`).
+    #[error("this session has no Driver: it is in no pair, or its pair was closed")]
+    NoDriver,
+    /// A Worker's Driver (or its pair) no longer exists, so nobody can answer its
+    /// question (`NOT_PAIRED`).
+    #[error("your Driver is gone; nobody can answer, so decide yourself")]
+    DriverGone,
     /// The caller is the Worker, and only the Driver directs (`TOOL_NOT_AVAILABLE`).
     #[error("only the Driver may direct the pair; this session is the Worker")]
     NotDriver,
@@ -310,7 +323,9 @@ impl PairError {
             | PairError::Gone
             | PairError::Closed
             | PairError::ClosedBeforeAnswer
-            | PairError::WorkerGone => ErrorCode::NotPaired,
+            | PairError::WorkerGone
+            | PairError::DriverGone
+            | PairError::NoDriver => ErrorCode::NotPaired,
             PairError::NotDriver => ErrorCode::ToolNotAvailable,
             PairError::AlreadyPaired
             | PairError::SpawnedDriver
@@ -524,6 +539,12 @@ mod tests {
             (PairError::Closed.code(), ErrorCode::NotPaired),
             (PairError::ClosedBeforeAnswer.code(), ErrorCode::NotPaired),
             (PairError::WorkerGone.code(), ErrorCode::NotPaired),
+            (PairError::DriverGone.code(), ErrorCode::NotPaired),
+            (PairError::NoDriver.code(), ErrorCode::NotPaired),
+            (
+                RuntimeError::NoSuchQuestion("q".into()).code(),
+                ErrorCode::NoSuchQuestion,
+            ),
             (PairError::NotDriver.code(), ErrorCode::ToolNotAvailable),
             (PairError::AlreadyPaired.code(), ErrorCode::Conflict),
             (PairError::SpawnedDriver.code(), ErrorCode::Conflict),

@@ -127,6 +127,59 @@ pub struct SessionRecord {
         skip_serializing_if = "tandem_protocol::push::Notify::is_default"
     )]
     pub notify: tandem_protocol::push::Notify,
+    /// A Worker's question to its Driver (`ask_driver`) while it waits for an answer:
+    /// kept so it survives a restart, and the session's attention is `needs_input`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<QuestionRecord>,
+}
+
+/// A Worker's question waiting for its Driver's (or a person's) answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionRecord {
+    /// Its id (`q_…`); the answer names it.
+    pub question_id: String,
+    /// The pair it was asked in.
+    pub pair_id: String,
+    /// The Driver asked; its history records the question and its answer too.
+    pub driver_id: String,
+    /// The Driver's node, when it is another one than the Worker's (the pair runs
+    /// there): the answer is recorded in the Driver's history over the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_node: Option<String>,
+    /// The Worker that asks (its answer goes there).
+    pub worker_id: String,
+    /// What the Worker asks.
+    pub question: String,
+    /// The answers it offers (any answer is taken).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
+    /// When it was asked, epoch ms.
+    pub asked_at: u64,
+    /// Unanswered this long after `asked_at`, it is answered "no answer: decide
+    /// yourself" (also after a restart: the deadline is kept, not restarted).
+    pub timeout_seconds: u64,
+}
+
+impl QuestionRecord {
+    /// Its `question` event, as both histories record it.
+    pub fn asked_event(&self, worker_id: &str) -> tandem_protocol::EventBody {
+        tandem_protocol::EventBody::Question {
+            question_id: self.question_id.clone(),
+            pair_id: self.pair_id.clone(),
+            from: worker_id.to_string(),
+            to: self.driver_id.clone(),
+            question: self.question.clone(),
+            choices: self.choices.clone(),
+            timeout_seconds: self.timeout_seconds,
+        }
+    }
+
+    /// When the timeout answers it, epoch ms.
+    pub fn deadline(&self) -> u64 {
+        self.asked_at
+            .saturating_add(self.timeout_seconds.saturating_mul(1000))
+    }
 }
 
 /// A message waiting for its session to be free.
@@ -251,6 +304,11 @@ pub struct Membership {
     /// delegated turn's end is reported there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair_node: Option<String>,
+    /// The pair's Driver (kept since Workers ask it questions; absent in records
+    /// written before): a Worker on another node records its questions' answers
+    /// there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_id: Option<String>,
 }
 
 /// A delegation this session (a Worker) carries out for a pair on another node, kept
@@ -352,14 +410,15 @@ impl SessionRecord {
     }
 
     /// What the session asks of its owner; `waiting_input` when a tool approval waits
-    /// (the actor knows; a stored record has none pending).
+    /// (the actor knows; a stored record has none pending). A Worker's waiting question
+    /// (`ask_driver`) asks for input too: the user may answer it in the Driver's place.
     pub fn attention(&self, waiting_input: bool) -> tandem_protocol::Attention {
         use tandem_protocol::Attention;
         let proposal_waits = self
             .proposal
             .as_ref()
             .is_some_and(|p| p.status == ProposalStatus::Pending);
-        if waiting_input || proposal_waits {
+        if waiting_input || proposal_waits || self.question.is_some() {
             Attention::NeedsInput
         } else if self.turn_end_seq > self.seen_seq && self.status == SessionStatus::Failed {
             Attention::Failed

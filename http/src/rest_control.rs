@@ -29,6 +29,10 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
         .service(
             at("/sessions/{id}/permissions/{request_id}").route(web::post().to(answer_permission)),
         )
+        .service(
+            at("/sessions/{id}/questions/{question_id}/answer")
+                .route(web::post().to(answer_question)),
+        )
         .service(at("/pairs/{pair_id}").route(web::delete().to(close_pair)));
 }
 
@@ -137,6 +141,22 @@ async fn answer_permission(
         message: b.message,
         remember: b.remember,
         permission_mode: b.permission_mode,
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
+}
+
+/// `POST /sessions/{id}/questions/{questionId}/answer` → 200 `{sessionId, questionId}`.
+async fn answer_question(
+    who: Caller,
+    path: web::Path<(String, String)>,
+    Json(b): Json<tandem_protocol::question::AnswerBody>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (session_id, question_id) = path.into_inner();
+    let params = tandem_protocol::question::QuestionAnswerParams {
+        session_id,
+        question_id,
+        answer: b.answer,
     };
     Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }

@@ -12,6 +12,11 @@
  */
 
 /**
+ * Who answered a Worker's question.
+ * @typedef {('driver' | 'user' | 'timeout' | 'pairClosed')} Answerer
+ */
+
+/**
  * What a session asks of its owner, kept by the server so every client and node shows the same.
  * @typedef {('none' | 'needs_input' | 'failed' | 'done_unseen')} Attention
  */
@@ -277,6 +282,53 @@
  */
 
 /**
+ * A paired device, as listed (never its token).
+ * @typedef {object} DeviceInfo
+ * @property {number} createdAt When it was paired, epoch milliseconds.
+ * @property {string} id Its id, for `device.revoke`.
+ * @property {string | null} [label] What it was called when paired.
+ */
+
+/**
+ * Fields of `device.pair-code` (none: the code is for the caller).
+ * @typedef {Record<string, any>} DevicePairCodeParams
+ */
+
+/**
+ * `device.pair-code` reply.
+ * @typedef {object} DevicePairCodeResult
+ * @property {string} code The one-time code (used once, for 5 minutes).
+ * @property {number} expiresAt When the code stops working, epoch milliseconds.
+ * @property {QrModules} qr `url` as a QR code.
+ * @property {boolean} reachable False when the server listens on loopback only: another device cannot reach the link.
+ * @property {string} url The link a phone opens: the page, with the code after `#/pair/`.
+ */
+
+/**
+ * Fields of `device.revoke`.
+ * @typedef {object} DeviceRevokeParams
+ * @property {string} deviceId The device's id.
+ */
+
+/**
+ * `device.revoke` reply.
+ * @typedef {object} DeviceRevokeResult
+ * @property {string} deviceId The device's id.
+ * @property {boolean} revoked Always true (a device the caller does not have is `NOT_FOUND`).
+ */
+
+/**
+ * Fields of `devices.list` (none).
+ * @typedef {Record<string, any>} DevicesListParams
+ */
+
+/**
+ * `devices.list` reply: the caller's devices, oldest first.
+ * @typedef {object} DevicesListResult
+ * @property {Array<DeviceInfo>} devices The devices.
+ */
+
+/**
  * One entry of `GET /sessions/{id}/files`.
  * @typedef {object} DirEntry
  * @property {EntryKind} kind What it is.
@@ -305,7 +357,7 @@
 
 /**
  * A machine-readable error code. Clients branch on these; the message is for humans.
- * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'REWIND_NOT_SUPPORTED' | 'INVALID_ANCHOR' | 'DELEGATION_IN_FLIGHT' | 'INVALID_ATTACHMENT' | 'NO_SUCH_UPLOAD' | 'ATTACHMENT_TOO_LARGE' | 'ATTACHMENT_NOT_SUPPORTED' | 'NOT_A_GIT_REPOSITORY' | 'NOT_A_WORKTREE' | 'SESSION_BUSY' | 'NO_SUCH_CHECKPOINT' | 'BASE_DIRTY' | 'MERGE_CONFLICT' | 'CHECKS_FAILED' | 'PUSH_REFUSED' | 'PATH_OUTSIDE_WORKSPACE' | 'NO_SUCH_FILE' | 'BINARY_FILE' | 'FILE_TOO_LARGE' | 'PRECONDITION_FAILED' | 'REQUEST_TIMEOUT')} ErrorCode
+ * @typedef {('INVALID_JSON' | 'UNKNOWN_MESSAGE_TYPE' | 'SESSION_ID_REQUIRED' | 'SESSION_NOT_FOUND' | 'RUN_IN_PROGRESS' | 'NO_ACTIVE_RUN' | 'TASK_ID_REQUIRED' | 'NO_SUCH_TASK' | 'NO_SUCH_PERMISSION' | 'ACCESS_DENIED' | 'INVALID_ARGUMENT' | 'VENDOR_NOT_INSTALLED' | 'FRAME_TOO_LARGE' | 'RATE_LIMITED' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INTERNAL' | 'ORIGIN_NOT_ALLOWED' | 'HOST_NOT_ALLOWED' | 'UNSUPPORTED_MEDIA_TYPE' | 'METHOD_NOT_ALLOWED' | 'LIMIT_EXCEEDED' | 'CONFLICT' | 'NOT_PAIRED' | 'NO_SUCH_PAIR' | 'NO_SUCH_PROPOSAL' | 'NO_SUCH_QUESTION' | 'NO_SUCH_SCHEDULE' | 'NO_SUCH_QUEUED_MESSAGE' | 'UNKNOWN_TOOL' | 'TOOL_NOT_AVAILABLE' | 'NODE_UNAVAILABLE' | 'REWIND_NOT_SUPPORTED' | 'INVALID_ANCHOR' | 'DELEGATION_IN_FLIGHT' | 'INVALID_ATTACHMENT' | 'NO_SUCH_UPLOAD' | 'ATTACHMENT_TOO_LARGE' | 'ATTACHMENT_NOT_SUPPORTED' | 'NOT_A_GIT_REPOSITORY' | 'NOT_A_WORKTREE' | 'SESSION_BUSY' | 'NO_SUCH_CHECKPOINT' | 'BASE_DIRTY' | 'MERGE_CONFLICT' | 'CHECKS_FAILED' | 'PUSH_REFUSED' | 'PATH_OUTSIDE_WORKSPACE' | 'NO_SUCH_FILE' | 'BINARY_FILE' | 'FILE_TOO_LARGE' | 'PRECONDITION_FAILED' | 'REQUEST_TIMEOUT')} ErrorCode
  */
 
 /**
@@ -318,7 +370,7 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {at: number, kind: 'schedule_occurrence', number: number, outcome: OccurrenceOutcome, scheduleId: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {choices?: Array<string>, from: string, kind: 'question', pairId: string, question: string, questionId: string, timeoutSeconds: number, to: string} | {answer: string, by: Answerer, kind: 'question_answered', pairId: string, questionId: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {at: number, kind: 'schedule_occurrence', number: number, outcome: OccurrenceOutcome, scheduleId: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -595,6 +647,28 @@
  * @property {string} branch The branch written there.
  * @property {string} commit The commit pushed.
  * @property {string} remote The remote's name in the base repository.
+ */
+
+/**
+ * A QR code as its modules, row by row: `1` dark, `0` light (no quiet zone).
+ * @typedef {object} QrModules
+ * @property {string} modules `size`² characters.
+ * @property {number} size Modules per side.
+ */
+
+/**
+ * Fields of `question.answer`: a person answers a Worker's waiting question in its Driver's place.
+ * @typedef {object} QuestionAnswerParams
+ * @property {string} answer The answer the Worker's `ask_driver` returns.
+ * @property {string} questionId The question (`q_…`).
+ * @property {string} sessionId The Worker that asked (the `from` of the `question` event).
+ */
+
+/**
+ * `question.answer` reply.
+ * @typedef {object} QuestionAnswerResult
+ * @property {string} questionId The question answered.
+ * @property {string} sessionId The Worker that asked.
  */
 
 /**
@@ -1379,6 +1453,9 @@
  *   'chat.unsubscribe': {params: ChatUnsubscribeParams, result: ChatUnsubscribeResult},
  *   'client.seen': {params: ClientSeenParams, result: ClientSeenResult},
  *   'client.visible': {params: ClientVisibleParams, result: ClientVisibleResult},
+ *   'device.pair-code': {params: DevicePairCodeParams, result: DevicePairCodeResult},
+ *   'device.revoke': {params: DeviceRevokeParams, result: DeviceRevokeResult},
+ *   'devices.list': {params: DevicesListParams, result: DevicesListResult},
  *   'pair.close': {params: PairCloseParams, result: PairCloseResult},
  *   'pair.create': {params: PairCreateParams, result: PairCreateResult},
  *   'pairs.list': {params: PairsListParams, result: PairsListResult},
@@ -1388,6 +1465,7 @@
  *   'push.subscribe': {params: PushSubscribeParams, result: PushSubscribeResult},
  *   'push.subscriptions': {params: PushSubscriptionsParams, result: PushSubscriptionsResult},
  *   'push.unsubscribe': {params: PushUnsubscribeParams, result: PushUnsubscribeResult},
+ *   'question.answer': {params: QuestionAnswerParams, result: QuestionAnswerResult},
  *   'session.archive': {params: SessionArchiveParams, result: SessionArchiveResult},
  *   'session.changes': {params: SessionChangesParams, result: SessionChangesResult},
  *   'session.check': {params: SessionCheckParams, result: SessionCheckResult},

@@ -68,6 +68,9 @@ pub enum ErrorCode {
     NoSuchPair,
     /// `proposal.respond` names a proposal the session does not have.
     NoSuchProposal,
+    /// `answer_worker` or `question.answer` names a question the Worker does not have
+    /// waiting (never asked, already answered, or timed out).
+    NoSuchQuestion,
     /// `session.schedule-cancel` names a schedule the session does not have.
     NoSuchSchedule,
     /// `chat.queue-cancel` or `chat.queue-edit` names a message the session's queue
@@ -185,6 +188,7 @@ impl ErrorCode {
             | ErrorCode::DelegationInFlight => 409,
             ErrorCode::NoSuchPair
             | ErrorCode::NoSuchProposal
+            | ErrorCode::NoSuchQuestion
             | ErrorCode::NoSuchSchedule
             | ErrorCode::NoSuchQueuedMessage
             | ErrorCode::NoSuchUpload
@@ -247,6 +251,7 @@ mod tests {
             (ErrorCode::NotPaired, "NOT_PAIRED", 409),
             (ErrorCode::NoSuchPair, "NO_SUCH_PAIR", 404),
             (ErrorCode::NoSuchProposal, "NO_SUCH_PROPOSAL", 404),
+            (ErrorCode::NoSuchQuestion, "NO_SUCH_QUESTION", 404),
             (ErrorCode::NoSuchSchedule, "NO_SUCH_SCHEDULE", 404),
             (
                 ErrorCode::NoSuchQueuedMessage,

@@ -186,6 +186,35 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         changes: Option<crate::workspace::ChangeSummary>,
     },
+    /// A Worker asked its Driver (`ask_driver`); recorded in both histories.
+    Question {
+        /// The question (`q_…`); `answer_worker` and `question.answer` name it.
+        question_id: String,
+        /// The pair.
+        pair_id: String,
+        /// The Worker that asks.
+        from: String,
+        /// Its Driver.
+        to: String,
+        /// What it asks.
+        question: String,
+        /// The answers it offers, if any (any answer is taken).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        choices: Vec<String>,
+        /// Unanswered this long, it returns "no answer: decide yourself".
+        timeout_seconds: u64,
+    },
+    /// A Worker's question was answered (or timed out); recorded in both histories.
+    QuestionAnswered {
+        /// The question.
+        question_id: String,
+        /// The pair.
+        pair_id: String,
+        /// The answer the Worker got.
+        answer: String,
+        /// Who answered.
+        by: crate::question::Answerer,
+    },
     /// What the session's working directory changed, published after a turn ends
     /// when it differs from the last one published.
     GitState {
@@ -430,6 +459,8 @@ impl EventBody {
             EventBody::PermissionRemembered { .. } => "permission_remembered",
             EventBody::ConfigChanged { .. } => "config_changed",
             EventBody::Delegation { .. } => "delegation",
+            EventBody::Question { .. } => "question",
+            EventBody::QuestionAnswered { .. } => "question_answered",
             EventBody::PairCreated { .. } => "pair_created",
             EventBody::PairClosed { .. } => "pair_closed",
             EventBody::WorkerProposal { .. } => "worker_proposal",

@@ -18,6 +18,7 @@ pub mod pair;
 pub mod permission;
 pub mod push;
 pub mod queries;
+pub mod question;
 pub mod rest;
 pub mod rest_control;
 pub mod results;

@@ -358,6 +358,9 @@ operations! {
     ToolCall "tool.call" ToolCallParams => ToolCallResult [session(session_id), writes];
     /// `proposal.respond`: accept or decline a Driver's delegation proposal.
     ProposalRespond "proposal.respond" ProposalRespondParams => ProposalRespondResult [session(session_id), writes];
+    /// `question.answer`: a person answers a Worker's question in its Driver's place.
+    QuestionAnswer "question.answer" crate::question::QuestionAnswerParams => crate::question::QuestionAnswerResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/questions/{questionId}/answer", "Answer a Worker's waiting question in its Driver's place (as question.answer).", Some(of::<crate::question::AnswerBody>), 200, of::<crate::question::QuestionAnswerResult>);
     /// `pair.create`: a new Worker paired with a Driver.
     PairCreate "pair.create" PairCreateParams => PairCreateResult [session(driver_id), writes]
         rest route!("post" "/pairs", "Pair a new Worker with a Driver (as pair.create).", Some(of::<PairCreateParams>), 201, of::<PairCreateResult>);

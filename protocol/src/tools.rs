@@ -34,9 +34,13 @@ pub const SPAWN_SESSIONS: &str = "spawn_sessions";
 pub const CHECK_SPAWNED_SESSIONS: &str = "check_spawned_sessions";
 /// See [`SEND_TO_PARTNER`].
 pub const READ_HANDOFF_SOURCE: &str = "read_handoff_source";
+/// See [`SEND_TO_PARTNER`].
+pub const ASK_DRIVER: &str = "ask_driver";
+/// See [`SEND_TO_PARTNER`].
+pub const ANSWER_WORKER: &str = "answer_worker";
 
 /// Every tool name, in the order `tools/list` offers them.
-pub const ALL: [&str; 8] = [
+pub const ALL: [&str; 10] = [
     SEND_TO_PARTNER,
     READ_PARTNER,
     INTERRUPT_PARTNER,
@@ -45,6 +49,8 @@ pub const ALL: [&str; 8] = [
     SPAWN_SESSIONS,
     CHECK_SPAWNED_SESSIONS,
     READ_HANDOFF_SOURCE,
+    ASK_DRIVER,
+    ANSWER_WORKER,
 ];
 
 /// `send_to_partner` arguments.
@@ -63,6 +69,50 @@ pub struct SendToPartnerParams {
     pub worker_model: Option<String>,
     /// Reasoning effort for a Worker created by this call.
     pub worker_effort: Option<String>,
+}
+
+/// `ask_driver` arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AskDriverParams {
+    /// The question, complete enough to answer without your context.
+    pub question: String,
+    /// Answers to offer, if the question has a few (any answer is taken).
+    pub choices: Option<Vec<String>>,
+    /// How long to wait, 1 to 3600 seconds (clamped). Default 600.
+    pub timeout_seconds: Option<f64>,
+}
+
+/// `answer_worker` arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AnswerWorkerParams {
+    /// The question's id, as `send_to_partner` or the pushed message gave it.
+    pub question_id: String,
+    /// The answer; the Worker's `ask_driver` returns it.
+    pub answer: String,
+}
+
+/// `ask_driver` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AskDriverResult {
+    /// The question.
+    pub question_id: String,
+    /// The answer ("no answer: decide yourself" after the timeout).
+    pub answer: String,
+    /// Who answered.
+    pub answered_by: crate::question::Answerer,
+}
+
+/// `answer_worker` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerWorkerResult {
+    /// The question answered.
+    pub question_id: String,
+    /// The Worker session, which goes on with the answer.
+    pub partner_id: String,
 }
 
 /// `read_partner` arguments.
@@ -140,6 +190,9 @@ pub enum DelegationState {
     Interrupted,
     /// The Worker still works; the result is pushed back later.
     Running,
+    /// The Worker asks something (`questionId`, `question`, `choices`): answer with
+    /// `answer_worker`; the Worker's result is pushed back later.
+    Question,
 }
 
 /// `send_to_partner` result.
@@ -166,6 +219,15 @@ pub struct SendToPartnerResult {
     /// A worktree Worker's branch and what it changed, once its turn ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<crate::workspace::ChangeSummary>,
+    /// With status `question`: the question's id, for `answer_worker`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question_id: Option<String>,
+    /// With status `question`: what the Worker asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// With status `question`: the answers it offers, if any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
 }
 
 /// A Worker's state as `read_partner` reports it.
@@ -460,6 +522,14 @@ fn generate(name: &str) -> Option<ToolDef> {
         READ_HANDOFF_SOURCE => (
             "Read the conversation this session continues (after a handoff), including earlier handoffs up to 5 levels back: user and assistant messages, newest page first (offset 0 is the latest `limit` messages).",
             input_schema::<ReadHandoffSourceParams>(),
+        ),
+        ASK_DRIVER => (
+            "Ask your Driver a question when you need a decision you cannot make yourself, and wait for its answer (returned as `answer`). Unanswered after timeoutSeconds, the answer is 'no answer: decide yourself'. One question at a time.",
+            input_schema::<AskDriverParams>(),
+        ),
+        ANSWER_WORKER => (
+            "Answer your Worker's question (send_to_partner status 'question', or a '[Question from your Worker]' message) by its questionId; the Worker goes on with your answer and its result comes to you as a new message.",
+            input_schema::<AnswerWorkerParams>(),
         ),
         _ => return None,
     };

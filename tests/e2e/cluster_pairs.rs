@@ -151,7 +151,7 @@ async fn driver(server: &Server) -> (WsClient, String) {
 
 /// Waits until `server` counts node `node` in the cluster: a session made there is
 /// listed here.
-async fn knows(server: &Server, other: &Server) {
+pub(crate) async fn knows(server: &Server, other: &Server) {
     let mut ws = other.ws().await;
     let probe = ws.create_session().await;
     listed_as(server, &probe, |_| true).await;
@@ -159,7 +159,7 @@ async fn knows(server: &Server, other: &Server) {
 
 /// A Worker on `node` for Driver `d` (through `ws`, a client of the Driver's node);
 /// its id.
-async fn pair_on(ws: &mut WsClient, d: &str, node: &str) -> String {
+pub(crate) async fn pair_on(ws: &mut WsClient, d: &str, node: &str) -> String {
     let created = ws
         .ok(
             json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"},

@@ -38,7 +38,10 @@ async fn a_device_registered_on_one_node_hears_from_a_session_on_another() {
     let push = service.next().await;
     assert_eq!(push["device"], "phone");
     assert_eq!(push["status"], 201);
-    assert_eq!(push["k"], key_a["publicKey"], "signed with the key the device knows");
+    assert_eq!(
+        push["k"], key_a["publicKey"],
+        "signed with the key the device knows"
+    );
     assert_eq!(push["payload"]["sessionId"], sid.as_str());
     assert_eq!(push["payload"]["attention"], "needs_input");
 

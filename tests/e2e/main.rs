@@ -48,6 +48,7 @@ mod pair_gone;
 mod pairs;
 mod permissions;
 mod push;
+mod questions;
 mod queue_usage;
 mod rest_parity;
 mod restart;

@@ -84,6 +84,7 @@ fn assert_tools_work(out: &Value) {
             "read_partner",
             "interrupt_partner",
             "close_partner",
+            "answer_worker",
             "spawn_sessions",
             "check_spawned_sessions"
         ]),

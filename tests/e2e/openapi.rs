@@ -663,6 +663,39 @@ async fn every_documented_route_answers_as_described() {
         .await;
     let pair_id = pair["pair"]["pairId"].as_str().unwrap().to_string();
     c.ok("get", "/pairs", "/pairs", None).await;
+    // The Worker asks its Driver (a turn of its own), and the user answers over REST.
+    let worker = pair["pair"]["workerId"].as_str().unwrap().to_string();
+    c.ok(
+        "post",
+        &format!("/sessions/{worker}/messages"),
+        "/sessions/{id}/messages",
+        Some(json!({"content": "/tool ask_driver {\"question\": \"go on?\"}"})),
+    )
+    .await;
+    let asked = stored_event(&server, &worker, "question").await;
+    let qid = asked["questionId"].as_str().unwrap().to_string();
+    let answered = c
+        .ok(
+            "post",
+            &format!("/sessions/{worker}/questions/{qid}/answer"),
+            "/sessions/{id}/questions/{questionId}/answer",
+            Some(json!({"answer": "yes"})),
+        )
+        .await;
+    assert_eq!(answered["questionId"], qid.as_str());
+    idle(&server, &worker).await;
+    // The question was pushed into the Driver as a message: its turn ends before the
+    // Driver is archived below.
+    eventually("the question pushed into the Driver", async || {
+        server.all_events(&s3).await.into_iter().find(|e| {
+            e["kind"] == "user_message"
+                && e["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("Question from your Worker"))
+        })
+    })
+    .await;
+    idle(&server, &s3).await;
     c.ok(
         "delete",
         &format!("/pairs/{pair_id}"),

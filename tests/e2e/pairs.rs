@@ -826,7 +826,7 @@ async fn mcp_over_http() {
     let parsed: Value = serde_json::from_str(text).unwrap();
     assert_eq!(parsed["status"], "complete");
     assert_eq!(parsed["response"], "via mcp");
-    // Now a Driver: the partner tools are listed. The Worker sees none.
+    // Now a Driver: the partner tools are listed. The Worker sees only ask_driver.
     let (_, list) = call(
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
         token.clone(),
@@ -839,6 +839,7 @@ async fn mcp_over_http() {
             "read_partner",
             "interrupt_partner",
             "close_partner",
+            "answer_worker",
             "spawn_sessions",
             "check_spawned_sessions"
         ]
@@ -853,7 +854,7 @@ async fn mcp_over_http() {
         wtoken.clone(),
     )
     .await;
-    assert!(names(&list).is_empty(), "{list}");
+    assert_eq!(names(&list), vec!["ask_driver"], "{list}");
     let (_, res) = call(
         json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "send_to_partner", "arguments": {"message": "no"}}}),
         wtoken,

@@ -74,6 +74,15 @@ enum PairCall {
     Read { worker_id: String, count: usize },
     /// The pair was closed: the Worker leaves it.
     Leave { worker_id: String, pair_id: String },
+    /// To the pair's node: a Worker there asks its Driver (`ask_driver`).
+    Ask {
+        question: crate::record::QuestionRecord,
+    },
+    /// Answer a Worker's waiting question.
+    Answer {
+        worker_id: String,
+        answer: crate::cluster_link::QuestionAnswer,
+    },
     /// To the pair's node: whether the pair is still being created or runs.
     Open { pair_id: String },
     /// To the pair's node: a delegated turn ended.
@@ -346,6 +355,34 @@ impl NodeLink for Cluster {
         Box::pin(async move { this.read_worker(&node, &worker, count).await })
     }
 
+    fn ask_driver(
+        &self,
+        node: &str,
+        question: crate::record::QuestionRecord,
+    ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
+        let (this, node) = (self.clone(), node.to_string());
+        Box::pin(async move {
+            let session = question.driver_id.clone();
+            this.pair_call(&node, &session, &PairCall::Ask { question })
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn answer_on_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        answer: crate::cluster_link::QuestionAnswer,
+    ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
+        let call = PairCall::Answer {
+            worker_id: worker_id.to_string(),
+            answer,
+        };
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.pair_call(&node, &worker, &call).await.map(|_| ()) })
+    }
+
     fn worker_leaves(
         &self,
         node: &str,
@@ -463,6 +500,23 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             serde_json::Value::Bool(worker(&worker_id)?.send(LeavePair { pair_id }).await?)
         }
         PairCall::Open { pair_id } => serde_json::Value::Bool(rt.pair_open(&pair_id)?),
+        PairCall::Ask { question } => {
+            let pair = rt
+                .pair_addr(&question.pair_id)
+                .ok_or(crate::error::PairError::DriverGone)?;
+            pair.send(crate::pair::WorkerAsks { question }).await??;
+            serde_json::Value::Null
+        }
+        PairCall::Answer { worker_id, answer } => {
+            worker(&worker_id)?
+                .send(crate::session::AnswerQuestion {
+                    question_id: answer.question_id,
+                    answer: answer.answer,
+                    by: answer.by,
+                })
+                .await??;
+            serde_json::Value::Null
+        }
         PairCall::Ended {
             pair_id,
             delegation_id,

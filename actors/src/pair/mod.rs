@@ -7,6 +7,7 @@
 //! The pair resolves a delegation at most once ([`Token::Resolving`]), and the Driver's
 //! session drops a push-back whose id it has already taken (a re-send after a crash).
 
+mod questions;
 pub mod remote;
 #[cfg(test)]
 mod tests;
@@ -29,6 +30,7 @@ use crate::session::{
     LeavePair, ProposalProgress, RecordEvent, Resume, Services, SessionActor, WorkerTurnEnded,
 };
 use crate::store::WriteOp;
+pub use questions::WorkerAsks;
 use remote::WorkerLink;
 
 /// How often a restarted pair asks an unreachable remote Worker's node about the
@@ -71,6 +73,9 @@ pub enum DelegateReply {
     },
     /// Not waiting: the result will be pushed back.
     Detached,
+    /// The Worker asks its Driver something (`ask_driver`): the caller returns with
+    /// the question, and the result will be pushed back.
+    Question(crate::record::QuestionRecord),
 }
 
 /// Hand the Worker one task.

@@ -210,6 +210,7 @@ impl Runtime {
             remote_report: None,
             turn_end_seq: 0,
             seen_seq: 0,
+            question: None,
             notify: Default::default(),
         };
         let writer = &self.inner.services.writer;

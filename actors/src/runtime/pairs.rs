@@ -90,6 +90,27 @@ impl Runtime {
         Some((handle.addr.clone(), worker))
     }
 
+    /// A running pair's actor and its Driver's id (a Worker's question goes there);
+    /// `None` once the pair is closed, or when it runs on another node.
+    pub fn pair_driver(&self, id: &str) -> Option<(Addr<PairActor>, String)> {
+        let handle = self.inner.pairs.get(id)?;
+        let driver = handle.shared.lock().ok()?.driver_id.clone();
+        Some((handle.addr.clone(), driver))
+    }
+
+    /// The node of pair `pair_id`'s Worker when it is another one than this (a
+    /// question is answered there); `None` for a Worker here or an unknown pair.
+    pub(crate) fn remote_worker_node(&self, pair_id: &str) -> Option<String> {
+        let handle = self.inner.pairs.get(pair_id)?;
+        let node = handle.shared.lock().ok()?.worker_node.clone()?;
+        (Some(&node) != self.inner.config.node.as_ref()).then_some(node)
+    }
+
+    /// This node's cluster, once it joined one.
+    pub(crate) fn cluster_link(&self) -> Option<std::sync::Arc<dyn crate::cluster_link::NodeLink>> {
+        self.inner.services.cluster.get().cloned()
+    }
+
     /// A Worker's status, title and last `count` turns when pair `pair_id`'s Worker
     /// is on another node; `None` when it is on this one.
     pub(crate) async fn read_remote_worker(

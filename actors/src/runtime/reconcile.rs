@@ -280,6 +280,24 @@ pub(super) fn apply(
         };
         session.record.pair = None;
         session.record.last_activity = now_ms();
+        // A Worker's waiting question has nobody to answer it any more (as when a
+        // running pair closes, see `SessionActor::close_question`).
+        if let Some(question) = session
+            .record
+            .question
+            .take_if(|q| q.pair_id == unpair.pair_id)
+        {
+            append(
+                session,
+                EventBody::QuestionAnswered {
+                    question_id: question.question_id,
+                    pair_id: question.pair_id,
+                    answer: tandem_protocol::question::PAIR_CLOSED.to_string(),
+                    by: tandem_protocol::question::Answerer::PairClosed,
+                },
+                &mut ops,
+            )?;
+        }
         append(
             session,
             EventBody::PairClosed {

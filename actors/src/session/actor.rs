@@ -97,6 +97,8 @@ pub struct SessionActor {
     /// The attention the owner's devices were last considered for
     /// ([`super::notify`]): a push goes out only when it changes.
     pub(super) pushed: tandem_protocol::Attention,
+    /// The `ask_driver` call waiting for this Worker's question, and its timeout.
+    pub(super) question: super::question::WaitingCall,
 }
 
 impl SessionActor {
@@ -137,6 +139,7 @@ impl SessionActor {
             preparing: false,
             turn_waiters: Vec::new(),
             pushed,
+            question: Default::default(),
         }
     }
 
@@ -356,6 +359,9 @@ impl Actor for SessionActor {
         self.resend_remote_report();
         self.dispatch_queued(ctx);
         self.arm_all(ctx);
+        // A question a restart left waits on (its deadline kept); its answer comes
+        // as a new message, since the call that asked died with the process.
+        self.arm_question(ctx);
         self.flush();
     }
 }

@@ -10,6 +10,7 @@ mod pairing;
 mod permissions;
 pub mod prompts;
 mod proposal;
+mod question;
 mod queue;
 mod rewind;
 mod schedules;
@@ -38,6 +39,7 @@ pub use pairing::{
     ReportDelivered, ReportTo, Resume, SessionState, StartDelegated, WorkerTurnEnded,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
+pub use question::{AnswerQuestion, Answered, Ask, WithdrawQuestion};
 pub use queue::{CancelQueued, EditQueued};
 pub use rewind::{EditOutcome, EditSend, ForkVendor};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};

@@ -51,7 +51,10 @@ impl SessionActor {
                         Some(p.request_id.clone()),
                     )
                 }
-                None => ("A Worker's proposal waits for approval".into(), None),
+                None => match &self.record.question {
+                    Some(q) => (format!("Question for the Driver: {}", q.question), None),
+                    None => ("A Worker's proposal waits for approval".into(), None),
+                },
             },
             Attention::Failed => ("The last turn failed".into(), None),
             Attention::DoneUnseen => {

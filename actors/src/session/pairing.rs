@@ -10,7 +10,7 @@ use crate::error::RuntimeError;
 use crate::record::{Membership, ProposalRecord};
 
 /// How many delivered-result ids a session remembers for de-duplication.
-const DELIVERED_MEMORY: usize = 64;
+pub(super) const DELIVERED_MEMORY: usize = 64;
 
 /// Start a turn delegated by the Driver of this session's pair.
 #[derive(Debug, Message)]
@@ -129,6 +129,9 @@ pub struct SessionState {
     pub parent_id: Option<String>,
     /// Its latest proposal: accepting one takes the recommended Worker from here.
     pub proposal: Option<ProposalRecord>,
+    /// Its place in a pair, with the pair's node and Driver (a Worker's question goes
+    /// there).
+    pub membership: Option<Membership>,
 }
 
 /// Ask for [`SessionState`].
@@ -315,6 +318,7 @@ impl Handler<JoinPair> for SessionActor {
             pair_id: msg.pair.pair_id.clone(),
             role: msg.role,
             pair_node: msg.pair_node,
+            driver_id: Some(msg.pair.driver_id.clone()),
         });
         self.emit(None, EventBody::PairCreated { pair: msg.pair });
         self.touch();
@@ -326,10 +330,12 @@ impl Handler<JoinPair> for SessionActor {
 impl Handler<LeavePair> for SessionActor {
     type Result = bool;
 
-    fn handle(&mut self, msg: LeavePair, _: &mut Context<Self>) -> bool {
+    fn handle(&mut self, msg: LeavePair, ctx: &mut Context<Self>) -> bool {
         if !self.record.in_pair(&msg.pair_id, None) {
             return false;
         }
+        // A Worker's waiting question has nobody to answer it any more.
+        self.close_question(&msg.pair_id, ctx);
         self.record.pair = None;
         if let Some(turn) = self.turn.as_mut() {
             // The pair is gone: the turn's end has nobody to report to.
@@ -412,6 +418,7 @@ impl Handler<Describe> for SessionActor {
             delegated_turn: self.turn.as_ref().is_some_and(|t| t.delegation.is_some()),
             parent_id: self.record.parent_id.clone(),
             proposal: self.record.proposal.clone(),
+            membership: self.record.pair.clone(),
         })
     }
 }

@@ -8,6 +8,7 @@ pub mod defs;
 mod handoff;
 mod partner;
 mod proposal;
+mod question;
 mod spawn;
 
 use serde_json::{Map, Value};
@@ -78,6 +79,10 @@ impl crate::adapter::ToolHost for ToolRouter {
             };
             let state = describe(&rt, &caller).await?;
             if !tools_for(&state).iter().any(|t| t.name == tool) {
+                if tool == ASK_DRIVER && state.info.role.is_none() && state.parent_id.is_none() {
+                    // A Worker whose pair closed (its Driver gone) asks nobody.
+                    return Err(crate::error::PairError::NoDriver.into());
+                }
                 return Err(ToolError::NotOffered(not_offered(&state, tool)));
             }
             let result = match tool {
@@ -107,6 +112,12 @@ impl crate::adapter::ToolHost for ToolRouter {
                     parse::<NoParams>(tool, args)?;
                     to_value(spawn::check_spawned_sessions(&rt, &state))
                 }
+                ASK_DRIVER => question::ask_driver(&rt, &state, parse(tool, args)?)
+                    .await
+                    .and_then(to_value),
+                ANSWER_WORKER => question::answer_worker(&rt, &state, parse(tool, args)?)
+                    .await
+                    .and_then(to_value),
                 _ => handoff::read_handoff_source(&rt, &state, parse(tool, args)?)
                     .await
                     .and_then(to_value),
@@ -141,19 +152,21 @@ pub(crate) async fn describe(rt: &Runtime, session_id: &str) -> Result<SessionSt
 }
 
 /// The tools a session is offered, by role: a Driver gets the partner tools, an
-/// unpaired session may create a Worker or propose one, a Worker and a spawned
-/// session get none (delegation is one hop deep; children cannot spawn).
+/// unpaired session may create a Worker or propose one, a Worker may only ask its
+/// Driver, and a spawned session gets none (delegation is one hop deep; children
+/// cannot spawn).
 pub fn tools_for(state: &SessionState) -> Vec<ToolDef> {
     let names: &[&str] = if state.parent_id.is_some() {
         &[]
     } else {
         match state.info.role {
-            Some(Role::Worker) => &[],
+            Some(Role::Worker) => &[ASK_DRIVER],
             Some(Role::Driver) => &[
                 SEND_TO_PARTNER,
                 READ_PARTNER,
                 INTERRUPT_PARTNER,
                 CLOSE_PARTNER,
+                ANSWER_WORKER,
                 SPAWN_SESSIONS,
                 CHECK_SPAWNED_SESSIONS,
             ],
@@ -184,6 +197,9 @@ fn not_offered(state: &SessionState, name: &str) -> String {
     }
     if state.parent_id.is_some() {
         return format!("spawned sessions cannot use {name}");
+    }
+    if name == ASK_DRIVER {
+        return "ask_driver is only for the Worker of a pair".into();
     }
     match state.info.role {
         Some(Role::Worker) => format!(

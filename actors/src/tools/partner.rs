@@ -120,6 +120,9 @@ pub(super) async fn send_to_partner(
         partner_id: worker_id.clone(),
         worker_created,
         changes: None,
+        question_id: None,
+        question: None,
+        choices: Vec::new(),
     };
     Ok(match reply {
         DelegateReply::Finished(outcome) => SendToPartnerResult {
@@ -134,6 +137,24 @@ pub(super) async fn send_to_partner(
             partner_id: worker_id.clone(),
             worker_created,
             changes: outcome.changes,
+            question_id: None,
+            question: None,
+            choices: Vec::new(),
+        },
+        DelegateReply::Question(q) => SendToPartnerResult {
+            status: DelegationState::Question,
+            response: None,
+            error: None,
+            hint: Some(format!(
+                "The Worker asks you this and waits. Answer it with answer_worker {{questionId: \"{}\", answer}}. The Worker's result will be delivered to you as a new message when it finishes.",
+                q.question_id
+            )),
+            partner_id: worker_id.clone(),
+            worker_created,
+            changes: None,
+            question_id: Some(q.question_id),
+            question: Some(q.question),
+            choices: q.choices,
         },
         DelegateReply::TimedOut { partial } => running(
             Some(partial),

@@ -173,10 +173,12 @@ pub async fn accept_proposal(
             worker_id: pair.worker_id,
             pair_id: pair.pair_id,
         }),
-        Ok(Ok(DelegateReply::TimedOut { .. })) => Ok(StartedWorker {
-            worker_id: pair.worker_id,
-            pair_id: pair.pair_id,
-        }),
+        Ok(Ok(DelegateReply::TimedOut { .. })) | Ok(Ok(DelegateReply::Question(_))) => {
+            Ok(StartedWorker {
+                worker_id: pair.worker_id,
+                pair_id: pair.pair_id,
+            })
+        }
         Ok(Err(e)) => Err(fail(e.into()).await),
         Err(e) => Err(fail(e.into()).await),
     }

@@ -186,6 +186,7 @@ async fn delegation(
     match request {
         R::ToolCall(p) => json(tool_call(rt, who, p).await?),
         R::ProposalRespond(p) => json(rt.respond_proposal(who, p).await?),
+        R::QuestionAnswer(p) => json(rt.answer_question(who, p).await?),
         R::PairCreate(p) => json(PairCreateResult {
             pair: rt
                 .create_pair(

@@ -24,6 +24,7 @@ fn member(id: &str, pair: &str, role: Role) -> SessionRecord {
             pair_id: pair.into(),
             role,
             pair_node: None,
+            driver_id: None,
         }),
         ..session(id)
     }

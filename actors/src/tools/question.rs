@@ -1,0 +1,189 @@
+//! `ask_driver` (a Worker asks its Driver and waits for the answer) and
+//! `answer_worker` (the Driver answers), and the user's answer in the Driver's place
+//! (`question.answer`). The question lives in the Worker's session
+//! (`crate::session::Ask`); the pair carries it to the Driver
+//! (`crate::pair::WorkerAsks`).
+
+use tandem_protocol::question::{Answerer, QuestionAnswerParams, QuestionAnswerResult};
+use tandem_protocol::tools::{
+    AnswerWorkerParams, AnswerWorkerResult, AskDriverParams, AskDriverResult,
+};
+use tandem_protocol::Role;
+
+use super::{clamped, optional, required};
+use crate::access::Principal;
+use crate::cluster_link::QuestionAnswer;
+use crate::error::{PairError, RuntimeError, ToolError};
+use crate::pair::WorkerAsks;
+use crate::runtime::Runtime;
+use crate::session::{AnswerQuestion, Ask, SessionState, WithdrawQuestion};
+
+/// Default wait for an answer, seconds.
+const DEFAULT_TIMEOUT: u64 = 600;
+/// Longest wait for an answer, seconds.
+const MAX_TIMEOUT: u64 = 3600;
+/// Most choices a question offers; more are refused.
+const MAX_CHOICES: usize = 20;
+
+pub(super) async fn ask_driver(
+    rt: &Runtime,
+    state: &SessionState,
+    args: AskDriverParams,
+) -> Result<AskDriverResult, ToolError> {
+    let question = required("question", args.question)?;
+    let choices: Vec<String> = args
+        .choices
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| optional(Some(c)))
+        .collect();
+    if choices.len() > MAX_CHOICES {
+        return Err(ToolError::InvalidArguments {
+            tool: tandem_protocol::tools::ASK_DRIVER,
+            reason: format!("at most {MAX_CHOICES} choices"),
+        });
+    }
+    let timeout_seconds = clamped(args.timeout_seconds, DEFAULT_TIMEOUT, 1, MAX_TIMEOUT);
+    let membership = match (&state.info.role, &state.membership) {
+        (Some(Role::Worker), Some(m)) => m.clone(),
+        _ => {
+            return Err(ToolError::NotAllowed(
+                "only the Worker of a pair asks its Driver",
+            ))
+        }
+    };
+    let pair_id = membership.pair_id.clone();
+    // The pair and its Driver must still run, or nobody can answer: on this node
+    // they are looked up; on the pair's node, that node refuses.
+    let (local, driver_id) = match &membership.pair_node {
+        None => {
+            let (pair, driver_id) = rt.pair_driver(&pair_id).ok_or(PairError::DriverGone)?;
+            rt.session_addr(&driver_id).ok_or(PairError::DriverGone)?;
+            (Some(pair), driver_id)
+        }
+        Some(_) => (None, membership.driver_id.clone().unwrap_or_default()),
+    };
+    let me = rt
+        .session_addr(&state.info.id)
+        .ok_or_else(|| RuntimeError::SessionNotFound(state.info.id.clone()))?;
+    let (record, answer) = me
+        .send(Ask {
+            question,
+            choices,
+            timeout_seconds,
+            pair_id,
+            driver_id,
+            pair_node: membership.pair_node.clone(),
+        })
+        .await
+        .map_err(RuntimeError::from)??;
+    let question_id = record.question_id.clone();
+    let told = match (local, &membership.pair_node) {
+        (Some(pair), _) => match pair.send(WorkerAsks { question: record }).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(RuntimeError::from(e)),
+            Err(e) => Err(RuntimeError::from(e)),
+        },
+        (None, Some(node)) => match rt.cluster_link() {
+            Some(cluster) => cluster.ask_driver(node, record).await,
+            None => Err(RuntimeError::NodeUnavailable {
+                session: state.info.id.clone(),
+                node: node.clone(),
+            }),
+        },
+        (None, None) => Err(PairError::DriverGone.into()),
+    };
+    match told {
+        Ok(()) => {}
+        // Sent, and no answer came back: the pair's node may have it, so the question
+        // waits on (answered, or timed out, once).
+        Err(RuntimeError::NoAnswer { .. }) => {}
+        Err(e) => {
+            // Refused: nobody will answer it.
+            me.do_send(WithdrawQuestion {
+                question_id: question_id.clone(),
+            });
+            use tandem_protocol::ErrorCode;
+            return Err(match e.code() {
+                ErrorCode::NotPaired | ErrorCode::NoSuchPair | ErrorCode::SessionNotFound => {
+                    PairError::DriverGone.into()
+                }
+                _ => e.into(),
+            });
+        }
+    }
+    // Dropped unanswered: the pair closed (or the session went) while it waited.
+    let answered = answer.await.map_err(|_| PairError::DriverGone)?;
+    Ok(AskDriverResult {
+        question_id,
+        answer: answered.answer,
+        answered_by: answered.by,
+    })
+}
+
+pub(super) async fn answer_worker(
+    rt: &Runtime,
+    state: &SessionState,
+    args: AnswerWorkerParams,
+) -> Result<AnswerWorkerResult, ToolError> {
+    let question_id = required("questionId", args.question_id)?;
+    let answer = required("answer", args.answer)?;
+    let pair_id = match (state.info.role, &state.info.pair_id) {
+        (Some(Role::Driver), Some(pair_id)) => pair_id.clone(),
+        _ => return Err(PairError::NoWorker.into()),
+    };
+    let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
+    match rt.remote_worker_node(&pair_id) {
+        // A Worker on another node: its node answers the question there.
+        Some(node) => {
+            let cluster = rt
+                .cluster_link()
+                .ok_or_else(|| RuntimeError::NodeUnavailable {
+                    session: worker_id.clone(),
+                    node: node.clone(),
+                })?;
+            let answer = QuestionAnswer {
+                question_id: question_id.clone(),
+                answer,
+                by: Answerer::Driver,
+            };
+            cluster.answer_on_worker(&node, &worker_id, answer).await?;
+        }
+        None => {
+            let worker = rt.session_handle(&worker_id).ok_or(PairError::WorkerGone)?;
+            worker
+                .ask(AnswerQuestion {
+                    question_id: question_id.clone(),
+                    answer,
+                    by: Answerer::Driver,
+                })
+                .await??;
+        }
+    }
+    Ok(AnswerWorkerResult {
+        question_id,
+        partner_id: worker_id,
+    })
+}
+
+impl Runtime {
+    /// `question.answer`: a person answers a Worker's waiting question in its
+    /// Driver's place (the caller must be able to drive the Worker).
+    pub async fn answer_question(
+        &self,
+        who: &Principal,
+        params: QuestionAnswerParams,
+    ) -> Result<QuestionAnswerResult, RuntimeError> {
+        self.drivable(who, &params.session_id)?
+            .ask(AnswerQuestion {
+                question_id: params.question_id.clone(),
+                answer: params.answer,
+                by: Answerer::User,
+            })
+            .await??;
+        Ok(QuestionAnswerResult {
+            session_id: params.session_id,
+            question_id: params.question_id,
+        })
+    }
+}
