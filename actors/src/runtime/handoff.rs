@@ -165,11 +165,15 @@ impl Runtime {
         else {
             return Err(RuntimeError::Internal("a handoff session vanished".into()));
         };
-        source_addr.do_send(RecordEvent(EventBody::HandoffCreated {
-            target_session_id: target.id.clone(),
-            target_vendor: vendor.clone(),
-            target_title: title,
-        }));
+        // Awaited, so the event is queued before the request's writes are waited
+        // for: an answered handoff has its `handoff_created` on disk.
+        source_addr
+            .send(RecordEvent(EventBody::HandoffCreated {
+                target_session_id: target.id.clone(),
+                target_vendor: vendor.clone(),
+                target_title: title,
+            }))
+            .await?;
         target_addr
             .send(RecordEvent(EventBody::HandoffContext {
                 source_session_id: source.id.clone(),
