@@ -67,7 +67,20 @@ pub struct FanoutConfig {
     pub subscribe_all: bool,
     /// `--floor 1`: after each tandem run, the same clients against the minimal
     /// fan-out server ([`super::floor`]), and the ratio of CPU per delivery.
-    pub floor: bool,
+    /// `--floor durable`: the floor, then the durable floor (the floor committing
+    /// every event to SQLite before it sends it, [`super::floor_store`]), each ratio.
+    pub floor: Floor,
+}
+
+/// Which reference servers `bench fanout` runs after each tandem run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Floor {
+    /// None (`--floor 0`, the default).
+    None,
+    /// The floor server (`--floor 1`).
+    Plain,
+    /// The floor server and the durable floor (`--floor durable`).
+    Durable,
 }
 
 impl FanoutConfig {
@@ -89,7 +102,12 @@ impl FanoutConfig {
                 Some("all") => true,
                 Some(other) => return Err(format!("--subscribe one|all, not {other}")),
             },
-            floor: flags.num::<u8>("floor", 0)? != 0,
+            floor: match flags.all("floor").pop().as_deref() {
+                None | Some("0") => Floor::None,
+                Some("1") => Floor::Plain,
+                Some("durable") => Floor::Durable,
+                Some(other) => return Err(format!("--floor 0|1|durable, not {other}")),
+            },
         };
         if [cfg.sessions, cfg.clients, cfg.threads, cfg.runs].contains(&0) || cfg.tick_ms == 0 {
             return Err(
@@ -253,12 +271,13 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
     flags.done()?;
     let mut runs = Vec::new();
     let mut floors = Vec::new();
+    let mut durables = Vec::new();
     for run in 1..=cfg.runs {
         let r = run_once(&cfg, &extra)?;
         report::line(&r.to_json(&cfg, run, &extra));
-        if cfg.floor {
+        if cfg.floor != Floor::None {
             // The same clients and load against the floor, right after.
-            let f = run_against(BenchServer::start_floor()?, None, None, &cfg)?;
+            let f = run_against(BenchServer::start_floor(None)?, None, None, &cfg)?;
             let mut line = f.to_json(&cfg, run, &[]);
             line["server"] = json!("floor");
             line["cpu_ratio_tandem_vs_floor"] =
@@ -266,23 +285,50 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
             report::line(&line);
             floors.push(f);
         }
+        if cfg.floor == Floor::Durable {
+            // And against the durable floor, which must have committed every event.
+            let dir = crate::TempDir::new("bench-durable-floor");
+            let db = dir.path().join("floor.db");
+            let d = run_against(BenchServer::start_floor(Some(&db))?, None, None, &cfg)?;
+            let committed = super::floor_store::count(&db)?;
+            let produced = cfg.sessions as u64 * (cfg.events + 4);
+            if committed != produced {
+                return Err(format!(
+                    "the durable floor committed {committed} of {produced} events"
+                ));
+            }
+            let mut line = d.to_json(&cfg, run, &[]);
+            line["server"] = json!("durable_floor");
+            line["events_committed"] = json!(committed);
+            line["cpu_ratio_tandem_vs_durable_floor"] =
+                json!(round(r.cpu_us_per_delivery() / d.cpu_us_per_delivery(), 2));
+            report::line(&line);
+            durables.push(d);
+        }
         runs.push(r);
     }
     let mut line = summary(&cfg, &runs, &extra);
-    if cfg.floor {
-        let cpu = |rs: &[FanoutRun]| {
-            median(
-                &rs.iter()
-                    .map(FanoutRun::cpu_us_per_delivery)
-                    .collect::<Vec<_>>(),
-            )
-        };
-        line["floor_median_server_cpu_us_per_delivery"] = json!(round(cpu(&floors), 3));
-        line["median_cpu_ratio_tandem_vs_floor"] = json!(round(
+    for (name, refs) in [("floor", &floors), ("durable_floor", &durables)] {
+        if refs.is_empty() {
+            continue;
+        }
+        let cpu = median(
+            &refs
+                .iter()
+                .map(FanoutRun::cpu_us_per_delivery)
+                .collect::<Vec<_>>(),
+        );
+        line[format!("{name}_median_server_cpu_us_per_delivery")] = json!(round(cpu, 3));
+        line[format!("{name}_median_p99_ms")] = json!(round(
+            median(&refs.iter().map(|f| f64::from(f.p99_us)).collect::<Vec<_>>()) / 1e3,
+            3
+        ));
+        line[format!("{name}_gaps")] = json!(refs.iter().map(|f| f.gaps).sum::<u64>());
+        line[format!("median_cpu_ratio_tandem_vs_{name}")] = json!(round(
             median(
                 &runs
                     .iter()
-                    .zip(&floors)
+                    .zip(refs.iter())
                     .map(|(r, f)| r.cpu_us_per_delivery() / f.cpu_us_per_delivery())
                     .collect::<Vec<_>>()
             ),

@@ -6,12 +6,17 @@
 //! [`BATCH`], and writes whatever is queued for a socket in one write. Nothing else: no store, no history, no replay,
 //! no budgets (a producer simply waits for the slowest subscriber's bounded channel).
 //!
+//! With `--durable PATH` it is the durable floor (`bench fanout --floor durable`):
+//! each batch is also committed to SQLite at PATH ([`super::floor_store`]) before it
+//! is handed to the subscribers.
+//!
 //! It prints `tandem listening on http://127.0.0.1:PORT` like the real server, so
 //! [`super::server::BenchServer`] starts it the same way, and runs its connections on
 //! two threads (the real server's worker count on the benchmark machine).
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -22,6 +27,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
+
+use super::floor_store::{FloorStore, Row};
 
 /// Batches a subscriber's channel holds before its producer waits.
 const CHANNEL: usize = 64;
@@ -39,18 +46,27 @@ type Batch = Arc<Vec<Frame>>;
 /// Subscribers (their channels) by session id; shared by every connection.
 #[derive(Default)]
 struct Hub {
+    /// Each session's subscribers.
     sessions: Mutex<HashMap<String, Vec<mpsc::Sender<Batch>>>>,
+    /// The next session's number (`ses_floorN`; N is its integer key in the store).
     next_id: AtomicU64,
+    /// The durable floor's store; `None` for the plain floor.
+    store: Option<FloorStore>,
 }
 
 /// Runs the floor server until the process is killed.
 pub fn serve(args: &[String]) -> Result<(), String> {
-    if !args.is_empty() {
-        return Err(format!("floor-serve takes no flags, got {args:?}"));
-    }
+    let store = match args {
+        [] => None,
+        [flag, path] if flag == "--durable" => Some(FloorStore::open(Path::new(path))?),
+        _ => return Err(format!("floor-serve takes [--durable PATH], got {args:?}")),
+    };
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
     let addr = listener.local_addr().map_err(|e| format!("{e}"))?;
-    let hub = Arc::new(Hub::default());
+    let hub = Arc::new(Hub {
+        store,
+        ..Hub::default()
+    });
     let mut workers = Vec::new();
     for t in 0..THREADS {
         let (tx, mut rx) = mpsc::unbounded_channel::<std::net::TcpStream>();
@@ -219,7 +235,7 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Batch>, hub: &Arc<Hub>) {
                 .lock()
                 .map(|map| map.get(&sid).cloned().unwrap_or_default())
                 .unwrap_or_default();
-            tokio::task::spawn_local(produce(sid, content, subscribers));
+            tokio::task::spawn_local(produce(sid, content, subscribers, hub.clone()));
         }
         _ => {
             let reply = json!({"kind": "reply", "requestId": request_id});
@@ -231,8 +247,18 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Batch>, hub: &Arc<Hub>) {
 }
 
 /// Runs `/stream N` for a session: the turn's events, each serialized and framed once
-/// and handed to every subscriber.
-async fn produce(sid: String, content: String, subscribers: Vec<mpsc::Sender<Batch>>) {
+/// and handed to every subscriber (the durable floor commits each batch first).
+async fn produce(
+    sid: String,
+    content: String,
+    subscribers: Vec<mpsc::Sender<Batch>>,
+    hub: Arc<Hub>,
+) {
+    let store = hub.store.as_ref();
+    let key: i64 = sid
+        .strip_prefix("ses_floor")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(-1);
     let count: u64 = content
         .strip_prefix("/stream ")
         .and_then(|n| n.trim().parse().ok())
@@ -250,7 +276,10 @@ async fn produce(sid: String, content: String, subscribers: Vec<mpsc::Sender<Bat
         },
     ];
     let mut pending: Vec<Frame> = Vec::with_capacity(BATCH);
-    let mut frame_of = |body: EventBody| {
+    // The durable floor's rows of the pending frames.
+    let mut rows: Vec<Row> = Vec::with_capacity(if store.is_some() { BATCH } else { 0 });
+    let durable = store.is_some();
+    let mut frame_of = |body: EventBody, rows: &mut Vec<Row>| {
         seq += 1;
         let event = Event {
             session_id: sid.clone(),
@@ -259,11 +288,25 @@ async fn produce(sid: String, content: String, subscribers: Vec<mpsc::Sender<Bat
             turn_id: turn.clone(),
             body,
         };
-        serde_json::to_string(&event)
-            .ok()
-            .map(|text| text_frame(&text))
+        let text = serde_json::to_string(&event).ok()?;
+        let frame = text_frame(&text);
+        if durable {
+            rows.push(Row {
+                session: key,
+                seq,
+                frame: text,
+            });
+        }
+        Some(frame)
     };
-    let flush = async |pending: &mut Vec<Frame>| {
+    let flush = async |pending: &mut Vec<Frame>, rows: &mut Vec<Row>| {
+        if let Some(store) = store {
+            // Committed before it is sent.
+            if let Err(e) = store.commit(std::mem::take(rows)).await {
+                eprintln!("floor: {e}");
+                return;
+            }
+        }
         let batch: Batch = Arc::new(std::mem::take(pending));
         for sub in &subscribers {
             let _ = sub.send(batch.clone()).await;
@@ -272,23 +315,26 @@ async fn produce(sid: String, content: String, subscribers: Vec<mpsc::Sender<Bat
         tokio::task::yield_now().await;
     };
     for body in bodies.drain(..) {
-        pending.extend(frame_of(body));
+        pending.extend(frame_of(body, &mut rows));
     }
     for i in 0..count {
         let text = format!("chunk {i} ");
         whole.push_str(&text);
-        pending.extend(frame_of(EventBody::TextDelta { text }));
+        pending.extend(frame_of(EventBody::TextDelta { text }, &mut rows));
         if pending.len() >= BATCH {
-            flush(&mut pending).await;
+            flush(&mut pending, &mut rows).await;
         }
     }
-    pending.extend(frame_of(EventBody::AssistantMessage { text: whole }));
+    pending.extend(frame_of(
+        EventBody::AssistantMessage { text: whole },
+        &mut rows,
+    ));
     let completed: Result<EventBody, _> =
         serde_json::from_value(json!({"kind": "turn_completed", "status": "completed"}));
     if let Ok(body) = completed {
-        pending.extend(frame_of(body));
+        pending.extend(frame_of(body, &mut rows));
     }
-    flush(&mut pending).await;
+    flush(&mut pending, &mut rows).await;
 }
 
 fn now_ms() -> u64 {

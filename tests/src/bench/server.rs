@@ -21,8 +21,9 @@ pub struct BenchServer {
     pub base: String,
     child: Child,
     /// Data directory and workspace root; removed after the process is gone (field
-    /// order: dropped after `Drop::drop` killed the child).
-    _dir: TempDir,
+    /// order: dropped after `Drop::drop` killed the child). `None` when the caller
+    /// owns the directory ([`BenchServer::start_on`]).
+    _dir: Option<TempDir>,
 }
 
 impl BenchServer {
@@ -44,19 +45,51 @@ impl BenchServer {
             .arg("--workspace-root")
             .arg(dir.path())
             .args(extra);
-        BenchServer::spawn(command, dir)
+        BenchServer::spawn(command, Some(dir), START_TIMEOUT)
     }
 
-    /// Starts the minimal fan-out server (`bench floor-serve`, [`super::floor`]).
-    pub fn start_floor() -> Result<BenchServer, String> {
+    /// Starts `serve --port 0 --auth none` on the existing data directory `data` (the
+    /// caller's: it is kept), with `root` as the workspace root, waiting at most
+    /// `timeout` for the start line (a server loading a large store takes longer).
+    pub fn start_on(
+        data: &std::path::Path,
+        root: &std::path::Path,
+        extra: &[String],
+        timeout: Duration,
+    ) -> Result<BenchServer, String> {
+        let exe = match std::env::var_os(SERVER_ENV) {
+            Some(path) => std::path::PathBuf::from(path),
+            None => std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+        };
+        let mut command = Command::new(&exe);
+        command
+            .arg("serve")
+            .args(["--port", "0", "--auth", "none", "--data-dir"])
+            .arg(data)
+            .arg("--workspace-root")
+            .arg(root)
+            .args(extra);
+        BenchServer::spawn(command, None, timeout)
+    }
+
+    /// Starts the minimal fan-out server (`bench floor-serve`, [`super::floor`]); with
+    /// `durable`, the durable floor, committing to the database at that path.
+    pub fn start_floor(durable: Option<&std::path::Path>) -> Result<BenchServer, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
         let mut command = Command::new(&exe);
         command.arg("floor-serve");
-        BenchServer::spawn(command, TempDir::new("bench-floor"))
+        if let Some(db) = durable {
+            command.arg("--durable").arg(db);
+        }
+        BenchServer::spawn(command, Some(TempDir::new("bench-floor")), START_TIMEOUT)
     }
 
     /// Runs `command` and waits for its start line.
-    fn spawn(mut command: Command, dir: TempDir) -> Result<BenchServer, String> {
+    fn spawn(
+        mut command: Command,
+        dir: Option<TempDir>,
+        timeout: Duration,
+    ) -> Result<BenchServer, String> {
         let mut child = command
             .env(
                 "TANDEM_LOG",
@@ -85,7 +118,7 @@ impl BenchServer {
             _dir: dir,
         };
         loop {
-            match rx.recv_timeout(START_TIMEOUT) {
+            match rx.recv_timeout(timeout) {
                 Ok(line) => {
                     if let Some(url) = line.strip_prefix("tandem listening on ") {
                         server.base = url.trim().to_string();

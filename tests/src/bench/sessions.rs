@@ -8,6 +8,9 @@
 //! flight (one connection may send at most 5,000 requests a second, so the load is
 //! split). Over REST, each thread keeps `--window` requests in flight, each on its
 //! own keep-alive connection. The rate is N over the time from the first request to the last answer.
+//!
+//! `--stored 1` measures N sessions already in the store instead (RSS per idle session
+//! and start time at scale, [`super::stored_sessions`]).
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -44,8 +47,11 @@ struct Load {
     threads: usize,
 }
 
-/// `bench sessions`.
+/// `bench sessions` (with `--stored 1`, [`super::stored_sessions`]).
 pub fn main(mut flags: Flags) -> Result<(), String> {
+    if flags.num::<u8>("stored", 0)? == 1 {
+        return super::stored_sessions::main(flags);
+    }
     let load = Load {
         count: flags.num("count", 10_000)?,
         clients: flags.num("clients", 8)?,

@@ -2,7 +2,7 @@
 //! (exactly `tandem serve ARGS`; likewise `bench user ...`, `bench doctor` and every other
 //! `tandem` command; `bench tandem ARGS` for any, `acp` included), so tests and
 //! benchmarks start it as a child process.
-//! `bench fanout|sessions|replay|durability|delegation|codex|claude|acp|gitstate|checkpoint [flags]` start that server as a child
+//! `bench fanout|sessions|replay|durability|delegation|codex|claude|acp|acp-agent|gitstate|checkpoint [flags]` start that server as a child
 //! process and measure it over loopback ([`tandem_tests::bench`]).
 
 use std::process::ExitCode;
@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         },
         Some(
             mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex"
-            | "claude" | "acp" | "gitstate" | "checkpoint" | "store-floor"),
+            | "claude" | "acp" | "acp-agent" | "gitstate" | "checkpoint" | "store-floor"),
         ) => tandem_tests::bench::run(mode, &args[1..]),
         // `bench tandem ARGS` is exactly `tandem ARGS`, also for a command whose name a
         // benchmark takes (`tandem acp`, which tests/e2e/acp_agent.rs starts).
