@@ -26,6 +26,7 @@ pub async fn serve(cluster: &Cluster, runtime: Runtime) -> Result<(), ClusterErr
     let ctx = std::rc::Rc::new(Context {
         runtime,
         cluster: Some(cluster.clone()),
+        told: Default::default(),
     });
     cluster
         .serve_requests(move |payload| {
@@ -62,6 +63,13 @@ async fn answer(ctx: &Context, payload: &[u8], max_answer: usize) -> String {
                 );
             }
             answer
+        }
+        Call::Visible {
+            client,
+            session_ids,
+        } => {
+            runtime.set_visible_remote(&client, &principal.user_id, session_ids);
+            "{}".to_string()
         }
         Call::Subscription { session_id } => {
             match runtime.subscription_ack(&principal, &session_id) {

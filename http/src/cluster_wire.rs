@@ -40,6 +40,16 @@ pub enum Call {
     UploadPart(PartCall),
     /// A part of an upload used in one of the owner's sessions.
     UploadRead(ReadCall),
+    /// Which of the owner's sessions a client of the sending node shows in a visible
+    /// tab (none: nothing any more), so the owner pushes nothing about them
+    /// (see [`crate::cluster_visible`]). Answered `{}`.
+    #[serde(rename_all = "camelCase")]
+    Visible {
+        /// The client, `NODE:ID`.
+        client: String,
+        /// The sessions it shows.
+        session_ids: Vec<String>,
+    },
 }
 
 /// One part of an upload handed over ([`Call::UploadPart`]).

@@ -10,6 +10,7 @@ pub mod client;
 pub mod cluster_rpc;
 pub mod cluster_subscribe;
 pub mod cluster_uploads;
+pub mod cluster_visible;
 pub mod cluster_wire;
 pub mod config_file;
 pub mod confine;

@@ -189,6 +189,7 @@ fn app_state(
         heartbeat: opts.heartbeat,
         limits: opts.limits,
         connections: crate::limits::ConnectionCounts::default(),
+        told: Default::default(),
     })
 }
 

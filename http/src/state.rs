@@ -22,6 +22,9 @@ pub struct AppState {
     pub connections: crate::limits::ConnectionCounts,
     /// This node's cluster membership (`--nats`); `None` on a single node.
     pub cluster: Option<tandem_actors::cluster::Cluster>,
+    /// Which other nodes this node's WebSocket clients told what they show
+    /// (`client.visible`).
+    pub told: crate::cluster_visible::Told,
 }
 
 /// How much one user or one socket may ask of the server.
@@ -49,6 +52,7 @@ impl AppState {
         crate::operation::Context {
             runtime: self.runtime.clone(),
             cluster: self.cluster.clone(),
+            told: self.told.clone(),
         }
     }
 }

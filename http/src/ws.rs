@@ -420,6 +420,9 @@ impl Actor for WsClient {
     fn stopped(&mut self, _: &mut Ctx) {
         self.queue.mark_closed();
         self.runtime.disconnect_client(self.id);
+        if let Some(cluster) = &self.ctx.cluster {
+            crate::cluster_visible::forget(cluster, &self.ctx.told, self.id);
+        }
         // What is still queued (an error, the close frame) is written if the client
         // reads; its bytes no longer count against the gateway's budgets.
         self.outbox.finish();

@@ -81,18 +81,41 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
             Dispatched::Now(reply.into_iter().collect())
         }
         ClientRequest::ClientVisible(p) => {
+            // Another node's sessions are told to that node, which decides their
+            // pushes (`cluster_visible`); this node's are kept here. Answered once
+            // the nodes concerned were told.
+            let (here, there) = match &who.ctx.cluster {
+                Some(cluster) => crate::cluster_visible::split(cluster, p.session_ids.clone()),
+                None => (p.session_ids.clone(), Default::default()),
+            };
             let shown = who
                 .ctx
                 .runtime
-                .set_visible(who.client_id, who.principal, p.session_ids);
-            let frame = match shown {
-                Ok(session_ids) => ServerFrame::reply_with(
-                    request_id,
-                    &tandem_protocol::push::ClientVisibleResult { session_ids },
-                ),
-                Err(e) => fail(&who.ctx.runtime, e.into(), request_id, None),
+                .set_visible(who.client_id, who.principal, here);
+            let result = tandem_protocol::push::ClientVisibleResult {
+                session_ids: p.session_ids,
             };
-            Dispatched::Now(vec![frame])
+            match (shown, who.ctx.cluster.clone()) {
+                (Err(e), _) => {
+                    Dispatched::Now(vec![fail(&who.ctx.runtime, e.into(), request_id, None)])
+                }
+                (Ok(_), None) => {
+                    Dispatched::Now(vec![ServerFrame::reply_with(request_id, &result)])
+                }
+                (Ok(_), Some(cluster)) => {
+                    let told = crate::cluster_visible::tell(
+                        cluster,
+                        who.ctx.told.clone(),
+                        who.client_id,
+                        who.principal.clone(),
+                        there,
+                    );
+                    Dispatched::Later(Box::pin(async move {
+                        told.await;
+                        vec![ServerFrame::reply_with(request_id, &result).to_json()]
+                    }))
+                }
+            }
         }
         ClientRequest::SessionsWatch(p) => {
             let page = SessionsListParams {

@@ -100,6 +100,9 @@ export class App {
     listenForNotices((n) => openNotice(this, n));
     // Shown again (another tab, a restored window): report what is on screen.
     document.addEventListener('visibilitychange', () => this.reportShown(true));
+    // Said again every minute while something is on screen: in a cluster, the node
+    // that runs a session forgets another node's word after a while.
+    setInterval(() => { if (this.visibleSent) this.reportVisible(true); }, 60000);
     window.addEventListener('focus', () => this.reportShown());
     // Relative times ("5m") age; only their text changes.
     setInterval(() => this.refreshTimes(), 10000);

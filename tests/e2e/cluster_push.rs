@@ -7,6 +7,16 @@
 use serde_json::json;
 use tandem_tests::{eventually, NatsServer, PushService};
 
+/// A scripted session on node b, made through `ws` (a client of node a), subscribed.
+async fn created_on_b(ws: &mut tandem_tests::WsClient, title: &str) -> String {
+    let created = ws
+        .ok(json!({"type": "session.create", "title": title, "node": "b"}))
+        .await;
+    let sid = created["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&sid, 0).await;
+    sid
+}
+
 #[actix_rt::test]
 #[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
 async fn a_device_registered_on_one_node_hears_from_a_session_on_another() {
@@ -43,6 +53,25 @@ async fn a_device_registered_on_one_node_hears_from_a_session_on_another() {
         "signed with the key the device knows"
     );
     assert_eq!(push["payload"]["sessionId"], sid.as_str());
+    assert_eq!(push["payload"]["attention"], "needs_input");
+
+    // A page on a shows a session b runs: b pushes nothing about it (the next push
+    // is another session's); once that page is gone, b pushes about it again.
+    let shown = created_on_b(&mut ws, "shown").await;
+    let other = created_on_b(&mut ws, "other").await;
+    let mut page = a.ws().await;
+    // Answered once b was told.
+    page.ok(json!({"type": "client.visible", "sessionIds": [shown]}))
+        .await;
+    ws.turn(&shown, "/fail while shown").await;
+    ws.turn(&other, "/fail elsewhere").await;
+    let push = service.next().await;
+    assert_eq!(push["payload"]["sessionId"], other.as_str(), "{push}");
+    page.ok(json!({"type": "client.visible", "sessionIds": []}))
+        .await;
+    ws.chat(&shown, "/ask Bash {\"command\":\"ls\"}").await;
+    let push = service.next().await;
+    assert_eq!(push["payload"]["sessionId"], shown.as_str(), "{push}");
     assert_eq!(push["payload"]["attention"], "needs_input");
 
     // Removed on b: gone on a too.

@@ -38,9 +38,11 @@ pub struct Push {
 struct PushInner {
     key: VapidKey,
     store: Store,
-    /// Which sessions each WebSocket client shows in a visible tab, with the
-    /// client's user (`client.visible`).
-    visible: Mutex<HashMap<u64, (String, Vec<String>)>>,
+    /// Which sessions each WebSocket client shows in a visible tab (`client.visible`),
+    /// by client: this node's (`local:ID`) or another node's (`NODE:ID`, told by that
+    /// node), with the client's user and, for another node's, until when it holds
+    /// unless told again (a node that died cannot clear its clients).
+    visible: Mutex<HashMap<String, Shown>>,
     /// How delivery retries and times out.
     policy: deliver::Policy,
     /// In a cluster, where devices are kept instead of the store.
@@ -75,6 +77,21 @@ async fn blocking<T: Send + 'static>(
 fn unavailable(e: String) -> RuntimeError {
     RuntimeError::Internal(format!("the cluster's push devices cannot be read: {e}"))
 }
+
+/// What one client shows.
+#[derive(Debug, Clone)]
+struct Shown {
+    /// The client's user.
+    user_id: String,
+    /// The sessions on its screen.
+    sessions: Vec<String>,
+    /// For another node's client: when this lapses unless told again.
+    until: Option<std::time::Instant>,
+}
+
+/// How long another node's word that its client shows a session holds: the page
+/// says it again every minute while visible.
+pub const REMOTE_SHOWN_FOR: std::time::Duration = std::time::Duration::from_secs(150);
 
 /// A moment of a session its owner's devices may be told of.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,17 +256,29 @@ impl Push {
         self.key().public()
     }
 
-    /// Records that WebSocket client `client` of `user_id` shows `sessions` in a
-    /// visible tab (none: nothing, or the tab is hidden, or the client left).
-    pub fn set_visible(&self, client: u64, user_id: &str, sessions: Vec<String>) {
+    /// Records that client `client` (`local:ID` for this node's WebSocket clients,
+    /// `NODE:ID` for another node's) of `user_id` shows `sessions` in a visible tab
+    /// (none: nothing, or the tab is hidden, or the client left). Another node's word
+    /// holds for [`REMOTE_SHOWN_FOR`] unless said again.
+    pub fn set_visible(&self, client: &str, user_id: &str, sessions: Vec<String>) {
         let mut visible = match self.inner.visible.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
+        let now = std::time::Instant::now();
+        visible.retain(|_, s| s.until.is_none_or(|until| until > now));
         if sessions.is_empty() {
-            visible.remove(&client);
+            visible.remove(client);
         } else {
-            visible.insert(client, (user_id.to_string(), sessions));
+            let until = (!client.starts_with("local:")).then(|| now + REMOTE_SHOWN_FOR);
+            visible.insert(
+                client.to_string(),
+                Shown {
+                    user_id: user_id.to_string(),
+                    sessions,
+                    until,
+                },
+            );
         }
     }
 
@@ -259,9 +288,12 @@ impl Push {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
-        visible
-            .values()
-            .any(|(u, shown)| u == user_id && shown.iter().any(|s| s == session))
+        let now = std::time::Instant::now();
+        visible.values().any(|s| {
+            s.user_id == user_id
+                && s.until.is_none_or(|until| until > now)
+                && s.sessions.iter().any(|id| id == session)
+        })
     }
 
     /// Tells the owner's devices of `moment`, unless a client of the owner shows the

@@ -60,7 +60,7 @@ impl Runtime {
         self.inner
             .services
             .push
-            .set_visible(client_id, "", Vec::new());
+            .set_visible(&format!("local:{client_id}"), "", Vec::new());
         self.inner
             .services
             .gateway

@@ -99,8 +99,9 @@ impl Runtime {
         }
     }
 
-    /// Records the sessions WebSocket client `client_id` of `who` shows in a visible
-    /// tab (none: nothing shown). Each must be one `who` may see.
+    /// Records the sessions this node's WebSocket client `client_id` of `who` shows
+    /// in a visible tab (none: nothing shown). Each must be one `who` may see here;
+    /// the caller passes only this node's sessions (another node's are told to it).
     pub fn set_visible(
         &self,
         client_id: u64,
@@ -110,10 +111,20 @@ impl Runtime {
         for id in &sessions {
             self.visible(who, id)?;
         }
+        self.inner.services.push.set_visible(
+            &format!("local:{client_id}"),
+            &who.user_id,
+            sessions.clone(),
+        );
+        Ok(sessions)
+    }
+
+    /// What another node said its client `client` (`NODE:ID`) of `user_id` shows of
+    /// this node's sessions; holds for a while unless said again.
+    pub fn set_visible_remote(&self, client: &str, user_id: &str, sessions: Vec<String>) {
         self.inner
             .services
             .push
-            .set_visible(client_id, &who.user_id, sessions.clone());
-        Ok(sessions)
+            .set_visible(client, user_id, sessions);
     }
 }

@@ -28,6 +28,8 @@ pub struct Context {
     pub runtime: Runtime,
     /// This node's cluster membership (`--nats`); `None` on a single node.
     pub cluster: Option<Cluster>,
+    /// Which other nodes this node's clients told what they show.
+    pub told: crate::cluster_visible::Told,
 }
 
 /// A successful request's result, as JSON text (an object): spliced into a reply
