@@ -49,11 +49,11 @@ pub fn terminal(qr: &QrModules) -> String {
     out
 }
 
-/// Where another device reaches a server listening on `bind`:`port`: that address,
-/// or for an unspecified one (`0.0.0.0`, `::`) this machine's first address that is
-/// not loopback (IPv4 first: phones scan those most reliably); loopback when there is
-/// none.
-pub fn public_url(scheme: &str, bind: IpAddr, port: u16) -> String {
+/// Where another device reaches a server listening on `bind`:`port`: the URL with
+/// that address, or for an unspecified one (`0.0.0.0`, `::`) this machine's first
+/// address that is not loopback (IPv4 first: phones scan those most reliably), and
+/// whether the address is not loopback (else no other device reaches it).
+pub fn public_url(scheme: &str, bind: IpAddr, port: u16) -> (String, bool) {
     let ip = if bind.is_unspecified() {
         let mut addrs: Vec<IpAddr> = if_addrs::get_if_addrs()
             .map(|all| all.into_iter().map(|i| i.ip()).collect())
@@ -67,10 +67,11 @@ pub fn public_url(scheme: &str, bind: IpAddr, port: u16) -> String {
     } else {
         bind
     };
-    match ip {
+    let url = match ip {
         IpAddr::V6(v6) => format!("{scheme}://[{v6}]:{port}"),
         IpAddr::V4(v4) => format!("{scheme}://{v4}:{port}"),
-    }
+    };
+    (url, !ip.is_loopback())
 }
 
 /// A link-local address (169.254/16, fe80::/10) needs a zone or never leaves the
@@ -105,13 +106,13 @@ mod tests {
     fn a_specific_address_is_used_as_it_is() {
         assert_eq!(
             public_url("https", IpAddr::from([10, 0, 0, 5]), 7420),
-            "https://10.0.0.5:7420"
+            ("https://10.0.0.5:7420".to_string(), true)
         );
         assert_eq!(
             public_url("http", "::1".parse().unwrap(), 1),
-            "http://[::1]:1"
+            ("http://[::1]:1".to_string(), false)
         );
-        let any = public_url("https", IpAddr::from([0, 0, 0, 0]), 7420);
+        let (any, _) = public_url("https", IpAddr::from([0, 0, 0, 0]), 7420);
         assert!(
             any.starts_with("https://") && !any.contains("0.0.0.0"),
             "{any}"

@@ -160,9 +160,8 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     let server = builder.run();
     state.runtime.set_base_url(&agents_base);
     // Pairing links name an address a phone can reach, not `0.0.0.0`.
-    state
-        .runtime
-        .set_public_url(&crate::pairing::public_url(scheme, opts.bind, addr.port()));
+    let (public, reachable) = crate::pairing::public_url(scheme, opts.bind, addr.port());
+    state.runtime.set_public_url(&public, reachable);
     print_start(
         &opts,
         &base,

@@ -5,22 +5,13 @@
 // page signs in. The user's own token never travels in a link.
 
 import { h, clear } from './dom.js';
+import { deviceLabel } from './push.js';
 
 /** @typedef {import('./conn.js').Conn} Conn */
 /** @typedef {import('./wire.js').DevicePairCodeResult} PairCode */
 
 /** The route of a pairing link: `#/pair/` and 32 hex digits. */
 const LINK = /^#\/pair\/([0-9a-f]{32})$/;
-
-/** What to call this device in its user's list. */
-function deviceLabel() {
-  const nav = /** @type {Navigator & {userAgentData?: {platform?: string, mobile?: boolean}}} */ (navigator);
-  const data = nav.userAgentData;
-  if (data?.platform) return `${data.platform}${data.mobile ? ' phone' : ''}`;
-  if (/iPhone|iPad/.test(navigator.userAgent)) return 'iPhone';
-  if (/Android/.test(navigator.userAgent)) return 'Android phone';
-  return 'Browser';
-}
 
 /**
  * If the page was opened from a pairing link, exchanges its code for this device's

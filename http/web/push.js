@@ -19,12 +19,16 @@ function fromBase64Url(text) {
   return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
 }
 
-/** What to call this device in the user's list: its platform, if the browser says. */
-function deviceLabel() {
+/**
+ * What to call this device in the user's lists (push devices, paired devices): its
+ * platform, if the browser says.
+ */
+export function deviceLabel() {
   const nav = /** @type {Navigator & {userAgentData?: {platform?: string, mobile?: boolean}}} */ (navigator);
   const data = nav.userAgentData;
   if (data?.platform) return `${data.platform}${data.mobile ? ' phone' : ''} browser`;
-  return /Mobi|Android|iPhone/.test(navigator.userAgent) ? 'Phone browser' : 'Browser';
+  if (/iPhone|iPad/.test(navigator.userAgent)) return 'iPhone browser';
+  return /Mobi|Android/.test(navigator.userAgent) ? 'Phone browser' : 'Browser';
 }
 
 /**

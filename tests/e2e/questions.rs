@@ -22,6 +22,29 @@ fn asking(args: Value, after: &str) -> String {
     format!("/tool ask_driver {args}\n{after}")
 }
 
+/// The Driver `d` delegates a script that asks `args` (then says `after`); its
+/// waiting `send_to_partner` answers with the question. Returns that result, the
+/// question's id and the Worker's id.
+async fn delegate_asking(
+    ws: &mut WsClient,
+    d: &str,
+    args: Value,
+    after: &str,
+) -> (Value, String, String) {
+    let (out, err) = ws
+        .scripted_tool(
+            d,
+            "send_to_partner",
+            json!({"message": asking(args, after)}),
+        )
+        .await;
+    assert!(!err, "{out}");
+    assert_eq!(out["status"], "question", "{out}");
+    let qid = out["questionId"].as_str().unwrap().to_string();
+    let w = out["partnerId"].as_str().unwrap().to_string();
+    (out, qid, w)
+}
+
 /// Events of `kind` in a session's stored history.
 async fn events_of(server: &Server, sid: &str, kind: &str) -> Vec<Value> {
     server
@@ -97,20 +120,16 @@ async fn assert_recorded_in(server: &Server, sid: &str, qid: &str, answer: &str,
 async fn a_waiting_driver_gets_the_question_and_its_answer_reaches_the_worker() {
     let server = Server::start();
     let (mut ws, d) = driver(&server).await;
-    let script = asking(
+    let (out, qid, w) = delegate_asking(
+        &mut ws,
+        &d,
         json!({"question": "Postgres or SQLite?", "choices": ["postgres", "sqlite"]}),
         "going with it",
-    );
-    let (out, err) = ws
-        .scripted_tool(&d, "send_to_partner", json!({"message": script}))
-        .await;
-    assert!(!err, "{out}");
-    assert_eq!(out["status"], "question", "{out}");
+    )
+    .await;
     assert_eq!(out["question"], "Postgres or SQLite?");
     assert_eq!(out["choices"], json!(["postgres", "sqlite"]));
-    let qid = out["questionId"].as_str().unwrap().to_string();
     assert!(qid.starts_with("q_"), "{out}");
-    let w = out["partnerId"].as_str().unwrap().to_string();
     // While the question waits, the Worker asks for input (and says so after the
     // write, for clients that only read the record).
     let asked = stored_question(&server, &w).await;
@@ -200,13 +219,8 @@ async fn a_detached_delegation_gets_the_question_pushed_as_a_message() {
 async fn the_user_answers_instead_and_the_drivers_later_answer_is_refused() {
     let server = Server::start();
     let (mut ws, d) = driver(&server).await;
-    let script = asking(json!({"question": "Ship it?"}), "shipping");
-    let (out, _) = ws
-        .scripted_tool(&d, "send_to_partner", json!({"message": script}))
-        .await;
-    assert_eq!(out["status"], "question", "{out}");
-    let qid = out["questionId"].as_str().unwrap().to_string();
-    let w = out["partnerId"].as_str().unwrap().to_string();
+    let (_, qid, w) =
+        delegate_asking(&mut ws, &d, json!({"question": "Ship it?"}), "shipping").await;
     stored_question(&server, &w).await;
     // An unknown question, over WebSocket and REST.
     let unknown = ws
@@ -259,16 +273,13 @@ async fn the_user_answers_instead_and_the_drivers_later_answer_is_refused() {
 async fn an_unanswered_question_times_out_and_the_worker_decides() {
     let server = Server::start();
     let (mut ws, d) = driver(&server).await;
-    let script = asking(
+    let (_, qid, w) = delegate_asking(
+        &mut ws,
+        &d,
         json!({"question": "Tabs or spaces?", "timeoutSeconds": 1}),
         "decided myself",
-    );
-    let (out, _) = ws
-        .scripted_tool(&d, "send_to_partner", json!({"message": script}))
-        .await;
-    assert_eq!(out["status"], "question", "{out}");
-    let qid = out["questionId"].as_str().unwrap().to_string();
-    let w = out["partnerId"].as_str().unwrap().to_string();
+    )
+    .await;
     assert_eq!(
         ask_result(&server, &w).await,
         json!({"questionId": qid, "answer": "no answer: decide yourself", "answeredBy": "timeout"})
@@ -301,13 +312,13 @@ async fn an_unanswered_question_times_out_and_the_worker_decides() {
 async fn a_question_survives_a_restart_and_is_answered_once() {
     let server = Server::start();
     let (mut ws, d) = driver(&server).await;
-    let script = asking(json!({"question": "Keep the cache?"}), "never said");
-    let (out, _) = ws
-        .scripted_tool(&d, "send_to_partner", json!({"message": script}))
-        .await;
-    assert_eq!(out["status"], "question", "{out}");
-    let qid = out["questionId"].as_str().unwrap().to_string();
-    let w = out["partnerId"].as_str().unwrap().to_string();
+    let (_, qid, w) = delegate_asking(
+        &mut ws,
+        &d,
+        json!({"question": "Keep the cache?"}),
+        "never said",
+    )
+    .await;
     stored_question(&server, &w).await;
     ws.close().await;
     let dir = server.kill();
@@ -492,14 +503,14 @@ async fn a_worker_on_another_node_asks_its_driver() {
     let w = crate::cluster_pairs::pair_on(&mut ws, &d, "b").await;
 
     // A waiting delegation gets the question, and the Driver's answer reaches B.
-    let script = asking(json!({"question": "Which region?"}), "deploying there");
-    let (out, err) = ws
-        .scripted_tool(&d, "send_to_partner", json!({"message": script}))
-        .await;
-    assert!(!err, "{out}");
-    assert_eq!(out["status"], "question", "{out}");
-    assert_eq!(out["partnerId"], w.as_str());
-    let qid = out["questionId"].as_str().unwrap().to_string();
+    let (_, qid, partner) = delegate_asking(
+        &mut ws,
+        &d,
+        json!({"question": "Which region?"}),
+        "deploying there",
+    )
+    .await;
+    assert_eq!(partner, w);
     stored_question(&b, &w).await;
     assert_eq!(attention(&b, &w).await, "needs_input");
     let unknown = tool_call(
@@ -596,15 +607,14 @@ async fn the_drivers_node_restarts_while_a_remote_worker_waits() {
     crate::cluster_pairs::knows(&a, &b).await;
     let (mut ws, d) = driver(&a).await;
     let w = crate::cluster_pairs::pair_on(&mut ws, &d, "b").await;
-    let script = asking(
+    let (_, qid, partner) = delegate_asking(
+        &mut ws,
+        &d,
         json!({"question": "Merge now?"}),
         "merged after the restart",
-    );
-    let (out, _) = ws
-        .scripted_tool(&d, "send_to_partner", json!({"message": script}))
-        .await;
-    assert_eq!(out["status"], "question", "{out}");
-    let qid = out["questionId"].as_str().unwrap().to_string();
+    )
+    .await;
+    assert_eq!(partner, w);
     stored_question(&b, &w).await;
     ws.close().await;
     let dir = a.kill();
@@ -639,13 +649,13 @@ async fn the_drivers_node_restarts_while_a_remote_worker_waits() {
 async fn a_question_whose_driver_is_gone_at_start_ends_with_the_pair() {
     let server = Server::start();
     let (mut ws, d) = driver(&server).await;
-    let script = asking(json!({"question": "Still there?"}), "never said");
-    let (out, _) = ws
-        .scripted_tool(&d, "send_to_partner", json!({"message": script}))
-        .await;
-    assert_eq!(out["status"], "question", "{out}");
-    let qid = out["questionId"].as_str().unwrap().to_string();
-    let w = out["partnerId"].as_str().unwrap().to_string();
+    let (_, qid, w) = delegate_asking(
+        &mut ws,
+        &d,
+        json!({"question": "Still there?"}),
+        "never said",
+    )
+    .await;
     stored_question(&server, &w).await;
     ws.close().await;
     let dir = server.terminate();

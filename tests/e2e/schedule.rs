@@ -5,26 +5,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::json;
 use tandem_tests::{Server, ServerOptions};
 
-/// Epoch milliseconds as RFC 3339 UTC (civil-from-days, Howard Hinnant).
+/// Epoch milliseconds as RFC 3339 UTC (what `tandem acp` writes, the same function).
 pub(crate) fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
+    tandem_http::acp_agent::mapping::iso8601(ms)
 }
 
 pub(crate) fn now_ms() -> u64 {

@@ -105,6 +105,23 @@ async fn run_pid(tree: &Path) -> String {
     .await
 }
 
+/// A worktree session of a new repository whose run script leaves a `sleep 600`
+/// in the background, started; the socket and the `sleep`'s pid.
+async fn running_sleep(server: &Server) -> (WsClient, String) {
+    let dir = repo(server, "proj");
+    write(
+        &dir,
+        ".tandem/worktree.toml",
+        "run = \"sleep 600 & echo $! > run.pid; wait\"\n",
+    );
+    let mut ws = server.ws().await;
+    let (sid, tree, _) = worktree_session(&mut ws, &dir).await;
+    ws.ok(json!({"type": "session.run", "sessionId": sid}))
+        .await;
+    let pid = run_pid(&tree).await;
+    (ws, pid)
+}
+
 async fn wait_gone(pid: &str) {
     let pid = pid.trim().to_string();
     eventually(&format!("process {pid} to end"), async || {
@@ -357,17 +374,7 @@ async fn conductor_and_cursor_files_are_read_with_their_own_variables() {
 #[actix_rt::test]
 async fn no_script_process_outlives_the_server() {
     let server = server_with_ports(27350, 2, &[]);
-    let dir = repo(&server, "proj");
-    write(
-        &dir,
-        ".tandem/worktree.toml",
-        "run = \"sleep 600 & echo $! > run.pid; wait\"\n",
-    );
-    let mut ws = server.ws().await;
-    let (sid, tree, _) = worktree_session(&mut ws, &dir).await;
-    ws.ok(json!({"type": "session.run", "sessionId": sid}))
-        .await;
-    let pid = run_pid(&tree).await;
+    let (ws, pid) = running_sleep(&server).await;
     assert!(!gone(&pid));
     ws.close().await;
     let _dir = server.terminate();
@@ -383,17 +390,7 @@ async fn what_a_killed_servers_scripts_left_is_killed_when_it_starts_again() {
         ..ServerOptions::default()
     };
     let server = Server::start_in(std::sync::Arc::new(TempDir::new("scripts")), options());
-    let dir = repo(&server, "proj");
-    write(
-        &dir,
-        ".tandem/worktree.toml",
-        "run = \"sleep 600 & echo $! > run.pid; wait\"\n",
-    );
-    let mut ws = server.ws().await;
-    let (sid, tree, _) = worktree_session(&mut ws, &dir).await;
-    ws.ok(json!({"type": "session.run", "sessionId": sid}))
-        .await;
-    let pid = run_pid(&tree).await;
+    let (_ws, pid) = running_sleep(&server).await;
     let data = server.kill();
     // Nothing of the killed server could stop it.
     assert!(!gone(&pid), "the background process died with the server");

@@ -21,7 +21,7 @@ use tandem_protocol::Attention;
 use crate::clock::{now_ms, random_id};
 use crate::error::RuntimeError;
 use crate::store::push::{PushTarget, MAX_PER_USER};
-use crate::store::Store;
+use crate::store::{blocking, Store};
 
 pub use vapid::{VapidError, VapidKey};
 
@@ -62,15 +62,6 @@ pub trait SharedDevices: Send + Sync {
     fn remove(&self, id: String) -> BoxFuture<'static, Result<(), String>>;
     /// The cluster's VAPID key (PKCS#8 DER): the one stored, else `mine`, stored now.
     fn key(&self, mine: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>>;
-}
-
-/// Runs a blocking store call off the actor threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, RuntimeError> + Send + 'static,
-) -> Result<T, RuntimeError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| RuntimeError::Internal(e.to_string()))?
 }
 
 /// A shared store's failure, for the caller.
@@ -204,6 +195,7 @@ impl Push {
             .await;
         };
         let mine = self.devices(user_id).await?;
+        let count = mine.len();
         let target = match mine.into_iter().find(|t| t.endpoint == endpoint) {
             Some(old) => PushTarget {
                 p256dh,
@@ -211,7 +203,7 @@ impl Push {
                 label,
                 ..old
             },
-            None if self.devices(user_id).await?.len() >= MAX_PER_USER => {
+            None if count >= MAX_PER_USER => {
                 return Err(RuntimeError::LimitExceeded(format!(
                     "at most {MAX_PER_USER} push subscriptions per user; remove one first"
                 )))

@@ -6,6 +6,7 @@ use tandem_protocol::devices::DeviceInfo;
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::store::blocking;
 use crate::store::devices::{DeviceRow, PairingRefused};
 
 /// A pairing code as given out.
@@ -29,29 +30,15 @@ fn listed(row: DeviceRow) -> DeviceInfo {
     }
 }
 
-/// Runs a blocking store call off the actor threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, RuntimeError> + Send + 'static,
-) -> Result<T, RuntimeError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| RuntimeError::Internal(e.to_string()))?
-}
-
 impl Runtime {
-    /// Where other devices reach this server, once it listens (see
-    /// [`Runtime::set_public_url`]).
-    pub fn public_url(&self) -> Option<String> {
-        self.inner.public_url.get().cloned()
-    }
-
     /// Sets where other devices reach this server: `scheme://HOST:PORT` with an
-    /// address of this machine another device can use. Set once, at start.
-    pub fn set_public_url(&self, url: &str) {
+    /// address of this machine another device can use, and whether it is one (false
+    /// for a loopback address). Set once, at start.
+    pub fn set_public_url(&self, url: &str, reachable: bool) {
         let _ = self
             .inner
             .public_url
-            .set(url.trim_end_matches('/').to_string());
+            .set((url.trim_end_matches('/').to_string(), reachable));
     }
 
     /// A one-time pairing code for `who`, and the link that carries it.
@@ -59,16 +46,12 @@ impl Runtime {
         let store = self.inner.store.clone();
         let user = who.user_id.clone();
         let (code, expires_at) = blocking(move || store.new_pairing_code(&user)).await?;
-        let base = self
-            .public_url()
-            .unwrap_or_else(|| "http://127.0.0.1:7420".to_string());
-        let host = base
-            .split_once("://")
-            .map_or(base.as_str(), |(_, rest)| rest)
-            .rsplit_once(':')
-            .map_or(base.as_str(), |(host, _)| host);
-        let reachable =
-            !matches!(host, "127.0.0.1" | "[::1]" | "localhost") && !host.starts_with("127.");
+        let (base, reachable) = self
+            .inner
+            .public_url
+            .get()
+            .cloned()
+            .unwrap_or_else(|| ("http://127.0.0.1:7420".to_string(), false));
         Ok(PairingCode {
             url: format!("{base}/#/pair/{code}"),
             code,

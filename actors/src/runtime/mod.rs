@@ -109,9 +109,10 @@ struct Inner {
     commit_tap: Arc<std::sync::OnceLock<CommitTap>>,
     /// Uploaded files and message attachments.
     uploads: crate::uploads::Uploads,
-    /// Where other devices reach this server (`https://LAN-ADDRESS:PORT`): the base of
-    /// pairing links. Set once the server listens.
-    public_url: std::sync::OnceLock<String>,
+    /// Where other devices reach this server (`https://LAN-ADDRESS:PORT`), the base of
+    /// pairing links, and whether another device can (not a loopback address). Set
+    /// once the server listens.
+    public_url: std::sync::OnceLock<(String, bool)>,
 }
 
 /// What [`Runtime::start`] hands back.

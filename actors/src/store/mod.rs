@@ -114,6 +114,16 @@ struct StoreInner {
     readers: Mutex<Vec<Connection>>,
 }
 
+/// Runs a blocking store call on a blocking thread, off the actor threads; a task
+/// that stopped is an internal error.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, RuntimeError> + Send + 'static,
+) -> Result<T, RuntimeError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| RuntimeError::Internal(e.to_string()))?
+}
+
 /// Opens a connection with the pragmas every connection needs.
 fn connect(path: &Path) -> Result<Connection, rusqlite::Error> {
     let conn = Connection::open(path)?;

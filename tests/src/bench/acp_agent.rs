@@ -29,8 +29,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::args::Flags;
-use super::codex::{ms, summary};
-use super::fanout::next_control;
+use super::codex::{ms, subscribed_session, summary};
 use super::procfs::{cpu_seconds, ThreadCpu};
 use super::raw_ws::{Incoming, RawWs};
 use super::report;
@@ -193,28 +192,9 @@ struct Direct {
 impl Direct {
     /// Creates a session in `cwd` and subscribes to it.
     async fn start(url: &str, cwd: &Path, prompt: &str) -> Result<Direct, String> {
-        let mut ws = RawWs::connect(url).await?;
         let frame = json!({"type": "session.create", "cwd": cwd.display().to_string(),
             "title": "bench direct", "requestId": "create"});
-        ws.send_text(frame.to_string()).await?;
-        let reply = next_control(&mut ws).await?;
-        let session = reply["session"]["id"]
-            .as_str()
-            .ok_or_else(|| format!("session.create failed: {reply}"))?
-            .to_string();
-        let sub =
-            json!({"type": "chat.subscribe", "sessions": [{"sessionId": session, "lastSeq": 0}]});
-        ws.send_text(sub.to_string()).await?;
-        loop {
-            match ws
-                .next_text(TURN_TIMEOUT, |b| scan::kind(b) == Some(b"chat_subscribed"))
-                .await?
-            {
-                Incoming::Text(true) => break,
-                Incoming::Text(false) => {}
-                Incoming::Closed(code) => return Err(format!("socket closed ({code:?})")),
-            }
-        }
+        let (ws, session) = subscribed_session(url, frame).await?;
         Ok(Direct {
             ws,
             session,

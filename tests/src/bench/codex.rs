@@ -409,28 +409,9 @@ impl Served {
         vendor: &str,
         prompt: &'static str,
     ) -> Result<Served, String> {
-        let mut ws = RawWs::connect(url).await?;
         let frame = json!({"type": "session.create", "vendor": vendor, "title": "bench",
             "requestId": "create"});
-        ws.send_text(frame.to_string()).await?;
-        let reply = next_control(&mut ws).await?;
-        let session = reply["session"]["id"]
-            .as_str()
-            .ok_or_else(|| format!("session.create failed: {reply}"))?
-            .to_string();
-        let sub =
-            json!({"type": "chat.subscribe", "sessions": [{"sessionId": session, "lastSeq": 0}]});
-        ws.send_text(sub.to_string()).await?;
-        loop {
-            match ws
-                .next_text(TURN_TIMEOUT, |b| scan::kind(b) == Some(b"chat_subscribed"))
-                .await?
-            {
-                Incoming::Text(true) => break,
-                Incoming::Text(false) => {}
-                Incoming::Closed(code) => return Err(format!("socket closed ({code:?})")),
-            }
-        }
+        let (ws, session) = subscribed_session(url, frame).await?;
         Ok(Served {
             ws,
             session,
@@ -471,4 +452,32 @@ impl Served {
             }
         }
     }
+}
+
+/// A new WebSocket to `url` with the session `create` (a `session.create` frame
+/// with `requestId`) made and subscribed from its start; the socket and the id.
+pub(crate) async fn subscribed_session(
+    url: &str,
+    create: Value,
+) -> Result<(RawWs, String), String> {
+    let mut ws = RawWs::connect(url).await?;
+    ws.send_text(create.to_string()).await?;
+    let reply = next_control(&mut ws).await?;
+    let session = reply["session"]["id"]
+        .as_str()
+        .ok_or_else(|| format!("session.create failed: {reply}"))?
+        .to_string();
+    let sub = json!({"type": "chat.subscribe", "sessions": [{"sessionId": session, "lastSeq": 0}]});
+    ws.send_text(sub.to_string()).await?;
+    loop {
+        match ws
+            .next_text(TURN_TIMEOUT, |b| scan::kind(b) == Some(b"chat_subscribed"))
+            .await?
+        {
+            Incoming::Text(true) => break,
+            Incoming::Text(false) => {}
+            Incoming::Closed(code) => return Err(format!("socket closed ({code:?})")),
+        }
+    }
+    Ok((ws, session))
 }
