@@ -195,10 +195,18 @@ impl SessionActor {
     /// Hands this message's writes to the store as one atomic batch and publishes
     /// changed metadata. Every handler ends with it.
     pub(super) fn flush(&mut self) {
-        if self.dirty {
+        // What readers of the shared state see changes before the writer can deliver
+        // this batch's events: a client that reads the session right after one of
+        // them sees the state it describes.
+        let changed = std::mem::take(&mut self.dirty).then(|| {
+            let info = self.info();
+            self.shared.set(info.clone());
+            self.shared
+                .set_queued(self.record.queued.iter().map(|q| q.entry()).collect());
             self.pending
                 .push(WriteOp::Session(Box::new(self.record.clone())));
-        }
+            info
+        });
         let op = match self.pending.len() {
             0 => None,
             1 => self.pending.pop(),
@@ -209,11 +217,7 @@ impl SessionActor {
                 tracing::error!(session = %self.id, error = %e, "writes not stored");
             }
         }
-        if std::mem::take(&mut self.dirty) {
-            let info = self.info();
-            self.shared.set(info.clone());
-            self.shared
-                .set_queued(self.record.queued.iter().map(|q| q.entry()).collect());
+        if let Some(info) = changed {
             self.services.gateway.do_send(SessionChanged(info));
         }
         self.push_if_needed();
