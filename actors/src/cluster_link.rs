@@ -82,6 +82,20 @@ pub trait NodeLink: Send + Sync {
         worker_id: &str,
         answer: QuestionAnswer,
     ) -> LocalBoxFuture<'static, Result<(), RuntimeError>>;
+    /// Carries a Worker's permission request to its pair on `node`, which asks the
+    /// Driver.
+    fn ask_approval(
+        &self,
+        node: &str,
+        need: ApprovalNeed,
+    ) -> LocalBoxFuture<'static, Result<(), RuntimeError>>;
+    /// Answers a permission request of a Worker on `node` in its Driver's name.
+    fn approve_on_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        answer: ApprovalAnswer,
+    ) -> LocalBoxFuture<'static, Result<(), RuntimeError>>;
     /// Takes a Worker on `node` out of its pair (best effort).
     fn worker_leaves(
         &self,
@@ -105,6 +119,8 @@ pub struct StartOnWorker {
     pub pair_id: String,
     /// The delegation.
     pub delegation_id: String,
+    /// Who answers the permission requests of the delegated turn.
+    pub approvals: tandem_protocol::pair::WorkerApprovals,
 }
 
 /// An answer to a Worker's question, sent to the Worker's node.
@@ -117,6 +133,35 @@ pub struct QuestionAnswer {
     pub answer: String,
     /// Who answers.
     pub by: tandem_protocol::question::Answerer,
+}
+
+/// A Driver's answer to its Worker's permission request (`approve_worker`), sent to
+/// the Worker's node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalAnswer {
+    /// The request.
+    pub request_id: String,
+    /// Allow or deny.
+    pub allow: bool,
+    /// Also allow the tool for the rest of the Worker's session.
+    pub remember: bool,
+    /// Why it was denied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A permission request of a delegated turn, for the Driver to answer: what a
+/// Worker's session tells its pair when the pair's `workerApprovals` is `driver`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalNeed {
+    /// The pair.
+    pub pair_id: String,
+    /// The delegation whose turn asks.
+    pub delegation_id: String,
+    /// The request.
+    pub ask: tandem_protocol::ApprovalAsk,
 }
 
 /// What `read_partner` shows of a Worker on another node, as its node sees it.

@@ -1,7 +1,9 @@
 //! The persisted form of a session's metadata.
 
 use serde::{Deserialize, Serialize};
-use tandem_protocol::pair::{DelegationInfo, PairInfo, PairState, ProposalStatus, WorkerChoice};
+use tandem_protocol::pair::{
+    DelegationInfo, PairInfo, PairState, ProposalStatus, WorkerApprovals, WorkerChoice,
+};
 use tandem_protocol::{
     BackgroundTask, PermissionMode, PermissionRule, Role, SessionInfo, SessionStatus, Visibility,
 };
@@ -272,6 +274,10 @@ pub struct PairRecord {
     /// Where its creation or closing stands, so start-up can finish or undo it.
     #[serde(default)]
     pub state: PairState,
+    /// Who answers the permission requests of the Worker's delegated turns (sent
+    /// with each delegation).
+    #[serde(default, skip_serializing_if = "WorkerApprovals::is_user")]
+    pub worker_approvals: WorkerApprovals,
 }
 
 /// The delegation token: at most one per pair.
@@ -369,6 +375,7 @@ impl PairRecord {
                 detached: d.detached,
             }),
             state: self.state,
+            worker_approvals: self.worker_approvals,
         }
     }
 }

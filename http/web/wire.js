@@ -261,6 +261,11 @@
  */
 
 /**
+ * Who answered a permission request (on `permission_resolved`; left out for a request withdrawn because its turn ended or the vendor settled it).
+ * @typedef {('user' | 'driver' | 'bypass')} Decider
+ */
+
+/**
  * A delegation in flight.
  * @typedef {object} DelegationInfo
  * @property {string} delegationId The delegation's id.
@@ -370,7 +375,7 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {choices?: Array<string>, from: string, kind: 'question', pairId: string, question: string, questionId: string, timeoutSeconds: number, to: string} | {answer: string, by: Answerer, kind: 'question_answered', pairId: string, questionId: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {at: number, kind: 'schedule_occurrence', number: number, outcome: OccurrenceOutcome, scheduleId: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {decidedBy?: (Decider | null), kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {choices?: Array<string>, from: string, kind: 'question', pairId: string, question: string, questionId: string, timeoutSeconds: number, to: string} | {answer: string, by: Answerer, kind: 'question_answered', pairId: string, questionId: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {at: number, kind: 'schedule_occurrence', number: number, outcome: OccurrenceOutcome, scheduleId: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -477,6 +482,7 @@
  * @typedef {object} PairCreateParams
  * @property {string} driverId The Driver session.
  * @property {WorkerSpec} worker The Worker to create.
+ * @property {(WorkerApprovals | null)} [workerApprovals] Who answers the permission requests of the Worker's delegated turns: `user` (default), `driver` (with `approve_worker`) or `bypass` (allowed at once).
  * @property {string | null} [workerNode] Cluster only: the node to create the Worker on (default: the Driver's node). The pair runs on the Driver's node and reaches its Worker over NATS; `INVALID_ARGUMENT` (REST 422) for a node the cluster does not know, `NODE_UNAVAILABLE` for one whose lease lapsed.
  * @property {(WorkspaceMode | null)} [workerWorkspace] Where the Worker works: in the Driver's directory (`shared`) or in a worktree of its own branched from the Driver's HEAD (`worktree`); default: the server's `worker_workspace` setting.
  */
@@ -495,6 +501,7 @@
  * @property {string} driverId The session that directs.
  * @property {string} pairId The pair's id.
  * @property {PairState} [state] Where the pair's life stands (`creating` while its sessions are joined).
+ * @property {WorkerApprovals} [workerApprovals] Who answers the permission requests of the Worker's delegated turns (left out: `user`).
  * @property {string} workerId The session that takes delegated work.
  */
 
@@ -1395,6 +1402,11 @@
 /**
  * Who besides the owner may see a session.
  * @typedef {('private' | 'shared')} Visibility
+ */
+
+/**
+ * Who answers the permission requests a Worker's agent raises in a turn its Driver delegated. Turns a person starts in the Worker always ask that person.
+ * @typedef {('user' | 'driver' | 'bypass')} WorkerApprovals
  */
 
 /**

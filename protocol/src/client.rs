@@ -96,6 +96,15 @@ pub struct PairCreateParams {
     /// `NODE_UNAVAILABLE` for one whose lease lapsed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_node: Option<String>,
+    /// Who answers the permission requests of the Worker's delegated turns:
+    /// `user` (default), `driver` (with `approve_worker`) or `bypass` (allowed at
+    /// once).
+    #[serde(
+        default,
+        deserialize_with = "crate::strict::name_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub worker_approvals: Option<crate::pair::WorkerApprovals>,
 }
 
 /// Fields of `session.handoff`: continue a conversation in a new session.

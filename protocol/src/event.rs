@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::pair::{PairInfo, ProposalStatus, WorkerChoice};
-use crate::permission::{PermissionChoice, PermissionKind, PermissionRule};
+use crate::permission::{Decider, PermissionChoice, PermissionKind, PermissionRule};
 use crate::session::{BackgroundTask, PermissionMode};
 
 /// How a turn ended. `interrupted` and `failed` are never reported as completed.
@@ -165,6 +165,10 @@ pub enum EventBody {
     PermissionResolved {
         /// The request that is settled.
         request_id: String,
+        /// Who answered it; left out when nobody did (its turn ended, or the vendor
+        /// settled it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decided_by: Option<Decider>,
     },
     /// The agent's plan, complete each time it changes (ACP `plan` updates).
     Plan {

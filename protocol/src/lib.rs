@@ -35,7 +35,9 @@ pub use client::{parse_client_frame, ClientFrame, ClientRequest, FrameError};
 pub use content::{ContentBlock, HistoryBlock, MessageContent};
 pub use error::ErrorCode;
 pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
-pub use permission::{PermissionChoice, PermissionKind, PermissionRule, RememberScope};
+pub use permission::{
+    ApprovalAsk, Decider, PermissionChoice, PermissionKind, PermissionRule, RememberScope,
+};
 pub use server::ServerFrame;
 pub use session::{
     Attention, BackgroundTask, ForkConversation, ForkedFrom, PermissionMode, Role, SessionInfo,

@@ -21,6 +21,33 @@ pub struct PairInfo {
     /// Where the pair's life stands (`creating` while its sessions are joined).
     #[serde(default)]
     pub state: PairState,
+    /// Who answers the permission requests of the Worker's delegated turns (left
+    /// out: `user`).
+    #[serde(default, skip_serializing_if = "WorkerApprovals::is_user")]
+    pub worker_approvals: WorkerApprovals,
+}
+
+/// Who answers the permission requests a Worker's agent raises in a turn its Driver
+/// delegated. Turns a person starts in the Worker always ask that person.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerApprovals {
+    /// A person, as in any session (the default).
+    #[default]
+    User,
+    /// The Driver: a waiting `send_to_partner` returns the request (status
+    /// `approval`), a Driver not waiting gets it as a message, and it answers with
+    /// `approve_worker`. A person may still answer first.
+    Driver,
+    /// Nobody: every request is allowed at once.
+    Bypass,
+}
+
+impl WorkerApprovals {
+    /// True for the default, which the wire leaves out.
+    pub fn is_user(&self) -> bool {
+        *self == WorkerApprovals::User
+    }
 }
 
 /// A pair's persisted life cycle: `creating → active → closed`. The pair row is

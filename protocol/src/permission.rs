@@ -58,3 +58,38 @@ pub struct PermissionRule {
     /// How long it holds.
     pub scope: RememberScope,
 }
+
+/// Who answered a permission request (on `permission_resolved`; left out for a
+/// request withdrawn because its turn ended or the vendor settled it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Decider {
+    /// A person (`chat.permission-response`).
+    User,
+    /// The session's Driver (`approve_worker`), for a Worker whose pair has
+    /// `workerApprovals: driver`.
+    Driver,
+    /// Nobody: the pair's `workerApprovals: bypass` allowed it at once.
+    Bypass,
+}
+
+/// A Worker's permission request as its Driver is asked it (`send_to_partner` status
+/// `approval`, or a pushed message), for `approve_worker`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalAsk {
+    /// The request; `approve_worker {requestId}` answers it.
+    pub request_id: String,
+    /// The Worker that asks.
+    pub worker_id: String,
+    /// The tool its agent wants.
+    pub tool_name: String,
+    /// The tool's input.
+    pub input: serde_json::Value,
+    /// A tool call (left out) or a plan to approve.
+    #[serde(default, skip_serializing_if = "PermissionKind::is_tool")]
+    pub permission_kind: PermissionKind,
+    /// The answers the vendor offers (empty: allow or deny).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<PermissionChoice>,
+}

@@ -38,9 +38,11 @@ pub const READ_HANDOFF_SOURCE: &str = "read_handoff_source";
 pub const ASK_DRIVER: &str = "ask_driver";
 /// See [`SEND_TO_PARTNER`].
 pub const ANSWER_WORKER: &str = "answer_worker";
+/// See [`SEND_TO_PARTNER`].
+pub const APPROVE_WORKER: &str = "approve_worker";
 
 /// Every tool name, in the order `tools/list` offers them.
-pub const ALL: [&str; 10] = [
+pub const ALL: [&str; 11] = [
     SEND_TO_PARTNER,
     READ_PARTNER,
     INTERRUPT_PARTNER,
@@ -51,6 +53,7 @@ pub const ALL: [&str; 10] = [
     READ_HANDOFF_SOURCE,
     ASK_DRIVER,
     ANSWER_WORKER,
+    APPROVE_WORKER,
 ];
 
 /// `send_to_partner` arguments.
@@ -91,6 +94,34 @@ pub struct AnswerWorkerParams {
     pub question_id: String,
     /// The answer; the Worker's `ask_driver` returns it.
     pub answer: String,
+}
+
+/// `approve_worker` arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApproveWorkerParams {
+    /// The request's id, as `send_to_partner` (status `approval`) or the pushed
+    /// message gave it.
+    pub request_id: String,
+    /// Allow the call, or deny it.
+    pub allow: bool,
+    /// With `allow`: also allow this tool without asking for the rest of the
+    /// Worker's session. Default false.
+    pub remember: Option<bool>,
+    /// With a denial: why, for the Worker's agent.
+    pub message: Option<String>,
+}
+
+/// `approve_worker` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApproveWorkerResult {
+    /// The request answered.
+    pub request_id: String,
+    /// The Worker session, which goes on.
+    pub partner_id: String,
+    /// What was answered.
+    pub allow: bool,
 }
 
 /// `ask_driver` result.
@@ -193,6 +224,9 @@ pub enum DelegationState {
     /// The Worker asks something (`questionId`, `question`, `choices`): answer with
     /// `answer_worker`; the Worker's result is pushed back later.
     Question,
+    /// The Worker's agent asks permission (`approval`): answer with
+    /// `approve_worker`; the Worker's result is pushed back later.
+    Approval,
 }
 
 /// `send_to_partner` result.
@@ -228,6 +262,9 @@ pub struct SendToPartnerResult {
     /// With status `question`: the answers it offers, if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<String>,
+    /// With status `approval`: the permission request to answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<crate::permission::ApprovalAsk>,
 }
 
 /// A Worker's state as `read_partner` reports it.
@@ -530,6 +567,10 @@ fn generate(name: &str) -> Option<ToolDef> {
         ANSWER_WORKER => (
             "Answer your Worker's question (send_to_partner status 'question', or a '[Question from your Worker]' message) by its questionId; the Worker goes on with your answer and its result comes to you as a new message.",
             input_schema::<AnswerWorkerParams>(),
+        ),
+        APPROVE_WORKER => (
+            "Answer a permission request of your Worker's agent (send_to_partner status 'approval', or a '[Permission request from your Worker]' message) by its requestId: allow (remember: true also allows that tool for the rest of the Worker's session) or deny with a message. The Worker goes on and its result comes to you as a new message.",
+            input_schema::<ApproveWorkerParams>(),
         ),
         _ => return None,
     };

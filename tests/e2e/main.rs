@@ -10,6 +10,7 @@ mod access;
 mod acknowledged;
 mod acp;
 mod acp_agent;
+mod approvals;
 mod attachments;
 mod attention;
 mod bad_input;

@@ -85,6 +85,7 @@ fn assert_tools_work(out: &Value) {
             "interrupt_partner",
             "close_partner",
             "answer_worker",
+            "approve_worker",
             "spawn_sessions",
             "check_spawned_sessions"
         ]),

@@ -840,6 +840,7 @@ async fn mcp_over_http() {
             "interrupt_partner",
             "close_partner",
             "answer_worker",
+            "approve_worker",
             "spawn_sessions",
             "check_spawned_sessions"
         ]

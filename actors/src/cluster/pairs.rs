@@ -58,6 +58,9 @@ enum PairCall {
         pair_id: String,
         delegation_id: String,
         pair_node: String,
+        /// Who answers the turn's permission requests.
+        #[serde(default)]
+        approvals: tandem_protocol::pair::WorkerApprovals,
     },
     /// The Worker's assistant text so far.
     Partial { worker_id: String },
@@ -82,6 +85,15 @@ enum PairCall {
     Answer {
         worker_id: String,
         answer: crate::cluster_link::QuestionAnswer,
+    },
+    /// To the pair's node: a Worker there asks its Driver for a permission.
+    Approval {
+        need: crate::cluster_link::ApprovalNeed,
+    },
+    /// Answer a Worker's permission request in its Driver's name.
+    Approve {
+        worker_id: String,
+        answer: crate::cluster_link::ApprovalAnswer,
     },
     /// To the pair's node: whether the pair is still being created or runs.
     Open { pair_id: String },
@@ -200,6 +212,7 @@ impl Cluster {
             pair_id: msg.pair_id,
             delegation_id: msg.delegation_id,
             pair_node: self.node().to_string(),
+            approvals: msg.approvals,
         };
         let value = self.pair_call(node, worker_id, &call).await?;
         // Test builds: the Worker's node took the start, and its answer is lost.
@@ -383,6 +396,34 @@ impl NodeLink for Cluster {
         Box::pin(async move { this.pair_call(&node, &worker, &call).await.map(|_| ()) })
     }
 
+    fn ask_approval(
+        &self,
+        node: &str,
+        need: crate::cluster_link::ApprovalNeed,
+    ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
+        let (this, node) = (self.clone(), node.to_string());
+        Box::pin(async move {
+            let session = need.ask.worker_id.clone();
+            this.pair_call(&node, &session, &PairCall::Approval { need })
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn approve_on_worker(
+        &self,
+        node: &str,
+        worker_id: &str,
+        answer: crate::cluster_link::ApprovalAnswer,
+    ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
+        let call = PairCall::Approve {
+            worker_id: worker_id.to_string(),
+            answer,
+        };
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        Box::pin(async move { this.pair_call(&node, &worker, &call).await.map(|_| ()) })
+    }
+
     fn worker_leaves(
         &self,
         node: &str,
@@ -443,6 +484,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             pair_id,
             delegation_id,
             pair_node,
+            approvals,
         } => {
             let epoch = rt.write_epoch();
             let turn = worker(&worker_id)?
@@ -451,6 +493,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
                     driver_id,
                     pair_id,
                     delegation_id,
+                    approvals,
                     report_to: ReportTo::Node(pair_node),
                 })
                 .await??;
@@ -505,6 +548,29 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
                 .pair_addr(&question.pair_id)
                 .ok_or(crate::error::PairError::DriverGone)?;
             pair.send(crate::pair::WorkerAsks { question }).await??;
+            serde_json::Value::Null
+        }
+        PairCall::Approval { need } => {
+            let pair = rt
+                .pair_addr(&need.pair_id)
+                .ok_or(crate::error::PairError::DriverGone)?;
+            pair.send(crate::session::WorkerNeedsApproval(need)).await?;
+            serde_json::Value::Null
+        }
+        PairCall::Approve { worker_id, answer } => {
+            worker(&worker_id)?
+                .send(crate::session::RespondPermission {
+                    request_id: answer.request_id,
+                    allow: answer.allow,
+                    updated_input: None,
+                    message: answer.message,
+                    remember: answer
+                        .remember
+                        .then_some(tandem_protocol::RememberScope::Session),
+                    permission_mode: None,
+                    decided_by: tandem_protocol::Decider::Driver,
+                })
+                .await??;
             serde_json::Value::Null
         }
         PairCall::Answer { worker_id, answer } => {

@@ -7,6 +7,7 @@
 //! The pair resolves a delegation at most once ([`Token::Resolving`]), and the Driver's
 //! session drops a push-back whose id it has already taken (a re-send after a crash).
 
+mod approvals;
 mod questions;
 pub mod remote;
 #[cfg(test)]
@@ -27,7 +28,8 @@ use crate::error::{PairError, RuntimeError};
 use crate::record::{DelegationRecord, PairRecord};
 use crate::registry::Registry;
 use crate::session::{
-    LeavePair, ProposalProgress, RecordEvent, Resume, Services, SessionActor, WorkerTurnEnded,
+    LeavePair, PairInbox, ProposalProgress, RecordEvent, Resume, Services, SessionActor,
+    WorkerTurnEnded,
 };
 use crate::store::WriteOp;
 pub use questions::WorkerAsks;
@@ -76,6 +78,10 @@ pub enum DelegateReply {
     /// The Worker asks its Driver something (`ask_driver`): the caller returns with
     /// the question, and the result will be pushed back.
     Question(crate::record::QuestionRecord),
+    /// The Worker's agent asks permission and the pair's `workerApprovals` is
+    /// `driver`: the caller returns with the request, and the result will be pushed
+    /// back.
+    Approval(tandem_protocol::ApprovalAsk),
 }
 
 /// Hand the Worker one task.
@@ -463,8 +469,12 @@ impl Handler<Delegate> for PairActor {
                 driver_id: self.record.driver_id.clone(),
                 pair_id: self.record.pair_id.clone(),
                 delegation_id: delegation_id.clone(),
+                approvals: self.record.worker_approvals,
             },
-            ctx.address().recipient(),
+            PairInbox {
+                ended: ctx.address().recipient(),
+                approvals: ctx.address().recipient(),
+            },
         );
         let (writer, remote) = (self.services.writer.clone(), self.worker.is_remote());
         let start = async move {

@@ -52,35 +52,43 @@ impl Handler<WorkerAsks> for PairActor {
         }
         self.driver
             .do_send(RecordEvent(question.asked_event(&self.record.worker_id)));
-        let waits = self.record.delegation.as_ref().is_some_and(|d| !d.detached);
-        if let Some(waiter) = waits.then(|| self.take_waiter()).flatten() {
-            // The waiting caller returns with the question, so the delegation goes
-            // on detached: its outcome is pushed back when the Worker's turn ends.
-            if let Token::Held { timeout, .. } = &mut self.token {
-                if let Some(timer) = timeout.take() {
-                    ctx.cancel_future(timer);
-                }
-            }
-            if let Some(d) = self.record.delegation.as_mut() {
-                d.detached = true;
-            }
-            self.save();
-            match waiter.send(Ok(DelegateReply::Question(question))) {
-                Ok(()) => return Ok(()),
-                // The caller stopped waiting meanwhile: push the question instead.
-                Err(Ok(DelegateReply::Question(q))) => return self.push_question(q),
-                Err(_) => return Ok(()),
-            }
+        // Nobody waits (or the caller stopped waiting meanwhile): pushed into the
+        // Driver as an internal turn (queued while the Driver runs one).
+        if let Some(DelegateReply::Question(q)) =
+            self.answer_waiter(DelegateReply::Question(question), ctx)
+        {
+            self.driver.do_send(question_resume(&q));
         }
-        self.push_question(question)
+        Ok(())
     }
 }
 
 impl PairActor {
-    /// Pushes `question` into the Driver as an internal turn (queued while the Driver
-    /// runs one).
-    fn push_question(&mut self, question: QuestionRecord) -> Result<(), PairError> {
-        self.driver.do_send(question_resume(&question));
-        Ok(())
+    /// Hands `reply` to a caller waiting for the current delegation, which then goes
+    /// on detached: its outcome is pushed back when the Worker's turn ends. Gives
+    /// `reply` back when nobody waits for it.
+    pub(super) fn answer_waiter(
+        &mut self,
+        reply: DelegateReply,
+        ctx: &mut Context<Self>,
+    ) -> Option<DelegateReply> {
+        let waits = self.record.delegation.as_ref().is_some_and(|d| !d.detached);
+        let Some(waiter) = waits.then(|| self.take_waiter()).flatten() else {
+            return Some(reply);
+        };
+        if let Token::Held { timeout, .. } = &mut self.token {
+            if let Some(timer) = timeout.take() {
+                ctx.cancel_future(timer);
+            }
+        }
+        if let Some(d) = self.record.delegation.as_mut() {
+            d.detached = true;
+        }
+        self.save();
+        match waiter.send(Ok(reply)) {
+            Ok(()) => None,
+            Err(Ok(reply)) => Some(reply),
+            Err(Err(_)) => None,
+        }
     }
 }

@@ -61,7 +61,7 @@ impl WorkerLink {
     pub fn start(
         &self,
         msg: StartOnWorker,
-        pair: Recipient<crate::session::WorkerTurnEnded>,
+        pair: crate::session::PairInbox,
     ) -> impl Future<Output = Result<Result<String, RuntimeError>, String>> + 'static {
         let link = self.clone();
         async move {
@@ -72,6 +72,7 @@ impl WorkerLink {
                         driver_id: msg.driver_id,
                         pair_id: msg.pair_id,
                         delegation_id: msg.delegation_id,
+                        approvals: msg.approvals,
                         report_to: crate::session::ReportTo::Pair(pair),
                     })
                     .await

@@ -64,6 +64,7 @@ async fn pair(fx: &RuntimeFixture, d: &str) -> (String, String) {
             },
             None,
             None,
+            Default::default(),
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -168,6 +169,7 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
         created_at: 1,
         delegation: None,
         state: PairState::Creating,
+        worker_approvals: Default::default(),
     };
     addr.send(crate::session::JoinPair {
         pair: stray,

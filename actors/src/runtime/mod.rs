@@ -612,6 +612,7 @@ impl Runtime {
                 message: params.message,
                 remember: params.remember,
                 permission_mode: params.permission_mode,
+                decided_by: tandem_protocol::Decider::User,
             })
             .await?
     }

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use tandem_protocol::client::WorkerSpec;
-use tandem_protocol::pair::{PairInfo, PairState, ProposalStatus, WorkerChoice};
+use tandem_protocol::pair::{PairInfo, PairState, ProposalStatus, WorkerApprovals, WorkerChoice};
 use tandem_protocol::workspace::WorkspaceMode;
 use tandem_protocol::{Role, SessionInfo};
 
@@ -333,6 +333,7 @@ impl Runtime {
         choice: WorkerChoice,
         workspace: Option<WorkspaceMode>,
         worker_node: Option<String>,
+        worker_approvals: WorkerApprovals,
     ) -> Result<PairInfo, RuntimeError> {
         let workspace = workspace.unwrap_or(self.inner.config.worker_workspace);
         // Another node's Worker: that node must be in the cluster and available.
@@ -390,6 +391,7 @@ impl Runtime {
             delegation: None,
             worker_node: worker_node.clone(),
             state: PairState::Creating,
+            worker_approvals,
         };
         // Row first (`creating`), then the memberships, then `active`: a crash between
         // two steps leaves a `creating` row that start-up rolls forward or back.
@@ -519,6 +521,7 @@ impl Runtime {
         worker: WorkerSpec,
         worker_workspace: Option<WorkspaceMode>,
         worker_node: Option<String>,
+        worker_approvals: WorkerApprovals,
     ) -> Result<PairInfo, RuntimeError> {
         self.drivable(who, driver_id)?;
         let info = self
@@ -536,6 +539,7 @@ impl Runtime {
             },
             worker_workspace,
             worker_node,
+            worker_approvals,
         )
         .await
     }

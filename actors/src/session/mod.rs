@@ -35,8 +35,9 @@ pub use actor::SessionActor;
 pub use archive::Archive;
 pub use attention::Seen;
 pub use pairing::{
-    Describe, HoldsDelegation, IdleRemoteWorker, JoinPair, LeavePair, PartialText, RecordEvent,
-    ReportDelivered, ReportTo, Resume, SessionState, StartDelegated, WorkerTurnEnded,
+    Describe, HoldsDelegation, IdleRemoteWorker, JoinPair, LeavePair, PairInbox, PartialText,
+    RecordEvent, ReportDelivered, ReportTo, Resume, SessionState, StartDelegated,
+    WorkerNeedsApproval, WorkerTurnEnded,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
 pub use question::{AnswerQuestion, Answered, Ask, WithdrawQuestion};
@@ -322,6 +323,8 @@ pub struct RespondPermission {
     pub remember: Option<tandem_protocol::RememberScope>,
     /// The session's permission mode from now on (a plan approved with "accept edits").
     pub permission_mode: Option<tandem_protocol::PermissionMode>,
+    /// Who answers; recorded on `permission_resolved`.
+    pub decided_by: tandem_protocol::Decider,
 }
 
 /// Interrupt the running turn.

@@ -1,11 +1,12 @@
 //! Messages that tie a session to its pair, its Driver's results and its callers.
 
 use actix::prelude::*;
-use tandem_protocol::pair::PairInfo;
+use tandem_protocol::pair::{PairInfo, WorkerApprovals};
 use tandem_protocol::{EventBody, Role, SessionInfo, TurnStatus};
 
 use super::turn::{tail, TurnDelegation, RESPONSE_TAIL_CHARS};
 use super::SessionActor;
+use crate::cluster_link::ApprovalNeed;
 use crate::error::RuntimeError;
 use crate::record::{Membership, ProposalRecord};
 
@@ -24,15 +25,32 @@ pub struct StartDelegated {
     pub pair_id: String,
     /// The delegation, reported back when the turn ends.
     pub delegation_id: String,
+    /// Who answers the turn's permission requests.
+    pub approvals: WorkerApprovals,
     /// Where the turn's end is reported: the pair, which owns the delegation.
     pub report_to: ReportTo,
 }
+
+/// The pair actor on this node, as a delegated turn reports to it.
+#[derive(Debug, Clone)]
+pub struct PairInbox {
+    /// The turn's end.
+    pub ended: Recipient<WorkerTurnEnded>,
+    /// A permission request for the Driver to answer (`workerApprovals: driver`).
+    pub approvals: Recipient<WorkerNeedsApproval>,
+}
+
+/// A permission request of a delegated turn, for the Driver to answer (sent by the
+/// Worker's session to its pair when the pair's `workerApprovals` is `driver`).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct WorkerNeedsApproval(pub ApprovalNeed);
 
 /// Where a delegated turn's end goes.
 #[derive(Debug, Clone)]
 pub enum ReportTo {
     /// The pair actor on this node.
-    Pair(Recipient<WorkerTurnEnded>),
+    Pair(PairInbox),
     /// The pair runs on that cluster node: the end is kept in this session's record
     /// and sent there until it is acknowledged (see `crate::cluster_link::Outbox`).
     Node(String),
@@ -160,7 +178,7 @@ impl SessionActor {
             error,
         };
         let to = match &delegation.report_to {
-            ReportTo::Pair(to) => to,
+            ReportTo::Pair(to) => &to.ended,
             ReportTo::Node(_) => return self.report_remote(ended),
         };
         if report(to, ended).is_err() {
@@ -265,6 +283,7 @@ impl Handler<StartDelegated> for SessionActor {
         let delegation = TurnDelegation {
             pair_id: msg.pair_id,
             delegation_id: msg.delegation_id,
+            approvals: msg.approvals,
             report_to: msg.report_to,
         };
         let result = self.start_turn(msg.text, false, Some((delegation, msg.driver_id)), ctx);

@@ -3,11 +3,14 @@
 //! their turn ends.
 
 use actix::prelude::*;
-use tandem_protocol::{EventBody, PermissionRule};
+use tandem_protocol::pair::WorkerApprovals;
+use tandem_protocol::{ApprovalAsk, Decider, EventBody, PermissionRule};
 
 use super::actor::SessionActor;
+use super::pairing::{ReportTo, WorkerNeedsApproval};
 use super::RespondPermission;
 use crate::adapter::messages::AdapterCommand;
+use crate::cluster_link::ApprovalNeed;
 use crate::error::RuntimeError;
 
 impl Handler<RespondPermission> for SessionActor {
@@ -36,6 +39,7 @@ impl SessionActor {
                 None,
                 EventBody::PermissionResolved {
                     request_id: pending.request_id,
+                    decided_by: None,
                 },
             );
         }
@@ -58,6 +62,16 @@ impl SessionActor {
         let Some(adapter) = self.adapter.clone() else {
             return Err(RuntimeError::NoSuchPermission(msg.request_id));
         };
+        // A Driver answers only what was put to it: requests of the turns it
+        // delegated, in a pair whose Driver approves.
+        let put_to_driver = self
+            .turn
+            .as_ref()
+            .and_then(|t| t.delegation.as_ref())
+            .is_some_and(|d| d.approvals == WorkerApprovals::Driver);
+        if msg.decided_by == Decider::Driver && !put_to_driver {
+            return Err(RuntimeError::NoSuchPermission(msg.request_id));
+        }
         let pending = self.permissions.remove(pos);
         self.touch();
         let allow = msg.allow;
@@ -67,6 +81,7 @@ impl SessionActor {
             None,
             EventBody::PermissionResolved {
                 request_id: pending.request_id.clone(),
+                decided_by: Some(msg.decided_by),
             },
         );
         if let Some(scope) = msg.remember.filter(|_| allow) {
@@ -93,6 +108,75 @@ impl SessionActor {
             })?;
         }
         Ok(())
+    }
+
+    /// A permission request of a delegated turn goes where the pair's
+    /// `workerApprovals` says: nowhere else for `user`, allowed at once for `bypass`,
+    /// to the pair (which asks the Driver) for `driver`. The request stays pending
+    /// here meanwhile, so a person may still answer it first.
+    pub(super) fn route_delegated_permission(&mut self, request_id: &str) {
+        let Some(delegation) = self.turn.as_ref().and_then(|t| t.delegation.as_ref()) else {
+            return;
+        };
+        let (approvals, pair_id, delegation_id, report_to) = (
+            delegation.approvals,
+            delegation.pair_id.clone(),
+            delegation.delegation_id.clone(),
+            delegation.report_to.clone(),
+        );
+        match approvals {
+            WorkerApprovals::User => {}
+            WorkerApprovals::Bypass => {
+                let allowed = self.on_permission_response(RespondPermission {
+                    request_id: request_id.to_string(),
+                    allow: true,
+                    updated_input: None,
+                    message: None,
+                    remember: None,
+                    permission_mode: None,
+                    decided_by: Decider::Bypass,
+                });
+                if let Err(e) = allowed {
+                    tracing::warn!(session = %self.id, error = %e, "bypassed permission not answered");
+                }
+            }
+            WorkerApprovals::Driver => {
+                let Some(pending) = self.permissions.iter().find(|p| p.request_id == request_id)
+                else {
+                    return;
+                };
+                let need = ApprovalNeed {
+                    pair_id,
+                    delegation_id,
+                    ask: ApprovalAsk {
+                        request_id: pending.request_id.clone(),
+                        worker_id: self.id.to_string(),
+                        tool_name: pending.tool_name.clone(),
+                        input: pending.input.clone(),
+                        permission_kind: pending.permission_kind,
+                        choices: pending.choices.clone(),
+                    },
+                };
+                match &report_to {
+                    ReportTo::Pair(pair) => {
+                        if pair.approvals.try_send(WorkerNeedsApproval(need)).is_err() {
+                            tracing::debug!(session = %self.id, "pair gone; the permission request waits for a person");
+                        }
+                    }
+                    ReportTo::Node(node) => {
+                        let Some(cluster) = self.services.cluster.get().cloned() else {
+                            return;
+                        };
+                        let (node, id) = (node.clone(), self.id.clone());
+                        actix::spawn(async move {
+                            if let Err(e) = cluster.ask_approval(&node, need).await {
+                                tracing::warn!(session = %id, error = %e, "the Driver could not be asked; the permission request waits for a person");
+                            }
+                        });
+                    }
+                }
+            }
+        }
     }
 
     /// Records an "always allow" rule once: an event in the history, the record (so

@@ -43,6 +43,8 @@ pub(super) struct TurnDelegation {
     pub pair_id: String,
     /// Reported back with the turn's end, so the pair resolves the right delegation.
     pub delegation_id: String,
+    /// Who answers the turn's permission requests.
+    pub approvals: tandem_protocol::pair::WorkerApprovals,
     /// The pair actor (or the pair's node), told when the turn ends.
     pub report_to: super::pairing::ReportTo,
 }
@@ -523,13 +525,14 @@ impl SessionActor {
                 self.emit(
                     msg.turn_id,
                     EventBody::PermissionRequest {
-                        request_id,
+                        request_id: request_id.clone(),
                         tool_name,
                         input,
                         permission_kind,
                         choices,
                     },
                 );
+                self.route_delegated_permission(&request_id);
             }
             AgentItem::PermissionResolved { request_id } => {
                 let before = self.permissions.len();
@@ -537,7 +540,13 @@ impl SessionActor {
                 self.touch();
                 if self.permissions.len() != before {
                     self.publish_permissions();
-                    self.emit(msg.turn_id, EventBody::PermissionResolved { request_id });
+                    self.emit(
+                        msg.turn_id,
+                        EventBody::PermissionResolved {
+                            request_id,
+                            decided_by: None,
+                        },
+                    );
                 }
             }
             AgentItem::Usage(usage) => {

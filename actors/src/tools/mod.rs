@@ -4,6 +4,7 @@
 //! role (Driver, Worker, unpaired, spawned child).
 
 mod api;
+mod approval;
 pub mod defs;
 mod handoff;
 mod partner;
@@ -118,6 +119,9 @@ impl crate::adapter::ToolHost for ToolRouter {
                 ANSWER_WORKER => question::answer_worker(&rt, &state, parse(tool, args)?)
                     .await
                     .and_then(to_value),
+                APPROVE_WORKER => approval::approve_worker(&rt, &state, parse(tool, args)?)
+                    .await
+                    .and_then(to_value),
                 _ => handoff::read_handoff_source(&rt, &state, parse(tool, args)?)
                     .await
                     .and_then(to_value),
@@ -167,6 +171,7 @@ pub fn tools_for(state: &SessionState) -> Vec<ToolDef> {
                 INTERRUPT_PARTNER,
                 CLOSE_PARTNER,
                 ANSWER_WORKER,
+                APPROVE_WORKER,
                 SPAWN_SESSIONS,
                 CHECK_SPAWNED_SESSIONS,
             ],

@@ -96,7 +96,7 @@ pub(super) async fn send_to_partner(
                 effort: optional(args.worker_effort).unwrap_or_default(),
             };
             let pair = rt
-                .pair_with_new_worker(&state.info.id, choice, None, None)
+                .pair_with_new_worker(&state.info.id, choice, None, None, Default::default())
                 .await?;
             worker_created = true;
             pair.pair_id
@@ -123,6 +123,7 @@ pub(super) async fn send_to_partner(
         question_id: None,
         question: None,
         choices: Vec::new(),
+        approval: None,
     };
     Ok(match reply {
         DelegateReply::Finished(outcome) => SendToPartnerResult {
@@ -140,6 +141,7 @@ pub(super) async fn send_to_partner(
             question_id: None,
             question: None,
             choices: Vec::new(),
+            approval: None,
         },
         DelegateReply::Question(q) => SendToPartnerResult {
             status: DelegationState::Question,
@@ -155,6 +157,23 @@ pub(super) async fn send_to_partner(
             question_id: Some(q.question_id),
             question: Some(q.question),
             choices: q.choices,
+            approval: None,
+        },
+        DelegateReply::Approval(ask) => SendToPartnerResult {
+            status: DelegationState::Approval,
+            response: None,
+            error: None,
+            hint: Some(format!(
+                "The Worker's agent asks permission to use {} and waits. Answer with approve_worker {{requestId: \"{}\", allow: true|false}}. The Worker's result will be delivered to you as a new message when it finishes.",
+                ask.tool_name, ask.request_id
+            )),
+            partner_id: worker_id.clone(),
+            worker_created,
+            changes: None,
+            question_id: None,
+            question: None,
+            choices: Vec::new(),
+            approval: Some(ask),
         },
         DelegateReply::TimedOut { partial } => running(
             Some(partial),

@@ -10,7 +10,7 @@ use super::partner::choose_worker_vendor;
 use super::{optional, required};
 use crate::adapter::{clamp_effort, VendorId};
 use crate::error::{PairError, ProposalError, RuntimeError, ToolError};
-use crate::pair::{Delegate, DelegateReply};
+use crate::pair::Delegate;
 use crate::record::ProposalRecord;
 use crate::runtime::Runtime;
 use crate::session::{ProposalDecision, ProposalProgress, Resume, SessionState};
@@ -145,7 +145,10 @@ pub async fn accept_proposal(
         }
     };
     crate::crash::crash_point(rt.writer(), "proposal.accept.starting").await;
-    let pair = match rt.pair_with_new_worker(driver_id, choice, None, None).await {
+    let pair = match rt
+        .pair_with_new_worker(driver_id, choice, None, None, Default::default())
+        .await
+    {
         Ok(pair) => pair,
         Err(e) => return Err(fail(e).await),
     };
@@ -169,16 +172,10 @@ pub async fn accept_proposal(
         })
         .await;
     match delegated {
-        Ok(Ok(DelegateReply::Detached)) | Ok(Ok(DelegateReply::Finished(_))) => Ok(StartedWorker {
+        Ok(Ok(_)) => Ok(StartedWorker {
             worker_id: pair.worker_id,
             pair_id: pair.pair_id,
         }),
-        Ok(Ok(DelegateReply::TimedOut { .. })) | Ok(Ok(DelegateReply::Question(_))) => {
-            Ok(StartedWorker {
-                worker_id: pair.worker_id,
-                pair_id: pair.pair_id,
-            })
-        }
         Ok(Err(e)) => Err(fail(e.into()).await),
         Err(e) => Err(fail(e.into()).await),
     }

@@ -195,6 +195,7 @@ async fn delegation(
                     p.worker,
                     p.worker_workspace,
                     p.worker_node,
+                    p.worker_approvals.unwrap_or_default(),
                 )
                 .await?,
         }),

@@ -57,6 +57,7 @@ fn pair(id: &str, state: PairState) -> PairRecord {
         delegation: None,
         worker_node: None,
         state,
+        worker_approvals: Default::default(),
     }
 }
 

@@ -1,0 +1,58 @@
+//! A Worker's permission request answered by its Driver (`workerApprovals: driver`):
+//! the Worker's session tells the pair (`WorkerNeedsApproval`), and the pair hands
+//! the request to a waiting `send_to_partner` (status `approval`) or pushes it into
+//! the Driver as a message. The answer (`approve_worker`) goes straight to the
+//! Worker's session, which holds the pending request; a person may answer first.
+
+use actix::prelude::*;
+use tandem_protocol::ApprovalAsk;
+
+use super::{DelegateReply, PairActor};
+use crate::session::{Resume, WorkerNeedsApproval};
+
+/// How much of a request's input the pushed message quotes, in characters.
+const MAX_INPUT_CHARS: usize = 2000;
+
+/// `text` cut to at most `max` characters, with an ellipsis when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((at, _)) => format!("{}…", &text[..at]),
+    }
+}
+
+/// The message a Driver that does not wait gets for a request, keyed by the
+/// request's id so it is taken once.
+pub(crate) fn approval_resume(ask: &ApprovalAsk) -> Resume {
+    let input = serde_json::to_string(&ask.input).unwrap_or_default();
+    Resume {
+        id: format!("approval:{}", ask.request_id),
+        text: format!(
+            "[Permission request from your Worker, requestId {}]\nTool: {}\nInput: {}\n\
+             Answer it with approve_worker {{requestId: \"{}\", allow: true|false, remember?, \
+             message?}}; the Worker waits for it.",
+            ask.request_id,
+            ask.tool_name,
+            clip(&input, MAX_INPUT_CHARS),
+            ask.request_id
+        ),
+        proposal: None,
+    }
+}
+
+impl Handler<WorkerNeedsApproval> for PairActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: WorkerNeedsApproval, ctx: &mut Context<Self>) {
+        let need = msg.0;
+        if self.closed() || !self.current(&need.delegation_id) {
+            // The delegation is over: its turn, and the request with it, ended.
+            return;
+        }
+        if let Some(DelegateReply::Approval(ask)) =
+            self.answer_waiter(DelegateReply::Approval(need.ask), ctx)
+        {
+            self.driver.do_send(approval_resume(&ask));
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `approve_worker`: a Driver answers a permission request of its Worker's agent
+//! (pairs with `workerApprovals: driver`, see `crate::pair::approvals`). The request
+//! is pending in the Worker's session; the answer is recorded there as decided by
+//! the Driver. A request a person answered first, or whose turn ended, is
+//! `NO_SUCH_PERMISSION`.
+
+use tandem_protocol::tools::{ApproveWorkerParams, ApproveWorkerResult};
+use tandem_protocol::{Decider, RememberScope, Role};
+
+use super::{optional, required};
+use crate::cluster_link::ApprovalAnswer;
+use crate::error::{PairError, RuntimeError, ToolError};
+use crate::runtime::Runtime;
+use crate::session::{RespondPermission, SessionState};
+
+pub(super) async fn approve_worker(
+    rt: &Runtime,
+    state: &SessionState,
+    args: ApproveWorkerParams,
+) -> Result<ApproveWorkerResult, ToolError> {
+    let request_id = required("requestId", args.request_id)?;
+    let pair_id = match (state.info.role, &state.info.pair_id) {
+        (Some(Role::Driver), Some(pair_id)) => pair_id.clone(),
+        _ => return Err(PairError::NoWorker.into()),
+    };
+    let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
+    let answer = ApprovalAnswer {
+        request_id: request_id.clone(),
+        allow: args.allow,
+        remember: args.allow && args.remember.unwrap_or(false),
+        message: optional(args.message).filter(|_| !args.allow),
+    };
+    match rt.remote_worker_node(&pair_id) {
+        // A Worker on another node: its node answers the request there.
+        Some(node) => {
+            let cluster = rt
+                .cluster_link()
+                .ok_or_else(|| RuntimeError::NodeUnavailable {
+                    session: worker_id.clone(),
+                    node: node.clone(),
+                })?;
+            cluster.approve_on_worker(&node, &worker_id, answer).await?;
+        }
+        None => {
+            let worker = rt.session_handle(&worker_id).ok_or(PairError::WorkerGone)?;
+            worker
+                .ask(RespondPermission {
+                    request_id: answer.request_id,
+                    allow: answer.allow,
+                    updated_input: None,
+                    message: answer.message,
+                    remember: answer.remember.then_some(RememberScope::Session),
+                    permission_mode: None,
+                    decided_by: Decider::Driver,
+                })
+                .await??;
+        }
+    }
+    Ok(ApproveWorkerResult {
+        request_id,
+        partner_id: worker_id,
+        allow: args.allow,
+    })
+}
