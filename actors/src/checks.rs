@@ -22,6 +22,8 @@ pub struct CheckEnv {
     pub private: Vec<PathBuf>,
     /// Runs a review by another vendor (`review_on_delegation`); the runtime's.
     pub reviewer: Option<crate::review_by::DelegationReviewer>,
+    /// Runs a loop's judge (`check: {judge}`); the runtime's.
+    pub judge: Option<crate::judge::LoopJudge>,
 }
 
 impl std::fmt::Debug for CheckEnv {

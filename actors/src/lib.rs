@@ -17,6 +17,7 @@ pub mod flow;
 pub mod gateway;
 pub mod handoff;
 pub mod holds;
+pub mod judge;
 #[cfg(test)]
 mod layering;
 pub mod mcp_tokens;

@@ -133,6 +133,63 @@ pub struct SessionRecord {
     /// kept so it survives a restart, and the session's attention is `needs_input`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<QuestionRecord>,
+    /// The loop it runs (`loop.start`), kept so it resumes where it was after a
+    /// restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_run: Option<LoopRecord>,
+}
+
+/// A running loop: what it works toward and where it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoopRecord {
+    /// Its id (`loop_…`).
+    pub loop_id: String,
+    /// Its goal.
+    pub goal: String,
+    /// How each iteration is checked.
+    pub check: tandem_protocol::loops::LoopCheck,
+    /// Its last iteration.
+    pub max_iterations: u32,
+    /// Pause after a failed check, seconds.
+    pub cooldown_seconds: u64,
+    /// The iteration under way, from 1.
+    pub iteration: u32,
+    /// Iterations whose turn started (the one under way, once its turn started).
+    #[serde(default)]
+    pub turns_started: u32,
+    /// Where it is.
+    pub phase: tandem_protocol::loops::LoopPhase,
+    /// The turn of the iteration under way, once it started (a restart that cut it
+    /// off runs the iteration again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// With phase `cooldown`: when the next iteration starts, epoch ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_at: Option<u64>,
+    /// The last iteration's answer (tail-capped), for the check.
+    #[serde(default)]
+    pub last_answer: String,
+    /// The last check's outcome, told to the next iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_check: Option<tandem_protocol::loops::LoopCheckOutcome>,
+    /// The judge's session, once made (kept for the next iterations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_session_id: Option<String>,
+}
+
+impl LoopRecord {
+    /// The client-facing view.
+    pub fn to_info(&self) -> tandem_protocol::loops::LoopInfo {
+        tandem_protocol::loops::LoopInfo {
+            loop_id: self.loop_id.clone(),
+            goal: self.goal.clone(),
+            iteration: self.iteration,
+            max_iterations: self.max_iterations,
+            phase: self.phase,
+            next_at: self.next_at,
+        }
+    }
 }
 
 /// A Worker's question waiting for its Driver's (or a person's) answer.
@@ -413,6 +470,7 @@ impl SessionRecord {
             workspace: self.workspace.clone(),
             attention: self.attention(false),
             notify: self.notify,
+            loop_info: self.loop_run.as_ref().map(LoopRecord::to_info),
         }
     }
 

@@ -33,6 +33,7 @@ pub mod rest;
 pub mod rest_control;
 pub mod rest_devices;
 pub mod rest_edit;
+pub mod rest_loops;
 pub mod rest_push;
 pub mod rest_workspace;
 pub mod server;

@@ -1074,6 +1074,14 @@ export class ChatView {
       }
       case 'schedule_occurrence':
         return add('info', h('div.line-event.schedule-fired', occurrenceText(ev)));
+      case 'loop_started':
+        return add('info', h('div.line-event.loop', `↻ Loop started: up to ${ev.maxIterations} iterations toward “${ev.goal}”, checked by ${ev.check.command ? 'a command' : 'a judge'}`));
+      case 'loop_iteration':
+        return add('info', h(`details.card.loop-check.${ev.check.passed ? 'ok' : 'failed'}`,
+          h('summary', `↻ Iteration ${ev.n}: check ${ev.check.passed ? 'passed' : 'failed'}`),
+          h('div.card-body', h('pre.tool-out', ev.check.output || '(no output)'))));
+      case 'loop_ended':
+        return add('info', h('div.line-event.loop', `↻ Loop ended after ${ev.iterations} iteration${ev.iterations === 1 ? '' : 's'}: ${loopEndText(ev.reason)}`));
       case 'background_tasks':
         return add('info', h('div.line-event.muted', ev.tasks?.length ? `Background: ${ev.tasks.map((t) => t.description || t.taskId).join(', ')}` : 'Background work finished'));
       case 'plan':
@@ -1351,6 +1359,20 @@ function preview(v) {
 }
 
 export { ago };
+
+/**
+ * Why a loop ended, in words.
+ * @param {import('./wire.js').LoopEndReason} reason
+ */
+function loopEndText(reason) {
+  switch (reason) {
+    case 'passed': return 'the check passed';
+    case 'maxIterations': return 'the last iteration’s check failed too';
+    case 'stopped': return 'stopped';
+    case 'interrupted': return 'its turn was interrupted';
+    default: return 'its turn failed';
+  }
+}
 
 /** What an occurrence of a recurring schedule did, in words ("⏰ Recurring message #3 skipped: a turn was running").
  * @param {{number: number, outcome: string}} ev */

@@ -375,7 +375,7 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {decidedBy?: (Decider | null), kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {choices?: Array<string>, from: string, kind: 'question', pairId: string, question: string, questionId: string, timeoutSeconds: number, to: string} | {answer: string, by: Answerer, kind: 'question_answered', pairId: string, questionId: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {at: number, kind: 'schedule_occurrence', number: number, outcome: OccurrenceOutcome, scheduleId: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {decidedBy?: (Decider | null), kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {choices?: Array<string>, from: string, kind: 'question', pairId: string, question: string, questionId: string, timeoutSeconds: number, to: string} | {answer: string, by: Answerer, kind: 'question_answered', pairId: string, questionId: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {check: LoopCheck, goal: string, kind: 'loop_started', loopId: string, maxIterations: number} | {check: LoopCheckOutcome, kind: 'loop_iteration', loopId: string, n: number} | {iterations: number, kind: 'loop_ended', loopId: string, reason: LoopEndReason} | {at: number, kind: 'schedule_occurrence', number: number, outcome: OccurrenceOutcome, scheduleId: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -442,6 +442,82 @@
 /**
  * What an occurrence of a recurring schedule does while the session is busy.
  * @typedef {('skip' | 'queue')} IfBusy
+ */
+
+/**
+ * A judge of a loop's iterations.
+ * @typedef {object} JudgeCheck
+ * @property {string} prompt What the judge looks for; it also gets the goal and the iteration's answer.
+ * @property {string | null} [vendor] The judge's vendor (default: the session's); another vendor judges another's work with fresh eyes.
+ */
+
+/**
+ * How an iteration is checked: exactly one of `command` and `judge`.
+ * @typedef {object} LoopCheck
+ * @property {string | null} [command] A shell command run in the session's working directory (confined as the agents are): exit status 0 passes.
+ * @property {(JudgeCheck | null)} [judge] A judge: a turn in a separate, read-only session answers PASS or FAIL with its reasons.
+ * @property {number | null} [timeoutSeconds] How long the command may run, 1 to 3600 seconds (default 600); killed after.
+ */
+
+/**
+ * An iteration's check, as `loop_iteration` records it.
+ * @typedef {object} LoopCheckOutcome
+ * @property {number | null} [exitCode] The command's exit code, when it exited.
+ * @property {string | null} [judgeSessionId] The judge's session, for a judge.
+ * @property {string} output What it said: the command's output (its last lines), or the judge's reasons.
+ * @property {boolean} passed Whether it passed.
+ */
+
+/**
+ * Why a loop ended.
+ * @typedef {('passed' | 'maxIterations' | 'stopped' | 'interrupted' | 'failed')} LoopEndReason
+ */
+
+/**
+ * A running loop, on the session (`SessionInfo.loop`) and `loop.start`'s reply.
+ * @typedef {object} LoopInfo
+ * @property {string} goal Its goal.
+ * @property {number} iteration The iteration under way, from 1.
+ * @property {string} loopId Its id (`loop_…`).
+ * @property {number} maxIterations Its last iteration.
+ * @property {number | null} [nextAt] With phase `cooldown`: when the next iteration starts, epoch ms.
+ * @property {LoopPhase} phase Where it is.
+ */
+
+/**
+ * Where a running loop is.
+ * @typedef {('turn' | 'check' | 'cooldown')} LoopPhase
+ */
+
+/**
+ * Fields of `loop.start`.
+ * @typedef {object} LoopStartParams
+ * @property {LoopCheck} check How each iteration is checked.
+ * @property {number | null} [cooldownSeconds] Pause after a failed check before the next iteration, 0 to 86400 seconds (default 0).
+ * @property {string} goal What each iteration works toward: the first line of each iteration's message.
+ * @property {number} maxIterations Most iterations, 1 to 100.
+ * @property {string} sessionId The session that works toward the goal; idle, with no loop running.
+ */
+
+/**
+ * `loop.start` reply: the loop, as the session shows it.
+ * @typedef {object} LoopStartResult
+ * @property {LoopInfo} loop The loop.
+ * @property {string} sessionId The session.
+ */
+
+/**
+ * Fields of `loop.stop`.
+ * @typedef {object} LoopStopParams
+ * @property {string} sessionId The session whose loop ends (a turn under way goes on).
+ */
+
+/**
+ * `loop.stop` reply.
+ * @typedef {object} LoopStopResult
+ * @property {number} iterations Iterations whose turn started.
+ * @property {string} loopId The loop stopped.
+ * @property {string} sessionId The session.
  */
 
 /**
@@ -1018,6 +1094,7 @@
  * @property {number} lastActivity Time of the last event or change, epoch milliseconds.
  * @property {Array<CheckResult> | null} [lastChecks] The outcome of its last `session.check` (a merge gate reads it), if any ran.
  * @property {number} lastSeq Sequence number of the newest history event (0 when there is none).
+ * @property {(LoopInfo | null)} [loop] The loop it runs (`loop.start`), if any.
  * @property {string} model Model name; empty means the vendor's default.
  * @property {string | null} [node] The cluster node the session is pinned to (`tandem serve --node NAME`); absent on a server that is not part of a cluster.
  * @property {Notify} [notify] Which moments its owner's devices are told of by Web Push (absent: `attention`).
@@ -1468,6 +1545,8 @@
  *   'device.pair-code': {params: DevicePairCodeParams, result: DevicePairCodeResult},
  *   'device.revoke': {params: DeviceRevokeParams, result: DeviceRevokeResult},
  *   'devices.list': {params: DevicesListParams, result: DevicesListResult},
+ *   'loop.start': {params: LoopStartParams, result: LoopStartResult},
+ *   'loop.stop': {params: LoopStopParams, result: LoopStopResult},
  *   'pair.close': {params: PairCloseParams, result: PairCloseResult},
  *   'pair.create': {params: PairCreateParams, result: PairCreateResult},
  *   'pairs.list': {params: PairsListParams, result: PairsListResult},

@@ -259,6 +259,35 @@ pub enum EventBody {
         #[serde(flatten)]
         to: crate::workspace::PushedBranch,
     },
+    /// A loop began (`loop.start`).
+    LoopStarted {
+        /// The loop.
+        loop_id: String,
+        /// Its goal.
+        goal: String,
+        /// How each iteration is checked.
+        check: crate::loops::LoopCheck,
+        /// Its last iteration.
+        max_iterations: u32,
+    },
+    /// A loop's iteration was checked.
+    LoopIteration {
+        /// The loop.
+        loop_id: String,
+        /// The iteration, from 1.
+        n: u32,
+        /// Its check.
+        check: crate::loops::LoopCheckOutcome,
+    },
+    /// A loop ended.
+    LoopEnded {
+        /// The loop.
+        loop_id: String,
+        /// Why.
+        reason: crate::loops::LoopEndReason,
+        /// Iterations whose turn started.
+        iterations: u32,
+    },
     /// An occurrence of a recurring schedule came due.
     ScheduleOccurrence {
         /// The schedule.
@@ -482,6 +511,9 @@ impl EventBody {
             EventBody::Check { .. } => "check",
             EventBody::Script { .. } => "script",
             EventBody::ScheduleOccurrence { .. } => "schedule_occurrence",
+            EventBody::LoopStarted { .. } => "loop_started",
+            EventBody::LoopIteration { .. } => "loop_iteration",
+            EventBody::LoopEnded { .. } => "loop_ended",
             EventBody::Pushed { .. } => "pushed",
             EventBody::Merged { .. } => "merged",
             EventBody::Discarded { .. } => "discarded",

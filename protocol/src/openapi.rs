@@ -205,6 +205,11 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         ("post", "/sessions/{id}/review-by") => &[409, 422, 429, 503],
         ("post", "/sessions/{id}/interrupt") => &[409],
         ("post", "/sessions/{id}/schedules") => &[422, 429],
+        // 409: a turn runs or a loop already does; 422: a check that is not exactly
+        // one of a command and a judge, a judge's vendor this server lacks.
+        ("post", "/sessions/{id}/loop") => &[409, 422],
+        // 409: no loop runs.
+        ("delete", "/sessions/{id}/loop") => &[409],
         ("delete", "/sessions/{id}/schedules/{scheduleId}") => &[409],
         ("post", "/sessions/{id}/handoff") => &[409, 422, 429],
         // As a creation, and 422 for an anchor or a checkpoint the history lacks.

@@ -385,6 +385,12 @@ operations! {
     /// `session.schedules`: a session's scheduled messages.
     SessionSchedules "session.schedules" SessionSchedulesParams => SessionSchedulesResult [session(session_id), reads]
         rest route!("get" "/sessions/{id}/schedules", "Scheduled messages.", None, 200, of::<SessionSchedulesResult>);
+    /// `loop.start`: work toward a goal turn after turn until a check passes.
+    LoopStart "loop.start" crate::loops::LoopStartParams => crate::loops::LoopStartResult [session(session_id), writes]
+        rest route!("post" "/sessions/{id}/loop", "Start a loop: turns toward a goal, each checked by a command or a judge, until the check passes or maxIterations (as loop.start).", Some(of::<crate::loops::LoopBody>), 201, of::<crate::loops::LoopStartResult>);
+    /// `loop.stop`: end a session's loop.
+    LoopStop "loop.stop" crate::loops::LoopStopParams => crate::loops::LoopStopResult [session(session_id), writes]
+        rest route!("delete" "/sessions/{id}/loop", "End the session's loop; a turn under way goes on (as loop.stop).", None, 200, of::<crate::loops::LoopStopResult>);
     /// `session.changes`: what the working directory changed.
     SessionChanges "session.changes" SessionChangesParams => SessionChangesResult [session(session_id), reads]
         rest route!("get" "/sessions/{id}/changes", "What the session's working directory changed (as its latest git_state).", None, 200, of::<crate::workspace::GitState>);

@@ -243,6 +243,9 @@ pub struct SessionInfo {
     /// Which moments its owner's devices are told of by Web Push (absent: `attention`).
     #[serde(default, skip_serializing_if = "crate::push::Notify::is_default")]
     pub notify: crate::push::Notify,
+    /// The loop it runs (`loop.start`), if any.
+    #[serde(rename = "loop", default, skip_serializing_if = "Option::is_none")]
+    pub loop_info: Option<crate::loops::LoopInfo>,
 }
 
 /// What a session asks of its owner, kept by the server so every client and node

@@ -40,6 +40,7 @@ mod holds;
 mod huge_frames;
 mod limits;
 mod long_urls;
+mod loops;
 mod many_subscriptions;
 mod mcp_sdk;
 mod openapi;

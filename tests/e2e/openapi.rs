@@ -434,6 +434,41 @@ async fn every_documented_route_answers_as_described() {
         .await;
     assert_eq!(cancelled["status"], "cancelled");
 
+    // A loop on a session of its own: started (its check fails, so it cools down an
+    // hour before its second iteration) and stopped.
+    let looping = c
+        .ok(
+            "post",
+            "/sessions",
+            "/sessions",
+            Some(json!({"title": "loop"})),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let started = c
+        .ok(
+            "post",
+            &format!("/sessions/{looping}/loop"),
+            "/sessions/{id}/loop",
+            Some(
+                json!({"goal": "work", "check": {"command": "false"}, "maxIterations": 3,
+                "cooldownSeconds": 3600}),
+            ),
+        )
+        .await;
+    assert_eq!(started["loop"]["iteration"], 1, "{started}");
+    let stopped = c
+        .ok(
+            "delete",
+            &format!("/sessions/{looping}/loop"),
+            "/sessions/{id}/loop",
+            None,
+        )
+        .await;
+    assert_eq!(stopped["loopId"], started["loop"]["loopId"], "{stopped}");
+
     // Workspaces: a worktree session in a real repository, its changes, its files,
     // merged and discarded.
     let repo = server.dir.path().join("openapi-repo");

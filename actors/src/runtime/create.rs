@@ -211,6 +211,7 @@ impl Runtime {
             turn_end_seq: 0,
             seen_seq: 0,
             question: None,
+            loop_run: None,
             notify: Default::default(),
         };
         let writer = &self.inner.services.writer;

@@ -11,7 +11,9 @@ mod devices;
 mod edit;
 mod fork;
 mod handoff;
+mod judge;
 mod listing;
+mod loops;
 mod messages;
 mod pairs;
 mod peers;
@@ -208,6 +210,7 @@ impl Runtime {
             launcher: config.confinement.launcher.clone(),
             private: config.private_paths(),
             reviewer: None,
+            judge: None,
         };
         let scripts = crate::scripts::Scripts::new(
             config.confinement.launcher.clone(),
@@ -234,6 +237,7 @@ impl Runtime {
                 overlaps: Default::default(),
                 checks: crate::checks::CheckEnv {
                     reviewer: Some(review_by::delegation_reviewer(RuntimeRef(weak.clone()))),
+                    judge: Some(judge::loop_judge(RuntimeRef(weak.clone()))),
                     ..checks
                 },
                 scripts,

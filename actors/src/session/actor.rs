@@ -366,6 +366,8 @@ impl Actor for SessionActor {
         // A question a restart left waits on (its deadline kept); its answer comes
         // as a new message, since the call that asked died with the process.
         self.arm_question(ctx);
+        // A loop a restart left goes on where it was.
+        self.resume_loop(ctx);
         self.flush();
     }
 }

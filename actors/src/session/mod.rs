@@ -5,6 +5,7 @@
 mod actor;
 mod archive;
 mod attention;
+mod loops;
 mod notify;
 mod pairing;
 mod permissions;
@@ -34,6 +35,7 @@ pub(crate) use actor::validate_title;
 pub use actor::SessionActor;
 pub use archive::Archive;
 pub use attention::Seen;
+pub use loops::{StartLoop, StopLoop};
 pub use pairing::{
     Describe, HoldsDelegation, IdleRemoteWorker, JoinPair, LeavePair, PairInbox, PartialText,
     RecordEvent, ReportDelivered, ReportTo, Resume, SessionState, StartDelegated,

@@ -366,8 +366,10 @@ impl SessionActor {
                 error: error.clone(),
             });
         }
+        self.loop_turn_ended(&turn.id, status, &response, ctx);
         self.after_turn_git(turn.id, ctx);
         self.dispatch_queued(ctx);
+        self.loop_poke(ctx);
     }
 
     /// Sends the oldest queued message when nothing runs: no turn and no background

@@ -228,6 +228,8 @@ async fn delegation(
         R::SessionSchedules(p) => json(SessionSchedulesResult {
             schedules: rt.schedules(who, &p.session_id).await?,
         }),
+        R::LoopStart(p) => json(rt.start_loop(who, p).await?),
+        R::LoopStop(p) => json(rt.stop_loop(who, p).await?),
         other => Box::pin(workspace(rt, who, other)).await,
     }
 }
