@@ -133,6 +133,9 @@ pub struct SessionRecord {
     /// kept so it survives a restart, and the session's attention is `needs_input`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<QuestionRecord>,
+    /// The slash commands its agent offers, as the vendor last listed them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<tandem_protocol::session::VendorCommand>,
     /// The loop it runs (`loop.start`), kept so it resumes where it was after a
     /// restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -57,6 +57,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             )
             .service(at("/sessions/{id}/queue").route(web::get().to(queue)))
             .service(at("/sessions/{id}/usage").route(web::get().to(usage)))
+            .service(at("/sessions/{id}/commands").route(web::get().to(commands)))
             .service(
                 at("/sessions/{id}/uploads/{upload}")
                     .route(web::get().to(crate::uploads::session_upload)),
@@ -365,6 +366,18 @@ async fn queue(
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
     Ok(HttpResponse::Ok().json(run(&state, &who, ChatQueueParams { session_id }).await?))
+}
+
+/// `GET /sessions/{id}/commands` → 200 `{sessionId, commands}` (as `session.commands`).
+async fn commands(
+    who: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let params = tandem_protocol::session::SessionCommandsParams {
+        session_id: id.into_inner(),
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
 
 async fn usage(

@@ -259,6 +259,11 @@ pub enum EventBody {
         #[serde(flatten)]
         to: crate::workspace::PushedBranch,
     },
+    /// The slash commands the session's agent offers changed (complete each time).
+    Commands {
+        /// Every command, as the vendor lists them.
+        commands: Vec<crate::session::VendorCommand>,
+    },
     /// A loop began (`loop.start`).
     LoopStarted {
         /// The loop.
@@ -511,6 +516,7 @@ impl EventBody {
             EventBody::Check { .. } => "check",
             EventBody::Script { .. } => "script",
             EventBody::ScheduleOccurrence { .. } => "schedule_occurrence",
+            EventBody::Commands { .. } => "commands",
             EventBody::LoopStarted { .. } => "loop_started",
             EventBody::LoopIteration { .. } => "loop_iteration",
             EventBody::LoopEnded { .. } => "loop_ended",

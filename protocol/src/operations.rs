@@ -385,6 +385,9 @@ operations! {
     /// `session.schedules`: a session's scheduled messages.
     SessionSchedules "session.schedules" SessionSchedulesParams => SessionSchedulesResult [session(session_id), reads]
         rest route!("get" "/sessions/{id}/schedules", "Scheduled messages.", None, 200, of::<SessionSchedulesResult>);
+    /// `session.commands`: the slash commands the session's agent offers.
+    SessionCommands "session.commands" crate::session::SessionCommandsParams => crate::session::SessionCommandsResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}/commands", "The slash commands the session's agent offers, as its vendor last listed them (as session.commands).", None, 200, of::<crate::session::SessionCommandsResult>);
     /// `loop.start`: work toward a goal turn after turn until a check passes.
     LoopStart "loop.start" crate::loops::LoopStartParams => crate::loops::LoopStartResult [session(session_id), writes]
         rest route!("post" "/sessions/{id}/loop", "Start a loop: turns toward a goal, each checked by a command or a judge, until the check passes or maxIterations (as loop.start).", Some(of::<crate::loops::LoopBody>), 201, of::<crate::loops::LoopStartResult>);

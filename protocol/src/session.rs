@@ -148,6 +148,39 @@ pub enum TaskType {
     Other,
 }
 
+/// A slash command the session's agent offers (`/name`), as its vendor lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VendorCommand {
+    /// Its name, without the slash.
+    pub name: String,
+    /// What it does, when the vendor says.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// What to type after it, when the vendor says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_hint: Option<String>,
+}
+
+/// Fields of `session.commands`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionCommandsParams {
+    /// The session.
+    pub session_id: String,
+}
+
+/// `session.commands` reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCommandsResult {
+    /// The session.
+    pub session_id: String,
+    /// The slash commands its agent offers, as the vendor last listed them (empty
+    /// until its agent first started, and for vendors that list none).
+    pub commands: Vec<VendorCommand>,
+}
+
 /// One piece of work still running after its turn ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -399,6 +399,72 @@ async fn fake_text_turn_streams_and_vendors_shows_the_agent() {
     assert_eq!(w.agents().len(), 1, "one process per session, kept");
 }
 
+/// An agent's slash commands (`available_commands_update`, sent between turns) are
+/// the session's: listed by `session.commands` and REST, recorded once as a
+/// `commands` event, and told to an editor that resumes the session through
+/// `tandem acp`.
+#[actix_rt::test]
+async fn fake_commands_are_listed_recorded_once_and_reach_an_editor() {
+    let w = World::fake("acp-fake-commands", &[], "");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    assert_eq!(status(&turn(&mut ws, &id, "say hi").await), "completed");
+    let expected = json!([
+        {"name": "review", "description": "Review the changes", "inputHint": "what to look at"},
+        {"name": "init", "description": "Write AGENTS.md"}
+    ]);
+    let listed = eventually("the agent's commands", async || {
+        let (code, body) = w
+            .server()
+            .get(&format!("/api/v1/sessions/{id}/commands"))
+            .await;
+        assert_eq!(code, 200, "{body}");
+        (body["commands"] != json!([])).then_some(body)
+    })
+    .await;
+    assert_eq!(listed["commands"], expected, "{listed}");
+    let over_ws = ws
+        .ok(json!({"type": "session.commands", "sessionId": id}))
+        .await;
+    assert_eq!(over_ws["commands"], expected, "{over_ws}");
+    assert_eq!(status(&turn(&mut ws, &id, "say again").await), "completed");
+    let recorded: Vec<Value> = w
+        .server()
+        .all_events(&id)
+        .await
+        .into_iter()
+        .filter(|e| e["kind"] == "commands")
+        .collect();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0]["commands"], expected);
+
+    // An editor resuming the session hears them as ACP's update.
+    let mut acp = crate::acp_agent::Acp::start(&w.server().base, "no-token-needed");
+    acp.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
+    acp.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/resume",
+            "params": {"sessionId": id, "cwd": w.work().display().to_string()}})
+        .to_string(),
+    );
+    let (answers, notes) = acp.answers(&[json!(1), json!(2)]);
+    assert!(
+        answers.iter().all(|(_, a)| a.get("error").is_none()),
+        "{answers:?}"
+    );
+    let update = notes
+        .iter()
+        .find(|n| n["params"]["update"]["sessionUpdate"] == "available_commands_update")
+        .unwrap_or_else(|| panic!("no available_commands_update in {notes:?}"));
+    assert_eq!(update["params"]["sessionId"], id.as_str());
+    assert_eq!(
+        update["params"]["update"]["availableCommands"],
+        json!([
+            {"name": "review", "description": "Review the changes", "input": {"hint": "what to look at"}},
+            {"name": "init", "description": "Write AGENTS.md"}
+        ])
+    );
+}
+
 /// ACP offers no way to drop turns from a session, so an ACP agent lists no `rewind`
 /// capability and `chat.edit-send` is refused with `REWIND_NOT_SUPPORTED`, recording
 /// nothing.

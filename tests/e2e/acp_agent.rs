@@ -502,14 +502,15 @@ async fn more_methods(server: &Server, more: &Value) {
 
 /// `tandem acp` (the tests' server binary runs `tandem ARGS` as `bench tandem ARGS`)
 /// as a child whose stdout lines arrive on a channel.
-struct Acp {
+/// A `tandem acp` process driven line by line, as a minimal editor would.
+pub(crate) struct Acp {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
 }
 
 impl Acp {
-    fn start(url: &str, token: &str) -> Acp {
+    pub(crate) fn start(url: &str, token: &str) -> Acp {
         Acp::with_args(&["--url", url, "--token", token])
     }
 
@@ -543,7 +544,7 @@ impl Acp {
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{line}").unwrap();
         stdin.flush().unwrap();
@@ -563,7 +564,7 @@ impl Acp {
 
     /// Answers until every id of `ids` was answered (in any order), by id; the
     /// notifications between them are returned too.
-    fn answers(&self, ids: &[Value]) -> (Vec<(Value, Value)>, Vec<Value>) {
+    pub(crate) fn answers(&self, ids: &[Value]) -> (Vec<(Value, Value)>, Vec<Value>) {
         let mut answers = Vec::new();
         let mut notes = Vec::new();
         while answers.len() < ids.len() {

@@ -143,6 +143,15 @@ async fn text_turn_streams_deltas_and_keeps_usage() {
             .is_some_and(|s| !s.is_empty()),
         "the Claude session id is recorded: {info}"
     );
+    // The CLI's slash commands (its `init` line's) are the session's.
+    let listed = ws
+        .ok(json!({"type": "session.commands", "sessionId": id}))
+        .await;
+    let names: Vec<&str> = listed["commands"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(names.contains(&"compact"), "{listed}");
     let version = eventually("the CLI version", || async {
         let (_, body) = w.server().get("/api/v1/vendors").await;
         let claude = body["vendors"]

@@ -403,6 +403,19 @@ async fn every_documented_route_answers_as_described() {
         None,
     )
     .await;
+    let commands = c
+        .ok(
+            "get",
+            &format!("/sessions/{s1}/commands"),
+            "/sessions/{id}/commands",
+            None,
+        )
+        .await;
+    assert_eq!(
+        commands["commands"],
+        json!([]),
+        "the scripted vendor lists none"
+    );
 
     // Schedules: create, list, cancel.
     let at = rfc3339(now_ms() + 3_600_000);

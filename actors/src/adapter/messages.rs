@@ -199,6 +199,9 @@ pub enum AgentItem {
     },
     /// The complete set of background tasks now running.
     BackgroundTasks(Vec<BackgroundTask>),
+    /// The slash commands the agent offers, complete (sent when the vendor lists
+    /// them; the session records a change only).
+    Commands(Vec<tandem_protocol::session::VendorCommand>),
     /// The vendor's own session id became known; the session persists it as
     /// `vendorSessionId` and hands it back to a new adapter to resume from.
     VendorSessionId(String),

@@ -212,6 +212,7 @@ impl Runtime {
             seen_seq: 0,
             question: None,
             loop_run: None,
+            commands: Vec::new(),
             notify: Default::default(),
         };
         let writer = &self.inner.services.writer;

@@ -6,6 +6,7 @@ mod archive;
 mod checkpoints;
 mod checks;
 mod clients;
+mod commands;
 mod create;
 mod devices;
 mod edit;

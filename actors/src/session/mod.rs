@@ -5,6 +5,7 @@
 mod actor;
 mod archive;
 mod attention;
+mod commands;
 mod loops;
 mod notify;
 mod pairing;
@@ -35,6 +36,7 @@ pub(crate) use actor::validate_title;
 pub use actor::SessionActor;
 pub use archive::Archive;
 pub use attention::Seen;
+pub use commands::ListCommands;
 pub use loops::{StartLoop, StopLoop};
 pub use pairing::{
     Describe, HoldsDelegation, IdleRemoteWorker, JoinPair, LeavePair, PairInbox, PartialText,

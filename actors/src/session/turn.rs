@@ -492,6 +492,13 @@ impl SessionActor {
                     self.finish_turn(status, error, ctx);
                 }
             }
+            AgentItem::Commands(commands) => {
+                if commands != self.record.commands {
+                    self.record.commands = commands.clone();
+                    self.emit(None, EventBody::Commands { commands });
+                    self.touch();
+                }
+            }
             AgentItem::BackgroundTasks(tasks) => {
                 if tasks != self.background {
                     self.background = tasks.clone();

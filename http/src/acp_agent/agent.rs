@@ -214,6 +214,17 @@ impl Agent {
         if !self.state.borrow().sessions.contains_key(&id) {
             let last = reply["session"]["lastSeq"].as_u64().unwrap_or_default();
             self.subscribe(&link, &id, last, None).await?;
+            // Without the history, the commands its agent offers are told as they are.
+            match link
+                .call("session.commands", json!({"sessionId": id}))
+                .await
+            {
+                Ok(listed) if listed["commands"].as_array().is_some_and(|c| !c.is_empty()) => {
+                    self.update(&id, mapping::commands_update(&listed["commands"]));
+                }
+                Ok(_) => {}
+                Err(e) => tracing::info!("session/resume of {id}: no commands: {e}"),
+            }
         }
         Ok(self.settings(&link, &reply["session"]).await)
     }

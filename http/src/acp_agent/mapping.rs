@@ -54,6 +54,7 @@ impl Mapper {
             "tool_call" => vec![tool_call(event)],
             "tool_result" => vec![tool_result(event)],
             "plan" => vec![plan(event)],
+            "commands" => vec![commands_update(&event["commands"])],
             "turn_completed" => {
                 // What a cut-short turn streamed is not continued by the next one.
                 self.streamed.clear();
@@ -229,6 +230,31 @@ fn plan(event: &Value) -> Value {
         })
         .collect();
     json!({"sessionUpdate": "plan", "entries": entries})
+}
+
+/// The vendor's slash commands (`commands` of a `commands` event or of
+/// `session.commands`) as an `available_commands_update` (ACP requires a description:
+/// the command's own, else its name).
+pub fn commands_update(commands: &Value) -> Value {
+    let available: Vec<Value> = commands
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| {
+            let name = c["name"].as_str().filter(|n| !n.is_empty())?;
+            let description = c["description"]
+                .as_str()
+                .filter(|d| !d.is_empty())
+                .map_or_else(|| format!("/{name}"), str::to_string);
+            let mut command = json!({"name": name, "description": description});
+            if let Some(hint) = c["inputHint"].as_str() {
+                command["input"] = json!({"hint": hint});
+            }
+            Some(command)
+        })
+        .collect();
+    json!({"sessionUpdate": "available_commands_update", "availableCommands": available})
 }
 
 /// How a turn ended, as the answer to `session/prompt`: a stop reason, or the error

@@ -229,6 +229,7 @@ async fn delegation(
             schedules: rt.schedules(who, &p.session_id).await?,
         }),
         R::LoopStart(p) => json(rt.start_loop(who, p).await?),
+        R::SessionCommands(p) => json(rt.session_commands(who, &p.session_id).await?),
         R::LoopStop(p) => json(rt.stop_loop(who, p).await?),
         other => Box::pin(workspace(rt, who, other)).await,
     }

@@ -139,6 +139,14 @@ fn main() {
                         {"id": "default", "name": "Ask"}, {"id": "plan", "name": "Plan"},
                         {"id": "bypassPermissions", "name": "Yolo"}]}}}),
                 );
+                // Its slash commands, as agents send them: between turns, once.
+                out.update(
+                    &session,
+                    json!({"sessionUpdate": "available_commands_update", "availableCommands": [
+                        {"name": "review", "description": "Review the changes",
+                            "input": {"hint": "what to look at"}},
+                        {"name": "init", "description": "Write AGENTS.md"}]}),
+                );
             }
             ("session/load", Some(id)) => {
                 let session = params["sessionId"].as_str().unwrap_or("").to_string();

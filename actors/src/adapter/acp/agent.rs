@@ -30,8 +30,9 @@ use super::wire::{
     Implementation, InitializeParams, InitializeResult, McpServer, Mode, NewSessionParams,
     OpenSessionParams, OutNotification, OutRequest, OutResponse, PermissionAnswer,
     PermissionOption, PermissionOutcome, PromptBlock, PromptParams, PromptResult,
-    RequestPermissionParams, RpcError, SessionNotification, SessionOpened, SetConfigOptionParams,
-    SetModeParams, SetModelParams, TextBlock, METHOD_NOT_FOUND, PROTOCOL_VERSION,
+    RequestPermissionParams, RpcError, SessionNotification, SessionOpened, SessionUpdate,
+    SetConfigOptionParams, SetModeParams, SetModelParams, TextBlock, METHOD_NOT_FOUND,
+    PROTOCOL_VERSION,
 };
 use super::AcpVendor;
 use crate::adapter::core::{Approvals, Asked, Emitter, Phase, Stop, TurnSlot};
@@ -635,10 +636,6 @@ impl AcpAgent {
                 ..
             }
         );
-        if loading {
-            // `session/load` replays the conversation: it is in our history already.
-            return;
-        }
         let note = match serde_json::from_value::<SessionNotification>(params) {
             Ok(note) => note,
             Err(e) => {
@@ -646,6 +643,28 @@ impl AcpAgent {
                 return;
             }
         };
+        if let SessionUpdate::AvailableCommandsUpdate { available_commands } = note.update {
+            // In or out of a turn: the session records a change.
+            let commands = available_commands
+                .into_iter()
+                .filter(|c| !c.name.is_empty())
+                .map(|c| tandem_protocol::session::VendorCommand {
+                    input_hint: c
+                        .input
+                        .as_ref()
+                        .and_then(|i| i["hint"].as_str())
+                        .map(str::to_string),
+                    name: c.name,
+                    description: c.description,
+                })
+                .collect();
+            self.emitter.send(None, AgentItem::Commands(commands));
+            return;
+        }
+        if loading {
+            // `session/load` replays the conversation: it is in our history already.
+            return;
+        }
         if self.slot.phase().is_none_or(|p| *p == Phase::Starting) {
             // Between turns (command lists, ...), or before our prompt went out.
             return;

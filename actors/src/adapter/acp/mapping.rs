@@ -73,6 +73,7 @@ impl TurnMapper {
             }
             SessionUpdate::UserMessageChunk { .. }
             | SessionUpdate::CurrentModeUpdate { .. }
+            | SessionUpdate::AvailableCommandsUpdate { .. }
             | SessionUpdate::Other => {}
         }
         out

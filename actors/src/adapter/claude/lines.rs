@@ -76,6 +76,18 @@ impl ClaudeAgent {
                 if let super::actor::Process::Up(up) = &mut self.live {
                     up.stage = Stage::Ready;
                 }
+                if let Some(names) = system.slash_commands {
+                    let commands = names
+                        .into_iter()
+                        .filter(|n| !n.is_empty())
+                        .map(|name| tandem_protocol::session::VendorCommand {
+                            name,
+                            description: String::new(),
+                            input_hint: None,
+                        })
+                        .collect();
+                    self.emitter.send(None, AgentItem::Commands(commands));
+                }
                 if let Some(id) = system.session_id.filter(|s| !s.is_empty()) {
                     if self.vendor_session_id.as_deref() != Some(id.as_str()) {
                         // A fork (edit & resend, session.fork) is made: later

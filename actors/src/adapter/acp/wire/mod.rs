@@ -540,9 +540,28 @@ pub enum SessionUpdate {
         #[serde(default, rename = "currentModeId")]
         current_mode_id: String,
     },
-    /// Anything else (commands list, config options, session info): not shown.
+    /// The slash commands the agent offers, complete.
+    AvailableCommandsUpdate {
+        /// Every command.
+        #[serde(default, rename = "availableCommands")]
+        available_commands: Vec<AvailableCommand>,
+    },
+    /// Anything else (config options, session info): not shown.
     #[serde(other)]
     Other,
+}
+
+/// One slash command an ACP agent offers.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AvailableCommand {
+    /// Its name, without the slash.
+    pub name: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// What it takes (`{hint}` for free text).
+    #[serde(default)]
+    pub input: Option<Value>,
 }
 
 /// A content block as the agent sends it; only text is shown as text.

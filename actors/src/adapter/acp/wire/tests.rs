@@ -46,8 +46,16 @@ fn updates_parse_by_tag_and_unknown_ones_are_other() {
     assert!(
         matches!(call, SessionUpdate::ToolCall(f) if f.tool_call_id == "c1" && f.locations.is_some())
     );
+    let commands: SessionUpdate = serde_json::from_value(json!({
+        "sessionUpdate": "available_commands_update", "availableCommands": [
+            {"name": "review", "description": "Review", "input": {"hint": "what"}}]}))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(commands, SessionUpdate::AvailableCommandsUpdate { available_commands: c }
+            if c.len() == 1 && c[0].name == "review")
+    );
     let other: SessionUpdate = serde_json::from_value(json!({
-        "sessionUpdate": "available_commands_update", "availableCommands": []}))
+        "sessionUpdate": "session_info_update", "title": "t"}))
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(matches!(other, SessionUpdate::Other));
 }

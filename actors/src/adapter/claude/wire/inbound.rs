@@ -59,6 +59,9 @@ pub struct SystemMessage {
     /// `api_retry`: the CLI's word for the failure.
     #[serde(default)]
     pub error: Option<String>,
+    /// `init`: the slash commands the CLI offers, by name.
+    #[serde(default)]
+    pub slash_commands: Option<Vec<String>>,
 }
 
 /// One background task as `background_tasks_changed` lists it.

@@ -1,0 +1,25 @@
+//! `session.commands`: the slash commands a session's agent offers.
+
+use tandem_protocol::session::SessionCommandsResult;
+
+use super::Runtime;
+use crate::access::Principal;
+use crate::error::RuntimeError;
+
+impl Runtime {
+    /// `session.commands`: the slash commands the session's agent offers.
+    pub async fn session_commands(
+        &self,
+        who: &Principal,
+        session_id: &str,
+    ) -> Result<SessionCommandsResult, RuntimeError> {
+        let commands = self
+            .visible(who, session_id)?
+            .ask(crate::session::ListCommands)
+            .await?;
+        Ok(SessionCommandsResult {
+            session_id: session_id.to_string(),
+            commands,
+        })
+    }
+}
