@@ -133,6 +133,12 @@ pub struct SessionRecord {
     /// kept so it survives a restart, and the session's attention is `needs_input`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<QuestionRecord>,
+    /// What it does when a vendor limit ends a turn.
+    #[serde(
+        default,
+        skip_serializing_if = "tandem_protocol::session::OnLimit::is_fail"
+    )]
+    pub on_limit: tandem_protocol::session::OnLimit,
     /// The slash commands its agent offers, as the vendor last listed them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<tandem_protocol::session::VendorCommand>,
@@ -474,6 +480,7 @@ impl SessionRecord {
             attention: self.attention(false),
             notify: self.notify,
             loop_info: self.loop_run.as_ref().map(LoopRecord::to_info),
+            on_limit: self.on_limit.clone(),
         }
     }
 

@@ -27,6 +27,7 @@ pub async fn patch_session(
         title: patch.title,
         owner_id: patch.owner_id,
         notify: patch.notify,
+        on_limit: patch.on_limit,
     };
     let session = run_session(&state, &who, params).await?;
     Ok(HttpResponse::Ok()

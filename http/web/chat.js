@@ -1054,7 +1054,10 @@ export class ChatView {
           h('div.card-body', h('pre.tool-out', json(ev.output)))));
       }
       case 'turn_completed': {
-        const text = ev.status === 'completed' ? 'Turn completed' : ev.status === 'interrupted' ? 'Turn interrupted' : `Turn failed${ev.error ? `: ${ev.error}` : ''}`;
+        const text = ev.status === 'completed' ? 'Turn completed'
+          : ev.status === 'interrupted' ? 'Turn interrupted'
+          : ev.status === 'limited' ? `Stopped by the vendor’s limit${ev.resetsAt ? ` until ${new Date(ev.resetsAt).toLocaleString()}` : ''}${ev.error ? `: ${ev.error}` : ''}`
+          : `Turn failed${ev.error ? `: ${ev.error}` : ''}`;
         const usage = normalizeUsage(ev.usage);
         return add('turn', h(`div.turn-end.${ev.status}`, h('span', text),
           usage ? h('span.turn-usage', { title: 'Tokens (and cost, where the vendor reports one) of this turn' }, formatUsage(usage)) : null,

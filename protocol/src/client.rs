@@ -469,6 +469,10 @@ pub struct SessionConfigureParams {
     /// Which moments the owner's devices are told of by Web Push.
     #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub notify: Option<crate::push::Notify>,
+    /// What to do when the vendor's usage or rate limit ends a turn: `fail`, `wait`
+    /// or `{"handoff": VENDOR}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_limit: Option<crate::session::OnLimit>,
 }
 
 /// Why a frame could not be turned into a request. Carries what is needed to answer

@@ -18,6 +18,10 @@ pub enum TurnStatus {
     Interrupted,
     /// The turn ended in error.
     Failed,
+    /// The vendor's usage or rate limit ended the turn (`resetsAt` on
+    /// `turn_completed` when the vendor said when it lifts); the session's `onLimit`
+    /// says what happens next.
+    Limited,
 }
 
 /// The largest `seq` a history can hold, and so the largest position a client may name
@@ -123,6 +127,10 @@ pub enum EventBody {
         /// Token usage and cost as the vendor reported them (vendor-shaped JSON).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Value>,
+        /// With status `limited`: when the vendor's limit lifts, epoch ms, when it
+        /// said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resets_at: Option<u64>,
     },
     /// Something went wrong that the user should see.
     Error {
@@ -542,6 +550,7 @@ mod tests {
                 status: TurnStatus::Interrupted,
                 error: None,
                 usage: None,
+                resets_at: None,
             },
         };
         let v = serde_json::to_value(&ev).unwrap();

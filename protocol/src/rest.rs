@@ -286,6 +286,10 @@ pub struct SessionPatch {
     /// Which moments the owner's devices are told of by Web Push.
     #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub notify: Option<crate::push::Notify>,
+    /// What to do when the vendor's usage or rate limit ends a turn (as
+    /// `session.configure`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_limit: Option<crate::session::OnLimit>,
 }
 
 /// `GET /api/v1/sessions/{id}/schedules`.

@@ -148,6 +148,29 @@ pub enum TaskType {
     Other,
 }
 
+/// What a session does when its vendor's usage or rate limit ends a turn (status
+/// `limited`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum OnLimit {
+    /// Nothing: the turn stays `limited` (the default).
+    #[default]
+    Fail,
+    /// Send the turn's message again when the limit lifts (`resetsAt`, else in 15
+    /// minutes), as a scheduled message.
+    Wait,
+    /// Hand the conversation to this vendor (as `session.handoff`), whose session
+    /// carries on with the request.
+    Handoff(String),
+}
+
+impl OnLimit {
+    /// True for the default, which the wire leaves out.
+    pub fn is_fail(&self) -> bool {
+        *self == OnLimit::Fail
+    }
+}
+
 /// A slash command the session's agent offers (`/name`), as its vendor lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -279,6 +302,9 @@ pub struct SessionInfo {
     /// The loop it runs (`loop.start`), if any.
     #[serde(rename = "loop", default, skip_serializing_if = "Option::is_none")]
     pub loop_info: Option<crate::loops::LoopInfo>,
+    /// What it does when a vendor limit ends a turn (absent: `fail`).
+    #[serde(default, skip_serializing_if = "OnLimit::is_fail")]
+    pub on_limit: OnLimit,
 }
 
 /// What a session asks of its owner, kept by the server so every client and node

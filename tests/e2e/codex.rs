@@ -1320,3 +1320,112 @@ async fn a_worktree_threads_commands_see_its_port() {
         "{result}"
     );
 }
+
+/// Now, epoch ms.
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+/// ChatGPT's usage limit as the real CLI reports it (a 429 `usage_limit_reached`,
+/// the rate-limit headers saying when the window resets): the turn ends `limited`
+/// with `resetsAt`; with `onLimit: wait` its message is scheduled for then and runs
+/// again once the limit lifted.
+#[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
+async fn a_usage_limit_ends_the_turn_limited_and_wait_sends_it_again_when_it_lifts() {
+    let codex = start(&[]);
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    ws.chat(&id, "limit 600").await;
+    let events = ws.events_until_turn_end(&id).await;
+    let end = last_of(&events, "turn_completed");
+    assert_eq!(end["status"], "limited", "{end}");
+    let resets = end["resetsAt"].as_u64().unwrap_or_else(|| panic!("{end}"));
+    let from_now = resets.saturating_sub(now());
+    assert!((590_000..=601_000).contains(&from_now), "{end}");
+    assert!(
+        end["error"].as_str().unwrap().contains("usage limit"),
+        "{end}"
+    );
+    // `fail`, the default, leaves it.
+    let listed = ws
+        .ok(json!({"type": "session.schedules", "sessionId": id}))
+        .await;
+    assert_eq!(listed["schedules"], json!([]), "{listed}");
+
+    let configured = ws
+        .ok(json!({"type": "session.configure", "sessionId": id, "onLimit": "wait"}))
+        .await;
+    assert_eq!(configured["session"]["onLimit"], "wait", "{configured}");
+    ws.chat(&id, "limit 2").await;
+    let events = ws.events_until_turn_end(&id).await;
+    let end = last_of(&events, "turn_completed");
+    assert_eq!(end["status"], "limited", "{end}");
+    let resets = end["resetsAt"].as_u64().unwrap_or_else(|| panic!("{end}"));
+    let listed = ws
+        .ok(json!({"type": "session.schedules", "sessionId": id}))
+        .await;
+    let schedules = listed["schedules"].as_array().cloned().unwrap_or_default();
+    assert_eq!(schedules.len(), 1, "{listed}");
+    assert_eq!(schedules[0]["content"], "limit 2");
+    assert_eq!(schedules[0]["at"], resets, "{listed}");
+    // Once the limit lifted, the message runs again and the model answers it.
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    assert_eq!(
+        last_of(&events, "user_message")["text"],
+        "limit 2",
+        "{events:?}"
+    );
+    assert_eq!(
+        last_of(&events, "assistant_message")["text"],
+        "Hello after the limit."
+    );
+    assert!(
+        now() + 100 >= resets,
+        "sent again only once the limit lifted"
+    );
+}
+
+/// `onLimit: {handoff: VENDOR}`: the limited conversation goes on in a session of
+/// that vendor, as `session.handoff` makes it (its request is the limited message).
+#[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
+async fn a_usage_limit_hands_the_conversation_to_another_vendor() {
+    let codex = start(&[]);
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({})).await;
+    let refused = ws
+        .request(json!({"type": "session.configure", "sessionId": id,
+            "onLimit": {"handoff": "nobody"}}))
+        .await;
+    assert_eq!(refused["code"], "INVALID_ARGUMENT", "{refused}");
+    ws.ok(json!({"type": "session.configure", "sessionId": id,
+        "onLimit": {"handoff": "scripted"}}))
+        .await;
+    ws.chat(&id, "limit 600").await;
+    let events = ws.events_until_turn_end(&id).await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "limited");
+    let created = ws
+        .recv_until(|v| v["kind"] == "handoff_created" && v["sessionId"] == json!(id))
+        .await;
+    let target = created.last().unwrap()["targetSessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(created.last().unwrap()["targetVendor"], "scripted");
+    let context = eventually("the handoff's context in the new session", async || {
+        codex
+            .server
+            .all_events(&target)
+            .await
+            .into_iter()
+            .find(|e| e["kind"] == "handoff_context")
+    })
+    .await;
+    assert_eq!(context["request"], "limit 600", "{context}");
+    assert_eq!(context["sourceSessionId"], id.as_str());
+}

@@ -16,6 +16,10 @@
 //!   `custom_tool_call`) adding FILE with the line TEXT. Codex offers that tool only
 //!   for models its catalog knows (not for `mock-model`): tests pick one;
 //! - `fail` → HTTP 500;
+//! - `limit N` → the first time this text comes, HTTP 429 as ChatGPT's usage limit
+//!   answers it (`usage_limit_reached`, with the `x-codex-primary-*` headers saying
+//!   the window is used up and resets in N seconds); afterwards `Hello after the
+//!   limit.`;
 //! - `review JSON` (first line) → a reviewer's answer: a sentence, then JSON in a
 //!   ```json block;
 //! - anything else → `Hello from mock.`
@@ -53,6 +57,8 @@ struct Shared {
     counter: AtomicU64,
     /// Every `POST /v1/responses` body received, in order.
     requests: Mutex<Vec<Value>>,
+    /// The `limit N` texts answered 429 already.
+    limited: Mutex<Vec<String>>,
 }
 
 impl MockOpenAi {
@@ -179,6 +185,8 @@ enum Reply {
         input: String,
     },
     Fail,
+    /// The usage limit, lifting in this many seconds.
+    Limit(u64),
 }
 
 fn choose(body: &Value) -> Reply {
@@ -250,6 +258,7 @@ fn choose(body: &Value) -> Reply {
             }
         }
         "fail" => Reply::Fail,
+        "limit" => Reply::Limit(rest.parse().unwrap_or(60)),
         // Only the first line: the rest is the reviewer's prompt.
         "review" => Reply::Text {
             words: words(&crate::mock_anthropic::review_answer(
@@ -351,7 +360,47 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     if let Ok(mut list) = shared.requests.lock() {
         list.push(body.clone());
     }
-    let reply = choose(&body);
+    let mut reply = choose(&body);
+    if let Reply::Limit(seconds) = reply {
+        let text = last_user_text(
+            body["input"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default(),
+        );
+        let first = shared
+            .limited
+            .lock()
+            .map(|mut seen| match seen.contains(&text) {
+                true => false,
+                false => {
+                    seen.push(text);
+                    true
+                }
+            })
+            .unwrap_or(false);
+        if !first {
+            reply = Reply::Text {
+                words: words("Hello after the limit."),
+                pause_ms: 0,
+            };
+        } else {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or_default();
+            let resets = now + seconds;
+            let text = format!(
+                r#"{{"error":{{"type":"usage_limit_reached","message":"the mock's usage limit","plan_type":"plus","resets_at":{resets}}}}}"#
+            );
+            write!(
+                out,
+                "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nx-codex-primary-used-percent: 100\r\nx-codex-primary-window-minutes: 300\r\nx-codex-primary-reset-at: {resets}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            )?;
+            return Ok(());
+        }
+    }
     if reply == Reply::Fail {
         let text = r#"{"error":{"message":"the mock model failed","type":"server_error"}}"#;
         write!(
@@ -444,7 +493,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             )?;
             vec![item]
         }
-        Reply::Fail => Vec::new(),
+        Reply::Fail | Reply::Limit(_) => Vec::new(),
     };
     sse.event(
         "response.completed",

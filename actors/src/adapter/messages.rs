@@ -199,6 +199,9 @@ pub enum AgentItem {
     },
     /// The complete set of background tasks now running.
     BackgroundTasks(Vec<BackgroundTask>),
+    /// The vendor's usage or rate limit that is ending the turn lifts at this time,
+    /// epoch ms (sent before the turn's `TurnEnded {status: Limited}`).
+    LimitResets(u64),
     /// The slash commands the agent offers, complete (sent when the vendor lists
     /// them; the session records a change only).
     Commands(Vec<tandem_protocol::session::VendorCommand>),

@@ -608,7 +608,7 @@ pub(crate) fn record_checks(
 fn outcome_of(ended: WorkerTurnEnded) -> (String, Outcome) {
     let status = match ended.status {
         TurnStatus::Completed => DelegationStatus::Complete,
-        TurnStatus::Failed => DelegationStatus::Error,
+        TurnStatus::Failed | TurnStatus::Limited => DelegationStatus::Error,
         TurnStatus::Interrupted => DelegationStatus::Interrupted,
     };
     let outcome = Outcome {

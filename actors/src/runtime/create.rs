@@ -213,6 +213,7 @@ impl Runtime {
             question: None,
             loop_run: None,
             commands: Vec::new(),
+            on_limit: Default::default(),
             notify: Default::default(),
         };
         let writer = &self.inner.services.writer;

@@ -318,6 +318,7 @@ mod tests {
             status: TurnStatus::Completed,
             error: None,
             usage: None,
+            resets_at: None,
         }
     }
 

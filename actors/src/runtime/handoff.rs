@@ -11,7 +11,7 @@ use tandem_protocol::client::SessionHandoffParams;
 use tandem_protocol::results::SessionHandoffResult;
 use tandem_protocol::{EventBody, SessionInfo};
 
-use super::{NewSession, Runtime};
+use super::{NewSession, Runtime, RuntimeRef};
 use crate::access::Principal;
 use crate::adapter::VendorId;
 use crate::error::RuntimeError;
@@ -230,6 +230,33 @@ impl Runtime {
         }
         Ok(out)
     }
+}
+
+/// The hook sessions hand a limited conversation to another vendor through
+/// (`onLimit: {handoff: VENDOR}`), as its owner.
+pub(super) fn failover(runtime: RuntimeRef) -> crate::failover::Failover {
+    crate::failover::Failover(std::sync::Arc::new(move |request| {
+        let runtime = runtime.upgrade();
+        Box::pin(async move {
+            let rt = runtime.ok_or_else(|| "the server is stopping".to_string())?;
+            let owner = Principal {
+                user_id: request.owner_id,
+                admin: false,
+            };
+            rt.handoff(
+                &owner,
+                SessionHandoffParams {
+                    session_id: request.session_id,
+                    target_vendor: Some(request.vendor),
+                    model: None,
+                    effort: None,
+                },
+            )
+            .await
+            .map(|r| r.target_session_id)
+            .map_err(|e| e.to_string())
+        })
+    }))
 }
 
 #[cfg(test)]

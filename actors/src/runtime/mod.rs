@@ -243,6 +243,7 @@ impl Runtime {
                 },
                 scripts,
                 push,
+                failover: Some(handoff::failover(RuntimeRef(weak.clone()))),
             },
             pairs: Registry::default(),
             tokens: DashMap::new(),
@@ -644,6 +645,7 @@ impl Runtime {
                 title: params.title,
                 owner_id: owner_id.as_ref().map(|(new, _)| new.clone()),
                 notify: params.notify,
+                on_limit: params.on_limit,
             })
             .await
             .and_then(|answer| answer);

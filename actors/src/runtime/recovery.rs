@@ -33,6 +33,7 @@ pub(super) fn recover_interrupted_turns(
                 status: TurnStatus::Interrupted,
                 error: Some("the server restarted during this turn".into()),
                 usage: None,
+                resets_at: None,
             },
         )?;
         session.last_seq = seq;

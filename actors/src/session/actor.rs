@@ -288,6 +288,19 @@ impl SessionActor {
         if let Some(title) = change.title {
             record.title = validate_title(&title)?;
         }
+        if let Some(on_limit) = change.on_limit {
+            if let tandem_protocol::session::OnLimit::Handoff(vendor) = &on_limit {
+                let known = catalog
+                    .get(&crate::adapter::VendorId::from(vendor.as_str()))
+                    .is_some_and(|spec| spec.installed);
+                if !known {
+                    return Err(RuntimeError::unusable(format!(
+                        "onLimit: no installed vendor `{vendor:.64}` to hand off to"
+                    )));
+                }
+            }
+            record.on_limit = on_limit;
+        }
         if let Some(notify) = change.notify {
             record.notify = notify;
         }

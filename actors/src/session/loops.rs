@@ -154,7 +154,7 @@ impl SessionActor {
                 self.loop_check(ctx);
             }
             TurnStatus::Interrupted => self.end_loop(LoopEndReason::Interrupted),
-            TurnStatus::Failed => self.end_loop(LoopEndReason::Failed),
+            TurnStatus::Failed | TurnStatus::Limited => self.end_loop(LoopEndReason::Failed),
         }
     }
 

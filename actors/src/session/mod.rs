@@ -6,6 +6,7 @@ mod actor;
 mod archive;
 mod attention;
 mod commands;
+mod limits;
 mod loops;
 mod notify;
 mod pairing;
@@ -101,6 +102,9 @@ pub struct Services {
     pub scripts: crate::scripts::Scripts,
     /// Tells the owner's devices when the session needs them (Web Push).
     pub push: crate::push::Push,
+    /// Hands a limited session's conversation to another vendor (`onLimit`); the
+    /// runtime's.
+    pub failover: Option<crate::failover::Failover>,
 }
 
 /// A live session actor's address and the metadata it publishes.
@@ -362,4 +366,6 @@ pub struct Configure {
     pub owner_id: Option<String>,
     /// Which moments the owner's devices are told of.
     pub notify: Option<tandem_protocol::push::Notify>,
+    /// What to do when a vendor limit ends a turn.
+    pub on_limit: Option<tandem_protocol::session::OnLimit>,
 }

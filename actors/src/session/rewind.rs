@@ -463,6 +463,7 @@ mod tests {
             status: TurnStatus::Completed,
             error: None,
             usage: None,
+            resets_at: None,
         }
     }
 

@@ -99,6 +99,7 @@ impl SessionActor {
                     status: TurnStatus::Failed,
                     error: Some(message),
                     usage: None,
+                    resets_at: None,
                 },
             );
             self.record.status = SessionStatus::Failed;

@@ -62,6 +62,11 @@ pub(super) struct ActiveTurn {
     pub delegation: Option<TurnDelegation>,
     /// Usage and cost the adapter reported, kept on `turn_completed`.
     pub usage: Option<serde_json::Value>,
+    /// The turn's message, sent again when a vendor limit ended it and the session
+    /// waits for the limit (`onLimit: wait`).
+    pub message: String,
+    /// When the vendor's limit lifts, epoch ms, once the adapter said.
+    pub resets_at: Option<u64>,
 }
 
 impl ActiveTurn {
@@ -238,6 +243,8 @@ impl SessionActor {
             interrupt_requested: false,
             delegation,
             usage: None,
+            message: text.clone(),
+            resets_at: None,
         }));
         self.emit(Some(turn_id.clone()), EventBody::TurnStarted {});
         self.emit(
@@ -337,6 +344,7 @@ impl SessionActor {
                 status,
                 error: error.clone(),
                 usage: turn.usage,
+                resets_at: turn.resets_at.filter(|_| status == TurnStatus::Limited),
             },
         );
         self.record.turn_end_seq = self.next_seq - 1;
@@ -350,11 +358,15 @@ impl SessionActor {
         self.record.status = match status {
             TurnStatus::Completed => SessionStatus::Idle,
             TurnStatus::Interrupted => SessionStatus::Interrupted,
-            TurnStatus::Failed => SessionStatus::Failed,
+            TurnStatus::Failed | TurnStatus::Limited => SessionStatus::Failed,
         };
         self.record.current_turn_id = None;
         self.record.turn_started_at = None;
         self.touch();
+        // A delegated turn's limit is its Driver's to handle: its outcome goes back
+        // as an error.
+        let limited = (status == TurnStatus::Limited && turn.delegation.is_none())
+            .then(|| (turn.message.clone(), turn.resets_at));
         if let Some(d) = turn.delegation {
             self.notify_pair(d, status, response.clone(), error.clone());
         }
@@ -367,6 +379,9 @@ impl SessionActor {
             });
         }
         self.loop_turn_ended(&turn.id, status, &response, ctx);
+        if let Some((message, resets_at)) = limited {
+            self.after_limit(message, resets_at, ctx);
+        }
         self.after_turn_git(turn.id, ctx);
         self.dispatch_queued(ctx);
         self.loop_poke(ctx);
@@ -490,6 +505,11 @@ impl SessionActor {
                         _ => error,
                     };
                     self.finish_turn(status, error, ctx);
+                }
+            }
+            AgentItem::LimitResets(at) => {
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.resets_at = Some(at);
                 }
             }
             AgentItem::Commands(commands) => {

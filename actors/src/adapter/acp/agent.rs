@@ -590,11 +590,15 @@ impl AcpAgent {
                             None,
                         ),
                     },
-                    Err(e) => (
-                        TurnStatus::Failed,
-                        Some(format!("{} failed the turn: {e}", self.name())),
-                        None,
-                    ),
+                    Err(e) => {
+                        let error = format!("{} failed the turn: {e}", self.name());
+                        // ACP has no code for a vendor limit: the agents' words say it.
+                        let status = match mapping::is_limit_error(&error) {
+                            true => TurnStatus::Limited,
+                            false => TurnStatus::Failed,
+                        };
+                        (status, Some(error), None)
+                    }
                 };
                 if status == TurnStatus::Completed {
                     if let Some(turn) = self.slot.get_mut() {

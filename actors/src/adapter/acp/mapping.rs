@@ -384,6 +384,23 @@ pub fn mode_for(mode: PermissionMode, available: &[Mode]) -> Option<String> {
         .map(|n| (*n).to_string())
 }
 
+/// Whether an agent's error says a usage or rate limit stopped it (ACP has no error
+/// code for one; agents pass the vendor's words on: "rate limit", "usage limit",
+/// "429", "quota").
+pub fn is_limit_error(error: &str) -> bool {
+    let error = error.to_ascii_lowercase();
+    [
+        "rate limit",
+        "rate_limit",
+        "usage limit",
+        "usage_limit",
+        "429",
+        "quota",
+    ]
+    .iter()
+    .any(|w| error.contains(w))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,6 +538,11 @@ mod tests {
         assert_eq!(turn_outcome("end_turn").0, TurnStatus::Completed);
         assert_eq!(turn_outcome("cancelled").0, TurnStatus::Interrupted);
         assert_eq!(turn_outcome("refusal").0, TurnStatus::Failed);
+        assert!(is_limit_error(
+            "Internal error: API Error: 429 rate_limit_error"
+        ));
+        assert!(is_limit_error("You've hit your usage limit"));
+        assert!(!is_limit_error("the model refused"));
         let codex: Vec<Mode> = ["read-only", "auto", "full-access"]
             .iter()
             .map(|id| Mode { id: (*id).into() })

@@ -150,6 +150,9 @@ pub struct ClaudeAgent {
     /// Approvals waiting for a person.
     pub(super) approvals: Approvals<ClaudeApproval>,
     /// A plan approval held back until the CLI says what the plan is.
+    /// When the usage limit the CLI reported (`rate_limit_event`, rejected) lifts,
+    /// epoch ms; told with the turn it ends.
+    pub(super) limit_resets_at: Option<u64>,
     pub(super) plan_lookup: Option<PlanLookup>,
     /// How long an idle process is kept.
     idle_close: Duration,
@@ -186,6 +189,7 @@ impl ClaudeAgent {
             tasks: TaskTracker::default(),
             approvals: Approvals::new(ctx.remembered),
             plan_lookup: None,
+            limit_resets_at: None,
             next_control: 0,
             marks: Vec::new(),
             resume_at: match ctx.fork_on_open {

@@ -44,6 +44,11 @@ impl ClaudeAgent {
         match msg {
             CliMessage::System(system) => self.on_system(system, ctx),
             CliMessage::Result(result) => self.on_result(result, ctx),
+            CliMessage::RateLimitEvent(event) => {
+                if let Some(at) = event.rejected_until() {
+                    self.limit_resets_at = Some(at);
+                }
+            }
             CliMessage::ControlRequest(request) => self.on_control_request(request),
             CliMessage::CommandLifecycle(progress) => {
                 if let super::actor::Process::Up(up) = &mut self.live {
@@ -151,6 +156,12 @@ impl ClaudeAgent {
             .send(Some(turn_id), AgentItem::Usage(usage_value(&result)));
         let stopping = matches!(self.turn.phase(), Some(Phase::Stopping(_)));
         let (status, error) = turn_outcome(&result, stopping);
+        let resets = self.limit_resets_at.take();
+        if let (TurnStatus::Limited, Some(at), Some(turn_id)) =
+            (status, resets, self.current_turn())
+        {
+            self.emitter.send(Some(turn_id), AgentItem::LimitResets(at));
+        }
         self.approvals.drain();
         self.plan_lookup = None;
         self.turn.end(status, error);

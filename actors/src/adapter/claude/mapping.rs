@@ -145,7 +145,12 @@ pub fn turn_outcome(result: &ResultMessage, interrupting: bool) -> (TurnStatus, 
         .or_else(|| result.errors.as_ref().map(|e| e.join("; ")))
         .filter(|e| !e.trim().is_empty())
         .unwrap_or_else(|| format!("Claude Code ended the turn: {}", result.subtype));
-    (TurnStatus::Failed, Some(error))
+    let limited = result.api_error_status == Some(429)
+        || result.api_error.as_ref().and_then(Value::as_str) == Some("usage_limit_reached");
+    match limited {
+        true => (TurnStatus::Limited, Some(error)),
+        false => (TurnStatus::Failed, Some(error)),
+    }
 }
 
 /// The usage and cost kept on `turn_completed`.
@@ -321,5 +326,40 @@ mod tests {
         ));
         assert_eq!(usage["usage"]["output_tokens"], 5);
         assert_eq!(usage["totalCostUsd"], 0.5);
+    }
+
+    /// The lines claude 2.1.332 printed for a 429 (API key: a rate limit; OAuth: the
+    /// 5-hour usage limit with its `rate_limit_event`), recorded against a mock.
+    #[test]
+    fn limits_end_a_turn_limited_with_the_reset_time() {
+        let rate = result(json!({"terminal_reason":"api_error","is_error":true,
+            "subtype":"success","api_error_status":429,"api_error_type":"rate_limit_error",
+            "result":"API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit"}));
+        assert_eq!(turn_outcome(&rate, false).0, TurnStatus::Limited);
+        let usage = result(json!({"terminal_reason":"api_error","is_error":true,
+            "subtype":"success","api_error_status":429,"api_error_type":"rate_limit_error",
+            "api_error":"usage_limit_reached",
+            "result":"You've hit your 5-hour limit · resets 5:41pm (UTC)"}));
+        assert_eq!(
+            turn_outcome(&usage, false),
+            (
+                TurnStatus::Limited,
+                Some("You've hit your 5-hour limit · resets 5:41pm (UTC)".into())
+            )
+        );
+        let line = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1796578871,"rateLimitType":"five_hour","isUsingOverage":false},"uuid":"2415abf5-2744-42f5-bba4-d2331e70fc0e","session_id":"b82b4d88-78d9-4ec9-8b40-b9df91977b9f"}"#;
+        let Ok(crate::adapter::claude::wire::CliMessage::RateLimitEvent(event)) =
+            serde_json::from_str(line)
+        else {
+            panic!("not a rate_limit_event: {line}");
+        };
+        assert_eq!(event.rejected_until(), Some(1_796_578_871_000));
+        let warning = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":1796578878,"utilization":0.92}}"#;
+        let Ok(crate::adapter::claude::wire::CliMessage::RateLimitEvent(event)) =
+            serde_json::from_str(warning)
+        else {
+            panic!("not a rate_limit_event: {warning}");
+        };
+        assert_eq!(event.rejected_until(), None);
     }
 }

@@ -108,6 +108,9 @@ pub struct ConnectionClosed {
     pub generation: u64,
 }
 
+/// The account-wide notification whose snapshot [`Connection::exhausted_until`] reads.
+const RATE_LIMITS_UPDATED: &str = "account/rateLimits/updated";
+
 type Waiter = oneshot::Sender<Result<Value, RpcError>>;
 
 /// State shared by the handle and the I/O tasks.
@@ -121,6 +124,10 @@ struct Inner {
     closed: AtomicBool,
     /// Notification methods already logged as unrouted (logged once each).
     unrouted: Mutex<HashSet<String>>,
+    /// The account's latest rate-limit snapshot (`account/rateLimits/updated`) and
+    /// when it came, epoch ms: a usage-limit error carries no reset time, the
+    /// snapshot sent just before it does.
+    rate_limits: Mutex<Option<(u64, Value)>>,
 }
 
 /// Kills the process when the last [`Connection`] handle goes.
@@ -188,6 +195,7 @@ impl Connection {
             stderr: Mutex::new(VecDeque::new()),
             closed: AtomicBool::new(false),
             unrouted: Mutex::new(HashSet::new()),
+            rate_limits: Mutex::new(None),
         });
         let (kill_tx, kill_rx) = oneshot::channel::<()>();
         let (exit_tx, exit_rx) = oneshot::channel::<String>();
@@ -369,6 +377,24 @@ impl Connection {
         }));
     }
 
+    /// When the account's exhausted rate-limit window resets, epoch ms, from the
+    /// snapshot app-server sent within the last minute: the latest reset of the
+    /// windows used up (100 %).
+    pub fn exhausted_until(&self) -> Option<u64> {
+        let kept = self.inner.rate_limits.lock().ok()?.clone()?;
+        let (at, limits) = kept;
+        if crate::clock::now_ms().saturating_sub(at) > 60_000 {
+            return None;
+        }
+        ["primary", "secondary"]
+            .iter()
+            .filter_map(|w| limits.get(*w))
+            .filter(|w| w["usedPercent"].as_f64().is_some_and(|p| p >= 100.0))
+            .filter_map(|w| w["resetsAt"].as_u64())
+            .max()
+            .map(|secs| secs.saturating_mul(1000))
+    }
+
     /// Routes notifications and requests about `thread_id` to `to`.
     pub fn route(&self, thread_id: &str, to: Recipient<ThreadInbound>) {
         if let Ok(mut routes) = self.inner.routes.lock() {
@@ -435,6 +461,15 @@ impl Inner {
                         None => Ok(raw.result.unwrap_or(Value::Null)),
                     };
                     let _ = waiter.send(outcome);
+                }
+            }
+            (None, Some(method)) if method == RATE_LIMITS_UPDATED => {
+                if let (Ok(mut kept), Some(limits)) = (
+                    self.rate_limits.lock(),
+                    raw.params
+                        .and_then(|mut p| p.get_mut("rateLimits").map(Value::take)),
+                ) {
+                    *kept = Some((crate::clock::now_ms(), limits));
                 }
             }
             (id, Some(method)) => {

@@ -350,8 +350,17 @@ impl CodexThread {
                     turn.data.codex_id.get_or_insert(n.turn.id.clone());
                 }
                 let error = n.turn.error.as_ref().map(wire::TurnError::describe);
+                let limited = n.turn.error.as_ref().is_some_and(wire::TurnError::is_limit);
                 let (status, error) = match n.turn.status {
                     wire::TurnStatus::Interrupted => (TurnStatus::Interrupted, error),
+                    wire::TurnStatus::Failed if limited => {
+                        let resets = self.conn.as_ref().and_then(|c| c.exhausted_until());
+                        if let (Some(at), Some(turn)) = (resets, self.turn.get()) {
+                            self.emitter
+                                .send(Some(turn.id.clone()), AgentItem::LimitResets(at));
+                        }
+                        (TurnStatus::Limited, error)
+                    }
                     wire::TurnStatus::Failed => (
                         TurnStatus::Failed,
                         Some(error.unwrap_or_else(|| "the Codex turn failed".into())),

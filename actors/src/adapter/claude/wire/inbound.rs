@@ -25,6 +25,8 @@ pub enum CliMessage {
     ControlCancelRequest(ControlCancel),
     /// A user message we sent (with a `uuid`) was queued, started or completed.
     CommandLifecycle(CommandLifecycle),
+    /// The account's rate-limit state (`rate_limit_info {status, resetsAt, ...}`).
+    RateLimitEvent(RateLimitEvent),
     /// Anything else; ignored.
     #[serde(other)]
     Other,
@@ -213,6 +215,32 @@ pub struct ResultMessage {
     /// a background task finished); absent for turns we sent.
     #[serde(default)]
     pub origin: Option<Value>,
+    /// The HTTP status of the API error that ended the turn (429 for a rate or
+    /// usage limit).
+    #[serde(default)]
+    pub api_error_status: Option<u64>,
+    /// The CLI's name for that error (`usage_limit_reached`).
+    #[serde(default)]
+    pub api_error: Option<Value>,
+}
+
+/// A `rate_limit_event` line.
+#[derive(Debug, Default, Deserialize)]
+pub struct RateLimitEvent {
+    /// `{status: allowed | allowed_warning | rejected, resetsAt?: epoch s, ...}`.
+    #[serde(default)]
+    pub rate_limit_info: Option<Value>,
+}
+
+impl RateLimitEvent {
+    /// When a rejecting limit lifts, epoch ms.
+    pub fn rejected_until(&self) -> Option<u64> {
+        let info = self.rate_limit_info.as_ref()?;
+        (info["status"] == "rejected")
+            .then(|| info["resetsAt"].as_u64())
+            .flatten()
+            .map(|s| s.saturating_mul(1000))
+    }
 }
 
 impl ResultMessage {

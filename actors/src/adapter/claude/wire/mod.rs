@@ -80,7 +80,7 @@ mod tests {
             matches!(m, CliMessage::CommandLifecycle(c) if c.command_uuid == "u-1" && c.state == "started")
         );
         assert!(matches!(
-            parse(json!({"type":"rate_limit_event","x":1})),
+            parse(json!({"type":"some_future_kind","x":1})),
             CliMessage::Other
         ));
         assert!(matches!(

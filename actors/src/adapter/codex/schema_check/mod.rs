@@ -25,6 +25,7 @@ fn turn() -> Turn {
         error: Some(TurnError {
             message: "m".into(),
             additional_details: Some("d".into()),
+            codex_error_info: Some(serde_json::json!("usageLimitExceeded")),
         }),
     }
 }

@@ -129,7 +129,6 @@ pub mod method {
 
     /// Notifications we never read; app-server is asked not to send them.
     pub const OPTED_OUT: &[&str] = &[
-        "account/rateLimits/updated",
         "thread/readState/changed",
         "remoteControl/status/changed",
         "item/commandExecution/outputDelta",

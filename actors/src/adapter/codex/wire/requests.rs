@@ -288,6 +288,25 @@ pub struct TurnError {
     /// More detail (the transport error, for instance).
     #[serde(default)]
     pub additional_details: Option<String>,
+    /// Codex's kind of error: a name (`usageLimitExceeded`, `rateLimitExceeded`,
+    /// ...) or an object (`{responseTooManyFailedAttempts: {httpStatusCode}}`, ...).
+    #[serde(default)]
+    pub codex_error_info: Option<serde_json::Value>,
+}
+
+impl TurnError {
+    /// Whether the vendor's usage or rate limit is what failed the turn.
+    pub fn is_limit(&self) -> bool {
+        match &self.codex_error_info {
+            Some(serde_json::Value::String(kind)) => {
+                matches!(kind.as_str(), "usageLimitExceeded" | "rateLimitExceeded")
+            }
+            Some(serde_json::Value::Object(kinds)) => kinds
+                .values()
+                .any(|v| v["httpStatusCode"].as_u64() == Some(429)),
+            _ => false,
+        }
+    }
 }
 
 impl TurnError {
