@@ -1124,3 +1124,53 @@ async fn images_reach_the_model_as_image_blocks() {
 fn status_of(events: &[Value]) -> String {
     status(events).as_str().unwrap_or("").to_string()
 }
+
+/// The API's rate limit as the real CLI reports it (a 429 `rate_limit_error`, not
+/// retried with `CLAUDE_CODE_MAX_RETRIES=0`): the turn ends `limited`, with the
+/// CLI's words; with `onLimit: wait` and no reset time said, the message is
+/// scheduled 15 minutes ahead.
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+async fn a_rate_limit_ends_the_turn_limited() {
+    let bin = require(claude_bin(), "the claude CLI");
+    let mock = MockAnthropic::start();
+    let dir = Arc::new(TempDir::new("claude-limit"));
+    let home = dir.path().join("home");
+    let config = claude_config(dir.path(), &bin, &mock, &home, 600);
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("env = { ", "env = { CLAUDE_CODE_MAX_RETRIES = \"0\", "),
+    )
+    .unwrap();
+    let w = World {
+        server: ConfiguredServer::start(dir, config),
+        mock,
+        home,
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "onLimit": "wait"}))
+        .await;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default();
+    let events = ws.turn(&id, "limit").await;
+    let end = events.last().cloned().unwrap();
+    assert_eq!(end["status"], "limited", "{end}");
+    assert!(
+        end["error"].as_str().unwrap().contains("429"),
+        "the CLI's words: {end}"
+    );
+    assert!(end.get("resetsAt").is_none(), "{end}");
+    let listed = ws
+        .ok(json!({"type": "session.schedules", "sessionId": id}))
+        .await;
+    let schedules = listed["schedules"].as_array().cloned().unwrap_or_default();
+    assert_eq!(schedules.len(), 1, "{listed}");
+    assert_eq!(schedules[0]["content"], "limit");
+    let ahead = schedules[0]["at"].as_u64().unwrap().saturating_sub(before);
+    assert!((890_000..=910_000).contains(&ahead), "{listed}");
+}

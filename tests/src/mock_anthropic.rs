@@ -19,6 +19,7 @@
 //! - `bgbash CMD` → a `Bash` tool call with `run_in_background: true`
 //! - `tool NAME JSON` → a call to tool NAME with the JSON input
 //! - `review JSON` → a reviewer's answer: a sentence, then JSON in a ```json block
+//! - `limit` → HTTP 429, a `rate_limit_error` (the API's per-minute rate limit)
 //! - any other line → `echo: LINE`
 //!
 //! When the lines run out, the reply is `result: ` followed by the text of the newest
@@ -191,6 +192,16 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
             let (script_text, step) = script_position(&body);
             record(shared, &req.path, &body, script_text.clone());
             let reply = choose(&script_text, step, &body);
+            if matches!(reply, Reply::Limit) {
+                respond_json(
+                    &mut stream,
+                    429,
+                    &json!({"type": "error", "error": {"type": "rate_limit_error",
+                        "message": "Number of request tokens has exceeded your per-minute rate limit"}}),
+                );
+                let _ = stream.shutdown(Shutdown::Both);
+                return;
+            }
             let model = body["model"].as_str().unwrap_or("mock-model").to_string();
             if body["stream"].as_bool().unwrap_or(false) {
                 stream_reply(&mut stream, shared, &model, reply);
@@ -220,7 +231,11 @@ fn record(shared: &Shared, path: &str, body: &Value, user_text: String) {
 
 fn respond_json(stream: &mut TcpStream, status: u16, body: &Value) {
     let text = body.to_string();
-    let reason = if status == 200 { "OK" } else { "Not Found" };
+    let reason = match status {
+        200 => "OK",
+        429 => "Too Many Requests",
+        _ => "Not Found",
+    };
     let _ = write!(
         stream,
         "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
@@ -290,10 +305,18 @@ fn last_tool_result(body: &Value) -> Option<String> {
 #[derive(Debug, Clone)]
 enum Reply {
     Text(Vec<String>),
-    Slow { n: u64, ms: u64 },
+    Slow {
+        n: u64,
+        ms: u64,
+    },
     Hold,
     Think(String),
-    Tool { name: String, input: Value },
+    Tool {
+        name: String,
+        input: Value,
+    },
+    /// HTTP 429.
+    Limit,
 }
 
 fn thirds(text: &str) -> Vec<String> {
@@ -326,6 +349,7 @@ fn choose(script: &str, step: usize, body: &Value) -> Reply {
         "review" => Reply::Text(thirds(&review_answer(rest))),
         "think" => Reply::Think(rest.to_string()),
         "hold" => Reply::Hold,
+        "limit" => Reply::Limit,
         "slow" => {
             let mut nums = rest.split_whitespace().map(|n| n.parse::<u64>().ok());
             match (nums.next().flatten(), nums.next().flatten()) {
@@ -401,6 +425,8 @@ fn whole_message(shared: &Shared, model: &str, reply: &Reply) -> Value {
             json!([{"type": "tool_use", "id": next_id(shared, "toolu_mock"), "name": name, "input": input}]),
             "tool_use",
         ),
+        // Answered as a 429 before any message is made.
+        Reply::Limit => (json!([]), "end_turn"),
     };
     json!({"id": next_id(shared, "msg_mock"), "type": "message", "role": "assistant",
            "model": model, "content": content, "stop_reason": stop, "stop_sequence": null,
@@ -455,6 +481,8 @@ fn stream_reply(stream: &mut TcpStream, shared: &Shared, model: &str, reply: Rep
     }
     let ok = match &reply {
         Reply::Text(parts) => sse.text_block(0, parts),
+        // Answered as a 429 before any stream starts.
+        Reply::Limit => true,
         Reply::Slow { n, ms } => {
             sse.event(json!({"type": "content_block_start", "index": 0,
                              "content_block": {"type": "text", "text": ""}}))
