@@ -377,3 +377,41 @@ async fn refusals_have_codes() {
     .await;
     assert_eq!(second["code"], "CONFLICT", "{second}");
 }
+
+/// A loop started while background work of an earlier turn runs waits for it, as a
+/// queued message does, then runs.
+#[actix_rt::test]
+async fn an_iteration_waits_for_background_work() {
+    let server = Server::start();
+    let (mut ws, sid) = session(&server).await;
+    ws.ok(
+        json!({"type": "chat.send", "sessionId": sid, "content": "/background t1 800 a long job"}),
+    )
+    .await;
+    ws.recv_until(|v| v["kind"] == "turn_completed").await;
+    let reply = start(
+        &mut ws,
+        &sid,
+        json!({"goal": "after the job", "check": {"command": "true"}, "maxIterations": 1}),
+    )
+    .await;
+    assert_eq!(reply["kind"], "reply", "{reply}");
+    let end = ended(&server, &sid).await;
+    assert_eq!(end["reason"], "passed", "{end}");
+    // The iteration's turn began only once the background set was empty again.
+    let events = server.all_events(&sid).await;
+    let emptied = events
+        .iter()
+        .position(|e| e["kind"] == "background_tasks" && e["tasks"] == json!([]))
+        .unwrap_or_else(|| panic!("{events:?}"));
+    let iteration = events
+        .iter()
+        .position(|e| {
+            e["kind"] == "user_message"
+                && e["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("after the job"))
+        })
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert!(emptied < iteration, "{events:?}");
+}

@@ -29,10 +29,13 @@ impl SessionActor {
         match self.record.on_limit.clone() {
             OnLimit::Fail => {}
             OnLimit::Wait => {
+                // A reset time already past says nothing (a stale snapshot): waiting
+                // as for an unknown one keeps a limit that holds from being hit
+                // again at once, over and over.
                 let now = now_ms();
                 let at = resets_at
-                    .unwrap_or(now + UNKNOWN_RESET.as_millis() as u64)
-                    .max(now);
+                    .filter(|at| *at > now)
+                    .unwrap_or(now + UNKNOWN_RESET.as_millis() as u64);
                 let schedule = ScheduleRecord {
                     schedule_id: random_id("sch_", 8),
                     content: message,

@@ -159,8 +159,13 @@ impl SessionActor {
                 };
                 match &report_to {
                     ReportTo::Pair(pair) => {
-                        if pair.approvals.try_send(WorkerNeedsApproval(need)).is_err() {
-                            tracing::debug!(session = %self.id, "pair gone; the permission request waits for a person");
+                        match pair.approvals.try_send(WorkerNeedsApproval(need)) {
+                            Ok(()) => {}
+                            // Never dropped for a full mailbox (one per request).
+                            Err(SendError::Full(need)) => pair.approvals.do_send(need),
+                            Err(SendError::Closed(_)) => {
+                                tracing::debug!(session = %self.id, "pair gone; the permission request waits for a person");
+                            }
                         }
                     }
                     ReportTo::Node(node) => {

@@ -378,8 +378,15 @@ impl SessionActor {
                 error: error.clone(),
             });
         }
+        // A loop's turn ends its loop instead (a re-sent iteration would run outside
+        // it).
+        let loop_turn = self
+            .record
+            .loop_run
+            .as_ref()
+            .is_some_and(|r| r.turn_id.as_deref() == Some(turn.id.as_str()));
         self.loop_turn_ended(&turn.id, status, &response, ctx);
-        if let Some((message, resets_at)) = limited {
+        if let Some((message, resets_at)) = limited.filter(|_| !loop_turn) {
             self.after_limit(message, resets_at, ctx);
         }
         self.after_turn_git(turn.id, ctx);
@@ -525,6 +532,8 @@ impl SessionActor {
                     self.emit(None, EventBody::BackgroundTasks { tasks });
                     self.touch();
                     self.dispatch_queued(ctx);
+                    // A loop's next iteration waits for background work too.
+                    self.loop_poke(ctx);
                 }
             }
             AgentItem::VendorSessionId(id) => {
