@@ -86,6 +86,7 @@ export class ChatView {
     this.unsubscribeQueue = app.store.on('queue', (id) => { if (id === this.id) this.renderQueued(); });
     this.refreshUsage();
     this.refreshSchedules();
+    this.refreshCommands();
   }
 
   /** @returns {import('./wire.js').SessionInfo} */
@@ -163,8 +164,11 @@ export class ChatView {
       title: 'Enter sends, Shift+Enter starts a new line, Esc stops the running turn',
       'aria-label': `Message to ${this.info.title || 'session'}`,
       onkeydown: (e) => this.onKey(e),
-      oninput: () => this.autosize(),
+      oninput: () => { this.autosize(); this.renderCommands(); },
     });
+    /** @type {import('./wire.js').VendorCommand[]} the slash commands the agent offers */
+    this.commands = [];
+    this.commandMenu = h('ul.command-menu', { id: `commands-${this.id}`, role: 'listbox', 'aria-label': 'Slash commands', hidden: true });
     this.sendBtn = h('button.btn.primary.send', { type: 'submit' }, 'Send');
     this.scheduleBtn = h('button.btn.schedule', { type: 'button', onclick: () => this.openSchedule() }, 'Schedule…');
     this.queueEl = h('ul.queued', { 'aria-label': 'Queued messages' });
@@ -173,7 +177,7 @@ export class ChatView {
     this.noteEl = h('div.note', { role: 'status' });
     this.attach = new ComposerAttachments(this.app.conn, (text, kind) => this.note(text, kind));
     this.form = h('form.composer', { onsubmit: (/** @type {Event} */ e) => { e.preventDefault(); this.submit(); } },
-      this.schedulesEl, this.queueEl, this.askEl, this.noteEl, this.attach.list,
+      this.schedulesEl, this.queueEl, this.askEl, this.noteEl, this.attach.list, this.commandMenu,
       h('div.row', this.input, this.attach.button, this.attach.fileInput, this.scheduleBtn, this.sendBtn, this.stopBtn));
     this.attach.wire(this.input, this.form);
     this.el = h('section.chat', { dataset: { session: this.id }, 'aria-labelledby': titleId },
@@ -582,7 +586,53 @@ export class ChatView {
     this.input.style.overflowY = this.input.scrollHeight > 240 ? 'auto' : 'hidden';
   }
 
+  /** Reads the slash commands the session's agent offers. */
+  async refreshCommands() {
+    try {
+      const r = await this.app.conn.request('session.commands', { sessionId: this.id });
+      this.commands = r.commands || [];
+      this.renderCommands();
+    } catch {
+      // An older server, or the session is gone: no suggestions.
+    }
+  }
+
+  /** The commands matching what the composer holds (`/` and a prefix), at most 12. */
+  matchingCommands() {
+    const typed = /^\/(\S*)$/.exec(this.input.value);
+    if (!typed) return [];
+    return this.commands.filter((c) => c.name.startsWith(typed[1])).slice(0, 12);
+  }
+
+  /** Shows the matching commands above the composer; Tab or a click takes one. */
+  renderCommands() {
+    const shown = this.matchingCommands();
+    this.commandMenu.hidden = shown.length === 0;
+    this.commandMenu.replaceChildren(...shown.map((c) => h('li', { role: 'option' },
+      h('button.btn.link.command', { type: 'button', onclick: () => this.takeCommand(c.name) },
+        h('code', `/${c.name}`),
+        c.description || c.inputHint ? h('span.command-desc', ` ${c.description || ''}${c.inputHint ? ` (${c.inputHint})` : ''}`) : null))));
+  }
+
+  /**
+   * Puts `/name ` in the composer.
+   * @param {string} name
+   */
+  takeCommand(name) {
+    this.input.value = `/${name} `;
+    this.renderCommands();
+    this.input.focus();
+  }
+
   onKey(e) {
+    if (e.key === 'Tab' && !e.shiftKey && !this.commandMenu.hidden) {
+      const first = this.matchingCommands()[0];
+      if (first) {
+        e.preventDefault();
+        this.takeCommand(first.name);
+        return;
+      }
+    }
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       this.submit();
@@ -776,7 +826,10 @@ export class ChatView {
   /** @param {HistoryEvent} ev */
   sideEffects(ev) {
     const live = ev.seq > this.subscribedAt;
-    if (ev.kind === 'background_tasks') {
+    if (ev.kind === 'commands') {
+      this.commands = ev.commands || [];
+      this.renderCommands();
+    } else if (ev.kind === 'background_tasks') {
       this.bg = ev.tasks || [];
       this.renderBg();
       if (live) this.refreshQueue();
@@ -1077,6 +1130,8 @@ export class ChatView {
       }
       case 'schedule_occurrence':
         return add('info', h('div.line-event.schedule-fired', occurrenceText(ev)));
+      case 'commands':
+        return add('info', h('div.line-event.muted', `The agent offers ${ev.commands.length} slash command${ev.commands.length === 1 ? '' : 's'} (type / in the message box)`));
       case 'loop_started':
         return add('info', h('div.line-event.loop', `↻ Loop started: up to ${ev.maxIterations} iterations toward “${ev.goal}”, checked by ${ev.check.command ? 'a command' : 'a judge'}`));
       case 'loop_iteration':

@@ -14,6 +14,7 @@ mod attention;
 mod chat;
 mod checkpoints;
 mod checks;
+mod commands;
 mod controls;
 mod history;
 mod install;
