@@ -37,6 +37,7 @@ pub mod session;
 pub mod store;
 #[cfg(test)]
 mod testkit;
+pub mod text;
 pub mod tools;
 pub mod uploads;
 pub mod workspace;

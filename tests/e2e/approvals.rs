@@ -54,6 +54,26 @@ async fn person_answers(ws: &mut WsClient, sid: &str, rid: &str, allow: bool) {
     assert_eq!(reply["kind"], "reply", "{reply}");
 }
 
+/// Driver `d` delegates a script that asks permission (then says `after`) without
+/// waiting for it.
+async fn delegate_detached(ws: &mut WsClient, d: &str, after: &str) {
+    let (out, _) = ws
+        .scripted_tool(
+            d,
+            "send_to_partner",
+            json!({"message": asking(after), "wait": false}),
+        )
+        .await;
+    assert_eq!(out["status"], "running", "{out}");
+}
+
+/// The code of `approve_worker ARGS` called as session `d`, which must be refused.
+async fn refused(ws: &mut WsClient, d: &str, args: Value) -> Value {
+    let reply = tool_call(ws, d, "approve_worker", args).await;
+    assert_eq!(reply["isError"], true, "{reply}");
+    reply["code"].clone()
+}
+
 /// Events of `kind` in a session's stored history.
 async fn events_of(server: &Server, sid: &str, kind: &str) -> Vec<Value> {
     server
@@ -147,29 +167,17 @@ async fn a_waiting_driver_gets_the_request_and_its_answer_reaches_the_worker() {
     assert_eq!(rules.len(), 1, "{rules:?}");
     assert_eq!(rules[0]["rule"]["toolName"], "Bash");
     // Answered once: a second answer is refused with its code.
-    let again = tool_call(
-        &mut ws,
-        &d,
-        "approve_worker",
-        json!({"requestId": rid, "allow": false}),
-    )
-    .await;
-    assert_eq!(again["isError"], true, "{again}");
-    assert_eq!(again["code"], "NO_SUCH_PERMISSION", "{again}");
+    assert_eq!(
+        refused(&mut ws, &d, json!({"requestId": rid, "allow": false})).await,
+        "NO_SUCH_PERMISSION"
+    );
 }
 
 #[actix_rt::test]
 async fn a_detached_delegation_gets_the_request_pushed_and_a_denial_reaches_the_worker() {
     let server = Server::start();
     let (mut ws, d, w) = paired(&server, "driver").await;
-    let (out, _) = ws
-        .scripted_tool(
-            &d,
-            "send_to_partner",
-            json!({"message": asking("after asking"), "wait": false}),
-        )
-        .await;
-    assert_eq!(out["status"], "running", "{out}");
+    delegate_detached(&mut ws, &d, "after asking").await;
     let rid = pending_request(&server, &w).await;
     let pushed = eventually("the request pushed into the Driver", async || {
         pushbacks(&server, &d)
@@ -215,14 +223,10 @@ async fn a_person_may_answer_first_and_turns_a_person_starts_ask_the_person() {
     person_answers(&mut ws, &w, &rid, true).await;
     let resolved = decided(&server, &w).await;
     assert_eq!(resolved[0]["decidedBy"], "user", "{resolved:?}");
-    let late = tool_call(
-        &mut ws,
-        &d,
-        "approve_worker",
-        json!({"requestId": rid, "allow": false}),
-    )
-    .await;
-    assert_eq!(late["code"], "NO_SUCH_PERMISSION", "{late}");
+    assert_eq!(
+        refused(&mut ws, &d, json!({"requestId": rid, "allow": false})).await,
+        "NO_SUCH_PERMISSION"
+    );
     let got = await_pushbacks(&server, &d, 1).await;
     assert!(got[0].contains("allowed Bash"), "{got:?}");
 
@@ -239,14 +243,10 @@ async fn a_person_may_answer_first_and_turns_a_person_starts_ask_the_person() {
         .as_str()
         .unwrap()
         .to_string();
-    let refused = tool_call(
-        &mut ws,
-        &d,
-        "approve_worker",
-        json!({"requestId": mine, "allow": true}),
-    )
-    .await;
-    assert_eq!(refused["code"], "NO_SUCH_PERMISSION", "{refused}");
+    assert_eq!(
+        refused(&mut ws, &d, json!({"requestId": mine, "allow": true})).await,
+        "NO_SUCH_PERMISSION"
+    );
     person_answers(&mut wws, &w, &mine, false).await;
     wws.recv_until(|v| v["kind"] == "turn_completed" && v["sessionId"] == w.as_str())
         .await;
@@ -269,23 +269,12 @@ async fn bypass_allows_at_once_and_user_leaves_the_request_to_the_person() {
     // `user` (the default): the request waits for a person; the Driver may not
     // answer it, and its waiting call is not interrupted by it.
     let (mut ws, d, w) = paired(&server, "user").await;
-    let (out, _) = ws
-        .scripted_tool(
-            &d,
-            "send_to_partner",
-            json!({"message": asking("mine"), "wait": false}),
-        )
-        .await;
-    assert_eq!(out["status"], "running", "{out}");
+    delegate_detached(&mut ws, &d, "mine").await;
     let rid = pending_request(&server, &w).await;
-    let refused = tool_call(
-        &mut ws,
-        &d,
-        "approve_worker",
-        json!({"requestId": rid, "allow": true}),
-    )
-    .await;
-    assert_eq!(refused["code"], "NO_SUCH_PERMISSION", "{refused}");
+    assert_eq!(
+        refused(&mut ws, &d, json!({"requestId": rid, "allow": true})).await,
+        "NO_SUCH_PERMISSION"
+    );
     person_answers(&mut ws, &w, &rid, true).await;
     let got = await_pushbacks(&server, &d, 1).await;
     assert_eq!(got.len(), 1, "{got:?}");
@@ -314,32 +303,25 @@ async fn refusals_have_codes() {
         .await;
     assert!(status == 400 || status == 422, "{status} {body}");
     // Not a Driver.
-    let alone = tool_call(
-        &mut ws,
-        &d,
-        "approve_worker",
-        json!({"requestId": "perm_x", "allow": true}),
-    )
-    .await;
-    assert_eq!(alone["code"], "TOOL_NOT_AVAILABLE", "{alone}");
+    assert_eq!(
+        refused(&mut ws, &d, json!({"requestId": "perm_x", "allow": true})).await,
+        "TOOL_NOT_AVAILABLE"
+    );
     // `allow` is required.
     let (mut ws, d, _) = paired(&server, "driver").await;
-    let missing = tool_call(
-        &mut ws,
-        &d,
-        "approve_worker",
-        json!({"requestId": "perm_x"}),
-    )
-    .await;
-    assert_eq!(missing["code"], "INVALID_ARGUMENT", "{missing}");
-    let unknown = tool_call(
-        &mut ws,
-        &d,
-        "approve_worker",
-        json!({"requestId": "perm_nowhere", "allow": true}),
-    )
-    .await;
-    assert_eq!(unknown["code"], "NO_SUCH_PERMISSION", "{unknown}");
+    assert_eq!(
+        refused(&mut ws, &d, json!({"requestId": "perm_x"})).await,
+        "INVALID_ARGUMENT"
+    );
+    assert_eq!(
+        refused(
+            &mut ws,
+            &d,
+            json!({"requestId": "perm_nowhere", "allow": true})
+        )
+        .await,
+        "NO_SUCH_PERMISSION"
+    );
 }
 
 /// A Worker on node b, its pair and Driver on node a: the request crosses to a, the
@@ -382,12 +364,8 @@ async fn a_worker_on_another_node_is_approved_by_its_driver() {
         "{got:?}"
     );
     assert_eq!(decided(&b, &w).await[0]["decidedBy"], "driver");
-    let late = tool_call(
-        &mut ws,
-        &d,
-        "approve_worker",
-        json!({"requestId": rid, "allow": true}),
-    )
-    .await;
-    assert_eq!(late["code"], "NO_SUCH_PERMISSION", "{late}");
+    assert_eq!(
+        refused(&mut ws, &d, json!({"requestId": rid, "allow": true})).await,
+        "NO_SUCH_PERMISSION"
+    );
 }

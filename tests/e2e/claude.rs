@@ -1153,10 +1153,7 @@ async fn a_rate_limit_ends_the_turn_limited() {
     ws.subscribe(&id, 0).await;
     ws.ok(json!({"type": "session.configure", "sessionId": id, "onLimit": "wait"}))
         .await;
-    let before = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default();
+    let before = tandem_actors::clock::now_ms();
     let events = ws.turn(&id, "limit").await;
     let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "limited", "{end}");

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use tandem_actors::clock::now_ms;
 use tandem_tests::events::{kinds, last_of, of_kind};
 use tandem_tests::mock_openai::MockOpenAi;
 use tandem_tests::procs::processes_with;
@@ -1321,14 +1322,6 @@ async fn a_worktree_threads_commands_see_its_port() {
     );
 }
 
-/// Now, epoch ms.
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
-
 /// ChatGPT's usage limit as the real CLI reports it (a 429 `usage_limit_reached`,
 /// the rate-limit headers saying when the window resets): the turn ends `limited`
 /// with `resetsAt`; with `onLimit: wait` its message is scheduled for then and runs
@@ -1344,7 +1337,7 @@ async fn a_usage_limit_ends_the_turn_limited_and_wait_sends_it_again_when_it_lif
     let end = last_of(&events, "turn_completed");
     assert_eq!(end["status"], "limited", "{end}");
     let resets = end["resetsAt"].as_u64().unwrap_or_else(|| panic!("{end}"));
-    let from_now = resets.saturating_sub(now());
+    let from_now = resets.saturating_sub(now_ms());
     assert!((590_000..=601_000).contains(&from_now), "{end}");
     assert!(
         end["error"].as_str().unwrap().contains("usage limit"),
@@ -1385,7 +1378,7 @@ async fn a_usage_limit_ends_the_turn_limited_and_wait_sends_it_again_when_it_lif
         "Hello after the limit."
     );
     assert!(
-        now() + 100 >= resets,
+        now_ms() + 100 >= resets,
         "sent again only once the limit lifted"
     );
 }

@@ -9,17 +9,10 @@ use tandem_protocol::ApprovalAsk;
 
 use super::{DelegateReply, PairActor};
 use crate::session::{Resume, WorkerNeedsApproval};
+use crate::text::clip;
 
 /// How much of a request's input the pushed message quotes, in characters.
 const MAX_INPUT_CHARS: usize = 2000;
-
-/// `text` cut to at most `max` characters, with an ellipsis when cut.
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_string(),
-        Some((at, _)) => format!("{}…", &text[..at]),
-    }
-}
 
 /// The message a Driver that does not wait gets for a request, keyed by the
 /// request's id so it is taken once.

@@ -15,6 +15,7 @@ use tandem_protocol::Attention;
 use super::{Moment, VapidKey};
 use crate::clock::now_ms;
 use crate::store::push::PushTarget;
+use crate::text::clip;
 
 /// The longest title and text a notification carries (the whole payload stays far
 /// below the 4 KB push services take).
@@ -57,14 +58,6 @@ pub struct Message {
     pub urgency: &'static str,
     /// Replaces a queued message of the same session (32 base64url characters).
     pub topic: String,
-}
-
-/// `text` cut to at most `max` characters, with an ellipsis when cut.
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_string(),
-        Some((at, _)) => format!("{}…", &text[..at]),
-    }
 }
 
 impl Message {

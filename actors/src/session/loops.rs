@@ -175,24 +175,20 @@ impl SessionActor {
                     timeout_secs: run.check.timeout_seconds.unwrap_or(DEFAULT_CHECK_TIMEOUT),
                 };
                 let result = checks.run_one(&spec, Path::new(&info.cwd)).await;
-                return (
-                    None,
-                    LoopCheckOutcome {
-                        passed: result.status == CheckStatus::Passed,
-                        output: result.log_tail,
-                        exit_code: result.exit_code,
-                        judge_session_id: None,
-                    },
-                );
+                return LoopCheckOutcome {
+                    passed: result.status == CheckStatus::Passed,
+                    output: result.log_tail,
+                    exit_code: result.exit_code,
+                    judge_session_id: None,
+                };
             }
             let (Some(judge), Some(hook)) = (run.check.judge.clone(), checks.judge.clone()) else {
-                let outcome = LoopCheckOutcome {
+                return LoopCheckOutcome {
                     passed: false,
                     output: "the loop has no check this server can run".into(),
                     exit_code: None,
                     judge_session_id: None,
                 };
-                return (None, outcome);
             };
             let (session, verdict) = (hook.0)(JudgeRequest {
                 session: info,
@@ -208,17 +204,16 @@ impl SessionActor {
                 Ok(v) => (v.passed, v.reasons),
                 Err(why) => (false, why),
             };
-            let outcome = LoopCheckOutcome {
+            LoopCheckOutcome {
                 passed,
                 output,
                 exit_code: None,
-                judge_session_id: session.clone(),
-            };
-            (session, outcome)
+                judge_session_id: session,
+            }
         };
         ctx.spawn(actix::fut::wrap_future(check).map(
-            move |(judge, outcome), act: &mut SessionActor, ctx| {
-                act.loop_checked(&loop_id, iteration, judge, outcome, ctx);
+            move |outcome, act: &mut SessionActor, ctx| {
+                act.loop_checked(&loop_id, iteration, outcome, ctx);
                 act.flush();
             },
         ));
@@ -229,7 +224,6 @@ impl SessionActor {
         &mut self,
         loop_id: &str,
         iteration: u32,
-        judge: Option<String>,
         outcome: LoopCheckOutcome,
         ctx: &mut Context<Self>,
     ) {
@@ -239,8 +233,8 @@ impl SessionActor {
             // Stopped meanwhile (or a check of a resumed loop ran twice).
             return;
         };
-        if judge.is_some() {
-            run.judge_session_id = judge;
+        if outcome.judge_session_id.is_some() {
+            run.judge_session_id = outcome.judge_session_id.clone();
         }
         let body = EventBody::LoopIteration {
             loop_id: loop_id.to_string(),
