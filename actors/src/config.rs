@@ -60,6 +60,9 @@ pub struct RuntimeConfig {
     /// The ports worktrees get as `TANDEM_PORT`, one each (`[workspace] ports`,
     /// `--worktree-ports`).
     pub worktree_ports: std::ops::RangeInclusive<u16>,
+    /// How sessions' terminals are started and limited (`--max-terminals`,
+    /// `--terminal-idle-secs`).
+    pub terminals: crate::terminals::TerminalsConfig,
 }
 
 impl RuntimeConfig {
@@ -125,6 +128,7 @@ impl RuntimeConfig {
             worker_workspace: tandem_protocol::workspace::WorkspaceMode::Shared,
             confinement: crate::adapter::confine::Confinement::off("not configured"),
             worktree_ports: crate::scripts::DEFAULT_PORTS,
+            terminals: crate::terminals::TerminalsConfig::default(),
         }
     }
 }

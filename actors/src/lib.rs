@@ -35,6 +35,7 @@ pub mod schedule;
 pub mod scripts;
 pub mod session;
 pub mod store;
+pub mod terminals;
 #[cfg(test)]
 mod testkit;
 pub mod text;

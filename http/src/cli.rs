@@ -44,6 +44,10 @@ enum Command {
     /// through it).
     #[command(hide = true)]
     Confine(crate::confine::ConfineArgs),
+    /// Run a program as a new process session on the terminal that is its standard
+    /// input (a terminal's shell is started through it).
+    #[command(hide = true)]
+    Tty(crate::tty::TtyArgs),
     #[command(flatten)]
     Client(crate::client::ClientCommand),
     /// Serve the Agent Client Protocol on stdin and stdout, for an editor (Zed,
@@ -181,6 +185,14 @@ pub struct ServeArgs {
     /// 41000-41999); overrides the config file's `[workspace] ports`.
     #[arg(long)]
     worktree_ports: Option<String>,
+    /// Most terminals one user may have open at once (beyond it, opening one is
+    /// `LIMIT_EXCEEDED`).
+    #[arg(long, default_value_t = 8)]
+    max_terminals: usize,
+    /// A terminal no client watched for this many seconds is ended with everything it
+    /// started.
+    #[arg(long, default_value_t = 3600)]
+    terminal_idle_secs: u64,
     /// Most WebSocket connections one user may hold open.
     #[arg(long, default_value_t = 1024)]
     max_connections_per_user: usize,
@@ -293,6 +305,7 @@ fn run(cli: Cli) -> ExitCode {
             confine_agents,
         } => return crate::doctor::run(config, confine_agents == OnOff::On),
         Command::Confine(args) => return crate::confine::run(args),
+        Command::Tty(args) => return crate::tty::run(args),
         Command::Client(command) => return crate::client::run(command),
         Command::Acp(args) => return crate::acp_agent::run(args),
         Command::User { command } => user(command),
@@ -470,6 +483,9 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     {
         runtime.worktree_ports = port_range(ports)?;
     }
+    runtime.terminals.max_per_user = args.max_terminals;
+    runtime.terminals.idle = std::time::Duration::from_secs(args.terminal_idle_secs.max(1));
+    runtime.terminals.helper = std::env::current_exe().ok();
     runtime.commit_batch = args.commit_batch.max(1);
     runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
     runtime.total_queue_bytes = args.total_queue_bytes.max(runtime.client_queue_bytes);

@@ -35,15 +35,18 @@ pub mod rest_devices;
 pub mod rest_edit;
 pub mod rest_loops;
 pub mod rest_push;
+pub mod rest_terminals;
 pub mod rest_workspace;
 pub mod server;
 pub mod state;
 pub mod tls;
+pub mod tty;
 pub mod uploads;
 pub mod web;
 pub mod ws;
 pub mod ws_io;
 pub mod ws_limit;
 pub mod ws_requests;
+pub mod ws_terminal;
 
 pub use server::{serve, ServeOptions};

@@ -143,6 +143,10 @@ fn http_service<T: Connection>(
         .configure(|cfg| {
             if all {
                 cfg.route("/ws", web::get().to(crate::ws::connect))
+                    .route(
+                        "/ws/terminals/{id}",
+                        web::get().to(crate::ws_terminal::connect),
+                    )
                     .route("/metrics", web::get().to(crate::metrics::serve));
                 crate::web::routes(cfg);
             }

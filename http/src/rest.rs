@@ -73,6 +73,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .configure(|cfg| crate::rest_workspace::routes(cfg, at))
             .configure(|cfg| crate::rest_push::routes(cfg, at))
             .configure(|cfg| crate::rest_loops::routes(cfg, at))
+            .configure(|cfg| crate::rest_terminals::routes(cfg, at))
             .configure(|cfg| crate::rest_devices::routes(cfg, at))
             .default_service(web::to(not_found)),
     );

@@ -158,6 +158,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         None => base.clone(),
     };
     let server = builder.run();
+    stop_terminals_on_signal(state.runtime.clone());
     state.runtime.set_base_url(&agents_base);
     // Pairing links name an address a phone can reach, not `0.0.0.0`.
     let (public, reachable) = crate::pairing::public_url(scheme, opts.bind, addr.port());
@@ -172,6 +173,30 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     server.await?;
     state.runtime.stop_vendor_processes().await;
     Ok(())
+}
+
+/// Ends every terminal as soon as the server is told to stop (SIGTERM, SIGINT; the
+/// HTTP server hears the same signals): a graceful stop waits for open connections,
+/// and a terminal's socket closes only once its shell is gone.
+fn stop_terminals_on_signal(runtime: tandem_actors::Runtime) {
+    use actix_rt::signal::unix::{signal, SignalKind};
+    actix_rt::spawn(async move {
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::warn!(
+                "cannot listen for stop signals: terminals end only after the HTTP server"
+            );
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        tracing::info!("stopping: ending every terminal");
+        runtime.stop_terminals();
+    });
 }
 
 /// What every handler shares, from the options, the runtime and the membership.

@@ -141,7 +141,7 @@ pub async fn connect(
 
 /// One of the user's WebSocket connections, or `LIMIT_EXCEEDED` when the user has
 /// all they may.
-fn connection_slot(
+pub(crate) fn connection_slot(
     state: &AppState,
     principal: &tandem_actors::Principal,
 ) -> Result<crate::limits::ConnectionSlot, crate::error::ApiError> {

@@ -29,6 +29,7 @@ pub mod scripts;
 pub mod server;
 pub mod session;
 pub mod strict;
+pub mod terminals;
 pub mod tools;
 pub mod workspace;
 

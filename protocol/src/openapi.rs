@@ -231,6 +231,9 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         ("get", "/sessions/{id}/files") => &[409],
         ("get", "/sessions/{id}/files/content") => &[409, 413, 415],
         ("put", "/sessions/{id}/files/content") => &[409, 412],
+        // 409: a worktree session whose worktree was discarded; 429: the owner's
+        // --max-terminals.
+        ("post", "/sessions/{id}/terminals") => &[409, 429],
         ("post", "/pairs") => &[404, 409, 422, 429, 503],
         ("post", "/uploads") => &[422, 429],
         // 422: keys that are not a P-256 point, an endpoint that is not a URL; 429:

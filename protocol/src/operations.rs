@@ -394,6 +394,15 @@ operations! {
     /// `loop.stop`: end a session's loop.
     LoopStop "loop.stop" crate::loops::LoopStopParams => crate::loops::LoopStopResult [session(session_id), writes]
         rest route!("delete" "/sessions/{id}/loop", "End the session's loop; a turn under way goes on (as loop.stop).", None, 200, of::<crate::loops::LoopStopResult>);
+    /// `terminal.open`: a shell in a pseudo-terminal in the session's working directory.
+    TerminalOpen "terminal.open" crate::terminals::TerminalOpenParams => crate::terminals::TerminalInfo [session(session_id), writes, checked]
+        rest route!("post" "/sessions/{id}/terminals", "Open a terminal: the user's shell in a pseudo-terminal in the session's working directory; its bytes travel over /ws/terminals/{terminalId} (as terminal.open).", Some(of::<crate::terminals::TerminalBody>), 201, of::<crate::terminals::TerminalInfo>);
+    /// `terminal.list`: a session's terminals.
+    TerminalList "terminal.list" crate::terminals::TerminalListParams => crate::terminals::TerminalListResult [session(session_id), reads]
+        rest route!("get" "/sessions/{id}/terminals", "The session's open terminals, oldest first (as terminal.list).", None, 200, of::<crate::terminals::TerminalListResult>);
+    /// `terminal.close`: end a terminal and every process it started.
+    TerminalClose "terminal.close" crate::terminals::TerminalCloseParams => crate::terminals::TerminalCloseResult [session(session_id), writes]
+        rest route!("delete" "/sessions/{id}/terminals/{terminalId}", "End a terminal and every process it started (as terminal.close).", None, 200, of::<crate::terminals::TerminalCloseResult>);
     /// `session.changes`: what the working directory changed.
     SessionChanges "session.changes" SessionChangesParams => SessionChangesResult [session(session_id), reads]
         rest route!("get" "/sessions/{id}/changes", "What the session's working directory changed (as its latest git_state).", None, 200, of::<crate::workspace::GitState>);

@@ -68,6 +68,7 @@ mod stalled_bodies;
 mod stalled_clients;
 mod subscribe;
 mod terminal_client;
+mod terminals;
 mod tls;
 mod vendor_env;
 mod vendor_errors;

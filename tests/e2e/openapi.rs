@@ -417,6 +417,33 @@ async fn every_documented_route_answers_as_described() {
         "the scripted vendor lists none"
     );
 
+    // Terminals: open, list, close.
+    let term = c
+        .ok(
+            "post",
+            &format!("/sessions/{s1}/terminals"),
+            "/sessions/{id}/terminals",
+            Some(json!({"cols": 80, "rows": 24})),
+        )
+        .await;
+    let tid = term["terminalId"].as_str().unwrap().to_string();
+    let terms = c
+        .ok(
+            "get",
+            &format!("/sessions/{s1}/terminals"),
+            "/sessions/{id}/terminals",
+            None,
+        )
+        .await;
+    assert_eq!(terms["terminals"][0]["terminalId"], tid.as_str(), "{terms}");
+    c.ok(
+        "delete",
+        &format!("/sessions/{s1}/terminals/{tid}"),
+        "/sessions/{id}/terminals/{terminalId}",
+        None,
+    )
+    .await;
+
     // Schedules: create, list, cancel.
     let at = rfc3339(now_ms() + 3_600_000);
     let made = c

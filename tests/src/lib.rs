@@ -23,6 +23,6 @@ pub mod ws;
 pub use nats::NatsServer;
 pub use poll::{eventually, eventually_within};
 pub use push_service::PushService;
-pub use server::{ConfiguredServer, Server, ServerOptions, TempDir};
+pub use server::{Api, ConfiguredServer, Server, ServerOptions, TempDir};
 pub use webdriver::Browser;
 pub use ws::WsClient;

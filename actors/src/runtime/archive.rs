@@ -35,6 +35,11 @@ impl Runtime {
         }
         // Its run script goes with it (a worktree's scripts go below, with the worktree).
         self.inner.services.scripts.end_session(id);
+        // Its terminals too, with everything they started.
+        self.inner
+            .terminals
+            .end_session(id, "the session was archived")
+            .await;
         // Its worktree goes with it, and its branch unless that was pushed or merged.
         if let Some(ws) = info
             .workspace

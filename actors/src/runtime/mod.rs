@@ -26,6 +26,7 @@ mod review;
 mod review_by;
 mod schedules;
 mod scripts;
+mod terminals;
 mod usage;
 mod workspaces;
 
@@ -116,6 +117,8 @@ struct Inner {
     /// pairing links, and whether another device can (not a loopback address). Set
     /// once the server listens.
     public_url: std::sync::OnceLock<(String, bool)>,
+    /// Sessions' terminals.
+    terminals: crate::terminals::Terminals,
 }
 
 /// What [`Runtime::start`] hands back.
@@ -219,6 +222,11 @@ impl Runtime {
             &config.data_dir,
         );
         let push = crate::push::Push::open(&config.data_dir, store.clone())?;
+        let terminals = crate::terminals::Terminals::new(
+            config.terminals.clone(),
+            config.confinement.launcher.clone(),
+        );
+        terminals.start_sweeper();
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -255,6 +263,7 @@ impl Runtime {
             commit_tap,
             uploads,
             public_url: std::sync::OnceLock::new(),
+            terminals,
         });
         let runtime = Runtime { inner };
         let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
@@ -350,11 +359,12 @@ impl Runtime {
         self.inner.services.mcp.set_base_url(base);
     }
 
-    /// Kills the worktrees' scripts and the vendor processes adapters started, and
-    /// waits (briefly) until the vendors' have exited; called when the server stops,
-    /// so no CLI or script outlives it.
+    /// Kills the worktrees' scripts, the terminals' processes and the vendor processes
+    /// adapters started, and waits (briefly) until the vendors' have exited; called
+    /// when the server stops, so no CLI, script or shell outlives it.
     pub async fn stop_vendor_processes(&self) {
         self.inner.services.scripts.shutdown();
+        self.stop_terminals();
         let limit = std::time::Duration::from_secs(5);
         self.inner.services.vendors.shutdown(limit).await;
     }

@@ -193,6 +193,10 @@ impl Runtime {
     ) {
         let scripts = &self.inner.services.scripts;
         scripts.end_session(&info.id);
+        self.inner
+            .terminals
+            .end_session(&info.id, "the session's worktree went")
+            .await;
         match self.scripts_of(info).await {
             Ok((place, project)) if !project.archive.is_empty() => {
                 let to = handle.cloned();

@@ -27,15 +27,18 @@ struct Group {
 
 /// What `/proc/PID/stat` says of a process: its group, session and start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stat {
-    pgrp: i32,
-    sid: i32,
-    start: u64,
+pub(crate) struct Stat {
+    /// Its process group.
+    pub(crate) pgrp: i32,
+    /// Its session.
+    pub(crate) sid: i32,
+    /// When it started, clock ticks since boot.
+    pub(crate) start: u64,
 }
 
 /// Reads `/proc/PID/stat` of a live process (fields after the command name, which may
 /// hold spaces); none for one that exited.
-fn stat(pid: i32) -> Option<Stat> {
+pub(crate) fn stat(pid: i32) -> Option<Stat> {
     stat_of(pid, false)
 }
 
@@ -145,6 +148,16 @@ impl Ledger {
     }
 }
 
+/// Every live process of the machine, with what `/proc` says of it.
+pub(crate) fn live_processes() -> impl Iterator<Item = (i32, Stat)> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| Some((pid, stat(pid)?)))
+}
+
 /// Kills what is left of `group`, if it is still ours.
 fn sweep(group: Group) {
     if let Some(leader) = stat(group.pgid) {
@@ -153,12 +166,8 @@ fn sweep(group: Group) {
             return;
         }
     }
-    let members = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(stat)
+    let members = live_processes()
+        .map(|(_, s)| s)
         .any(|s| s.pgrp == group.pgid && s.sid == group.sid && s.start >= group.start);
     if !members {
         return;

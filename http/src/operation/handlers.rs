@@ -231,6 +231,9 @@ async fn delegation(
         R::LoopStart(p) => json(rt.start_loop(who, p).await?),
         R::SessionCommands(p) => json(rt.session_commands(who, &p.session_id).await?),
         R::LoopStop(p) => json(rt.stop_loop(who, p).await?),
+        R::TerminalOpen(p) => json(rt.open_terminal(who, p)?),
+        R::TerminalList(p) => json(rt.list_terminals(who, p)?),
+        R::TerminalClose(p) => json(rt.close_terminal(who, p).await?),
         other => Box::pin(workspace(rt, who, other)).await,
     }
 }
