@@ -27,10 +27,13 @@ struct Asset {
 
 macro_rules! asset {
     ($name:literal, $ctype:expr) => {
+        asset!($name, $name, $ctype)
+    };
+    ($name:literal, $path:literal, $ctype:expr) => {
         Asset {
             name: $name,
             content_type: $ctype,
-            body: include_bytes!(concat!("../web/", $name)),
+            body: include_bytes!(concat!("../web/", $path)),
         }
     };
 }
@@ -61,6 +64,16 @@ static ASSETS: &[Asset] = &[
     asset!("push.js", JS),
     asset!("pair.js", JS),
     asset!("wire.js", JS),
+    asset!("terminal.js", JS),
+    // xterm.js for the terminal panel, pinned, with its licence (web/vendor/README.md).
+    asset!("xterm.mjs", "vendor/xterm.mjs", JS),
+    asset!("addon-fit.mjs", "vendor/addon-fit.mjs", JS),
+    asset!("xterm.css", "vendor/xterm.css", "text/css; charset=utf-8"),
+    asset!(
+        "xterm-LICENSE.txt",
+        "vendor/xterm-LICENSE.txt",
+        "text/plain; charset=utf-8"
+    ),
     #[cfg(feature = "test-hooks")]
     asset!("hooks.js", JS),
     asset!("style.css", "text/css; charset=utf-8"),

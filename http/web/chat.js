@@ -16,6 +16,7 @@ import { ChangesPanel, summaryOf, summaryText } from './changes.js';
 import { checkLine, checksSummaryText } from './checks.js';
 import { scriptLine, updateScriptLine, foldsInto } from './scripts.js';
 import { FilesPanel } from './files.js';
+import { TerminalPanel } from './terminal.js';
 import { reviewCard } from './review.js';
 import { Overlaps, overlapLineText, rebasedLineText } from './overlaps.js';
 
@@ -132,6 +133,7 @@ export class ChatView {
     // says which session they belong to.
     this.changesBtn = h('button.btn.tiny.ws-toggle', { type: 'button', 'aria-expanded': 'false', onclick: () => this.showPanel(this.panel === 'changes' ? null : 'changes') }, 'Changes');
     this.filesBtn = h('button.btn.tiny.ws-toggle', { type: 'button', 'aria-expanded': 'false', onclick: () => this.showPanel(this.panel === 'files' ? null : 'files') }, 'Files');
+    this.terminalBtn = h('button.btn.tiny.ws-toggle', { type: 'button', 'aria-expanded': 'false', onclick: () => this.showPanel(this.panel === 'terminal' ? null : 'terminal') }, 'Terminal');
     /** The last `git_state` this view saw (events or the Changes panel's read). @type {import('./wire.js').GitState | null} */
     this.gitState = null;
     /** `git_state` events seen, so a slower REST read does not undo a newer event. */
@@ -140,12 +142,14 @@ export class ChatView {
     this.overlaps = new Overlaps();
     this.gitEl = h('span.ws-summary');
     this.forkedEl = h('span.forked-from', { hidden: true });
-    /** Which panel is open. @type {'changes' | 'files' | null} */
+    /** Which panel is open. @type {'changes' | 'files' | 'terminal' | null} */
     this.panel = null;
     /** @type {ChangesPanel | null} */
     this.changes = null;
     /** @type {FilesPanel | null} */
     this.files = null;
+    /** @type {TerminalPanel | null} */
+    this.terminals = null;
     this.panelEl = h('div.ws-slot', { hidden: true });
     this.renameForm = h('form.rename-form', { hidden: true, onsubmit: (e) => { e.preventDefault(); this.saveRename(); } },
       this.renameInput,
@@ -184,7 +188,7 @@ export class ChatView {
       h('header.chat-head',
         h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.paneEl, this.titleEl, this.renameForm, this.statusEl,
           this.moreBtn,
-          h('span.head-actions', { id: `actions-${this.id}` }, this.changesBtn, this.filesBtn, this.handoffBtn, this.workerBtn, this.besideBtn, this.renameBtn, this.archiveBtn)),
+          h('span.head-actions', { id: `actions-${this.id}` }, this.changesBtn, this.filesBtn, this.terminalBtn, this.handoffBtn, this.workerBtn, this.besideBtn, this.renameBtn, this.archiveBtn)),
         h('div.line.sub', this.metaEl, this.forkedEl, this.gitEl, this.usageEl, this.bgEl),
         h('div.line.settings', { id: `settings-${this.id}` }, this.modelSel.wrap, this.effortSel.wrap, this.modeSel.wrap)),
       h('div.chat-body', h('div.log-wrap', this.log, this.jumpBtn), this.panelEl),
@@ -198,6 +202,7 @@ export class ChatView {
 
   destroy() {
     this.files?.destroy();
+    this.terminals?.destroy();
     this.observer.disconnect();
     this.unsubscribeQueue();
     clearTimeout(this.usageTimer);
@@ -220,18 +225,20 @@ export class ChatView {
     this.updateHeader();
   }
 
-  // ---- workspace panels: Changes and Files ---------------------------------------
+  // ---- workspace panels: Changes, Files and Terminal -----------------------------
 
   /**
-   * Opens the Changes or Files panel (made on first use, read fresh on each
+   * Opens the Changes, Files or Terminal panel (made on first use, read fresh on each
    * opening), or closes the open one (`null`). Focus goes to the panel's heading
-   * area when it opens, and back to its button when it closes.
-   * @param {'changes' | 'files' | null} which
+   * area when it opens (the shell, for the terminal), and back to its button when it
+   * closes.
+   * @param {'changes' | 'files' | 'terminal' | null} which
    */
   showPanel(which) {
     const was = this.panel;
     this.panel = which;
-    for (const [btn, name] of /** @type {[HTMLElement, string][]} */ ([[this.changesBtn, 'changes'], [this.filesBtn, 'files']])) {
+    const toggles = /** @type {[HTMLElement, string][]} */ ([[this.changesBtn, 'changes'], [this.filesBtn, 'files'], [this.terminalBtn, 'terminal']]);
+    for (const [btn, name] of toggles) {
       btn.setAttribute('aria-expanded', String(which === name));
       // Names the panel only while it is in the page.
       if (which === name) btn.setAttribute('aria-controls', `${name}-${this.id}`);
@@ -250,9 +257,16 @@ export class ChatView {
       if (!this.files) this.files = new FilesPanel(this);
       this.panelEl.append(this.files.el);
       this.files.load();
+    } else if (which === 'terminal') {
+      this.panelEl.classList.add('for-terminal');
+      if (!this.terminals) this.terminals = new TerminalPanel(this);
+      this.panelEl.append(this.terminals.el);
+      this.terminals.load();
+      return;
     }
+    this.panelEl.classList.remove('for-terminal');
     if (which) /** @type {HTMLElement | null} */ (this.panelEl.querySelector('.panel-head button'))?.focus();
-    else if (was) (was === 'changes' ? this.changesBtn : this.filesBtn).focus();
+    else if (was) toggles.find(([, name]) => name === was)?.[0].focus();
   }
 
   /**

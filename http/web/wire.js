@@ -1408,6 +1408,54 @@
  */
 
 /**
+ * Fields of `terminal.close`.
+ * @typedef {object} TerminalCloseParams
+ * @property {string} sessionId The session.
+ * @property {string} terminalId The terminal to end, with every process it started.
+ */
+
+/**
+ * `terminal.close` reply.
+ * @typedef {object} TerminalCloseResult
+ * @property {string} sessionId The session.
+ * @property {string} terminalId The terminal ended.
+ */
+
+/**
+ * One terminal.
+ * @typedef {object} TerminalInfo
+ * @property {number} clients Clients connected to its socket now.
+ * @property {number} cols Its size now, columns.
+ * @property {number} createdAt When it was opened, epoch ms.
+ * @property {string} cwd Where the shell started (the session's working directory).
+ * @property {number} rows Its size now, rows.
+ * @property {string} sessionId The session it belongs to.
+ * @property {string} shell The shell it runs.
+ * @property {string} terminalId Its id (`term_…`): its socket is `/ws/terminals/{terminalId}`.
+ */
+
+/**
+ * Fields of `terminal.list`.
+ * @typedef {object} TerminalListParams
+ * @property {string} sessionId The session; its owner's only.
+ */
+
+/**
+ * `terminal.list` reply: the session's terminals, oldest first.
+ * @typedef {object} TerminalListResult
+ * @property {string} sessionId The session.
+ * @property {Array<TerminalInfo>} terminals Its terminals.
+ */
+
+/**
+ * Fields of `terminal.open`.
+ * @typedef {object} TerminalOpenParams
+ * @property {number} cols Columns, 1 to 1000.
+ * @property {number} rows Rows, 1 to 500.
+ * @property {string} sessionId The session whose working directory the shell starts in; its owner's only.
+ */
+
+/**
  * Fields of `tool.call`: call a session-bound tool as that session.
  * @typedef {object} ToolCallParams
  * @property {any} [arguments] Tool arguments (an object).
@@ -1617,6 +1665,9 @@
  *   'sessions.list': {params: SessionsListParams, result: SessionsListResult},
  *   'sessions.running': {params: SessionsRunningParams, result: SessionsRunningResult},
  *   'sessions.watch': {params: SessionsWatchParams, result: SessionsListResult},
+ *   'terminal.close': {params: TerminalCloseParams, result: TerminalCloseResult},
+ *   'terminal.list': {params: TerminalListParams, result: TerminalListResult},
+ *   'terminal.open': {params: TerminalOpenParams, result: TerminalInfo},
  *   'tool.call': {params: ToolCallParams, result: ToolCallResult},
  *   'user.get': {params: UserGetParams, result: UserGetResult},
  *   'vendors.list': {params: VendorsListParams, result: VendorsListResult},

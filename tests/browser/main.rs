@@ -30,6 +30,7 @@ mod review;
 mod rewind;
 mod scripts;
 mod sessions;
+mod terminal;
 mod workspaces;
 
 use serde_json::{json, Value};
