@@ -70,34 +70,35 @@ impl Term {
             .unwrap();
     }
 
-    /// Reads until `done` holds of what was seen, or fails after 20 s.
+    /// Reads one frame, if one comes before `deadline`.
+    async fn read(&mut self, deadline: Instant) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, self.framed.next()).await {
+            Ok(Some(Ok(Frame::Binary(b)))) => self.seen.push_str(&String::from_utf8_lossy(&b)),
+            Ok(Some(Ok(Frame::Text(t)))) => self.controls.push(serde_json::from_slice(&t).unwrap()),
+            Ok(Some(Ok(Frame::Ping(p)))) => {
+                let _ = self.framed.send(Message::Pong(p)).await;
+            }
+            Ok(Some(Ok(Frame::Close(reason)))) => {
+                self.closed = Some(reason.map_or(CloseCode::Normal, |r| r.code));
+            }
+            Ok(Some(Ok(_))) | Err(_) => {}
+            Ok(Some(Err(_))) | Ok(None) => self.closed = Some(CloseCode::Abnormal),
+        }
+    }
+
+    /// Reads until `done` holds of what was seen, or fails after 20 s or a close.
     async fn until(&mut self, what: &str, done: impl Fn(&Term) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !done(self) {
-            let left = deadline.saturating_duration_since(Instant::now());
             assert!(
-                !left.is_zero() && self.closed.is_none(),
+                Instant::now() < deadline && self.closed.is_none(),
                 "waiting for {what}; closed: {:?}; seen:\n{}\ncontrols: {:?}",
                 self.closed,
                 self.seen,
                 self.controls
             );
-            match tokio::time::timeout(left, self.framed.next()).await {
-                Ok(Some(Ok(Frame::Binary(b)))) => self.seen.push_str(&String::from_utf8_lossy(&b)),
-                Ok(Some(Ok(Frame::Text(t)))) => {
-                    self.controls.push(serde_json::from_slice(&t).unwrap())
-                }
-                Ok(Some(Ok(Frame::Ping(p)))) => {
-                    let _ = self.framed.send(Message::Pong(p)).await;
-                }
-                Ok(Some(Ok(Frame::Close(reason)))) => {
-                    self.closed = Some(reason.map_or(CloseCode::Normal, |r| r.code));
-                }
-                Ok(Some(Ok(_))) => {}
-                Ok(Some(Err(e))) => panic!("waiting for {what}: {e}"),
-                Ok(None) => self.closed = Some(CloseCode::Abnormal),
-                Err(_) => {}
-            }
+            self.read(deadline).await;
         }
     }
 
@@ -110,24 +111,12 @@ impl Term {
     async fn wait_closed(&mut self) -> CloseCode {
         let deadline = Instant::now() + Duration::from_secs(20);
         while self.closed.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
             assert!(
-                !left.is_zero(),
+                Instant::now() < deadline,
                 "the socket did not close; seen:\n{}",
                 self.seen
             );
-            match tokio::time::timeout(left, self.framed.next()).await {
-                Ok(Some(Ok(Frame::Binary(b)))) => self.seen.push_str(&String::from_utf8_lossy(&b)),
-                Ok(Some(Ok(Frame::Text(t)))) => {
-                    self.controls.push(serde_json::from_slice(&t).unwrap())
-                }
-                Ok(Some(Ok(Frame::Close(reason)))) => {
-                    self.closed = Some(reason.map_or(CloseCode::Normal, |r| r.code));
-                }
-                Ok(Some(Ok(_))) => {}
-                Ok(Some(Err(_))) | Ok(None) => self.closed = Some(CloseCode::Abnormal),
-                Err(_) => {}
-            }
+            self.read(deadline).await;
         }
         self.closed.unwrap()
     }
@@ -197,36 +186,26 @@ async fn all_gone(pids: &[u32]) {
     panic!("still running: {alive:?}");
 }
 
-/// Starts two background jobs (one a pipeline of its own) and a job that ignores
-/// hangups, answering their pids and the shell's.
+/// Types `command` (which ends by echoing `MARK=PID`) and answers the pid, once printed.
+async fn pid_of(term: &mut Term, command: &str, mark: &str) -> u32 {
+    term.type_text(&format!("{command}\r")).await;
+    let tag = format!("{mark}=");
+    term.until(&format!("{mark}'s pid"), |t| {
+        t.seen
+            .match_indices(&tag)
+            .any(|(i, _)| t.seen[i + tag.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    })
+    .await;
+    term.pid_after(mark)
+}
+
+/// Starts a background job, one that ignores hangups, and answers their pids and the
+/// shell's.
 async fn busy(term: &mut Term) -> Vec<u32> {
-    term.type_text("sleep 987 & echo JOB1=$!\r").await;
-    term.wait_for("JOB1=").await;
-    term.until("JOB1's pid", |t| {
-        t.seen
-            .match_indices("JOB1=")
-            .any(|(i, _)| t.seen[i + 5..].starts_with(|c: char| c.is_ascii_digit()))
-    })
-    .await;
-    term.type_text("(trap '' HUP; sleep 988) & echo JOB2=$!\r")
-        .await;
-    term.until("JOB2's pid", |t| {
-        t.seen
-            .match_indices("JOB2=")
-            .any(|(i, _)| t.seen[i + 5..].starts_with(|c: char| c.is_ascii_digit()))
-    })
-    .await;
-    term.type_text("echo SHELL=$$\r").await;
-    term.until("the shell's pid", |t| {
-        t.seen
-            .match_indices("SHELL=")
-            .any(|(i, _)| t.seen[i + 6..].starts_with(|c: char| c.is_ascii_digit()))
-    })
-    .await;
     let pids = vec![
-        term.pid_after("JOB1"),
-        term.pid_after("JOB2"),
-        term.pid_after("SHELL"),
+        pid_of(term, "sleep 987 & echo JOB1=$!", "JOB1").await,
+        pid_of(term, "(trap '' HUP; sleep 988) & echo JOB2=$!", "JOB2").await,
+        pid_of(term, "echo SHELL=$$", "SHELL").await,
     ];
     for p in &pids {
         assert!(is_alive(*p), "{p} is not running");
@@ -558,4 +537,25 @@ async fn terminals_are_their_owners_and_bad_input_is_refused() {
     let mut back = Term::connect(&server, &tid).await;
     back.type_text("echo back-$((4*4))\r").await;
     back.wait_for("back-16").await;
+}
+
+#[actix_rt::test]
+async fn a_revoked_users_terminal_socket_closes() {
+    let server = Server::start_with(ServerOptions {
+        token_auth: true,
+        args: vec!["--ws-ping-secs".into(), "1".into()],
+    });
+    let carol = server.add_user("carol");
+    let id = session(&carol).await;
+    let tid = open(&carol, &id, 80, 24).await["terminalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut term = Term::connect(&carol, &tid).await;
+    term.type_text("echo before-$((5*5))\r").await;
+    term.wait_for("before-25").await;
+    server.cli(&["user", "revoke", "carol", "--data-dir"]);
+    assert_eq!(term.wait_closed().await, CloseCode::Policy);
+    let refused = Term::try_connect(&carol, &tid, &[]).await.err().unwrap();
+    assert!(refused.contains("401"), "{refused}");
 }
