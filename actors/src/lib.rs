@@ -13,6 +13,7 @@ pub mod cluster_link;
 pub mod config;
 pub(crate) mod crash;
 pub mod error;
+pub mod external;
 pub mod failover;
 pub mod flow;
 pub mod gateway;

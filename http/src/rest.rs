@@ -58,6 +58,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(at("/sessions/{id}/queue").route(web::get().to(queue)))
             .service(at("/sessions/{id}/usage").route(web::get().to(usage)))
             .service(at("/sessions/{id}/commands").route(web::get().to(commands)))
+            .service(at("/external-sessions").route(web::get().to(external_sessions)))
+            .service(at("/external-sessions/import").route(web::post().to(import_external)))
             .service(
                 at("/sessions/{id}/uploads/{upload}")
                     .route(web::get().to(crate::uploads::session_upload)),
@@ -149,6 +151,26 @@ async fn list_sessions(
 ) -> Result<HttpResponse, ApiError> {
     let page: SessionsListParams = query(&req)?;
     Ok(HttpResponse::Ok().json(run(&state, &who, page).await?))
+}
+
+/// `GET /external-sessions?vendor=&cwd=` → 200 `{sessions}` (as `external.list`).
+async fn external_sessions(
+    who: Caller,
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let params: tandem_protocol::external::ExternalListParams = query(&req)?;
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
+}
+
+/// `POST /external-sessions/import {vendor, vendorSessionId}` → 201 `SessionInfo` (as
+/// `external.import`).
+async fn import_external(
+    who: Caller,
+    Json(params): Json<tandem_protocol::external::ExternalImportParams>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Created().json(run(&state, &who, params).await?))
 }
 
 async fn running(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {

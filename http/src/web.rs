@@ -65,6 +65,7 @@ static ASSETS: &[Asset] = &[
     asset!("pair.js", JS),
     asset!("wire.js", JS),
     asset!("terminal.js", JS),
+    asset!("machine.js", JS),
     // xterm.js for the terminal panel, pinned, with its licence (web/vendor/README.md).
     asset!("xterm.mjs", "vendor/xterm.mjs", JS),
     asset!("addon-fit.mjs", "vendor/addon-fit.mjs", JS),

@@ -11,6 +11,7 @@ import { formDialog } from './dialogs.js';
 import { registerShellWorker, unreachable, waitOffline } from './offline.js';
 import { pushSupported, subscribeDevice } from './push.js';
 import { openOnPhone, redeemPairingLink } from './pair.js';
+import { openOnThisMachine } from './machine.js';
 
 const TOKEN_KEY = 'tandem.token';
 /** The page's phone layout (style.css has the same width). */
@@ -147,6 +148,7 @@ export class App {
           h('button.btn.drawer-close', { type: 'button', 'aria-label': 'Close the session list', onclick: () => this.toggleDrawer(false) }, '✕')),
         this.filterEl, this.notifyBtn,
         h('button.btn.tiny.pair-btn', { type: 'button', title: 'Show a one-time QR code that signs a phone in as you', onclick: () => openOnPhone(this.conn) }, 'Open on a phone'),
+        h('button.btn.tiny.machine-btn', { type: 'button', title: 'Claude Code and Codex sessions already on the server’s machine', onclick: () => openOnThisMachine(this.conn, (id) => { location.hash = `#/s/${id}`; }) }, 'On this machine'),
         this.listEl),
       h('div.drawer-backdrop', { onclick: () => this.toggleDrawer(false) }),
       this.mainEl,

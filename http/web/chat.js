@@ -17,6 +17,7 @@ import { checkLine, checksSummaryText } from './checks.js';
 import { scriptLine, updateScriptLine, foldsInto } from './scripts.js';
 import { FilesPanel } from './files.js';
 import { TerminalPanel } from './terminal.js';
+import { importedText } from './machine.js';
 import { reviewCard } from './review.js';
 import { Overlaps, overlapLineText, rebasedLineText } from './overlaps.js';
 
@@ -1045,6 +1046,8 @@ export class ChatView {
         return add('info', this.rewinds.checkpoints.restoredLine(ev));
       case 'forked':
         return add('info', h('div.line-event.forked', h('span', { 'aria-hidden': 'true' }, '↳ '), forkedText(ev)));
+      case 'imported':
+        return add('info', h('div.line-event.forked', h('span', { 'aria-hidden': 'true' }, '↳ '), importedText(ev)));
       case 'turn_started':
         return null;
       case 'user_message': {

@@ -375,7 +375,41 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', resetsAt?: number | null, status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {decidedBy?: (Decider | null), kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {choices?: Array<string>, from: string, kind: 'question', pairId: string, question: string, questionId: string, timeoutSeconds: number, to: string} | {answer: string, by: Answerer, kind: 'question_answered', pairId: string, questionId: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {commands: Array<VendorCommand>, kind: 'commands'} | {check: LoopCheck, goal: string, kind: 'loop_started', loopId: string, maxIterations: number} | {check: LoopCheckOutcome, kind: 'loop_iteration', loopId: string, n: number} | {iterations: number, kind: 'loop_ended', loopId: string, reason: LoopEndReason} | {at: number, kind: 'schedule_occurrence', number: number, outcome: OccurrenceOutcome, scheduleId: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', resetsAt?: number | null, status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {decidedBy?: (Decider | null), kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {choices?: Array<string>, from: string, kind: 'question', pairId: string, question: string, questionId: string, timeoutSeconds: number, to: string} | {answer: string, by: Answerer, kind: 'question_answered', pairId: string, questionId: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {commands: Array<VendorCommand>, kind: 'commands'} | {check: LoopCheck, goal: string, kind: 'loop_started', loopId: string, maxIterations: number} | {check: LoopCheckOutcome, kind: 'loop_iteration', loopId: string, n: number} | {iterations: number, kind: 'loop_ended', loopId: string, reason: LoopEndReason} | {at: number, kind: 'schedule_occurrence', number: number, outcome: OccurrenceOutcome, scheduleId: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {kind: 'imported', messages: number, shown: number, skippedLines: number, vendor: string, vendorSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ */
+
+/**
+ * Fields of `external.import` (the body of `POST /external-sessions/import`).
+ * @typedef {object} ExternalImportParams
+ * @property {string} vendor The configured vendor whose CLI wrote it (`claude`, `codex`).
+ * @property {string} vendorSessionId The CLI's session id, as `external.list` gives it.
+ */
+
+/**
+ * Fields of `external.list` (the query of `GET /external-sessions`).
+ * @typedef {object} ExternalListParams
+ * @property {string | null} [cwd] Only sessions whose working directory is this one or lies under it.
+ * @property {string | null} [vendor] Only sessions of this vendor (`claude`, `codex`).
+ */
+
+/**
+ * `external.list` reply: most recently active first.
+ * @typedef {object} ExternalListResult
+ * @property {Array<ExternalSession>} sessions The sessions.
+ */
+
+/**
+ * One CLI session found on the machine.
+ * @typedef {object} ExternalSession
+ * @property {string} cwd Where the CLI worked.
+ * @property {number} lastActivity When it was last written to, epoch ms.
+ * @property {number} messages Messages of the conversation: prompts, answers and tool calls.
+ * @property {string | null} [sessionId] The caller's tandem session that continues it, if there is one.
+ * @property {number} sizeBytes The transcript's size, bytes.
+ * @property {number} skippedLines Lines of the transcript that could not be read (skipped).
+ * @property {string} title Its title, when the CLI gave it one; else its first prompt.
+ * @property {string} vendor The vendor whose CLI wrote it (`claude`, `codex`).
+ * @property {string} vendorSessionId The CLI's own session id (what it resumes by).
  */
 
 /**
@@ -1621,6 +1655,8 @@
  *   'device.pair-code': {params: DevicePairCodeParams, result: DevicePairCodeResult},
  *   'device.revoke': {params: DeviceRevokeParams, result: DeviceRevokeResult},
  *   'devices.list': {params: DevicesListParams, result: DevicesListResult},
+ *   'external.import': {params: ExternalImportParams, result: SessionInfo},
+ *   'external.list': {params: ExternalListParams, result: ExternalListResult},
  *   'loop.start': {params: LoopStartParams, result: LoopStartResult},
  *   'loop.stop': {params: LoopStopParams, result: LoopStopResult},
  *   'pair.close': {params: PairCloseParams, result: PairCloseResult},

@@ -405,6 +405,21 @@ pub enum EventBody {
         /// The paths both changed, sorted.
         paths: Vec<String>,
     },
+    /// This session continues a CLI session found on the machine (written first); the
+    /// transcript's prompts, answers and tool calls follow as `user_message`,
+    /// `assistant_message`, `tool_call` and `tool_result` events outside any turn.
+    Imported {
+        /// The configured vendor whose CLI wrote it.
+        vendor: String,
+        /// The CLI's session id, which the session's next turn resumes.
+        vendor_session_id: String,
+        /// The transcript's messages (prompts, answers, tool calls).
+        messages: u64,
+        /// Of them, the newest ones written here as events (older ones are left out).
+        shown: u64,
+        /// Lines of the transcript that could not be read.
+        skipped_lines: u64,
+    },
     /// This session is a fork of another (written in the fork, first).
     Forked {
         /// The session forked.
@@ -513,6 +528,7 @@ impl EventBody {
             EventBody::HandoffCreated { .. } => "handoff_created",
             EventBody::HandoffContext { .. } => "handoff_context",
             EventBody::Forked { .. } => "forked",
+            EventBody::Imported { .. } => "imported",
             EventBody::Review { .. } => "review",
             EventBody::Overlap { .. } => "overlap",
             EventBody::WorkerProposalUpdate { .. } => "worker_proposal_update",

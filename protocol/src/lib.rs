@@ -10,6 +10,7 @@ pub mod content;
 pub mod devices;
 pub mod error;
 pub mod event;
+pub mod external;
 pub mod incoming;
 pub mod loops;
 pub mod mcp;

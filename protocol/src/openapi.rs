@@ -234,6 +234,9 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         // 409: a worktree session whose worktree was discarded; 429: the owner's
         // --max-terminals.
         ("post", "/sessions/{id}/terminals") => &[409, 429],
+        // 404: no such transcript under the caller's roots; 422: a vendor this server
+        // lacks, a transcript over 256 MiB; 429: the owner's session limit.
+        ("post", "/external-sessions/import") => &[404, 422, 429],
         ("post", "/pairs") => &[404, 409, 422, 429, 503],
         ("post", "/uploads") => &[422, 429],
         // 422: keys that are not a P-256 point, an endpoint that is not a URL; 429:

@@ -317,6 +317,14 @@ operations! {
         rest route!("get" "/sessions", "Sessions the caller may see, a page at a time.", None, 200, of::<SessionsListResult>,
             &[("limit", "sessions per page", r#"{"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}"#, false),
               ("cursor", "`nextCursor` of the previous page (`MS.ID`)", r#"{"type": "string", "pattern": "^[0-9]{1,19}\\.[^\\u0000]+$"}"#, false)], false);
+    /// `external.list`: the Claude Code and Codex sessions already on this machine.
+    ExternalList "external.list" crate::external::ExternalListParams => crate::external::ExternalListResult [local, reads]
+        rest route!("get" "/external-sessions", "The Claude Code and Codex sessions already on this machine (their CLIs' own transcripts) whose working directory is under the caller's roots, most recently active first (as external.list).", None, 200, of::<crate::external::ExternalListResult>,
+            &[("vendor", "only this vendor's (`claude`, `codex`)", r#"{"type": "string"}"#, false),
+              ("cwd", "only sessions in this directory or under it", r#"{"type": "string", "pattern": "^[^\u0000]*$"}"#, false)], false);
+    /// `external.import`: a session that continues a CLI session found on this machine.
+    ExternalImport "external.import" crate::external::ExternalImportParams => SessionInfo [local, writes]
+        rest route!("post" "/external-sessions/import", "A session of the caller's that continues a Claude Code or Codex session found on this machine: its history holds the transcript's conversation and its next turn resumes the CLI's session; the caller's session that already continues it, if any (as external.import).", Some(of::<crate::external::ExternalImportParams>), 201, of::<SessionInfo>);
     /// `sessions.running`: sessions with a turn running.
     SessionsRunning "sessions.running" SessionsRunningParams => SessionsRunningResult [local, reads]
         rest route!("get" "/sessions/running", "Sessions with a turn running, ours and Claude Code's outside tandem.", None, 200, of::<SessionsRunningResult>);

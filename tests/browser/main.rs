@@ -18,6 +18,7 @@ mod commands;
 mod controls;
 mod history;
 mod install;
+mod machine;
 mod overlaps;
 mod pairing;
 mod pairs;

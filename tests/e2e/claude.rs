@@ -1171,3 +1171,162 @@ async fn a_rate_limit_ends_the_turn_limited() {
     let ahead = schedules[0]["at"].as_u64().unwrap().saturating_sub(before);
     assert!((890_000..=910_000).contains(&ahead), "{listed}");
 }
+
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+async fn claude_transcripts_on_the_machine_are_listed_and_follow_new_turns() {
+    let w = World::start("claude-external");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    ws.subscribe(&id, 0).await;
+    ws.turn(&id, "say first").await;
+    let vendor_id = w.info(&id).await["vendorSessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let list = || async {
+        let (status, body) = w.server().get("/api/v1/external-sessions").await;
+        assert_eq!(status, 200, "{body}");
+        body["sessions"].as_array().cloned().unwrap()
+    };
+
+    // The CLI's transcript of that session: the prompt and the answer.
+    let listed = list().await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let s = &listed[0];
+    assert_eq!(
+        (
+            s["vendor"].as_str(),
+            s["vendorSessionId"].as_str(),
+            s["sessionId"].as_str()
+        ),
+        (Some("claude"), Some(vendor_id.as_str()), Some(id.as_str())),
+        "{s}"
+    );
+    assert_eq!(
+        (s["title"].as_str(), s["messages"].as_u64()),
+        (Some("say first"), Some(2)),
+        "{s}"
+    );
+    assert_eq!(s["cwd"], w.info(&id).await["cwd"], "{s}");
+
+    // The CLI appends the next turn to it: listed again with the new count.
+    ws.turn(&id, "say second").await;
+    let again = list().await;
+    assert_eq!(again[0]["messages"], 4, "{again:?}");
+    let (status, body) = w
+        .server()
+        .get("/api/v1/external-sessions?vendor=codex")
+        .await;
+    assert_eq!(
+        (status, body["sessions"].clone()),
+        (200, json!([])),
+        "{body}"
+    );
+
+    // Once the tandem session is archived, the CLI's session is continued in a new
+    // one: its history holds the conversation, its next turn resumes the CLI's.
+    let (status, body) = w.server().delete(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(list().await[0]["sessionId"].is_null());
+    let import = json!({"vendor": "claude", "vendorSessionId": vendor_id});
+    let (status, made) = w
+        .server()
+        .post("/api/v1/external-sessions/import", &import)
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let new_id = made["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        (
+            made["vendor"].as_str(),
+            made["vendorSessionId"].as_str(),
+            made["title"].as_str()
+        ),
+        (Some("claude"), Some(vendor_id.as_str()), Some("say first")),
+        "{made}"
+    );
+    let history: Vec<Value> = w
+        .server()
+        .all_events(&new_id)
+        .await
+        .into_iter()
+        .filter(|e| e["kind"] != "session_configured")
+        .collect();
+    assert_eq!(history[0]["kind"], "imported", "{history:?}");
+    assert_eq!(
+        (
+            history[0]["messages"].as_u64(),
+            history[0]["shown"].as_u64()
+        ),
+        (Some(4), Some(4))
+    );
+    let said: Vec<(&str, &str)> = history[1..]
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap(),
+                e["text"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("user_message", "say first"),
+            ("assistant_message", "first"),
+            ("user_message", "say second"),
+            ("assistant_message", "second"),
+        ]
+    );
+    // Importing it again answers the same session.
+    let (status, again) = w
+        .server()
+        .post("/api/v1/external-sessions/import", &import)
+        .await;
+    assert_eq!(
+        (status, again["id"].as_str()),
+        (201, Some(new_id.as_str())),
+        "{again}"
+    );
+    assert_eq!(list().await[0]["sessionId"], new_id.as_str());
+    // Its next turn goes to the CLI's session: the model gets the earlier turns.
+    ws.subscribe(&new_id, 0).await;
+    let events = ws.turn(&new_id, "say third").await;
+    assert_eq!(
+        tandem_tests::events::status(&events),
+        "completed",
+        "{events:?}"
+    );
+    let request = w
+        .mock
+        .requests()
+        .into_iter()
+        .find(|r| r.user_text == "say third")
+        .map(|r| r.body.to_string())
+        .unwrap();
+    assert!(
+        request.contains("say first") && request.contains("say second"),
+        "{request}"
+    );
+    assert_eq!(w.info(&new_id).await["vendorSessionId"], vendor_id.as_str());
+    // The CLI appended the continued turn to the same transcript: listed with it.
+    let after = list().await;
+    assert_eq!(
+        (after.len(), after[0]["messages"].as_u64()),
+        (1, Some(6)),
+        "{after:?}"
+    );
+    // An unknown one is 404; a vendor this server lacks finds nothing either.
+    let (status, body) = w
+        .server()
+        .post(
+            "/api/v1/external-sessions/import",
+            &json!({"vendor": "claude", "vendorSessionId": "nope"}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("NOT_FOUND")),
+        "{body}"
+    );
+}

@@ -1422,3 +1422,168 @@ async fn a_usage_limit_hands_the_conversation_to_another_vendor() {
     assert_eq!(context["request"], "limit 600", "{context}");
     assert_eq!(context["sourceSessionId"], id.as_str());
 }
+
+/// `GET /external-sessions` as JSON, with `query` (`?…` or empty).
+async fn external(server: &Server, query: &str) -> Vec<Value> {
+    let (status, body) = server
+        .get(&format!("/api/v1/external-sessions{query}"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["sessions"].as_array().cloned().unwrap()
+}
+
+#[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
+async fn codex_rollouts_on_the_machine_are_listed_and_follow_new_turns() {
+    let codex = start(&[]);
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
+    ws.turn(&id, "say hello from the mock model").await;
+    let thread = codex.get(&format!("/api/v1/sessions/{id}")).await.1["vendorSessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The CLI's rollout for that thread: its prompt, its answer.
+    let listed = external(&codex, "").await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let s = &listed[0];
+    assert_eq!(
+        (
+            s["vendor"].as_str(),
+            s["vendorSessionId"].as_str(),
+            s["sessionId"].as_str()
+        ),
+        (Some("codex"), Some(thread.as_str()), Some(id.as_str())),
+        "{s}"
+    );
+    assert_eq!(s["title"], "say hello from the mock model", "{s}");
+    assert_eq!(
+        (s["messages"].as_u64(), s["skippedLines"].as_u64()),
+        (Some(2), Some(0)),
+        "{s}"
+    );
+    assert_eq!(
+        s["cwd"],
+        codex.get(&format!("/api/v1/sessions/{id}")).await.1["cwd"],
+        "{s}"
+    );
+
+    // A turn with a tool call later: the rollout grew, and so does the count.
+    ws.turn(&id, "shell echo hi").await;
+    let again = external(&codex, "").await;
+    let after = again[0]["messages"].as_u64().unwrap();
+    assert!(after >= 5, "prompt, call and answer added: {}", again[0]);
+    assert!(
+        again[0]["lastActivity"].as_u64() >= s["lastActivity"].as_u64(),
+        "{again:?}"
+    );
+
+    // Filters: another vendor, a directory it is not under, the one it is in.
+    assert_eq!(
+        external(&codex, "?vendor=claude").await,
+        Vec::<Value>::new()
+    );
+    assert_eq!(
+        external(&codex, "?cwd=/nonexistent").await,
+        Vec::<Value>::new()
+    );
+    let cwd = s["cwd"].as_str().unwrap().to_string();
+    assert_eq!(
+        external(&codex, &format!("?vendor=codex&cwd={cwd}"))
+            .await
+            .len(),
+        1
+    );
+
+    // A line that is not JSON (a crash mid-write, say) is skipped and counted.
+    let rollout = find_rollout(&codex.home.join("sessions")).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&rollout)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{not json\n").unwrap();
+    drop(f);
+    let skipped = external(&codex, "").await;
+    assert_eq!(
+        (
+            skipped[0]["messages"].as_u64(),
+            skipped[0]["skippedLines"].as_u64()
+        ),
+        (Some(after), Some(1)),
+        "{skipped:?}"
+    );
+
+    // Archived in tandem, then continued from the machine: the history holds the
+    // conversation with its tool call, and the next turn resumes the thread.
+    let (status, body) = codex.delete(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, made) = codex
+        .post(
+            "/api/v1/external-sessions/import",
+            &json!({"vendor": "codex", "vendorSessionId": thread}),
+        )
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let new_id = made["id"].as_str().unwrap().to_string();
+    assert_eq!(made["vendorSessionId"], thread.as_str(), "{made}");
+    let history = codex.all_events(&new_id).await;
+    let imported = history.iter().find(|e| e["kind"] == "imported").unwrap();
+    assert_eq!(
+        (
+            imported["messages"].as_u64(),
+            imported["skippedLines"].as_u64()
+        ),
+        (Some(after), Some(1)),
+        "{imported}"
+    );
+    let kinds: Vec<&str> = history.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert!(
+        kinds.contains(&"tool_call") && kinds.contains(&"tool_result"),
+        "{kinds:?}"
+    );
+    assert!(
+        history
+            .iter()
+            .any(|e| e["kind"] == "user_message" && e["text"] == "say hello from the mock model"),
+        "{history:?}"
+    );
+    ws.subscribe(&new_id, 0).await;
+    let events = ws.turn(&new_id, "say once more").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    let last = codex.mock.requests().last().cloned().unwrap();
+    assert!(
+        last["input"]
+            .to_string()
+            .contains("say hello from the mock model"),
+        "resumed: {last}"
+    );
+    // The CLI appended the continued turn to the same rollout: listed with it.
+    let relisted = external(&codex, "").await;
+    assert_eq!(relisted.len(), 1, "{relisted:?}");
+    assert_eq!(
+        relisted[0]["messages"].as_u64(),
+        Some(after + 2),
+        "{relisted:?}"
+    );
+    assert_eq!(relisted[0]["sessionId"], new_id.as_str(), "{relisted:?}");
+}
+
+/// The first `rollout-*.jsonl` under `dir`.
+fn find_rollout(dir: &Path) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = find_rollout(&path) {
+                return Some(found);
+            }
+        } else if path.file_name()?.to_str()?.starts_with("rollout-") {
+            return Some(path);
+        }
+    }
+    None
+}

@@ -31,6 +31,7 @@ mod crash_workflows;
 mod devices;
 mod durability;
 mod error_codes;
+mod external;
 mod first_run;
 mod flow;
 mod forks;

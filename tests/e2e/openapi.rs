@@ -177,7 +177,22 @@ async fn ws_code(ws: &mut WsClient, frame: Value) -> String {
 
 #[actix_rt::test]
 async fn every_documented_route_answers_as_described() {
-    let server = Server::start();
+    // A Claude Code vendor (never run here) whose HOME holds one transcript, so that
+    // `external.import` has something to import.
+    let dir = std::sync::Arc::new(tandem_tests::TempDir::new("openapi"));
+    let home = dir.path().join("claude-home");
+    let project = home.join(".claude/projects/p");
+    std::fs::create_dir_all(&project).unwrap();
+    let line = json!({"type": "user", "sessionId": "cli-1", "cwd": dir.path(),
+        "message": {"role": "user", "content": "say hi"}, "timestamp": "2026-01-01T00:00:00Z"});
+    std::fs::write(project.join("cli-1.jsonl"), format!("{line}\n")).unwrap();
+    let config = dir.path().join("tandem.toml");
+    let text = format!(
+        "[vendors.claude]\nbin = \"/bin/true\"\nenv = {{ HOME = {} }}\n",
+        json!(home.display().to_string())
+    );
+    std::fs::write(&config, text).unwrap();
+    let server = Server::start_in(dir, tandem_tests::ServerOptions::with_config(&config));
     let (status, served) = server.get("/api/v1/openapi.json").await;
     assert_eq!(status, 200);
     let snapshot: Value = serde_json::from_str(
@@ -416,6 +431,29 @@ async fn every_documented_route_answers_as_described() {
         json!([]),
         "the scripted vendor lists none"
     );
+
+    // The CLI sessions on this machine: the one transcript, and a session continuing it.
+    let external = c
+        .ok(
+            "get",
+            "/external-sessions?vendor=claude",
+            "/external-sessions",
+            None,
+        )
+        .await;
+    assert_eq!(
+        external["sessions"][0]["vendorSessionId"], "cli-1",
+        "{external}"
+    );
+    let imported = c
+        .ok(
+            "post",
+            "/external-sessions/import",
+            "/external-sessions/import",
+            Some(json!({"vendor": "claude", "vendorSessionId": "cli-1"})),
+        )
+        .await;
+    assert_eq!(imported["vendorSessionId"], "cli-1", "{imported}");
 
     // Terminals: open, list, close.
     let term = c

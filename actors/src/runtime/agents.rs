@@ -43,6 +43,7 @@ impl Runtime {
         prompt: String,
     ) -> Result<SessionInfo, RuntimeError> {
         self.new_session(NewSession {
+            resume: None,
             id: None,
             owner_id: parent.owner_id.clone(),
             visibility: parent.visibility,

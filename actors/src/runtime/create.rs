@@ -26,6 +26,9 @@ pub(super) struct NewSession {
     pub(super) fork: Option<ForkStart>,
     /// A worktree of its own to create, branched in the checkout at `cwd`.
     pub(super) worktree: Option<WorktreeRequest>,
+    /// The vendor's own session this one continues (`external.import`): its first turn
+    /// resumes it.
+    pub(super) resume: Option<String>,
 }
 
 /// A new session's own worktree, asked for.
@@ -57,6 +60,7 @@ impl Runtime {
     ) -> Result<SessionInfo, RuntimeError> {
         let cwd = self.resolve_cwd(who, params.cwd.as_deref())?;
         self.new_session(NewSession {
+            resume: None,
             id: None,
             owner_id: who.user_id.clone(),
             visibility: params.visibility.unwrap_or_default(),
@@ -178,11 +182,12 @@ impl Runtime {
             last_activity: now,
             owner_id: spec.owner_id,
             visibility: spec.visibility,
-            vendor_session_id: spec
-                .fork
-                .as_ref()
-                .and_then(|f| f.vendor.as_ref())
-                .map(|v| v.vendor_session_id.clone()),
+            vendor_session_id: spec.resume.clone().or_else(|| {
+                spec.fork
+                    .as_ref()
+                    .and_then(|f| f.vendor.as_ref())
+                    .map(|v| v.vendor_session_id.clone())
+            }),
             vendor_fork_on_open: spec
                 .fork
                 .as_ref()

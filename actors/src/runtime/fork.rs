@@ -196,6 +196,7 @@ impl Runtime {
         };
         let fork = self
             .new_session(NewSession {
+                resume: None,
                 id: None,
                 owner_id: source.owner_id.clone(),
                 visibility: source.visibility,

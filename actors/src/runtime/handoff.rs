@@ -144,6 +144,7 @@ impl Runtime {
             .collect();
         let target = self
             .new_session(NewSession {
+                resume: None,
                 worktree: None,
                 id: None,
                 owner_id: source.owner_id.clone(),

@@ -10,6 +10,7 @@ mod commands;
 mod create;
 mod devices;
 mod edit;
+mod external;
 mod fork;
 mod handoff;
 mod judge;
@@ -119,6 +120,8 @@ struct Inner {
     public_url: std::sync::OnceLock<(String, bool)>,
     /// Sessions' terminals.
     terminals: crate::terminals::Terminals,
+    /// The CLI transcripts read so far (`external.list`).
+    external: Arc<crate::external::ExternalSessions>,
 }
 
 /// What [`Runtime::start`] hands back.
@@ -264,6 +267,7 @@ impl Runtime {
             uploads,
             public_url: std::sync::OnceLock::new(),
             terminals,
+            external: Arc::default(),
         });
         let runtime = Runtime { inner };
         let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));

@@ -265,6 +265,7 @@ impl Runtime {
             .or_else(|_| self.resolve_cwd(&owner, None))?;
         let id = spec.worker_id.clone();
         self.new_session(NewSession {
+            resume: None,
             id: Some(id.clone()),
             owner_id: spec.owner_id,
             visibility: spec.visibility,
@@ -440,6 +441,7 @@ impl Runtime {
         }
         let created = self
             .new_session(NewSession {
+                resume: None,
                 id: Some(record.worker_id.clone()),
                 owner_id: driver_info.owner_id.clone(),
                 visibility: driver_info.visibility,

@@ -41,7 +41,7 @@ pub use commands::ListCommands;
 pub use loops::{StartLoop, StopLoop};
 pub use pairing::{
     Describe, HoldsDelegation, IdleRemoteWorker, JoinPair, LeavePair, PairInbox, PartialText,
-    RecordEvent, ReportDelivered, ReportTo, Resume, SessionState, StartDelegated,
+    RecordEvent, RecordEvents, ReportDelivered, ReportTo, Resume, SessionState, StartDelegated,
     WorkerNeedsApproval, WorkerTurnEnded,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};

@@ -136,6 +136,11 @@ pub struct LeavePair {
 #[rtype(result = "()")]
 pub struct RecordEvent(pub EventBody);
 
+/// Records events in order, committed as one batch (an imported transcript).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct RecordEvents(pub Vec<EventBody>);
+
 /// What callers of the agent tools need to know about the calling session.
 #[derive(Debug, Clone)]
 pub struct SessionState {
@@ -424,6 +429,17 @@ impl Handler<RecordEvent> for SessionActor {
 
     fn handle(&mut self, msg: RecordEvent, _: &mut Context<Self>) {
         self.emit(None, msg.0);
+        self.flush();
+    }
+}
+
+impl Handler<RecordEvents> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RecordEvents, _: &mut Context<Self>) {
+        for body in msg.0 {
+            self.emit(None, body);
+        }
         self.flush();
     }
 }

@@ -53,6 +53,8 @@ pub async fn run(
             usage: rt.usage(who, &p.session_id, p.since).await?,
         }),
         R::SessionsList(p) => json(list_page(ctx, who, p)?),
+        R::ExternalList(p) => json(rt.external_sessions(who, p).await?),
+        R::ExternalImport(p) => json(rt.import_external(who, p).await?),
         R::SessionsRunning(_) => json(SessionsRunningResult {
             sessions: rt.running_with(who, &others(ctx)),
         }),

@@ -409,6 +409,17 @@ impl Connection {
         }
     }
 
+    /// Stops routing `thread_id` if it is routed to `to`: a thread's actor that stops
+    /// after another session loaded the same thread (an archived session's, once an
+    /// import continues its thread) leaves the newer route alone.
+    pub fn unroute_from(&self, thread_id: &str, to: &Recipient<ThreadInbound>) {
+        if let Ok(mut routes) = self.inner.routes.lock() {
+            if routes.get(thread_id) == Some(to) {
+                routes.remove(thread_id);
+            }
+        }
+    }
+
     /// Kills the process now (other handles see it end like a crash).
     pub fn close(&self) {
         self._guard.fire();

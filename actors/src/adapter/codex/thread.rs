@@ -147,9 +147,9 @@ impl CodexThread {
 impl Actor for CodexThread {
     type Context = Context<Self>;
 
-    fn stopped(&mut self, _: &mut Context<Self>) {
+    fn stopped(&mut self, ctx: &mut Context<Self>) {
         if let (Some(conn), Some(thread_id)) = (&self.conn, &self.thread_id) {
-            conn.unroute(thread_id);
+            conn.unroute_from(thread_id, &ctx.address().recipient());
         }
     }
 }
