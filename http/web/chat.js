@@ -18,6 +18,7 @@ import { scriptLine, updateScriptLine, foldsInto } from './scripts.js';
 import { FilesPanel } from './files.js';
 import { TerminalPanel } from './terminal.js';
 import { importedText } from './machine.js';
+import { onLimitSetting, fillOnLimit, openLoop, stopLoop, workerApprovalsSelect } from './controls.js';
 import { reviewCard } from './review.js';
 import { Overlaps, overlapLineText, rebasedLineText } from './overlaps.js';
 
@@ -121,6 +122,8 @@ export class ChatView {
     this.modelSel = this.setting('model', 'Model');
     this.effortSel = this.setting('effort', 'Effort');
     this.modeSel = this.setting('permissionMode', 'Permission mode');
+    this.limitSel = onLimitSetting(this);
+    this.loopBtn = h('button.btn.tiny', { type: 'button', onclick: () => (this.info.loop ? stopLoop(this) : openLoop(this)) }, 'Loop…');
     this.handoffBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openHandoff() }, 'Hand off…');
     this.workerBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.openAddWorker() }, 'Add Worker');
     this.besideBtn = h('button.btn.tiny', { type: 'button', onclick: () => this.app.openBeside(this.id) }, 'Open beside…');
@@ -189,9 +192,9 @@ export class ChatView {
       h('header.chat-head',
         h('div.line', this.opts.back ? h('a.btn.link.back', { href: '#/' }, '← Sessions') : null, this.paneEl, this.titleEl, this.renameForm, this.statusEl,
           this.moreBtn,
-          h('span.head-actions', { id: `actions-${this.id}` }, this.changesBtn, this.filesBtn, this.terminalBtn, this.handoffBtn, this.workerBtn, this.besideBtn, this.renameBtn, this.archiveBtn)),
+          h('span.head-actions', { id: `actions-${this.id}` }, this.changesBtn, this.filesBtn, this.terminalBtn, this.loopBtn, this.handoffBtn, this.workerBtn, this.besideBtn, this.renameBtn, this.archiveBtn)),
         h('div.line.sub', this.metaEl, this.forkedEl, this.gitEl, this.usageEl, this.bgEl),
-        h('div.line.settings', { id: `settings-${this.id}` }, this.modelSel.wrap, this.effortSel.wrap, this.modeSel.wrap)),
+        h('div.line.settings', { id: `settings-${this.id}` }, this.modelSel.wrap, this.effortSel.wrap, this.modeSel.wrap, this.limitSel.wrap)),
       h('div.chat-body', h('div.log-wrap', this.log, this.jumpBtn), this.panelEl),
       this.form);
     this.observer = new IntersectionObserver((entries) => {
@@ -362,6 +365,7 @@ export class ChatView {
     fill(this.modeSel.select, PERMISSION_MODES.slice(1), s.permissionMode === 'default' ? '' : s.permissionMode);
     const modeFirst = this.modeSel.select.options[0];
     if (modeFirst) modeFirst.value = 'default';
+    fillOnLimit(this, this.limitSel.select);
   }
 
   // ---- hand off, add a Worker, schedule -------------------------------------------
@@ -387,17 +391,19 @@ export class ChatView {
   openAddWorker() {
     const picker = vendorPicker(() => this.app.store.vendors);
     const own = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', name: 'workerWorkspace' }));
+    const approvals = workerApprovalsSelect();
     const d = formDialog({
       title: 'Add a Worker',
       className: 'add-worker',
       intro: 'A new Worker session is paired with this one, which becomes its Driver. With its own worktree it works on a branch of its own, and you merge what it did.',
-      fields: [...picker.fields, ['Own worktree', own]],
+      fields: [...picker.fields, ['Own worktree', own], ['Its permission requests', approvals]],
       submitLabel: 'Add Worker',
       submit: async () => {
         const v = picker.values();
         /** @type {import('./wire.js').PairCreateParams} */
         const params = { driverId: this.id, worker: { vendor: v.vendor, model: v.model, effort: /** @type {import('./wire.js').WorkerSpec['effort']} */ (v.effort) } };
         if (own.checked) params.workerWorkspace = 'worktree';
+        params.workerApprovals = /** @type {import('./wire.js').PairCreateParams['workerApprovals']} */ (approvals.value);
         const r = await this.app.conn.request('pair.create', params);
         this.app.store.setPairs([...this.app.store.pairs.values(), r.pair]);
         this.app.pairsChanged();
@@ -527,6 +533,7 @@ export class ChatView {
     // A session already in a pair or spawned by another cannot get a Worker.
     this.workerBtn.hidden = !!s.pairId || !!s.parentId;
     this.handoffBtn.hidden = !!s.pairId;
+    this.loopBtn.textContent = s.loop ? 'Stop loop' : 'Loop…';
     this.fillSettings();
     this.renderBg();
     this.renderGit();

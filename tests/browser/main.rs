@@ -16,6 +16,7 @@ mod checkpoints;
 mod checks;
 mod commands;
 mod controls;
+mod cooperation;
 mod history;
 mod install;
 mod machine;

@@ -95,3 +95,19 @@ async fn vendors_lists_what_can_run() {
         json!(["minimal", "low", "medium", "high", "xhigh"])
     );
 }
+
+#[actix_rt::test]
+async fn on_limit_is_kept_listed_and_survives_a_restart() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let id = ws.create_session().await;
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "onLimit": "wait"}))
+        .await;
+    let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(info["onLimit"], "wait", "{info}");
+    drop(ws);
+    let dir = server.kill();
+    let server = Server::start_in(dir, tandem_tests::ServerOptions::default());
+    let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(info["onLimit"], "wait", "{info}");
+}

@@ -311,6 +311,7 @@ impl SessionActor {
         if config_changed
             || record.title != self.record.title
             || record.notify != self.record.notify
+            || record.on_limit != self.record.on_limit
             || new_owner.is_some()
         {
             self.touch();
