@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
+use tandem_tests::transcripts::{answer_line, claude_home, prompt_line};
 use tandem_tests::{Browser, Server, ServerOptions, TempDir};
 
 use crate::Page;
@@ -17,26 +17,9 @@ use crate::Page;
 )]
 async fn a_cli_session_on_the_machine_is_continued_from_the_page() {
     let dir = Arc::new(TempDir::new("browser-machine"));
-    let home = dir.path().join("claude-home");
-    let project = home.join(".claude/projects/p");
-    std::fs::create_dir_all(&project).unwrap();
-    let lines = [
-        json!({"type": "user", "sessionId": "cli-7", "cwd": dir.path(), "timestamp": "2026-01-01T00:00:00Z",
-               "message": {"role": "user", "content": [{"type": "text", "text": "explain the build"}]}}),
-        json!({"type": "assistant", "sessionId": "cli-7", "cwd": dir.path(), "timestamp": "2026-01-01T00:00:01Z",
-               "message": {"role": "assistant", "content": [{"type": "text", "text": "It uses cargo."}]}}),
-    ];
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(project.join("cli-7.jsonl"), text).unwrap();
-    let config = dir.path().join("tandem.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[vendors.claude]\nbin = \"/bin/true\"\nenv = {{ HOME = {} }}\n",
-            json!(home.display().to_string())
-        ),
-    )
-    .unwrap();
+    let text = prompt_line("cli-7", dir.path(), "explain the build")
+        + &answer_line("cli-7", dir.path(), "It uses cargo.");
+    let (config, _) = claude_home(dir.path(), &[("cli-7", text)], "");
     let server = Server::start_in(
         dir,
         ServerOptions {

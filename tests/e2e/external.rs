@@ -8,43 +8,32 @@ use std::io::{Seek, SeekFrom, Write};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use tandem_tests::transcripts::{claude_home, prompt_line};
 use tandem_tests::{Server, ServerOptions, TempDir};
-
-/// One Claude Code transcript line of session `id` in `cwd`.
-fn line(id: &str, cwd: &std::path::Path, text: &str) -> String {
-    let v = json!({"type": "user", "sessionId": id, "cwd": cwd, "timestamp": "2026-01-01T00:00:00Z",
-                   "message": {"role": "user", "content": text}});
-    format!("{v}\n")
-}
 
 #[actix_rt::test]
 async fn transcripts_are_their_roots_users_and_a_huge_one_is_not_imported() {
     let dir = Arc::new(TempDir::new("external"));
     let carols = dir.path().join("carol");
     std::fs::create_dir_all(&carols).unwrap();
-    let home = dir.path().join("claude-home");
-    let project = home.join(".claude/projects/p");
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::write(
-        project.join("mine.jsonl"),
-        line("mine", dir.path(), "the admin's"),
-    )
-    .unwrap();
-    std::fs::write(project.join("hers.jsonl"), line("hers", &carols, "carol's")).unwrap();
+    let (config, project) = claude_home(
+        dir.path(),
+        &[
+            ("mine", prompt_line("mine", dir.path(), "the admin's")),
+            ("hers", prompt_line("hers", &carols, "carol's")),
+        ],
+        &format!(
+            "\n[users.carol]\nworkspace_roots = [{}]\n",
+            json!(carols.display().to_string())
+        ),
+    );
     // Over 256 MiB: a first line, then a long run of zeros (sparse) ended by a newline.
     let mut huge = std::fs::File::create(project.join("huge.jsonl")).unwrap();
-    huge.write_all(line("huge", dir.path(), "a long one").as_bytes())
+    huge.write_all(prompt_line("huge", dir.path(), "a long one").as_bytes())
         .unwrap();
     huge.seek(SeekFrom::Start((256 << 20) + 10)).unwrap();
     huge.write_all(b"\n").unwrap();
     drop(huge);
-    let config = dir.path().join("tandem.toml");
-    let text = format!(
-        "[vendors.claude]\nbin = \"/bin/true\"\nenv = {{ HOME = {} }}\n\n[users.carol]\nworkspace_roots = [{}]\n",
-        json!(home.display().to_string()),
-        json!(carols.display().to_string())
-    );
-    std::fs::write(&config, text).unwrap();
     let server = Server::start_in(
         dir,
         ServerOptions {

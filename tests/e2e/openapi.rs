@@ -180,18 +180,9 @@ async fn every_documented_route_answers_as_described() {
     // A Claude Code vendor (never run here) whose HOME holds one transcript, so that
     // `external.import` has something to import.
     let dir = std::sync::Arc::new(tandem_tests::TempDir::new("openapi"));
-    let home = dir.path().join("claude-home");
-    let project = home.join(".claude/projects/p");
-    std::fs::create_dir_all(&project).unwrap();
-    let line = json!({"type": "user", "sessionId": "cli-1", "cwd": dir.path(),
-        "message": {"role": "user", "content": "say hi"}, "timestamp": "2026-01-01T00:00:00Z"});
-    std::fs::write(project.join("cli-1.jsonl"), format!("{line}\n")).unwrap();
-    let config = dir.path().join("tandem.toml");
-    let text = format!(
-        "[vendors.claude]\nbin = \"/bin/true\"\nenv = {{ HOME = {} }}\n",
-        json!(home.display().to_string())
-    );
-    std::fs::write(&config, text).unwrap();
+    use tandem_tests::transcripts::{claude_home, prompt_line};
+    let line = prompt_line("cli-1", dir.path(), "say hi");
+    let (config, _) = claude_home(dir.path(), &[("cli-1", line)], "");
     let server = Server::start_in(dir, tandem_tests::ServerOptions::with_config(&config));
     let (status, served) = server.get("/api/v1/openapi.json").await;
     assert_eq!(status, 200);

@@ -16,6 +16,7 @@ pub mod procs;
 pub mod push_service;
 pub mod raw_socket;
 pub mod server;
+pub mod transcripts;
 pub mod vendor_clis;
 pub mod webdriver;
 pub mod ws;
