@@ -63,6 +63,8 @@ pub struct RuntimeConfig {
     /// How sessions' terminals are started and limited (`--max-terminals`,
     /// `--terminal-idle-secs`).
     pub terminals: crate::terminals::TerminalsConfig,
+    /// The MCP servers every session's agent gets (`[mcp_servers.NAME]`).
+    pub mcp_servers: Vec<crate::mcp_servers::NamedServer>,
 }
 
 impl RuntimeConfig {
@@ -129,6 +131,7 @@ impl RuntimeConfig {
             confinement: crate::adapter::confine::Confinement::off("not configured"),
             worktree_ports: crate::scripts::DEFAULT_PORTS,
             terminals: crate::terminals::TerminalsConfig::default(),
+            mcp_servers: Vec::new(),
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod holds;
 pub mod judge;
 #[cfg(test)]
 mod layering;
+pub mod mcp_servers;
 pub mod mcp_tokens;
 pub mod metrics;
 pub mod owners;

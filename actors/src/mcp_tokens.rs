@@ -23,9 +23,26 @@ struct Inner {
     sessions: DashMap<String, String>,
     /// Session → token, so a session keeps one token.
     tokens: DashMap<String, String>,
+    /// The user's MCP servers, handed to every session's agent beside ours.
+    servers: Arc<Vec<crate::mcp_servers::NamedServer>>,
 }
 
 impl McpTokens {
+    /// No token yet; every session's agent also gets `servers`.
+    pub fn with_servers(servers: Vec<crate::mcp_servers::NamedServer>) -> McpTokens {
+        McpTokens {
+            inner: Arc::new(Inner {
+                servers: Arc::new(servers),
+                ..Inner::default()
+            }),
+        }
+    }
+
+    /// The user's MCP servers.
+    pub fn servers(&self) -> &[crate::mcp_servers::NamedServer] {
+        &self.inner.servers
+    }
+
     /// Records the server's base URL (`http://HOST:PORT`); the first call wins.
     pub fn set_base_url(&self, base: &str) {
         let _ = self
@@ -77,7 +94,11 @@ impl McpTokens {
     pub fn access(&self, session_id: &str) -> Option<McpAccess> {
         let url = self.inner.url.get()?.clone();
         match self.token_for(session_id) {
-            Ok(token) => Some(McpAccess { url, token }),
+            Ok(token) => Some(McpAccess {
+                url,
+                token,
+                servers: self.inner.servers.clone(),
+            }),
             Err(e) => {
                 tracing::error!(error = %e, "no MCP token for a vendor process");
                 None

@@ -483,6 +483,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
     {
         runtime.worktree_ports = port_range(ports)?;
     }
+    runtime.mcp_servers = file.mcp_servers()?;
     runtime.terminals.max_per_user = args.max_terminals;
     runtime.terminals.idle = std::time::Duration::from_secs(args.terminal_idle_secs.max(1));
     runtime.terminals.helper = std::env::current_exe().ok();

@@ -25,6 +25,14 @@
 //!
 //! [users.carol]
 //! workspace_roots = ["/home/carol/src"]  # carol opens sessions under these only
+//!
+//! [mcp_servers.files]                    # an MCP server every session's agent gets
+//! command = "npx"                        # stdio: command, args, env ...
+//! args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/src"]
+//!
+//! [mcp_servers.tracker]                  # ... or streamable HTTP: url, headers
+//! url = "https://tracker.example/mcp"
+//! headers = { Authorization = "Bearer ..." }
 //! ```
 
 use std::collections::BTreeMap;
@@ -52,6 +60,71 @@ pub struct ConfigFile {
     /// `[users.NAME]`: what one user is granted.
     #[serde(default)]
     pub users: BTreeMap<String, UserSection>,
+    /// `[mcp_servers.NAME]`: MCP servers every session's agent gets.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerSection>,
+}
+
+/// `[mcp_servers.NAME]`: exactly one of `command` (stdio) and `url` (streamable HTTP).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSection {
+    /// The program of a stdio server.
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Its environment, on top of the server's own.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The endpoint of an HTTP server.
+    pub url: Option<String>,
+    /// Headers sent with every request to it.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+impl ConfigFile {
+    /// The declared MCP servers, or why one cannot be used.
+    pub fn mcp_servers(&self) -> Result<Vec<tandem_actors::mcp_servers::NamedServer>, String> {
+        use tandem_actors::mcp_servers::{check_name, McpServerSpec, NamedServer};
+        self.mcp_servers
+            .iter()
+            .map(|(name, s)| {
+                check_name(name)?;
+                let spec = match (&s.command, &s.url) {
+                    (Some(command), None) if s.headers.is_empty() => McpServerSpec::Stdio {
+                        command: command.clone(),
+                        args: s.args.clone(),
+                        env: s.env.clone(),
+                    },
+                    (None, Some(url)) if s.args.is_empty() && s.env.is_empty() => {
+                        if !(url.starts_with("http://") || url.starts_with("https://")) {
+                            return Err(format!("[mcp_servers.{name}]: url must be http:// or https://"));
+                        }
+                        McpServerSpec::Http {
+                            url: url.clone(),
+                            headers: s.headers.clone(),
+                        }
+                    }
+                    (None, None) => {
+                        return Err(format!(
+                            "[mcp_servers.{name}]: give `command` (a stdio server) or `url` (an HTTP one)"
+                        ))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "[mcp_servers.{name}]: `command` (with `args`, `env`) and `url` (with `headers`) do not mix"
+                        ))
+                    }
+                };
+                Ok(NamedServer {
+                    name: name.clone(),
+                    spec,
+                })
+            })
+            .collect()
+    }
 }
 
 /// `[users.NAME]`.

@@ -60,6 +60,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(at("/sessions/{id}/commands").route(web::get().to(commands)))
             .service(at("/external-sessions").route(web::get().to(external_sessions)))
             .service(at("/external-sessions/import").route(web::post().to(import_external)))
+            .service(at("/mcp-servers").route(web::get().to(mcp_servers)))
+            .service(at("/mcp-servers/{name}/probe").route(web::post().to(probe_mcp_server)))
             .service(
                 at("/sessions/{id}/uploads/{upload}")
                     .route(web::get().to(crate::uploads::session_upload)),
@@ -171,6 +173,25 @@ async fn import_external(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Created().json(run(&state, &who, params).await?))
+}
+
+/// `GET /mcp-servers` → 200 `{servers}` (as `mcp-servers.list`).
+async fn mcp_servers(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let params = tandem_protocol::mcp_servers::McpServersListParams {};
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
+}
+
+/// `POST /mcp-servers/{name}/probe` → 200 (as `mcp-servers.probe`).
+async fn probe_mcp_server(
+    who: Caller,
+    name: web::Path<String>,
+    _: NoBody,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let params = tandem_protocol::mcp_servers::McpServerProbeParams {
+        name: name.into_inner(),
+    };
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
 
 async fn running(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {

@@ -555,6 +555,46 @@
  */
 
 /**
+ * One MCP server, as listed.
+ * @typedef {object} McpServerInfo
+ * @property {Array<string>} [args] Its arguments (stdio).
+ * @property {string | null} [command] The program (stdio).
+ * @property {Array<Secret>} [env] Its environment's variables (stdio).
+ * @property {Array<Secret>} [headers] Its headers (http).
+ * @property {string} name Its name.
+ * @property {string} transport `stdio` or `http`.
+ * @property {string | null} [url] Its endpoint (http).
+ */
+
+/**
+ * Fields of `mcp-servers.probe`.
+ * @typedef {object} McpServerProbeParams
+ * @property {string} name The server.
+ */
+
+/**
+ * `mcp-servers.probe` reply: whether an MCP client got through, and what it found.
+ * @typedef {object} McpServerProbeResult
+ * @property {string | null} [error] Why it is not reachable.
+ * @property {string} name The server.
+ * @property {boolean} reachable It answered `initialize` and `tools/list`.
+ * @property {string | null} [serverName] Its own name (`serverInfo.name`).
+ * @property {string | null} [serverVersion] Its version (`serverInfo.version`).
+ * @property {Array<string>} tools Its tools' names.
+ */
+
+/**
+ * Fields of `mcp-servers.list`.
+ * @typedef {Record<string, any>} McpServersListParams
+ */
+
+/**
+ * `mcp-servers.list` reply, by name.
+ * @typedef {object} McpServersListResult
+ * @property {Array<McpServerInfo>} servers The servers.
+ */
+
+/**
  * How `session.merge` brings the branch into its base.
  * @typedef {('merge' | 'squash')} MergeStrategy
  */
@@ -896,6 +936,13 @@
 /**
  * Where a script is.
  * @typedef {('running' | 'passed' | 'failed' | 'timedOut' | 'stopped')} ScriptStatus
+ */
+
+/**
+ * A variable or header whose value may be a secret: only whether it is set.
+ * @typedef {object} Secret
+ * @property {string} name Its name.
+ * @property {boolean} set Whether it has a value (never shown).
  */
 
 /**
@@ -1659,6 +1706,8 @@
  *   'external.list': {params: ExternalListParams, result: ExternalListResult},
  *   'loop.start': {params: LoopStartParams, result: LoopStartResult},
  *   'loop.stop': {params: LoopStopParams, result: LoopStopResult},
+ *   'mcp-servers.list': {params: McpServersListParams, result: McpServersListResult},
+ *   'mcp-servers.probe': {params: McpServerProbeParams, result: McpServerProbeResult},
  *   'pair.close': {params: PairCloseParams, result: PairCloseResult},
  *   'pair.create': {params: PairCreateParams, result: PairCreateResult},
  *   'pairs.list': {params: PairsListParams, result: PairsListResult},

@@ -14,6 +14,7 @@ pub mod external;
 pub mod incoming;
 pub mod loops;
 pub mod mcp;
+pub mod mcp_servers;
 pub mod openapi;
 pub mod operations;
 pub mod pair;

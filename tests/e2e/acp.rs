@@ -175,6 +175,11 @@ impl World {
 
     /// Zed's `claude-code-acp` against the Messages-API mock; `None` without it.
     fn claude(label: &str) -> Option<World> {
+        World::claude_with(label, "")
+    }
+
+    /// [`World::claude`] with `more` config after the agent's section.
+    fn claude_with(label: &str, more: &str) -> Option<World> {
         let bin = require(claude_acp_bin(), "the pinned claude-code-acp agent");
         let mock = MockAnthropic::start();
         let dir = Arc::new(TempDir::new(label));
@@ -193,7 +198,7 @@ impl World {
                 bin,
                 args: Vec::new(),
                 env,
-                extra: "display_name = \"Claude Code (ACP)\"".into(),
+                extra: format!("display_name = \"Claude Code (ACP)\"\n{more}"),
             },
             Mock::Anthropic(mock),
         ))
@@ -1452,4 +1457,30 @@ async fn codex_acp_images_reach_the_model() {
 )]
 async fn claude_acp_images_reach_the_model() {
     real_images(Real::Claude).await;
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_claude_acp),
+    ignore = "the pinned claude-code-acp agent is not installed"
+)]
+async fn claude_acp_gets_the_declared_mcp_servers() {
+    let Some(w) = World::claude_with("acp-mcp", &crate::mcp_servers::everything_section()) else {
+        return;
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "bypassPermissions").await;
+    let events = turn(
+        &mut ws,
+        &id,
+        r#"tool mcp__everything__echo {"message":"hi from tandem"}"#,
+    )
+    .await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(
+        texts(&events, "assistant_message")
+            .iter()
+            .any(|t| t.contains("Echo: hi from tandem")),
+        "the tool's result reached the model: {events:?}"
+    );
 }

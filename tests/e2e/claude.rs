@@ -1330,3 +1330,46 @@ async fn claude_transcripts_on_the_machine_are_listed_and_follow_new_turns() {
         "{body}"
     );
 }
+
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+async fn a_declared_mcp_server_reaches_the_model_through_claude() {
+    let bin = require(claude_bin(), "the claude CLI");
+    let mock = MockAnthropic::start();
+    let dir = Arc::new(TempDir::new("claude-mcp"));
+    let home = dir.path().join("home");
+    let config = claude_config(dir.path(), &bin, &mock, &home, 600);
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text + &crate::mcp_servers::everything_section()).unwrap();
+    let w = World {
+        server: ConfiguredServer::start(dir, config),
+        mock,
+        home,
+    };
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "bypassPermissions").await;
+    ws.subscribe(&id, 0).await;
+    let events = ws
+        .turn(
+            &id,
+            r#"tool mcp__everything__echo {"message":"hi from tandem"}"#,
+        )
+        .await;
+    assert_eq!(
+        tandem_tests::events::status(&events),
+        "completed",
+        "{events:?}"
+    );
+    let call = of_kind(&events, "tool_call")
+        .into_iter()
+        .find(|e| e["name"] == "mcp__everything__echo")
+        .unwrap_or_else(|| panic!("no call of the echo tool: {events:?}"));
+    assert_eq!(call["input"]["message"], "hi from tandem", "{call}");
+    // The tool's answer went back to the model, whose next reply quotes it.
+    assert!(
+        texts(&events, "assistant_message")
+            .iter()
+            .any(|t| t.contains("Echo: hi from tandem")),
+        "{events:?}"
+    );
+}

@@ -1587,3 +1587,24 @@ fn find_rollout(dir: &Path) -> Option<PathBuf> {
     }
     None
 }
+
+#[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
+async fn a_declared_mcp_server_reaches_the_model_through_codex() {
+    let codex = start_tuned(&[], &crate::mcp_servers::everything_section());
+    let mut ws = codex.ws().await;
+    let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
+    let events = ws
+        .turn(&id, r#"mcp everything echo {"message":"hi from tandem"}"#)
+        .await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    let last = codex.mock.requests().last().cloned().unwrap();
+    assert!(
+        last["input"].to_string().contains("Echo: hi from tandem"),
+        "the tool's result reached the model: {last}"
+    );
+}

@@ -44,6 +44,7 @@ mod long_urls;
 mod loops;
 mod many_subscriptions;
 mod mcp_sdk;
+mod mcp_servers;
 mod openapi;
 mod operations;
 mod overlaps;

@@ -182,7 +182,11 @@ async fn every_documented_route_answers_as_described() {
     let dir = std::sync::Arc::new(tandem_tests::TempDir::new("openapi"));
     use tandem_tests::transcripts::{claude_home, prompt_line};
     let line = prompt_line("cli-1", dir.path(), "say hi");
-    let (config, _) = claude_home(dir.path(), &[("cli-1", line)], "");
+    let (config, _) = claude_home(
+        dir.path(),
+        &[("cli-1", line)],
+        "\n[mcp_servers.gone]\ncommand = \"/bin/false\"\n",
+    );
     let server = Server::start_in(dir, tandem_tests::ServerOptions::with_config(&config));
     let (status, served) = server.get("/api/v1/openapi.json").await;
     assert_eq!(status, 200);
@@ -445,6 +449,19 @@ async fn every_documented_route_answers_as_described() {
         )
         .await;
     assert_eq!(imported["vendorSessionId"], "cli-1", "{imported}");
+
+    // The agents' MCP servers: listed, one probed (a program that exits at once).
+    let servers = c.ok("get", "/mcp-servers", "/mcp-servers", None).await;
+    assert_eq!(servers["servers"][0]["name"], "gone", "{servers}");
+    let probed = c
+        .ok(
+            "post",
+            "/mcp-servers/gone/probe",
+            "/mcp-servers/{name}/probe",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(probed["reachable"], false, "{probed}");
 
     // Terminals: open, list, close.
     let term = c

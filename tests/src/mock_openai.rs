@@ -12,6 +12,7 @@
 //!   `on-request`);
 //! - `tool NAME {json}` → a call to the MCP tool NAME of the `tandem` server (a
 //!   `function_call` in the `mcp__tandem` namespace);
+//! - `mcp SERVER NAME {json}` → a call to the tool NAME of the MCP server SERVER;
 //! - `patch FILE TEXT` → a call to the freeform `apply_patch` tool (a
 //!   `custom_tool_call`) adding FILE with the line TEXT. Codex offers that tool only
 //!   for models its catalog knows (not for `mock-model`): tests pick one;
@@ -246,6 +247,15 @@ fn choose(body: &Value) -> Reply {
             let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
             Reply::Call {
                 namespace: Some("mcp__tandem".into()),
+                name: name.to_string(),
+                arguments: serde_json::from_str(args).unwrap_or_else(|_| json!({})),
+            }
+        }
+        "mcp" => {
+            let (server, call) = rest.split_once(' ').unwrap_or((rest, ""));
+            let (name, args) = call.split_once(' ').unwrap_or((call, "{}"));
+            Reply::Call {
+                namespace: Some(format!("mcp__{server}")),
                 name: name.to_string(),
                 arguments: serde_json::from_str(args).unwrap_or_else(|_| json!({})),
             }

@@ -41,6 +41,15 @@ pub fn claude_path() -> PathBuf {
     )
 }
 
+/// Where the MCP project's `server-everything` (a test MCP server with an `echo` tool)
+/// is expected (`TANDEM_TEST_MCP_EVERYTHING_JS` overrides); run as `node PATH stdio`.
+pub fn mcp_everything_path() -> PathBuf {
+    pinned_path(
+        "TANDEM_TEST_MCP_EVERYTHING_JS",
+        "@modelcontextprotocol/server-everything/dist/index.js",
+    )
+}
+
 /// Where axe-core's browser bundle is expected (`TANDEM_TEST_AXE_JS` overrides).
 pub fn axe_path() -> PathBuf {
     pinned_path("TANDEM_TEST_AXE_JS", "axe-core/axe.min.js")

@@ -19,6 +19,8 @@ pub struct McpAccess {
     pub url: String,
     /// Bearer token bound to the session (never logged).
     pub token: String,
+    /// The user's MCP servers (`[mcp_servers.NAME]`), given beside ours.
+    pub servers: std::sync::Arc<Vec<crate::mcp_servers::NamedServer>>,
 }
 
 /// Everything an adapter needs to serve one session.

@@ -16,6 +16,7 @@ mod handoff;
 mod judge;
 mod listing;
 mod loops;
+mod mcp_servers;
 mod messages;
 mod pairs;
 mod peers;
@@ -230,6 +231,7 @@ impl Runtime {
             config.confinement.launcher.clone(),
         );
         terminals.start_sweeper();
+        let mcp = McpTokens::with_servers(config.mcp_servers.clone());
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -239,7 +241,7 @@ impl Runtime {
                 metrics,
                 catalog,
                 vendors,
-                mcp: McpTokens::default(),
+                mcp,
                 tools: tools(RuntimeRef(weak.clone())),
                 sessions: Registry::default(),
                 store: store.clone(),

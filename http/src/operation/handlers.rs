@@ -54,6 +54,8 @@ pub async fn run(
         }),
         R::SessionsList(p) => json(list_page(ctx, who, p)?),
         R::ExternalList(p) => json(rt.external_sessions(who, p).await?),
+        R::McpServersList(_) => json(rt.list_mcp_servers()),
+        R::McpServerProbe(p) => json(rt.probe_mcp_server(p).await?),
         R::ExternalImport(p) => json(rt.import_external(who, p).await?),
         R::SessionsRunning(_) => json(SessionsRunningResult {
             sessions: rt.running_with(who, &others(ctx)),

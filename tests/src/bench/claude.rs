@@ -185,6 +185,7 @@ async fn mcp_access(server: &BenchServer, id: &str) -> Result<McpAccess, String>
     Ok(McpAccess {
         url: url.to_string(),
         token: token.to_string(),
+        servers: Default::default(),
     })
 }
 

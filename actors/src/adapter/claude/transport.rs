@@ -9,6 +9,7 @@ use actix::WeakAddr;
 use crate::adapter::messages::TurnSettings;
 use crate::adapter::supervisor::{self, Exited, LiveProcess, ProcessHub};
 use crate::adapter::{McpAccess, VendorProcess};
+use crate::mcp_servers::McpServerSpec;
 use tandem_protocol::PermissionMode;
 
 /// A stdout line from process generation `generation`.
@@ -32,45 +33,27 @@ pub fn cli_mode(mode: PermissionMode) -> &'static str {
     }
 }
 
-/// The `--mcp-config` value naming our `/mcp` endpoint as server `tandem`.
+/// The `--mcp-config` value: our `/mcp` endpoint as server `tandem` (streamable HTTP
+/// with the session's token), and the user's MCP servers beside it.
 pub fn mcp_config(mcp: &McpAccess) -> String {
-    let config = McpConfig {
-        mcp_servers: McpServers {
-            tandem: McpServer {
-                kind: "http",
-                url: &mcp.url,
-                headers: [("Authorization", format!("Bearer {}", mcp.token))].into(),
-            },
-        },
-    };
-    serde_json::to_string(&config).unwrap_or_default()
-}
-
-/// Claude Code's `--mcp-config` document.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct McpConfig<'a> {
-    /// MCP servers by name.
-    mcp_servers: McpServers<'a>,
-}
-
-/// The one MCP server we give Claude Code.
-#[derive(serde::Serialize)]
-struct McpServers<'a> {
-    /// Our `/mcp` endpoint, as this session.
-    tandem: McpServer<'a>,
-}
-
-/// How Claude Code reaches our `/mcp`: streamable HTTP with the session's token.
-#[derive(serde::Serialize)]
-struct McpServer<'a> {
-    /// The transport (`http`).
-    #[serde(rename = "type")]
-    kind: &'static str,
-    /// `http://HOST:PORT/mcp`.
-    url: &'a str,
-    /// Sent with every request: the session's bearer token.
-    headers: std::collections::BTreeMap<&'static str, String>,
+    let mut servers = serde_json::Map::new();
+    servers.insert(
+        "tandem".into(),
+        serde_json::json!({"type": "http", "url": mcp.url,
+            "headers": {"Authorization": format!("Bearer {}", mcp.token)}}),
+    );
+    for s in mcp.servers.iter() {
+        let entry = match &s.spec {
+            McpServerSpec::Stdio { command, args, env } => {
+                serde_json::json!({"type": "stdio", "command": command, "args": args, "env": env})
+            }
+            McpServerSpec::Http { url, headers } => {
+                serde_json::json!({"type": "http", "url": url, "headers": headers})
+            }
+        };
+        servers.insert(s.name.clone(), entry);
+    }
+    serde_json::json!({ "mcpServers": servers }).to_string()
 }
 
 /// The adapter's own arguments (after the configured ones).
@@ -166,6 +149,7 @@ mod tests {
         let mcp = McpAccess {
             url: "http://127.0.0.1:1/mcp".into(),
             token: "T".into(),
+            servers: Default::default(),
         };
         let args = cli_args(&settings, Some("sess-1"), Some(&mcp)).join(" ");
         for part in [

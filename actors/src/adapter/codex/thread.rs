@@ -13,6 +13,8 @@ use std::collections::{HashSet, VecDeque};
 use actix::prelude::*;
 use serde_json::Value;
 
+use crate::mcp_servers::McpServerSpec;
+
 use super::approvals::Approval;
 use super::plan::Applied;
 use super::rpc::{Connection, ThreadInbound};
@@ -125,10 +127,24 @@ impl CodexThread {
     /// The session's variables go in as dotted keys, so they add to the user's own
     /// `shell_environment_policy` instead of replacing it.
     pub(super) fn thread_config(&self) -> Option<Value> {
-        let mut config = self
-            .mcp
-            .as_ref()
-            .map(|m| shown::value(shown::ThreadConfig::tandem(&m.url, &m.token)));
+        let mut config = self.mcp.as_ref().map(|m| {
+            let mut config = shown::value(shown::ThreadConfig::tandem(&m.url, &m.token));
+            // The user's MCP servers beside ours, in Codex's own config keys.
+            if let Some(Value::Object(servers)) = config.get_mut("mcp_servers") {
+                for s in m.servers.iter() {
+                    let entry = match &s.spec {
+                        McpServerSpec::Stdio { command, args, env } => {
+                            serde_json::json!({"command": command, "args": args, "env": env})
+                        }
+                        McpServerSpec::Http { url, headers } => {
+                            serde_json::json!({"url": url, "http_headers": headers})
+                        }
+                    };
+                    servers.insert(s.name.clone(), entry);
+                }
+            }
+            config
+        });
         if !self.env.is_empty() {
             let map = config.get_or_insert_with(|| Value::Object(Default::default()));
             if let Value::Object(map) = map {

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::adapter::acp::models::{self, OfferedModels};
+use crate::mcp_servers::McpServerSpec;
 
 /// How the agent's session is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,20 +94,52 @@ pub(super) enum Pending {
 }
 
 impl AcpAgent {
-    /// Tandem's `/mcp` as this session, for an agent that connects to HTTP MCP servers.
+    /// Tandem's `/mcp` as this session and the user's MCP servers, those over HTTP
+    /// only for an agent that connects to HTTP MCP servers.
     pub(super) fn mcp_servers(&self, caps: &AgentCapabilities) -> Vec<McpServer> {
-        match &self.mcp {
-            Some(mcp) if caps.mcp_capabilities.http => vec![McpServer {
+        let Some(mcp) = &self.mcp else {
+            return Vec::new();
+        };
+        let pairs = |map: &std::collections::BTreeMap<String, String>| {
+            map.iter()
+                .map(|(name, value)| HttpHeader {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut servers = Vec::new();
+        if caps.mcp_capabilities.http {
+            servers.push(McpServer::Http {
                 kind: "http",
-                name: "tandem",
+                name: "tandem".into(),
                 url: mcp.url.clone(),
                 headers: vec![HttpHeader {
-                    name: "Authorization",
+                    name: "Authorization".into(),
                     value: format!("Bearer {}", mcp.token),
                 }],
-            }],
-            _ => Vec::new(),
+            });
         }
+        for s in mcp.servers.iter() {
+            match &s.spec {
+                McpServerSpec::Stdio { command, args, env } => servers.push(McpServer::Stdio {
+                    name: s.name.clone(),
+                    command: command.clone(),
+                    args: args.clone(),
+                    env: pairs(env),
+                }),
+                McpServerSpec::Http { url, headers } if caps.mcp_capabilities.http => {
+                    servers.push(McpServer::Http {
+                        kind: "http",
+                        name: s.name.clone(),
+                        url: url.clone(),
+                        headers: pairs(headers),
+                    })
+                }
+                McpServerSpec::Http { .. } => {}
+            }
+        }
+        servers
     }
 
     /// Starts a process and sends `initialize`; bounded by the configured start time.

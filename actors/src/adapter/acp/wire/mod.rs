@@ -275,25 +275,41 @@ pub struct PromptCapabilities {
     pub embedded_context: bool,
 }
 
-/// An MCP server handed to the agent: only tandem's own `/mcp`, over HTTP.
+/// An MCP server handed to the agent: tandem's own `/mcp` over HTTP (when the agent
+/// takes HTTP), and the user's, each as declared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct McpServer {
-    /// `http`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// `tandem`: the model sees tools as `mcp__tandem__…` in most agents.
-    pub name: &'static str,
-    /// `http://HOST:PORT/mcp`.
-    pub url: String,
-    /// The session's bearer token.
-    pub headers: Vec<HttpHeader>,
+#[serde(untagged)]
+pub enum McpServer {
+    /// A streamable HTTP server.
+    Http {
+        /// `http`.
+        #[serde(rename = "type")]
+        kind: &'static str,
+        /// Its name: the model sees its tools as `mcp__NAME__…` in most agents.
+        name: String,
+        /// Its endpoint.
+        url: String,
+        /// Sent with every request (tandem's: the session's bearer token).
+        headers: Vec<HttpHeader>,
+    },
+    /// A program the agent starts, speaking MCP on stdio.
+    Stdio {
+        /// Its name.
+        name: String,
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its environment.
+        env: Vec<HttpHeader>,
+    },
 }
 
-/// One HTTP header for an MCP server.
+/// One HTTP header (or environment variable) for an MCP server.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HttpHeader {
-    /// Header name.
-    pub name: &'static str,
+    /// Its name.
+    pub name: String,
     /// Header value (holds a secret: never logged).
     pub value: String,
 }

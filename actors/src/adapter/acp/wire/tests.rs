@@ -77,24 +77,35 @@ fn answers_serialize_as_the_schema_says() {
     })
     .unwrap_or_default();
     assert_eq!(cancelled, json!({"outcome": {"outcome": "cancelled"}}));
-    let server = McpServer {
+    let server = McpServer::Http {
         kind: "http",
-        name: "tandem",
+        name: "tandem".into(),
         url: "http://127.0.0.1:1/mcp".into(),
         headers: vec![HttpHeader {
-            name: "Authorization",
+            name: "Authorization".into(),
             value: "Bearer T".into(),
+        }],
+    };
+    let stdio = McpServer::Stdio {
+        name: "everything".into(),
+        command: "node".into(),
+        args: vec!["index.js".into()],
+        env: vec![HttpHeader {
+            name: "KEY".into(),
+            value: "v".into(),
         }],
     };
     let new = serde_json::to_value(NewSessionParams {
         cwd: "/w",
-        mcp_servers: &[server],
+        mcp_servers: &[server, stdio],
     })
     .unwrap_or_default();
     assert_eq!(
         new,
         json!({"cwd": "/w", "mcpServers": [{"type": "http", "name": "tandem",
             "url": "http://127.0.0.1:1/mcp",
-            "headers": [{"name": "Authorization", "value": "Bearer T"}]}]})
+            "headers": [{"name": "Authorization", "value": "Bearer T"}]},
+            {"name": "everything", "command": "node", "args": ["index.js"],
+             "env": [{"name": "KEY", "value": "v"}]}]})
     );
 }

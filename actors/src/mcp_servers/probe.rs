@@ -1,0 +1,227 @@
+//! `mcp-servers.probe`: connects to one MCP server as a client (`initialize`, the
+//! `initialized` notification, `tools/list`) and says what answered. A stdio server is
+//! started for the probe and killed after. It runs as the config declares it, not
+//! confined: it is the operator's own command (a caller only names it), and, with no
+//! session's directory to allow, a confined one could not read a server's files that
+//! lie outside the system's (an agent's CLI starts it confined, beside the session).
+//! An HTTP server gets the requests as streamable HTTP, with its headers, and may
+//! answer each as JSON or as a server-sent event.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tandem_protocol::mcp_servers::McpServerProbeResult;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use super::{McpServerSpec, NamedServer};
+
+/// How long a probe may take in all.
+pub const PROBE_LIMIT: Duration = Duration::from_secs(20);
+/// The MCP version the probe speaks.
+const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// What a server said.
+#[derive(Debug, Default)]
+struct Found {
+    server_name: Option<String>,
+    server_version: Option<String>,
+    tools: Vec<String>,
+}
+
+/// Probes `server`; a server that does not answer in [`PROBE_LIMIT`] is unreachable.
+pub async fn probe(server: &NamedServer) -> McpServerProbeResult {
+    let outcome = tokio::time::timeout(PROBE_LIMIT, async {
+        match &server.spec {
+            McpServerSpec::Stdio { command, args, env } => stdio(command, args, env).await,
+            McpServerSpec::Http { url, headers } => http(url, headers).await,
+        }
+    })
+    .await
+    .unwrap_or_else(|_| Err(format!("no answer within {} s", PROBE_LIMIT.as_secs())));
+    match outcome {
+        Ok(found) => McpServerProbeResult {
+            name: server.name.clone(),
+            reachable: true,
+            server_name: found.server_name,
+            server_version: found.server_version,
+            tools: found.tools,
+            error: None,
+        },
+        Err(error) => McpServerProbeResult {
+            name: server.name.clone(),
+            reachable: false,
+            server_name: None,
+            server_version: None,
+            tools: Vec::new(),
+            error: Some(error),
+        },
+    }
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "tandem", "version": env!("CARGO_PKG_VERSION")}}})
+}
+
+fn initialized() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+}
+
+fn tools_list() -> Value {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+}
+
+/// The result of a JSON-RPC answer, or its error as text.
+fn result_of(answer: &Value) -> Result<&Value, String> {
+    if let Some(e) = answer.get("error") {
+        return Err(format!(
+            "the server answered an error: {}",
+            e["message"].as_str().unwrap_or("(no message)")
+        ));
+    }
+    answer
+        .get("result")
+        .ok_or_else(|| "the server's answer has no result".to_string())
+}
+
+/// Fills `found` from `initialize`'s result.
+fn read_initialize(found: &mut Found, result: &Value) {
+    found.server_name = result["serverInfo"]["name"].as_str().map(str::to_string);
+    found.server_version = result["serverInfo"]["version"].as_str().map(str::to_string);
+}
+
+/// Fills `found` from `tools/list`'s result.
+fn read_tools(found: &mut Found, result: &Value) {
+    found.tools = result["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect();
+}
+
+async fn stdio(
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+) -> Result<Found, String> {
+    let mut vars = crate::adapter::process::inherited(std::env::vars_os());
+    vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .env_clear()
+        .envs(&vars)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {command}: {e}"))?;
+    let (Some(mut input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err("no pipes to the server".into());
+    };
+    let mut lines = BufReader::new(output).lines();
+    let mut send = async |v: Value| {
+        input
+            .write_all(format!("{v}\n").as_bytes())
+            .await
+            .map_err(|e| format!("the server exited (its input closed: {e})"))
+    };
+    let mut answer = async |id: u64| -> Result<Value, String> {
+        loop {
+            let line = lines
+                .next_line()
+                .await
+                .map_err(|e| format!("reading the server: {e}"))?
+                .ok_or_else(|| "the server exited".to_string())?;
+            // Notifications and log lines before the answer are passed over.
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                if v["id"] == id {
+                    return Ok(v);
+                }
+            }
+        }
+    };
+    let mut found = Found::default();
+    send(initialize()).await?;
+    read_initialize(&mut found, result_of(&answer(1).await?)?);
+    send(initialized()).await?;
+    send(tools_list()).await?;
+    read_tools(&mut found, result_of(&answer(2).await?)?);
+    let _ = child.start_kill();
+    Ok(found)
+}
+
+async fn http(url: &str, headers: &BTreeMap<String, String>) -> Result<Found, String> {
+    let client = awc::Client::builder()
+        .timeout(PROBE_LIMIT)
+        .max_http_version(awc::http::Version::HTTP_11)
+        .finish();
+    let mut session: Option<String> = None;
+    let mut post = async |body: Value| -> Result<Option<Value>, String> {
+        let mut req = client
+            .post(url)
+            .insert_header(("Accept", "application/json, text/event-stream"))
+            .insert_header(("MCP-Protocol-Version", PROTOCOL_VERSION));
+        for (k, v) in headers {
+            req = req.insert_header((k.as_str(), v.as_str()));
+        }
+        if let Some(s) = &session {
+            req = req.insert_header(("Mcp-Session-Id", s.as_str()));
+        }
+        let mut resp = req
+            .send_json(&body)
+            .await
+            .map_err(|e| format!("cannot reach {url}: {e}"))?;
+        if !resp.status().is_success() {
+            return Err(format!("{url} answered HTTP {}", resp.status().as_u16()));
+        }
+        if let Some(s) = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            session = Some(s.to_string());
+        }
+        let sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        let bytes = resp
+            .body()
+            .limit(4 << 20)
+            .await
+            .map_err(|e| format!("reading {url}: {e}"))?;
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let json = if sse {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .find(|v| v.get("id").is_some())
+        } else {
+            serde_json::from_str::<Value>(&text).ok()
+        };
+        json.map(Some)
+            .ok_or_else(|| format!("{url} did not answer with JSON-RPC"))
+    };
+    let mut found = Found::default();
+    let init = post(initialize())
+        .await?
+        .ok_or_else(|| "no answer to initialize".to_string())?;
+    read_initialize(&mut found, result_of(&init)?);
+    post(initialized()).await?;
+    let tools = post(tools_list())
+        .await?
+        .ok_or_else(|| "no answer to tools/list".to_string())?;
+    read_tools(&mut found, result_of(&tools)?);
+    Ok(found)
+}
