@@ -64,7 +64,7 @@ pub struct RuntimeConfig {
     /// `--terminal-idle-secs`).
     pub terminals: crate::terminals::TerminalsConfig,
     /// The MCP servers every session's agent gets (`[mcp_servers.NAME]`).
-    pub mcp_servers: Vec<crate::mcp_servers::NamedServer>,
+    pub mcp_servers: Vec<crate::adapter::mcp_servers::NamedServer>,
 }
 
 impl RuntimeConfig {

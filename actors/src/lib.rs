@@ -22,7 +22,6 @@ pub mod holds;
 pub mod judge;
 #[cfg(test)]
 mod layering;
-pub mod mcp_servers;
 pub mod mcp_tokens;
 pub mod metrics;
 pub mod owners;

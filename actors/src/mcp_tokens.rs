@@ -24,12 +24,12 @@ struct Inner {
     /// Session → token, so a session keeps one token.
     tokens: DashMap<String, String>,
     /// The user's MCP servers, handed to every session's agent beside ours.
-    servers: Arc<Vec<crate::mcp_servers::NamedServer>>,
+    servers: Arc<Vec<crate::adapter::mcp_servers::NamedServer>>,
 }
 
 impl McpTokens {
     /// No token yet; every session's agent also gets `servers`.
-    pub fn with_servers(servers: Vec<crate::mcp_servers::NamedServer>) -> McpTokens {
+    pub fn with_servers(servers: Vec<crate::adapter::mcp_servers::NamedServer>) -> McpTokens {
         McpTokens {
             inner: Arc::new(Inner {
                 servers: Arc::new(servers),
@@ -39,7 +39,7 @@ impl McpTokens {
     }
 
     /// The user's MCP servers.
-    pub fn servers(&self) -> &[crate::mcp_servers::NamedServer] {
+    pub fn servers(&self) -> &[crate::adapter::mcp_servers::NamedServer] {
         &self.inner.servers
     }
 

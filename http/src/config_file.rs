@@ -86,8 +86,10 @@ pub struct McpServerSection {
 
 impl ConfigFile {
     /// The declared MCP servers, or why one cannot be used.
-    pub fn mcp_servers(&self) -> Result<Vec<tandem_actors::mcp_servers::NamedServer>, String> {
-        use tandem_actors::mcp_servers::{check_name, McpServerSpec, NamedServer};
+    pub fn mcp_servers(
+        &self,
+    ) -> Result<Vec<tandem_actors::adapter::mcp_servers::NamedServer>, String> {
+        use tandem_actors::adapter::mcp_servers::{check_name, McpServerSpec, NamedServer};
         self.mcp_servers
             .iter()
             .map(|(name, s)| {

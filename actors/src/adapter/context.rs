@@ -20,7 +20,7 @@ pub struct McpAccess {
     /// Bearer token bound to the session (never logged).
     pub token: String,
     /// The user's MCP servers (`[mcp_servers.NAME]`), given beside ours.
-    pub servers: std::sync::Arc<Vec<crate::mcp_servers::NamedServer>>,
+    pub servers: std::sync::Arc<Vec<crate::adapter::mcp_servers::NamedServer>>,
 }
 
 /// Everything an adapter needs to serve one session.

@@ -15,6 +15,7 @@ pub mod confine;
 pub mod context;
 pub mod core;
 pub mod health;
+pub mod mcp_servers;
 pub mod messages;
 pub mod model_cache;
 pub mod process;

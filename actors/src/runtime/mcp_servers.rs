@@ -1,5 +1,5 @@
 //! `mcp-servers.list` and `mcp-servers.probe`: the user's MCP servers
-//! (`crate::mcp_servers`).
+//! (`crate::adapter::mcp_servers`).
 
 use tandem_protocol::mcp_servers::{
     McpServerProbeParams, McpServerProbeResult, McpServersListResult,
@@ -37,6 +37,6 @@ impl Runtime {
             .find(|s| s.name == p.name)
             .cloned()
             .ok_or_else(|| RuntimeError::Missing(format!("no MCP server `{:.64}`", p.name)))?;
-        Ok(crate::mcp_servers::probe::probe(&server).await)
+        Ok(crate::adapter::mcp_servers::probe::probe(&server).await)
     }
 }

@@ -6,10 +6,10 @@ use std::path::Path;
 use actix::prelude::*;
 use actix::WeakAddr;
 
+use crate::adapter::mcp_servers::McpServerSpec;
 use crate::adapter::messages::TurnSettings;
 use crate::adapter::supervisor::{self, Exited, LiveProcess, ProcessHub};
 use crate::adapter::{McpAccess, VendorProcess};
-use crate::mcp_servers::McpServerSpec;
 use tandem_protocol::PermissionMode;
 
 /// A stdout line from process generation `generation`.

@@ -13,7 +13,7 @@ use std::collections::{HashSet, VecDeque};
 use actix::prelude::*;
 use serde_json::Value;
 
-use crate::mcp_servers::McpServerSpec;
+use crate::adapter::mcp_servers::McpServerSpec;
 
 use super::approvals::Approval;
 use super::plan::Applied;

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::adapter::acp::models::{self, OfferedModels};
-use crate::mcp_servers::McpServerSpec;
+use crate::adapter::mcp_servers::McpServerSpec;
 
 /// How the agent's session is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
