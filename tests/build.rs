@@ -1,6 +1,6 @@
 //! Decides, when the tests are built, which of the tools they drive are installed, and
 //! sets a `cfg` flag for each one that is: `has_codex`, `has_claude`, `has_codex_acp`,
-//! `has_claude_acp`, `has_browser` (Chromium, chromedriver and axe-core), `has_pytools`
+//! `has_claude_acp`, `has_mcp_everything`, `has_browser` (Chromium, chromedriver and axe-core), `has_pytools`
 //! (schemathesis and the official MCP and ACP SDKs in `.venv-tools`), and
 //! `has_landlock` when the kernel enforces Landlock (agent confinement). Tests use
 //! `#[cfg_attr(not(has_codex), ignore = "...")]`, so without the tool nextest lists
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     println!(
-        "cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser, has_codex_acp, has_claude_acp, has_nats, has_landlock, has_pytools)"
+        "cargo::rustc-check-cfg=cfg(has_codex, has_claude, has_browser, has_codex_acp, has_claude_acp, has_nats, has_landlock, has_pytools, has_mcp_everything)"
     );
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=src/vendor_clis.rs");
@@ -27,6 +27,7 @@ fn main() {
         "TANDEM_TEST_AXE_JS",
         "TANDEM_TEST_CODEX_ACP_BIN",
         "TANDEM_TEST_CLAUDE_ACP_BIN",
+        "TANDEM_TEST_MCP_EVERYTHING_JS",
     ] {
         println!("cargo::rerun-if-env-changed={key}");
     }
@@ -62,6 +63,12 @@ fn main() {
         "has_claude_acp",
         "the pinned claude-code-acp agent",
         &[vendor_clis::claude_acp_path()],
+    );
+    flag(
+        ci,
+        "has_mcp_everything",
+        "the MCP test server (server-everything)",
+        &[vendor_clis::mcp_everything_path()],
     );
     flag(
         ci,

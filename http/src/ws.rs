@@ -86,12 +86,7 @@ pub async fn connect(
         AuthMode::None => None,
     };
     // Checked before anything is set up: a bad handshake is an HTTP error.
-    actix_http::ws::verify_handshake(req.head())?;
-    let accept = req
-        .headers()
-        .get(header::SEC_WEBSOCKET_KEY)
-        .map(|key| actix_http::ws::hash_key(key.as_bytes()))
-        .ok_or(actix_http::ws::HandshakeError::BadWebsocketKey)?;
+    let accept = handshake(&req)?;
     let runtime = state.runtime.clone();
     let queue = runtime.new_client_queue();
     let outbox = Outbox::new(queue.clone());
@@ -129,6 +124,26 @@ pub async fn connect(
         ctx.add_stream(reader);
         client
     });
+    switching(accept, body)
+}
+
+/// Checks a WebSocket upgrade request and answers its `Sec-WebSocket-Accept` value; a
+/// bad handshake is an HTTP error.
+pub(crate) fn handshake(req: &HttpRequest) -> Result<[u8; 28], actix_web::Error> {
+    actix_http::ws::verify_handshake(req.head())?;
+    Ok(req
+        .headers()
+        .get(header::SEC_WEBSOCKET_KEY)
+        .map(|key| actix_http::ws::hash_key(key.as_bytes()))
+        .ok_or(actix_http::ws::HandshakeError::BadWebsocketKey)?)
+}
+
+/// The `101 Switching Protocols` answer whose body is the socket's outgoing bytes.
+pub(crate) fn switching<S, E>(accept: [u8; 28], body: S) -> Result<HttpResponse, actix_web::Error>
+where
+    S: futures_util::Stream<Item = Result<actix_web::web::Bytes, E>> + 'static,
+    E: Into<Box<dyn std::error::Error>> + 'static,
+{
     Ok(HttpResponse::SwitchingProtocols()
         .upgrade("websocket")
         .insert_header((

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 
 use actix_codec::Decoder;
 use actix_http::ws::{CloseCode, CloseReason, Codec, Frame, OpCode, Parser};
-use actix_web::http::header;
 use actix_web::web::{Bytes, BytesMut};
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
@@ -60,12 +59,7 @@ pub async fn connect(
         .attach_terminal(&principal, &id)
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no terminal {id}")))?;
     let slot = crate::ws::connection_slot(&state, &principal)?;
-    actix_http::ws::verify_handshake(req.head())?;
-    let accept = req
-        .headers()
-        .get(header::SEC_WEBSOCKET_KEY)
-        .map(|key| actix_http::ws::hash_key(key.as_bytes()))
-        .ok_or(actix_http::ws::HandshakeError::BadWebsocketKey)?;
+    let accept = crate::ws::handshake(&req)?;
     let token = match state.auth {
         AuthMode::Token => crate::auth::presented_token(&req),
         AuthMode::None => None,
@@ -97,14 +91,7 @@ pub async fn connect(
         let bytes = w.next().await?;
         Some((Ok::<_, Infallible>(bytes), w))
     });
-    Ok(HttpResponse::SwitchingProtocols()
-        .upgrade("websocket")
-        .insert_header((
-            header::SEC_WEBSOCKET_ACCEPT,
-            header::HeaderValue::from_bytes(&accept)
-                .map_err(actix_web::error::ErrorInternalServerError)?,
-        ))
-        .streaming(body))
+    crate::ws::switching(accept, body)
 }
 
 /// The response body's state: what to write next.

@@ -97,13 +97,7 @@ async fn typing_a_slash_offers_the_agents_commands() {
     assert_eq!(shown(&page, &id).await, json!([]));
 
     // A reload reads them back from the server.
-    page.browser.exec("location.reload();", vec![]).await;
-    page.browser
-        .wait(
-            "the page to connect",
-            "document.querySelector('.conn.live')",
-        )
-        .await;
+    page.reload().await;
     page.open_session(&id).await;
     page.browser.type_into(&input, "/i").await;
     let got = page

@@ -76,6 +76,17 @@ impl Page {
             .await;
     }
 
+    /// Reloads the page and waits until it is connected again.
+    pub async fn reload(&self) {
+        self.browser.exec("location.reload();", vec![]).await;
+        self.browser
+            .wait(
+                "the page to connect",
+                "document.querySelector('.conn.live')",
+            )
+            .await;
+    }
+
     /// A WebSocket client as the admin.
     pub async fn ws(&self) -> tandem_tests::WsClient {
         self.server.ws().await

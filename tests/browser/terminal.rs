@@ -71,6 +71,29 @@ async fn columns(page: &Page, id: &str, mark: &str) -> u64 {
     panic!("no {mark}= line in:\n{}", rows(page, id).await);
 }
 
+/// Asks the shell for its width (marks `MARK0`, `MARK1`, …) until `done` holds of the
+/// answer, at most 50 times; answers the last.
+async fn columns_until(page: &Page, id: &str, mark: &str, done: impl Fn(u64) -> bool) -> u64 {
+    let mut cols = 0;
+    for n in 0..50 {
+        cols = columns(page, id, &format!("{mark}{n}")).await;
+        if done(cols) {
+            break;
+        }
+    }
+    cols
+}
+
+/// The session's terminals, as REST lists them.
+async fn terminals(page: &Page, id: &str) -> Vec<Value> {
+    let (status, body) = page
+        .server
+        .get(&format!("/api/v1/sessions/{id}/terminals"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["terminals"].as_array().cloned().unwrap()
+}
+
 /// True when `text` holds `MARK=` followed by a digit.
 fn regex_like(text: &str, mark: &str) -> bool {
     text.match_indices(&format!("{mark}="))
@@ -109,66 +132,32 @@ async fn a_terminal_runs_fits_its_panel_and_keeps_its_scrollback() {
         )
         .await;
     assert_eq!(display, "inline-block");
-    let listed = page
-        .server
-        .get(&format!("/api/v1/sessions/{id}/terminals"))
-        .await
-        .1;
-    assert_eq!(
-        listed["terminals"].as_array().map(Vec::len),
-        Some(1),
-        "{listed}"
-    );
-    assert_eq!(listed["terminals"][0]["clients"], 1, "{listed}");
+    let listed = terminals(&page, &id).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["clients"], 1, "{listed:?}");
 
     // The panel's width is the shell's: another window width (where the panel covers
     // the conversation), other columns; and back.
     let wide = columns(&page, &id, "WIDE").await;
     page.browser.resize(900, 800).await;
-    let mut after = wide;
-    for n in 0..50 {
-        after = columns(&page, &id, &format!("AFTER{n}")).await;
-        if after != wide {
-            break;
-        }
-    }
+    let after = columns_until(&page, &id, "AFTER", |c| c != wide).await;
     assert_ne!(
         after, wide,
         "the shell kept {wide} columns in a 900 px window"
     );
     page.browser.resize(1280, 800).await;
-    let mut back = after;
-    for n in 0..50 {
-        back = columns(&page, &id, &format!("BACK{n}")).await;
-        if back == wide {
-            break;
-        }
-    }
+    let back = columns_until(&page, &id, "BACK", |c| c == wide).await;
     assert_eq!(back, wide, "the shell did not get its {wide} columns back");
 
     crate::check_view(&page.browser, "terminal").await;
 
     // After a reload the panel finds the terminal and shows what it printed.
-    page.browser.exec("location.reload();", vec![]).await;
-    page.browser
-        .wait(
-            "the page to connect",
-            "document.querySelector('.conn.live')",
-        )
-        .await;
+    page.reload().await;
     page.open_session(&id).await;
     page.press(&scope, "Terminal").await;
     wait_line(&page, &id, "42").await;
-    let listed: Value = page
-        .server
-        .get(&format!("/api/v1/sessions/{id}/terminals"))
-        .await
-        .1;
-    assert_eq!(
-        listed["terminals"].as_array().map(Vec::len),
-        Some(1),
-        "no second terminal: {listed}"
-    );
+    let listed = terminals(&page, &id).await;
+    assert_eq!(listed.len(), 1, "no second terminal: {listed:?}");
 
     // Closing its tab ends it.
     page.press(&format!("#terminal-{id}"), "Close Shell 1")
@@ -179,10 +168,6 @@ async fn a_terminal_runs_fits_its_panel_and_keeps_its_scrollback() {
             &format!("!document.querySelector('#terminal-{id} .term-tab')"),
         )
         .await;
-    let listed: Value = page
-        .server
-        .get(&format!("/api/v1/sessions/{id}/terminals"))
-        .await
-        .1;
-    assert_eq!(listed["terminals"], json!([]), "{listed}");
+    let listed = terminals(&page, &id).await;
+    assert_eq!(listed, Vec::<Value>::new());
 }

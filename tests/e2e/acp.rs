@@ -1464,6 +1464,10 @@ async fn claude_acp_images_reach_the_model() {
     not(has_claude_acp),
     ignore = "the pinned claude-code-acp agent is not installed"
 )]
+#[cfg_attr(
+    not(has_mcp_everything),
+    ignore = "the MCP test server is not installed"
+)]
 async fn claude_acp_gets_the_declared_mcp_servers() {
     let Some(w) = World::claude_with("acp-mcp", &crate::mcp_servers::everything_section()) else {
         return;

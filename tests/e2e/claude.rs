@@ -1194,15 +1194,7 @@ async fn claude_transcripts_on_the_machine_are_listed_and_follow_new_turns() {
     let listed = list().await;
     assert_eq!(listed.len(), 1, "{listed:?}");
     let s = &listed[0];
-    assert_eq!(
-        (
-            s["vendor"].as_str(),
-            s["vendorSessionId"].as_str(),
-            s["sessionId"].as_str()
-        ),
-        (Some("claude"), Some(vendor_id.as_str()), Some(id.as_str())),
-        "{s}"
-    );
+    tandem_tests::transcripts::assert_listed(s, "claude", &vendor_id, &id);
     assert_eq!(
         (s["title"].as_str(), s["messages"].as_u64()),
         (Some("say first"), Some(2)),
@@ -1333,6 +1325,10 @@ async fn claude_transcripts_on_the_machine_are_listed_and_follow_new_turns() {
 
 #[actix_rt::test]
 #[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+#[cfg_attr(
+    not(has_mcp_everything),
+    ignore = "the MCP test server is not installed"
+)]
 async fn a_declared_mcp_server_reaches_the_model_through_claude() {
     let bin = require(claude_bin(), "the claude CLI");
     let mock = MockAnthropic::start();

@@ -1448,15 +1448,7 @@ async fn codex_rollouts_on_the_machine_are_listed_and_follow_new_turns() {
     let listed = external(&codex, "").await;
     assert_eq!(listed.len(), 1, "{listed:?}");
     let s = &listed[0];
-    assert_eq!(
-        (
-            s["vendor"].as_str(),
-            s["vendorSessionId"].as_str(),
-            s["sessionId"].as_str()
-        ),
-        (Some("codex"), Some(thread.as_str()), Some(id.as_str())),
-        "{s}"
-    );
+    tandem_tests::transcripts::assert_listed(s, "codex", &thread, &id);
     assert_eq!(s["title"], "say hello from the mock model", "{s}");
     assert_eq!(
         (s["messages"].as_u64(), s["skippedLines"].as_u64()),
@@ -1590,6 +1582,10 @@ fn find_rollout(dir: &Path) -> Option<PathBuf> {
 
 #[actix_rt::test]
 #[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
+#[cfg_attr(
+    not(has_mcp_everything),
+    ignore = "the MCP test server is not installed"
+)]
 async fn a_declared_mcp_server_reaches_the_model_through_codex() {
     let codex = start_tuned(&[], &crate::mcp_servers::everything_section());
     let mut ws = codex.ws().await;

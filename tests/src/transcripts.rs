@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// One transcript line: a person's `text` in session `id`, working in `cwd`.
 pub fn prompt_line(id: &str, cwd: &Path, text: &str) -> String {
@@ -42,4 +42,18 @@ pub fn claude_home(dir: &Path, transcripts: &[(&str, String)], more: &str) -> (P
     std::fs::write(&config, text)
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", config.display()));
     (config, project)
+}
+
+/// Asserts that `listed` (an `external.list` entry) is `vendor`'s session
+/// `vendor_session_id`, continued by tandem session `session_id`.
+pub fn assert_listed(listed: &Value, vendor: &str, vendor_session_id: &str, session_id: &str) {
+    assert_eq!(
+        (
+            listed["vendor"].as_str(),
+            listed["vendorSessionId"].as_str(),
+            listed["sessionId"].as_str()
+        ),
+        (Some(vendor), Some(vendor_session_id), Some(session_id)),
+        "{listed}"
+    );
 }
