@@ -3,7 +3,7 @@
 //! shell's group would leave its background jobs; the session holds them all (a
 //! program that leaves the session on purpose, as a daemon does, is not followed).
 
-use crate::scripts::ledger::live_processes;
+use crate::scripts::ledger::{live_processes, stat};
 
 /// The live processes of session `sid` (zombies are not counted: they hold nothing).
 pub fn members(sid: i32) -> Vec<i32> {
@@ -17,8 +17,14 @@ pub fn members(sid: i32) -> Vec<i32> {
 /// while its session is being killed); gives up after a few rounds. Never the
 /// server's own session (a shell whose `setsid` failed would be in it).
 pub fn kill_session(sid: i32) {
-    let own = rustix::process::getsid(None).map(|p| p.as_raw_nonzero().get());
-    if sid <= 1 || own == Ok(sid) {
+    // Read from /proc, not getsid(2): in a container whose session leader lies outside
+    // its PID namespace the server's session id is 0, which rustix's `getsid` rejects
+    // with a panic.
+    let own = i32::try_from(std::process::id())
+        .ok()
+        .and_then(stat)
+        .map(|s| s.sid);
+    if sid <= 1 || own == Some(sid) {
         tracing::warn!(sid, "not killing a session that is not a terminal's");
         return;
     }
