@@ -23,26 +23,9 @@ struct Inner {
     sessions: DashMap<String, String>,
     /// Session → token, so a session keeps one token.
     tokens: DashMap<String, String>,
-    /// The user's MCP servers, handed to every session's agent beside ours.
-    servers: Arc<Vec<crate::adapter::mcp_servers::NamedServer>>,
 }
 
 impl McpTokens {
-    /// No token yet; every session's agent also gets `servers`.
-    pub fn with_servers(servers: Vec<crate::adapter::mcp_servers::NamedServer>) -> McpTokens {
-        McpTokens {
-            inner: Arc::new(Inner {
-                servers: Arc::new(servers),
-                ..Inner::default()
-            }),
-        }
-    }
-
-    /// The user's MCP servers.
-    pub fn servers(&self) -> &[crate::adapter::mcp_servers::NamedServer] {
-        &self.inner.servers
-    }
-
     /// Records the server's base URL (`http://HOST:PORT`); the first call wins.
     pub fn set_base_url(&self, base: &str) {
         let _ = self
@@ -90,14 +73,19 @@ impl McpTokens {
         self.inner.sessions.get(token).map(|s| s.clone())
     }
 
-    /// URL and token for `session_id`; `None` before the server is bound.
-    pub fn access(&self, session_id: &str) -> Option<McpAccess> {
+    /// URL and token for `session_id`, whose agent also gets `servers`; `None` before
+    /// the server is bound.
+    pub fn access(
+        &self,
+        session_id: &str,
+        servers: Arc<Vec<crate::adapter::mcp_servers::NamedServer>>,
+    ) -> Option<McpAccess> {
         let url = self.inner.url.get()?.clone();
         match self.token_for(session_id) {
             Ok(token) => Some(McpAccess {
                 url,
                 token,
-                servers: self.inner.servers.clone(),
+                servers,
             }),
             Err(e) => {
                 tracing::error!(error = %e, "no MCP token for a vendor process");
@@ -114,7 +102,10 @@ mod tests {
     #[test]
     fn one_token_per_session_and_back() {
         let tokens = McpTokens::default();
-        assert!(tokens.access("s1").is_none(), "no URL before bind");
+        assert!(
+            tokens.access("s1", Default::default()).is_none(),
+            "no URL before bind"
+        );
         tokens.set_base_url("http://127.0.0.1:9/");
         let token = |s: &str| tokens.token_for(s).unwrap_or_else(|e| panic!("{e}"));
         let a = token("s1");
@@ -122,7 +113,9 @@ mod tests {
         assert_ne!(token("s2"), a);
         assert_eq!(tokens.session_of(&a).as_deref(), Some("s1"));
         assert_eq!(tokens.session_of("nope"), None);
-        let access = tokens.access("s1").unwrap_or_else(|| panic!("no access"));
+        let access = tokens
+            .access("s1", Default::default())
+            .unwrap_or_else(|| panic!("no access"));
         assert_eq!(access.url, "http://127.0.0.1:9/mcp");
         assert_eq!(access.token, a);
         tokens.forget("s1");

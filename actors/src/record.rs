@@ -82,6 +82,10 @@ pub struct SessionRecord {
     /// own, or another vendor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork_context: Option<String>,
+    /// The MCP servers it chose (`session.create`'s `mcpServers`), resolved when its
+    /// agent starts; `None`: every server its owner may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<Vec<tandem_protocol::mcp_servers::McpServerChoice>>,
     /// A spawned session's first prompt, until its parent lets it start.
     #[serde(default)]
     pub pending_prompt: Option<String>,
@@ -469,6 +473,10 @@ impl SessionRecord {
             turn_started_at: self.turn_started_at,
             handoff_from: self.handoff_from.clone(),
             forked_from: self.forked_from.clone(),
+            mcp_servers: self
+                .mcp_servers
+                .as_ref()
+                .map(|c| c.iter().map(|c| c.name().to_string()).collect()),
             last_checks: self.last_checks.clone(),
             parent_id: self.parent_id.clone(),
             background_tasks: background_tasks.to_vec(),

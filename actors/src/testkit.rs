@@ -192,6 +192,7 @@ impl RuntimeFixture {
             node: None,
             workspace: None,
             base_ref: None,
+            mcp_servers: None,
         };
         self.runtime
             .create_session(&self.who, params)

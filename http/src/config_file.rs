@@ -85,45 +85,38 @@ pub struct McpServerSection {
 }
 
 impl ConfigFile {
-    /// The declared MCP servers, or why one cannot be used.
+    /// The declared MCP servers, or why one cannot be used: each entry is held to
+    /// the rules of an added one (`mcp-servers.add`), and none may be called `tandem`.
     pub fn mcp_servers(
         &self,
     ) -> Result<Vec<tandem_actors::adapter::mcp_servers::NamedServer>, String> {
-        use tandem_actors::adapter::mcp_servers::{check_name, McpServerSpec, NamedServer};
+        use tandem_protocol::mcp_servers::McpServerEntry;
         self.mcp_servers
             .iter()
             .map(|(name, s)| {
-                check_name(name)?;
-                let spec = match (&s.command, &s.url) {
-                    (Some(command), None) if s.headers.is_empty() => McpServerSpec::Stdio {
-                        command: command.clone(),
-                        args: s.args.clone(),
-                        env: s.env.clone(),
-                    },
-                    (None, Some(url)) if s.args.is_empty() && s.env.is_empty() => {
-                        if !(url.starts_with("http://") || url.starts_with("https://")) {
-                            return Err(format!("[mcp_servers.{name}]: url must be http:// or https://"));
-                        }
-                        McpServerSpec::Http {
-                            url: url.clone(),
-                            headers: s.headers.clone(),
-                        }
-                    }
-                    (None, None) => {
-                        return Err(format!(
-                            "[mcp_servers.{name}]: give `command` (a stdio server) or `url` (an HTTP one)"
-                        ))
-                    }
-                    _ => {
-                        return Err(format!(
-                            "[mcp_servers.{name}]: `command` (with `args`, `env`) and `url` (with `headers`) do not mix"
-                        ))
-                    }
-                };
-                Ok(NamedServer {
-                    name: name.clone(),
-                    spec,
-                })
+                if name == "tandem" {
+                    return Err("[mcp_servers.tandem]: that name is tandem's own tools".into());
+                }
+                let mut entry = serde_json::Map::new();
+                entry.insert("name".into(), name.clone().into());
+                if let Some(command) = &s.command {
+                    entry.insert("command".into(), command.clone().into());
+                }
+                if !s.args.is_empty() {
+                    entry.insert("args".into(), serde_json::json!(s.args));
+                }
+                if !s.env.is_empty() {
+                    entry.insert("env".into(), serde_json::json!(s.env));
+                }
+                if let Some(url) = &s.url {
+                    entry.insert("url".into(), url.clone().into());
+                }
+                if !s.headers.is_empty() {
+                    entry.insert("headers".into(), serde_json::json!(s.headers));
+                }
+                serde_json::from_value::<McpServerEntry>(entry.into())
+                    .map(Into::into)
+                    .map_err(|e| format!("[mcp_servers.{name}]: {e}"))
             })
             .collect()
     }

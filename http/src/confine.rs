@@ -276,7 +276,11 @@ pub fn detect(enabled: bool, denied: Vec<PathBuf>) -> Confinement {
         Ok(out) => Probe::None(format!("`tandem confine --probe` failed ({})", out.status)),
         Err(e) => Probe::None(format!("cannot run `tandem confine --probe`: {e}")),
     };
-    let launcher = Launcher { helper, denied };
+    let launcher = Launcher {
+        helper,
+        denied,
+        also_read: Vec::new(),
+    };
     match probe {
         Probe::Full(_) => Confinement {
             launcher: Some(launcher),

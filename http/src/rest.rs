@@ -60,7 +60,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(at("/sessions/{id}/commands").route(web::get().to(commands)))
             .service(at("/external-sessions").route(web::get().to(external_sessions)))
             .service(at("/external-sessions/import").route(web::post().to(import_external)))
-            .service(at("/mcp-servers").route(web::get().to(mcp_servers)))
+            .service(
+                at("/mcp-servers")
+                    .route(web::get().to(mcp_servers))
+                    .route(web::post().to(add_mcp_server)),
+            )
+            .service(at("/mcp-servers/{name}").route(web::delete().to(remove_mcp_server)))
             .service(at("/mcp-servers/{name}/probe").route(web::post().to(probe_mcp_server)))
             .service(
                 at("/sessions/{id}/uploads/{upload}")
@@ -178,6 +183,27 @@ async fn import_external(
 /// `GET /mcp-servers` → 200 `{servers}` (as `mcp-servers.list`).
 async fn mcp_servers(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let params = tandem_protocol::mcp_servers::McpServersListParams {};
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
+}
+
+/// `POST /mcp-servers` → 201 the server as listed (as `mcp-servers.add`).
+async fn add_mcp_server(
+    who: Caller,
+    Json(entry): Json<tandem_protocol::mcp_servers::McpServerEntry>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Created().json(run(&state, &who, entry).await?))
+}
+
+/// `DELETE /mcp-servers/{name}` → 200 `{name}` (as `mcp-servers.remove`).
+async fn remove_mcp_server(
+    who: Caller,
+    name: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let params = tandem_protocol::mcp_servers::McpServerRemoveParams {
+        name: name.into_inner(),
+    };
     Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
 

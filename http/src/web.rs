@@ -66,6 +66,7 @@ static ASSETS: &[Asset] = &[
     asset!("wire.js", JS),
     asset!("terminal.js", JS),
     asset!("machine.js", JS),
+    asset!("mcp.js", JS),
     asset!("controls.js", JS),
     // xterm.js for the terminal panel, pinned, with its licence (web/vendor/README.md).
     asset!("xterm.mjs", "vendor/xterm.mjs", JS),

@@ -12,6 +12,7 @@ import { registerShellWorker, unreachable, waitOffline } from './offline.js';
 import { pushSupported, subscribeDevice } from './push.js';
 import { openOnPhone, redeemPairingLink } from './pair.js';
 import { openOnThisMachine } from './machine.js';
+import { openMcpServers, McpChoice } from './mcp.js';
 
 const TOKEN_KEY = 'tandem.token';
 /** The page's phone layout (style.css has the same width). */
@@ -149,6 +150,7 @@ export class App {
         this.filterEl, this.notifyBtn,
         h('button.btn.tiny.pair-btn', { type: 'button', title: 'Show a one-time QR code that signs a phone in as you', onclick: () => openOnPhone(this.conn) }, 'Open on a phone'),
         h('button.btn.tiny.machine-btn', { type: 'button', title: 'Claude Code and Codex sessions already on the server’s machine', onclick: () => openOnThisMachine(this.conn, (id) => { location.hash = `#/s/${id}`; }) }, 'On this machine'),
+        h('button.btn.tiny.mcp-btn', { type: 'button', title: 'The MCP servers your agents get beside tandem’s own tools', onclick: () => openMcpServers(this.conn) }, 'MCP servers'),
         this.listEl),
       h('div.drawer-backdrop', { onclick: () => this.toggleDrawer(false) }),
       this.mainEl,
@@ -815,6 +817,7 @@ export class App {
     this.cMode = h('select.field', { name: 'permissionMode' },
       ['default', 'acceptEdits', 'plan', 'bypassPermissions'].map((m) => h('option', { value: m }, m)));
     this.cError = h('p.error-text', { role: 'alert' });
+    this.cMcp = new McpChoice();
     this.dialog = h('dialog.create', { 'aria-labelledby': 'create-title' },
       h('form', { method: 'dialog', onsubmit: (e) => { e.preventDefault(); this.create(); } },
         h('h2#create-title', 'New session'),
@@ -822,6 +825,7 @@ export class App {
         field('Title', this.cTitle), field('Working directory', this.cCwd), field('Own worktree', this.cOwn),
         h('p.muted.field-help', 'With its own worktree the session works on a new branch of the working directory’s git repository, and you merge or discard what it did.'),
         field('Permission mode', this.cMode),
+        this.cMcp.el,
         this.cError,
         h('div.row.end', h('button.btn', { type: 'button', onclick: () => this.dialog.close() }, 'Cancel'),
           h('button.btn.primary', { type: 'submit' }, 'Create'))));
@@ -840,6 +844,7 @@ export class App {
     this.cError.textContent = '';
     this.dialog.showModal();
     this.cTitle.focus();
+    this.cMcp.fill(this.conn);
   }
 
   async create() {
@@ -848,6 +853,8 @@ export class App {
       if (el.value.trim()) body[k] = el.value.trim();
     }
     if (this.cOwn.checked) body.workspace = 'worktree';
+    const mcp = this.cMcp.value();
+    if (mcp) body.mcpServers = mcp;
     try {
       const r = await this.conn.request('session.create', body);
       this.dialog.close();

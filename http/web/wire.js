@@ -555,6 +555,16 @@
  */
 
 /**
+ * A listed server's name, or an entry for this session alone.
+ * @typedef {(string | McpServerEntry)} McpServerChoice
+ */
+
+/**
+ * One MCP server: `command` (stdio, with `args` and `env`) or `url` (streamable HTTP, with `headers`).
+ * @typedef {({args?: Array<string>, command: string, env?: Record<string, string>, name: string} | {headers?: Record<string, string>, name: string, url: string})} McpServerEntry
+ */
+
+/**
  * One MCP server, as listed.
  * @typedef {object} McpServerInfo
  * @property {Array<string>} [args] Its arguments (stdio).
@@ -562,6 +572,7 @@
  * @property {Array<Secret>} [env] Its environment's variables (stdio).
  * @property {Array<Secret>} [headers] Its headers (http).
  * @property {string} name Its name.
+ * @property {McpServerScope} scope Declared in the config or added by the caller.
  * @property {string} transport `stdio` or `http`.
  * @property {string | null} [url] Its endpoint (http).
  */
@@ -581,6 +592,23 @@
  * @property {string | null} [serverName] Its own name (`serverInfo.name`).
  * @property {string | null} [serverVersion] Its version (`serverInfo.version`).
  * @property {Array<string>} tools Its tools' names.
+ */
+
+/**
+ * `mcp-servers.remove` fields: a server the caller added.
+ * @typedef {object} McpServerRemoveParams
+ * @property {string} name The server.
+ */
+
+/**
+ * `mcp-servers.remove` reply.
+ * @typedef {object} McpServerRemoveResult
+ * @property {string} name The server removed.
+ */
+
+/**
+ * Where a server comes from.
+ * @typedef {('config' | 'user')} McpServerScope
  */
 
 /**
@@ -1035,6 +1063,7 @@
  * @property {string | null} [baseRef] With `worktree`: the commit, tag or branch to branch from (default: the HEAD of the checkout at `cwd`).
  * @property {string | null} [cwd] Working directory: an existing directory under one of the caller's workspace roots, outside the server's data directory (else `INVALID_ARGUMENT`, REST 422: a rule of this server's disk and configuration); blank or absent: the caller's first root. No NUL byte (no path has one).
  * @property {'' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null} [effort] Reasoning effort (clamped to the vendor's levels).
+ * @property {Array<McpServerChoice> | null} [mcpServers] The MCP servers its agent gets beside tandem's own tools: names from `mcp-servers.list` and entries for this session alone, at most 32 and no name twice (a name the caller cannot use, or one given twice: `INVALID_ARGUMENT`, REST 422). Absent or `null`: every server `mcp-servers.list` shows the owner; `[]`: none.
  * @property {string | null} [model] Model name.
  * @property {string | null} [node] The cluster node to create it on (it is pinned there: its working directory is that node's); default the node asked. A node the cluster does not have (any node, outside a cluster) is refused with `INVALID_ARGUMENT` (REST 422).
  * @property {(PermissionMode | null)} [permissionMode] Tool approval mode.
@@ -1195,6 +1224,7 @@
  * @property {Array<CheckResult> | null} [lastChecks] The outcome of its last `session.check` (a merge gate reads it), if any ran.
  * @property {number} lastSeq Sequence number of the newest history event (0 when there is none).
  * @property {(LoopInfo | null)} [loop] The loop it runs (`loop.start`), if any.
+ * @property {Array<string> | null} [mcpServers] The names of the MCP servers it chose (`session.create`'s `mcpServers`), its own entries among them; absent: every server its owner may use.
  * @property {string} model Model name; empty means the vendor's default.
  * @property {string | null} [node] The cluster node the session is pinned to (`tandem serve --node NAME`); absent on a server that is not part of a cluster.
  * @property {Notify} [notify] Which moments its owner's devices are told of by Web Push (absent: `attention`).
@@ -1706,8 +1736,10 @@
  *   'external.list': {params: ExternalListParams, result: ExternalListResult},
  *   'loop.start': {params: LoopStartParams, result: LoopStartResult},
  *   'loop.stop': {params: LoopStopParams, result: LoopStopResult},
+ *   'mcp-servers.add': {params: McpServerEntry, result: McpServerInfo},
  *   'mcp-servers.list': {params: McpServersListParams, result: McpServersListResult},
  *   'mcp-servers.probe': {params: McpServerProbeParams, result: McpServerProbeResult},
+ *   'mcp-servers.remove': {params: McpServerRemoveParams, result: McpServerRemoveResult},
  *   'pair.close': {params: PairCloseParams, result: PairCloseResult},
  *   'pair.create': {params: PairCreateParams, result: PairCreateResult},
  *   'pairs.list': {params: PairsListParams, result: PairsListResult},

@@ -237,6 +237,14 @@ pub struct SessionCreateParams {
     /// the checkout at `cwd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_ref: Option<String>,
+    /// The MCP servers its agent gets beside tandem's own tools: names from
+    /// `mcp-servers.list` and entries for this session alone, at most 32 and no name
+    /// twice (a name the caller cannot use, or one given twice: `INVALID_ARGUMENT`,
+    /// REST 422). Absent or `null`: every server `mcp-servers.list` shows the owner;
+    /// `[]`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub mcp_servers: Option<Vec<crate::mcp_servers::McpServerChoice>>,
 }
 
 /// Per-turn overrides on `chat.send`; they stick to the session like `session.configure`.

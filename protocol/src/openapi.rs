@@ -244,6 +244,11 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         ("post", "/push/subscriptions") => &[422, 429],
         // 401: a pairing code unknown, used or expired; 429: the user's 20 devices.
         ("post", "/devices/pair") => &[401, 429],
+        // 409: a name taken (the config's, one of the caller's, `tandem`); 429: the
+        // caller's 32.
+        ("post", "/mcp-servers") => &[409, 429],
+        // 409: one the config declares.
+        ("delete", "/mcp-servers/{name}") => &[409],
         _ => &[],
     };
     statuses.extend(own);

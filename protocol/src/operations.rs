@@ -325,12 +325,18 @@ operations! {
     /// `external.import`: a session that continues a CLI session found on this machine.
     ExternalImport "external.import" crate::external::ExternalImportParams => SessionInfo [local, writes]
         rest route!("post" "/external-sessions/import", "A session of the caller's that continues a Claude Code or Codex session found on this machine: its history holds the transcript's conversation and its next turn resumes the CLI's session; the caller's session that already continues it, if any (as external.import).", Some(of::<crate::external::ExternalImportParams>), 201, of::<SessionInfo>);
-    /// `mcp-servers.list`: the MCP servers every session's agent gets.
+    /// `mcp-servers.list`: the MCP servers the caller's sessions may get.
     McpServersList "mcp-servers.list" crate::mcp_servers::McpServersListParams => crate::mcp_servers::McpServersListResult [local, reads]
-        rest route!("get" "/mcp-servers", "The MCP servers the config declares, which every session's agent gets beside tandem's own tools; values of env and headers are never shown (as mcp-servers.list).", None, 200, of::<crate::mcp_servers::McpServersListResult>);
+        rest route!("get" "/mcp-servers", "The MCP servers the caller's sessions may get beside tandem's own tools: the config's and the caller's own; values of env and headers are never shown (as mcp-servers.list).", None, 200, of::<crate::mcp_servers::McpServersListResult>);
     /// `mcp-servers.probe`: connect to one as an MCP client.
     McpServerProbe "mcp-servers.probe" crate::mcp_servers::McpServerProbeParams => crate::mcp_servers::McpServerProbeResult [local, reads]
-        rest route!("post" "/mcp-servers/{name}/probe", "Connect to a declared MCP server as a client (initialize, tools/list): reachable or not, its name and its tools (as mcp-servers.probe).", Some(of::<EmptyBody>), 200, of::<crate::mcp_servers::McpServerProbeResult>);
+        rest route!("post" "/mcp-servers/{name}/probe", "Connect to a listed MCP server as a client (initialize, tools/list): reachable or not, its name and its tools (as mcp-servers.probe).", Some(of::<EmptyBody>), 200, of::<crate::mcp_servers::McpServerProbeResult>);
+    /// `mcp-servers.add`: an MCP server of the caller's own.
+    McpServerAdd "mcp-servers.add" crate::mcp_servers::McpServerEntry => crate::mcp_servers::McpServerInfo [local, writes]
+        rest route!("post" "/mcp-servers", "Add an MCP server of the caller's own, which the caller's sessions get (as mcp-servers.add): a name no listed server has (else 409), a stdio `command` or an HTTP `url`; values of env and headers are kept 0600 and never shown.", Some(of::<crate::mcp_servers::McpServerEntry>), 201, of::<crate::mcp_servers::McpServerInfo>);
+    /// `mcp-servers.remove`: remove one the caller added.
+    McpServerRemove "mcp-servers.remove" crate::mcp_servers::McpServerRemoveParams => crate::mcp_servers::McpServerRemoveResult [local, writes]
+        rest route!("delete" "/mcp-servers/{name}", "Remove an MCP server the caller added (one the config declares: 409); sessions started after no longer get it (as mcp-servers.remove).", None, 200, of::<crate::mcp_servers::McpServerRemoveResult>);
     /// `sessions.running`: sessions with a turn running.
     SessionsRunning "sessions.running" SessionsRunningParams => SessionsRunningResult [local, reads]
         rest route!("get" "/sessions/running", "Sessions with a turn running, ours and Claude Code's outside tandem.", None, 200, of::<SessionsRunningResult>);

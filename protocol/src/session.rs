@@ -270,6 +270,10 @@ pub struct SessionInfo {
     /// The session and message this one was forked at (`session.fork`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+    /// The names of the MCP servers it chose (`session.create`'s `mcpServers`), its
+    /// own entries among them; absent: every server its owner may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<Vec<String>>,
     /// The session that spawned this one, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,

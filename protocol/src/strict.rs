@@ -222,6 +222,14 @@ pub fn whole_opt<'de, D: Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<Opt
     d.deserialize_option(Opt(PhantomData))
 }
 
+/// An optional field that may be left out but never `null` (with `#[serde(default)]`):
+/// its schema has no `null`, and leaving it out is how to say "none".
+pub fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use serde::Deserialize;

@@ -20,6 +20,7 @@ mod cooperation;
 mod history;
 mod install;
 mod machine;
+mod mcp;
 mod overlaps;
 mod pairing;
 mod pairs;

@@ -1369,3 +1369,80 @@ async fn a_declared_mcp_server_reaches_the_model_through_claude() {
         "{events:?}"
     );
 }
+
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+#[cfg_attr(
+    not(has_mcp_everything),
+    ignore = "the MCP test server is not installed"
+)]
+async fn a_session_gets_the_mcp_servers_it_chose_and_no_others() {
+    let bin = require(claude_bin(), "the claude CLI");
+    let mock = MockAnthropic::start();
+    let dir = Arc::new(TempDir::new("claude-mcp-choice"));
+    let home = dir.path().join("home");
+    let config = claude_config(dir.path(), &bin, &mock, &home, 600);
+    let w = World {
+        server: ConfiguredServer::start(dir, config),
+        mock,
+        home,
+    };
+    let js = tandem_tests::vendor_clis::mcp_everything_path()
+        .display()
+        .to_string();
+    // One the user adds, started confined by the CLI like its agent.
+    let (added, body) = w
+        .server()
+        .post(
+            "/api/v1/mcp-servers",
+            &json!({"name": "mine", "command": "node", "args": [js, "stdio"]}),
+        )
+        .await;
+    assert_eq!(added, 201, "{body}");
+    let mut ws = w.server().ws().await;
+    let create = |choice: Value| {
+        json!({"type": "session.create", "vendor": "claude", "title": "mcp choice",
+               "permissionMode": "bypassPermissions", "mcpServers": choice})
+    };
+    let echo =
+        |server: &str| format!(r#"tool mcp__{server}__echo {{"message":"hi from {server}"}}"#);
+    let echoed = |events: &[Value], server: &str| {
+        texts(events, "assistant_message")
+            .iter()
+            .any(|t| t.contains(&format!("Echo: hi from {server}")))
+    };
+
+    // An entry of the session's own, and no other.
+    let reply = ws
+        .ok(create(
+            json!([{"name": "inline", "command": "node", "args": [js, "stdio"]}]),
+        ))
+        .await;
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&id, 0).await;
+    let events = ws.turn(&id, &echo("inline")).await;
+    assert!(echoed(&events, "inline"), "{events:?}");
+    let tools = w.mock.requests().last().unwrap().body["tools"].to_string();
+    assert!(
+        tools.contains("mcp__inline__echo") && !tools.contains("mcp__mine__"),
+        "{tools}"
+    );
+
+    // None at all: tandem's own tools only.
+    let reply = ws.ok(create(json!([]))).await;
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&id, 0).await;
+    let events = ws.turn(&id, "hello").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let tools = w.mock.requests().last().unwrap().body["tools"].to_string();
+    assert!(
+        tools.contains("mcp__tandem__") && !tools.contains("mcp__mine__"),
+        "{tools}"
+    );
+
+    // No choice: every server the owner may use, the added one among them.
+    let id = w.session(&mut ws, "bypassPermissions").await;
+    ws.subscribe(&id, 0).await;
+    let events = ws.turn(&id, &echo("mine")).await;
+    assert!(echoed(&events, "mine"), "{events:?}");
+}

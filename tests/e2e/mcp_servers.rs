@@ -142,3 +142,284 @@ fn an_entry_that_is_neither_stdio_nor_http_stops_the_start() {
         );
     }
 }
+
+/// server-everything speaking streamable HTTP on a free loopback port (its own code
+/// listens on every interface: a preload binds it to 127.0.0.1); killed when dropped.
+struct HttpEverything {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpEverything {
+    fn start(dir: &std::path::Path) -> HttpEverything {
+        let js = require(
+            Some(mcp_everything_path()).filter(|p| p.is_file()),
+            "the MCP test server (server-everything)",
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let preload = dir.join("loopback.mjs");
+        std::fs::write(
+            &preload,
+            "import net from 'node:net';\n\
+             const listen = net.Server.prototype.listen;\n\
+             net.Server.prototype.listen = function (port, ...rest) {\n\
+               if (typeof port === 'number' || typeof port === 'string') {\n\
+                 return listen.call(this, Number(port), '127.0.0.1', ...rest.filter((a) => typeof a === 'function'));\n\
+               }\n\
+               return listen.call(this, port, ...rest);\n\
+             };\n",
+        )
+        .unwrap();
+        let mut child = std::process::Command::new("node")
+            .arg("--import")
+            .arg(&preload)
+            .arg(&js)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            if std::io::BufRead::read_line(&mut err, &mut line).unwrap_or(0) == 0 {
+                let _ = child.kill();
+                panic!("server-everything stopped: {seen}");
+            }
+            seen.push_str(&line);
+            if line.contains("listening on port") {
+                break;
+            }
+        }
+        // Its later log lines are drained, so it never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        HttpEverything {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Names of the servers `GET /mcp-servers` shows, with their scope.
+fn listed(body: &Value) -> Vec<(String, String)> {
+    body["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["scope"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_mcp_everything),
+    ignore = "the MCP test server is not installed"
+)]
+async fn users_add_probe_and_remove_their_own_servers() {
+    let dir = Arc::new(TempDir::new("mcp-own"));
+    let config = dir.path().join("tandem.toml");
+    std::fs::write(&config, "[mcp_servers.shared]\ncommand = \"/bin/false\"\n").unwrap();
+    let options = || ServerOptions {
+        token_auth: true,
+        ..ServerOptions::with_config(&config)
+    };
+    let server = Server::start_in(dir.clone(), options());
+    let bob = server.add_user("bob");
+    let everything = HttpEverything::start(dir.path());
+
+    // An HTTP server (the real one, over streamable HTTP) and a stdio one with a secret.
+    let (status, added) = server
+        .post(
+            "/api/v1/mcp-servers",
+            &json!({"name": "web", "url": everything.url, "headers": {"X-Token": "hdr-s3cret"}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{added}");
+    assert_eq!(
+        (added["scope"].as_str(), added["transport"].as_str()),
+        (Some("user"), Some("http"))
+    );
+    assert_eq!(added["headers"], json!([{"name": "X-Token", "set": true}]));
+    let js = mcp_everything_path().display().to_string();
+    let (status, added) = server
+        .post(
+            "/api/v1/mcp-servers",
+            &json!({"name": "local", "command": "node", "args": [js, "stdio"], "env": {"MY_KEY": "env-s3cret"}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{added}");
+
+    let (_, list) = server.get("/api/v1/mcp-servers").await;
+    assert_eq!(
+        listed(&list),
+        [
+            ("shared".to_string(), "config".to_string()),
+            ("web".into(), "user".into()),
+            ("local".into(), "user".into())
+        ]
+    );
+    let text = list.to_string();
+    assert!(
+        !text.contains("hdr-s3cret") && !text.contains("env-s3cret"),
+        "{text}"
+    );
+
+    // Both reach a real MCP server: over HTTP, and over stdio (confined like the
+    // user's agents where they are).
+    for name in ["web", "local"] {
+        let (status, probed) = server
+            .post(&format!("/api/v1/mcp-servers/{name}/probe"), &json!({}))
+            .await;
+        assert_eq!(status, 200, "{probed}");
+        assert_eq!(probed["reachable"], true, "{name}: {probed}");
+        let tools = probed["tools"].as_array().unwrap();
+        assert!(tools.contains(&json!("echo")), "{name}: {probed}");
+    }
+
+    // Another user sees the config's and none of them, and cannot probe or remove them.
+    let (_, theirs) = bob.get("/api/v1/mcp-servers").await;
+    assert_eq!(
+        listed(&theirs),
+        [("shared".to_string(), "config".to_string())]
+    );
+    let (status, _) = bob.post("/api/v1/mcp-servers/web/probe", &json!({})).await;
+    assert_eq!(status, 404);
+    let (status, _) = bob.delete("/api/v1/mcp-servers/web").await;
+    assert_eq!(status, 404);
+    // ... and may have a server of that name of their own.
+    let (status, body) = bob
+        .post(
+            "/api/v1/mcp-servers",
+            &json!({"name": "web", "url": "http://127.0.0.1:9/mcp"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+
+    // Bad entries: a clear 400; taken names 409; the config's cannot be removed.
+    for (entry, says) in [
+        (json!({"name": "x"}), "give `command`"),
+        (
+            json!({"name": "x", "command": "a", "url": "http://h/"}),
+            "do not mix",
+        ),
+        (json!({"name": "x y", "command": "a"}), "1 to 40"),
+        (json!({"name": "x", "url": "file:///etc/passwd"}), "http://"),
+        (
+            json!({"name": "x", "command": "a", "args": null}),
+            "invalid type",
+        ),
+        (json!(["x", "node"]), "a JSON object"),
+    ] {
+        let (status, body) = server.post("/api/v1/mcp-servers", &entry).await;
+        assert_eq!(status, 400, "{entry}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{entry}: {body}");
+    }
+    for name in ["shared", "web", "tandem"] {
+        let (status, body) = server
+            .post(
+                "/api/v1/mcp-servers",
+                &json!({"name": name, "command": "node"}),
+            )
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (409, Some("CONFLICT")),
+            "{name}: {body}"
+        );
+    }
+    let (status, body) = server.delete("/api/v1/mcp-servers/shared").await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("CONFLICT")),
+        "{body}"
+    );
+
+    // A session's choice: names the caller may use, or entries; others refused.
+    let (status, body) = server
+        .post(
+            "/api/v1/sessions",
+            &json!({"mcpServers": ["web", {"name": "inline", "command": "node"}]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    for (choice, status_wanted, says) in [
+        (json!(["nope"]), 422, "no MCP server `nope`"),
+        (json!(["web", "web"]), 422, "named twice"),
+        (json!([{"name": "x"}]), 400, "give `command`"),
+        (
+            json!((0..33).map(|i| format!("s{i}")).collect::<Vec<_>>()),
+            400,
+            "at most 32",
+        ),
+    ] {
+        let (status, body) = server
+            .post("/api/v1/sessions", &json!({"mcpServers": choice}))
+            .await;
+        assert_eq!(status, status_wanted, "{choice}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{choice}: {body}");
+    }
+    let (status, body) = bob
+        .post("/api/v1/sessions", &json!({"mcpServers": ["local"]}))
+        .await;
+    assert_eq!(status, 422, "another user's server: {body}");
+
+    // Kept across a restart, secrets in a 0600 file; removed for good.
+    let mode = std::fs::metadata(dir.path().join("data/tandem.db"))
+        .unwrap()
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600
+    );
+    let token = server.token.clone().unwrap();
+    drop(server.kill());
+    let server = Server::start_in(dir.clone(), options());
+    let server = server.as_user(&token);
+    let (_, list) = server.get("/api/v1/mcp-servers").await;
+    assert_eq!(listed(&list).len(), 3, "{list}");
+    let (status, probed) = server
+        .post("/api/v1/mcp-servers/web/probe", &json!({}))
+        .await;
+    assert_eq!(
+        (status, probed["reachable"].as_bool()),
+        (200, Some(true)),
+        "kept across the restart: {probed}"
+    );
+    let (status, body) = server.delete("/api/v1/mcp-servers/web").await;
+    assert_eq!(
+        (status, body["name"].as_str()),
+        (200, Some("web")),
+        "{body}"
+    );
+    let (status, _) = server.delete("/api/v1/mcp-servers/web").await;
+    assert_eq!(status, 404);
+    let (_, list) = server.get("/api/v1/mcp-servers").await;
+    assert_eq!(
+        listed(&list),
+        [
+            ("shared".to_string(), "config".to_string()),
+            ("local".into(), "user".into())
+        ]
+    );
+}

@@ -462,6 +462,20 @@ async fn every_documented_route_answers_as_described() {
         )
         .await;
     assert_eq!(probed["reachable"], false, "{probed}");
+    // One of the caller's own: added, then removed.
+    let added = c
+        .ok(
+            "post",
+            "/mcp-servers",
+            "/mcp-servers",
+            Some(json!({"name": "mine", "url": "http://127.0.0.1:9/mcp"})),
+        )
+        .await;
+    assert_eq!(added["scope"], "user", "{added}");
+    let removed = c
+        .ok("delete", "/mcp-servers/mine", "/mcp-servers/{name}", None)
+        .await;
+    assert_eq!(removed["name"], "mine", "{removed}");
 
     // Terminals: open, list, close.
     let term = c

@@ -135,6 +135,10 @@ pub struct Launcher {
     /// ([`crate::RuntimeConfig::private_paths`]). A listed path that contains one is
     /// left out, except a working directory (see the module comment).
     pub denied: Vec<PathBuf>,
+    /// Programs and files the process starts besides its own: the MCP servers its
+    /// CLI starts (their command and the files their arguments name), whose
+    /// installations it may read and execute ([`installation`]).
+    pub also_read: Vec<PathBuf>,
 }
 
 impl Launcher {
@@ -149,7 +153,7 @@ impl Launcher {
         workdir: Option<&Path>,
     ) -> tokio::process::Command {
         sweep_temp_dirs(&temp_base(env));
-        let allow = allow_list(bin, env, workdir, &self.denied);
+        let allow = allow_list(bin, env, workdir, &self.denied, &self.also_read);
         if allow.workdir_holds_denied {
             tracing::warn!(
                 workdir = %workdir.map(Path::display).map(|d| d.to_string()).unwrap_or_default(),
@@ -191,6 +195,7 @@ pub fn allow_list(
     env: &BTreeMap<String, String>,
     workdir: Option<&Path>,
     denied: &[PathBuf],
+    also_read: &[PathBuf],
 ) -> AllowList {
     let mut write: Vec<PathBuf> = SYSTEM_WRITE.iter().map(PathBuf::from).collect();
     let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
@@ -199,6 +204,7 @@ pub fn allow_list(
     }
     read.extend(installation(bin));
     read.extend(script_targets(bin).iter().flat_map(|p| installation(p)));
+    read.extend(also_read.iter().flat_map(|p| installation(p)));
     if let Some(home) = env
         .get("HOME")
         .map(PathBuf::from)
@@ -231,7 +237,9 @@ pub fn allow_list(
         .iter()
         .map(|d| d.canonicalize().unwrap_or_else(|_| d.clone()))
         .collect();
-    let holds_denied = |p: &Path| denied.iter().any(|d| d.starts_with(p));
+    // A path that holds a denied one, or lies in one (a file in the data directory
+    // that an MCP server's arguments name, say).
+    let holds_denied = |p: &Path| denied.iter().any(|d| d.starts_with(p) || p.starts_with(d));
     let mut allow = AllowList::default();
     if let Some(dir) = workdir.and_then(|w| w.canonicalize().ok()) {
         allow.workdir_holds_denied = holds_denied(&dir);
@@ -408,6 +416,7 @@ mod tests {
             &env(&[("HOME", &home)]),
             Some(&work),
             std::slice::from_ref(&data),
+            &[],
         );
         assert!(allow.write.contains(&work), "{allow:?}");
         assert!(allow.write.contains(&home.join(".codex")), "{allow:?}");
@@ -436,6 +445,7 @@ mod tests {
             &env(&[("HOME", &home)]),
             Some(&home),
             std::slice::from_ref(&data),
+            &[],
         );
         assert!(!allow.write.contains(&home.join(".local")), "{allow:?}");
         assert!(allow.write.contains(&home), "{allow:?}");
@@ -465,7 +475,7 @@ mod tests {
             script_targets(&wrapper),
             vec![PathBuf::from("/bin/sh"), real]
         );
-        let allow = allow_list(&wrapper, &BTreeMap::new(), None, &[]);
+        let allow = allow_list(&wrapper, &BTreeMap::new(), None, &[], &[]);
         assert!(
             allow.read.contains(&root.join("opt/node_modules")),
             "{allow:?}"

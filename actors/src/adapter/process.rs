@@ -52,6 +52,16 @@ impl VendorProcess {
         vars
     }
 
+    /// This process, confined, also allowed to read and run `servers`' programs and
+    /// the files their arguments name: its CLI starts them (unconfined: the same).
+    pub fn starting(&self, servers: &[crate::adapter::mcp_servers::NamedServer]) -> VendorProcess {
+        let mut process = self.clone();
+        if let Some(launcher) = process.confine.as_mut() {
+            launcher.also_read = crate::adapter::mcp_servers::program_paths(servers);
+        }
+        process
+    }
+
     /// `bin args…` with [`VendorProcess::environment`] only, stdin/stdout/stderr piped,
     /// killed when the handle is dropped (so a stopped adapter leaves no process behind).
     /// For work outside a session (version and login checks, probes): confined, it runs

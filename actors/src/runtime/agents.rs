@@ -43,6 +43,7 @@ impl Runtime {
         prompt: String,
     ) -> Result<SessionInfo, RuntimeError> {
         self.new_session(NewSession {
+            mcp_servers: self.chosen_mcp_servers(&parent.id),
             resume: None,
             id: None,
             owner_id: parent.owner_id.clone(),

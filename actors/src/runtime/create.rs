@@ -29,6 +29,8 @@ pub(super) struct NewSession {
     /// The vendor's own session this one continues (`external.import`): its first turn
     /// resumes it.
     pub(super) resume: Option<String>,
+    /// The MCP servers it chose; `None`: every one its owner may use.
+    pub(super) mcp_servers: Option<Vec<tandem_protocol::mcp_servers::McpServerChoice>>,
 }
 
 /// A new session's own worktree, asked for.
@@ -59,7 +61,20 @@ impl Runtime {
         params: SessionCreateParams,
     ) -> Result<SessionInfo, RuntimeError> {
         let cwd = self.resolve_cwd(who, params.cwd.as_deref())?;
+        if let Some(choice) = params.mcp_servers.as_deref() {
+            if choice.len() > 32 {
+                return Err(RuntimeError::InvalidArgument(
+                    "mcpServers: at most 32 servers".into(),
+                ));
+            }
+            self.inner
+                .services
+                .mcp_servers
+                .check_choice(&who.user_id, choice)
+                .map_err(RuntimeError::unusable)?;
+        }
         self.new_session(NewSession {
+            mcp_servers: params.mcp_servers,
             resume: None,
             id: None,
             owner_id: who.user_id.clone(),
@@ -82,6 +97,22 @@ impl Runtime {
             ),
         })
         .await
+    }
+
+    /// The MCP servers session `id` chose, for a session made from it (a fork, a
+    /// handoff, a Worker, a spawned child) to get the same; `None` when it did not
+    /// choose or cannot be read.
+    pub(super) fn chosen_mcp_servers(
+        &self,
+        id: &str,
+    ) -> Option<Vec<tandem_protocol::mcp_servers::McpServerChoice>> {
+        match self.inner.store.load_session(id) {
+            Ok(loaded) => loaded.and_then(|l| l.record.mcp_servers),
+            Err(e) => {
+                tracing::warn!(session = id, error = %e, "cannot read a session's MCP servers; the new one gets its owner's");
+                None
+            }
+        }
     }
 
     /// Validates and creates a session, persists it and starts its actor.
@@ -205,6 +236,7 @@ impl Runtime {
             last_checks: None,
             fork_context: spec.fork.and_then(|f| f.context),
             pending_prompt: spec.pending_prompt,
+            mcp_servers: spec.mcp_servers,
             proposal: None,
             schedules: Vec::new(),
             delivered: Vec::new(),

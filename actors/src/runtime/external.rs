@@ -87,6 +87,7 @@ impl Runtime {
                 })??;
         let info = self
             .new_session(NewSession {
+                mcp_servers: None,
                 id: None,
                 owner_id: who.user_id.clone(),
                 visibility: tandem_protocol::Visibility::default(),

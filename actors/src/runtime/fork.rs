@@ -196,6 +196,7 @@ impl Runtime {
         };
         let fork = self
             .new_session(NewSession {
+                mcp_servers: self.chosen_mcp_servers(&source.id),
                 resume: None,
                 id: None,
                 owner_id: source.owner_id.clone(),

@@ -144,6 +144,7 @@ impl Runtime {
             .collect();
         let target = self
             .new_session(NewSession {
+                mcp_servers: self.chosen_mcp_servers(&source.id),
                 resume: None,
                 worktree: None,
                 id: None,

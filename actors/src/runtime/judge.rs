@@ -31,6 +31,7 @@ impl Runtime {
             .unwrap_or_else(|| info.vendor.clone());
         let created = self
             .new_session(NewSession {
+                mcp_servers: None,
                 resume: None,
                 id: None,
                 owner_id: info.owner_id.clone(),

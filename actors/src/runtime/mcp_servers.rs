@@ -1,42 +1,115 @@
-//! `mcp-servers.list` and `mcp-servers.probe`: the user's MCP servers
-//! (`crate::adapter::mcp_servers`).
+//! `mcp-servers.list`, `.add`, `.remove` and `.probe`: the MCP servers a user's
+//! sessions may get (`crate::adapter::mcp_servers`).
 
 use tandem_protocol::mcp_servers::{
-    McpServerProbeParams, McpServerProbeResult, McpServersListResult,
+    McpServerEntry, McpServerInfo, McpServerProbeParams, McpServerProbeResult,
+    McpServerRemoveParams, McpServerRemoveResult, McpServerScope, McpServersListResult,
 };
 
 use super::Runtime;
+use crate::adapter::mcp_servers::registry::RegistryError;
+use crate::adapter::mcp_servers::NamedServer;
 use crate::error::RuntimeError;
+use crate::Principal;
+
+impl From<RegistryError> for RuntimeError {
+    fn from(e: RegistryError) -> RuntimeError {
+        match e {
+            RegistryError::Taken(_) | RegistryError::Declared(_) => {
+                RuntimeError::Conflict(e.to_string())
+            }
+            RegistryError::TooMany => RuntimeError::LimitExceeded(e.to_string()),
+            RegistryError::Missing(_) => RuntimeError::Missing(e.to_string()),
+        }
+    }
+}
 
 impl Runtime {
-    /// `mcp-servers.list`: the declared servers by name, secrets shown as set or not.
-    pub fn list_mcp_servers(&self) -> McpServersListResult {
+    /// `mcp-servers.list`: the config's servers and the caller's own, secrets shown as
+    /// set or not.
+    pub fn list_mcp_servers(&self, who: &Principal) -> McpServersListResult {
         McpServersListResult {
             servers: self
                 .inner
                 .services
-                .mcp
-                .servers()
+                .mcp_servers
+                .listed(&who.user_id)
                 .iter()
-                .map(|s| s.info())
+                .map(|(s, scope)| s.info(*scope))
                 .collect(),
         }
     }
 
-    /// `mcp-servers.probe`: connects to one as an MCP client.
+    /// `mcp-servers.add`: one of the caller's own, on disk before it is answered.
+    pub async fn add_mcp_server(
+        &self,
+        who: &Principal,
+        entry: McpServerEntry,
+    ) -> Result<McpServerInfo, RuntimeError> {
+        let server = NamedServer::from(entry.clone());
+        let info = server.info(McpServerScope::User);
+        let (registry, store, user) = (
+            self.inner.services.mcp_servers.clone(),
+            self.inner.store.clone(),
+            who.user_id.clone(),
+        );
+        // The store writes at once: off the actor threads.
+        actix_rt::task::spawn_blocking(move || {
+            registry.add(&user, server, || store.put_mcp_server(&user, &entry))
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("adding an MCP server: {e}")))???;
+        Ok(info)
+    }
+
+    /// `mcp-servers.remove`: one of the caller's own; sessions whose agent starts
+    /// after no longer get it.
+    pub async fn remove_mcp_server(
+        &self,
+        who: &Principal,
+        p: McpServerRemoveParams,
+    ) -> Result<McpServerRemoveResult, RuntimeError> {
+        let (registry, store, user, name) = (
+            self.inner.services.mcp_servers.clone(),
+            self.inner.store.clone(),
+            who.user_id.clone(),
+            p.name.clone(),
+        );
+        actix_rt::task::spawn_blocking(move || {
+            registry.remove(&user, &name, || {
+                store.delete_mcp_server(&user, &name).map(|_| ())
+            })
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("removing an MCP server: {e}")))???;
+        Ok(McpServerRemoveResult { name: p.name })
+    }
+
+    /// `mcp-servers.probe`: connects to one the caller may use as an MCP client. A
+    /// user's own stdio server starts as that user's agents would start it (confined
+    /// where they are); the config's runs as declared.
     pub async fn probe_mcp_server(
         &self,
+        who: &Principal,
         p: McpServerProbeParams,
     ) -> Result<McpServerProbeResult, RuntimeError> {
-        let server = self
+        let (server, scope) = self
             .inner
             .services
-            .mcp
-            .servers()
-            .iter()
-            .find(|s| s.name == p.name)
-            .cloned()
+            .mcp_servers
+            .find(&who.user_id, &p.name)
             .ok_or_else(|| RuntimeError::Missing(format!("no MCP server `{:.64}`", p.name)))?;
-        Ok(crate::adapter::mcp_servers::probe::probe(&server).await)
+        let launcher = match scope {
+            McpServerScope::User => self.inner.config.confinement.launcher.clone().map(|l| {
+                crate::adapter::confine::Launcher {
+                    also_read: crate::adapter::mcp_servers::program_paths(std::slice::from_ref(
+                        &server,
+                    )),
+                    ..l
+                }
+            }),
+            McpServerScope::Config => None,
+        };
+        Ok(crate::adapter::mcp_servers::probe::probe(&server, launcher.as_ref()).await)
     }
 }

@@ -231,7 +231,15 @@ impl Runtime {
             config.confinement.launcher.clone(),
         );
         terminals.start_sweeper();
-        let mcp = McpTokens::with_servers(config.mcp_servers.clone());
+        let mcp = McpTokens::default();
+        let mcp_servers = crate::adapter::mcp_servers::registry::McpServers::new(
+            config.mcp_servers.clone(),
+            store
+                .mcp_servers()?
+                .into_iter()
+                .map(|(user, entry)| (user, entry.into()))
+                .collect(),
+        );
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -242,6 +250,7 @@ impl Runtime {
                 catalog,
                 vendors,
                 mcp,
+                mcp_servers,
                 tools: tools(RuntimeRef(weak.clone())),
                 sessions: Registry::default(),
                 store: store.clone(),

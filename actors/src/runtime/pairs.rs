@@ -265,6 +265,7 @@ impl Runtime {
             .or_else(|_| self.resolve_cwd(&owner, None))?;
         let id = spec.worker_id.clone();
         self.new_session(NewSession {
+            mcp_servers: None,
             resume: None,
             id: Some(id.clone()),
             owner_id: spec.owner_id,
@@ -441,6 +442,7 @@ impl Runtime {
         }
         let created = self
             .new_session(NewSession {
+                mcp_servers: self.chosen_mcp_servers(&driver_info.id),
                 resume: None,
                 id: Some(record.worker_id.clone()),
                 owner_id: driver_info.owner_id.clone(),

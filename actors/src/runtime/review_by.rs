@@ -84,6 +84,7 @@ impl Runtime {
         let title: String = info.title.chars().take(TITLE_CHARS).collect();
         let created = self
             .new_session(NewSession {
+                mcp_servers: None,
                 resume: None,
                 id: None,
                 owner_id: info.owner_id.clone(),

@@ -78,6 +78,8 @@ pub struct Services {
     pub vendors: crate::adapter::Vendors,
     /// Agent tools endpoint and its per-session tokens, handed to vendor CLIs.
     pub mcp: crate::mcp_tokens::McpTokens,
+    /// The MCP servers agents get beside tandem's own tools.
+    pub mcp_servers: crate::adapter::mcp_servers::registry::McpServers,
     /// The agent tools, handed to every adapter this session starts.
     pub tools: crate::adapter::Tools,
     /// Reads (replays, turn summaries).

@@ -2,6 +2,7 @@
 //! ([`writer`]), and a small pool of read connections used from blocking tasks.
 
 pub mod devices;
+pub mod mcp_servers;
 pub mod push;
 pub mod tokens;
 pub mod writer;
@@ -93,6 +94,15 @@ CREATE TABLE IF NOT EXISTS push_subscriptions (
     label TEXT,
     created_at INTEGER NOT NULL,
     UNIQUE (user_id, endpoint)
+);
+-- MCP servers a user added (`mcp-servers.add`), theirs alone: the entry as JSON,
+-- values of env and headers included (this file is 0600).
+CREATE TABLE IF NOT EXISTS mcp_servers (
+    user_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    entry TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (user_id, name)
 );
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,

@@ -54,8 +54,10 @@ pub async fn run(
         }),
         R::SessionsList(p) => json(list_page(ctx, who, p)?),
         R::ExternalList(p) => json(rt.external_sessions(who, p).await?),
-        R::McpServersList(_) => json(rt.list_mcp_servers()),
-        R::McpServerProbe(p) => json(rt.probe_mcp_server(p).await?),
+        R::McpServersList(_) => json(rt.list_mcp_servers(who)),
+        R::McpServerProbe(p) => json(rt.probe_mcp_server(who, p).await?),
+        R::McpServerAdd(p) => json(rt.add_mcp_server(who, p).await?),
+        R::McpServerRemove(p) => json(rt.remove_mcp_server(who, p).await?),
         R::ExternalImport(p) => json(rt.import_external(who, p).await?),
         R::SessionsRunning(_) => json(SessionsRunningResult {
             sessions: rt.running_with(who, &others(ctx)),

@@ -246,8 +246,13 @@ impl ClaudeAgent {
         if let (Some(at), Some(_)) = (self.resume_at.clone(), resume.as_ref()) {
             args.extend(super::rewind::fork_args(&at));
         }
+        let servers = self
+            .mcp
+            .as_ref()
+            .map(|m| m.servers.clone())
+            .unwrap_or_default();
         let proc = transport::spawn(
-            &self.process,
+            &self.process.starting(&servers),
             &args,
             &self.cwd,
             self.generation,

@@ -1,15 +1,19 @@
-//! The user's MCP servers (`[mcp_servers.NAME]` in the config): every session's agent
-//! gets them beside tandem's own tools, each vendor its own way (Claude Code's
-//! `--mcp-config`, a Codex thread's `config.mcp_servers`, an ACP `session/new`'s
-//! `mcpServers`), and `mcp-servers.probe` connects to one as an MCP client
-//! ([`probe`]). Values of `env` and `headers` may hold secrets: they reach the
+//! The MCP servers agents get beside tandem's own tools: the config's
+//! (`[mcp_servers.NAME]`), each user's own (`mcp-servers.add`) and a session's own
+//! entries ([`registry`]). A session's agent gets them each vendor its own way (Claude
+//! Code's `--mcp-config`, a Codex thread's `config.mcp_servers`, an ACP
+//! `session/new`'s `mcpServers`), and `mcp-servers.probe` connects to one as an MCP
+//! client ([`probe`]). Values of `env` and `headers` may hold secrets: they reach the
 //! vendor's process and the probe, and are never listed.
 
 pub mod probe;
+pub mod registry;
 
 use std::collections::BTreeMap;
 
-use tandem_protocol::mcp_servers::{McpServerInfo, Secret};
+use tandem_protocol::mcp_servers::{
+    McpServerEntry, McpServerInfo, McpServerScope, McpServerTransport, Secret,
+};
 
 /// How to reach one MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,9 +45,24 @@ pub struct NamedServer {
     pub spec: McpServerSpec,
 }
 
+impl From<McpServerEntry> for NamedServer {
+    fn from(entry: McpServerEntry) -> NamedServer {
+        let spec = match entry.transport {
+            McpServerTransport::Stdio { command, args, env } => {
+                McpServerSpec::Stdio { command, args, env }
+            }
+            McpServerTransport::Http { url, headers } => McpServerSpec::Http { url, headers },
+        };
+        NamedServer {
+            name: entry.name,
+            spec,
+        }
+    }
+}
+
 impl NamedServer {
     /// What `mcp-servers.list` shows of it: never a secret's value.
-    pub fn info(&self) -> McpServerInfo {
+    pub fn info(&self, scope: McpServerScope) -> McpServerInfo {
         let secrets = |map: &BTreeMap<String, String>| {
             map.iter()
                 .map(|(name, value)| Secret {
@@ -55,6 +74,7 @@ impl NamedServer {
         match &self.spec {
             McpServerSpec::Stdio { command, args, env } => McpServerInfo {
                 name: self.name.clone(),
+                scope,
                 transport: "stdio".into(),
                 command: Some(command.clone()),
                 args: args.clone(),
@@ -64,6 +84,7 @@ impl NamedServer {
             },
             McpServerSpec::Http { url, headers } => McpServerInfo {
                 name: self.name.clone(),
+                scope,
                 transport: "http".into(),
                 command: None,
                 args: Vec::new(),
@@ -75,21 +96,35 @@ impl NamedServer {
     }
 }
 
-/// Checks a server's name: letters, digits, `-` and `_`, 1 to 40 of them, and not
-/// `tandem` (tandem's own tools are that server).
-pub fn check_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 40
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !ok {
-        return Err(format!(
-            "MCP server name `{name:.64}`: use 1 to 40 letters, digits, `-` or `_`"
-        ));
+/// The programs `servers` run and the files their arguments name, for a confined
+/// process that starts them to be allowed to read them: a stdio server's command
+/// (looked up on `PATH` when it is a bare name) and each argument that is an absolute
+/// path to something that exists (`node /opt/tools/server.js`). A path in the data
+/// directory is still refused by the allow list.
+pub fn program_paths(servers: &[NamedServer]) -> Vec<std::path::PathBuf> {
+    use std::path::{Path, PathBuf};
+    let on_path = |name: &str| -> Option<PathBuf> {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    };
+    let mut paths = Vec::new();
+    for server in servers {
+        let McpServerSpec::Stdio { command, args, .. } = &server.spec else {
+            continue;
+        };
+        let program = if command.contains('/') {
+            Some(PathBuf::from(command)).filter(|p| p.is_absolute())
+        } else {
+            on_path(command)
+        };
+        paths.extend(program);
+        paths.extend(
+            args.iter()
+                .map(Path::new)
+                .filter(|p| p.is_absolute() && p.exists())
+                .map(Path::to_path_buf),
+        );
     }
-    if name == "tandem" {
-        return Err("MCP server name `tandem` is tandem's own tools".into());
-    }
-    Ok(())
+    paths
 }

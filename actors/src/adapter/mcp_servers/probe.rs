@@ -1,9 +1,11 @@
 //! `mcp-servers.probe`: connects to one MCP server as a client (`initialize`, the
 //! `initialized` notification, `tools/list`) and says what answered. A stdio server is
-//! started for the probe and killed after. It runs as the config declares it, not
-//! confined: it is the operator's own command (a caller only names it), and, with no
-//! session's directory to allow, a confined one could not read a server's files that
-//! lie outside the system's (an agent's CLI starts it confined, beside the session).
+//! started for the probe and killed after. The config's runs as the config declares
+//! it, not confined: it is the operator's own command (a caller only names it), and,
+//! with no session's directory to allow, a confined one could not read a server's
+//! files that lie outside the system's (an agent's CLI starts it confined, beside the
+//! session). A user's own runs through the launcher their agents are confined by, in
+//! a private temporary directory: the probe can do no more than their agents.
 //! An HTTP server gets the requests as streamable HTTP, with its headers, and may
 //! answer each as JSON or as a server-sent event.
 
@@ -16,6 +18,7 @@ use tandem_protocol::mcp_servers::McpServerProbeResult;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::{McpServerSpec, NamedServer};
+use crate::adapter::confine::Launcher;
 
 /// How long a probe may take in all.
 pub const PROBE_LIMIT: Duration = Duration::from_secs(20);
@@ -30,11 +33,14 @@ struct Found {
     tools: Vec<String>,
 }
 
-/// Probes `server`; a server that does not answer in [`PROBE_LIMIT`] is unreachable.
-pub async fn probe(server: &NamedServer) -> McpServerProbeResult {
+/// Probes `server`, a stdio one started through `launcher` when given; a server that
+/// does not answer in [`PROBE_LIMIT`] is unreachable.
+pub async fn probe(server: &NamedServer, launcher: Option<&Launcher>) -> McpServerProbeResult {
     let outcome = tokio::time::timeout(PROBE_LIMIT, async {
         match &server.spec {
-            McpServerSpec::Stdio { command, args, env } => stdio(command, args, env).await,
+            McpServerSpec::Stdio { command, args, env } => {
+                stdio(command, args, env, launcher).await
+            }
             McpServerSpec::Http { url, headers } => http(url, headers).await,
         }
     })
@@ -108,10 +114,14 @@ async fn stdio(
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
+    launcher: Option<&Launcher>,
 ) -> Result<Found, String> {
     let mut vars = crate::adapter::process::inherited(std::env::vars_os());
     vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let mut cmd = tokio::process::Command::new(command);
+    let mut cmd = match launcher {
+        Some(l) => l.command(std::path::Path::new(command), &vars, None),
+        None => tokio::process::Command::new(command),
+    };
     cmd.args(args)
         .env_clear()
         .envs(&vars)

@@ -145,8 +145,13 @@ impl AcpAgent {
     /// Starts a process and sends `initialize`; bounded by the configured start time.
     pub(super) fn spawn(&mut self, ctx: &mut Context<Self>) -> std::io::Result<()> {
         self.generation += 1;
+        let servers = self
+            .mcp
+            .as_ref()
+            .map(|m| m.servers.clone())
+            .unwrap_or_default();
         let process = transport::spawn(
-            &self.vendor.process,
+            &self.vendor.process.starting(&servers),
             &self.cwd,
             self.generation,
             &self.hub,
