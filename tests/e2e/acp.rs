@@ -769,6 +769,58 @@ async fn fake_restart_loads_the_session_without_replaying_it() {
 }
 
 #[actix_rt::test]
+async fn an_agent_offering_resume_and_close_gets_them_and_its_cost_counts_per_turn() {
+    let w = World::fake(
+        "acp-fake-resume",
+        &[
+            ("FAKE_ACP_STATE", ".fake-acp-state"),
+            ("FAKE_ACP_SESSIONS", "resume-close"),
+        ],
+        "idle_secs = 1",
+    );
+    let log = w.work().join(".fake-acp-state/methods.log");
+    let methods = || std::fs::read_to_string(&log).unwrap_or_default();
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    // A new session's cost starts at nothing: the first turn's is all of it.
+    let events = turn(&mut ws, &id, "say one").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(end(&events)["usage"]["totalCostUsd"], 0.25, "{events:?}");
+    let agent = w.info(&id).await["vendorSessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Closed when idle, with session/close first; reopened with session/resume.
+    eventually("session/close before the idle agent ends", async || {
+        (methods().contains(&format!("session/close {agent}")) && w.agents().is_empty())
+            .then_some(())
+    })
+    .await;
+    let events = turn(&mut ws, &id, "history").await;
+    assert_eq!(all_text(&events), "prompts: 2", "{events:?}");
+    let said = methods();
+    assert!(
+        said.contains(&format!("session/resume {agent}")) && !said.contains("session/load"),
+        "{said}"
+    );
+    // Reopened, the session's cost so far was never seen: that turn's is not known
+    // (never counted twice); the next turn's is what it added.
+    assert!(
+        end(&events)["usage"].get("totalCostUsd").is_none(),
+        "{events:?}"
+    );
+    let events = turn(&mut ws, &id, "say three").await;
+    assert_eq!(end(&events)["usage"]["totalCostUsd"], 0.25, "{events:?}");
+    let (_, usage) = w
+        .server()
+        .get(&format!("/api/v1/sessions/{id}/usage"))
+        .await;
+    assert_eq!(usage["total"]["costUsd"], 0.5, "{usage}");
+    assert_eq!(usage["total"]["turns"], 3, "{usage}");
+}
+
+#[actix_rt::test]
 async fn fake_idle_agent_is_closed_and_the_next_turn_reopens_its_session() {
     // Relative: under the session's working directory, which a confined agent may use.
     let w = World::fake(

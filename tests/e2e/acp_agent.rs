@@ -587,7 +587,7 @@ impl Drop for Acp {
     }
 }
 
-fn answer<'a>(answers: &'a [(Value, Value)], id: &Value) -> &'a Value {
+pub(crate) fn answer<'a>(answers: &'a [(Value, Value)], id: &Value) -> &'a Value {
     &answers.iter().find(|(i, _)| i == id).unwrap().1
 }
 
@@ -716,7 +716,7 @@ async fn without_a_server_initialize_says_so() {
 
 /// Sends `session/prompt` with `text` as request `id` and returns its answer and the
 /// text the updates said.
-fn prompt(acp: &mut Acp, id: u64, session: &str, text: &str) -> (Value, String) {
+pub(crate) fn prompt(acp: &mut Acp, id: u64, session: &str, text: &str) -> (Value, String) {
     acp.send(
         &json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
         "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})

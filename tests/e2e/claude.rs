@@ -1446,3 +1446,79 @@ async fn a_session_gets_the_mcp_servers_it_chose_and_no_others() {
     let events = ws.turn(&id, &echo("mine")).await;
     assert!(echoed(&events, "mine"), "{events:?}");
 }
+
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+#[cfg_attr(
+    not(has_mcp_everything),
+    ignore = "the MCP test server is not installed"
+)]
+async fn an_editors_mcp_servers_reach_claude_through_tandem_acp() {
+    use crate::acp_agent::{answer, prompt, Acp};
+    let bin = require(claude_bin(), "the claude CLI");
+    let mock = MockAnthropic::start();
+    let dir = Arc::new(TempDir::new("claude-acp-mcp"));
+    let home = dir.path().join("home");
+    let config = claude_config(dir.path(), &bin, &mock, &home, 600);
+    let w = World {
+        server: ConfiguredServer::start(dir, config),
+        mock,
+        home,
+    };
+    // Where sessions work by default.
+    let mut ws = w.server().ws().await;
+    let probe = w.session(&mut ws, "default").await;
+    let (_, info) = w.server().get(&format!("/api/v1/sessions/{probe}")).await;
+    let cwd = info["cwd"].as_str().unwrap().to_string();
+
+    let js = tandem_tests::vendor_clis::mcp_everything_path()
+        .display()
+        .to_string();
+    let mut acp = Acp::start(&w.server().base, "no-token-needed");
+    acp.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
+    acp.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd,
+            "mcpServers": [{"name": "Editor Everything", "command": "node", "args": [js, "stdio"],
+                            "env": [{"name": "EDITOR_TOKEN", "value": "s3cret"}]}]}})
+        .to_string(),
+    );
+    let (answers, _) = acp.answers(&[json!(1), json!(2)]);
+    assert_eq!(
+        answer(&answers, &json!(1))["result"]["agentCapabilities"]["mcpCapabilities"]["http"],
+        true
+    );
+    let sid = answer(&answers, &json!(2))["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no session: {answers:?}"))
+        .to_string();
+    let (_, info) = w.server().get(&format!("/api/v1/sessions/{sid}")).await;
+    assert_eq!(info["mcpServers"], json!(["Editor-Everything"]), "{info}");
+    acp.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/set_config_option",
+            "params": {"sessionId": sid, "configId": "vendor", "value": "claude"}})
+        .to_string(),
+    );
+    let (answers, _) = acp.answers(&[json!(3)]);
+    assert!(
+        answer(&answers, &json!(3)).get("result").is_some(),
+        "{answers:?}"
+    );
+    acp.send(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "session/set_mode",
+            "params": {"sessionId": sid, "modeId": "bypassPermissions"}})
+        .to_string(),
+    );
+    let (answers, _) = acp.answers(&[json!(4)]);
+    assert!(
+        answer(&answers, &json!(4)).get("result").is_some(),
+        "{answers:?}"
+    );
+    let (done, said) = prompt(
+        &mut acp,
+        5,
+        &sid,
+        r#"tool mcp__Editor-Everything__echo {"message":"hi from the editor"}"#,
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(said.contains("Echo: hi from the editor"), "{said}");
+}

@@ -151,7 +151,7 @@ impl Agent {
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
-                "mcpCapabilities": {"http": false, "sse": false},
+                "mcpCapabilities": {"http": true, "sse": false},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
             },
             "agentInfo": Implementation {
@@ -166,17 +166,20 @@ impl Agent {
     /// `session/new {cwd, mcpServers}`: `session.create` in `cwd`, followed from now.
     async fn new_session(&self, params: Value) -> Answer {
         let cwd = string(&params, "cwd")?;
-        if params["mcpServers"]
-            .as_array()
-            .is_some_and(|servers| !servers.is_empty())
-        {
-            tracing::info!("the editor's MCP servers are not passed on to the agent yet");
-        }
+        let editor = super::editor_mcp::entries(&params["mcpServers"])
+            .map_err(|e| error(INVALID_PARAMS, e))?;
         let link = self.link().await?;
-        let reply = link
-            .call("session.create", json!({"cwd": cwd}))
-            .await
-            .map_err(refused)?;
+        let mut create = json!({"cwd": cwd});
+        // The editor's servers beside every one the user has here (without any, the
+        // session gets those by default).
+        if !editor.is_empty() {
+            let listed = link
+                .call("mcp-servers.list", json!({}))
+                .await
+                .map_err(refused)?;
+            create["mcpServers"] = super::editor_mcp::choice(editor, &listed);
+        }
+        let reply = link.call("session.create", create).await.map_err(refused)?;
         let session = &reply["session"];
         let id = session["id"].as_str().unwrap_or_default().to_string();
         let last = session["lastSeq"].as_u64().unwrap_or_default();

@@ -15,6 +15,7 @@
 //! - [`session`]: one followed session: its subscription, the prompt or load
 //!   waiting on it, and what its frames mean for the editor;
 //! - [`link`]: the WebSocket to the server, shared by every request;
+//! - [`editor_mcp`]: the editor's MCP servers as `session.create` entries (pure);
 //! - [`embedded`]: the server `tandem acp` serves itself when none answers;
 //! - [`agent`]: the methods (`initialize`, `session/new`, `session/load`,
 //!   `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
@@ -25,6 +26,7 @@
 pub mod agent;
 pub mod config;
 pub mod delegation;
+pub mod editor_mcp;
 pub mod embedded;
 pub mod link;
 pub mod mapping;

@@ -24,6 +24,11 @@
 //!   is): `ran: STATUS STDOUT STDERR`;
 //! - anything else → `echo: TEXT`.
 //!
+//! `FAKE_ACP_SESSIONS=resume-close` offers `session/resume` (reopens a session without
+//! a replay) and `session/close`; every `session/…` method it is sent is then logged as
+//! a line `METHOD SESSION_ID` to `FAKE_ACP_STATE/methods.log`. Each turn's
+//! `usage_update` carries the session's cost so far, 0.25 USD a prompt.
+//!
 //! A relative `FAKE_ACP_STATE` is resolved against the agent's working directory, and
 //! the directory is made if missing.
 //!
@@ -81,6 +86,21 @@ fn state_file(session: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("FAKE_ACP_STATE").map(|d| std::path::PathBuf::from(d).join(session))
 }
 
+/// Appends `METHOD SESSION` to `FAKE_ACP_STATE/methods.log`.
+fn log_method(method: &str, session: &str) {
+    if let Some(dir) = std::env::var_os("FAKE_ACP_STATE") {
+        let dir = std::path::PathBuf::from(dir);
+        let _ = std::fs::create_dir_all(&dir);
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("methods.log"))
+        {
+            let _ = writeln!(f, "{method} {session}");
+        }
+    }
+}
+
 fn prompts_seen(session: &str) -> Option<u64> {
     let path = state_file(session)?;
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
@@ -100,6 +120,7 @@ fn count_prompt(session: &str) -> u64 {
 fn main() {
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
     let init = std::env::var("FAKE_ACP_INIT").unwrap_or_default();
+    let more = std::env::var("FAKE_ACP_SESSIONS").is_ok_and(|v| v == "resume-close");
     let mode = Arc::new(Mutex::new("default".to_string()));
     let mut waiting: Option<Sender<Signal>> = None;
     let mut sessions = 0u64;
@@ -114,6 +135,9 @@ fn main() {
         let id = msg.get("id").cloned();
         let method = msg["method"].as_str().unwrap_or("").to_string();
         let params = msg["params"].clone();
+        if more && method.starts_with("session/") {
+            log_method(&method, params["sessionId"].as_str().unwrap_or("-"));
+        }
         match (method.as_str(), id) {
             ("initialize", Some(id)) => {
                 if init == "silent" {
@@ -123,10 +147,16 @@ fn main() {
                     out.raw("this is not json");
                     out.raw(r#"{"jsonrpc":"2.0","note":"no method, no id"}"#);
                 }
+                let sessions = if more {
+                    json!({"resume": {}, "close": {}})
+                } else {
+                    json!({})
+                };
                 out.send(json!({"jsonrpc": "2.0", "id": id, "result": {
                     "protocolVersion": 1,
                     "agentCapabilities": {"loadSession": true,
-                        "mcpCapabilities": {"http": false, "sse": false}},
+                        "mcpCapabilities": {"http": false, "sse": false},
+                        "sessionCapabilities": sessions},
                     "agentInfo": {"name": "fake-acp", "title": "Fake ACP", "version": "1.0.0"},
                     "authMethods": []}}));
             }
@@ -168,6 +198,20 @@ fn main() {
                     None => out.send(json!({"jsonrpc": "2.0", "id": id,
                         "error": {"code": -32002, "message": "Session not found"}})),
                 }
+            }
+            ("session/resume", Some(id)) if more => {
+                let session = params["sessionId"].as_str().unwrap_or("");
+                if prompts_seen(session).is_some() {
+                    out.send(json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "modes": {"currentModeId": "default", "availableModes": [
+                            {"id": "default", "name": "Ask"}, {"id": "plan", "name": "Plan"}]}}}));
+                } else {
+                    out.send(json!({"jsonrpc": "2.0", "id": id,
+                        "error": {"code": -32002, "message": "Session not found"}}));
+                }
+            }
+            ("session/close", Some(id)) if more => {
+                out.send(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
             }
             ("session/set_mode", Some(id)) => {
                 if let (Ok(mut m), Some(new)) = (mode.lock(), params["modeId"].as_str()) {
@@ -366,7 +410,8 @@ fn prompt(
     }
     out.update(
         session,
-        json!({"sessionUpdate": "usage_update", "used": 10 * n, "size": 1000}),
+        json!({"sessionUpdate": "usage_update", "used": 10 * n, "size": 1000,
+            "cost": {"amount": 0.25 * n as f64, "currency": "USD"}}),
     );
     out.send(json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": stop}}));
 }

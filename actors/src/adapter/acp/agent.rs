@@ -116,6 +116,12 @@ pub struct AcpAgent {
     closing: Closing,
     /// Closes the process after it has been idle for the configured time.
     idle: Option<SpawnHandle>,
+    /// The agent offers `session/close`: it is sent before its process is closed.
+    closes: bool,
+    /// The session's cumulative cost in USD (ACP's `usage_update` `cost`) when the last
+    /// turn ended, from which a turn's own cost is taken; `None` while not known (a
+    /// session this process reopened, whose earlier cost it never saw).
+    cost_base: Option<f64>,
 }
 
 impl AcpAgent {
@@ -160,6 +166,8 @@ impl AcpAgent {
             pending: HashMap::new(),
             closing: Closing::default(),
             idle: None,
+            closes: false,
+            cost_base: None,
         }
     }
 
@@ -178,7 +186,13 @@ impl AcpAgent {
         };
         let id = turn.id.clone();
         let tail = turn.data.mapper.finish();
-        let usage = turn.data.mapper.usage(usage);
+        // ACP's cost is the session's so far: the turn's is what it grew by.
+        let mut cost = None;
+        if let Some(now) = turn.data.mapper.cost_usd() {
+            cost = self.cost_base.map(|base| (now - base).max(0.0));
+            self.cost_base = Some(now);
+        }
+        let usage = turn.data.mapper.usage(usage, cost);
         self.emit_events(&id, tail);
         self.withdraw_approvals(Some(&id));
         if let Some(usage) = usage {
@@ -246,6 +260,25 @@ impl AcpAgent {
     /// Closes the live process: stdin is closed (the agent exits by itself) and it is
     /// killed if still there after the grace period.
     fn close_live(&mut self, ctx: &mut Context<Self>) {
+        // An agent that offers it is told first that the session is done with (it is
+        // resumed, not reopened from scratch, by a later process).
+        if let (
+            Link::Up {
+                stage: Stage::Ready { session, .. },
+                ..
+            },
+            true,
+        ) = (&self.link, self.closes)
+        {
+            let params = serde_json::json!({"sessionId": session});
+            self.next_id += 1;
+            self.write(line(&OutRequest {
+                jsonrpc: "2.0",
+                id: self.next_id,
+                method: "session/close",
+                params,
+            }));
+        }
         let Link::Up { process, .. } = std::mem::replace(&mut self.link, Link::Down) else {
             return;
         };

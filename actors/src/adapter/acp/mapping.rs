@@ -117,9 +117,19 @@ impl TurnMapper {
         out
     }
 
+    /// The session's cumulative cost in USD as the turn's last `usage_update` said
+    /// (a cost in another currency is kept in `context` alone).
+    pub fn cost_usd(&self) -> Option<f64> {
+        let cost = &self.context.as_ref()?["cost"];
+        (cost["currency"].as_str()? == "USD")
+            .then(|| cost["amount"].as_f64())
+            .flatten()
+    }
+
     /// The turn's usage for `turn_completed`: what `session/prompt` answered, plus
-    /// the last context usage as `context`.
-    pub fn usage(&self, reported: Option<Value>) -> Option<Value> {
+    /// the last context usage as `context` and the turn's own cost in USD
+    /// (`totalCostUsd`, as Claude Code reports it) when known.
+    pub fn usage(&self, reported: Option<Value>, cost_usd: Option<f64>) -> Option<Value> {
         let mut usage = match reported {
             Some(Value::Object(map)) => map,
             Some(other) => Map::from_iter([("reported".to_string(), other)]),
@@ -127,6 +137,9 @@ impl TurnMapper {
         };
         if let Some(context) = &self.context {
             usage.insert("context".into(), context.clone());
+        }
+        if let Some(cost) = cost_usd {
+            usage.insert("totalCostUsd".into(), json!(cost));
         }
         (!usage.is_empty()).then_some(Value::Object(usage))
     }
@@ -482,9 +495,26 @@ mod tests {
             ))
             .is_empty());
         assert_eq!(
-            m.usage(Some(json!({"inputTokens": 5}))),
+            m.usage(Some(json!({"inputTokens": 5})), None),
             Some(json!({"inputTokens": 5, "context": {"used": 8, "size": 100}}))
         );
+        assert_eq!(m.cost_usd(), None);
+        // A cost: the session's so far; the turn's own is given by the caller.
+        m.update(update(
+            json!({"sessionUpdate": "usage_update", "used": 9, "size": 100,
+            "cost": {"amount": 0.5, "currency": "USD"}}),
+        ));
+        assert_eq!(m.cost_usd(), Some(0.5));
+        assert_eq!(
+            m.usage(None, Some(0.25)),
+            Some(json!({"context": {"used": 9, "size": 100,
+                "cost": {"amount": 0.5, "currency": "USD"}}, "totalCostUsd": 0.25}))
+        );
+        m.update(update(
+            json!({"sessionUpdate": "usage_update", "used": 9, "size": 100,
+            "cost": {"amount": 3, "currency": "EUR"}}),
+        ));
+        assert_eq!(m.cost_usd(), None, "not in USD");
     }
 
     fn options() -> Vec<PermissionOption> {

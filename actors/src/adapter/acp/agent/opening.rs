@@ -385,6 +385,8 @@ impl AcpAgent {
                 instructions: None,
             };
         }
+        self.closes = caps.session_capabilities.close.is_some();
+        self.cost_base = (how == Open::New).then_some(0.0);
         if self.slot.is_idle() {
             self.apply_mode();
             self.apply_model();

@@ -261,6 +261,9 @@ pub struct SessionCapabilities {
     /// `session/fork`: a new session holding a copy of one's conversation.
     #[serde(default)]
     pub fork: Option<Value>,
+    /// `session/close`: the agent frees a session the client is done with.
+    #[serde(default)]
+    pub close: Option<Value>,
 }
 
 /// Prompt content an agent takes besides text.
