@@ -1368,6 +1368,22 @@ async fn a_declared_mcp_server_reaches_the_model_through_claude() {
             .any(|t| t.contains("Echo: hi from tandem")),
         "{events:?}"
     );
+    // The MCP config (tandem's token, the server's env values) reached the CLI in a
+    // file, never in its arguments, which every process of the machine may read.
+    let cmdlines: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("--mcp-config"))
+        .collect();
+    assert!(!cmdlines.is_empty(), "the CLI runs with --mcp-config");
+    for c in &cmdlines {
+        assert!(
+            !c.contains("s3cret-value") && !c.contains("Bearer") && c.contains("mcp.json"),
+            "{c}"
+        );
+    }
 }
 
 #[actix_rt::test]

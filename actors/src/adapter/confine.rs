@@ -346,7 +346,7 @@ fn git_dirs(workdir: &Path) -> Vec<PathBuf> {
 
 /// Where the private temporary directories of processes with environment `env` are
 /// made: `TMPDIR`, else `/tmp` (as `std::env::temp_dir` decides in `tandem confine`).
-fn temp_base(env: &BTreeMap<String, String>) -> PathBuf {
+pub fn temp_base(env: &BTreeMap<String, String>) -> PathBuf {
     env.get("TMPDIR")
         .filter(|t| !t.is_empty())
         .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)

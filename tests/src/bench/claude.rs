@@ -233,8 +233,15 @@ impl Direct {
             system_prompt: Some(tandem_actors::session::prompts::UNPAIRED.to_string()),
             ..TurnSettings::default()
         };
+        // As the adapter does: the MCP config in a file of its own.
+        let config = home.join("mcp-config.json");
+        std::fs::write(
+            &config,
+            tandem_actors::adapter::claude::transport::mcp_config(mcp),
+        )
+        .map_err(|e| format!("writing {}: {e}", config.display()))?;
         let mut cmd = tokio::process::Command::new(bin);
-        cmd.args(cli_args(&settings, None, Some(mcp)))
+        cmd.args(cli_args(&settings, None, Some(&config)))
             .current_dir(cwd)
             .env_clear()
             .envs(

@@ -17,6 +17,7 @@ use tandem_protocol::TurnStatus;
 
 use super::approvals::{ClaudeApproval, PlanLookup};
 use super::mapping::StreamMapper;
+use super::mcp_file::McpFile;
 use super::tasks::TaskTracker;
 use super::transport::{self, cli_args, cli_mode, StdoutLine};
 use super::wire::{line, new_uuid, OutboundControlRequest, OutboundRequest, UserTurn};
@@ -90,6 +91,9 @@ pub(super) struct Up {
     pub(super) lifecycle: bool,
     /// Closes it after it has been idle for the adapter's `idle_close`.
     idle: Option<SpawnHandle>,
+    /// Its `--mcp-config` file, kept while it runs and removed with it (never read
+    /// here: it is held for its `Drop`).
+    _mcp_file: Option<McpFile>,
 }
 
 /// The CLI process as this adapter knows it.
@@ -240,7 +244,20 @@ impl ClaudeAgent {
     pub(super) fn spawn(&mut self, ctx: &mut Context<Self>) -> std::io::Result<()> {
         self.generation += 1;
         let resume = self.vendor_session_id.clone();
-        let mut args = cli_args(&self.settings, resume.as_deref(), self.mcp.as_ref());
+        // The MCP config holds secrets: in a file only this CLI reads, not in its
+        // arguments.
+        let mcp_file = match &self.mcp {
+            Some(mcp) => Some(McpFile::write(
+                &crate::adapter::confine::temp_base(&self.process.environment()),
+                &transport::mcp_config(mcp),
+            )?),
+            None => None,
+        };
+        let mut args = cli_args(
+            &self.settings,
+            resume.as_deref(),
+            mcp_file.as_ref().map(McpFile::path),
+        );
         // Kept until the CLI names the forked session: a process that dies before
         // then must not be followed by one that resumes the old session unforked.
         if let (Some(at), Some(_)) = (self.resume_at.clone(), resume.as_ref()) {
@@ -251,8 +268,12 @@ impl ClaudeAgent {
             .as_ref()
             .map(|m| m.servers.clone())
             .unwrap_or_default();
+        let mut process = self.process.starting(&servers);
+        if let (Some(launcher), Some(file)) = (process.confine.as_mut(), &mcp_file) {
+            launcher.also_read.push(file.path().to_path_buf());
+        }
         let proc = transport::spawn(
-            &self.process.starting(&servers),
+            &process,
             &args,
             &self.cwd,
             self.generation,
@@ -268,6 +289,7 @@ impl ClaudeAgent {
             },
             lifecycle: false,
             idle: None,
+            _mcp_file: mcp_file,
         }));
         self.mapper = StreamMapper::default();
         Ok(())

@@ -21,6 +21,7 @@ pub mod actor;
 mod approvals;
 mod lines;
 pub mod mapping;
+pub mod mcp_file;
 pub mod registry;
 mod rewind;
 pub mod running;

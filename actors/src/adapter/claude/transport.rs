@@ -56,11 +56,12 @@ pub fn mcp_config(mcp: &McpAccess) -> String {
     serde_json::json!({ "mcpServers": servers }).to_string()
 }
 
-/// The adapter's own arguments (after the configured ones).
+/// The adapter's own arguments (after the configured ones); `mcp_config` is the file
+/// [`mcp_config`] was written to (`super::mcp_file`).
 pub fn cli_args(
     settings: &TurnSettings,
     resume: Option<&str>,
-    mcp: Option<&McpAccess>,
+    mcp_config: Option<&Path>,
 ) -> Vec<String> {
     let mut args: Vec<String> = [
         "-p",
@@ -93,11 +94,11 @@ pub fn cli_args(
     if let Some(id) = resume {
         args.extend(["--resume".into(), id.to_string()]);
     }
-    if let Some(mcp) = mcp {
+    if let Some(file) = mcp_config {
         // Our own tools never need a person's approval: the server checks every call.
         args.extend([
             "--mcp-config".into(),
-            mcp_config(mcp),
+            file.display().to_string(),
             "--allowedTools".into(),
             "mcp__tandem".into(),
         ]);
@@ -151,7 +152,7 @@ mod tests {
             token: "T".into(),
             servers: Default::default(),
         };
-        let args = cli_args(&settings, Some("sess-1"), Some(&mcp)).join(" ");
+        let args = cli_args(&settings, Some("sess-1"), Some(Path::new("/t/mcp.json"))).join(" ");
         for part in [
             "--permission-mode default",
             "--model claude-sonnet-4-5",
@@ -160,10 +161,11 @@ mod tests {
             "--resume sess-1",
             "--system-prompt-snapshot off",
             "--allowedTools mcp__tandem",
-            "\"Authorization\":\"Bearer T\"",
+            "--mcp-config /t/mcp.json",
         ] {
             assert!(args.contains(part), "{part} missing from {args}");
         }
+        assert!(mcp_config(&mcp).contains("\"Authorization\":\"Bearer T\""));
         assert_eq!(cli_mode(PermissionMode::Plan), "plan");
     }
 }
