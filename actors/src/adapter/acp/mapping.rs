@@ -383,10 +383,13 @@ pub fn turn_outcome(stop_reason: &str) -> (TurnStatus, Option<String>) {
 
 /// The agent mode that matches tandem's permission mode, among those it offers: its
 /// own name where the agent uses tandem's (Claude Code's), else the usual preset names
-/// (Codex's). `None`: the agent has no such mode, and none is set.
+/// (Codex's). `default` asks before an edit, so it is Codex's `read-only` ("approval is
+/// required to edit files"), not its `auto`, which edits and runs commands without
+/// asking (that is `acceptEdits`). `None`: the agent has no such mode, and none is
+/// set.
 pub fn mode_for(mode: PermissionMode, available: &[Mode]) -> Option<String> {
     let names: &[&str] = match mode {
-        PermissionMode::Default => &["default", "auto"],
+        PermissionMode::Default => &["default", "read-only"],
         PermissionMode::AcceptEdits => &["acceptEdits", "auto"],
         PermissionMode::Plan => &["plan", "read-only"],
         PermissionMode::BypassPermissions => &["bypassPermissions", "full-access"],
@@ -583,6 +586,11 @@ mod tests {
         );
         assert_eq!(
             mode_for(PermissionMode::Default, &codex).as_deref(),
+            Some("read-only"),
+            "codex-acp's auto edits and runs commands without asking"
+        );
+        assert_eq!(
+            mode_for(PermissionMode::AcceptEdits, &codex).as_deref(),
             Some("auto")
         );
         let claude: Vec<Mode> = ["default", "acceptEdits", "plan", "bypassPermissions"]
