@@ -1,12 +1,12 @@
 //! "MCP servers": the dialog from the sessions sidebar lists the config's servers and
-//! the user's own, adds one (its secret never shown again), probes it against a real
-//! MCP server no one here wrote (server-everything, pinned), shows a refusal in the
-//! form, and removes it; the new-session dialog's choice reaches `session.create`.
+//! the user's own, adds one (its secret never shown again), probes it (a small stdio
+//! server in the user's workspace root, where a user's own server runs; the e2e tests
+//! probe the real server-everything), shows a refusal in the form, and removes it; the
+//! new-session dialog's choice reaches `session.create`.
 
 use std::sync::Arc;
 
 use serde_json::json;
-use tandem_tests::vendor_clis::mcp_everything_path;
 use tandem_tests::{Browser, Server, ServerOptions, TempDir};
 
 use crate::Page;
@@ -32,12 +32,9 @@ async fn listed(page: &Page, name: &str) -> String {
     not(has_browser),
     ignore = "chromium, chromedriver or axe-core is not installed"
 )]
-#[cfg_attr(
-    not(has_mcp_everything),
-    ignore = "the MCP test server is not installed"
-)]
 async fn mcp_servers_are_added_probed_chosen_and_removed_from_the_page() {
     let dir = Arc::new(TempDir::new("browser-mcp"));
+    let root = dir.path().to_path_buf();
     let config = dir.path().join("tandem.toml");
     std::fs::write(&config, "[mcp_servers.shared]\ncommand = \"/bin/false\"\n").unwrap();
     let server = Server::start_in(
@@ -74,13 +71,17 @@ async fn mcp_servers_are_added_probed_chosen_and_removed_from_the_page() {
         .await;
     assert!(refused.as_str().unwrap().contains("1 to 40"), "{refused}");
 
-    // Added with a secret, which the list names but never shows.
-    let js = mcp_everything_path().display().to_string();
+    // Added with a secret, which the list names but never shows. A user's server runs
+    // as their agents would, in their workspace root: there it is.
+    let tools = root.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let js = tools.join("ping.mjs");
+    std::fs::write(&js, tandem_tests::mcp_ping::PING_SERVER).unwrap();
     page.set_value(&format!("{dialog} input[name=name]"), "everything")
         .await;
     page.set_value(
         &format!("{dialog} textarea[name=args]"),
-        &format!("{js}\nstdio"),
+        &js.display().to_string(),
     )
     .await;
     page.set_value(
@@ -104,7 +105,7 @@ async fn mcp_servers_are_added_probed_chosen_and_removed_from_the_page() {
         .await;
     let probed = probed.as_str().unwrap();
     assert!(
-        probed.starts_with("Reachable") && probed.contains("echo"),
+        probed.starts_with("Reachable") && probed.contains("ping"),
         "{probed}"
     );
     page.check_view("mcp-servers").await;

@@ -283,17 +283,42 @@ async fn users_add_probe_and_remove_their_own_servers() {
         "{text}"
     );
 
-    // Both reach a real MCP server: over HTTP, and over stdio (confined like the
-    // user's agents where they are).
-    for name in ["web", "local"] {
-        let (status, probed) = server
-            .post(&format!("/api/v1/mcp-servers/{name}/probe"), &json!({}))
-            .await;
-        assert_eq!(status, 200, "{probed}");
-        assert_eq!(probed["reachable"], true, "{name}: {probed}");
-        let tools = probed["tools"].as_array().unwrap();
-        assert!(tools.contains(&json!("echo")), "{name}: {probed}");
-    }
+    // Over HTTP, the real MCP server answers with its tools.
+    let (status, probed) = server
+        .post("/api/v1/mcp-servers/web/probe", &json!({}))
+        .await;
+    assert_eq!(status, 200, "{probed}");
+    assert_eq!(probed["reachable"], true, "{probed}");
+    assert!(
+        probed["tools"].as_array().unwrap().contains(&json!("echo")),
+        "{probed}"
+    );
+    // A user's stdio server runs as their agents would: confined, in their workspace
+    // root. One there answers; one whose files lie elsewhere (the test's copy of
+    // server-everything) cannot even be read, whatever its arguments name.
+    let tools = dir.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(tools.join("ping.mjs"), tandem_tests::mcp_ping::PING_SERVER).unwrap();
+    let (status, added) = server
+        .post(
+            "/api/v1/mcp-servers",
+            &json!({"name": "ping", "command": "node",
+                    "args": [tools.join("ping.mjs").display().to_string()]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{added}");
+    let (_, probed) = server
+        .post("/api/v1/mcp-servers/ping/probe", &json!({}))
+        .await;
+    assert_eq!(
+        (probed["reachable"].as_bool(), probed["tools"].clone()),
+        (Some(true), json!(["ping"])),
+        "{probed}"
+    );
+    let (_, probed) = server
+        .post("/api/v1/mcp-servers/local/probe", &json!({}))
+        .await;
+    assert_eq!(probed["reachable"], false, "confined: {probed}");
 
     // Another user sees the config's and none of them, and cannot probe or remove them.
     let (_, theirs) = bob.get("/api/v1/mcp-servers").await;
@@ -397,7 +422,7 @@ async fn users_add_probe_and_remove_their_own_servers() {
     let server = Server::start_in(dir.clone(), options());
     let server = server.as_user(&token);
     let (_, list) = server.get("/api/v1/mcp-servers").await;
-    assert_eq!(listed(&list).len(), 3, "{list}");
+    assert_eq!(listed(&list).len(), 4, "{list}");
     let (status, probed) = server
         .post("/api/v1/mcp-servers/web/probe", &json!({}))
         .await;
@@ -419,7 +444,8 @@ async fn users_add_probe_and_remove_their_own_servers() {
         listed(&list),
         [
             ("shared".to_string(), "config".to_string()),
-            ("local".into(), "user".into())
+            ("local".into(), "user".into()),
+            ("ping".into(), "user".into())
         ]
     );
 }

@@ -8,6 +8,7 @@ pub mod bench;
 pub mod events;
 pub mod images;
 pub mod json_schema;
+pub mod mcp_ping;
 pub mod mock_anthropic;
 pub mod mock_openai;
 pub mod nats;

@@ -19,8 +19,11 @@ pub struct McpAccess {
     pub url: String,
     /// Bearer token bound to the session (never logged).
     pub token: String,
-    /// The user's MCP servers (`[mcp_servers.NAME]`), given beside ours.
+    /// The MCP servers the session gets beside ours.
     pub servers: std::sync::Arc<Vec<crate::adapter::mcp_servers::NamedServer>>,
+    /// The programs and files of those of them the config declares, which a confined
+    /// CLI may read to start them ([`crate::adapter::mcp_servers::program_paths`]).
+    pub programs: Vec<std::path::PathBuf>,
 }
 
 /// Everything an adapter needs to serve one session.

@@ -52,12 +52,13 @@ impl VendorProcess {
         vars
     }
 
-    /// This process, confined, also allowed to read and run `servers`' programs and
-    /// the files their arguments name: its CLI starts them (unconfined: the same).
-    pub fn starting(&self, servers: &[crate::adapter::mcp_servers::NamedServer]) -> VendorProcess {
+    /// This process, confined, also allowed to read and run `programs` (those of the
+    /// MCP servers its CLI starts, [`crate::adapter::McpAccess::programs`]); unconfined:
+    /// the same.
+    pub fn starting(&self, programs: &[std::path::PathBuf]) -> VendorProcess {
         let mut process = self.clone();
         if let Some(launcher) = process.confine.as_mut() {
-            launcher.also_read = crate::adapter::mcp_servers::program_paths(servers);
+            launcher.also_read = programs.to_vec();
         }
         process
     }

@@ -86,8 +86,9 @@ impl Runtime {
     }
 
     /// `mcp-servers.probe`: connects to one the caller may use as an MCP client. A
-    /// user's own stdio server starts as that user's agents would start it (confined
-    /// where they are); the config's runs as declared.
+    /// user's own stdio server starts as that user's agents would start it: confined
+    /// where they are, working in the user's first workspace root, reading nothing
+    /// else of theirs; the config's runs as declared.
     pub async fn probe_mcp_server(
         &self,
         who: &Principal,
@@ -99,17 +100,13 @@ impl Runtime {
             .mcp_servers
             .find(&who.user_id, &p.name)
             .ok_or_else(|| RuntimeError::Missing(format!("no MCP server `{:.64}`", p.name)))?;
-        let launcher = match scope {
-            McpServerScope::User => self.inner.config.confinement.launcher.clone().map(|l| {
-                crate::adapter::confine::Launcher {
-                    also_read: crate::adapter::mcp_servers::program_paths(std::slice::from_ref(
-                        &server,
-                    )),
-                    ..l
-                }
-            }),
-            McpServerScope::Config => None,
+        let confined = match (scope, &self.inner.config.confinement.launcher) {
+            (McpServerScope::User, Some(launcher)) => {
+                Some((launcher.clone(), self.resolve_cwd(who, None)?))
+            }
+            _ => None,
         };
-        Ok(crate::adapter::mcp_servers::probe::probe(&server, launcher.as_ref()).await)
+        let confined = confined.as_ref().map(|(l, dir)| (l, dir.as_path()));
+        Ok(crate::adapter::mcp_servers::probe::probe(&server, confined).await)
     }
 }

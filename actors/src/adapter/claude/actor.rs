@@ -263,12 +263,12 @@ impl ClaudeAgent {
         if let (Some(at), Some(_)) = (self.resume_at.clone(), resume.as_ref()) {
             args.extend(super::rewind::fork_args(&at));
         }
-        let servers = self
+        let programs = self
             .mcp
             .as_ref()
-            .map(|m| m.servers.clone())
+            .map(|m| m.programs.clone())
             .unwrap_or_default();
-        let mut process = self.process.starting(&servers);
+        let mut process = self.process.starting(&programs);
         if let (Some(launcher), Some(file)) = (process.confine.as_mut(), &mcp_file) {
             launcher.also_read.push(file.path().to_path_buf());
         }

@@ -4,8 +4,9 @@
 //! it, not confined: it is the operator's own command (a caller only names it), and,
 //! with no session's directory to allow, a confined one could not read a server's
 //! files that lie outside the system's (an agent's CLI starts it confined, beside the
-//! session). A user's own runs through the launcher their agents are confined by, in
-//! a private temporary directory: the probe can do no more than their agents.
+//! session). A user's own runs through the launcher their agents are confined by,
+//! working in the user's first workspace root: the probe can do no more than an agent
+//! of theirs working there.
 //! An HTTP server gets the requests as streamable HTTP, with its headers, and may
 //! answer each as JSON or as a server-sent event.
 
@@ -33,13 +34,16 @@ struct Found {
     tools: Vec<String>,
 }
 
-/// Probes `server`, a stdio one started through `launcher` when given; a server that
-/// does not answer in [`PROBE_LIMIT`] is unreachable.
-pub async fn probe(server: &NamedServer, launcher: Option<&Launcher>) -> McpServerProbeResult {
+/// Probes `server`, a stdio one started confined by a launcher in a directory when
+/// given; a server that does not answer in [`PROBE_LIMIT`] is unreachable.
+pub async fn probe(
+    server: &NamedServer,
+    confined: Option<(&Launcher, &std::path::Path)>,
+) -> McpServerProbeResult {
     let outcome = tokio::time::timeout(PROBE_LIMIT, async {
         match &server.spec {
             McpServerSpec::Stdio { command, args, env } => {
-                stdio(command, args, env, launcher).await
+                stdio(command, args, env, confined).await
             }
             McpServerSpec::Http { url, headers } => http(url, headers).await,
         }
@@ -114,12 +118,16 @@ async fn stdio(
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
-    launcher: Option<&Launcher>,
+    confined: Option<(&Launcher, &std::path::Path)>,
 ) -> Result<Found, String> {
     let mut vars = crate::adapter::process::inherited(std::env::vars_os());
     vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let mut cmd = match launcher {
-        Some(l) => l.command(std::path::Path::new(command), &vars, None),
+    let mut cmd = match confined {
+        Some((launcher, dir)) => {
+            let mut cmd = launcher.command(std::path::Path::new(command), &vars, Some(dir));
+            cmd.current_dir(dir);
+            cmd
+        }
         None => tokio::process::Command::new(command),
     };
     cmd.args(args)
@@ -127,14 +135,57 @@ async fn stdio(
         .envs(&vars)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .kill_on_drop(true);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {command}: {e}"))?;
-    let (Some(mut input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+    let (Some(mut input), Some(output), Some(errors)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
         return Err("no pipes to the server".into());
     };
+    // Its last words on stderr say why it exited: the last few lines that are not
+    // stack frames (a runtime's error comes before its trace and version line), at
+    // most 600 characters.
+    let last_words = tokio::spawn(async move {
+        let mut lines = BufReader::new(errors).lines();
+        let mut last: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            // Stack frames say where, not why.
+            if !line.trim().is_empty() && !line.trim().starts_with("at ") {
+                if last.len() == 4 {
+                    last.pop_front();
+                }
+                last.push_back(line.trim().chars().take(300).collect());
+            }
+        }
+        let said: Vec<String> = last.into();
+        said.join(" | ").chars().take(600).collect::<String>()
+    });
+    let talked = talk(&mut input, output).await;
+    let _ = child.start_kill();
+    match talked {
+        Err(e) if e.starts_with("the server exited") => {
+            let said = tokio::time::timeout(Duration::from_secs(1), last_words)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .filter(|s| !s.is_empty());
+            Err(match said {
+                Some(said) => format!("{e}: {said}"),
+                None => e,
+            })
+        }
+        other => other,
+    }
+}
+
+/// `initialize`, `initialized` and `tools/list` over a stdio server's pipes.
+async fn talk(
+    input: &mut tokio::process::ChildStdin,
+    output: tokio::process::ChildStdout,
+) -> Result<Found, String> {
     let mut lines = BufReader::new(output).lines();
     let mut send = async |v: Value| {
         input
@@ -163,7 +214,6 @@ async fn stdio(
     send(initialized()).await?;
     send(tools_list()).await?;
     read_tools(&mut found, result_of(&answer(2).await?)?);
-    let _ = child.start_kill();
     Ok(found)
 }
 
