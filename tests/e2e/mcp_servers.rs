@@ -449,3 +449,92 @@ async fn users_add_probe_and_remove_their_own_servers() {
         ]
     );
 }
+
+#[actix_rt::test]
+async fn sessions_made_from_a_session_keep_its_mcp_servers() {
+    let server = Server::start();
+    let (status, source) = server
+        .post(
+            "/api/v1/sessions",
+            &json!({"title": "source", "mcpServers": [{"name": "own", "url": "http://127.0.0.1:9/mcp"}]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{source}");
+    assert_eq!(source["mcpServers"], json!(["own"]), "{source}");
+    let id = source["id"].as_str().unwrap().to_string();
+    let mut ws = server.ws().await;
+    ws.subscribe(&id, 0).await;
+    ws.turn(&id, "hello").await;
+    let anchor = server
+        .all_events(&id)
+        .await
+        .iter()
+        .find(|e| e["kind"] == "user_message")
+        .map(|e| e["seq"].clone())
+        .unwrap();
+
+    // A session it spawns (the agent tool `spawn_sessions`).
+    let (_, err) = ws
+        .scripted_tool(
+            &id,
+            "spawn_sessions",
+            json!({"sessions": [{"title": "kid", "prompt": "hi"}]}),
+        )
+        .await;
+    assert!(!err);
+    let (_, list) = server.get("/api/v1/sessions").await;
+    let kid = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["parentId"] == id.as_str())
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no spawned session in {list}"));
+
+    let (status, forked) = server
+        .post(
+            &format!("/api/v1/sessions/{id}/fork"),
+            &json!({"anchorSeq": anchor}),
+        )
+        .await;
+    assert_eq!(status, 201, "{forked}");
+    let (status, pair) = server
+        .post(
+            "/api/v1/pairs",
+            &json!({"driverId": id, "worker": {"vendor": "scripted"}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{pair}");
+    let made = [
+        forked["session"]["id"].as_str().unwrap().to_string(),
+        pair["pair"]["workerId"].as_str().unwrap().to_string(),
+        kid,
+    ];
+    for made in made {
+        let (_, info) = server.get(&format!("/api/v1/sessions/{made}")).await;
+        assert_eq!(info["mcpServers"], json!(["own"]), "{info}");
+    }
+    // A handoff (outside a pair) too.
+    let (_, other) = server
+        .post(
+            "/api/v1/sessions",
+            &json!({"title": "other", "mcpServers": []}),
+        )
+        .await;
+    let other = other["id"].as_str().unwrap().to_string();
+    ws.subscribe(&other, 0).await;
+    ws.turn(&other, "hello").await;
+    let (status, handed) = server
+        .post(
+            &format!("/api/v1/sessions/{other}/handoff"),
+            &json!({"targetVendor": "scripted"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{handed}");
+    let target = handed["targetSessionId"].as_str().unwrap();
+    let (_, info) = server.get(&format!("/api/v1/sessions/{target}")).await;
+    assert_eq!(info["mcpServers"], json!([]), "{info}");
+    // A session that chose nothing shows no choice.
+    let (_, plain) = server.post("/api/v1/sessions", &json!({})).await;
+    assert!(plain.get("mcpServers").is_none(), "{plain}");
+}
