@@ -73,13 +73,12 @@ impl McpTokens {
         self.inner.sessions.get(token).map(|s| s.clone())
     }
 
-    /// URL and token for `session_id`, whose agent also gets `servers` (and may read
-    /// `programs`, see [`McpAccess::programs`]); `None` before the server is bound.
+    /// URL and token for `session_id`, whose agent also gets `servers`; `None` before
+    /// the server is bound.
     pub fn access(
         &self,
         session_id: &str,
         servers: Arc<Vec<crate::adapter::mcp_servers::NamedServer>>,
-        programs: Vec<std::path::PathBuf>,
     ) -> Option<McpAccess> {
         let url = self.inner.url.get()?.clone();
         match self.token_for(session_id) {
@@ -87,7 +86,6 @@ impl McpTokens {
                 url,
                 token,
                 servers,
-                programs,
             }),
             Err(e) => {
                 tracing::error!(error = %e, "no MCP token for a vendor process");
@@ -105,9 +103,7 @@ mod tests {
     fn one_token_per_session_and_back() {
         let tokens = McpTokens::default();
         assert!(
-            tokens
-                .access("s1", Default::default(), Vec::new())
-                .is_none(),
+            tokens.access("s1", Default::default()).is_none(),
             "no URL before bind"
         );
         tokens.set_base_url("http://127.0.0.1:9/");
@@ -118,7 +114,7 @@ mod tests {
         assert_eq!(tokens.session_of(&a).as_deref(), Some("s1"));
         assert_eq!(tokens.session_of("nope"), None);
         let access = tokens
-            .access("s1", Default::default(), Vec::new())
+            .access("s1", Default::default())
             .unwrap_or_else(|| panic!("no access"));
         assert_eq!(access.url, "http://127.0.0.1:9/mcp");
         assert_eq!(access.token, a);

@@ -484,6 +484,12 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         runtime.worktree_ports = port_range(ports)?;
     }
     runtime.mcp_servers = file.mcp_servers()?;
+    // A confined CLI starts the config's stdio servers itself: their programs and the
+    // files their arguments name must be readable to it (a user's own open nothing).
+    if let Some(launcher) = runtime.confinement.launcher.as_mut() {
+        launcher.also_read =
+            tandem_actors::adapter::mcp_servers::program_paths(&runtime.mcp_servers);
+    }
     runtime.terminals.max_per_user = args.max_terminals;
     runtime.terminals.idle = std::time::Duration::from_secs(args.terminal_idle_secs.max(1));
     runtime.terminals.helper = std::env::current_exe().ok();

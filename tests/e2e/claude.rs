@@ -1370,9 +1370,15 @@ async fn a_declared_mcp_server_reaches_the_model_through_claude() {
     );
     // The MCP config (tandem's token, the server's env values) reached the CLI in a
     // file, never in its arguments, which every process of the machine may read.
+    // (This test's CLIs only, working under its directory: other tests' agents run
+    // beside it.)
+    let ours = w.home.parent().unwrap().canonicalize().unwrap();
     let cmdlines: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(&ours))
+        })
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
         .filter(|c| c.contains("--mcp-config"))

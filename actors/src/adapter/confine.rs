@@ -135,9 +135,10 @@ pub struct Launcher {
     /// ([`crate::RuntimeConfig::private_paths`]). A listed path that contains one is
     /// left out, except a working directory (see the module comment).
     pub denied: Vec<PathBuf>,
-    /// Programs and files the process starts besides its own: the MCP servers its
-    /// CLI starts (their command and the files their arguments name), whose
-    /// installations it may read and execute ([`installation`]).
+    /// Programs and files a process may read and execute besides its own, with their
+    /// installations ([`installation`]): those of the config's stdio MCP servers,
+    /// which CLIs start (set once at start), and a Claude Code process's MCP config
+    /// file (added for that process).
     pub also_read: Vec<PathBuf>,
 }
 

@@ -21,9 +21,6 @@ pub struct McpAccess {
     pub token: String,
     /// The MCP servers the session gets beside ours.
     pub servers: std::sync::Arc<Vec<crate::adapter::mcp_servers::NamedServer>>,
-    /// The programs and files of those of them the config declares, which a confined
-    /// CLI may read to start them ([`crate::adapter::mcp_servers::program_paths`]).
-    pub programs: Vec<std::path::PathBuf>,
 }
 
 /// Everything an adapter needs to serve one session.

@@ -52,17 +52,6 @@ impl VendorProcess {
         vars
     }
 
-    /// This process, confined, also allowed to read and run `programs` (those of the
-    /// MCP servers its CLI starts, [`crate::adapter::McpAccess::programs`]); unconfined:
-    /// the same.
-    pub fn starting(&self, programs: &[std::path::PathBuf]) -> VendorProcess {
-        let mut process = self.clone();
-        if let Some(launcher) = process.confine.as_mut() {
-            launcher.also_read = programs.to_vec();
-        }
-        process
-    }
-
     /// `bin args…` with [`VendorProcess::environment`] only, stdin/stdout/stderr piped,
     /// killed when the handle is dropped (so a stopped adapter leaves no process behind).
     /// For work outside a session (version and login checks, probes): confined, it runs

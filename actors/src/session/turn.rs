@@ -173,13 +173,12 @@ impl SessionActor {
             settings: self.turn_settings(),
             out: ctx.address().recipient(),
             pace: ctx.address().recipient(),
-            mcp: {
-                let registry = &self.services.mcp_servers;
-                let servers =
-                    registry.for_session(&self.record.owner_id, self.record.mcp_servers.as_deref());
-                let programs = registry.declared_programs(&servers);
-                self.services.mcp.access(&self.record.id, servers, programs)
-            },
+            mcp: self.services.mcp.access(
+                &self.record.id,
+                self.services
+                    .mcp_servers
+                    .for_session(&self.record.owner_id, self.record.mcp_servers.as_deref()),
+            ),
             tools: self.services.tools.clone(),
             remembered: self
                 .record

@@ -186,7 +186,6 @@ async fn mcp_access(server: &BenchServer, id: &str) -> Result<McpAccess, String>
         url: url.to_string(),
         token: token.to_string(),
         servers: Default::default(),
-        programs: Vec::new(),
     })
 }
 

@@ -263,12 +263,8 @@ impl ClaudeAgent {
         if let (Some(at), Some(_)) = (self.resume_at.clone(), resume.as_ref()) {
             args.extend(super::rewind::fork_args(&at));
         }
-        let programs = self
-            .mcp
-            .as_ref()
-            .map(|m| m.programs.clone())
-            .unwrap_or_default();
-        let mut process = self.process.starting(&programs);
+        // The config file is for this process alone to read.
+        let mut process = self.process.clone();
         if let (Some(launcher), Some(file)) = (process.confine.as_mut(), &mcp_file) {
             launcher.also_read.push(file.path().to_path_buf());
         }

@@ -151,7 +151,6 @@ mod tests {
             url: "http://127.0.0.1:1/mcp".into(),
             token: "T".into(),
             servers: Default::default(),
-            programs: Vec::new(),
         };
         let args = cli_args(&settings, Some("sess-1"), Some(Path::new("/t/mcp.json"))).join(" ");
         for part in [

@@ -128,3 +128,44 @@ pub fn program_paths(servers: &[NamedServer]) -> Vec<std::path::PathBuf> {
     }
     paths
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stdio_servers_program_and_the_files_its_arguments_name() {
+        let scratch = crate::testkit::Scratch::new("mcp-programs");
+        let script = scratch.path().join("server.js");
+        std::fs::write(&script, "").unwrap_or_else(|e| panic!("{e}"));
+        let servers = [
+            NamedServer {
+                name: "local".into(),
+                spec: McpServerSpec::Stdio {
+                    command: "sh".into(),
+                    args: vec![
+                        script.display().to_string(),
+                        "relative.js".into(),
+                        "/no/such/file".into(),
+                    ],
+                    env: BTreeMap::new(),
+                },
+            },
+            NamedServer {
+                name: "remote".into(),
+                spec: McpServerSpec::Http {
+                    url: "http://127.0.0.1:9/mcp".into(),
+                    headers: BTreeMap::new(),
+                },
+            },
+        ];
+        let paths = program_paths(&servers);
+        // `sh` as PATH finds it, the script; nothing relative, missing or remote.
+        assert_eq!(paths.len(), 2, "{paths:?}");
+        assert!(
+            paths[0].ends_with("sh") && paths[0].is_absolute(),
+            "{paths:?}"
+        );
+        assert_eq!(paths[1], script);
+    }
+}

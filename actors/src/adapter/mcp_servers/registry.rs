@@ -155,19 +155,6 @@ impl McpServers {
         Ok(())
     }
 
-    /// What a confined CLI may read to start `servers`: the programs and files of those
-    /// the config declares ([`super::program_paths`]). A user's own or a session's own
-    /// entry gets none: its command and arguments are the user's words, and a path
-    /// they name (another user's directory) must not be opened to that user's agent.
-    pub fn declared_programs(&self, servers: &[NamedServer]) -> Vec<std::path::PathBuf> {
-        let declared: Vec<NamedServer> = servers
-            .iter()
-            .filter(|s| self.config.contains(s))
-            .cloned()
-            .collect();
-        super::program_paths(&declared)
-    }
-
     /// The servers a session's agent gets now: its choice, else every one its owner
     /// may use. A chosen name that is gone is left out (with a warning).
     pub fn for_session(
@@ -199,7 +186,6 @@ impl McpServers {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-    use std::path::PathBuf;
 
     use super::*;
     use crate::adapter::mcp_servers::McpServerSpec;
@@ -258,28 +244,6 @@ mod tests {
         );
         assert_eq!(reg.remove("ann", "a1", || Ok::<_, ()>(())), Ok(Ok(())));
         assert_eq!(names(&reg.for_session("ann", None)), ["cfg", "b1"]);
-    }
-
-    #[test]
-    fn only_the_configs_programs_are_opened_to_a_confined_cli() {
-        let scratch = crate::testkit::Scratch::new("mcp-programs");
-        let script = scratch.path().join("server.js");
-        std::fs::write(&script, "").unwrap_or_else(|e| panic!("{e}"));
-        let with_script = |name: &str| NamedServer {
-            name: name.into(),
-            spec: McpServerSpec::Stdio {
-                command: "/bin/sh".into(),
-                args: vec![script.display().to_string(), "not-a-path".into()],
-                env: BTreeMap::new(),
-            },
-        };
-        let reg = McpServers::new(vec![with_script("cfg")], Vec::new());
-        assert_eq!(
-            reg.declared_programs(&[with_script("cfg")]),
-            [PathBuf::from("/bin/sh"), script.clone()]
-        );
-        // The same words from a user (or a session's entry) open nothing.
-        assert!(reg.declared_programs(&[with_script("mine")]).is_empty());
     }
 
     #[test]

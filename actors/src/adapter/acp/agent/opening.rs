@@ -145,13 +145,8 @@ impl AcpAgent {
     /// Starts a process and sends `initialize`; bounded by the configured start time.
     pub(super) fn spawn(&mut self, ctx: &mut Context<Self>) -> std::io::Result<()> {
         self.generation += 1;
-        let programs = self
-            .mcp
-            .as_ref()
-            .map(|m| m.programs.clone())
-            .unwrap_or_default();
         let process = transport::spawn(
-            &self.vendor.process.starting(&programs),
+            &self.vendor.process,
             &self.cwd,
             self.generation,
             &self.hub,
