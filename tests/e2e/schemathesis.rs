@@ -66,49 +66,64 @@ async fn schemathesis_finds_no_failure() {
         .ok()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| SEED.to_string());
-    // schemathesis writes its example database and reports under its working
-    // directory: a scratch one, removed with the test.
-    let scratch = TempDir::new("schemathesis");
-    let out_path = scratch.path().join("schemathesis.txt");
-    let out = std::fs::File::create(&out_path).expect("the output file");
-    let err = out.try_clone().expect("the output file");
-    let mut child = Command::new(schemathesis_path())
-        .arg("--config-file")
-        .arg(repo_root().join("tests/schemathesis.toml"))
-        .arg("run")
-        .arg(format!("{}/api/v1/openapi.json", server.base))
-        .args(["--checks", "all"])
-        .args(["--phases", "coverage,fuzzing,stateful"])
-        .args(["--header", &format!("Authorization: Bearer {token}")])
-        .args(["--seed", &seed])
-        .args(["--workers", "2"])
-        .args(["--generation-database", "none"])
-        .args(["--no-color", "--output-truncate", "false"])
-        .current_dir(scratch.path())
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", schemathesis_path().display()));
-    let started = Instant::now();
-    // The server is another process, so waiting on this thread stalls nothing.
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting for schemathesis") {
-            break Some(status);
-        }
-        if started.elapsed() > BUDGET {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
+    let run = || {
+        // schemathesis writes its example database and reports under its working
+        // directory: a scratch one, removed with the test.
+        let scratch = TempDir::new("schemathesis");
+        let out_path = scratch.path().join("schemathesis.txt");
+        let out = std::fs::File::create(&out_path).expect("the output file");
+        let err = out.try_clone().expect("the output file");
+        let mut child = Command::new(schemathesis_path())
+            .arg("--config-file")
+            .arg(repo_root().join("tests/schemathesis.toml"))
+            .arg("run")
+            .arg(format!("{}/api/v1/openapi.json", server.base))
+            .args(["--checks", "all"])
+            .args(["--phases", "coverage,fuzzing,stateful"])
+            .args(["--header", &format!("Authorization: Bearer {token}")])
+            .args(["--seed", &seed])
+            .args(["--workers", "2"])
+            .args(["--generation-database", "none"])
+            .args(["--no-color", "--output-truncate", "false"])
+            .current_dir(scratch.path())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", schemathesis_path().display()));
+        let started = Instant::now();
+        // The server is another process, so waiting on this thread stalls nothing.
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waiting for schemathesis") {
+                break Some(status);
+            }
+            if started.elapsed() > BUDGET {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let report = std::fs::read_to_string(&out_path).unwrap_or_default();
+        (status, report, started.elapsed())
     };
-    let report = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let (mut status, mut report, mut took) = run();
+    // CPython 3.11's AST module can fail under threads ("AST constructor recursion
+    // depth mismatch") when hypothesis describes a strategy: schemathesis then reports
+    // a runtime error of its own, not a failure of the server. Such a run (errors of
+    // that kind alone, no failed check) is run once more; anything else stands.
+    if status.is_some_and(|s| !s.success())
+        && report.contains("AST constructor recursion depth mismatch")
+        && !report.contains("❌")
+    {
+        eprintln!("schemathesis hit CPython's AST recursion bug; running it once more:\n{report}");
+        (status, report, took) = run();
+    }
     match status {
         Some(s) if s.success() => {
             eprintln!(
                 "schemathesis (seed {seed}) found no failure in {:.0?}: {}",
-                started.elapsed(),
+                took,
                 report
                     .lines()
                     // "N generated, N passed, M skipped"
