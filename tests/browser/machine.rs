@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use tandem_tests::transcripts::{answer_line, claude_home, prompt_line};
-use tandem_tests::{Browser, Server, ServerOptions, TempDir};
+use tandem_tests::TempDir;
 
 use crate::Page;
 
@@ -20,16 +20,8 @@ async fn a_cli_session_on_the_machine_is_continued_from_the_page() {
     let text = prompt_line("cli-7", dir.path(), "explain the build")
         + &answer_line("cli-7", dir.path(), "It uses cargo.");
     let (config, _) = claude_home(dir.path(), &[("cli-7", text)], "");
-    let server = Server::start_in(
-        dir,
-        ServerOptions {
-            token_auth: true,
-            args: vec!["--config".into(), config.display().to_string()],
-        },
-    );
-    let browser = Browser::start_with(1280, 800, &[]).await;
-    let page = Page { server, browser };
-    page.login().await;
+    let config = config.display().to_string();
+    let page = Page::open_in(dir, &["--config", &config]).await;
 
     page.press("#sessions-nav", "On this machine").await;
     let item = page

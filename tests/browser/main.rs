@@ -57,6 +57,24 @@ impl Page {
             token_auth: true,
             args: args.iter().map(|s| s.to_string()).collect(),
         });
+        Page::log_in_to(server, browser_args).await
+    }
+
+    /// Like [`Page::open`], for a server in `dir` (where the test has put a config
+    /// file or the files its server must find).
+    pub async fn open_in(dir: std::sync::Arc<tandem_tests::TempDir>, args: &[&str]) -> Page {
+        let server = Server::start_in(
+            dir,
+            ServerOptions {
+                token_auth: true,
+                args: args.iter().map(|s| s.to_string()).collect(),
+            },
+        );
+        Page::log_in_to(server, &[]).await
+    }
+
+    /// A 1280×800 browser logged in to `server`.
+    async fn log_in_to(server: Server, browser_args: &[&str]) -> Page {
         let browser = Browser::start_with(1280, 800, browser_args).await;
         let page = Page { server, browser };
         page.login().await;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use tandem_tests::{Browser, Server, ServerOptions, TempDir};
+use tandem_tests::TempDir;
 
 use crate::Page;
 
@@ -37,16 +37,8 @@ async fn mcp_servers_are_added_probed_chosen_and_removed_from_the_page() {
     let root = dir.path().to_path_buf();
     let config = dir.path().join("tandem.toml");
     std::fs::write(&config, "[mcp_servers.shared]\ncommand = \"/bin/false\"\n").unwrap();
-    let server = Server::start_in(
-        dir,
-        ServerOptions {
-            token_auth: true,
-            args: vec!["--config".into(), config.display().to_string()],
-        },
-    );
-    let browser = Browser::start_with(1280, 800, &[]).await;
-    let page = Page { server, browser };
-    page.login().await;
+    let config = config.display().to_string();
+    let page = Page::open_in(dir, &["--config", &config]).await;
 
     page.press("#sessions-nav", "MCP servers").await;
     let dialog = page.dialog("mcp").await;

@@ -1399,16 +1399,7 @@ async fn a_declared_mcp_server_reaches_the_model_through_claude() {
     ignore = "the MCP test server is not installed"
 )]
 async fn a_session_gets_the_mcp_servers_it_chose_and_no_others() {
-    let bin = require(claude_bin(), "the claude CLI");
-    let mock = MockAnthropic::start();
-    let dir = Arc::new(TempDir::new("claude-mcp-choice"));
-    let home = dir.path().join("home");
-    let config = claude_config(dir.path(), &bin, &mock, &home, 600);
-    let w = World {
-        server: ConfiguredServer::start(dir, config),
-        mock,
-        home,
-    };
+    let w = World::start("claude-mcp-choice");
     let js = tandem_tests::vendor_clis::mcp_everything_path()
         .display()
         .to_string();
@@ -1477,16 +1468,7 @@ async fn a_session_gets_the_mcp_servers_it_chose_and_no_others() {
 )]
 async fn an_editors_mcp_servers_reach_claude_through_tandem_acp() {
     use crate::acp_agent::{answer, prompt, Acp};
-    let bin = require(claude_bin(), "the claude CLI");
-    let mock = MockAnthropic::start();
-    let dir = Arc::new(TempDir::new("claude-acp-mcp"));
-    let home = dir.path().join("home");
-    let config = claude_config(dir.path(), &bin, &mock, &home, 600);
-    let w = World {
-        server: ConfiguredServer::start(dir, config),
-        mock,
-        home,
-    };
+    let w = World::start("claude-acp-mcp");
     // Where sessions work by default.
     let mut ws = w.server().ws().await;
     let probe = w.session(&mut ws, "default").await;
