@@ -118,6 +118,11 @@ impl World {
 
     /// Zed's `codex-acp` against the Responses-API mock; `None` without it.
     fn codex(label: &str) -> Option<World> {
+        World::codex_on(label, "gpt-5-codex")
+    }
+
+    /// [`World::codex`] with `model` as the agent's configured model.
+    fn codex_on(label: &str, model: &str) -> Option<World> {
         let bin = require(codex_acp_bin(), "the pinned codex-acp agent");
         let sandbox = require(codex_sandbox_dir(), "Codex's bwrap (from the pinned codex)");
         let mock = MockOpenAi::start();
@@ -126,15 +131,15 @@ impl World {
         for d in [&codex_home, &home] {
             std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
         }
-        // `--disable plugins` is `codex`'s flag, not the agent's; the model is one
-        // Codex knows, so no "unknown model" notice is streamed as text.
+        // `--disable plugins` is `codex`'s flag, not the agent's; the model should be
+        // one Codex knows, so no "unknown model" notice is streamed as text.
         let mut args: Vec<String> = mock
             .codex_args()
             .into_iter()
             .take_while(|a| a != "--disable")
             .map(|a| {
                 if a == "model=mock-model" {
-                    "model=gpt-5-codex".into()
+                    format!("model={model}")
                 } else {
                     a
                 }
@@ -804,6 +809,12 @@ async fn an_agent_offering_resume_and_close_gets_them_and_its_cost_counts_per_tu
         said.contains(&format!("session/resume {agent}")) && !said.contains("session/load"),
         "{said}"
     );
+    // The agent offers session/list: it is asked before the resume.
+    let listed = said.find("session/list").unwrap_or(usize::MAX);
+    assert!(
+        listed < said.find(&format!("session/resume {agent}")).unwrap_or(0),
+        "{said}"
+    );
     // Reopened, the session's cost so far was never seen: that turn's is not known
     // (never counted twice); the next turn's is what it added.
     assert!(
@@ -818,6 +829,129 @@ async fn an_agent_offering_resume_and_close_gets_them_and_its_cost_counts_per_tu
         .await;
     assert_eq!(usage["total"]["costUsd"], 0.5, "{usage}");
     assert_eq!(usage["total"]["turns"], 3, "{usage}");
+}
+
+/// An agent that offers `session/list` and no longer lists the session to reopen
+/// (its whole list read, page by page) is not asked to resume it: the turn starts a new
+/// conversation and says why.
+#[actix_rt::test]
+async fn a_session_the_agent_no_longer_lists_starts_anew_without_a_resume() {
+    let w = World::fake(
+        "acp-fake-list",
+        &[
+            ("FAKE_ACP_STATE", ".fake-acp-state"),
+            ("FAKE_ACP_SESSIONS", "resume-close"),
+        ],
+        "idle_secs = 1",
+    );
+    let state = w.work().join(".fake-acp-state");
+    let methods = || std::fs::read_to_string(state.join("methods.log")).unwrap_or_default();
+    let mut ws = w.server().ws().await;
+    let other = w.session(&mut ws, "default").await;
+    assert_eq!(
+        status(&turn(&mut ws, &other, "say other").await),
+        "completed"
+    );
+    let id = w.session(&mut ws, "default").await;
+    assert_eq!(status(&turn(&mut ws, &id, "say one").await), "completed");
+    let agent = w.info(&id).await["vendorSessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    eventually("the idle agents to be closed", async || {
+        w.agents().is_empty().then_some(())
+    })
+    .await;
+    // The agent forgets it (as after its own data was cleared), and has another
+    // session of its own, so its list still has two pages.
+    std::fs::remove_file(state.join(&agent)).unwrap();
+    std::fs::write(state.join("fake-0-elsewhere"), "1").unwrap();
+    let before = methods().len();
+    let events = turn(&mut ws, &id, "history").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(
+        all_text(&events),
+        "prompts: 1",
+        "a new conversation: {events:?}"
+    );
+    assert!(
+        texts(&events, "info")
+            .iter()
+            .any(|t| t.contains(&format!("no longer lists its session {agent}"))),
+        "{events:?}"
+    );
+    let said = methods()[before..].to_string();
+    assert_eq!(
+        said.matches("session/list").count(),
+        2,
+        "both pages: {said}"
+    );
+    assert!(
+        !said.contains("session/resume") && said.contains("session/new"),
+        "{said}"
+    );
+    assert_ne!(w.info(&id).await["vendorSessionId"], json!(agent));
+}
+
+/// An agent's `thought_level` option gives its vendor's effort levels in `/vendors`,
+/// and a session's effort reaches it through `session/set_config_option`: at the
+/// start, and again when the session's effort changes.
+#[actix_rt::test]
+async fn an_agents_thought_levels_are_the_sessions_effort_choices() {
+    let w = World::fake(
+        "acp-fake-effort",
+        &[
+            ("FAKE_ACP_STATE", ".fake-acp-state"),
+            ("FAKE_ACP_SESSIONS", "resume-close"),
+        ],
+        "",
+    );
+    let vendor = vendor_entry(&w).await;
+    assert_eq!(
+        vendor["effortLevels"],
+        json!(["low", "medium", "high"]),
+        "{vendor}"
+    );
+    // Kept for the next start, which serves them before the agent is asked again.
+    let cache = std::fs::read_to_string(w.dir.path().join("data/vendor-models.json")).unwrap();
+    let cache: Value = serde_json::from_str(&cache).unwrap();
+    assert_eq!(
+        cache["fake"]["effortLevels"], vendor["effortLevels"],
+        "{cache}"
+    );
+    let mut ws = w.server().ws().await;
+    let cwd = w.work();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let refused = ws
+        .request(json!({"type": "session.create", "vendor": "fake",
+            "effort": "turbo", "cwd": cwd.display().to_string()}))
+        .await;
+    assert_eq!(refused["code"], "INVALID_ARGUMENT", "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|m| m.contains("low, medium, high")),
+        "{refused}"
+    );
+    let reply = ws
+        .ok(
+            json!({"type": "session.create", "vendor": "fake", "effort": "high",
+            "cwd": cwd.display().to_string()}),
+        )
+        .await;
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&id, 0).await;
+    let events = turn(&mut ws, &id, "effort").await;
+    assert_eq!(all_text(&events), "effort: high", "{events:?}");
+    // `max` is not the agent's: the nearest of its levels is kept.
+    let reply = ws
+        .ok(json!({"type": "session.configure", "sessionId": id, "effort": "max"}))
+        .await;
+    assert_eq!(reply["session"]["effort"], "high", "{reply}");
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "effort": "minimal"}))
+        .await;
+    let events = turn(&mut ws, &id, "effort").await;
+    assert_eq!(all_text(&events), "effort: low", "{events:?}");
 }
 
 #[actix_rt::test]
@@ -1338,6 +1472,78 @@ fn models_asked(w: &World, from: usize) -> Vec<String> {
         .filter_map(|b| serde_json::from_str::<Value>(b).ok())
         .filter_map(|b| b["model"].as_str().map(str::to_string))
         .collect()
+}
+
+/// The reasoning efforts the model requests since `from` (`reasoning.effort`).
+fn efforts_asked(w: &World, from: usize) -> Vec<String> {
+    w.mock
+        .bodies()
+        .iter()
+        .skip(from)
+        .filter_map(|b| serde_json::from_str::<Value>(b).ok())
+        .filter_map(|b| b["reasoning"]["effort"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// codex-acp's `reasoning_effort` option (category `thought_level`) gives the
+/// vendor's effort levels, and a session's effort reaches the model's requests: from
+/// the first turn, and after `session.configure`.
+#[actix_rt::test]
+#[cfg_attr(
+    not(has_codex_acp),
+    ignore = "the pinned codex-acp agent is not installed"
+)]
+async fn codex_acp_offers_its_reasoning_efforts_and_applies_the_sessions() {
+    // One of Codex's model presets: codex-acp offers efforts only for those.
+    let Some(w) = World::codex_on("acp-codex-effort", "gpt-5.4") else {
+        return;
+    };
+    let entry = vendor_entry(&w).await;
+    // Configured as README says, with its approval policy in `args`, it offers no
+    // modes, and `/vendors` says what that means.
+    assert!(
+        entry["notes"].as_array().is_some_and(|n| n
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("offers no modes")))),
+        "{entry}"
+    );
+    let levels = entry["effortLevels"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        levels.contains(&json!("low")) && levels.contains(&json!("high")),
+        "{entry}"
+    );
+    let mut ws = w.server().ws().await;
+    let cwd = w.work();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let reply = ws
+        .ok(
+            json!({"type": "session.create", "vendor": w.id, "effort": "high",
+            "cwd": cwd.display().to_string()}),
+        )
+        .await;
+    let id = reply["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&id, 0).await;
+    let seen = w.mock.bodies().len();
+    let events = turn(&mut ws, &id, "say thinking hard").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let asked = efforts_asked(&w, seen);
+    assert!(
+        !asked.is_empty() && asked.iter().all(|e| e == "high"),
+        "{asked:?}"
+    );
+    ws.ok(json!({"type": "session.configure", "sessionId": id, "effort": "low"}))
+        .await;
+    let seen = w.mock.bodies().len();
+    let events = turn(&mut ws, &id, "say thinking less").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let asked = efforts_asked(&w, seen);
+    assert!(
+        !asked.is_empty() && asked.iter().all(|e| e == "low"),
+        "{asked:?}"
+    );
 }
 
 async fn real_models(agent: Real) {

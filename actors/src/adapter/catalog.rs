@@ -5,6 +5,7 @@ use std::sync::{Arc, RwLock};
 use tandem_protocol::rest::VendorInfo;
 
 use super::health::{Health, VendorStatus};
+use super::model_cache::CachedModels;
 use super::vendors::Vendors;
 use super::VendorId;
 
@@ -21,8 +22,9 @@ pub struct VendorSpec {
     /// Known models; the first is the default. Adapters that can ask their CLI replace
     /// the built-in list with what it reports.
     pub models: Vec<String>,
-    /// Supported effort levels, lowest first.
-    pub effort_levels: &'static [&'static str],
+    /// Supported effort levels, lowest first: built in for the CLIs tandem knows, an
+    /// ACP agent's from its `thought_level` option once probed.
+    pub effort_levels: Vec<String>,
     /// Feature words served on `GET /api/v1/vendors` (`interrupt`, `approvals`, ...).
     pub capabilities: Vec<String>,
     /// True when sessions of this vendor can be created in this server.
@@ -51,7 +53,7 @@ impl VendorSpec {
             id,
             display_name: display_name.into(),
             models: Vec::new(),
-            effort_levels: &[],
+            effort_levels: Vec::new(),
             capabilities: strings(capabilities),
             installed: true,
             version: None,
@@ -164,6 +166,9 @@ impl VendorCatalog {
             } else if health.default_model.is_some() {
                 spec.default_model = health.default_model;
             }
+            if let Some(levels) = health.effort_levels {
+                spec.effort_levels = levels;
+            }
             if health.agent.is_some() {
                 spec.agent = health.agent;
             }
@@ -174,10 +179,15 @@ impl VendorCatalog {
         });
     }
 
-    /// Sets `id`'s models to a list its CLI reported earlier (the model cache), until
-    /// the CLI is asked again.
-    pub fn set_models(&self, id: &VendorId, models: Vec<String>, default_model: Option<String>) {
-        self.update(id, |spec| spec.replace_models(models, default_model));
+    /// Sets `id`'s models (and an ACP agent's effort levels) to what its CLI reported
+    /// earlier (the model cache), until the CLI is asked again.
+    pub fn set_models(&self, id: &VendorId, cached: CachedModels) {
+        self.update(id, |spec| {
+            spec.replace_models(cached.models, cached.default_model);
+            if !cached.effort_levels.is_empty() {
+                spec.effort_levels = cached.effort_levels;
+            }
+        });
     }
 
     /// Adds model names the config file gives for `id` (kept across CLI refreshes).
@@ -207,7 +217,7 @@ impl VendorCatalog {
                 problem: v.problem.clone(),
                 default_model: v.default_model.clone(),
                 models: v.models.clone(),
-                effort_levels: strings(v.effort_levels),
+                effort_levels: v.effort_levels.clone(),
                 capabilities: v.capabilities.clone(),
                 agent: v.agent.clone(),
                 notes: v.notes.clone(),
@@ -220,21 +230,27 @@ impl VendorCatalog {
 }
 
 /// Maps a requested effort onto the nearest level `supported` has; ties go to the lower
-/// level. Empty means "vendor default" and stays empty. An unknown word is an error.
-pub fn clamp_effort(requested: &str, supported: &[&str]) -> Result<String, String> {
+/// level. A level the vendor names itself is taken as it is, even outside tandem's
+/// words (an ACP agent's `none`). Empty means "vendor default" and stays empty. An
+/// unknown word is an error.
+pub fn clamp_effort(requested: &str, supported: &[String]) -> Result<String, String> {
     if requested.is_empty() {
         return Ok(String::new());
     }
+    if supported.iter().any(|level| level == requested) {
+        return Ok(requested.to_string());
+    }
     let rank = |level: &str| EFFORT_ORDER.iter().position(|l| *l == level);
     let Some(want) = rank(requested) else {
-        return Err(format!(
-            "unknown effort `{requested}`; levels are {}",
-            EFFORT_ORDER.join(", ")
-        ));
+        let known = match supported.is_empty() {
+            true => EFFORT_ORDER.join(", "),
+            false => supported.join(", "),
+        };
+        return Err(format!("unknown effort `{requested}`; levels are {known}"));
     };
     supported
         .iter()
-        .filter_map(|level| rank(level).map(|r| (r, *level)))
+        .filter_map(|level| rank(level).map(|r| (r, level.as_str())))
         // Lower distance wins; on equal distance the lower rank wins.
         .min_by_key(|(r, _)| (r.abs_diff(want), *r))
         .map(|(_, level)| level.to_string())
@@ -243,19 +259,30 @@ pub fn clamp_effort(requested: &str, supported: &[&str]) -> Result<String, Strin
 
 #[cfg(test)]
 mod tests {
-    use super::clamp_effort;
-
-    const CLAUDE: &[&str] = &["low", "medium", "high", "xhigh", "max"];
-    const CODEX: &[&str] = &["minimal", "low", "medium", "high", "xhigh"];
-    const GAPPY: &[&str] = &["low", "high"];
+    use super::{clamp_effort, strings};
 
     #[test]
     fn clamps_to_nearest_with_ties_low() {
-        assert_eq!(clamp_effort("minimal", CLAUDE).as_deref(), Ok("low"));
-        assert_eq!(clamp_effort("max", CODEX).as_deref(), Ok("xhigh"));
-        assert_eq!(clamp_effort("high", CODEX).as_deref(), Ok("high"));
-        assert_eq!(clamp_effort("medium", GAPPY).as_deref(), Ok("low"));
-        assert_eq!(clamp_effort("", CODEX).as_deref(), Ok(""));
-        assert!(clamp_effort("turbo", CODEX).is_err());
+        let claude = strings(&["low", "medium", "high", "xhigh", "max"]);
+        let codex = strings(&["minimal", "low", "medium", "high", "xhigh"]);
+        let gappy = strings(&["low", "high"]);
+        assert_eq!(clamp_effort("minimal", &claude).as_deref(), Ok("low"));
+        assert_eq!(clamp_effort("max", &codex).as_deref(), Ok("xhigh"));
+        assert_eq!(clamp_effort("high", &codex).as_deref(), Ok("high"));
+        assert_eq!(clamp_effort("medium", &gappy).as_deref(), Ok("low"));
+        assert_eq!(clamp_effort("", &codex).as_deref(), Ok(""));
+        assert!(clamp_effort("turbo", &codex).is_err());
+    }
+
+    #[test]
+    fn an_agents_own_levels_are_taken_as_they_are() {
+        // codex-acp's `reasoning_effort` option, which may hold words tandem lacks.
+        let agent = strings(&["none", "low", "medium", "high"]);
+        assert_eq!(clamp_effort("none", &agent).as_deref(), Ok("none"));
+        assert_eq!(clamp_effort("max", &agent).as_deref(), Ok("high"));
+        assert_eq!(clamp_effort("minimal", &agent).as_deref(), Ok("low"));
+        let e = clamp_effort("turbo", &agent).unwrap_err();
+        assert!(e.contains("none, low, medium, high"), "{e}");
+        assert!(clamp_effort("none", &strings(&["low"])).is_err());
     }
 }

@@ -127,6 +127,9 @@ pub struct Health {
     pub logged_in: Option<bool>,
     /// The model the CLI uses when none is named, where it says (Codex).
     pub default_model: Option<String>,
+    /// Effort levels that replace the built-in ones, where the agent offers a choice
+    /// (an ACP agent's `thought_level` option), lowest first.
+    pub effort_levels: Option<Vec<String>>,
     /// An ACP agent's own name and version, from `initialize`.
     pub agent: Option<tandem_protocol::rest::AgentIdentity>,
     /// Capability words that replace the built-in ones (ACP: what `initialize` said).

@@ -1,5 +1,5 @@
 //! The model lists vendor CLIs last reported (Codex's `model/list`, an ACP agent's
-//! session models), kept in `vendor-models.json` in the data directory. A restarted
+//! session models, with an ACP agent's effort levels), kept in `vendor-models.json` in the data directory. A restarted
 //! server serves them at once, before the background vendor check has asked the CLI
 //! again (which takes seconds, or never answers when the CLI is broken), and the check
 //! replaces them when it gets an answer.
@@ -27,6 +27,10 @@ pub struct CachedModels {
     /// The one the CLI marked as its default, when it said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_model: Option<String>,
+    /// Effort levels the agent offered (an ACP agent's `thought_level` option); absent
+    /// in files written before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effort_levels: Vec<String>,
 }
 
 /// The cache file of one data directory. Probes finish concurrently; the lock keeps
@@ -108,12 +112,14 @@ mod tests {
         let first = CachedModels {
             models: vec!["gpt-a".into(), "gpt-b".into()],
             default_model: Some("gpt-a".into()),
+            effort_levels: Vec::new(),
         };
         ModelCache::new(&dir).store(&codex, first.clone());
         let other = VendorId::from("agent");
         let agent = CachedModels {
             models: vec!["m".into()],
             default_model: None,
+            effort_levels: vec!["low".into(), "high".into()],
         };
         ModelCache::new(&dir).store(&other, agent.clone());
         let loaded = ModelCache::new(&dir).load();
@@ -122,6 +128,7 @@ mod tests {
         let newer = CachedModels {
             models: vec!["gpt-c".into()],
             default_model: Some("gpt-c".into()),
+            effort_levels: Vec::new(),
         };
         ModelCache::new(&dir).store(&codex, newer.clone());
         assert_eq!(ModelCache::new(&dir).load().get("codex"), Some(&newer));
@@ -138,9 +145,14 @@ mod tests {
         let models = CachedModels {
             models: vec!["x".into()],
             default_model: None,
+            effort_levels: Vec::new(),
         };
         cache.store(&VendorId::CODEX, models.clone());
         assert_eq!(cache.load().get("codex"), Some(&models));
+        // A file of the release before effort levels were kept still loads.
+        std::fs::write(dir.join(FILE_NAME), r#"{"agent": {"models": ["m"]}}"#).unwrap();
+        let old = cache.load();
+        assert_eq!(old.get("agent").map(|c| c.effort_levels.len()), Some(0));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -200,7 +200,7 @@ impl AdapterFactory for Factory {
     fn spec(&self) -> VendorSpec {
         VendorSpec {
             models: strings(&["scripted-1"]),
-            effort_levels: &["low", "medium", "high"],
+            effort_levels: strings(&["low", "medium", "high"]),
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
             status: VendorStatus::Ok,
             default_model: Some("scripted-1".into()),

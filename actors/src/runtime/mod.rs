@@ -342,7 +342,7 @@ impl Runtime {
         for (id, cached) in cache.load() {
             let id = VendorId::from(id);
             if installed.contains(&id) {
-                catalog.set_models(&id, cached.models, cached.default_model);
+                catalog.set_models(&id, cached);
             }
         }
         for (id, probe) in self.inner.services.vendors.probes() {
@@ -353,13 +353,16 @@ impl Runtime {
                 if let Some(problem) = &health.problem {
                     tracing::warn!(vendor = %id, %problem, "vendor check");
                 }
-                if let Some(models) = health.models.clone().filter(|m| !m.is_empty()) {
+                let models = health.models.clone().unwrap_or_default();
+                let effort_levels = health.effort_levels.clone().unwrap_or_default();
+                if !models.is_empty() || !effort_levels.is_empty() {
                     let default_model = health.default_model.clone();
                     cache.store(
                         &id,
                         CachedModels {
                             models,
                             default_model,
+                            effort_levels,
                         },
                     );
                 }

@@ -43,7 +43,7 @@ pub(super) async fn propose_worker(
         .unwrap_or_default();
     let effort = clamp_effort(
         &optional(args.recommended_effort).unwrap_or_else(|| "medium".into()),
-        spec.effort_levels,
+        &spec.effort_levels,
     )
     .unwrap_or_default();
     let driver = rt
@@ -110,7 +110,7 @@ fn validate_choice(rt: &Runtime, choice: WorkerChoice) -> Result<WorkerChoice, R
         )));
     }
     let effort =
-        clamp_effort(&choice.effort, spec.effort_levels).map_err(RuntimeError::InvalidArgument)?;
+        clamp_effort(&choice.effort, &spec.effort_levels).map_err(RuntimeError::InvalidArgument)?;
     Ok(WorkerChoice { effort, ..choice })
 }
 

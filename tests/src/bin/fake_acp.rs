@@ -16,6 +16,7 @@
 //! - `hang` → one chunk, then nothing until `session/cancel` (then `cancelled`);
 //! - `plan` → a plan update with two entries;
 //! - `mode` → the mode last set with `session/set_mode`;
+//! - `effort` → the effort level in force (`effort: LEVEL`);
 //! - `history` → how many prompts this agent session has seen (across `session/load`,
 //!   which replays them as updates the client must not show);
 //! - `read PATH` → `read: CONTENT`, or `read failed: ERROR` (the OS's words);
@@ -25,9 +26,12 @@
 //! - anything else → `echo: TEXT`.
 //!
 //! `FAKE_ACP_SESSIONS=resume-close` offers `session/resume` (reopens a session without
-//! a replay) and `session/close`; every `session/…` method it is sent is then logged as
-//! a line `METHOD SESSION_ID` to `FAKE_ACP_STATE/methods.log`. Each turn's
-//! `usage_update` carries the session's cost so far, 0.25 USD a prompt.
+//! a replay), `session/close` and `session/list` (the sessions in `FAKE_ACP_STATE`, one
+//! per page, in name order), and a `thought_level` option `effort` (`low`, `medium`,
+//! `high`; `medium` at first) set with `session/set_config_option`; every `session/…`
+//! method it is sent is then logged as a line `METHOD SESSION_ID` to
+//! `FAKE_ACP_STATE/methods.log`. Each turn's `usage_update` carries the session's cost
+//! so far, 0.25 USD a prompt.
 //!
 //! A relative `FAKE_ACP_STATE` is resolved against the agent's working directory, and
 //! the directory is made if missing.
@@ -101,6 +105,43 @@ fn log_method(method: &str, session: &str) {
     }
 }
 
+/// The effort level in force (`FAKE_ACP_SESSIONS=resume-close`).
+static EFFORT: Mutex<String> = Mutex::new(String::new());
+
+/// The `thought_level` option as it stands.
+fn effort_option() -> Value {
+    let current = EFFORT.lock().map(|e| e.clone()).unwrap_or_default();
+    json!({"id": "effort", "name": "Effort", "category": "thought_level", "type": "select",
+        "currentValue": current, "options": [
+            {"value": "low", "name": "Low"}, {"value": "medium", "name": "Medium"},
+            {"value": "high", "name": "High"}]})
+}
+
+/// One page of `session/list`: the sessions in `FAKE_ACP_STATE` (its files other
+/// than the log), one a page; the cursor is the next one's index.
+fn list_page(cwd: &str, cursor: Option<&str>) -> Value {
+    let mut ids: Vec<String> = std::env::var_os("FAKE_ACP_STATE")
+        .and_then(|d| std::fs::read_dir(d).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.starts_with("fake-"))
+        .collect();
+    ids.sort();
+    let at: usize = cursor.and_then(|c| c.parse().ok()).unwrap_or(0);
+    let sessions: Vec<Value> = ids
+        .iter()
+        .skip(at)
+        .take(1)
+        .map(|id| json!({"sessionId": id, "cwd": cwd}))
+        .collect();
+    match at + 1 < ids.len() {
+        true => json!({"sessions": sessions, "nextCursor": (at + 1).to_string()}),
+        false => json!({"sessions": sessions}),
+    }
+}
+
 fn prompts_seen(session: &str) -> Option<u64> {
     let path = state_file(session)?;
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
@@ -122,6 +163,9 @@ fn main() {
     let init = std::env::var("FAKE_ACP_INIT").unwrap_or_default();
     let more = std::env::var("FAKE_ACP_SESSIONS").is_ok_and(|v| v == "resume-close");
     let mode = Arc::new(Mutex::new("default".to_string()));
+    if let Ok(mut effort) = EFFORT.lock() {
+        *effort = "medium".into();
+    }
     let mut waiting: Option<Sender<Signal>> = None;
     let mut sessions = 0u64;
     let mut permission_id = 100u64;
@@ -148,7 +192,7 @@ fn main() {
                     out.raw(r#"{"jsonrpc":"2.0","note":"no method, no id"}"#);
                 }
                 let sessions = if more {
-                    json!({"resume": {}, "close": {}})
+                    json!({"resume": {}, "close": {}, "list": {}})
                 } else {
                     json!({})
                 };
@@ -163,11 +207,16 @@ fn main() {
             ("session/new", Some(id)) => {
                 sessions += 1;
                 let session = format!("fake-{}-{sessions}", std::process::id());
+                let options = match more {
+                    true => json!([effort_option()]),
+                    false => json!([]),
+                };
                 out.send(
                     json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": session,
                     "modes": {"currentModeId": "default", "availableModes": [
                         {"id": "default", "name": "Ask"}, {"id": "plan", "name": "Plan"},
-                        {"id": "bypassPermissions", "name": "Yolo"}]}}}),
+                        {"id": "bypassPermissions", "name": "Yolo"}]},
+                    "configOptions": options}}),
                 );
                 // Its slash commands, as agents send them: between turns, once.
                 out.update(
@@ -209,6 +258,26 @@ fn main() {
                     out.send(json!({"jsonrpc": "2.0", "id": id,
                         "error": {"code": -32002, "message": "Session not found"}}));
                 }
+            }
+            ("session/list", Some(id)) if more => {
+                let page = list_page(
+                    params["cwd"].as_str().unwrap_or(""),
+                    params["cursor"].as_str(),
+                );
+                out.send(json!({"jsonrpc": "2.0", "id": id, "result": page}));
+            }
+            ("session/set_config_option", Some(id)) if more => {
+                let value = params["value"].as_str().unwrap_or("");
+                if params["configId"] != "effort" || !["low", "medium", "high"].contains(&value) {
+                    out.send(json!({"jsonrpc": "2.0", "id": id,
+                        "error": {"code": -32602, "message": "no such option or value"}}));
+                    continue;
+                }
+                if let Ok(mut effort) = EFFORT.lock() {
+                    *effort = value.to_string();
+                }
+                out.send(json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"configOptions": [effort_option()]}}));
             }
             ("session/close", Some(id)) if more => {
                 out.send(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
@@ -361,6 +430,10 @@ fn prompt(
             out.chunk(session, &format!("mode: {m}"));
         }
         "history" => out.chunk(session, &format!("prompts: {n}")),
+        "effort" => {
+            let e = EFFORT.lock().map(|e| e.clone()).unwrap_or_default();
+            out.chunk(session, &format!("effort: {e}"));
+        }
         "read" => match std::fs::read_to_string(rest) {
             Ok(text) => out.chunk(session, &format!("read: {text}")),
             Err(e) => out.chunk(session, &format!("read failed: {e}")),

@@ -23,18 +23,19 @@ use serde_json::Value;
 use tandem_protocol::{EventBody, PermissionKind, PermissionMode, TurnStatus};
 
 use super::mapping::{self, TurnMapper};
-use super::models::ModelSwitch;
+use super::models::{self, ModelSwitch};
 use super::transport::{self, Incoming};
 use super::wire::{
     line, AgentCapabilities, CancelParams, ClientCapabilities, Frame, HttpHeader, ImageBlock,
-    Implementation, InitializeParams, InitializeResult, McpServer, Mode, NewSessionParams,
-    OpenSessionParams, OutNotification, OutRequest, OutResponse, PermissionAnswer,
-    PermissionOption, PermissionOutcome, PromptBlock, PromptParams, PromptResult,
-    RequestPermissionParams, RpcError, SessionNotification, SessionOpened, SessionUpdate,
-    SetConfigOptionParams, SetModeParams, SetModelParams, TextBlock, METHOD_NOT_FOUND,
-    PROTOCOL_VERSION,
+    Implementation, InitializeParams, InitializeResult, ListSessionsParams, McpServer, Mode,
+    NewSessionParams, OpenSessionParams, OutNotification, OutRequest, OutResponse,
+    PermissionAnswer, PermissionOption, PermissionOutcome, PromptBlock, PromptParams, PromptResult,
+    RequestPermissionParams, RpcError, SessionNotification, SessionOpened, SessionPage,
+    SessionUpdate, SetConfigOptionParams, SetModeParams, SetModelParams, TextBlock,
+    METHOD_NOT_FOUND, PROTOCOL_VERSION,
 };
 use super::AcpVendor;
+use crate::adapter::clamp_effort;
 use crate::adapter::core::{Approvals, Asked, Emitter, Phase, Stop, TurnSlot};
 use crate::adapter::messages::{
     AdapterCommand, AgentItem, ForkOnOpen, ImageInput, TurnSettings, VendorFork,
@@ -54,7 +55,7 @@ const INVALID_PARAMS: i64 = -32602;
 mod approvals;
 mod opening;
 
-use opening::{Link, Open, Pending, Stage};
+use opening::{EffortChoice, Link, Open, Pending, Stage};
 
 /// What the adapter keeps about the turn in the slot.
 #[derive(Debug, Default)]
@@ -380,6 +381,7 @@ impl AcpAgent {
         }
         self.apply_mode();
         self.apply_model();
+        self.apply_effort();
         // ACP has no system prompt: the instruction (the Driver's pair instruction)
         // goes before the user text, once per process and again when it changes.
         let instructions = self
@@ -513,6 +515,97 @@ impl AcpAgent {
         };
     }
 
+    /// Sets the agent's `thought_level` option to the session's effort (the nearest
+    /// level it offers), where it offers one and another level is in force. Sent after
+    /// a model change, which an agent may answer with other levels.
+    fn apply_effort(&mut self) {
+        let wanted = self.settings.effort.trim().to_string();
+        let name = self.vendor.display_name.clone();
+        let Link::Up {
+            stage:
+                Stage::Ready {
+                    efforts: Some(choice),
+                    ..
+                },
+            ..
+        } = &mut self.link
+        else {
+            return;
+        };
+        if wanted.is_empty() || choice.current.as_deref() == Some(wanted.as_str()) {
+            return;
+        }
+        let level = clamp_effort(&wanted, &choice.offered.levels).ok();
+        if level.as_deref() != Some(wanted.as_str()) && choice.unoffered.as_deref() != Some(&wanted)
+        {
+            // Another model than the probe's may offer other levels: said once.
+            choice.unoffered = Some(wanted.clone());
+            let text = format!(
+                "{name} does not offer the effort `{wanted}` (it offers {}); it uses {}.",
+                choice.offered.levels.join(", "),
+                level
+                    .as_deref()
+                    .or(choice.current.as_deref())
+                    .unwrap_or("its default")
+            );
+            self.note(text);
+        }
+        self.apply_effort_level(level);
+    }
+
+    /// Takes the effort levels from an answer to `session/set_config_option`, which
+    /// holds the session's options as they are now (an answer without them changes
+    /// nothing).
+    fn reread_efforts(&mut self, answer: &Value) {
+        let Some(options) = answer.get("configOptions").and_then(Value::as_array) else {
+            return;
+        };
+        let Link::Up {
+            stage: Stage::Ready { efforts, .. },
+            ..
+        } = &mut self.link
+        else {
+            return;
+        };
+        *efforts = models::offered_efforts(options).map(|offered| {
+            Box::new(EffortChoice {
+                current: offered.current.clone(),
+                offered,
+                unoffered: None,
+            })
+        });
+    }
+
+    /// Sends `level` as the session's `thought_level` unless it is in force already.
+    fn apply_effort_level(&mut self, level: Option<String>) {
+        let Link::Up {
+            stage:
+                Stage::Ready {
+                    session,
+                    efforts: Some(choice),
+                    ..
+                },
+            ..
+        } = &mut self.link
+        else {
+            return;
+        };
+        let Some(level) = level.filter(|l| choice.current.as_deref() != Some(l.as_str())) else {
+            return;
+        };
+        choice.current = Some(level.clone());
+        let (session, option) = (session.clone(), choice.offered.option.clone());
+        self.request(
+            "session/set_config_option",
+            SetConfigOptionParams {
+                session_id: &session,
+                config_id: &option,
+                value: &level,
+            },
+            Pending::SetEffort(level.clone()),
+        );
+    }
+
     fn interrupt(&mut self, turn_id: String, ctx: &mut Context<Self>) {
         if !self.slot.is(&turn_id) {
             return;
@@ -583,6 +676,7 @@ impl AcpAgent {
     ) {
         match purpose {
             Pending::Initialize => self.on_initialized(outcome, ctx),
+            Pending::List(how, page) => self.on_listed(how, page, outcome, ctx),
             Pending::Open(how) => self.on_opened(how, outcome, ctx),
             Pending::SetMode(mode) => {
                 if let Err(e) = outcome {
@@ -601,8 +695,30 @@ impl AcpAgent {
                     }
                     let text = format!("{} refused the model `{model}`: {e}", self.name());
                     self.note(text);
+                } else if let Ok(answer) = outcome {
+                    // Another model may offer other effort levels.
+                    self.reread_efforts(&answer);
                 }
             }
+            Pending::SetEffort(level) => match outcome {
+                Err(e) => {
+                    tracing::warn!(session = %self.session_id, effort = %level, error = %e, "the agent refused an effort change");
+                    if let Link::Up {
+                        stage:
+                            Stage::Ready {
+                                efforts: Some(choice),
+                                ..
+                            },
+                        ..
+                    } = &mut self.link
+                    {
+                        choice.current = None;
+                    }
+                    let text = format!("{} refused the effort `{level}`: {e}", self.name());
+                    self.note(text);
+                }
+                Ok(answer) => self.reread_efforts(&answer),
+            },
             Pending::Prompt(turn_id) => {
                 if !self.slot.is(&turn_id) {
                     return;
@@ -779,6 +895,7 @@ impl Handler<AdapterCommand> for AcpAgent {
                 self.settings = settings;
                 self.apply_mode();
                 self.apply_model();
+                self.apply_effort();
             }
         }
     }

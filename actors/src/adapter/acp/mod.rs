@@ -90,9 +90,9 @@ impl Factory {
 }
 
 impl AdapterFactory for Factory {
-    /// What is known before the agent answered `initialize`: no models (the probe's
-    /// `session/new` lists them, where the agent offers a choice), no effort levels
-    /// (ACP has none), the capabilities every ACP agent has.
+    /// What is known before the agent answered `initialize`: no models and no effort
+    /// levels (the probe's `session/new` lists them, where the agent offers a choice),
+    /// the capabilities every ACP agent has.
     fn spec(&self) -> VendorSpec {
         VendorSpec::new(
             self.vendor.id.clone(),
@@ -120,6 +120,7 @@ impl AdapterFactory for Factory {
                     status: VendorStatus::Ok,
                     default_model: facts.models.as_ref().and_then(|m| m.current.clone()),
                     models: facts.models.map(|m| m.models),
+                    effort_levels: facts.efforts.map(|e| e.levels),
                     agent: facts.info.map(|i| tandem_protocol::rest::AgentIdentity {
                         name: i.name,
                         title: i.title,

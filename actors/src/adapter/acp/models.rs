@@ -8,7 +8,11 @@
 //!   switched with `session/set_model` (claude-code-acp 0.16).
 //!
 //! The configuration option is preferred when an agent offers both: it is the stable
-//! part of the protocol. Pure functions, unit-tested.
+//! part of the protocol.
+//!
+//! Effort levels come the first way only: an option of category `thought_level`
+//! (codex-acp's `reasoning_effort`), switched with `session/set_config_option`. Pure
+//! functions, unit-tested.
 
 use serde_json::Value;
 
@@ -64,18 +68,49 @@ pub fn offered(opened: &SessionOpened) -> Option<OfferedModels> {
 
 /// A `select` option of category `model`: its id, values and current value.
 fn model_option(option: &Value) -> Option<OfferedModels> {
-    if option["category"] != "model" {
-        return None;
-    }
-    let id = option["id"].as_str()?.to_string();
-    let mut models = Vec::new();
-    collect_values(&option["options"], &mut models);
-    let current = option["currentValue"].as_str().map(str::to_string);
+    let (id, models, current) = select_option(option, "model")?;
     Some(OfferedModels {
         models,
         current,
         switch: ModelSwitch::ConfigOption(id),
     })
+}
+
+/// The effort levels an agent offers for one session: the values of its
+/// `thought_level` option, switched with `session/set_config_option`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfferedEfforts {
+    /// The option's id.
+    pub option: String,
+    /// Its values in the agent's order (agents list them lowest first).
+    pub levels: Vec<String>,
+    /// The level in force when the session opened.
+    pub current: Option<String>,
+}
+
+/// The effort levels in `config_options` (an answer to `session/new` or
+/// `set_config_option`); `None` when the agent offers no `thought_level` option.
+pub fn offered_efforts(config_options: &[Value]) -> Option<OfferedEfforts> {
+    config_options.iter().find_map(|option| {
+        let (option, levels, current) = select_option(option, "thought_level")?;
+        (!levels.is_empty()).then_some(OfferedEfforts {
+            option,
+            levels,
+            current,
+        })
+    })
+}
+
+/// A `select` option of this category: its id, values and current value.
+fn select_option(option: &Value, category: &str) -> Option<(String, Vec<String>, Option<String>)> {
+    if option["category"] != category {
+        return None;
+    }
+    let id = option["id"].as_str()?.to_string();
+    let mut values = Vec::new();
+    collect_values(&option["options"], &mut values);
+    let current = option["currentValue"].as_str().map(str::to_string);
+    Some((id, values, current))
 }
 
 /// The `value`s of a select option's choices, flat or in groups (`{group, options}`).
@@ -149,5 +184,23 @@ mod tests {
         let empty =
             json!({"sessionId": "s", "models": {"availableModels": [], "currentModelId": ""}});
         assert_eq!(offered(&opened(empty)), None);
+    }
+
+    #[test]
+    fn a_thought_level_option_gives_the_effort_levels() {
+        // codex-acp's answer for a model with several reasoning efforts, trimmed.
+        let options = vec![
+            json!({"id": "model", "category": "model", "type": "select",
+                   "currentValue": "gpt-b", "options": [{"value": "gpt-b", "name": "B"}]}),
+            json!({"id": "reasoning_effort", "category": "thought_level", "type": "select",
+                   "currentValue": "medium", "options": [
+                       {"value": "low", "name": "Low"}, {"value": "medium", "name": "Medium"},
+                       {"value": "high", "name": "High"}]}),
+        ];
+        let e = offered_efforts(&options).unwrap();
+        assert_eq!(e.option, "reasoning_effort");
+        assert_eq!(e.levels, ["low", "medium", "high"]);
+        assert_eq!(e.current.as_deref(), Some("medium"));
+        assert_eq!(offered_efforts(&options[..1]), None);
     }
 }

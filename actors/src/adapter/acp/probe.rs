@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use super::models::{self, OfferedModels};
+use super::models::{self, OfferedEfforts, OfferedModels};
 use super::wire::{
     line, parse_frame, ClientCapabilities, Frame, Implementation, InitializeParams,
     InitializeResult, NewSessionParams, OutRequest, SessionOpened, PROTOCOL_VERSION,
@@ -32,6 +32,9 @@ pub struct AgentFacts {
     /// The models a new session is offered; `None` when the agent offers no choice or
     /// its `session/new` failed.
     pub models: Option<OfferedModels>,
+    /// The effort levels a new session is offered (its `thought_level` option);
+    /// `None` when it offers none or its `session/new` failed.
+    pub efforts: Option<OfferedEfforts>,
 }
 
 /// Why the probe found nothing.
@@ -74,15 +77,15 @@ pub async fn probe(vendor: &AcpVendor) -> Result<AgentFacts, ProbeError> {
         Ok(answer) => answer,
         Err(_) => Err(ProbeError::Timeout(limit)),
     };
-    let models = match &answer {
+    let opened = match &answer {
         Ok(_) => match tokio::time::timeout(limit, open_session(&mut talk, &cwd)).await {
-            Ok(Ok(opened)) => models::offered(&opened),
+            Ok(Ok(opened)) => Some(opened),
             Ok(Err(e)) => {
-                tracing::debug!(vendor = %vendor.id, error = %e, "no models: session/new failed");
+                tracing::debug!(vendor = %vendor.id, error = %e, "no models or modes: session/new failed");
                 None
             }
             Err(_) => {
-                tracing::debug!(vendor = %vendor.id, "no models: session/new timed out");
+                tracing::debug!(vendor = %vendor.id, "no models or modes: session/new timed out");
                 None
             }
         },
@@ -99,9 +102,19 @@ pub async fn probe(vendor: &AcpVendor) -> Result<AgentFacts, ProbeError> {
         let _ = child.wait().await;
     }
     let mut facts = facts(&answer?);
-    facts.models = models;
+    if let Some(opened) = opened {
+        facts.models = models::offered(&opened);
+        facts.efforts = models::offered_efforts(&opened.config_options);
+        if opened.modes.is_none() {
+            facts.notes.push(NO_MODES.into());
+        }
+    }
     Ok(facts)
 }
+
+/// Said of an agent whose new session offers no modes: tandem's permission modes
+/// reach it through its modes only.
+pub const NO_MODES: &str = "this agent offers no modes, so tandem's permission modes do not change what it asks before a write or a command: its own configuration decides (codex-acp: `approval_policy` in `args`)";
 
 /// The probe's two pipes.
 struct Talk {
@@ -196,6 +209,7 @@ pub fn facts(answer: &InitializeResult) -> AgentFacts {
         capabilities,
         notes,
         models: None,
+        efforts: None,
     }
 }
 

@@ -138,7 +138,7 @@ pub fn spec() -> VendorSpec {
     // Claude Code's default model depends on the account; only the CLI knows.
     let mut spec = VendorSpec {
         models: strings(&["sonnet", "opus", "haiku"]),
-        effort_levels: &["low", "medium", "high", "xhigh", "max"],
+        effort_levels: strings(&["low", "medium", "high", "xhigh", "max"]),
         ..VendorSpec::new(VendorId::CLAUDE, "Claude Code", CLI_CAPABILITIES)
     };
     // `--fork-session`.

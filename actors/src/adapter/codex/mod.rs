@@ -74,7 +74,7 @@ pub async fn check(process: Option<&VendorProcess>) -> Health {
 pub fn spec() -> VendorSpec {
     let mut spec = VendorSpec {
         models: strings(&["gpt-5-codex", "gpt-5"]),
-        effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
+        effort_levels: strings(&["minimal", "low", "medium", "high", "xhigh"]),
         ..VendorSpec::new(VendorId::CODEX, "Codex", CLI_CAPABILITIES)
     };
     // `thread/fork`.

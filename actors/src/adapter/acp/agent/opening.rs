@@ -3,8 +3,11 @@
 //! `session/load` once its id is known), with the enums that say how far it got.
 
 use super::*;
-use crate::adapter::acp::models::{self, OfferedModels};
+use crate::adapter::acp::models::{self, OfferedEfforts, OfferedModels};
 use crate::adapter::mcp_servers::McpServerSpec;
+
+/// How many pages of `session/list` are read looking for the session to reopen.
+const MAX_LIST_PAGES: u32 = 20;
 
 /// How the agent's session is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,10 +61,25 @@ pub(super) enum Stage {
         /// A model the session asked for that the agent does not offer, once said so
         /// (said once per process, not per turn).
         unoffered: Option<String>,
+        /// The effort levels the agent offers for this session and the one in force
+        /// (`None`: no choice); boxed for the same reason as `models`.
+        efforts: Option<Box<EffortChoice>>,
         /// The instruction text last sent (the Driver's pair instruction), so it is
         /// sent again only when it changes.
         instructions: Option<String>,
     },
+}
+
+/// A session's effort levels as its agent offers them.
+#[derive(Debug)]
+pub(super) struct EffortChoice {
+    /// The `thought_level` option and its levels.
+    pub(super) offered: OfferedEfforts,
+    /// The level in force, as far as tandem knows.
+    pub(super) current: Option<String>,
+    /// An effort the session asked for that the agent does not offer as such, once
+    /// said so (once per process, not per turn).
+    pub(super) unoffered: Option<String>,
 }
 
 /// The agent process, if there is one.
@@ -83,12 +101,16 @@ pub(super) enum Link {
 pub(super) enum Pending {
     /// `initialize`.
     Initialize,
+    /// `session/list`, page `page` (from 1), before reopening with `Open`.
+    List(Open, u32),
     /// `session/new`, `session/load` or `session/resume`.
     Open(Open),
     /// `session/set_mode` to this mode.
     SetMode(String),
     /// `session/set_model` or `session/set_config_option` to this model.
     SetModel(String),
+    /// `session/set_config_option` of the `thought_level` option to this level.
+    SetEffort(String),
     /// `session/prompt` of this turn.
     Prompt(String),
 }
@@ -266,7 +288,84 @@ impl AcpAgent {
                 Open::New
             }
         };
+        if matches!(how, Open::Resume | Open::Load) && caps.session_capabilities.list.is_some() {
+            return self.list(how, caps, None, 1, ctx);
+        }
         self.open(how, caps, ctx);
+    }
+
+    /// Asks for a page of the agent's sessions in this working directory, to learn
+    /// whether it still has the one to reopen before asking it to.
+    fn list(
+        &mut self,
+        how: Open,
+        caps: AgentCapabilities,
+        cursor: Option<String>,
+        page: u32,
+        ctx: &mut Context<Self>,
+    ) {
+        let cwd = self.cwd.display().to_string();
+        if let Link::Up { stage, .. } = &mut self.link {
+            *stage = Stage::Opening { how, caps };
+        }
+        self.request(
+            "session/list",
+            ListSessionsParams {
+                cwd: &cwd,
+                cursor: cursor.as_deref(),
+            },
+            Pending::List(how, page),
+        );
+        self.arm_startup_limit(ctx, "session/list");
+    }
+
+    /// A page of the agent's sessions: reopen ours when it is there, a new session
+    /// when the agent's whole list lacks it. An agent that fails the list, or whose list
+    /// runs past [`MAX_LIST_PAGES`], is asked to reopen anyway (its answer decides).
+    pub(super) fn on_listed(
+        &mut self,
+        how: Open,
+        page: u32,
+        outcome: Result<Value, RpcError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let caps = match &self.link {
+            Link::Up {
+                stage: Stage::Opening { caps, .. },
+                ..
+            } => caps.clone(),
+            _ => return,
+        };
+        let Some(ours) = self.vendor_session_id.clone() else {
+            return self.open(how, caps, ctx);
+        };
+        let listed = match outcome.map(serde_json::from_value::<SessionPage>) {
+            Ok(Ok(listed)) => listed,
+            Ok(Err(e)) => {
+                tracing::debug!(session = %self.session_id, error = %e, "unreadable session/list answer");
+                return self.open(how, caps, ctx);
+            }
+            Err(e) => {
+                tracing::debug!(session = %self.session_id, error = %e, "session/list failed");
+                return self.open(how, caps, ctx);
+            }
+        };
+        if listed.sessions.iter().any(|s| s.session_id == ours) {
+            return self.open(how, caps, ctx);
+        }
+        match listed.next_cursor {
+            Some(next) if page < MAX_LIST_PAGES => self.list(how, caps, Some(next), page + 1, ctx),
+            Some(_) => self.open(how, caps, ctx),
+            None => {
+                let text = format!(
+                    "{} no longer lists its session {ours}; this turn starts a new conversation.",
+                    self.name()
+                );
+                self.note(text);
+                self.vendor_session_id = None;
+                self.open(Open::New, caps, ctx);
+            }
+        }
     }
 
     /// An `info` event in the current turn (or outside turns).
@@ -345,6 +444,13 @@ impl AcpAgent {
             }
         };
         let models = models::offered(&opened).map(Box::new);
+        let efforts = models::offered_efforts(&opened.config_options).map(|offered| {
+            Box::new(EffortChoice {
+                current: offered.current.clone(),
+                offered,
+                unoffered: None,
+            })
+        });
         let model = models.as_ref().and_then(|m| m.current.clone());
         let session = match (how, opened.session_id, self.vendor_session_id.clone()) {
             (Open::New | Open::Fork, Some(id), _) => {
@@ -377,6 +483,7 @@ impl AcpAgent {
                 models,
                 model,
                 unoffered: None,
+                efforts,
                 instructions: None,
             };
         }
@@ -385,6 +492,7 @@ impl AcpAgent {
         if self.slot.is_idle() {
             self.apply_mode();
             self.apply_model();
+            self.apply_effort();
             self.arm_idle(ctx);
         }
         self.prompt_if_ready();

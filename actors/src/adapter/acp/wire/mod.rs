@@ -264,6 +264,9 @@ pub struct SessionCapabilities {
     /// `session/close`: the agent frees a session the client is done with.
     #[serde(default)]
     pub close: Option<Value>,
+    /// `session/list`: the sessions the agent knows, a page at a time.
+    #[serde(default)]
+    pub list: Option<Value>,
 }
 
 /// Prompt content an agent takes besides text.
@@ -337,6 +340,38 @@ pub struct OpenSessionParams<'a> {
     pub cwd: &'a str,
     /// MCP servers the agent connects to.
     pub mcp_servers: &'a [McpServer],
+}
+
+/// `session/list` parameters.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListSessionsParams<'a> {
+    /// Only the sessions of this working directory.
+    pub cwd: &'a str,
+    /// Where the previous page ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<&'a str>,
+}
+
+/// The answer to `session/list`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPage {
+    /// This page's sessions.
+    #[serde(default)]
+    pub sessions: Vec<ListedSession>,
+    /// Where the next page starts; absent on the last.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// One session in a [`SessionPage`] (its title, working directory and update time
+/// are not read).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedSession {
+    /// The agent's session id.
+    pub session_id: String,
 }
 
 /// The answer to `session/new`, `session/load` and `session/resume`.
