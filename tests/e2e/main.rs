@@ -54,6 +54,7 @@ mod permissions;
 mod push;
 mod questions;
 mod queue_usage;
+mod release_build;
 mod rest_parity;
 mod restart;
 mod review;

@@ -196,8 +196,19 @@ impl Server {
         opts: ServerOptions,
         env: &[(String, String)],
     ) -> Server {
+        Server::start_program(&server_binary(), dir, opts, env)
+    }
+
+    /// [`Server::start_in_env`] running `binary` (a `tandem` built another way) as
+    /// the server.
+    pub fn start_program(
+        binary: &Path,
+        dir: std::sync::Arc<TempDir>,
+        opts: ServerOptions,
+        env: &[(String, String)],
+    ) -> Server {
         let data = dir.path().join("data");
-        let mut cmd = Command::new(server_binary());
+        let mut cmd = Command::new(binary);
         cmd.arg("serve");
         // A restart that must keep its address passes its own `--port`.
         if !opts.args.iter().any(|a| a == "--port") {
@@ -219,7 +230,7 @@ impl Server {
             .stderr(Stdio::inherit());
         let mut child = match cmd.spawn() {
             Ok(c) => c,
-            Err(e) => panic!("cannot start {}: {e}", server_binary().display()),
+            Err(e) => panic!("cannot start {}: {e}", binary.display()),
         };
         let Some(stdout) = child.stdout.take() else {
             panic!("no stdout");
