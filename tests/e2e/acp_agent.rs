@@ -813,14 +813,16 @@ async fn the_official_typescript_sdk_drives_a_session_through_tandem_acp() {
     }
     let server = token_server();
     let cwd = workdir(&server, "project");
+    let other = workdir(&server, "other");
     let token = server.token.clone().unwrap();
     let script = vendor_clis::repo_root().join("tests/node/acp_client.mjs");
-    // The script gives up by itself after 60 s.
+    // The server is another process, so blocking this test's thread stalls nothing;
+    // the script gives up by itself after 90 s.
     let ran = Command::new("node")
         .arg(script)
         .arg(&sdk)
         .arg(json!([server_binary(), "tandem", "acp"]).to_string())
-        .args([&server.base, &token, &cwd])
+        .args([&server.base, &token, &cwd, &other])
         .env("TANDEM_LOG", "warn")
         .output()
         .unwrap();
@@ -829,56 +831,348 @@ async fn the_official_typescript_sdk_drives_a_session_through_tandem_acp() {
     let out: Value = serde_json::from_slice(&ran.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&ran.stdout)));
 
+    // Every line `tandem acp` wrote to the SDK was JSON-RPC, every update reached the
+    // SDK's handler (through its zod schemas), and every message validates against
+    // the pinned ACP JSON schema.
+    ts_sdk_wire(&out);
+    // The first editor: initialize, prompts, permissions, cancel, a failed turn, an
+    // image, session/list, bad requests.
+    let history = ts_sdk_first_editor(&server, &out, &cwd).await;
+    // A second editor loads the session: its whole history, then it goes on.
+    ts_sdk_load(&out, &history);
+    // A third: settings, usage, a Driver's delegation to its Worker, close and
+    // resume, and the page's message seen live; asserted as for the Python SDK.
+    more_methods(&server, &out["more"]).await;
+    // The SDK resolves a session/close that `tandem acp` refused with -32002 (it
+    // treats "not found" as "already closed"); the error above is the wire's.
+    assert_eq!(out["more"]["closeUnknownSdk"], Value::Null, "{out}");
+}
+
+/// The wire of each `tandem acp` the TypeScript SDK drove: what it wrote, as the
+/// script tapped it below the SDK.
+fn ts_sdk_wire(out: &Value) {
+    let wires = [
+        ("first", &out["wire"]),
+        ("load", &out["load"]["wire"]),
+        ("more", &out["more"]["wire"]),
+    ];
+    for (name, wire) in wires {
+        let received = wire["received"].as_array().unwrap();
+        let counts = json!({"messages": wire["messages"], "updates": wire["updates"],
+            "parsedUpdates": wire["parsedUpdates"], "notJsonRpc": wire["notJsonRpc"],
+            "exit": wire["exit"]});
+        assert_eq!(wire["notJsonRpc"], json!([]), "{name}: {counts}");
+        assert_eq!(wire["messages"], received.len(), "{name}: {counts}");
+        for line in received {
+            let msg: Value = serde_json::from_str(line.as_str().unwrap()).unwrap();
+            assert_eq!(msg["jsonrpc"], "2.0", "{name}: {msg}");
+        }
+        assert!(wire["updates"].as_u64().unwrap() > 0, "{name}: {counts}");
+        assert_eq!(wire["updates"], wire["parsedUpdates"], "{name}: {counts}");
+        // `tandem acp` ended cleanly when the editor closed its stdin.
+        assert_eq!(wire["exit"], json!({"code": 0, "signal": null}), "{name}");
+    }
+
+    let Some(schema) = acp_schema() else {
+        eprintln!("schema check skipped: no ACP JSON schema (.ci/run installs the SDK)");
+        return;
+    };
+    if !cfg!(has_pytools) {
+        // Under CI every flag is set, so this never skips there.
+        eprintln!("schema check skipped: no .venv-tools (tests/python-requirements.txt)");
+        return;
+    }
+    let report = ts_sdk_schema_check(&schema, &wires);
+    for (name, wire) in wires {
+        let checked = &report[name];
+        assert_eq!(checked["schemaErrors"], json!([]), "{name}: {checked}");
+        assert_eq!(
+            checked["schemaChecked"], wire["messages"],
+            "{name}: {checked}"
+        );
+    }
+}
+
+/// Checks each wire's lines against the ACP JSON schema at `schema` with the checker
+/// the Python SDK's test uses (`schema_check` of tests/python/acp_client.py, the
+/// `jsonschema` package of .venv-tools): each message by its own type, an answer by
+/// the method of the request it answers (read off the lines sent). Its report by
+/// wire: `{schemaChecked, schemaErrors}`.
+fn ts_sdk_schema_check(schema: &std::path::Path, wires: &[(&str, &Value)]) -> Value {
+    const CHECK: &str = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from acp_client import schema_check
+report = {}
+for name, wire in json.load(sys.stdin).items():
+    methods = {}
+    for line in wire["sent"]:
+        sent = json.loads(line)
+        if "method" in sent and "id" in sent:
+            methods[sent["id"]] = sent["method"]
+    received = [json.loads(line) for line in wire["received"]]
+    report[name] = schema_check(received, methods)
+print(json.dumps(report))
+"#;
+    let input: serde_json::Map<String, Value> = wires
+        .iter()
+        .map(|(name, wire)| {
+            let lines = json!({"received": wire["received"], "sent": wire["sent"]});
+            (name.to_string(), lines)
+        })
+        .collect();
+    let mut child = Command::new(vendor_clis::python_path())
+        .arg("-c")
+        .arg(CHECK)
+        .arg(vendor_clis::repo_root().join("tests/python"))
+        .env("ACP_SCHEMA", schema)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It reads all of its input before it writes.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(Value::Object(input).to_string().as_bytes())
+        .unwrap();
+    drop(stdin);
+    let ran = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{}\n{stderr}", ran.status);
+    serde_json::from_slice(&ran.stdout).unwrap()
+}
+
+/// The first editor of acp_client.mjs; the session's stored events.
+async fn ts_sdk_first_editor(server: &Server, out: &Value, cwd: &str) -> Vec<Value> {
+    // initialize: who we are and what we do.
     let init = &out["initialize"];
     assert_eq!(init["protocolVersion"], 1, "{init}");
     assert_eq!(init["agentInfo"]["name"], "tandem", "{init}");
-    let session = &out["session"];
-    let sid = session["sessionId"].as_str().unwrap();
-    assert_eq!(session["modes"]["currentModeId"], "default", "{session}");
-    assert!(
-        session["configOptions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|o| o["id"] == "model" && o["category"] == "model"),
-        "{session}"
+    assert_eq!(
+        init["agentInfo"]["version"],
+        env!("CARGO_PKG_VERSION"),
+        "{init}"
     );
+    let caps = &init["agentCapabilities"];
+    assert_eq!(caps["loadSession"], true, "{init}");
+    assert_eq!(caps["promptCapabilities"]["image"], true, "{init}");
+    assert_eq!(
+        caps["promptCapabilities"]["embeddedContext"], true,
+        "{init}"
+    );
+    assert_eq!(caps["sessionCapabilities"]["list"], json!({}), "{init}");
 
-    // The scripted agent's answer streamed back, with its tool call; the permission
-    // request was asked and allowed.
+    // session/new made a tandem session in that directory.
+    let sid = out["sessionId"].as_str().unwrap();
+    let (status, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
+    assert_eq!(status, 200, "{info}");
+    assert_eq!(info["cwd"], cwd, "{info}");
+
+    // A prompt streams its text and tool calls, and ends the turn: the text in one to
+    // three chunks (the scripted vendor's deltas), two tool calls and their results.
     let reply = &out["reply"];
     assert_eq!(reply["stopReason"], "end_turn", "{reply}");
+    assert_eq!(reply["text"], "hello from TypeScript", "{reply}");
     assert_eq!(
-        reply["text"], "hello from TypeScriptallowed Bash",
+        reply["kinds"],
+        json!(["agent_message_chunk", "tool_call", "tool_call_update"]),
         "{reply}"
     );
+    let chunks = reply["byKind"]["agent_message_chunk"].as_u64().unwrap();
+    assert!((1..=3).contains(&chunks), "{reply}");
+    assert_eq!(reply["byKind"]["tool_call"], 2, "{reply}");
+    assert_eq!(reply["byKind"]["tool_call_update"], 2, "{reply}");
+    assert_eq!(reply["count"], chunks + 4, "{reply}");
+    let calls = reply["toolCalls"].as_array().unwrap();
     assert_eq!(
-        reply["toolCalls"][0]["title"], "Read: /tmp/ts.txt",
+        (&calls[0]["kind"], &calls[0]["title"]),
+        (&json!("read"), &json!("Read: /tmp/ts.txt")),
         "{reply}"
     );
-    assert_eq!(reply["toolCalls"][0]["kind"], "read", "{reply}");
-    let asked = out["asked"].as_array().unwrap();
-    assert_eq!(asked.len(), 1, "{out}");
-    assert_eq!(asked[0]["sessionId"], sid, "{out}");
-    assert_eq!(asked[0]["toolCall"]["title"], "Bash", "{out}");
+    assert_eq!(calls[1]["title"], "close_partner", "{reply}");
+    let results = reply["toolResults"].as_array().unwrap();
+    assert_eq!(results[0]["toolCallId"], calls[0]["toolCallId"], "{reply}");
+    assert_eq!(results[0]["status"], "completed", "{reply}");
+    // close_partner is refused: the session has no Worker.
+    assert_eq!(results[1]["toolCallId"], calls[1]["toolCallId"], "{reply}");
+    assert_eq!(results[1]["status"], "failed", "{reply}");
+    assert!(!results[1]["text"].as_str().unwrap().is_empty(), "{reply}");
+    // The editor's own message is not echoed back to it.
+    assert_eq!(reply["users"], json!([]), "{reply}");
 
-    // A config option set through the SDK reached the session.
-    let efforts = &out["setEffort"]["configOptions"];
+    // Permission requests: allowed once, then rejected.
+    assert_eq!(out["allowed"]["stopReason"], "end_turn", "{out}");
+    assert_eq!(out["allowed"]["text"], "allowed Bash", "{out}");
+    assert_eq!(out["denied"]["stopReason"], "end_turn", "{out}");
     assert!(
-        efforts
+        out["denied"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("denied Bash"),
+        "{out}"
+    );
+    let asked = out["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 2, "{out}");
+    for ask in asked {
+        assert_eq!(ask["sessionId"], sid, "{ask}");
+        assert_eq!(ask["toolCall"]["title"], "Bash", "{ask}");
+        assert_eq!(ask["toolCall"]["kind"], "execute", "{ask}");
+        let kinds: Vec<&Value> = ask["options"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|o| o["id"] == "effort" && o["currentValue"] == "low"),
-        "{efforts}"
+            .map(|o| &o["kind"])
+            .collect();
+        assert_eq!(
+            kinds,
+            ["allow_once", "allow_always", "reject_once"],
+            "{ask}"
+        );
+    }
+    assert_eq!(asked[0]["toolCall"]["rawInput"], json!({"command": "ls"}));
+    assert_eq!(
+        asked[1]["toolCall"]["rawInput"],
+        json!({"command": "rm -rf x"})
     );
-    let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
-    assert_eq!(info["effort"], "low", "{info}");
+    // What the server recorded: the first allowed, the second denied.
+    let history = server.all_events(sid).await;
+    let said: Vec<&str> = history
+        .iter()
+        .filter(|e| e["kind"] == "assistant_message")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(said.contains(&"allowed Bash"), "{said:?}");
+    assert!(
+        said.iter().any(|s| s.starts_with("denied Bash")),
+        "{said:?}"
+    );
 
-    // A prompt to an unknown session is an error, and the connection goes on.
-    assert_eq!(out["unknownSession"]["code"], -32002, "{out}");
-    assert_eq!(out["again"]["stopReason"], "end_turn", "{out}");
-    assert_eq!(out["again"]["text"], "still here", "{out}");
+    // session/cancel interrupts the held turn: `cancelled`, and what it said before.
+    let cancelled = &out["cancelled"];
+    assert_eq!(cancelled["stopReason"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["text"], "before", "{cancelled}");
+    let turns: Vec<&Value> = history
+        .iter()
+        .filter(|e| e["kind"] == "turn_completed")
+        .map(|e| &e["status"])
+        .collect();
+    assert!(turns.contains(&&json!("interrupted")), "{turns:?}");
+
+    // A failed turn fails the prompt with the turn's error.
+    let failed = &out["failed"];
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("boom"),
+        "{failed}"
+    );
+
+    // An image reaches the agent.
+    let image = &out["image"];
+    assert_eq!(image["stopReason"], "end_turn", "{image}");
+    assert!(
+        image["text"]
+            .as_str()
+            .unwrap()
+            .contains("received image up_"),
+        "{image}"
+    );
+
+    // session/list: the three sessions in `project`, in pages of at most two (the
+    // server is asked two at a time); the one elsewhere only without the filter.
+    let list = &out["list"];
+    let pages = list["pages"].as_array().unwrap();
+    assert!(pages.len() >= 2, "{list}");
+    assert!(
+        pages.iter().all(|p| p.as_array().unwrap().len() <= 2),
+        "{list}"
+    );
+    let listed: Vec<&Value> = pages
+        .iter()
+        .flat_map(|p| p.as_array().unwrap())
+        .map(|s| &s["sessionId"])
+        .collect();
+    assert_eq!(listed.len(), 3, "{list}");
+    for s in list["created"].as_array().unwrap() {
+        assert!(listed.contains(&s), "{list}");
+    }
+    for page in pages {
+        for s in page.as_array().unwrap() {
+            assert_eq!(s["cwd"], cwd, "{s}");
+            assert!(s["title"].is_string(), "{s}");
+            assert!(s["updatedAt"].as_str().unwrap().ends_with('Z'), "{s}");
+        }
+    }
+    // The newest two: the one elsewhere among them, and a cursor to the rest.
+    let all = list["firstPageAll"].as_array().unwrap();
+    assert_eq!(all.len(), 2, "{list}");
+    assert!(all.contains(&list["elsewhere"]), "{list}");
+    assert!(list["firstPageAllNext"].is_string(), "{list}");
+
+    // Bad requests are JSON-RPC errors, and the connection goes on.
+    let bad = &out["bad"];
+    assert_eq!(bad["unknownSession"]["code"], -32002, "{bad}");
+    assert_eq!(bad["loadUnknown"]["code"], -32002, "{bad}");
+    assert_eq!(bad["outsideRoots"]["code"], -32602, "{bad}");
+    assert!(
+        bad["outsideRoots"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("workspace root"),
+        "{bad}"
+    );
+    assert_eq!(
+        bad["outsideRoots"]["data"]["tandemCode"], "INVALID_ARGUMENT",
+        "{bad}"
+    );
+    assert_eq!(bad["unknownMethod"]["code"], -32601, "{bad}");
+    assert_eq!(out["afterBad"]["stopReason"], "end_turn", "{out}");
+    assert_eq!(out["afterBad"]["text"], "still here", "{out}");
+    history
+}
+
+/// The second editor of acp_client.mjs: session/load replays the first session's
+/// history (`history`, as the server stored it), then a prompt goes on live.
+fn ts_sdk_load(out: &Value, history: &[Value]) {
+    let load = &out["load"];
+    let replay = &load["replay"];
+    let prompts: Vec<&str> = history
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    // Every message the session had when it was loaded, each once; the prompt after
+    // it, live.
+    assert_eq!(prompts.len(), 8, "{prompts:?}");
+    assert_eq!(replay["users"], json!(prompts[..7]), "{replay}");
+    assert_eq!(prompts[7], "after the load");
+    let text = replay["text"].as_str().unwrap();
+    for part in [
+        "hello from TypeScript",
+        "allowed Bash",
+        "denied Bash",
+        "before",
+        "received image",
+        "still here",
+    ] {
+        assert!(text.contains(part), "{part}: {replay}");
+    }
+    assert_eq!(replay["toolCalls"], out["reply"]["toolCalls"], "{replay}");
+    assert_eq!(
+        replay["toolResults"], out["reply"]["toolResults"],
+        "{replay}"
+    );
+    assert_eq!(
+        load["loadAnswer"]["modes"]["currentModeId"], "default",
+        "{load}"
+    );
+    assert!(load["loadAnswer"]["configOptions"].is_array(), "{load}");
+    assert_eq!(load["next"]["stopReason"], "end_turn", "{load}");
+    assert_eq!(load["next"]["text"], "after the load", "{load}");
+    assert_eq!(load["next"]["users"], json!([]), "{load}");
 }
 
 #[actix_rt::test]

@@ -183,7 +183,8 @@ impl Agent {
         let session = &reply["session"];
         let id = session["id"].as_str().unwrap_or_default().to_string();
         let last = session["lastSeq"].as_u64().unwrap_or_default();
-        self.subscribe(&link, &id, last, None).await?;
+        self.subscribe(&link, &id, last, None, session["cwd"].as_str())
+            .await?;
         let mut answer = self.settings(&link, session).await;
         answer["sessionId"] = json!(id);
         Ok(answer)
@@ -199,7 +200,8 @@ impl Agent {
             .await
             .map_err(refused)?;
         let (loaded, replayed) = oneshot::channel();
-        self.subscribe(&link, &id, 0, Some(loaded)).await?;
+        let cwd = reply["session"]["cwd"].as_str();
+        self.subscribe(&link, &id, 0, Some(loaded), cwd).await?;
         replayed.await.map_err(|_| lost())?;
         Ok(self.settings(&link, &reply["session"]).await)
     }
@@ -216,7 +218,8 @@ impl Agent {
             .map_err(refused)?;
         if !self.state.borrow().sessions.contains_key(&id) {
             let last = reply["session"]["lastSeq"].as_u64().unwrap_or_default();
-            self.subscribe(&link, &id, last, None).await?;
+            let cwd = reply["session"]["cwd"].as_str();
+            self.subscribe(&link, &id, last, None, cwd).await?;
             // Without the history, the commands its agent offers are told as they are.
             match link
                 .call("session.commands", json!({"sessionId": id}))
@@ -400,22 +403,24 @@ impl Agent {
             .await
             .map_err(refused)?;
         let last = reply["session"]["lastSeq"].as_u64().unwrap_or_default();
-        self.subscribe(link, id, last, None).await
+        let cwd = reply["session"]["cwd"].as_str();
+        self.subscribe(link, id, last, None, cwd).await
     }
 
-    /// Subscribes to session `id` after `after` (0: its whole history), starting its
-    /// follow state afresh.
+    /// Subscribes to session `id` (working in `cwd`) after `after` (0: its whole
+    /// history), starting its follow state afresh.
     async fn subscribe(
         &self,
         link: &Link,
         id: &str,
         after: u64,
         loading: Option<oneshot::Sender<()>>,
+        cwd: Option<&str>,
     ) -> Result<(), RpcError> {
         self.state
             .borrow_mut()
             .sessions
-            .insert(id.to_string(), Followed::new(after, loading));
+            .insert(id.to_string(), Followed::new(after, loading).with_cwd(cwd));
         let entry = json!({"sessions": [{"sessionId": id, "lastSeq": after}]});
         if let Err(e) = link.call("chat.subscribe", entry).await {
             self.state.borrow_mut().sessions.remove(id);
@@ -549,15 +554,16 @@ impl Agent {
         // The delegations shown are shown no more (their Drivers' state starts
         // afresh below).
         state.workers.clear();
-        let followed: Vec<(String, u64)> = state
+        let followed: Vec<(String, u64, Option<String>)> = state
             .sessions
             .iter()
-            .map(|(id, s)| (id.clone(), s.last()))
+            .map(|(id, s)| (id.clone(), s.last(), s.cwd()))
             .collect();
-        for (id, last) in followed {
+        for (id, last, cwd) in followed {
             // Waiters are dropped (they answer that the connection was lost); the
             // position is kept for the next connection.
-            state.sessions.insert(id, Followed::new(last, None));
+            let fresh = Followed::new(last, None).with_cwd(cwd.as_deref());
+            state.sessions.insert(id, fresh);
         }
     }
 

@@ -14,9 +14,24 @@ pub struct Mapper {
     streamed: String,
     /// The `messageId` of the assistant message being streamed.
     message_id: Option<String>,
+    /// The session's working directory, once known: relative paths of edits are
+    /// joined to it.
+    cwd: Option<std::path::PathBuf>,
 }
 
 impl Mapper {
+    /// The session's working directory (from its `SessionInfo`).
+    pub fn set_cwd(&mut self, cwd: &str) {
+        if !cwd.is_empty() {
+            self.cwd = Some(cwd.into());
+        }
+    }
+
+    /// The session's working directory, where known.
+    pub fn cwd(&self) -> Option<String> {
+        self.cwd.as_ref().map(|c| c.display().to_string())
+    }
+
     /// The updates `event` stands for (none for events ACP has no word for, and for
     /// `permission_request`, which the session handles). `turn_completed` closes any
     /// message being streamed and says the context window, where the vendor told it,
@@ -51,7 +66,7 @@ impl Mapper {
             }
             "thinking" => vec![chunk("agent_thought_chunk", &text(), None)],
             "user_message" => vec![chunk("user_message_chunk", &text(), Some(&seq_id()))],
-            "tool_call" => vec![tool_call(event)],
+            "tool_call" => vec![tool_call(event, self.cwd.as_deref())],
             "tool_result" => vec![tool_result(event)],
             "plan" => vec![plan(event)],
             "commands" => vec![commands_update(&event["commands"])],
@@ -119,8 +134,9 @@ pub fn tool_kind(name: &str) -> &'static str {
 
 /// A `tool_call` event as a `tool_call` update. An ACP vendor's input
 /// (`{title, rawInput, locations?, content?}`) gives its parts back; any other input
-/// is the raw input, and a `command` or path in it goes into the title.
-fn tool_call(event: &Value) -> Value {
+/// is the raw input, a `command` or path in it goes into the title, and its file
+/// edits become `diff` content with their paths as locations ([`super::diffs`]).
+fn tool_call(event: &Value, cwd: Option<&std::path::Path>) -> Value {
     let name = event["name"].as_str().unwrap_or("tool");
     let input = &event["input"];
     let mut update = json!({
@@ -143,6 +159,19 @@ fn tool_call(event: &Value) -> Value {
     update["title"] = json!(tool_title(event));
     if !input.is_null() {
         update["rawInput"] = input.clone();
+    }
+    let diffs = super::diffs::diffs(name, input, cwd);
+    if !diffs.is_empty() {
+        let mut locations: Vec<Value> = Vec::new();
+        for d in &diffs {
+            let location = json!({"path": d["path"]});
+            if !locations.contains(&location) {
+                locations.push(location);
+            }
+        }
+        update["locations"] = Value::Array(locations);
+        update["content"] = Value::Array(diffs);
+        return update;
     }
     if let Some(path) = ["file_path", "path"]
         .iter()
@@ -569,6 +598,19 @@ mod tests {
         assert_eq!(
             failed[0]["content"][0]["content"]["text"],
             r#"{"error":"x"}"#
+        );
+        // A Claude Code edit shows as a diff at its file.
+        let edit = m.updates(&ev(
+            "tool_call",
+            4,
+            json!({"callId": "c4", "name": "Edit", "input": {"file_path": "/w/a.txt",
+                "old_string": "x", "new_string": "y"}}),
+        ));
+        assert_eq!(edit[0]["kind"], "edit");
+        assert_eq!(edit[0]["locations"], json!([{"path": "/w/a.txt"}]));
+        assert_eq!(
+            edit[0]["content"],
+            json!([{"type": "diff", "path": "/w/a.txt", "oldText": "x", "newText": "y"}])
         );
         // An ACP vendor's call keeps its title, input and content.
         let acp = m.updates(&ev(

@@ -26,6 +26,7 @@
 pub mod agent;
 pub mod config;
 pub mod delegation;
+pub mod diffs;
 pub mod editor_mcp;
 pub mod embedded;
 pub mod link;
@@ -78,15 +79,13 @@ pub struct AcpArgs {
 
 /// Serves ACP on stdin and stdout until the editor closes stdin.
 pub fn run(args: AcpArgs) -> ExitCode {
-    let named =
-        args.url.is_some() || std::env::var("TANDEM_URL").is_ok_and(|u| !u.trim().is_empty());
+    let env_url = std::env::var("TANDEM_URL").ok();
+    let embeds = embeds(&args, env_url.as_deref());
     let mut target = Target::resolve(args.url, args.data_dir.clone());
     if let Some(token) = args.token.filter(|t| !t.trim().is_empty()) {
         target.token = Some(token.trim().to_string());
     }
-    // A server the user named is theirs to start; the default one we may serve.
-    let embedding = (args.embed || (!named && !args.no_embed))
-        .then(|| embedded::Embedding::new(args.data_dir, args.workspace_roots));
+    let embedding = embeds.then(|| embedded::Embedding::new(args.data_dir, args.workspace_roots));
     let stop_embedded = embedding.clone();
     tracing::info!("tandem acp: serving ACP on stdio for {}", target.base);
     let system = actix_rt::System::new();
@@ -105,6 +104,14 @@ pub fn run(args: AcpArgs) -> ExitCode {
         embedding.stop();
     }
     ExitCode::SUCCESS
+}
+
+/// Whether `tandem acp` may serve an embedded server when none answers: a server
+/// the user named (`--url`, or `TANDEM_URL` as `env_url`) is theirs to start; the
+/// default one it may serve, unless `--no-embed`; `--embed` always may.
+fn embeds(args: &AcpArgs, env_url: Option<&str>) -> bool {
+    let named = args.url.is_some() || env_url.is_some_and(|u| !u.trim().is_empty());
+    args.embed || (!named && !args.no_embed)
 }
 
 /// stdin's lines, read by a thread of its own (a line that is not UTF-8 is passed on
@@ -131,4 +138,36 @@ fn read_lines() -> tokio::sync::mpsc::UnboundedReceiver<String> {
         }
     });
     rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        acp: AcpArgs,
+    }
+
+    fn args(argv: &[&str]) -> AcpArgs {
+        let argv = std::iter::once("acp").chain(argv.iter().copied());
+        Cli::try_parse_from(argv).unwrap().acp
+    }
+
+    #[test]
+    fn only_the_default_server_is_served_embedded_unless_asked() {
+        // An editor's `args: ["acp"]`: the default address, served if none answers.
+        assert!(embeds(&args(&[]), None));
+        assert!(embeds(&args(&[]), Some("  ")));
+        // A server the user named is theirs to start.
+        assert!(!embeds(&args(&["--url", "http://127.0.0.1:9"]), None));
+        assert!(!embeds(&args(&[]), Some("http://127.0.0.1:9")));
+        assert!(embeds(
+            &args(&["--url", "http://127.0.0.1:9", "--embed"]),
+            None
+        ));
+        assert!(!embeds(&args(&["--no-embed"]), None));
+    }
 }

@@ -101,6 +101,20 @@ impl Followed {
         }
     }
 
+    /// The session's working directory (its `SessionInfo.cwd`), against which the
+    /// relative paths of its edits are shown.
+    pub fn with_cwd(mut self, cwd: Option<&str>) -> Followed {
+        if let Some(cwd) = cwd {
+            self.mapper.set_cwd(cwd);
+        }
+        self
+    }
+
+    /// The session's working directory, where known.
+    pub fn cwd(&self) -> Option<String> {
+        self.mapper.cwd()
+    }
+
     /// The newest `seq` handled (to subscribe again from).
     pub fn last(&self) -> u64 {
         self.last
