@@ -7,6 +7,7 @@
 //! unknown methods); and with no server, which it then serves itself.
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -59,7 +60,12 @@ async fn the_official_python_sdk_drives_sessions_through_tandem_acp() {
     // Everything `tandem acp` wrote was JSON-RPC, every update parsed into the
     // SDK's models of the ACP schema, and every message validates against the pinned
     // ACP JSON schema.
-    for wire in [&out["wire"], &out["load"]["wire"], &out["more"]["wire"]] {
+    for wire in [
+        &out["wire"],
+        &out["load"]["wire"],
+        &out["load"]["watcherWire"],
+        &out["more"]["wire"],
+    ] {
         assert_eq!(wire["notJsonRpc"], json!([]), "{wire}");
         assert!(wire["updates"].as_u64().unwrap() > 0, "{wire}");
         assert_eq!(wire["updates"], wire["parsedUpdates"], "{wire}");
@@ -192,6 +198,26 @@ async fn the_official_python_sdk_drives_sessions_through_tandem_acp() {
         "{image}"
     );
 
+    // Embedded resources are attachments: the text file inlined into the message,
+    // the PDF saved in the session's directory and named to the agent.
+    let embedded = &out["embedded"];
+    assert_eq!(embedded["stopReason"], "end_turn", "{embedded}");
+    let said = embedded["text"].as_str().unwrap();
+    assert!(
+        said.contains("notes.md") && said.contains("a note from the editor"),
+        "{embedded}"
+    );
+    let saved: Vec<std::path::PathBuf> =
+        std::fs::read_dir(Path::new(&cwd).join("tandem-attachments"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let pdf = &saved[0];
+    assert!(pdf.to_string_lossy().ends_with("-spec.pdf"), "{saved:?}");
+    assert!(std::fs::read(pdf).unwrap().starts_with(b"%PDF-1.4"));
+    assert!(said.contains("spec.pdf"), "{embedded}");
+
     // session/list: the three sessions in `project`, in pages of at most two (the server is asked two at a time); the one elsewhere only
     // without the filter.
     let list = &out["list"];
@@ -252,9 +278,9 @@ async fn the_official_python_sdk_drives_sessions_through_tandem_acp() {
         .filter_map(|e| e["text"].as_str())
         .collect();
     // Every message the session had when it was loaded; the prompt after it, live.
-    assert_eq!(prompts.len(), 8, "{prompts:?}");
-    assert_eq!(replay["users"], json!(prompts[..7]), "{replay}");
-    assert_eq!(prompts[7], "after the load");
+    assert_eq!(prompts.len(), 9, "{prompts:?}");
+    assert_eq!(replay["users"], json!(prompts[..8]), "{replay}");
+    assert!(prompts[8].starts_with("after the load"), "{prompts:?}");
     let text = replay["text"].as_str().unwrap();
     for part in [
         "hello from the SDK",
@@ -269,6 +295,14 @@ async fn the_official_python_sdk_drives_sessions_through_tandem_acp() {
     assert_eq!(replay["toolCalls"], reply["toolCalls"], "{replay}");
     assert_eq!(load["next"]["stopReason"], "end_turn", "{load}");
     assert_eq!(load["next"]["text"], "after the load", "{load}");
+    // The scripted write is an edit: a diff at its file, as Claude Code's and Codex's
+    // edits are shown.
+    let diff = json!([{"type": "diff", "path": format!("{cwd}/acp-notes.txt"),
+        "newText": "from the editor\n"}]);
+    assert_eq!(load["next"]["diffs"], diff, "{load}");
+    // A third editor open on the session at the same time saw the same turn.
+    assert_eq!(load["watcher"]["text"], load["next"]["text"], "{load}");
+    assert_eq!(load["watcher"]["diffs"], diff, "{load}");
 
     more_methods(&server, &out["more"]).await;
 }

@@ -9,16 +9,18 @@ COMMAND is a JSON list: the program and the words that make it `tandem acp`. It 
 creates a session in CWD; prompts it with the scripted vendor (text, a tool call shown
 and a tool call that fails), allows one permission request and rejects another,
 cancels a turn held at `/hold acp-cancel` (the hold is watched through the server's
-`GET /debug/holds`), sends a prompt whose turn fails, and one with an image; creates
-sessions in CWD and OTHER_CWD and lists CWD's a page at a time; tries a prompt to a
-session that does not exist, a session outside the workspace roots and a method the
-agent does not have. Then a second `tandem acp` (another editor) loads the first
-session, which replays its history, and prompts it again. A third, in OTHER_CWD: sets
-the model and the permission mode (as a mode and as a config option), creates a
-scripted Worker through the `worker` option and tries bad settings; reads a turn's
-usage; has the session (now a Driver) delegate to its Worker, whose permission
-request it allows; closes the session, while a message comes
-from the page (REST), and resumes it, then sees the page's next message live.
+`GET /debug/holds`), sends a prompt whose turn fails, one with an image and one with
+an embedded text file and PDF; creates sessions in CWD and OTHER_CWD and lists CWD's a
+page at a time; tries a prompt to a session that does not exist, a session outside
+the workspace roots and a method the agent does not have. Then a second `tandem acp`
+(another editor) loads the first session, which replays its history, and prompts it
+again (a turn that writes a file, shown as a diff) while a third has it open too and
+sees that turn. Another, in OTHER_CWD: sets the model and the permission mode (as a
+mode and as a config option), creates a scripted Worker through the `worker` option
+and tries bad settings; reads a turn's usage; has the session (now a Driver) delegate
+to its Worker, whose permission request it allows; closes the session, while a
+message comes from the page (REST), and resumes it, then sees the page's next message
+live.
 
 It prints one JSON object with what the SDK returned, the updates it received and
 what it read off the wire (every update must have parsed into the SDK's models), for
@@ -31,7 +33,15 @@ import os
 import sys
 import urllib.request
 
-from acp import RequestError, image_block, spawn_agent_process, text_block
+from acp import (
+    RequestError,
+    embedded_blob_resource,
+    embedded_text_resource,
+    image_block,
+    resource_block,
+    spawn_agent_process,
+    text_block,
+)
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -42,6 +52,9 @@ from acp.schema import (
 )
 
 TIMEOUT_SECONDS = 90
+
+# The start of a PDF (any bytes that are not text do).
+PDF = "JVBERi0xLjQKJcOkw7zDtsOfCg=="
 
 # A 1x1 PNG.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -177,7 +190,14 @@ def summary(updates):
         if u["sessionUpdate"] == "tool_call_update"
     ]
     kinds = sorted({u["sessionUpdate"] for u in updates})
-    return {"text": text, "users": users, "toolCalls": calls, "toolResults": results, "kinds": kinds}
+    diffs = [
+        c
+        for u in updates
+        if u["sessionUpdate"] == "tool_call"
+        for c in u.get("content") or []
+        if c.get("type") == "diff"
+    ]
+    return {"text": text, "users": users, "toolCalls": calls, "toolResults": results, "kinds": kinds, "diffs": diffs}
 
 
 def refusal(e):
@@ -249,6 +269,15 @@ async def first_editor(command, url, token, cwd, other_cwd):
 
         out["failed"] = await prompt(conn, editor, sid, text_block("/fail boom"))
         out["image"] = await prompt(conn, editor, sid, text_block("look"), image_block(PNG, "image/png"))
+        # Embedded resources: a text file and a PDF, as attachments.
+        out["embedded"] = await prompt(
+            conn,
+            editor,
+            sid,
+            text_block("read these"),
+            resource_block(embedded_text_resource("file:///w/notes.md", "a note from the editor")),
+            resource_block(embedded_blob_resource("file:///w/spec.pdf", PDF, mime_type="application/pdf")),
+        )
 
         # More sessions: two more in CWD, one elsewhere; CWD's listed two a page.
         created = [(await conn.new_session(cwd=cwd, mcp_servers=[])).session_id for _ in range(2)]
@@ -288,18 +317,38 @@ async def first_editor(command, url, token, cwd, other_cwd):
 
 
 async def second_editor(command, url, token, cwd, session_id):
+    """Loads the first editor's session, with a third editor open on it at the same
+    time: both see the next turn (its text and an edit as a diff)."""
     out = {}
     editor = Editor()
+    watcher = Editor()
     args = [*command[1:], "--url", url, "--token", token]
     async with spawn_agent_process(
         editor, command[0], *args, transport_kwargs={"stderr": None}, observers=[editor.observe]
-    ) as (conn, _proc):
+    ) as (conn, _proc), spawn_agent_process(
+        watcher, command[0], *args, transport_kwargs={"stderr": None}, observers=[watcher.observe]
+    ) as (other, _other_proc):
         await initialize(conn)
+        await initialize(other)
         loaded = await conn.load_session(cwd=cwd, session_id=session_id, mcp_servers=[])
         out["loadAnswer"] = dump(loaded) if loaded is not None else None
         out["replay"] = summary(editor.take(session_id))
-        out["next"] = await prompt(conn, editor, session_id, text_block("after the load"))
+        await other.load_session(cwd=cwd, session_id=session_id, mcp_servers=[])
+        watcher.take(session_id)
+        out["next"] = await prompt(
+            conn, editor, session_id, text_block("after the load\n/write acp-notes.txt from the editor")
+        )
+
+        def watched():
+            return summary(watcher.updates.get(session_id, []))
+
+        await until(
+            lambda: watched()["text"] == out["next"]["text"] and watched()["diffs"] and watched()["toolResults"],
+            "the other editor to see the turn",
+        )
+        out["watcher"] = watched()
     out["wire"] = editor.wire()
+    out["watcherWire"] = watcher.wire()
     return out
 
 

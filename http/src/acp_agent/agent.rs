@@ -283,9 +283,21 @@ impl Agent {
         let blocks = params["prompt"]
             .as_array()
             .ok_or_else(|| error(INVALID_PARAMS, "`prompt` must be a list of content blocks"))?;
-        let content = mapping::prompt_content(blocks).map_err(|e| error(INVALID_PARAMS, e))?;
+        let parts = mapping::prompt_content(blocks).map_err(|e| error(INVALID_PARAMS, e))?;
         let link = self.link().await?;
         self.follow(&link, &id).await?;
+        // Embedded resources go up as attachments first (the link made sure of the
+        // token).
+        let mut uploads = Vec::with_capacity(parts.files.len());
+        for file in &parts.files {
+            let target = self.target.borrow().clone();
+            let answer = target
+                .upload(&file.name, &file.mime, file.bytes.clone())
+                .await
+                .map_err(refused)?;
+            uploads.push(answer["uploadId"].as_str().unwrap_or_default().to_string());
+        }
+        let content = parts.with_uploads(&uploads);
         let (done, ended) = oneshot::channel();
         self.with_session(&id, |s| {
             if s.prompting() {

@@ -387,12 +387,57 @@ impl PermissionAsk {
     }
 }
 
-/// A prompt's ACP content blocks as a tandem message's `content`: one string when it
-/// is all text, else blocks. Texts and what stands for text (a linked resource's URI,
-/// an embedded text resource as `<file name="URI">…</file>`) are joined as they come;
-/// images (and embedded image blobs) are image blocks.
-pub fn prompt_content(blocks: &[Value]) -> Result<Value, String> {
+/// A prompt's content, with the files it embeds still to be uploaded.
+#[derive(Debug, PartialEq)]
+pub struct PromptContent {
+    /// The message's blocks in order; each embedded file is a `file` block whose
+    /// `uploadId` is filled in by [`PromptContent::with_uploads`].
+    blocks: Vec<Value>,
+    /// The embedded files, in the order of their blocks.
+    pub files: Vec<EmbeddedFile>,
+}
+
+/// An embedded resource of a prompt, sent to the server as an upload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddedFile {
+    /// Its name: the last segment of its URI.
+    pub name: String,
+    /// Its media type: the resource's own, else `text/plain` for a text.
+    pub mime: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl PromptContent {
+    /// The message's `content` once each file's upload id is known (`ids` in the
+    /// order of [`PromptContent::files`]): one string when it is all text.
+    pub fn with_uploads(self, ids: &[String]) -> Value {
+        let mut ids = ids.iter();
+        let blocks: Vec<Value> = self
+            .blocks
+            .into_iter()
+            .map(|mut block| {
+                if block["type"] == "file" {
+                    block["uploadId"] = json!(ids.next().cloned().unwrap_or_default());
+                }
+                block
+            })
+            .collect();
+        match blocks.as_slice() {
+            [only] if only["type"] == "text" => only["text"].clone(),
+            _ => Value::Array(blocks),
+        }
+    }
+}
+
+/// A prompt's ACP content blocks as a tandem message: texts (and a linked
+/// resource's URI) joined as they come; images (and embedded image blobs) as image
+/// blocks; other embedded resources, text or blob, as attachments (`file` blocks of
+/// uploads: the server inlines a text file and saves any other in the session's
+/// directory).
+pub fn prompt_content(blocks: &[Value]) -> Result<PromptContent, String> {
     let mut out: Vec<Value> = Vec::new();
+    let mut files = Vec::new();
     let mut text = String::new();
     let flush = |text: &mut String, out: &mut Vec<Value>| {
         if !text.is_empty() {
@@ -415,25 +460,31 @@ pub fn prompt_content(blocks: &[Value]) -> Result<Value, String> {
             }
             "resource" => {
                 let res = &block["resource"];
-                let uri = res["uri"].as_str().unwrap_or_default();
-                if let Some(body) = res["text"].as_str() {
-                    if !text.is_empty() && !text.ends_with('\n') {
-                        text.push('\n');
+                let name = resource_name(res["uri"].as_str().unwrap_or_default());
+                let mime = res["mimeType"].as_str().filter(|m| !m.is_empty());
+                let bytes = if let Some(body) = res["text"].as_str() {
+                    body.as_bytes().to_vec()
+                } else if let Some(blob) = res["blob"].as_str() {
+                    if let Some(image) = mime.filter(|m| m.starts_with("image/")) {
+                        flush(&mut text, &mut out);
+                        out.push(json!({"type": "image", "mimeType": image, "data": blob}));
+                        continue;
                     }
-                    text.push_str(&format!("<file name=\"{uri}\">\n{body}\n</file>\n"));
-                } else if let (Some(mime), Some(blob)) =
-                    (res["mimeType"].as_str(), res["blob"].as_str())
-                {
-                    if !mime.starts_with("image/") {
-                        return Err(format!(
-                            "prompt block {i}: an embedded {mime} blob is not supported (only images and text)"
-                        ));
-                    }
-                    flush(&mut text, &mut out);
-                    out.push(json!({"type": "image", "mimeType": mime, "data": blob}));
+                    use base64::Engine as _;
+                    base64::engine::general_purpose::STANDARD
+                        .decode(blob)
+                        .map_err(|e| format!("prompt block {i}: the blob is not base64: {e}"))?
                 } else {
                     return Err(format!("prompt block {i}: a resource needs text or a blob"));
-                }
+                };
+                let mime = match (mime, res["text"].is_string()) {
+                    (Some(m), _) => m.to_string(),
+                    (None, true) => "text/plain".to_string(),
+                    (None, false) => "application/octet-stream".to_string(),
+                };
+                flush(&mut text, &mut out);
+                out.push(json!({"type": "file", "uploadId": ""}));
+                files.push(EmbeddedFile { name, mime, bytes });
             }
             other => {
                 return Err(format!(
@@ -443,10 +494,19 @@ pub fn prompt_content(blocks: &[Value]) -> Result<Value, String> {
         }
     }
     flush(&mut text, &mut out);
-    match out.as_slice() {
-        [] => Err("the prompt is empty".into()),
-        [only] if only["type"] == "text" => Ok(only["text"].clone()),
-        _ => Ok(Value::Array(out)),
+    if out.is_empty() {
+        return Err("the prompt is empty".into());
+    }
+    Ok(PromptContent { blocks: out, files })
+}
+
+/// A resource's file name: the last segment of its URI's path, else `resource`.
+fn resource_name(uri: &str) -> String {
+    let path = uri.split(['?', '#']).next().unwrap_or_default();
+    let last = path.rsplit('/').next().unwrap_or_default();
+    match last.is_empty() {
+        true => "resource".into(),
+        false => last.to_string(),
     }
 }
 
@@ -708,22 +768,16 @@ mod tests {
 
     #[test]
     fn prompt_blocks_become_content() {
+        let content = |blocks: &[Value]| prompt_content(blocks).map(|c| c.with_uploads(&[]));
         assert_eq!(
-            prompt_content(&[
+            content(&[
                 json!({"type": "text", "text": "look at "}),
                 json!({"type": "resource_link", "uri": "file:///a.rs", "name": "a.rs"})
             ]),
             Ok(json!("look at file:///a.rs"))
         );
         assert_eq!(
-            prompt_content(&[
-                json!({"type": "text", "text": "see"}),
-                json!({"type": "resource", "resource": {"uri": "file:///b", "text": "B"}})
-            ]),
-            Ok(json!("see\n<file name=\"file:///b\">\nB\n</file>\n"))
-        );
-        assert_eq!(
-            prompt_content(&[
+            content(&[
                 json!({"type": "text", "text": "pic"}),
                 json!({"type": "image", "mimeType": "image/png", "data": "AAAA"})
             ]),
@@ -733,6 +787,46 @@ mod tests {
         assert!(prompt_content(&[]).is_err());
         assert!(prompt_content(&[json!({"type": "audio", "data": "x"})]).is_err());
         assert!(prompt_content(&[json!({"type": "image", "data": "x"})]).is_err());
+        let not_base64 = json!({"type": "resource", "resource": {"uri": "file:///x.pdf",
+            "mimeType": "application/pdf", "blob": "%%%"}});
+        assert!(prompt_content(&[not_base64]).is_err());
+    }
+
+    #[test]
+    fn embedded_resources_are_attachments() {
+        let prompt = prompt_content(&[
+            json!({"type": "text", "text": "see"}),
+            json!({"type": "resource", "resource": {"uri": "file:///w/notes.md?x=1", "text": "B"}}),
+            json!({"type": "resource", "resource": {"uri": "file:///w/spec.pdf",
+                "mimeType": "application/pdf", "blob": "JVBERg=="}}),
+            json!({"type": "resource", "resource": {"uri": "file:///w/p.png",
+                "mimeType": "image/png", "blob": "AAAA"}}),
+        ])
+        .unwrap();
+        assert_eq!(
+            prompt.files,
+            [
+                EmbeddedFile {
+                    name: "notes.md".into(),
+                    mime: "text/plain".into(),
+                    bytes: b"B".to_vec()
+                },
+                EmbeddedFile {
+                    name: "spec.pdf".into(),
+                    mime: "application/pdf".into(),
+                    bytes: b"%PDF".to_vec()
+                },
+            ]
+        );
+        assert_eq!(
+            prompt.with_uploads(&["up_1".into(), "up_2".into()]),
+            json!([{"type": "text", "text": "see"},
+                {"type": "file", "uploadId": "up_1"},
+                {"type": "file", "uploadId": "up_2"},
+                {"type": "image", "mimeType": "image/png", "data": "AAAA"}])
+        );
+        assert_eq!(resource_name("untitled:"), "untitled:");
+        assert_eq!(resource_name("file:///w/dir/"), "resource");
     }
 
     #[test]

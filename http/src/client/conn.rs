@@ -191,6 +191,23 @@ impl Target {
         self.answer(sent).await
     }
 
+    /// `POST /api/v1/uploads?name=NAME` with `bytes` as the body: the answer
+    /// (`{uploadId, size, mimeType}`).
+    pub async fn upload(
+        &self,
+        name: &str,
+        mime: &str,
+        bytes: Vec<u8>,
+    ) -> Result<Value, ClientError> {
+        let path = format!("/uploads?name={}", query_value(name));
+        let sent = self
+            .request(awc::http::Method::POST, &path)
+            .insert_header(("Content-Type", mime))
+            .send_body(bytes)
+            .await;
+        self.answer(sent).await
+    }
+
     /// Opens `/ws`.
     pub async fn ws(&self) -> Result<Socket, ClientError> {
         let url = format!("{}/ws", self.base.replacen("http", "ws", 1));
@@ -319,5 +336,27 @@ impl Socket {
             }
             before.push(frame);
         }
+    }
+}
+
+/// `text` percent-encoded for a URL's query (every byte but the unreserved ones).
+fn query_value(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn query_values_are_percent_encoded() {
+        assert_eq!(super::query_value("notes v2.md"), "notes%20v2.md");
+        assert_eq!(super::query_value("a&b=c/é"), "a%26b%3Dc%2F%C3%A9");
     }
 }
