@@ -40,6 +40,9 @@ pub struct RuntimeConfig {
     /// Most sessions one user may own (Workers, spawned and handed-off sessions
     /// count); the next creation is `LIMIT_EXCEEDED`.
     pub max_sessions_per_user: usize,
+    /// `--max-live-processes`: most vendor CLI processes serving one session each
+    /// (Claude Code, ACP agents) that run at once; `None`: no limit.
+    pub max_live_processes: Option<usize>,
     /// This server's cluster node name (`--node`), stamped on the sessions it creates;
     /// `None` outside a cluster.
     pub node: Option<String>,
@@ -124,6 +127,7 @@ impl RuntimeConfig {
             vendors: VendorsConfig::default(),
             store_give_up: std::time::Duration::from_secs(60),
             max_sessions_per_user: 100_000,
+            max_live_processes: None,
             node: None,
             configured_models: std::collections::BTreeMap::new(),
             uploads: crate::uploads::UploadLimits::default(),

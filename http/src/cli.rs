@@ -176,6 +176,11 @@ pub struct ServeArgs {
     /// Most sessions one user may own.
     #[arg(long, default_value_t = 100_000)]
     max_sessions_per_user: usize,
+    /// Most vendor CLI processes that serve one session each (Claude Code, ACP
+    /// agents) running at once: beyond it the least recently used idle one is closed
+    /// (its session resumes it at its next turn) and a start waits for room.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    max_live_processes: Option<u32>,
     /// Where a Worker works when `pair.create` does not say (and for Workers that
     /// proposals and `send_to_partner` create): `shared` or `worktree`; overrides the
     /// config file's `[workspace] worker_workspace`.
@@ -467,6 +472,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, String> {
         None => None,
     };
     runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
+    runtime.max_live_processes = args.max_live_processes.map(|n| n as usize);
     runtime.uploads.max_file_bytes = args.max_upload_bytes.max(1);
     runtime.uploads.max_message_bytes = args.max_message_attachment_bytes.max(1);
     runtime.uploads.unused_ttl = std::time::Duration::from_secs(args.upload_unused_secs);

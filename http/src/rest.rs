@@ -30,6 +30,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::scope("/api/v1")
             .service(at("/health").route(web::get().to(health)))
             .service(at("/vendors").route(web::get().to(vendors)))
+            .service(at("/fleet").route(web::get().to(fleet)))
             .service(
                 at("/sessions")
                     .route(web::get().to(list_sessions))
@@ -149,6 +150,12 @@ async fn health() -> HttpResponse {
 async fn vendors(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let list = run(&state, &who, VendorsListParams {}).await?;
     Ok(HttpResponse::Ok().json(list))
+}
+
+/// `GET /fleet` → 200 the vendor processes and waiting turns (as `fleet.get`).
+async fn fleet(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let params = tandem_protocol::fleet::FleetGetParams {};
+    Ok(HttpResponse::Ok().json(run(&state, &who, params).await?))
 }
 
 async fn list_sessions(

@@ -11,6 +11,7 @@ pub mod devices;
 pub mod error;
 pub mod event;
 pub mod external;
+pub mod fleet;
 pub mod incoming;
 pub mod loops;
 pub mod mcp;

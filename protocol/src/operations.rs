@@ -340,6 +340,9 @@ operations! {
     /// `sessions.running`: sessions with a turn running.
     SessionsRunning "sessions.running" SessionsRunningParams => SessionsRunningResult [local, reads]
         rest route!("get" "/sessions/running", "Sessions with a turn running, ours and Claude Code's outside tandem.", None, 200, of::<SessionsRunningResult>);
+    /// `fleet.get`: the vendor processes serving one session each (admins only).
+    FleetGet "fleet.get" crate::fleet::FleetGetParams => crate::fleet::FleetInfo [local, reads]
+        rest route!("get" "/fleet", "The vendor CLI processes that serve one session each (Claude Code, ACP agents), with their session, vendor, memory and CPU, and the turns waiting for one under --max-live-processes; admins only (as fleet.get).", None, 200, of::<crate::fleet::FleetInfo>);
     /// `user.get`: who the caller is (for showing what an admin may do).
     UserGet "user.get" UserGetParams => UserGetResult [local, reads];
     /// `vendors.list`: vendors, their CLI's version, status and models.

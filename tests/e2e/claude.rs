@@ -31,13 +31,18 @@ impl World {
     }
 
     fn start_idle(label: &str, idle_secs: u64) -> World {
+        World::start_with(label, idle_secs, Vec::new())
+    }
+
+    /// With more `tandem serve` flags.
+    fn start_with(label: &str, idle_secs: u64, args: Vec<String>) -> World {
         let bin = require(claude_bin(), "the claude CLI");
         let mock = MockAnthropic::start();
         let dir = Arc::new(TempDir::new(label));
         let home = dir.path().join("home");
         let config = claude_config(dir.path(), &bin, &mock, &home, idle_secs);
         World {
-            server: ConfiguredServer::start(dir, config),
+            server: ConfiguredServer::start_with(dir, config, args),
             mock,
             home,
         }
@@ -765,6 +770,58 @@ async fn an_idle_process_is_closed_and_the_next_turn_resumes() {
         .unwrap();
     assert!(body.contains("swordfish"), "resumed the conversation");
     assert_ne!(w.registry_pids(), first, "a new process");
+}
+
+/// Under `--max-live-processes 1`, a second session's turn closes the first's idle
+/// `claude`; the first's next turn starts another, which resumes its conversation.
+#[actix_rt::test]
+#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
+async fn a_full_fleet_closes_an_idle_claude_and_its_session_resumes_it() {
+    let w = World::start_with(
+        "claude-fleet",
+        600,
+        vec!["--max-live-processes".into(), "1".into()],
+    );
+    let mut ws = w.server().ws().await;
+    let a = w.session(&mut ws, "default").await;
+    ws.subscribe(&a, 0).await;
+    let events = ws.turn(&a, "say the password is swordfish").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    let first = w.registry_pids();
+    assert_eq!(first.len(), 1, "{first:?}");
+    let b = w.session(&mut ws, "default").await;
+    ws.subscribe(&b, 0).await;
+    let events = ws.turn(&b, "say hello from b").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(
+        !is_alive(first[0]),
+        "A's claude was closed before B's started"
+    );
+    let events = ws.turn(&a, "say what was it").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert!(
+        texts(&events, "info")
+            .iter()
+            .any(|t| t.starts_with("resumed: Claude Code was closed")),
+        "{events:?}"
+    );
+    let body = w
+        .mock
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.user_text == "say what was it")
+        .map(|r| r.body.to_string())
+        .unwrap();
+    assert!(body.contains("swordfish"), "resumed the conversation");
+    let (_, fleet) = w.server().get("/api/v1/fleet").await;
+    let sessions: Vec<&Value> = fleet["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["sessionId"])
+        .collect();
+    assert_eq!(sessions, [&json!(a)], "{fleet}");
 }
 
 /// A server whose `claude` is the shell script `script`, and a session on it.

@@ -33,6 +33,7 @@ mod durability;
 mod error_codes;
 mod external;
 mod first_run;
+mod fleet;
 mod flow;
 mod forks;
 mod fuzz_socket;

@@ -208,6 +208,7 @@ async fn every_documented_route_answers_as_described() {
     c.ok("get", "/health", "/health", None).await;
     c.ok("get", "/openapi.json", "/openapi.json", None).await;
     c.ok("get", "/vendors", "/vendors", None).await;
+    c.ok("get", "/fleet", "/fleet", None).await;
     let s1 = c
         .ok(
             "post",

@@ -80,17 +80,36 @@ pub struct ConfiguredServer {
     dir: std::sync::Arc<TempDir>,
     /// The config file it starts with.
     config: PathBuf,
+    /// More `tandem serve` flags.
+    args: Vec<String>,
 }
 
 impl ConfiguredServer {
     /// Starts a server in `dir` with `config`.
     pub fn start(dir: std::sync::Arc<TempDir>, config: PathBuf) -> ConfiguredServer {
-        let server = Server::start_in(dir.clone(), ServerOptions::with_config(&config));
-        ConfiguredServer {
-            server: Some(server),
+        ConfiguredServer::start_with(dir, config, Vec::new())
+    }
+
+    /// [`ConfiguredServer::start`] with more `tandem serve` flags (kept for restarts).
+    pub fn start_with(
+        dir: std::sync::Arc<TempDir>,
+        config: PathBuf,
+        args: Vec<String>,
+    ) -> ConfiguredServer {
+        let mut this = ConfiguredServer {
+            server: None,
             dir,
             config,
-        }
+            args,
+        };
+        this.server = Some(Server::start_in(this.dir.clone(), this.options()));
+        this
+    }
+
+    fn options(&self) -> ServerOptions {
+        let mut options = ServerOptions::with_config(&self.config);
+        options.args.extend(self.args.iter().cloned());
+        options
     }
 
     /// The running server; panics once it was stopped.
@@ -106,10 +125,7 @@ impl ConfiguredServer {
         if let Some(old) = self.server.take() {
             old.kill();
         }
-        self.server = Some(Server::start_in(
-            self.dir.clone(),
-            ServerOptions::with_config(&self.config),
-        ));
+        self.server = Some(Server::start_in(self.dir.clone(), self.options()));
     }
 
     /// Stops the server cleanly (SIGTERM) and waits for it to exit.

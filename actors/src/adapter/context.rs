@@ -55,6 +55,9 @@ pub struct AdapterContext {
     /// Variables the session adds to its agent's environment (a worktree's
     /// `TANDEM_PORT`), over the vendor's own.
     pub env: std::collections::BTreeMap<String, String>,
+    /// The server's vendor processes: an adapter with a process of its own takes a
+    /// seat for it.
+    pub fleet: super::fleet::Fleet,
 }
 
 impl AdapterContext {

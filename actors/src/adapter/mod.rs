@@ -14,6 +14,7 @@ pub mod codex;
 pub mod confine;
 pub mod context;
 pub mod core;
+pub mod fleet;
 pub mod health;
 pub mod mcp_servers;
 pub mod messages;

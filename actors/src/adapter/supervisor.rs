@@ -22,6 +22,8 @@ use actix::WeakAddr;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::fleet::Seat;
+
 /// Lines of stderr kept for the error of a turn the process's death ended.
 const STDERR_LINES: usize = 20;
 /// How long a process that closed stdout may take to exit before it is killed.
@@ -180,14 +182,16 @@ impl Closing {
 }
 
 /// Starts `cmd` (stdio piped, as `VendorProcess::command` makes it) as process
-/// generation `generation` of one of `hub`'s adapters. `decode` turns each stdout line
-/// into the message for `to` (`None` skips the line); `to` is awaited for each one, so
-/// a slow actor slows the reader rather than queueing without bound. The exit goes to
-/// `to` as [`Exited`]. `name` is the vendor's name in log lines.
+/// generation `generation` of one of `hub`'s adapters, in fleet seat `seat`, which is
+/// given back once the process has exited. `decode` turns each stdout line into the
+/// message for `to` (`None` skips the line); `to` is awaited for each one, so a slow
+/// actor slows the reader rather than queueing without bound. The exit goes to `to` as
+/// [`Exited`]. `name` is the vendor's name in log lines.
 pub fn spawn<A, M, D>(
     mut cmd: tokio::process::Command,
     generation: u64,
     hub: &ProcessHub,
+    seat: Seat,
     to: WeakAddr<A>,
     name: &'static str,
     mut decode: D,
@@ -200,10 +204,12 @@ where
     let child = cmd.spawn()?;
     let pid = child.id().unwrap_or(0);
     hub.process_started(pid);
+    seat.started(pid);
     let mut child = Supervised {
         child,
         pid,
         hub: hub.clone(),
+        _seat: seat,
     };
     let (stdin_tx, mut stdin_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let (kill_tx, kill_rx) = oneshot::channel::<()>();
@@ -315,11 +321,13 @@ where
 
 /// The child as its supervisor task holds it. However the task ends (it finishes, or
 /// it is dropped because the server's runtime is stopping), the process is killed (a
-/// no-op once it has exited) and the hub forgets its pid.
+/// no-op once it has exited), the hub forgets its pid and its fleet seat is given back.
 struct Supervised {
     child: tokio::process::Child,
     pid: u32,
     hub: ProcessHub,
+    /// Given back when dropped.
+    _seat: Seat,
 }
 
 impl Drop for Supervised {

@@ -11,6 +11,7 @@ mod create;
 mod devices;
 mod edit;
 mod external;
+mod fleet;
 mod fork;
 mod handoff;
 mod judge;
@@ -240,6 +241,7 @@ impl Runtime {
                 .map(|(user, entry)| (user, entry.into()))
                 .collect(),
         );
+        let fleet = crate::adapter::fleet::Fleet::new(config.max_live_processes);
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
@@ -266,6 +268,7 @@ impl Runtime {
                 scripts,
                 push,
                 failover: Some(handoff::failover(RuntimeRef(weak.clone()))),
+                fleet,
             },
             pairs: Registry::default(),
             tokens: DashMap::new(),

@@ -107,6 +107,8 @@ pub struct Services {
     /// Hands a limited session's conversation to another vendor (`onLimit`); the
     /// runtime's.
     pub failover: Option<crate::failover::Failover>,
+    /// The vendor processes serving one session each, and how many may run at once.
+    pub fleet: crate::adapter::fleet::Fleet,
 }
 
 /// A live session actor's address and the metadata it publishes.

@@ -193,6 +193,7 @@ impl SessionActor {
                 .and_then(|w| w.port)
                 .map(|port| [("TANDEM_PORT".to_string(), port.to_string())].into())
                 .unwrap_or_default(),
+            fleet: self.services.fleet.clone(),
         };
         let adapter = self.services.vendors.start(&self.record.vendor, context)?;
         self.adapter = Some(adapter.clone());

@@ -62,6 +62,7 @@ pub async fn run(
         R::SessionsRunning(_) => json(SessionsRunningResult {
             sessions: rt.running_with(who, &others(ctx)),
         }),
+        R::FleetGet(_) => json(rt.fleet(who)?),
         R::UserGet(_) => json(UserGetResult {
             user_id: who.user_id.clone(),
             admin: who.admin,

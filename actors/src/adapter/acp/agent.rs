@@ -37,6 +37,7 @@ use super::wire::{
 use super::AcpVendor;
 use crate::adapter::clamp_effort;
 use crate::adapter::core::{Approvals, Asked, Emitter, Phase, Stop, TurnSlot};
+use crate::adapter::fleet::{Admission, Evict, Place, Seat};
 use crate::adapter::messages::{
     AdapterCommand, AgentItem, ForkOnOpen, ImageInput, TurnSettings, VendorFork,
 };
@@ -123,6 +124,8 @@ pub struct AcpAgent {
     /// turn ended, from which a turn's own cost is taken; `None` while not known (a
     /// session this process reopened, whose earlier cost it never saw).
     cost_base: Option<f64>,
+    /// Its process's seat in the server's fleet.
+    place: Place,
 }
 
 impl AcpAgent {
@@ -149,6 +152,7 @@ impl AcpAgent {
     /// An adapter for the session `ctx` describes, running `vendor`.
     pub fn new(ctx: AdapterContext, vendor: AcpVendor, hub: ProcessHub) -> Self {
         let emitter = ctx.emitter();
+        let place = Place::new(ctx.fleet.clone(), &ctx.session_id, &vendor.id);
         AcpAgent {
             slot: TurnSlot::new(&emitter),
             approvals: Approvals::new(ctx.remembered),
@@ -169,6 +173,7 @@ impl AcpAgent {
             idle: None,
             closes: false,
             cost_base: None,
+            place,
         }
     }
 
@@ -255,6 +260,7 @@ impl AcpAgent {
         if let Link::Up { process, .. } = std::mem::replace(&mut self.link, Link::Down) {
             process.kill();
         }
+        self.place.left();
         self.pending.clear();
     }
 
@@ -285,6 +291,7 @@ impl AcpAgent {
         };
         tracing::debug!(session = %self.session_id, pid = process.pid, "closing idle acp agent");
         self.closing.close(process, ctx, |act| &mut act.closing);
+        self.place.left();
         self.pending.clear();
     }
 
@@ -300,6 +307,8 @@ impl AcpAgent {
         if matches!(self.link, Link::Down) || !self.slot.is_idle() {
             return;
         }
+        // Idle: the fleet may close it to make room before the timer does.
+        self.place.busy(false);
         self.idle = Some(ctx.run_later(self.vendor.idle_close, |act, ctx| {
             act.idle = None;
             if act.slot.is_idle() {
@@ -329,18 +338,53 @@ impl AcpAgent {
         if let Some(old) = self.slot.begin(turn_id, data) {
             self.withdraw_approvals(Some(&old.id));
         }
+        self.place.busy(true);
         if matches!(self.link, Link::Down) {
-            if let Err(e) = self.spawn(ctx) {
-                let error = format!(
-                    "cannot start {} ({}): {e}",
-                    self.name(),
-                    self.vendor.process.bin.display()
-                );
-                self.finish_turn(TurnStatus::Failed, Some(error), None);
-                return;
-            }
+            return self.start_process(ctx);
         }
         self.prompt_if_ready();
+    }
+
+    /// Starts a process for the waiting turn once the fleet gives it a seat (at
+    /// once, or when another process has made room).
+    fn start_process(&mut self, ctx: &mut Context<Self>) {
+        if self.place.waiting {
+            return; // the seat asked for earlier serves this turn
+        }
+        match self.place.take(ctx.address().recipient()) {
+            Admission::Now(seat) => self.spawn_seated(seat, ctx),
+            Admission::Wait(granted) => {
+                self.place.waiting = true;
+                let text = self.place.waiting_note(self.name());
+                self.note(text);
+                ctx.spawn(fut::wrap_future::<_, Self>(granted).map(|seat, act, ctx| {
+                    act.place.waiting = false;
+                    let Ok(seat) = seat else {
+                        return;
+                    };
+                    // A turn interrupted meanwhile needs no process (the seat goes
+                    // back as it is dropped).
+                    if matches!(act.link, Link::Down) && act.slot.phase() == Some(&Phase::Starting)
+                    {
+                        act.spawn_seated(seat, ctx);
+                    }
+                }));
+            }
+        }
+    }
+
+    /// Spawns in `seat`; a process that cannot start fails the turn.
+    fn spawn_seated(&mut self, seat: Seat, ctx: &mut Context<Self>) {
+        if let Err(e) = self.spawn(seat, ctx) {
+            self.place.left();
+            let error = format!(
+                "cannot start {} ({}): {e}",
+                self.name(),
+                self.vendor.process.bin.display()
+            );
+            self.finish_turn(TurnStatus::Failed, Some(error), None);
+            self.arm_idle(ctx);
+        }
     }
 
     /// Sends the waiting turn's prompt once the session is open.
@@ -842,6 +886,7 @@ impl AcpAgent {
             return;
         }
         self.link = Link::Down;
+        self.place.left();
         self.pending.clear();
         tracing::debug!(session = %self.session_id, status = %exit.status, "acp agent exited");
         if self.slot.is_idle() {
@@ -858,6 +903,25 @@ impl AcpAgent {
 
 impl Actor for AcpAgent {
     type Context = Context<Self>;
+}
+
+impl Handler<Evict> for AcpAgent {
+    type Result = ();
+
+    /// The fleet needs room: an idle process is closed (its session is resumed at the
+    /// next turn); one busy again by now is kept.
+    fn handle(&mut self, msg: Evict, ctx: &mut Context<Self>) {
+        if !self.place.is(msg.seat) {
+            return; // that process is going already
+        }
+        if matches!(self.link, Link::Up { .. }) && self.slot.is_idle() {
+            self.place.evicted = true;
+            self.cancel_idle(ctx);
+            self.close_live(ctx);
+        } else {
+            self.place.kept();
+        }
+    }
 }
 
 impl Handler<AdapterCommand> for AcpAgent {

@@ -7,6 +7,7 @@ use actix::prelude::*;
 use actix::WeakAddr;
 
 use super::wire::{parse_frame, Frame};
+use crate::adapter::fleet::Seat;
 use crate::adapter::supervisor::{self, Exited, LiveProcess, ProcessHub};
 use crate::adapter::VendorProcess;
 
@@ -23,20 +24,21 @@ pub struct Incoming {
     pub frame: Frame,
 }
 
-/// Starts the agent for a session in `cwd` with the minimal environment. Frames go to
-/// `to` tagged with `generation`.
+/// Starts the agent for a session in `cwd` with the minimal environment, in fleet seat
+/// `seat`. Frames go to `to` tagged with `generation`.
 pub fn spawn<A>(
     process: &VendorProcess,
     cwd: &Path,
     generation: u64,
     hub: &ProcessHub,
+    seat: Seat,
     to: WeakAddr<A>,
 ) -> std::io::Result<LiveProcess>
 where
     A: Actor<Context = Context<A>> + Handler<Incoming> + Handler<Exited>,
 {
     let cmd = process.command_in(cwd);
-    supervisor::spawn(cmd, generation, hub, to, "acp agent", move |line| {
+    supervisor::spawn(cmd, generation, hub, seat, to, "acp agent", move |line| {
         if line.trim().is_empty() {
             return None;
         }

@@ -23,9 +23,11 @@ use super::transport::{self, cli_args, cli_mode, StdoutLine};
 use super::wire::{line, new_uuid, OutboundControlRequest, OutboundRequest, UserTurn};
 use super::DEFAULT_IDLE_CLOSE;
 use crate::adapter::core::{Approvals, Emitter, Phase, Stop, TurnSlot};
+use crate::adapter::fleet::{Admission, Evict, Place, Seat};
 use crate::adapter::messages::{AdapterCommand, AgentItem, ImageInput, TurnSettings};
 use crate::adapter::supervisor::{Closing, Exited, LiveProcess, ProcessHub};
-use crate::adapter::{AdapterContext, McpAccess, VendorProcess};
+use crate::adapter::{AdapterContext, McpAccess, VendorId, VendorProcess};
+use tandem_protocol::EventBody;
 
 /// How long Claude Code may keep retrying an API it cannot reach before the turn is
 /// stopped and fails (it would retry for minutes); `TANDEM_CLAUDE_UNREACHABLE_MS`
@@ -169,13 +171,17 @@ pub struct ClaudeAgent {
     /// message, forking the Claude session (`--resume-session-at ID --fork-session`),
     /// until the CLI names the new session.
     pub(super) resume_at: Option<String>,
+    /// Its process's seat in the server's fleet.
+    pub(super) place: Place,
 }
 
 impl ClaudeAgent {
     /// An adapter for the session `ctx` describes, running `process`.
     pub fn new(ctx: AdapterContext, process: VendorProcess, hub: ProcessHub) -> Self {
         let emitter = ctx.emitter();
+        let place = Place::new(ctx.fleet.clone(), &ctx.session_id, &VendorId::CLAUDE);
         ClaudeAgent {
+            place,
             session_id: ctx.session_id,
             cwd: ctx.cwd,
             idle_close: process.idle_close.unwrap_or(DEFAULT_IDLE_CLOSE),
@@ -240,8 +246,51 @@ impl ClaudeAgent {
         self.write(bytes).then_some(id)
     }
 
-    /// Starts a new process with the current settings.
-    pub(super) fn spawn(&mut self, ctx: &mut Context<Self>) -> std::io::Result<()> {
+    /// Starts a process for the turn in the slot once the fleet gives it a seat (at
+    /// once, or when another process has made room), and sends it the turn.
+    pub(super) fn start_process(&mut self, ctx: &mut Context<Self>) {
+        if self.place.waiting {
+            return; // the seat asked for earlier serves this turn
+        }
+        match self.place.take(ctx.address().recipient()) {
+            Admission::Now(seat) => self.spawn_and_send(seat, ctx),
+            Admission::Wait(granted) => {
+                self.place.waiting = true;
+                let text = self.place.waiting_note("Claude Code");
+                self.emitter
+                    .event(self.turn.turn_id(), EventBody::Info { text });
+                ctx.spawn(fut::wrap_future::<_, Self>(granted).map(|seat, act, ctx| {
+                    act.place.waiting = false;
+                    let Ok(seat) = seat else {
+                        return;
+                    };
+                    // A turn interrupted meanwhile needs no process (the seat goes
+                    // back as it is dropped).
+                    if act.up().is_none() && act.turn.phase() == Some(&Phase::Starting) {
+                        act.spawn_and_send(seat, ctx);
+                    }
+                }));
+            }
+        }
+    }
+
+    /// Spawns in `seat` and sends the turn; a process that cannot start fails it.
+    fn spawn_and_send(&mut self, seat: Seat, ctx: &mut Context<Self>) {
+        match self.spawn(seat, ctx) {
+            Ok(()) => self.send_user_turn(),
+            Err(e) => {
+                self.place.left();
+                let error = format!(
+                    "cannot start Claude Code ({}): {e}",
+                    self.process.bin.display()
+                );
+                self.turn.end(TurnStatus::Failed, Some(error));
+            }
+        }
+    }
+
+    /// Starts a new process in fleet seat `seat` with the current settings.
+    fn spawn(&mut self, seat: Seat, ctx: &mut Context<Self>) -> std::io::Result<()> {
         self.generation += 1;
         let resume = self.vendor_session_id.clone();
         // The MCP config holds secrets: in a file only this CLI reads, not in its
@@ -268,15 +317,22 @@ impl ClaudeAgent {
         if let (Some(launcher), Some(file)) = (process.confine.as_mut(), &mcp_file) {
             launcher.also_read.push(file.path().to_path_buf());
         }
+        self.place.seated(&seat);
         let proc = transport::spawn(
             &process,
             &args,
             &self.cwd,
             self.generation,
             &self.hub,
+            seat,
             ctx.address().downgrade(),
         )?;
         tracing::debug!(session = %self.session_id, pid = proc.pid, resume = ?resume, "claude started");
+        if resume.is_some() && std::mem::take(&mut self.place.evicted) {
+            let text = self.place.resumed_note("Claude Code");
+            self.emitter
+                .event(self.turn.turn_id(), EventBody::Info { text });
+        }
         self.live = Process::Up(Box::new(Up {
             proc,
             applied: Applied::from(&self.settings),
@@ -303,6 +359,7 @@ impl ClaudeAgent {
             ctx.cancel_future(idle);
         }
         self.closing.close(up.proc, ctx, |act| &mut act.closing);
+        self.place.left();
         self.process_gone();
     }
 
@@ -329,6 +386,7 @@ impl ClaudeAgent {
             return false;
         }
         self.live = Process::Down;
+        self.place.left();
         true
     }
 
@@ -344,6 +402,8 @@ impl ClaudeAgent {
         if !self.turn.is_idle() || !self.tasks.is_empty() {
             return;
         }
+        // Idle: the fleet may close it to make room before the timer does.
+        self.place.busy(false);
         let idle_close = self.idle_close;
         let Some(up) = self.up_mut() else {
             return;
@@ -440,16 +500,12 @@ impl ClaudeAgent {
             self.close_live(ctx);
         }
         if self.up().is_some() {
+            self.place.busy(true);
             self.apply_live_settings();
-        } else if let Err(e) = self.spawn(ctx) {
-            let error = format!(
-                "cannot start Claude Code ({}): {e}",
-                self.process.bin.display()
-            );
-            self.turn.end(TurnStatus::Failed, Some(error));
-            return;
+            self.send_user_turn();
+        } else {
+            self.start_process(ctx);
         }
-        self.send_user_turn();
     }
 
     fn interrupt(&mut self, turn_id: &str) {
@@ -581,6 +637,24 @@ impl Handler<StdoutLine> for ClaudeAgent {
                 wait.wait().await;
             }),
             None => Box::pin(async {}),
+        }
+    }
+}
+
+impl Handler<Evict> for ClaudeAgent {
+    type Result = ();
+
+    /// The fleet needs room: an idle process (no turn, no background task) is closed
+    /// (its session is resumed at the next turn); one busy again by now is kept.
+    fn handle(&mut self, msg: Evict, ctx: &mut Context<Self>) {
+        if !self.place.is(msg.seat) {
+            return; // that process is going already
+        }
+        if self.up().is_some() && self.turn.is_idle() && self.tasks.is_empty() {
+            self.place.evicted = true;
+            self.close_live(ctx);
+        } else {
+            self.place.kept();
         }
     }
 }

@@ -207,14 +207,6 @@ impl ClaudeAgent {
                 ),
             },
         );
-        match self.spawn(ctx) {
-            Ok(()) => self.send_user_turn(),
-            Err(e) => {
-                self.turn.end(
-                    TurnStatus::Failed,
-                    Some(format!("cannot start Claude Code: {e}")),
-                );
-            }
-        }
+        self.start_process(ctx);
     }
 }

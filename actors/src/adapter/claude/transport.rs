@@ -6,6 +6,7 @@ use std::path::Path;
 use actix::prelude::*;
 use actix::WeakAddr;
 
+use crate::adapter::fleet::Seat;
 use crate::adapter::mcp_servers::McpServerSpec;
 use crate::adapter::messages::TurnSettings;
 use crate::adapter::supervisor::{self, Exited, LiveProcess, ProcessHub};
@@ -114,6 +115,7 @@ pub fn spawn<A>(
     cwd: &Path,
     generation: u64,
     hub: &ProcessHub,
+    seat: Seat,
     to: WeakAddr<A>,
 ) -> std::io::Result<LiveProcess>
 where
@@ -125,7 +127,7 @@ where
     if !process.env.contains_key("ENABLE_TOOL_SEARCH") {
         cmd.env("ENABLE_TOOL_SEARCH", "false");
     }
-    supervisor::spawn(cmd, generation, hub, to, "claude", move |line| {
+    supervisor::spawn(cmd, generation, hub, seat, to, "claude", move |line| {
         Some(StdoutLine { generation, line })
     })
 }

@@ -164,14 +164,17 @@ impl AcpAgent {
         servers
     }
 
-    /// Starts a process and sends `initialize`; bounded by the configured start time.
-    pub(super) fn spawn(&mut self, ctx: &mut Context<Self>) -> std::io::Result<()> {
+    /// Starts a process in fleet seat `seat` and sends `initialize`; bounded by the
+    /// configured start time.
+    pub(super) fn spawn(&mut self, seat: Seat, ctx: &mut Context<Self>) -> std::io::Result<()> {
         self.generation += 1;
+        self.place.seated(&seat);
         let process = transport::spawn(
             &self.vendor.process,
             &self.cwd,
             self.generation,
             &self.hub,
+            seat,
             ctx.address().downgrade(),
         )?;
         tracing::debug!(session = %self.session_id, vendor = %self.vendor.id, pid = process.pid, "acp agent started");
@@ -488,6 +491,10 @@ impl AcpAgent {
             };
         }
         self.closes = caps.session_capabilities.close.is_some();
+        if std::mem::take(&mut self.place.evicted) {
+            let text = self.place.resumed_note(self.name());
+            self.note(text);
+        }
         self.cost_base = (how == Open::New).then_some(0.0);
         if self.slot.is_idle() {
             self.apply_mode();

@@ -1,0 +1,59 @@
+//! `fleet.get` (`GET /api/v1/fleet`): the vendor CLI processes that serve one session
+//! each (Claude Code, ACP agents), and the turns waiting for one when
+//! `--max-live-processes` are running. Admins only.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Fields of `fleet.get`: none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FleetGetParams {}
+
+/// The server's vendor processes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetInfo {
+    /// `--max-live-processes`: at most this many run at once; absent without a limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// The processes, oldest first (one closing to make room still counts).
+    pub processes: Vec<FleetProcess>,
+    /// Turns waiting for a process to start, oldest first (they start in this order).
+    pub waiting: Vec<FleetWaiting>,
+}
+
+/// One vendor process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetProcess {
+    /// The session it serves.
+    pub session_id: String,
+    /// Its vendor.
+    pub vendor: String,
+    /// Its process id; absent while it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// A turn or background work runs in it (never closed to make room).
+    pub busy: bool,
+    /// It was asked to close to make room and has not exited yet.
+    pub closing: bool,
+    /// Resident memory of the process and the processes it started, bytes.
+    pub rss_bytes: u64,
+    /// CPU time of the process and the processes it started that are still running,
+    /// milliseconds.
+    pub cpu_ms: u64,
+    /// When it took its place, epoch ms.
+    pub since: u64,
+}
+
+/// A turn waiting for a process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetWaiting {
+    /// The session.
+    pub session_id: String,
+    /// Its vendor.
+    pub vendor: String,
+    /// Since when, epoch ms.
+    pub since: u64,
+}
