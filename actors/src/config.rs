@@ -43,6 +43,9 @@ pub struct RuntimeConfig {
     /// `--max-live-processes`: most vendor CLI processes serving one session each
     /// (Claude Code, ACP agents) that run at once; `None`: no limit.
     pub max_live_processes: Option<usize>,
+    /// `--max-process-rss`, MiB: such a process (with the processes it started) that
+    /// uses more is closed between turns and its session resumed at the next.
+    pub max_process_rss_mib: Option<u64>,
     /// This server's cluster node name (`--node`), stamped on the sessions it creates;
     /// `None` outside a cluster.
     pub node: Option<String>,
@@ -128,6 +131,7 @@ impl RuntimeConfig {
             store_give_up: std::time::Duration::from_secs(60),
             max_sessions_per_user: 100_000,
             max_live_processes: None,
+            max_process_rss_mib: None,
             node: None,
             configured_models: std::collections::BTreeMap::new(),
             uploads: crate::uploads::UploadLimits::default(),

@@ -1,7 +1,8 @@
 //! `--max-live-processes` and `GET /fleet`, with the fake ACP agent (a real process
 //! per session, which offers `session/resume`): an idle process is closed to make
 //! room and its session resumes it at its next turn; a turn waits while every
-//! process is busy; admins see the fleet, others do not.
+//! process is busy; a process over `--max-process-rss` is restarted between turns;
+//! admins see the fleet, others do not.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,6 +15,15 @@ use tandem_tests::{eventually, Server, ServerOptions, TempDir, WsClient};
 /// working directory's `.fake-acp-state`, offering resume), with `--max-live-processes
 /// limit`.
 fn server(label: &str, limit: u32, token_auth: bool) -> (Server, PathBuf) {
+    server_with(
+        label,
+        &["--max-live-processes", &limit.to_string()],
+        token_auth,
+    )
+}
+
+/// [`server`] with these `tandem serve` flags.
+fn server_with(label: &str, flags: &[&str], token_auth: bool) -> (Server, PathBuf) {
     let dir = Arc::new(TempDir::new(label));
     let bin = env!("CARGO_BIN_EXE_fake-acp");
     let config = dir.path().join("tandem.toml");
@@ -31,12 +41,11 @@ fn server(label: &str, limit: u32, token_auth: bool) -> (Server, PathBuf) {
         dir,
         ServerOptions {
             token_auth,
-            args: vec![
-                "--config".into(),
-                config.display().to_string(),
-                "--max-live-processes".into(),
-                limit.to_string(),
-            ],
+            args: ["--config", &config.display().to_string()]
+                .into_iter()
+                .chain(flags.iter().copied())
+                .map(str::to_string)
+                .collect(),
         },
     );
     (server, work)
@@ -161,4 +170,42 @@ async fn only_admins_see_the_fleet() {
     let (status, body) = user.get("/api/v1/fleet").await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(body["error"]["code"], "ACCESS_DENIED", "{body}");
+}
+
+#[actix_rt::test]
+async fn a_process_over_its_memory_limit_is_restarted_between_turns() {
+    // 1 MiB: any agent process is over it.
+    let (server, work) = server_with("fleet-rss", &["--max-process-rss", "1"], false);
+    let mut ws = server.ws().await;
+    let a = session(&mut ws, &work).await;
+    let events = ws.turn(&a, "say one").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    // Not during the turn: after it, outside any turn.
+    assert!(texts(&events, "info").is_empty(), "{events:?}");
+    let frames = ws
+        .recv_until(|v| v["sessionId"] == a.as_str() && v["kind"] == "info")
+        .await;
+    let note = frames.last().unwrap();
+    assert!(note.get("turnId").is_none(), "{note}");
+    let text = note["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("restarted: Fake ACP used ")
+            && text.contains("over --max-process-rss 1 MiB"),
+        "{text}"
+    );
+    eventually("the process to be gone", async || {
+        fleet(&server).await["processes"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    // The next turn resumes the conversation.
+    let events = ws.turn(&a, "history").await;
+    assert_eq!(
+        texts(&events, "assistant_message"),
+        ["prompts: 2"],
+        "{events:?}"
+    );
 }

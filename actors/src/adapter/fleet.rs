@@ -36,6 +36,8 @@ pub struct Fleet {
 struct Inner {
     /// `--max-live-processes`; `None`: no limit.
     limit: Option<usize>,
+    /// `--max-process-rss`, bytes: a process tree above it is restarted between turns.
+    rss_limit: Option<u64>,
     state: Mutex<State>,
 }
 
@@ -156,11 +158,13 @@ pub struct WaiterView {
 }
 
 impl Fleet {
-    /// A fleet of at most `limit` processes (`None`: no limit).
-    pub fn new(limit: Option<usize>) -> Fleet {
+    /// A fleet of at most `limit` processes (`None`: no limit), each restarted
+    /// between turns once its memory is over `rss_limit` bytes.
+    pub fn new(limit: Option<usize>, rss_limit: Option<u64>) -> Fleet {
         Fleet {
             inner: Arc::new(Inner {
                 limit: limit.map(|l| l.max(1)),
+                rss_limit,
                 state: Mutex::new(State::default()),
             }),
         }
@@ -398,6 +402,20 @@ impl Place {
         }
     }
 
+    /// When the live process `pid` (with the processes it started) uses more memory
+    /// than `--max-process-rss`: the `info` text saying it is restarted.
+    pub fn over_memory(&self, pid: u32, who: &str) -> Option<String> {
+        let limit = self.fleet.inner.rss_limit?;
+        let rss = process_usage(pid).rss_bytes;
+        (rss > limit).then(|| {
+            format!(
+                "restarted: {who} used {} MiB, over --max-process-rss {} MiB; it is closed between turns and its session resumed at the next",
+                rss >> 20,
+                limit >> 20
+            )
+        })
+    }
+
     /// The `info` text of a start that waits for a seat.
     pub fn waiting_note(&self, who: &str) -> String {
         let limit = self.fleet.limit().unwrap_or_default();
@@ -533,7 +551,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn without_a_limit_every_start_gets_a_seat() {
-        let fleet = Fleet::new(None);
+        let fleet = Fleet::new(None, None);
         let (evict, _) = recorder();
         let seats: Vec<Seat> = (0..50)
             .map(|i| now(fleet.take(&format!("s{i}"), &VendorId::CLAUDE, evict.clone())))
@@ -545,7 +563,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn a_full_fleet_closes_the_least_recently_used_idle_process() {
-        let fleet = Fleet::new(Some(2));
+        let fleet = Fleet::new(Some(2), None);
         let (evict, asked) = recorder();
         let a = now(fleet.take("a", &VendorId::CLAUDE, evict.clone()));
         let b = now(fleet.take("b", &VendorId::CLAUDE, evict.clone()));
@@ -569,7 +587,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn busy_processes_are_never_asked_and_a_start_waits_for_one_to_idle() {
-        let fleet = Fleet::new(Some(1));
+        let fleet = Fleet::new(Some(1), None);
         let (evict, asked) = recorder();
         let a = now(fleet.take("a", &VendorId::CLAUDE, evict.clone()));
         let Admission::Wait(mut granted) = fleet.take("b", &VendorId::CLAUDE, evict.clone()) else {
@@ -592,7 +610,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn a_start_that_gave_up_passes_its_seat_on() {
-        let fleet = Fleet::new(Some(1));
+        let fleet = Fleet::new(Some(1), None);
         let (evict, _) = recorder();
         let a = now(fleet.take("a", &VendorId::CLAUDE, evict.clone()));
         let Admission::Wait(first) = fleet.take("b", &VendorId::CLAUDE, evict.clone()) else {

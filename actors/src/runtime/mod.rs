@@ -241,7 +241,10 @@ impl Runtime {
                 .map(|(user, entry)| (user, entry.into()))
                 .collect(),
         );
-        let fleet = crate::adapter::fleet::Fleet::new(config.max_live_processes);
+        let fleet = crate::adapter::fleet::Fleet::new(
+            config.max_live_processes,
+            config.max_process_rss_mib.map(|mib| mib << 20),
+        );
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),

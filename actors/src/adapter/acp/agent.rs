@@ -309,6 +309,16 @@ impl AcpAgent {
         }
         // Idle: the fleet may close it to make room before the timer does.
         self.place.busy(false);
+        if let Link::Up { process, .. } = &self.link {
+            if let Some(text) = self
+                .place
+                .over_memory(process.pid, &self.vendor.display_name)
+            {
+                self.note(text);
+                self.close_live(ctx);
+                return;
+            }
+        }
         self.idle = Some(ctx.run_later(self.vendor.idle_close, |act, ctx| {
             act.idle = None;
             if act.slot.is_idle() {

@@ -404,6 +404,13 @@ impl ClaudeAgent {
         }
         // Idle: the fleet may close it to make room before the timer does.
         self.place.busy(false);
+        if let Some(pid) = self.up().map(|u| u.proc.pid) {
+            if let Some(text) = self.place.over_memory(pid, "Claude Code") {
+                self.emitter.event(None, EventBody::Info { text });
+                self.close_live(ctx);
+                return;
+            }
+        }
         let idle_close = self.idle_close;
         let Some(up) = self.up_mut() else {
             return;
