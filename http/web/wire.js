@@ -446,6 +446,40 @@
  */
 
 /**
+ * Fields of `fleet.get`: none.
+ * @typedef {Record<string, any>} FleetGetParams
+ */
+
+/**
+ * The server's vendor processes.
+ * @typedef {object} FleetInfo
+ * @property {number | null} [limit] `--max-live-processes`: at most this many run at once; absent without a limit.
+ * @property {Array<FleetProcess>} processes The processes, oldest first (one closing to make room still counts).
+ * @property {Array<FleetWaiting>} waiting Turns waiting for a process to start, oldest first (they start in this order).
+ */
+
+/**
+ * One vendor process.
+ * @typedef {object} FleetProcess
+ * @property {boolean} busy A turn or background work runs in it (never closed to make room).
+ * @property {boolean} closing It was asked to close to make room and has not exited yet.
+ * @property {number} cpuMs CPU time of the process and the processes it started that are still running, milliseconds.
+ * @property {number | null} [pid] Its process id; absent while it starts.
+ * @property {number} rssBytes Resident memory of the process and the processes it started, bytes.
+ * @property {string} sessionId The session it serves.
+ * @property {number} since When it took its place, epoch ms.
+ * @property {string} vendor Its vendor.
+ */
+
+/**
+ * A turn waiting for a process.
+ * @typedef {object} FleetWaiting
+ * @property {string} sessionId The session.
+ * @property {number} since Since when, epoch ms.
+ * @property {string} vendor Its vendor.
+ */
+
+/**
  * How a fork's agent has the source's conversation.
  * @typedef {('vendor' | 'transcript')} ForkConversation
  */
@@ -1734,6 +1768,7 @@
  *   'devices.list': {params: DevicesListParams, result: DevicesListResult},
  *   'external.import': {params: ExternalImportParams, result: SessionInfo},
  *   'external.list': {params: ExternalListParams, result: ExternalListResult},
+ *   'fleet.get': {params: FleetGetParams, result: FleetInfo},
  *   'loop.start': {params: LoopStartParams, result: LoopStartResult},
  *   'loop.stop': {params: LoopStopParams, result: LoopStopResult},
  *   'mcp-servers.add': {params: McpServerEntry, result: McpServerInfo},

@@ -103,7 +103,7 @@ async fn a_full_fleet_closes_the_idle_process_and_its_session_resumes() {
         !std::path::Path::new(&format!("/proc/{a_pid}")).exists(),
         "A's agent {a_pid} still runs"
     );
-    assert_eq!(sessions_of(&fleet(&server).await), [b.clone()]);
+    assert_eq!(sessions_of(&fleet(&server).await), [b.as_str()]);
 
     // A's next turn resumes its conversation (in the agent's own session) and says so.
     let events = ws.turn(&a, "history").await;
@@ -120,7 +120,7 @@ async fn a_full_fleet_closes_the_idle_process_and_its_session_resumes() {
         "{events:?}"
     );
     eventually("one process: A's", async || {
-        (sessions_of(&fleet(&server).await) == [a.clone()]).then_some(())
+        (sessions_of(&fleet(&server).await) == [a.as_str()]).then_some(())
     })
     .await;
 }
@@ -142,7 +142,7 @@ async fn a_turn_waits_while_every_process_is_busy_and_starts_when_one_is_free() 
     let note = frames.last().unwrap()["text"].as_str().unwrap().to_string();
     assert!(note.starts_with("waiting to start Fake ACP"), "{note}");
     let shown = fleet(&server).await;
-    assert_eq!(sessions_of(&shown), [a.clone()], "{shown}");
+    assert_eq!(sessions_of(&shown), [a.as_str()], "{shown}");
     assert_eq!(shown["processes"][0]["busy"], true, "{shown}");
     assert_eq!(shown["waiting"][0]["sessionId"], b.as_str(), "{shown}");
 
@@ -156,7 +156,7 @@ async fn a_turn_waits_while_every_process_is_busy_and_starts_when_one_is_free() 
         "{events:?}"
     );
     let shown = fleet(&server).await;
-    assert_eq!(sessions_of(&shown), [b.clone()], "{shown}");
+    assert_eq!(sessions_of(&shown), [b.as_str()], "{shown}");
     assert_eq!(shown["waiting"], json!([]), "{shown}");
 }
 
