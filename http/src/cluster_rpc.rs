@@ -95,8 +95,5 @@ async fn answer(ctx: &Context, payload: &[u8], max_answer: usize) -> String {
 
 /// An [`Outcome`] that failed, as JSON.
 fn failure(code: ErrorCode, message: String) -> String {
-    serde_json::to_string(&Outcome::Err(
-        crate::error::ApiError::new(code, message).into(),
-    ))
-    .unwrap_or_default()
+    Outcome::Err(crate::error::ApiError::new(code, message).into()).to_json()
 }

@@ -209,16 +209,30 @@ pub async fn fetch(
     }
 }
 
+/// [`answer_json`]'s answer when an answer cannot be written: an `INTERNAL` error
+/// the asking node reads like any other.
+const UNWRITABLE: &str =
+    r#"{"error":{"code":"INTERNAL","message":"the owner could not write its answer"}}"#;
+
+/// The JSON of an answer for the asking node. Answers hold only strings, numbers and
+/// flags, so writing one cannot fail; were it to, the asker still gets an error it can
+/// read (rather than an empty answer), and the log says why.
+fn answer_json<T: Serialize>(answer: &Answer<T>) -> String {
+    serde_json::to_string(answer).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "cannot serialize an upload answer");
+        UNWRITABLE.to_string()
+    })
+}
+
 /// The JSON of an error answer.
 fn error_json(e: &RuntimeError) -> String {
-    serde_json::to_string(&ErrorBody {
+    answer_json::<()>(&Answer::Err(ErrorBody {
         error: ErrorDetail {
             code: e.code(),
             message: e.to_string(),
             paths: None,
         },
-    })
-    .unwrap_or_default()
+    }))
 }
 
 /// The owner's side of [`PartCall`].
@@ -241,7 +255,7 @@ pub async fn answer_part(runtime: &Runtime, who: &Principal, call: PartCall) -> 
         data,
     };
     match runtime.receive_upload_part(who, part).await {
-        Ok(complete) => serde_json::to_string(&PartAnswer { complete }).unwrap_or_default(),
+        Ok(complete) => answer_json(&Answer::Ok(PartAnswer { complete })),
         Err(e) => error_json(&e),
     }
 }
@@ -258,19 +272,28 @@ pub async fn answer_read(runtime: &Runtime, who: &Principal, call: ReadCall) -> 
         )
         .await
     {
-        Ok((upload, data)) => serde_json::to_string(&ReadAnswer {
+        Ok((upload, data)) => answer_json(&Answer::Ok(ReadAnswer {
             mime_type: upload.mime_type,
             size: upload.size,
             data: base64::engine::general_purpose::STANDARD.encode(data),
-        })
-        .unwrap_or_default(),
+        })),
         Err(e) => error_json(&e),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::upload_ids;
+    use super::{upload_ids, Answer, PartAnswer, UNWRITABLE};
+    use tandem_protocol::ErrorCode;
+
+    /// The fallback answer reads back as an `INTERNAL` error.
+    #[test]
+    fn the_unwritable_answer_is_an_error() {
+        match serde_json::from_str::<Answer<PartAnswer>>(UNWRITABLE) {
+            Ok(Answer::Err(body)) => assert_eq!(body.error.code, ErrorCode::Internal),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn finds_the_uploads_a_request_names() {

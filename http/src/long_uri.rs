@@ -147,14 +147,20 @@ impl HeadScanner {
 
 /// The answer to a request whose target is too long.
 fn rejection() -> Vec<u8> {
+    let message = format!("the request target is longer than {MAX_TARGET} bytes");
+    // A code and a message cannot fail to serialize; were they to, the body is still
+    // the error's JSON, written by hand, and the log says why.
     let body = serde_json::to_string(&ErrorBody {
         error: ErrorDetail {
             code: ErrorCode::InvalidArgument,
-            message: format!("the request target is longer than {MAX_TARGET} bytes"),
+            message: message.clone(),
             paths: None,
         },
     })
-    .unwrap_or_default();
+    .unwrap_or_else(|e| {
+        tracing::error!(error = %e, "cannot serialize the 414 answer's body");
+        format!(r#"{{"error":{{"code":"INVALID_ARGUMENT","message":"{message}"}}}}"#)
+    });
     format!(
         "HTTP/1.1 414 URI Too Long\r\ncontent-type: application/json\r\n\
          content-length: {}\r\nconnection: close\r\n\r\n{body}",

@@ -308,13 +308,23 @@ fn data_dir_flag(dir: &std::path::Path) -> String {
     }
 }
 
+/// `HOME` is unset or empty, so there is no default data directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("HOME is not set, so there is no default data directory; pass --data-dir DIR")]
+pub struct NoDefaultDataDir;
+
+/// The CLI's commands report their errors as text.
+impl From<NoDefaultDataDir> for String {
+    fn from(e: NoDefaultDataDir) -> String {
+        e.to_string()
+    }
+}
+
 /// The default data directory: `~/.tandem`. Without `HOME` there is no sensible
 /// place (a database in the current folder would be a surprise), so it is an error.
-pub fn default_data_dir() -> Result<PathBuf, String> {
+pub fn default_data_dir() -> Result<PathBuf, NoDefaultDataDir> {
     match std::env::var_os("HOME") {
         Some(home) if !home.is_empty() => Ok(PathBuf::from(home).join(".tandem")),
-        _ => Err(
-            "HOME is not set, so there is no default data directory; pass --data-dir DIR".into(),
-        ),
+        _ => Err(NoDefaultDataDir),
     }
 }

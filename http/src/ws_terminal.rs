@@ -216,9 +216,14 @@ fn frame(op: OpCode, payload: &[u8]) -> Bytes {
     bytes.freeze()
 }
 
-/// A control frame's JSON.
+/// A control frame's JSON. Its variants hold only strings and numbers, so writing it
+/// cannot fail; were it to, the client still gets a control frame it can read (an
+/// `error` one saying so) rather than an empty text frame, and the log says why.
 fn control_text(c: &TerminalControl) -> String {
-    serde_json::to_string(c).unwrap_or_default()
+    serde_json::to_string(c).unwrap_or_else(|e| {
+        tracing::error!(error = %e, control = ?c, "cannot serialize a terminal control frame");
+        r#"{"type":"error","message":"the server could not write a control frame"}"#.into()
+    })
 }
 
 /// A close reason fits in a control frame (125 bytes, 2 of them the code): cut at a

@@ -552,7 +552,7 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
         obj.remove("requestId");
     }
     if kind == "chat.subscribe" {
-        subscribe_entries_named(&obj).map_err(|m| fail(ErrorCode::SessionIdRequired, m))?;
+        subscribe_entries_named(&obj).map_err(|r| fail(r.code, r.message))?;
     }
     let request = match ClientRequest::decode(&kind, obj) {
         None => {
@@ -577,7 +577,7 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
 
 /// Every `sessions` entry of `chat.subscribe` names its session (checked before the
 /// fields are read, so a missing one is `SESSION_ID_REQUIRED`, not a shape error).
-fn subscribe_entries_named(obj: &Map<String, Value>) -> Result<(), String> {
+fn subscribe_entries_named(obj: &Map<String, Value>) -> Result<(), Refusal> {
     let missing = obj
         .get("sessions")
         .and_then(Value::as_array)
@@ -589,7 +589,11 @@ fn subscribe_entries_named(obj: &Map<String, Value>) -> Result<(), String> {
             })
         });
     if missing {
-        return Err("every `sessions` entry needs a string `sessionId`".into());
+        return Err(Refusal {
+            code: ErrorCode::SessionIdRequired,
+            message: "every `sessions` entry needs a string `sessionId`".into(),
+            session_id: None,
+        });
     }
     Ok(())
 }

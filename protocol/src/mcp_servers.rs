@@ -230,66 +230,83 @@ fn url_ok(s: &str) -> bool {
     })
 }
 
-impl TryFrom<RawEntry> for McpServerEntry {
-    type Error = String;
+/// Why an MCP server entry breaks a rule its fields' types do not state; its
+/// `Display` is the message the request's sender reads (written out by hand: this
+/// crate does without `thiserror`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidMcpServer(
+    /// What is wrong, naming the server and the field.
+    pub String,
+);
 
-    fn try_from(raw: RawEntry) -> Result<McpServerEntry, String> {
+impl std::fmt::Display for InvalidMcpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidMcpServer {}
+
+impl TryFrom<RawEntry> for McpServerEntry {
+    type Error = InvalidMcpServer;
+
+    fn try_from(raw: RawEntry) -> Result<McpServerEntry, InvalidMcpServer> {
         let name = raw.name;
         if !name_ok(&name) {
-            return Err(format!(
+            return Err(InvalidMcpServer(format!(
                 "MCP server name `{name:.64}`: use 1 to 40 letters, digits, `-` or `_`"
-            ));
+            )));
         }
         let transport = match (raw.command, raw.url) {
             (Some(command), None) if raw.headers.is_none() => {
                 let args = raw.args.unwrap_or_default();
                 let env = raw.env.unwrap_or_default();
                 if !text_ok(&command, 1) {
-                    return Err(format!(
+                    return Err(InvalidMcpServer(format!(
                         "MCP server `{name}`: `command` must be 1 to {MAX_VALUE} characters, no NUL"
-                    ));
+                    )));
                 }
                 if args.len() > MAX_ARGS || !args.iter().all(|a| text_ok(a, 0)) {
-                    return Err(format!(
+                    return Err(InvalidMcpServer(format!(
                         "MCP server `{name}`: `args` holds at most {MAX_ARGS} arguments of at most {MAX_VALUE} characters, no NUL"
-                    ));
+                    )));
                 }
                 if env.len() > MAX_SECRETS
                     || !env.iter().all(|(k, v)| var_ok(k) && text_ok(v, 0))
                 {
-                    return Err(format!(
+                    return Err(InvalidMcpServer(format!(
                         "MCP server `{name}`: `env` holds at most {MAX_SECRETS} variables named with letters, digits and `_` (not a digit first), values without NUL"
-                    ));
+                    )));
                 }
                 McpServerTransport::Stdio { command, args, env }
             }
             (None, Some(url)) if raw.args.is_none() && raw.env.is_none() => {
                 let headers = raw.headers.unwrap_or_default();
                 if !url_ok(&url) {
-                    return Err(format!(
+                    return Err(InvalidMcpServer(format!(
                         "MCP server `{name}`: `url` must be http:// or https://, at most {MAX_URL} characters, no space"
-                    ));
+                    )));
                 }
                 if headers.len() > MAX_SECRETS
                     || !headers
                         .iter()
                         .all(|(k, v)| header_name_ok(k) && header_value_ok(v))
                 {
-                    return Err(format!(
+                    return Err(InvalidMcpServer(format!(
                         "MCP server `{name}`: `headers` holds at most {MAX_SECRETS} headers with token names and printable ASCII values"
-                    ));
+                    )));
                 }
                 McpServerTransport::Http { url, headers }
             }
             (None, None) => {
-                return Err(format!(
+                return Err(InvalidMcpServer(format!(
                     "MCP server `{name}`: give `command` (a stdio server) or `url` (an HTTP one)"
-                ))
+                )))
             }
             _ => {
-                return Err(format!(
+                return Err(InvalidMcpServer(format!(
                     "MCP server `{name}`: `command` (with `args`, `env`) and `url` (with `headers`) do not mix"
-                ))
+                )))
             }
         };
         Ok(McpServerEntry { name, transport })

@@ -239,8 +239,14 @@ pub struct ScriptedAgent {
     memory: Vec<String>,
 }
 
-/// A person's answer to an `/ask`: allowed, or denied with a message.
-type Answer = Result<(), String>;
+/// A person's answer to an `/ask`.
+#[derive(Debug)]
+enum Answer {
+    /// The tool may run.
+    Allowed,
+    /// It may not; the person's message (`denied` when they gave none).
+    Denied(String),
+}
 
 /// Sent by a running script to its own actor: ask to use `tool`, answer on `reply`.
 #[derive(Message)]
@@ -274,7 +280,7 @@ impl Handler<Ask> for ScriptedAgent {
         }
         match self.approvals.ask(self.mode, &msg.tool, msg.reply) {
             Asked::Allowed(reply) => {
-                let _ = reply.send(Ok(()));
+                let _ = reply.send(Answer::Allowed);
             }
             Asked::Pending(request_id) => self.emitter.send(
                 Some(msg.turn_id),
@@ -482,9 +488,9 @@ impl Handler<AdapterCommand> for ScriptedAgent {
                 }
                 if let Some(reply) = self.approvals.answer(&request_id, allow && remember) {
                     let answer = if allow {
-                        Ok(())
+                        Answer::Allowed
                     } else {
-                        Err(message.unwrap_or_else(|| "denied".into()))
+                        Answer::Denied(message.unwrap_or_else(|| "denied".into()))
                     };
                     let _ = reply.send(answer);
                 }
@@ -610,12 +616,14 @@ impl Run {
                 }
                 Step::Tool { name, args } => {
                     let call_id = format!("{}_call_{index}", self.turn_id);
-                    let parsed: Result<Value, String> = serde_json::from_str(&args)
-                        .map_err(|e| format!("tool arguments are not JSON: {e}"));
+                    let parsed = serde_json::from_str::<Value>(&args);
                     let call = EventBody::ToolCall {
                         call_id: call_id.clone(),
                         name: name.clone(),
-                        input: parsed.clone().unwrap_or(Value::String(args)),
+                        input: match &parsed {
+                            Ok(input) => input.clone(),
+                            Err(_) => Value::String(args),
+                        },
                     };
                     if !self.emit(call).await {
                         return None;
@@ -626,7 +634,7 @@ impl Run {
                             .call(&self.session_id, &name, input)
                             .await
                             .map_err(|e| e.to_string()),
-                        Err(e) => Err(e),
+                        Err(e) => Err(format!("tool arguments are not JSON: {e}")),
                     };
                     let (output, is_error) = match result {
                         Ok(v) => (v, false),
@@ -691,8 +699,8 @@ impl Run {
                 Step::Fail(message) => return Some((TurnStatus::Failed, Some(message))),
                 Step::Ask { tool, input } => {
                     let line = match self.ask(&tool, &input).await? {
-                        Ok(()) => format!("allowed {tool}"),
-                        Err(message) => format!("denied {tool}: {message}"),
+                        Answer::Allowed => format!("allowed {tool}"),
+                        Answer::Denied(message) => format!("denied {tool}: {message}"),
                     };
                     if !self.emit(EventBody::AssistantMessage { text: line }).await {
                         return None;

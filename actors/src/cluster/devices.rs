@@ -8,7 +8,7 @@ use async_nats::jetstream::kv::Store;
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt};
 
-use crate::push::SharedDevices;
+use crate::push::{SharedDevices, SharedDevicesError};
 use crate::store::push::PushTarget;
 
 /// The bucket's name.
@@ -23,17 +23,17 @@ pub struct KvDevices {
 }
 
 impl SharedDevices for KvDevices {
-    fn all(&self) -> BoxFuture<'static, Result<Vec<PushTarget>, String>> {
+    fn all(&self) -> BoxFuture<'static, Result<Vec<PushTarget>, SharedDevicesError>> {
         let kv = self.kv.clone();
         async move {
-            let mut keys = kv.keys().await.map_err(|e| e.to_string())?;
+            let mut keys = kv.keys().await.map_err(SharedDevicesError::store)?;
             let mut out = Vec::new();
             while let Some(key) = keys.next().await {
-                let key = key.map_err(|e| e.to_string())?;
+                let key = key.map_err(SharedDevicesError::store)?;
                 if key == KEY {
                     continue;
                 }
-                if let Some(value) = kv.get(&key).await.map_err(|e| e.to_string())? {
+                if let Some(value) = kv.get(&key).await.map_err(SharedDevicesError::store)? {
                     match serde_json::from_slice::<PushTarget>(&value) {
                         Ok(target) => out.push(target),
                         Err(e) => tracing::warn!(%key, error = %e, "unreadable push device"),
@@ -45,33 +45,33 @@ impl SharedDevices for KvDevices {
         .boxed()
     }
 
-    fn put(&self, target: PushTarget) -> BoxFuture<'static, Result<(), String>> {
+    fn put(&self, target: PushTarget) -> BoxFuture<'static, Result<(), SharedDevicesError>> {
         let kv = self.kv.clone();
         async move {
-            let value = serde_json::to_vec(&target).map_err(|e| e.to_string())?;
+            let value = serde_json::to_vec(&target)?;
             kv.put(&target.id, value.into())
                 .await
                 .map(|_| ())
-                .map_err(|e| e.to_string())
+                .map_err(SharedDevicesError::store)
         }
         .boxed()
     }
 
-    fn remove(&self, id: String) -> BoxFuture<'static, Result<(), String>> {
+    fn remove(&self, id: String) -> BoxFuture<'static, Result<(), SharedDevicesError>> {
         let kv = self.kv.clone();
-        async move { kv.delete(&id).await.map_err(|e| e.to_string()) }.boxed()
+        async move { kv.delete(&id).await.map_err(SharedDevicesError::store) }.boxed()
     }
 
-    fn key(&self, mine: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
+    fn key(&self, mine: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, SharedDevicesError>> {
         let kv = self.kv.clone();
         async move {
             // `create` only when absent: two nodes joining at once agree on one key.
             if kv.create(KEY, mine.clone().into()).await.is_ok() {
                 return Ok(mine);
             }
-            match kv.get(KEY).await.map_err(|e| e.to_string())? {
+            match kv.get(KEY).await.map_err(SharedDevicesError::store)? {
                 Some(stored) => Ok(stored.to_vec()),
-                None => Err("the cluster's VAPID key is neither stored nor storable".into()),
+                None => Err(SharedDevicesError::NoKey),
             }
         }
         .boxed()

@@ -118,6 +118,11 @@ enum PairAnswer {
     Err { code: ErrorCode, message: String },
 }
 
+/// [`serve`]'s answer when an answer cannot be written: an `INTERNAL` refusal the
+/// asking node reads like any other.
+const UNWRITABLE: &[u8] =
+    br#"{"err":{"code":"INTERNAL","message":"the node could not write its answer"}}"#;
+
 /// What the pair's node answers a report.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -461,7 +466,13 @@ pub(super) async fn serve(cluster: Cluster) -> Result<(), ClusterError> {
                         message: format!("bad pair message: {e}"),
                     },
                 };
-                serde_json::to_vec(&answer).unwrap_or_default()
+                // An answer holds JSON, a code and a message, so writing it cannot
+                // fail; were it to, the asker still gets a refusal it can read
+                // (rather than an empty answer), and the log says why.
+                serde_json::to_vec(&answer).unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "cannot serialize a pair answer");
+                    UNWRITABLE.to_vec()
+                })
             }
         })
         .await
@@ -590,7 +601,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             changes,
         } => {
             let Some(pair) = rt.pair_addr(&pair_id) else {
-                return Ok(serde_json::to_value(Taken::NoPair).unwrap_or_default());
+                return taken(Taken::NoPair);
             };
             let (done, delivered) = oneshot::channel();
             pair.send(RemoteTurnEnded {
@@ -606,7 +617,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             .await?;
             match tokio::time::timeout(DELIVERY_WAIT, delivered).await {
                 // Delivered, or the pair stopped (closed: its closing reported it).
-                Ok(_) => serde_json::to_value(Taken::Taken).unwrap_or_default(),
+                Ok(_) => taken(Taken::Taken)?,
                 Err(_) => {
                     return Err(RuntimeError::Internal(
                         "the outcome is not delivered yet; report it again".into(),
@@ -615,6 +626,13 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             }
         }
     })
+}
+
+/// A [`Taken`] as the answer's JSON. A unit variant writes as its name and cannot
+/// fail; were it to, the report is refused (the Worker's node reports again).
+fn taken(t: Taken) -> Result<serde_json::Value, RuntimeError> {
+    serde_json::to_value(t)
+        .map_err(|e| RuntimeError::Internal(format!("cannot write the report's answer: {e}")))
 }
 
 /// Takes this node's idle Workers out of pairs that their pairs' nodes closed, for

@@ -17,7 +17,8 @@ const MAX_INPUT_CHARS: usize = 2000;
 /// The message a Driver that does not wait gets for a request, keyed by the
 /// request's id so it is taken once.
 pub(crate) fn approval_resume(ask: &ApprovalAsk) -> Resume {
-    let input = serde_json::to_string(&ask.input).unwrap_or_default();
+    // A JSON value writes as JSON by `Display`, which cannot fail.
+    let input = ask.input.to_string();
     Resume {
         id: format!("approval:{}", ask.request_id),
         text: format!(

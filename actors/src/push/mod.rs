@@ -52,20 +52,41 @@ struct PushInner {
     cluster_key: OnceLock<VapidKey>,
 }
 
+/// Why [`SharedDevices`] could not read or write the devices kept for the cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum SharedDevicesError {
+    /// The store failed the read or write; the message is what it said.
+    #[error("{0}")]
+    Store(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A device could not be written as JSON.
+    #[error("{0}")]
+    Encode(#[from] serde_json::Error),
+    /// No VAPID key is stored for the cluster, and this node's could not be stored.
+    #[error("the cluster's VAPID key is neither stored nor storable")]
+    NoKey,
+}
+
+impl SharedDevicesError {
+    /// The store's own failure.
+    pub fn store(e: impl std::error::Error + Send + Sync + 'static) -> SharedDevicesError {
+        SharedDevicesError::Store(Box::new(e))
+    }
+}
+
 /// Devices kept where every node of a cluster reads them (a JetStream KV bucket).
 pub trait SharedDevices: Send + Sync {
     /// Every device kept.
-    fn all(&self) -> BoxFuture<'static, Result<Vec<PushTarget>, String>>;
+    fn all(&self) -> BoxFuture<'static, Result<Vec<PushTarget>, SharedDevicesError>>;
     /// Adds or replaces a device (by id).
-    fn put(&self, target: PushTarget) -> BoxFuture<'static, Result<(), String>>;
+    fn put(&self, target: PushTarget) -> BoxFuture<'static, Result<(), SharedDevicesError>>;
     /// Removes a device.
-    fn remove(&self, id: String) -> BoxFuture<'static, Result<(), String>>;
+    fn remove(&self, id: String) -> BoxFuture<'static, Result<(), SharedDevicesError>>;
     /// The cluster's VAPID key (PKCS#8 DER): the one stored, else `mine`, stored now.
-    fn key(&self, mine: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>>;
+    fn key(&self, mine: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, SharedDevicesError>>;
 }
 
 /// A shared store's failure, for the caller.
-fn unavailable(e: String) -> RuntimeError {
+fn unavailable(e: SharedDevicesError) -> RuntimeError {
     RuntimeError::Internal(format!("the cluster's push devices cannot be read: {e}"))
 }
 

@@ -286,15 +286,33 @@ pub fn commands_update(commands: &Value) -> Value {
     json!({"sessionUpdate": "available_commands_update", "availableCommands": available})
 }
 
+/// A turn that failed: ACP has no stop reason for that, so `session/prompt` answers
+/// with an error carrying this message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the turn failed: {0}")]
+pub struct TurnFailed(
+    /// The turn's error, or `no reason given` when it has none.
+    pub String,
+);
+
+/// The ACP error's message is the failure's text.
+impl From<TurnFailed> for String {
+    fn from(e: TurnFailed) -> String {
+        e.to_string()
+    }
+}
+
 /// How a turn ended, as the answer to `session/prompt`: a stop reason, or the error
 /// of a failed turn (ACP has no stop reason for a failure, so the request fails).
-pub fn stop_reason(status: &str, error: Option<&str>) -> Result<&'static str, String> {
+pub fn stop_reason(status: &str, error: Option<&str>) -> Result<&'static str, TurnFailed> {
     match status {
         "completed" => Ok("end_turn"),
         "interrupted" => Ok("cancelled"),
-        _ => Err(format!(
-            "the turn failed: {}",
-            error.filter(|e| !e.is_empty()).unwrap_or("no reason given")
+        _ => Err(TurnFailed(
+            error
+                .filter(|e| !e.is_empty())
+                .unwrap_or("no reason given")
+                .to_string(),
         )),
     }
 }
@@ -387,6 +405,50 @@ impl PermissionAsk {
     }
 }
 
+/// Why a prompt's content blocks cannot be sent as a message (`session/prompt`
+/// answers `INVALID_PARAMS` with this message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptRefused {
+    /// An image block lacks its `mimeType` or its `data`.
+    #[error("prompt block {0}: an image needs mimeType and data")]
+    ImageIncomplete(
+        /// The block's index.
+        usize,
+    ),
+    /// An embedded resource's `blob` is not base64.
+    #[error("prompt block {block}: the blob is not base64: {source}")]
+    NotBase64 {
+        /// The block's index.
+        block: usize,
+        /// Why it does not decode.
+        source: base64::DecodeError,
+    },
+    /// An embedded resource has neither `text` nor `blob`.
+    #[error("prompt block {0}: a resource needs text or a blob")]
+    ResourceEmpty(
+        /// The block's index.
+        usize,
+    ),
+    /// A block of a type tandem does not take (audio, say).
+    #[error("prompt block {block}: `{kind}` content is not supported")]
+    Unsupported {
+        /// The block's index.
+        block: usize,
+        /// Its `type`.
+        kind: String,
+    },
+    /// No block gave anything to send.
+    #[error("the prompt is empty")]
+    Empty,
+}
+
+/// The ACP error's message is the refusal's text.
+impl From<PromptRefused> for String {
+    fn from(e: PromptRefused) -> String {
+        e.to_string()
+    }
+}
+
 /// A prompt's content, with the files it embeds still to be uploaded.
 #[derive(Debug, PartialEq)]
 pub struct PromptContent {
@@ -435,7 +497,7 @@ impl PromptContent {
 /// blocks; other embedded resources, text or blob, as attachments (`file` blocks of
 /// uploads: the server inlines a text file and saves any other in the session's
 /// directory).
-pub fn prompt_content(blocks: &[Value]) -> Result<PromptContent, String> {
+pub fn prompt_content(blocks: &[Value]) -> Result<PromptContent, PromptRefused> {
     let mut out: Vec<Value> = Vec::new();
     let mut files = Vec::new();
     let mut text = String::new();
@@ -451,9 +513,7 @@ pub fn prompt_content(blocks: &[Value]) -> Result<PromptContent, String> {
             "image" => {
                 let (Some(mime), Some(data)) = (block["mimeType"].as_str(), block["data"].as_str())
                 else {
-                    return Err(format!(
-                        "prompt block {i}: an image needs mimeType and data"
-                    ));
+                    return Err(PromptRefused::ImageIncomplete(i));
                 };
                 flush(&mut text, &mut out);
                 out.push(json!({"type": "image", "mimeType": mime, "data": data}));
@@ -473,9 +533,9 @@ pub fn prompt_content(blocks: &[Value]) -> Result<PromptContent, String> {
                     use base64::Engine as _;
                     base64::engine::general_purpose::STANDARD
                         .decode(blob)
-                        .map_err(|e| format!("prompt block {i}: the blob is not base64: {e}"))?
+                        .map_err(|source| PromptRefused::NotBase64 { block: i, source })?
                 } else {
-                    return Err(format!("prompt block {i}: a resource needs text or a blob"));
+                    return Err(PromptRefused::ResourceEmpty(i));
                 };
                 let mime = match (mime, res["text"].is_string()) {
                     (Some(m), _) => m.to_string(),
@@ -487,15 +547,16 @@ pub fn prompt_content(blocks: &[Value]) -> Result<PromptContent, String> {
                 files.push(EmbeddedFile { name, mime, bytes });
             }
             other => {
-                return Err(format!(
-                    "prompt block {i}: `{other}` content is not supported"
-                ))
+                return Err(PromptRefused::Unsupported {
+                    block: i,
+                    kind: other.to_string(),
+                })
             }
         }
     }
     flush(&mut text, &mut out);
     if out.is_empty() {
-        return Err("the prompt is empty".into());
+        return Err(PromptRefused::Empty);
     }
     Ok(PromptContent { blocks: out, files })
 }
@@ -707,11 +768,11 @@ mod tests {
         assert_eq!(stop_reason("completed", None), Ok("end_turn"));
         assert_eq!(stop_reason("interrupted", Some("x")), Ok("cancelled"));
         assert_eq!(
-            stop_reason("failed", Some("boom")),
+            stop_reason("failed", Some("boom")).map_err(String::from),
             Err("the turn failed: boom".into())
         );
         assert_eq!(
-            stop_reason("failed", None),
+            stop_reason("failed", None).map_err(String::from),
             Err("the turn failed: no reason given".into())
         );
     }

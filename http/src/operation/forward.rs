@@ -58,6 +58,23 @@ impl From<ApiError> for Failure {
     }
 }
 
+/// [`Outcome::to_json`]'s answer when the outcome cannot be written: an `INTERNAL`
+/// failure the asking node reads like any other.
+const UNWRITABLE: &str =
+    r#"{"err":{"code":"INTERNAL","message":"the owner could not write its answer","status":500}}"#;
+
+impl Outcome {
+    /// The outcome as JSON, for the asking node. Its parts are raw JSON, strings and
+    /// numbers, so writing it cannot fail; were it to, the asker still gets a failure
+    /// it can read (rather than an empty answer), and the log says why.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "cannot serialize a forwarded request's outcome");
+            UNWRITABLE.to_string()
+        })
+    }
+}
+
 impl From<Failure> for ApiError {
     fn from(f: Failure) -> ApiError {
         ApiError {
@@ -171,7 +188,7 @@ pub async fn answer_forwarded(ctx: &Context, who: &Principal, frame: &str) -> St
         Ok(raw) => Outcome::Ok(raw),
         Err(e) => Outcome::Err(e.into()),
     };
-    serde_json::to_string(&outcome).unwrap_or_default()
+    outcome.to_json()
 }
 
 /// A forwarded request's frame read back as the typed request.
@@ -192,5 +209,22 @@ fn decode(frame: &str) -> Result<ClientRequest, ApiError> {
             ErrorCode::UnknownMessageType,
             format!("unknown request `{kind}`"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fallback answer reads back as an `INTERNAL` failure.
+    #[test]
+    fn the_unwritable_answer_is_a_failure() {
+        match serde_json::from_str::<Outcome>(UNWRITABLE) {
+            Ok(Outcome::Err(f)) => {
+                assert_eq!(f.detail.code, ErrorCode::Internal);
+                assert_eq!(f.status, 500);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -65,6 +65,14 @@ pub enum RpcError {
         /// The parse error.
         detail: String,
     },
+    /// The request's params could not be written as JSON; nothing was sent.
+    #[error("cannot write {method} for codex app-server: {detail}")]
+    Encode {
+        /// The request.
+        method: String,
+        /// What serializing said (as text: `RpcError` is `Clone`, `serde_json::Error` is not).
+        detail: String,
+    },
 }
 
 /// What a routed session receives from its thread.
@@ -322,11 +330,16 @@ impl Connection {
             return Err(RpcError::Closed(self.inner.describe_exit("exited")));
         }
         let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst) as i64;
+        // Written before it waits for an answer, so a request that cannot be written
+        // leaves nothing pending.
+        let line = frame(&RequestFrame { id, method, params }).map_err(|e| RpcError::Encode {
+            method: method.into(),
+            detail: e.to_string(),
+        })?;
         let (tx, rx) = oneshot::channel();
         if let Ok(mut pending) = self.inner.pending.lock() {
             pending.insert(id, tx);
         }
-        let line = frame(&RequestFrame { id, method, params });
         if self.inner.out.send(line).is_err() {
             self.forget(id);
             return Err(RpcError::Closed(self.inner.describe_exit("stdin closed")));
@@ -356,25 +369,38 @@ impl Connection {
         }
     }
 
-    /// Sends a notification.
+    /// Sends a notification; one whose params cannot be written is not sent (the
+    /// log says why): app-server answers none, so nothing waits for it.
     pub fn notify<P: Serialize>(&self, method: &str, params: &P) {
-        let _ = self
-            .inner
-            .out
-            .send(frame(&NotificationFrame { method, params }));
+        match frame(&NotificationFrame { method, params }) {
+            Ok(line) => {
+                let _ = self.inner.out.send(line);
+            }
+            Err(e) => {
+                tracing::error!(target: "codex", %method, error = %e, "cannot serialize a notification; not sent");
+            }
+        }
     }
 
-    /// Answers a request app-server sent us.
+    /// Answers a request app-server sent us. A result that cannot be written is
+    /// refused instead (JSON-RPC internal error), so app-server does not wait for it.
     pub fn respond<R: Serialize>(&self, id: &RequestId, result: &R) {
-        let _ = self.inner.out.send(frame(&ResultFrame { id, result }));
+        match frame(&ResultFrame { id, result }) {
+            Ok(line) => {
+                let _ = self.inner.out.send(line);
+            }
+            Err(e) => {
+                tracing::error!(target: "codex", ?id, error = %e, "cannot serialize an answer; refusing the request");
+                self.respond_error(id, -32603, "tandem could not write its answer");
+            }
+        }
     }
 
     /// Refuses a request app-server sent us.
     pub fn respond_error(&self, id: &RequestId, code: i64, message: &str) {
-        let _ = self.inner.out.send(frame(&ErrorFrame {
-            id,
-            error: ErrorBody { code, message },
-        }));
+        if let Some(line) = error_frame(id, code, message) {
+            let _ = self.inner.out.send(line);
+        }
     }
 
     /// When the account's exhausted rate-limit window resets, epoch ms, from the
@@ -507,13 +533,10 @@ impl Inner {
                     (None, Some(id)) => {
                         // Nobody can answer it: refuse so app-server does not wait.
                         tracing::debug!(target: "codex", %method, "unroutable request refused");
-                        let _ = self.out.send(frame(&ErrorFrame {
-                            id: &id,
-                            error: ErrorBody {
-                                code: -32601,
-                                message: "no session for this request",
-                            },
-                        }));
+                        if let Some(line) = error_frame(&id, -32601, "no session for this request")
+                        {
+                            let _ = self.out.send(line);
+                        }
                     }
                     (None, None) => {
                         let first = self
@@ -580,10 +603,25 @@ struct ErrorBody<'a> {
     message: &'a str,
 }
 
-fn frame<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut line = serde_json::to_vec(value).unwrap_or_default();
+/// One JSON-RPC line: the message as JSON, and a newline.
+fn frame<T: Serialize>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
+    let mut line = serde_json::to_vec(value)?;
     line.push(b'\n');
-    line
+    Ok(line)
+}
+
+/// The line refusing request `id`. An id, a number and a text cannot fail to be
+/// written; were they to, nothing is sent (app-server's request then times out on
+/// its side) and the log says why.
+fn error_frame(id: &RequestId, code: i64, message: &str) -> Option<Vec<u8>> {
+    frame(&ErrorFrame {
+        id,
+        error: ErrorBody { code, message },
+    })
+    .map_err(|e| {
+        tracing::error!(target: "codex", ?id, error = %e, "cannot serialize a refusal; not sent");
+    })
+    .ok()
 }
 
 /// Waits for the child to exit or for a kill request; reports the exit status.

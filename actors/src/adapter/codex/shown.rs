@@ -8,9 +8,14 @@ use serde_json::Value;
 
 use super::wire::{ItemStatus, TokenUsageBreakdown};
 
-/// Any of the shapes below as the JSON value an event carries.
+/// Any of the shapes below as the JSON value an event carries. The shapes hold
+/// strings, numbers and JSON values, so this cannot fail; were it to, the event shows
+/// `null` and the log says why.
 pub fn value<T: Serialize>(shape: T) -> Value {
-    serde_json::to_value(shape).unwrap_or(Value::Null)
+    serde_json::to_value(shape).unwrap_or_else(|e| {
+        tracing::error!(target: "codex", error = %e, shape = std::any::type_name::<T>(), "cannot serialize what an event shows");
+        Value::Null
+    })
 }
 
 /// A shell command's `tool_call` input, and (with `reason`) its approval request.

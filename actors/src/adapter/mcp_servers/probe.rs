@@ -34,6 +34,126 @@ struct Found {
     tools: Vec<String>,
 }
 
+/// Why a probe found no working server; its `Display` is the probe result's `error`.
+#[derive(Debug, thiserror::Error)]
+enum ProbeError {
+    /// Nothing answered within [`PROBE_LIMIT`].
+    #[error("no answer within {} s", PROBE_LIMIT.as_secs())]
+    Timeout,
+    /// The server answered a JSON-RPC error.
+    #[error("the server answered an error: {0}")]
+    Answered(
+        /// The error's message (`(no message)` when it had none).
+        String,
+    ),
+    /// The server's answer holds neither a result nor an error.
+    #[error("the server's answer has no result")]
+    NoResult,
+    /// A stdio server's command could not be started.
+    #[error("cannot start {command}: {source}")]
+    Start {
+        /// The command, named in the message.
+        command: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The started server came without its pipes.
+    #[error("no pipes to the server")]
+    NoPipes,
+    /// A stdio server stopped taking input: it exited.
+    #[error("the server exited (its input closed: {source}){said}")]
+    InputClosed {
+        /// What writing to it said.
+        source: std::io::Error,
+        /// Its last words on stderr.
+        said: LastWords,
+    },
+    /// A stdio server's output ended before it answered: it exited.
+    #[error("the server exited{said}")]
+    OutputEnded {
+        /// Its last words on stderr.
+        said: LastWords,
+    },
+    /// A stdio server's output could not be read.
+    #[error("reading the server: {0}")]
+    Read(#[source] std::io::Error),
+    /// An HTTP server could not be reached.
+    #[error("cannot reach {url}: {source}")]
+    Unreachable {
+        /// Its URL, named in the message.
+        url: String,
+        /// What the client said.
+        source: awc::error::SendRequestError,
+    },
+    /// An HTTP server answered with a status other than success.
+    #[error("{url} answered HTTP {status}")]
+    Status {
+        /// Its URL, named in the message.
+        url: String,
+        /// The status code.
+        status: u16,
+    },
+    /// An HTTP server's answer could not be read.
+    #[error("reading {url}: {source}")]
+    Body {
+        /// Its URL, named in the message.
+        url: String,
+        /// What the client said.
+        source: awc::error::PayloadError,
+    },
+    /// An HTTP server's answer holds no JSON-RPC answer.
+    #[error("{url} did not answer with JSON-RPC")]
+    NotJsonRpc {
+        /// Its URL, named in the message.
+        url: String,
+    },
+    /// An HTTP server answered a request with an empty body.
+    #[error("no answer to {0}")]
+    NoAnswer(
+        /// The request's method.
+        &'static str,
+    ),
+}
+
+impl ProbeError {
+    /// Whether the error says a stdio server exited (its last words then say why).
+    fn exited(&self) -> bool {
+        matches!(
+            self,
+            ProbeError::InputClosed { .. } | ProbeError::OutputEnded { .. }
+        )
+    }
+
+    /// The error with `words` as the exited server's last words.
+    fn with_last_words(self, words: LastWords) -> ProbeError {
+        match self {
+            ProbeError::InputClosed { source, .. } => ProbeError::InputClosed {
+                source,
+                said: words,
+            },
+            ProbeError::OutputEnded { .. } => ProbeError::OutputEnded { said: words },
+            other => other,
+        }
+    }
+}
+
+/// What an exited stdio server last wrote to stderr, when it wrote anything: shown
+/// after the error as `: …`.
+#[derive(Debug, Default)]
+struct LastWords(
+    /// Its last lines, joined (none when it wrote nothing or could not be read).
+    Option<String>,
+);
+
+impl std::fmt::Display for LastWords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(said) => write!(f, ": {said}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Probes `server`, a stdio one started confined by a launcher in a directory when
 /// given; a server that does not answer in [`PROBE_LIMIT`] is unreachable.
 pub async fn probe(
@@ -49,7 +169,7 @@ pub async fn probe(
         }
     })
     .await
-    .unwrap_or_else(|_| Err(format!("no answer within {} s", PROBE_LIMIT.as_secs())));
+    .unwrap_or(Err(ProbeError::Timeout));
     match outcome {
         Ok(found) => McpServerProbeResult {
             name: server.name.clone(),
@@ -65,7 +185,7 @@ pub async fn probe(
             server_name: None,
             server_version: None,
             tools: Vec::new(),
-            error: Some(error),
+            error: Some(error.to_string()),
         },
     }
 }
@@ -85,17 +205,14 @@ fn tools_list() -> Value {
     json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
 }
 
-/// The result of a JSON-RPC answer, or its error as text.
-fn result_of(answer: &Value) -> Result<&Value, String> {
+/// The result of a JSON-RPC answer, or its error.
+fn result_of(answer: &Value) -> Result<&Value, ProbeError> {
     if let Some(e) = answer.get("error") {
-        return Err(format!(
-            "the server answered an error: {}",
-            e["message"].as_str().unwrap_or("(no message)")
+        return Err(ProbeError::Answered(
+            e["message"].as_str().unwrap_or("(no message)").to_string(),
         ));
     }
-    answer
-        .get("result")
-        .ok_or_else(|| "the server's answer has no result".to_string())
+    answer.get("result").ok_or(ProbeError::NoResult)
 }
 
 /// Fills `found` from `initialize`'s result.
@@ -119,7 +236,7 @@ async fn stdio(
     args: &[String],
     env: &BTreeMap<String, String>,
     confined: Option<(&Launcher, &std::path::Path)>,
-) -> Result<Found, String> {
+) -> Result<Found, ProbeError> {
     let mut vars = crate::adapter::process::inherited(std::env::vars_os());
     vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
     let mut cmd = match confined {
@@ -137,13 +254,14 @@ async fn stdio(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {command}: {e}"))?;
+    let mut child = cmd.spawn().map_err(|source| ProbeError::Start {
+        command: command.to_string(),
+        source,
+    })?;
     let (Some(mut input), Some(output), Some(errors)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        return Err("no pipes to the server".into());
+        return Err(ProbeError::NoPipes);
     };
     // Its last words on stderr say why it exited: the last few lines that are not
     // stack frames (a runtime's error comes before its trace and version line), at
@@ -166,16 +284,13 @@ async fn stdio(
     let talked = talk(&mut input, output).await;
     let _ = child.start_kill();
     match talked {
-        Err(e) if e.starts_with("the server exited") => {
+        Err(e) if e.exited() => {
             let said = tokio::time::timeout(Duration::from_secs(1), last_words)
                 .await
                 .ok()
                 .and_then(Result::ok)
                 .filter(|s| !s.is_empty());
-            Err(match said {
-                Some(said) => format!("{e}: {said}"),
-                None => e,
-            })
+            Err(e.with_last_words(LastWords(said)))
         }
         other => other,
     }
@@ -185,21 +300,24 @@ async fn stdio(
 async fn talk(
     input: &mut tokio::process::ChildStdin,
     output: tokio::process::ChildStdout,
-) -> Result<Found, String> {
+) -> Result<Found, ProbeError> {
     let mut lines = BufReader::new(output).lines();
     let mut send = async |v: Value| {
         input
             .write_all(format!("{v}\n").as_bytes())
             .await
-            .map_err(|e| format!("the server exited (its input closed: {e})"))
+            .map_err(|source| ProbeError::InputClosed {
+                source,
+                said: LastWords::default(),
+            })
     };
-    let mut answer = async |id: u64| -> Result<Value, String> {
+    let mut answer = async |id: u64| -> Result<Value, ProbeError> {
         loop {
-            let line = lines
-                .next_line()
-                .await
-                .map_err(|e| format!("reading the server: {e}"))?
-                .ok_or_else(|| "the server exited".to_string())?;
+            let line = lines.next_line().await.map_err(ProbeError::Read)?.ok_or(
+                ProbeError::OutputEnded {
+                    said: LastWords::default(),
+                },
+            )?;
             // Notifications and log lines before the answer are passed over.
             if let Ok(v) = serde_json::from_str::<Value>(&line) {
                 if v["id"] == id {
@@ -217,13 +335,13 @@ async fn talk(
     Ok(found)
 }
 
-async fn http(url: &str, headers: &BTreeMap<String, String>) -> Result<Found, String> {
+async fn http(url: &str, headers: &BTreeMap<String, String>) -> Result<Found, ProbeError> {
     let client = awc::Client::builder()
         .timeout(PROBE_LIMIT)
         .max_http_version(awc::http::Version::HTTP_11)
         .finish();
     let mut session: Option<String> = None;
-    let mut post = async |body: Value| -> Result<Option<Value>, String> {
+    let mut post = async |body: Value| -> Result<Option<Value>, ProbeError> {
         let mut req = client
             .post(url)
             .insert_header(("Accept", "application/json, text/event-stream"))
@@ -237,9 +355,15 @@ async fn http(url: &str, headers: &BTreeMap<String, String>) -> Result<Found, St
         let mut resp = req
             .send_json(&body)
             .await
-            .map_err(|e| format!("cannot reach {url}: {e}"))?;
+            .map_err(|source| ProbeError::Unreachable {
+                url: url.to_string(),
+                source,
+            })?;
         if !resp.status().is_success() {
-            return Err(format!("{url} answered HTTP {}", resp.status().as_u16()));
+            return Err(ProbeError::Status {
+                url: url.to_string(),
+                status: resp.status().as_u16(),
+            });
         }
         if let Some(s) = resp
             .headers()
@@ -257,7 +381,10 @@ async fn http(url: &str, headers: &BTreeMap<String, String>) -> Result<Found, St
             .body()
             .limit(4 << 20)
             .await
-            .map_err(|e| format!("reading {url}: {e}"))?;
+            .map_err(|source| ProbeError::Body {
+                url: url.to_string(),
+                source,
+            })?;
         if bytes.is_empty() {
             return Ok(None);
         }
@@ -270,18 +397,49 @@ async fn http(url: &str, headers: &BTreeMap<String, String>) -> Result<Found, St
         } else {
             serde_json::from_str::<Value>(&text).ok()
         };
-        json.map(Some)
-            .ok_or_else(|| format!("{url} did not answer with JSON-RPC"))
+        json.map(Some).ok_or_else(|| ProbeError::NotJsonRpc {
+            url: url.to_string(),
+        })
     };
     let mut found = Found::default();
     let init = post(initialize())
         .await?
-        .ok_or_else(|| "no answer to initialize".to_string())?;
+        .ok_or(ProbeError::NoAnswer("initialize"))?;
     read_initialize(&mut found, result_of(&init)?);
     post(initialized()).await?;
     let tools = post(tools_list())
         .await?
-        .ok_or_else(|| "no answer to tools/list".to_string())?;
+        .ok_or(ProbeError::NoAnswer("tools/list"))?;
     read_tools(&mut found, result_of(&tools)?);
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LastWords, ProbeError};
+
+    /// An exited server's error ends with its last words, when it left any.
+    #[test]
+    fn an_exit_says_the_last_words() {
+        let ended = ProbeError::OutputEnded {
+            said: LastWords::default(),
+        };
+        assert!(ended.exited());
+        assert_eq!(ended.to_string(), "the server exited");
+        let said = ProbeError::OutputEnded {
+            said: LastWords::default(),
+        }
+        .with_last_words(LastWords(Some("Error: no token".into())));
+        assert_eq!(said.to_string(), "the server exited: Error: no token");
+        let closed = ProbeError::InputClosed {
+            source: std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+            said: LastWords::default(),
+        }
+        .with_last_words(LastWords(Some("bye".into())));
+        assert_eq!(
+            closed.to_string(),
+            "the server exited (its input closed: broken pipe): bye"
+        );
+        assert!(!ProbeError::NoResult.exited());
+    }
 }

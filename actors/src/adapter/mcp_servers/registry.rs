@@ -33,6 +33,27 @@ pub enum RegistryError {
     Missing(String),
 }
 
+/// Why a session's choice of MCP servers cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    /// A server is chosen twice.
+    #[error("the MCP server `{0}` is named twice")]
+    Twice(String),
+    /// A name no server listed for the owner has.
+    #[error("no MCP server `{0}`: name one mcp-servers.list shows")]
+    Unknown(String),
+    /// An entry of its own named `tandem`, the name of tandem's tools.
+    #[error("the MCP server name `tandem` is tandem's own tools")]
+    Reserved,
+}
+
+/// The runtime reports a refused choice by its message.
+impl From<ChoiceError> for String {
+    fn from(e: ChoiceError) -> String {
+        e.to_string()
+    }
+}
+
 /// The servers; cheap to clone.
 #[derive(Clone, Default)]
 pub struct McpServers {
@@ -133,21 +154,19 @@ impl McpServers {
 
     /// Checks a session's choice when it is made: every name one `owner` may use, no
     /// name twice.
-    pub fn check_choice(&self, owner: &str, choice: &[McpServerChoice]) -> Result<(), String> {
+    pub fn check_choice(&self, owner: &str, choice: &[McpServerChoice]) -> Result<(), ChoiceError> {
         let listed = self.listed(owner);
         let mut seen = std::collections::HashSet::new();
         for c in choice {
             if !seen.insert(c.name()) {
-                return Err(format!("the MCP server `{}` is named twice", c.name()));
+                return Err(ChoiceError::Twice(c.name().to_string()));
             }
             match c {
                 McpServerChoice::Name(n) if !listed.iter().any(|(s, _)| &s.name == n) => {
-                    return Err(format!(
-                        "no MCP server `{n}`: name one mcp-servers.list shows"
-                    ))
+                    return Err(ChoiceError::Unknown(n.clone()))
                 }
                 McpServerChoice::Entry(e) if e.name == "tandem" => {
-                    return Err("the MCP server name `tandem` is tandem's own tools".into())
+                    return Err(ChoiceError::Reserved)
                 }
                 _ => {}
             }

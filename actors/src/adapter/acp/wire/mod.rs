@@ -156,11 +156,21 @@ pub struct OutResponse<R: Serialize> {
     pub error: Option<RpcError>,
 }
 
-/// Serializes `value` as one line (with its newline).
+/// Serializes `value` as one line (with its newline); empty when it cannot be written.
 pub fn line<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
+    match serde_json::to_vec(value) {
+        Ok(mut bytes) => {
+            bytes.push(b'\n');
+            bytes
+        }
+        // The messages are plain structs and JSON values, which cannot fail to be
+        // written; were one to, nothing is sent (rather than an empty line the agent
+        // would take for a message) and the log says why.
+        Err(e) => {
+            tracing::error!(error = %e, message = std::any::type_name::<T>(), "cannot serialize an ACP message; not sent");
+            Vec::new()
+        }
+    }
 }
 
 /// `initialize` parameters.

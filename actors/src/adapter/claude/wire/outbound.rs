@@ -275,9 +275,19 @@ impl<'a> OutboundControlResponse<'a> {
     }
 }
 
-/// Serializes one outbound line (JSON and a newline).
+/// Serializes one outbound line (JSON and a newline); empty when it cannot be written.
 pub fn line<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut out = serde_json::to_vec(value).unwrap_or_default();
-    out.push(b'\n');
-    out
+    match serde_json::to_vec(value) {
+        Ok(mut out) => {
+            out.push(b'\n');
+            out
+        }
+        // The messages are plain structs and JSON values, which cannot fail to be
+        // written; were one to, nothing is sent (rather than an empty line the agent
+        // would take for a message) and the log says why.
+        Err(e) => {
+            tracing::error!(error = %e, message = std::any::type_name::<T>(), "cannot serialize a Claude Code input line; not sent");
+            Vec::new()
+        }
+    }
 }
