@@ -103,6 +103,13 @@ async fn the_official_python_sdk_drives_sessions_through_tandem_acp() {
     let reply = &out["reply"];
     assert_eq!(reply["stopReason"], "end_turn", "{reply}");
     assert_eq!(reply["text"], "hello from the SDK", "{reply}");
+    // Thinking and a plan are updates of their own kinds (schema-checked with the rest).
+    for kind in ["agent_thought_chunk", "plan"] {
+        assert!(
+            reply["kinds"].as_array().unwrap().contains(&json!(kind)),
+            "{kind}: {reply}"
+        );
+    }
     let calls = reply["toolCalls"].as_array().unwrap();
     assert_eq!(calls.len(), 2, "{reply}");
     assert_eq!(

@@ -250,7 +250,11 @@ async def first_editor(command, url, token, cwd, other_cwd):
             conn,
             editor,
             sid,
-            text_block('hello from the SDK\n/show Read {"file_path": "/tmp/a.txt"}\n/tool close_partner {}'),
+            text_block(
+                'hello from the SDK\n/show Read {"file_path": "/tmp/a.txt"}\n/tool close_partner {}\n'
+                "/think pondering\n"
+                '/plan [{"content": "step one", "status": "in_progress", "priority": "high"}]'
+            ),
         )
 
         editor.decision = "allow_once"

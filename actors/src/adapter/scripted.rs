@@ -19,6 +19,8 @@
 //! - `/usage {json}` → reports that usage for the turn (on its `turn_completed`)
 //! - `/show NAME {json}` → a `tool_call` NAME with that input and an `ok`
 //!   `tool_result`, running nothing (how a vendor's own tools look in the history)
+//! - `/think TEXT` → a `thinking` event with TEXT
+//! - `/plan [json entries]` → a `plan` event with those entries
 //! - `/history` → one text line `history: A | B` quoting the user messages of the
 //!   earlier turns this agent remembers (its "conversation"), so tests can see what a
 //!   rewind made it forget
@@ -82,6 +84,10 @@ enum Step {
         name: String,
         input: Value,
     },
+    /// Thinking shown as a vendor's (`/think TEXT`).
+    Think(String),
+    /// A plan shown as a vendor's (`/plan [entries]`).
+    Plan(Vec<Value>),
     /// Quotes the remembered conversation (`/history`).
     History,
     /// Writes a file in the working directory (`/write PATH TEXT`).
@@ -141,6 +147,8 @@ fn parse_script(text: &str) -> Vec<Step> {
                     Some(Step::Ask { tool, input })
                 }
                 "/history" if rest.is_empty() => Some(Step::History),
+                "/think" if !rest.is_empty() => Some(Step::Think(rest.into())),
+                "/plan" => serde_json::from_str(rest).ok().map(Step::Plan),
                 "/usage" => serde_json::from_str(rest).ok().map(Step::Usage),
                 "/show" if !rest.is_empty() => {
                     let mut parts = rest.splitn(2, char::is_whitespace);
@@ -669,6 +677,16 @@ impl Run {
                         return None;
                     }
                 }
+                Step::Think(text) => {
+                    if !self.emit(EventBody::Thinking { text }).await {
+                        return None;
+                    }
+                }
+                Step::Plan(entries) => {
+                    if !self.emit(EventBody::Plan { entries }).await {
+                        return None;
+                    }
+                }
                 // Replaced by its text when the turn starts; nothing left to run.
                 Step::History => {}
                 Step::Write { path, text } => {
@@ -757,7 +775,7 @@ mod tests {
     #[test]
     fn parses_every_directive() {
         let steps = parse_script(
-            "hello\n/sleep 5\n/hold h-1_A\n/hold a b\n/hold\n/stubborn 7\n/stream 3\n/tool t {\"a\":1}\n/background b1 100 long job\n/what x\n/sleep x\n\n/ask Bash {\"command\":\"ls\"}\n/fail boom",
+            "hello\n/sleep 5\n/hold h-1_A\n/hold a b\n/hold\n/stubborn 7\n/stream 3\n/tool t {\"a\":1}\n/background b1 100 long job\n/what x\n/sleep x\n\n/ask Bash {\"command\":\"ls\"}\n/fail boom\n/think hm\n/plan [{\"content\":\"a\"}]\n/plan nope",
         );
         assert_eq!(
             steps,
@@ -785,6 +803,9 @@ mod tests {
                     input: "{\"command\":\"ls\"}".into()
                 },
                 Step::Fail("boom".into()),
+                Step::Think("hm".into()),
+                Step::Plan(vec![serde_json::json!({"content": "a"})]),
+                Step::Text("/plan nope".into()),
             ]
         );
     }
