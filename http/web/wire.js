@@ -1682,8 +1682,13 @@
  * @property {Array<string>} models Known model names: what the CLI reports (Codex's `model/list`, its default first) or its aliases (Claude Code), plus those the config file names.
  * @property {Array<string>} [notes] Limits worth telling people, e.g. an ACP agent that cannot connect to tandem's MCP endpoint over HTTP and so cannot call the agent tools.
  * @property {string | null} [problem] What is wrong and how to fix it, when `status` is neither `ok` nor `unknown`.
- * @property {string} [status] Whether the vendor can work here, as far as is known without calling a model: `ok`, `unknown` (not checked yet), `missing`, `broken` (does not run), `unsupportedVersion`, `notLoggedIn`.
+ * @property {VendorStatus} [status] Whether the vendor can work here, as far as is known without calling a model.
  * @property {string | null} [version] The CLI's version line, once known (absent when not installed).
+ */
+
+/**
+ * Where a vendor stands, as far as is known without calling a model.
+ * @typedef {('ok' | 'unknown' | 'missing' | 'broken' | 'unsupportedVersion' | 'notLoggedIn')} VendorStatus
  */
 
 /**

@@ -86,11 +86,9 @@ pub struct VendorInfo {
     /// The CLI's version line, once known (absent when not installed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// Whether the vendor can work here, as far as is known without calling a model:
-    /// `ok`, `unknown` (not checked yet), `missing`, `broken` (does not run),
-    /// `unsupportedVersion`, `notLoggedIn`.
-    #[serde(default = "unknown_status")]
-    pub status: String,
+    /// Whether the vendor can work here, as far as is known without calling a model.
+    #[serde(default)]
+    pub status: VendorStatus,
     /// What is wrong and how to fix it, when `status` is neither `ok` nor `unknown`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
@@ -139,8 +137,43 @@ pub struct AgentIdentity {
     pub version: Option<String>,
 }
 
-fn unknown_status() -> String {
-    "unknown".into()
+/// Where a vendor stands, as far as is known without calling a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum VendorStatus {
+    /// Usable as far as can be told without calling the model.
+    Ok,
+    /// Not checked yet (the server checks in the background after it starts).
+    #[default]
+    Unknown,
+    /// No binary found.
+    Missing,
+    /// The binary does not run (`--version` failed).
+    Broken,
+    /// The binary's version is outside the supported range.
+    #[serde(rename = "unsupportedVersion")]
+    Unsupported,
+    /// The CLI says it has no credentials.
+    NotLoggedIn,
+}
+
+impl VendorStatus {
+    /// The wire word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VendorStatus::Ok => "ok",
+            VendorStatus::Unknown => "unknown",
+            VendorStatus::Missing => "missing",
+            VendorStatus::Broken => "broken",
+            VendorStatus::Unsupported => "unsupportedVersion",
+            VendorStatus::NotLoggedIn => "notLoggedIn",
+        }
+    }
+
+    /// True when sessions of the vendor cannot work.
+    pub fn unusable(self) -> bool {
+        !matches!(self, VendorStatus::Ok | VendorStatus::Unknown)
+    }
 }
 
 /// `GET /api/v1/vendors`.

@@ -213,7 +213,7 @@ impl VendorCatalog {
                 display_name: v.display_name.clone(),
                 installed: v.installed,
                 version: v.version.clone(),
-                status: v.status.as_str().into(),
+                status: v.status,
                 problem: v.problem.clone(),
                 default_model: v.default_model.clone(),
                 models: v.models.clone(),

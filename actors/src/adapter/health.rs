@@ -75,42 +75,8 @@ pub fn parse_version(line: &str) -> Option<Version> {
         .next()
 }
 
-/// Where a vendor stands, as `GET /api/v1/vendors` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum VendorStatus {
-    /// Usable as far as can be told without calling the model.
-    Ok,
-    /// Not checked yet (the server checks in the background after it starts).
-    #[default]
-    Unknown,
-    /// No binary found.
-    Missing,
-    /// The binary does not run (`--version` failed).
-    Broken,
-    /// The binary's version is outside [`SupportedRange`].
-    Unsupported,
-    /// The CLI says it has no credentials.
-    NotLoggedIn,
-}
-
-impl VendorStatus {
-    /// The wire word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            VendorStatus::Ok => "ok",
-            VendorStatus::Unknown => "unknown",
-            VendorStatus::Missing => "missing",
-            VendorStatus::Broken => "broken",
-            VendorStatus::Unsupported => "unsupportedVersion",
-            VendorStatus::NotLoggedIn => "notLoggedIn",
-        }
-    }
-
-    /// True when sessions of the vendor cannot work.
-    pub fn unusable(self) -> bool {
-        !matches!(self, VendorStatus::Ok | VendorStatus::Unknown)
-    }
-}
+/// Where a vendor stands, as `GET /api/v1/vendors` reports it (a wire type).
+pub use tandem_protocol::rest::VendorStatus;
 
 /// What a check found.
 #[derive(Debug, Clone, PartialEq, Default)]
