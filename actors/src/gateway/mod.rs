@@ -63,12 +63,21 @@ const SLOW_AFTER: Duration = Duration::from_millis(50);
 struct Sub {
     /// The next `seq` this client should receive.
     next: u64,
-    /// Receiving live events (else: replaying).
-    live: bool,
-    /// A store read for this subscription is in flight.
-    reading: bool,
+    /// Where it stands: replaying, reading a page from the store, or live.
+    state: SubState,
     /// Distinguishes this subscription from an earlier one to the same session.
     generation: u64,
+}
+
+/// Where a subscription stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SubState {
+    /// Catching up (from the ring or the store); nothing in flight.
+    Replaying,
+    /// A store read for it is in flight: its answer continues the replay.
+    Reading,
+    /// Caught up: it gets each commit as it happens.
+    Live,
 }
 
 struct Client {
@@ -246,8 +255,7 @@ impl Handler<Subscribe> for Gateway {
             msg.session_id.clone(),
             Sub {
                 next: msg.after.saturating_add(1),
-                live: false,
-                reading: false,
+                state: SubState::Replaying,
                 generation,
             },
         );
@@ -294,7 +302,7 @@ impl Handler<Drained> for Gateway {
                     client
                         .subs
                         .iter()
-                        .filter(|(_, sub)| sub.live)
+                        .filter(|(_, sub)| sub.state == SubState::Live)
                         .map(|(sid, _)| sid.clone())
                         .collect(),
                 ),

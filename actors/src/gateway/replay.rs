@@ -14,7 +14,7 @@ use tandem_protocol::ServerFrame;
 use super::fanout::Outgoing;
 use super::topic::Topic;
 use super::{
-    Client, Deliver, Drained, Gateway, Refused, Strikes, Target, LAG_STRIKES, LAG_WINDOW,
+    Client, Deliver, Drained, Gateway, Refused, Strikes, SubState, Target, LAG_STRIKES, LAG_WINDOW,
     PAGE_EVENTS,
 };
 use crate::error::RuntimeError;
@@ -129,12 +129,12 @@ impl Gateway {
         let Some(sub) = client.subs.get_mut(sid) else {
             return;
         };
-        if sub.live || sub.reading {
+        if sub.state != SubState::Replaying {
             return;
         }
         if let Some(topic) = self.topics.get_mut(sid).filter(|t| t.last_committed > 0) {
             if sub.next > topic.last_committed {
-                sub.live = true;
+                sub.state = SubState::Live;
                 topic.live.push(client_id);
                 return;
             }
@@ -158,7 +158,7 @@ impl Gateway {
                 match Self::enqueue(target, Outgoing::text(frames, bytes), true, &self.metrics) {
                     Ok(()) if whole => {
                         sub.next = topic.last_committed + 1;
-                        sub.live = true;
+                        sub.state = SubState::Live;
                         topic.live.push(client_id);
                     }
                     Ok(()) => {
@@ -176,7 +176,7 @@ impl Gateway {
             park(client, client_id, sid, ctx);
             return;
         }
-        sub.reading = true;
+        sub.state = SubState::Reading;
         let (after, generation) = (sub.next - 1, sub.generation);
         let max_bytes = client.queue.limit() / 2;
         let store = self.store.clone();
@@ -215,7 +215,7 @@ impl Gateway {
         else {
             return;
         };
-        sub.reading = false;
+        sub.state = SubState::Replaying;
         let (rows, exhausted) = match page {
             Ok(page) => page,
             Err(e) => {
@@ -251,7 +251,7 @@ impl Gateway {
             if topic.last_committed < sub.next {
                 // Everything committed so far was delivered; later commits reach the
                 // gateway after this point and go out live.
-                sub.live = true;
+                sub.state = SubState::Live;
                 topic.live.push(client_id);
                 return;
             }
