@@ -62,7 +62,7 @@ struct Taken {
     pid: Option<u32>,
     /// A turn or background work runs in it: never evicted.
     busy: bool,
-    /// Asked to close: it is on its way out.
+    /// Asked to close, or closed by its adapter: it is on its way out.
     evicting: bool,
     /// When it last stopped being busy (the least recently used goes first).
     idle_since: Instant,
@@ -223,6 +223,16 @@ impl Fleet {
         state.make_room();
     }
 
+    /// The process in seat `id` is on its way out (its adapter closed or killed it):
+    /// it counts as leaving, so a start waiting for it does not make another close.
+    pub fn leaving(&self, id: u64) {
+        let mut state = self.state();
+        if let Some(seat) = state.seats.get_mut(&id) {
+            seat.evicting = true;
+        }
+        state.make_room();
+    }
+
     /// The adapter asked to close seat `id` kept its process (busy again by then):
     /// another idle one is asked instead, if starts still wait.
     pub fn kept(&self, id: u64) {
@@ -378,9 +388,11 @@ impl Place {
     }
 
     /// The live process is going (closed, killed or exited): its seat goes back when
-    /// it has exited.
+    /// it has exited, and counts as leaving until then.
     pub fn left(&mut self) {
-        self.seat = None;
+        if let Some(seat) = self.seat.take() {
+            self.fleet.leaving(seat);
+        }
     }
 
     /// Whether `seat` is the live process's.
@@ -654,5 +666,31 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(process_usage(pid), Usage::default(), "gone");
+    }
+
+    #[actix_rt::test]
+    async fn a_process_its_adapter_closes_counts_as_leaving() {
+        let fleet = Fleet::new(Some(2), None);
+        let (evict, asked) = recorder();
+        let mut a = Place::new(fleet.clone(), "a", &VendorId::CLAUDE);
+        let a_seat = now(a.take(evict.clone()));
+        a.seated(&a_seat);
+        let b = now(fleet.take("b", &VendorId::CLAUDE, evict.clone()));
+        fleet.set_busy(b.id(), false);
+        // A restarts its process (new settings): the old one is closing, so the new
+        // one waits for its seat and B's idle process is left alone.
+        a.left();
+        let Admission::Wait(mut granted) = a.take(evict.clone()) else {
+            panic!("a seat beyond the limit");
+        };
+        settle().await;
+        assert!(
+            asked.lock().unwrap().is_empty(),
+            "{:?}",
+            asked.lock().unwrap()
+        );
+        drop(a_seat);
+        assert!(granted.try_recv().is_ok());
+        drop(b);
     }
 }
