@@ -229,11 +229,33 @@ impl VendorCatalog {
     }
 }
 
+/// Why an effort was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EffortError {
+    /// A word neither tandem nor the vendor knows.
+    #[error("unknown effort `{requested}`; levels are {known}")]
+    Unknown {
+        /// What was asked for.
+        requested: String,
+        /// The vendor's levels (tandem's when it has none), comma-separated.
+        known: String,
+    },
+    /// The vendor has no effort levels at all.
+    #[error("this vendor has no effort levels")]
+    NoLevels,
+}
+
+impl From<EffortError> for crate::error::RuntimeError {
+    fn from(e: EffortError) -> Self {
+        crate::error::RuntimeError::InvalidArgument(e.to_string())
+    }
+}
+
 /// Maps a requested effort onto the nearest level `supported` has; ties go to the lower
 /// level. A level the vendor names itself is taken as it is, even outside tandem's
 /// words (an ACP agent's `none`). Empty means "vendor default" and stays empty. An
 /// unknown word is an error.
-pub fn clamp_effort(requested: &str, supported: &[String]) -> Result<String, String> {
+pub fn clamp_effort(requested: &str, supported: &[String]) -> Result<String, EffortError> {
     if requested.is_empty() {
         return Ok(String::new());
     }
@@ -246,7 +268,10 @@ pub fn clamp_effort(requested: &str, supported: &[String]) -> Result<String, Str
             true => EFFORT_ORDER.join(", "),
             false => supported.join(", "),
         };
-        return Err(format!("unknown effort `{requested}`; levels are {known}"));
+        return Err(EffortError::Unknown {
+            requested: requested.to_string(),
+            known,
+        });
     };
     supported
         .iter()
@@ -254,7 +279,7 @@ pub fn clamp_effort(requested: &str, supported: &[String]) -> Result<String, Str
         // Lower distance wins; on equal distance the lower rank wins.
         .min_by_key(|(r, _)| (r.abs_diff(want), *r))
         .map(|(_, level)| level.to_string())
-        .ok_or_else(|| "this vendor has no effort levels".to_string())
+        .ok_or(EffortError::NoLevels)
 }
 
 #[cfg(test)]
@@ -281,7 +306,7 @@ mod tests {
         assert_eq!(clamp_effort("none", &agent).as_deref(), Ok("none"));
         assert_eq!(clamp_effort("max", &agent).as_deref(), Ok("high"));
         assert_eq!(clamp_effort("minimal", &agent).as_deref(), Ok("low"));
-        let e = clamp_effort("turbo", &agent).unwrap_err();
+        let e = clamp_effort("turbo", &agent).unwrap_err().to_string();
         assert!(e.contains("none, low, medium, high"), "{e}");
         assert!(clamp_effort("none", &strings(&["low"])).is_err());
     }

@@ -135,8 +135,7 @@ impl Runtime {
         if !vendor.installed {
             return Err(RuntimeError::VendorNotInstalled(spec.vendor.to_string()));
         }
-        let effort = clamp_effort(spec.effort.trim(), &vendor.effort_levels)
-            .map_err(RuntimeError::InvalidArgument)?;
+        let effort = clamp_effort(spec.effort.trim(), &vendor.effort_levels)?;
         let title = match spec.title.as_deref() {
             Some(t) => crate::session::validate_title(t)?,
             None => "New session".to_string(),

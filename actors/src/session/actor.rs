@@ -267,8 +267,7 @@ impl SessionActor {
             if !spec.knows_model(&record.model) {
                 record.model.clear();
             }
-            record.effort = clamp_effort(&record.effort, &spec.effort_levels)
-                .map_err(RuntimeError::InvalidArgument)?;
+            record.effort = clamp_effort(&record.effort, &spec.effort_levels)?;
             record.vendor = vendor;
             self.adapter = None;
         }
@@ -279,8 +278,7 @@ impl SessionActor {
             let spec = catalog.get(&record.vendor).ok_or_else(|| {
                 RuntimeError::unusable(format!("unknown vendor `{:.64}`", record.vendor.as_str()))
             })?;
-            record.effort = clamp_effort(effort.trim(), &spec.effort_levels)
-                .map_err(RuntimeError::InvalidArgument)?;
+            record.effort = clamp_effort(effort.trim(), &spec.effort_levels)?;
         }
         if let Some(mode) = change.permission_mode {
             record.permission_mode = mode;

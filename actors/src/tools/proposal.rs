@@ -109,8 +109,7 @@ fn validate_choice(rt: &Runtime, choice: WorkerChoice) -> Result<WorkerChoice, R
             choice.model, spec.id
         )));
     }
-    let effort =
-        clamp_effort(&choice.effort, &spec.effort_levels).map_err(RuntimeError::InvalidArgument)?;
+    let effort = clamp_effort(&choice.effort, &spec.effort_levels)?;
     Ok(WorkerChoice { effort, ..choice })
 }
 
