@@ -5,6 +5,24 @@ use tandem_protocol::{
     BackgroundTask, EventBody, PermissionChoice, PermissionKind, PermissionMode, TurnStatus,
 };
 
+/// Why an adapter cannot rewind or fork its vendor's conversation (a vendor without
+/// the feature, a conversation not started yet), in words for the person who asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CannotBranch(pub String);
+
+impl From<&str> for CannotBranch {
+    fn from(why: &str) -> Self {
+        CannotBranch(why.to_string())
+    }
+}
+
+impl From<String> for CannotBranch {
+    fn from(why: String) -> Self {
+        CannotBranch(why)
+    }
+}
+
 /// What a session asks of its adapter.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
@@ -67,7 +85,7 @@ pub enum AdapterCommand {
         /// Live turns before the anchor, which the vendor must keep.
         keep_turns: u64,
         /// Where the adapter answers.
-        done: tokio::sync::oneshot::Sender<Result<(), String>>,
+        done: tokio::sync::oneshot::Sender<Result<(), CannotBranch>>,
     },
     /// Fork the vendor's conversation without the last `drop_turns` turns into a new
     /// vendor session, leaving this one as it is (`session.fork`), and answer where
@@ -76,7 +94,7 @@ pub enum AdapterCommand {
         /// Live turns after the fork point, counted from the newest.
         drop_turns: u64,
         /// Where the adapter answers.
-        done: tokio::sync::oneshot::Sender<Result<VendorFork, String>>,
+        done: tokio::sync::oneshot::Sender<Result<VendorFork, CannotBranch>>,
     },
     /// Model, effort or permission mode changed between turns. Adapters whose process
     /// outlives a turn apply it to that process at once; others use it from the next

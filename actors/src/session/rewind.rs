@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 
 use super::actor::SessionActor;
 use super::{Configure, SendMessage};
-use crate::adapter::messages::{AdapterCommand, VendorFork};
+use crate::adapter::messages::{AdapterCommand, CannotBranch, VendorFork};
 use crate::adapter::REWIND_CAPABILITY;
 use crate::error::RuntimeError;
 
@@ -151,7 +151,7 @@ impl Handler<ForkVendor> for SessionActor {
         Box::pin(async move {
             sent?;
             match tokio::time::timeout(REWIND_WAIT, answer).await {
-                Ok(Ok(answer)) => answer.map_err(RuntimeError::RewindNotSupported),
+                Ok(Ok(answer)) => answer.map_err(|e| RuntimeError::RewindNotSupported(e.0)),
                 Ok(Err(_)) => Err(RuntimeError::Internal(
                     "the adapter stopped during the fork".into(),
                 )),
@@ -295,7 +295,7 @@ type Prepared = (
     Branch,
     u64,
     Option<SessionRestoreResult>,
-    oneshot::Receiver<Result<(), String>>,
+    oneshot::Receiver<Result<(), CannotBranch>>,
 );
 
 /// The stored events after `after`, which must reach `last`: the caller waited on the

@@ -39,7 +39,7 @@ use crate::adapter::clamp_effort;
 use crate::adapter::core::{Approvals, Asked, Emitter, Phase, Stop, TurnSlot};
 use crate::adapter::fleet::{Admission, Evict, Place, Seat};
 use crate::adapter::messages::{
-    AdapterCommand, AgentItem, ForkOnOpen, ImageInput, TurnSettings, VendorFork,
+    AdapterCommand, AgentItem, CannotBranch, ForkOnOpen, ImageInput, TurnSettings, VendorFork,
 };
 use crate::adapter::supervisor::{Closing, Exited, LiveProcess, ProcessHub};
 use crate::adapter::{AdapterContext, McpAccess};
@@ -132,7 +132,7 @@ impl AcpAgent {
     /// Where a fork without the newest `drop_turns` turns opens: this agent session,
     /// forked by the fork's adapter with `session/fork`. That copies a whole session,
     /// so only a fork at the last turn can use it (else the fork gets a transcript).
-    fn fork_point(&self, drop_turns: u64) -> Result<VendorFork, String> {
+    fn fork_point(&self, drop_turns: u64) -> Result<VendorFork, CannotBranch> {
         if drop_turns > 0 {
             return Err(
                 "ACP's session/fork copies a whole session; a fork before its last turn \

@@ -11,7 +11,7 @@ use actix::prelude::*;
 
 use super::actor::ClaudeAgent;
 use super::wire::CliMessage;
-use crate::adapter::messages::{ForkOnOpen, VendorFork};
+use crate::adapter::messages::{CannotBranch, ForkOnOpen, VendorFork};
 
 /// One turn this adapter ran and the newest top-level message it produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,7 @@ impl ClaudeAgent {
         drop_turns: u64,
         keep_turns: u64,
         ctx: &mut Context<Self>,
-    ) -> Result<(), String> {
+    ) -> Result<(), CannotBranch> {
         let drop = usize::try_from(drop_turns).unwrap_or(usize::MAX);
         if keep_turns == 0 {
             // Nothing before the anchor: a new Claude session; the old one stays.
@@ -87,7 +87,7 @@ impl ClaudeAgent {
 impl ClaudeAgent {
     /// Where a fork without the newest `drop_turns` turns resumes: this Claude
     /// session at the newest message of the last turn kept, forked on resume.
-    pub(super) fn fork_point(&self, drop_turns: u64) -> Result<VendorFork, String> {
+    pub(super) fn fork_point(&self, drop_turns: u64) -> Result<VendorFork, CannotBranch> {
         let Some(session) = self.vendor_session_id.clone() else {
             return Err("the session has no Claude session yet".into());
         };

@@ -15,7 +15,7 @@ use super::thread::CodexThread;
 use super::wire::{
     method, ThreadForkParams, ThreadResponse, ThreadTurnsListParams, ThreadTurnsListResponse,
 };
-use crate::adapter::messages::{AgentItem, VendorFork};
+use crate::adapter::messages::{AgentItem, CannotBranch, VendorFork};
 
 impl CodexThread {
     /// Makes Codex forget the newest `drop_turns` turns of the thread, answering on
@@ -23,7 +23,7 @@ impl CodexThread {
     pub(super) fn rewind(
         &mut self,
         drop_turns: u64,
-        done: oneshot::Sender<Result<(), String>>,
+        done: oneshot::Sender<Result<(), CannotBranch>>,
         ctx: &mut Context<Self>,
     ) {
         let Some(thread_id) = self.thread_id.clone() else {
@@ -44,7 +44,7 @@ impl CodexThread {
                 }
                 // Codex has none of those turns (they never reached it): nothing to forget.
                 Ok((_, None)) => Ok(()),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(CannotBranch(e.to_string())),
             };
             let _ = done.send(answer);
         }));
@@ -56,7 +56,7 @@ impl CodexThread {
     pub(super) fn fork(
         &mut self,
         drop_turns: u64,
-        done: oneshot::Sender<Result<VendorFork, String>>,
+        done: oneshot::Sender<Result<VendorFork, CannotBranch>>,
         ctx: &mut Context<Self>,
     ) {
         let Some(thread_id) = self.thread_id.clone() else {
@@ -71,7 +71,7 @@ impl CodexThread {
                     fork_on_open: None,
                 }),
                 Ok((_, None)) => Err("Codex did not fork the thread".into()),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(CannotBranch(e.to_string())),
             };
             let _ = done.send(answer);
         }));
