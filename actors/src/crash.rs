@@ -21,20 +21,25 @@ pub(crate) async fn crash_point(writer: &StoreWriter, name: &str) {
 #[cfg(not(feature = "failpoints"))]
 pub(crate) async fn crash_point(_writer: &StoreWriter, _name: &str) {}
 
+/// A step a test made fail (the failpoint's message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Failpoint(pub String);
+
 /// Test builds: the failpoint `name` set to `return(MESSAGE)` makes this step fail
 /// with MESSAGE (to test a workflow's handling of an ordinary error).
 #[cfg(feature = "failpoints")]
-pub(crate) fn fail_here(name: &str) -> Result<(), String> {
+pub(crate) fn fail_here(name: &str) -> Result<(), Failpoint> {
     match fail::eval(name, |arg| {
         arg.unwrap_or_else(|| format!("failpoint {name}"))
     }) {
-        Some(message) => Err(message),
+        Some(message) => Err(Failpoint(message)),
         None => Ok(()),
     }
 }
 
 /// Without the `failpoints` feature nothing fails here.
 #[cfg(not(feature = "failpoints"))]
-pub(crate) fn fail_here(_name: &str) -> Result<(), String> {
+pub(crate) fn fail_here(_name: &str) -> Result<(), Failpoint> {
     Ok(())
 }

@@ -21,6 +21,12 @@ pub struct FailoverRequest {
 #[derive(Clone)]
 pub struct Failover(pub Arc<FailoverFn>);
 
-/// The handoff a [`Failover`] runs.
-pub type FailoverFn =
-    dyn Fn(FailoverRequest) -> Pin<Box<dyn Future<Output = Result<String, String>>>> + Send + Sync;
+/// Why a handoff at a vendor's limit failed, in words for the session's history.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HandoffFailed(pub String);
+
+/// The handoff a [`Failover`] runs: the new session's id, or why there is none.
+pub type FailoverFn = dyn Fn(FailoverRequest) -> Pin<Box<dyn Future<Output = Result<String, HandoffFailed>>>>
+    + Send
+    + Sync;

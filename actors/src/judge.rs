@@ -34,9 +34,27 @@ pub struct Verdict {
     pub reasons: String,
 }
 
+/// Why a judge gave no verdict (it could not start or be asked, its turn did not
+/// complete, its answer was neither PASS nor FAIL), in words for the loop's events.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoVerdict(pub String);
+
+impl From<String> for NoVerdict {
+    fn from(why: String) -> Self {
+        NoVerdict(why)
+    }
+}
+
+impl From<&str> for NoVerdict {
+    fn from(why: &str) -> Self {
+        NoVerdict(why.to_string())
+    }
+}
+
 /// How a judge's turn went: its session (when one was made) and its verdict or why
 /// there is none.
-pub type Judged = (Option<String>, Result<Verdict, String>);
+pub type Judged = (Option<String>, Result<Verdict, NoVerdict>);
 
 /// Runs a judge's turn: the runtime's, handed to sessions through
 /// [`crate::checks::CheckEnv`].
@@ -64,7 +82,7 @@ pub fn prompt(request: &JudgeRequest) -> String {
 
 /// The verdict in a judge's answer: its first word, PASS or FAIL (any case, with
 /// markdown emphasis or a colon around it); `Err` when it is neither.
-pub fn read(answer: &str) -> Result<Verdict, String> {
+pub fn read(answer: &str) -> Result<Verdict, NoVerdict> {
     let first = answer
         .split_whitespace()
         .next()
@@ -75,10 +93,10 @@ pub fn read(answer: &str) -> Result<Verdict, String> {
         "PASS" | "PASSED" => true,
         "FAIL" | "FAILED" => false,
         _ => {
-            return Err(format!(
+            return Err(NoVerdict(format!(
                 "the judge answered neither PASS nor FAIL: {}",
                 answer.chars().take(200).collect::<String>()
-            ))
+            )))
         }
     };
     Ok(Verdict {

@@ -74,10 +74,15 @@ pub struct Answer {
     pub comments: Vec<ReviewComment>,
 }
 
+/// A reviewer's answer that holds no review.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("its answer holds no JSON object with `comments`")]
+pub struct NoReview;
+
 /// The review in `text`: the last ```json block holding an object with `comments`,
 /// else the last such object anywhere. Comments without a path, a line or a body are
-/// left out; `Err` says why nothing could be read.
-pub fn parse_answer(text: &str) -> Result<Answer, String> {
+/// left out.
+pub fn parse_answer(text: &str) -> Result<Answer, NoReview> {
     let value = blocks(text)
         .into_iter()
         .rev()
@@ -87,7 +92,7 @@ pub fn parse_answer(text: &str) -> Result<Answer, String> {
                 .rev()
                 .find_map(|(at, _)| review_object(&text[at..]))
         })
-        .ok_or_else(|| "its answer holds no JSON object with `comments`".to_string())?;
+        .ok_or(NoReview)?;
     let summary = value["summary"]
         .as_str()
         .map(|s| s.trim().chars().take(MAX_BODY_CHARS).collect::<String>())

@@ -240,7 +240,8 @@ pub(super) fn failover(runtime: RuntimeRef) -> crate::failover::Failover {
     crate::failover::Failover(std::sync::Arc::new(move |request| {
         let runtime = runtime.upgrade();
         Box::pin(async move {
-            let rt = runtime.ok_or_else(|| "the server is stopping".to_string())?;
+            let rt = runtime
+                .ok_or_else(|| crate::failover::HandoffFailed("the server is stopping".into()))?;
             let owner = Principal {
                 user_id: request.owner_id,
                 admin: false,
@@ -256,7 +257,7 @@ pub(super) fn failover(runtime: RuntimeRef) -> crate::failover::Failover {
             )
             .await
             .map(|r| r.target_session_id)
-            .map_err(|e| e.to_string())
+            .map_err(|e| crate::failover::HandoffFailed(e.to_string()))
         })
     }))
 }

@@ -56,7 +56,7 @@ impl Runtime {
     async fn judge(&self, request: JudgeRequest) -> Judged {
         let id = match self.judge_session(&request).await {
             Ok(id) => id,
-            Err(e) => return (None, Err(format!("the judge could not start: {e}"))),
+            Err(e) => return (None, Err(format!("the judge could not start: {e}").into())),
         };
         let Some(handle) = self.inner.services.sessions.get(&id) else {
             return (Some(id), Err("the judge's session is gone".into()));
@@ -74,14 +74,18 @@ impl Runtime {
             })
             .await;
         if let Err(e) = sent.and_then(|r| r) {
-            return (Some(id), Err(format!("the judge could not be asked: {e}")));
+            return (
+                Some(id),
+                Err(format!("the judge could not be asked: {e}").into()),
+            );
         }
         let verdict = match ended.await {
             Err(_) => Err("the judge's session ended before it answered".into()),
             Ok(end) if end.status != TurnStatus::Completed => Err(format!(
                 "the judge's turn did not complete: {}",
                 end.error.unwrap_or_else(|| "interrupted".into())
-            )),
+            )
+            .into()),
             Ok(end) => judge::read(&end.text),
         };
         (Some(id), verdict)

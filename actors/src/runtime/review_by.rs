@@ -258,7 +258,7 @@ async fn finish(started: Started) -> ReviewVerdict {
     }
     let answer = match review_by::parse_answer(&end.text) {
         Ok(answer) => answer,
-        Err(why) => return failed(why),
+        Err(why) => return failed(why.to_string()),
     };
     let (comments, dropped): (Vec<ReviewComment>, Vec<String>) =
         crate::review::split_anchored(&started.diff, answer.comments);

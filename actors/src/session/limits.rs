@@ -71,7 +71,9 @@ impl SessionActor {
                 // Runs once this turn's end is published: a handoff needs the session
                 // idle.
                 ctx.spawn(actix::fut::wrap_future((hook.0)(request)).map(
-                    move |handed: Result<String, String>, act: &mut SessionActor, _| {
+                    move |handed: Result<String, crate::failover::HandoffFailed>,
+                          act: &mut SessionActor,
+                          _| {
                         let text = match handed {
                             Ok(target) => format!(
                                 "the vendor's limit ended the turn; the conversation goes on with {vendor} in session {target}"

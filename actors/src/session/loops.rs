@@ -202,7 +202,7 @@ impl SessionActor {
             .await;
             let (passed, output) = match verdict {
                 Ok(v) => (v.passed, v.reasons),
-                Err(why) => (false, why),
+                Err(why) => (false, why.0),
             };
             LoopCheckOutcome {
                 passed,

@@ -52,7 +52,7 @@ pub(super) async fn spawn_sessions(
     for (title, prompt) in tasks {
         let made = match crate::crash::fail_here("spawn.create_child") {
             Ok(()) => rt.create_child(&state.info, &vendor, title, prompt).await,
-            Err(e) => Err(RuntimeError::Internal(e)),
+            Err(e) => Err(RuntimeError::Internal(e.0)),
         };
         let info = match made {
             Ok(info) => info,
