@@ -330,16 +330,40 @@ fn run(cli: Cli) -> ExitCode {
     }
 }
 
+/// Why a CLI command (`user`, `token`) or `serve`'s flags failed: the words printed
+/// after `tandem: `.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CliError(String);
+
+impl From<String> for CliError {
+    fn from(why: String) -> Self {
+        CliError(why)
+    }
+}
+
+impl From<&str> for CliError {
+    fn from(why: &str) -> Self {
+        CliError(why.to_string())
+    }
+}
+
+impl From<crate::server::NoDefaultDataDir> for CliError {
+    fn from(e: crate::server::NoDefaultDataDir) -> Self {
+        CliError(e.to_string())
+    }
+}
+
 /// Opens the store of `data_dir` (default `~/.tandem`) for a CLI command.
-fn store(data_dir: Option<PathBuf>) -> Result<tandem_actors::store::Store, String> {
+fn store(data_dir: Option<PathBuf>) -> Result<tandem_actors::store::Store, CliError> {
     let dir = match data_dir {
         Some(dir) => dir,
         None => default_data_dir()?,
     };
-    tandem_actors::store::Store::open(&dir).map_err(|e| e.to_string())
+    tandem_actors::store::Store::open(&dir).map_err(|e| CliError(e.to_string()))
 }
 
-fn user(command: UserCommand) -> Result<(), String> {
+fn user(command: UserCommand) -> Result<(), CliError> {
     match command {
         UserCommand::Add {
             id,
@@ -370,7 +394,7 @@ fn user(command: UserCommand) -> Result<(), String> {
                 .revoke_user(&id)
                 .map_err(|e| e.to_string())?
             {
-                return Err(format!("no user `{id}` (tandem user list shows them)"));
+                return Err(format!("no user `{id}` (tandem user list shows them)").into());
             }
             println!("revoked {id}");
         }
@@ -378,7 +402,7 @@ fn user(command: UserCommand) -> Result<(), String> {
     Ok(())
 }
 
-fn token(command: TokenCommand) -> Result<(), String> {
+fn token(command: TokenCommand) -> Result<(), CliError> {
     match command {
         TokenCommand::Show { data_dir } => {
             let token = store(data_dir)?
@@ -442,7 +466,7 @@ fn confine(runtime: &mut RuntimeConfig, wanted: bool) {
 }
 
 /// The per-user roots of the config file's `[users.NAME]` sections, canonical.
-fn add_user_roots(file: &ConfigFile, runtime: &mut RuntimeConfig) -> Result<(), String> {
+fn add_user_roots(file: &ConfigFile, runtime: &mut RuntimeConfig) -> Result<(), CliError> {
     for (user, section) in &file.users {
         let roots = section
             .workspace_roots
@@ -457,7 +481,7 @@ fn add_user_roots(file: &ConfigFile, runtime: &mut RuntimeConfig) -> Result<(), 
     Ok(())
 }
 
-fn options(args: ServeArgs) -> Result<ServeOptions, String> {
+fn options(args: ServeArgs) -> Result<ServeOptions, CliError> {
     let file = match &args.config {
         Some(path) => ConfigFile::load(path).map_err(|e| e.to_string())?,
         None => ConfigFile::default(),
