@@ -145,6 +145,24 @@ async fn a_turn_waits_while_every_process_is_busy_and_starts_when_one_is_free() 
     assert_eq!(sessions_of(&shown), [a.as_str()], "{shown}");
     assert_eq!(shown["processes"][0]["busy"], true, "{shown}");
     assert_eq!(shown["waiting"][0]["sessionId"], b.as_str(), "{shown}");
+    // A third waits behind B; interrupted, it leaves the line at once.
+    let c = session(&mut ws, &work).await;
+    ws.chat(&c, "say never").await;
+    ws.recv_until(|v| v["sessionId"] == c.as_str() && v["kind"] == "info")
+        .await;
+    let waiting = |shown: &Value| -> Vec<String> {
+        shown["waiting"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["sessionId"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(waiting(&fleet(&server).await), [b.as_str(), c.as_str()]);
+    ws.ok(json!({"type": "chat.abort", "sessionId": c})).await;
+    let events = ws.events_until_turn_end(&c).await;
+    assert_eq!(status(&events), "interrupted", "{events:?}");
+    assert_eq!(waiting(&fleet(&server).await), [b.as_str()]);
 
     // A's turn ends: its process is closed at once for B's, which then runs.
     ws.ok(json!({"type": "chat.abort", "sessionId": a})).await;

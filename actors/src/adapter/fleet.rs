@@ -223,6 +223,14 @@ impl Fleet {
         state.make_room();
     }
 
+    /// `session`'s waiting start gave up (its turn was interrupted): it leaves the
+    /// line at once (its adapter then sees the wait end without a seat).
+    pub fn withdraw(&self, session: &str) {
+        let mut state = self.state();
+        state.waiting.retain(|w| w.session != session);
+        state.make_room();
+    }
+
     /// The process in seat `id` is on its way out (its adapter closed or killed it):
     /// it counts as leaving, so a start waiting for it does not make another close.
     pub fn leaving(&self, id: u64) {
@@ -398,6 +406,13 @@ impl Place {
     /// Whether `seat` is the live process's.
     pub fn is(&self, seat: u64) -> bool {
         self.seat == Some(seat)
+    }
+
+    /// The turn whose start waits for a seat was interrupted: it leaves the line.
+    pub fn withdraw(&mut self) {
+        if std::mem::take(&mut self.waiting) {
+            self.fleet.withdraw(&self.session);
+        }
     }
 
     /// A turn or background work runs in the live process, or nothing does.
@@ -692,5 +707,23 @@ mod tests {
         drop(a_seat);
         assert!(granted.try_recv().is_ok());
         drop(b);
+    }
+
+    #[actix_rt::test]
+    async fn a_withdrawn_start_leaves_the_line_at_once() {
+        let fleet = Fleet::new(Some(1), None);
+        let (evict, _) = recorder();
+        let a = now(fleet.take("a", &VendorId::CLAUDE, evict.clone()));
+        let mut b = Place::new(fleet.clone(), "b", &VendorId::CLAUDE);
+        let Admission::Wait(mut granted) = b.take(evict.clone()) else {
+            panic!("a seat beyond the limit");
+        };
+        b.waiting = true;
+        assert_eq!(fleet.view().1.len(), 1);
+        b.withdraw();
+        assert!(fleet.view().1.is_empty());
+        assert!(granted.try_recv().is_err(), "no seat comes");
+        drop(a);
+        assert!(fleet.view().0.is_empty(), "the freed seat went to nobody");
     }
 }

@@ -671,7 +671,9 @@ impl AcpAgent {
         }
         match self.slot.stop(Stop::Interrupt) {
             Some(Phase::Starting) => {
-                // Nothing was prompted yet: the turn is over now.
+                // Nothing was prompted yet: the turn is over now, and a start waiting
+                // for a place in the fleet leaves the line.
+                self.place.withdraw();
                 self.finish_turn(TurnStatus::Interrupted, None, None);
             }
             Some(Phase::Live) => {

@@ -516,6 +516,10 @@ impl ClaudeAgent {
     }
 
     fn interrupt(&mut self, turn_id: &str) {
+        if self.turn.is(turn_id) {
+            // A start waiting for a place in the fleet leaves the line.
+            self.place.withdraw();
+        }
         self.stop_turn(turn_id, Stop::Interrupt);
     }
 
