@@ -893,6 +893,37 @@ async fn a_session_the_agent_no_longer_lists_starts_anew_without_a_resume() {
     assert_ne!(w.info(&id).await["vendorSessionId"], json!(agent));
 }
 
+/// Each step of reopening a session gets the whole start limit: a list of three pages
+/// that takes longer in all than `startup_secs`, each page within it, still ends in
+/// a resume.
+#[actix_rt::test]
+async fn each_page_of_a_slow_list_gets_the_whole_start_limit() {
+    let w = World::fake(
+        "acp-fake-slow-list",
+        &[
+            ("FAKE_ACP_STATE", ".fake-acp-state"),
+            ("FAKE_ACP_SESSIONS", "resume-close"),
+            ("FAKE_ACP_LIST_DELAY_MS", "600"),
+        ],
+        "idle_secs = 1\nstartup_secs = 1",
+    );
+    let state = w.work().join(".fake-acp-state");
+    let mut ws = w.server().ws().await;
+    let id = w.session(&mut ws, "default").await;
+    assert_eq!(status(&turn(&mut ws, &id, "say one").await), "completed");
+    eventually("the idle agent to be closed", async || {
+        w.agents().is_empty().then_some(())
+    })
+    .await;
+    // Two sessions of the agent's own that list before ours: three pages, 1.8 s.
+    for other in ["fake-0-a", "fake-0-b"] {
+        std::fs::write(state.join(other), "1").unwrap();
+    }
+    let events = turn(&mut ws, &id, "history").await;
+    assert_eq!(status(&events), "completed", "{events:?}");
+    assert_eq!(all_text(&events), "prompts: 2", "resumed: {events:?}");
+}
+
 /// An agent's `thought_level` option gives its vendor's effort levels in `/vendors`,
 /// and a session's effort reaches it through `session/set_config_option`: at the
 /// start, and again when the session's effort changes.

@@ -31,7 +31,7 @@
 //! `high`; `medium` at first) set with `session/set_config_option`; every `session/…`
 //! method it is sent is then logged as a line `METHOD SESSION_ID` to
 //! `FAKE_ACP_STATE/methods.log`. Each turn's `usage_update` carries the session's cost
-//! so far, 0.25 USD a prompt.
+//! so far, 0.25 USD a prompt. `FAKE_ACP_LIST_DELAY_MS` makes each list page that slow.
 //!
 //! A relative `FAKE_ACP_STATE` is resolved against the agent's working directory, and
 //! the directory is made if missing.
@@ -260,6 +260,13 @@ fn main() {
                 }
             }
             ("session/list", Some(id)) if more => {
+                // `FAKE_ACP_LIST_DELAY_MS`: each page takes that long (a slow agent).
+                if let Some(ms) = std::env::var("FAKE_ACP_LIST_DELAY_MS")
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(ms));
+                }
                 let page = list_page(
                     params["cwd"].as_str().unwrap_or(""),
                     params["cursor"].as_str(),

@@ -126,6 +126,9 @@ pub struct AcpAgent {
     cost_base: Option<f64>,
     /// Its process's seat in the server's fleet.
     place: Place,
+    /// Bumped per start step (`initialize`, each `session/list` page, each open): only
+    /// the newest step's time limit applies.
+    start_step: u64,
 }
 
 impl AcpAgent {
@@ -174,6 +177,7 @@ impl AcpAgent {
             closes: false,
             cost_base: None,
             place,
+            start_step: 0,
         }
     }
 

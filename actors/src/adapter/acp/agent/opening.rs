@@ -200,9 +200,14 @@ impl AcpAgent {
         Ok(())
     }
 
-    /// Fails the start if the phase it is in now has not moved on within the limit.
+    /// Fails the start if the step begun now (the newest) has not moved on within the
+    /// limit.
     pub(super) fn arm_startup_limit(&mut self, ctx: &mut Context<Self>, step: &'static str) {
         let generation = self.generation;
+        // Only the newest step's limit counts: a list page, a reopen that failed and a
+        // new session each get the whole limit.
+        self.start_step += 1;
+        let armed = self.start_step;
         let opening = !matches!(
             self.link,
             Link::Up {
@@ -213,6 +218,7 @@ impl AcpAgent {
         let limit = self.vendor.startup_timeout;
         ctx.run_later(limit, move |act, ctx| {
             let stuck = act.generation == generation
+                && act.start_step == armed
                 && match &act.link {
                     Link::Up { stage, .. } => match stage {
                         Stage::Initializing => !opening,
