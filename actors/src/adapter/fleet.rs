@@ -474,46 +474,65 @@ pub struct Usage {
 /// on every Linux architecture tandem builds for).
 const TICKS_PER_SECOND: u64 = 100;
 
-/// The memory and CPU of `pid` and its descendants (an ACP agent's CLI, Claude Code's
-/// helpers), read from `/proc`; zero for what cannot be read (a process that just
-/// exited).
-pub fn process_usage(pid: u32) -> Usage {
-    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Some(child) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if let Some(parent) = stat_fields(child).and_then(|f| f.first()?.parse().ok()) {
-                children.entry(parent).or_default().push(child);
+/// Which process started which, read once from `/proc`, to measure several process
+/// trees (`GET /fleet`) without reading it again for each.
+#[derive(Debug, Default)]
+pub struct ProcessTable {
+    /// Children by parent pid.
+    children: BTreeMap<u32, Vec<u32>>,
+}
+
+impl ProcessTable {
+    /// The machine's processes now.
+    pub fn read() -> ProcessTable {
+        let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        if let Ok(entries) = std::fs::read_dir("/proc") {
+            for entry in entries.flatten() {
+                let Some(child) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                if let Some(parent) = stat_fields(child).and_then(|f| f.first()?.parse().ok()) {
+                    children.entry(parent).or_default().push(child);
+                }
             }
         }
+        ProcessTable { children }
     }
-    let mut usage = Usage::default();
-    let mut todo = vec![pid];
-    let mut seen = 0;
-    while let Some(p) = todo.pop() {
-        // A pid reused into a loop cannot keep this going.
-        seen += 1;
-        if seen > 10_000 {
-            break;
+
+    /// The memory and CPU of `pid` and its descendants (an ACP agent's CLI, Claude
+    /// Code's helpers); zero for what cannot be read (a process that just exited).
+    pub fn usage(&self, pid: u32) -> Usage {
+        let mut usage = Usage::default();
+        let mut todo = vec![pid];
+        let mut seen = 0;
+        while let Some(p) = todo.pop() {
+            // A pid reused into a loop cannot keep this going.
+            seen += 1;
+            if seen > 10_000 {
+                break;
+            }
+            usage.rss_bytes += rss_bytes(p);
+            if let Some(fields) = stat_fields(p) {
+                // After the comm: state(0) ppid(1) ... utime(11) stime(12).
+                let ticks: u64 = [11, 12]
+                    .iter()
+                    .filter_map(|i| fields.get(*i)?.parse::<u64>().ok())
+                    .sum();
+                usage.cpu_ms += ticks * 1000 / TICKS_PER_SECOND;
+            }
+            todo.extend(self.children.get(&p).into_iter().flatten());
         }
-        usage.rss_bytes += rss_bytes(p);
-        if let Some(fields) = stat_fields(p) {
-            // After the comm: state(0) ppid(1) ... utime(11) stime(12).
-            let ticks: u64 = [11, 12]
-                .iter()
-                .filter_map(|i| fields.get(*i)?.parse::<u64>().ok())
-                .sum();
-            usage.cpu_ms += ticks * 1000 / TICKS_PER_SECOND;
-        }
-        todo.extend(children.get(&p).into_iter().flatten());
+        usage
     }
-    usage
+}
+
+/// [`ProcessTable::usage`] of one process tree.
+pub fn process_usage(pid: u32) -> Usage {
+    ProcessTable::read().usage(pid)
 }
 
 /// The fields of `/proc/PID/stat` after its `(comm)` (which may hold spaces), from

@@ -4,7 +4,7 @@
 use tandem_protocol::fleet::{FleetInfo, FleetProcess, FleetWaiting};
 
 use super::Runtime;
-use crate::adapter::fleet::process_usage;
+use crate::adapter::fleet::ProcessTable;
 use crate::error::RuntimeError;
 use crate::Principal;
 
@@ -19,10 +19,11 @@ impl Runtime {
         }
         let fleet = &self.inner.services.fleet;
         let (seats, waiting) = fleet.view();
+        let table = ProcessTable::read();
         let processes = seats
             .into_iter()
             .map(|seat| {
-                let usage = seat.pid.map(process_usage).unwrap_or_default();
+                let usage = seat.pid.map(|pid| table.usage(pid)).unwrap_or_default();
                 FleetProcess {
                     session_id: seat.session,
                     vendor: seat.vendor.to_string(),

@@ -625,13 +625,7 @@ impl AcpAgent {
         else {
             return;
         };
-        *efforts = models::offered_efforts(options).map(|offered| {
-            Box::new(EffortChoice {
-                current: offered.current.clone(),
-                offered,
-                unoffered: None,
-            })
-        });
+        *efforts = models::offered_efforts(options).map(EffortChoice::boxed);
     }
 
     /// Sends `level` as the session's `thought_level` unless it is in force already.

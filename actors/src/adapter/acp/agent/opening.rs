@@ -82,6 +82,17 @@ pub(super) struct EffortChoice {
     pub(super) unoffered: Option<String>,
 }
 
+impl EffortChoice {
+    /// What the agent offers, the level it named in force.
+    pub(super) fn boxed(offered: OfferedEfforts) -> Box<EffortChoice> {
+        Box::new(EffortChoice {
+            current: offered.current.clone(),
+            offered,
+            unoffered: None,
+        })
+    }
+}
+
 /// The agent process, if there is one.
 #[derive(Debug)]
 pub(super) enum Link {
@@ -328,6 +339,17 @@ impl AcpAgent {
         self.arm_startup_limit(ctx, "session/list");
     }
 
+    /// What `initialize` said the agent can do, while its session is being opened.
+    fn opening_caps(&self) -> Option<AgentCapabilities> {
+        match &self.link {
+            Link::Up {
+                stage: Stage::Opening { caps, .. },
+                ..
+            } => Some(caps.clone()),
+            _ => None,
+        }
+    }
+
     /// A page of the agent's sessions: reopen ours when it is there, a new session
     /// when the agent's whole list lacks it. An agent that fails the list, or whose list
     /// runs past [`MAX_LIST_PAGES`], is asked to reopen anyway (its answer decides).
@@ -338,12 +360,8 @@ impl AcpAgent {
         outcome: Result<Value, RpcError>,
         ctx: &mut Context<Self>,
     ) {
-        let caps = match &self.link {
-            Link::Up {
-                stage: Stage::Opening { caps, .. },
-                ..
-            } => caps.clone(),
-            _ => return,
+        let Some(caps) = self.opening_caps() else {
+            return;
         };
         let Some(ours) = self.vendor_session_id.clone() else {
             return self.open(how, caps, ctx);
@@ -418,12 +436,8 @@ impl AcpAgent {
         outcome: Result<Value, RpcError>,
         ctx: &mut Context<Self>,
     ) {
-        let caps = match &self.link {
-            Link::Up {
-                stage: Stage::Opening { caps, .. },
-                ..
-            } => caps.clone(),
-            _ => return,
+        let Some(caps) = self.opening_caps() else {
+            return;
         };
         let opened = match outcome.map(serde_json::from_value::<SessionOpened>) {
             Ok(Ok(opened)) => opened,
@@ -453,13 +467,7 @@ impl AcpAgent {
             }
         };
         let models = models::offered(&opened).map(Box::new);
-        let efforts = models::offered_efforts(&opened.config_options).map(|offered| {
-            Box::new(EffortChoice {
-                current: offered.current.clone(),
-                offered,
-                unoffered: None,
-            })
-        });
+        let efforts = models::offered_efforts(&opened.config_options).map(EffortChoice::boxed);
         let model = models.as_ref().and_then(|m| m.current.clone());
         let session = match (how, opened.session_id, self.vendor_session_id.clone()) {
             (Open::New | Open::Fork, Some(id), _) => {
