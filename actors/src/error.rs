@@ -282,9 +282,30 @@ pub enum PairError {
     /// The caller is the Worker, and only the Driver directs (`TOOL_NOT_AVAILABLE`).
     #[error("only the Driver may direct the pair; this session is the Worker")]
     NotDriver,
-    /// The Driver already has a Worker (`CONFLICT`).
-    #[error("this session already has a Worker")]
+    /// The session is a Worker, or a Driver asked to be some pair's Worker
+    /// (`CONFLICT`).
+    #[error("this session already belongs to a pair: a Worker has no Workers of its own, and a Driver is nobody's Worker")]
     AlreadyPaired,
+    /// The Driver already has a Worker of that name (`CONFLICT`).
+    #[error("this Driver already has a Worker named `{0}`")]
+    NameTaken(String),
+    /// The Driver has as many Workers as it may (`LIMIT_EXCEEDED`).
+    #[error("a Driver may have at most {0} Workers; close one with close_partner first")]
+    TooManyWorkers(usize),
+    /// A Worker name outside the allowed form (`INVALID_ARGUMENT`).
+    #[error("a Worker name is 1 to 32 letters, digits, `-`, `_` or `.`, starting with a letter or digit")]
+    BadWorkerName,
+    /// `worker` names none of the Driver's Workers (`INVALID_ARGUMENT`).
+    #[error("no Worker `{name}`; your Workers: {workers}")]
+    NoSuchWorker {
+        /// What the caller named.
+        name: String,
+        /// The Driver's Workers, `name (session id)`, comma-separated.
+        workers: String,
+    },
+    /// The Driver has several Workers and the call named none (`INVALID_ARGUMENT`).
+    #[error("you have several Workers ({0}): say which with `worker`")]
+    WhichWorker(String),
     /// A spawned session may not drive a pair (`CONFLICT`).
     #[error("a spawned session cannot drive a pair")]
     SpawnedDriver,
@@ -327,7 +348,12 @@ impl PairError {
             | PairError::DriverGone
             | PairError::NoDriver => ErrorCode::NotPaired,
             PairError::NotDriver => ErrorCode::ToolNotAvailable,
+            PairError::BadWorkerName
+            | PairError::NoSuchWorker { .. }
+            | PairError::WhichWorker(_) => ErrorCode::InvalidArgument,
+            PairError::TooManyWorkers(_) => ErrorCode::LimitExceeded,
             PairError::AlreadyPaired
+            | PairError::NameTaken(_)
             | PairError::SpawnedDriver
             | PairError::AlreadyClosed
             | PairError::DelegationInFlight => ErrorCode::Conflict,
@@ -559,6 +585,24 @@ mod tests {
             (
                 PairError::Unavailable("x".into()).code(),
                 ErrorCode::Internal,
+            ),
+            (PairError::NameTaken("a".into()).code(), ErrorCode::Conflict),
+            (
+                PairError::TooManyWorkers(8).code(),
+                ErrorCode::LimitExceeded,
+            ),
+            (PairError::BadWorkerName.code(), ErrorCode::InvalidArgument),
+            (
+                PairError::NoSuchWorker {
+                    name: "a".into(),
+                    workers: "b (ses_1)".into(),
+                }
+                .code(),
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                PairError::WhichWorker("a, b".into()).code(),
+                ErrorCode::InvalidArgument,
             ),
             (ProposalError::AlreadyPaired.code(), ErrorCode::Conflict),
             (ProposalError::NotAlone.code(), ErrorCode::Conflict),

@@ -58,6 +58,10 @@ pub struct SessionRecord {
     /// pair still runs. Stored as the record's `pairId` and `role` fields.
     #[serde(flatten, default)]
     pub pair: Option<Membership>,
+    /// A Driver's memberships in the pairs of its further Workers, oldest first
+    /// (`pair` holds its first). Empty for any other session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_workers: Vec<Membership>,
     /// Messages waiting for the session to be idle with no background work.
     #[serde(default)]
     pub queued: Vec<QueuedMessage>,
@@ -348,6 +352,9 @@ pub struct PairRecord {
     /// with each delegation).
     #[serde(default, skip_serializing_if = "WorkerApprovals::is_user")]
     pub worker_approvals: WorkerApprovals,
+    /// The Worker's name among its Driver's Workers.
+    #[serde(default = "tandem_protocol::pair::default_worker_name")]
+    pub worker_name: String,
 }
 
 /// The delegation token: at most one per pair.
@@ -385,6 +392,13 @@ pub struct Membership {
     /// there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_id: Option<String>,
+    /// A Driver's membership: the pair's Worker (absent in records written before a
+    /// Driver could have several; start-up fills it in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_id: Option<String>,
+    /// A Driver's membership: that Worker's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_name: Option<String>,
 }
 
 /// A delegation this session (a Worker) carries out for a pair on another node, kept
@@ -422,9 +436,51 @@ pub struct ReportedEnd {
 impl SessionRecord {
     /// True when this session is in pair `pair_id`, in `role` if given.
     pub fn in_pair(&self, pair_id: &str, role: Option<Role>) -> bool {
-        self.pair
-            .as_ref()
-            .is_some_and(|m| m.pair_id == pair_id && role.is_none_or(|r| m.role == r))
+        self.memberships()
+            .any(|m| m.pair_id == pair_id && role.is_none_or(|r| m.role == r))
+    }
+
+    /// Every pair this session belongs to: a Worker's one, a Driver's one per
+    /// Worker (oldest first).
+    pub fn memberships(&self) -> impl Iterator<Item = &Membership> {
+        self.pair.iter().chain(self.more_workers.iter())
+    }
+
+    /// Adds a membership; a Driver's further Workers go after its first.
+    pub fn join(&mut self, membership: Membership) {
+        match self.pair {
+            None => self.pair = Some(membership),
+            Some(_) => self.more_workers.push(membership),
+        }
+    }
+
+    /// Removes the membership in pair `pair_id`; false when there was none. A Driver
+    /// leaving its first Worker's pair keeps the next one's as its first.
+    pub fn leave(&mut self, pair_id: &str) -> bool {
+        if self.pair.as_ref().is_some_and(|m| m.pair_id == pair_id) {
+            self.pair = (!self.more_workers.is_empty()).then(|| self.more_workers.remove(0));
+            return true;
+        }
+        let before = self.more_workers.len();
+        self.more_workers.retain(|m| m.pair_id != pair_id);
+        self.more_workers.len() != before
+    }
+
+    /// A Driver's Workers as its `SessionInfo` lists them.
+    fn workers(&self) -> Vec<tandem_protocol::pair::PairedWorker> {
+        self.memberships()
+            .filter(|m| m.role == Role::Driver)
+            .filter_map(|m| {
+                Some(tandem_protocol::pair::PairedWorker {
+                    pair_id: m.pair_id.clone(),
+                    worker_id: m.worker_id.clone()?,
+                    worker_name: m
+                        .worker_name
+                        .clone()
+                        .unwrap_or_else(tandem_protocol::pair::default_worker_name),
+                })
+            })
+            .collect()
     }
 }
 
@@ -435,6 +491,7 @@ impl PairRecord {
             pair_id: self.pair_id.clone(),
             driver_id: self.driver_id.clone(),
             worker_id: self.worker_id.clone(),
+            worker_name: self.worker_name.clone(),
             created_at: self.created_at,
             delegation: self.delegation.as_ref().map(|d| DelegationInfo {
                 delegation_id: d.delegation_id.clone(),
@@ -470,6 +527,7 @@ impl SessionRecord {
             vendor_session_id: self.vendor_session_id.clone(),
             pair_id: self.pair.as_ref().map(|m| m.pair_id.clone()),
             role: self.pair.as_ref().map(|m| m.role),
+            workers: self.workers(),
             turn_started_at: self.turn_started_at,
             handoff_from: self.handoff_from.clone(),
             forked_from: self.forked_from.clone(),

@@ -700,6 +700,7 @@
  * @property {string} driverId The Driver session.
  * @property {WorkerSpec} worker The Worker to create.
  * @property {(WorkerApprovals | null)} [workerApprovals] Who answers the permission requests of the Worker's delegated turns: `user` (default), `driver` (with `approve_worker`) or `bypass` (allowed at once).
+ * @property {string | null} [workerName] The Worker's name among the Driver's Workers (1 to 32 letters, digits, `-`, `_`, `.`); default: its vendor, with `-2`, `-3`… when taken. A name the Driver already gave a Worker is `CONFLICT`.
  * @property {string | null} [workerNode] Cluster only: the node to create the Worker on (default: the Driver's node). The pair runs on the Driver's node and reaches its Worker over NATS; `INVALID_ARGUMENT` (REST 422) for a node the cluster does not know, `NODE_UNAVAILABLE` for one whose lease lapsed.
  * @property {(WorkspaceMode | null)} [workerWorkspace] Where the Worker works: in the Driver's directory (`shared`) or in a worktree of its own branched from the Driver's HEAD (`worktree`); default: the server's `worker_workspace` setting.
  */
@@ -720,11 +721,20 @@
  * @property {PairState} [state] Where the pair's life stands (`creating` while its sessions are joined).
  * @property {WorkerApprovals} [workerApprovals] Who answers the permission requests of the Worker's delegated turns (left out: `user`).
  * @property {string} workerId The session that takes delegated work.
+ * @property {string} [workerName] The Worker's name among its Driver's Workers (unique there): the agent tools' `worker` argument names it. `worker` for pairs made before Workers had names.
  */
 
 /**
  * A pair's persisted life cycle: `creating → active → closed`. The pair row is written first (`creating`), then the two memberships, then `active`; closing writes `closed` before the memberships are cleared. Start-up finishes or undoes any pair left between two steps by a crash.
  * @typedef {('creating' | 'active' | 'closed')} PairState
+ */
+
+/**
+ * One Worker of a Driver, as the Driver's `SessionInfo.workers` lists it.
+ * @typedef {object} PairedWorker
+ * @property {string} pairId The pair that links the Driver to this Worker.
+ * @property {string} workerId The Worker session.
+ * @property {string} workerName Its name among the Driver's Workers.
  */
 
 /**
@@ -1264,7 +1274,7 @@
  * @property {Notify} [notify] Which moments its owner's devices are told of by Web Push (absent: `attention`).
  * @property {OnLimit} [onLimit] What it does when a vendor limit ends a turn (absent: `fail`).
  * @property {string} ownerId The owning user's id.
- * @property {string | null} [pairId] The pair this session belongs to, if any.
+ * @property {string | null} [pairId] The pair this session belongs to, if any (a Driver with several Workers: the pair of its first one; `workers` lists them all).
  * @property {string | null} [parentId] The session that spawned this one, if any.
  * @property {PermissionMode} permissionMode Tool approval mode.
  * @property {(Role | null)} [role] Its role in that pair.
@@ -1276,6 +1286,7 @@
  * @property {string} vendor Vendor id (`scripted`, `codex`, `claude`, ...).
  * @property {string | null} [vendorSessionId] The vendor's own session or thread id, once known.
  * @property {Visibility} visibility Who else may see it.
+ * @property {Array<PairedWorker>} [workers] A Driver's Workers, oldest first, each with its pair and name; empty (left out) for any other session.
  * @property {(WorkspaceInfo | null)} [workspace] The session's own git worktree (`workspace: "worktree"`); absent for a session that works in the directory it was given.
  */
 

@@ -105,6 +105,15 @@ pub struct PairCreateParams {
         skip_serializing_if = "Option::is_none"
     )]
     pub worker_approvals: Option<crate::pair::WorkerApprovals>,
+    /// The Worker's name among the Driver's Workers (1 to 32 letters, digits, `-`,
+    /// `_`, `.`); default: its vendor, with `-2`, `-3`… when taken. A name the Driver
+    /// already gave a Worker is `CONFLICT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 32),
+        regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    )]
+    pub worker_name: Option<String>,
 }
 
 /// Fields of `session.handoff`: continue a conversation in a new session.

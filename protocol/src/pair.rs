@@ -13,6 +13,10 @@ pub struct PairInfo {
     pub driver_id: String,
     /// The session that takes delegated work.
     pub worker_id: String,
+    /// The Worker's name among its Driver's Workers (unique there): the agent tools'
+    /// `worker` argument names it. `worker` for pairs made before Workers had names.
+    #[serde(default = "default_worker_name")]
+    pub worker_name: String,
     /// Creation time, epoch ms.
     pub created_at: u64,
     /// The delegation in flight, if any.
@@ -25,6 +29,40 @@ pub struct PairInfo {
     /// out: `user`).
     #[serde(default, skip_serializing_if = "WorkerApprovals::is_user")]
     pub worker_approvals: WorkerApprovals,
+}
+
+/// The name of a Worker made before Workers had names.
+pub fn default_worker_name() -> String {
+    "worker".to_string()
+}
+
+/// The longest Worker name.
+pub const WORKER_NAME_MAX: usize = 32;
+
+/// True for a usable Worker name: 1 to [`WORKER_NAME_MAX`] ASCII letters, digits,
+/// `-`, `_` or `.`, starting with a letter or digit (it appears in tool arguments
+/// and the page's pane titles).
+pub fn valid_worker_name(name: &str) -> bool {
+    name.len() <= WORKER_NAME_MAX
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// One Worker of a Driver, as the Driver's `SessionInfo.workers` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PairedWorker {
+    /// The pair that links the Driver to this Worker.
+    pub pair_id: String,
+    /// The Worker session.
+    pub worker_id: String,
+    /// Its name among the Driver's Workers.
+    pub worker_name: String,
 }
 
 /// Who answers the permission requests a Worker's agent raises in a turn its Driver

@@ -252,12 +252,17 @@ pub struct SessionInfo {
     /// The vendor's own session or thread id, once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor_session_id: Option<String>,
-    /// The pair this session belongs to, if any.
+    /// The pair this session belongs to, if any (a Driver with several Workers: the
+    /// pair of its first one; `workers` lists them all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair_id: Option<String>,
     /// Its role in that pair.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
+    /// A Driver's Workers, oldest first, each with its pair and name; empty (left
+    /// out) for any other session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<crate::pair::PairedWorker>,
     /// When the turn in flight started, epoch ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_started_at: Option<u64>,
@@ -309,6 +314,15 @@ pub struct SessionInfo {
     /// What it does when a vendor limit ends a turn (absent: `fail`).
     #[serde(default, skip_serializing_if = "OnLimit::is_fail")]
     pub on_limit: OnLimit,
+}
+
+impl SessionInfo {
+    /// True when this session belongs to pair `pair_id` (as its Worker, or as the
+    /// Driver of any of its Workers).
+    pub fn in_pair(&self, pair_id: &str) -> bool {
+        self.pair_id.as_deref() == Some(pair_id)
+            || self.workers.iter().any(|w| w.pair_id == pair_id)
+    }
 }
 
 /// What a session asks of its owner, kept by the server so every client and node

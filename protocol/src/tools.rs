@@ -72,6 +72,10 @@ pub struct SendToPartnerParams {
     pub worker_model: Option<String>,
     /// Reasoning effort for a Worker created by this call.
     pub worker_effort: Option<String>,
+    /// Which Worker, by name or session id; may be left out when you have one (or
+    /// none: one is created). A name none of your Workers has creates a new Worker
+    /// with that name.
+    pub worker: Option<String>,
 }
 
 /// `ask_driver` arguments.
@@ -94,6 +98,9 @@ pub struct AnswerWorkerParams {
     pub question_id: String,
     /// The answer; the Worker's `ask_driver` returns it.
     pub answer: String,
+    /// The Worker that asked, by name or session id; left out, the Worker whose
+    /// question it is.
+    pub worker: Option<String>,
 }
 
 /// `approve_worker` arguments.
@@ -110,6 +117,9 @@ pub struct ApproveWorkerParams {
     pub remember: Option<bool>,
     /// With a denial: why, for the Worker's agent.
     pub message: Option<String>,
+    /// The Worker that asked, by name or session id; left out, the Worker whose
+    /// request it is.
+    pub worker: Option<String>,
 }
 
 /// `approve_worker` result.
@@ -120,6 +130,8 @@ pub struct ApproveWorkerResult {
     pub request_id: String,
     /// The Worker session, which goes on.
     pub partner_id: String,
+    /// The Worker's name among its Driver's Workers.
+    pub worker_name: String,
     /// What was answered.
     pub allow: bool,
 }
@@ -144,6 +156,8 @@ pub struct AnswerWorkerResult {
     pub question_id: String,
     /// The Worker session, which goes on with the answer.
     pub partner_id: String,
+    /// The Worker's name among its Driver's Workers.
+    pub worker_name: String,
 }
 
 /// `read_partner` arguments.
@@ -152,10 +166,22 @@ pub struct AnswerWorkerResult {
 pub struct ReadPartnerParams {
     /// How many recent turns, 1 to 5 (clamped). Default 1.
     pub last_turns: Option<f64>,
+    /// Which Worker, by name or session id; may be left out when the Driver has
+    /// only one.
+    pub worker: Option<String>,
 }
 
-/// Arguments of the tools that take none (`interrupt_partner`, `close_partner`,
-/// `check_spawned_sessions`): an empty object.
+/// Arguments of `interrupt_partner` and `close_partner`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PartnerParams {
+    /// Which Worker, by name or session id; may be left out when the Driver has
+    /// only one.
+    pub worker: Option<String>,
+}
+
+/// Arguments of the tools that take none (`check_spawned_sessions`): an empty
+/// object.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
@@ -247,6 +273,8 @@ pub struct SendToPartnerResult {
     pub hint: Option<String>,
     /// The Worker session.
     pub partner_id: String,
+    /// The Worker's name among its Driver's Workers.
+    pub worker_name: String,
     /// True when this call created the Worker.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub worker_created: bool,
@@ -298,6 +326,8 @@ pub struct ReadPartnerResult {
     pub status: PartnerState,
     /// The Worker session.
     pub partner_id: String,
+    /// The Worker's name among its Driver's Workers.
+    pub worker_name: String,
     /// Its title.
     pub title: String,
     /// Its recent turns, oldest first.
@@ -322,6 +352,8 @@ pub struct InterruptPartnerResult {
     pub status: InterruptState,
     /// The Worker session.
     pub partner_id: String,
+    /// The Worker's name among its Driver's Workers.
+    pub worker_name: String,
     /// Its title.
     pub title: String,
 }
@@ -342,6 +374,8 @@ pub struct ClosePartnerResult {
     pub status: ClosedState,
     /// The former Worker.
     pub partner_id: String,
+    /// The Worker's name among its Driver's Workers.
+    pub worker_name: String,
     /// True when the Worker was running and was stopped.
     pub interrupted: bool,
     /// Always true: both histories are kept.
@@ -529,20 +563,20 @@ pub fn def(name: &str) -> Option<ToolDef> {
 fn generate(name: &str) -> Option<ToolDef> {
     let (description, input_schema) = match name {
         SEND_TO_PARTNER => (
-            "Give your Worker one concrete, bounded task. If you have no Worker yet, one is created and paired with you first (workerCreated: true). wait=true (default) returns the Worker's answer when its turn ends, or status 'running' with the text so far after timeoutSeconds; wait=false returns at once and the result arrives later as a new message. Delegation is one level deep.",
+            "Give your Worker one concrete, bounded task. If you have no Worker yet, one is created and paired with you first (workerCreated: true). wait=true (default) returns the Worker's answer when its turn ends, or status 'running' with the text so far after timeoutSeconds; wait=false returns at once and the result arrives later as a new message. Delegation is one level deep. You may have several Workers, each with a name: `worker` names the one to use (required once you have more than one), and a name none of them has creates another Worker; tasks to different Workers run at once.",
             input_schema::<SendToPartnerParams>(),
         ),
         READ_PARTNER => (
-            "Check on your Worker: its status (running, interrupted, idle) and its last turns (what it was asked and what it answered).",
+            "Check on your Worker (`worker`: which one, when you have several): its status (running, interrupted, idle) and its last turns (what it was asked and what it answered).",
             input_schema::<ReadPartnerParams>(),
         ),
         INTERRUPT_PARTNER => (
-            "Stop the Worker's current task but keep the pair. Its partial work comes back to you to review.",
-            input_schema::<NoParams>(),
+            "Stop the Worker's current task (`worker`: which one, when you have several) but keep the pair. Its partial work comes back to you to review.",
+            input_schema::<PartnerParams>(),
         ),
         CLOSE_PARTNER => (
-            "End the pair: stops the Worker if it is running and dissolves the pairing. Both session histories are kept.",
-            input_schema::<NoParams>(),
+            "End the pair with a Worker (`worker`: which one, when you have several): stops it if it is running and dissolves the pairing; your other Workers stay. Both session histories are kept.",
+            input_schema::<PartnerParams>(),
         ),
         PROPOSE_WORKER => (
             "Propose handing a task to a new Worker; the user accepts (possibly choosing another vendor, model or effort) or declines, and you are resumed with the outcome. One proposal at a time.",

@@ -260,10 +260,11 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
     );
     let (_, dinfo) = a.get(&format!("/api/v1/sessions/{d}")).await;
     assert_eq!(dinfo["pairId"], winfo["pairId"]);
+    // The Worker's name is the Driver's: taken, it is refused on any node.
     let again = ws
         .request(
             json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"},
-            "workerNode": "b"}),
+            "workerNode": "b", "workerName": "scripted"}),
         )
         .await;
     assert_eq!(again["code"], "CONFLICT", "{again}");

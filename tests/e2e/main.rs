@@ -78,6 +78,7 @@ mod vendor_env;
 mod vendor_errors;
 mod web_push;
 mod worker_choice;
+mod workers;
 mod workspaces;
 mod write_path;
 

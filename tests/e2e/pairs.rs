@@ -307,7 +307,7 @@ async fn close_partner_while_running_keeps_histories() {
     let (out, _) = tool(&mut ws, &d, "close_partner", json!({})).await;
     assert_eq!(
         out,
-        json!({"status": "closed", "partnerId": w, "interrupted": true, "historyPreserved": true})
+        json!({"status": "closed", "partnerId": w, "workerName": "scripted", "interrupted": true, "historyPreserved": true})
     );
     let (_, pairs) = server.get("/api/v1/pairs").await;
     assert_eq!(pairs["pairs"], json!([]));
@@ -432,8 +432,9 @@ async fn pair_create_and_close_over_websocket() {
     let w = pair["workerId"].as_str().unwrap().to_string();
     let (_, winfo) = server.get(&format!("/api/v1/sessions/{w}")).await;
     assert_eq!(winfo["effort"], "high");
+    // A Worker has no Workers of its own (a Driver may have several: e2e workers).
     let again = ws
-        .request(json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"}}))
+        .request(json!({"type": "pair.create", "driverId": w, "worker": {"vendor": "scripted"}}))
         .await;
     assert_eq!(again["code"], "CONFLICT", "{again}");
     let not_installed = ws

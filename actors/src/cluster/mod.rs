@@ -284,7 +284,7 @@ impl Cluster {
     /// that pair's Driver.
     pub fn pair_owner(&self, pair_id: &str) -> Owner {
         let driver = self.inner.remote.iter().find_map(|r| {
-            (r.info.pair_id.as_deref() == Some(pair_id) && r.info.role == Some(Role::Driver))
+            (r.info.role == Some(Role::Driver) && r.info.in_pair(pair_id))
                 .then(|| (r.node.clone(), r.info.clone()))
         });
         match driver {

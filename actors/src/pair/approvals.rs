@@ -8,6 +8,7 @@ use actix::prelude::*;
 use tandem_protocol::ApprovalAsk;
 
 use super::{DelegateReply, PairActor};
+use crate::record::PairRecord;
 use crate::session::{Resume, WorkerNeedsApproval};
 use crate::text::clip;
 
@@ -16,7 +17,7 @@ const MAX_INPUT_CHARS: usize = 2000;
 
 /// The message a Driver that does not wait gets for a request, keyed by the
 /// request's id so it is taken once.
-pub(crate) fn approval_resume(ask: &ApprovalAsk) -> Resume {
+pub(crate) fn approval_resume(ask: &ApprovalAsk, pair: &PairRecord) -> Resume {
     // A JSON value writes as JSON by `Display`, which cannot fail.
     let input = ask.input.to_string();
     Resume {
@@ -29,7 +30,7 @@ pub(crate) fn approval_resume(ask: &ApprovalAsk) -> Resume {
             ask.tool_name,
             clip(&input, MAX_INPUT_CHARS),
             ask.request_id
-        ),
+        ) + &super::texts::signature(pair),
         proposal: None,
     }
 }
@@ -46,7 +47,7 @@ impl Handler<WorkerNeedsApproval> for PairActor {
         if let Some(DelegateReply::Approval(ask)) =
             self.answer_waiter(DelegateReply::Approval(need.ask), ctx)
         {
-            self.driver.do_send(approval_resume(&ask));
+            self.driver.do_send(approval_resume(&ask, &self.record));
         }
     }
 }

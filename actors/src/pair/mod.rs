@@ -740,7 +740,7 @@ pub(crate) fn pushback_resume(
         });
     Resume {
         id: delegation.delegation_id.clone(),
-        text: texts::pushback(delegation, outcome),
+        text: texts::pushback(delegation, outcome) + &texts::signature(record),
         proposal,
     }
 }

@@ -7,7 +7,7 @@ use actix::prelude::*;
 
 use super::{DelegateReply, PairActor, Token};
 use crate::error::PairError;
-use crate::record::QuestionRecord;
+use crate::record::{PairRecord, QuestionRecord};
 use crate::session::{RecordEvent, Resume};
 
 /// The Worker asks its Driver `question` (already recorded in the Worker's record and
@@ -21,7 +21,7 @@ pub struct WorkerAsks {
 
 /// The message a Driver that does not wait gets for a question, keyed by its id so it
 /// is taken once.
-pub(crate) fn question_resume(question: &QuestionRecord) -> Resume {
+pub(crate) fn question_resume(question: &QuestionRecord, pair: &PairRecord) -> Resume {
     let choices = match question.choices.is_empty() {
         true => String::new(),
         false => format!("\nChoices: {}", question.choices.join(" | ")),
@@ -33,7 +33,7 @@ pub(crate) fn question_resume(question: &QuestionRecord) -> Resume {
              answer_worker {{questionId: \"{}\", answer}}; the Worker waits (at most {} s, \
              then it decides itself).",
             question.question_id, question.question, question.question_id, question.timeout_seconds
-        ),
+        ) + &super::texts::signature(pair),
         proposal: None,
     }
 }
@@ -57,7 +57,7 @@ impl Handler<WorkerAsks> for PairActor {
         if let Some(DelegateReply::Question(q)) =
             self.answer_waiter(DelegateReply::Question(question), ctx)
         {
-            self.driver.do_send(question_resume(&q));
+            self.driver.do_send(question_resume(&q, &self.record));
         }
         Ok(())
     }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tandem_protocol::client::WorkerSpec;
+use tandem_protocol::client::{PairCreateParams, WorkerSpec};
 
 use crate::testkit::{wait_for, Recorded, RuntimeFixture};
 
@@ -56,15 +56,18 @@ async fn pair(fx: &RuntimeFixture, d: &str) -> (String, String) {
         .runtime
         .create_pair(
             &fx.who,
-            d,
-            WorkerSpec {
-                vendor: "scripted".into(),
-                model: None,
-                effort: None,
+            PairCreateParams {
+                driver_id: d.into(),
+                worker: WorkerSpec {
+                    vendor: "scripted".into(),
+                    model: None,
+                    effort: None,
+                },
+                worker_workspace: None,
+                worker_node: None,
+                worker_approvals: None,
+                worker_name: None,
             },
-            None,
-            None,
-            Default::default(),
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -166,6 +169,7 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
         pair_id: "pair_stray".into(),
         driver_id: d.clone(),
         worker_id: "ses_gone".into(),
+        worker_name: "worker".into(),
         created_at: 1,
         delegation: None,
         state: PairState::Creating,

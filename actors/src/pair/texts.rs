@@ -1,9 +1,18 @@
 //! What the pair says to a Driver: pushed-back results. Our own wording; agents read
 //! these, so they are direct and specific.
 
-use crate::record::DelegationRecord;
+use crate::record::{DelegationRecord, PairRecord};
 
 use super::{DelegationStatus, Outcome};
+
+/// The last line of what a pair pushes into its Driver: which Worker speaks, since a
+/// Driver may have several.
+pub fn signature(record: &PairRecord) -> String {
+    format!(
+        "\n\n(From your Worker `{}`, session {}; the partner tools take `worker: \"{}\"`.)",
+        record.worker_name, record.worker_id, record.worker_name
+    )
+}
 
 /// The message pushed into the Driver when a delegation it no longer waits for ends.
 pub fn pushback(delegation: &DelegationRecord, outcome: &Outcome) -> String {

@@ -227,6 +227,7 @@ impl Runtime {
             current_turn_id: None,
             turn_started_at: None,
             pair: None,
+            more_workers: Vec::new(),
             queued: Vec::new(),
             permission_rules: Vec::new(),
             parent_id: spec.parent_id,

@@ -3,7 +3,6 @@
 
 use tandem_protocol::client::TurnOptions;
 use tandem_protocol::content::MessageContent;
-use tandem_protocol::Role;
 
 use super::Runtime;
 use crate::access::Principal;
@@ -26,16 +25,17 @@ impl Runtime {
     ) -> Result<EditOutcome, RuntimeError> {
         let handle = self.drivable(who, id)?;
         let info = handle.shared.info();
-        if let (Some(pair_id), Some(Role::Driver)) = (&info.pair_id, info.role) {
-            let held = self.inner.pairs.get(pair_id).is_some_and(|pair| {
+        // A Driver whose Worker (any of them) holds a delegation.
+        let held = info.workers.iter().any(|w| {
+            self.inner.pairs.get(&w.pair_id).is_some_and(|pair| {
                 pair.shared
                     .lock()
                     .map(|record| record.delegation.is_some())
                     .unwrap_or(false)
-            });
-            if held {
-                return Err(RuntimeError::DelegationInFlight(id.to_string()));
-            }
+            })
+        });
+        if held {
+            return Err(RuntimeError::DelegationInFlight(id.to_string()));
         }
         self.has_workspace(id, &handle)?;
         let mut prepared = self.prepare_content(who, &handle, content).await?;

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
-use tandem_protocol::client::WorkerSpec;
+use tandem_protocol::client::PairCreateParams;
 use tandem_protocol::pair::{PairInfo, PairState, ProposalStatus, WorkerApprovals, WorkerChoice};
 use tandem_protocol::workspace::WorkspaceMode;
 use tandem_protocol::{Role, SessionInfo};
@@ -327,8 +327,10 @@ impl Runtime {
         }
     }
 
-    /// Creates a Worker session for `driver_id` and pairs the two. The Driver is
-    /// claimed first, so two concurrent calls cannot give it two Workers.
+    /// Creates a Worker session for `driver_id` and pairs the two: the Driver's
+    /// first Worker, or one more (each Worker is a pair of its own, so delegations to
+    /// different Workers run at once). The Driver joins first, and its actor refuses
+    /// a name taken or a Worker too many, so two concurrent calls cannot both pass.
     pub async fn pair_with_new_worker(
         &self,
         driver_id: &str,
@@ -336,6 +338,7 @@ impl Runtime {
         workspace: Option<WorkspaceMode>,
         worker_node: Option<String>,
         worker_approvals: WorkerApprovals,
+        worker_name: Option<String>,
     ) -> Result<PairInfo, RuntimeError> {
         let workspace = workspace.unwrap_or(self.inner.config.worker_workspace);
         // Another node's Worker: that node must be in the cluster and available.
@@ -368,9 +371,19 @@ impl Runtime {
         let driver = self
             .session_addr(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
-        if driver_info.pair_id.is_some() {
+        if driver_info.role == Some(Role::Worker) {
             return Err(PairError::AlreadyPaired.into());
         }
+        if driver_info.workers.len() >= crate::session::MAX_WORKERS {
+            return Err(PairError::TooManyWorkers(crate::session::MAX_WORKERS).into());
+        }
+        let worker_name = match worker_name {
+            Some(name) if !tandem_protocol::pair::valid_worker_name(&name) => {
+                return Err(PairError::BadWorkerName.into())
+            }
+            Some(name) => name,
+            None => free_worker_name(&choice.vendor, &driver_info.workers),
+        };
         if remote.is_none() {
             // Another node checks its own catalog.
             let spec = self
@@ -394,6 +407,7 @@ impl Runtime {
             worker_node: worker_node.clone(),
             state: PairState::Creating,
             worker_approvals,
+            worker_name,
         };
         // Row first (`creating`), then the memberships, then `active`: a crash between
         // two steps leaves a `creating` row that start-up rolls forward or back.
@@ -427,7 +441,7 @@ impl Runtime {
                         vendor: choice.vendor,
                         model: choice.model,
                         effort: choice.effort,
-                        title: worker_title(&driver_info.title),
+                        title: worker_title(&driver_info, &record.worker_name),
                         cwd: driver_info.cwd.clone(),
                         permission_mode: driver_info.permission_mode,
                         worktree: workspace == WorkspaceMode::Worktree,
@@ -450,7 +464,7 @@ impl Runtime {
                 vendor: VendorId::from(choice.vendor),
                 model: choice.model,
                 effort: choice.effort,
-                title: Some(worker_title(&driver_info.title)),
+                title: Some(worker_title(&driver_info, &record.worker_name)),
                 cwd: driver_info.cwd.clone(),
                 permission_mode: driver_info.permission_mode,
                 parent_id: None,
@@ -521,12 +535,9 @@ impl Runtime {
     pub async fn create_pair(
         &self,
         who: &Principal,
-        driver_id: &str,
-        worker: WorkerSpec,
-        worker_workspace: Option<WorkspaceMode>,
-        worker_node: Option<String>,
-        worker_approvals: WorkerApprovals,
+        params: PairCreateParams,
     ) -> Result<PairInfo, RuntimeError> {
+        let driver_id = params.driver_id.as_str();
         self.drivable(who, driver_id)?;
         let info = self
             .session_info(driver_id)
@@ -537,13 +548,14 @@ impl Runtime {
         self.pair_with_new_worker(
             driver_id,
             WorkerChoice {
-                vendor: worker.vendor,
-                model: worker.model.unwrap_or_default(),
-                effort: worker.effort.unwrap_or_default(),
+                vendor: params.worker.vendor,
+                model: params.worker.model.unwrap_or_default(),
+                effort: params.worker.effort.unwrap_or_default(),
             },
-            worker_workspace,
-            worker_node,
-            worker_approvals,
+            params.worker_workspace,
+            params.worker_node,
+            params.worker_approvals.unwrap_or_default(),
+            params.worker_name,
         )
         .await
     }
@@ -575,7 +587,7 @@ impl Runtime {
         }
         let mut members: Vec<(String, Addr<SessionActor>)> = Vec::new();
         self.inner.services.sessions.for_each(|id, h| {
-            if h.shared.info().pair_id.as_deref() == Some(pair_id) {
+            if h.shared.info().in_pair(pair_id) {
                 members.push((id.to_string(), h.addr.clone()));
             }
         });
@@ -621,7 +633,36 @@ impl Runtime {
 }
 
 /// The title of a Worker created for a Driver.
-fn worker_title(driver_title: &str) -> String {
-    let title = format!("{driver_title} · Worker");
+/// A new Worker's title: the Driver's and `· Worker`, with the Worker's name when
+/// the Driver has others.
+fn worker_title(driver: &SessionInfo, name: &str) -> String {
+    let title = if driver.workers.is_empty() {
+        format!("{} · Worker", driver.title)
+    } else {
+        format!("{} · Worker {name}", driver.title)
+    };
     title.chars().take(200).collect()
+}
+
+/// A Worker's default name: its vendor's, with `-2`, `-3`… when a Worker of the
+/// Driver has it already.
+fn free_worker_name(vendor: &str, taken: &[tandem_protocol::pair::PairedWorker]) -> String {
+    let base: String = vendor
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(24)
+        .collect();
+    let base = if tandem_protocol::pair::valid_worker_name(&base) {
+        base
+    } else {
+        tandem_protocol::pair::default_worker_name()
+    };
+    let free = |name: &str| !taken.iter().any(|w| w.worker_name == name);
+    if free(&base) {
+        return base;
+    }
+    (2..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|name| free(name))
+        .unwrap_or(base)
 }

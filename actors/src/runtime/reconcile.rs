@@ -118,9 +118,11 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
     let mut out = Plan::default();
     let mut reasons: HashMap<&str, &str> = HashMap::new();
     let mut running: HashSet<&str> = HashSet::new();
-    // A session in two started pairs is impossible (JoinPair refuses), but a corrupt
-    // store must not start the same session in two pairs.
-    let mut taken: HashSet<&str> = HashSet::new();
+    // A Worker in two started pairs, or a Driver that is also a Worker, is impossible
+    // (JoinPair refuses), but a corrupt store must not start them. A Driver may drive
+    // several.
+    let mut workers: HashSet<&str> = HashSet::new();
+    let mut drivers: HashSet<&str> = HashSet::new();
     for pair in pairs {
         let id = pair.pair_id.as_str();
         // A Worker on another node is that node's to check (its reports find out
@@ -128,8 +130,9 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
         let worker_here = pair.worker_node.is_some() || member(&pair.worker_id, id, Role::Worker);
         let both = member(&pair.driver_id, id, Role::Driver)
             && worker_here
-            && !taken.contains(pair.driver_id.as_str())
-            && !taken.contains(pair.worker_id.as_str());
+            && !workers.contains(pair.driver_id.as_str())
+            && !workers.contains(pair.worker_id.as_str())
+            && !drivers.contains(pair.worker_id.as_str());
         let reason = match pair.state {
             PairState::Closed => Some(CLOSED),
             PairState::Creating if !both => Some(ROLLED_BACK),
@@ -150,8 +153,8 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
             out.activated.push(pair.pair_id.clone());
         }
         running.insert(id);
-        taken.insert(pair.driver_id.as_str());
-        taken.insert(pair.worker_id.as_str());
+        drivers.insert(pair.driver_id.as_str());
+        workers.insert(pair.worker_id.as_str());
         out.start.push(PairRecord {
             state: PairState::Active,
             ..pair.clone()
@@ -159,11 +162,12 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
     }
     let mut ids: Vec<&&SessionRecord> = live.values().collect();
     ids.sort_by(|a, b| a.id.cmp(&b.id));
-    for session in ids {
-        let Some(pair_id) = session.pair.as_ref().map(|m| m.pair_id.as_str()) else {
-            continue;
-        };
-        if session.pair.as_ref().is_some_and(|m| m.pair_node.is_some()) {
+    for (session, membership) in ids
+        .iter()
+        .flat_map(|s| s.memberships().map(move |m| (s, m)))
+    {
+        let pair_id = membership.pair_id.as_str();
+        if membership.pair_node.is_some() {
             // The Worker of a pair on another node: that node runs the pair.
             continue;
         }
@@ -195,7 +199,18 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
             // Its cut-off delegation is reported (and ends it): nothing more to say.
             continue;
         }
-        let pair = out.start.iter().find(|p| p.driver_id == session.id);
+        // The pair carrying the proposal's task, else the Driver's first (an accepted
+        // proposal made it, when the Driver had no Worker).
+        let first = session.pair.as_ref().map(|m| m.pair_id.as_str());
+        let mine = || out.start.iter().filter(|p| p.driver_id == session.id);
+        let pair = mine()
+            .find(|p| {
+                p.delegation.as_ref().is_some_and(|d| {
+                    d.proposal_id.as_deref() == Some(proposal.proposal_id.as_str())
+                })
+            })
+            .or_else(|| mine().find(|p| Some(p.pair_id.as_str()) == first))
+            .or_else(|| mine().next());
         let fix = match pair {
             None => ProposalFix::Fail {
                 driver_id: session.id.clone(),
@@ -278,7 +293,7 @@ pub(super) fn apply(
         let Some(session) = index.get(&unpair.session_id).map(|i| &mut loaded[*i]) else {
             continue;
         };
-        session.record.pair = None;
+        session.record.leave(&unpair.pair_id);
         session.record.last_activity = now_ms();
         // A Worker's waiting question has nobody to answer it any more (as when a
         // running pair closes, see `SessionActor::close_question`).
@@ -353,6 +368,24 @@ pub(super) fn apply(
             &mut ops,
         )?;
         touched.insert(driver_id.clone());
+    }
+    // A Driver's membership stored before Drivers had several Workers lacks its
+    // Worker and name, which its `SessionInfo.workers` shows.
+    for pair in &plan.start {
+        let Some(session) = index.get(&pair.driver_id).map(|i| &mut loaded[*i]) else {
+            continue;
+        };
+        let unnamed = session
+            .record
+            .pair
+            .iter_mut()
+            .chain(session.record.more_workers.iter_mut())
+            .find(|m| m.pair_id == pair.pair_id && m.worker_id.is_none());
+        if let Some(membership) = unnamed {
+            membership.worker_id = Some(pair.worker_id.clone());
+            membership.worker_name = Some(pair.worker_name.clone());
+            touched.insert(pair.driver_id.clone());
+        }
     }
     for id in &touched {
         if let Some(session) = index.get(id).map(|i| &loaded[*i]) {

@@ -42,7 +42,7 @@ pub use loops::{StartLoop, StopLoop};
 pub use pairing::{
     Describe, HoldsDelegation, IdleRemoteWorker, JoinPair, LeavePair, PairInbox, PartialText,
     RecordEvent, RecordEvents, ReportDelivered, ReportTo, Resume, SessionState, StartDelegated,
-    WorkerNeedsApproval, WorkerTurnEnded,
+    WorkerNeedsApproval, WorkerTurnEnded, MAX_WORKERS,
 };
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
 pub use question::{AnswerQuestion, Answered, Ask, WithdrawQuestion};

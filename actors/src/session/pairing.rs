@@ -7,7 +7,7 @@ use tandem_protocol::{EventBody, Role, SessionInfo, TurnStatus};
 use super::turn::{tail, TurnDelegation, RESPONSE_TAIL_CHARS};
 use super::SessionActor;
 use crate::cluster_link::ApprovalNeed;
-use crate::error::RuntimeError;
+use crate::error::{PairError, RuntimeError};
 use crate::record::{Membership, ProposalRecord};
 
 /// How many delivered-result ids a session remembers for de-duplication.
@@ -110,7 +110,12 @@ pub struct Resume {
     pub proposal: Option<super::proposal::ProposalProgress>,
 }
 
-/// This session joins a pair; refused when it already belongs to another one.
+/// The most Workers a Driver may have at once.
+pub const MAX_WORKERS: usize = 8;
+
+/// This session joins a pair: as its Worker when it belongs to none, as its Driver
+/// when it belongs to none or drives others (a Worker name it gave already, or
+/// [`MAX_WORKERS`] Workers, are refused).
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), RuntimeError>")]
 pub struct JoinPair {
@@ -327,22 +332,32 @@ impl Handler<JoinPair> for SessionActor {
     type Result = Result<(), RuntimeError>;
 
     fn handle(&mut self, msg: JoinPair, _: &mut Context<Self>) -> Self::Result {
-        if self.record.pair.is_some() {
-            return Err(RuntimeError::Conflict(format!(
-                "session {} already belongs to a pair",
-                self.record.id
-            )));
-        }
         if self.record.parent_id.is_some() {
             return Err(RuntimeError::Conflict(
                 "a spawned session cannot be paired".into(),
             ));
         }
-        self.record.pair = Some(Membership {
+        let mut driven = 0;
+        for m in self.record.memberships() {
+            if m.role == Role::Worker || msg.role == Role::Worker {
+                return Err(PairError::AlreadyPaired.into());
+            }
+            if m.worker_name.as_deref() == Some(msg.pair.worker_name.as_str()) {
+                return Err(PairError::NameTaken(msg.pair.worker_name).into());
+            }
+            driven += 1;
+        }
+        if driven >= MAX_WORKERS {
+            return Err(PairError::TooManyWorkers(MAX_WORKERS).into());
+        }
+        let driver = msg.role == Role::Driver;
+        self.record.join(Membership {
             pair_id: msg.pair.pair_id.clone(),
             role: msg.role,
             pair_node: msg.pair_node,
             driver_id: Some(msg.pair.driver_id.clone()),
+            worker_id: driver.then(|| msg.pair.worker_id.clone()),
+            worker_name: driver.then(|| msg.pair.worker_name.clone()),
         });
         self.emit(None, EventBody::PairCreated { pair: msg.pair });
         self.touch();
@@ -360,13 +375,16 @@ impl Handler<LeavePair> for SessionActor {
         }
         // A Worker's waiting question has nobody to answer it any more.
         self.close_question(&msg.pair_id, ctx);
-        self.record.pair = None;
-        if let Some(turn) = self.turn.as_mut() {
-            // The pair is gone: the turn's end has nobody to report to.
-            turn.delegation = None;
-        }
-        if let Some(report) = self.record.remote_report.take() {
-            self.services.outbox.remove(&report.delegation_id);
+        let worker = self.record.in_pair(&msg.pair_id, Some(Role::Worker));
+        self.record.leave(&msg.pair_id);
+        if worker {
+            if let Some(turn) = self.turn.as_mut() {
+                // The pair is gone: the turn's end has nobody to report to.
+                turn.delegation = None;
+            }
+            if let Some(report) = self.record.remote_report.take() {
+                self.services.outbox.remove(&report.delegation_id);
+            }
         }
         self.emit(
             None,

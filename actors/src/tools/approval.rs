@@ -5,8 +5,10 @@
 //! `NO_SUCH_PERMISSION`.
 
 use tandem_protocol::tools::{ApproveWorkerParams, ApproveWorkerResult};
-use tandem_protocol::{Decider, RememberScope, Role};
+use tandem_protocol::{Decider, ErrorCode, RememberScope};
 
+use super::partner::workers_to_try;
+use super::question::first_that_knows;
 use super::{optional, required};
 use crate::cluster_link::ApprovalAnswer;
 use crate::error::{PairError, RuntimeError, ToolError};
@@ -19,17 +21,32 @@ pub(super) async fn approve_worker(
     args: ApproveWorkerParams,
 ) -> Result<ApproveWorkerResult, ToolError> {
     let request_id = required("requestId", args.request_id)?;
-    let pair_id = match (state.info.role, &state.info.pair_id) {
-        (Some(Role::Driver), Some(pair_id)) => pair_id.clone(),
-        _ => return Err(PairError::NoWorker.into()),
-    };
-    let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
+    let workers = workers_to_try(state, optional(args.worker).as_deref())?;
     let answer = ApprovalAnswer {
         request_id: request_id.clone(),
         allow: args.allow,
         remember: args.allow && args.remember.unwrap_or(false),
         message: optional(args.message).filter(|_| !args.allow),
     };
+    let answered = first_that_knows(&workers, ErrorCode::NoSuchPermission, |worker| {
+        approve_on(rt, worker.pair_id.clone(), answer.clone())
+    })
+    .await?;
+    Ok(ApproveWorkerResult {
+        request_id,
+        partner_id: answered.worker_id.clone(),
+        worker_name: answered.worker_name.clone(),
+        allow: args.allow,
+    })
+}
+
+/// Answers the request in the Worker of pair `pair_id`, here or on its node.
+async fn approve_on(
+    rt: &Runtime,
+    pair_id: String,
+    answer: ApprovalAnswer,
+) -> Result<(), ToolError> {
+    let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
     match rt.remote_worker_node(&pair_id) {
         // A Worker on another node: its node answers the request there.
         Some(node) => {
@@ -56,9 +73,5 @@ pub(super) async fn approve_worker(
                 .await??;
         }
     }
-    Ok(ApproveWorkerResult {
-        request_id,
-        partner_id: worker_id,
-        allow: args.allow,
-    })
+    Ok(())
 }

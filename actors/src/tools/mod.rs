@@ -93,16 +93,12 @@ impl crate::adapter::ToolHost for ToolRouter {
                 READ_PARTNER => partner::read_partner(&rt, &state, parse(tool, args)?)
                     .await
                     .and_then(to_value),
-                INTERRUPT_PARTNER => {
-                    parse::<NoParams>(tool, args)?;
-                    partner::interrupt_partner(&rt, &state)
-                        .await
-                        .and_then(to_value)
-                }
-                CLOSE_PARTNER => {
-                    parse::<NoParams>(tool, args)?;
-                    partner::close_partner(&rt, &state).await.and_then(to_value)
-                }
+                INTERRUPT_PARTNER => partner::interrupt_partner(&rt, &state, parse(tool, args)?)
+                    .await
+                    .and_then(to_value),
+                CLOSE_PARTNER => partner::close_partner(&rt, &state, parse(tool, args)?)
+                    .await
+                    .and_then(to_value),
                 PROPOSE_WORKER => proposal::propose_worker(&rt, &state, parse(tool, args)?)
                     .await
                     .and_then(to_value),

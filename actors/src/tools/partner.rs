@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
-use tandem_protocol::pair::WorkerChoice;
+use tandem_protocol::pair::{PairedWorker, WorkerChoice};
 use tandem_protocol::tools::{
     ClosePartnerResult, ClosedState, DelegationState, InterruptPartnerResult, InterruptState,
-    PartnerState, ReadPartnerParams, ReadPartnerResult, SendToPartnerParams, SendToPartnerResult,
+    PartnerParams, PartnerState, ReadPartnerParams, ReadPartnerResult, SendToPartnerParams,
+    SendToPartnerResult,
 };
 use tandem_protocol::{Role, SessionStatus};
 
@@ -50,13 +51,52 @@ pub fn choose_worker_vendor(
         .ok_or(ToolError::NoVendor)
 }
 
-/// The caller's pair, or why it has none.
-fn driver_pair(state: &SessionState) -> Result<String, PairError> {
-    match (state.info.role, &state.info.pair_id) {
-        (Some(Role::Driver), Some(pair_id)) => Ok(pair_id.clone()),
-        (Some(Role::Worker), _) => Err(PairError::NotDriver),
-        _ => Err(PairError::NoWorker),
+/// The caller's Worker that `worker` names (its name or session id), or its only
+/// one; or why there is none.
+pub(super) fn pick_worker(
+    state: &SessionState,
+    worker: Option<&str>,
+) -> Result<PairedWorker, PairError> {
+    let workers = &state.info.workers;
+    if state.info.role == Some(Role::Worker) {
+        return Err(PairError::NotDriver);
     }
+    match (worker, workers.as_slice()) {
+        (_, []) => Err(PairError::NoWorker),
+        (Some(name), _) => workers
+            .iter()
+            .find(|w| w.worker_name == name || w.worker_id == name)
+            .cloned()
+            .ok_or_else(|| PairError::NoSuchWorker {
+                name: name.chars().take(64).collect(),
+                workers: listed(workers),
+            }),
+        (None, [only]) => Ok(only.clone()),
+        (None, _) => Err(PairError::WhichWorker(listed(workers))),
+    }
+}
+
+/// The Workers `worker` may mean, in the order to try them: the one it names, or
+/// (left out) all of the caller's; for an answer whose id tells the Worker.
+pub(super) fn workers_to_try(
+    state: &SessionState,
+    worker: Option<&str>,
+) -> Result<Vec<PairedWorker>, PairError> {
+    match worker {
+        Some(_) => pick_worker(state, worker).map(|w| vec![w]),
+        None if state.info.role == Some(Role::Worker) => Err(PairError::NotDriver),
+        None if state.info.workers.is_empty() => Err(PairError::NoWorker),
+        None => Ok(state.info.workers.clone()),
+    }
+}
+
+/// The Workers as an error names them: `name (session id)`, comma-separated.
+fn listed(workers: &[PairedWorker]) -> String {
+    workers
+        .iter()
+        .map(|w| format!("{} ({})", w.worker_name, w.worker_id))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub(super) async fn send_to_partner(
@@ -81,8 +121,15 @@ pub(super) async fn send_to_partner(
         return Err(ToolError::NotAllowed("spawned sessions cannot delegate"));
     }
     let mut worker_created = false;
-    let pair_id = match state.info.pair_id.clone() {
-        Some(pair_id) => pair_id,
+    let named = optional(args.worker);
+    let picked = match pick_worker(state, named.as_deref()) {
+        Ok(worker) => Some(worker),
+        // No Worker yet, or none of that name: one is made.
+        Err(PairError::NoWorker | PairError::NoSuchWorker { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let (pair_id, worker_name) = match picked {
+        Some(worker) => (worker.pair_id, worker.worker_name),
         None => {
             let installed = rt.installed_vendors();
             let vendor = choose_worker_vendor(
@@ -96,10 +143,17 @@ pub(super) async fn send_to_partner(
                 effort: optional(args.worker_effort).unwrap_or_default(),
             };
             let pair = rt
-                .pair_with_new_worker(&state.info.id, choice, None, None, Default::default())
+                .pair_with_new_worker(
+                    &state.info.id,
+                    choice,
+                    None,
+                    None,
+                    Default::default(),
+                    named,
+                )
                 .await?;
             worker_created = true;
-            pair.pair_id
+            (pair.pair_id, pair.worker_name)
         }
     };
     let (pair, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
@@ -118,6 +172,7 @@ pub(super) async fn send_to_partner(
         error: None,
         hint: Some(hint.to_string()),
         partner_id: worker_id.clone(),
+        worker_name: worker_name.clone(),
         worker_created,
         changes: None,
         question_id: None,
@@ -136,6 +191,7 @@ pub(super) async fn send_to_partner(
             error: outcome.error,
             hint: None,
             partner_id: worker_id.clone(),
+            worker_name: worker_name.clone(),
             worker_created,
             changes: outcome.changes,
             question_id: None,
@@ -152,6 +208,7 @@ pub(super) async fn send_to_partner(
                 q.question_id
             )),
             partner_id: worker_id.clone(),
+            worker_name: worker_name.clone(),
             worker_created,
             changes: None,
             question_id: Some(q.question_id),
@@ -168,6 +225,7 @@ pub(super) async fn send_to_partner(
                 ask.tool_name, ask.request_id
             )),
             partner_id: worker_id.clone(),
+            worker_name: worker_name.clone(),
             worker_created,
             changes: None,
             question_id: None,
@@ -192,7 +250,8 @@ pub(super) async fn read_partner(
     args: ReadPartnerParams,
 ) -> Result<ReadPartnerResult, ToolError> {
     let count = clamped(args.last_turns, 1, 1, 5) as usize;
-    let pair_id = driver_pair(state)?;
+    let picked = pick_worker(state, optional(args.worker).as_deref())?;
+    let pair_id = picked.pair_id;
     let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
     let (status, title, turns) = match rt.read_remote_worker(&pair_id, count).await {
         // A Worker on another node: its node reads it.
@@ -218,6 +277,7 @@ pub(super) async fn read_partner(
     Ok(ReadPartnerResult {
         status,
         partner_id: worker_id,
+        worker_name: picked.worker_name,
         title,
         turns,
     })
@@ -226,9 +286,10 @@ pub(super) async fn read_partner(
 pub(super) async fn interrupt_partner(
     rt: &Runtime,
     state: &SessionState,
+    args: PartnerParams,
 ) -> Result<InterruptPartnerResult, ToolError> {
-    let pair_id = driver_pair(state)?;
-    let (pair, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
+    let picked = pick_worker(state, optional(args.worker).as_deref())?;
+    let (pair, worker_id) = rt.pair_parts(&picked.pair_id).ok_or(PairError::Gone)?;
     let was_running = pair
         .send(InterruptWorker)
         .await
@@ -244,6 +305,7 @@ pub(super) async fn interrupt_partner(
             InterruptState::Idle
         },
         partner_id: worker_id,
+        worker_name: picked.worker_name,
         title,
     })
 }
@@ -251,13 +313,15 @@ pub(super) async fn interrupt_partner(
 pub(super) async fn close_partner(
     rt: &Runtime,
     state: &SessionState,
+    args: PartnerParams,
 ) -> Result<ClosePartnerResult, ToolError> {
-    let pair_id = driver_pair(state)?;
-    let (pair, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
+    let picked = pick_worker(state, optional(args.worker).as_deref())?;
+    let (pair, worker_id) = rt.pair_parts(&picked.pair_id).ok_or(PairError::Gone)?;
     let interrupted = pair.send(ClosePair).await.map_err(PairError::from)??;
     Ok(ClosePartnerResult {
         status: ClosedState::Closed,
         partner_id: worker_id,
+        worker_name: picked.worker_name,
         interrupted,
         history_preserved: true,
     })

@@ -145,7 +145,7 @@ pub async fn accept_proposal(
     };
     crate::crash::crash_point(rt.writer(), "proposal.accept.starting").await;
     let pair = match rt
-        .pair_with_new_worker(driver_id, choice, None, None, Default::default())
+        .pair_with_new_worker(driver_id, choice, None, None, Default::default(), None)
         .await
     {
         Ok(pair) => pair,

@@ -4,12 +4,14 @@
 //! (`crate::session::Ask`); the pair carries it to the Driver
 //! (`crate::pair::WorkerAsks`).
 
+use tandem_protocol::pair::PairedWorker;
 use tandem_protocol::question::{Answerer, QuestionAnswerParams, QuestionAnswerResult};
 use tandem_protocol::tools::{
     AnswerWorkerParams, AnswerWorkerResult, AskDriverParams, AskDriverResult,
 };
-use tandem_protocol::Role;
+use tandem_protocol::{ErrorCode, Role};
 
+use super::partner::workers_to_try;
 use super::{clamped, optional, required};
 use crate::access::Principal;
 use crate::cluster_link::QuestionAnswer;
@@ -128,11 +130,60 @@ pub(super) async fn answer_worker(
 ) -> Result<AnswerWorkerResult, ToolError> {
     let question_id = required("questionId", args.question_id)?;
     let answer = required("answer", args.answer)?;
-    let pair_id = match (state.info.role, &state.info.pair_id) {
-        (Some(Role::Driver), Some(pair_id)) => pair_id.clone(),
-        _ => return Err(PairError::NoWorker.into()),
-    };
+    let workers = workers_to_try(state, optional(args.worker).as_deref())?;
+    let answered = first_that_knows(&workers, ErrorCode::NoSuchQuestion, |worker| {
+        answer_on(
+            rt,
+            worker.pair_id.clone(),
+            question_id.clone(),
+            answer.clone(),
+        )
+    })
+    .await?;
+    Ok(AnswerWorkerResult {
+        question_id,
+        partner_id: answered.worker_id.clone(),
+        worker_name: answered.worker_name.clone(),
+    })
+}
+
+/// Runs `try_one` on each Worker in turn until one answers: a question or request
+/// id belongs to one Worker, so the others answer `unknown` (that code). The
+/// error is `unknown`'s when every Worker said so, else the first other one.
+pub(super) async fn first_that_knows<'w, F, Fut>(
+    workers: &'w [PairedWorker],
+    unknown: ErrorCode,
+    mut try_one: F,
+) -> Result<&'w PairedWorker, ToolError>
+where
+    F: FnMut(&'w PairedWorker) -> Fut,
+    Fut: std::future::Future<Output = Result<(), ToolError>>,
+{
+    let mut failed: Option<ToolError> = None;
+    for worker in workers {
+        match try_one(worker).await {
+            Ok(()) => return Ok(worker),
+            Err(e) if e.code() == unknown => failed = failed.or(Some(e)),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(failed.unwrap_or_else(|| PairError::NoWorker.into()))
+}
+
+/// Answers question `question_id` in the Worker of pair `pair_id`, here or on its
+/// node.
+async fn answer_on(
+    rt: &Runtime,
+    pair_id: String,
+    question_id: String,
+    answer: String,
+) -> Result<(), ToolError> {
     let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
+    let answer = QuestionAnswer {
+        question_id,
+        answer,
+        by: Answerer::Driver,
+    };
     match rt.remote_worker_node(&pair_id) {
         // A Worker on another node: its node answers the question there.
         Some(node) => {
@@ -142,28 +193,20 @@ pub(super) async fn answer_worker(
                     session: worker_id.clone(),
                     node: node.clone(),
                 })?;
-            let answer = QuestionAnswer {
-                question_id: question_id.clone(),
-                answer,
-                by: Answerer::Driver,
-            };
             cluster.answer_on_worker(&node, &worker_id, answer).await?;
         }
         None => {
             let worker = rt.session_handle(&worker_id).ok_or(PairError::WorkerGone)?;
             worker
                 .ask(AnswerQuestion {
-                    question_id: question_id.clone(),
-                    answer,
-                    by: Answerer::Driver,
+                    question_id: answer.question_id,
+                    answer: answer.answer,
+                    by: answer.by,
                 })
                 .await??;
         }
     }
-    Ok(AnswerWorkerResult {
-        question_id,
-        partner_id: worker_id,
-    })
+    Ok(())
 }
 
 impl Runtime {

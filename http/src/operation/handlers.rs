@@ -195,16 +195,7 @@ async fn delegation(
         R::ProposalRespond(p) => json(rt.respond_proposal(who, p).await?),
         R::QuestionAnswer(p) => json(rt.answer_question(who, p).await?),
         R::PairCreate(p) => json(PairCreateResult {
-            pair: rt
-                .create_pair(
-                    who,
-                    &p.driver_id,
-                    p.worker,
-                    p.worker_workspace,
-                    p.worker_node,
-                    p.worker_approvals.unwrap_or_default(),
-                )
-                .await?,
+            pair: rt.create_pair(who, p).await?,
         }),
         R::PairClose(p) => json(PairCloseResult {
             interrupted: rt.close_pair(who, &p.pair_id).await?,

@@ -25,6 +25,8 @@ fn member(id: &str, pair: &str, role: Role) -> SessionRecord {
             role,
             pair_node: None,
             driver_id: None,
+            worker_id: None,
+            worker_name: None,
         }),
         ..session(id)
     }
@@ -58,6 +60,7 @@ fn pair(id: &str, state: PairState) -> PairRecord {
         worker_node: None,
         state,
         worker_approvals: Default::default(),
+        worker_name: "worker".into(),
     }
 }
 
@@ -130,6 +133,88 @@ fn a_pair_with_a_worker_on_another_node_starts_on_the_drivers_node() {
     // Without the pair's node it is a stray membership, as before.
     let out = plan(&[], &[&member("w", "p", Role::Worker)]);
     assert_eq!(out.unpair, vec![unpair("w", NO_PAIR)]);
+}
+
+/// A Driver with two Workers (two pairs) starts both; a second Worker membership
+/// naming a pair that is gone is cleared alone, and the Driver keeps the other.
+#[test]
+fn a_driver_with_two_workers_starts_both_pairs() {
+    let membership = |pair: &str, worker: &str| Membership {
+        pair_id: pair.into(),
+        role: Role::Driver,
+        pair_node: None,
+        driver_id: Some("d".into()),
+        worker_id: Some(worker.into()),
+        worker_name: Some(worker.into()),
+    };
+    let mut d = member("d", "p", Role::Driver);
+    d.more_workers = vec![membership("q", "w2"), membership("gone", "w3")];
+    let (w, w2) = (
+        member("w", "p", Role::Worker),
+        member("w2", "q", Role::Worker),
+    );
+    let q = PairRecord {
+        worker_id: "w2".into(),
+        ..pair("q", PairState::Active)
+    };
+    let out = plan(&[pair("p", PairState::Active), q.clone()], &[&d, &w, &w2]);
+    assert_eq!(out.start, vec![pair("p", PairState::Active), q.clone()]);
+    assert_eq!(
+        out.unpair,
+        vec![Unpair {
+            session_id: "d".into(),
+            pair_id: "gone".into(),
+            reason: NO_PAIR.into(),
+        }]
+    );
+    // A Worker that is also a Driver's (a corrupt store) starts in neither of two
+    // pairs naming it as Worker after the first.
+    let twice = PairRecord {
+        pair_id: "r".into(),
+        ..q.clone()
+    };
+    let mut w2_twice = member("w2", "q", Role::Worker);
+    w2_twice.more_workers = vec![Membership {
+        role: Role::Worker,
+        ..membership("r", "w2")
+    }];
+    let out = plan(&[q, twice], &[&d, &w2_twice]);
+    assert_eq!(out.start.len(), 1, "{:?}", out.start);
+}
+
+/// A Driver's memberships: the first in `pair` (stored as before), the others in
+/// `moreWorkers`; leaving the first makes the next one first.
+#[test]
+fn a_drivers_further_workers_are_stored_beside_its_first() {
+    let mut d = session("d");
+    for pair in ["p", "q", "r"] {
+        d.join(Membership {
+            pair_id: pair.into(),
+            role: Role::Driver,
+            pair_node: None,
+            driver_id: Some("d".into()),
+            worker_id: Some(format!("w_{pair}")),
+            worker_name: Some(pair.into()),
+        });
+    }
+    let stored = serde_json::to_value(&d).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored["pairId"], "p");
+    assert_eq!(stored["moreWorkers"][1]["pairId"], "r");
+    let back: SessionRecord = serde_json::from_value(stored).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(back, d);
+    let info = d.to_info(0, &[]);
+    let names: Vec<&str> = info
+        .workers
+        .iter()
+        .map(|w| w.worker_name.as_str())
+        .collect();
+    assert_eq!(names, ["p", "q", "r"]);
+    assert!(d.leave("p"));
+    assert_eq!(d.pair.as_ref().map(|m| m.pair_id.as_str()), Some("q"));
+    assert!(d.leave("r") && !d.leave("r"));
+    assert!(d.in_pair("q", Some(Role::Driver)) && d.more_workers.is_empty());
+    assert!(d.leave("q"));
+    assert_eq!(d.memberships().count(), 0);
 }
 
 #[test]
