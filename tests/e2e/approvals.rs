@@ -148,7 +148,7 @@ async fn a_waiting_driver_gets_the_request_and_its_answer_reaches_the_worker() {
     assert!(!err, "{ans}");
     assert_eq!(
         ans,
-        json!({"requestId": rid, "partnerId": w, "allow": true})
+        json!({"requestId": rid, "partnerId": w, "workerName": "scripted", "allow": true})
     );
     // The Worker goes on; its result is pushed back to the Driver once.
     let got = await_pushbacks(&server, &d, 1).await;

@@ -78,9 +78,12 @@ async fn tool_failures_carry_their_code() {
     // The Worker is offered no tools.
     let r = call(&mut ws, &w, "send_to_partner", json!({"message": "loop"})).await;
     refused(&r, "TOOL_NOT_AVAILABLE", "Driver");
-    // A Driver cannot get a second Worker.
+    // A Driver's Worker names are its own; one taken is refused.
     let again = ws
-        .request(json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"}}))
+        .request(
+            json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"},
+            "workerName": "scripted"}),
+        )
         .await;
     assert_eq!(again["code"], "CONFLICT", "{again}");
 

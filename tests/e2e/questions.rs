@@ -146,7 +146,10 @@ async fn a_waiting_driver_gets_the_question_and_its_answer_reaches_the_worker() 
         )
         .await;
     assert!(!err, "{ans}");
-    assert_eq!(ans, json!({"questionId": qid, "partnerId": w}));
+    assert_eq!(
+        ans,
+        json!({"questionId": qid, "partnerId": w, "workerName": "scripted"})
+    );
     // The Worker's call returns the answer and its turn goes on; the delegation's
     // result is pushed back to the Driver once.
     let result = ask_result(&server, &w).await;

@@ -299,7 +299,8 @@ async fn a_drivers_workers_survive_a_restart_and_answers_find_their_worker() {
     // Both still take work, by name.
     let (_, info) = server.get(&format!("/api/v1/sessions/{d}")).await;
     let mut ws = server.ws().await;
-    ws.subscribe(&d, info["lastSeq"].as_u64().unwrap_or(0)).await;
+    ws.subscribe(&d, info["lastSeq"].as_u64().unwrap_or(0))
+        .await;
     for name in ["alpha", "beta"] {
         let (out, err) = ws
             .scripted_tool(
@@ -385,4 +386,97 @@ async fn a_driver_has_workers_on_two_nodes_at_once() {
     assert_eq!(r["isError"], false, "{r}");
     let names: Vec<String> = workers(&a, &d).await.into_iter().map(|w| w.0).collect();
     assert_eq!(names, ["here"]);
+}
+
+/// The user messages of session `id` on `server`, oldest first.
+async fn user_messages(server: &Server, id: &str) -> Vec<Value> {
+    server
+        .all_events(id)
+        .await
+        .into_iter()
+        .filter(|e| e["kind"] == "user_message")
+        .collect()
+}
+
+/// A Driver's scheduled message and its loop's iterations delegate like any message,
+/// to a named Worker on another node.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn scheduled_and_looped_work_of_a_driver_reaches_its_worker_on_another_node() {
+    let nats = NatsServer::start();
+    let a = nats.node("a");
+    let b = nats.node("b");
+    crate::cluster_pairs::knows(&a, &b).await;
+    let (mut ws, d) = driver(&a).await;
+    ws.ok(
+        json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"},
+        "workerName": "here"}),
+    )
+    .await;
+    let far = ws
+        .ok(
+            json!({"type": "pair.create", "driverId": d, "worker": {"vendor": "scripted"},
+            "workerName": "far", "workerNode": "b"}),
+        )
+        .await;
+    let w = far["pair"]["workerId"].as_str().unwrap().to_string();
+
+    // A message scheduled for now, naming the Worker on b.
+    let delegate = |message: &str| {
+        format!(
+            "/tool send_to_partner {}",
+            json!({"worker": "far", "message": message})
+        )
+    };
+    let (status, made) = a
+        .post(
+            &format!("/api/v1/sessions/{d}/schedules"),
+            &json!({"content": delegate("scheduled work"),
+                "at": crate::schedule::rfc3339(crate::schedule::now_ms())}),
+        )
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let got = eventually("the scheduled task on b", async || {
+        user_messages(&b, &w)
+            .await
+            .into_iter()
+            .find(|m| m["text"] == "scheduled work")
+    })
+    .await;
+    assert_eq!(got["delegatedBy"], d.as_str(), "{got}");
+    let result = eventually("the Driver's send_to_partner result", async || {
+        a.all_events(&d)
+            .await
+            .into_iter()
+            .find(|e| e["kind"] == "tool_result" && e["output"]["response"] == "scheduled work")
+    })
+    .await;
+    assert_eq!(result["output"]["workerName"], "far", "{result}");
+
+    // A loop whose goal delegates: its first iteration reaches b, its check passes.
+    let started = ws
+        .ok(
+            json!({"type": "loop.start", "sessionId": d, "goal": delegate("loop work"),
+            "check": {"command": "true"}, "maxIterations": 2}),
+        )
+        .await;
+    assert!(started["loop"]["loopId"].is_string(), "{started}");
+    let end = eventually("the loop's end", async || {
+        a.all_events(&d)
+            .await
+            .into_iter()
+            .find(|e| e["kind"] == "loop_ended")
+    })
+    .await;
+    assert_eq!(
+        (&end["reason"], &end["iterations"]),
+        (&json!("passed"), &json!(1)),
+        "{end}"
+    );
+    let on_b = user_messages(&b, &w).await;
+    assert_eq!(
+        on_b.iter().filter(|m| m["text"] == "loop work").count(),
+        1,
+        "{on_b:?}"
+    );
 }
