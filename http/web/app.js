@@ -1,11 +1,11 @@
 // tandem's page: log in with the token, list sessions live, open one (or a Driver and
-// its Worker, or any two sessions, side by side), and keep up across reconnects.
+// its Workers, or any two sessions, side by side), and keep up across reconnects.
 // State lives in one store (store.js); views subscribe to what they show.
 
 import { h, clear, ago, clock, keepFocus } from './dom.js';
 import { Conn } from './conn.js';
 import { ChatView } from './chat.js';
-import { Store, SeenReports, layoutFor, parseRoute, tree, layoutSessions, formatUsage, attentionBadge } from './store.js';
+import { Store, SeenReports, layoutFor, parseRoute, tree, layoutSessions, formatUsage, attentionBadge, groupOf, pairingChanged, workerNameOf } from './store.js';
 import { Attention, listenForNotices, openNotice, takeNotice } from './notify.js';
 import { formDialog } from './dialogs.js';
 import { registerShellWorker, unreachable, waitOffline } from './offline.js';
@@ -50,7 +50,7 @@ export class App {
     this.touched = null;
     /** @type {HTMLElement | null} */
     this.pairBar = null;
-    /** The two panes on screen (their session ids), the one shown at phone width, and their switch. */
+    /** The panes on screen (their session ids), the one shown at phone width, and their switch. */
     this.paneKey = '';
     this.paneShown = 0;
     /** @type {HTMLElement | null} */
@@ -250,7 +250,11 @@ export class App {
         const old = this.store.sessions.get(f.session.id);
         const wasBusy = old && (old.status === 'running' || old.status === 'starting');
         const nowBusy = f.session.status === 'running' || f.session.status === 'starting';
+        // A Worker added or closed (here, in another tab, by an agent): the pairs
+        // as the page holds them are out of date.
+        const repair = pairingChanged(old, f.session);
         this.store.upsertSession(f.session);
+        if (repair) this.pairsChanged();
         // Any change of an open session's record (a queue edited in another tab
         // included) comes as an upsert: its view re-reads the queue, debounced.
         this.views.get(f.session.id)?.scheduleQueueRefresh();
@@ -511,7 +515,7 @@ export class App {
   /** The layout for the route and what the store knows; views change only if it did. */
   layout() {
     const changed = this.store.setLayout(layoutFor(this.route, this.store));
-    if (!changed && this.store.layout.kind === 'pair') this.renderPairBar();
+    if (!changed && groupOf(this.store.layout)) this.renderPairBar();
   }
 
   renderLayout() {
@@ -528,15 +532,17 @@ export class App {
       }
     }
     clear(this.mainEl);
+    // At phone width the pane shown stays shown when panes come or go (a Worker
+    // added or closed); a pane gone shows the first (the Driver).
+    const shownId = this.paneIds[this.paneShown];
+    if (wanted.join() !== this.paneKey) {
+      this.paneKey = wanted.join();
+      this.paneShown = Math.max(0, wanted.indexOf(shownId));
+    }
     this.pairBar = null;
     this.splitEl = null;
     this.paneButtons = [];
     this.paneIds = [];
-    const two = layoutSessions(layout);
-    if (two.join() !== this.paneKey) {
-      this.paneKey = two.join();
-      this.paneShown = 0;
-    }
     switch (layout.kind) {
       case 'none':
         this.mainEl.append(h('div.empty-main', h('h2', 'No session open'),
@@ -557,22 +563,16 @@ export class App {
         this.mainEl.append(v.el);
         break;
       }
-      case 'pair': {
-        this.pairBar = h('div.pairbar', { role: 'region', 'aria-label': 'Delegation' });
-        const d = this.view(layout.driverId);
-        const w = this.view(layout.workerId);
-        d.setPane('driver');
-        w.setPane('worker');
-        this.mainEl.append(this.pairBar, this.paneSwitch([layout.driverId, layout.workerId], ['Driver', 'Worker']), this.split(d.el, w.el));
-        this.renderPairBar();
+      case 'pair':
+      case 'group':
+        this.renderGroup(layout.driverId, wanted.slice(1));
         break;
-      }
       case 'side': {
         const l = this.view(layout.left);
         const r = this.view(layout.right);
         l.setPane('left');
         r.setPane('right');
-        this.mainEl.append(this.paneSwitch([layout.left, layout.right], [layout.left, layout.right].map((sid) => this.sessions.get(sid)?.title || sid)), this.split(l.el, r.el));
+        this.mainEl.append(this.paneSwitch([layout.left, layout.right], [layout.left, layout.right].map((sid) => this.sessions.get(sid)?.title || sid)), this.split([l.el, r.el]));
         break;
       }
     }
@@ -580,17 +580,46 @@ export class App {
   }
 
   /**
-   * Two panes side by side; at phone width one at a time (`paneShown`, picked with
-   * the switch).
-   * @param {HTMLElement} a @param {HTMLElement} b
+   * A Driver and its Workers side by side, under the bar that steers them. With
+   * several Workers the switch and each Worker pane's header name them; one Worker
+   * alone is "Worker", as before Workers had names.
+   * @param {string} driverId
+   * @param {string[]} workerIds oldest first
    */
-  split(a, b) {
-    this.splitEl = h('div.split', { dataset: { show: String(this.paneShown) } }, a, b);
+  renderGroup(driverId, workerIds) {
+    this.pairBar = h('div.pairbar', { role: 'region', 'aria-label': 'Delegation' });
+    const d = this.view(driverId);
+    d.setPane('driver');
+    const several = workerIds.length > 1;
+    const names = workerIds.map((id) => {
+      const pair = this.store.pairOfWorker(id);
+      return pair ? workerNameOf(pair) : 'Worker';
+    });
+    const panes = workerIds.map((id, i) => {
+      const w = this.view(id);
+      w.setPane('worker', several ? names[i] : undefined);
+      return w.el;
+    });
+    const labels = ['Driver', ...(several ? names : ['Worker'])];
+    this.mainEl.append(this.pairBar, this.paneSwitch([driverId, ...workerIds], labels), this.split([d.el, ...panes]));
+    this.renderPairBar();
+  }
+
+  /**
+   * Panes side by side, as many columns as panes (style.css reads `--panes`); at
+   * phone width one at a time (`paneShown`, picked with the switch).
+   * @param {HTMLElement[]} panes
+   */
+  split(panes) {
+    this.splitEl = h('div.split', { dataset: { show: String(this.paneShown) } }, panes);
+    // CSSOM, not a style attribute: the CSP allows no inline styles.
+    this.splitEl.style.setProperty('--panes', String(panes.length));
+    this.markShown();
     return this.splitEl;
   }
 
   /**
-   * The switch between the two panes (sessions `ids`), shown at phone width only.
+   * The switch between the panes (sessions `ids`), shown at phone width only.
    * Each button says when its session needs the person, so the pane not shown is
    * not forgotten.
    * @param {string[]} ids
@@ -620,11 +649,17 @@ export class App {
     });
   }
 
-  /** Shows pane `i` (0 or 1) at phone width. @param {number} i */
+  /** Shows pane `i` at phone width. @param {number} i */
   showPane(i) {
     this.paneShown = i;
     if (this.splitEl) this.splitEl.dataset.show = String(i);
+    this.markShown();
     this.paneButtons.forEach((b, j) => b.setAttribute('aria-pressed', String(i === j)));
+  }
+
+  /** Marks the pane shown at phone width (style.css hides the others there). */
+  markShown() {
+    [...(this.splitEl?.children || [])].forEach((p, j) => p.classList.toggle('pane-shown', j === this.paneShown));
   }
 
   /** The view of session `sid`, made and subscribed when new. @param {string} sid */
@@ -639,29 +674,72 @@ export class App {
     return v;
   }
 
+  /**
+   * The bar over a Driver and its Workers: per Worker, the delegation in flight and
+   * the buttons that interrupt it or close its pair. One Worker takes one line, as
+   * before Workers had names; several take a line each, named.
+   */
   renderPairBar() {
-    const layout = this.store.layout;
-    if (layout.kind !== 'pair' || !this.pairBar) return;
-    const pair = this.store.pairOf(layout.driverId);
-    if (!pair) return;
+    const group = groupOf(this.store.layout);
+    if (!group || !this.pairBar) return;
+    const pairs = this.store.workerPairs(group.driverId);
+    if (!pairs.length) return;
+    const bar = this.pairBar;
+    keepFocus(bar, () => clear(bar).append(...(pairs.length === 1 ? this.pairLine(pairs[0]) : this.workerLines(pairs))));
+  }
+
+  /** The bar's content for a Driver with one Worker. @param {import('./wire.js').PairInfo} pair */
+  pairLine(pair) {
+    return [
+      h('span.pair-title', h('span.badge.role-driver', 'Driver'), ' ⇄ ', h('span.badge.role-worker', 'Worker')),
+      ...this.workerControls(pair, 'Interrupt Worker', 'Close pair'),
+    ];
+  }
+
+  /** The bar's content for a Driver with several Workers: a line each. @param {import('./wire.js').PairInfo[]} pairs */
+  workerLines(pairs) {
+    return [
+      h('span.pair-title', h('span.badge.role-driver', 'Driver'), ` ⇄ ${pairs.length} Workers`),
+      h('ul.pair-workers', pairs.map((p) => {
+        const name = workerNameOf(p);
+        return h('li.pair-worker', { dataset: { worker: name } },
+          h('span.badge.role-worker', name),
+          ...this.workerControls(p, `Interrupt ${name}`, `Close ${name}`));
+      })),
+    ];
+  }
+
+  /**
+   * One Worker's delegation in flight (since when, its message clipped) and its
+   * two buttons.
+   * @param {import('./wire.js').PairInfo} pair
+   * @param {string} interruptLabel
+   * @param {string} closeLabel
+   */
+  workerControls(pair, interruptLabel, closeLabel) {
     const d = pair.delegation;
     const since = d ? `since ${clock(d.startedAt)} (${ago(d.startedAt)})` : '';
-    const bar = this.pairBar;
-    keepFocus(bar, () => clear(bar).append(
-      h('span.pair-title', h('span.badge.role-driver', 'Driver'), ' ⇄ ', h('span.badge.role-worker', 'Worker')),
+    return [
       d ? h('span.delegation.active', { title: d.message }, h('strong', 'Delegation in flight'), h('span.since', ` ${since}: `), h('span.asked', d.message.length > 160 ? `${d.message.slice(0, 160)}…` : d.message))
         : h('span.delegation', 'No delegation in flight'),
       h('span.spacer'),
-      h('button.btn', { type: 'button', onclick: () => this.partnerTool(pair, 'interrupt_partner') }, 'Interrupt Worker'),
-      h('button.btn.danger', { type: 'button', onclick: () => this.partnerTool(pair, 'close_partner') }, 'Close pair')));
+      h('button.btn', { type: 'button', onclick: () => this.partnerTool(pair, 'interrupt_partner') }, interruptLabel),
+      h('button.btn.danger', { type: 'button', onclick: () => this.partnerTool(pair, 'close_partner') }, closeLabel),
+    ];
   }
 
-  /** @param {import('./wire.js').PairInfo} pair @param {string} name */
+  /**
+   * Calls the Driver's partner tool `name` on this pair's Worker. The Worker is
+   * always named: with several, the tools refuse to guess.
+   * @param {import('./wire.js').PairInfo} pair
+   * @param {string} name
+   */
   async partnerTool(pair, name) {
+    const worker = pair.workerName || pair.workerId;
     try {
-      const r = await this.conn.request('tool.call', { sessionId: pair.driverId, name, arguments: {} });
+      const r = await this.conn.request('tool.call', { sessionId: pair.driverId, name, arguments: { worker } });
       if (r.isError) this.toast(String(r.result), 'error');
-      else this.toast(`${name.replace('_', ' ')}: ${r.result?.status || 'done'}`);
+      else this.toast(`${name.replace('_', ' ')} (${workerNameOf(pair)}): ${r.result?.status || 'done'}`);
       this.pairsChanged();
     } catch (err) {
       this.toast(/** @type {Error} */ (err).message, 'error');

@@ -215,14 +215,17 @@ export class ChatView {
   }
 
   /**
-   * Where this view sits: alone (null), a pair's Driver or Worker pane, or the left
-   * or right of two sessions opened side by side. The pane's header says so.
+   * Where this view sits: alone (null), a Driver's pane or one of its Workers'
+   * (`name`, the Worker's name: beside other Workers it tells them apart), or the
+   * left or right of two sessions opened side by side. The pane's header says so.
    * @param {'driver' | 'worker' | 'left' | 'right' | null} kind
+   * @param {string} [name]
    */
-  setPane(kind) {
+  setPane(kind, name) {
     this.el.classList.remove('pane', 'driver', 'worker', 'left', 'right');
     if (kind) this.el.classList.add('pane', kind);
-    const label = { driver: 'Driver', worker: 'Worker', left: '', right: '' }[kind || 'left'] || '';
+    const worker = name ? `Worker · ${name}` : 'Worker';
+    const label = { driver: 'Driver', worker, left: '', right: '' }[kind || 'left'] || '';
     this.paneEl.className = `pane-role${label ? ` badge role-${kind}` : ''}`;
     this.paneEl.textContent = label;
     this.paneEl.hidden = !label;
@@ -390,18 +393,22 @@ export class ChatView {
 
   openAddWorker() {
     const picker = vendorPicker(() => this.app.store.vendors);
+    // Optional: the server names it after its vendor (`-2`, `-3`… when taken), and
+    // judges a name given (a taken one is refused in this dialog).
+    const name = /** @type {HTMLInputElement} */ (h('input.field', { type: 'text', name: 'workerName', maxlength: 32, autocomplete: 'off', placeholder: 'Default: the vendor’s name' }));
     const own = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', name: 'workerWorkspace' }));
     const approvals = workerApprovalsSelect();
     const d = formDialog({
       title: 'Add a Worker',
       className: 'add-worker',
-      intro: 'A new Worker session is paired with this one, which becomes its Driver. With its own worktree it works on a branch of its own, and you merge what it did.',
-      fields: [...picker.fields, ['Own worktree', own], ['Its permission requests', approvals]],
+      intro: 'A new Worker session is paired with this one, which becomes its Driver (a Driver may have several Workers; its agent names one to delegate to it). With its own worktree it works on a branch of its own, and you merge what it did.',
+      fields: [...picker.fields, ['Name', name], ['Own worktree', own], ['Its permission requests', approvals]],
       submitLabel: 'Add Worker',
       submit: async () => {
         const v = picker.values();
         /** @type {import('./wire.js').PairCreateParams} */
         const params = { driverId: this.id, worker: { vendor: v.vendor, model: v.model, effort: /** @type {import('./wire.js').WorkerSpec['effort']} */ (v.effort) } };
+        if (name.value.trim()) params.workerName = name.value.trim();
         if (own.checked) params.workerWorkspace = 'worktree';
         params.workerApprovals = /** @type {import('./wire.js').PairCreateParams['workerApprovals']} */ (approvals.value);
         const r = await this.app.conn.request('pair.create', params);
@@ -530,8 +537,9 @@ export class ChatView {
     this.sendBtn.textContent = this.busy ? 'Queue' : 'Send';
     this.handoffBtn.setAttribute('aria-label', `Hand off ${s.title || s.id}`);
     this.besideBtn.setAttribute('aria-label', `Open beside ${s.title || s.id}`);
-    // A session already in a pair or spawned by another cannot get a Worker.
-    this.workerBtn.hidden = !!s.pairId || !!s.parentId;
+    // A Worker, or a session spawned by another, cannot get a Worker; a Driver can
+    // get more (the server says when it has as many as it may).
+    this.workerBtn.hidden = s.role === 'worker' || !!s.parentId;
     this.handoffBtn.hidden = !!s.pairId;
     this.loopBtn.textContent = s.loop ? 'Stop loop' : 'Loop…';
     this.fillSettings();
@@ -1211,7 +1219,7 @@ export class ChatView {
       case 'discarded':
         return add('info', h('div.line-event.discarded', `Discarded the worktree and its branch ${ev.branch}`));
       case 'pair_created':
-        return add('info', h('div.line-event.delegation', '⇄ Driver and Worker paired'));
+        return add('info', h('div.line-event.delegation', ev.pair.workerName ? `⇄ Driver and Worker ${ev.pair.workerName} paired` : '⇄ Driver and Worker paired'));
       case 'pair_closed':
         return add('info', h('div.line-event.delegation', '⇄ Pair closed'));
       case 'handoff_created':

@@ -10,12 +10,15 @@
  */
 
 /**
- * What the main area shows: a tagged object, never a string.
+ * What the main area shows: a tagged object, never a string. A Driver with one
+ * Worker is a `pair`; with several, a `group` (its Workers oldest first, as
+ * `SessionInfo.workers` lists them).
  * @typedef {{kind: 'none'}
  *   | {kind: 'loading', id: string}
  *   | {kind: 'missing', id: string}
  *   | {kind: 'one', id: string}
  *   | {kind: 'pair', driverId: string, workerId: string}
+ *   | {kind: 'group', driverId: string, workerIds: string[]}
  *   | {kind: 'side', left: string, right: string}} Layout
  */
 
@@ -71,7 +74,7 @@ export class Store {
     this.sessions.set(s.id, s);
     this.emit('session', s.id);
     this.emit('sessions');
-    if (old?.pairId !== s.pairId) this.emit('pairs');
+    if (pairingChanged(old, s)) this.emit('pairs');
     return true;
   }
 
@@ -92,10 +95,32 @@ export class Store {
     this.emit('sessions');
   }
 
-  /** The pair session `id` belongs to, if the page knows it. @param {string} id */
-  pairOf(id) {
-    const s = this.sessions.get(id);
-    return (s?.pairId && this.pairs.get(s.pairId)) || null;
+  /**
+   * The Driver of the group session `id` is in: itself when it has Workers, its
+   * Driver when it is a Worker, else null. Read from the pairs, not `pairId`: a
+   * Driver's `pairId` names only its first pair.
+   * @param {string} id
+   */
+  driverOf(id) {
+    for (const p of this.pairs.values()) if (p.driverId === id || p.workerId === id) return p.driverId;
+    return null;
+  }
+
+  /**
+   * Driver `driverId`'s pairs whose Worker the page knows, oldest first.
+   * @param {string} driverId
+   * @returns {PairInfo[]}
+   */
+  workerPairs(driverId) {
+    return [...this.pairs.values()]
+      .filter((p) => p.driverId === driverId && this.sessions.has(p.workerId))
+      .sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  /** The pair whose Worker is session `id`, if any. @param {string} id */
+  pairOfWorker(id) {
+    for (const p of this.pairs.values()) if (p.workerId === id) return p;
+    return null;
   }
 
   /** @param {string} id @param {QueuedEntry[]} queued */
@@ -264,8 +289,28 @@ export class SeenReports {
 }
 
 /**
- * The layout for a route: `#/s/ID` (one session, or its pair side by side) or
- * `#/s/A/with/B` (any two sessions side by side, unpaired).
+ * Whether an upsert of session `s` (was `old`) changes the pairs it is in: its
+ * pair, or a Driver's Workers (a Worker added beside others leaves the Driver's
+ * `pairId` as it was). The page then lays out again and re-reads the pairs.
+ * @param {SessionInfo | undefined} old
+ * @param {SessionInfo} s
+ */
+export function pairingChanged(old, s) {
+  return (old?.pairId ?? null) !== (s.pairId ?? null) || !sameJson(old?.workers ?? [], s.workers ?? []);
+}
+
+/**
+ * A Worker's name as the page shows it (`workerName`; pairs from before Workers
+ * had names are "Worker").
+ * @param {PairInfo} pair
+ */
+export function workerNameOf(pair) {
+  return pair.workerName || 'Worker';
+}
+
+/**
+ * The layout for a route: `#/s/ID` (one session, or its Driver's whole group side
+ * by side) or `#/s/A/with/B` (any two sessions side by side, unpaired).
  * @param {{id: string | null, with?: string | null}} route
  * @param {Store} store
  * @returns {Layout}
@@ -275,10 +320,10 @@ export function layoutFor(route, store) {
   if (!id) return { kind: 'none' };
   if (!store.sessions.has(id)) return store.listComplete ? { kind: 'missing', id } : { kind: 'loading', id };
   if (route.with && route.with !== id && store.sessions.has(route.with)) return { kind: 'side', left: id, right: route.with };
-  const pair = store.pairOf(id);
-  if (pair && store.sessions.has(pair.driverId) && store.sessions.has(pair.workerId)) {
-    return { kind: 'pair', driverId: pair.driverId, workerId: pair.workerId };
-  }
+  const driverId = store.driverOf(id);
+  const workerIds = driverId && store.sessions.has(driverId) ? store.workerPairs(driverId).map((p) => p.workerId) : [];
+  if (driverId && workerIds.length === 1) return { kind: 'pair', driverId, workerId: workerIds[0] };
+  if (driverId && workerIds.length > 1) return { kind: 'group', driverId, workerIds };
   return { kind: 'one', id };
 }
 
@@ -293,9 +338,21 @@ export function layoutSessions(l) {
   switch (l.kind) {
     case 'one': return [l.id];
     case 'pair': return [l.driverId, l.workerId];
+    case 'group': return [l.driverId, ...l.workerIds];
     case 'side': return [l.left, l.right];
     default: return [];
   }
+}
+
+/**
+ * A Driver and its Workers, when the layout shows them (a `pair` or a `group`).
+ * @param {Layout} l
+ * @returns {{driverId: string, workerIds: string[]} | null}
+ */
+export function groupOf(l) {
+  if (l.kind === 'pair') return { driverId: l.driverId, workerIds: [l.workerId] };
+  if (l.kind === 'group') return { driverId: l.driverId, workerIds: l.workerIds };
+  return null;
 }
 
 /** @param {Layout} a @param {Layout} b */
@@ -304,7 +361,7 @@ export function sameLayout(a, b) {
 }
 
 /**
- * Roots by latest activity; each Driver's Worker and spawned children below it.
+ * Roots by latest activity; each Driver's Workers and spawned children below it.
  * @param {Store} store
  * @returns {{roots: SessionInfo[], children: Map<string, SessionInfo[]>}}
  */
@@ -319,7 +376,8 @@ export function tree(store) {
     children.get(parent)?.push(child);
     placed.add(child.id);
   };
-  for (const p of store.pairs.values()) {
+  // A Driver's Workers oldest first, as its panes are.
+  for (const p of [...store.pairs.values()].sort((a, b) => a.createdAt - b.createdAt)) {
     const w = store.sessions.get(p.workerId);
     if (w && store.sessions.has(p.driverId)) under(p.driverId, w);
   }

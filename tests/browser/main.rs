@@ -34,6 +34,7 @@ mod rewind;
 mod scripts;
 mod sessions;
 mod terminal;
+mod workers;
 mod workspaces;
 
 use serde_json::{json, Value};
