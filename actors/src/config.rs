@@ -43,6 +43,9 @@ pub struct RuntimeConfig {
     /// `--max-live-processes`: most vendor CLI processes serving one session each
     /// (Claude Code, ACP agents) that run at once; `None`: no limit.
     pub max_live_processes: Option<usize>,
+    /// `--max-concurrent-turns`: most turns running at once across sessions; more
+    /// wait in line (a Driver's delegation never does). `None`: no limit.
+    pub max_concurrent_turns: Option<usize>,
     /// `--max-process-rss`, MiB: such a process (with the processes it started) that
     /// uses more is closed between turns and its session resumed at the next.
     pub max_process_rss_mib: Option<u64>,
@@ -131,6 +134,7 @@ impl RuntimeConfig {
             store_give_up: std::time::Duration::from_secs(60),
             max_sessions_per_user: 100_000,
             max_live_processes: None,
+            max_concurrent_turns: None,
             max_process_rss_mib: None,
             node: None,
             configured_models: std::collections::BTreeMap::new(),

@@ -41,6 +41,7 @@ pub mod terminals;
 mod testkit;
 pub mod text;
 pub mod tools;
+pub mod turn_slots;
 pub mod uploads;
 pub mod workspace;
 

@@ -62,6 +62,10 @@ pub struct SessionRecord {
     /// (`pair` holds its first). Empty for any other session.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub more_workers: Vec<Membership>,
+    /// While its turn waits for a turn slot: its place in line (never stored: a
+    /// restart ends the turn).
+    #[serde(skip)]
+    pub waiting_place: Option<u32>,
     /// Messages waiting for the session to be idle with no background work.
     #[serde(default)]
     pub queued: Vec<QueuedMessage>,
@@ -528,6 +532,7 @@ impl SessionRecord {
             pair_id: self.pair.as_ref().map(|m| m.pair_id.clone()),
             role: self.pair.as_ref().map(|m| m.role),
             workers: self.workers(),
+            waiting_place: self.waiting_place,
             turn_started_at: self.turn_started_at,
             handoff_from: self.handoff_from.clone(),
             forked_from: self.forked_from.clone(),

@@ -181,6 +181,11 @@ pub struct ServeArgs {
     /// (its session resumes it at its next turn) and a start waits for room.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     max_live_processes: Option<u32>,
+    /// Most turns running at once across sessions: more wait in line, in order of
+    /// arrival (status `waiting`), and start as turns end; a Driver's delegation to
+    /// its Worker never waits.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    max_concurrent_turns: Option<u32>,
     /// MiB: a Claude Code or ACP agent process (with the processes it started) that
     /// uses more is closed between turns, never during one, and its session resumed
     /// at the next turn.
@@ -502,6 +507,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, CliError> {
     };
     runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
     runtime.max_live_processes = args.max_live_processes.map(|n| n as usize);
+    runtime.max_concurrent_turns = args.max_concurrent_turns.map(|n| n as usize);
     runtime.max_process_rss_mib = args.max_process_rss;
     runtime.uploads.max_file_bytes = args.max_upload_bytes.max(1);
     runtime.uploads.max_message_bytes = args.max_message_attachment_bytes.max(1);

@@ -6,7 +6,7 @@
 import { h, clear, clock, json, ago } from './dom.js';
 import { renderMarkdown } from './md.js';
 import { fileEdits, diffView } from './diff.js';
-import { normalizeUsage, formatUsage } from './store.js';
+import { normalizeUsage, formatUsage, statusText } from './store.js';
 import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialogs.js';
 import { Rewinds, forkedText } from './rewind.js';
 
@@ -99,7 +99,7 @@ export class ChatView {
 
   get busy() {
     const s = this.info.status;
-    return s === 'running' || s === 'starting';
+    return s === 'running' || s === 'starting' || s === 'waiting';
   }
 
   build() {
@@ -527,7 +527,7 @@ export class ChatView {
     this.renameBtn.setAttribute('aria-label', `Rename ${s.title || s.id}`);
     this.archiveBtn.setAttribute('aria-label', `Archive ${s.title || s.id}`);
     this.statusEl.className = `status st-${s.status}`;
-    this.statusEl.textContent = s.status;
+    this.statusEl.textContent = statusText(s);
     // In a pair's pane the pane header already names the role.
     const inPane = this.el.classList.contains('driver') || this.el.classList.contains('worker');
     const role = s.role && !inPane ? [h(`span.badge.role-${s.role}`, s.role === 'driver' ? 'Driver' : 'Worker')] : [];

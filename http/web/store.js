@@ -160,7 +160,7 @@ export class Store {
   runningCount() {
     let n = 0;
     for (const s of this.sessions.values()) {
-      if (s.status === 'running' || s.status === 'starting' || s.backgroundTasks?.length) n++;
+      if (s.status === 'running' || s.status === 'starting' || s.status === 'waiting' || s.backgroundTasks?.length) n++;
     }
     return n;
   }
@@ -425,4 +425,12 @@ export function formatUsage(u) {
 /** @param {any} a @param {any} b */
 function sameJson(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * A session's status in words: a turn waiting for a turn slot says its place in line.
+ * @param {SessionInfo} s
+ */
+export function statusText(s) {
+  return s.status === 'waiting' && s.waitingPlace ? `waiting (${s.waitingPlace} in line)` : s.status;
 }

@@ -455,7 +455,10 @@
  * @typedef {object} FleetInfo
  * @property {number | null} [limit] `--max-live-processes`: at most this many run at once; absent without a limit.
  * @property {Array<FleetProcess>} processes The processes, oldest first (one closing to make room still counts).
+ * @property {number | null} [turnLimit] `--max-concurrent-turns`: at most this many turns run at once; absent without a limit.
+ * @property {number} turnsRunning Turns running now (a Driver's delegations included, which never wait).
  * @property {Array<FleetWaiting>} waiting Turns waiting for a process to start, oldest first (they start in this order).
+ * @property {Array<FleetWaitingTurn>} waitingTurns Turns waiting for one of those to end, in line order (place 1 first).
  */
 
 /**
@@ -477,6 +480,14 @@
  * @property {string} sessionId The session.
  * @property {number} since Since when, epoch ms.
  * @property {string} vendor Its vendor.
+ */
+
+/**
+ * A turn waiting for a turn slot.
+ * @typedef {object} FleetWaitingTurn
+ * @property {number} place Its place in line, from 1.
+ * @property {string} sessionId The session.
+ * @property {number} since Since when, epoch ms.
  */
 
 /**
@@ -1286,6 +1297,7 @@
  * @property {string} vendor Vendor id (`scripted`, `codex`, `claude`, ...).
  * @property {string | null} [vendorSessionId] The vendor's own session or thread id, once known.
  * @property {Visibility} visibility Who else may see it.
+ * @property {number | null} [waitingPlace] While its turn waits for a turn slot (status `waiting`): its place in the line, 1 being next.
  * @property {Array<PairedWorker>} [workers] A Driver's Workers, oldest first, each with its pair and name; empty (left out) for any other session.
  * @property {(WorkspaceInfo | null)} [workspace] The session's own git worktree (`workspace: "worktree"`); absent for a session that works in the directory it was given.
  */
@@ -1474,7 +1486,7 @@
 
 /**
  * Where a session's last turn stands. `interrupted` and `failed` are never "done".
- * @typedef {('idle' | 'starting' | 'running' | 'interrupted' | 'failed' | 'unavailable')} SessionStatus
+ * @typedef {('idle' | 'starting' | 'running' | 'waiting' | 'interrupted' | 'failed' | 'unavailable')} SessionStatus
  */
 
 /**

@@ -1,6 +1,7 @@
 //! `fleet.get` (`GET /api/v1/fleet`): the vendor CLI processes that serve one session
-//! each (Claude Code, ACP agents), and the turns waiting for one when
-//! `--max-live-processes` are running. Admins only.
+//! each (Claude Code, ACP agents), the turns waiting for one when
+//! `--max-live-processes` are running, and the turns running and waiting under
+//! `--max-concurrent-turns`. Admins only.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,26 @@ pub struct FleetInfo {
     pub processes: Vec<FleetProcess>,
     /// Turns waiting for a process to start, oldest first (they start in this order).
     pub waiting: Vec<FleetWaiting>,
+    /// `--max-concurrent-turns`: at most this many turns run at once; absent without
+    /// a limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_limit: Option<u32>,
+    /// Turns running now (a Driver's delegations included, which never wait).
+    pub turns_running: u32,
+    /// Turns waiting for one of those to end, in line order (place 1 first).
+    pub waiting_turns: Vec<FleetWaitingTurn>,
+}
+
+/// A turn waiting for a turn slot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetWaitingTurn {
+    /// The session.
+    pub session_id: String,
+    /// Its place in line, from 1.
+    pub place: u32,
+    /// Since when, epoch ms.
+    pub since: u64,
 }
 
 /// One vendor process.

@@ -13,6 +13,9 @@ pub enum SessionStatus {
     Starting,
     /// A turn is in flight.
     Running,
+    /// A turn was accepted and waits for one of the turns running to end
+    /// (`--max-concurrent-turns`); `waitingPlace` says where it stands.
+    Waiting,
     /// The last turn was stopped by someone before it finished.
     Interrupted,
     /// The last turn ended in error.
@@ -25,10 +28,11 @@ pub enum SessionStatus {
 
 impl SessionStatus {
     /// Every status, for metrics that report a count per status.
-    pub const ALL: [SessionStatus; 5] = [
+    pub const ALL: [SessionStatus; 6] = [
         SessionStatus::Idle,
         SessionStatus::Starting,
         SessionStatus::Running,
+        SessionStatus::Waiting,
         SessionStatus::Interrupted,
         SessionStatus::Failed,
     ];
@@ -39,6 +43,7 @@ impl SessionStatus {
             SessionStatus::Idle => "idle",
             SessionStatus::Starting => "starting",
             SessionStatus::Running => "running",
+            SessionStatus::Waiting => "waiting",
             SessionStatus::Interrupted => "interrupted",
             SessionStatus::Failed => "failed",
             SessionStatus::Unavailable => "unavailable",
@@ -52,7 +57,10 @@ impl SessionStatus {
 
     /// True while a turn is in flight.
     pub fn is_busy(self) -> bool {
-        matches!(self, SessionStatus::Starting | SessionStatus::Running)
+        matches!(
+            self,
+            SessionStatus::Starting | SessionStatus::Running | SessionStatus::Waiting
+        )
     }
 }
 
@@ -259,6 +267,10 @@ pub struct SessionInfo {
     /// Its role in that pair.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
+    /// While its turn waits for a turn slot (status `waiting`): its place in the
+    /// line, 1 being next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_place: Option<u32>,
     /// A Driver's Workers, oldest first, each with its pair and name; empty (left
     /// out) for any other session.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -74,6 +74,7 @@ mod subscribe;
 mod terminal_client;
 mod terminals;
 mod tls;
+mod turn_slots;
 mod vendor_env;
 mod vendor_errors;
 mod web_push;

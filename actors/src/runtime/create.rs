@@ -228,6 +228,7 @@ impl Runtime {
             turn_started_at: None,
             pair: None,
             more_workers: Vec::new(),
+            waiting_place: None,
             queued: Vec::new(),
             permission_rules: Vec::new(),
             parent_id: spec.parent_id,

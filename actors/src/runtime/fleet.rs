@@ -1,7 +1,8 @@
 //! `fleet.get`: the vendor processes serving one session each and the turns waiting
-//! for one (`crate::adapter::fleet`), with each process's memory and CPU.
+//! for one (`crate::adapter::fleet`), with each process's memory and CPU, and the
+//! turn slots (`crate::turn_slots`).
 
-use tandem_protocol::fleet::{FleetInfo, FleetProcess, FleetWaiting};
+use tandem_protocol::fleet::{FleetInfo, FleetProcess, FleetWaiting, FleetWaitingTurn};
 
 use super::Runtime;
 use crate::adapter::fleet::ProcessTable;
@@ -44,10 +45,24 @@ impl Runtime {
                 since: w.since_ms,
             })
             .collect();
+        let turns = &self.inner.services.turns;
+        let (running, waiting_turns) = turns.view();
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         Ok(FleetInfo {
-            limit: fleet.limit().map(|l| u32::try_from(l).unwrap_or(u32::MAX)),
+            limit: fleet.limit().map(count),
             processes,
             waiting,
+            turn_limit: turns.limit().map(count),
+            turns_running: count(running),
+            waiting_turns: waiting_turns
+                .into_iter()
+                .enumerate()
+                .map(|(i, w)| FleetWaitingTurn {
+                    session_id: w.session,
+                    place: count(i + 1),
+                    since: w.since_ms,
+                })
+                .collect(),
         })
     }
 }

@@ -241,6 +241,7 @@ impl Runtime {
                 .map(|(user, entry)| (user, entry.into()))
                 .collect(),
         );
+        let max_concurrent_turns = config.max_concurrent_turns;
         let fleet = crate::adapter::fleet::Fleet::new(
             config.max_live_processes,
             config.max_process_rss_mib.map(|mib| mib << 20),
@@ -272,6 +273,7 @@ impl Runtime {
                 push,
                 failover: Some(handoff::failover(RuntimeRef(weak.clone()))),
                 fleet,
+                turns: crate::turn_slots::TurnSlots::new(max_concurrent_turns),
             },
             pairs: Registry::default(),
             tokens: DashMap::new(),

@@ -89,6 +89,9 @@ pub struct SessionActor {
     /// A turn that waits for the previous turns' checkpoints before its agent starts
     /// (so its writes stay out of them): the adapter and its `StartTurn`.
     pub(super) deferred_start: Option<(Recipient<AdapterCommand>, AdapterCommand)>,
+    /// The ticket of the turn waiting in line for a turn slot
+    /// ([`crate::turn_slots`]); its agent starts once the slot comes.
+    pub(super) slot_wait: Option<u64>,
     /// The new worktree's setup runs ([`super::workspace::Preparing`]): a turn's agent
     /// starts once it ended.
     pub(super) preparing: bool,
@@ -136,6 +139,7 @@ impl SessionActor {
             settle_waiters: Vec::new(),
             in_repository: None,
             deferred_start: None,
+            slot_wait: None,
             preparing: false,
             turn_waiters: Vec::new(),
             pushed,

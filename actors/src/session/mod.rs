@@ -109,6 +109,9 @@ pub struct Services {
     pub failover: Option<crate::failover::Failover>,
     /// The vendor processes serving one session each, and how many may run at once.
     pub fleet: crate::adapter::fleet::Fleet,
+    /// How many turns may run at once (`--max-concurrent-turns`) and the line of
+    /// those waiting.
+    pub turns: crate::turn_slots::TurnSlots,
 }
 
 /// A live session actor's address and the metadata it publishes.

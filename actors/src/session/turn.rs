@@ -18,6 +18,7 @@ use crate::adapter::AdapterContext;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::record::QueuedMessage;
+use crate::turn_slots::{Admission, LinePlace};
 use tandem_protocol::server::PendingPermission;
 
 /// How long an adapter may take to confirm an interrupt before the session closes the
@@ -67,6 +68,9 @@ pub(super) struct ActiveTurn {
     pub message: String,
     /// When the vendor's limit lifts, epoch ms, once the adapter said.
     pub resets_at: Option<u64>,
+    /// Its turn slot (`--max-concurrent-turns`), given back when the turn ends;
+    /// `None` while it waits for one.
+    pub slot: Option<crate::turn_slots::TurnSlot>,
 }
 
 impl ActiveTurn {
@@ -131,7 +135,11 @@ impl Handler<Abort> for SessionActor {
     type Result = Result<(), RuntimeError>;
 
     fn handle(&mut self, _: Abort, ctx: &mut Context<Self>) -> Self::Result {
-        self.interrupt(ctx)
+        let result = self.interrupt(ctx);
+        // A turn whose agent had not started (waiting for a slot or for checkpoints)
+        // ended here: its end is written now, not with the next message.
+        self.flush();
+        result
     }
 }
 
@@ -233,6 +241,7 @@ impl SessionActor {
             Some((d, by)) => (Some(d), Some(by)),
             None => (None, None),
         };
+        let delegated = delegated_by.is_some();
         self.recent.push_back(TurnSummary {
             number: self.record.turn_count,
             user: text.clone(),
@@ -251,6 +260,7 @@ impl SessionActor {
             usage: None,
             message: text.clone(),
             resets_at: None,
+            slot: None,
         }));
         self.emit(Some(turn_id.clone()), EventBody::TurnStarted {});
         self.emit(
@@ -293,7 +303,8 @@ impl SessionActor {
             internal,
             settings: self.turn_settings(),
         };
-        if self.start_waits_for_checkpoints() {
+        self.take_turn_slot(delegated, ctx);
+        if self.start_waits_for_checkpoints() || self.slot_wait.is_some() {
             // The previous turn's files are still being recorded: the agent starts
             // once they are, so this turn's writes stay out of that checkpoint.
             self.deferred_start = Some((adapter, start));
@@ -332,8 +343,12 @@ impl SessionActor {
             return;
         };
         // A turn that ends before its agent started (interrupted, timed out) never
-        // starts.
+        // starts; one waiting for a slot leaves the line.
         self.deferred_start = None;
+        if let Some(ticket) = self.slot_wait.take() {
+            self.services.turns.withdraw(ticket);
+            self.record.waiting_place = None;
+        }
         let response = turn.text_so_far();
         if !turn.partial.is_empty() {
             self.emit(
@@ -634,5 +649,70 @@ impl SessionActor {
             }
         });
         Ok(())
+    }
+}
+
+impl SessionActor {
+    /// Gives the turn just started a turn slot, or puts it in line for one (status
+    /// `waiting`, its place published); a delegated turn never waits.
+    fn take_turn_slot(&mut self, delegated: bool, ctx: &mut Context<Self>) {
+        let turns = self.services.turns.clone();
+        let admission = match delegated {
+            true => Admission::Now(turns.exempt()),
+            false => turns.admit(&self.record.id, ctx.address().recipient()),
+        };
+        match admission {
+            Admission::Now(slot) => {
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.slot = Some(slot);
+                }
+            }
+            Admission::Queued {
+                ticket,
+                place,
+                granted,
+            } => {
+                self.slot_wait = Some(ticket);
+                self.record.status = SessionStatus::Waiting;
+                self.record.waiting_place = Some(u32::try_from(place).unwrap_or(u32::MAX));
+                ctx.spawn(actix::fut::wrap_future(granted).map(
+                    move |slot, act: &mut SessionActor, _| {
+                        if let Ok(slot) = slot {
+                            act.slot_granted(ticket, slot);
+                            act.flush();
+                        }
+                    },
+                ));
+            }
+        }
+    }
+
+    /// The slot a waiting turn asked for came: its agent starts (once nothing else
+    /// holds it back). A slot for a turn that ended meanwhile goes back at once.
+    fn slot_granted(&mut self, ticket: u64, slot: crate::turn_slots::TurnSlot) {
+        if self.slot_wait != Some(ticket) {
+            return;
+        }
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        turn.slot = Some(slot);
+        self.slot_wait = None;
+        self.record.status = SessionStatus::Running;
+        self.record.waiting_place = None;
+        self.touch();
+        self.release_deferred_start();
+    }
+}
+
+impl Handler<LinePlace> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: LinePlace, _: &mut Context<Self>) {
+        if self.slot_wait == Some(msg.ticket) {
+            self.record.waiting_place = Some(u32::try_from(msg.place).unwrap_or(u32::MAX));
+            self.touch();
+            self.flush();
+        }
     }
 }

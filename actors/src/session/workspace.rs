@@ -134,8 +134,8 @@ impl SessionActor {
     }
 
     /// Starts the agent of a turn that waited, once nothing holds it back.
-    fn release_deferred_start(&mut self) {
-        if self.start_waits_for_checkpoints() {
+    pub(super) fn release_deferred_start(&mut self) {
+        if self.start_waits_for_checkpoints() || self.slot_wait.is_some() {
             return;
         }
         if let Some((adapter, start)) = self.deferred_start.take() {

@@ -268,7 +268,9 @@ pub(super) async fn read_partner(
         }
     };
     let status = match status {
-        SessionStatus::Running | SessionStatus::Starting => PartnerState::Running,
+        SessionStatus::Running | SessionStatus::Starting | SessionStatus::Waiting => {
+            PartnerState::Running
+        }
         SessionStatus::Interrupted => PartnerState::Interrupted,
         SessionStatus::Idle | SessionStatus::Failed | SessionStatus::Unavailable => {
             PartnerState::Idle
