@@ -9,8 +9,12 @@
 //! may have begun before the Driver's `delegation` event reached us; what precedes the
 //! Worker's own `delegation` start event is passed over, and what the replay found is
 //! shown once the replay is done.
+//!
+//! A Driver may have several Workers, whose delegations run at the same time:
+//! [`Delegations`] keeps one [`Relay`] per Worker, and gives each delegation start
+//! the Driver's `send_to_partner` call that asked for it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use serde_json::{json, Value};
 
@@ -238,6 +242,187 @@ impl Relay {
     pub fn parts(&self) -> &[Value] {
         &self.parts
     }
+
+    /// Whether both histories said the delegation ended and the Worker was let go
+    /// (its `Unwatch` was given).
+    fn released(&self) -> bool {
+        self.worker_done && self.driver_done && self.live()
+    }
+}
+
+/// Ended delegations kept, one per Worker, for a call result that comes after the
+/// end and for the Worker's last events: those of the Workers that ended lately.
+const ENDED_KEPT: usize = 8;
+
+/// `send_to_partner` calls kept waiting for their delegation to start (the model
+/// may call it for several Workers at once; more than this is a call whose start
+/// will never come).
+const WAITING_KEPT: usize = 16;
+
+/// A Driver's `send_to_partner` call of a live turn whose delegation has not started.
+#[derive(Debug)]
+struct PartnerCall {
+    /// The tool call's id.
+    call_id: String,
+    /// The Driver's turn that made it (its end ends the wait).
+    turn: String,
+    /// Its `worker` argument (a Worker's name or session id), if it has one.
+    worker: Option<String>,
+}
+
+/// The delegations of one Driver, one [`Relay`] per Worker: the running ones, the
+/// last ended one of the Workers that ended lately, and the Driver's
+/// `send_to_partner` calls waiting for their delegation to start.
+#[derive(Debug, Default)]
+pub struct Delegations {
+    /// The delegations shown while their Worker holds them, by Worker session id.
+    running: HashMap<String, Relay>,
+    /// The last delegation of each Worker that ended on the Driver's side, oldest
+    /// first, at most [`ENDED_KEPT`]: kept for the call's result (which may come after
+    /// the delegation's end) and for the Worker's last events. A Worker is never both
+    /// here and in `running`.
+    ended: VecDeque<Relay>,
+    /// The Driver's `send_to_partner` calls whose delegation has not started, oldest
+    /// first.
+    waiting: VecDeque<PartnerCall>,
+    /// The session ids of the Driver's Workers by name (from its `pair_created`
+    /// events), to tell which Worker a call names.
+    names: HashMap<String, String>,
+}
+
+impl Delegations {
+    /// A `send_to_partner` call of the Driver's live turn (its `tool_call` event): it
+    /// waits for the delegation it asks for.
+    pub fn called(&mut self, event: &Value) {
+        let Some(call_id) = event["callId"].as_str() else {
+            return;
+        };
+        let input = &event["input"];
+        // An ACP vendor's input holds the tool's arguments as `rawInput`.
+        let worker = [&input["worker"], &input["rawInput"]["worker"]]
+            .into_iter()
+            .find_map(Value::as_str)
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .map(str::to_string);
+        if self.waiting.len() == WAITING_KEPT {
+            self.waiting.pop_front();
+        }
+        self.waiting.push_back(PartnerCall {
+            call_id: call_id.to_string(),
+            turn: event["turnId"].as_str().unwrap_or_default().to_string(),
+            worker,
+        });
+    }
+
+    /// A tool call's result came: it waits no more (a `send_to_partner` refused
+    /// never starts a delegation).
+    pub fn answered(&mut self, call_id: &str) {
+        self.waiting.retain(|c| c.call_id != call_id);
+    }
+
+    /// The Driver's turn `turn` ended: its calls wait no more.
+    pub fn turn_ended(&mut self, turn: &str) {
+        self.waiting.retain(|c| c.turn != turn);
+    }
+
+    /// A `pair_created` event of the Driver: its Worker's name is learned.
+    pub fn paired(&mut self, event: &Value) {
+        let pair = &event["pair"];
+        if pair["driverId"] != event["sessionId"] {
+            return;
+        }
+        if let (Some(name), Some(id)) = (pair["workerName"].as_str(), pair["workerId"].as_str()) {
+            self.names.insert(name.to_string(), id.to_string());
+        }
+    }
+
+    /// A delegation to `worker` started (the Driver's `delegation` event `seq`). A
+    /// running one of the same Worker, whose end we never saw, is over.
+    pub fn start(&mut self, worker: &str, seq: u64) -> Vec<Effect> {
+        let mut effects = match self.running.remove(worker) {
+            Some(mut old) => old.finish(&Value::Null),
+            None => Vec::new(),
+        };
+        // The Worker's subscription, if still held for the last one, goes on.
+        effects.retain(|e| !matches!(e, Effect::Unwatch(w) if w == worker));
+        self.ended.retain(|r| r.worker != worker);
+        let call = self.take_call(worker);
+        let (relay, started) = Relay::start(worker, call, seq);
+        self.running.insert(worker.to_string(), relay);
+        effects.extend(started);
+        effects
+    }
+
+    /// The delegation to `worker` ended on the Driver's side, having changed
+    /// `changes`.
+    pub fn end(&mut self, worker: &str, changes: &Value) -> Vec<Effect> {
+        let Some(mut relay) = self.running.remove(worker) else {
+            return Vec::new();
+        };
+        let mut effects = relay.finish(changes);
+        effects.extend(self.keep_ended(relay));
+        effects
+    }
+
+    /// Keeps an ended delegation; the oldest kept beyond [`ENDED_KEPT`] goes, and its
+    /// Worker, if still followed for it, is let go.
+    fn keep_ended(&mut self, relay: Relay) -> Option<Effect> {
+        self.ended.retain(|r| r.worker != relay.worker);
+        self.ended.push_back(relay);
+        if self.ended.len() <= ENDED_KEPT {
+            return None;
+        }
+        let dropped = self.ended.pop_front()?;
+        (!dropped.released() && !self.running.contains_key(&dropped.worker))
+            .then_some(Effect::Unwatch(dropped.worker))
+    }
+
+    /// The waiting call a delegation to `worker` answers: the oldest naming it, else
+    /// the oldest naming no other Worker we know of.
+    fn take_call(&mut self, worker: &str) -> Option<String> {
+        let i = self
+            .waiting
+            .iter()
+            .position(|c| self.target(c) == Some(worker))
+            .or_else(|| {
+                self.waiting
+                    .iter()
+                    .position(|c| self.target(c).is_none_or(|t| !self.known(t)))
+            })?;
+        self.waiting.remove(i).map(|c| c.call_id)
+    }
+
+    /// The Worker a call names, as a session id where its name is known.
+    fn target<'a>(&'a self, call: &'a PartnerCall) -> Option<&'a str> {
+        let named = call.worker.as_deref()?;
+        Some(self.names.get(named).map_or(named, String::as_str))
+    }
+
+    /// Whether `worker` is the session id of one of the Driver's Workers we know.
+    fn known(&self, worker: &str) -> bool {
+        self.running.contains_key(worker)
+            || self.ended.iter().any(|r| r.worker == worker)
+            || self.names.values().any(|id| id == worker)
+    }
+
+    /// The delegation shown for `worker`: the running one, else its last.
+    pub fn of(&mut self, worker: &str) -> Option<&mut Relay> {
+        match self.running.get_mut(worker) {
+            Some(relay) => Some(relay),
+            None => self.ended.iter_mut().find(|r| r.worker == worker),
+        }
+    }
+
+    /// The content shown so far in the tool call `call_id`, if a delegation shows
+    /// itself there.
+    pub fn parts_of_call(&self, call_id: &str) -> Option<&[Value]> {
+        self.running
+            .values()
+            .chain(&self.ended)
+            .find(|r| r.call_id == call_id)
+            .map(Relay::parts)
+    }
 }
 
 #[cfg(test)]
@@ -329,5 +514,48 @@ mod tests {
         assert_eq!(opened[0]["toolCallId"], "delegation_9");
         let end = r.finish(&Value::Null);
         assert_eq!(updates(&end)[0]["status"], "completed");
+    }
+
+    fn call_id(effects: &[Effect]) -> Option<&str> {
+        updates(effects)
+            .first()
+            .and_then(|u| u["toolCallId"].as_str())
+    }
+
+    #[test]
+    fn starts_take_the_call_naming_their_worker_else_the_oldest() {
+        let mut d = Delegations::default();
+        let call = |id: &str, turn: &str, input: Value| json!({"callId": id, "turnId": turn, "name": "send_to_partner", "input": input});
+        d.called(&call("c1", "t1", json!({"message": "go"})));
+        // An ACP vendor's arguments are its `rawInput`.
+        d.called(&call("c2", "t1", json!({"rawInput": {"worker": "b"}})));
+        d.called(&call("c3", "t1", json!({"message": "go"})));
+        assert_eq!(d.start("b", 1), [Effect::Watch("b".into())]);
+        assert_eq!(d.parts_of_call("c2"), Some(&[][..]));
+        assert_eq!(d.start("a", 2), [Effect::Watch("a".into())]);
+        assert!(d.parts_of_call("c1").is_some());
+        // Its turn ended: c3 waits no more.
+        d.turn_ended("t1");
+        assert_eq!(call_id(&d.start("c", 3)), Some("delegation_3"));
+        // A call naming another Worker we know is not given to this one.
+        d.called(&call("c4", "t2", json!({"worker": "a"})));
+        assert_eq!(call_id(&d.start("e", 4)), Some("delegation_4"));
+    }
+
+    #[test]
+    fn the_oldest_ended_delegation_kept_lets_its_worker_go() {
+        let mut d = Delegations::default();
+        for seq in 0..=ENDED_KEPT as u64 {
+            d.start(&format!("w{seq}"), seq);
+        }
+        for seq in 0..ENDED_KEPT as u64 {
+            let ended = d.end(&format!("w{seq}"), &Value::Null);
+            assert!(!ended.iter().any(|e| matches!(e, Effect::Unwatch(_))));
+        }
+        // Never told its end by its Worker, the first is still followed.
+        let ended = d.end(&format!("w{ENDED_KEPT}"), &Value::Null);
+        assert_eq!(ended.last(), Some(&Effect::Unwatch("w0".into())));
+        assert!(d.of("w0").is_none());
+        assert!(d.of("w1").is_some());
     }
 }

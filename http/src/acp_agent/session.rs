@@ -1,13 +1,13 @@
 //! One tandem session the editor follows: where its subscription stands, the prompt
 //! or load waiting on it, what each of its frames means for the editor, and, for a
-//! Driver, the delegation to its Worker being shown.
+//! Driver, the delegations to its Workers being shown.
 
 use std::collections::{HashSet, VecDeque};
 
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::delegation::Relay;
+use super::delegation::{Delegations, Relay};
 use super::mapping::Mapper;
 
 /// Turns that ended before `chat.send` answered with their id, kept for that answer.
@@ -73,14 +73,9 @@ pub struct Followed {
     mapper: Mapper,
     /// Permission requests already put to the editor.
     asked: HashSet<String>,
-    /// The `send_to_partner` call of a live turn whose delegation has not started.
-    partner_call: Option<String>,
-    /// The delegation shown while the Worker holds it.
-    relay: Option<Relay>,
-    /// The last delegation shown, ended on the Driver's side: kept for the call's
-    /// result (which may come after the delegation's end) and for the Worker's last
-    /// events.
-    relayed: Option<Relay>,
+    /// The delegations of this (Driver) session shown, one per Worker, and its
+    /// `send_to_partner` calls waiting for theirs to start.
+    delegations: Delegations,
 }
 
 impl Followed {
@@ -95,9 +90,7 @@ impl Followed {
             ended: VecDeque::new(),
             mapper: Mapper::default(),
             asked: HashSet::new(),
-            partner_call: None,
-            relay: None,
-            relayed: None,
+            delegations: Delegations::default(),
         }
     }
 
@@ -191,16 +184,31 @@ impl Followed {
             "permission_request" if live => self.ask(event).into_iter().collect(),
             "turn_completed" => {
                 self.turn_ended(event);
+                if let Some(turn) = event["turnId"].as_str() {
+                    self.delegations.turn_ended(turn);
+                }
                 self.updates(event)
             }
-            "config_changed" | "pair_created" | "pair_closed" if live => {
+            "pair_created" => {
+                // Replayed too: a call may name a Worker paired before.
+                self.delegations.paired(event);
+                if live {
+                    vec![Effect::Configured(event.clone())]
+                } else {
+                    self.updates(event)
+                }
+            }
+            "config_changed" | "pair_closed" if live => {
                 vec![Effect::Configured(event.clone())]
             }
             "tool_call" if live && event["name"] == "send_to_partner" => {
-                self.partner_call = event["callId"].as_str().map(str::to_string);
+                self.delegations.called(event);
                 self.updates(event)
             }
             "tool_result" => {
+                if let Some(call) = event["callId"].as_str() {
+                    self.delegations.answered(call);
+                }
                 let mut effects = self.updates(event);
                 if let Some(Effect::Update(update)) = effects.first_mut() {
                     self.with_progress(update);
@@ -233,45 +241,22 @@ impl Followed {
             .collect()
     }
 
-    /// A delegation of this (Driver) session started or ended.
+    /// A delegation of this (Driver) session to one of its Workers started or ended.
     fn on_delegation(&mut self, event: &Value) -> Vec<Effect> {
         let worker = event["to"].as_str().unwrap_or_default();
         if event["active"] == true {
-            let mut effects = match self.relay.as_mut() {
-                // A start we never saw the end of: that one is over.
-                Some(old) => old.finish(&Value::Null),
-                None => Vec::new(),
-            };
-            // The Worker's subscription, if still held for the last one, goes on.
-            effects.retain(|e| !matches!(e, Effect::Unwatch(_)));
-            self.relayed = None;
             let seq = event["seq"].as_u64().unwrap_or_default();
-            let (relay, started) = Relay::start(worker, self.partner_call.take(), seq);
-            self.relay = Some(relay);
-            effects.extend(started);
-            return effects;
+            return self.delegations.start(worker, seq);
         }
-        match self.relay.take() {
-            Some(mut relay) if relay.worker == worker => {
-                let effects = relay.finish(&event["changes"]);
-                self.relayed = Some(relay);
-                effects
-            }
-            other => {
-                self.relay = other;
-                Vec::new()
-            }
-        }
+        self.delegations.end(worker, &event["changes"])
     }
 
     /// The Worker's progress goes first in the content of the `send_to_partner`
     /// call's result that showed it (a result replaces the call's content).
     fn with_progress(&self, update: &mut Value) {
         let call = update["toolCallId"].as_str().unwrap_or_default();
-        let parts = match (&self.relay, &self.relayed) {
-            (Some(r), _) if r.call_id == call => r.parts(),
-            (_, Some(r)) if r.call_id == call => r.parts(),
-            _ => return,
+        let Some(parts) = self.delegations.parts_of_call(call) else {
+            return;
         };
         if parts.is_empty() {
             return;
@@ -300,13 +285,9 @@ impl Followed {
         }
     }
 
-    /// The delegation shown for `worker`: the running one, else the last.
+    /// The delegation shown for `worker`: its running one, else its last.
     fn relay_of(&mut self, worker: &str) -> Option<&mut Relay> {
-        match (&mut self.relay, &mut self.relayed) {
-            (Some(r), _) if r.worker == worker => Some(r),
-            (_, Some(r)) if r.worker == worker => Some(r),
-            _ => None,
-        }
+        self.delegations.of(worker)
     }
 
     fn own_turn(&self, event: &Value) -> bool {
@@ -514,5 +495,208 @@ mod tests {
         let mut f = Followed::new(0, Some(tx));
         f.on_subscribed(&json!({"lastSeq": 0}));
         assert_eq!(rx.try_recv().ok(), Some(()));
+    }
+
+    /// An event of the Worker session `worker`.
+    fn wev(worker: &str, seq: u64, kind: &str, fields: Value) -> Value {
+        let mut e = ev(seq, kind, "wt", fields);
+        e["sessionId"] = json!(worker);
+        e
+    }
+
+    /// The texts of a `tool_call_update`'s content.
+    fn texts(update: &Value) -> Vec<&str> {
+        update["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["content"]["text"].as_str().unwrap())
+            .collect()
+    }
+
+    /// The updates among `effects`.
+    fn updates(effects: &[Effect]) -> Vec<&Value> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Update(u) => Some(u),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A Driver `s` with the Workers `w1` (named `alice`) and `w2` (`bob`).
+    fn driver_of_two() -> Followed {
+        let mut f = Followed::new(0, None);
+        f.on_subscribed(&json!({"lastSeq": 2}));
+        for (seq, id, name) in [(1, "w1", "alice"), (2, "w2", "bob")] {
+            let pair = json!({"pairId": format!("p{seq}"), "driverId": "s", "workerId": id,
+                "workerName": name, "createdAt": 0});
+            f.on_event(&ev(seq, "pair_created", "t0", json!({ "pair": pair })));
+        }
+        f
+    }
+
+    #[test]
+    fn overlapping_delegations_to_two_workers_each_show_their_own_worker() {
+        let mut f = driver_of_two();
+        // Two calls at once; the first names bob by name, the second w1 by id, and
+        // w1's delegation starts first.
+        let call = |id: &str, worker: &str| {
+            json!({"callId": id, "name": "send_to_partner",
+                "input": {"message": "go", "worker": worker}})
+        };
+        f.on_event(&ev(3, "tool_call", "t1", call("c1", "bob")));
+        f.on_event(&ev(4, "tool_call", "t1", call("c2", "w1")));
+        let delegation = |worker: &str, active: bool, changes: Value| {
+            json!({"from": "s", "to": worker, "active": active, "pairId": "p",
+                "changes": changes})
+        };
+        let started = f.on_event(&ev(
+            5,
+            "delegation",
+            "t1",
+            delegation("w1", true, Value::Null),
+        ));
+        assert_eq!(started, [Effect::Watch("w1".into())]);
+        let started = f.on_event(&ev(
+            6,
+            "delegation",
+            "t1",
+            delegation("w2", true, Value::Null),
+        ));
+        // The first delegation goes on.
+        assert_eq!(started, [Effect::Watch("w2".into())]);
+        for w in ["w1", "w2"] {
+            assert!(f.on_worker_subscribed(w, &json!({"lastSeq": 0})).is_empty());
+            f.on_worker_event(w, &wev(w, 1, "delegation", json!({"active": true})));
+        }
+        let said = f.on_worker_event(
+            "w1",
+            &wev("w1", 2, "assistant_message", json!({"text": "w1 on it"})),
+        );
+        assert_eq!(updates(&said)[0]["toolCallId"], "c2");
+        assert_eq!(texts(updates(&said)[0]), ["w1 on it"]);
+        let said = f.on_worker_event(
+            "w2",
+            &wev("w2", 2, "assistant_message", json!({"text": "w2 on it"})),
+        );
+        assert_eq!(updates(&said)[0]["toolCallId"], "c1");
+        assert_eq!(texts(updates(&said)[0]), ["w2 on it"]);
+        // w2 ends first: its changes, in its call, once.
+        let changes = json!({"branch": "tandem/w2", "files": 1, "added": 2, "removed": 0});
+        let ended = f.on_event(&ev(7, "delegation", "t1", delegation("w2", false, changes)));
+        let [Effect::Update(end)] = ended.as_slice() else {
+            panic!("{ended:?}");
+        };
+        assert_eq!(end["toolCallId"], "c1");
+        assert_eq!(
+            texts(end),
+            ["w2 on it", "Worker changes on tandem/w2: 1 files, +2 -0"]
+        );
+        assert!(f
+            .on_event(&ev(
+                8,
+                "delegation",
+                "t1",
+                delegation("w2", false, Value::Null)
+            ))
+            .is_empty());
+        // w1 is still shown in its own call.
+        let said = f.on_worker_event(
+            "w1",
+            &wev("w1", 3, "assistant_message", json!({"text": "w1 still"})),
+        );
+        assert_eq!(updates(&said)[0]["toolCallId"], "c2");
+        assert_eq!(texts(updates(&said)[0]), ["w1 on it", "w1 still"]);
+        let ended = f.on_event(&ev(
+            9,
+            "delegation",
+            "t1",
+            delegation("w1", false, Value::Null),
+        ));
+        let [Effect::Update(end)] = ended.as_slice() else {
+            panic!("{ended:?}");
+        };
+        assert_eq!(end["toolCallId"], "c2");
+        assert_eq!(texts(end), ["w1 on it", "w1 still"]);
+        // Each call's result carries its own Worker's progress.
+        for (seq, call, first) in [(10, "c1", "w2 on it"), (11, "c2", "w1 on it")] {
+            let result = json!({"callId": call, "output": "done", "isError": false});
+            let result = f.on_event(&ev(seq, "tool_result", "t1", result));
+            let texts = texts(updates(&result)[0]);
+            assert_eq!((texts[0], texts.last().copied()), (first, Some("done")));
+        }
+        // Each Worker's own end lets that one go.
+        assert_eq!(
+            f.on_worker_event("w2", &wev("w2", 3, "delegation", json!({"active": false}))),
+            [Effect::Unwatch("w2".into())]
+        );
+        assert_eq!(
+            f.on_worker_event("w1", &wev("w1", 4, "delegation", json!({"active": false}))),
+            [Effect::Unwatch("w1".into())]
+        );
+    }
+
+    #[test]
+    fn a_workers_restart_without_an_end_ends_its_last_delegation() {
+        let mut f = Followed::new(0, None);
+        f.on_subscribed(&json!({"lastSeq": 0}));
+        let call = json!({"callId": "c1", "name": "send_to_partner", "input": {"message": "go"}});
+        f.on_event(&ev(1, "tool_call", "t1", call));
+        let start = json!({"from": "s", "to": "w", "active": true, "pairId": "p"});
+        f.on_event(&ev(2, "delegation", "t1", start.clone()));
+        f.on_worker_subscribed("w", &json!({"lastSeq": 0}));
+        f.on_worker_event("w", &wev("w", 1, "delegation", json!({"active": true})));
+        f.on_worker_event(
+            "w",
+            &wev("w", 2, "assistant_message", json!({"text": "first"})),
+        );
+        // The Worker's end is seen, the Driver's is not.
+        assert!(f
+            .on_worker_event("w", &wev("w", 3, "delegation", json!({"active": false})))
+            .is_empty());
+        // A new start (here not by a call): the last one's call is brought up to
+        // date, the Worker stays followed, and a call of ours shows the new one.
+        let restarted = f.on_event(&ev(5, "delegation", "t2", start));
+        assert!(
+            !restarted.contains(&Effect::Unwatch("w".into())),
+            "{restarted:?}"
+        );
+        assert!(restarted.contains(&Effect::Watch("w".into())));
+        let shown = updates(&restarted);
+        assert_eq!(shown.len(), 2, "{restarted:?}");
+        assert_eq!(shown[0]["toolCallId"], "c1");
+        assert_eq!(texts(shown[0]), ["first"]);
+        assert_eq!(shown[1]["toolCallId"], "delegation_5");
+        // Followed again from the start of its history, for the new one.
+        f.on_worker_subscribed("w", &json!({"lastSeq": 3}));
+        f.on_worker_event("w", &wev("w", 1, "delegation", json!({"active": true})));
+        f.on_worker_event(
+            "w",
+            &wev("w", 2, "assistant_message", json!({"text": "first"})),
+        );
+        f.on_worker_event("w", &wev("w", 3, "delegation", json!({"active": false})));
+        f.on_worker_event("w", &wev("w", 4, "delegation", json!({"active": true})));
+        let said = f.on_worker_event(
+            "w",
+            &wev("w", 5, "assistant_message", json!({"text": "second"})),
+        );
+        assert_eq!(updates(&said)[0]["toolCallId"], "delegation_5");
+        assert_eq!(texts(updates(&said)[0]), ["second"]);
+    }
+
+    #[test]
+    fn a_refused_call_is_not_given_to_a_later_delegation() {
+        let mut f = Followed::new(0, None);
+        f.on_subscribed(&json!({"lastSeq": 0}));
+        let call = json!({"callId": "c1", "name": "send_to_partner", "input": {"message": "go"}});
+        f.on_event(&ev(1, "tool_call", "t1", call));
+        let refused = json!({"callId": "c1", "output": "no", "isError": true});
+        f.on_event(&ev(2, "tool_result", "t1", refused));
+        // A delegation that came another way (an accepted proposal).
+        let start = json!({"from": "s", "to": "w", "active": true, "pairId": "p"});
+        let started = f.on_event(&ev(3, "delegation", "t1", start));
+        assert_eq!(updates(&started)[0]["toolCallId"], "delegation_3");
     }
 }
