@@ -293,7 +293,7 @@ pub enum PairError {
     #[error("a Driver may have at most {0} Workers; close one with close_partner first")]
     TooManyWorkers(usize),
     /// A Worker name outside the allowed form (`INVALID_ARGUMENT`).
-    #[error("a Worker name is 1 to 32 letters, digits, `-`, `_` or `.`, starting with a letter or digit")]
+    #[error("a Worker name is 1 to 32 letters, digits, `-`, `_` or `.`, starting with a letter or digit and not with `ses_`")]
     BadWorkerName,
     /// `worker` names none of the Driver's Workers (`INVALID_ARGUMENT`).
     #[error("no Worker `{name}`; your Workers: {workers}")]

@@ -711,7 +711,7 @@
  * @property {string} driverId The Driver session.
  * @property {WorkerSpec} worker The Worker to create.
  * @property {(WorkerApprovals | null)} [workerApprovals] Who answers the permission requests of the Worker's delegated turns: `user` (default), `driver` (with `approve_worker`) or `bypass` (allowed at once).
- * @property {string | null} [workerName] The Worker's name among the Driver's Workers (1 to 32 letters, digits, `-`, `_`, `.`); default: its vendor, with `-2`, `-3`… when taken. A name the Driver already gave a Worker is `CONFLICT`.
+ * @property {string | null} [workerName] The Worker's name among the Driver's Workers (1 to 32 letters, digits, `-`, `_`, `.`, not starting with `ses_`); default: its vendor, with `-2`, `-3`… when taken. A name the Driver already gave a Worker is `CONFLICT`.
  * @property {string | null} [workerNode] Cluster only: the node to create the Worker on (default: the Driver's node). The pair runs on the Driver's node and reaches its Worker over NATS; `INVALID_ARGUMENT` (REST 422) for a node the cluster does not know, `NODE_UNAVAILABLE` for one whose lease lapsed.
  * @property {(WorkspaceMode | null)} [workerWorkspace] Where the Worker works: in the Driver's directory (`shared`) or in a worktree of its own branched from the Driver's HEAD (`worktree`); default: the server's `worker_workspace` setting.
  */

@@ -106,8 +106,8 @@ pub struct PairCreateParams {
     )]
     pub worker_approvals: Option<crate::pair::WorkerApprovals>,
     /// The Worker's name among the Driver's Workers (1 to 32 letters, digits, `-`,
-    /// `_`, `.`); default: its vendor, with `-2`, `-3`… when taken. A name the Driver
-    /// already gave a Worker is `CONFLICT`.
+    /// `_`, `.`, not starting with `ses_`); default: its vendor, with `-2`, `-3`…
+    /// when taken. A name the Driver already gave a Worker is `CONFLICT`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         length(min = 1, max = 32),

@@ -40,10 +40,11 @@ pub fn default_worker_name() -> String {
 pub const WORKER_NAME_MAX: usize = 32;
 
 /// True for a usable Worker name: 1 to [`WORKER_NAME_MAX`] ASCII letters, digits,
-/// `-`, `_` or `.`, starting with a letter or digit (it appears in tool arguments
-/// and the page's pane titles).
+/// `-`, `_` or `.`, starting with a letter or digit, and not with `ses_` (it appears
+/// in tool arguments beside session ids, and in the page's pane titles).
 pub fn valid_worker_name(name: &str) -> bool {
-    name.len() <= WORKER_NAME_MAX
+    !name.starts_with("ses_")
+        && name.len() <= WORKER_NAME_MAX
         && name
             .chars()
             .next()

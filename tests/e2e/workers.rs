@@ -92,6 +92,12 @@ async fn a_driver_gets_several_named_workers_and_delegates_to_them_at_once() {
             .is_some_and(|m| m.contains("beta")),
         "{taken}"
     );
+    let (status, bad) = add_worker(&server, &d, json!({"workerName": "ses_1"})).await;
+    assert_eq!(
+        (status, &bad["error"]["code"]),
+        (400, &json!("INVALID_ARGUMENT")),
+        "{bad}"
+    );
     let (status, bad) = add_worker(&server, &d, json!({"workerName": "two words"})).await;
     assert!(status == 400 || status == 422, "{status} {bad}");
     let (status, nested) = add_worker(&server, &w1, json!({})).await;
@@ -122,6 +128,15 @@ async fn a_driver_gets_several_named_workers_and_delegates_to_them_at_once() {
     );
     let text = r["result"].as_str().unwrap_or_default();
     assert!(text.contains("beta") && text.contains(&w3), "{r}");
+    // An id none of them has is not taken for a new Worker's name.
+    let r = call(
+        &mut ws,
+        &d,
+        "send_to_partner",
+        json!({"worker": "ses_nobody", "message": "x"}),
+    )
+    .await;
+    assert_eq!(r["code"], "INVALID_ARGUMENT", "{r}");
     let r = call(&mut ws, &d, "interrupt_partner", json!({"worker": "gamma"})).await;
     assert_eq!(r["code"], "INVALID_ARGUMENT", "{r}");
     assert!(

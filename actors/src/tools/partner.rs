@@ -124,6 +124,13 @@ pub(super) async fn send_to_partner(
     let named = optional(args.worker);
     let picked = match pick_worker(state, named.as_deref()) {
         Ok(worker) => Some(worker),
+        // A session id that is none of the Driver's Workers is a mistake, not a
+        // name (names never start with `ses_`).
+        Err(e @ (PairError::NoWorker | PairError::NoSuchWorker { .. }))
+            if named.as_deref().is_some_and(|n| n.starts_with("ses_")) =>
+        {
+            return Err(e.into())
+        }
         // No Worker yet, or none of that name: one is made.
         Err(PairError::NoWorker | PairError::NoSuchWorker { .. }) => None,
         Err(e) => return Err(e.into()),
