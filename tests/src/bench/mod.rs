@@ -17,6 +17,7 @@ pub mod codex;
 pub mod delegation;
 pub mod durability;
 pub mod fanout;
+pub mod fleet;
 pub mod floor;
 pub mod floor_store;
 pub mod gitstate;
@@ -53,6 +54,7 @@ pub fn run(mode: &str, flags: &[String]) -> ExitCode {
         "gitstate" => gitstate::main(flags),
         "checkpoint" => checkpoint::main(flags),
         "store-floor" => store_floor::main(flags),
+        "fleet" => fleet::main(flags),
         other => Err(format!("unknown mode {other}")),
     };
     match outcome {
@@ -92,7 +94,12 @@ usage: bench serve [tandem serve flags]
        bench gitstate   [--files 10000] [--changed 100] [--runs 50]
        bench checkpoint [--files 10000] [--changed 100] [--runs 50]
        bench store-floor [--sessions 10] [--events 2000] [--batch 32,128,512] [--runs 3]
-                        (SQLite insert cost per event, in process; no server)";
+                        (SQLite insert cost per event, in process; no server)
+       bench fleet      [--claude 50] [--codex 50] [--max-live 8] [--seconds 180]
+                        [--rounds N] [--in-flight 8] [--cwd shared|own]
+                        [--claude-bin PATH] [--codex-bin PATH] [--server-arg ARG]...
+                        (real CLIs against the mock models, turns round-robin;
+                        --max-live 0: no --max-live-processes)";
 
 fn usage_error(e: &str) -> ExitCode {
     eprintln!("bench: {e}\n{USAGE}");

@@ -20,7 +20,8 @@ fn main() -> ExitCode {
         },
         Some(
             mode @ ("fanout" | "sessions" | "replay" | "durability" | "delegation" | "codex"
-            | "claude" | "acp" | "acp-agent" | "gitstate" | "checkpoint" | "store-floor"),
+            | "claude" | "acp" | "acp-agent" | "gitstate" | "checkpoint" | "store-floor"
+            | "fleet"),
         ) => tandem_tests::bench::run(mode, &args[1..]),
         // `bench tandem ARGS` is exactly `tandem ARGS`, also for a command whose name a
         // benchmark takes (`tandem acp`, which tests/e2e/acp_agent.rs starts).
