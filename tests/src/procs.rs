@@ -4,6 +4,16 @@
 /// Live (neither zombie nor dead) processes whose environment holds `needle`
 /// (`NAME=value`).
 pub fn processes_with(needle: &str) -> Vec<u32> {
+    processes_where(|environ| {
+        environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes())
+    })
+}
+
+/// Live processes whose environment (`/proc/PID/environ`, NUL-separated) `hit`
+/// accepts.
+pub fn processes_where(hit: impl Fn(&[u8]) -> bool) -> Vec<u32> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return out;
@@ -19,11 +29,7 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
         let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
             continue;
         };
-        if environ
-            .split(|b| *b == 0)
-            .any(|var| var == needle.as_bytes())
-            && is_alive(pid)
-        {
+        if hit(&environ) && is_alive(pid) {
             out.push(pid);
         }
     }

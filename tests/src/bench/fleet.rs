@@ -1206,32 +1206,11 @@ impl Reaper {
     /// Live processes (not this one) whose environment holds the directory's path.
     fn find(&self) -> Vec<u32> {
         let me = std::process::id();
-        let mut out = Vec::new();
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return out;
-        };
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if pid == me {
-                continue;
-            }
-            let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-                continue;
-            };
-            let hit = environ
-                .windows(self.needle.len())
-                .any(|w| w == self.needle.as_bytes());
-            if hit && crate::procs::is_alive(pid) {
-                out.push(pid);
-            }
-        }
-        out
+        let needle = self.needle.as_bytes();
+        crate::procs::processes_where(|environ| environ.windows(needle.len()).any(|w| w == needle))
+            .into_iter()
+            .filter(|pid| *pid != me)
+            .collect()
     }
 }
 
