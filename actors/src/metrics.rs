@@ -31,6 +31,9 @@ pub struct Metrics {
     pub pushbacks: AtomicU64,
     /// Bad client frames answered with `protocol_error`.
     pub protocol_errors: AtomicU64,
+    /// Session actors started: each new session's, each session loaded at start
+    /// with work of its own, and each idle one's at its first request.
+    pub session_actors_started: AtomicU64,
 }
 
 impl Metrics {

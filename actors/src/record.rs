@@ -512,6 +512,29 @@ impl PairRecord {
 }
 
 impl SessionRecord {
+    /// Whether its actor must start with the server: it has something to do without
+    /// being asked (queued messages, a pending schedule, a loop, a question's
+    /// timeout, a report for another node, a spawned prompt), or it takes part in a
+    /// pair or a proposal, whose start-up work messages it. Every other session loaded
+    /// at start stays dormant, its actor started by the first request for it
+    /// ([`crate::session::SessionHandle`]).
+    pub fn needs_actor_at_start(&self) -> bool {
+        use crate::schedule::ScheduleStatus;
+        self.status.is_busy()
+            || !self.queued.is_empty()
+            || self
+                .schedules
+                .iter()
+                .any(|s| s.status == ScheduleStatus::Pending)
+            || self.loop_run.is_some()
+            || self.question.is_some()
+            || self.remote_report.is_some()
+            || self.pending_prompt.is_some()
+            || self.pair.is_some()
+            || !self.more_workers.is_empty()
+            || self.proposal.is_some()
+    }
+
     /// The client-facing view, given the parts that live outside the record.
     pub fn to_info(&self, last_seq: u64, background_tasks: &[BackgroundTask]) -> SessionInfo {
         SessionInfo {

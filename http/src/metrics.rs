@@ -30,12 +30,18 @@ type Series = (
 );
 
 /// Every series but the per-status session counts, in the order they are rendered.
-const SERIES: [Series; 14] = [
+const SERIES: [Series; 15] = [
     (
         "tandem_events_appended_total",
         "counter",
         "History events appended.",
         |r| r.metrics().events_appended.load(Relaxed),
+    ),
+    (
+        "tandem_session_actors_started_total",
+        "counter",
+        "Session actors started (an idle session loaded at start gets one at its first request).",
+        |r| r.metrics().session_actors_started.load(Relaxed),
     ),
     (
         "tandem_events_committed_total",

@@ -112,3 +112,83 @@ async fn queued_messages_survive_a_kill_and_run_once() {
     let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
     assert_eq!(info["turnCount"], 2);
 }
+
+/// `tandem_session_actors_started_total` from `/metrics`.
+async fn actors_started(server: &Server) -> u64 {
+    let (status, text) = server.get_text("/metrics").await;
+    assert_eq!(status, 200);
+    text.lines()
+        .find_map(|l| l.strip_prefix("tandem_session_actors_started_total "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no actor count in {text}"))
+}
+
+/// Idle sessions come back from a restart without actors (what a million idle sessions
+/// would cost otherwise); a session with work of its own (a pending schedule) gets its
+/// actor at start. An idle one gets its actor at the first request that needs it,
+/// once even when requests come together, and carries on where its history ended.
+#[actix_rt::test]
+async fn idle_sessions_start_their_actor_at_first_use() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let talked = ws.create_session().await;
+    let renamed = ws.create_session().await;
+    let scheduled = ws.create_session().await;
+    ws.subscribe(&talked, 0).await;
+    ws.ok(json!({"type": "chat.send", "sessionId": talked, "content": "before"}))
+        .await;
+    let before = ws.events_until_turn_end(&talked).await;
+    let in_a_day = crate::schedule::now_ms() + 86_400_000;
+    ws.ok(json!({"type": "session.schedule", "sessionId": scheduled, "content": "later", "at": crate::schedule::rfc3339(in_a_day)}))
+        .await;
+    let dir = server.kill();
+
+    let server = Server::start_in(dir, ServerOptions::default());
+    assert_eq!(
+        actors_started(&server).await,
+        1,
+        "only the scheduled session"
+    );
+    // Listing, metadata, history and schedules read what the session published.
+    let (_, list) = server.get("/api/v1/sessions").await;
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(3));
+    let (_, info) = server.get(&format!("/api/v1/sessions/{talked}")).await;
+    assert_eq!(info["turnCount"], 1);
+    let stored = server.all_events(&talked).await;
+    assert_eq!(stored, before);
+    let (_, schedules) = server
+        .get(&format!("/api/v1/sessions/{scheduled}/schedules"))
+        .await;
+    assert_eq!(schedules["schedules"][0]["status"], "pending");
+    assert_eq!(actors_started(&server).await, 1);
+
+    // Ten renames at once: one actor starts, every rename is answered.
+    let path = format!("/api/v1/sessions/{renamed}");
+    let renames = (0..10).map(|i| {
+        let (server, path) = (&server, path.clone());
+        async move {
+            server
+                .patch(&path, &json!({"title": format!("name {i}")}))
+                .await
+        }
+    });
+    for (status, body) in futures_util::future::join_all(renames).await {
+        assert_eq!(status, 200, "{body}");
+    }
+    assert_eq!(actors_started(&server).await, 2);
+    let (_, info) = server.get(&path).await;
+    assert!(info["title"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("name ")));
+
+    // A turn on the other idle session continues its history and its turn count.
+    let mut ws = server.ws().await;
+    ws.subscribe(&talked, stored.len() as u64).await;
+    let reply = ws
+        .ok(json!({"type": "chat.send", "sessionId": talked, "content": "after"}))
+        .await;
+    assert_eq!(reply["turnId"], "turn_2");
+    let next = ws.events_until_turn_end(&talked).await;
+    assert_contiguous(&next, stored.len() as u64 + 1);
+    assert_eq!(actors_started(&server).await, 3);
+}

@@ -596,7 +596,7 @@ pub(crate) fn record_checks(
     summary: Option<&tandem_protocol::workspace::ChangeSummary>,
 ) {
     if let (Some(worker), Some(results)) = (worker, summary.and_then(|s| s.checks.clone())) {
-        worker.addr.do_send(crate::session::ChecksDone {
+        worker.do_send(crate::session::ChecksDone {
             results,
             record_events: true,
         });

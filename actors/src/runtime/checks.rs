@@ -33,16 +33,14 @@ impl Runtime {
         for spec in &project.checks {
             let result = self.inner.services.checks.run_one(spec, &dir).await;
             handle
-                .addr
-                .send(RecordEvent(EventBody::Check {
+                .ask(RecordEvent(EventBody::Check {
                     result: result.clone(),
                 }))
                 .await?;
             results.push(result);
         }
         handle
-            .addr
-            .send(ChecksDone {
+            .ask(ChecksDone {
                 results: results.clone(),
                 record_events: false,
             })

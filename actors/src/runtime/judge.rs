@@ -63,7 +63,7 @@ impl Runtime {
         };
         // Asked before the message that starts the turn, so its end cannot be missed.
         let (tx, ended) = tokio::sync::oneshot::channel();
-        handle.addr.do_send(WhenTurnEnds(tx));
+        handle.do_send(WhenTurnEnds(tx));
         let sent = handle
             .ask(SendMessage {
                 content: judge::prompt(&request),

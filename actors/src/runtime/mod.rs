@@ -16,6 +16,7 @@ mod fork;
 mod handoff;
 mod judge;
 mod listing;
+mod loading;
 mod loops;
 mod mcp_servers;
 mod messages;
@@ -61,7 +62,7 @@ use crate::record::SessionRecord;
 use crate::registry::Registry;
 use crate::session::{
     Abort, Configure, RespondPermission, Services, SessionActor, SessionHandle, SessionShared,
-    StopTask,
+    StopTask, WakeSession,
 };
 use crate::store::{Store, StoreFailure, StoreWriter, WriteOp, WriterHooks};
 
@@ -126,6 +127,42 @@ struct Inner {
     external: Arc<crate::external::ExternalSessions>,
 }
 
+impl Inner {
+    /// Starts the actor of a session whose metadata `shared` publishes.
+    fn start_actor(
+        &self,
+        record: SessionRecord,
+        last_seq: u64,
+        shared: Arc<SessionShared>,
+    ) -> Addr<SessionActor> {
+        let services = self.services.clone();
+        Metrics::inc(&self.services.metrics.session_actors_started);
+        SessionActor::start_in_arbiter(&self.sessions_arbiter.handle(), move |_| {
+            SessionActor::new(record, last_seq, services, shared)
+        })
+    }
+}
+
+impl WakeSession for Inner {
+    /// Reads the dormant session's record back from the store: nothing changed it
+    /// since start-up, which wrote every change it made before any actor started.
+    fn wake(&self, shared: &Arc<SessionShared>) -> Result<Addr<SessionActor>, RuntimeError> {
+        let id = shared.peek(|i| i.id.clone());
+        let loaded = self
+            .store
+            .load_session(&id)?
+            .ok_or_else(|| RuntimeError::SessionNotFound(id.clone()))?;
+        let mut record = loaded.record;
+        // As at start-up: a session from before the node joined a cluster is its.
+        if record.node.is_none() {
+            record.node = self.config.node.clone();
+        }
+        tracing::debug!(session = %id, "starting a dormant session's actor");
+        let last_seq = loaded.last_seq.max(shared.last_seq());
+        Ok(self.start_actor(record, last_seq, shared.clone()))
+    }
+}
+
 /// What [`Runtime::start`] hands back.
 pub struct Started {
     /// The composition root the HTTP layer holds and calls.
@@ -154,11 +191,15 @@ impl Runtime {
         let metrics = Arc::new(Metrics::default());
         let store = Store::open(&config.data_dir)?;
         let new_admin_token = store.ensure_admin()?;
-        let mut loaded = store.load_sessions()?;
+        let pairs = store.load_pairs()?;
+        let loading::Loaded {
+            active: mut loaded,
+            dormant,
+        } = loading::load(&store, &pairs, config.node.as_ref())?;
         recovery::recover_interrupted_turns(&store, &mut loaded)?;
         let plan = {
             let records: Vec<&SessionRecord> = loaded.iter().map(|s| &s.record).collect();
-            reconcile::plan(&store.load_pairs()?, &records)
+            reconcile::plan(&pairs, &records)
         };
         let after_start = reconcile::apply(&store, &mut loaded, plan)?;
 
@@ -290,27 +331,19 @@ impl Runtime {
         });
         let runtime = Runtime { inner };
         let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
+        for session in dormant {
+            runtime.count_owned(session.owner_id);
+            runtime.register(session.id, session.shared, None);
+        }
         let mut waiting_children: Vec<(String, String)> = Vec::new();
-        for mut session in loaded {
-            // A session a node had before it joined a cluster is pinned to it.
-            if session.record.node.is_none() {
-                session.record.node = runtime.inner.config.node.clone();
-            }
-            // Archived sessions keep their rows but get no actor and no slot.
-            if session.record.archived_at.is_some() {
-                continue;
-            }
+        for session in loaded {
             if let (Some(parent), true) = (
                 session.record.parent_id.clone(),
                 session.record.pending_prompt.is_some(),
             ) {
                 waiting_children.push((parent, session.record.id.clone()));
             }
-            *runtime
-                .inner
-                .owned
-                .entry(session.record.owner_id.clone())
-                .or_insert(0) += 1;
+            runtime.count_owned(session.record.owner_id.clone());
             runtime.spawn_session(session.record, session.last_seq);
         }
         let reconcile::AfterStart {
@@ -456,28 +489,41 @@ impl Runtime {
         &self.inner.config
     }
 
+    /// Registers a session and starts its actor.
     fn spawn_session(&self, record: SessionRecord, last_seq: u64) -> SessionHandle {
-        let shared = Arc::new(SessionShared::new(record.to_info(last_seq, &[])));
-        let services = self.inner.services.clone();
-        let actor_shared = shared.clone();
+        let shared = Arc::new(SessionShared::from_record(&record, last_seq));
         let id = record.id.clone();
-        let addr =
-            SessionActor::start_in_arbiter(&self.inner.sessions_arbiter.handle(), move |_| {
-                SessionActor::new(record, last_seq, services, actor_shared)
-            });
-        if let Some(port) = handle_port(&shared.info()) {
+        let addr = self.inner.start_actor(record, last_seq, shared.clone());
+        self.register(id, shared, Some(addr))
+    }
+
+    /// Lists a session under `id`: with its actor's address, or dormant (`None`: the
+    /// actor starts at the first request that needs it).
+    fn register(
+        &self,
+        id: String,
+        shared: Arc<SessionShared>,
+        addr: Option<Addr<SessionActor>>,
+    ) -> SessionHandle {
+        if let Some(port) = shared.peek(handle_port) {
             self.inner.services.scripts.hold_port(port);
         }
-        let handle = SessionHandle { addr, shared };
+        let waker: Weak<dyn WakeSession> = Arc::downgrade(&self.inner) as Weak<Inner>;
+        let handle = SessionHandle::new(shared, addr, waker);
         self.inner.services.sessions.insert(id, handle.clone());
         handle
+    }
+
+    /// Counts a session loaded at start against its owner's limit.
+    fn count_owned(&self, owner_id: String) {
+        *self.inner.owned.entry(owner_id).or_insert(0) += 1;
     }
 
     /// A commit failed: each session whose writes were in it reloads from disk.
     fn store_failed(&self, failure: StoreFailure) {
         for id in failure.sessions {
             if let Some(handle) = self.inner.services.sessions.get(&id) {
-                handle.addr.do_send(crate::session::StoreFailed {
+                handle.do_send(crate::session::StoreFailed {
                     error: failure.error.clone(),
                 });
             } else {

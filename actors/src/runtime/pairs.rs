@@ -25,7 +25,14 @@ use crate::store::WriteOp;
 impl Runtime {
     /// A live session actor's address; `None` for an unknown or archived id.
     pub fn session_addr(&self, id: &str) -> Option<Addr<SessionActor>> {
-        self.inner.services.sessions.get(id).map(|h| h.addr)
+        let handle = self.inner.services.sessions.get(id)?;
+        match handle.addr() {
+            Ok(addr) => Some(addr),
+            Err(e) => {
+                tracing::error!(session = %id, error = %e, "the session's actor could not start");
+                None
+            }
+        }
     }
 
     /// A live session's handle; `None` for an unknown or archived id.
@@ -77,7 +84,7 @@ impl Runtime {
         self.inner.services.sessions.for_each(|_, h| {
             let info = h.shared.info();
             if info.role == Some(Role::Worker) && info.pair_id.is_some() {
-                out.push(h.addr.clone());
+                out.extend(h.addr().ok());
             }
         });
         out
@@ -588,7 +595,7 @@ impl Runtime {
         let mut members: Vec<(String, Addr<SessionActor>)> = Vec::new();
         self.inner.services.sessions.for_each(|id, h| {
             if h.shared.info().in_pair(pair_id) {
-                members.push((id.to_string(), h.addr.clone()));
+                members.extend(h.addr().ok().map(|addr| (id.to_string(), addr)));
             }
         });
         let mut left = false;

@@ -110,7 +110,7 @@ impl Runtime {
             .ok_or_else(|| RuntimeError::SessionNotFound(created.id.clone()))?;
         // Asked before the message that starts the turn, so its end cannot be missed.
         let (tx, ended) = tokio::sync::oneshot::channel();
-        handle.addr.do_send(WhenTurnEnds(tx));
+        handle.do_send(WhenTurnEnds(tx));
         handle
             .ask(SendMessage {
                 content: review_by::prompt(instructions, &diff.diff),
@@ -144,7 +144,7 @@ impl Runtime {
             failed: verdict.failed.clone(),
         };
         if verdict.comments.is_empty() {
-            handle.addr.do_send(RecordEvent(event));
+            handle.do_send(RecordEvent(event));
             return;
         }
         // The session may have changed since the review began: comments are anchored
@@ -167,7 +167,7 @@ impl Runtime {
             failed: None,
         };
         let (Ok(current), false) = (current, kept.is_empty()) else {
-            handle.addr.do_send(RecordEvent(event));
+            handle.do_send(RecordEvent(event));
             return;
         };
         let heading = format!(
@@ -179,7 +179,7 @@ impl Runtime {
             Ok(text) => text,
             Err(e) => {
                 tracing::warn!(session = %author, error = %e, "a review's comments did not anchor");
-                handle.addr.do_send(RecordEvent(event));
+                handle.do_send(RecordEvent(event));
                 return;
             }
         };
@@ -194,7 +194,7 @@ impl Runtime {
             .await;
         if !matches!(sent, Ok(Ok(_))) {
             tracing::warn!(session = %author, "a review could not be sent; recorded only");
-            handle.addr.do_send(RecordEvent(event));
+            handle.do_send(RecordEvent(event));
         }
     }
 
@@ -219,7 +219,7 @@ impl Runtime {
         };
         let verdict = finish(started).await;
         if let Some(worker) = self.inner.services.sessions.get(&info.id) {
-            worker.addr.do_send(RecordEvent(EventBody::Review {
+            worker.do_send(RecordEvent(EventBody::Review {
                 comments: verdict.comments.clone(),
                 summary: verdict.summary.clone(),
                 reviewer: Some(verdict.reviewer.clone()),

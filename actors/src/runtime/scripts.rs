@@ -64,7 +64,7 @@ impl Runtime {
         if !scripts::prepares(&project) {
             return;
         }
-        handle.addr.do_send(Preparing(true));
+        handle.do_send(Preparing(true));
         let (runner, handle) = (self.inner.services.scripts.clone(), handle.clone());
         actix_rt::spawn(async move {
             let (from, to, paths) = (
@@ -90,7 +90,7 @@ impl Runtime {
                     )
                     .await;
             }
-            handle.addr.do_send(Preparing(false));
+            handle.do_send(Preparing(false));
         });
     }
 
@@ -238,7 +238,5 @@ fn failed(name: ScriptName, why: String) -> ScriptReport {
 
 /// Appends `report` to `handle`'s history.
 fn record(handle: &SessionHandle, report: ScriptReport) {
-    handle
-        .addr
-        .do_send(RecordEvent(EventBody::Script { report }));
+    handle.do_send(RecordEvent(EventBody::Script { report }));
 }

@@ -26,7 +26,7 @@ mod turns;
 mod workspace;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use actix::prelude::*;
 use tandem_protocol::client::TurnOptions;
@@ -114,16 +114,91 @@ pub struct Services {
     pub turns: crate::turn_slots::TurnSlots,
 }
 
-/// A live session actor's address and the metadata it publishes.
+/// A session's actor and the metadata it publishes.
+///
+/// An idle session loaded at start has no actor yet
+/// ([`crate::record::SessionRecord::needs_actor_at_start`]): it costs only
+/// its published metadata until a request names it, when [`SessionHandle::addr`]
+/// starts its actor from the stored record. A million idle sessions would otherwise
+/// be a million actors, each with its record, mailbox and task.
 #[derive(Clone)]
 pub struct SessionHandle {
-    /// The actor's address: requests for the session are sent here.
-    pub addr: Addr<SessionActor>,
-    /// What it publishes, read without messaging it.
+    /// What it publishes, read without messaging it; also holds the actor's address
+    /// once started.
     pub shared: Arc<SessionShared>,
+    /// Starts the actor of a dormant session (the runtime; weak, since the runtime
+    /// holds the handles).
+    waker: Weak<dyn WakeSession>,
+}
+
+/// Starts the actor of a session that has none yet (implemented by the runtime).
+pub trait WakeSession: Send + Sync {
+    /// Starts the actor of the session `shared` publishes, from its stored record.
+    /// Called with the handle's start lock held, so at most once per session.
+    fn wake(&self, shared: &Arc<SessionShared>) -> Result<Addr<SessionActor>, RuntimeError>;
 }
 
 impl SessionHandle {
+    /// A handle for a session whose actor is `addr`, or, with `None`, one whose
+    /// actor `waker` starts when it is first needed.
+    pub fn new(
+        shared: Arc<SessionShared>,
+        addr: Option<Addr<SessionActor>>,
+        waker: Weak<dyn WakeSession>,
+    ) -> Self {
+        if let Some(addr) = addr {
+            let _ = shared.actor.set(addr);
+        }
+        SessionHandle { shared, waker }
+    }
+
+    /// The actor's address, starting the actor first if the session has none yet.
+    pub fn addr(&self) -> Result<Addr<SessionActor>, RuntimeError> {
+        if let Some(addr) = self.shared.actor.get() {
+            return Ok(addr.clone());
+        }
+        let _starting = self
+            .shared
+            .starting
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Another caller may have started it while this one waited for the lock.
+        if let Some(addr) = self.shared.actor.get() {
+            return Ok(addr.clone());
+        }
+        let waker = self
+            .waker
+            .upgrade()
+            .ok_or_else(|| RuntimeError::Internal("the runtime is shutting down".into()))?;
+        let addr = waker.wake(&self.shared)?;
+        let _ = self.shared.actor.set(addr.clone());
+        Ok(addr)
+    }
+
+    /// True when the session's actor runs (it is not dormant).
+    pub fn is_awake(&self) -> bool {
+        self.shared.actor.get().is_some()
+    }
+
+    /// Sends `msg` without waiting for an answer, starting the actor if needed. A
+    /// session whose actor cannot be started (its record unreadable) drops it,
+    /// logged.
+    pub fn do_send<M>(&self, msg: M)
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        SessionActor: Handler<M>,
+    {
+        match self.addr() {
+            Ok(addr) => addr.do_send(msg),
+            Err(e) => tracing::error!(
+                session = %self.shared.peek(|i| i.id.clone()),
+                error = %e,
+                "message to a session whose actor could not start"
+            ),
+        }
+    }
+
     /// Sends `msg` to the session and waits for its answer. A session whose actor
     /// stopped in between (archived by a request that came first: its actor stops as
     /// it answers, and messages still queued are dropped) is `SESSION_NOT_FOUND`, as
@@ -134,7 +209,7 @@ impl SessionHandle {
         M::Result: Send,
         SessionActor: Handler<M>,
     {
-        self.addr.send(msg).await.map_err(|e| match e {
+        self.addr()?.send(msg).await.map_err(|e| match e {
             MailboxError::Closed => {
                 RuntimeError::SessionNotFound(self.shared.peek(|i| i.id.clone()))
             }
@@ -156,6 +231,10 @@ pub struct SessionShared {
     rules: Mutex<Vec<PermissionRule>>,
     /// The queue as last flushed, for `chat_subscribed` and `GET .../queue`.
     queued: Mutex<Vec<QueuedEntry>>,
+    /// The session's actor, once started (see [`SessionHandle`]).
+    actor: OnceLock<Addr<SessionActor>>,
+    /// Held while the actor is being started, so it is started once.
+    starting: Mutex<()>,
 }
 
 impl SessionShared {
@@ -168,7 +247,18 @@ impl SessionShared {
             permissions: Mutex::new(Vec::new()),
             rules: Mutex::new(Vec::new()),
             queued: Mutex::new(Vec::new()),
+            actor: OnceLock::new(),
+            starting: Mutex::new(()),
         }
+    }
+
+    /// What a session loaded from the store publishes before its actor starts (and
+    /// what the actor would publish first).
+    pub(crate) fn from_record(record: &crate::record::SessionRecord, last_seq: u64) -> Self {
+        let shared = SessionShared::new(record.to_info(last_seq, &[]));
+        shared.set_permission_rules(record.permission_rules.clone());
+        shared.set_queued(record.queued.iter().map(|q| q.entry()).collect());
+        shared
     }
 
     /// The session as last published, with its newest `seq`.

@@ -196,7 +196,7 @@ impl SessionActor {
         match &question.pair_node {
             None => {
                 if let Some(driver) = self.services.sessions.get(&question.driver_id) {
-                    driver.addr.do_send(RecordEvent(body));
+                    driver.do_send(RecordEvent(body));
                 }
             }
             Some(node) => {

@@ -37,7 +37,7 @@ impl SessionActor {
             return;
         };
         if let Some(parent) = self.services.sessions.get(&parent) {
-            parent.addr.do_send(ChildTurnEnded {
+            parent.do_send(ChildTurnEnded {
                 child_id: self.record.id.clone(),
             });
         }
@@ -49,7 +49,12 @@ impl SessionActor {
             let Some(child) = self.spawn.pending.pop_front() else {
                 break;
             };
-            let Some(addr) = self.services.sessions.get(&child).map(|h| h.addr) else {
+            let Some(addr) = self
+                .services
+                .sessions
+                .get(&child)
+                .and_then(|h| h.addr().ok())
+            else {
                 continue;
             };
             self.spawn.running.insert(child.clone());

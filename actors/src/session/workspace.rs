@@ -260,7 +260,7 @@ impl SessionActor {
                     },
                 );
             } else if let Some(other) = self.services.sessions.get(&notice.to) {
-                other.addr.do_send(OverlapNotice {
+                other.do_send(OverlapNotice {
                     with: notice.with,
                     paths: notice.paths,
                 });

@@ -274,30 +274,32 @@ impl Store {
         })
     }
 
-    /// Every stored session with its newest `seq`.
-    pub fn load_sessions(&self) -> Result<Vec<LoadedSession>, RuntimeError> {
-        let rows: Vec<(String, String, Option<i64>)> = self.with_reader(|conn| {
+    /// Hands every stored session with its newest `seq` to `each`, one row at a
+    /// time (a million records are not held at once). An unreadable record is
+    /// logged and skipped: one bad row must not keep every other session from
+    /// loading.
+    pub fn each_session(&self, mut each: impl FnMut(LoadedSession)) -> Result<(), RuntimeError> {
+        self.with_reader(|conn| {
             let mut stmt = conn.prepare(
                 "SELECT s.id, s.record, (SELECT MAX(seq) FROM events e WHERE e.session_id = s.id) \
                  FROM sessions s",
             )?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            rows.collect()
-        })?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (id, json, last) in rows {
-            match serde_json::from_str::<SessionRecord>(&json) {
-                Ok(record) => out.push(LoadedSession {
-                    record,
-                    last_seq: last.unwrap_or(0) as u64,
-                }),
-                // One unreadable row must not keep every other session from loading.
-                Err(e) => {
-                    tracing::error!(session = %id, error = %e, "skipping unreadable session record")
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                let json = row.get_ref(1)?.as_str()?;
+                match serde_json::from_str::<SessionRecord>(json) {
+                    Ok(record) => each(LoadedSession {
+                        record,
+                        last_seq: row.get::<_, Option<i64>>(2)?.unwrap_or(0).max(0) as u64,
+                    }),
+                    Err(e) => {
+                        let id: String = row.get(0)?;
+                        tracing::error!(session = %id, error = %e, "skipping unreadable session record")
+                    }
                 }
             }
-        }
-        Ok(out)
+            Ok(())
+        })
     }
 
     /// One stored session with its newest `seq`; `None` when it was never committed.
