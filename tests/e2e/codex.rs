@@ -38,6 +38,11 @@ fn start(env: &[(&str, &str)]) -> Codex {
 
 /// [`start`] with `more` appended to the `[vendors.codex]` section.
 fn start_tuned(env: &[(&str, &str)], more: &str) -> Codex {
+    start_with(env, more, &[])
+}
+
+/// [`start_tuned`] with these `tandem serve` flags too.
+fn start_with(env: &[(&str, &str)], more: &str, flags: &[&str]) -> Codex {
     let bin = require(codex_bin(), "the pinned codex CLI");
     let mock = MockOpenAi::start();
     let dir = Arc::new(TempDir::new("codex"));
@@ -57,7 +62,9 @@ fn start_tuned(env: &[(&str, &str)], more: &str) -> Codex {
         .iter()
         .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
         .collect();
-    let server = Server::start_in_env(dir, ServerOptions::with_config(&config), &env);
+    let mut options = ServerOptions::with_config(&config);
+    options.args.extend(flags.iter().map(|f| f.to_string()));
+    let server = Server::start_in_env(dir, options, &env);
     Codex {
         server,
         mock,
@@ -1603,4 +1610,98 @@ async fn a_declared_mcp_server_reaches_the_model_through_codex() {
         last["input"].to_string().contains("Echo: hi from tandem"),
         "the tool's result reached the model: {last}"
     );
+}
+
+/// Sessions shown in `GET /fleet`'s processes, with their vendors.
+async fn fleet_sessions(codex: &Codex) -> Vec<(String, String)> {
+    let (status, fleet) = codex.get("/api/v1/fleet").await;
+    assert_eq!(status, 200, "{fleet}");
+    fleet["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["sessionId"].as_str().unwrap().to_string(),
+                p["vendor"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Under `--max-live-processes 1`, the Codex app-server takes the one place: another
+/// vendor's turn closes it while idle, and the Codex session's next turn resumes its
+/// thread in a new app-server, says so, and the model sees the earlier turn.
+#[actix_rt::test]
+#[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
+async fn an_idle_app_server_makes_room_and_its_thread_resumes() {
+    let fake = env!("CARGO_BIN_EXE_fake-acp");
+    let codex = start_with(
+        &[],
+        &format!(
+            "[vendors.fake]\nprotocol = \"acp\"\nbin = {fake:?}\n\
+             env = {{ FAKE_ACP_STATE = \".fake-acp-state\", FAKE_ACP_SESSIONS = \"resume-close\" }}"
+        ),
+        &["--max-live-processes", "1"],
+    );
+    let mut ws = codex.ws().await;
+    let c = codex_session(&mut ws, json!({})).await;
+    let events = ws.turn(&c, "say remember the word heron").await;
+    assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
+    let first = the_app_server(&codex.home).await;
+    assert_eq!(fleet_sessions(&codex).await, [(c.clone(), "codex".into())]);
+    let (_, fleet) = codex.get("/api/v1/fleet").await;
+    assert_eq!(fleet["processes"][0]["pid"], first, "{fleet}");
+
+    // Another vendor's turn needs the place: the idle app-server is closed for it.
+    let work = codex.home.with_file_name("fake-work");
+    std::fs::create_dir_all(&work).unwrap();
+    let reply = ws
+        .ok(json!({"type": "session.create", "vendor": "fake", "cwd": work.display().to_string()}))
+        .await;
+    let f = reply["session"]["id"].as_str().unwrap().to_string();
+    ws.subscribe(&f, 0).await;
+    let events = ws.turn(&f, "say one").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    assert!(
+        !Path::new(&format!("/proc/{first}")).exists(),
+        "the app-server {first} still runs"
+    );
+    assert_eq!(fleet_sessions(&codex).await, [(f.clone(), "fake".into())]);
+
+    // The Codex session's next turn resumes its thread in a new app-server.
+    let events = ws.turn(&c, "say what was the word").await;
+    assert_eq!(
+        last_of(&events, "turn_completed")["status"],
+        "completed",
+        "{events:?}"
+    );
+    let notes: Vec<String> = of_kind(&events, "info")
+        .iter()
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|t| t.starts_with("resumed: its codex app-server")
+                && t.contains("at most 1 agent processes")),
+        "{events:?}"
+    );
+    let last = codex.mock.requests().last().cloned().unwrap();
+    assert!(
+        last["input"]
+            .to_string()
+            .contains("remember the word heron"),
+        "{last}"
+    );
+    let second = the_app_server(&codex.home).await;
+    assert_ne!(second, first);
+    eventually("one process: the new app-server", async || {
+        (fleet_sessions(&codex).await == [(c.clone(), "codex".to_string())]).then_some(())
+    })
+    .await;
 }

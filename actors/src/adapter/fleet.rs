@@ -6,7 +6,9 @@
 //! so closing ones still count). A process with a turn or background work running is
 //! never asked. What `GET /fleet` shows comes from here too.
 //!
-//! (Codex's app-server is one process for many sessions: it takes no seat here.)
+//! Codex's app-server, one process for many sessions, takes one seat: it is busy while
+//! any of its sessions is, and an idle one closed to make room resumes its threads in
+//! the next process (`adapter/codex/server.rs`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -173,6 +175,15 @@ impl Fleet {
     /// The limit, if any.
     pub fn limit(&self) -> Option<usize> {
         self.inner.limit
+    }
+
+    /// The `info` text of a process that reopened a conversation its predecessor
+    /// (`who`) left to make room.
+    pub fn resumed_note(&self, who: &str) -> String {
+        let limit = self.limit().unwrap_or_default();
+        format!(
+            "resumed: {who} was closed while idle to make room for another session's (at most {limit} agent processes run at once); its conversation goes on"
+        )
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -454,10 +465,7 @@ impl Place {
     /// The `info` text of a process that reopened a conversation its predecessor
     /// left to make room.
     pub fn resumed_note(&self, who: &str) -> String {
-        let limit = self.fleet.limit().unwrap_or_default();
-        format!(
-            "resumed: {who} was closed while idle to make room for another session's (at most {limit} agent processes run at once); its conversation goes on"
-        )
+        self.fleet.resumed_note(who)
     }
 }
 

@@ -113,7 +113,12 @@ impl AdapterFactory for Factory {
     }
 
     fn start(&self, ctx: AdapterContext) -> Result<Recipient<AdapterCommand>, RuntimeError> {
-        let server = self.hub.server_for(&ctx.owner_id, &ctx.cwd, &self.process);
+        let server = self.hub.server_for(
+            &ctx.owner_id,
+            &ctx.cwd,
+            &self.process,
+            (&ctx.fleet, &self.id),
+        );
         let confined = self.process.confine.is_some();
         Ok(
             thread::CodexThread::new(ctx, server, self.hub.limits, confined)

@@ -65,6 +65,8 @@ pub(super) struct Applied {
 
 /// Everything needed to start a turn, detached from the actor (it may run twice).
 pub(super) struct TurnPlan {
+    /// The session the turn is for (a process started for it is shown under it).
+    pub session_id: String,
     pub server: Addr<AppServer>,
     pub me: Recipient<ThreadInbound>,
     pub timeout: std::time::Duration,
@@ -110,7 +112,9 @@ impl TurnPlan {
             Some(conn) => conn,
             None => self
                 .server
-                .send(Connect)
+                .send(Connect {
+                    session_id: self.session_id.clone(),
+                })
                 .await
                 .map_err(|e| RpcError::Closed(format!("app-server actor gone: {e}")))??,
         };

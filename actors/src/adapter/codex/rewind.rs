@@ -103,12 +103,13 @@ impl CodexThread {
         };
         let known = self.live_conn();
         let server = self.server.clone();
+        let session_id = self.session_id.clone();
         let timeout = self.limits.request;
         async move {
             let conn = match known {
                 Some(conn) => conn,
                 None => server
-                    .send(Connect)
+                    .send(Connect { session_id })
                     .await
                     .map_err(|e| RpcError::Closed(format!("app-server actor gone: {e}")))??,
             };

@@ -105,6 +105,10 @@ pub enum ThreadInbound {
         generation: u64,
         /// Exit status and the last lines of stderr.
         detail: String,
+        /// Set when tandem closed the process to make room for another session's
+        /// (`--max-live-processes`): what to tell the session when its thread is
+        /// resumed in the next process.
+        evicted: Option<String>,
     },
 }
 
@@ -136,6 +140,8 @@ struct Inner {
     /// when it came, epoch ms: a usage-limit error carries no reset time, the
     /// snapshot sent just before it does.
     rate_limits: Mutex<Option<(u64, Value)>>,
+    /// Set by [`Connection::close_to_make_room`]: the note its threads pass on.
+    evicted: Mutex<Option<String>>,
 }
 
 /// Kills the process when the last [`Connection`] handle goes.
@@ -204,6 +210,7 @@ impl Connection {
             closed: AtomicBool::new(false),
             unrouted: Mutex::new(HashSet::new()),
             rate_limits: Mutex::new(None),
+            evicted: Mutex::new(None),
         });
         let (kill_tx, kill_rx) = oneshot::channel::<()>();
         let (exit_tx, exit_rx) = oneshot::channel::<String>();
@@ -272,10 +279,16 @@ impl Connection {
                 Ok(mut r) => r.drain().map(|(_, to)| to).collect(),
                 Err(_) => Vec::new(),
             };
+            let evicted = for_reader
+                .evicted
+                .lock()
+                .map(|note| note.clone())
+                .unwrap_or_default();
             for to in routes {
                 to.do_send(ThreadInbound::Exited {
                     generation,
                     detail: detail.clone(),
+                    evicted: evicted.clone(),
                 });
             }
             if let Some(to) = on_close {
@@ -449,6 +462,15 @@ impl Connection {
     /// Kills the process now (other handles see it end like a crash).
     pub fn close(&self) {
         self._guard.fire();
+    }
+
+    /// Closes the process to make room for another session's; its threads are told
+    /// `note` when they are resumed in the next one.
+    pub fn close_to_make_room(&self, note: String) {
+        if let Ok(mut slot) = self.inner.evicted.lock() {
+            *slot = Some(note);
+        }
+        self.close();
     }
 
     /// The last lines app-server wrote to stderr.

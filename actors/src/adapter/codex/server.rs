@@ -6,6 +6,11 @@
 //! session the same [`Connection`], and forgets the connection when the process ends
 //! so the next `Connect` starts a fresh one. Sessions route their threads on the
 //! connection themselves.
+//!
+//! The process takes one seat of the fleet (`--max-live-processes`) before it starts,
+//! waiting for one in line like any other agent process. It is busy while any of its
+//! sessions is; idle, it may be asked to close to make room ([`Evict`]), and its
+//! sessions' threads are resumed in the next process, with a `resumed` note.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -17,6 +22,8 @@ use super::rpc::{Connection, ConnectionClosed, RpcError};
 use super::wire::{
     method, ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse,
 };
+use crate::adapter::fleet::{Admission, Evict, Fleet, Seat};
+use crate::adapter::VendorId;
 use crate::adapter::VendorProcess;
 
 /// Default limit for one request to app-server.
@@ -91,6 +98,7 @@ impl CodexHub {
         owner_id: &str,
         cwd: &std::path::Path,
         process: &VendorProcess,
+        seat: (&Fleet, &VendorId),
     ) -> Addr<AppServer> {
         let workdir = process.confine.as_ref().map(|_| cwd.to_path_buf());
         let key = match &workdir {
@@ -101,8 +109,21 @@ impl CodexHub {
         if let Some(addr) = servers.get(&key).filter(|a| a.connected()) {
             return addr.clone();
         }
-        let addr =
-            AppServer::new(owner_id.to_string(), workdir, process.clone(), self.limits).start();
+        let (fleet, vendor) = seat;
+        let addr = AppServer {
+            owner_id: owner_id.to_string(),
+            workdir,
+            process: process.clone(),
+            limits: self.limits,
+            conn: None,
+            started: 0,
+            busy: HashSet::new(),
+            idle_timer: None,
+            fleet: fleet.clone(),
+            vendor: vendor.clone(),
+            seat: None,
+        }
+        .start();
         servers.insert(key, addr.clone());
         addr
     }
@@ -123,24 +144,35 @@ pub struct AppServer {
     busy: HashSet<String>,
     /// Closes the process once nobody has been busy for `process.idle_close`.
     idle_timer: Option<SpawnHandle>,
+    /// The agent processes of the server (`--max-live-processes`).
+    fleet: Fleet,
+    /// The vendor id the seat is shown under (`codex` unless configured otherwise).
+    vendor: VendorId,
+    /// The process's seat and its generation; given back when that process exited.
+    seat: Option<(u64, Seat)>,
 }
 
 impl AppServer {
-    fn new(
-        owner_id: String,
-        workdir: Option<std::path::PathBuf>,
-        process: VendorProcess,
-        limits: Limits,
-    ) -> AppServer {
-        AppServer {
-            owner_id,
-            workdir,
-            process,
-            limits,
-            conn: None,
-            started: 0,
-            busy: HashSet::new(),
-            idle_timer: None,
+    /// Tells the fleet whether any session needs the process.
+    fn report_seat(&self) {
+        if let Some((_, seat)) = &self.seat {
+            self.fleet.set_busy(seat.id(), !self.busy.is_empty());
+        }
+    }
+
+    /// Closes the live process (the fleet counts it as leaving until it exited);
+    /// `note` goes to its threads when they are resumed, if it was closed to make
+    /// room.
+    fn close(&mut self, note: Option<String>) {
+        if let Some((_, seat)) = &self.seat {
+            self.fleet.leaving(seat.id());
+        }
+        if let Some(conn) = self.conn.take() {
+            tracing::info!(owner = %self.owner_id, generation = conn.generation(), evicted = note.is_some(), "closing the codex app-server");
+            match note {
+                Some(note) => conn.close_to_make_room(note),
+                None => conn.close(),
+            }
         }
     }
 
@@ -158,10 +190,7 @@ impl AppServer {
         self.idle_timer = Some(ctx.run_later(idle, |act, _| {
             act.idle_timer = None;
             if act.busy.is_empty() {
-                if let Some(conn) = act.conn.take() {
-                    tracing::info!(owner = %act.owner_id, generation = conn.generation(), "closing the idle codex app-server");
-                    conn.close();
-                }
+                act.close(None);
             }
         }));
     }
@@ -187,7 +216,29 @@ impl Handler<Busy> for AppServer {
         } else {
             self.busy.remove(&msg.session_id);
         }
+        self.report_seat();
         self.check_idle(ctx);
+    }
+}
+
+impl Handler<Evict> for AppServer {
+    type Result = ();
+
+    /// Closes the process if none of its sessions needs it; else it stays.
+    fn handle(&mut self, msg: Evict, _: &mut Context<Self>) {
+        if self
+            .seat
+            .as_ref()
+            .is_none_or(|(_, seat)| seat.id() != msg.seat)
+        {
+            return;
+        }
+        if !self.busy.is_empty() {
+            self.fleet.kept(msg.seat);
+            return;
+        }
+        let note = self.fleet.resumed_note("its codex app-server");
+        self.close(Some(note));
     }
 }
 
@@ -198,16 +249,52 @@ impl Actor for AppServer {
 /// Asks for a live, initialized connection (starting the process if none runs).
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Connection, RpcError>")]
-pub struct Connect;
+pub struct Connect {
+    /// The session that needs it (a new process's seat is shown under it).
+    pub session_id: String,
+}
 
 impl Handler<Connect> for AppServer {
     type Result = AtomicResponse<Self, Result<Connection, RpcError>>;
 
-    fn handle(&mut self, _: Connect, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Connect, ctx: &mut Context<Self>) -> Self::Result {
         if let Some(conn) = self.conn.as_ref().filter(|c| !c.is_closed()) {
             return AtomicResponse::new(Box::pin(fut::ready(Ok(conn.clone()))));
         }
         self.conn = None;
+        // The last process's seat, if its exit has not been reported yet, goes back
+        // now: this actor answers nothing else while it waits for a seat, so
+        // waiting for its own would never end.
+        self.seat = None;
+        let admission = self
+            .fleet
+            .take(&msg.session_id, &self.vendor, ctx.address().recipient());
+        let seat = async move {
+            match admission {
+                Admission::Now(seat) => Ok(seat),
+                Admission::Wait(granted) => granted
+                    .await
+                    .map_err(|_| RpcError::Closed("no agent process place came free".into())),
+            }
+        };
+        AtomicResponse::new(Box::pin(seat.into_actor(self).then(
+            |seat, act, ctx| -> ResponseActFuture<Self, Result<Connection, RpcError>> {
+                match seat {
+                    Ok(seat) => act.start(seat, ctx),
+                    Err(e) => Box::pin(fut::ready(Err(e))),
+                }
+            },
+        )))
+    }
+}
+
+impl AppServer {
+    /// Starts a process in `seat` and performs the handshake.
+    fn start(
+        &mut self,
+        seat: Seat,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, Result<Connection, RpcError>> {
         self.started += 1;
         let generation = self.started;
         let mut cmd = match &self.workdir {
@@ -218,9 +305,14 @@ impl Handler<Connect> for AppServer {
         let spawned = Connection::spawn(cmd, generation, Some(ctx.address().recipient()));
         let conn = match spawned {
             Ok(conn) => conn,
-            Err(e) => return AtomicResponse::new(Box::pin(fut::ready(Err(e)))),
+            // The seat goes back as it drops.
+            Err(e) => return Box::pin(fut::ready(Err(e))),
         };
         tracing::info!(owner = %self.owner_id, generation, pid = ?conn.pid(), "codex app-server started");
+        if let Some(pid) = conn.pid() {
+            seat.started(pid);
+        }
+        self.seat = Some((generation, seat));
         let timeout = self.limits.request;
         let handshake = async move {
             let params = InitializeParams {
@@ -243,15 +335,18 @@ impl Handler<Connect> for AppServer {
             conn.notify(method::INITIALIZED, &super::shown::Empty {});
             Ok(conn)
         };
-        AtomicResponse::new(Box::pin(handshake.into_actor(self).map(
-            |res: Result<Connection, RpcError>, act, ctx| {
-                if let Ok(conn) = &res {
-                    act.conn = Some(conn.clone());
-                    act.check_idle(ctx);
-                }
-                res
-            },
-        )))
+        Box::pin(
+            handshake
+                .into_actor(self)
+                .map(|res: Result<Connection, RpcError>, act, ctx| {
+                    if let Ok(conn) = &res {
+                        act.conn = Some(conn.clone());
+                        act.report_seat();
+                        act.check_idle(ctx);
+                    }
+                    res
+                }),
+        )
     }
 }
 
@@ -265,6 +360,14 @@ impl Handler<ConnectionClosed> for AppServer {
             .is_some_and(|c| c.generation() == msg.generation)
         {
             self.conn = None;
+        }
+        // Its process has exited: its seat goes back.
+        if self
+            .seat
+            .as_ref()
+            .is_some_and(|(generation, _)| *generation == msg.generation)
+        {
+            self.seat = None;
         }
     }
 }

@@ -68,6 +68,9 @@ pub struct CodexThread {
     pub(super) ignored: HashSet<String>,
     /// What the app-server actor was last told about this session needing it.
     busy: bool,
+    /// The process the thread was loaded in was closed to make room: said when the
+    /// next one has resumed the thread.
+    pub(super) resumed_note: Option<String>,
 }
 
 impl CodexThread {
@@ -99,6 +102,7 @@ impl CodexThread {
             terminals: Terminals::default(),
             ignored: HashSet::new(),
             busy: false,
+            resumed_note: None,
         }
     }
 
@@ -195,7 +199,11 @@ impl Handler<ThreadInbound> for CodexThread {
                 method,
                 params,
             } => self.on_request(generation, id, &method, params),
-            ThreadInbound::Exited { generation, detail } => self.on_exit(generation, detail, ctx),
+            ThreadInbound::Exited {
+                generation,
+                detail,
+                evicted,
+            } => self.on_exit(generation, detail, evicted, ctx),
         }
     }
 }

@@ -91,6 +91,7 @@ impl CodexThread {
         });
         input.extend(image_inputs);
         let plan = TurnPlan {
+            session_id: self.session_id.clone(),
             server: self.server.clone(),
             me: ctx.address().recipient::<ThreadInbound>(),
             timeout: self.limits.request,
@@ -154,6 +155,10 @@ impl CodexThread {
                 self.thread_id = Some(loaded.thread_id.clone());
                 self.emitter
                     .send(None, AgentItem::VendorSessionId(loaded.thread_id));
+            }
+            if let Some(note) = self.resumed_note.take() {
+                self.emitter
+                    .event(Some(turn_id.clone()), EventBody::Info { text: note });
             }
             if let Some(note) = loaded.note {
                 self.emitter
@@ -448,7 +453,13 @@ impl CodexThread {
     }
 
     /// The process the thread was loaded in exited.
-    pub(super) fn on_exit(&mut self, generation: u64, detail: String, ctx: &mut Context<Self>) {
+    pub(super) fn on_exit(
+        &mut self,
+        generation: u64,
+        detail: String,
+        evicted: Option<String>,
+        ctx: &mut Context<Self>,
+    ) {
         if self
             .conn
             .as_ref()
@@ -457,6 +468,7 @@ impl CodexThread {
             return;
         }
         self.conn = None;
+        self.resumed_note = evicted;
         self.approvals.drain();
         // A turn still starting sees the failure in its own requests (and may retry).
         if self
