@@ -175,11 +175,6 @@ impl SessionHandle {
         Ok(addr)
     }
 
-    /// True when the session's actor runs (it is not dormant).
-    pub fn is_awake(&self) -> bool {
-        self.shared.actor.get().is_some()
-    }
-
     /// Sends `msg` without waiting for an answer, starting the actor if needed. A
     /// session whose actor cannot be started (its record unreadable) drops it,
     /// logged.
