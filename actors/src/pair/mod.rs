@@ -150,7 +150,7 @@ pub struct PairActor {
     record: PairRecord,
     /// The copy published for readers.
     shared: PairShared,
-    services: Services,
+    services: Arc<Services>,
     driver: Addr<SessionActor>,
     /// The Worker: its actor here, or its node (see [`remote`]).
     worker: WorkerLink,
@@ -169,7 +169,7 @@ impl PairActor {
     pub fn new(
         record: PairRecord,
         shared: PairShared,
-        services: Services,
+        services: Arc<Services>,
         driver: Addr<SessionActor>,
         worker: WorkerLink,
         pairs: Registry<PairHandle>,

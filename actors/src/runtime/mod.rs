@@ -96,7 +96,7 @@ pub struct Runtime {
 struct Inner {
     config: RuntimeConfig,
     store: Store,
-    services: Services,
+    services: Arc<Services>,
     /// Live pairs (live sessions are in `services.sessions`).
     pairs: Registry<PairHandle>,
     /// Token digest → user and when the store was last asked, so a revoked or
@@ -290,7 +290,7 @@ impl Runtime {
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
             store: store.clone(),
-            services: Services {
+            services: Arc::new(Services {
                 writer,
                 gateway,
                 metrics,
@@ -315,7 +315,7 @@ impl Runtime {
                 failover: Some(handoff::failover(RuntimeRef(weak.clone()))),
                 fleet,
                 turns: crate::turn_slots::TurnSlots::new(max_concurrent_turns),
-            },
+            }),
             pairs: Registry::default(),
             tokens: DashMap::new(),
             owned: DashMap::new(),

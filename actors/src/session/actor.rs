@@ -49,7 +49,7 @@ pub struct SessionActor {
     /// cost no process).
     pub(super) adapter: Option<Recipient<AdapterCommand>>,
     /// What this actor was constructed with.
-    pub(super) services: Services,
+    pub(super) services: Arc<Services>,
     /// The metadata copy listing and access checks read without messaging the actor.
     pub(super) shared: Arc<SessionShared>,
     /// Writes made by the message being handled; flushed as one batch so each
@@ -109,7 +109,7 @@ impl SessionActor {
     pub fn new(
         record: SessionRecord,
         last_seq: u64,
-        services: Services,
+        services: Arc<Services>,
         shared: Arc<SessionShared>,
     ) -> Self {
         shared.set_queued(record.queued.iter().map(|q| q.entry()).collect());
