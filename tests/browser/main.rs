@@ -201,21 +201,37 @@ impl Page {
     /// Clicks the button inside `scope` (CSS) whose accessible name (its
     /// `aria-label`, else its text) is `name`.
     pub async fn press(&self, scope: &str, name: &str) {
-        let mark = self
-            .browser
-            .wait(
-                &format!("the {name:?} button"),
-                &format!(
-                    "(() => {{ const b = [...document.querySelectorAll({} + ' button')].find(b => !b.hidden && b.offsetParent !== null && (b.getAttribute('aria-label') || b.textContent).trim() === {}); if (!b) return null; b.dataset.press = b.dataset.press || String(Math.random()).slice(2); return b.dataset.press; }})()",
-                    serde_json::json!(scope),
-                    serde_json::json!(name)
-                ),
-            )
-            .await;
-        let mark = mark.as_str().unwrap().to_string();
-        self.browser
-            .click(&format!("button[data-press=\"{mark}\"]"))
-            .await;
+        // The button is marked, then clicked by its mark: should the page render it
+        // anew in between (a new element, without the mark), the new one is marked.
+        for _ in 0..20 {
+            let mark = self
+                .browser
+                .wait(
+                    &format!("the {name:?} button"),
+                    &format!(
+                        "(() => {{ const b = [...document.querySelectorAll({} + ' button')].find(b => !b.hidden && b.offsetParent !== null && (b.getAttribute('aria-label') || b.textContent).trim() === {}); if (!b) return null; b.dataset.press = b.dataset.press || String(Math.random()).slice(2); return b.dataset.press; }})()",
+                        serde_json::json!(scope),
+                        serde_json::json!(name)
+                    ),
+                )
+                .await;
+            let mark = mark.as_str().unwrap().to_string();
+            match self
+                .browser
+                .try_click(&format!("button[data-press=\"{mark}\"]"))
+                .await
+            {
+                Ok(()) => return,
+                Err(e)
+                    if e["error"] == "no such element"
+                        || e["error"] == "stale element reference" =>
+                {
+                    continue
+                }
+                Err(e) => panic!("press {name:?} in {scope}: {e}"),
+            }
+        }
+        panic!("press {name:?} in {scope}: the button kept being replaced");
     }
 
     /// The open dialog's CSS selector, once one is open.

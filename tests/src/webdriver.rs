@@ -291,6 +291,22 @@ impl Browser {
         panic!("click {css}: the element kept being replaced");
     }
 
+    /// Clicks the element matching `css` once, if it is there now; `Err` holds the
+    /// driver's error (`no such element`, `stale element reference`, ...).
+    pub async fn try_click(&self, css: &str) -> Result<(), Value> {
+        let found = self
+            .try_call(
+                "POST",
+                &self.s("/element"),
+                Some(json!({"using": "css selector", "value": css})),
+            )
+            .await?;
+        let id = found[ELEMENT].as_str().ok_or_else(|| found.clone())?;
+        self.try_call("POST", &self.s(&format!("/element/{id}/click")), None)
+            .await
+            .map(|_| ())
+    }
+
     /// Types into the element matching `css`. `\u{E007}` is Enter, `\u{E00C}` Escape.
     pub async fn type_into(&self, css: &str, text: &str) {
         let id = self.find(css).await;
