@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tandem_actors::clock::now_ms;
-use tandem_tests::events::{kinds, last_of, of_kind};
+use tandem_tests::events::{kinds, last_of, of_kind, texts};
 use tandem_tests::mock_openai::MockOpenAi;
 use tandem_tests::procs::processes_with;
 use tandem_tests::vendor_clis::{codex_bin, require};
@@ -116,6 +116,12 @@ impl Codex {
             env,
         }
     }
+}
+
+/// The input of the last request the model got, as JSON text.
+fn last_input(codex: &Codex) -> String {
+    let last = codex.mock.requests().last().cloned().unwrap();
+    last["input"].to_string()
 }
 
 /// Creates a Codex session (with `extra` fields) and subscribes to it.
@@ -448,13 +454,8 @@ async fn a_thread_resumes_after_a_server_restart() {
         "resumed, not restarted: {events:?}"
     );
     // The new process resumed the thread: the model sees the first turn.
-    let last = codex.mock.requests().last().cloned().unwrap();
-    assert!(
-        last["input"]
-            .to_string()
-            .contains("remember the word heron"),
-        "{last}"
-    );
+    let input = last_input(&codex);
+    assert!(input.contains("remember the word heron"), "{input}");
     let (_, info) = codex.get(&format!("/api/v1/sessions/{id}")).await;
     assert_eq!(info["vendorSessionId"], thread);
 }
@@ -1099,8 +1100,7 @@ async fn edit_send_forgets_the_superseded_turns() {
         "completed",
         "{events:?}"
     );
-    let last = codex.mock.requests().last().cloned().unwrap();
-    let input = last["input"].to_string();
+    let input = last_input(&codex);
     assert!(input.contains("remember the word heron"), "{input}");
     assert!(input.contains("remember the word otter"), "{input}");
     assert!(!input.contains("walrus"), "{input}");
@@ -1158,7 +1158,7 @@ async fn a_fork_continues_a_codex_fork_of_the_turns_up_to_its_anchor() {
         "completed",
         "{events:?}"
     );
-    let input = codex.mock.requests().last().cloned().unwrap()["input"].to_string();
+    let input = last_input(&codex);
     assert!(input.contains("remember the word heron"), "{input}");
     assert!(input.contains("remember the word walrus"), "{input}");
     assert!(input.contains("remember the word otter"), "{input}");
@@ -1635,13 +1635,9 @@ async fn fleet_sessions(codex: &Codex) -> Vec<(String, String)> {
 #[actix_rt::test]
 #[cfg_attr(not(has_codex), ignore = "the pinned codex CLI is not installed")]
 async fn an_idle_app_server_makes_room_and_its_thread_resumes() {
-    let fake = env!("CARGO_BIN_EXE_fake-acp");
     let codex = start_with(
         &[],
-        &format!(
-            "[vendors.fake]\nprotocol = \"acp\"\nbin = {fake:?}\n\
-             env = {{ FAKE_ACP_STATE = \".fake-acp-state\", FAKE_ACP_SESSIONS = \"resume-close\" }}"
-        ),
+        &crate::fleet::fake_vendor_section(),
         &["--max-live-processes", "1"],
     );
     let mut ws = codex.ws().await;
@@ -1680,24 +1676,15 @@ async fn an_idle_app_server_makes_room_and_its_thread_resumes() {
         "completed",
         "{events:?}"
     );
-    let notes: Vec<String> = of_kind(&events, "info")
-        .iter()
-        .filter_map(|e| e["text"].as_str().map(str::to_string))
-        .collect();
     assert!(
-        notes
+        texts(&events, "info")
             .iter()
             .any(|t| t.starts_with("resumed: its codex app-server")
                 && t.contains("at most 1 agent processes")),
         "{events:?}"
     );
-    let last = codex.mock.requests().last().cloned().unwrap();
-    assert!(
-        last["input"]
-            .to_string()
-            .contains("remember the word heron"),
-        "{last}"
-    );
+    let input = last_input(&codex);
+    assert!(input.contains("remember the word heron"), "{input}");
     let second = the_app_server(&codex.home).await;
     assert_ne!(second, first);
     eventually("one process: the new app-server", async || {

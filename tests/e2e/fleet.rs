@@ -22,19 +22,21 @@ fn server(label: &str, limit: u32, token_auth: bool) -> (Server, PathBuf) {
     )
 }
 
+/// The config section of vendor `fake`: the fake ACP agent, keeping its sessions in
+/// each working directory's `.fake-acp-state` and offering resume.
+pub(crate) fn fake_vendor_section() -> String {
+    let bin = env!("CARGO_BIN_EXE_fake-acp");
+    format!(
+        "[vendors.fake]\nprotocol = \"acp\"\nbin = {bin:?}\ndisplay_name = \"Fake ACP\"\n\
+         env = {{ FAKE_ACP_STATE = \".fake-acp-state\", FAKE_ACP_SESSIONS = \"resume-close\" }}\n"
+    )
+}
+
 /// [`server`] with these `tandem serve` flags.
 fn server_with(label: &str, flags: &[&str], token_auth: bool) -> (Server, PathBuf) {
     let dir = Arc::new(TempDir::new(label));
-    let bin = env!("CARGO_BIN_EXE_fake-acp");
     let config = dir.path().join("tandem.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[vendors.fake]\nprotocol = \"acp\"\nbin = {bin:?}\ndisplay_name = \"Fake ACP\"\n\
-             env = {{ FAKE_ACP_STATE = \".fake-acp-state\", FAKE_ACP_SESSIONS = \"resume-close\" }}\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(&config, fake_vendor_section()).unwrap();
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let server = Server::start_in(

@@ -112,7 +112,7 @@ impl SessionActor {
         services: Arc<Services>,
         shared: Arc<SessionShared>,
     ) -> Self {
-        shared.set_queued(record.queued.iter().map(|q| q.entry()).collect());
+        // `shared` already lists the queue (`SessionShared::from_record`).
         // What the devices may already have been told before a restart is not
         // told again.
         let pushed = record.attention(false);
