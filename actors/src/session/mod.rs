@@ -154,8 +154,14 @@ impl SessionHandle {
 
     /// The actor's address, starting the actor first if the session has none yet.
     pub fn addr(&self) -> Result<Addr<SessionActor>, RuntimeError> {
+        self.started().cloned()
+    }
+
+    /// The actor's address, borrowed (a clone of an `Addr` allocates), starting the
+    /// actor first if the session has none yet.
+    fn started(&self) -> Result<&Addr<SessionActor>, RuntimeError> {
         if let Some(addr) = self.shared.actor.get() {
-            return Ok(addr.clone());
+            return Ok(addr);
         }
         let _starting = self
             .shared
@@ -164,15 +170,14 @@ impl SessionHandle {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         // Another caller may have started it while this one waited for the lock.
         if let Some(addr) = self.shared.actor.get() {
-            return Ok(addr.clone());
+            return Ok(addr);
         }
         let waker = self
             .waker
             .upgrade()
             .ok_or_else(|| RuntimeError::Internal("the runtime is shutting down".into()))?;
         let addr = waker.wake(&self.shared)?;
-        let _ = self.shared.actor.set(addr.clone());
-        Ok(addr)
+        Ok(self.shared.actor.get_or_init(|| addr))
     }
 
     /// Sends `msg` without waiting for an answer, starting the actor if needed. A
@@ -184,7 +189,7 @@ impl SessionHandle {
         M::Result: Send,
         SessionActor: Handler<M>,
     {
-        match self.addr() {
+        match self.started() {
             Ok(addr) => addr.do_send(msg),
             Err(e) => tracing::error!(
                 session = %self.shared.peek(|i| i.id.clone()),
@@ -204,7 +209,7 @@ impl SessionHandle {
         M::Result: Send,
         SessionActor: Handler<M>,
     {
-        self.addr()?.send(msg).await.map_err(|e| match e {
+        self.started()?.send(msg).await.map_err(|e| match e {
             MailboxError::Closed => {
                 RuntimeError::SessionNotFound(self.shared.peek(|i| i.id.clone()))
             }
