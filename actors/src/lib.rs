@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod adapter;
+pub mod attachments;
 pub mod checks;
 pub mod clock;
 pub mod cluster;
@@ -19,6 +20,7 @@ pub mod flow;
 pub mod gateway;
 pub mod handoff;
 pub mod holds;
+pub mod ids;
 pub mod judge;
 #[cfg(test)]
 mod layering;

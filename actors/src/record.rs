@@ -8,7 +8,8 @@ use tandem_protocol::{
     BackgroundTask, PermissionMode, PermissionRule, Role, SessionInfo, SessionStatus, Visibility,
 };
 
-use crate::adapter::VendorId;
+use crate::attachments::Attachments;
+use crate::ids::VendorId;
 
 /// Everything about a session that survives a restart, except its events. Stored as
 /// one JSON document per session so that adding a field needs no schema migration.
@@ -45,7 +46,7 @@ pub struct SessionRecord {
     /// A fork's adapter forks `vendor_session_id` (its source's) this way as it
     /// opens it; dropped once the vendor names the new session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vendor_fork_on_open: Option<crate::adapter::messages::ForkOnOpen>,
+    pub vendor_fork_on_open: Option<ForkOnOpen>,
     /// The directory the agent works in; vendor CLIs are started there.
     pub cwd: String,
     /// The turn in flight, so a restart can close it as interrupted.
@@ -262,6 +263,18 @@ impl QuestionRecord {
     }
 }
 
+/// How a fork's first vendor process forks the source's vendor session as it opens
+/// it; kept in the fork's record until the vendor names the new session.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ForkOnOpen {
+    /// Claude Code: resume at this message id in a new session
+    /// (`--resume-session-at ID --fork-session`).
+    At(String),
+    /// ACP: `session/fork`, a copy of the whole session.
+    Whole,
+}
+
 /// A message waiting for its session to be free.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -276,11 +289,8 @@ pub struct QueuedMessage {
     #[serde(default)]
     pub internal: bool,
     /// Its images and files, resolved when it was queued.
-    #[serde(
-        default,
-        skip_serializing_if = "crate::adapter::messages::Attachments::is_empty"
-    )]
-    pub attachments: crate::adapter::messages::Attachments,
+    #[serde(default, skip_serializing_if = "Attachments::is_empty")]
+    pub attachments: Attachments,
 }
 
 fn new_queue_id() -> String {

@@ -6,6 +6,16 @@
 //! handshake revisions through `initialize`, and the stateless `2026-07-28`, whose
 //! requests carry their revision (`server/discover` first, or straight away). Neither
 //! keeps state between requests here: the token says which session a request is for.
+//! `tools/call` runs as the `tool.call` request of the table through
+//! `operation::execute`, as the session's owner (never as an admin).
+//!
+//! Hand-written rather than built on the official `rmcp` crate: its streamable-HTTP
+//! server is a tower service meant for axum, and the actix-web transport is a separate
+//! third-party crate (`rmcp-actix-web`) built around rmcp's session managers and SSE
+//! streams, so adopting it would mean hosting rmcp's MCP sessions beside the
+//! token-bound ones here for the few methods already served. It stays a candidate for
+//! when the agent tools need server-initiated messages (progress, list-changed). The
+//! official MCP Python SDK drives both eras in the end-to-end tests (`mcp_sdk`).
 
 use actix_web::http::header::HeaderName;
 use actix_web::http::StatusCode;

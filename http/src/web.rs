@@ -6,6 +6,38 @@
 //! at `/sw.js` keeps its shell (the page and its assets) so that it opens, saying the
 //! server is unreachable, while the server is down. The worker's script starts with the
 //! build's hash of every embedded file, so a new binary replaces the kept shell.
+//!
+//! How the page works. It speaks only the public protocol and never turns server text
+//! into HTML: every node is made with `createElement` and text nodes, Markdown
+//! included, so an agent's `<script>` is shown as characters; the Content-Security-
+//! Policy served here (scripts and styles from this origin only, nothing inline) is a
+//! second wall.
+//!
+//! - A conversation holds a window over its history, not all of it: it subscribes
+//!   400 events back, pages older ones in through REST as the reader scrolls up, and
+//!   keeps at most 1,200 rendered items. Streamed `text_delta`s are appended to one
+//!   text node once per animation frame, and the `assistant_message` that follows
+//!   replaces them with rendered Markdown.
+//! - Each view remembers the highest `seq` it holds and drops anything at or below it;
+//!   after a reconnect (backoff 0.2–3 s) or a `lagged` notice it subscribes again from
+//!   that `seq`, so an event is never missed nor shown twice.
+//! - The session list is read whole on every (re)connect (`sessions.watch`, then
+//!   `sessions.list` pages); an upsert that arrives while paging wins over a page's
+//!   older copy.
+//! - The page's state is one store (`store.js`): views subscribe to a topic and
+//!   re-render only what a change names; the layout is a tagged object chosen from the
+//!   route (`#/s/ID`, or `#/s/A/with/B` for two sessions side by side). The queue lives
+//!   on the server: the page re-reads it when the session's record changes.
+//! - A request with no answer within 15 s fails with `TIMEOUT`.
+//! - It is type-checked: `wire.js` holds JSDoc types generated from the request, REST
+//!   and event schemas, and `tsc --noEmit --checkJs` runs over the page in the tests,
+//!   beside node unit tests (`http/web-tests/`).
+//! - No JavaScript library is vendored but xterm.js (loaded only when a Terminal panel
+//!   opens): the page needs a Markdown subset, a line diff and DOM helpers, each small,
+//!   which is less to audit than any library.
+//!
+//! `hooks.js` (what the browser tests read) is embedded and loaded only with the
+//! `test-hooks` feature; a plain release build has neither the file nor its tag.
 
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};

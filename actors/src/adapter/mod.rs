@@ -23,7 +23,6 @@ pub mod process;
 pub mod scripted;
 pub mod supervisor;
 pub mod tool_host;
-pub mod vendor_id;
 pub mod vendors;
 
 pub use catalog::{clamp_effort, VendorCatalog, VendorSpec};
@@ -48,5 +47,7 @@ pub const CLI_CAPABILITIES: &[&str] = &[
 pub use context::{AdapterContext, McpAccess};
 pub use process::{ConfiguredVendor, VendorProcess, VendorProtocol, VendorsConfig};
 pub use tool_host::{ToolFuture, ToolHost, Tools};
-pub use vendor_id::VendorId;
+// The vendor id lives in the leaf `ids` module (the stored record names it); kept
+// here so adapter code and its users name it where vendors are.
+pub use crate::ids::VendorId;
 pub use vendors::{AdapterFactory, Vendors};

@@ -2,6 +2,14 @@
 //! client needs, else from the store one page at a time, each page sent only once the
 //! client's queue has drained; and the `lagged` path that sends a live subscriber
 //! back to replay when it falls behind.
+//!
+//! Why there is no gap and no repeat: each subscription keeps `next`, the next `seq`
+//! its client must get. A new subscription replays until caught up: if the session's
+//! ring still holds `next`, the rest of the ring is sent and it goes live; otherwise a
+//! page is read from SQLite (on a blocking thread), sent, and the check repeated. Live
+//! delivery sends an event only when its `seq` is `next`. An event committed while a
+//! page was being read is either in that page (skipped later as below `next`) or in
+//! the ring (sent next).
 
 use std::collections::VecDeque;
 use std::sync::Arc;

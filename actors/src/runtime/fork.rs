@@ -3,6 +3,19 @@
 //! fork's agent gets the turns as a bounded transcript with its first message, and
 //! with `workspace: "worktree"` its own worktree starts with the files of that turn's
 //! checkpoint.
+//!
+//! A fork is made from stored history: the source is first asked to [`Settle`]
+//! (answered once no checkpoint is being made and its events so far are committed),
+//! then the whole history is read, the fork point found (`fork_point`, pure) and the
+//! session created with a `ForkStart`. For the same vendor with the `fork` capability
+//! the source's adapter is asked for the vendor's own fork ([`ForkVendor`]): Codex
+//! answers a new thread; Claude Code and an ACP agent answer the source's session
+//! with a `ForkOnOpen`, kept in the fork's record and given to its adapter until the
+//! vendor names the forked session, so the source's session is never reopened as the
+//! fork's own. Otherwise the bounded transcript (`handoff::fork_context`) is kept in
+//! the record until the fork's first turn prepends it. A worktree fork is a worktree
+//! from the source's base commit with the checkpoint's files as uncommitted changes
+//! (`checkpoint::materialize`).
 
 use tandem_protocol::client::SessionForkParams;
 use tandem_protocol::results::SessionForkResult;

@@ -4,6 +4,33 @@
 //! never reached `running`. [`plan`] is pure (records in, decisions out); [`apply`]
 //! writes the decisions, with the events that tell each session, in one transaction
 //! before any actor starts; what needs running actors is handed back as [`AfterStart`].
+//!
+//! Every step of these workflows is written before the next starts (one writer,
+//! commits in order), so a crash leaves a prefix of the steps on disk:
+//!
+//! - Pair creation: row `creating` → the Driver's membership (`pair_created`) → the
+//!   Worker session and its membership → row `active`. A `creating` pair whose two
+//!   sessions both name it is rolled forward to `active`; otherwise it is rolled back:
+//!   the row goes, and a session that had joined is unpaired with `pair_closed` and an
+//!   `info` saying why. A failure on the way (not a crash) rolls back the same way.
+//! - Pair closing: row `closed` → the cut-off delegation reported → both sessions
+//!   leave (`pair_closed`) → row deleted. A `closed` row is finished: memberships
+//!   cleared (`pair_closed` + `info`), a delegation it still held reported to the
+//!   Driver once, keyed by its id.
+//! - A pair missing a session, or a membership naming a pair that does not run: the
+//!   pair is removed and the survivor unpaired and told, never silently; a delegation
+//!   it held is reported to a surviving Driver once.
+//! - Proposal acceptance: `pending` → `starting` → pair created → `running` → the
+//!   task delegated (the token keyed by the proposal id). A `starting`/`running`
+//!   proposal whose Driver has a running pair holding its delegation is `running`; one
+//!   whose pair exists without it gets the task delegated again; one with no pair ends
+//!   in `error` and the Driver is resumed once. So no proposal stays open and blocks
+//!   the next.
+//!
+//! Beside this plan, start-up (`runtime/mod.rs`) queues `spawn_sessions` children
+//! still holding their first prompt in their parent again, and finishes or undoes
+//! merges and discards from their journal (`Runtime::recover_workspaces`). The crash tests
+//! (`tests/e2e/crash_workflows.rs`) crash at each named step ([`crate::crash`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

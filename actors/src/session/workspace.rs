@@ -2,6 +2,18 @@
 //! a checkpoint of the files, both made on the blocking pool (never on this actor's
 //! mailbox, so a turn's end never waits for git), and appends what they found;
 //! merges and discards record their events and new workspace state here.
+//!
+//! One spawned task per turn end computes the state and then, only where it found a
+//! repository, the checkpoint, so a session outside git runs no more git than before.
+//! Its answers are tagged with a generation, so a late one never overwrites a newer
+//! state, and `git_state` is appended only when it changed. The task holds the
+//! session's `last_checkpoint` lock while git runs, so checkpoints of turns that end
+//! close together are made in order, each the parent of the next. A turn that starts
+//! while checkpoints are still being made keeps its `StartTurn` in `deferred_start`
+//! and hands it to its adapter when the last one ends, so its agent's writes stay out
+//! of them; where the last turn found no repository (`in_repository`) no turn waits.
+//! A restore (`Restore`) is an atomic response under the same lock, so no turn starts
+//! in the middle of it.
 
 use actix::prelude::*;
 use tandem_protocol::queries::SessionRestoreResult;

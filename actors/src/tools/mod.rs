@@ -2,6 +2,28 @@
 //! WebSocket `tool.call` and the scripted vendor's `/tool` directive all go through.
 //! A tool is always called *as* a session; what it may do depends on that session's
 //! role (Driver, Worker, unpaired, spawned child).
+//!
+//! The router asks the calling session actor for its state (`Describe`), refuses a
+//! tool its role is not offered, and runs the tool, which talks to pair and session
+//! actors with messages. Arguments are parsed into the protocol crate's `*Params`
+//! types (unknown fields refused) and normalized there; results are its `*Result`
+//! types, so no tool builds JSON by hand.
+//!
+//! `send_to_partner` from a session with no Worker (or naming a Worker it does not
+//! have) first joins the Driver to the new pair (`JoinPair` refuses, in the Driver's
+//! own actor, a Worker name it gave already and a Worker beyond `MAX_WORKERS`, so two
+//! racing calls cannot both pass), creates the Worker session and starts a pair actor;
+//! the partner tools pick the pair by their `worker` argument (`partner::pick_worker`).
+//! The pair then reserves its token, records `delegation {active: true}` in both
+//! histories and starts a delegated turn in the Worker, whose end resolves the token.
+//! A wait that times out hands the caller the text so far and detaches the token; the
+//! outcome is then pushed back.
+//!
+//! A Worker's question (`ask_driver`) is kept in the Worker's record, not the pair's:
+//! that is where the waiting call lives and where any answer lands (the Driver's
+//! `answer_worker`, a person's `question.answer`, the timeout), so "answered once" is
+//! one record field cleared in one write, whichever node or restart it comes through.
+//! The pair only carries the question to the Driver.
 
 mod api;
 mod approval;

@@ -10,7 +10,7 @@ use tandem_protocol::MessageContent;
 
 use super::sniff::{self, IMAGE_TYPES};
 use super::{Upload, Uploads};
-use crate::adapter::messages::{Attachments, ImageInput};
+use crate::attachments::{Attachments, ImageInput};
 use crate::error::RuntimeError;
 
 /// Where files that are not inlined are saved, under the session's working directory.

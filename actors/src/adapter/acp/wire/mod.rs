@@ -2,6 +2,27 @@
 //! (protocol version 1, JSON-RPC 2.0, one JSON object per line on stdio). Only what
 //! the adapter uses is typed; the rest of a message is ignored, and the parts tandem
 //! only passes on (tool content, diffs, locations, plan entries) stay JSON values.
+//!
+//! This is the one hand-written ACP wire of the client side (framing, `RpcError`,
+//! `Implementation`, the requests tandem sends and the answers it reads). `tandem acp`
+//! (the HTTP crate's `acp_agent`) shares only the framing, `RpcError` and
+//! `Implementation`; it builds its answers as JSON values, which its tests check
+//! against the ACP JSON schema the pinned TypeScript SDK ships. The official crate,
+//! `agent-client-protocol` 5.2.0 (with `agent-client-protocol-schema` 1.17.0), was
+//! measured and not adopted:
+//! - it enables `serde_json`'s `preserve_order`, which Cargo's feature unification
+//!   would turn on for the whole workspace, changing the key order of every frame,
+//!   REST body and snapshot;
+//! - its enums are closed: a `session/update` kind or content block the pinned schema
+//!   lacks fails the whole message, where these shapes read what tandem uses and skip
+//!   the rest;
+//! - it costs 64 crates, 23 new to the tree, and with the `stdio` and `process`
+//!   features a second runtime (smol's) beside tokio and actix;
+//! - its connection owns the JSON-RPC loop, while the adapter is an actor on the
+//!   shared process supervisor (confinement, restart generations, `ProcessHub`).
+//!
+//! Worth revisiting for the schema crate's types once they can be used without
+//! `preserve_order` and read unknown variants.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

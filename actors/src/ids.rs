@@ -1,4 +1,6 @@
-//! [`VendorId`]: which vendor serves a session, as the server handles it.
+//! Ids every layer names: [`VendorId`], which vendor serves a session, as the server
+//! handles it. A leaf: it imports no other module of the crate, so the stored record
+//! (`record`) names a vendor without importing the adapters.
 
 use std::borrow::Cow;
 use std::fmt;
