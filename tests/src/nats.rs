@@ -125,67 +125,32 @@ impl NatsServer {
     }
 
     /// Every message JetStream holds for a session's events subject, in stream order:
-    /// `(seq header, message id)`. Reads until nothing more comes for 500 ms.
-    pub async fn published(&self, session_id: &str) -> Vec<(u64, String)> {
-        use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
-        let client = match async_nats::connect(self.url()).await {
-            Ok(c) => c,
-            Err(e) => panic!("connect to NATS: {e}"),
-        };
-        let js = async_nats::jetstream::new(client);
-        let stream = match js.get_stream("TANDEM_EVENTS").await {
-            Ok(s) => s,
-            Err(e) => panic!("stream TANDEM_EVENTS: {e}"),
-        };
-        let consumer = stream
-            .create_consumer(OrderedConfig {
-                filter_subject: format!("tandem.sessions.{session_id}.events"),
-                deliver_policy: DeliverPolicy::All,
-                ..Default::default()
-            })
-            .await
-            .unwrap_or_else(|e| panic!("consumer: {e}"));
-        let mut messages = consumer
-            .messages()
-            .await
-            .unwrap_or_else(|e| panic!("messages: {e}"));
+    /// the seqs it carries (a run `first..=last`, see `actors/src/cluster/batch.rs`) and
+    /// its message id. Reads until nothing more comes for 500 ms.
+    pub async fn published(&self, session_id: &str) -> Vec<Published> {
+        let (_, stream) = self.events_stream().await;
+        let mut messages = Self::read_subject(&stream, session_id).await;
         let mut out = Vec::new();
         while let Ok(Some(msg)) =
             tokio::time::timeout(Duration::from_millis(500), messages.next()).await
         {
             let msg = msg.unwrap_or_else(|e| panic!("message: {e}"));
-            let header = |name: &str| {
-                msg.headers
-                    .as_ref()
-                    .and_then(|h| h.get(name))
-                    .map(|v| v.as_str().to_string())
-                    .unwrap_or_default()
-            };
-            out.push((
-                header("Tandem-Seq").parse().unwrap_or(0),
-                header("Nats-Msg-Id"),
-            ));
+            out.push(Published::of(&msg));
         }
         out
     }
 
-    /// Makes a hole and a second copy in what JetStream holds for a session: deletes
-    /// the messages of the seqs in `delete` and stores another copy of seq `copy`
-    /// under another message id (as a resend after JetStream's duplicate window
-    /// would). What a node that crashed right after a broken NATS connection can leave.
-    /// First the stream's duplicate window is cut to 1 s and outlived, so the message
-    /// ids of the deleted ones are forgotten, as they never were seen when a message
-    /// is really lost.
+    /// Makes holes and a second copy in what JetStream holds for a session, as a node
+    /// that crashed right after a broken NATS connection can leave them: each message
+    /// holding a seq of `delete` is deleted and its other seqs are stored again, one
+    /// message each (as the previous release published them), so exactly the seqs of
+    /// `delete` are missing; then seq `copy` is stored once more under another message
+    /// id (as a resend after JetStream's duplicate window would be). First the
+    /// stream's duplicate window is cut to 1 s and outlived, so the message ids of the
+    /// deleted ones are forgotten, as they never were seen when a message is really
+    /// lost.
     pub async fn damage(&self, session_id: &str, delete: &[u64], copy: u64) {
-        use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
-        let client = async_nats::connect(self.url())
-            .await
-            .unwrap_or_else(|e| panic!("connect to NATS: {e}"));
-        let js = async_nats::jetstream::new(client);
-        let mut stream = js
-            .get_stream("TANDEM_EVENTS")
-            .await
-            .unwrap_or_else(|e| panic!("stream TANDEM_EVENTS: {e}"));
+        let (js, mut stream) = self.events_stream().await;
         let mut config = stream
             .info()
             .await
@@ -198,33 +163,26 @@ impl NatsServer {
             .unwrap_or_else(|e| panic!("shorter duplicate window: {e}"));
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let subject = format!("tandem.sessions.{session_id}.events");
-        let consumer = stream
-            .create_consumer(OrderedConfig {
-                filter_subject: subject.clone(),
-                deliver_policy: DeliverPolicy::All,
-                ..Default::default()
-            })
-            .await
-            .unwrap_or_else(|e| panic!("consumer: {e}"));
-        let mut messages = consumer
-            .messages()
-            .await
-            .unwrap_or_else(|e| panic!("messages: {e}"));
-        let (mut deleted, mut copied) = (0, false);
+        let mut messages = Self::read_subject(&stream, session_id).await;
+        let mut frames: std::collections::BTreeMap<u64, bytes::Bytes> = Default::default();
+        let mut split = Vec::new();
         while let Ok(Some(msg)) =
             tokio::time::timeout(Duration::from_millis(500), messages.next()).await
         {
             let msg = msg.unwrap_or_else(|e| panic!("message: {e}"));
-            let Some(headers) = msg.headers.clone() else {
-                panic!("a published event without headers")
+            let published = Published::of(&msg);
+            let seqs = published.first..=published.last;
+            let parts: Vec<bytes::Bytes> = if published.first == published.last {
+                vec![msg.payload.clone()]
+            } else {
+                msg.payload
+                    .split(|b| *b == b'\n')
+                    .map(|part| msg.payload.slice_ref(part))
+                    .collect()
             };
-            let seq: u64 = headers
-                .get("Tandem-Seq")
-                .unwrap_or_else(|| panic!("no Tandem-Seq header"))
-                .as_str()
-                .parse()
-                .unwrap_or_else(|e| panic!("a numeric seq: {e}"));
-            if delete.contains(&seq) {
+            assert_eq!(parts.len() as u64, published.last - published.first + 1);
+            frames.extend(seqs.clone().zip(parts));
+            if delete.iter().any(|seq| seqs.contains(seq)) {
                 let at = msg
                     .info()
                     .unwrap_or_else(|e| panic!("message info: {e}"))
@@ -233,22 +191,70 @@ impl NatsServer {
                     .delete_message(at)
                     .await
                     .unwrap_or_else(|e| panic!("delete: {e}")));
-                deleted += 1;
-            }
-            if seq == copy && !copied {
-                let mut again = async_nats::HeaderMap::new();
-                again.insert("Tandem-Seq", seq.to_string().as_str());
-                again.insert("Nats-Msg-Id", format!("{session_id}:{seq}:again").as_str());
-                js.publish_with_headers(subject.clone(), again, msg.payload.clone())
-                    .await
-                    .unwrap_or_else(|e| panic!("publish a copy: {e}"))
-                    .await
-                    .unwrap_or_else(|e| panic!("the copy's ack: {e}"));
-                copied = true;
+                split.extend(seqs.filter(|seq| !delete.contains(seq)));
             }
         }
-        assert_eq!(deleted, delete.len(), "not every seq to delete was there");
-        assert!(copied, "seq {copy} was not there to copy");
+        for seq in delete {
+            assert!(
+                frames.contains_key(seq),
+                "seq {seq} was not there to delete"
+            );
+        }
+        let copied = frames
+            .get(&copy)
+            .unwrap_or_else(|| panic!("seq {copy} was not there to copy"))
+            .clone();
+        let again = split
+            .into_iter()
+            .map(|seq| (seq, format!("{session_id}:{seq}"), frames[&seq].clone()))
+            .chain([(copy, format!("{session_id}:{copy}:again"), copied)]);
+        for (seq, id, frame) in again {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert("Tandem-Seq", seq.to_string().as_str());
+            headers.insert("Nats-Msg-Id", id.as_str());
+            js.publish_with_headers(subject.clone(), headers, frame)
+                .await
+                .unwrap_or_else(|e| panic!("publish seq {seq} again: {e}"))
+                .await
+                .unwrap_or_else(|e| panic!("the ack of seq {seq}: {e}"));
+        }
+    }
+
+    /// A JetStream context on this server and its events stream.
+    async fn events_stream(
+        &self,
+    ) -> (
+        async_nats::jetstream::Context,
+        async_nats::jetstream::stream::Stream,
+    ) {
+        let client = async_nats::connect(self.url())
+            .await
+            .unwrap_or_else(|e| panic!("connect to NATS: {e}"));
+        let js = async_nats::jetstream::new(client);
+        let stream = js
+            .get_stream("TANDEM_EVENTS")
+            .await
+            .unwrap_or_else(|e| panic!("stream TANDEM_EVENTS: {e}"));
+        (js, stream)
+    }
+
+    /// Every message of a session's events subject, from the first, in stream order.
+    async fn read_subject(
+        stream: &async_nats::jetstream::stream::Stream,
+        session_id: &str,
+    ) -> async_nats::jetstream::consumer::pull::Ordered {
+        use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
+        stream
+            .create_consumer(OrderedConfig {
+                filter_subject: format!("tandem.sessions.{session_id}.events"),
+                deliver_policy: DeliverPolicy::All,
+                ..Default::default()
+            })
+            .await
+            .unwrap_or_else(|e| panic!("consumer: {e}"))
+            .messages()
+            .await
+            .unwrap_or_else(|e| panic!("messages: {e}"))
     }
 
     /// The value of `key` in KV bucket `bucket`, if any.
@@ -273,5 +279,39 @@ impl Drop for NatsServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// One message of a session's events subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The first seq it carries.
+    pub first: u64,
+    /// The last seq it carries (its `Tandem-Seq` header).
+    pub last: u64,
+    /// Its `Nats-Msg-Id`.
+    pub id: String,
+}
+
+impl Published {
+    fn of(msg: &async_nats::jetstream::Message) -> Published {
+        let header = |name: &str| {
+            msg.headers
+                .as_ref()
+                .and_then(|h| h.get(name))
+                .map(|v| v.as_str().to_string())
+        };
+        let last = header("Tandem-Seq")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("a message without a numeric Tandem-Seq"));
+        let first = header("Tandem-First").map_or(last, |v| {
+            v.parse()
+                .unwrap_or_else(|e| panic!("a numeric Tandem-First: {e}"))
+        });
+        Published {
+            first,
+            last,
+            id: header("Nats-Msg-Id").unwrap_or_default(),
+        }
     }
 }

@@ -1,8 +1,8 @@
 //! This node's copy of a remote session's events, for its own subscribers.
 //!
-//! An ordered JetStream consumer on the session's subject delivers its events in
-//! stream order; the mirror writes each one whose seq is the next it lacks into this
-//! node's store through the ordinary writer. The gateway sees those commits like any
+//! An ordered JetStream consumer on the session's subject delivers its messages (runs
+//! of events, see [`super::batch`]) in stream order; the mirror writes each event
+//! whose seq is the next it lacks into this node's store through the ordinary writer. The gateway sees those commits like any
 //! other, so subscribers of the remote session get the same replay (ring, then
 //! store pages), live delivery and `lagged` handling as for a local one: never a gap,
 //! never a duplicate. Events are written only in seq order: the stream may hold a
@@ -16,7 +16,7 @@ use std::time::Duration;
 use bytestring::ByteString;
 use futures_util::StreamExt;
 
-use super::publish::seq_of;
+use super::batch::{frames, RunHeader};
 use super::{events_subject, Cluster, EVENTS_STREAM};
 use crate::flow::FlowGate;
 use crate::store::{StoredEvent, WriteOp};
@@ -98,34 +98,38 @@ async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::E
         };
         let Some(msg) = msg else { return Ok(()) };
         let msg = msg?;
-        let Some(seq) = msg.headers.as_ref().and_then(seq_of) else {
-            tracing::warn!(session = %session_id, "event without a seq header skipped");
+        let Some(run) = msg.headers.as_ref().and_then(RunHeader::decode) else {
+            tracing::warn!(session = %session_id, "a message without a seq header skipped");
             continue;
         };
-        if seq < next || early.contains_key(&seq) {
+        if run.last < next {
             continue;
         }
-        let frame =
-            ByteString::try_from(msg.payload.clone()).map_err(|_| "an event frame is not UTF-8")?;
-        if seq > next {
-            if early.len() >= MAX_EARLY {
-                return Err(
-                    format!("seq {next} still missing after {MAX_EARLY} later ones").into(),
-                );
+        for (seq, frame) in frames(&run, &msg.payload)? {
+            if seq < next || early.contains_key(&seq) {
+                continue;
             }
-            early.insert(seq, frame);
-            continue;
-        }
-        let mut frame = Some(frame);
-        while let Some(f) = frame.take().or_else(|| early.remove(&next)) {
-            writer.write(WriteOp::Event(StoredEvent {
-                session_id: sid.clone(),
-                seq: next,
-                frame: f,
-                gate: gate.clone(),
-            }))?;
-            next += 1;
-            unsynced += 1;
+            let frame = ByteString::try_from(frame).map_err(|_| "an event frame is not UTF-8")?;
+            if seq > next {
+                if early.len() >= MAX_EARLY {
+                    return Err(
+                        format!("seq {next} still missing after {MAX_EARLY} later ones").into(),
+                    );
+                }
+                early.insert(seq, frame);
+                continue;
+            }
+            let mut frame = Some(frame);
+            while let Some(f) = frame.take().or_else(|| early.remove(&next)) {
+                writer.write(WriteOp::Event(StoredEvent {
+                    session_id: sid.clone(),
+                    seq: next,
+                    frame: f,
+                    gate: gate.clone(),
+                }))?;
+                next += 1;
+                unsynced += 1;
+            }
         }
         if unsynced >= SYNC_EVERY {
             if !writer.synced_since(epoch).await {

@@ -1,4 +1,5 @@
 //! Nodes joined through NATS JetStream (`tandem serve --nats URL --node NAME`).
+//! Nodes joined through NATS JetStream (`tandem serve --nats URL --node NAME`).
 //!
 //! Loaded only with `--nats`: a single node never starts any of it, and its hot path
 //! is unchanged (the writer's commit hook looks at one unset `OnceLock`).
@@ -6,10 +7,11 @@
 //! - Each session is pinned to the node that created it; that node's SQLite stays
 //!   the source of truth for it.
 //! - [`publish`]: every committed event of a local session is also published to
-//!   JetStream on `tandem.sessions.<id>.events`, message id `<id>:<seq>` (so
-//!   JetStream's duplicate window drops a republished one), in order, acknowledged;
-//!   after any failure (NATS down, restarted) the session is republished from SQLite
-//!   starting after the last seq the stream holds.
+//!   JetStream on `tandem.sessions.<id>.events`, in runs of consecutive events, one
+//!   message per run ([`batch`]: message id `<id>:<first seq>`, so JetStream's
+//!   duplicate window drops a resent run), in order, acknowledged; after any failure
+//!   (NATS down, restarted) the session is republished from SQLite: the holes the
+//!   stream has, then what follows the highest seq it holds.
 //! - [`directory`]: a node's lease is a key in the KV bucket `tandem_nodes` that it
 //!   renews; which node owns which session (and the session as listed) is the KV
 //!   bucket `tandem_sessions`. Sessions of a node whose lease lapsed are listed
@@ -25,6 +27,7 @@
 //! lives in the HTTP crate (`http/src/cluster_rpc.rs`), which runs the owner's own
 //! request handling and returns its answer unchanged.
 
+mod batch;
 mod devices;
 mod directory;
 mod mirror;
@@ -49,7 +52,8 @@ pub const EVENTS_STREAM: &str = "TANDEM_EVENTS";
 pub const NODES_BUCKET: &str = "tandem_nodes";
 /// Session directory: key = session id, value = owner node and the session as listed.
 pub const SESSIONS_BUCKET: &str = "tandem_sessions";
-/// Header carrying an event's `seq` (also inside the frame; the header saves parsing).
+/// Header carrying the last `seq` of a message's run (also inside the frame; the
+/// header saves parsing).
 pub const SEQ_HEADER: &str = "Tandem-Seq";
 /// How long JetStream remembers message ids to drop duplicates.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);

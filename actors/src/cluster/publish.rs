@@ -1,22 +1,28 @@
 //! Publishing committed events to JetStream, in order and exactly once per seq.
 //!
 //! The publisher sees every committed batch (the runtime's commit tap). For each
-//! local session it knows `sent`, the highest seq JetStream has acknowledged (or that
-//! is in flight in the current round). The next event in line is published straight
-//! from the batch; anything else (the first event after start, a gap, a failed
-//! publish or ack) marks the session *behind*: it is then caught up from SQLite, once
-//! a second until that succeeds, by asking the stream what it holds for the session's
-//! subject rather than remembering what failed. When a connection breaks, the
-//! messages in flight on it are lost while later ones may go out on the next
-//! connection, so the stream can hold a hole below its last seq; the node may also
-//! crash before it republishes. So a catch-up compares the stream's message count for
-//! the subject with its last seq: when they differ it reads the subject's seqs,
-//! publishes just the missing ones (and deletes a second copy of a seq, should one
-//! ever be stored), then everything after the last. Nothing committed is lost by a
-//! NATS restart or a node crash, and no seq is stored twice, without relying on
-//! JetStream's duplicate window (2 minutes; the message id `<id>:<seq>` still guards
-//! the race of a resend). Filled holes mean the stream is not always in seq order;
-//! readers order by seq (see [`super::mirror`]).
+//! local session it knows what it has sent ([`Sent`]: the highest seq JetStream has
+//! acknowledged or that is in flight this round, and the subject's message count).
+//! Events next in line are gathered into runs ([`super::batch`]) straight from the
+//! batch, one message per run; anything else (the first event after start, a gap, a
+//! failed publish or ack, an ack that says JetStream took the message for a resend)
+//! marks the session *behind*: it is then caught up from SQLite, once a second until
+//! that succeeds, by asking the stream what it holds for the session's subject rather
+//! than remembering what failed.
+//!
+//! When a connection breaks, the messages in flight on it are lost while later ones
+//! may go out on the next connection, so the stream can hold a hole below its last
+//! seq; the node may also crash before it republishes. Every message carries the
+//! subject's message count once it is stored (`Tandem-Msgs`), as the publisher counts
+//! them from a state it checked. So a catch-up compares the subject's message count
+//! with its newest message's: when they are equal nothing was lost, and the stream
+//! holds every seq up to that message's `Tandem-High`; when they differ it reads the
+//! subject's runs, publishes just the missing seqs (and deletes a message whose every
+//! seq another holds), then everything after the highest. Nothing committed is lost by
+//! a NATS restart or a node crash, without relying on JetStream's duplicate window (2
+//! minutes; the message id `<id>:<first seq>` still guards the race of a resend).
+//! Filled holes mean the stream is not always in seq order; readers order by seq (see
+//! [`super::mirror`]).
 
 use std::collections::{HashMap, HashSet};
 use std::future::IntoFuture;
@@ -24,11 +30,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream::context::PublishAckFuture;
-use async_nats::HeaderMap;
+use bytes::Bytes;
 use futures_util::future::join_all;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::{events_subject, Cluster, EVENTS_STREAM, SEQ_HEADER};
+use super::batch::{Run, RunHeader};
+use super::{events_subject, Cluster, EVENTS_STREAM};
 use crate::store::StoredEvent;
 
 /// How often sessions that are behind are retried.
@@ -38,17 +45,28 @@ const PAGE: usize = 1000;
 /// Publishes awaiting their ack, at most. async-nats lets a JetStream context have
 /// 5,000 in flight and makes the next publish wait for a permit that only a finished
 /// (or dropped) ack frees: a publisher that held more unawaited acks than that would
-/// wait for itself forever. (It did: a burst of 20,000 events stalled every
-/// cross-node delivery.)
+/// wait for itself forever.
 const IN_FLIGHT: usize = 1000;
 /// How long reading a subject's seqs waits for the next message.
 const SCAN_WAIT: Duration = Duration::from_secs(5);
 
+/// What the publisher has sent of one session.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sent {
+    /// The highest seq acknowledged, or in flight this round.
+    seq: u64,
+    /// The subject's message count once everything sent is stored.
+    msgs: u64,
+}
+
+/// A published message awaiting its ack: the session and the run's last seq.
+type Pending = (Arc<str>, u64, PublishAckFuture);
+
 /// The publisher's state.
 struct Publisher {
     cluster: Cluster,
-    /// Highest seq acknowledged (or in flight this round) per local session.
-    sent: HashMap<Arc<str>, u64>,
+    /// What was sent per local session that is not behind.
+    sent: HashMap<Arc<str>, Sent>,
     /// Sessions to catch up from the store.
     behind: HashSet<Arc<str>>,
 }
@@ -85,9 +103,11 @@ pub(super) async fn run(cluster: Cluster, mut rx: UnboundedReceiver<Vec<StoredEv
 }
 
 impl Publisher {
-    /// Publishes the events that are next in line; marks the others' sessions behind.
+    /// Publishes the events that are next in line, in runs; marks the others'
+    /// sessions behind.
     async fn publish_committed(&mut self, batch: Vec<StoredEvent>) {
-        let mut pending: Vec<(Arc<str>, u64, PublishAckFuture)> = Vec::new();
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut runs: HashMap<Arc<str>, Run> = HashMap::new();
         let mut local: Option<(Arc<str>, bool)> = None;
         for ev in batch {
             // Batches come in runs of one session: look each run up once.
@@ -103,24 +123,31 @@ impl Publisher {
             if !is_local || self.behind.contains(&ev.session_id) {
                 continue;
             }
-            match self.sent.get(&ev.session_id).copied() {
-                Some(sent) if ev.seq <= sent => {}
-                Some(sent) if ev.seq == sent + 1 => {
-                    match self.send(&ev.session_id, ev.seq, ev.frame.as_bytes()).await {
-                        Ok(ack) => {
-                            self.sent.insert(ev.session_id.clone(), ev.seq);
-                            pending.push((ev.session_id, ev.seq, ack));
-                            if pending.len() >= IN_FLIGHT {
-                                self.await_acks(std::mem::take(&mut pending)).await;
-                            }
-                        }
-                        Err(e) => self.fell_behind(&ev.session_id, ev.seq, &e),
-                    }
-                }
-                // Not known yet (first event since start) or a gap: from the store.
-                _ => {
-                    self.behind.insert(ev.session_id);
-                }
+            let Some(sent) = self.sent.get_mut(&ev.session_id) else {
+                // Not known yet (first event since start): from the store.
+                self.behind.insert(ev.session_id);
+                continue;
+            };
+            if ev.seq <= sent.seq {
+                continue;
+            }
+            if ev.seq != sent.seq + 1 {
+                // A gap: from the store.
+                self.sent.remove(&ev.session_id);
+                self.behind.insert(ev.session_id);
+                continue;
+            }
+            sent.seq = ev.seq;
+            let run = runs.entry(ev.session_id.clone()).or_default();
+            if !run.push(ev.seq, ev.frame.as_bytes()) {
+                let full = std::mem::take(run);
+                run.push(ev.seq, ev.frame.as_bytes());
+                self.send_live(&ev.session_id, full, &mut pending).await;
+            }
+        }
+        for (sid, run) in runs {
+            if !self.behind.contains(&sid) {
+                self.send_live(&sid, run, &mut pending).await;
             }
         }
         self.await_acks(pending).await;
@@ -129,26 +156,58 @@ impl Publisher {
         }
     }
 
-    /// Awaits the acks of what was just published; a session whose ack failed falls
-    /// behind. Awaited together: each ack's timeout starts when it is first polled,
-    /// so awaiting lost acks one by one (NATS went away) would take 5 s each.
-    async fn await_acks(&mut self, pending: Vec<(Arc<str>, u64, PublishAckFuture)>) {
+    /// Sends a run gathered from committed events (nothing when the session fell
+    /// behind meanwhile); awaits the acks in flight when there are enough of them.
+    async fn send_live(&mut self, sid: &Arc<str>, mut run: Run, pending: &mut Vec<Pending>) {
+        let Some(sent) = self.sent.get_mut(sid) else {
+            return;
+        };
+        if run.is_empty() {
+            return;
+        }
+        sent.msgs += 1;
+        let (first, last, payload) = run.take();
+        let header = RunHeader {
+            first,
+            last,
+            msgs: sent.msgs,
+            high: last,
+        };
+        match self.send(sid, &header, payload).await {
+            Ok(ack) => {
+                pending.push((sid.clone(), last, ack));
+                if pending.len() >= IN_FLIGHT {
+                    self.await_acks(std::mem::take(pending)).await;
+                }
+            }
+            Err(e) => self.fell_behind(sid, first, &e),
+        }
+    }
+
+    /// Awaits the acks of what was just published; a session whose ack failed, or
+    /// whose message JetStream took for a resend, falls behind. Awaited together:
+    /// each ack's timeout starts when it is first polled, so awaiting lost acks one by
+    /// one (NATS went away) would take 5 s each.
+    async fn await_acks(&mut self, pending: Vec<Pending>) {
         let (keys, acks): (Vec<(Arc<str>, u64)>, Vec<PublishAckFuture>) = pending
             .into_iter()
             .map(|(sid, seq, ack)| ((sid, seq), ack))
             .unzip();
         let results = join_all(acks.into_iter().map(IntoFuture::into_future)).await;
         for ((sid, seq), result) in keys.iter().zip(results) {
-            if let Err(e) = result {
-                self.fell_behind(sid, *seq, &e);
+            match result {
+                Ok(ack) if ack.duplicate => self.fell_behind(sid, *seq, &RESENT),
+                Ok(_) => {}
+                Err(e) => self.fell_behind(sid, *seq, &e),
             }
         }
     }
 
-    /// Publishing `seq` of `sid` failed (or its ack never came). Messages after it
-    /// may still have been stored (sent again on a new connection after the one that
-    /// lost it broke): the catch-up finds what the stream lacks, so nothing is
-    /// remembered here but that the session is behind.
+    /// Publishing the run ending at `seq` of `sid` failed (or its ack never came, or
+    /// JetStream dropped it as a resend: a run may start where an earlier one did and
+    /// hold more). Messages after it may still have been stored (sent again on a new
+    /// connection after the one that lost it broke): the catch-up finds what the
+    /// stream lacks, so nothing is remembered here but that the session is behind.
     fn fell_behind(&mut self, sid: &Arc<str>, seq: u64, error: &dyn std::fmt::Display) {
         if self.behind.insert(sid.clone()) {
             tracing::warn!(session = %sid, seq, %error, "publish failed; will republish from the store");
@@ -161,9 +220,9 @@ impl Publisher {
         let sessions: Vec<Arc<str>> = self.behind.iter().cloned().collect();
         for sid in sessions {
             match self.republish(&sid).await {
-                Ok(last) => {
+                Ok(sent) => {
                     self.behind.remove(&sid);
-                    self.sent.insert(sid, last);
+                    self.sent.insert(sid, sent);
                 }
                 Err(e) => {
                     tracing::debug!(session = %sid, error = %e, "republish failed; retrying");
@@ -175,69 +234,108 @@ impl Publisher {
     }
 
     /// Publishes what the stream lacks of `sid`: the holes below the highest seq it
-    /// holds, then what the store has after that; returns the last seq published.
+    /// holds, then what the store has after that; returns what is then sent.
     ///
-    /// When the subject's newest message is seq `n` and it holds `n` messages, it
-    /// holds exactly `1..=n`: holes are filled in ascending order, so a filled hole
-    /// stored last has every seq below it, and a second copy is deleted when found.
-    /// Otherwise (a hole, a filled hole stored after later seqs, a copy) the subject
+    /// When the subject's message count equals the count its newest message carries,
+    /// no message was lost since a check, and it holds every seq up to the newest's
+    /// `high`. Otherwise (a hole, a copy, a message without our headers) the subject
     /// is read once to find what is missing.
-    async fn republish(&mut self, sid: &Arc<str>) -> Result<u64, async_nats::Error> {
-        let newest = self.last_in_stream(sid).await?;
-        let mut highest = newest;
-        if newest > 0 && self.count_in_stream(sid).await? != newest {
-            let (max, holes) = self.scan(sid).await?;
-            if !holes.is_empty() {
-                tracing::warn!(session = %sid, holes = holes.len(), "filling holes in the stream");
+    async fn republish(&mut self, sid: &Arc<str>) -> Result<Sent, async_nats::Error> {
+        let mut sent = Sent::default();
+        if let Some(newest) = self.newest_in_stream(sid).await? {
+            let count = self.count_in_stream(sid).await?;
+            sent = Sent {
+                seq: newest.map_or(0, |n| n.high),
+                msgs: count,
+            };
+            if newest.is_none_or(|n| n.msgs != count) {
+                let (held, kept) = self.scan(sid).await?;
+                let max = held.iter().copied().max().unwrap_or(0);
+                let holes: Vec<u64> = (1..max).filter(|seq| !held.contains(seq)).collect();
+                if !holes.is_empty() {
+                    tracing::warn!(session = %sid, holes = holes.len(), "filling holes in the stream");
+                }
+                sent = Sent {
+                    seq: max,
+                    msgs: kept,
+                };
+                for (first, end) in runs(&holes) {
+                    self.publish_stored(sid, &mut sent, first - 1, end, true)
+                        .await?;
+                }
             }
-            for (first, end) in runs(&holes) {
-                self.publish_stored(sid, first - 1, end).await?;
-            }
-            highest = max;
         }
-        self.publish_stored(sid, highest, u64::MAX).await
+        let after = sent.seq;
+        self.publish_stored(sid, &mut sent, after, u64::MAX, false)
+            .await?;
+        Ok(sent)
     }
 
-    /// Publishes the stored events of `sid` after seq `after`, up to seq `upto`;
-    /// returns the last seq published (`after` when there was none).
+    /// Publishes the stored events of `sid` after seq `after`, up to seq `upto`, in
+    /// runs. A `fill` is below `sent.seq` (a hole), so its messages say the subject's
+    /// highest seq is still `sent.seq`; otherwise `sent.seq` advances with each run.
     async fn publish_stored(
         &mut self,
         sid: &Arc<str>,
+        sent: &mut Sent,
         mut after: u64,
         upto: u64,
-    ) -> Result<u64, async_nats::Error> {
+        fill: bool,
+    ) -> Result<(), async_nats::Error> {
         while after < upto {
             let store = self.cluster.inner.runtime.store().clone();
             let id = sid.to_string();
             let limit = usize::try_from(upto - after).map_or(PAGE, |n| n.min(PAGE));
             let rows = actix_rt::task::spawn_blocking(move || store.read_events(&id, after, limit))
                 .await??;
-            if rows.is_empty() {
+            let Some((last_read, _)) = rows.last() else {
                 break;
+            };
+            after = *last_read;
+            let mut gathered = Vec::new();
+            let mut run = Run::default();
+            for (seq, frame) in &rows {
+                if !run.push(*seq, frame.as_bytes()) {
+                    gathered.push(std::mem::take(&mut run));
+                    run.push(*seq, frame.as_bytes());
+                }
             }
-            let mut acks = Vec::with_capacity(rows.len());
-            let mut seqs = Vec::with_capacity(rows.len());
-            for (seq, frame) in rows {
-                match self.send(sid, seq, frame.as_bytes()).await {
-                    Ok(ack) => acks.push(ack),
+            gathered.push(run);
+            let mut acks = Vec::with_capacity(gathered.len());
+            for mut run in gathered {
+                let (first, last, payload) = run.take();
+                sent.msgs += 1;
+                if !fill {
+                    sent.seq = last;
+                }
+                let header = RunHeader {
+                    first,
+                    last,
+                    msgs: sent.msgs,
+                    high: sent.seq.max(last),
+                };
+                match self.send(sid, &header, payload).await {
+                    Ok(ack) => acks.push((last, ack)),
                     Err(e) => {
-                        self.fell_behind(sid, seq, &e);
+                        self.fell_behind(sid, first, &e);
                         return Err(e);
                     }
                 }
-                seqs.push(seq);
-                after = seq;
             }
+            let (lasts, acks): (Vec<u64>, Vec<PublishAckFuture>) = acks.into_iter().unzip();
             let results = join_all(acks.into_iter().map(IntoFuture::into_future)).await;
-            for (seq, result) in seqs.into_iter().zip(results) {
-                if let Err(e) = result {
-                    self.fell_behind(sid, seq, &e);
-                    return Err(e.into());
-                }
+            for (seq, result) in lasts.into_iter().zip(results) {
+                let error: async_nats::Error = match result {
+                    Ok(ack) if ack.duplicate => RESENT.into(),
+                    Ok(_) => continue,
+                    Err(e) => e.into(),
+                };
+                self.fell_behind(sid, seq, &error);
+                return Err(error);
             }
             tracing::debug!(session = %sid, upto = after, "republished");
         }
-        Ok(after)
+        Ok(())
     }
 
     /// The events stream, without asking for its info.
@@ -266,9 +364,9 @@ impl Publisher {
         Ok(0)
     }
 
-    /// Reads `sid`'s subject once: the highest seq it holds and the seqs below that
-    /// it lacks, ascending. A second copy of a seq is deleted from the stream.
-    async fn scan(&self, sid: &str) -> Result<(u64, Vec<u64>), async_nats::Error> {
+    /// Reads `sid`'s subject once: every seq it holds, and how many messages it keeps.
+    /// A message whose every seq an earlier one holds (a second copy) is deleted.
+    async fn scan(&self, sid: &str) -> Result<(HashSet<u64>, u64), async_nats::Error> {
         use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
         use futures_util::StreamExt;
         let stream = self.events_stream().await?;
@@ -281,6 +379,7 @@ impl Publisher {
             .await?;
         let mut messages = consumer.messages().await?;
         let mut held = HashSet::new();
+        let mut kept = 0;
         loop {
             let msg = tokio::time::timeout(SCAN_WAIT, messages.next())
                 .await
@@ -289,61 +388,60 @@ impl Publisher {
             let msg = msg?;
             let info = msg.info()?;
             let (stream_seq, pending) = (info.stream_sequence, info.pending);
-            if let Some(seq) = msg.headers.as_ref().and_then(seq_of) {
-                if !held.insert(seq) {
-                    tracing::warn!(session = %sid, seq, "a second copy in the stream; deleted");
+            match msg.headers.as_ref().and_then(RunHeader::decode) {
+                Some(run) if (run.first..=run.last).all(|seq| held.contains(&seq)) => {
+                    tracing::warn!(session = %sid, first = run.first, last = run.last, "a second copy in the stream; deleted");
                     stream.delete_message(stream_seq).await?;
                 }
+                Some(run) => {
+                    held.extend(run.first..=run.last);
+                    kept += 1;
+                }
+                None => kept += 1,
             }
             if pending == 0 {
                 break;
             }
         }
-        let max = held.iter().copied().max().unwrap_or(0);
-        let holes = (1..max).filter(|seq| !held.contains(seq)).collect();
-        Ok((max, holes))
+        Ok((held, kept))
     }
 
-    /// The seq of the newest message JetStream holds for `sid` (0 when none); not
-    /// the highest seq when a filled hole was stored last.
-    async fn last_in_stream(&self, sid: &str) -> Result<u64, async_nats::Error> {
+    /// The headers of the newest message JetStream holds for `sid`: `None` when it
+    /// holds none, `Some(None)` when the newest lacks our headers.
+    async fn newest_in_stream(
+        &self,
+        sid: &str,
+    ) -> Result<Option<Option<RunHeader>>, async_nats::Error> {
         use async_nats::jetstream::stream::LastRawMessageErrorKind;
         let stream = self.events_stream().await?;
         match stream
             .get_last_raw_message_by_subject(&events_subject(sid))
             .await
         {
-            Ok(msg) => Ok(seq_of(&msg.headers).unwrap_or(0)),
-            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(0),
+            Ok(msg) => Ok(Some(RunHeader::decode(&msg.headers))),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
 
-    /// Hands one event to NATS; the returned future resolves with JetStream's ack.
+    /// Hands one run to NATS; the returned future resolves with JetStream's ack.
     async fn send(
         &self,
         sid: &str,
-        seq: u64,
-        frame: &[u8],
+        run: &RunHeader,
+        payload: Bytes,
     ) -> Result<PublishAckFuture, async_nats::Error> {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            async_nats::header::NATS_MESSAGE_ID,
-            format!("{sid}:{seq}").as_str(),
-        );
-        headers.insert(SEQ_HEADER, seq.to_string().as_str());
         Ok(self
             .cluster
             .inner
             .events_js
-            .publish_with_headers(
-                events_subject(sid),
-                headers,
-                bytes::Bytes::copy_from_slice(frame),
-            )
+            .publish_with_headers(events_subject(sid), run.encode(sid), payload)
             .await?)
     }
 }
+
+/// Why an acknowledged message still puts its session behind.
+const RESENT: &str = "JetStream took the message for a resend and dropped it";
 
 /// Ascending seqs as runs `(first, last)` of consecutive ones.
 fn runs(seqs: &[u64]) -> Vec<(u64, u64)> {
@@ -355,11 +453,6 @@ fn runs(seqs: &[u64]) -> Vec<(u64, u64)> {
         }
     }
     out
-}
-
-/// The event seq a published message carries.
-pub(super) fn seq_of(headers: &HeaderMap) -> Option<u64> {
-    headers.get(SEQ_HEADER)?.as_str().parse().ok()
 }
 
 #[cfg(test)]
