@@ -2,8 +2,10 @@
 //! cluster implements ([`NodeLink`]), so that neither depends on the cluster's code:
 //! a pair whose Worker is on another node reaches it through this, and a Worker
 //! session keeps the ends of its delegated turns in the [`Outbox`] until the pair's
-//! node took them (see [`crate::pair::remote`]). On a single node the slot stays
-//! empty and the outbox stays empty.
+//! node took them (see [`crate::pair::remote`]). The cluster's reporter sends them;
+//! only when the pair's node answered "taken" or "no such pair" does the session
+//! drop the report from its record too, so one a crash left goes out again after
+//! the restart. On a single node the slot stays empty and the outbox stays empty.
 
 use std::sync::{Arc, OnceLock};
 

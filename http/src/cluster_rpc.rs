@@ -3,7 +3,8 @@
 //! (or pair) this node owns ([`crate::operation`]), the `chat_subscribed` a remote
 //! subscriber needs ([`crate::cluster_subscribe`]), and upload parts
 //! ([`crate::cluster_uploads`]); each with the caller's identity, which the sending
-//! node authenticated.
+//! node authenticated. A request's answer larger than the NATS server's
+//! `max_payload` is refused here with `FRAME_TOO_LARGE`.
 //!
 //! The NATS server is trusted like the database: anyone who can publish on it can
 //! act as any user. Run it on a private network (or loopback).

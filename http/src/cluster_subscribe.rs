@@ -1,5 +1,10 @@
 //! `chat.subscribe` to another cluster node's session (`--nats`): followed from this
-//! node's copy of its events, with the owner's `chat_subscribed` asked for over NATS.
+//! node's copy of its events, with the owner's `chat_subscribed` asked for over NATS
+//! (`Call::Subscription`, answered by `Runtime::subscription_ack` there): pending
+//! permission requests, remembered rules and the queue live only on the owner. When
+//! the owner is away the ack is made from the directory, with those three empty.
+//! Not covered yet: the subscription starts once that answer came (at most 5 s), so
+//! a `chat.unsubscribe` sent before it does not cancel it.
 
 use std::time::Duration;
 

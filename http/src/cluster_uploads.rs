@@ -3,11 +3,18 @@
 //! session. So:
 //! - a node that forwards a request naming uploads (`uploadId` anywhere in a
 //!   `chat.send` or `chat.edit-send` frame, or in a REST body) first hands the
-//!   caller's uploads it holds over to the owner ([`hand_over`]), in parts that fit
-//!   a NATS message; the owner keeps them under the same content-address id;
+//!   caller's uploads it holds over to the owner ([`hand_over`]) as
+//!   `Call::UploadPart`s: base64 parts sized to the NATS server's `max_payload`; the
+//!   owner keeps them under the same content-address id, and answers the first part
+//!   "complete" when it has the upload already;
 //! - a node asked for the bytes of an upload used in another node's session
 //!   (`GET /api/v1/sessions/{id}/uploads/{upload}`, the page's thumbnails) reads
-//!   them from the owner in parts ([`fetch`]).
+//!   them from the owner in parts ([`fetch`], `Call::UploadRead`): that route is not
+//!   a request of the table (its body is bytes, not JSON), and serves them with the
+//!   local route's headers.
+//!
+//! E2e `uploads_on_one_node_reach_a_session_on_another` moves a 2.5 MB image both
+//! ways.
 //!
 //! The owner's side is [`answer_part`] and [`answer_read`]; the bytes are checked
 //! against their id when the last part arrives (see

@@ -2,12 +2,35 @@
 //!
 //! A node answers pair messages on `tandem.nodes.<node>.pairs` (NATS request/reply,
 //! JSON): the pair's node asks the Worker's node to create the Worker, start a
-//! delegated turn, tell its partial text, abort, record an event, leave the pair;
-//! the Worker's node reports a delegated turn's end to the pair's node. The
-//! reporter sends every report in the [`crate::cluster_link::Outbox`] every
-//! [`RETRY`] until the pair's node answers that it took it (or has no such pair).
-//! The Worker's node also asks the pair's node whether the pairs its idle Workers
-//! belong to are still open ([`recheck`]), for a close it could not be told of.
+//! delegated turn, tell its partial text, abort, record an event, leave the pair,
+//! or show the Worker to `read_partner` (`PairCall::Read`: its status, title and
+//! last turns, read there as for a local Worker; e2e
+//! `cluster_pairs::a_driver_delegates_to_a_worker_on_another_node`); the Worker's
+//! node reports a delegated turn's end to the pair's node. The answering node's
+//! errors keep their code (`RuntimeError::Remote`). A message nobody received (no
+//! responders) is `NODE_UNAVAILABLE`; one that went out and got no answer (timed
+//! out, or the connection broke after it was sent) is `RuntimeError::NoAnswer`, as
+//! its node may have run it. The Worker's node answers a `Start` only once the
+//! Worker's record holding the delegation is on disk.
+//!
+//! The reporter sends every report in the [`crate::cluster_link::Outbox`] every
+//! [`RETRY`], while the pair's node's lease holds (so it retries through a NATS
+//! outage), until that node answers that it took it (or has no such pair). A
+//! worktree Worker's branch and diff summary are summed up here at each try
+//! (`PairCall::Ended.changes`), so the outcome carries what a local worktree
+//! Worker's does (e2e
+//! `cluster_workspaces::a_worktree_worker_on_another_node_reports_its_branch_and_changes`).
+//! The pair's node answers "taken" only once the outcome is delivered (the waiting
+//! caller answered, or the push-back handed to the Driver) and the cleared token is
+//! on disk (`RemoteTurnEnded`); a report of a delegation that is not the pair's
+//! current one (taken before, cut off by a close) is answered at once.
+//!
+//! A pair closed while its Worker's node was away could not tell the Worker. A busy
+//! Worker learns it from the answer to its report ("no such pair"); for idle ones,
+//! the Worker's node asks the pair's node whether their pairs are still open
+//! ([`recheck`]; `PairCall::Open`: a running pair, or a stored row not `closed`),
+//! as soon as that node is seen alive and every [`RECHECK`] after (e2e
+//! `cluster_pairs::the_workers_node_killed_mid_delegation_reports_it_once_when_back`).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;

@@ -1,15 +1,43 @@
 //! A pair whose Worker is on another cluster node (`pair.create` with `workerNode`).
 //!
-//! The pair actor always runs on its Driver's node. It reaches its Worker through a
-//! [`WorkerLink`]: the Worker session's address when it is local (direct actor
-//! messages, as on a single node), or its node and id, whose messages travel over NATS
-//! request/reply (`crate::cluster::pairs`). The Worker's node reports the delegated
-//! turn's end back: it keeps the report in the Worker session's record
-//! ([`crate::record::RemoteReport`]) and in this process's
-//! [`crate::cluster_link::Outbox`] until the pair's
-//! node acknowledged it, which that node does only once the outcome is delivered and
-//! on disk; the pair takes a delegation's end once (by delegation id). So the outcome
-//! reaches the Driver exactly once across a restart of either node or a NATS outage.
+//! The pair (record, actor, delegation token) always lives on its Driver's node, with
+//! `workerNode` in its record; the Worker's membership names the pair's node
+//! (`pairNode`), so start-up on the Worker's node leaves that membership alone, and
+//! start-up on the pair's node keeps a pair whose Worker is elsewhere. The pair
+//! reaches its Worker through a [`WorkerLink`]: the Worker session's address when it
+//! is local (direct actor messages, as on a single node), or its node and id, whose
+//! messages travel over NATS request/reply (`crate::cluster::pairs`). A Worker whose
+//! node's lease lapsed is not asked: a delegation is refused with `NODE_UNAVAILABLE`.
+//!
+//! The Worker's node reports the delegated turn's end back: the Worker session
+//! writes the delegation into its record with the turn's start and the end with the
+//! turn's end ([`crate::record::RemoteReport`]), and the report waits in this
+//! process's [`crate::cluster_link::Outbox`] until the pair's node acknowledged it,
+//! which that node does only once the outcome is delivered and on disk; the pair
+//! takes a delegation's end once (by delegation id). So the outcome reaches the
+//! Driver exactly once across a restart of either node or a NATS outage:
+//! - The Worker's node restarts mid-delegation: its start-up closes the turn as
+//!   interrupted and the report goes out once the node is back. The delegation stays
+//!   in flight while that node is away, not resolved when its lease lapses: a lease
+//!   can lapse while the Worker still works (NATS down), and the real answer comes
+//!   later.
+//! - The pair's node restarts: the pair starts again holding the delegation and asks
+//!   the Worker's node (every second until it can) whether its Worker has it
+//!   ([`WorkerLink::holds`]: running it, or holding its end). If it has, the pair
+//!   waits for its report; if not, the delegation never reached it and is reported
+//!   interrupted, once (e2e
+//!   `cluster_pairs::a_delegation_the_workers_node_never_got_is_reported_once_after_a_restart`,
+//!   crash point `pair.delegate.remote`). The Driver's waiting `send_to_partner` died
+//!   with the node like any turn, so the outcome is pushed back.
+//! - A `Start` whose answer does not come back (`RuntimeError::NoAnswer`: the
+//!   Worker's node may run it) is not refused: the pair keeps the delegation, tells
+//!   the caller it runs (detached), and asks the Worker's node as after a restart
+//!   (e2e `cluster_pairs::a_start_whose_answer_is_lost_is_pushed_back_once`, failpoint
+//!   `pair.start.lost`).
+//!
+//! Not covered yet: a pair is always created with a new Worker (no pairing with an
+//! existing session, on any node), and a Worker's node that never returns keeps the
+//! delegation in flight until the pair is closed.
 
 use std::future::Future;
 use std::sync::Arc;

@@ -1,11 +1,25 @@
-//! A request for another cluster node (`--nats`): sent there over NATS
-//! request/reply (`tandem.nodes.<node>.rpc`) as the typed request with the caller's
-//! identity ([`Call::Operation`]), run there through [`super::here`], and answered
-//! with its result or its error ([`Outcome`]). The owner's errors reach the client as
-//! the owner made them; a node that does not answer is `NODE_UNAVAILABLE`.
+//! A request for another cluster node (`--nats`): a request whose scope names
+//! another node's session (or pair, or node), from any transport, is sent there over
+//! NATS request/reply (`tandem.nodes.<node>.rpc`) as the typed request with the
+//! caller's identity ([`Call::Operation`]), run there through [`super::here`] (never
+//! forwarded again: the owner's directory may lag the sender's), and answered with
+//! its result or its error ([`Outcome`]). The asking node answers its client with
+//! that in its transport's form: the same replies and the same errors as on the
+//! owner. A node that does not answer is `NODE_UNAVAILABLE`.
+//!
+//! Requests that name no session: a pair's actor runs on its Driver's node, so
+//! `pair.close` (and `DELETE /api/v1/pairs/{id}`) for a pair with no actor here goes
+//! to the node of the session the directory lists as its Driver
+//! (`Cluster::pair_owner`; the Worker's node must not take it for a stray pair). A
+//! `chat.permission-response` without `sessionId` whose request is pending on no
+//! session here goes to each other available node in name order ([`to_holder`]):
+//! request ids are random, so at most one node has it, and nodes are few and the
+//! answer is what a person clicks, so asking them one after another is off the hot
+//! path.
 //!
 //! The NATS server is trusted like the database: anyone who can publish on it can act
-//! as any user. Run it on a private network (or loopback).
+//! as any user. Run it on a private network (or loopback). No HTTP request is made
+//! between nodes, and no header stands for "already authenticated".
 
 use std::time::Duration;
 
