@@ -579,6 +579,7 @@ impl SessionRecord {
             cwd: self.cwd.clone(),
             archived_at: self.archived_at,
             node: self.node.clone(),
+            node_unavailable: false,
             superseded: self.superseded.clone(),
             workspace: self.workspace.clone(),
             attention: self.attention(false),

@@ -5,7 +5,7 @@
 import { h, clear, ago, clock, keepFocus } from './dom.js';
 import { Conn } from './conn.js';
 import { ChatView } from './chat.js';
-import { Store, SeenReports, layoutFor, parseRoute, tree, layoutSessions, formatUsage, attentionBadge, groupOf, pairingChanged, workerNameOf, statusText } from './store.js';
+import { Store, SeenReports, layoutFor, parseRoute, tree, layoutSessions, formatUsage, attentionBadge, groupOf, pairingChanged, workerNameOf, statusText, shownStatus } from './store.js';
 import { Attention, listenForNotices, openNotice, takeNotice } from './notify.js';
 import { formDialog } from './dialogs.js';
 import { registerShellWorker, unreachable, waitOffline } from './offline.js';
@@ -248,7 +248,7 @@ export class App {
           return;
         }
         const old = this.store.sessions.get(f.session.id);
-        const busy = (/** @type {string} */ st) => st === 'running' || st === 'starting' || st === 'waiting';
+        const busy = (/** @type {string} */ st) => st === 'running' || st === 'waiting';
         const wasBusy = old && busy(old.status);
         const nowBusy = busy(f.session.status);
         // A Worker added or closed (here, in another tab, by an agent): the pairs
@@ -475,9 +475,9 @@ export class App {
     const a = h('a.session', {
       href: `#/s/${s.id}`,
       'aria-current': current ? 'page' : false,
-      dataset: { id: s.id, status: s.status },
+      dataset: { id: s.id, status: shownStatus(s) },
     },
-    h('span.dot', { class: `dot st-${s.status}`, title: s.status }),
+    h('span.dot', { class: `dot st-${shownStatus(s)}`, title: shownStatus(s) }),
     h('span.name', s.title || s.id),
     h('span.badges',
       attention,
@@ -485,7 +485,7 @@ export class App {
       s.parentId ? h('span.badge.child', { title: 'spawned' }, 'sub') : null,
       s.forkedFrom ? h('span.badge.fork', { title: `Forked from ${this.sessions.get(s.forkedFrom.sessionId)?.title || s.forkedFrom.sessionId}` }, 'fork') : null,
       bg ? h('span.badge.bg', { title: `${bg} background task(s)` }, `⚙${bg}`) : null),
-    h('span.sub', s.status === 'idle' ? h('span.sr', 'idle, ') : h(`span.st-label.st-${s.status}`, statusText(s)),
+    h('span.sub', shownStatus(s) === 'idle' ? h('span.sr', 'idle, ') : h(`span.st-label.st-${shownStatus(s)}`, statusText(s)),
       [s.vendor, s.model].filter(Boolean).join(' · '), h('span.when', { title: new Date(s.lastActivity).toLocaleString(), dataset: { at: String(s.lastActivity) } }, ago(s.lastActivity))));
     const li = /** @type {HTMLLIElement} */ (h('li', { class: depth ? 'child' : null, dataset: { row: s.id } }, a));
     // CSSOM, not a style attribute: the CSP allows no inline styles.

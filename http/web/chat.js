@@ -6,7 +6,7 @@
 import { h, clear, clock, json, ago } from './dom.js';
 import { renderMarkdown } from './md.js';
 import { fileEdits, diffView } from './diff.js';
-import { normalizeUsage, formatUsage, statusText } from './store.js';
+import { normalizeUsage, formatUsage, statusText, shownStatus } from './store.js';
 import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialogs.js';
 import { Rewinds, forkedText } from './rewind.js';
 
@@ -99,7 +99,7 @@ export class ChatView {
 
   get busy() {
     const s = this.info.status;
-    return s === 'running' || s === 'starting' || s === 'waiting';
+    return s === 'running' || s === 'waiting';
   }
 
   build() {
@@ -526,7 +526,7 @@ export class ChatView {
     // Two conversations side by side: each button says which session it acts on.
     this.renameBtn.setAttribute('aria-label', `Rename ${s.title || s.id}`);
     this.archiveBtn.setAttribute('aria-label', `Archive ${s.title || s.id}`);
-    this.statusEl.className = `status st-${s.status}`;
+    this.statusEl.className = `status st-${shownStatus(s)}`;
     this.statusEl.textContent = statusText(s);
     // In a pair's pane the pane header already names the role.
     const inPane = this.el.classList.contains('driver') || this.el.classList.contains('worker');

@@ -160,7 +160,7 @@ export class Store {
   runningCount() {
     let n = 0;
     for (const s of this.sessions.values()) {
-      if (s.status === 'running' || s.status === 'starting' || s.status === 'waiting' || s.backgroundTasks?.length) n++;
+      if (s.status === 'running' || s.status === 'waiting' || s.backgroundTasks?.length) n++;
     }
     return n;
   }
@@ -432,5 +432,13 @@ function sameJson(a, b) {
  * @param {SessionInfo} s
  */
 export function statusText(s) {
+  if (s.nodeUnavailable) return 'unavailable';
   return s.status === 'waiting' && s.waitingPlace ? `waiting (${s.waitingPlace} in line)` : s.status;
+}
+
+/** The status a session is shown with: `unavailable` while its cluster node is away
+ * (its own `status` is then the last one that node published), else its status.
+ * @param {SessionInfo} s */
+export function shownStatus(s) {
+  return s.nodeUnavailable ? 'unavailable' : s.status;
 }

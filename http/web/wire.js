@@ -1282,6 +1282,7 @@
  * @property {Array<string> | null} [mcpServers] The names of the MCP servers it chose (`session.create`'s `mcpServers`), its own entries among them; absent: every server its owner may use.
  * @property {string} model Model name; empty means the vendor's default.
  * @property {string | null} [node] The cluster node the session is pinned to (`tandem serve --node NAME`); absent on a server that is not part of a cluster.
+ * @property {boolean} [nodeUnavailable] True while that node's lease has lapsed (it was stopped or cannot be reached): `status` is then the last one it published, and commands to the session are `NODE_UNAVAILABLE`. Left out while the node is available; never stored.
  * @property {Notify} [notify] Which moments its owner's devices are told of by Web Push (absent: `attention`).
  * @property {OnLimit} [onLimit] What it does when a vendor limit ends a turn (absent: `fail`).
  * @property {string} ownerId The owning user's id.
@@ -1486,7 +1487,7 @@
 
 /**
  * Where a session's last turn stands. `interrupted` and `failed` are never "done".
- * @typedef {('idle' | 'starting' | 'running' | 'waiting' | 'interrupted' | 'failed' | 'unavailable')} SessionStatus
+ * @typedef {('idle' | 'running' | 'waiting' | 'interrupted' | 'failed')} SessionStatus
  */
 
 /**

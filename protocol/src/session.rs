@@ -9,8 +9,6 @@ use serde::{Deserialize, Serialize};
 pub enum SessionStatus {
     /// No turn in flight (the last one completed, or none ran yet).
     Idle,
-    /// A turn was accepted and the vendor is being started.
-    Starting,
     /// A turn is in flight.
     Running,
     /// A turn was accepted and waits for one of the turns running to end
@@ -20,17 +18,12 @@ pub enum SessionStatus {
     Interrupted,
     /// The last turn ended in error.
     Failed,
-    /// The session lives on another node of the cluster whose lease has lapsed (it was
-    /// stopped or cannot be reached); commands to it are `NODE_UNAVAILABLE`. Never a
-    /// stored status, so not in [`SessionStatus::ALL`].
-    Unavailable,
 }
 
 impl SessionStatus {
     /// Every status, for metrics that report a count per status.
-    pub const ALL: [SessionStatus; 6] = [
+    pub const ALL: [SessionStatus; 5] = [
         SessionStatus::Idle,
-        SessionStatus::Starting,
         SessionStatus::Running,
         SessionStatus::Waiting,
         SessionStatus::Interrupted,
@@ -41,12 +34,10 @@ impl SessionStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             SessionStatus::Idle => "idle",
-            SessionStatus::Starting => "starting",
             SessionStatus::Running => "running",
             SessionStatus::Waiting => "waiting",
             SessionStatus::Interrupted => "interrupted",
             SessionStatus::Failed => "failed",
-            SessionStatus::Unavailable => "unavailable",
         }
     }
 
@@ -57,10 +48,7 @@ impl SessionStatus {
 
     /// True while a turn is in flight.
     pub fn is_busy(self) -> bool {
-        matches!(
-            self,
-            SessionStatus::Starting | SessionStatus::Running | SessionStatus::Waiting
-        )
+        matches!(self, SessionStatus::Running | SessionStatus::Waiting)
     }
 }
 
@@ -306,6 +294,11 @@ pub struct SessionInfo {
     /// on a server that is not part of a cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// True while that node's lease has lapsed (it was stopped or cannot be reached):
+    /// `status` is then the last one it published, and commands to the session are
+    /// `NODE_UNAVAILABLE`. Left out while the node is available; never stored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub node_unavailable: bool,
     /// Ranges of the history that `chat.edit-send` superseded, oldest first (each as
     /// its `history_rewound` event says); clients show them collapsed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

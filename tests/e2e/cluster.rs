@@ -235,16 +235,19 @@ async fn a_killed_node_is_unavailable_within_its_lease_and_comes_back() {
     on_a.recv_until(|v| v["sessionId"] == id.as_str() && v["text"] == "chunk 399 ")
         .await;
     wait_listed(&mut on_b, &id, Duration::from_secs(10), |s| {
-        s["node"] == "a"
+        s["node"] == "a" && s["status"] == "running"
     })
     .await;
     let dir = a.kill();
     let (down, took) = wait_listed(&mut on_b, &id, Duration::from_secs(10), |s| {
-        s["status"] == "unavailable"
+        s["nodeUnavailable"] == true
     })
     .await;
     eprintln!("node a noticed down after {took:?}");
     assert_eq!(down["node"], "a");
+    // Availability is the node's, beside the session's own status: the last one
+    // its node published.
+    assert_eq!(down["status"], "running", "{down}");
     let refused = on_b
         .request(json!({"type": "chat.send", "sessionId": id, "content": "x"}))
         .await;
@@ -614,7 +617,7 @@ async fn rest_for_a_remote_session_runs_on_its_owner() {
     // The owner down: its session's routes say so.
     let _dir = a.kill();
     wait_listed(&mut on_b, &id, Duration::from_secs(15), |s| {
-        s["status"] == "unavailable"
+        s["nodeUnavailable"] == true
     })
     .await;
     let (status, down) = b.get(&session).await;
@@ -702,7 +705,7 @@ async fn a_restarted_node_fills_the_holes_its_crash_left_in_the_stream() {
     let b = nats.node("b");
     let mut on_b = b.ws().await;
     wait_listed(&mut on_b, &id, Duration::from_secs(10), |s| {
-        s["status"] != "unavailable"
+        s["nodeUnavailable"] != true
     })
     .await;
     on_b.subscribe(&id, 0).await;

@@ -127,7 +127,7 @@ async fn requests_without_a_session_find_the_node_that_holds_them() {
     listed_as(&c, &d3, |s| s["pairId"] == p3.as_str()).await;
     on_a.close().await;
     let _dir = a.kill();
-    listed_as(&c, &d3, |s| s["status"] == "unavailable").await;
+    listed_as(&c, &d3, |s| s["nodeUnavailable"] == true).await;
     let down = on_c
         .request(json!({"type": "pair.close", "pairId": p3}))
         .await;
@@ -428,7 +428,7 @@ async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
     // A lists the Worker before its node goes (the directory is 250 ms behind).
     listed_as(&a, &w, |s| s["status"] == "running").await;
     let dir = b.kill();
-    listed_as(&a, &w, |s| s["status"] == "unavailable").await;
+    listed_as(&a, &w, |s| s["nodeUnavailable"] == true).await;
     assert!(
         delegating(&a, &d).await,
         "the delegation ended while B was away"
@@ -468,7 +468,7 @@ async fn the_workers_node_killed_mid_delegation_reports_it_once_when_back() {
     // Idle and away: refused with NODE_UNAVAILABLE, nothing in flight.
     listed_as(&a, &w, |s| s["status"] == "idle").await;
     let dir = b.kill();
-    listed_as(&a, &w, |s| s["status"] == "unavailable").await;
+    listed_as(&a, &w, |s| s["nodeUnavailable"] == true).await;
     let (out, err) = ws
         .scripted_tool(
             &d,

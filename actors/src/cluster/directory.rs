@@ -1,14 +1,29 @@
 //! Leases and the session directory, both JetStream KV buckets.
 //!
-//! - `tandem_nodes`: each node puts its key every lease ÷ 3. Every node watches the
-//!   bucket: a node is available until one lease after the last renewal it saw (a
-//!   stale value found at start counts from its timestamp). When a lease lapses, the
-//!   node's sessions are announced again with status `unavailable`; when it renews
-//!   again they come back.
+//! - `tandem_nodes`: each node puts its key every lease ÷ 3 (`--lease-secs`, default
+//!   10). Every node watches the bucket: a node is available until one lease after
+//!   the last renewal it saw (a stale value found at start counts from its
+//!   timestamp). When a lease lapses, the node's sessions are announced again with
+//!   `nodeUnavailable` set and requests for them are refused with
+//!   `NODE_UNAVAILABLE`; when it renews again they come back.
 //! - `tandem_sessions`: key = session id, value = [`Entry`] (owner node and the
-//!   session as listed). The owner puts what changed every [`SYNC`]; a session that
-//!   left (archived) is deleted. Every node watches the bucket and keeps the other
-//!   nodes' entries, announcing each change to its `sessions.watch` clients.
+//!   session as listed). The owner puts what changed every [`SYNC`], and a session a
+//!   request created before that request answers ([`Cluster::publish_new_sessions`]);
+//!   a session that left (archived) is deleted. Every node watches the bucket and
+//!   keeps the other nodes' entries, announcing each change to its `sessions.watch`
+//!   clients; `sessions.list` and `GET /sessions` merge them with its own sessions in
+//!   one keyset order (`Runtime::session_page_with`). Not covered yet: the owner
+//!   compares every local session at each sync (fine for thousands, not measured
+//!   beyond).
+//!
+//! Reads follow writes: a node asked about a session that neither it nor its copy
+//! of the directory knows reads the bucket's key before it answers
+//! `SESSION_NOT_FOUND` ([`Cluster::lookup`]), and a node that forwarded a
+//! `session.create` takes the created session from the answer ([`Cluster::learn`]),
+//! so it is listed and can be subscribed to there at once (e2e
+//! `cluster::reads_follow_writes_across_nodes`). The lookup and the new sessions' put
+//! wait at most [`PUBLISH_WAIT`] for NATS, so NATS being away does not hold answers
+//! back.
 
 use std::time::{Duration, Instant};
 
@@ -196,7 +211,7 @@ fn announce_node(cluster: &Cluster, node: &str) {
     }
 }
 
-/// Checks leases; a lapse announces the node's sessions as `unavailable`.
+/// Checks leases; a lapse announces the node's sessions with `nodeUnavailable` set.
 async fn watch_leases(cluster: Cluster) {
     let mut down: std::collections::HashSet<String> = Default::default();
     let mut tick = tokio::time::interval(LEASE_CHECK);

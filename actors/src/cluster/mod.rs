@@ -1,27 +1,41 @@
 //! Nodes joined through NATS JetStream (`tandem serve --nats URL --node NAME`).
-//! Nodes joined through NATS JetStream (`tandem serve --nats URL --node NAME`).
 //!
 //! Loaded only with `--nats`: a single node never starts any of it, and its hot path
 //! is unchanged (the writer's commit hook looks at one unset `OnceLock`).
 //!
-//! - Each session is pinned to the node that created it; that node's SQLite stays
-//!   the source of truth for it.
+//! - Each session is pinned to the node that created it (`node` in its record and
+//!   its `SessionInfo`; at start a node stamps its sessions that have none, those it
+//!   had before it joined); that node's SQLite stays the source of truth for it.
+//!   `session.create` naming another `node` is forwarded there like any request. A
+//!   node answers forwarded requests and pair messages before it says it listens:
+//!   both subjects go through `Cluster::serve_subject`, which flushes the
+//!   subscription to the NATS server.
 //! - [`publish`]: every committed event of a local session is also published to
 //!   JetStream on `tandem.sessions.<id>.events`, in runs of consecutive events, one
 //!   message per run ([`batch`]: message id `<id>:<first seq>`, so JetStream's
 //!   duplicate window drops a resent run), in order, acknowledged; after any failure
 //!   (NATS down, restarted) the session is republished from SQLite: the holes the
-//!   stream has, then what follows the highest seq it holds.
+//!   stream has, then what follows the highest seq it holds (e2e
+//!   `a_restarted_node_fills_the_holes_its_crash_left_in_the_stream`).
 //! - [`directory`]: a node's lease is a key in the KV bucket `tandem_nodes` that it
 //!   renews; which node owns which session (and the session as listed) is the KV
-//!   bucket `tandem_sessions`. Sessions of a node whose lease lapsed are listed
-//!   `unavailable`.
+//!   bucket `tandem_sessions`. Sessions of a node whose lease lapsed are listed with
+//!   `nodeUnavailable` set. Reads follow writes: a node asked about a session it has
+//!   not heard of yet reads the bucket before it answers that there is none.
 //! - [`devices`]: Web Push devices in the KV bucket `tandem_push`, so the node that
 //!   runs a session reaches its owner's devices whichever node registered them.
 //! - [`mirror`]: a client of this node that subscribes to another node's session is
 //!   served from a copy of its events that this node keeps in its own store, read from
 //!   JetStream in order; the gateway then replays and follows it exactly as a local
-//!   session (no gap, no duplicate, `lagged`).
+//!   session (no gap, no duplicate, `lagged`: e2e
+//!   `cluster_lagged::a_client_of_another_node_that_stops_reading_is_told_it_lagged_and_resumes`).
+//!   The copy is never published again (the publisher takes only this node's
+//!   sessions), and it still serves a session whose node is down, up to what
+//!   JetStream holds. Not covered yet: its consumer reads the session's subject
+//!   from the start (skipping what the store holds) at every node start.
+//! - `pairs`: pair messages on `tandem.nodes.<node>.pairs`, for a pair whose Worker
+//!   is on another node (`pair.create` with `workerNode`; see
+//!   [`crate::pair::remote`]), and the delegated turns' ends reported back.
 //!
 //! Commands for a remote session travel to its owner as NATS request/reply; that part
 //! lives in the HTTP crate (`http/src/cluster_rpc.rs`), which runs the owner's own
@@ -42,7 +56,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use dashmap::DashMap;
-use tandem_protocol::{Role, SessionInfo, SessionStatus};
+use tandem_protocol::{Role, SessionInfo};
 
 use crate::runtime::Runtime;
 
@@ -151,7 +165,7 @@ struct Inner {
     /// The publisher's own context: a JetStream context limits the publishes awaiting
     /// an ack (5,000 by default) and makes the next one wait, so event publishing on
     /// the context the leases use could hold a lease renewal back until the lease
-    /// lapsed.
+    /// lapsed (e2e `a_burst_of_events_reaches_other_nodes_and_the_lease_holds`).
     events_js: jetstream::Context,
     runtime: Runtime,
     /// Other nodes' sessions, by id.
@@ -418,7 +432,7 @@ impl Cluster {
     }
 
     /// Every other node's sessions, as listed: those of a node whose lease lapsed
-    /// with status `unavailable`.
+    /// marked `nodeUnavailable`.
     pub fn remote_sessions(&self) -> Vec<SessionInfo> {
         self.inner
             .remote
@@ -431,7 +445,7 @@ impl Cluster {
     fn listed(&self, node: &str, info: &SessionInfo) -> SessionInfo {
         let mut info = info.clone();
         if !self.alive(node) {
-            info.status = SessionStatus::Unavailable;
+            info.node_unavailable = true;
         }
         info
     }

@@ -275,13 +275,9 @@ pub(super) async fn read_partner(
         }
     };
     let status = match status {
-        SessionStatus::Running | SessionStatus::Starting | SessionStatus::Waiting => {
-            PartnerState::Running
-        }
+        SessionStatus::Running | SessionStatus::Waiting => PartnerState::Running,
         SessionStatus::Interrupted => PartnerState::Interrupted,
-        SessionStatus::Idle | SessionStatus::Failed | SessionStatus::Unavailable => {
-            PartnerState::Idle
-        }
+        SessionStatus::Idle | SessionStatus::Failed => PartnerState::Idle,
     };
     Ok(ReadPartnerResult {
         status,

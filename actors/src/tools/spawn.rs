@@ -105,13 +105,10 @@ pub(super) fn check_spawned_sessions(
                 // A child that has not started yet is waiting for a free slot: its
                 // work is still ahead, so it counts as running.
                 let status = match c.status {
-                    SessionStatus::Running | SessionStatus::Starting | SessionStatus::Waiting => {
-                        ChildState::Running
-                    }
+                    SessionStatus::Running | SessionStatus::Waiting => ChildState::Running,
                     SessionStatus::Idle if c.turn_count == 0 => ChildState::Running,
                     SessionStatus::Interrupted => ChildState::Interrupted,
-                    // Children live on their parent's node: never unavailable to it.
-                    SessionStatus::Failed | SessionStatus::Unavailable => ChildState::Error,
+                    SessionStatus::Failed => ChildState::Error,
                     SessionStatus::Idle => ChildState::Done,
                 };
                 ChildSummary {

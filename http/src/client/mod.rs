@@ -245,7 +245,12 @@ async fn ls(target: &Target) -> Result<u8, ClientError> {
                 out,
                 "{}\t{}\t{}\t{role}\t{}\t{}",
                 s.id,
-                s.status.as_str(),
+                // A session whose node is away shows that, not its last status.
+                if s.node_unavailable {
+                    "unavailable"
+                } else {
+                    s.status.as_str()
+                },
                 s.vendor,
                 ago(s.last_activity),
                 s.title
