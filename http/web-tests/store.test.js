@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { Store, layoutFor, parseRoute, tree, normalizeUsage, formatUsage } from '../web/store.js';
+import { Store, layoutFor, parseRoute, tree, formatUsage, shownStatus, statusText } from '../web/store.js';
 
 const session = (id, extra = {}) => ({ id, title: id, vendor: 'scripted', model: '', effort: '', status: 'idle', lastActivity: 1, backgroundTasks: [], ...extra });
 
@@ -56,11 +56,16 @@ test('queues are kept per session and only changes notify', () => {
   assert.equal(n, 2);
 });
 
-test('usage from Claude Code and Codex reads alike', () => {
-  assert.deepEqual(normalizeUsage({ usage: { input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 7 }, totalCostUsd: 0.25 }),
-    { turns: 1, inputTokens: 15, cachedInputTokens: 5, outputTokens: 7, costUsd: 0.25 });
-  assert.deepEqual(normalizeUsage({ inputTokens: 1200, cachedInputTokens: 0, outputTokens: 30 }),
-    { turns: 1, inputTokens: 1200, cachedInputTokens: 0, outputTokens: 30 });
-  assert.equal(normalizeUsage(null), null);
-  assert.equal(formatUsage({ turns: 1, inputTokens: 1200, cachedInputTokens: 0, outputTokens: 30, costUsd: 0.5 }), '1.2k in · 30 out · $0.50');
+test('a turn\'s usage and a sum of them read alike', () => {
+  assert.equal(formatUsage({ inputTokens: 1200, cachedInputTokens: 0, outputTokens: 30, costUsd: 0.5 }), '1.2k in · 30 out · $0.50');
+  assert.equal(formatUsage({ turns: 2, inputTokens: 100, cachedInputTokens: 0, outputTokens: 20 }), '100 in · 20 out');
+  assert.equal(formatUsage(null), '');
+});
+
+test('a session whose node is away is shown unavailable, its status kept', () => {
+  const away = session('a', { status: 'running', node: 'n1', nodeUnavailable: true });
+  assert.equal(shownStatus(away), 'unavailable');
+  assert.equal(statusText(away), 'unavailable');
+  assert.equal(away.status, 'running');
+  assert.equal(shownStatus(session('b', { status: 'waiting' })), 'waiting');
 });

@@ -6,7 +6,7 @@
 import { h, clear, clock, json, ago } from './dom.js';
 import { renderMarkdown } from './md.js';
 import { fileEdits, diffView } from './diff.js';
-import { normalizeUsage, formatUsage, statusText, shownStatus } from './store.js';
+import { formatUsage, statusText, shownStatus } from './store.js';
 import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialogs.js';
 import { Rewinds, forkedText } from './rewind.js';
 
@@ -1143,7 +1143,7 @@ export class ChatView {
           : ev.status === 'interrupted' ? 'Turn interrupted'
           : ev.status === 'limited' ? `Stopped by the vendor’s limit${ev.resetsAt ? ` until ${new Date(ev.resetsAt).toLocaleString()}` : ''}${ev.error ? `: ${ev.error}` : ''}`
           : `Turn failed${ev.error ? `: ${ev.error}` : ''}`;
-        const usage = normalizeUsage(ev.usage);
+        const usage = ev.usage;
         return add('turn', h(`div.turn-end.${ev.status}`, h('span', text),
           usage ? h('span.turn-usage', { title: 'Tokens (and cost, where the vendor reports one) of this turn' }, formatUsage(usage)) : null,
           h('time', clock(ev.ts))));
@@ -1176,7 +1176,7 @@ export class ChatView {
         return add('info', h('div.line-event.muted', ev.tasks?.length ? `Background: ${ev.tasks.map((t) => t.description || t.taskId).join(', ')}` : 'Background work finished'));
       case 'plan':
         return add('info', h('details.card.plan', { open: true }, h('summary', 'Plan'),
-          h('ol', (ev.entries || []).map((e) => h(`li.plan-${e.status || 'pending'}`, typeof e === 'object' ? `${e.content ?? json(e)}${e.status ? ` (${e.status})` : ''}` : String(e))))));
+          h('ol', ev.entries.map((e) => h(`li.plan-${e.status}`, `${e.content} (${e.status.replace('_', ' ')})`)))));
       case 'config_changed':
         return add('info', h('div.line-event.muted', `Settings: ${[ev.vendor, ev.model, ev.effort, ev.permissionMode].filter(Boolean).join(' · ')}`));
       case 'delegation': {

@@ -386,34 +386,9 @@ export function tree(store) {
 }
 
 /**
- * A turn's `usage` as totals, whatever the vendor's shape (the server's
- * `GET .../usage` reads them the same way): Claude Code's `{usage: {input_tokens,
- * cache_read_input_tokens, cache_creation_input_tokens, output_tokens},
- * totalCostUsd}`, Codex's `{inputTokens, cachedInputTokens, outputTokens}`.
- * @param {any} usage
- * @returns {import('./wire.js').UsageTotals | null}
+ * "1.2k in · 340 out · $0.05": a turn's `usage` or a sum of them.
+ * @param {{inputTokens: number, outputTokens: number, costUsd?: number | null} | null | undefined} u
  */
-export function normalizeUsage(usage) {
-  if (!usage || typeof usage !== 'object') return null;
-  const n = (/** @type {any} */ v) => (typeof v === 'number' && v > 0 ? Math.floor(v) : 0);
-  const c = usage.usage;
-  let input, cached, output;
-  if (c && typeof c === 'object') {
-    cached = n(c.cache_read_input_tokens);
-    input = n(c.input_tokens) + cached + n(c.cache_creation_input_tokens);
-    output = n(c.output_tokens);
-  } else {
-    input = n(usage.inputTokens);
-    cached = n(usage.cachedInputTokens);
-    output = n(usage.outputTokens);
-  }
-  /** @type {import('./wire.js').UsageTotals} */
-  const out = { turns: 1, inputTokens: input, cachedInputTokens: cached, outputTokens: output };
-  if (typeof usage.totalCostUsd === 'number') out.costUsd = usage.totalCostUsd;
-  return out;
-}
-
-/** "1.2k in · 340 out · $0.05". @param {import('./wire.js').UsageTotals | null | undefined} u */
 export function formatUsage(u) {
   if (!u) return '';
   const k = (/** @type {number} */ x) => (x >= 10000 ? `${Math.round(x / 1000)}k` : x >= 1000 ? `${(x / 1000).toFixed(1)}k` : String(x));

@@ -261,6 +261,20 @@
  */
 
 /**
+ * How full the model's context window is.
+ * @typedef {object} ContextUsage
+ * @property {number} size The window's size, tokens.
+ * @property {number} used Tokens in use.
+ */
+
+/**
+ * An amount of money.
+ * @typedef {object} Cost
+ * @property {number} amount The amount.
+ * @property {string} currency ISO 4217 currency code (`USD`).
+ */
+
+/**
  * Who answered a permission request (on `permission_resolved`; left out for a request withdrawn because its turn ended or the vendor settled it).
  * @typedef {('user' | 'driver' | 'bypass')} Decider
  */
@@ -375,7 +389,7 @@
 
 /**
  * One history event as it goes over the wire: `{kind, sessionId, seq, ts, turnId?, ...}`. `turn_started` and `turn_completed` carry their turn's id in the envelope's `turnId` (the protocol's `turn_started {turnId}`), so the body never repeats it.
- * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', resetsAt?: number | null, status: TurnStatus, usage?: any} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {decidedBy?: (Decider | null), kind: 'permission_resolved', requestId: string} | {entries: Array<any>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {choices?: Array<string>, from: string, kind: 'question', pairId: string, question: string, questionId: string, timeoutSeconds: number, to: string} | {answer: string, by: Answerer, kind: 'question_answered', pairId: string, questionId: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {commands: Array<VendorCommand>, kind: 'commands'} | {check: LoopCheck, goal: string, kind: 'loop_started', loopId: string, maxIterations: number} | {check: LoopCheckOutcome, kind: 'loop_iteration', loopId: string, n: number} | {iterations: number, kind: 'loop_ended', loopId: string, reason: LoopEndReason} | {at: number, kind: 'schedule_occurrence', number: number, outcome: OccurrenceOutcome, scheduleId: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {kind: 'imported', messages: number, shown: number, skippedLines: number, vendor: string, vendorSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
+ * @typedef {({seq: number, sessionId: string, ts: number, turnId?: string | null} & ({content?: Array<HistoryBlock>, delegatedBy?: string | null, internal?: boolean, kind: 'user_message', text: string} | {kind: 'text_delta', text: string} | {kind: 'assistant_message', text: string} | {kind: 'thinking', text: string} | {callId: string, input: any, kind: 'tool_call', name: string} | {callId: string, isError: boolean, kind: 'tool_result', output: any} | {kind: 'turn_started'} | {error?: string | null, kind: 'turn_completed', resetsAt?: number | null, status: TurnStatus, usage?: (TurnUsage | null)} | {kind: 'error', message: string} | {kind: 'info', text: string} | {kind: 'background_tasks', tasks: Array<BackgroundTask>} | {choices?: Array<PermissionChoice>, input: any, kind: 'permission_request', permissionKind?: PermissionKind, requestId: string, toolName: string} | {kind: 'permission_remembered', rule: PermissionRule} | {decidedBy?: (Decider | null), kind: 'permission_resolved', requestId: string} | {entries: Array<PlanEntry>, kind: 'plan'} | {active: boolean, changes?: (ChangeSummary | null), from: string, kind: 'delegation', pairId: string, to: string} | {choices?: Array<string>, from: string, kind: 'question', pairId: string, question: string, questionId: string, timeoutSeconds: number, to: string} | {answer: string, by: Answerer, kind: 'question_answered', pairId: string, questionId: string} | {ahead: number, base?: string | null, behind: number, branch?: string | null, dirty: boolean, files: Array<ChangedFile>, kind: 'git_state'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'checkpoint'} | {commit: string, files: Array<string>, filesOmitted?: number, kind: 'restored', undo: string} | {branch: string, commit: string, kind: 'pushed', remote: string} | {commands: Array<VendorCommand>, kind: 'commands'} | {check: LoopCheck, goal: string, kind: 'loop_started', loopId: string, maxIterations: number} | {check: LoopCheckOutcome, kind: 'loop_iteration', loopId: string, n: number} | {iterations: number, kind: 'loop_ended', loopId: string, reason: LoopEndReason} | {at: number, kind: 'schedule_occurrence', number: number, outcome: OccurrenceOutcome, scheduleId: string} | {exitCode?: number | null, kind: 'script', logTail: string, name: ScriptName, status: ScriptStatus} | {durationMs: number, exitCode?: number | null, kind: 'check', logTail: string, name: string, status: CheckStatus} | {base: string, branch: string, head: string, kind: 'rebased', onto: string} | {base: string, branch: string, commit: string, kind: 'merged', strategy: MergeStrategy} | {branch: string, kind: 'discarded'} | {kind: 'pair_created', pair: PairInfo} | {kind: 'pair_closed', pairId: string} | {kind: 'handoff_created', targetSessionId: string, targetTitle: string, targetVendor: string} | {kind: 'handoff_context', request: string, sourceSessionId: string, sourceTitle: string, sourceVendor: string} | {comments: Array<ReviewComment>, failed?: string | null, kind: 'review', reviewer?: (Reviewer | null), summary?: string | null} | {kind: 'overlap', paths: Array<string>, withSessionId: string} | {kind: 'imported', messages: number, shown: number, skippedLines: number, vendor: string, vendorSessionId: string} | {anchorSeq: number, conversation: ForkConversation, kind: 'forked', sourceSessionId: string, sourceTitle: string, turns: number} | {autoApproved?: boolean, kind: 'worker_proposal', plan: string, proposalId: string, recommended: WorkerChoice, status: ProposalStatus, summary: string} | {autoApproved?: boolean, error?: string | null, kind: 'worker_proposal_update', pairId?: string | null, proposalId: string, selected?: (WorkerChoice | null), status: ProposalStatus, workerId?: string | null} | {anchorSeq: number, kind: 'history_rewound', supersededFrom: number, supersededTo: number, turns: number} | {effort: string, kind: 'config_changed', model: string, permissionMode: PermissionMode, vendor: string}))} Event
  */
 
 /**
@@ -794,6 +808,24 @@
  * `ping` reply: `{pong: true}`.
  * @typedef {object} PingResult
  * @property {boolean} pong Always true.
+ */
+
+/**
+ * One step of an agent's plan (the `plan` event).
+ * @typedef {object} PlanEntry
+ * @property {string} content What the step is.
+ * @property {PlanPriority} [priority] How much it matters.
+ * @property {PlanStatus} [status] Where it stands.
+ */
+
+/**
+ * How much a plan step matters.
+ * @typedef {('high' | 'medium' | 'low')} PlanPriority
+ */
+
+/**
+ * Where a plan step stands.
+ * @typedef {('pending' | 'in_progress' | 'completed')} PlanStatus
  */
 
 /**
@@ -1651,6 +1683,19 @@
 /**
  * How a turn ended. `interrupted` and `failed` are never reported as completed.
  * @typedef {('completed' | 'interrupted' | 'failed' | 'limited')} TurnStatus
+ */
+
+/**
+ * What one turn used, as its vendor reported it (`turn_completed.usage`).
+ * @typedef {object} TurnUsage
+ * @property {number | null} [cacheWriteTokens] Of the input, tokens written to the vendor's cache, when the vendor counts them apart (Claude Code, ACP agents).
+ * @property {number} cachedInputTokens Of the input, tokens read from the vendor's cache.
+ * @property {(ContextUsage | null)} [context] The context window after the turn, when the vendor said it.
+ * @property {number | null} [costUsd] What the turn cost in US dollars, when the vendor reported a cost in dollars.
+ * @property {number} inputTokens Input tokens, those served from or written to the vendor's cache included.
+ * @property {number} outputTokens Output tokens, reasoning included.
+ * @property {number | null} [reasoningTokens] Of the output, reasoning tokens, when the vendor counts them apart.
+ * @property {(Cost | null)} [sessionCost] What the vendor session has cost so far, in the currency the vendor gave (ACP agents report the session's cost, not the turn's).
  */
 
 /**

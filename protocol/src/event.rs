@@ -124,9 +124,9 @@ pub enum EventBody {
         /// Why it failed or was cut off.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
-        /// Token usage and cost as the vendor reported them (vendor-shaped JSON).
+        /// Token usage and cost as the vendor reported them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        usage: Option<Value>,
+        usage: Option<crate::history::TurnUsage>,
         /// With status `limited`: when the vendor's limit lifts, epoch ms, when it
         /// said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -180,8 +180,8 @@ pub enum EventBody {
     },
     /// The agent's plan, complete each time it changes (ACP `plan` updates).
     Plan {
-        /// Its entries as the vendor sent them (`{content, status, priority}` for ACP).
-        entries: Vec<Value>,
+        /// Its steps, in order.
+        entries: Vec<crate::history::PlanEntry>,
     },
     /// A delegation between the sessions of a pair started (`active`) or ended.
     Delegation {

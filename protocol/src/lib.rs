@@ -12,6 +12,7 @@ pub mod error;
 pub mod event;
 pub mod external;
 pub mod fleet;
+pub mod history;
 pub mod incoming;
 pub mod loops;
 pub mod mcp;
@@ -40,6 +41,7 @@ pub use client::{parse_client_frame, ClientFrame, ClientRequest, FrameError};
 pub use content::{ContentBlock, HistoryBlock, MessageContent};
 pub use error::ErrorCode;
 pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
+pub use history::{PlanEntry, TurnUsage};
 pub use permission::{
     ApprovalAsk, Decider, PermissionChoice, PermissionKind, PermissionRule, RememberScope,
 };

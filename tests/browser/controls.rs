@@ -447,7 +447,7 @@ async fn usage_and_cost_per_turn_session_delegation_and_today() {
     let b = &page.browser;
     let id = create_session(&page, "costly").await;
     page.open_session(&id).await;
-    page.send(&id, "/usage {\"usage\": {\"input_tokens\": 1000, \"cache_read_input_tokens\": 200, \"output_tokens\": 300}, \"totalCostUsd\": 0.5}\nhi")
+    page.send(&id, "/usage {\"inputTokens\": 1200, \"cachedInputTokens\": 200, \"outputTokens\": 300, \"costUsd\": 0.5}\nhi")
         .await;
     page.wait_text(&id, ".turn-end .turn-usage", "1.2k in · 300 out · $0.50")
         .await;
@@ -477,7 +477,7 @@ async fn usage_and_cost_per_turn_session_delegation_and_today() {
         "document.querySelector('.split .pane.driver') && document.querySelector('.split .pane.worker')",
     )
     .await;
-    page.send(&id, "/tool send_to_partner {\"message\": \"/usage {\\\"usage\\\": {\\\"input_tokens\\\": 50, \\\"output_tokens\\\": 5}, \\\"totalCostUsd\\\": 0.25}\\nok\"}")
+    page.send(&id, "/tool send_to_partner {\"message\": \"/usage {\\\"inputTokens\\\": 50, \\\"cachedInputTokens\\\": 0, \\\"outputTokens\\\": 5, \\\"costUsd\\\": 0.25}\\nok\"}")
         .await;
     page.wait_text(
         &id,

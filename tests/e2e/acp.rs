@@ -790,7 +790,7 @@ async fn an_agent_offering_resume_and_close_gets_them_and_its_cost_counts_per_tu
     // A new session's cost starts at nothing: the first turn's is all of it.
     let events = turn(&mut ws, &id, "say one").await;
     assert_eq!(status(&events), "completed", "{events:?}");
-    assert_eq!(end(&events)["usage"]["totalCostUsd"], 0.25, "{events:?}");
+    assert_eq!(end(&events)["usage"]["costUsd"], 0.25, "{events:?}");
     let agent = w.info(&id).await["vendorSessionId"]
         .as_str()
         .unwrap()
@@ -817,12 +817,9 @@ async fn an_agent_offering_resume_and_close_gets_them_and_its_cost_counts_per_tu
     );
     // Reopened, the session's cost so far was never seen: that turn's is not known
     // (never counted twice); the next turn's is what it added.
-    assert!(
-        end(&events)["usage"].get("totalCostUsd").is_none(),
-        "{events:?}"
-    );
+    assert!(end(&events)["usage"].get("costUsd").is_none(), "{events:?}");
     let events = turn(&mut ws, &id, "say three").await;
-    assert_eq!(end(&events)["usage"]["totalCostUsd"], 0.25, "{events:?}");
+    assert_eq!(end(&events)["usage"]["costUsd"], 0.25, "{events:?}");
     let (_, usage) = w
         .server()
         .get(&format!("/api/v1/sessions/{id}/usage"))

@@ -46,6 +46,7 @@ mod loops;
 mod many_subscriptions;
 mod mcp_sdk;
 mod mcp_servers;
+mod old_histories;
 mod openapi;
 mod operations;
 mod overlaps;

@@ -215,10 +215,9 @@ async fn usage_totals_per_session_and_per_delegation() {
     let mut ws = server.ws().await;
     let driver = ws.create_session().await;
     ws.subscribe(&driver, 0).await;
-    // Two turns with usage (one Claude-shaped with a cost, one Codex-shaped), one
-    // without.
+    // Two turns with usage (one with a cost, one without), one without usage.
     ws.ok(json!({"type": "chat.send", "sessionId": driver,
-        "content": "/usage {\"usage\": {\"input_tokens\": 100, \"cache_read_input_tokens\": 20, \"output_tokens\": 30}, \"totalCostUsd\": 0.5}\nhi"}))
+        "content": "/usage {\"inputTokens\": 120, \"cachedInputTokens\": 20, \"outputTokens\": 30, \"costUsd\": 0.5}\nhi"}))
         .await;
     ws.events_until_turn_end(&driver).await;
     ws.ok(json!({"type": "chat.send", "sessionId": driver,
@@ -238,7 +237,7 @@ async fn usage_totals_per_session_and_per_delegation() {
         .scripted_tool(
             &driver,
             "send_to_partner",
-            json!({"message": "/usage {\"usage\": {\"input_tokens\": 7, \"output_tokens\": 3}, \"totalCostUsd\": 0.25}\ndone"}),
+            json!({"message": "/usage {\"inputTokens\": 7, \"cachedInputTokens\": 0, \"outputTokens\": 3, \"costUsd\": 0.25}\ndone"}),
         )
         .await;
     assert!(!is_error, "{output}");

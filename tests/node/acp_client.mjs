@@ -508,8 +508,8 @@ async function thirdEditor() {
       inputTokens: 30,
       cachedInputTokens: 4,
       outputTokens: 9,
-      totalTokens: 39,
-      context: { used: 34, size: 1000, cost: { amount: 0.5, currency: "USD" } },
+      context: { used: 34, size: 1000 },
+      sessionCost: { amount: 0.5, currency: "USD" },
     };
     editor.take(sid);
     const counted = await ctx.request(acp.methods.agent.session.prompt, {

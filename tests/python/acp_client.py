@@ -448,8 +448,8 @@ async def third_editor(command, url, token, cwd):
             "inputTokens": 30,
             "cachedInputTokens": 4,
             "outputTokens": 9,
-            "totalTokens": 39,
-            "context": {"used": 34, "size": 1000, "cost": {"amount": 0.5, "currency": "USD"}},
+            "context": {"used": 34, "size": 1000},
+            "sessionCost": {"amount": 0.5, "currency": "USD"},
         }
         editor.take(sid)
         answer = await conn.prompt(session_id=sid, prompt=[text_block("counted\n/usage " + json.dumps(usage))])

@@ -193,9 +193,9 @@ pub enum AgentItem {
         /// The id the adapter gave it; the session drops it from the pending list.
         request_id: String,
     },
-    /// Token usage and cost of the current turn, as the vendor reports it; kept on the
-    /// turn's `turn_completed`. Send it before [`AgentItem::TurnEnded`].
-    Usage(serde_json::Value),
+    /// Token usage and cost of the current turn, translated from the vendor's report;
+    /// kept on the turn's `turn_completed`. Send it before [`AgentItem::TurnEnded`].
+    Usage(tandem_protocol::TurnUsage),
 }
 
 /// Sent (and awaited) by an adapter that produces fast: answers once the session's

@@ -76,8 +76,8 @@ enum Step {
         ms: u64,
         description: String,
     },
-    /// Reports the turn's usage as a vendor would (`/usage {json}`).
-    Usage(Value),
+    /// Reports the turn's usage (`/usage {json}`, a `TurnUsage`).
+    Usage(tandem_protocol::TurnUsage),
     /// A tool call shown as a vendor reports one, with an `ok` result, running
     /// nothing (`/show NAME {json}`): how the page draws a vendor's tools.
     Show {
@@ -87,7 +87,7 @@ enum Step {
     /// Thinking shown as a vendor's (`/think TEXT`).
     Think(String),
     /// A plan shown as a vendor's (`/plan [entries]`).
-    Plan(Vec<Value>),
+    Plan(Vec<tandem_protocol::PlanEntry>),
     /// Quotes the remembered conversation (`/history`).
     History,
     /// Writes a file in the working directory (`/write PATH TEXT`).
@@ -804,7 +804,11 @@ mod tests {
                 },
                 Step::Fail("boom".into()),
                 Step::Think("hm".into()),
-                Step::Plan(vec![serde_json::json!({"content": "a"})]),
+                Step::Plan(vec![tandem_protocol::PlanEntry {
+                    content: "a".into(),
+                    status: Default::default(),
+                    priority: Default::default(),
+                }]),
                 Step::Text("/plan nope".into()),
             ]
         );

@@ -1,11 +1,12 @@
-//! Token usage and cost, totalled from the stored `turn_completed` events: per
-//! session, and per delegated Worker turn. Vendors report usage in their own shapes;
-//! [`normalize`] reads the parts every vendor has.
+//! Token usage and cost, totalled from the stored `turn_completed` events (whose
+//! `usage` the adapters wrote in the neutral `TurnUsage` shape): per session, and per
+//! delegated Worker turn.
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde_json::Value;
+use serde::Deserialize;
 use tandem_protocol::rest::{DelegationUsage, UsageSummary, UsageTotals};
+use tandem_protocol::TurnUsage;
 
 use super::Runtime;
 use crate::access::Principal;
@@ -72,45 +73,39 @@ fn read_history(store: &Store, id: &str, since: u64) -> Result<HistoryUsage, Run
             break;
         };
         for (_, frame) in &rows {
-            // Most events are none of these; skip parsing them.
-            if !(frame.contains("\"turn_completed\"")
-                || frame.contains("\"delegatedBy\"")
-                || frame.contains("\"delegation\""))
-            {
-                continue;
-            }
-            let Ok(ev) = serde_json::from_str::<Value>(frame) else {
+            // The fields read here, of any event; an event none of them fits is skipped.
+            let Ok(ev) = serde_json::from_str::<Slim>(frame) else {
                 continue;
             };
-            let turn = ev["turnId"].as_str().unwrap_or_default();
-            match ev["kind"].as_str() {
-                Some("turn_completed") => {
-                    let counted = ev["ts"].as_u64().unwrap_or(0) >= since;
-                    let usage = normalize(&ev["usage"]);
+            let turn = ev.turn_id.unwrap_or_default();
+            match ev.kind.as_str() {
+                "turn_completed" => {
+                    let counted = ev.ts >= since;
+                    let usage = totals(ev.usage.as_ref());
                     if counted {
                         add(&mut out.total, &usage);
                     }
-                    if let Some(i) = open.remove(turn) {
+                    if let Some(i) = open.remove(&turn) {
                         out.delegated[i].usage = usage;
                         out.counted[i] = counted;
                     }
                 }
-                Some("user_message") => {
-                    if let Some(driver) = ev["delegatedBy"].as_str() {
-                        open.insert(turn.to_string(), out.delegated.len());
+                "user_message" => {
+                    if let Some(driver) = ev.delegated_by {
+                        open.insert(turn.clone(), out.delegated.len());
                         out.delegated.push(DelegationUsage {
                             worker_id: id.to_string(),
-                            turn_id: turn.to_string(),
-                            driver_id: driver.to_string(),
-                            started_at: ev["ts"].as_u64().unwrap_or(0),
+                            turn_id: turn,
+                            driver_id: driver,
+                            started_at: ev.ts,
                             usage: UsageTotals::default(),
                         });
                         out.counted.push(false);
                     }
                 }
-                Some("delegation") if ev["from"].as_str() == Some(id) => {
-                    if let Some(to) = ev["to"].as_str() {
-                        out.workers.insert(to.to_string());
+                "delegation" if ev.from.as_deref() == Some(id) => {
+                    if let Some(to) = ev.to {
+                        out.workers.insert(to);
                     }
                 }
                 _ => {}
@@ -140,71 +135,39 @@ fn add(total: &mut UsageTotals, one: &UsageTotals) {
     }
 }
 
-/// One turn's `usage` as totals (`turns` 1), or zeros (`turns` 0) when it has none.
-/// Claude Code: `{usage: {input_tokens, cache_read_input_tokens,
-/// cache_creation_input_tokens, output_tokens}, totalCostUsd}`; Codex: `{inputTokens,
-/// cachedInputTokens, outputTokens}`. Anything else counts what it shares with these.
-pub fn normalize(usage: &Value) -> UsageTotals {
-    if !usage.is_object() {
+/// The fields of a stored event this module reads.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Slim {
+    kind: String,
+    #[serde(default)]
+    turn_id: Option<String>,
+    #[serde(default)]
+    ts: u64,
+    /// `turn_completed`'s usage.
+    #[serde(default)]
+    usage: Option<TurnUsage>,
+    /// A `user_message` a Driver delegated.
+    #[serde(default)]
+    delegated_by: Option<String>,
+    /// A `delegation`'s Driver.
+    #[serde(default)]
+    from: Option<String>,
+    /// A `delegation`'s Worker.
+    #[serde(default)]
+    to: Option<String>,
+}
+
+/// One turn's usage as totals (`turns` 1), or zeros (`turns` 0) when it has none.
+fn totals(usage: Option<&TurnUsage>) -> UsageTotals {
+    let Some(usage) = usage else {
         return UsageTotals::default();
-    }
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
-    let claude = &usage["usage"];
-    let (input, cached, output) = if claude.is_object() {
-        let cached = n(&claude["cache_read_input_tokens"]);
-        (
-            n(&claude["input_tokens"]) + cached + n(&claude["cache_creation_input_tokens"]),
-            cached,
-            n(&claude["output_tokens"]),
-        )
-    } else {
-        (
-            n(&usage["inputTokens"]),
-            n(&usage["cachedInputTokens"]),
-            n(&usage["outputTokens"]),
-        )
     };
     UsageTotals {
         turns: 1,
-        input_tokens: input,
-        cached_input_tokens: cached,
-        output_tokens: output,
-        cost_usd: usage["totalCostUsd"].as_f64(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::normalize;
-    use serde_json::json;
-
-    #[test]
-    fn claude_and_codex_usage_read_alike() {
-        let claude = normalize(
-            &json!({"usage": {"input_tokens": 10, "cache_read_input_tokens": 5,
-            "cache_creation_input_tokens": 2, "output_tokens": 7}, "totalCostUsd": 0.25}),
-        );
-        assert_eq!(
-            (
-                claude.input_tokens,
-                claude.cached_input_tokens,
-                claude.output_tokens
-            ),
-            (17, 5, 7)
-        );
-        assert_eq!(claude.cost_usd, Some(0.25));
-        let codex = normalize(&json!({"inputTokens": 30, "cachedInputTokens": 4,
-            "outputTokens": 9, "totalTokens": 39}));
-        assert_eq!(
-            (
-                codex.input_tokens,
-                codex.cached_input_tokens,
-                codex.output_tokens,
-                codex.cost_usd
-            ),
-            (30, 4, 9, None)
-        );
-        assert_eq!(normalize(&json!(null)).turns, 0);
-        assert_eq!(normalize(&json!("x")).turns, 0);
+        input_tokens: usage.input_tokens,
+        cached_input_tokens: usage.cached_input_tokens,
+        output_tokens: usage.output_tokens,
+        cost_usd: usage.cost_usd,
     }
 }

@@ -62,7 +62,7 @@ pub(super) struct ActiveTurn {
     pub interrupt_requested: bool,
     pub delegation: Option<TurnDelegation>,
     /// Usage and cost the adapter reported, kept on `turn_completed`.
-    pub usage: Option<serde_json::Value>,
+    pub usage: Option<tandem_protocol::TurnUsage>,
     /// The turn's message, sent again when a vendor limit ended it and the session
     /// waits for the limit (`onLimit: wait`).
     pub message: String,

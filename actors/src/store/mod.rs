@@ -2,6 +2,7 @@
 //! ([`writer`]), and a small pool of read connections used from blocking tasks.
 
 pub mod devices;
+mod history_shapes;
 pub mod mcp_servers;
 pub mod push;
 pub mod tokens;
@@ -186,6 +187,7 @@ impl Store {
         conn.execute_batch(SCHEMA).map_err(|e| unwritable(&e))?;
         prove_writable(&conn).map_err(|e| unwritable(&e))?;
         tokens::migrate(&conn, data_dir)?;
+        history_shapes::migrate(&conn)?;
         Ok(Store {
             inner: Arc::new(StoreInner {
                 path,

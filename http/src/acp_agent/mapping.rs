@@ -74,7 +74,9 @@ impl Mapper {
                 // What a cut-short turn streamed is not continued by the next one.
                 self.streamed.clear();
                 self.message_id = None;
-                super::usage::context_update(&event["usage"])
+                serde_json::from_value(event["usage"].clone())
+                    .ok()
+                    .and_then(|usage| super::usage::context_update(&usage))
                     .into_iter()
                     .collect()
             }
@@ -233,31 +235,10 @@ fn tool_result(event: &Value) -> Value {
     update
 }
 
-/// A `plan` event as a `plan` update, each entry in ACP's shape (`content`,
-/// `priority`, `status`) whatever the vendor called its fields.
+/// A `plan` event as a `plan` update: its entries are in ACP's shape already.
 fn plan(event: &Value) -> Value {
-    let entries: Vec<Value> = event["entries"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .map(|e| {
-            let content = ["content", "step", "text", "title"]
-                .iter()
-                .find_map(|k| e[*k].as_str())
-                .map_or_else(|| e.to_string(), str::to_string);
-            let status = match e["status"].as_str().unwrap_or_default() {
-                "in_progress" | "inProgress" | "active" => "in_progress",
-                "completed" | "done" => "completed",
-                _ => "pending",
-            };
-            let priority = match e["priority"].as_str().unwrap_or_default() {
-                p @ ("high" | "low") => p,
-                _ => "medium",
-            };
-            json!({"content": content, "priority": priority, "status": status})
-        })
-        .collect();
+    let entries: Vec<tandem_protocol::PlanEntry> =
+        serde_json::from_value(event["entries"].clone()).unwrap_or_default();
     json!({"sessionUpdate": "plan", "entries": entries})
 }
 
@@ -664,8 +645,8 @@ mod tests {
             3,
             json!({"entries": [
                 {"content": "a", "status": "in_progress", "priority": "high"},
-                {"step": "b", "status": "completed"},
-                {"text": "c"}
+                {"content": "b", "status": "completed", "priority": "medium"},
+                {"content": "c", "status": "pending", "priority": "medium"}
             ]}),
         ));
         assert_eq!(

@@ -14,14 +14,14 @@ use super::mapping::Mapper;
 const ENDED_KEPT: usize = 16;
 
 /// How a turn ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// `completed`, `interrupted` or `failed`.
     pub status: String,
     /// Why it failed.
     pub error: Option<String>,
-    /// Its usage as the vendor reported it (`turn_completed.usage`).
-    pub usage: Option<Value>,
+    /// Its usage (`turn_completed.usage`).
+    pub usage: Option<tandem_protocol::TurnUsage>,
 }
 
 /// A `session/prompt` waiting for its turn to end.
@@ -311,7 +311,7 @@ impl Followed {
         let outcome = Outcome {
             status: event["status"].as_str().unwrap_or("failed").to_string(),
             error: event["error"].as_str().map(str::to_string),
-            usage: Some(event["usage"].clone()).filter(|u| !u.is_null()),
+            usage: serde_json::from_value(event["usage"].clone()).ok(),
         };
         match self.prompt.as_ref().map(|p| p.turn.as_deref()) {
             Some(Some(t)) if t == turn => {

@@ -69,7 +69,7 @@ struct TurnData {
     mapper: TurnMapper,
     /// The agent's answer to the prompt, held while tool calls are still open (see
     /// [`SETTLE_GRACE`]).
-    answered: Option<(TurnStatus, Option<String>, Option<Value>)>,
+    answered: Option<(TurnStatus, Option<String>, Option<super::wire::PromptUsage>)>,
 }
 
 /// A permission request the agent is waiting on (the core's approval handle).
@@ -190,7 +190,12 @@ impl AcpAgent {
     /// Ends the turn in the slot (if any): what its mapper still holds is written
     /// first, pending requests are withdrawn, the usage goes before the slot's one
     /// `TurnEnded` (which an interrupt turns into `interrupted`).
-    fn finish_turn(&mut self, status: TurnStatus, error: Option<String>, usage: Option<Value>) {
+    fn finish_turn(
+        &mut self,
+        status: TurnStatus,
+        error: Option<String>,
+        usage: Option<super::wire::PromptUsage>,
+    ) {
         let Some(turn) = self.slot.get_mut() else {
             return;
         };

@@ -3,10 +3,15 @@
 //! into one of the agent's modes. Pure functions and one small per-turn state
 //! ([`TurnMapper`]), unit-tested here.
 
-use serde_json::{json, Map, Value};
-use tandem_protocol::{EventBody, PermissionChoice, PermissionMode, RememberScope, TurnStatus};
+use serde_json::{Map, Value};
+use tandem_protocol::history::{ContextUsage, Cost};
+use tandem_protocol::{
+    EventBody, PermissionChoice, PermissionMode, PlanEntry, RememberScope, TurnStatus, TurnUsage,
+};
 
-use super::wire::{Mode, PermissionOption, PermissionOutcome, SessionUpdate, ToolCallFields};
+use super::wire::{
+    Mode, PermissionOption, PermissionOutcome, PromptUsage, SessionUpdate, ToolCallFields,
+};
 
 /// A tool call seen in this turn.
 #[derive(Debug, Default)]
@@ -33,7 +38,9 @@ pub struct TurnMapper {
     /// Tool calls by id, in the order first seen.
     calls: Vec<Call>,
     /// The latest context usage (`usage_update`).
-    context: Option<Value>,
+    context: Option<ContextUsage>,
+    /// The session's cost so far, as the latest `usage_update` gave it.
+    session_cost: Option<Cost>,
 }
 
 impl TurnMapper {
@@ -62,14 +69,17 @@ impl TurnMapper {
             SessionUpdate::Plan { entries } => {
                 self.close_thought(&mut out);
                 self.close_text(&mut out);
+                let entries = entries.iter().map(PlanEntry::from_value).collect();
                 out.push(EventBody::Plan { entries });
             }
             SessionUpdate::UsageUpdate { used, size, cost } => {
-                let mut context = json!({"used": used, "size": size});
+                self.context = Some(ContextUsage { used, size });
                 if let Some(cost) = cost {
-                    context["cost"] = cost;
+                    self.session_cost = Some(Cost {
+                        amount: cost.amount,
+                        currency: cost.currency,
+                    });
                 }
-                self.context = Some(context);
             }
             SessionUpdate::UserMessageChunk { .. }
             | SessionUpdate::CurrentModeUpdate { .. }
@@ -117,31 +127,31 @@ impl TurnMapper {
         out
     }
 
-    /// The session's cumulative cost in USD as the turn's last `usage_update` said
-    /// (a cost in another currency is kept in `context` alone).
+    /// The session's cost in USD so far, as the latest `usage_update` said (a cost in
+    /// another currency is kept as the session's cost alone).
     pub fn cost_usd(&self) -> Option<f64> {
-        let cost = &self.context.as_ref()?["cost"];
-        (cost["currency"].as_str()? == "USD")
-            .then(|| cost["amount"].as_f64())
-            .flatten()
+        let cost = self.session_cost.as_ref()?;
+        (cost.currency == "USD").then_some(cost.amount)
     }
 
-    /// The turn's usage for `turn_completed`: what `session/prompt` answered, plus
-    /// the last context usage as `context` and the turn's own cost in USD
-    /// (`totalCostUsd`, as Claude Code reports it) when known.
-    pub fn usage(&self, reported: Option<Value>, cost_usd: Option<f64>) -> Option<Value> {
-        let mut usage = match reported {
-            Some(Value::Object(map)) => map,
-            Some(other) => Map::from_iter([("reported".to_string(), other)]),
-            None => Map::new(),
-        };
-        if let Some(context) = &self.context {
-            usage.insert("context".into(), context.clone());
+    /// The turn's usage for `turn_completed`: the tokens `session/prompt` answered
+    /// with, the last context usage, the session's cost so far and the turn's own
+    /// cost in USD when known; `None` when the agent said nothing of it.
+    pub fn usage(&self, reported: Option<PromptUsage>, cost_usd: Option<f64>) -> Option<TurnUsage> {
+        if reported.is_none() && self.context.is_none() && self.session_cost.is_none() {
+            return None;
         }
-        if let Some(cost) = cost_usd {
-            usage.insert("totalCostUsd".into(), json!(cost));
-        }
-        (!usage.is_empty()).then_some(Value::Object(usage))
+        let tokens = reported.unwrap_or_default();
+        Some(TurnUsage {
+            input_tokens: tokens.input_tokens,
+            cached_input_tokens: tokens.cached_read_tokens.unwrap_or(0),
+            cache_write_tokens: tokens.cached_write_tokens,
+            output_tokens: tokens.output_tokens,
+            reasoning_tokens: tokens.thought_tokens,
+            context: self.context,
+            cost_usd,
+            session_cost: self.session_cost.clone(),
+        })
     }
 
     fn close_text(&mut self, out: &mut Vec<EventBody>) {
@@ -421,6 +431,7 @@ pub fn is_limit_error(error: &str) -> bool {
 mod tests {
     use super::*;
     use crate::adapter::acp::wire::ContentBlock;
+    use serde_json::json;
 
     fn chunk(text: &str) -> SessionUpdate {
         SessionUpdate::AgentMessageChunk {
@@ -497,10 +508,13 @@ mod tests {
                 json!({"sessionUpdate": "usage_update", "used": 8, "size": 100})
             ))
             .is_empty());
-        assert_eq!(
-            m.usage(Some(json!({"inputTokens": 5})), None),
-            Some(json!({"inputTokens": 5, "context": {"used": 8, "size": 100}}))
-        );
+        let reported = PromptUsage {
+            input_tokens: 5,
+            ..Default::default()
+        };
+        let usage = m.usage(Some(reported), None).unwrap();
+        assert_eq!(usage.input_tokens, 5);
+        assert_eq!(usage.context, Some(ContextUsage { used: 8, size: 100 }));
         assert_eq!(m.cost_usd(), None);
         // A cost: the session's so far; the turn's own is given by the caller.
         m.update(update(
@@ -508,10 +522,14 @@ mod tests {
             "cost": {"amount": 0.5, "currency": "USD"}}),
         ));
         assert_eq!(m.cost_usd(), Some(0.5));
+        let usage = m.usage(None, Some(0.25)).unwrap();
+        assert_eq!((usage.input_tokens, usage.cost_usd), (0, Some(0.25)));
         assert_eq!(
-            m.usage(None, Some(0.25)),
-            Some(json!({"context": {"used": 9, "size": 100,
-                "cost": {"amount": 0.5, "currency": "USD"}}, "totalCostUsd": 0.25}))
+            usage.session_cost,
+            Some(Cost {
+                amount: 0.5,
+                currency: "USD".into()
+            })
         );
         m.update(update(
             json!({"sessionUpdate": "usage_update", "used": 9, "size": 100,

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tandem_protocol::{EventBody, TurnStatus};
 
 use super::actor::{ClaudeAgent, Stage};
-use super::mapping::{turn_outcome, usage_value};
+use super::mapping::turn_outcome;
 use super::wire::{CliMessage, ResultMessage, SystemMessage};
 use crate::adapter::core::Phase;
 use crate::adapter::messages::AgentItem;
@@ -152,8 +152,8 @@ impl ClaudeAgent {
         let Some(turn_id) = self.current_turn() else {
             return;
         };
-        self.emitter
-            .send(Some(turn_id), AgentItem::Usage(usage_value(&result)));
+        let usage = self.mapper.usage(&result);
+        self.emitter.send(Some(turn_id), AgentItem::Usage(usage));
         let stopping = matches!(self.turn.phase(), Some(Phase::Stopping(_)));
         let (status, error) = turn_outcome(&result, stopping);
         let resets = self.limit_resets_at.take();

@@ -11,7 +11,7 @@
 //!   are skipped; a failed turn carries the error instead.
 
 use serde_json::Value;
-use tandem_protocol::{EventBody, TurnStatus};
+use tandem_protocol::{EventBody, TurnStatus, TurnUsage};
 
 use super::wire::{
     AssistantMessage, CliMessage, ContentBlock, Delta, MessageContent, ResultMessage, StreamEvent,
@@ -24,6 +24,8 @@ pub struct StreamMapper {
     /// Thinking deltas streamed for the current message: its complete thinking block
     /// is then not repeated.
     thinking_streamed: bool,
+    /// The process's cost as its previous result said it, US dollars.
+    cost_so_far: f64,
 }
 
 impl StreamMapper {
@@ -153,29 +155,39 @@ pub fn turn_outcome(result: &ResultMessage, interrupting: bool) -> (TurnStatus, 
     }
 }
 
-/// The usage and cost kept on `turn_completed`.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TurnUsage<'a> {
-    /// Claude Code's token counts, as it reported them.
-    usage: &'a Value,
-    /// What the turn cost, in US dollars, by Claude Code's reckoning.
-    total_cost_usd: Option<f64>,
-    /// The turn's wall time as Claude Code measured it.
-    duration_ms: Option<u64>,
-    /// Model requests the turn made.
-    num_turns: Option<u64>,
-}
-
-/// The usage and cost kept on `turn_completed`.
-pub fn usage_value(result: &ResultMessage) -> Value {
-    let usage = TurnUsage {
-        usage: result.usage.as_ref().unwrap_or(&Value::Null),
-        total_cost_usd: result.total_cost_usd,
-        duration_ms: result.duration_ms,
-        num_turns: result.num_turns,
-    };
-    serde_json::to_value(usage).unwrap_or(Value::Null)
+impl StreamMapper {
+    /// The turn's usage in the neutral shape. Claude Code counts input apart from cache
+    /// reads and writes: all three are the turn's input. Its `total_cost_usd` is the
+    /// process's cost so far (every turn the process ran), so the turn's cost is what
+    /// it grew by since the process's previous result.
+    pub fn usage(&mut self, result: &ResultMessage) -> TurnUsage {
+        let n = |key: &str| {
+            result
+                .usage
+                .as_ref()
+                .and_then(|u| u[key].as_u64())
+                .unwrap_or(0)
+        };
+        let (read, write) = (
+            n("cache_read_input_tokens"),
+            n("cache_creation_input_tokens"),
+        );
+        let mut cost_usd = None;
+        if let Some(total) = result.total_cost_usd {
+            cost_usd = Some((total - self.cost_so_far).max(0.0));
+            self.cost_so_far = total;
+        }
+        TurnUsage {
+            input_tokens: n("input_tokens") + read + write,
+            cached_input_tokens: read,
+            cache_write_tokens: Some(write),
+            output_tokens: n("output_tokens"),
+            reasoning_tokens: None,
+            context: None,
+            cost_usd,
+            session_cost: None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -321,11 +333,24 @@ mod tests {
         assert!(turn_outcome(&bare, false)
             .1
             .is_some_and(|e| e.contains("error_max_turns")));
-        let usage = usage_value(&result(
-            json!({"subtype":"success","usage":{"output_tokens":5},"total_cost_usd":0.5,"num_turns":2}),
-        ));
-        assert_eq!(usage["usage"]["output_tokens"], 5);
-        assert_eq!(usage["totalCostUsd"], 0.5);
+        let mut m = StreamMapper::default();
+        let first = m.usage(&result(json!({"subtype":"success",
+            "usage":{"input_tokens":3,"cache_read_input_tokens":10,
+                "cache_creation_input_tokens":2,"output_tokens":5},
+            "total_cost_usd":0.5})));
+        assert_eq!(
+            (
+                first.input_tokens,
+                first.cached_input_tokens,
+                first.cache_write_tokens
+            ),
+            (15, 10, Some(2))
+        );
+        assert_eq!((first.output_tokens, first.cost_usd), (5, Some(0.5)));
+        // The process's cost so far: the second turn cost what it grew by.
+        let second = m.usage(&result(json!({"subtype":"success",
+            "usage":{"output_tokens":1},"total_cost_usd":0.75})));
+        assert_eq!(second.cost_usd, Some(0.25));
     }
 
     /// The lines claude 2.1.332 printed for a 429 (API key: a rate limit; OAuth: the

@@ -14,7 +14,8 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
-use tandem_protocol::EventBody;
+use tandem_protocol::history::ContextUsage;
+use tandem_protocol::{EventBody, TurnUsage};
 
 use super::shown;
 use super::wire::{
@@ -36,6 +37,9 @@ pub struct TurnMapper {
     usage: Option<TokenUsageBreakdown>,
     /// The model's context window, when reported.
     context_window: Option<i64>,
+    /// Tokens of the turn's latest model request (its input and output): what the
+    /// context holds after it.
+    context_used: i64,
     /// Set by any sign of progress; the unreachable-model guard reads and clears it.
     progressed: bool,
 }
@@ -119,6 +123,7 @@ impl TurnMapper {
                     sum.output_tokens += last.output_tokens;
                     sum.reasoning_output_tokens += last.reasoning_output_tokens;
                     sum.total_tokens += last.total_tokens;
+                    self.context_used = last.total_tokens;
                     if n.token_usage.model_context_window.is_some() {
                         self.context_window = n.token_usage.model_context_window;
                     }
@@ -190,7 +195,7 @@ impl TurnMapper {
     }
 
     /// Ends the turn: results for tools still open, and the turn's usage.
-    pub fn close(&mut self) -> (Vec<EventBody>, Option<Value>) {
+    pub fn close(&mut self) -> (Vec<EventBody>, Option<TurnUsage>) {
         let out = self
             .open_tools
             .drain(..)
@@ -200,9 +205,20 @@ impl TurnMapper {
                 is_error: true,
             })
             .collect();
-        let usage = self
-            .usage
-            .map(|u| shown::value(shown::Usage::of(&u, self.context_window)));
+        let tokens = |n: i64| u64::try_from(n).unwrap_or(0);
+        let usage = self.usage.map(|sum| TurnUsage {
+            input_tokens: tokens(sum.input_tokens),
+            cached_input_tokens: tokens(sum.cached_input_tokens),
+            cache_write_tokens: None,
+            output_tokens: tokens(sum.output_tokens),
+            reasoning_tokens: Some(tokens(sum.reasoning_output_tokens)),
+            context: self.context_window.map(|size| ContextUsage {
+                used: tokens(self.context_used),
+                size: tokens(size),
+            }),
+            cost_usd: None,
+            session_cost: None,
+        });
         (out, usage)
     }
 }
@@ -417,9 +433,18 @@ mod tests {
             matches!(&events[..], [EventBody::ToolResult { is_error: true, call_id, .. }] if call_id == "c1")
         );
         let usage = usage.unwrap();
-        assert_eq!(usage["inputTokens"], 20);
-        assert_eq!(usage["totalTokens"], 30);
-        assert_eq!(usage["modelContextWindow"], 100);
+        assert_eq!((usage.input_tokens, usage.output_tokens), (20, 10));
+        assert_eq!(
+            (usage.cached_input_tokens, usage.reasoning_tokens),
+            (2, Some(0))
+        );
+        assert_eq!(
+            usage.context,
+            Some(ContextUsage {
+                used: 15,
+                size: 100
+            })
+        );
     }
 
     #[test]

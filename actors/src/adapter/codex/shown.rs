@@ -1,12 +1,12 @@
 //! How Codex work is shown in our events: the `input` of a `tool_call` or a
-//! `permission_request`, a `tool_result`'s output, and the usage on `turn_completed`.
+//! `permission_request` and a `tool_result`'s output.
 //! The protocol leaves these vendor-shaped; typing them here keeps each shape in one
 //! place (camelCase, like the rest of our wire).
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::wire::{ItemStatus, TokenUsageBreakdown};
+use super::wire::ItemStatus;
 
 /// Any of the shapes below as the JSON value an event carries. The shapes hold
 /// strings, numbers and JSON values, so this cannot fail; were it to, the event shows
@@ -90,39 +90,6 @@ pub struct Permissions<'a> {
 pub struct Elicitation<'a> {
     /// The server's message.
     pub message: Option<&'a str>,
-}
-
-/// A turn's token usage on `turn_completed`: the sum over the turn's model requests.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    /// Input tokens.
-    pub input_tokens: i64,
-    /// Of those, served from the cache.
-    pub cached_input_tokens: i64,
-    /// Output tokens.
-    pub output_tokens: i64,
-    /// Of those, reasoning.
-    pub reasoning_output_tokens: i64,
-    /// Input plus output.
-    pub total_tokens: i64,
-    /// The model's context window, when Codex reported it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_context_window: Option<i64>,
-}
-
-impl Usage {
-    /// The turn's summed usage and the context window Codex last reported.
-    pub fn of(sum: &TokenUsageBreakdown, window: Option<i64>) -> Self {
-        Usage {
-            input_tokens: sum.input_tokens,
-            cached_input_tokens: sum.cached_input_tokens,
-            output_tokens: sum.output_tokens,
-            reasoning_output_tokens: sum.reasoning_output_tokens,
-            total_tokens: sum.total_tokens,
-            model_context_window: window,
-        }
-    }
 }
 
 /// An empty JSON object (`{}`), where Codex wants one.

@@ -556,7 +556,37 @@ pub struct PromptResult {
     pub stop_reason: String,
     /// Token usage, when the agent reports it here.
     #[serde(default)]
-    pub usage: Option<Value>,
+    pub usage: Option<PromptUsage>,
+}
+
+/// `PromptResponse.usage`: the turn's tokens (ACP's unstable usage report).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptUsage {
+    /// Input tokens.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Output tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Reasoning tokens.
+    #[serde(default)]
+    pub thought_tokens: Option<u64>,
+    /// Input read from the cache.
+    #[serde(default)]
+    pub cached_read_tokens: Option<u64>,
+    /// Input written to the cache.
+    #[serde(default)]
+    pub cached_write_tokens: Option<u64>,
+}
+
+/// A cost an agent reports (`usage_update.cost`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AgentCost {
+    /// The amount.
+    pub amount: f64,
+    /// ISO 4217 code.
+    pub currency: String,
 }
 
 /// `session/cancel` parameters.
@@ -615,9 +645,9 @@ pub enum SessionUpdate {
         /// The context window.
         #[serde(default)]
         size: u64,
-        /// Cumulative cost, when reported.
+        /// The session's cost so far, when reported.
         #[serde(default)]
-        cost: Option<Value>,
+        cost: Option<AgentCost>,
     },
     /// The agent switched mode by itself.
     CurrentModeUpdate {
