@@ -504,10 +504,7 @@ pub(super) async fn serve(cluster: Cluster) -> Result<(), ClusterError> {
 /// Runs one pair message here.
 async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, RuntimeError> {
     let rt = &cluster.inner.runtime;
-    let worker = |id: &str| {
-        rt.session_addr(id)
-            .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))
-    };
+    let worker = |id: &str| worker_addr(rt, id);
     Ok(match call {
         PairCall::CreateWorker(spec) => serde_json::to_value(rt.create_remote_worker(spec).await?)
             .map_err(|e| RuntimeError::Internal(e.to_string()))?,
@@ -520,25 +517,15 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             pair_node,
             approvals,
         } => {
-            let epoch = rt.write_epoch();
-            let turn = worker(&worker_id)?
-                .send(crate::session::StartDelegated {
-                    text,
-                    driver_id,
-                    pair_id,
-                    delegation_id,
-                    approvals,
-                    report_to: ReportTo::Node(pair_node),
-                })
-                .await??;
-            // The pair hears "started" only once the Worker's record holds the
-            // delegation on disk: a crash after that reports it (interrupted) at the
-            // restart, and a crash before it leaves nothing that a restarted pair's
-            // `HoldsDelegation` would find.
-            if !rt.synced_since(epoch).await {
-                tracing::error!(worker = %worker_id, "the delegated turn's start is not stored");
-            }
-            serde_json::Value::String(turn)
+            let start = crate::session::StartDelegated {
+                text,
+                driver_id,
+                pair_id,
+                delegation_id,
+                approvals,
+                report_to: ReportTo::Node(pair_node),
+            };
+            serde_json::Value::String(start_delegated(rt, &worker_id, start).await?)
         }
         PairCall::Partial { worker_id } => {
             serde_json::Value::String(worker(&worker_id)?.send(PartialText).await?)
@@ -559,62 +546,25 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
                 .send(HoldsDelegation { delegation_id })
                 .await?,
         ),
-        PairCall::Read { worker_id, count } => {
-            let turns = worker(&worker_id)?
-                .send(crate::session::RecentTurns { count })
-                .await??;
-            let info = rt
-                .session_info(&worker_id)
-                .ok_or_else(|| RuntimeError::SessionNotFound(worker_id.clone()))?;
-            serde_json::to_value(WorkerView {
-                status: info.status,
-                title: info.title,
-                turns: turns.iter().map(|t| t.to_partner_turn()).collect(),
-            })
-            .map_err(|e| RuntimeError::Internal(e.to_string()))?
-        }
+        PairCall::Read { worker_id, count } => worker_view(rt, &worker_id, count).await?,
         PairCall::Leave { worker_id, pair_id } => {
             serde_json::Value::Bool(worker(&worker_id)?.send(LeavePair { pair_id }).await?)
         }
         PairCall::Open { pair_id } => serde_json::Value::Bool(rt.pair_open(&pair_id)?),
         PairCall::Ask { question } => {
-            let pair = rt
-                .pair_addr(&question.pair_id)
-                .ok_or(crate::error::PairError::DriverGone)?;
-            pair.send(crate::pair::WorkerAsks { question }).await??;
+            forward_question(rt, question).await?;
             serde_json::Value::Null
         }
         PairCall::Approval { need } => {
-            let pair = rt
-                .pair_addr(&need.pair_id)
-                .ok_or(crate::error::PairError::DriverGone)?;
-            pair.send(crate::session::WorkerNeedsApproval(need)).await?;
+            forward_approval_need(rt, need).await?;
             serde_json::Value::Null
         }
         PairCall::Approve { worker_id, answer } => {
-            worker(&worker_id)?
-                .send(crate::session::RespondPermission {
-                    request_id: answer.request_id,
-                    allow: answer.allow,
-                    updated_input: None,
-                    message: answer.message,
-                    remember: answer
-                        .remember
-                        .then_some(tandem_protocol::RememberScope::Session),
-                    permission_mode: None,
-                    decided_by: tandem_protocol::Decider::Driver,
-                })
-                .await??;
+            worker(&worker_id)?.send(driver_decision(answer)).await??;
             serde_json::Value::Null
         }
         PairCall::Answer { worker_id, answer } => {
-            worker(&worker_id)?
-                .send(crate::session::AnswerQuestion {
-                    question_id: answer.question_id,
-                    answer: answer.answer,
-                    by: answer.by,
-                })
-                .await??;
+            worker(&worker_id)?.send(driver_answer(answer)).await??;
             serde_json::Value::Null
         }
         PairCall::Ended {
@@ -622,33 +572,145 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
             delegation_id,
             end,
             changes,
-        } => {
-            let Some(pair) = rt.pair_addr(&pair_id) else {
-                return taken(Taken::NoPair);
-            };
-            let (done, delivered) = oneshot::channel();
-            pair.send(RemoteTurnEnded {
-                ended: crate::session::WorkerTurnEnded {
-                    delegation_id,
-                    status: end.status,
-                    response: end.response,
-                    error: end.error,
-                },
-                changes,
-                done,
-            })
-            .await?;
-            match tokio::time::timeout(DELIVERY_WAIT, delivered).await {
-                // Delivered, or the pair stopped (closed: its closing reported it).
-                Ok(_) => taken(Taken::Taken)?,
-                Err(_) => {
-                    return Err(RuntimeError::Internal(
-                        "the outcome is not delivered yet; report it again".into(),
-                    ))
-                }
-            }
-        }
+        } => return turn_ended(rt, &pair_id, delegation_id, end, changes).await,
     })
+}
+
+/// Hands a question of a Worker on another node to its pair here (`PairCall::Ask`),
+/// which asks the Driver.
+async fn forward_question(
+    rt: &crate::runtime::Runtime,
+    question: crate::record::QuestionRecord,
+) -> Result<(), RuntimeError> {
+    let pair = rt
+        .pair_addr(&question.pair_id)
+        .ok_or(crate::error::PairError::DriverGone)?;
+    pair.send(crate::pair::WorkerAsks { question }).await??;
+    Ok(())
+}
+
+/// Hands a permission request of a Worker on another node to its pair here
+/// (`PairCall::Approval`), which asks the Driver.
+async fn forward_approval_need(
+    rt: &crate::runtime::Runtime,
+    need: crate::cluster_link::ApprovalNeed,
+) -> Result<(), RuntimeError> {
+    let pair = rt
+        .pair_addr(&need.pair_id)
+        .ok_or(crate::error::PairError::DriverGone)?;
+    pair.send(crate::session::WorkerNeedsApproval(need)).await?;
+    Ok(())
+}
+
+/// Starts a delegated turn in Worker `worker_id` (`PairCall::Start`); its turn id
+/// once the Worker's record holding the delegation is on disk.
+async fn start_delegated(
+    rt: &crate::runtime::Runtime,
+    worker_id: &str,
+    start: crate::session::StartDelegated,
+) -> Result<String, RuntimeError> {
+    let epoch = rt.write_epoch();
+    let turn = worker_addr(rt, worker_id)?.send(start).await??;
+    // The pair hears "started" only once the Worker's record holds the
+    // delegation on disk: a crash after that reports it (interrupted) at the
+    // restart, and a crash before it leaves nothing that a restarted pair's
+    // `HoldsDelegation` would find.
+    if !rt.synced_since(epoch).await {
+        tracing::error!(worker = %worker_id, "the delegated turn's start is not stored");
+    }
+    Ok(turn)
+}
+
+/// Worker `worker_id`'s status, title and last `count` turns (`PairCall::Read`),
+/// as the answer's JSON.
+async fn worker_view(
+    rt: &crate::runtime::Runtime,
+    worker_id: &str,
+    count: usize,
+) -> Result<serde_json::Value, RuntimeError> {
+    let turns = worker_addr(rt, worker_id)?
+        .send(crate::session::RecentTurns { count })
+        .await??;
+    let info = rt
+        .session_info(worker_id)
+        .ok_or_else(|| RuntimeError::SessionNotFound(worker_id.to_string()))?;
+    serde_json::to_value(WorkerView {
+        status: info.status,
+        title: info.title,
+        turns: turns.iter().map(|t| t.to_partner_turn()).collect(),
+    })
+    .map_err(|e| RuntimeError::Internal(e.to_string()))
+}
+
+/// The Driver's `answer` to a Worker's permission request, as the Worker's session
+/// takes it (`PairCall::Approve`).
+fn driver_decision(
+    answer: crate::cluster_link::ApprovalAnswer,
+) -> crate::session::RespondPermission {
+    crate::session::RespondPermission {
+        request_id: answer.request_id,
+        allow: answer.allow,
+        updated_input: None,
+        message: answer.message,
+        remember: answer
+            .remember
+            .then_some(tandem_protocol::RememberScope::Session),
+        permission_mode: None,
+        decided_by: tandem_protocol::Decider::Driver,
+    }
+}
+
+/// The `answer` to a Worker's waiting question, as the Worker's session takes it
+/// (`PairCall::Answer`).
+fn driver_answer(answer: crate::cluster_link::QuestionAnswer) -> crate::session::AnswerQuestion {
+    crate::session::AnswerQuestion {
+        question_id: answer.question_id,
+        answer: answer.answer,
+        by: answer.by,
+    }
+}
+
+/// Hands a delegated turn's end reported by the Worker's node to pair `pair_id`
+/// (`PairCall::Ended`), and answers "taken" once the outcome is delivered, or at
+/// once when the pair does not run here.
+async fn turn_ended(
+    rt: &crate::runtime::Runtime,
+    pair_id: &str,
+    delegation_id: String,
+    end: ReportedEnd,
+    changes: Option<tandem_protocol::workspace::ChangeSummary>,
+) -> Result<serde_json::Value, RuntimeError> {
+    let Some(pair) = rt.pair_addr(pair_id) else {
+        return taken(Taken::NoPair);
+    };
+    let (done, delivered) = oneshot::channel();
+    pair.send(RemoteTurnEnded {
+        ended: crate::session::WorkerTurnEnded {
+            delegation_id,
+            status: end.status,
+            response: end.response,
+            error: end.error,
+        },
+        changes,
+        done,
+    })
+    .await?;
+    match tokio::time::timeout(DELIVERY_WAIT, delivered).await {
+        // Delivered, or the pair stopped (closed: its closing reported it).
+        Ok(_) => taken(Taken::Taken),
+        Err(_) => Err(RuntimeError::Internal(
+            "the outcome is not delivered yet; report it again".into(),
+        )),
+    }
+}
+
+/// Worker `id`'s session actor on this node.
+fn worker_addr(
+    rt: &crate::runtime::Runtime,
+    id: &str,
+) -> Result<actix::Addr<crate::session::SessionActor>, RuntimeError> {
+    rt.session_addr(id)
+        .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))
 }
 
 /// A [`Taken`] as the answer's JSON. A unit variant writes as its name and cannot

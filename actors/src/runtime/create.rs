@@ -173,29 +173,8 @@ impl Runtime {
         let id = spec.id.unwrap_or_else(|| random_id("ses_", 12));
         let (cwd, workspace) = match spec.worktree {
             Some(request) => {
-                let dir = worktree::worktree_dir(&self.inner.config.data_dir, &id);
-                let from = PathBuf::from(&spec.cwd);
-                let (sid, at) = (id.clone(), dir.clone());
-                let info = actix_rt::task::spawn_blocking(move || {
-                    let info = worktree::create(&from, &at, &sid, request.base_ref.as_deref())?;
-                    if let Some(commit) = request.files_from.as_deref() {
-                        if let Err(e) = checkpoint::materialize(&at, commit) {
-                            let _ = worktree::remove(
-                                Path::new(&info.base_checkout),
-                                &at,
-                                &info.branch,
-                                false,
-                            );
-                            return Err(e);
-                        }
-                    }
-                    Ok(info)
-                })
-                .await
-                .map_err(|e| RuntimeError::Internal(format!("worktree task failed: {e}")))??;
-                let mut info = info;
-                info.port = self.inner.services.scripts.take_port();
-                (dir.to_string_lossy().into_owned(), Some(info))
+                let (dir, info) = self.create_worktree(&id, &spec.cwd, request).await?;
+                (dir, Some(info))
             }
             None => (spec.cwd, None),
         };
@@ -254,6 +233,42 @@ impl Runtime {
             on_limit: Default::default(),
             notify: Default::default(),
         };
+        self.commit_and_start(record).await
+    }
+
+    /// Makes a new session's own worktree (branched in the checkout at `cwd`, with a
+    /// fork's checkpoint files when asked) and gives it a port; its directory and
+    /// what the record keeps of it.
+    async fn create_worktree(
+        &self,
+        id: &str,
+        cwd: &str,
+        request: WorktreeRequest,
+    ) -> Result<(String, tandem_protocol::workspace::WorkspaceInfo), RuntimeError> {
+        let dir = worktree::worktree_dir(&self.inner.config.data_dir, id);
+        let from = PathBuf::from(cwd);
+        let (sid, at) = (id.to_string(), dir.clone());
+        let info = actix_rt::task::spawn_blocking(move || {
+            let info = worktree::create(&from, &at, &sid, request.base_ref.as_deref())?;
+            if let Some(commit) = request.files_from.as_deref() {
+                if let Err(e) = checkpoint::materialize(&at, commit) {
+                    let _ =
+                        worktree::remove(Path::new(&info.base_checkout), &at, &info.branch, false);
+                    return Err(e);
+                }
+            }
+            Ok(info)
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("worktree task failed: {e}")))??;
+        let mut info = info;
+        info.port = self.inner.services.scripts.take_port();
+        Ok((dir.to_string_lossy().into_owned(), info))
+    }
+
+    /// Writes a new session's record and, once it is on disk, starts its actor and
+    /// announces it; a record not committed is refused and its worktree removed.
+    async fn commit_and_start(&self, record: SessionRecord) -> Result<SessionInfo, RuntimeError> {
         let writer = &self.inner.services.writer;
         let epoch = writer.epoch();
         writer.write(WriteOp::Session(Box::new(record.clone())))?;

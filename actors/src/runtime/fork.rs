@@ -19,7 +19,7 @@
 
 use tandem_protocol::client::SessionForkParams;
 use tandem_protocol::results::SessionForkResult;
-use tandem_protocol::workspace::WorkspaceMode;
+use tandem_protocol::workspace::{WorkspaceInfo, WorkspaceMode};
 use tandem_protocol::{Event, EventBody, ForkConversation, ForkedFrom, SupersededRange};
 
 use super::create::{ForkStart, WorktreeRequest};
@@ -126,37 +126,9 @@ impl Runtime {
             .filter(|v| !v.is_empty())
             .unwrap_or(&source.vendor)
             .to_string();
-        let store = self.inner.store.clone();
-        let id = source.id.clone();
-        let frames = actix_rt::task::spawn_blocking(move || read_all(&store, &id))
-            .await
-            .map_err(|e| RuntimeError::Internal(format!("history read failed: {e}")))??;
-        let events = frames
-            .iter()
-            .map(|(_, frame)| {
-                serde_json::from_str::<Event>(frame)
-                    .map_err(|e| RuntimeError::Internal(format!("stored event unreadable: {e}")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let (frames, events) = self.read_history(source.id.clone()).await?;
         let point = fork_point(params.anchor_seq, &events, &source.superseded)?;
-        let mode = params.workspace.unwrap_or(if source.workspace.is_some() {
-            WorkspaceMode::Worktree
-        } else {
-            WorkspaceMode::Shared
-        });
-        let worktree = match mode {
-            WorkspaceMode::Shared => None,
-            WorkspaceMode::Worktree => {
-                let commit = point.checkpoint.clone().ok_or_else(|| {
-                    WorkspaceError::NoSuchCheckpoint(format!(
-                        "turn {} has no checkpoint for the fork's worktree to start from; \
-                         fork with workspace \"shared\"",
-                        point.turn_id
-                    ))
-                })?;
-                Some((commit, source.workspace.clone()))
-            }
-        };
+        let worktree = fork_checkpoint(params.workspace, &source, &point)?;
         let kept: Vec<(u64, String)> = frames
             .into_iter()
             .filter(|(seq, _)| *seq <= point.end)
@@ -184,60 +156,18 @@ impl Runtime {
                 .take(200)
                 .collect(),
         };
-        // A worktree fork branches where the source's worktree did (or from the
-        // shared checkout's HEAD) and starts with the checkpoint's files.
-        let (cwd, worktree) = match worktree {
-            None => (source.cwd.clone(), None),
-            Some((commit, Some(ws))) => (
-                ws.base_checkout.clone(),
-                Some(WorktreeRequest {
-                    base_ref: Some(ws.base_commit),
-                    files_from: Some(commit),
-                }),
-            ),
-            Some((commit, None)) => (
-                source.cwd.clone(),
-                Some(WorktreeRequest {
-                    base_ref: None,
-                    files_from: Some(commit),
-                }),
-            ),
-        };
+        let place = fork_place(&source, worktree);
         let forked_from = ForkedFrom {
             session_id: source.id.clone(),
             anchor_seq: params.anchor_seq,
         };
+        let start = ForkStart {
+            forked_from,
+            context,
+            vendor: own,
+        };
         let fork = self
-            .new_session(NewSession {
-                mcp_servers: self.chosen_mcp_servers(&source.id),
-                resume: None,
-                id: None,
-                owner_id: source.owner_id.clone(),
-                visibility: source.visibility,
-                vendor: VendorId::from(vendor.as_str()),
-                model: if vendor == source.vendor {
-                    source.model.clone()
-                } else {
-                    String::new()
-                },
-                effort: if vendor == source.vendor {
-                    source.effort.clone()
-                } else {
-                    String::new()
-                },
-                title: Some(title),
-                cwd,
-                permission_mode: source.permission_mode,
-                parent_id: None,
-                pending_prompt: None,
-                handoff_from: None,
-                fork: Some(ForkStart {
-                    forked_from,
-                    context,
-                    vendor: own,
-                }),
-                worktree,
-            })
+            .new_session(self.fork_session(&source, &vendor, title, place, start))
             .await?;
         let addr = self
             .session_addr(&fork.id)
@@ -258,7 +188,122 @@ impl Runtime {
     }
 }
 
+/// The checkpoint a fork's worktree starts from and the source's worktree, when the
+/// fork gets one (`workspace`, by default a worktree when the source has one); a
+/// worktree fork of a turn with no checkpoint is refused.
+fn fork_checkpoint(
+    workspace: Option<WorkspaceMode>,
+    source: &tandem_protocol::SessionInfo,
+    point: &ForkPoint,
+) -> Result<Option<(String, Option<WorkspaceInfo>)>, RuntimeError> {
+    let mode = workspace.unwrap_or(if source.workspace.is_some() {
+        WorkspaceMode::Worktree
+    } else {
+        WorkspaceMode::Shared
+    });
+    Ok(match mode {
+        WorkspaceMode::Shared => None,
+        WorkspaceMode::Worktree => {
+            let commit = point.checkpoint.clone().ok_or_else(|| {
+                WorkspaceError::NoSuchCheckpoint(format!(
+                    "turn {} has no checkpoint for the fork's worktree to start from; \
+                     fork with workspace \"shared\"",
+                    point.turn_id
+                ))
+            })?;
+            Some((commit, source.workspace.clone()))
+        }
+    })
+}
+
+/// Where a fork works: its directory, and the worktree to create when it gets one
+/// (from [`fork_checkpoint`]).
+fn fork_place(
+    source: &tandem_protocol::SessionInfo,
+    worktree: Option<(String, Option<WorkspaceInfo>)>,
+) -> (String, Option<WorktreeRequest>) {
+    // A worktree fork branches where the source's worktree did (or from the
+    // shared checkout's HEAD) and starts with the checkpoint's files.
+    match worktree {
+        None => (source.cwd.clone(), None),
+        Some((commit, Some(ws))) => (
+            ws.base_checkout.clone(),
+            Some(WorktreeRequest {
+                base_ref: Some(ws.base_commit),
+                files_from: Some(commit),
+            }),
+        ),
+        Some((commit, None)) => (
+            source.cwd.clone(),
+            Some(WorktreeRequest {
+                base_ref: None,
+                files_from: Some(commit),
+            }),
+        ),
+    }
+}
+
 impl Runtime {
+    /// Session `id`'s whole stored history, oldest first: the stored frames (`seq`
+    /// and text) and the events they hold. Read off the actor's thread.
+    async fn read_history(
+        &self,
+        id: String,
+    ) -> Result<(Vec<(u64, String)>, Vec<Event>), RuntimeError> {
+        let store = self.inner.store.clone();
+        let frames = actix_rt::task::spawn_blocking(move || read_all(&store, &id))
+            .await
+            .map_err(|e| RuntimeError::Internal(format!("history read failed: {e}")))??;
+        let events = frames
+            .iter()
+            .map(|(_, frame)| {
+                serde_json::from_str::<Event>(frame)
+                    .map_err(|e| RuntimeError::Internal(format!("stored event unreadable: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((frames, events))
+    }
+
+    /// The new session a fork of `source` is: the source's owner, visibility and
+    /// permission mode, its model and effort when `vendor` is the source's own (another
+    /// vendor's defaults otherwise), at `place` (its directory and worktree).
+    fn fork_session(
+        &self,
+        source: &tandem_protocol::SessionInfo,
+        vendor: &str,
+        title: String,
+        place: (String, Option<WorktreeRequest>),
+        start: ForkStart,
+    ) -> NewSession {
+        let (cwd, worktree) = place;
+        NewSession {
+            mcp_servers: self.chosen_mcp_servers(&source.id),
+            resume: None,
+            id: None,
+            owner_id: source.owner_id.clone(),
+            visibility: source.visibility,
+            vendor: VendorId::from(vendor),
+            model: if vendor == source.vendor {
+                source.model.clone()
+            } else {
+                String::new()
+            },
+            effort: if vendor == source.vendor {
+                source.effort.clone()
+            } else {
+                String::new()
+            },
+            title: Some(title),
+            cwd,
+            permission_mode: source.permission_mode,
+            parent_id: None,
+            pending_prompt: None,
+            handoff_from: None,
+            fork: Some(start),
+            worktree,
+        }
+    }
+
     /// Asks the source's adapter for the vendor's own fork without the newest `drop`
     /// turns: for a fork of the same vendor that lists the `fork` capability (Codex,
     /// Claude Code, an ACP agent offering `session/fork`), so no other agent is

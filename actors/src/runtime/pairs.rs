@@ -22,6 +22,9 @@ use crate::record::{DelegationRecord, PairRecord};
 use crate::session::{JoinPair, LeavePair, ProposalProgress, Resume, SessionActor};
 use crate::store::WriteOp;
 
+/// The cluster, and the other node in it, where a new Worker is created.
+type WorkerNode = (Arc<dyn NodeLink>, String);
+
 impl Runtime {
     /// A live session actor's address; `None` for an unknown or archived id.
     pub fn session_addr(&self, id: &str) -> Option<Addr<SessionActor>> {
@@ -350,60 +353,17 @@ impl Runtime {
         let workspace = workspace.unwrap_or(self.inner.config.worker_workspace);
         // Another node's Worker: that node must be in the cluster and available.
         let worker_node = worker_node.filter(|n| Some(n) != self.inner.config.node.as_ref());
-        let remote = match &worker_node {
-            None => None,
-            Some(node) => {
-                let cluster = self.inner.services.cluster.get().ok_or_else(|| {
-                    RuntimeError::unusable(format!(
-                        "workerNode `{node:.64}`: this server is not in a cluster"
-                    ))
-                })?;
-                if !cluster.known(node) {
-                    return Err(RuntimeError::unusable(format!(
-                        "no node `{node:.64}` in the cluster"
-                    )));
-                }
-                if !cluster.alive(node) {
-                    return Err(RuntimeError::NodeUnavailable {
-                        session: "the new Worker".into(),
-                        node: node.clone(),
-                    });
-                }
-                Some((cluster.clone(), node.clone()))
-            }
-        };
+        let remote = self.worker_node_link(worker_node.as_ref())?;
         let driver_info = self
             .session_info(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
         let driver = self
             .session_addr(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
-        if driver_info.role == Some(Role::Worker) {
-            return Err(PairError::AlreadyPaired.into());
-        }
-        if driver_info.workers.len() >= crate::session::MAX_WORKERS {
-            return Err(PairError::TooManyWorkers(crate::session::MAX_WORKERS).into());
-        }
-        let worker_name = match worker_name {
-            Some(name) if !tandem_protocol::pair::valid_worker_name(&name) => {
-                return Err(PairError::BadWorkerName.into())
-            }
-            Some(name) => name,
-            None => free_worker_name(&choice.vendor, &driver_info.workers),
-        };
+        let worker_name = new_worker_name(&driver_info, &choice, worker_name)?;
         if remote.is_none() {
             // Another node checks its own catalog.
-            let spec = self
-                .inner
-                .services
-                .catalog
-                .get(&VendorId::from(choice.vendor.as_str()))
-                .ok_or_else(|| {
-                    RuntimeError::unusable(format!("unknown vendor `{:.64}`", choice.vendor))
-                })?;
-            if !spec.installed {
-                return Err(RuntimeError::VendorNotInstalled(choice.vendor));
-            }
+            self.check_vendor_installed(&choice.vendor)?;
         }
         let record = PairRecord {
             pair_id: random_id("pair_", 8),
@@ -422,9 +382,45 @@ impl Runtime {
         writer.write(WriteOp::Pair(Box::new(record.clone())))?;
         crash_point(writer, "pair.create.row").await;
         let info = record.to_info();
+        self.join_driver(&driver, &record, info.clone()).await?;
+        crash_point(writer, "pair.create.driver").await;
+        if let Some((cluster, node)) = remote {
+            let spec = RemoteWorkerSpec {
+                worker_id: record.worker_id.clone(),
+                owner_id: driver_info.owner_id.clone(),
+                visibility: driver_info.visibility,
+                vendor: choice.vendor,
+                model: choice.model,
+                effort: choice.effort,
+                title: worker_title(&driver_info, &record.worker_name),
+                cwd: driver_info.cwd.clone(),
+                permission_mode: driver_info.permission_mode,
+                worktree: workspace == WorkspaceMode::Worktree,
+                pair: info.clone(),
+                pair_node: self.inner.config.node.clone().unwrap_or_default(),
+            };
+            let made = cluster.create_worker(&node, spec).await;
+            return self
+                .finish_creation(record, &driver, made.map(|_| ()))
+                .await;
+        }
+        let joined = self
+            .create_local_worker(&record, &driver_info, choice, workspace, info)
+            .await;
+        self.finish_creation(record, &driver, joined).await
+    }
+
+    /// Joins the Driver to the pair being created (its `creating` row is stored); when
+    /// it refuses, nobody joined, so the row alone goes.
+    async fn join_driver(
+        &self,
+        driver: &Addr<SessionActor>,
+        record: &PairRecord,
+        info: PairInfo,
+    ) -> Result<(), RuntimeError> {
         if let Err(e) = driver
             .send(JoinPair {
-                pair: info.clone(),
+                pair: info,
                 role: Role::Driver,
                 pair_node: None,
             })
@@ -433,34 +429,68 @@ impl Runtime {
             .and_then(|r| r)
         {
             // Nobody joined: the row alone goes.
+            let writer = &self.inner.services.writer;
             let _ = writer.write(WriteOp::DeletePair(record.pair_id.clone()));
             return Err(e);
         }
-        crash_point(writer, "pair.create.driver").await;
-        if let Some((cluster, node)) = remote {
-            let made = cluster
-                .create_worker(
-                    &node,
-                    RemoteWorkerSpec {
-                        worker_id: record.worker_id.clone(),
-                        owner_id: driver_info.owner_id.clone(),
-                        visibility: driver_info.visibility,
-                        vendor: choice.vendor,
-                        model: choice.model,
-                        effort: choice.effort,
-                        title: worker_title(&driver_info, &record.worker_name),
-                        cwd: driver_info.cwd.clone(),
-                        permission_mode: driver_info.permission_mode,
-                        worktree: workspace == WorkspaceMode::Worktree,
-                        pair: info.clone(),
-                        pair_node: self.inner.config.node.clone().unwrap_or_default(),
-                    },
-                )
-                .await;
-            return self
-                .finish_creation(record, &driver, made.map(|_| ()))
-                .await;
+        Ok(())
+    }
+
+    /// The cluster and node of a new Worker asked for on another node (`None`: on
+    /// this one); refused when this server is in no cluster, or that node is not in
+    /// it or not available.
+    fn worker_node_link(
+        &self,
+        worker_node: Option<&String>,
+    ) -> Result<Option<WorkerNode>, RuntimeError> {
+        let Some(node) = worker_node else {
+            return Ok(None);
+        };
+        let cluster = self.inner.services.cluster.get().ok_or_else(|| {
+            RuntimeError::unusable(format!(
+                "workerNode `{node:.64}`: this server is not in a cluster"
+            ))
+        })?;
+        if !cluster.known(node) {
+            return Err(RuntimeError::unusable(format!(
+                "no node `{node:.64}` in the cluster"
+            )));
         }
+        if !cluster.alive(node) {
+            return Err(RuntimeError::NodeUnavailable {
+                session: "the new Worker".into(),
+                node: node.clone(),
+            });
+        }
+        Ok(Some((cluster.clone(), node.clone())))
+    }
+
+    /// Refuses a Worker vendor this node's catalog does not know or has not
+    /// installed.
+    fn check_vendor_installed(&self, vendor: &str) -> Result<(), RuntimeError> {
+        let spec = self
+            .inner
+            .services
+            .catalog
+            .get(&VendorId::from(vendor))
+            .ok_or_else(|| RuntimeError::unusable(format!("unknown vendor `{vendor:.64}`")))?;
+        if !spec.installed {
+            return Err(RuntimeError::VendorNotInstalled(vendor.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Creates pair `record`'s Worker session on this node (in the Driver's
+    /// directory, its own worktree when `workspace` says so) and joins it to the pair
+    /// described by `info`.
+    async fn create_local_worker(
+        &self,
+        record: &PairRecord,
+        driver_info: &SessionInfo,
+        choice: WorkerChoice,
+        workspace: WorkspaceMode,
+        info: PairInfo,
+    ) -> Result<(), RuntimeError> {
         let created = self
             .new_session(NewSession {
                 mcp_servers: self.chosen_mcp_servers(&driver_info.id),
@@ -471,7 +501,7 @@ impl Runtime {
                 vendor: VendorId::from(choice.vendor),
                 model: choice.model,
                 effort: choice.effort,
-                title: Some(worker_title(&driver_info, &record.worker_name)),
+                title: Some(worker_title(driver_info, &record.worker_name)),
                 cwd: driver_info.cwd.clone(),
                 permission_mode: driver_info.permission_mode,
                 parent_id: None,
@@ -486,11 +516,11 @@ impl Runtime {
                 ),
             })
             .await;
-        let joined = match created {
+        match created {
             Ok(_) => match self.session_addr(&record.worker_id) {
                 Some(worker) => worker
                     .send(JoinPair {
-                        pair: info.clone(),
+                        pair: info,
                         role: Role::Worker,
                         pair_node: None,
                     })
@@ -500,8 +530,7 @@ impl Runtime {
                 None => Err(RuntimeError::Internal("the Worker session vanished".into())),
             },
             Err(e) => Err(e),
-        };
-        self.finish_creation(record, &driver, joined).await
+        }
     }
 
     /// The last steps of [`Runtime::pair_with_new_worker`] once the Worker joined (or
@@ -636,6 +665,29 @@ impl Runtime {
             .collect();
         pairs.sort_by_key(|p| p.created_at);
         pairs
+    }
+}
+
+/// The name of a Driver's new Worker (`worker_name`, else a free one for its
+/// vendor), once the Driver may take one more: a Worker cannot drive, and a Driver
+/// has at most [`crate::session::MAX_WORKERS`].
+fn new_worker_name(
+    driver_info: &SessionInfo,
+    choice: &WorkerChoice,
+    worker_name: Option<String>,
+) -> Result<String, RuntimeError> {
+    if driver_info.role == Some(Role::Worker) {
+        return Err(PairError::AlreadyPaired.into());
+    }
+    if driver_info.workers.len() >= crate::session::MAX_WORKERS {
+        return Err(PairError::TooManyWorkers(crate::session::MAX_WORKERS).into());
+    }
+    match worker_name {
+        Some(name) if !tandem_protocol::pair::valid_worker_name(&name) => {
+            Err(PairError::BadWorkerName.into())
+        }
+        Some(name) => Ok(name),
+        None => Ok(free_worker_name(&choice.vendor, &driver_info.workers)),
     }
 }
 

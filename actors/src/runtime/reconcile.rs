@@ -139,10 +139,24 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
         .filter(|s| s.archived_at.is_none())
         .map(|s| (s.id.as_str(), *s))
         .collect();
+    let mut out = Plan::default();
+    let (reasons, running) = plan_pairs(pairs, &live, &mut out);
+    plan_unpairs(&live, &reasons, &running, &mut out);
+    plan_proposals(&live, &mut out);
+    out
+}
+
+/// Decides which stored pairs run (rolling `creating` ones forward when both
+/// sessions joined) and which are removed (into `out`); the reason each removed pair
+/// gives its sessions, and the ids of the pairs that run.
+fn plan_pairs<'a>(
+    pairs: &'a [PairRecord],
+    live: &HashMap<&str, &SessionRecord>,
+    out: &mut Plan,
+) -> (HashMap<&'a str, &'static str>, HashSet<&'a str>) {
     let member = |id: &str, pair_id: &str, role: Role| {
         live.get(id).is_some_and(|s| s.in_pair(pair_id, Some(role)))
     };
-    let mut out = Plan::default();
     let mut reasons: HashMap<&str, &str> = HashMap::new();
     let mut running: HashSet<&str> = HashSet::new();
     // A Worker in two started pairs, or a Driver that is also a Worker, is impossible
@@ -187,6 +201,18 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
             ..pair.clone()
         });
     }
+    (reasons, running)
+}
+
+/// Takes out of their pair (into `out.unpair`) the sessions whose membership names a
+/// pair that does not run here with them in it, with the `reasons` of removed pairs
+/// (else [`NO_PAIR`]).
+fn plan_unpairs(
+    live: &HashMap<&str, &SessionRecord>,
+    reasons: &HashMap<&str, &str>,
+    running: &HashSet<&str>,
+    out: &mut Plan,
+) {
     let mut ids: Vec<&&SessionRecord> = live.values().collect();
     ids.sort_by(|a, b| a.id.cmp(&b.id));
     for (session, membership) in ids
@@ -210,6 +236,12 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
             });
         }
     }
+}
+
+/// Finishes the accepted proposals still `starting` or `running` (into
+/// `out.proposals`, by proposal id), given the pairs that run (`out.start`) and the
+/// delegations reported as cut off (`out.cut_off`).
+fn plan_proposals(live: &HashMap<&str, &SessionRecord>, out: &mut Plan) {
     for session in live.values() {
         let Some(proposal) = session
             .proposal
@@ -273,7 +305,6 @@ pub(super) fn plan(pairs: &[PairRecord], sessions: &[&SessionRecord]) -> Plan {
     }
     out.proposals
         .sort_by(|a, b| proposal_key(a).cmp(proposal_key(b)));
-    out
 }
 
 fn proposal_key(fix: &ProposalFix) -> &str {
@@ -320,41 +351,7 @@ pub(super) fn apply(
         let Some(session) = index.get(&unpair.session_id).map(|i| &mut loaded[*i]) else {
             continue;
         };
-        session.record.leave(&unpair.pair_id);
-        session.record.last_activity = now_ms();
-        // A Worker's waiting question has nobody to answer it any more (as when a
-        // running pair closes, see `SessionActor::close_question`).
-        if let Some(question) = session
-            .record
-            .question
-            .take_if(|q| q.pair_id == unpair.pair_id)
-        {
-            append(
-                session,
-                EventBody::QuestionAnswered {
-                    question_id: question.question_id,
-                    pair_id: question.pair_id,
-                    answer: tandem_protocol::question::PAIR_CLOSED.to_string(),
-                    by: tandem_protocol::question::Answerer::PairClosed,
-                },
-                &mut ops,
-            )?;
-        }
-        append(
-            session,
-            EventBody::PairClosed {
-                pair_id: unpair.pair_id.clone(),
-            },
-            &mut ops,
-        )?;
-        append(
-            session,
-            EventBody::Info {
-                text: unpair.reason.clone(),
-            },
-            &mut ops,
-        )?;
-        tracing::info!(session = %unpair.session_id, pair = %unpair.pair_id, reason = %unpair.reason, "unpaired at start-up");
+        unpair_session(session, unpair, &mut ops)?;
         touched.insert(unpair.session_id.clone());
     }
     let mut after = AfterStart {
@@ -376,25 +373,9 @@ pub(super) fn apply(
         let Some(session) = index.get(driver_id).map(|i| &mut loaded[*i]) else {
             continue;
         };
-        let Some(proposal) = session.record.proposal.as_mut() else {
-            continue;
-        };
-        proposal.status = ProposalStatus::Running;
-        let auto_approved = proposal.auto_approved;
-        append(
-            session,
-            EventBody::WorkerProposalUpdate {
-                proposal_id: proposal_id.clone(),
-                status: ProposalStatus::Running,
-                selected: None,
-                worker_id: Some(worker_id.clone()),
-                pair_id: Some(pair_id.clone()),
-                error: None,
-                auto_approved,
-            },
-            &mut ops,
-        )?;
-        touched.insert(driver_id.clone());
+        if proposal_running(session, proposal_id, pair_id, worker_id, &mut ops)? {
+            touched.insert(driver_id.clone());
+        }
     }
     // A Driver's membership stored before Drivers had several Workers lacks its
     // Worker and name, which its `SessionInfo.workers` shows.
@@ -402,15 +383,7 @@ pub(super) fn apply(
         let Some(session) = index.get(&pair.driver_id).map(|i| &mut loaded[*i]) else {
             continue;
         };
-        let unnamed = session
-            .record
-            .pair
-            .iter_mut()
-            .chain(session.record.more_workers.iter_mut())
-            .find(|m| m.pair_id == pair.pair_id && m.worker_id.is_none());
-        if let Some(membership) = unnamed {
-            membership.worker_id = Some(pair.worker_id.clone());
-            membership.worker_name = Some(pair.worker_name.clone());
+        if name_worker(session, pair) {
             touched.insert(pair.driver_id.clone());
         }
     }
@@ -436,6 +409,100 @@ pub(super) fn apply(
     }
     after.start = plan.start;
     Ok(after)
+}
+
+/// Takes a loaded session out of a pair that does not run (`unpair`): its membership
+/// cleared, a question it waits on answered, and `pair_closed` and an `info` saying
+/// why appended (in `ops`).
+fn unpair_session(
+    session: &mut LoadedSession,
+    unpair: &Unpair,
+    ops: &mut Vec<WriteOp>,
+) -> Result<(), RuntimeError> {
+    session.record.leave(&unpair.pair_id);
+    session.record.last_activity = now_ms();
+    // A Worker's waiting question has nobody to answer it any more (as when a
+    // running pair closes, see `SessionActor::close_question`).
+    if let Some(question) = session
+        .record
+        .question
+        .take_if(|q| q.pair_id == unpair.pair_id)
+    {
+        append(
+            session,
+            EventBody::QuestionAnswered {
+                question_id: question.question_id,
+                pair_id: question.pair_id,
+                answer: tandem_protocol::question::PAIR_CLOSED.to_string(),
+                by: tandem_protocol::question::Answerer::PairClosed,
+            },
+            ops,
+        )?;
+    }
+    append(
+        session,
+        EventBody::PairClosed {
+            pair_id: unpair.pair_id.clone(),
+        },
+        ops,
+    )?;
+    append(
+        session,
+        EventBody::Info {
+            text: unpair.reason.clone(),
+        },
+        ops,
+    )?;
+    tracing::info!(session = %unpair.session_id, pair = %unpair.pair_id, reason = %unpair.reason, "unpaired at start-up");
+    Ok(())
+}
+
+/// Records on the Driver's loaded session that its proposal is `running` in pair
+/// `pair_id` with Worker `worker_id` (with its `worker_proposal_update`, in `ops`);
+/// false when the session holds no proposal.
+fn proposal_running(
+    session: &mut LoadedSession,
+    proposal_id: &str,
+    pair_id: &str,
+    worker_id: &str,
+    ops: &mut Vec<WriteOp>,
+) -> Result<bool, RuntimeError> {
+    let Some(proposal) = session.record.proposal.as_mut() else {
+        return Ok(false);
+    };
+    proposal.status = ProposalStatus::Running;
+    let auto_approved = proposal.auto_approved;
+    append(
+        session,
+        EventBody::WorkerProposalUpdate {
+            proposal_id: proposal_id.to_string(),
+            status: ProposalStatus::Running,
+            selected: None,
+            worker_id: Some(worker_id.to_string()),
+            pair_id: Some(pair_id.to_string()),
+            error: None,
+            auto_approved,
+        },
+        ops,
+    )?;
+    Ok(true)
+}
+
+/// Names `pair`'s Worker and its name on the Driver's loaded membership of it when
+/// that lacks them (stored before Drivers had several Workers); whether it did.
+fn name_worker(session: &mut LoadedSession, pair: &PairRecord) -> bool {
+    let unnamed = session
+        .record
+        .pair
+        .iter_mut()
+        .chain(session.record.more_workers.iter_mut())
+        .find(|m| m.pair_id == pair.pair_id && m.worker_id.is_none());
+    if let Some(membership) = unnamed {
+        membership.worker_id = Some(pair.worker_id.clone());
+        membership.worker_name = Some(pair.worker_name.clone());
+        return true;
+    }
+    false
 }
 
 /// What a cut-off delegation of a removed pair tells its Driver.

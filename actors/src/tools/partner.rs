@@ -107,43 +107,14 @@ pub(super) async fn send_to_partner(
     let message = required("message", args.message)?;
     let wait = args.wait.unwrap_or(true);
     let timeout = clamped(args.timeout_seconds, 300, 1, 900);
-    if state.delegated_turn {
-        return Err(ToolError::NotAllowed(
-            "this turn was delegated to you, and a delegated turn cannot delegate further",
-        ));
-    }
-    if state.info.role == Some(Role::Worker) {
-        return Err(ToolError::NotAllowed(
-            "only the Driver may delegate; this session is a Worker",
-        ));
-    }
-    if state.parent_id.is_some() {
-        return Err(ToolError::NotAllowed("spawned sessions cannot delegate"));
-    }
+    may_delegate(state)?;
     let mut worker_created = false;
     let named = optional(args.worker);
-    let picked = match pick_worker(state, named.as_deref()) {
-        Ok(worker) => Some(worker),
-        // A session id that is none of the Driver's Workers is a mistake, not a
-        // name (names never start with `ses_`).
-        Err(e @ (PairError::NoWorker | PairError::NoSuchWorker { .. }))
-            if named.as_deref().is_some_and(|n| n.starts_with("ses_")) =>
-        {
-            return Err(e.into())
-        }
-        // No Worker yet, or none of that name: one is made.
-        Err(PairError::NoWorker | PairError::NoSuchWorker { .. }) => None,
-        Err(e) => return Err(e.into()),
-    };
+    let picked = existing_worker(state, named.as_deref())?;
     let (pair_id, worker_name) = match picked {
         Some(worker) => (worker.pair_id, worker.worker_name),
         None => {
-            let installed = rt.installed_vendors();
-            let vendor = choose_worker_vendor(
-                optional(args.worker_vendor).map(VendorId::from).as_ref(),
-                &VendorId::from(state.info.vendor.as_str()),
-                &installed,
-            )?;
+            let vendor = choose_new_worker_vendor(rt, state, args.worker_vendor)?;
             let choice = WorkerChoice {
                 vendor: vendor.to_string(),
                 model: optional(args.worker_model).unwrap_or_default(),
@@ -173,6 +144,76 @@ pub(super) async fn send_to_partner(
         })
         .await
         .map_err(PairError::from)??;
+    Ok(delegation_result(
+        reply,
+        worker_id,
+        worker_name,
+        worker_created,
+    ))
+}
+
+/// Refuses to delegate from a delegated turn, a Worker or a spawned session.
+fn may_delegate(state: &SessionState) -> Result<(), ToolError> {
+    if state.delegated_turn {
+        return Err(ToolError::NotAllowed(
+            "this turn was delegated to you, and a delegated turn cannot delegate further",
+        ));
+    }
+    if state.info.role == Some(Role::Worker) {
+        return Err(ToolError::NotAllowed(
+            "only the Driver may delegate; this session is a Worker",
+        ));
+    }
+    if state.parent_id.is_some() {
+        return Err(ToolError::NotAllowed("spawned sessions cannot delegate"));
+    }
+    Ok(())
+}
+
+/// The Driver's Worker that `named` picks (see [`pick_worker`]); `None` when a new
+/// one is to be made under that name (the Driver has none, or none of that name).
+fn existing_worker(
+    state: &SessionState,
+    named: Option<&str>,
+) -> Result<Option<PairedWorker>, ToolError> {
+    match pick_worker(state, named) {
+        Ok(worker) => Ok(Some(worker)),
+        // A session id that is none of the Driver's Workers is a mistake, not a
+        // name (names never start with `ses_`).
+        Err(e @ (PairError::NoWorker | PairError::NoSuchWorker { .. }))
+            if named.is_some_and(|n| n.starts_with("ses_")) =>
+        {
+            Err(e.into())
+        }
+        // No Worker yet, or none of that name: one is made.
+        Err(PairError::NoWorker | PairError::NoSuchWorker { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The vendor of a new Worker: the one `requested` (trimmed; it must be installed),
+/// else as [`choose_worker_vendor`] picks among the installed ones.
+fn choose_new_worker_vendor(
+    rt: &Runtime,
+    state: &SessionState,
+    requested: Option<String>,
+) -> Result<VendorId, ToolError> {
+    let installed = rt.installed_vendors();
+    choose_worker_vendor(
+        optional(requested).map(VendorId::from).as_ref(),
+        &VendorId::from(state.info.vendor.as_str()),
+        &installed,
+    )
+}
+
+/// What `send_to_partner` answers for the Delegate `reply` of Worker `worker_id`
+/// (`worker_name`, made by this call when `worker_created`).
+fn delegation_result(
+    reply: DelegateReply,
+    worker_id: String,
+    worker_name: String,
+    worker_created: bool,
+) -> SendToPartnerResult {
     let running = |response: Option<String>, hint: &str| SendToPartnerResult {
         status: DelegationState::Running,
         response,
@@ -187,7 +228,7 @@ pub(super) async fn send_to_partner(
         choices: Vec::new(),
         approval: None,
     };
-    Ok(match reply {
+    match reply {
         DelegateReply::Finished(outcome) => SendToPartnerResult {
             status: match outcome.status {
                 DelegationStatus::Complete => DelegationState::Complete,
@@ -206,40 +247,12 @@ pub(super) async fn send_to_partner(
             choices: Vec::new(),
             approval: None,
         },
-        DelegateReply::Question(q) => SendToPartnerResult {
-            status: DelegationState::Question,
-            response: None,
-            error: None,
-            hint: Some(format!(
-                "The Worker asks you this and waits. Answer it with answer_worker {{questionId: \"{}\", answer}}. The Worker's result will be delivered to you as a new message when it finishes.",
-                q.question_id
-            )),
-            partner_id: worker_id.clone(),
-            worker_name: worker_name.clone(),
-            worker_created,
-            changes: None,
-            question_id: Some(q.question_id),
-            question: Some(q.question),
-            choices: q.choices,
-            approval: None,
-        },
-        DelegateReply::Approval(ask) => SendToPartnerResult {
-            status: DelegationState::Approval,
-            response: None,
-            error: None,
-            hint: Some(format!(
-                "The Worker's agent asks permission to use {} and waits. Answer with approve_worker {{requestId: \"{}\", allow: true|false}}. The Worker's result will be delivered to you as a new message when it finishes.",
-                ask.tool_name, ask.request_id
-            )),
-            partner_id: worker_id.clone(),
-            worker_name: worker_name.clone(),
-            worker_created,
-            changes: None,
-            question_id: None,
-            question: None,
-            choices: Vec::new(),
-            approval: Some(ask),
-        },
+        DelegateReply::Question(q) => {
+            question_result(q, worker_id.clone(), worker_name.clone(), worker_created)
+        }
+        DelegateReply::Approval(ask) => {
+            approval_result(ask, worker_id.clone(), worker_name.clone(), worker_created)
+        }
         DelegateReply::TimedOut { partial } => running(
             Some(partial),
             "The Worker is still working. Its result will be delivered to you as a new message when it finishes.",
@@ -248,7 +261,61 @@ pub(super) async fn send_to_partner(
             None,
             "The result will be delivered to you as a new message when the Worker finishes. Use read_partner only for an interim check.",
         ),
-    })
+    }
+}
+
+/// What `send_to_partner` answers when the Worker asks its Driver question `q` and
+/// waits: the question, and how to answer it.
+fn question_result(
+    q: crate::record::QuestionRecord,
+    worker_id: String,
+    worker_name: String,
+    worker_created: bool,
+) -> SendToPartnerResult {
+    SendToPartnerResult {
+        status: DelegationState::Question,
+        response: None,
+        error: None,
+        hint: Some(format!(
+            "The Worker asks you this and waits. Answer it with answer_worker {{questionId: \"{}\", answer}}. The Worker's result will be delivered to you as a new message when it finishes.",
+            q.question_id
+        )),
+        partner_id: worker_id,
+        worker_name,
+        worker_created,
+        changes: None,
+        question_id: Some(q.question_id),
+        question: Some(q.question),
+        choices: q.choices,
+        approval: None,
+    }
+}
+
+/// What `send_to_partner` answers when the Worker's agent asks the Driver's
+/// permission (`ask`) and waits: the request, and how to answer it.
+fn approval_result(
+    ask: tandem_protocol::ApprovalAsk,
+    worker_id: String,
+    worker_name: String,
+    worker_created: bool,
+) -> SendToPartnerResult {
+    SendToPartnerResult {
+        status: DelegationState::Approval,
+        response: None,
+        error: None,
+        hint: Some(format!(
+            "The Worker's agent asks permission to use {} and waits. Answer with approve_worker {{requestId: \"{}\", allow: true|false}}. The Worker's result will be delivered to you as a new message when it finishes.",
+            ask.tool_name, ask.request_id
+        )),
+        partner_id: worker_id,
+        worker_name,
+        worker_created,
+        changes: None,
+        question_id: None,
+        question: None,
+        choices: Vec::new(),
+        approval: Some(ask),
+    }
 }
 
 pub(super) async fn read_partner(
