@@ -1,7 +1,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import './fake-dom.js';
-import { fileEdits, lineDiff, diffView, unifiedDiff, COLLAPSE_AT } from '../web/diff.js';
+import { fileEdits, changeEdits, lineDiff, diffView, unifiedDiff, COLLAPSE_AT } from '../web/diff.js';
 
 test('Claude Edit: changed lines between common context', () => {
   const [e] = fileEdits('Edit', { file_path: 'src/a.rs', old_string: 'a\nb\nc', new_string: 'a\nB\nc' });
@@ -90,4 +90,14 @@ test('a truncated diff keeps what came and shows the marker as a note', () => {
   assert.equal(edits[0].path, 'f');
   assert.deepEqual(edits[0].lines, [['@', '@@ -1,5 +1,5 @@'], [' ', 'a'], ['-', 'b'], ['@', '[diff truncated at 1 MiB]']]);
   assert.deepEqual(unifiedDiff(''), []);
+});
+
+test('a tool call\'s changes are its file edits', () => {
+  const edits = changeEdits([
+    { path: 'a.rs', kind: 'modify', diff: '@@ -1,2 +1,2 @@\n keep\n-old\n+new\n' },
+    { path: 'old.txt', kind: 'rename', movePath: 'new.txt', diff: '' },
+  ]);
+  assert.deepEqual(edits[0], { path: 'a.rs', lines: [['@', '@@ -1,2 +1,2 @@'], [' ', 'keep'], ['-', 'old'], ['+', 'new']] });
+  assert.deepEqual(edits[1], { path: 'old.txt → new.txt', lines: [] });
+  assert.deepEqual(changeEdits(undefined), []);
 });

@@ -5,7 +5,7 @@
 
 import { h, clear, clock, json, ago } from './dom.js';
 import { renderMarkdown } from './md.js';
-import { fileEdits, diffView } from './diff.js';
+import { fileEdits, changeEdits, diffView } from './diff.js';
 import { formatUsage, statusText, shownStatus } from './store.js';
 import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialogs.js';
 import { Rewinds, forkedText } from './rewind.js';
@@ -1111,7 +1111,7 @@ export class ChatView {
         return add('thinking', h('details.thinking', h('summary', 'Thinking'), h('div.text', ev.text)));
       case 'tool_call': {
         const result = h('pre.tool-out', 'running…');
-        const edits = fileEdits(ev.name, ev.input);
+        const edits = changeEdits(ev.changes);
         // A file edit opens as its diff (long diffs show their start); other tools
         // stay closed with their JSON input.
         const el = edits.length
@@ -1121,7 +1121,7 @@ export class ChatView {
           : h('details.card.tool.pending',
             h('summary', h('span.tool-name', ev.name), h('span.tool-preview', preview(ev.input)), h('span.tool-state', '…')),
             h('div.card-body', h('div.label', 'Input'), h('pre', json(ev.input)), h('div.label', 'Result'), result));
-        const item = add('tool', el, { result, name: ev.name, input: ev.input });
+        const item = add('tool', el, { result, name: ev.name, input: ev.input, changes: ev.changes });
         this.cards.set(ev.callId, item);
         return item;
       }
@@ -1321,7 +1321,7 @@ export class ChatView {
     // An edit shows the diff it would make: its own input, or (Codex asks with the
     // file-change item's id) the input of that item's tool call.
     const ofItem = ev.input?.itemId ? this.cards.get(ev.input.itemId) : null;
-    const edits = fileEdits(ev.toolName, ev.input).length ? fileEdits(ev.toolName, ev.input) : ofItem ? fileEdits(ofItem.name, ofItem.input) : [];
+    const edits = fileEdits(ev.toolName, ev.input).length ? fileEdits(ev.toolName, ev.input) : ofItem ? changeEdits(ofItem.changes) : [];
     const plan = ev.permissionKind === 'plan';
     const body = plan
       ? h('div.plan', typeof ev.input?.plan === 'string' ? renderMarkdown(ev.input.plan) : h('p.muted', 'The agent asks to leave plan mode.'))

@@ -1,6 +1,8 @@
-// File edits as unified diffs: Claude Code's Edit, Write and MultiEdit inputs,
-// Codex's file changes (`apply_patch`), and ACP diff content. `fileEdits` is pure
-// (node tests it); `diffView` draws its result with DOM nodes, collapsed when long.
+// File edits as diffs: a tool call's `changes` (every vendor's edits, as the server
+// gives them), and a permission request's input (still in its vendor's shape:
+// Claude Code's Edit, Write and MultiEdit, Codex's file changes, ACP diff content).
+// `changeEdits` and `fileEdits` are pure (node tests them); `diffView` draws their
+// result with DOM nodes, collapsed when long.
 
 import { h } from './dom.js';
 
@@ -16,8 +18,22 @@ const MATCH_LIMIT = 2000;
  */
 
 /**
- * The file edits a tool call (or a permission request for one) makes, or `[]` when
- * it edits no file.
+ * A tool call's `changes` as file edits: each change's diff lines, `@@` hunk headers
+ * as `'@'` lines; a renamed file is named with where it goes.
+ * @param {import('./wire.js').FileChange[] | undefined} changes
+ * @returns {FileEdit[]}
+ */
+export function changeEdits(changes) {
+  return (changes || []).map((c) => ({
+    path: c.movePath ? `${c.path} → ${c.movePath}` : c.path,
+    lines: (c.diff ? splitLines(c.diff) : []).map((l) => /** @type {[string, string]} */ (
+      l.startsWith('@@') ? ['@', l] : [l[0] === '+' || l[0] === '-' ? l[0] : ' ', l.slice(1)])),
+  }));
+}
+
+/**
+ * The file edits a permission request's input asks for, or `[]` when it edits no
+ * file.
  * @param {string} name
  * @param {any} input
  * @returns {FileEdit[]}

@@ -105,6 +105,9 @@ pub enum EventBody {
         name: String,
         /// Arguments as the agent gave them.
         input: Value,
+        /// The files it changes, for a tool that edits files; left out otherwise.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changes: Vec<crate::history::FileChange>,
     },
     /// A tool's answer.
     ToolResult {

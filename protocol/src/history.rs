@@ -1,5 +1,5 @@
-//! Vendor-neutral parts of history events: what a turn used ([`TurnUsage`]) and an
-//! agent's plan ([`PlanEntry`]). The adapters translate their vendor's shapes into
+//! Vendor-neutral parts of history events: what a turn used ([`TurnUsage`]), an
+//! agent's plan ([`PlanEntry`]) and the files a tool call changes ([`FileChange`]). The adapters translate their vendor's shapes into
 //! these, so the runtime, the page and every other client read one shape whatever
 //! the vendor (histories stored before are rewritten to them once, when the database
 //! is opened).
@@ -61,6 +61,37 @@ pub struct Cost {
     pub amount: f64,
     /// ISO 4217 currency code (`USD`).
     pub currency: String,
+}
+
+/// A file a tool call changes (or asks to), as every vendor's edit is shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChange {
+    /// The file, as the agent named it.
+    pub path: String,
+    /// What happens to it.
+    pub kind: FileChangeKind,
+    /// With `rename`: its new path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub move_path: Option<String>,
+    /// The change as the lines of a unified diff: `@@` hunk headers where the vendor
+    /// gave them, then lines starting with `' '` (kept), `'-'` or `'+'`; a new file's
+    /// lines all `+`. Empty when the vendor did not say.
+    pub diff: String,
+}
+
+/// What a change does to its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum FileChangeKind {
+    /// A new file.
+    Add,
+    /// An existing file changed.
+    Modify,
+    /// A file removed.
+    Delete,
+    /// A file moved to `movePath` (and maybe changed).
+    Rename,
 }
 
 /// One step of an agent's plan (the `plan` event).

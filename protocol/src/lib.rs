@@ -41,7 +41,7 @@ pub use client::{parse_client_frame, ClientFrame, ClientRequest, FrameError};
 pub use content::{ContentBlock, HistoryBlock, MessageContent};
 pub use error::ErrorCode;
 pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
-pub use history::{PlanEntry, TurnUsage};
+pub use history::{FileChange, FileChangeKind, PlanEntry, TurnUsage};
 pub use permission::{
     ApprovalAsk, Decider, PermissionChoice, PermissionKind, PermissionRule, RememberScope,
 };

@@ -3,7 +3,8 @@
 //! made by that release's `tandem serve` with scripted sessions whose turns reported
 //! usage as Claude Code, Codex and an ACP agent did (one with an ACP plan), and one
 //! that showed file edits as each vendor's tool calls. Opened by this release, its
-//! usage and plans read in the new shapes everywhere; tool calls keep their input.
+//! usage and plans read in the new shapes everywhere, and each edit's tool call
+//! carries its `changes`.
 
 use serde_json::Value;
 use tandem_tests::{Server, ServerOptions, TempDir};
@@ -74,12 +75,31 @@ async fn a_database_of_the_previous_release_reads_in_the_neutral_shapes() {
     let replayed = ws.events_until_turn_end(ACP).await;
     assert_eq!(replayed, acp);
 
-    // Tool calls keep the input their vendor gave.
+    // Each vendor's edit: its tool call keeps its input and gains its changes.
     let edits = server.all_events(EDITS).await;
     let calls: Vec<&Value> = edits.iter().filter(|e| e["kind"] == "tool_call").collect();
     let names: Vec<&str> = calls.iter().filter_map(|e| e["name"].as_str()).collect();
     assert_eq!(names, ["Edit", "Write", "MultiEdit", "apply_patch", "edit"]);
     assert_eq!(calls[0]["input"]["old_string"], "one\ntwo\n");
+    let changes: Vec<Value> = calls.iter().map(|c| c["changes"].clone()).collect();
+    assert_eq!(
+        changes,
+        [
+            serde_json::json!([{"path": "/tmp/fx/ws/a.txt", "kind": "modify",
+                "diff": " one\n-two\n+2\n"}]),
+            serde_json::json!([{"path": "/tmp/fx/ws/new.txt", "kind": "add",
+                "diff": "+fresh\n+file\n"}]),
+            serde_json::json!([{"path": "/tmp/fx/ws/b.txt", "kind": "modify",
+                "diff": "@@ edit 1 of 2 @@\n-x\n+y\n@@ edit 2 of 2 @@\n p\n-q\n+r\n"}]),
+            serde_json::json!([
+                {"path": "/tmp/fx/ws/c.txt", "kind": "modify",
+                    "diff": "@@ -1,2 +1,2 @@\n-old\n+new\n keep\n"},
+                {"path": "/tmp/fx/ws/gone.txt", "kind": "delete", "diff": "-bye\n"}
+            ]),
+            serde_json::json!([{"path": "/tmp/fx/ws/d.txt", "kind": "modify",
+                "diff": " a\n-b\n+c\n"}]),
+        ]
+    );
 
     // Totals read them too.
     let (status, totals) = server

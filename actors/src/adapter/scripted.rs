@@ -632,6 +632,7 @@ impl Run {
                             Ok(input) => input.clone(),
                             Err(_) => Value::String(args),
                         },
+                        changes: Vec::new(),
                     };
                     if !self.emit(call).await {
                         return None;
@@ -663,10 +664,13 @@ impl Run {
                 }
                 Step::Show { name, input } => {
                     let call_id = format!("{}_call_{index}", self.turn_id);
+                    // Shown as the vendor whose shape the input has shows it.
+                    let changes = crate::adapter::edits::any(&name, &input);
                     let call = EventBody::ToolCall {
                         call_id: call_id.clone(),
                         name,
                         input,
+                        changes,
                     };
                     let result = EventBody::ToolResult {
                         call_id,
@@ -695,6 +699,7 @@ impl Run {
                         call_id: call_id.clone(),
                         name: "write".into(),
                         input: serde_json::json!({"path": path, "text": text}),
+                        changes: Vec::new(),
                     };
                     let written = crate::workspace::files::check_relative(&path)
                         .map_err(|e| e.to_string())

@@ -223,6 +223,7 @@ fn event_of(item: Item) -> EventBody {
         Item::Answer(text) => EventBody::AssistantMessage { text },
         Item::Call { id, name, input } => EventBody::ToolCall {
             call_id: id,
+            changes: crate::adapter::edits::any(&name, &input),
             name,
             input,
         },

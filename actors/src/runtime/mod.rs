@@ -190,6 +190,7 @@ impl Runtime {
     ) -> Result<Started, RuntimeError> {
         let metrics = Arc::new(Metrics::default());
         let store = Store::open(&config.data_dir)?;
+        crate::adapter::old_history::upgrade(&store)?;
         let new_admin_token = store.ensure_admin()?;
         let pairs = store.load_pairs()?;
         let loading::Loaded {

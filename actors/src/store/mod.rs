@@ -2,9 +2,9 @@
 //! ([`writer`]), and a small pool of read connections used from blocking tasks.
 
 pub mod devices;
-mod history_shapes;
 pub mod mcp_servers;
 pub mod push;
+mod rewrites;
 pub mod tokens;
 pub mod writer;
 
@@ -187,7 +187,6 @@ impl Store {
         conn.execute_batch(SCHEMA).map_err(|e| unwritable(&e))?;
         prove_writable(&conn).map_err(|e| unwritable(&e))?;
         tokens::migrate(&conn, data_dir)?;
-        history_shapes::migrate(&conn)?;
         Ok(Store {
             inner: Arc::new(StoreInner {
                 path,

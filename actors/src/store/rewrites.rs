@@ -1,230 +1,124 @@
-//! Histories stored before the adapters wrote vendor-neutral shapes, rewritten once.
-//!
-//! Until then a `turn_completed`'s `usage` held the vendor's own report (Claude Code's
-//! `{usage: {input_tokens, cache_read_input_tokens, ...}, totalCostUsd}`, Codex's
-//! `{inputTokens, cachedInputTokens, ..., modelContextWindow}`, an ACP agent's
-//! `{inputTokens, ..., thoughtTokens, context: {used, size, cost}, totalCostUsd}`) and
-//! a `plan`'s entries whatever the agent sent. When a database is opened, every such
-//! stored event is rewritten in place to `TurnUsage` and `PlanEntry`, once (the
-//! `meta` key [`DONE_KEY`] records it), so every reader of history (replays, pages,
-//! usage totals, other nodes' copies) sees one shape whatever the vendor and age.
+//! Stored histories rewritten once, in place: when what a kind of event holds
+//! changes shape, the events stored before are brought to the new shape when the
+//! server starts (the rewrite itself is the adapters', who know the old shapes: see
+//! `adapter::old_history`). Each rewrite runs once per database: a `meta` key
+//! records it.
 
-use rusqlite::{params, Connection, OptionalExtension};
-use serde_json::Value;
-use tandem_protocol::history::{ContextUsage, Cost};
-use tandem_protocol::{Event, PlanEntry, TurnUsage};
+use rusqlite::{params, OptionalExtension};
 
+use super::Store;
 use crate::error::RuntimeError;
 
-/// The `meta` key set once the rewrite is done.
-const DONE_KEY: &str = "history_shapes";
 /// Events read per page while rewriting.
 const PAGE: i64 = 1000;
 
-/// Rewrites the stored events that still hold vendor shapes; a no-op once done.
-pub(super) fn migrate(conn: &Connection) -> Result<(), RuntimeError> {
-    let done = conn
-        .query_row("SELECT 1 FROM meta WHERE key = ?1", [DONE_KEY], |_| Ok(()))
-        .optional()?
-        .is_some();
-    if done {
-        return Ok(());
-    }
-    let tx = conn.unchecked_transaction()?;
-    let mut rewritten = 0usize;
-    {
-        // Only events that can hold a vendor shape: a turn's end with usage, a plan.
-        let mut select = tx.prepare(
-            "SELECT session_id, seq, frame FROM events \
-             WHERE (session_id, seq) > (?1, ?2) \
-               AND ((instr(frame, '\"kind\":\"turn_completed\"') > 0 \
-                     AND instr(frame, '\"usage\":') > 0) \
-                    OR instr(frame, '\"kind\":\"plan\"') > 0) \
-             ORDER BY session_id, seq LIMIT ?3",
-        )?;
-        let mut update =
-            tx.prepare("UPDATE events SET frame = ?1 WHERE session_id = ?2 AND seq = ?3")?;
-        let mut after = (String::new(), 0i64);
-        loop {
-            let rows: Vec<(String, i64, String)> = select
-                .query_map(params![after.0, after.1, PAGE], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?
-                .collect::<Result<_, _>>()?;
-            let Some((sid, seq, _)) = rows.last() else {
-                break;
-            };
-            after = (sid.clone(), *seq);
-            for (sid, seq, frame) in &rows {
-                if let Some(new) = rewrite(frame) {
-                    update.execute(params![new, sid, seq])?;
-                    rewritten += 1;
+impl Store {
+    /// Runs `rewrite` over every stored event whose frame contains one of `marks`
+    /// (`"kind":"plan"`, say: a cheap filter; `rewrite` decides) and stores what it
+    /// returns in place of the frame, in one transaction, unless the `meta` key `key`
+    /// says it ran already; returns how many events changed. Call before anything
+    /// else writes (at start).
+    pub fn rewrite_history_once(
+        &self,
+        key: &str,
+        marks: &[&str],
+        rewrite: impl Fn(&str) -> Option<String>,
+    ) -> Result<usize, RuntimeError> {
+        self.with_reader(|conn| {
+            let done = conn
+                .query_row("SELECT 1 FROM meta WHERE key = ?1", [key], |_| Ok(()))
+                .optional()?
+                .is_some();
+            if done {
+                return Ok(0);
+            }
+            let tx = conn.unchecked_transaction()?;
+            let mut rewritten = 0usize;
+            {
+                let filter = marks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, _)| format!("instr(frame, ?{}) > 0", i + 4))
+                    .collect::<Vec<_>>()
+                    .join(" OR ");
+                let mut select = tx.prepare(&format!(
+                    "SELECT session_id, seq, frame FROM events \
+                     WHERE (session_id, seq) > (?1, ?2) AND ({filter}) \
+                     ORDER BY session_id, seq LIMIT ?3"
+                ))?;
+                let mut update =
+                    tx.prepare("UPDATE events SET frame = ?1 WHERE session_id = ?2 AND seq = ?3")?;
+                let mut after = (String::new(), 0i64);
+                loop {
+                    let mut args: Vec<&dyn rusqlite::ToSql> = vec![&after.0, &after.1, &PAGE];
+                    args.extend(marks.iter().map(|m| m as &dyn rusqlite::ToSql));
+                    let rows: Vec<(String, i64, String)> = select
+                        .query_map(args.as_slice(), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                        .collect::<Result<_, _>>()?;
+                    let Some((sid, seq, _)) = rows.last() else {
+                        break;
+                    };
+                    let next = (sid.clone(), *seq);
+                    for (sid, seq, frame) in &rows {
+                        if let Some(new) = rewrite(frame) {
+                            update.execute(params![new, sid, seq])?;
+                            rewritten += 1;
+                        }
+                    }
+                    after = next;
                 }
             }
-        }
-    }
-    tx.execute(
-        "INSERT INTO meta (key, value) VALUES (?1, '1') \
-         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        [DONE_KEY],
-    )?;
-    tx.commit()?;
-    if rewritten > 0 {
-        tracing::info!(
-            events = rewritten,
-            "stored usage and plans rewritten in the vendor-neutral shapes"
-        );
-    }
-    Ok(())
-}
-
-/// The frame in the neutral shapes, or `None` when it needs no change (or is not
-/// JSON: left as it is).
-fn rewrite(frame: &str) -> Option<String> {
-    let mut event: Value = serde_json::from_str(frame).ok()?;
-    match event["kind"].as_str()? {
-        "turn_completed" => {
-            let usage = event.get("usage").filter(|u| u.is_object())?;
-            let neutral = serde_json::to_value(old_usage(usage)).ok()?;
-            event["usage"] = neutral;
-        }
-        "plan" => {
-            let entries: Vec<PlanEntry> = event["entries"]
-                .as_array()
-                .map(|all| all.iter().map(PlanEntry::from_value).collect())
-                .unwrap_or_default();
-            event["entries"] = serde_json::to_value(entries).ok()?;
-        }
-        _ => return None,
-    }
-    // Through the typed event where it reads, so the frame is as new ones are.
-    match serde_json::from_value::<Event>(event.clone()) {
-        Ok(typed) => serde_json::to_string(&typed).ok(),
-        Err(_) => serde_json::to_string(&event).ok(),
-    }
-}
-
-/// A usage report as the previous release stored it, in the neutral shape.
-fn old_usage(usage: &Value) -> TurnUsage {
-    let n = |v: &Value| v.as_u64();
-    let claude = &usage["usage"];
-    let context = &usage["context"];
-    let cost = &context["cost"];
-    let session_cost = match (cost["amount"].as_f64(), cost["currency"].as_str()) {
-        (Some(amount), Some(currency)) => Some(Cost {
-            amount,
-            currency: currency.to_string(),
-        }),
-        _ => None,
-    };
-    let cost_usd = usage["totalCostUsd"].as_f64();
-    if claude.is_object() {
-        // Claude Code: input apart from cache reads and writes.
-        let read = n(&claude["cache_read_input_tokens"]).unwrap_or(0);
-        let write = n(&claude["cache_creation_input_tokens"]).unwrap_or(0);
-        return TurnUsage {
-            input_tokens: n(&claude["input_tokens"]).unwrap_or(0) + read + write,
-            cached_input_tokens: read,
-            cache_write_tokens: Some(write),
-            output_tokens: n(&claude["output_tokens"]).unwrap_or(0),
-            reasoning_tokens: None,
-            context: None,
-            cost_usd,
-            session_cost,
-        };
-    }
-    let input = n(&usage["inputTokens"]).unwrap_or(0);
-    // An ACP agent's last `usage_update`; else Codex's window, with the turn's input
-    // as what it held (what the previous release told editors).
-    let context = match (n(&context["used"]), n(&context["size"])) {
-        (Some(used), Some(size)) => Some(ContextUsage { used, size }),
-        _ => n(&usage["modelContextWindow"]).map(|size| ContextUsage { used: input, size }),
-    };
-    TurnUsage {
-        input_tokens: input,
-        cached_input_tokens: n(&usage["cachedInputTokens"])
-            .or_else(|| n(&usage["cachedReadTokens"]))
-            .unwrap_or(0),
-        cache_write_tokens: n(&usage["cachedWriteTokens"]),
-        output_tokens: n(&usage["outputTokens"]).unwrap_or(0),
-        reasoning_tokens: n(&usage["reasoningOutputTokens"]).or_else(|| n(&usage["thoughtTokens"])),
-        context,
-        cost_usd,
-        session_cost,
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES (?1, '1') \
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [key],
+            )?;
+            tx.commit()?;
+            Ok(rewritten)
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use tandem_protocol::history::{PlanPriority, PlanStatus};
-
-    fn usage_of(frame: &str) -> TurnUsage {
-        let v: Value = serde_json::from_str(&rewrite(frame).unwrap()).unwrap();
-        serde_json::from_value(v["usage"].clone()).unwrap()
-    }
+    use crate::store::Store;
 
     #[test]
-    fn each_vendors_old_usage_reads_in_the_neutral_shape() {
-        let claude = usage_of(
-            r#"{"sessionId":"s","seq":7,"ts":1,"turnId":"turn_1","kind":"turn_completed","status":"completed","usage":{"durationMs":1200,"totalCostUsd":0.5,"usage":{"cache_creation_input_tokens":5,"cache_read_input_tokens":20,"input_tokens":100,"output_tokens":30}}}"#,
-        );
-        assert_eq!(
-            (
-                claude.input_tokens,
-                claude.cached_input_tokens,
-                claude.cache_write_tokens
-            ),
-            (125, 20, Some(5))
-        );
-        assert_eq!((claude.output_tokens, claude.cost_usd), (30, Some(0.5)));
-        let codex = usage_of(
-            r#"{"sessionId":"s","seq":7,"ts":1,"kind":"turn_completed","status":"completed","usage":{"cachedInputTokens":40,"inputTokens":300,"modelContextWindow":272000,"outputTokens":60,"reasoningOutputTokens":12,"totalTokens":360}}"#,
-        );
-        assert_eq!((codex.input_tokens, codex.cached_input_tokens), (300, 40));
-        assert_eq!(
-            (codex.output_tokens, codex.reasoning_tokens),
-            (60, Some(12))
-        );
-        assert_eq!(
-            codex.context,
-            Some(ContextUsage {
-                used: 300,
-                size: 272000
+    fn a_rewrite_runs_once_and_touches_only_what_it_changes() {
+        let dir = crate::testkit::Scratch::new("rewrite-once");
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .with_reader(|c| {
+                c.execute_batch(
+                    "INSERT INTO events VALUES ('s', 1, '{\"kind\":\"plan\",\"n\":1}'); \
+                     INSERT INTO events VALUES ('s', 2, '{\"kind\":\"text_delta\"}'); \
+                     INSERT INTO events VALUES ('t', 1, '{\"kind\":\"plan\",\"n\":2}');",
+                )
             })
-        );
-        let acp = usage_of(
-            r#"{"sessionId":"s","seq":8,"ts":1,"kind":"turn_completed","status":"completed","usage":{"cachedReadTokens":1,"context":{"cost":{"amount":0.75,"currency":"USD"},"size":200000,"used":8000},"inputTokens":7,"outputTokens":3,"thoughtTokens":2,"totalCostUsd":0.25,"totalTokens":10}}"#,
-        );
-        assert_eq!((acp.input_tokens, acp.cached_input_tokens), (7, 1));
-        assert_eq!((acp.reasoning_tokens, acp.cost_usd), (Some(2), Some(0.25)));
-        assert_eq!(
-            acp.context,
-            Some(ContextUsage {
-                used: 8000,
-                size: 200000
-            })
-        );
-        assert_eq!(acp.session_cost.map(|c| c.amount), Some(0.75));
-    }
-
-    #[test]
-    fn old_plans_read_as_entries_and_other_events_are_left_alone() {
-        let new = rewrite(
-            r#"{"sessionId":"s","seq":3,"ts":1,"kind":"plan","entries":[{"content":"a","priority":"high","status":"completed"},"b"]}"#,
-        )
-        .unwrap();
-        let event: Event = serde_json::from_str(&new).unwrap();
-        let tandem_protocol::EventBody::Plan { entries } = event.body else {
-            panic!("{new}");
+            .unwrap();
+        let rewrite = |f: &str| {
+            f.contains("\"n\":1")
+                .then(|| "{\"kind\":\"plan\",\"n\":9}".to_string())
         };
-        assert_eq!(entries[0].status, PlanStatus::Completed);
-        assert_eq!(entries[0].priority, PlanPriority::High);
-        assert_eq!(entries[1].content, "b");
-        assert_eq!(rewrite(r#"{"kind":"text_delta","text":"x"}"#), None);
-        assert_eq!(rewrite("not json"), None);
-        let without =
-            r#"{"sessionId":"s","seq":2,"ts":1,"kind":"turn_completed","status":"completed"}"#;
-        assert_eq!(rewrite(without), None);
+        assert_eq!(
+            store
+                .rewrite_history_once("k", &["\"kind\":\"plan\""], rewrite)
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            store.read_events("s", 0, 10).unwrap()[0].1,
+            "{\"kind\":\"plan\",\"n\":9}"
+        );
+        assert_eq!(
+            store.read_events("t", 0, 10).unwrap()[0].1,
+            "{\"kind\":\"plan\",\"n\":2}"
+        );
+        let again = |_: &str| Some("x".to_string());
+        assert_eq!(
+            store.rewrite_history_once("k", &["plan"], again).unwrap(),
+            0,
+            "once"
+        );
     }
 }

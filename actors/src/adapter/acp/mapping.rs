@@ -272,10 +272,18 @@ pub fn tool_input(fields: &ToolCallFields) -> Value {
 }
 
 fn call_event(fields: &ToolCallFields) -> EventBody {
+    let changes = match &fields.content {
+        Some(content) => content
+            .iter()
+            .flat_map(crate::adapter::edits::acp)
+            .collect(),
+        None => Vec::new(),
+    };
     EventBody::ToolCall {
         call_id: fields.tool_call_id.clone(),
         name: tool_name(fields),
         input: tool_input(fields),
+        changes,
     }
 }
 
@@ -463,7 +471,7 @@ mod tests {
             "rawInput": {"command": "ls"}, "locations": [{"path": "/w/a.rs", "line": 2}]}),
         ));
         assert!(
-            matches!(&again[..], [EventBody::ToolCall { call_id, name, input }]
+            matches!(&again[..], [EventBody::ToolCall { call_id, name, input, .. }]
             if call_id == "c1" && name == "execute" && input["rawInput"]["command"] == "ls"
                && input["locations"][0]["line"] == 2)
         );

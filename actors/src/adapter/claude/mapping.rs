@@ -79,6 +79,7 @@ impl StreamMapper {
                     call_id: id.clone(),
                     name: name.clone(),
                     input: input.clone(),
+                    changes: crate::adapter::edits::claude(name, input),
                 }),
                 _ => None,
             })
@@ -263,7 +264,8 @@ mod tests {
             vec![EventBody::ToolCall {
                 call_id: "t1".into(),
                 name: "Bash".into(),
-                input: json!({"command":"ls"})
+                input: json!({"command":"ls"}),
+                changes: Vec::new(),
             }]
         );
         let res = json!({"type":"user","message":{"role":"user","content":[{"tool_use_id":"t1",

@@ -266,10 +266,15 @@ fn tool_call(item: &ThreadItem) -> Option<EventBody> {
         ),
         _ => return None,
     };
+    let changes = match item {
+        ThreadItem::FileChange { changes, .. } => crate::adapter::edits::codex(changes),
+        _ => Vec::new(),
+    };
     Some(EventBody::ToolCall {
         call_id,
         name,
         input,
+        changes,
     })
 }
 

@@ -9,13 +9,18 @@
 //! - [`Approvals`]: tool approvals waiting for a person, answered by themselves when the
 //!   session bypasses permissions or a remembered rule matches.
 //!
-//! Scripted, Codex, Claude Code and ACP adapters compose these three; the vendor
+//! - [`line_diff`]: two texts' line diff, for vendors that report an edit as old and
+//!   new text.
+//!
+//! Scripted, Codex, Claude Code and ACP adapters compose these; the vendor
 //! registry ([`super::vendors`]) says which adapter serves which vendor id.
 
 mod approvals;
 mod emitter;
+mod line_diff;
 mod turn_slot;
 
 pub use approvals::{Approvals, Asked};
 pub use emitter::{Emitter, PaceWait, AWAIT_EVERY};
+pub use line_diff::line_diff;
 pub use turn_slot::{Phase, Stop, Turn, TurnSlot};
