@@ -1,50 +1,15 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import './fake-dom.js';
-import { fileEdits, changeEdits, lineDiff, diffView, unifiedDiff, COLLAPSE_AT } from '../web/diff.js';
-
-test('Claude Edit: changed lines between common context', () => {
-  const [e] = fileEdits('Edit', { file_path: 'src/a.rs', old_string: 'a\nb\nc', new_string: 'a\nB\nc' });
-  assert.equal(e.path, 'src/a.rs');
-  assert.deepEqual(e.lines, [[' ', 'a'], ['-', 'b'], ['+', 'B'], [' ', 'c']]);
-});
-
-test('Claude Write and MultiEdit', () => {
-  const [w] = fileEdits('Write', { file_path: 'new.txt', content: 'x\ny\n' });
-  assert.deepEqual(w.lines, [['+', 'x'], ['+', 'y']]);
-  const [m] = fileEdits('MultiEdit', { file_path: 'f', edits: [{ old_string: 'a', new_string: 'b' }, { old_string: 'c', new_string: 'd' }] });
-  assert.deepEqual(m.lines.filter(([op]) => op === '@').length, 2);
-  assert.deepEqual(m.lines.filter(([op]) => op !== '@'), [['-', 'a'], ['+', 'b'], ['-', 'c'], ['+', 'd']]);
-});
-
-test('Codex file changes: unified diffs and added files', () => {
-  const edits = fileEdits('apply_patch', { changes: [
-    { path: 'a.py', kind: { type: 'update' }, diff: '--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n' },
-    { path: 'b.py', kind: { type: 'add' }, diff: 'print(1)\n' },
-  ] });
-  assert.equal(edits.length, 2);
-  assert.deepEqual(edits[0].lines, [['@', '@@ -1,2 +1,2 @@'], [' ', 'x = 1'], ['-', 'y = 2'], ['+', 'y = 3']]);
-  assert.deepEqual(edits[1].lines, [['+', 'print(1)']]);
-});
-
-test('ACP diff content', () => {
-  const [e] = fileEdits('edit', { content: [{ type: 'diff', path: '/w/x', oldText: 'old', newText: 'new' }] });
-  assert.equal(e.path, '/w/x');
-  assert.deepEqual(e.lines, [['-', 'old'], ['+', 'new']]);
-});
-
-test('tools that edit no file give nothing', () => {
-  assert.deepEqual(fileEdits('Bash', { command: 'ls' }), []);
-  assert.deepEqual(fileEdits('Edit', null), []);
-});
+import { changeEdits, diffView, unifiedDiff, COLLAPSE_AT } from '../web/diff.js';
 
 test('long diffs are collapsed behind a button', () => {
   const big = Array.from({ length: 100 }, (_, i) => `line ${i}`).join('\n');
-  const view = diffView(fileEdits('Write', { file_path: 'big', content: big }));
+  const diff = big.split('\n').map((l) => `+${l}\n`).join('');
+  const view = diffView(changeEdits([{ path: 'big', kind: 'add', diff }]));
   const pre = view.all('pre')[0];
   assert.equal(pre.all('span').length, COLLAPSE_AT);
   assert.equal(view.all('button')[0].textContent, 'Show all 100 lines');
-  assert.equal(lineDiff('', 'a').length, 1);
 });
 
 test('unified diffs from git: files, hunks, new and deleted files, binary', () => {

@@ -5,7 +5,7 @@
 
 import { h, clear, clock, json, ago } from './dom.js';
 import { renderMarkdown } from './md.js';
-import { fileEdits, changeEdits, diffView } from './diff.js';
+import { changeEdits, diffView } from './diff.js';
 import { formatUsage, statusText, shownStatus } from './store.js';
 import { formDialog, vendorPicker, localToRfc3339, toLocalInput } from './dialogs.js';
 import { Rewinds, forkedText } from './rewind.js';
@@ -1121,7 +1121,7 @@ export class ChatView {
           : h('details.card.tool.pending',
             h('summary', h('span.tool-name', ev.name), h('span.tool-preview', preview(ev.input)), h('span.tool-state', '…')),
             h('div.card-body', h('div.label', 'Input'), h('pre', json(ev.input)), h('div.label', 'Result'), result));
-        const item = add('tool', el, { result, name: ev.name, input: ev.input, changes: ev.changes });
+        const item = add('tool', el, { result, name: ev.name, input: ev.input });
         this.cards.set(ev.callId, item);
         return item;
       }
@@ -1318,10 +1318,8 @@ export class ChatView {
     const choices = ev.choices?.length ? ev.choices : [{ label: 'Allow', allow: true }, { label: 'Deny', allow: false }];
     const buttons = choices.map((c) => h(c.allow ? (c.remember || c.permissionMode ? 'button.btn.allow' : 'button.btn.primary.allow') : 'button.btn.danger.deny',
       { type: 'button', onclick: () => answer(c) }, c.label));
-    // An edit shows the diff it would make: its own input, or (Codex asks with the
-    // file-change item's id) the input of that item's tool call.
-    const ofItem = ev.input?.itemId ? this.cards.get(ev.input.itemId) : null;
-    const edits = fileEdits(ev.toolName, ev.input).length ? fileEdits(ev.toolName, ev.input) : ofItem ? changeEdits(ofItem.changes) : [];
+    // An edit shows the diff it would make.
+    const edits = changeEdits(ev.changes);
     const plan = ev.permissionKind === 'plan';
     const body = plan
       ? h('div.plan', typeof ev.input?.plan === 'string' ? renderMarkdown(ev.input.plan) : h('p.muted', 'The agent asks to leave plan mode.'))

@@ -1,15 +1,12 @@
-// File edits as diffs: a tool call's `changes` (every vendor's edits, as the server
-// gives them), and a permission request's input (still in its vendor's shape:
-// Claude Code's Edit, Write and MultiEdit, Codex's file changes, ACP diff content).
-// `changeEdits` and `fileEdits` are pure (node tests them); `diffView` draws their
+// File edits as diffs: the `changes` of a tool call or a permission request (every
+// vendor's edits, in the one shape the server gives them), and unified diffs (git's).
+// `changeEdits` and `unifiedDiff` are pure (node tests them); `diffView` draws their
 // result with DOM nodes, collapsed when long.
 
 import { h } from './dom.js';
 
 /** Diff lines shown before a diff is collapsed behind "Show all". */
 export const COLLAPSE_AT = 40;
-/** Above this many lines per side, no line matching is tried (all removed, all added). */
-const MATCH_LIMIT = 2000;
 
 /**
  * One file's change: `lines` are `[op, text]` with op `' '` (context), `'-'`, `'+'`
@@ -18,7 +15,7 @@ const MATCH_LIMIT = 2000;
  */
 
 /**
- * A tool call's `changes` as file edits: each change's diff lines, `@@` hunk headers
+ * A tool call's (or a permission request's) `changes` as file edits: each change's diff lines, `@@` hunk headers
  * as `'@'` lines; a renamed file is named with where it goes.
  * @param {import('./wire.js').FileChange[] | undefined} changes
  * @returns {FileEdit[]}
@@ -31,102 +28,11 @@ export function changeEdits(changes) {
   }));
 }
 
-/**
- * The file edits a permission request's input asks for, or `[]` when it edits no
- * file.
- * @param {string} name
- * @param {any} input
- * @returns {FileEdit[]}
- */
-export function fileEdits(name, input) {
-  if (!input || typeof input !== 'object') return [];
-  const path = String(input.file_path ?? input.path ?? input.filePath ?? '');
-  if ((name === 'Edit' || name === 'str_replace') && typeof input.old_string === 'string') {
-    return [{ path, lines: lineDiff(input.old_string, String(input.new_string ?? '')) }];
-  }
-  if (name === 'MultiEdit' && Array.isArray(input.edits)) {
-    /** @type {[string, string][]} */
-    const lines = [];
-    input.edits.forEach((/** @type {any} */ e, /** @type {number} */ i) => {
-      lines.push(['@', `edit ${i + 1} of ${input.edits.length}`]);
-      lines.push(...lineDiff(String(e?.old_string ?? ''), String(e?.new_string ?? '')));
-    });
-    return [{ path, lines }];
-  }
-  if (name === 'Write' && typeof input.content === 'string') {
-    return [{ path, lines: splitLines(input.content).map((l) => /** @type {[string, string]} */ (['+', l])) }];
-  }
-  if (Array.isArray(input.changes)) {
-    return input.changes.filter((/** @type {any} */ c) => c && typeof c === 'object').map(codexChange);
-  }
-  // ACP: a tool call's content holds `{type: "diff", path, oldText, newText}`.
-  const acp = Array.isArray(input.content) ? input.content : [input];
-  const diffs = acp.filter((/** @type {any} */ c) => c && c.type === 'diff' && typeof c.newText === 'string');
-  return diffs.map((/** @type {any} */ c) => ({ path: String(c.path ?? ''), lines: lineDiff(String(c.oldText ?? ''), c.newText) }));
-}
-
-/** @param {any} c @returns {FileEdit} */
-function codexChange(c) {
-  const path = String(c.path ?? '');
-  const kind = typeof c.kind === 'string' ? c.kind : c.kind?.type;
-  const text = typeof c.diff === 'string' ? c.diff : typeof c.content === 'string' ? c.content : '';
-  const lines = splitLines(text);
-  const unified = lines.some((l) => l.startsWith('@@'));
-  if (kind === 'add' && !unified) return { path, lines: lines.map((l) => /** @type {[string, string]} */ (['+', l])) };
-  if (kind === 'delete' && !unified) return { path, lines: lines.map((l) => /** @type {[string, string]} */ (['-', l])) };
-  return {
-    path,
-    lines: lines
-      .filter((l) => !l.startsWith('--- ') && !l.startsWith('+++ '))
-      .map((l) => /** @type {[string, string]} */ (l.startsWith('@@') ? ['@', l] : [l[0] === '+' || l[0] === '-' ? l[0] : ' ', l.slice(1)])),
-  };
-}
-
 /** @param {string} text */
 function splitLines(text) {
   const lines = text.replace(/\r\n?/g, '\n').split('\n');
   if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
   return lines;
-}
-
-/**
- * A line diff of `a` → `b`: common lines as context, the rest removed or added
- * (longest common subsequence; plain remove-all/add-all above MATCH_LIMIT lines).
- * @param {string} a
- * @param {string} b
- * @returns {[string, string][]}
- */
-export function lineDiff(a, b) {
-  const x = splitLines(a);
-  const y = splitLines(b);
-  if (a === '') x.length = 0;
-  if (x.length > MATCH_LIMIT || y.length > MATCH_LIMIT) {
-    return [...x.map((l) => /** @type {[string, string]} */ (['-', l])), ...y.map((l) => /** @type {[string, string]} */ (['+', l]))];
-  }
-  // lcs[i][j]: length of the common subsequence of x[i..] and y[j..].
-  const lcs = Array.from({ length: x.length + 1 }, () => new Uint32Array(y.length + 1));
-  for (let i = x.length - 1; i >= 0; i--) {
-    for (let j = y.length - 1; j >= 0; j--) {
-      lcs[i][j] = x[i] === y[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
-    }
-  }
-  /** @type {[string, string][]} */
-  const out = [];
-  let i = 0;
-  let j = 0;
-  while (i < x.length || j < y.length) {
-    if (i < x.length && j < y.length && x[i] === y[j]) {
-      out.push([' ', x[i]]);
-      i++;
-      j++;
-    } else if (i < x.length && (j === y.length || lcs[i + 1][j] >= lcs[i][j + 1])) {
-      // Removals before additions, as unified diffs show them.
-      out.push(['-', x[i++]]);
-    } else {
-      out.push(['+', y[j++]]);
-    }
-  }
-  return out;
 }
 
 /**

@@ -158,6 +158,10 @@ pub enum EventBody {
         tool_name: String,
         /// The tool's input.
         input: Value,
+        /// The files the tool would change, for a tool that edits files; left out
+        /// otherwise.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changes: Vec<crate::history::FileChange>,
         /// A tool call (left out) or a plan to approve (`plan`, text in `input.plan`).
         #[serde(default, skip_serializing_if = "PermissionKind::is_tool")]
         permission_kind: PermissionKind,

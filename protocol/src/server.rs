@@ -159,6 +159,9 @@ pub struct PendingPermission {
     pub tool_name: String,
     /// Its input.
     pub input: Value,
+    /// The files the tool would change (see `permission_request`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<crate::history::FileChange>,
     /// A tool call (left out) or a plan to approve.
     #[serde(default, skip_serializing_if = "PermissionKind::is_tool")]
     pub permission_kind: PermissionKind,

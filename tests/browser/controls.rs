@@ -564,17 +564,11 @@ async fn file_edits_render_as_diffs_also_in_permission_requests() {
         .await;
     page.wait_text(&id, ".msg.assistant", "allowed Edit").await;
 
-    // Codex asks about a file change by its item id: the card shows that item's diff.
+    // A Codex-shaped request: the card shows the patch's diff.
     let codex = create_session(&page, "codex-like").await;
     page.open_session(&codex).await;
-    page.send(
-        &codex,
-        &format!(
-            "/show apply_patch {patch}\n/ask apply_patch {}",
-            json!({"itemId": "turn_1_call_0", "reason": "write app.py"})
-        ),
-    )
-    .await;
+    page.send(&codex, &format!("/ask apply_patch {patch}"))
+        .await;
     b.wait(
         "the Codex permission's diff",
         &format!(

@@ -663,6 +663,15 @@ async fn file_change_approval_allow_and_deny() {
     assert_eq!(last_of(&events, "turn_completed")["status"], "completed");
     assert_eq!(call["name"], "apply_patch", "{events:?}");
     assert!(call["input"].to_string().contains("patched.txt"), "{call}");
+    // The file change, typed, on the call and on the request Codex made by item id.
+    assert_eq!(call["changes"][0]["kind"], "add", "{call}");
+    assert!(
+        call["changes"][0]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("patched.txt")),
+        "{call}"
+    );
+    assert_eq!(request["changes"], call["changes"], "{request}");
     let result = last_of(&events, "tool_result");
     assert_eq!(result["callId"], call["callId"], "{events:?}");
     assert_eq!(result["isError"], false, "{result}");

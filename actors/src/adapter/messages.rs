@@ -182,6 +182,8 @@ pub enum AgentItem {
         tool_name: String,
         /// Its input, as the vendor gave it.
         input: serde_json::Value,
+        /// The files it would change (see `super::edits`).
+        changes: Vec<tandem_protocol::FileChange>,
         /// A tool call or a plan to approve.
         permission_kind: PermissionKind,
         /// The answers the vendor offers; empty: allow or deny.

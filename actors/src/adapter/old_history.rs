@@ -23,8 +23,11 @@ pub fn upgrade(store: &Store) -> Result<(), RuntimeError> {
         &["\"kind\":\"turn_completed\"", "\"kind\":\"plan\""],
         rewrite,
     )?;
-    let edits =
-        store.rewrite_history_once("history_edits", &["\"kind\":\"tool_call\""], with_changes)?;
+    let edits = store.rewrite_history_once(
+        "history_edits",
+        &["\"kind\":\"tool_call\"", "\"kind\":\"permission_request\""],
+        with_changes,
+    )?;
     if shapes + edits > 0 {
         tracing::info!(
             usage_and_plans = shapes,
@@ -35,14 +38,20 @@ pub fn upgrade(store: &Store) -> Result<(), RuntimeError> {
     Ok(())
 }
 
-/// A `tool_call` with the `changes` its input makes, or `None` when it has them or
-/// edits no file.
+/// A `tool_call` (or a `permission_request` for one) with the `changes` its input
+/// makes, or `None` when it has them or edits no file. (A Codex patch is asked about
+/// by its item's id alone: such a request stays without.)
 fn with_changes(frame: &str) -> Option<String> {
     let mut event: Value = serde_json::from_str(frame).ok()?;
-    if event["kind"] != "tool_call" || event.get("changes").is_some() {
+    if event.get("changes").is_some() {
         return None;
     }
-    let changes = super::edits::any(event["name"].as_str()?, &event["input"]);
+    let name = match event["kind"].as_str()? {
+        "tool_call" => event["name"].as_str()?,
+        "permission_request" => event["toolName"].as_str()?,
+        _ => return None,
+    };
+    let changes = super::edits::any(name, &event["input"]);
     if changes.is_empty() {
         return None;
     }

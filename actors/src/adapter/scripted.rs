@@ -294,6 +294,8 @@ impl Handler<Ask> for ScriptedAgent {
                 Some(msg.turn_id),
                 AgentItem::PermissionRequest {
                     request_id,
+                    // Shown as the vendor whose shape the input has shows it.
+                    changes: crate::adapter::edits::any(&msg.tool, &msg.input),
                     tool_name: msg.tool,
                     input: msg.input,
                     permission_kind: PermissionKind::Tool,

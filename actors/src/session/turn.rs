@@ -569,6 +569,7 @@ impl SessionActor {
                 request_id,
                 tool_name,
                 input,
+                changes,
                 permission_kind,
                 choices,
             } => {
@@ -577,6 +578,7 @@ impl SessionActor {
                     request_id: request_id.clone(),
                     tool_name: tool_name.clone(),
                     input: input.clone(),
+                    changes: changes.clone(),
                     permission_kind,
                     choices: choices.clone(),
                 });
@@ -587,6 +589,7 @@ impl SessionActor {
                         request_id: request_id.clone(),
                         tool_name,
                         input,
+                        changes,
                         permission_kind,
                         choices,
                     },

@@ -145,6 +145,7 @@ impl ClaudeAgent {
             turn_id,
             AgentItem::PermissionRequest {
                 request_id,
+                changes: crate::adapter::edits::claude(&tool_name, &input),
                 tool_name,
                 input,
                 permission_kind,

@@ -206,6 +206,15 @@ impl CodexThread {
             answer(&conn, &id, &kind, false, false);
             return;
         };
+        // A patch is asked about by its item's id: the changes are that item's.
+        let changes = match (
+            tool_name.as_str(),
+            input["itemId"].as_str(),
+            self.turn.get(),
+        ) {
+            ("apply_patch", Some(item), Some(turn)) => turn.data.mapper.file_changes(item),
+            _ => Vec::new(),
+        };
         let choices = choices(&kind);
         let approval = Approval {
             rpc_id: id,
@@ -224,6 +233,7 @@ impl CodexThread {
                         request_id,
                         tool_name,
                         input,
+                        changes,
                         permission_kind: PermissionKind::Tool,
                         choices,
                     },

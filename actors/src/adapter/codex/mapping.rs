@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use tandem_protocol::history::ContextUsage;
-use tandem_protocol::{EventBody, TurnUsage};
+use tandem_protocol::{EventBody, FileChange, TurnUsage};
 
 use super::shown;
 use super::wire::{
@@ -42,6 +42,9 @@ pub struct TurnMapper {
     context_used: i64,
     /// Set by any sign of progress; the unreachable-model guard reads and clears it.
     progressed: bool,
+    /// The changes of the turn's file-change items, by item id: Codex asks to apply
+    /// one by its id alone.
+    file_changes: HashMap<String, Vec<FileChange>>,
 }
 
 /// A shell command seen starting in this turn (for background task descriptions).
@@ -140,13 +143,25 @@ impl TurnMapper {
     }
 
     fn open(&mut self, out: &mut Vec<EventBody>, call: EventBody) {
-        if let EventBody::ToolCall { call_id, .. } = &call {
+        if let EventBody::ToolCall {
+            call_id, changes, ..
+        } = &call
+        {
             if self.open_tools.contains(call_id) {
                 return;
             }
             self.open_tools.push(call_id.clone());
+            if !changes.is_empty() {
+                self.file_changes.insert(call_id.clone(), changes.clone());
+            }
         }
         out.push(call);
+    }
+
+    /// The changes of the file-change item `item_id` of this turn (empty when none
+    /// was seen).
+    pub fn file_changes(&self, item_id: &str) -> Vec<FileChange> {
+        self.file_changes.get(item_id).cloned().unwrap_or_default()
     }
 
     fn completed(&mut self, item: ThreadItem, out: &mut Vec<EventBody>) {

@@ -63,6 +63,13 @@ impl AcpAgent {
         self.emit_events(&turn_id, events);
         let tool_name = mapping::tool_name(&call);
         let input = mapping::tool_input(&call);
+        let changes = match &call.content {
+            Some(content) => content
+                .iter()
+                .flat_map(crate::adapter::edits::acp)
+                .collect(),
+            None => Vec::new(),
+        };
         let choices = mapping::choices(&request.options);
         let approval = AcpApproval {
             rpc_id,
@@ -83,6 +90,7 @@ impl AcpAgent {
                         request_id,
                         tool_name,
                         input,
+                        changes,
                         permission_kind: PermissionKind::Tool,
                         choices,
                     },
