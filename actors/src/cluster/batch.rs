@@ -145,9 +145,18 @@ impl Run {
     }
 }
 
+/// A message whose payload does not hold one frame per seq of its run.
+#[derive(Debug, thiserror::Error)]
+#[error("a message for seqs {first}..={last} holds {frames} frames")]
+pub(super) struct MisshapenRun {
+    first: u64,
+    last: u64,
+    frames: usize,
+}
+
 /// The frames of a message, by seq; an error when the payload does not hold one frame
 /// per seq of its run.
-pub(super) fn frames(run: &RunHeader, payload: &Bytes) -> Result<Vec<(u64, Bytes)>, String> {
+pub(super) fn frames(run: &RunHeader, payload: &Bytes) -> Result<Vec<(u64, Bytes)>, MisshapenRun> {
     if run.first == run.last {
         return Ok(vec![(run.first, payload.clone())]);
     }
@@ -166,12 +175,11 @@ pub(super) fn frames(run: &RunHeader, payload: &Bytes) -> Result<Vec<(u64, Bytes
     }
     match out.last() {
         Some((seq, _)) if *seq == run.last => Ok(out),
-        _ => Err(format!(
-            "a message for seqs {}..={} holds {} frames",
-            run.first,
-            run.last,
-            out.len()
-        )),
+        _ => Err(MisshapenRun {
+            first: run.first,
+            last: run.last,
+            frames: out.len(),
+        }),
     }
 }
 

@@ -271,19 +271,22 @@ pub fn tool_input(fields: &ToolCallFields) -> Value {
     Value::Object(input)
 }
 
+/// The files a tool call changes: its diff content.
+pub fn tool_changes(fields: &ToolCallFields) -> Vec<tandem_protocol::FileChange> {
+    fields
+        .content
+        .iter()
+        .flatten()
+        .flat_map(crate::adapter::edits::acp)
+        .collect()
+}
+
 fn call_event(fields: &ToolCallFields) -> EventBody {
-    let changes = match &fields.content {
-        Some(content) => content
-            .iter()
-            .flat_map(crate::adapter::edits::acp)
-            .collect(),
-        None => Vec::new(),
-    };
     EventBody::ToolCall {
         call_id: fields.tool_call_id.clone(),
         name: tool_name(fields),
         input: tool_input(fields),
-        changes,
+        changes: tool_changes(fields),
     }
 }
 

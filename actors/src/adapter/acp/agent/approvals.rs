@@ -63,13 +63,7 @@ impl AcpAgent {
         self.emit_events(&turn_id, events);
         let tool_name = mapping::tool_name(&call);
         let input = mapping::tool_input(&call);
-        let changes = match &call.content {
-            Some(content) => content
-                .iter()
-                .flat_map(crate::adapter::edits::acp)
-                .collect(),
-            None => Vec::new(),
-        };
+        let changes = mapping::tool_changes(&call);
         let choices = mapping::choices(&request.options);
         let approval = AcpApproval {
             rpc_id,
