@@ -1,12 +1,13 @@
 //! Who is asking, and what they may do with a session.
 
+use crate::ids::UserId;
 use tandem_protocol::{SessionInfo, Visibility};
 
 /// Who a request was authenticated as; every session access check takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     /// The user's id; sessions record it as their owner.
-    pub user_id: String,
+    pub user_id: UserId,
     /// Admins may see and drive every session.
     pub admin: bool,
 }

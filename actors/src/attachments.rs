@@ -9,7 +9,7 @@
 #[serde(rename_all = "camelCase")]
 pub struct ImageInput {
     /// The upload holding the bytes.
-    pub upload_id: String,
+    pub upload_id: tandem_protocol::UploadId,
     /// `image/png`, `image/jpeg`, `image/gif` or `image/webp` (checked against the
     /// bytes when they were stored).
     pub mime_type: String,

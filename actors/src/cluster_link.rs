@@ -7,6 +7,7 @@
 //! drop the report from its record too, so one a crash left goes out again after
 //! the restart. On a single node the slot stays empty and the outbox stays empty.
 
+use crate::ids::{DelegationId, PairId, RequestId, SessionId, TurnId, UserId};
 use std::sync::{Arc, OnceLock};
 
 use dashmap::DashMap;
@@ -38,7 +39,7 @@ pub trait NodeLink: Send + Sync {
         node: &str,
         worker_id: &str,
         msg: StartOnWorker,
-    ) -> LocalBoxFuture<'static, Result<String, RuntimeError>>;
+    ) -> LocalBoxFuture<'static, Result<TurnId, RuntimeError>>;
     /// The Worker's assistant text so far (empty when it cannot be asked).
     fn worker_partial(&self, node: &str, worker_id: &str) -> LocalBoxFuture<'static, String>;
     /// Interrupts a Worker on `node`.
@@ -116,11 +117,11 @@ pub struct StartOnWorker {
     /// The task.
     pub text: String,
     /// The Driver, named on the Worker's `user_message`.
-    pub driver_id: String,
+    pub driver_id: SessionId,
     /// The pair.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// The delegation.
-    pub delegation_id: String,
+    pub delegation_id: DelegationId,
     /// Who answers the permission requests of the delegated turn.
     pub approvals: tandem_protocol::pair::WorkerApprovals,
 }
@@ -143,7 +144,7 @@ pub struct QuestionAnswer {
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalAnswer {
     /// The request.
-    pub request_id: String,
+    pub request_id: RequestId,
     /// Allow or deny.
     pub allow: bool,
     /// Also allow the tool for the rest of the Worker's session.
@@ -159,9 +160,9 @@ pub struct ApprovalAnswer {
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalNeed {
     /// The pair.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// The delegation whose turn asks.
-    pub delegation_id: String,
+    pub delegation_id: DelegationId,
     /// The request.
     pub ask: tandem_protocol::ApprovalAsk,
 }
@@ -183,9 +184,9 @@ pub struct WorkerView {
 #[serde(rename_all = "camelCase")]
 pub struct RemoteWorkerSpec {
     /// The Worker's id, chosen by the pair's node (the pair record names it).
-    pub worker_id: String,
+    pub worker_id: SessionId,
     /// The Driver's owner, who owns the Worker too.
-    pub owner_id: String,
+    pub owner_id: UserId,
     /// The Driver's visibility.
     pub visibility: tandem_protocol::Visibility,
     /// The Worker's vendor.
@@ -214,14 +215,14 @@ pub struct RemoteWorkerSpec {
 /// acknowledged. Stays empty on a single node.
 #[derive(Clone, Default)]
 pub struct Outbox {
-    pending: Arc<DashMap<String, PendingReport>>,
+    pending: Arc<DashMap<DelegationId, PendingReport>>,
 }
 
 /// One report waiting for its acknowledgement.
 #[derive(Debug, Clone)]
 pub struct PendingReport {
     /// The Worker session, told when the report was taken.
-    pub worker_id: String,
+    pub worker_id: SessionId,
     /// What is reported (its `ended` is set).
     pub report: RemoteReport,
 }
@@ -232,7 +233,7 @@ impl Outbox {
         self.pending.insert(
             report.delegation_id.clone(),
             PendingReport {
-                worker_id: worker_id.to_string(),
+                worker_id: worker_id.into(),
                 report,
             },
         );

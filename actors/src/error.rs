@@ -1,13 +1,13 @@
 //! Errors the runtime returns to callers; each maps onto a wire [`ErrorCode`].
 
-use tandem_protocol::ErrorCode;
+use tandem_protocol::{ErrorCode, PairId, RequestId, SessionId, UserId};
 
 /// Why a runtime operation was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
     /// No session with that id.
     #[error("session {0} not found")]
-    SessionNotFound(String),
+    SessionNotFound(SessionId),
     /// The caller may not act on the session.
     #[error("access denied to session {0}")]
     AccessDenied(String),
@@ -16,16 +16,20 @@ pub enum RuntimeError {
     #[error("the owner of session {session}, user `{owner}`, was revoked; an admin may reassign it (ownerId) or archive it")]
     OwnerRevoked {
         /// The session refused.
-        session: String,
+        session: SessionId,
         /// Its revoked owner.
-        owner: String,
+        owner: UserId,
     },
     /// A turn already runs, so this one cannot start now (`RUN_IN_PROGRESS`).
     #[error("session {0} already runs a turn")]
-    RunInProgress(String),
+    RunInProgress(SessionId),
+    /// Background work of the session still runs, so it cannot be rewound now
+    /// (`RUN_IN_PROGRESS`).
+    #[error("session {0} still runs background work; stop it first")]
+    BackgroundRuns(SessionId),
     /// An interrupt found no turn running (`NO_ACTIVE_RUN`).
     #[error("session {0} has no turn running")]
-    NoActiveRun(String),
+    NoActiveRun(SessionId),
     /// The session lists no background task with that id (`NO_SUCH_TASK`).
     #[error("session has no background task {0}")]
     NoSuchTask(String),
@@ -37,7 +41,7 @@ pub enum RuntimeError {
     NoSuchQueuedMessage(String),
     /// No pending permission request with that id.
     #[error("no pending permission request {0}")]
-    NoSuchPermission(String),
+    NoSuchPermission(RequestId),
     /// No question of that id waits for an answer (`NO_SUCH_QUESTION`): never asked,
     /// or answered (or timed out) already.
     #[error("no question {0} waits for an answer (unknown, or answered already)")]
@@ -153,7 +157,7 @@ pub enum RuntimeError {
     #[error("node {node} did not answer for session {session}; it may have acted")]
     NoAnswer {
         /// The session asked about.
-        session: String,
+        session: SessionId,
         /// The node asked.
         node: String,
     },
@@ -161,7 +165,7 @@ pub enum RuntimeError {
     #[error("session {session} is on node {node}, which is unavailable")]
     NodeUnavailable {
         /// The session asked for.
-        session: String,
+        session: SessionId,
         /// The node it is pinned to.
         node: String,
     },
@@ -177,7 +181,9 @@ impl RuntimeError {
             RuntimeError::AccessDenied(_) | RuntimeError::OwnerRevoked { .. } => {
                 ErrorCode::AccessDenied
             }
-            RuntimeError::RunInProgress(_) => ErrorCode::RunInProgress,
+            RuntimeError::RunInProgress(_) | RuntimeError::BackgroundRuns(_) => {
+                ErrorCode::RunInProgress
+            }
             RuntimeError::NoActiveRun(_) => ErrorCode::NoActiveRun,
             RuntimeError::NoSuchTask(_) => ErrorCode::NoSuchTask,
             RuntimeError::NoSuchPermission(_) => ErrorCode::NoSuchPermission,
@@ -255,7 +261,7 @@ impl From<actix::MailboxError> for RuntimeError {
 pub enum PairError {
     /// No pair with that id runs (`NO_SUCH_PAIR`).
     #[error("no pair {0}")]
-    NoSuchPair(String),
+    NoSuchPair(PairId),
     /// The session directs no Worker (`NOT_PAIRED`).
     #[error("this session has no Worker; send_to_partner creates one")]
     NoWorker,
@@ -451,7 +457,7 @@ pub enum SpawnError {
         /// Why.
         source: Box<RuntimeError>,
         /// The children created and started before it.
-        started: Vec<String>,
+        started: Vec<SessionId>,
     },
 }
 

@@ -2,6 +2,7 @@
 //! a turn (`onLimit: {handoff: VENDOR}`): the runtime runs the handoff
 //! (`runtime/handoff.rs`); sessions reach it through this hook in their services.
 
+use crate::ids::{SessionId, UserId};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,9 +11,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct FailoverRequest {
     /// The limited session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its owner, as whom the handoff is made.
-    pub owner_id: String,
+    pub owner_id: UserId,
     /// The vendor that carries on.
     pub vendor: String,
 }
@@ -27,6 +28,6 @@ pub struct Failover(pub Arc<FailoverFn>);
 pub struct HandoffFailed(pub String);
 
 /// The handoff a [`Failover`] runs: the new session's id, or why there is none.
-pub type FailoverFn = dyn Fn(FailoverRequest) -> Pin<Box<dyn Future<Output = Result<String, HandoffFailed>>>>
+pub type FailoverFn = dyn Fn(FailoverRequest) -> Pin<Box<dyn Future<Output = Result<SessionId, HandoffFailed>>>>
     + Send
     + Sync;

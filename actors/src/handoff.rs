@@ -1,6 +1,7 @@
 //! Continuing a conversation in another session: the transcript read from a stored
 //! history, and the bounded snapshot that becomes the new session's first prompt.
 
+use crate::ids::TurnId;
 use serde_json::Value;
 
 /// Turns the snapshot keeps at most.
@@ -29,7 +30,7 @@ pub struct Entry {
     /// The event's seq, given to agents that page the source with `read_handoff_source`.
     pub seq: u64,
     /// The turn it belongs to; the snapshot groups entries into one block per turn.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// Who said it; picks the label and how much of the text the snapshot keeps.
     pub speaker: Speaker,
     /// What was said, in full (the snapshot cuts it, `read_handoff_source` does not).
@@ -50,7 +51,7 @@ pub fn transcript(frames: &[(u64, String)]) -> Vec<Entry> {
             };
             Some(Entry {
                 seq: *seq,
-                turn_id: v["turnId"].as_str().unwrap_or_default().to_string(),
+                turn_id: TurnId::from(v["turnId"].as_str().unwrap_or_default()),
                 speaker,
                 text: v["text"].as_str().unwrap_or_default().to_string(),
             })
@@ -215,13 +216,13 @@ mod tests {
         for i in 0..40 {
             entries.push(Entry {
                 seq: i * 2,
-                turn_id: format!("turn_{i}"),
+                turn_id: TurnId::nth(i),
                 speaker: Speaker::User,
                 text: format!("question {i} ").repeat(300),
             });
             entries.push(Entry {
                 seq: i * 2 + 1,
-                turn_id: format!("turn_{i}"),
+                turn_id: TurnId::nth(i),
                 speaker: Speaker::Assistant,
                 text: "a".repeat(20_000),
             });

@@ -2,6 +2,7 @@
 //! how its answer is read. The runtime runs the judge's turn (`runtime/judge.rs`);
 //! sessions reach it through the hook in their checks' environment.
 
+use crate::ids::SessionId;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ pub struct JudgeRequest {
     /// The judge's vendor (default: the session's).
     pub vendor: Option<String>,
     /// The judge's session from an earlier iteration, to ask again.
-    pub judge_session_id: Option<String>,
+    pub judge_session_id: Option<SessionId>,
     /// What the judge looks for.
     pub prompt: String,
     /// The loop's goal.
@@ -54,7 +55,10 @@ impl From<&str> for NoVerdict {
 
 /// How a judge's turn went: its session (when one was made) and its verdict or why
 /// there is none.
-pub type Judged = (Option<String>, Result<Verdict, NoVerdict>);
+pub type Judged = (
+    Option<tandem_protocol::SessionId>,
+    Result<Verdict, NoVerdict>,
+);
 
 /// Runs a judge's turn: the runtime's, handed to sessions through
 /// [`crate::checks::CheckEnv`].

@@ -1,5 +1,6 @@
 //! The persisted form of a session's metadata.
 
+use crate::ids::{DelegationId, PairId, SessionId, TurnId, UserId, VendorId};
 use serde::{Deserialize, Serialize};
 use tandem_protocol::pair::{
     DelegationInfo, PairInfo, PairState, ProposalStatus, WorkerApprovals, WorkerChoice,
@@ -9,7 +10,6 @@ use tandem_protocol::{
 };
 
 use crate::attachments::Attachments;
-use crate::ids::VendorId;
 
 /// Everything about a session that survives a restart, except its events. Stored as
 /// one JSON document per session so that adding a field needs no schema migration.
@@ -17,7 +17,7 @@ use crate::ids::VendorId;
 #[serde(rename_all = "camelCase")]
 pub struct SessionRecord {
     /// Our stable id (`ses_…` unless the creator chose one); requests name the session by it.
-    pub id: String,
+    pub id: SessionId,
     /// Shown in session lists; a person can rename it.
     pub title: String,
     /// Which adapter serves the session (a catalog id such as `claude`).
@@ -37,7 +37,7 @@ pub struct SessionRecord {
     /// Last change, epoch ms; session lists sort on it, newest first.
     pub last_activity: u64,
     /// The user who may drive the session (besides admins).
-    pub owner_id: String,
+    pub owner_id: UserId,
     /// Shared sessions can be seen by every user; only the owner (or an admin) drives them.
     pub visibility: Visibility,
     /// The vendor's session/thread id, once known.
@@ -51,7 +51,7 @@ pub struct SessionRecord {
     pub cwd: String,
     /// The turn in flight, so a restart can close it as interrupted.
     #[serde(default)]
-    pub current_turn_id: Option<String>,
+    pub current_turn_id: Option<TurnId>,
     /// When that turn started, epoch ms.
     #[serde(default)]
     pub turn_started_at: Option<u64>,
@@ -76,10 +76,10 @@ pub struct SessionRecord {
     pub permission_rules: Vec<PermissionRule>,
     /// The session that spawned this one with `spawn_sessions`.
     #[serde(default)]
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     /// The session this one continues (handoff).
     #[serde(default)]
-    pub handoff_from: Option<String>,
+    pub handoff_from: Option<SessionId>,
     /// The outcome of its last `session.check`, which a merge gate reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_checks: Option<Vec<tandem_protocol::workspace::CheckResult>>,
@@ -185,7 +185,7 @@ pub struct LoopRecord {
     /// The turn of the iteration under way, once it started (a restart that cut it
     /// off runs the iteration again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
     /// With phase `cooldown`: when the next iteration starts, epoch ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_at: Option<u64>,
@@ -197,7 +197,7 @@ pub struct LoopRecord {
     pub last_check: Option<tandem_protocol::loops::LoopCheckOutcome>,
     /// The judge's session, once made (kept for the next iterations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge_session_id: Option<String>,
+    pub judge_session_id: Option<SessionId>,
 }
 
 impl LoopRecord {
@@ -221,15 +221,15 @@ pub struct QuestionRecord {
     /// Its id (`q_…`); the answer names it.
     pub question_id: String,
     /// The pair it was asked in.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// The Driver asked; its history records the question and its answer too.
-    pub driver_id: String,
+    pub driver_id: SessionId,
     /// The Driver's node, when it is another one than the Worker's (the pair runs
     /// there): the answer is recorded in the Driver's history over the cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair_node: Option<String>,
     /// The Worker that asks (its answer goes there).
-    pub worker_id: String,
+    pub worker_id: SessionId,
     /// What the Worker asks.
     pub question: String,
     /// The answers it offers (any answer is taken).
@@ -248,7 +248,7 @@ impl QuestionRecord {
         tandem_protocol::EventBody::Question {
             question_id: self.question_id.clone(),
             pair_id: self.pair_id.clone(),
-            from: worker_id.to_string(),
+            from: worker_id.into(),
             to: self.driver_id.clone(),
             question: self.question.clone(),
             choices: self.choices.clone(),
@@ -344,11 +344,11 @@ pub struct ProposalRecord {
 #[serde(rename_all = "camelCase")]
 pub struct PairRecord {
     /// Its id (`pair_…`); both members' records name it.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// The session that delegates; push-backs and proposal outcomes go to it.
-    pub driver_id: String,
+    pub driver_id: SessionId,
     /// The session that carries out the delegated tasks.
-    pub worker_id: String,
+    pub worker_id: SessionId,
     /// Creation time, epoch ms; shown to clients.
     pub created_at: u64,
     /// The delegation token, while one is held.
@@ -376,7 +376,7 @@ pub struct PairRecord {
 #[serde(rename_all = "camelCase")]
 pub struct DelegationRecord {
     /// Its id (also the push-back's de-duplication key).
-    pub delegation_id: String,
+    pub delegation_id: DelegationId,
     /// The text the Worker's delegated turn receives.
     pub message: String,
     /// When it started, epoch ms.
@@ -393,7 +393,7 @@ pub struct DelegationRecord {
 #[serde(rename_all = "camelCase")]
 pub struct Membership {
     /// The pair.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// Driver or Worker.
     pub role: Role,
     /// The node the pair runs on, when it is another one (a Worker of a Driver on
@@ -405,11 +405,11 @@ pub struct Membership {
     /// written before): a Worker on another node records its questions' answers
     /// there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver_id: Option<String>,
+    pub driver_id: Option<SessionId>,
     /// A Driver's membership: the pair's Worker (absent in records written before a
     /// Driver could have several; start-up fills it in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker_id: Option<String>,
+    pub worker_id: Option<SessionId>,
     /// A Driver's membership: that Worker's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_name: Option<String>,
@@ -423,9 +423,9 @@ pub struct Membership {
 #[serde(rename_all = "camelCase")]
 pub struct RemoteReport {
     /// The pair (on `pair_node`).
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// The delegation the turn carries out.
-    pub delegation_id: String,
+    pub delegation_id: DelegationId,
     /// Where the pair runs: the report goes there.
     pub pair_node: String,
     /// How the turn ended; `None` while it runs. A restart that cut the turn off

@@ -1,6 +1,7 @@
 //! What the actor unit tests share: a scratch directory, a stand-in for a WebSocket
 //! client's actor that records what the gateway delivers, and bounded waiting.
 
+use crate::ids::SessionId;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -180,7 +181,7 @@ impl RuntimeFixture {
     }
 
     /// A new scripted session's id.
-    pub async fn session(&self) -> String {
+    pub async fn session(&self) -> SessionId {
         let params = tandem_protocol::client::SessionCreateParams {
             vendor: None,
             model: None,

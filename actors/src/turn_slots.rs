@@ -6,6 +6,7 @@
 //! turn holds a slot while it waits for that turn, so making it wait could keep both
 //! waiting forever; it takes a slot beyond the limit instead ([`TurnSlots::exempt`]).
 
+use crate::ids::SessionId;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -52,7 +53,7 @@ struct State {
 struct Waiter {
     ticket: u64,
     /// Its session.
-    session: String,
+    session: SessionId,
     /// Since when, epoch ms.
     since_ms: u64,
     /// Where the slot goes.
@@ -98,7 +99,7 @@ pub enum Admission {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WaitingTurn {
     /// Its session.
-    pub session: String,
+    pub session: SessionId,
     /// Since when, epoch ms.
     pub since_ms: u64,
 }
@@ -147,7 +148,7 @@ impl TurnSlots {
         let (grant, granted) = oneshot::channel();
         state.waiting.push_back(Waiter {
             ticket,
-            session: session.to_string(),
+            session: session.into(),
             since_ms: now_ms(),
             grant,
             place,

@@ -57,7 +57,7 @@ async fn owner_ack(cluster: &Cluster, who: &Principal, session_id: &str) -> Opti
         user_id: who.user_id.clone(),
         admin: who.admin,
         call: Call::Subscription {
-            session_id: session_id.to_string(),
+            session_id: session_id.into(),
         },
     };
     let payload = serde_json::to_vec(&forward).ok()?;

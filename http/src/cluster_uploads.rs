@@ -194,8 +194,8 @@ pub async fn fetch(
     let mut bytes = Vec::new();
     loop {
         let call = Call::UploadRead(ReadCall {
-            session_id: session_id.to_string(),
-            upload_id: upload_id.to_string(),
+            session_id: session_id.into(),
+            upload_id: upload_id.into(),
             offset: bytes.len() as u64,
             len: size,
         });

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tandem_protocol::ids::SessionId;
 
 use tandem_actors::cluster::{Cluster, Owner};
 use tandem_actors::Principal;
@@ -52,10 +53,10 @@ impl Told {
 /// is known to run stays in this node's list, where it is refused as unknown).
 pub fn split(
     cluster: &Cluster,
-    sessions: Vec<String>,
-) -> (Vec<String>, BTreeMap<String, Vec<String>>) {
+    sessions: Vec<SessionId>,
+) -> (Vec<SessionId>, BTreeMap<String, Vec<SessionId>>) {
     let mut here = Vec::new();
-    let mut there: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut there: BTreeMap<String, Vec<SessionId>> = BTreeMap::new();
     for id in sessions {
         match cluster.owner(&id) {
             Owner::Remote { node, .. } | Owner::Unavailable { node } => {
@@ -75,7 +76,7 @@ pub async fn tell(
     told: Told,
     client: u64,
     who: Principal,
-    there: BTreeMap<String, Vec<String>>,
+    there: BTreeMap<String, Vec<SessionId>>,
 ) {
     let nodes: BTreeSet<String> = there.keys().cloned().collect();
     let before = told.swap(client, &who, nodes);
@@ -94,7 +95,12 @@ pub fn forget(cluster: &Cluster, told: &Told, client: u64) {
     }
 }
 
-async fn send(cluster: Cluster, client: u64, who: Principal, calls: BTreeMap<String, Vec<String>>) {
+async fn send(
+    cluster: Cluster,
+    client: u64,
+    who: Principal,
+    calls: BTreeMap<String, Vec<SessionId>>,
+) {
     let key = format!("{}:{client}", cluster.node());
     for (node, session_ids) in calls {
         let forward = Forward {

@@ -4,13 +4,14 @@
 //! [`crate::cluster_rpc`] answers them.
 
 use serde::{Deserialize, Serialize};
+use tandem_protocol::ids::{SessionId, UploadId, UserId};
 
 /// What travels to the owner.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Forward {
     /// The caller's user id, authenticated by the node it connected to.
-    pub user_id: String,
+    pub user_id: UserId,
     /// Whether the caller is an admin.
     pub admin: bool,
     /// What to run there.
@@ -33,7 +34,7 @@ pub enum Call {
     #[serde(rename_all = "camelCase")]
     Subscription {
         /// The session.
-        session_id: String,
+        session_id: SessionId,
     },
     /// One part of an upload of the caller's handed over before a request that
     /// names it (see [`crate::cluster_uploads`]).
@@ -48,7 +49,7 @@ pub enum Call {
         /// The client, `NODE:ID`.
         client: String,
         /// The sessions it shows.
-        session_ids: Vec<String>,
+        session_ids: Vec<SessionId>,
     },
 }
 
@@ -59,7 +60,7 @@ pub struct PartCall {
     /// Names the hand-over (its parts are gathered under this name).
     pub transfer: String,
     /// The upload.
-    pub upload_id: String,
+    pub upload_id: UploadId,
     /// Its media type.
     pub mime_type: String,
     /// Its file name.
@@ -78,9 +79,9 @@ pub struct PartCall {
 #[serde(rename_all = "camelCase")]
 pub struct ReadCall {
     /// The session that used it.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The upload.
-    pub upload_id: String,
+    pub upload_id: UploadId,
     /// Where the part starts.
     pub offset: u64,
     /// Bytes wanted, at most.

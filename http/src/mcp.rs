@@ -198,7 +198,7 @@ impl Call<'_> {
         // The `tool.call` request of the table, as the session's owner: the one
         // operation path (its rules, durability and node) for MCP too.
         let request = ClientRequest::ToolCall(ToolCallParams {
-            session_id: self.session_id.to_string(),
+            session_id: self.session_id.into(),
             name: params.name,
             arguments: params.arguments.unwrap_or(Value::Null),
         });

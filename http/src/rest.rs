@@ -4,6 +4,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use tandem_protocol::client::{
     ChatAbortParams, ChatEditSendParams, ChatSendParams, SessionCreateParams, SessionsListParams,
 };
+use tandem_protocol::ids::SessionId;
 use tandem_protocol::queries::{
     ChatQueueParams, PairsListParams, SessionEventsParams, SessionGetParams, SessionMcpTokenParams,
     SessionSchedulesParams, SessionUsageParams, SessionsRunningParams, VendorsListParams,
@@ -247,7 +248,7 @@ async fn create_session(
 
 async fn get_session(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
@@ -260,7 +261,7 @@ async fn get_session(
 async fn events(
     who: Caller,
     req: HttpRequest,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q: EventsQuery = query(&req)?;
@@ -280,7 +281,7 @@ async fn events(
 /// is on disk.
 async fn post_message(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(msg): Json<PostMessage>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -308,7 +309,7 @@ async fn post_message(
 /// are on disk.
 async fn post_edit_send(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(msg): Json<PostEditSend>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -331,7 +332,7 @@ async fn post_edit_send(
 /// is on disk.
 async fn post_review(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(body): Json<ReviewBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -350,7 +351,7 @@ async fn post_review(
 /// `POST /sessions/{id}/review-by` (as `session.review-by`).
 async fn post_review_by(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(body): Json<tandem_protocol::review::ReviewByBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -366,7 +367,7 @@ async fn post_review_by(
 /// `POST /sessions/{id}/seen` (as `client.seen`).
 async fn post_seen(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(body): Json<tandem_protocol::session::SeenBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -379,7 +380,7 @@ async fn post_seen(
 
 async fn interrupt(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -397,7 +398,7 @@ async fn pairs(who: Caller, state: web::Data<AppState>) -> Result<HttpResponse, 
 async fn mcp_token(
     who: Caller,
     req: HttpRequest,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -428,7 +429,7 @@ async fn mcp_token(
 
 async fn schedules(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
@@ -438,7 +439,7 @@ async fn schedules(
 
 async fn queue(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
@@ -448,7 +449,7 @@ async fn queue(
 /// `GET /sessions/{id}/commands` → 200 `{sessionId, commands}` (as `session.commands`).
 async fn commands(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let params = tandem_protocol::session::SessionCommandsParams {
@@ -460,7 +461,7 @@ async fn commands(
 async fn usage(
     who: Caller,
     req: HttpRequest,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q: UsageQuery = query(&req)?;

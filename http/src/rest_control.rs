@@ -9,6 +9,7 @@ use tandem_protocol::client::{
     ChatPermissionResponseParams, ChatStopTaskParams, PairCloseParams, PairCreateParams,
     SessionForkParams, SessionHandoffParams, SessionScheduleCancelParams, SessionScheduleParams,
 };
+use tandem_protocol::ids::{PairId, RequestId, SessionId};
 use tandem_protocol::rest_control::{ForkBody, HandoffBody, PermissionAnswer, ScheduleBody};
 
 use crate::error::ApiError;
@@ -48,7 +49,7 @@ async fn openapi() -> HttpResponse {
 /// `POST /sessions/{id}/handoff` → 201 `{sourceSessionId, targetSessionId, targetVendor}`.
 async fn handoff(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(b): Json<HandoffBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -64,7 +65,7 @@ async fn handoff(
 /// `POST /sessions/{id}/fork` → 201 `{session, conversation}`.
 async fn fork(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(b): Json<ForkBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -81,7 +82,7 @@ async fn fork(
 /// `POST /sessions/{id}/schedules` → 201 `{scheduleId, at, status}`.
 pub async fn create_schedule(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(b): Json<ScheduleBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -99,7 +100,7 @@ pub async fn create_schedule(
 /// `DELETE /sessions/{id}/schedules/{scheduleId}` → 200 `{scheduleId, status}`.
 async fn cancel_schedule(
     who: Caller,
-    path: web::Path<(String, String)>,
+    path: web::Path<(SessionId, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (session_id, schedule_id) = path.into_inner();
@@ -113,7 +114,7 @@ async fn cancel_schedule(
 /// `POST /sessions/{id}/tasks/{taskId}/stop` → 202 `{sessionId, taskId}`.
 async fn stop_task(
     who: Caller,
-    path: web::Path<(String, String)>,
+    path: web::Path<(SessionId, String)>,
     _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -128,7 +129,7 @@ async fn stop_task(
 /// `POST /sessions/{id}/permissions/{requestId}` → 200 `{permissionId}`.
 async fn answer_permission(
     who: Caller,
-    path: web::Path<(String, String)>,
+    path: web::Path<(SessionId, RequestId)>,
     Json(b): Json<PermissionAnswer>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -148,7 +149,7 @@ async fn answer_permission(
 /// `POST /sessions/{id}/questions/{questionId}/answer` → 200 `{sessionId, questionId}`.
 async fn answer_question(
     who: Caller,
-    path: web::Path<(String, String)>,
+    path: web::Path<(SessionId, String)>,
     Json(b): Json<tandem_protocol::question::AnswerBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -173,7 +174,7 @@ pub async fn create_pair(
 /// `DELETE /pairs/{pairId}` → 200 `{pairId, interrupted}`.
 async fn close_pair(
     who: Caller,
-    pair_id: web::Path<String>,
+    pair_id: web::Path<PairId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let pair_id = pair_id.into_inner();

@@ -4,6 +4,7 @@
 
 use actix_web::{web, HttpResponse};
 use tandem_protocol::client::SessionConfigureParams;
+use tandem_protocol::ids::SessionId;
 use tandem_protocol::queries::SessionArchiveParams;
 use tandem_protocol::rest::SessionPatch;
 
@@ -14,7 +15,7 @@ use crate::state::AppState;
 /// `PATCH /sessions/{id}` → 200 `SessionInfo`.
 pub async fn patch_session(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(patch): Json<SessionPatch>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -38,7 +39,7 @@ pub async fn patch_session(
 /// `DELETE /sessions/{id}` → 200 `{sessionId, archived: true}`.
 pub async fn delete_session(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();

@@ -1,6 +1,7 @@
 //! REST for loops (as `loop.start` and `loop.stop`).
 
 use actix_web::{web, HttpResponse};
+use tandem_protocol::ids::SessionId;
 use tandem_protocol::loops::{LoopBody, LoopStartParams, LoopStopParams};
 
 use crate::error::ApiError;
@@ -19,7 +20,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
 /// `POST /sessions/{id}/loop` → 201 `{sessionId, loop}`.
 async fn start(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(b): Json<LoopBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -36,7 +37,7 @@ async fn start(
 /// `DELETE /sessions/{id}/loop` → 200 `{sessionId, loopId, iterations}`.
 async fn stop(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();

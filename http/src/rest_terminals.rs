@@ -3,6 +3,7 @@
 //! (`crate::ws_terminal`).
 
 use actix_web::{web, HttpResponse};
+use tandem_protocol::ids::SessionId;
 use tandem_protocol::terminals::{
     TerminalBody, TerminalCloseParams, TerminalListParams, TerminalOpenParams,
 };
@@ -24,7 +25,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
 /// `POST /sessions/{id}/terminals` → 201, the terminal.
 async fn open(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(b): Json<TerminalBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -39,7 +40,7 @@ async fn open(
 /// `GET /sessions/{id}/terminals` → 200 `{sessionId, terminals}`.
 async fn list(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
@@ -49,7 +50,7 @@ async fn list(
 /// `DELETE /sessions/{id}/terminals/{terminalId}` → 200 `{sessionId, terminalId}`.
 async fn close(
     who: Caller,
-    path: web::Path<(String, String)>,
+    path: web::Path<(SessionId, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (session_id, terminal_id) = path.into_inner();

@@ -6,6 +6,7 @@
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use tandem_protocol::client::SessionDiscardParams;
+use tandem_protocol::ids::SessionId;
 use tandem_protocol::queries::{
     SessionChangesParams, SessionCheckpointsParams, SessionDiffParams, SessionFileReadParams,
     SessionFileWriteParams, SessionFilesParams, SessionRestoreParams,
@@ -52,14 +53,14 @@ pub fn routes(cfg: &mut web::ServiceConfig, at: fn(&str) -> actix_web::Resource)
 /// [`post`] or [`get`], not a handler of its own.
 trait OfSession: Operation<Result: serde::Serialize> + 'static {
     /// The request for `session_id`.
-    fn of(session_id: String) -> Self;
+    fn of(session_id: SessionId) -> Self;
 }
 
 /// [`OfSession`] for request types whose one field is `session_id`.
 macro_rules! of_session {
     ($($params:ty),* $(,)?) => {
         $(impl OfSession for $params {
-            fn of(session_id: String) -> Self {
+            fn of(session_id: SessionId) -> Self {
                 Self { session_id }
             }
         })*
@@ -78,7 +79,7 @@ of_session!(
 /// `POST /sessions/{id}/…` with no body (`{}`), as the request `P`.
 async fn post<P: OfSession>(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     _: NoBody,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -88,7 +89,7 @@ async fn post<P: OfSession>(
 /// `GET /sessions/{id}/…`, as the request `P`.
 async fn get<P: OfSession>(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(run(&state, &who, P::of(id.into_inner())).await?))
@@ -97,7 +98,7 @@ async fn get<P: OfSession>(
 /// `GET /sessions/{id}/changes`.
 async fn changes(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
@@ -108,7 +109,7 @@ async fn changes(
 /// `GET /sessions/{id}/checkpoints`.
 async fn checkpoints(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let session_id = id.into_inner();
@@ -119,7 +120,7 @@ async fn checkpoints(
 /// `POST /sessions/{id}/restore {turnId}`.
 async fn restore(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(b): Json<RestoreBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -134,7 +135,7 @@ async fn restore(
 async fn diff(
     who: Caller,
     req: HttpRequest,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q: DiffQuery = query(&req)?;
@@ -148,7 +149,7 @@ async fn diff(
 /// `POST /sessions/{id}/merge` (as `session.merge`).
 async fn merge(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(b): Json<MergeBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -164,7 +165,7 @@ async fn merge(
 /// `POST /sessions/{id}/push` (as `session.push`).
 async fn push(
     who: Caller,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     Json(b): Json<PushBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -180,7 +181,7 @@ async fn push(
 async fn list(
     who: Caller,
     req: HttpRequest,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q: PathQuery = query(&req)?;
@@ -195,7 +196,7 @@ async fn list(
 async fn read(
     who: Caller,
     req: HttpRequest,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q: PathQuery = query(&req)?;
@@ -214,7 +215,7 @@ async fn read(
 async fn write(
     who: Caller,
     req: HttpRequest,
-    id: web::Path<String>,
+    id: web::Path<SessionId>,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {

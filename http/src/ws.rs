@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tandem_protocol::ids::SessionId;
 
 use actix::prelude::*;
 use actix_http::ws::{CloseCode, CloseReason, Frame, Item, ProtocolError};
@@ -243,7 +244,7 @@ impl WsClient {
         code: ErrorCode,
         error: String,
         request_id: Option<String>,
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
     ) {
         let frame = error_frame(&self.runtime, code, error, request_id, session_id);
         self.send_frame(&frame);

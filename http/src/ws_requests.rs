@@ -7,6 +7,7 @@
 use futures_util::future::LocalBoxFuture;
 use tandem_actors::{Principal, Runtime, RuntimeError};
 use tandem_protocol::client::{ChatSubscribeParams, SessionsListParams};
+use tandem_protocol::ids::SessionId;
 use tandem_protocol::results::{ChatSubscribeResult, ChatUnsubscribeResult};
 use tandem_protocol::{ClientFrame, ClientRequest, ErrorCode, ServerFrame};
 
@@ -38,7 +39,7 @@ pub fn error_frame(
     code: ErrorCode,
     error: String,
     request_id: Option<String>,
-    session_id: Option<String>,
+    session_id: Option<SessionId>,
 ) -> ServerFrame {
     tandem_actors::metrics::Metrics::inc(&runtime.metrics().protocol_errors);
     ServerFrame::ProtocolError {
@@ -54,7 +55,7 @@ fn fail(
     runtime: &Runtime,
     e: ApiError,
     request_id: Option<String>,
-    session_id: Option<String>,
+    session_id: Option<SessionId>,
 ) -> ServerFrame {
     let mut frame = error_frame(runtime, e.code, e.message, request_id, session_id);
     if let ServerFrame::ProtocolError { paths, .. } = &mut frame {
@@ -145,9 +146,9 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
 }
 
 /// The session an error frame names: the one the request is scoped by.
-fn session_of(request: &ClientRequest) -> Option<String> {
+fn session_of(request: &ClientRequest) -> Option<SessionId> {
     match request.scope() {
-        tandem_protocol::operations::Scope::Session(id) => Some(id.to_string()),
+        tandem_protocol::operations::Scope::Session(id) => Some(id.clone()),
         _ => None,
     }
 }
@@ -182,7 +183,7 @@ fn subscribe_when_known(
     request_id: Option<String>,
     params: ChatSubscribeParams,
 ) -> Dispatched {
-    let unknown: Vec<String> = match &who.ctx.cluster {
+    let unknown: Vec<SessionId> = match &who.ctx.cluster {
         Some(c) => params
             .sessions
             .iter()

@@ -1,5 +1,6 @@
 //! Client → server WebSocket frames, and the parser that classifies bad ones.
 
+use crate::ids::{PairId, RequestId, SessionId, UserId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -24,7 +25,7 @@ pub struct ClientFrame {
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallParams {
     /// The session the call is made as.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Tool name.
     pub name: String,
     /// Tool arguments (an object).
@@ -41,7 +42,7 @@ fn empty_object() -> Value {
 #[serde(rename_all = "camelCase")]
 pub struct ProposalRespondParams {
     /// The Driver session that proposed.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The proposal.
     pub proposal_id: String,
     /// Accept (true) or decline.
@@ -77,7 +78,7 @@ pub struct WorkerSpec {
 #[serde(rename_all = "camelCase")]
 pub struct PairCreateParams {
     /// The Driver session.
-    pub driver_id: String,
+    pub driver_id: SessionId,
     /// The Worker to create.
     #[serde(deserialize_with = "crate::strict::object")]
     pub worker: WorkerSpec,
@@ -121,7 +122,7 @@ pub struct PairCreateParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionHandoffParams {
     /// The session to continue.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Vendor of the new session (required; absent gives a clear error).
     #[serde(default)]
     pub target_vendor: Option<String>,
@@ -138,7 +139,7 @@ pub struct SessionHandoffParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionScheduleParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The message to send when it comes due.
     pub content: String,
     /// When, RFC 3339 (at most 365 days ahead; a past time fires at once); for a
@@ -161,7 +162,7 @@ pub struct SessionScheduleParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionScheduleCancelParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The pending schedule.
     pub schedule_id: String,
 }
@@ -171,7 +172,7 @@ pub struct SessionScheduleCancelParams {
 #[serde(rename_all = "camelCase")]
 pub struct ChatQueueCancelParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The queued message (`queueId` of `chat_subscribed.queued` or `GET .../queue`).
     pub queue_id: String,
 }
@@ -181,7 +182,7 @@ pub struct ChatQueueCancelParams {
 #[serde(rename_all = "camelCase")]
 pub struct ChatQueueEditParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The queued message.
     pub queue_id: String,
     /// Its new text; not blank.
@@ -193,7 +194,7 @@ pub struct ChatQueueEditParams {
 #[serde(rename_all = "camelCase")]
 pub struct PairCloseParams {
     /// The pair to dissolve.
-    pub pair_id: String,
+    pub pair_id: PairId,
 }
 
 /// Fields of `session.create` and of `POST /api/v1/sessions`.
@@ -277,7 +278,7 @@ pub struct TurnOptions {
 #[serde(rename_all = "camelCase")]
 pub struct ChatSendParams {
     /// Target session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The user's message: a string, or a list of content blocks (text, images,
     /// files).
     pub content: crate::content::MessageContent,
@@ -295,7 +296,7 @@ pub struct ChatSendParams {
 #[serde(rename_all = "camelCase")]
 pub struct ChatEditSendParams {
     /// Target session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The `seq` of the `user_message` to replace: one of an ended turn of this
     /// session that no earlier rewind superseded.
     #[serde(deserialize_with = "crate::strict::whole")]
@@ -319,7 +320,7 @@ pub struct ChatEditSendParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionForkParams {
     /// The session forked.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The `seq` of a `user_message` of an ended turn of it that no rewind superseded.
     #[serde(deserialize_with = "crate::strict::whole")]
     pub anchor_seq: u64,
@@ -348,7 +349,7 @@ pub struct SessionForkParams {
 #[serde(rename_all = "camelCase")]
 pub struct ChatAbortParams {
     /// The session whose turn to interrupt.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// Fields of `session.discard`.
@@ -356,7 +357,7 @@ pub struct ChatAbortParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionDiscardParams {
     /// The session whose worktree to remove.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// Fields of `chat.permission-response`: a person's answer to a `permission_request`.
@@ -366,11 +367,11 @@ pub struct ChatPermissionResponseParams {
     /// The permission request answered. On the wire it is the frame's `requestId`
     /// (which the reply echoes as usual), so the parser fills it in.
     #[serde(default)]
-    pub request_id: String,
+    pub request_id: RequestId,
     /// The session that asked; optional (request ids are unique server-wide), but it
     /// saves a lookup.
     #[serde(default)]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// Allow the tool call once (true) or deny it.
     pub allow: bool,
     /// Input to run the tool with instead of the requested one.
@@ -394,7 +395,7 @@ pub struct ChatPermissionResponseParams {
 #[serde(rename_all = "camelCase")]
 pub struct ChatStopTaskParams {
     /// The session that owns the task.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The background task to stop.
     #[serde(default)]
     pub task_id: Option<String>,
@@ -405,7 +406,7 @@ pub struct ChatStopTaskParams {
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeEntry {
     /// The session to watch.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The last `seq` the client already has; replay starts after it (0: everything).
     #[serde(default)]
     pub last_seq: Option<u64>,
@@ -455,7 +456,7 @@ pub struct SessionsWatchParams {
 #[serde(rename_all = "camelCase")]
 pub struct ChatUnsubscribeParams {
     /// Sessions to stop receiving.
-    pub session_ids: Vec<String>,
+    pub session_ids: Vec<SessionId>,
 }
 
 /// Fields of `session.configure`; absent fields stay as they are.
@@ -463,7 +464,7 @@ pub struct ChatUnsubscribeParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionConfigureParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// New model.
     #[serde(default)]
     pub model: Option<String>,
@@ -482,7 +483,7 @@ pub struct SessionConfigureParams {
     /// New owner: an existing user's id. Admins only; how a revoked user's session is
     /// given to someone else (it takes commands again).
     #[serde(default)]
-    pub owner_id: Option<String>,
+    pub owner_id: Option<UserId>,
     /// Which moments the owner's devices are told of by Web Push.
     #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub notify: Option<crate::push::Notify>,
@@ -503,7 +504,7 @@ pub struct FrameError {
     /// The frame's `requestId`, when it could be read.
     pub request_id: Option<String>,
     /// The frame's `sessionId`, when it could be read.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
 }
 
 /// Parses one text frame. Never panics; every failure is classified:
@@ -533,7 +534,7 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, FrameError> {
     let session_id = obj
         .get("sessionId")
         .and_then(Value::as_str)
-        .map(str::to_owned);
+        .map(SessionId::from);
     let fail = |code: ErrorCode, message: String| FrameError {
         code,
         message,

@@ -2,6 +2,7 @@
 //! as `chat.send` and `POST /sessions/{id}/messages` take it, and as a `user_message`
 //! event keeps it.
 
+use crate::ids::UploadId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -132,7 +133,7 @@ pub struct ImageBlock {
     /// 422 `NO_SUCH_UPLOAD`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
-    pub upload_id: Option<String>,
+    pub upload_id: Option<UploadId>,
 }
 
 /// `{type: "file", uploadId}`.
@@ -141,7 +142,7 @@ pub struct ImageBlock {
 pub struct FileBlock {
     /// An id `POST /api/v1/uploads` answered to this user (one it does not have is
     /// 422 `NO_SUCH_UPLOAD`).
-    pub upload_id: String,
+    pub upload_id: UploadId,
 }
 
 impl MessageContent {
@@ -237,7 +238,7 @@ pub enum HistoryBlock {
 #[serde(rename_all = "camelCase")]
 pub struct StoredAttachment {
     /// Its upload id (inline images are stored as uploads too).
-    pub upload_id: String,
+    pub upload_id: UploadId,
     /// Its media type.
     pub mime_type: String,
     /// Bytes.

@@ -3,6 +3,7 @@
 //! (`POST /api/v1/devices/pair`, no token needed) for a device token of the same user.
 //! The user lists and revokes devices (`devices.list`, `device.revoke`).
 
+use crate::ids::UserId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -130,7 +131,7 @@ pub struct PairDeviceResult {
     /// The device's token: it acts as `userId` until the device is revoked.
     pub token: String,
     /// The user it acts as.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The device.
     pub device: DeviceInfo,
 }

@@ -1,5 +1,6 @@
 //! History events: one frame per event, each with the session's next `seq`.
 
+use crate::ids::{PairId, RequestId, SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,14 +39,14 @@ pub const MAX_SEQ: u64 = i64::MAX as u64;
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     /// The session the event belongs to.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Gap-free, monotonic per session, starting at 1.
     pub seq: u64,
     /// When the event was appended, epoch milliseconds.
     pub ts: u64,
     /// The turn that produced it, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
     /// What happened.
     #[serde(flatten)]
     pub body: EventBody,
@@ -76,7 +77,7 @@ pub enum EventBody {
         internal: bool,
         /// The Driver session that delegated this message, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        delegated_by: Option<String>,
+        delegated_by: Option<SessionId>,
         /// The message's blocks when it had attachments (images and files by upload
         /// id); absent for a text-only message, whose `text` is all of it.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -153,7 +154,7 @@ pub enum EventBody {
     /// The vendor asks whether it may use a tool.
     PermissionRequest {
         /// Answer with `chat.permission-response {requestId}`.
-        request_id: String,
+        request_id: RequestId,
         /// The tool it wants.
         tool_name: String,
         /// The tool's input.
@@ -179,7 +180,7 @@ pub enum EventBody {
     /// A permission request was answered (or withdrawn).
     PermissionResolved {
         /// The request that is settled.
-        request_id: String,
+        request_id: RequestId,
         /// Who answered it; left out when nobody did (its turn ended, or the vendor
         /// settled it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -193,11 +194,11 @@ pub enum EventBody {
     /// A delegation between the sessions of a pair started (`active`) or ended.
     Delegation {
         /// The pair.
-        pair_id: String,
+        pair_id: PairId,
         /// The Driver.
-        from: String,
+        from: SessionId,
         /// The Worker.
-        to: String,
+        to: SessionId,
         /// True while the Worker holds the delegation.
         active: bool,
         /// On the end (`active: false`) of a delegation to a worktree Worker: its
@@ -210,11 +211,11 @@ pub enum EventBody {
         /// The question (`q_…`); `answer_worker` and `question.answer` name it.
         question_id: String,
         /// The pair.
-        pair_id: String,
+        pair_id: PairId,
         /// The Worker that asks.
-        from: String,
+        from: SessionId,
         /// Its Driver.
-        to: String,
+        to: SessionId,
         /// What it asks.
         question: String,
         /// The answers it offers, if any (any answer is taken).
@@ -228,7 +229,7 @@ pub enum EventBody {
         /// The question.
         question_id: String,
         /// The pair.
-        pair_id: String,
+        pair_id: PairId,
         /// The answer the Worker got.
         answer: String,
         /// Who answered.
@@ -266,7 +267,7 @@ pub enum EventBody {
         files_omitted: u64,
         /// The checkpoint of the files as they were just before; restoring it undoes
         /// this one.
-        undo: String,
+        undo: TurnId,
     },
     /// `session.push` pushed the session's branch.
     Pushed {
@@ -366,12 +367,12 @@ pub enum EventBody {
     /// This session's pair was dissolved; both histories stay.
     PairClosed {
         /// The pair that was closed.
-        pair_id: String,
+        pair_id: PairId,
     },
     /// This conversation continues in another session (written in the source).
     HandoffCreated {
         /// The new session.
-        target_session_id: String,
+        target_session_id: SessionId,
         /// Its vendor.
         target_vendor: String,
         /// Its title.
@@ -380,7 +381,7 @@ pub enum EventBody {
     /// This session continues another one (written in the target, first).
     HandoffContext {
         /// The session continued.
-        source_session_id: String,
+        source_session_id: SessionId,
         /// Its vendor.
         source_vendor: String,
         /// Its title.
@@ -408,7 +409,7 @@ pub enum EventBody {
     /// shared paths change; none: they no longer share any).
     Overlap {
         /// The other session.
-        with_session_id: String,
+        with_session_id: SessionId,
         /// The paths both changed, sorted.
         paths: Vec<String>,
     },
@@ -430,7 +431,7 @@ pub enum EventBody {
     /// This session is a fork of another (written in the fork, first).
     Forked {
         /// The session forked.
-        source_session_id: String,
+        source_session_id: SessionId,
         /// Its title then.
         source_title: String,
         /// The `seq` of its `user_message` whose turn this conversation ends with.
@@ -467,10 +468,10 @@ pub enum EventBody {
         selected: Option<WorkerChoice>,
         /// The Worker session, once created.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        worker_id: Option<String>,
+        worker_id: Option<SessionId>,
         /// The pair, once created.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        pair_id: Option<String>,
+        pair_id: Option<PairId>,
         /// Why it failed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,

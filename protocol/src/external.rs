@@ -2,6 +2,7 @@
 //! Codex's own transcripts, found where this server's CLIs keep them, for sessions
 //! whose working directory lies under the caller's workspace roots.
 
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -39,7 +40,7 @@ pub struct ExternalSession {
     pub skipped_lines: u64,
     /// The caller's tandem session that continues it, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
 }
 
 /// `external.list` reply: most recently active first.

@@ -3,6 +3,7 @@
 //! `--max-live-processes` are running, and the turns running and waiting under
 //! `--max-concurrent-turns`. Admins only.
 
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -36,7 +37,7 @@ pub struct FleetInfo {
 #[serde(rename_all = "camelCase")]
 pub struct FleetWaitingTurn {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its place in line, from 1.
     pub place: u32,
     /// Since when, epoch ms.
@@ -48,7 +49,7 @@ pub struct FleetWaitingTurn {
 #[serde(rename_all = "camelCase")]
 pub struct FleetProcess {
     /// The session it serves.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its vendor.
     pub vendor: String,
     /// Its process id; absent while it starts.
@@ -72,7 +73,7 @@ pub struct FleetProcess {
 #[serde(rename_all = "camelCase")]
 pub struct FleetWaiting {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its vendor.
     pub vendor: String,
     /// Since when, epoch ms.

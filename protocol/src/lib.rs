@@ -13,6 +13,7 @@ pub mod event;
 pub mod external;
 pub mod fleet;
 pub mod history;
+pub mod ids;
 pub mod incoming;
 pub mod loops;
 pub mod mcp;
@@ -42,6 +43,7 @@ pub use content::{ContentBlock, HistoryBlock, MessageContent};
 pub use error::ErrorCode;
 pub use event::{Event, EventBody, TurnStatus, MAX_SEQ};
 pub use history::{FileChange, FileChangeKind, PlanEntry, TurnUsage};
+pub use ids::{DelegationId, PairId, RequestId, SessionId, TurnId, UploadId, UserId, VendorId};
 pub use permission::{
     ApprovalAsk, Decider, PermissionChoice, PermissionKind, PermissionRule, RememberScope,
 };

@@ -2,6 +2,7 @@
 //! after turn, each turn followed by a check (a command, or a judge's verdict), until
 //! the check passes, `maxIterations` turns ran, someone stops it or interrupts a turn.
 
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -61,7 +62,7 @@ pub struct JudgeCheck {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LoopStartParams {
     /// The session that works toward the goal; idle, with no loop running.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// What each iteration works toward: the first line of each iteration's message.
     #[schemars(length(min = 1, max = 20000))]
     pub goal: String,
@@ -112,7 +113,7 @@ pub struct LoopBody {
 #[serde(rename_all = "camelCase")]
 pub struct LoopStartResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The loop.
     #[serde(rename = "loop")]
     pub loop_info: LoopInfo,
@@ -123,7 +124,7 @@ pub struct LoopStartResult {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LoopStopParams {
     /// The session whose loop ends (a turn under way goes on).
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `loop.stop` reply.
@@ -131,7 +132,7 @@ pub struct LoopStopParams {
 #[serde(rename_all = "camelCase")]
 pub struct LoopStopResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The loop stopped.
     pub loop_id: String,
     /// Iterations whose turn started.
@@ -182,7 +183,7 @@ pub struct LoopCheckOutcome {
     pub exit_code: Option<i32>,
     /// The judge's session, for a judge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge_session_id: Option<String>,
+    pub judge_session_id: Option<SessionId>,
 }
 
 /// Why a loop ended.

@@ -11,6 +11,7 @@
 //!
 //! Adding a request: a row here, its handler in `http/src/operation/`, its test.
 
+use crate::ids::{PairId, RequestId, SessionId};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -40,14 +41,14 @@ use crate::session::SessionInfo;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope<'a> {
     /// On the node that owns this session.
-    Session(&'a str),
+    Session(&'a SessionId),
     /// On the node this pair runs on (its Driver's).
-    Pair(&'a str),
+    Pair(&'a PairId),
     /// On this node (`None`) or on the named node.
     Node(Option<&'a str>),
     /// On whichever node has this permission request pending
     /// (`chat.permission-response` without `sessionId`).
-    Permission(&'a str),
+    Permission(&'a RequestId),
     /// On the node asked, from what it knows of the whole cluster.
     Local,
     /// On the node asked, for the asking WebSocket connection (subscriptions,
@@ -64,7 +65,7 @@ pub struct Refusal {
     pub message: String,
     /// The session the refusal is about, when it is not the frame's own `sessionId`
     /// (one entry of `chat.subscribe`).
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
 }
 
 impl Refusal {
@@ -120,7 +121,7 @@ macro_rules! scope_of {
         Scope::Node($p.$f.as_deref())
     };
     ($p:ident, permission) => {
-        match $p.session_id.as_deref() {
+        match $p.session_id.as_ref() {
             Some(id) if !id.is_empty() => Scope::Session(id),
             _ => Scope::Permission(&$p.request_id),
         }

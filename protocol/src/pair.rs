@@ -1,5 +1,6 @@
 //! Driver/Worker pairs and Worker proposals as clients see them.
 
+use crate::ids::{DelegationId, PairId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -8,11 +9,11 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct PairInfo {
     /// The pair's id.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// The session that directs.
-    pub driver_id: String,
+    pub driver_id: SessionId,
     /// The session that takes delegated work.
-    pub worker_id: String,
+    pub worker_id: SessionId,
     /// The Worker's name among its Driver's Workers (unique there): the agent tools'
     /// `worker` argument names it. `worker` for pairs made before Workers had names.
     #[serde(default = "default_worker_name")]
@@ -59,9 +60,9 @@ pub fn valid_worker_name(name: &str) -> bool {
 #[serde(rename_all = "camelCase")]
 pub struct PairedWorker {
     /// The pair that links the Driver to this Worker.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// The Worker session.
-    pub worker_id: String,
+    pub worker_id: SessionId,
     /// Its name among the Driver's Workers.
     pub worker_name: String,
 }
@@ -110,11 +111,11 @@ pub enum PairState {
 #[serde(rename_all = "camelCase")]
 pub struct DelegationInfo {
     /// The delegation's id.
-    pub delegation_id: String,
+    pub delegation_id: DelegationId,
     /// The delegating (Driver) session.
-    pub from: String,
+    pub from: SessionId,
     /// The Worker session.
-    pub to: String,
+    pub to: SessionId,
     /// The task.
     pub message: String,
     /// When it started, epoch ms.

@@ -1,5 +1,6 @@
 //! Tool approvals: what a `permission_request` offers and what a remembered answer is.
 
+use crate::ids::{RequestId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -79,9 +80,9 @@ pub enum Decider {
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalAsk {
     /// The request; `approve_worker {requestId}` answers it.
-    pub request_id: String,
+    pub request_id: RequestId,
     /// The Worker that asks.
-    pub worker_id: String,
+    pub worker_id: SessionId,
     /// The tool its agent wants.
     pub tool_name: String,
     /// The tool's input.

@@ -3,6 +3,7 @@
 //! them of ([`Notify`]) and which session a client shows (`client.visible`, so a
 //! device is not told of what its user is looking at).
 
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -211,7 +212,7 @@ pub struct ClientVisibleParams {
     /// The sessions shown; each replaces what the connection said before.
     #[serde(default)]
     #[schemars(length(max = MAX_VISIBLE))]
-    pub session_ids: Vec<String>,
+    pub session_ids: Vec<SessionId>,
 }
 
 impl Validate for ClientVisibleParams {
@@ -230,7 +231,7 @@ impl Validate for ClientVisibleParams {
 #[serde(rename_all = "camelCase")]
 pub struct ClientVisibleResult {
     /// The sessions now counted as shown by this connection.
-    pub session_ids: Vec<String>,
+    pub session_ids: Vec<SessionId>,
 }
 
 #[cfg(test)]

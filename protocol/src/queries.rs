@@ -3,6 +3,7 @@
 //! in [`crate::operations`] (so a cluster forwards each as the typed request, and a
 //! WebSocket client may send them too).
 
+use crate::ids::{SessionId, TurnId, UserId};
 use std::borrow::Cow;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -18,7 +19,7 @@ use crate::workspace::{DirListing, FileContent, FileDiff, FileSaved, GitState};
 #[serde(rename_all = "camelCase")]
 pub struct SessionGetParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `session.get` reply.
@@ -33,7 +34,7 @@ pub struct SessionGetResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionArchiveParams {
     /// The session to archive.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `session.archive` reply (and `DELETE /sessions/{id}`'s answer).
@@ -41,7 +42,7 @@ pub struct SessionArchiveParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionArchiveResult {
     /// The archived session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Always true.
     pub archived: bool,
 }
@@ -51,7 +52,7 @@ pub struct SessionArchiveResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionEventsParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Events with `seq > after` (0 to 2^63−1).
     #[serde(default)]
     pub after: u64,
@@ -139,7 +140,7 @@ pub struct SessionEventsResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionMcpTokenParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `session.mcp-token` reply.
@@ -158,7 +159,7 @@ pub struct SessionMcpTokenResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionUsageParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Count only turns that ended at or after this time, epoch ms (default 0: all).
     #[serde(default)]
     pub since: u64,
@@ -184,7 +185,7 @@ pub struct UserGetParams {}
 #[serde(rename_all = "camelCase")]
 pub struct UserGetResult {
     /// The caller's user id (`local` under `--auth none`).
-    pub user_id: String,
+    pub user_id: UserId,
     /// Whether the caller is an admin (may reassign sessions, see every session).
     pub admin: bool,
 }
@@ -202,7 +203,7 @@ pub struct PairsListParams {}
 #[serde(rename_all = "camelCase")]
 pub struct ChatQueueParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// Fields of `session.schedules`.
@@ -210,7 +211,7 @@ pub struct ChatQueueParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionSchedulesParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// Fields of `session.changes`.
@@ -218,7 +219,7 @@ pub struct SessionSchedulesParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionChangesParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `session.changes` reply.
@@ -233,7 +234,7 @@ pub struct SessionChangesResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionDiffParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// One changed file (relative to the working directory's top); absent: all.
     #[serde(default)]
     pub path: Option<String>,
@@ -251,7 +252,7 @@ pub struct SessionDiffResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionFilesParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// `/`-separated, relative; empty or absent: the working directory itself.
     #[serde(default)]
     pub path: Option<String>,
@@ -269,7 +270,7 @@ pub struct SessionFilesResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionFileReadParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The file, relative to the working directory.
     pub path: String,
 }
@@ -292,7 +293,7 @@ pub struct SessionFileReadResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionFileWriteParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The file, relative to the working directory.
     pub path: String,
     /// The file's new text (at most 2 MiB).
@@ -329,7 +330,7 @@ fn named_file(path: &str) -> Result<(), Refusal> {
 #[serde(rename_all = "camelCase")]
 pub struct SessionCheckpointsParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// One turn's checkpoint, as its `checkpoint` event recorded it.
@@ -337,7 +338,7 @@ pub struct SessionCheckpointsParams {
 #[serde(rename_all = "camelCase")]
 pub struct CheckpointInfo {
     /// The turn whose end it records.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The checkpoint commit (`refs/tandem/checkpoints/<sessionId>/<turnId>`).
     pub commit: String,
     /// Paths that differ from the previous checkpoint, at most 500.
@@ -356,7 +357,7 @@ pub struct CheckpointInfo {
 #[serde(rename_all = "camelCase")]
 pub struct SessionCheckpointsResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its checkpoints, oldest first.
     pub checkpoints: Vec<CheckpointInfo>,
 }
@@ -366,10 +367,10 @@ pub struct SessionCheckpointsResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionRestoreParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The checkpoint to put the files back to: a `turnId` that
     /// `session.checkpoints` lists.
-    pub turn_id: String,
+    pub turn_id: TurnId,
 }
 
 /// `session.restore` reply (`POST /sessions/{id}/restore`).
@@ -377,9 +378,9 @@ pub struct SessionRestoreParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionRestoreResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The checkpoint restored.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// Its commit.
     pub commit: String,
     /// Paths the restore changed, at most 500.
@@ -388,5 +389,5 @@ pub struct SessionRestoreResult {
     pub files_omitted: u64,
     /// The checkpoint of the files as they were just before (a `turnId` of the form
     /// `restore_<seq>`): restoring it undoes this restore.
-    pub undo: String,
+    pub undo: TurnId,
 }

@@ -2,6 +2,7 @@
 //! user's answer from a client (`question.answer`, `POST
 //! /sessions/{id}/questions/{questionId}/answer`).
 
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +34,7 @@ pub enum Answerer {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct QuestionAnswerParams {
     /// The Worker that asked (the `from` of the `question` event).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The question (`q_…`).
     pub question_id: String,
     /// The answer the Worker's `ask_driver` returns.
@@ -53,7 +54,7 @@ pub struct AnswerBody {
 #[serde(rename_all = "camelCase")]
 pub struct QuestionAnswerResult {
     /// The Worker that asked.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The question answered.
     pub question_id: String,
 }

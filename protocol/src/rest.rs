@@ -1,5 +1,6 @@
 //! REST bodies under `/api/v1`.
 
+use crate::ids::{SessionId, TurnId, UploadId, UserId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +46,7 @@ pub struct EventsPage {
 #[serde(rename_all = "camelCase")]
 pub struct RunningSession {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its vendor.
     pub vendor: String,
     /// When the turn (or the oldest background task) started, epoch milliseconds.
@@ -222,7 +223,7 @@ pub struct PostEditSend {
 #[serde(rename_all = "camelCase")]
 pub struct EditSendAccepted {
     /// The turn that runs the new message.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The branch the rewind superseded.
     pub superseded: crate::session::SupersededRange,
     /// With `restoreFiles`: the restore made first.
@@ -235,7 +236,7 @@ pub struct EditSendAccepted {
 #[serde(rename_all = "camelCase")]
 pub struct TurnAccepted {
     /// The turn that was started.
-    pub turn_id: String,
+    pub turn_id: TurnId,
 }
 
 /// `GET /api/v1/pairs`.
@@ -286,7 +287,7 @@ pub struct EmptyBody {}
 #[serde(rename_all = "camelCase")]
 pub struct InterruptAccepted {
     /// The session whose turn is being stopped.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `PATCH /api/v1/sessions/{id}` body: the fields of `session.configure` without the
@@ -315,7 +316,7 @@ pub struct SessionPatch {
     /// New owner, an existing user's id (admins only; a user that does not exist is
     /// 422 `INVALID_ARGUMENT`): reassigns the session, e.g. one of a revoked user.
     #[serde(default)]
-    pub owner_id: Option<String>,
+    pub owner_id: Option<UserId>,
     /// Which moments the owner's devices are told of by Web Push.
     #[serde(default, deserialize_with = "crate::strict::name_opt")]
     pub notify: Option<crate::push::Notify>,
@@ -337,7 +338,7 @@ pub struct SessionSchedulesResult {
 #[serde(rename_all = "camelCase")]
 pub struct ChatQueueResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Messages waiting to be sent, oldest first.
     pub queued: Vec<crate::server::QueuedEntry>,
 }
@@ -366,11 +367,11 @@ pub struct UsageTotals {
 #[serde(rename_all = "camelCase")]
 pub struct DelegationUsage {
     /// The Worker session that ran it.
-    pub worker_id: String,
+    pub worker_id: SessionId,
     /// The Worker's turn.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The Driver that delegated it.
-    pub driver_id: String,
+    pub driver_id: SessionId,
     /// When the turn started, epoch ms.
     pub started_at: u64,
     /// Its usage (`turns` is 1 when the vendor reported any, else 0).
@@ -382,7 +383,7 @@ pub struct DelegationUsage {
 #[serde(rename_all = "camelCase")]
 pub struct UsageSummary {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Every turn of this session.
     pub total: UsageTotals,
     /// Delegated turns: for a Driver, its Workers' turns it delegated; for a Worker,
@@ -421,7 +422,7 @@ impl EventsQuery {
 #[serde(rename_all = "camelCase")]
 pub struct UploadInfo {
     /// `up_` and the SHA-256 of the bytes (hex): the same bytes give the same id.
-    pub upload_id: String,
+    pub upload_id: UploadId,
     /// Bytes stored.
     pub size: u64,
     /// The media type, from the request's `Content-Type`.

@@ -2,6 +2,7 @@
 //! schedules, permission answers); the path names the session and the item, so the
 //! bodies hold only the rest. Replies are the WebSocket replies' `*Result` types.
 
+use crate::ids::TurnId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -105,5 +106,5 @@ pub struct ForkBody {
 pub struct RestoreBody {
     /// The checkpoint to put the files back to (a `turnId` from
     /// `GET /sessions/{id}/checkpoints`).
-    pub turn_id: String,
+    pub turn_id: TurnId,
 }

@@ -2,6 +2,7 @@
 //! [`crate::client`]). A reply frame is `{kind: "reply", requestId?, ok: true,
 //! ...fields of the result}`: [`crate::ServerFrame::reply_with`] flattens one of these.
 
+use crate::ids::{PairId, RequestId, SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -40,15 +41,15 @@ pub enum ChatSendResult {
     #[serde(rename_all = "camelCase")]
     Started {
         /// The session.
-        session_id: String,
+        session_id: SessionId,
         /// The turn.
-        turn_id: String,
+        turn_id: TurnId,
     },
     /// A turn ran and `queue: true` was given: the message waits.
     #[serde(rename_all = "camelCase")]
     Queued {
         /// The session.
-        session_id: String,
+        session_id: SessionId,
         /// Always true.
         queued: bool,
         /// Its place in the queue (1: next).
@@ -61,9 +62,9 @@ pub enum ChatSendResult {
 #[serde(rename_all = "camelCase")]
 pub struct ChatEditSendResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The turn that runs the new message.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The branch the rewind superseded (as its `history_rewound` event says).
     pub superseded: crate::session::SupersededRange,
     /// With `restoreFiles`: the restore made first (as `session.restore` answers).
@@ -86,7 +87,7 @@ pub struct SessionForkResult {
 #[serde(rename_all = "camelCase")]
 pub struct ChatAbortResult {
     /// The session whose turn is being stopped.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `chat.stop-task` reply.
@@ -94,7 +95,7 @@ pub struct ChatAbortResult {
 #[serde(rename_all = "camelCase")]
 pub struct ChatStopTaskResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The task being stopped.
     pub task_id: String,
 }
@@ -104,14 +105,14 @@ pub struct ChatStopTaskResult {
 #[serde(rename_all = "camelCase")]
 pub struct ChatPermissionResponseResult {
     /// The permission request answered.
-    pub permission_id: String,
+    pub permission_id: RequestId,
 }
 
 /// `chat.subscribe` reply (only when a `requestId` was given).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChatSubscribeResult {
     /// The sessions now subscribed; refused ones got a `protocol_error` each.
-    pub subscribed: Vec<String>,
+    pub subscribed: Vec<SessionId>,
 }
 
 /// `chat.unsubscribe` reply (only when a `requestId` was given): no fields.
@@ -141,10 +142,10 @@ pub struct ProposalRespondResult {
     pub status: ProposalStatus,
     /// The Worker started for it (accepted only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker_id: Option<String>,
+    pub worker_id: Option<SessionId>,
     /// The pair created for it (accepted only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pair_id: Option<String>,
+    pub pair_id: Option<PairId>,
 }
 
 /// `pair.create` reply.
@@ -159,7 +160,7 @@ pub struct PairCreateResult {
 #[serde(rename_all = "camelCase")]
 pub struct PairCloseResult {
     /// The dissolved pair.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// True when its Worker was running and was stopped.
     pub interrupted: bool,
 }
@@ -169,9 +170,9 @@ pub struct PairCloseResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionHandoffResult {
     /// The session handed off; it records `handoff_created`.
-    pub source_session_id: String,
+    pub source_session_id: SessionId,
     /// The session created to continue it; it starts with the handoff prompt.
-    pub target_session_id: String,
+    pub target_session_id: SessionId,
     /// The new session's vendor, as asked for (trimmed).
     pub target_vendor: String,
 }
@@ -203,7 +204,7 @@ pub struct SessionScheduleCancelResult {
 #[serde(rename_all = "camelCase")]
 pub struct ChatQueueChangeResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The message cancelled or edited.
     pub queue_id: String,
     /// What the queue holds after the change, oldest first.

@@ -1,6 +1,7 @@
 //! `chat.review`: line comments on a session's diff, sent to its agent as one message;
 //! `session.review-by`: such a review written by an agent of another vendor.
 
+use crate::ids::{SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -69,7 +70,7 @@ pub enum ReviewTarget {
 #[serde(rename_all = "camelCase")]
 pub struct ChatReviewParams {
     /// The session whose diff is reviewed; its agent gets the review as a turn.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The comments, 1 to 50.
     #[schemars(length(min = 1, max = 50))]
     pub comments: Vec<ReviewComment>,
@@ -126,9 +127,9 @@ impl Validate for ChatReviewParams {
 #[serde(rename_all = "camelCase")]
 pub struct ChatReviewResult {
     /// The session whose turn it is: the reviewed one, or its Driver.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The turn whose user message is the review.
-    pub turn_id: String,
+    pub turn_id: TurnId,
 }
 
 /// `POST /api/v1/sessions/{id}/review` body: the fields of `chat.review` but the id.
@@ -159,7 +160,7 @@ pub const MAX_INSTRUCTIONS_CHARS: usize = 20_000;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionReviewByParams {
     /// The session whose diff is reviewed; it gets the review.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The reviewer's vendor (any installed one, usually another than the author's).
     #[schemars(regex(pattern = crate::content::NOT_BLANK))]
     pub vendor: String,
@@ -212,9 +213,9 @@ pub struct ReviewByBody {
 #[serde(rename_all = "camelCase")]
 pub struct SessionReviewByResult {
     /// The reviewed session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The reviewer's session (read-only, on the same working directory).
-    pub review_session_id: String,
+    pub review_session_id: SessionId,
 }
 
 /// Who wrote a review that an agent wrote.
@@ -222,7 +223,7 @@ pub struct SessionReviewByResult {
 #[serde(rename_all = "camelCase")]
 pub struct Reviewer {
     /// The reviewer's session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its vendor.
     pub vendor: String,
 }

@@ -3,6 +3,7 @@
 //! (`session.run` / `session.run-stop`, its output read with `session.run-log`),
 //! `archive` as the worktree goes. Each reports through `script` events.
 
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -55,7 +56,7 @@ pub struct ScriptReport {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionRunParams {
     /// The session whose repository declares a `run` script.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// Fields of `session.run-stop`.
@@ -63,7 +64,7 @@ pub struct SessionRunParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionRunStopParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// Fields of `session.run-log`.
@@ -71,7 +72,7 @@ pub struct SessionRunStopParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionRunLogParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// Reply of `session.run` and `session.run-stop`.
@@ -79,7 +80,7 @@ pub struct SessionRunLogParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionRunResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Whether the run script is running now.
     pub running: bool,
     /// `TANDEM_PORT` of the script (the worktree's port), when it has one.
@@ -92,7 +93,7 @@ pub struct SessionRunResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionRunLogResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Whether the run script is running now.
     pub running: bool,
     /// How its last run ended (absent while it runs, or before any run).

@@ -1,5 +1,6 @@
 //! Server → client frames other than history events.
 
+use crate::ids::{RequestId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -35,7 +36,7 @@ pub enum ServerFrame {
         error: String,
         /// The session the request named, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         /// The client's `requestId`, if it sent one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         request_id: Option<String>,
@@ -46,7 +47,7 @@ pub enum ServerFrame {
     /// A subscription is in place; replayed events follow, then live ones.
     ChatSubscribed {
         /// The session.
-        session_id: String,
+        session_id: SessionId,
         /// Its status at subscription time.
         status: SessionStatus,
         /// The newest `seq` the session had at subscription time.
@@ -66,7 +67,7 @@ pub enum ServerFrame {
     /// `lastSeq = resumeFrom - 1` to get them.
     Lagged {
         /// The session whose events were dropped.
-        session_id: String,
+        session_id: SessionId,
         /// The first `seq` this socket did not receive.
         resume_from: u64,
     },
@@ -154,7 +155,7 @@ pub struct QueuedEntry {
 #[serde(rename_all = "camelCase")]
 pub struct PendingPermission {
     /// Unique across the server; answer with `chat.permission-response {requestId}`.
-    pub request_id: String,
+    pub request_id: RequestId,
     /// The tool the vendor wants to run.
     pub tool_name: String,
     /// Its input.

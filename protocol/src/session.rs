@@ -1,5 +1,6 @@
 //! Session metadata as clients see it.
 
+use crate::ids::{PairId, SessionId, UserId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -186,7 +187,7 @@ pub struct VendorCommand {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionCommandsParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `session.commands` reply.
@@ -194,7 +195,7 @@ pub struct SessionCommandsParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionCommandsResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The slash commands its agent offers, as the vendor last listed them (empty
     /// until its agent first started, and for vendors that list none).
     pub commands: Vec<VendorCommand>,
@@ -220,7 +221,7 @@ pub struct BackgroundTask {
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
     /// Our stable id, minted at creation.
-    pub id: String,
+    pub id: SessionId,
     /// Human title.
     pub title: String,
     /// Vendor id (`scripted`, `codex`, `claude`, ...).
@@ -242,7 +243,7 @@ pub struct SessionInfo {
     /// Time of the last event or change, epoch milliseconds.
     pub last_activity: u64,
     /// The owning user's id.
-    pub owner_id: String,
+    pub owner_id: UserId,
     /// Who else may see it.
     pub visibility: Visibility,
     /// The vendor's own session or thread id, once known.
@@ -251,7 +252,7 @@ pub struct SessionInfo {
     /// The pair this session belongs to, if any (a Driver with several Workers: the
     /// pair of its first one; `workers` lists them all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pair_id: Option<String>,
+    pub pair_id: Option<PairId>,
     /// Its role in that pair.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
@@ -268,7 +269,7 @@ pub struct SessionInfo {
     pub turn_started_at: Option<u64>,
     /// The session this one continues (a handoff), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handoff_from: Option<String>,
+    pub handoff_from: Option<SessionId>,
     /// The outcome of its last `session.check` (a merge gate reads it), if any ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_checks: Option<Vec<crate::workspace::CheckResult>>,
@@ -281,7 +282,7 @@ pub struct SessionInfo {
     pub mcp_servers: Option<Vec<String>>,
     /// The session that spawned this one, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     /// Background work still running.
     pub background_tasks: Vec<BackgroundTask>,
     /// Working directory of the vendor process.
@@ -324,9 +325,8 @@ pub struct SessionInfo {
 impl SessionInfo {
     /// True when this session belongs to pair `pair_id` (as its Worker, or as the
     /// Driver of any of its Workers).
-    pub fn in_pair(&self, pair_id: &str) -> bool {
-        self.pair_id.as_deref() == Some(pair_id)
-            || self.workers.iter().any(|w| w.pair_id == pair_id)
+    pub fn in_pair(&self, pair_id: &PairId) -> bool {
+        self.pair_id.as_ref() == Some(pair_id) || self.workers.iter().any(|w| w.pair_id == *pair_id)
     }
 }
 
@@ -352,7 +352,7 @@ pub enum Attention {
 #[serde(rename_all = "camelCase")]
 pub struct ForkedFrom {
     /// The source session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The `seq` of its `user_message` whose turn the fork's conversation ends with.
     pub anchor_seq: u64,
 }
@@ -402,7 +402,7 @@ pub const MAX_SEEN_SEQ: u64 = 9_007_199_254_740_991;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClientSeenParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The newest event the client shows (a larger one counts as the session's last).
     #[serde(deserialize_with = "crate::strict::whole")]
     #[schemars(range(max = 9_007_199_254_740_991_u64))]
@@ -435,7 +435,7 @@ pub struct SeenBody {
 #[serde(rename_all = "camelCase")]
 pub struct ClientSeenResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// What it asks of its owner now.
     pub attention: Attention,
 }

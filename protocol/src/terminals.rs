@@ -9,6 +9,7 @@
 //! - client → server: binary frames are typed input; a text frame is a
 //!   [`TerminalControl`] (`resize`).
 
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +30,7 @@ pub const MAX_INPUT_FRAME: usize = 64 << 10;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TerminalOpenParams {
     /// The session whose working directory the shell starts in; its owner's only.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Columns, 1 to 1000.
     #[serde(deserialize_with = "crate::strict::whole")]
     #[schemars(range(min = 1, max = 1000))]
@@ -77,7 +78,7 @@ pub struct TerminalInfo {
     /// Its id (`term_…`): its socket is `/ws/terminals/{terminalId}`.
     pub terminal_id: String,
     /// The session it belongs to.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The shell it runs.
     pub shell: String,
     /// Where the shell started (the session's working directory).
@@ -97,7 +98,7 @@ pub struct TerminalInfo {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TerminalListParams {
     /// The session; its owner's only.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `terminal.list` reply: the session's terminals, oldest first.
@@ -105,7 +106,7 @@ pub struct TerminalListParams {
 #[serde(rename_all = "camelCase")]
 pub struct TerminalListResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its terminals.
     pub terminals: Vec<TerminalInfo>,
 }
@@ -115,7 +116,7 @@ pub struct TerminalListResult {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TerminalCloseParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The terminal to end, with every process it started.
     pub terminal_id: String,
 }
@@ -125,7 +126,7 @@ pub struct TerminalCloseParams {
 #[serde(rename_all = "camelCase")]
 pub struct TerminalCloseResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The terminal ended.
     pub terminal_id: String,
 }

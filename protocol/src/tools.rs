@@ -11,6 +11,7 @@
 //! and an empty optional string counts as absent; numbers are floored and clamped to
 //! the range their description gives (the schema says `number`, which is what is read).
 
+use crate::ids::{PairId, RequestId, SessionId};
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -109,7 +110,7 @@ pub struct AnswerWorkerParams {
 pub struct ApproveWorkerParams {
     /// The request's id, as `send_to_partner` (status `approval`) or the pushed
     /// message gave it.
-    pub request_id: String,
+    pub request_id: RequestId,
     /// Allow the call, or deny it.
     pub allow: bool,
     /// With `allow`: also allow this tool without asking for the rest of the
@@ -127,9 +128,9 @@ pub struct ApproveWorkerParams {
 #[serde(rename_all = "camelCase")]
 pub struct ApproveWorkerResult {
     /// The request answered.
-    pub request_id: String,
+    pub request_id: RequestId,
     /// The Worker session, which goes on.
-    pub partner_id: String,
+    pub partner_id: SessionId,
     /// The Worker's name among its Driver's Workers.
     pub worker_name: String,
     /// What was answered.
@@ -155,7 +156,7 @@ pub struct AnswerWorkerResult {
     /// The question answered.
     pub question_id: String,
     /// The Worker session, which goes on with the answer.
-    pub partner_id: String,
+    pub partner_id: SessionId,
     /// The Worker's name among its Driver's Workers.
     pub worker_name: String,
 }
@@ -272,7 +273,7 @@ pub struct SendToPartnerResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
     /// The Worker session.
-    pub partner_id: String,
+    pub partner_id: SessionId,
     /// The Worker's name among its Driver's Workers.
     pub worker_name: String,
     /// True when this call created the Worker.
@@ -325,7 +326,7 @@ pub struct ReadPartnerResult {
     /// The Worker's state.
     pub status: PartnerState,
     /// The Worker session.
-    pub partner_id: String,
+    pub partner_id: SessionId,
     /// The Worker's name among its Driver's Workers.
     pub worker_name: String,
     /// Its title.
@@ -351,7 +352,7 @@ pub struct InterruptPartnerResult {
     /// What the call did.
     pub status: InterruptState,
     /// The Worker session.
-    pub partner_id: String,
+    pub partner_id: SessionId,
     /// The Worker's name among its Driver's Workers.
     pub worker_name: String,
     /// Its title.
@@ -373,7 +374,7 @@ pub struct ClosePartnerResult {
     /// Always `closed`.
     pub status: ClosedState,
     /// The former Worker.
-    pub partner_id: String,
+    pub partner_id: SessionId,
     /// The Worker's name among its Driver's Workers.
     pub worker_name: String,
     /// True when the Worker was running and was stopped.
@@ -405,10 +406,10 @@ pub struct ProposeWorkerResult {
     pub auto_approved: bool,
     /// The Worker started for it (auto-approved only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker_id: Option<String>,
+    pub worker_id: Option<SessionId>,
     /// The pair created for it (auto-approved only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pair_id: Option<String>,
+    pub pair_id: Option<PairId>,
     /// What happens next, for the model.
     pub hint: String,
 }
@@ -418,7 +419,7 @@ pub struct ProposeWorkerResult {
 #[serde(rename_all = "camelCase")]
 pub struct SpawnedSession {
     /// The new session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its title.
     pub title: String,
 }
@@ -462,7 +463,7 @@ pub enum ChildState {
 #[serde(rename_all = "camelCase")]
 pub struct ChildSummary {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its title.
     pub title: String,
     /// Where it stands.
@@ -505,7 +506,7 @@ impl Speaker {
 #[serde(rename_all = "camelCase")]
 pub struct HandoffEntry {
     /// The session it was said in (the source or an earlier one).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its event's position.
     pub seq: u64,
     /// Who said it.
@@ -519,7 +520,7 @@ pub struct HandoffEntry {
 #[serde(rename_all = "camelCase")]
 pub struct ReadHandoffSourceResult {
     /// The session this one continues.
-    pub source_session_id: Option<String>,
+    pub source_session_id: Option<SessionId>,
     /// Messages in all.
     pub total: usize,
     /// Messages skipped from the newest.

@@ -2,6 +2,7 @@
 //! or discarding its branch, and reading and saving the files of its working
 //! directory. docs/PROTOCOL.md "Workspaces" describes the rules.
 
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -96,7 +97,7 @@ pub struct PushedBranch {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionPushParams {
     /// The worktree session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// A remote of the base repository (default: the base branch's upstream remote,
     /// else `origin`).
     #[serde(default)]
@@ -123,7 +124,7 @@ pub struct PushBody {
 #[serde(rename_all = "camelCase")]
 pub struct SessionPushResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The remote pushed to.
     pub remote: String,
     /// The branch written there.
@@ -255,7 +256,7 @@ impl MergeStrategy {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionMergeParams {
     /// The worktree session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Merge commit or squash.
     #[serde(deserialize_with = "crate::strict::name")]
     pub strategy: MergeStrategy,
@@ -289,7 +290,7 @@ pub struct MergeBody {
 #[serde(rename_all = "camelCase")]
 pub struct SessionMergeResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its branch.
     pub branch: String,
     /// The branch merged into.
@@ -305,7 +306,7 @@ pub struct SessionMergeResult {
 #[serde(rename_all = "camelCase")]
 pub struct SessionDiscardResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The branch deleted with its worktree.
     pub branch: String,
 }
@@ -344,7 +345,7 @@ pub struct CheckResult {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionCheckParams {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `session.check` reply and `POST /sessions/{id}/check` answer.
@@ -352,7 +353,7 @@ pub struct SessionCheckParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionCheckResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Every check of `.tandem/worktree.toml`, in order (none: it declares none).
     pub checks: Vec<CheckResult>,
 }
@@ -362,7 +363,7 @@ pub struct SessionCheckResult {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionRebaseParams {
     /// The worktree session.
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 /// `session.rebase` reply and `POST /sessions/{id}/rebase` answer.
@@ -370,7 +371,7 @@ pub struct SessionRebaseParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionRebaseResult {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its branch.
     pub branch: String,
     /// The base branch it is on now.

@@ -1,6 +1,7 @@
 //! What a session hands a new adapter: who it works for, where, how to start its CLI,
 //! and where to report.
 
+use crate::ids::{SessionId, UserId};
 use std::path::PathBuf;
 
 use actix::Recipient;
@@ -27,9 +28,9 @@ pub struct McpAccess {
 #[derive(Clone)]
 pub struct AdapterContext {
     /// Our session id (tool calls are made as it).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The session's owner (adapters that share a process per user key by it).
-    pub owner_id: String,
+    pub owner_id: UserId,
     /// The session's working directory; vendor CLIs are started there.
     pub cwd: PathBuf,
     /// The vendor's own session/thread id to resume, once known.

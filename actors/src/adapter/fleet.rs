@@ -10,6 +10,7 @@
 //! any of its sessions is, and an idle one closed to make room resumes its threads in
 //! the next process (`adapter/codex/server.rs`).
 
+use crate::ids::SessionId;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -57,7 +58,7 @@ struct State {
 #[derive(Debug)]
 struct Taken {
     /// The session it serves.
-    session: String,
+    session: SessionId,
     /// Its vendor.
     vendor: VendorId,
     /// Its pid, once started.
@@ -78,7 +79,7 @@ struct Taken {
 #[derive(Debug)]
 struct Waiter {
     /// The session it serves.
-    session: String,
+    session: SessionId,
     /// Its vendor.
     vendor: VendorId,
     /// Its adapter (the seat's `evict` once granted).
@@ -135,7 +136,7 @@ pub enum Admission {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeatView {
     /// The session it serves.
-    pub session: String,
+    pub session: SessionId,
     /// Its vendor.
     pub vendor: VendorId,
     /// Its pid, once started.
@@ -152,7 +153,7 @@ pub struct SeatView {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WaiterView {
     /// The session.
-    pub session: String,
+    pub session: SessionId,
     /// Its vendor.
     pub vendor: VendorId,
     /// Since when, epoch ms.
@@ -209,7 +210,7 @@ impl Fleet {
         }
         let (grant, granted) = oneshot::channel();
         state.waiting.push_back(Waiter {
-            session: session.to_string(),
+            session: session.into(),
             vendor: vendor.clone(),
             evict,
             since_ms: crate::clock::now_ms(),
@@ -328,7 +329,7 @@ impl State {
         self.seats.insert(
             id,
             Taken {
-                session: session.to_string(),
+                session: session.into(),
                 vendor: vendor.clone(),
                 pid: None,
                 busy: true,
@@ -371,7 +372,7 @@ impl State {
 pub struct Place {
     fleet: Fleet,
     /// The session.
-    session: String,
+    session: SessionId,
     /// Its vendor.
     vendor: VendorId,
     /// The seat of the live process.
@@ -388,7 +389,7 @@ impl Place {
     pub fn new(fleet: Fleet, session: &str, vendor: &VendorId) -> Place {
         Place {
             fleet,
-            session: session.to_string(),
+            session: session.into(),
             vendor: vendor.clone(),
             seat: None,
             waiting: false,

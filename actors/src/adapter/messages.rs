@@ -1,5 +1,6 @@
 //! The messages between a session actor and its vendor adapter actor.
 
+use crate::ids::{RequestId, TurnId};
 use actix::Message;
 // Defined in leaves (the stored record keeps them, the upload store makes
 // `Attachments`) and re-exported so adapters keep naming them here.
@@ -34,7 +35,7 @@ pub enum AdapterCommand {
     /// Run one turn with this user text.
     StartTurn {
         /// The turn's id; every output for it carries this id.
-        turn_id: String,
+        turn_id: TurnId,
         /// The text the vendor receives as the turn's user message (with inlined text
         /// files and the paths of saved files after the person's own text).
         text: String,
@@ -52,7 +53,7 @@ pub enum AdapterCommand {
     /// race).
     Interrupt {
         /// The turn to stop; a stale id is ignored.
-        turn_id: String,
+        turn_id: TurnId,
     },
     /// Stop one background task.
     StopTask {
@@ -63,7 +64,7 @@ pub enum AdapterCommand {
     /// [`AgentItem::PermissionRequest`].
     PermissionResponse {
         /// The id the adapter gave the request.
-        request_id: String,
+        request_id: RequestId,
         /// Allow the tool call once, or deny it.
         allow: bool,
         /// The tool input to use instead of the requested one, when allowed.
@@ -138,7 +139,7 @@ pub struct TurnSettings {
 #[rtype(result = "()")]
 pub struct AgentOutput {
     /// The turn it belongs to; `None` for things outside turns (background work).
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
     /// An event to record, a turn end, or state the session keeps (tasks, approvals).
     pub item: AgentItem,
 }
@@ -177,7 +178,7 @@ pub enum AgentItem {
     PermissionRequest {
         /// Unique across the server (`random_id("perm_", 12)`): clients answer by it
         /// alone.
-        request_id: String,
+        request_id: RequestId,
         /// The tool the vendor wants to run.
         tool_name: String,
         /// Its input, as the vendor gave it.
@@ -193,7 +194,7 @@ pub enum AgentItem {
     /// died); the session records `permission_resolved`.
     PermissionResolved {
         /// The id the adapter gave it; the session drops it from the pending list.
-        request_id: String,
+        request_id: RequestId,
     },
     /// Token usage and cost of the current turn, translated from the vendor's report;
     /// kept on the turn's `turn_completed`. Send it before [`AgentItem::TurnEnded`].

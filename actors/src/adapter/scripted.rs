@@ -35,6 +35,7 @@
 //! Messages the server writes (pushed-back results) are echoed line by line and never
 //! executed: they quote other sessions' scripts.
 
+use crate::ids::{SessionId, TurnId};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -224,7 +225,7 @@ impl AdapterFactory for Factory {
 /// Adapter actor for one scripted session.
 pub struct ScriptedAgent {
     /// The session this agent works for (tool calls are made as it).
-    session_id: String,
+    session_id: SessionId,
     /// Where `/write` writes.
     cwd: std::path::PathBuf,
     /// Outputs outside turns (background tasks, permission requests) go through it;
@@ -260,7 +261,7 @@ enum Answer {
 #[derive(Message)]
 #[rtype(result = "()")]
 struct Ask {
-    turn_id: String,
+    turn_id: TurnId,
     tool: String,
     input: Value,
     reply: oneshot::Sender<Answer>,
@@ -527,8 +528,8 @@ impl Handler<AdapterCommand> for ScriptedAgent {
 
 /// Everything a running script needs, detached from the actor so it can be awaited.
 struct Run {
-    turn_id: String,
-    session_id: String,
+    turn_id: TurnId,
+    session_id: SessionId,
     /// This script's events go through it, paced.
     emitter: Emitter,
     tools: Tools,

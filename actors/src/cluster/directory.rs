@@ -25,6 +25,7 @@
 //! wait at most [`PUBLISH_WAIT`] for NATS, so NATS being away does not hold answers
 //! back.
 
+use crate::ids::SessionId;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::kv::{Operation, Store};
@@ -179,7 +180,7 @@ fn on_session(cluster: &Cluster, entry: async_nats::jetstream::kv::Entry) {
             }
             let listed = cluster.listed(&parsed.node, &parsed.info);
             inner.remote.insert(
-                entry.key,
+                SessionId::from(entry.key),
                 RemoteSession {
                     node: parsed.node,
                     info: parsed.info,
@@ -189,7 +190,7 @@ fn on_session(cluster: &Cluster, entry: async_nats::jetstream::kv::Entry) {
         }
         Operation::Delete | Operation::Purge => {
             // Archived on its node: announced once with `archivedAt`, then gone.
-            if let Some((_, mut gone)) = inner.remote.remove(&entry.key) {
+            if let Some((_, mut gone)) = inner.remote.remove(entry.key.as_str()) {
                 gone.info.archived_at.get_or_insert_with(now_ms);
                 inner.runtime.announce(gone.info);
             }
@@ -287,7 +288,7 @@ impl Cluster {
                 }
             }
         }
-        let gone: Vec<String> = published
+        let gone: Vec<SessionId> = published
             .keys()
             .filter(|id| !present.contains(*id))
             .cloned()

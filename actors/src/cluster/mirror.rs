@@ -10,6 +10,7 @@
 //! connection), so events that arrive early wait in a bounded buffer until the
 //! missing ones come; more than [`MAX_EARLY`] waiting restarts the consumer.
 
+use crate::ids::SessionId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ const SYNC_EVERY: u64 = 256;
 const MAX_EARLY: usize = 100_000;
 
 /// Follows one remote session for the life of the node.
-pub(super) async fn run(cluster: Cluster, session_id: String) {
+pub(super) async fn run(cluster: Cluster, session_id: SessionId) {
     loop {
         match follow(&cluster, &session_id).await {
             Ok(()) => tracing::debug!(session = %session_id, "mirror consumer ended"),

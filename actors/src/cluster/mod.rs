@@ -50,6 +50,7 @@ mod publish;
 
 pub use pairs::pairs_subject;
 
+use crate::ids::{PairId, SessionId};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -169,7 +170,7 @@ struct Inner {
     events_js: jetstream::Context,
     runtime: Runtime,
     /// Other nodes' sessions, by id.
-    remote: DashMap<String, RemoteSession>,
+    remote: DashMap<SessionId, RemoteSession>,
     /// Other nodes and until when their lease holds.
     nodes: DashMap<String, Instant>,
     /// Remote sessions whose events this node copies (see [`mirror`]).
@@ -178,7 +179,7 @@ struct Inner {
     directory: jetstream::kv::Store,
     /// This node's sessions as last put into the directory; held across the puts,
     /// so the periodic sync and a request's sync never interleave.
-    published: tokio::sync::Mutex<std::collections::HashMap<String, SessionInfo>>,
+    published: tokio::sync::Mutex<std::collections::HashMap<SessionId, SessionInfo>>,
 }
 
 impl Cluster {
@@ -300,7 +301,7 @@ impl Cluster {
     /// Where pair `pair_id` runs, when it is not here: a pair's actor lives on its
     /// Driver's node, so this is the node of the session the directory lists as
     /// that pair's Driver.
-    pub fn pair_owner(&self, pair_id: &str) -> Owner {
+    pub fn pair_owner(&self, pair_id: &PairId) -> Owner {
         let driver = self.inner.remote.iter().find_map(|r| {
             (r.info.role == Some(Role::Driver) && r.info.in_pair(pair_id))
                 .then(|| (r.node.clone(), r.info.clone()))
@@ -458,7 +459,7 @@ impl Cluster {
             Err(_) => false,
         };
         if fresh {
-            actix::spawn(mirror::run(self.clone(), session_id.to_string()));
+            actix::spawn(mirror::run(self.clone(), session_id.into()));
         }
     }
 }

@@ -32,6 +32,7 @@
 //! as soon as that node is seen alive and every [`RECHECK`] after (e2e
 //! `cluster_pairs::the_workers_node_killed_mid_delegation_reports_it_once_when_back`).
 
+use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -75,38 +76,44 @@ enum PairCall {
     CreateWorker(RemoteWorkerSpec),
     /// Start a delegated turn in the Worker; its end is reported to `pair_node`.
     Start {
-        worker_id: String,
+        worker_id: SessionId,
         text: String,
-        driver_id: String,
-        pair_id: String,
-        delegation_id: String,
+        driver_id: SessionId,
+        pair_id: PairId,
+        delegation_id: DelegationId,
         pair_node: String,
         /// Who answers the turn's permission requests.
         #[serde(default)]
         approvals: tandem_protocol::pair::WorkerApprovals,
     },
     /// The Worker's assistant text so far.
-    Partial { worker_id: String },
+    Partial { worker_id: SessionId },
     /// Interrupt the Worker's turn.
-    Abort { worker_id: String },
+    Abort { worker_id: SessionId },
     /// Append an event (a `delegation` change) to the Worker's history.
-    Record { worker_id: String, event: EventBody },
+    Record {
+        worker_id: SessionId,
+        event: EventBody,
+    },
     /// Whether the Worker knows a delegation (see [`crate::session::HoldsDelegation`]).
     Holds {
-        worker_id: String,
-        delegation_id: String,
+        worker_id: SessionId,
+        delegation_id: DelegationId,
     },
     /// The Worker's status, title and last turns (`read_partner`).
-    Read { worker_id: String, count: usize },
+    Read { worker_id: SessionId, count: usize },
     /// The pair was closed: the Worker leaves it.
-    Leave { worker_id: String, pair_id: String },
+    Leave {
+        worker_id: SessionId,
+        pair_id: PairId,
+    },
     /// To the pair's node: a Worker there asks its Driver (`ask_driver`).
     Ask {
         question: crate::record::QuestionRecord,
     },
     /// Answer a Worker's waiting question.
     Answer {
-        worker_id: String,
+        worker_id: SessionId,
         answer: crate::cluster_link::QuestionAnswer,
     },
     /// To the pair's node: a Worker there asks its Driver for a permission.
@@ -115,15 +122,15 @@ enum PairCall {
     },
     /// Answer a Worker's permission request in its Driver's name.
     Approve {
-        worker_id: String,
+        worker_id: SessionId,
         answer: crate::cluster_link::ApprovalAnswer,
     },
     /// To the pair's node: whether the pair is still being created or runs.
-    Open { pair_id: String },
+    Open { pair_id: PairId },
     /// To the pair's node: a delegated turn ended.
     Ended {
-        pair_id: String,
-        delegation_id: String,
+        pair_id: PairId,
+        delegation_id: DelegationId,
         end: ReportedEnd,
         /// A worktree Worker's branch and diff summary, summed up on its node.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,7 +173,7 @@ impl Cluster {
         call: &PairCall,
     ) -> Result<serde_json::Value, RuntimeError> {
         let unavailable = || RuntimeError::NodeUnavailable {
-            session: session.to_string(),
+            session: session.into(),
             node: node.to_string(),
         };
         let payload =
@@ -194,7 +201,7 @@ impl Cluster {
             Err(e) => {
                 tracing::warn!(%node, error = %e, "pair message sent, no answer");
                 return Err(RuntimeError::NoAnswer {
-                    session: session.to_string(),
+                    session: session.into(),
                     node: node.to_string(),
                 });
             }
@@ -203,8 +210,8 @@ impl Cluster {
             Ok(PairAnswer::Ok(value)) => Ok(value),
             Ok(PairAnswer::Err { code, message }) => Err(match code {
                 // The pair maps these two to its own answers.
-                ErrorCode::RunInProgress => RuntimeError::RunInProgress(session.to_string()),
-                ErrorCode::NoActiveRun => RuntimeError::NoActiveRun(session.to_string()),
+                ErrorCode::RunInProgress => RuntimeError::RunInProgress(session.into()),
+                ErrorCode::NoActiveRun => RuntimeError::NoActiveRun(session.into()),
                 code => RuntimeError::Remote { code, message },
             }),
             Err(e) => Err(RuntimeError::Internal(format!(
@@ -232,9 +239,9 @@ impl Cluster {
         node: &str,
         worker_id: &str,
         msg: StartOnWorker,
-    ) -> Result<String, RuntimeError> {
+    ) -> Result<TurnId, RuntimeError> {
         let call = PairCall::Start {
-            worker_id: worker_id.to_string(),
+            worker_id: worker_id.into(),
             text: msg.text,
             driver_id: msg.driver_id,
             pair_id: msg.pair_id,
@@ -245,16 +252,16 @@ impl Cluster {
         let value = self.pair_call(node, worker_id, &call).await?;
         // Test builds: the Worker's node took the start, and its answer is lost.
         crate::crash::fail_here("pair.start.lost").map_err(|_| RuntimeError::NoAnswer {
-            session: worker_id.to_string(),
+            session: worker_id.into(),
             node: node.to_string(),
         })?;
-        Ok(value.as_str().unwrap_or_default().to_string())
+        Ok(TurnId::from(value.as_str().unwrap_or_default()))
     }
 
     /// The Worker's text so far (empty when it cannot be asked).
     pub(crate) async fn worker_partial(&self, node: &str, worker_id: &str) -> String {
         let call = PairCall::Partial {
-            worker_id: worker_id.to_string(),
+            worker_id: worker_id.into(),
         };
         match self.pair_call(node, worker_id, &call).await {
             Ok(value) => value.as_str().unwrap_or_default().to_string(),
@@ -269,7 +276,7 @@ impl Cluster {
         worker_id: &str,
     ) -> Result<(), RuntimeError> {
         let call = PairCall::Abort {
-            worker_id: worker_id.to_string(),
+            worker_id: worker_id.into(),
         };
         self.pair_call(node, worker_id, &call).await.map(|_| ())
     }
@@ -277,7 +284,7 @@ impl Cluster {
     /// Appends an event to a Worker's history on `node` (logged when it fails).
     pub(crate) async fn record_on_worker(&self, node: &str, worker_id: &str, event: EventBody) {
         let call = PairCall::Record {
-            worker_id: worker_id.to_string(),
+            worker_id: worker_id.into(),
             event,
         };
         if let Err(e) = self.pair_call(node, worker_id, &call).await {
@@ -293,7 +300,7 @@ impl Cluster {
         count: usize,
     ) -> Result<WorkerView, RuntimeError> {
         let call = PairCall::Read {
-            worker_id: worker_id.to_string(),
+            worker_id: worker_id.into(),
             count,
         };
         let value = self.pair_call(node, worker_id, &call).await?;
@@ -304,8 +311,8 @@ impl Cluster {
     /// Takes a Worker on `node` out of its pair (logged when it fails).
     pub(crate) async fn worker_leaves(&self, node: &str, worker_id: &str, pair_id: &str) {
         let call = PairCall::Leave {
-            worker_id: worker_id.to_string(),
-            pair_id: pair_id.to_string(),
+            worker_id: worker_id.into(),
+            pair_id: pair_id.into(),
         };
         if let Err(e) = self.pair_call(node, worker_id, &call).await {
             tracing::warn!(%node, worker = %worker_id, error = %e, "the Worker could not be told its pair closed");
@@ -340,7 +347,7 @@ impl NodeLink for Cluster {
         node: &str,
         worker_id: &str,
         msg: StartOnWorker,
-    ) -> LocalBoxFuture<'static, Result<String, RuntimeError>> {
+    ) -> LocalBoxFuture<'static, Result<TurnId, RuntimeError>> {
         let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
         Box::pin(async move { this.start_on_worker(&node, &worker, msg).await })
     }
@@ -376,8 +383,8 @@ impl NodeLink for Cluster {
         delegation_id: &str,
     ) -> LocalBoxFuture<'static, Result<bool, RuntimeError>> {
         let call = PairCall::Holds {
-            worker_id: worker_id.to_string(),
-            delegation_id: delegation_id.to_string(),
+            worker_id: worker_id.into(),
+            delegation_id: delegation_id.into(),
         };
         let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
         Box::pin(async move {
@@ -417,7 +424,7 @@ impl NodeLink for Cluster {
         answer: crate::cluster_link::QuestionAnswer,
     ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
         let call = PairCall::Answer {
-            worker_id: worker_id.to_string(),
+            worker_id: worker_id.into(),
             answer,
         };
         let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
@@ -445,7 +452,7 @@ impl NodeLink for Cluster {
         answer: crate::cluster_link::ApprovalAnswer,
     ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
         let call = PairCall::Approve {
-            worker_id: worker_id.to_string(),
+            worker_id: worker_id.into(),
             answer,
         };
         let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
@@ -525,7 +532,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
                 approvals,
                 report_to: ReportTo::Node(pair_node),
             };
-            serde_json::Value::String(start_delegated(rt, &worker_id, start).await?)
+            serde_json::Value::String(start_delegated(rt, &worker_id, start).await?.into_string())
         }
         PairCall::Partial { worker_id } => {
             serde_json::Value::String(worker(&worker_id)?.send(PartialText).await?)
@@ -608,7 +615,7 @@ async fn start_delegated(
     rt: &crate::runtime::Runtime,
     worker_id: &str,
     start: crate::session::StartDelegated,
-) -> Result<String, RuntimeError> {
+) -> Result<TurnId, RuntimeError> {
     let epoch = rt.write_epoch();
     let turn = worker_addr(rt, worker_id)?.send(start).await??;
     // The pair hears "started" only once the Worker's record holds the
@@ -633,7 +640,7 @@ async fn worker_view(
         .await??;
     let info = rt
         .session_info(worker_id)
-        .ok_or_else(|| RuntimeError::SessionNotFound(worker_id.to_string()))?;
+        .ok_or_else(|| RuntimeError::SessionNotFound(worker_id.into()))?;
     serde_json::to_value(WorkerView {
         status: info.status,
         title: info.title,
@@ -676,7 +683,7 @@ fn driver_answer(answer: crate::cluster_link::QuestionAnswer) -> crate::session:
 async fn turn_ended(
     rt: &crate::runtime::Runtime,
     pair_id: &str,
-    delegation_id: String,
+    delegation_id: DelegationId,
     end: ReportedEnd,
     changes: Option<tandem_protocol::workspace::ChangeSummary>,
 ) -> Result<serde_json::Value, RuntimeError> {
@@ -710,7 +717,7 @@ fn worker_addr(
     id: &str,
 ) -> Result<actix::Addr<crate::session::SessionActor>, RuntimeError> {
     rt.session_addr(id)
-        .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))
+        .ok_or_else(|| RuntimeError::SessionNotFound(id.into()))
 }
 
 /// A [`Taken`] as the answer's JSON. A unit variant writes as its name and cannot

@@ -1,5 +1,6 @@
 //! The messages the gateway takes.
 
+use crate::ids::SessionId;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -54,7 +55,7 @@ pub struct Unsubscribe {
     /// The connection to stop delivering to.
     pub client_id: u64,
     /// Sessions to drop; ids it does not follow are ignored.
-    pub session_ids: Vec<String>,
+    pub session_ids: Vec<SessionId>,
 }
 
 /// Send `session_upserted` for every visible session change to this client.

@@ -273,7 +273,7 @@ impl Handler<Unsubscribe> for Gateway {
             return;
         };
         for sid in msg.session_ids {
-            let sid: Arc<str> = sid.into();
+            let sid: Arc<str> = Arc::from(sid.as_str());
             client.subs.remove(&sid);
             client.parked.retain(|p| *p != sid);
             if let Some(topic) = self.topics.get_mut(&sid) {

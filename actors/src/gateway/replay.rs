@@ -11,6 +11,7 @@
 //! page was being read is either in that page (skipped later as below `next`) or in
 //! the ring (sent next).
 
+use crate::ids::SessionId;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
@@ -99,7 +100,7 @@ impl Gateway {
             .into_iter()
             .map(|(sid, resume_from, _)| {
                 ServerFrame::Lagged {
-                    session_id: sid.to_string(),
+                    session_id: SessionId::from(&*sid),
                     resume_from,
                 }
                 .to_json()

@@ -14,6 +14,7 @@ pub mod remote;
 mod tests;
 pub mod texts;
 
+use crate::ids::{DelegationId, PairId};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -155,12 +156,12 @@ pub struct PairActor {
     /// The Worker: its actor here, or its node (see [`remote`]).
     worker: WorkerLink,
     /// Live pairs; this pair removes itself when it closes.
-    pairs: Registry<PairHandle>,
+    pairs: Registry<PairId, PairHandle>,
     /// Where the delegation token stands.
     token: Token,
     /// Reports of a remote Worker's node waiting to be acknowledged, by delegation
     /// id: answered once that delegation's outcome is delivered and on disk.
-    acks: Vec<(String, oneshot::Sender<()>)>,
+    acks: Vec<(DelegationId, oneshot::Sender<()>)>,
 }
 
 impl PairActor {
@@ -172,7 +173,7 @@ impl PairActor {
         services: Arc<Services>,
         driver: Addr<SessionActor>,
         worker: WorkerLink,
-        pairs: Registry<PairHandle>,
+        pairs: Registry<PairId, PairHandle>,
     ) -> Self {
         let token = match record.delegation {
             Some(_) => Token::Held {
@@ -349,7 +350,7 @@ impl PairActor {
     /// it may run it. The delegation is kept and detached (the caller hears it runs;
     /// the outcome is pushed back), and the Worker's node is asked whether it has it,
     /// as after a restart.
-    fn start_in_doubt(&mut self, id: String, ctx: &mut Context<Self>) {
+    fn start_in_doubt(&mut self, id: DelegationId, ctx: &mut Context<Self>) {
         tracing::warn!(pair = %self.record.pair_id, delegation = %id, "the Worker's node did not confirm the start; asking it");
         if let Some(d) = self.record.delegation.as_mut() {
             d.detached = true;
@@ -366,7 +367,7 @@ impl PairActor {
     /// [`RECHECK`] until it can be asked) whether it has that delegation; if it does
     /// not, the delegation never reached it and is reported interrupted, once. If it
     /// does, its node reports the end.
-    fn check_remote_delegation(&mut self, id: String, ctx: &mut Context<Self>) {
+    fn check_remote_delegation(&mut self, id: DelegationId, ctx: &mut Context<Self>) {
         let asked = self.worker.holds(&id);
         ctx.spawn(
             actix::fut::wrap_future(asked).map(move |holds, act: &mut PairActor, ctx| {
@@ -448,7 +449,7 @@ impl Handler<Delegate> for PairActor {
         if self.record.delegation.is_some() || !matches!(self.token, Token::Free) {
             return Box::pin(async { Err(PairError::DelegationInFlight) });
         }
-        let delegation_id = random_id("dlg_", 8);
+        let delegation_id = DelegationId::new(random_id("dlg_", 8));
         self.record.delegation = Some(DelegationRecord {
             delegation_id: delegation_id.clone(),
             message: msg.message.clone(),
@@ -605,7 +606,7 @@ pub(crate) fn record_checks(
 
 /// A Worker's report as the delegation's outcome (without changes), with its
 /// delegation id.
-fn outcome_of(ended: WorkerTurnEnded) -> (String, Outcome) {
+fn outcome_of(ended: WorkerTurnEnded) -> (DelegationId, Outcome) {
     let status = match ended.status {
         TurnStatus::Completed => DelegationStatus::Complete,
         TurnStatus::Failed | TurnStatus::Limited => DelegationStatus::Error,
@@ -739,7 +740,7 @@ pub(crate) fn pushback_resume(
             error: outcome.error.clone(),
         });
     Resume {
-        id: delegation.delegation_id.clone(),
+        id: delegation.delegation_id.to_string(),
         text: texts::pushback(delegation, outcome) + &texts::signature(record),
         proposal,
     }

@@ -39,6 +39,7 @@
 //! existing session, on any node), and a Worker's node that never returns keeps the
 //! delegation in flight until the pair is closed.
 
+use crate::ids::{PairId, SessionId, TurnId};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -64,7 +65,7 @@ pub struct RemoteWorker {
     /// Its node.
     pub node: String,
     /// Its session id.
-    pub worker_id: String,
+    pub worker_id: SessionId,
     /// This node's cluster (set once it joined).
     pub cluster: NodeSlot,
 }
@@ -90,7 +91,7 @@ impl WorkerLink {
         &self,
         msg: StartOnWorker,
         pair: crate::session::PairInbox,
-    ) -> impl Future<Output = Result<Result<String, RuntimeError>, String>> + 'static {
+    ) -> impl Future<Output = Result<Result<TurnId, RuntimeError>, String>> + 'static {
         let link = self.clone();
         async move {
             match link {
@@ -161,7 +162,7 @@ impl WorkerLink {
 
     /// Takes the Worker out of the pair (best effort on another node: a Worker whose
     /// node is away leaves when its next report is answered "no such pair").
-    pub fn leave(&self, pair_id: String) {
+    pub fn leave(&self, pair_id: PairId) {
         match self {
             WorkerLink::Local(addr) => addr.do_send(LeavePair { pair_id }),
             WorkerLink::Remote(w) => {

@@ -2,6 +2,7 @@
 //! the Driver exactly once however its endings race (the Worker finishing, a person
 //! interrupting it, the pair being closed).
 
+use crate::ids::{PairId, SessionId};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -51,7 +52,7 @@ async fn settled_pushbacks(fx: &RuntimeFixture, d: &str, n: usize) -> Vec<String
     pushbacks(&fx.history(d).await)
 }
 
-async fn pair(fx: &RuntimeFixture, d: &str) -> (String, String) {
+async fn pair(fx: &RuntimeFixture, d: &str) -> (PairId, SessionId) {
     let info = fx
         .runtime
         .create_pair(
@@ -187,7 +188,7 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
         fx.runtime.session_info(&d).and_then(|i| i.pair_id),
         Some("pair_stray".into())
     );
-    let closed = fx.runtime.close_pair(&fx.who, "pair_stray").await;
+    let closed = fx.runtime.close_pair(&fx.who, &"pair_stray".into()).await;
     assert_eq!(closed.ok(), Some(false));
     assert_eq!(fx.runtime.session_info(&d).and_then(|i| i.pair_id), None);
     // The event is stored (and so readable) once its commit lands.
@@ -200,7 +201,11 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
     })
     .await;
     // Nothing names it any more: a second close is refused.
-    assert!(fx.runtime.close_pair(&fx.who, "pair_stray").await.is_err());
+    assert!(fx
+        .runtime
+        .close_pair(&fx.who, &"pair_stray".into())
+        .await
+        .is_err());
     let (pair_id, _) = pair(&fx, &d).await;
     assert!(pair_id.starts_with("pair_"));
 }

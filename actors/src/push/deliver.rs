@@ -73,7 +73,7 @@ impl Message {
             "tag": format!("tandem-{}", moment.session_id),
         });
         if let Some(request) = &moment.request_id {
-            payload["requestId"] = request.clone().into();
+            payload["requestId"] = request.as_str().into();
         }
         let (ttl, urgency) = match moment.attention {
             Attention::NeedsInput => (24 * 3600, "high"),

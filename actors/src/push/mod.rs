@@ -10,6 +10,7 @@ pub mod deliver;
 pub mod ece;
 pub mod vapid;
 
+use crate::ids::{RequestId, SessionId, UserId};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -94,9 +95,9 @@ fn unavailable(e: SharedDevicesError) -> RuntimeError {
 #[derive(Debug, Clone)]
 struct Shown {
     /// The client's user.
-    user_id: String,
+    user_id: UserId,
     /// The sessions on its screen.
-    sessions: Vec<String>,
+    sessions: Vec<SessionId>,
     /// For another node's client: when this lapses unless told again.
     until: Option<std::time::Instant>,
 }
@@ -109,9 +110,9 @@ pub const REMOTE_SHOWN_FOR: std::time::Duration = std::time::Duration::from_secs
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Moment {
     /// The session's owner.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its title.
     pub title: String,
     /// What it asks of its owner now.
@@ -120,7 +121,7 @@ pub struct Moment {
     pub what: String,
     /// The waiting permission request, when one waits (the notification's actions
     /// answer it).
-    pub request_id: Option<String>,
+    pub request_id: Option<RequestId>,
 }
 
 /// Whether `notify` asks for a push when a session's attention becomes `attention`.
@@ -231,7 +232,7 @@ impl Push {
             }
             None => PushTarget {
                 id: random_id("psub_", 12),
-                user_id: user_id.to_string(),
+                user_id: user_id.into(),
                 endpoint: endpoint.to_string(),
                 p256dh,
                 auth,
@@ -273,7 +274,7 @@ impl Push {
     /// `NODE:ID` for another node's) of `user_id` shows `sessions` in a visible tab
     /// (none: nothing, or the tab is hidden, or the client left). Another node's word
     /// holds for [`REMOTE_SHOWN_FOR`] unless said again.
-    pub fn set_visible(&self, client: &str, user_id: &str, sessions: Vec<String>) {
+    pub fn set_visible(&self, client: &str, user_id: &str, sessions: Vec<SessionId>) {
         let mut visible = match self.inner.visible.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
@@ -287,7 +288,7 @@ impl Push {
             visible.insert(
                 client.to_string(),
                 Shown {
-                    user_id: user_id.to_string(),
+                    user_id: user_id.into(),
                     sessions,
                     until,
                 },

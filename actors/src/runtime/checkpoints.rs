@@ -2,6 +2,7 @@
 //! events, and `session.restore`, which the session runs (the session actor records one after each turn that ends in a git
 //! working directory; see `crate::workspace::checkpoint`).
 
+use crate::ids::TurnId;
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -24,7 +25,7 @@ const READ_PAGE: usize = 5000;
 struct Stored {
     kind: String,
     #[serde(default)]
-    turn_id: Option<String>,
+    turn_id: Option<TurnId>,
     seq: u64,
     ts: u64,
     #[serde(default)]
@@ -56,7 +57,7 @@ impl Runtime {
         &self,
         who: &Principal,
         session_id: &str,
-        turn_id: String,
+        turn_id: TurnId,
     ) -> Result<SessionRestoreResult, RuntimeError> {
         let handle = self.drivable(who, session_id)?;
         handle.ask(Restore { turn_id }).await?

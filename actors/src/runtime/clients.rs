@@ -1,6 +1,7 @@
 //! WebSocket clients: registration with the gateway, subscriptions, and REST reads
 //! of stored events.
 
+use crate::ids::SessionId;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -106,7 +107,7 @@ impl Runtime {
     }
 
     /// Stops delivering sessions to a client.
-    pub fn unsubscribe(&self, client_id: u64, session_ids: Vec<String>) {
+    pub fn unsubscribe(&self, client_id: u64, session_ids: Vec<SessionId>) {
         self.inner.services.gateway.do_send(Unsubscribe {
             client_id,
             session_ids,

@@ -18,7 +18,7 @@ impl Runtime {
             .ask(crate::session::ListCommands)
             .await?;
         Ok(SessionCommandsResult {
-            session_id: session_id.to_string(),
+            session_id: session_id.into(),
             commands,
         })
     }

@@ -1,6 +1,7 @@
 //! Creating sessions: validation against the catalog and the owner's limit, the
 //! working directory check, the record committed before the actor starts.
 
+use crate::ids::{SessionId, UserId, VendorId};
 use std::path::PathBuf;
 
 use tandem_protocol::workspace::WorkspaceMode;
@@ -10,8 +11,8 @@ use crate::workspace::{checkpoint, worktree};
 
 /// What a new session is made of (validated by [`Runtime::new_session`]).
 pub(super) struct NewSession {
-    pub(super) id: Option<String>,
-    pub(super) owner_id: String,
+    pub(super) id: Option<SessionId>,
+    pub(super) owner_id: UserId,
     pub(super) visibility: tandem_protocol::Visibility,
     pub(super) vendor: VendorId,
     pub(super) model: String,
@@ -19,9 +20,9 @@ pub(super) struct NewSession {
     pub(super) title: Option<String>,
     pub(super) cwd: String,
     pub(super) permission_mode: tandem_protocol::PermissionMode,
-    pub(super) parent_id: Option<String>,
+    pub(super) parent_id: Option<SessionId>,
     pub(super) pending_prompt: Option<String>,
-    pub(super) handoff_from: Option<String>,
+    pub(super) handoff_from: Option<SessionId>,
     /// What a fork starts from (`session.fork`).
     pub(super) fork: Option<ForkStart>,
     /// A worktree of its own to create, branched in the checkout at `cwd`.
@@ -170,7 +171,9 @@ impl Runtime {
         title: String,
     ) -> Result<SessionInfo, RuntimeError> {
         let now = now_ms();
-        let id = spec.id.unwrap_or_else(|| random_id("ses_", 12));
+        let id = spec
+            .id
+            .unwrap_or_else(|| SessionId::new(random_id("ses_", 12)));
         let (cwd, workspace) = match spec.worktree {
             Some(request) => {
                 let (dir, info) = self.create_worktree(&id, &spec.cwd, request).await?;

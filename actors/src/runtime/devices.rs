@@ -1,6 +1,7 @@
 //! Paired devices: pairing codes for a signed-in user, their exchange for a device
 //! token, and the user's list of devices (see `store::devices`).
 
+use crate::ids::UserId;
 use tandem_protocol::devices::DeviceInfo;
 
 use super::Runtime;
@@ -66,7 +67,7 @@ impl Runtime {
         &self,
         code: &str,
         label: Option<String>,
-    ) -> Result<(String, DeviceInfo, String), RuntimeError> {
+    ) -> Result<(UserId, DeviceInfo, String), RuntimeError> {
         let store = self.inner.store.clone();
         let code = code.to_string();
         let label = label

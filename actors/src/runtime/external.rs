@@ -2,6 +2,7 @@
 //! whose working directory lies under the caller's roots (`crate::external`), and a
 //! tandem session that continues one.
 
+use crate::ids::SessionId;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -197,7 +198,7 @@ impl Runtime {
     }
 
     /// The caller's live sessions by (vendor, the CLI's session id).
-    fn continued_by(&self, who: &Principal) -> HashMap<(String, String), String> {
+    fn continued_by(&self, who: &Principal) -> HashMap<(String, String), SessionId> {
         let mut by = HashMap::new();
         self.inner.services.sessions.for_each(|_, h| {
             let info = h.shared.info();

@@ -17,6 +17,7 @@
 //! from the source's base commit with the checkpoint's files as uncommitted changes
 //! (`checkpoint::materialize`).
 
+use crate::ids::{SessionId, TurnId};
 use tandem_protocol::client::SessionForkParams;
 use tandem_protocol::results::SessionForkResult;
 use tandem_protocol::workspace::{WorkspaceInfo, WorkspaceMode};
@@ -41,7 +42,7 @@ const READ_PAGE: usize = 5000;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ForkPoint {
     /// The anchor's turn.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The `seq` of that turn's `turn_completed`: the fork's conversation ends there.
     pub end: u64,
     /// Live turns up to and including it.
@@ -99,7 +100,7 @@ pub(crate) fn fork_point(
             _ => None,
         });
     Ok(ForkPoint {
-        turn_id: turn.to_string(),
+        turn_id: turn.into(),
         end,
         turns: kept.len() as u64,
         after: after.len() as u64,
@@ -248,7 +249,7 @@ impl Runtime {
     /// and text) and the events they hold. Read off the actor's thread.
     async fn read_history(
         &self,
-        id: String,
+        id: SessionId,
     ) -> Result<(Vec<(u64, String)>, Vec<Event>), RuntimeError> {
         let store = self.inner.store.clone();
         let frames = actix_rt::task::spawn_blocking(move || read_all(&store, &id))
@@ -359,7 +360,7 @@ mod tests {
             session_id: "s".into(),
             seq,
             ts: 0,
-            turn_id: turn.map(str::to_owned),
+            turn_id: turn.map(TurnId::from),
             body,
         }
     }

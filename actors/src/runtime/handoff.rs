@@ -1,6 +1,7 @@
 //! `session.handoff`: a conversation continues in a new session of another (or the
 //! same) vendor, and the new session may page the old history.
 
+use crate::ids::SessionId;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -205,7 +206,7 @@ impl Runtime {
     pub async fn handoff_history(
         &self,
         target: &SessionInfo,
-    ) -> Result<Vec<(String, Entry)>, RuntimeError> {
+    ) -> Result<Vec<(SessionId, Entry)>, RuntimeError> {
         let mut chain: Vec<SessionInfo> = Vec::new();
         let mut next = target.handoff_from.clone();
         while let Some(id) = next.take() {

@@ -2,6 +2,7 @@
 //! working directory, made at the first iteration and asked again at each later one,
 //! answers PASS or FAIL ([`crate::judge`]).
 
+use crate::ids::SessionId;
 use tandem_protocol::{PermissionMode, TurnStatus};
 
 use super::create::NewSession;
@@ -17,7 +18,7 @@ const TITLE_CHARS: usize = 60;
 impl Runtime {
     /// The judge's session for `request`: the earlier one while it lives, else a new
     /// one.
-    async fn judge_session(&self, request: &JudgeRequest) -> Result<String, RuntimeError> {
+    async fn judge_session(&self, request: &JudgeRequest) -> Result<SessionId, RuntimeError> {
         if let Some(id) = &request.judge_session_id {
             if self.inner.services.sessions.get(id).is_some() {
                 return Ok(id.clone());

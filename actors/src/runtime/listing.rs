@@ -8,6 +8,7 @@
 //! while a client pages moves to the front: it may be missed by that walk (the
 //! client learns of it from `session_upserted`) or, never, seen twice in one walk.
 
+use crate::ids::SessionId;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -31,7 +32,7 @@ pub struct SessionPage {
 
 /// Sort key: larger `lastActivity` first, then smaller id. As a tuple that sorts
 /// ascending in list order.
-type Key = (Reverse<u64>, String);
+type Key = (Reverse<u64>, SessionId);
 
 fn encode(key: &Key) -> String {
     format!("{}.{}", key.0 .0, key.1)
@@ -44,7 +45,7 @@ fn decode(cursor: &str) -> Result<Key, RuntimeError> {
     if id.is_empty() {
         return Err(bad());
     }
-    Ok((Reverse(at), id.to_string()))
+    Ok((Reverse(at), SessionId::from(id)))
 }
 
 impl Runtime {

@@ -8,6 +8,7 @@
 //! never holds a million records. The rest (work of their own, or named by a pair
 //! that start-up reconciles) are kept whole for recovery and reconciliation.
 
+use crate::ids::{SessionId, UserId};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -28,9 +29,9 @@ pub(super) struct Loaded {
 /// An idle session as it is kept until its actor starts.
 pub(super) struct Dormant {
     /// Its id.
-    pub id: String,
+    pub id: SessionId,
     /// Its owner (counted against `max_sessions_per_user`).
-    pub owner_id: String,
+    pub owner_id: UserId,
     /// What it publishes.
     pub shared: Arc<SessionShared>,
 }

@@ -2,6 +2,7 @@
 //! and files checked, stored as uploads and recorded as the session's uses, or taken
 //! back when the session refuses the message); uploads themselves.
 
+use crate::ids::{SessionId, UserId};
 use tandem_protocol::client::TurnOptions;
 use tandem_protocol::MessageContent;
 
@@ -272,9 +273,9 @@ pub(crate) struct PreparedContent {
     /// Images, files' text and history blocks, for the session actor.
     pub attachments: crate::adapter::messages::Attachments,
     /// Who sent it (owner of the uploads).
-    owner: String,
+    owner: UserId,
     /// The session it is for.
-    session: String,
+    session: SessionId,
     /// Uses of uploads this message recorded.
     new_uses: Vec<String>,
     /// Uploads this message created (inline images).

@@ -34,6 +34,7 @@ mod terminals;
 mod usage;
 mod workspaces;
 
+use crate::ids::{PairId, SessionId, UserId};
 use create::NewSession;
 
 use std::path::Path;
@@ -98,15 +99,15 @@ struct Inner {
     store: Store,
     services: Arc<Services>,
     /// Live pairs (live sessions are in `services.sessions`).
-    pairs: Registry<PairHandle>,
+    pairs: Registry<PairId, PairHandle>,
     /// Token digest → user and when the store was last asked, so a revoked or
     /// rotated token stops working within [`TOKEN_RECHECK`] on a running server.
     tokens: DashMap<crate::store::tokens::TokenDigest, (Principal, std::time::Instant)>,
     /// Sessions per owner, for `max_sessions_per_user`.
-    owned: DashMap<String, usize>,
+    owned: DashMap<UserId, usize>,
     /// Sessions with a merge or discard in flight (one at a time per session; their
     /// turns are refused meanwhile).
-    workspace_ops: DashMap<String, ()>,
+    workspace_ops: DashMap<SessionId, ()>,
     /// The thread session actors (and their adapters) run on.
     sessions_arbiter: Arbiter,
     /// Kept so the gateway's thread lives as long as the runtime.
@@ -336,7 +337,7 @@ impl Runtime {
             runtime.count_owned(session.owner_id);
             runtime.register(session.id, session.shared, None);
         }
-        let mut waiting_children: Vec<(String, String)> = Vec::new();
+        let mut waiting_children: Vec<(SessionId, SessionId)> = Vec::new();
         for session in loaded {
             if let (Some(parent), true) = (
                 session.record.parent_id.clone(),
@@ -451,7 +452,10 @@ impl Runtime {
         }
         match self.inner.store.user_by_token(token) {
             Ok(Some((user_id, admin))) => {
-                let principal = Principal { user_id, admin };
+                let principal = Principal {
+                    user_id: user_id.into(),
+                    admin,
+                };
                 self.inner
                     .tokens
                     .insert(wanted, (principal.clone(), std::time::Instant::now()));
@@ -502,7 +506,7 @@ impl Runtime {
     /// actor starts at the first request that needs it).
     fn register(
         &self,
-        id: String,
+        id: SessionId,
         shared: Arc<SessionShared>,
         addr: Option<Addr<SessionActor>>,
     ) -> SessionHandle {
@@ -516,7 +520,7 @@ impl Runtime {
     }
 
     /// Counts a session loaded at start against its owner's limit.
-    fn count_owned(&self, owner_id: String) {
+    fn count_owned(&self, owner_id: UserId) {
         *self.inner.owned.entry(owner_id).or_insert(0) += 1;
     }
 
@@ -538,21 +542,21 @@ impl Runtime {
         if id.len() > MAX_ID_BYTES {
             // No session has such an id. Not echoed: an error must not be as large as
             // the garbage it answers.
-            return Err(RuntimeError::SessionNotFound(format!(
+            return Err(RuntimeError::SessionNotFound(SessionId::new(format!(
                 "(an id of {} bytes; ids have at most {MAX_ID_BYTES})",
                 id.len()
-            )));
+            ))));
         }
         let handle = self
             .inner
             .services
             .sessions
             .get(id)
-            .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))?;
+            .ok_or_else(|| RuntimeError::SessionNotFound(id.into()))?;
         // Archived and about to leave the registry: its actor has stopped, so a
         // message sent to it would fail as an internal error.
         if handle.shared.peek(|i| i.archived_at.is_some()) {
-            return Err(RuntimeError::SessionNotFound(id.to_string()));
+            return Err(RuntimeError::SessionNotFound(id.into()));
         }
         Ok(handle)
     }
@@ -562,7 +566,7 @@ impl Runtime {
         if !who.can_see(&handle.shared.info()) {
             // Someone else's private session is reported as missing, not as
             // forbidden: its existence is not the caller's business.
-            return Err(RuntimeError::SessionNotFound(id.to_string()));
+            return Err(RuntimeError::SessionNotFound(id.into()));
         }
         Ok(handle)
     }
@@ -575,7 +579,7 @@ impl Runtime {
         let handle = self.lookup(id)?;
         let info = handle.shared.info();
         if !who.can_see(&info) {
-            return Err(RuntimeError::SessionNotFound(id.to_string()));
+            return Err(RuntimeError::SessionNotFound(id.into()));
         }
         if !who.can_drive(&info) {
             return Err(RuntimeError::AccessDenied(id.to_string()));
@@ -750,15 +754,15 @@ impl Runtime {
         &self,
         who: &Principal,
         handle: &SessionHandle,
-        owner: String,
-    ) -> Result<(String, String), RuntimeError> {
+        owner: UserId,
+    ) -> Result<(UserId, UserId), RuntimeError> {
         if !who.admin {
             return Err(RuntimeError::AccessDenied(format!(
                 "{} (only an admin may reassign a session)",
                 handle.shared.peek(|i| i.id.clone())
             )));
         }
-        let owner = owner.trim().to_string();
+        let owner = UserId::new(owner.trim());
         if !self.inner.store.user_exists(&owner)? {
             return Err(RuntimeError::unusable(format!(
                 "ownerId: no user `{owner:.64}` (tandem user list shows them)"
@@ -785,7 +789,7 @@ impl Runtime {
         let owner = handle.shared.peek(|i| i.owner_id.clone());
         if self.inner.services.owners.revoked(&owner) {
             return Err(RuntimeError::OwnerRevoked {
-                session: id.to_string(),
+                session: id.into(),
                 owner,
             });
         }

@@ -1,5 +1,6 @@
 //! Finding, creating, restoring and closing pairs.
 
+use crate::ids::{PairId, SessionId};
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
@@ -94,7 +95,7 @@ impl Runtime {
     }
 
     /// A pair's address and its Worker's id.
-    pub fn pair_parts(&self, id: &str) -> Option<(Addr<PairActor>, String)> {
+    pub fn pair_parts(&self, id: &str) -> Option<(Addr<PairActor>, SessionId)> {
         let handle = self.inner.pairs.get(id)?;
         let worker = handle.shared.lock().ok()?.worker_id.clone();
         Some((handle.addr.clone(), worker))
@@ -102,7 +103,7 @@ impl Runtime {
 
     /// A running pair's actor and its Driver's id (a Worker's question goes there);
     /// `None` once the pair is closed, or when it runs on another node.
-    pub fn pair_driver(&self, id: &str) -> Option<(Addr<PairActor>, String)> {
+    pub fn pair_driver(&self, id: &str) -> Option<(Addr<PairActor>, SessionId)> {
         let handle = self.inner.pairs.get(id)?;
         let driver = handle.shared.lock().ok()?.driver_id.clone();
         Some((handle.addr.clone(), driver))
@@ -356,19 +357,19 @@ impl Runtime {
         let remote = self.worker_node_link(worker_node.as_ref())?;
         let driver_info = self
             .session_info(driver_id)
-            .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
+            .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
         let driver = self
             .session_addr(driver_id)
-            .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
+            .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
         let worker_name = new_worker_name(&driver_info, &choice, worker_name)?;
         if remote.is_none() {
             // Another node checks its own catalog.
             self.check_vendor_installed(&choice.vendor)?;
         }
         let record = PairRecord {
-            pair_id: random_id("pair_", 8),
-            driver_id: driver_id.to_string(),
-            worker_id: random_id("ses_", 12),
+            pair_id: PairId::new(random_id("pair_", 8)),
+            driver_id: driver_id.into(),
+            worker_id: SessionId::new(random_id("ses_", 12)),
             created_at: now_ms(),
             delegation: None,
             worker_node: worker_node.clone(),
@@ -577,7 +578,7 @@ impl Runtime {
         self.drivable(who, driver_id)?;
         let info = self
             .session_info(driver_id)
-            .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
+            .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
         if info.parent_id.is_some() {
             return Err(PairError::SpawnedDriver.into());
         }
@@ -600,7 +601,11 @@ impl Runtime {
     /// that has no running actor (its creation is half done, or it is gone while a
     /// session still names it) is dissolved too: every session naming it that the
     /// caller may drive leaves it, so a Driver can always be freed.
-    pub async fn close_pair(&self, who: &Principal, pair_id: &str) -> Result<bool, RuntimeError> {
+    pub async fn close_pair(
+        &self,
+        who: &Principal,
+        pair_id: &PairId,
+    ) -> Result<bool, RuntimeError> {
         let driver_id = self
             .inner
             .pairs
@@ -612,19 +617,26 @@ impl Runtime {
         self.drivable(who, &driver_id)?;
         let addr = self
             .pair_addr(pair_id)
-            .ok_or_else(|| PairError::NoSuchPair(pair_id.to_string()))?;
+            .ok_or_else(|| PairError::NoSuchPair(pair_id.into()))?;
         Ok(addr.send(ClosePair).await??)
     }
 
     /// Clears the memberships of a pair with no actor (see [`Runtime::close_pair`]).
-    async fn close_stray_pair(&self, who: &Principal, pair_id: &str) -> Result<bool, RuntimeError> {
+    async fn close_stray_pair(
+        &self,
+        who: &Principal,
+        pair_id: &PairId,
+    ) -> Result<bool, RuntimeError> {
         if pair_id.len() > 128 {
-            return Err(PairError::NoSuchPair(pair_id.chars().take(32).collect()).into());
+            return Err(PairError::NoSuchPair(PairId::new(
+                pair_id.chars().take(32).collect::<String>(),
+            ))
+            .into());
         }
-        let mut members: Vec<(String, Addr<SessionActor>)> = Vec::new();
+        let mut members: Vec<(SessionId, Addr<SessionActor>)> = Vec::new();
         self.inner.services.sessions.for_each(|id, h| {
             if h.shared.info().in_pair(pair_id) {
-                members.extend(h.addr().ok().map(|addr| (id.to_string(), addr)));
+                members.extend(h.addr().ok().map(|addr| (id.clone(), addr)));
             }
         });
         let mut left = false;
@@ -636,17 +648,17 @@ impl Runtime {
             // pair was not stray.
             left |= addr
                 .send(LeavePair {
-                    pair_id: pair_id.to_string(),
+                    pair_id: pair_id.clone(),
                 })
                 .await?;
         }
         if !left {
-            return Err(PairError::NoSuchPair(pair_id.to_string()).into());
+            return Err(PairError::NoSuchPair(pair_id.into()).into());
         }
         self.inner
             .services
             .writer
-            .write(WriteOp::DeletePair(pair_id.to_string()))?;
+            .write(WriteOp::DeletePair(pair_id.clone()))?;
         Ok(false)
     }
 

@@ -2,6 +2,7 @@
 //! runtime: a tap on committed batches, the local sessions, and subscriptions to
 //! sessions that live on other nodes. A single node never calls any of it.
 
+use crate::ids::SessionId;
 use std::sync::Arc;
 
 use bytestring::ByteString;
@@ -28,11 +29,11 @@ impl Runtime {
     /// The local session where permission request `request_id` is pending, if any
     /// (`chat.permission-response` without `sessionId` asks the other nodes when
     /// none is).
-    pub fn permission_holder(&self, request_id: &str) -> Option<String> {
+    pub fn permission_holder(&self, request_id: &str) -> Option<SessionId> {
         let mut found = None;
         self.inner.services.sessions.for_each(|id, h| {
             if found.is_none() && h.shared.has_permission(request_id) {
-                found = Some(id.to_string());
+                found = Some(id.clone());
             }
         });
         found

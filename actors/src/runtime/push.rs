@@ -1,6 +1,7 @@
 //! Web Push requests: the server's public key, a user's devices, and which session a
 //! WebSocket client shows (so its owner is not pushed about what they look at).
 
+use crate::ids::SessionId;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
@@ -106,8 +107,8 @@ impl Runtime {
         &self,
         client_id: u64,
         who: &Principal,
-        sessions: Vec<String>,
-    ) -> Result<Vec<String>, RuntimeError> {
+        sessions: Vec<SessionId>,
+    ) -> Result<Vec<SessionId>, RuntimeError> {
         for id in &sessions {
             self.visible(who, id)?;
         }
@@ -121,7 +122,7 @@ impl Runtime {
 
     /// What another node said its client `client` (`NODE:ID`) of `user_id` shows of
     /// this node's sessions; holds for a while unless said again.
-    pub fn set_visible_remote(&self, client: &str, user_id: &str, sessions: Vec<String>) {
+    pub fn set_visible_remote(&self, client: &str, user_id: &str, sessions: Vec<SessionId>) {
         self.inner
             .services
             .push

@@ -32,6 +32,7 @@
 //! merges and discards from their journal (`Runtime::recover_workspaces`). The crash tests
 //! (`tests/e2e/crash_workflows.rs`) crash at each named step ([`crate::crash`]).
 
+use crate::ids::{PairId, SessionId};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -51,9 +52,9 @@ pub(super) struct Plan {
     /// Pairs to run, all `active` (rolled-forward ones included).
     pub start: Vec<PairRecord>,
     /// Ids of `creating` pairs rolled forward (their row is rewritten `active`).
-    pub activated: Vec<String>,
+    pub activated: Vec<PairId>,
     /// Pair rows to delete (closed, rolled back, or missing a session).
-    pub removed: Vec<String>,
+    pub removed: Vec<PairId>,
     /// Sessions to take out of a pair that does not run, and why.
     pub unpair: Vec<Unpair>,
     /// Delegations of removed pairs whose Driver is still here: reported once to it.
@@ -67,9 +68,9 @@ pub(super) struct Plan {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Unpair {
     /// The session whose membership is cleared (and told with `pair_closed`).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The pair its record named, repeated on its `pair_closed` event.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// What the session is told.
     pub reason: String,
 }
@@ -81,29 +82,29 @@ pub(super) enum ProposalFix {
     /// delegation itself).
     Running {
         /// The session holding the proposal; `running` is recorded on it.
-        driver_id: String,
+        driver_id: SessionId,
         /// Named on the `worker_proposal_update` event.
         proposal_id: String,
         /// The pair that holds the proposal's delegation.
-        pair_id: String,
+        pair_id: PairId,
         /// The pair's Worker, named on the update.
-        worker_id: String,
+        worker_id: SessionId,
     },
     /// The pair exists but never got the task: delegate it once actors run.
     Delegate {
         /// The session holding the proposal; told `running`, or why delegating failed.
-        driver_id: String,
+        driver_id: SessionId,
         /// Carried on the delegation, so its end updates this proposal.
         proposal_id: String,
         /// The pair the task is delegated through once its actor runs.
-        pair_id: String,
+        pair_id: PairId,
         /// The proposal's message, sent to the Worker as its turn's text.
         message: String,
     },
     /// No Worker to carry it out: it ends in `error` and the Driver is told.
     Fail {
         /// The session holding the proposal; it records the failure.
-        driver_id: String,
+        driver_id: SessionId,
         /// Ends in `error`.
         proposal_id: String,
         /// Kept as the proposal's error and told to the Driver in an internal turn.
@@ -231,7 +232,7 @@ fn plan_unpairs(
         if !in_running {
             out.unpair.push(Unpair {
                 session_id: session.id.clone(),
-                pair_id: pair_id.to_string(),
+                pair_id: pair_id.into(),
                 reason: reasons.get(pair_id).copied().unwrap_or(NO_PAIR).to_string(),
             });
         }
@@ -341,8 +342,8 @@ pub(super) fn apply(
     plan: Plan,
 ) -> Result<AfterStart, RuntimeError> {
     let mut ops = Vec::new();
-    let mut touched: HashSet<String> = HashSet::new();
-    let index: HashMap<String, usize> = loaded
+    let mut touched: HashSet<SessionId> = HashSet::new();
+    let index: HashMap<SessionId, usize> = loaded
         .iter()
         .enumerate()
         .map(|(i, s)| (s.record.id.clone(), i))
@@ -478,8 +479,8 @@ fn proposal_running(
             proposal_id: proposal_id.to_string(),
             status: ProposalStatus::Running,
             selected: None,
-            worker_id: Some(worker_id.to_string()),
-            pair_id: Some(pair_id.to_string()),
+            worker_id: Some(worker_id.into()),
+            pair_id: Some(pair_id.into()),
             error: None,
             auto_approved,
         },

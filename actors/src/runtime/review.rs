@@ -1,6 +1,7 @@
 //! `chat.review`: the session's diff read now, each comment anchored in it and
 //! quoted, and the whole sent to its agent as one turn with a `review` event.
 
+use crate::ids::SessionId;
 use tandem_protocol::review::{ChatReviewParams, ChatReviewResult, ReviewTarget};
 use tandem_protocol::workspace::DEFAULT_DIFF_CAP;
 use tandem_protocol::EventBody;
@@ -21,7 +22,7 @@ const REVIEW_DIFF_CAP: usize = 4 * DEFAULT_DIFF_CAP;
 impl Runtime {
     /// The Driver of the Worker `info`: `INVALID_ARGUMENT` (REST 422) for a session
     /// that is no Worker, `CONFLICT` when its pair is gone (or on another node).
-    fn driver_of(&self, info: &SessionInfo) -> Result<String, RuntimeError> {
+    fn driver_of(&self, info: &SessionInfo) -> Result<SessionId, RuntimeError> {
         let pair = match (&info.pair_id, info.role) {
             (Some(pair), Some(Role::Worker)) => pair,
             _ => {

@@ -2,6 +2,7 @@
 //! `usage` the adapters wrote in the neutral `TurnUsage` shape): per session, and per
 //! delegated Worker turn.
 
+use crate::ids::{SessionId, TurnId};
 use std::collections::{BTreeSet, HashMap};
 
 use serde::Deserialize;
@@ -56,7 +57,7 @@ fn summarize(store: &Store, id: &str, since: u64) -> Result<UsageSummary, Runtim
     }
     delegations.sort_by_key(|d| d.started_at);
     Ok(UsageSummary {
-        session_id: id.to_string(),
+        session_id: id.into(),
         total: own.total,
         delegations,
     })
@@ -65,7 +66,7 @@ fn summarize(store: &Store, id: &str, since: u64) -> Result<UsageSummary, Runtim
 fn read_history(store: &Store, id: &str, since: u64) -> Result<HistoryUsage, RuntimeError> {
     let mut out = HistoryUsage::default();
     // Delegated turns seen so far, by turn id, until their `turn_completed`.
-    let mut open: HashMap<String, usize> = HashMap::new();
+    let mut open: HashMap<TurnId, usize> = HashMap::new();
     let mut after = 0;
     loop {
         let rows = store.read_events(id, after, READ_PAGE)?;
@@ -94,7 +95,7 @@ fn read_history(store: &Store, id: &str, since: u64) -> Result<HistoryUsage, Run
                     if let Some(driver) = ev.delegated_by {
                         open.insert(turn.clone(), out.delegated.len());
                         out.delegated.push(DelegationUsage {
-                            worker_id: id.to_string(),
+                            worker_id: id.into(),
                             turn_id: turn,
                             driver_id: driver,
                             started_at: ev.ts,
@@ -141,7 +142,7 @@ fn add(total: &mut UsageTotals, one: &UsageTotals) {
 struct Slim {
     kind: String,
     #[serde(default)]
-    turn_id: Option<String>,
+    turn_id: Option<TurnId>,
     #[serde(default)]
     ts: u64,
     /// `turn_completed`'s usage.
@@ -149,7 +150,7 @@ struct Slim {
     usage: Option<TurnUsage>,
     /// A `user_message` a Driver delegated.
     #[serde(default)]
-    delegated_by: Option<String>,
+    delegated_by: Option<SessionId>,
     /// A `delegation`'s Driver.
     #[serde(default)]
     from: Option<String>,

@@ -3,6 +3,7 @@
 //! crash cut short. Git runs on the blocking pool; session actors only record the
 //! outcome.
 
+use crate::ids::SessionId;
 use std::path::{Path, PathBuf};
 
 use tandem_protocol::workspace::{
@@ -291,7 +292,7 @@ impl Runtime {
     ) -> Result<(), RuntimeError> {
         let addr = self
             .session_addr(session_id)
-            .ok_or_else(|| RuntimeError::SessionNotFound(session_id.to_string()))?;
+            .ok_or_else(|| RuntimeError::SessionNotFound(session_id.into()))?;
         let writer = self.writer().clone();
         let epoch = writer.epoch();
         addr.send(WorkspaceChanged { event, workspace }).await?;
@@ -487,7 +488,7 @@ pub(super) fn working_dir(
 /// A session with a merge or discard in flight; released when dropped.
 pub(super) struct OpClaim {
     runtime: Runtime,
-    session_id: String,
+    session_id: SessionId,
 }
 
 impl OpClaim {
@@ -495,14 +496,14 @@ impl OpClaim {
         if runtime
             .inner
             .workspace_ops
-            .insert(session_id.to_string(), ())
+            .insert(session_id.into(), ())
             .is_some()
         {
-            return Err(WorkspaceError::SessionBusy(session_id.to_string()).into());
+            return Err(WorkspaceError::SessionBusy(session_id.into()).into());
         }
         Ok(OpClaim {
             runtime: runtime.clone(),
-            session_id: session_id.to_string(),
+            session_id: session_id.into(),
         })
     }
 }

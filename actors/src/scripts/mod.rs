@@ -14,6 +14,7 @@ pub mod ledger;
 pub mod run;
 pub mod shell;
 
+use crate::ids::SessionId;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
@@ -54,7 +55,7 @@ struct Inner {
     /// Each session's run script.
     runs: Mutex<HashMap<String, Arc<run::Run>>>,
     /// Leaders of the setup and archive scripts running now, by session.
-    bounded: Mutex<HashMap<String, Vec<u32>>>,
+    bounded: Mutex<HashMap<SessionId, Vec<u32>>>,
     /// Every group a script leads, on file for the next start after a crash.
     ledger: Arc<ledger::Ledger>,
 }
@@ -67,7 +68,7 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug, Clone)]
 pub struct Place {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The worktree (or working directory) they run in.
     pub workdir: PathBuf,
     /// The checkout the worktree was made from.

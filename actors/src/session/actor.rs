@@ -2,6 +2,7 @@
 //! background tasks. A turn's life cycle is in `turn.rs`, approvals in
 //! `permissions.rs`, recovery from a failed commit in `store_failure.rs`.
 
+use crate::ids::{SessionId, TurnId};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
@@ -28,8 +29,8 @@ const MAX_TITLE_CHARS: usize = 200;
 /// Children of a parent session waiting to start, and those running.
 #[derive(Debug, Default)]
 pub(super) struct SpawnState {
-    pub pending: VecDeque<String>,
-    pub running: HashSet<String>,
+    pub pending: VecDeque<SessionId>,
+    pub running: HashSet<SessionId>,
 }
 
 /// One session: its metadata, its history's next `seq`, its turn and its adapter.
@@ -169,7 +170,7 @@ impl SessionActor {
 
     /// Appends one event to the history: next `seq`, serialized once, written with
     /// the rest of this message's writes.
-    pub(super) fn emit(&mut self, turn_id: Option<String>, body: EventBody) {
+    pub(super) fn emit(&mut self, turn_id: Option<TurnId>, body: EventBody) {
         let ts = now_ms();
         let seq = self.next_seq;
         let frame = match event_frame(&self.id, seq, ts, turn_id, body) {

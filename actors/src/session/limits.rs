@@ -4,6 +4,7 @@
 //! cancellable); `{handoff: VENDOR}` hands the conversation to that vendor, whose
 //! session carries on with the request; `fail` (the default) leaves it.
 
+use crate::ids::SessionId;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -71,7 +72,7 @@ impl SessionActor {
                 // Runs once this turn's end is published: a handoff needs the session
                 // idle.
                 ctx.spawn(actix::fut::wrap_future((hook.0)(request)).map(
-                    move |handed: Result<String, crate::failover::HandoffFailed>,
+                    move |handed: Result<SessionId, crate::failover::HandoffFailed>,
                           act: &mut SessionActor,
                           _| {
                         let text = match handed {

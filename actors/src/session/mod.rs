@@ -25,6 +25,7 @@ mod turn;
 mod turns;
 mod workspace;
 
+use crate::ids::{RequestId, SessionId, TurnId, UserId};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
@@ -88,7 +89,7 @@ pub struct Services {
     pub owners: crate::owners::Owners,
     /// Live sessions by id: a parent finds its children here, and a session whose
     /// creation never committed removes itself.
-    pub sessions: Registry<SessionHandle>,
+    pub sessions: Registry<SessionId, SessionHandle>,
     /// Ends of delegated turns for pairs on other cluster nodes, until acknowledged
     /// (empty on a single node).
     pub outbox: crate::cluster_link::Outbox,
@@ -358,11 +359,11 @@ pub fn event_frame(
     session_id: &str,
     seq: u64,
     ts: u64,
-    turn_id: Option<String>,
+    turn_id: Option<TurnId>,
     body: EventBody,
 ) -> Result<String, RuntimeError> {
     serde_json::to_string(&Event {
-        session_id: session_id.to_string(),
+        session_id: session_id.into(),
         seq,
         ts,
         turn_id,
@@ -377,7 +378,7 @@ pub enum SendOutcome {
     /// A turn started at once.
     Started {
         /// The new turn's id (`turn_N`); its events carry it.
-        turn_id: String,
+        turn_id: TurnId,
     },
     /// The message waits until the session is idle with no background work.
     Queued {
@@ -417,7 +418,7 @@ pub struct StoreFailed {
 #[rtype(result = "Result<(), RuntimeError>")]
 pub struct RespondPermission {
     /// Its id; an id not pending here is refused.
-    pub request_id: String,
+    pub request_id: RequestId,
     /// Allow this one call, or deny it.
     pub allow: bool,
     /// Input to use instead of the requested one.
@@ -460,7 +461,7 @@ pub struct Configure {
     /// New title, trimmed; empty or too long is refused.
     pub title: Option<String>,
     /// New owner (an admin's reassignment; the runtime checked the user exists).
-    pub owner_id: Option<String>,
+    pub owner_id: Option<UserId>,
     /// Which moments the owner's devices are told of.
     pub notify: Option<tandem_protocol::push::Notify>,
     /// What to do when a vendor limit ends a turn.

@@ -1,6 +1,7 @@
 //! When the session's attention changes to a moment its `notify` setting asks for,
 //! its owner's devices are told ([`crate::push`]), with what waits.
 
+use crate::ids::RequestId;
 use tandem_protocol::{Attention, PermissionKind};
 
 use super::SessionActor;
@@ -33,7 +34,7 @@ impl SessionActor {
 
     /// What the owner is asked for, for a person, and the permission request that
     /// waits, if one does.
-    fn what_waits(&self, attention: Attention) -> (String, Option<String>) {
+    fn what_waits(&self, attention: Attention) -> (String, Option<RequestId>) {
         match attention {
             Attention::NeedsInput => match self.permissions.first() {
                 Some(p) if p.permission_kind == PermissionKind::Plan => (

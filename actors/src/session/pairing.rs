@@ -1,5 +1,6 @@
 //! Messages that tie a session to its pair, its Driver's results and its callers.
 
+use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use actix::prelude::*;
 use tandem_protocol::pair::{PairInfo, WorkerApprovals};
 use tandem_protocol::{EventBody, Role, SessionInfo, TurnStatus};
@@ -15,16 +16,16 @@ pub(super) const DELIVERED_MEMORY: usize = 64;
 
 /// Start a turn delegated by the Driver of this session's pair.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<String, RuntimeError>")]
+#[rtype(result = "Result<TurnId, RuntimeError>")]
 pub struct StartDelegated {
     /// The Driver's task, which the Worker's agent gets as the turn's user message.
     pub text: String,
     /// The Driver's session id, kept as `delegatedBy` on the turn's `user_message`.
-    pub driver_id: String,
+    pub driver_id: SessionId,
     /// Must be this session's pair, with this session as Worker, or it is refused.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// The delegation, reported back when the turn ends.
-    pub delegation_id: String,
+    pub delegation_id: DelegationId,
     /// Who answers the turn's permission requests.
     pub approvals: WorkerApprovals,
     /// Where the turn's end is reported: the pair, which owns the delegation.
@@ -63,14 +64,14 @@ pub enum ReportTo {
 #[rtype(result = "bool")]
 pub struct HoldsDelegation {
     /// The delegation the pair holds.
-    pub delegation_id: String,
+    pub delegation_id: DelegationId,
 }
 
 /// The pair this session is the Worker of on another node, as `(pair id, node)`,
 /// when it is idle in it: no turn running and no report waiting. A pair closed while
 /// this node was away could not tell it; the cluster asks that pair's node.
 #[derive(Debug, Message)]
-#[rtype(result = "Option<(String, String)>")]
+#[rtype(result = "Option<(PairId, String)>")]
 pub struct IdleRemoteWorker;
 
 /// The pair's node took the report of delegation `delegation_id`: this session
@@ -79,7 +80,7 @@ pub struct IdleRemoteWorker;
 #[rtype(result = "()")]
 pub struct ReportDelivered {
     /// The delegation reported.
-    pub delegation_id: String,
+    pub delegation_id: DelegationId,
 }
 
 /// The Worker's delegated turn ended (sent by the Worker's session to the
@@ -88,7 +89,7 @@ pub struct ReportDelivered {
 #[rtype(result = "()")]
 pub struct WorkerTurnEnded {
     /// The delegation the turn carried out.
-    pub delegation_id: String,
+    pub delegation_id: DelegationId,
     /// How the turn ended; the pair reports it to the Driver.
     pub status: TurnStatus,
     /// The turn's assistant text (tail-capped).
@@ -133,7 +134,7 @@ pub struct JoinPair {
 #[rtype(result = "bool")]
 pub struct LeavePair {
     /// The dissolved pair; a session no longer in it is left as it is.
-    pub pair_id: String,
+    pub pair_id: PairId,
 }
 
 /// Append an event written by another actor (the pair) to this history.
@@ -154,7 +155,7 @@ pub struct SessionState {
     /// True while it runs a turn delegated by a Driver.
     pub delegated_turn: bool,
     /// The session that spawned it; a spawned session is offered no agent tools.
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     /// Its latest proposal: accepting one takes the recommended Worker from here.
     pub proposal: Option<ProposalRecord>,
     /// Its place in a pair, with the pair's node and Driver (a Worker's question goes
@@ -270,7 +271,7 @@ pub(super) fn report(
 }
 
 impl Handler<StartDelegated> for SessionActor {
-    type Result = Result<String, RuntimeError>;
+    type Result = Result<TurnId, RuntimeError>;
 
     fn handle(&mut self, msg: StartDelegated, ctx: &mut Context<Self>) -> Self::Result {
         if !self.record.in_pair(&msg.pair_id, Some(Role::Worker)) {
@@ -399,7 +400,7 @@ impl Handler<LeavePair> for SessionActor {
 }
 
 impl Handler<IdleRemoteWorker> for SessionActor {
-    type Result = Option<(String, String)>;
+    type Result = Option<(PairId, String)>;
 
     fn handle(&mut self, _: IdleRemoteWorker, _: &mut Context<Self>) -> Self::Result {
         if self.turn.is_some() || self.record.remote_report.is_some() {
@@ -493,7 +494,7 @@ mod tests {
 
     /// Stands in for the pair actor: a one-message mailbox, and what it received.
     struct Pair {
-        got: Vec<String>,
+        got: Vec<DelegationId>,
     }
 
     impl Actor for Pair {
@@ -511,7 +512,7 @@ mod tests {
     }
 
     #[derive(Message)]
-    #[rtype(result = "Vec<String>")]
+    #[rtype(result = "Vec<DelegationId>")]
     struct Got;
 
     impl Handler<Got> for Pair {
@@ -548,6 +549,6 @@ mod tests {
         report(&to, ended("the-outcome")).unwrap();
         let got = pair.send(Got).await.unwrap();
         assert_eq!(got.len(), filler + 1, "{got:?}");
-        assert_eq!(got.last().map(String::as_str), Some("the-outcome"));
+        assert_eq!(got.last().map(DelegationId::as_str), Some("the-outcome"));
     }
 }

@@ -2,6 +2,7 @@
 //! `chat_subscribed`), answered once by `chat.permission-response`, and withdrawn when
 //! their turn ends.
 
+use crate::ids::{RequestId, SessionId};
 use actix::prelude::*;
 use tandem_protocol::pair::WorkerApprovals;
 use tandem_protocol::{ApprovalAsk, Decider, EventBody, PermissionRule};
@@ -114,7 +115,7 @@ impl SessionActor {
     /// `workerApprovals` says: nowhere else for `user`, allowed at once for `bypass`,
     /// to the pair (which asks the Driver) for `driver`. The request stays pending
     /// here meanwhile, so a person may still answer it first.
-    pub(super) fn route_delegated_permission(&mut self, request_id: &str) {
+    pub(super) fn route_delegated_permission(&mut self, request_id: &RequestId) {
         let Some(delegation) = self.turn.as_ref().and_then(|t| t.delegation.as_ref()) else {
             return;
         };
@@ -128,7 +129,7 @@ impl SessionActor {
             WorkerApprovals::User => {}
             WorkerApprovals::Bypass => {
                 let allowed = self.on_permission_response(RespondPermission {
-                    request_id: request_id.to_string(),
+                    request_id: request_id.clone(),
                     allow: true,
                     updated_input: None,
                     message: None,
@@ -141,7 +142,10 @@ impl SessionActor {
                 }
             }
             WorkerApprovals::Driver => {
-                let Some(pending) = self.permissions.iter().find(|p| p.request_id == request_id)
+                let Some(pending) = self
+                    .permissions
+                    .iter()
+                    .find(|p| p.request_id == *request_id)
                 else {
                     return;
                 };
@@ -150,7 +154,7 @@ impl SessionActor {
                     delegation_id,
                     ask: ApprovalAsk {
                         request_id: pending.request_id.clone(),
-                        worker_id: self.id.to_string(),
+                        worker_id: SessionId::from(&*self.id),
                         tool_name: pending.tool_name.clone(),
                         input: pending.input.clone(),
                         permission_kind: pending.permission_kind,

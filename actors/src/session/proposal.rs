@@ -1,6 +1,7 @@
 //! Worker proposals on the Driver's side: the persisted state machine
 //! pending → starting → running → completed | interrupted | error, or pending → declined.
 
+use crate::ids::{PairId, SessionId};
 use actix::prelude::*;
 use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
 use tandem_protocol::{EventBody, PermissionMode};
@@ -45,9 +46,9 @@ pub struct ProposalProgress {
     /// New status, recorded on a `worker_proposal_update` event (a repeat is not).
     pub status: ProposalStatus,
     /// The Worker session carrying the proposal out, once created.
-    pub worker_id: Option<String>,
+    pub worker_id: Option<SessionId>,
     /// The pair created for it, once created.
-    pub pair_id: Option<String>,
+    pub pair_id: Option<PairId>,
     /// Why it failed; recorded with an `error` status.
     pub error: Option<String>,
 }

@@ -4,6 +4,7 @@
 //! and takes exactly one answer: the Driver's, a person's or the timeout's, whichever
 //! comes first. The question and its answer are recorded in both histories.
 
+use crate::ids::{PairId, SessionId};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -48,9 +49,9 @@ pub struct Ask {
     /// Unanswered this long, it is answered [`NO_ANSWER`].
     pub timeout_seconds: u64,
     /// The pair it asks in; must be this session's, as its Worker.
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// The pair's Driver.
-    pub driver_id: String,
+    pub driver_id: SessionId,
     /// The pair's node, when it is another one.
     pub pair_node: Option<String>,
 }

@@ -6,6 +6,7 @@
 //! turn to the last event is marked superseded by the `history_rewound` event and by
 //! the range kept in the session record (and so in `SessionInfo.superseded`).
 
+use crate::ids::{SessionId, TurnId};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -45,7 +46,7 @@ pub struct EditSend {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EditOutcome {
     /// The turn running the new message.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The branch that was superseded.
     pub superseded: SupersededRange,
     /// The restore made first (`restoreFiles`).
@@ -80,14 +81,14 @@ pub(crate) fn branch(
             event.body.kind()
         )));
     };
-    let Some(turn) = event.turn_id.as_deref() else {
+    let Some(turn) = event.turn_id.as_ref() else {
         return Err(bad("is a user message outside any turn".into()));
     };
     if superseded.iter().any(|r| r.covers(anchor)) {
         return Err(bad("was already superseded by an earlier edit".into()));
     }
     let ended = events[at..].iter().any(|e| {
-        e.turn_id.as_deref() == Some(turn) && matches!(e.body, EventBody::TurnCompleted { .. })
+        e.turn_id.as_ref() == Some(turn) && matches!(e.body, EventBody::TurnCompleted { .. })
     });
     if !ended {
         return Err(bad(format!("belongs to turn {turn}, which has not ended")));
@@ -95,7 +96,7 @@ pub(crate) fn branch(
     let from = events[..at]
         .iter()
         .rev()
-        .find(|e| e.turn_id.as_deref() == Some(turn) && matches!(e.body, EventBody::TurnStarted {}))
+        .find(|e| e.turn_id.as_ref() == Some(turn) && matches!(e.body, EventBody::TurnStarted {}))
         .map_or(anchor, |e| e.seq);
     let turns = events
         .iter()
@@ -110,17 +111,17 @@ pub(crate) fn branch(
 /// turn) or `restored` before that turn ended. A turn's checkpoint may be appended
 /// after the next turn started, which waits for it before its agent runs. `events`
 /// is the whole stored history, oldest first; `None` when no checkpoint precedes it.
-pub(crate) fn files_before(anchor: u64, events: &[Event]) -> Option<String> {
+pub(crate) fn files_before(anchor: u64, events: &[Event]) -> Option<TurnId> {
     let at = events.iter().position(|e| e.seq == anchor)?;
-    let turn = events[at].turn_id.as_deref()?;
+    let turn = events[at].turn_id.as_ref()?;
     let end = events[at..]
         .iter()
         .position(|e| {
-            e.turn_id.as_deref() == Some(turn) && matches!(e.body, EventBody::TurnCompleted { .. })
+            e.turn_id.as_ref() == Some(turn) && matches!(e.body, EventBody::TurnCompleted { .. })
         })
         .map_or(events.len(), |i| at + i);
     events[..end].iter().rev().find_map(|e| match e.body {
-        EventBody::Checkpoint { .. } if e.turn_id.as_deref() != Some(turn) => e.turn_id.clone(),
+        EventBody::Checkpoint { .. } if e.turn_id.as_ref() != Some(turn) => e.turn_id.clone(),
         EventBody::Restored { .. } => e.turn_id.clone(),
         _ => None,
     })
@@ -165,7 +166,7 @@ impl Handler<ForkVendor> for SessionActor {
 }
 
 /// An edit's branch, and the restore it asked for once found.
-type Planned = (EditSend, Branch, u64, Option<String>);
+type Planned = (EditSend, Branch, u64, Option<TurnId>);
 
 impl Handler<EditSend> for SessionActor {
     type Result = AtomicResponse<Self, Result<EditOutcome, RuntimeError>>;
@@ -286,7 +287,7 @@ type Restoring = (
     EditSend,
     Branch,
     u64,
-    Option<(String, String, crate::workspace::checkpoint::Restored)>,
+    Option<(TurnId, TurnId, crate::workspace::checkpoint::Restored)>,
 );
 
 /// An edit checked against the history, waiting for the adapter's answer.
@@ -303,7 +304,7 @@ type Prepared = (
 /// shorter tail means the store is failing.
 async fn read_tail(
     store: crate::store::Store,
-    id: String,
+    id: SessionId,
     after: u64,
     last: u64,
 ) -> Result<Vec<Event>, RuntimeError> {
@@ -339,10 +340,7 @@ impl SessionActor {
             return Err(RuntimeError::RunInProgress(self.record.id.clone()));
         }
         if !self.background.is_empty() {
-            return Err(RuntimeError::RunInProgress(format!(
-                "{} (background work still runs; stop it first)",
-                self.record.id
-            )));
+            return Err(RuntimeError::BackgroundRuns(self.record.id.clone()));
         }
         let can_rewind = self
             .services
@@ -444,7 +442,7 @@ mod tests {
             session_id: "s".into(),
             seq,
             ts: 0,
-            turn_id: turn.map(str::to_owned),
+            turn_id: turn.map(TurnId::from),
             body,
         }
     }

@@ -1,6 +1,7 @@
 //! Spawned child sessions, scheduled by their parent: at most
 //! [`MAX_RUNNING_CHILDREN`] run at once, the rest wait their turn.
 
+use crate::ids::SessionId;
 use actix::prelude::*;
 
 use super::SessionActor;
@@ -14,7 +15,7 @@ pub const MAX_RUNNING_CHILDREN: usize = 3;
 #[rtype(result = "()")]
 pub struct SpawnChildren {
     /// Child session ids, in order.
-    pub children: Vec<String>,
+    pub children: Vec<SessionId>,
 }
 
 /// A child's turn ended (sent by the child to its parent).
@@ -22,7 +23,7 @@ pub struct SpawnChildren {
 #[rtype(result = "()")]
 pub struct ChildTurnEnded {
     /// The child whose turn ended; its slot frees for the next waiting child.
-    pub child_id: String,
+    pub child_id: SessionId,
 }
 
 /// Start a spawned session's first prompt (sent by its parent).

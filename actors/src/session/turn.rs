@@ -3,6 +3,7 @@
 //! times out, and the turn ends with exactly one `turn_completed`, after which the
 //! next queued message runs.
 
+use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -41,9 +42,9 @@ pub(crate) const RESPONSE_TAIL_CHARS: usize = 30_000;
 #[derive(Debug, Clone)]
 pub(super) struct TurnDelegation {
     /// The pair whose Driver delegated (for logs once the pair is gone).
-    pub pair_id: String,
+    pub pair_id: PairId,
     /// Reported back with the turn's end, so the pair resolves the right delegation.
-    pub delegation_id: String,
+    pub delegation_id: DelegationId,
     /// Who answers the turn's permission requests.
     pub approvals: tandem_protocol::pair::WorkerApprovals,
     /// The pair actor (or the pair's node), told when the turn ends.
@@ -53,7 +54,7 @@ pub(super) struct TurnDelegation {
 /// The turn in flight.
 #[derive(Debug)]
 pub(super) struct ActiveTurn {
-    pub id: String,
+    pub id: TurnId,
     /// Streamed text not yet closed by an `assistant_message`; kept in history as a
     /// partial message if the turn is cut short.
     pub partial: String,
@@ -214,9 +215,9 @@ impl SessionActor {
         &mut self,
         text: String,
         internal: bool,
-        delegation: Option<(TurnDelegation, String)>,
+        delegation: Option<(TurnDelegation, SessionId)>,
         ctx: &mut Context<Self>,
-    ) -> Result<String, RuntimeError> {
+    ) -> Result<TurnId, RuntimeError> {
         self.start_turn_with(text, Attachments::default(), internal, delegation, ctx)
     }
 
@@ -227,13 +228,13 @@ impl SessionActor {
         text: String,
         attachments: Attachments,
         internal: bool,
-        delegation: Option<(TurnDelegation, String)>,
+        delegation: Option<(TurnDelegation, SessionId)>,
         ctx: &mut Context<Self>,
-    ) -> Result<String, RuntimeError> {
+    ) -> Result<TurnId, RuntimeError> {
         self.owner_allowed()?;
         let adapter = self.adapter(ctx)?;
         self.record.turn_count += 1;
-        let turn_id = format!("turn_{}", self.record.turn_count);
+        let turn_id = TurnId::nth(self.record.turn_count);
         self.record.status = SessionStatus::Running;
         self.record.current_turn_id = Some(turn_id.clone());
         self.record.turn_started_at = Some(now_ms());
@@ -493,7 +494,7 @@ impl SessionActor {
     }
 
     /// Appends an adapter's history event, keeping the turn's text up to date.
-    fn agent_event(&mut self, turn_id: Option<String>, body: EventBody) {
+    fn agent_event(&mut self, turn_id: Option<TurnId>, body: EventBody) {
         if let Some(turn) = self.turn.as_mut().filter(|_| turn_id.is_some()) {
             match &body {
                 EventBody::TextDelta { text } => turn.partial.push_str(text),

@@ -15,6 +15,7 @@
 //! A restore (`Restore`) is an atomic response under the same lock, so no turn starts
 //! in the middle of it.
 
+use crate::ids::{SessionId, TurnId};
 use actix::prelude::*;
 use tandem_protocol::queries::SessionRestoreResult;
 use tandem_protocol::workspace::{GitState, WorkspaceInfo, WorktreeState};
@@ -52,7 +53,7 @@ pub struct WorkspaceChanged {
 #[rtype(result = "()")]
 pub struct CheckpointEnded {
     /// The turn whose end it records.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// What became of it.
     pub outcome: CheckpointOutcome,
 }
@@ -74,7 +75,7 @@ impl SessionActor {
     /// processes than the state's own probe. They come back as [`PublishGitState`]
     /// and [`CheckpointEnded`]. A session whose worktree was discarded has no
     /// directory to look at.
-    pub(super) fn after_turn_git(&mut self, turn_id: String, ctx: &mut Context<Self>) {
+    pub(super) fn after_turn_git(&mut self, turn_id: TurnId, ctx: &mut Context<Self>) {
         let workspace = self.record.workspace.clone();
         if workspace
             .as_ref()
@@ -230,7 +231,7 @@ impl Handler<Preparing> for SessionActor {
 #[rtype(result = "()")]
 pub struct OverlapNotice {
     /// The sibling.
-    pub with: String,
+    pub with: SessionId,
     /// The paths both changed now.
     pub paths: Vec<String>,
 }
@@ -352,7 +353,7 @@ impl Handler<Settle> for SessionActor {
 #[rtype(result = "Result<SessionRestoreResult, RuntimeError>")]
 pub struct Restore {
     /// The checkpoint's turn id.
-    pub turn_id: String,
+    pub turn_id: TurnId,
 }
 
 impl Handler<Restore> for SessionActor {
@@ -376,14 +377,14 @@ impl SessionActor {
     /// taken first, so checkpoints of turns that already ended are made before.
     pub(super) fn restore_files(
         &self,
-        turn_id: String,
+        turn_id: TurnId,
     ) -> (
-        String,
+        TurnId,
         impl std::future::Future<Output = Result<checkpoint::Restored, RuntimeError>> + 'static,
     ) {
         let cwd = std::path::PathBuf::from(&self.record.cwd);
         let (session_id, last) = (self.id.to_string(), self.last_checkpoint.clone());
-        let undo = format!("restore_{}", self.next_seq);
+        let undo = TurnId::new(format!("restore_{}", self.next_seq));
         let undo_id = undo.clone();
         let work = async move {
             let mut previous = last.lock_owned().await;
@@ -403,8 +404,8 @@ impl SessionActor {
     /// Appends what a restore did: the undo checkpoint, then `restored`.
     pub(super) fn record_restore(
         &mut self,
-        turn_id: String,
-        undo: String,
+        turn_id: TurnId,
+        undo: TurnId,
         restored: checkpoint::Restored,
     ) -> SessionRestoreResult {
         let before = restored.before;

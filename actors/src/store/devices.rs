@@ -3,6 +3,7 @@
 //! until the user revokes the device (or is revoked). Only digests of codes and tokens
 //! are kept. Written at once, as users are.
 
+use crate::ids::UserId;
 use rusqlite::{params, OptionalExtension};
 
 use super::tokens::{digest, new_token, to_hex};
@@ -23,7 +24,7 @@ pub struct DeviceRow {
     /// Its id (`dev_` and hex).
     pub id: String,
     /// The user it acts as.
-    pub user_id: String,
+    pub user_id: UserId,
     /// What it was called when paired.
     pub label: Option<String>,
     /// When it was paired, epoch milliseconds.
@@ -119,7 +120,7 @@ impl Store {
             Ok(Ok((
                 DeviceRow {
                     id: id.clone(),
-                    user_id,
+                    user_id: user_id.into(),
                     label: label.map(str::to_string),
                     created_at: now,
                 },
@@ -138,7 +139,7 @@ impl Store {
             .query_map([user_id], |r| {
                 Ok(DeviceRow {
                     id: r.get(0)?,
-                    user_id: r.get(1)?,
+                    user_id: UserId::new(r.get::<_, String>(1)?),
                     label: r.get(2)?,
                     created_at: r.get::<_, i64>(3)? as u64,
                 })

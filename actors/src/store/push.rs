@@ -2,6 +2,7 @@
 //! or its push service says it is gone. Written at once (not through the group-commit
 //! writer): they are rare and the caller answers only after the row is on disk.
 
+use crate::ids::UserId;
 use rusqlite::{params, OptionalExtension};
 
 use super::Store;
@@ -19,7 +20,7 @@ pub struct PushTarget {
     /// Its id (`psub_` and hex).
     pub id: String,
     /// The user whose sessions it is told of.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The push service's URL for this device.
     pub endpoint: String,
     /// The device's P-256 public key, uncompressed (65 bytes).
@@ -37,7 +38,7 @@ const COLUMNS: &str = "id, user_id, endpoint, p256dh, auth, label, created_at";
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PushTarget> {
     Ok(PushTarget {
         id: r.get(0)?,
-        user_id: r.get(1)?,
+        user_id: UserId::new(r.get::<_, String>(1)?),
         endpoint: r.get(2)?,
         p256dh: r.get(3)?,
         auth: r.get(4)?,

@@ -2,6 +2,7 @@
 //! them in batches. An event becomes visible to clients only after the batch holding it
 //! has committed: the writer hands committed events to a callback (the gateway).
 
+use crate::ids::PairId;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -26,7 +27,7 @@ pub enum WriteOp {
     /// Insert or replace a pair.
     Pair(Box<PairRecord>),
     /// Remove a dissolved pair.
-    DeletePair(String),
+    DeletePair(PairId),
     /// Writes that must land together: always in the same transaction.
     Batch(Vec<WriteOp>),
     /// Answered once everything queued before it is committed (dropped unanswered if
@@ -284,7 +285,7 @@ fn apply<'c, 'e>(
         )?,
         WriteOp::DeletePair(id) => {
             tx.prepare_cached("DELETE FROM pairs WHERE id = ?1")?
-                .execute([id])?;
+                .execute([id.as_str()])?;
         }
         WriteOp::Event(_) | WriteOp::Batch(_) | WriteOp::Sync(..) | WriteOp::Resume(_) => {}
     }

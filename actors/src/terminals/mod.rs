@@ -13,6 +13,7 @@
 pub mod procs;
 pub mod pty;
 
+use crate::ids::{SessionId, UserId};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
@@ -98,9 +99,9 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug, Clone)]
 pub struct Opening {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its owner, the only user who may use the terminal.
-    pub owner: String,
+    pub owner: UserId,
     /// The session's working directory.
     pub cwd: PathBuf,
     /// Columns.
@@ -112,8 +113,8 @@ pub struct Opening {
 /// One open terminal.
 pub struct Terminal {
     id: String,
-    session_id: String,
-    owner: String,
+    session_id: SessionId,
+    owner: UserId,
     shell: String,
     cwd: String,
     created_at: u64,

@@ -4,6 +4,7 @@
 //! the Driver. A request a person answered first, or whose turn ended, is
 //! `NO_SUCH_PERMISSION`.
 
+use crate::ids::{PairId, RequestId};
 use tandem_protocol::tools::{ApproveWorkerParams, ApproveWorkerResult};
 use tandem_protocol::{Decider, ErrorCode, RememberScope};
 
@@ -20,7 +21,7 @@ pub(super) async fn approve_worker(
     state: &SessionState,
     args: ApproveWorkerParams,
 ) -> Result<ApproveWorkerResult, ToolError> {
-    let request_id = required("requestId", args.request_id)?;
+    let request_id = RequestId::new(required("requestId", args.request_id.into_string())?);
     let workers = workers_to_try(state, optional(args.worker).as_deref())?;
     let answer = ApprovalAnswer {
         request_id: request_id.clone(),
@@ -43,7 +44,7 @@ pub(super) async fn approve_worker(
 /// Answers the request in the Worker of pair `pair_id`, here or on its node.
 async fn approve_on(
     rt: &Runtime,
-    pair_id: String,
+    pair_id: PairId,
     answer: ApprovalAnswer,
 ) -> Result<(), ToolError> {
     let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;

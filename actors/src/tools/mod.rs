@@ -169,7 +169,7 @@ fn to_value<T: serde::Serialize>(result: T) -> Result<Value, ToolError> {
 pub(crate) async fn describe(rt: &Runtime, session_id: &str) -> Result<SessionState, RuntimeError> {
     let addr = rt
         .session_addr(session_id)
-        .ok_or_else(|| RuntimeError::SessionNotFound(session_id.to_string()))?;
+        .ok_or_else(|| RuntimeError::SessionNotFound(session_id.into()))?;
     Ok(addr.send(Describe).await?)
 }
 

@@ -1,5 +1,6 @@
 //! `send_to_partner`, `read_partner`, `interrupt_partner`, `close_partner`.
 
+use crate::ids::SessionId;
 use std::time::Duration;
 
 use tandem_protocol::pair::{PairedWorker, WorkerChoice};
@@ -210,7 +211,7 @@ fn choose_new_worker_vendor(
 /// (`worker_name`, made by this call when `worker_created`).
 fn delegation_result(
     reply: DelegateReply,
-    worker_id: String,
+    worker_id: SessionId,
     worker_name: String,
     worker_created: bool,
 ) -> SendToPartnerResult {
@@ -268,7 +269,7 @@ fn delegation_result(
 /// waits: the question, and how to answer it.
 fn question_result(
     q: crate::record::QuestionRecord,
-    worker_id: String,
+    worker_id: SessionId,
     worker_name: String,
     worker_created: bool,
 ) -> SendToPartnerResult {
@@ -295,7 +296,7 @@ fn question_result(
 /// permission (`ask`) and waits: the request, and how to answer it.
 fn approval_result(
     ask: tandem_protocol::ApprovalAsk,
-    worker_id: String,
+    worker_id: SessionId,
     worker_name: String,
     worker_created: bool,
 ) -> SendToPartnerResult {

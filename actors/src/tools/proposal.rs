@@ -1,6 +1,7 @@
 //! `propose_worker`, and accepting or declining a proposal (from a person, or
 //! automatically when the Driver bypasses permissions).
 
+use crate::ids::{PairId, SessionId};
 use std::time::Duration;
 
 use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
@@ -89,9 +90,9 @@ pub(super) async fn propose_worker(
 #[derive(Debug, Clone)]
 pub struct StartedWorker {
     /// The Worker session.
-    pub worker_id: String,
+    pub worker_id: SessionId,
     /// The pair.
-    pub pair_id: String,
+    pub pair_id: PairId,
 }
 
 /// Checks a Worker choice against what is installed: the vendor must be installed, a
@@ -125,7 +126,7 @@ pub async fn accept_proposal(
     let choice = validate_choice(rt, choice)?;
     let driver = rt
         .session_addr(driver_id)
-        .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
+        .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
     let record: ProposalRecord = driver
         .send(ProposalDecision {
             proposal_id: proposal_id.to_string(),
@@ -188,7 +189,7 @@ pub async fn decline_proposal(
 ) -> Result<(), RuntimeError> {
     let driver = rt
         .session_addr(driver_id)
-        .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.to_string()))?;
+        .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
     driver
         .send(ProposalDecision {
             proposal_id: proposal_id.to_string(),

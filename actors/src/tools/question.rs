@@ -4,6 +4,7 @@
 //! (`crate::session::Ask`); the pair carries it to the Driver
 //! (`crate::pair::WorkerAsks`).
 
+use crate::ids::PairId;
 use tandem_protocol::pair::PairedWorker;
 use tandem_protocol::question::{Answerer, QuestionAnswerParams, QuestionAnswerResult};
 use tandem_protocol::tools::{
@@ -174,7 +175,7 @@ where
 /// node.
 async fn answer_on(
     rt: &Runtime,
-    pair_id: String,
+    pair_id: PairId,
     question_id: String,
     answer: String,
 ) -> Result<(), ToolError> {

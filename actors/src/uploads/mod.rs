@@ -16,6 +16,7 @@ pub mod resolve;
 pub mod sniff;
 pub mod transfer;
 
+use crate::ids::UploadId;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,7 +55,7 @@ impl Default for UploadLimits {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Upload {
     /// `up_` + [`Upload::sha256`].
-    pub id: String,
+    pub id: UploadId,
     /// Hex SHA-256 of the bytes: the blob's file name.
     pub sha256: String,
     /// Media type (essence, lower case).
@@ -101,8 +102,8 @@ impl std::fmt::Debug for Uploads {
 }
 
 /// The id of the bytes with this digest.
-pub fn upload_id(sha256: &str) -> String {
-    format!("up_{sha256}")
+pub fn upload_id(sha256: &str) -> UploadId {
+    UploadId::new(format!("up_{sha256}"))
 }
 
 /// The digest an id names, if it is well formed.
@@ -273,7 +274,7 @@ impl Uploads {
                     params![owner, sha],
                     |r| {
                         Ok(Upload {
-                            id: id.to_string(),
+                            id: id.into(),
                             sha256: sha.to_string(),
                             mime_type: r.get(0)?,
                             name: r.get(1)?,
@@ -300,7 +301,7 @@ impl Uploads {
                     params![session_id, sha],
                     |r| {
                         Ok(Upload {
-                            id: id.to_string(),
+                            id: id.into(),
                             sha256: sha.to_string(),
                             mime_type: r.get(0)?,
                             name: r.get(1)?,

@@ -9,6 +9,7 @@
 //! under the same id, and checks the bytes against it: a part lost, doubled or
 //! changed on the way cannot become a wrong file.
 
+use crate::ids::UploadId;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
@@ -24,7 +25,7 @@ pub struct Part {
     /// are gathered in a temporary file of that name.
     pub transfer: String,
     /// The upload, `up_<sha256>` of the whole.
-    pub upload_id: String,
+    pub upload_id: UploadId,
     /// Its media type.
     pub mime_type: String,
     /// Its file name.

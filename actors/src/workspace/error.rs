@@ -1,6 +1,6 @@
 //! Why a workspace operation (worktree, changes, merge, discard, files) was refused.
 
-use tandem_protocol::ErrorCode;
+use tandem_protocol::{ErrorCode, SessionId};
 
 /// A refused or failed workspace operation; each maps onto a wire [`ErrorCode`].
 #[derive(Debug, thiserror::Error)]
@@ -13,10 +13,10 @@ pub enum WorkspaceError {
     NoSuchCheckpoint(String),
     /// The session has no worktree of its own (`NOT_A_WORKTREE`).
     #[error("session {0} has no worktree of its own (shared, or discarded)")]
-    NotAWorktree(String),
+    NotAWorktree(SessionId),
     /// A turn runs (`SESSION_BUSY`).
     #[error("session {0} runs a turn; try again when it ends")]
-    SessionBusy(String),
+    SessionBusy(SessionId),
     /// The base checkout has uncommitted changes to files the merge touches.
     #[error("the base checkout has uncommitted changes to {}", paths.join(", "))]
     BaseDirty {

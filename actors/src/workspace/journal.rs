@@ -3,6 +3,7 @@
 //! before git is touched and removed once the operation's event is on disk. A file
 //! left by a crash tells start-up what to finish or undo.
 
+use crate::ids::SessionId;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -28,7 +29,7 @@ pub struct Entry {
     /// What it is.
     pub op: Operation,
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The session's branch.
     pub branch: String,
     /// Its worktree directory.

@@ -4,6 +4,7 @@
 //! while they work rather than at merge. In memory: a restart rebuilds it from the
 //! next `git_state` of each session.
 
+use crate::ids::{SessionId, UserId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
@@ -11,9 +12,9 @@ use std::sync::Mutex;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
     /// The session told.
-    pub to: String,
+    pub to: SessionId,
     /// The other session.
-    pub with: String,
+    pub with: SessionId,
     /// The paths both have changed now, sorted; empty when they no longer share any.
     pub paths: Vec<String>,
 }
@@ -21,18 +22,18 @@ pub struct Notice {
 /// One live worktree session's changes.
 #[derive(Debug, Default)]
 struct Entry {
-    owner: String,
+    owner: UserId,
     /// The base checkout: sessions of one repository share it.
     repo: String,
     paths: BTreeSet<String>,
     /// What it was last told it shares, per other session (absent: nothing).
-    told: BTreeMap<String, Vec<String>>,
+    told: BTreeMap<SessionId, Vec<String>>,
 }
 
 /// Every live worktree session's changed paths.
 #[derive(Debug, Default)]
 pub struct Overlaps {
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: Mutex<HashMap<SessionId, Entry>>,
 }
 
 impl Overlaps {
@@ -49,11 +50,11 @@ impl Overlaps {
         let Ok(mut entries) = self.entries.lock() else {
             return Vec::new();
         };
-        let entry = entries.entry(id.to_string()).or_default();
-        entry.owner = owner.to_string();
+        let entry = entries.entry(id.into()).or_default();
+        entry.owner = owner.into();
         entry.repo = repo.to_string();
         entry.paths = paths;
-        let siblings: Vec<(String, Vec<String>)> = entries
+        let siblings: Vec<(SessionId, Vec<String>)> = entries
             .iter()
             .filter(|(other, e)| *other != id && e.owner == owner && e.repo == repo)
             .map(|(other, e)| {
@@ -86,7 +87,7 @@ impl Overlaps {
                 e.told.remove(id);
                 notices.push(Notice {
                     to: other.clone(),
-                    with: id.to_string(),
+                    with: id.into(),
                     paths: Vec::new(),
                 });
             }
@@ -96,7 +97,12 @@ impl Overlaps {
 }
 
 /// Records that `a` and `b` share `shared` now, and the notices if that is news.
-fn tell(entries: &mut HashMap<String, Entry>, a: &str, b: &str, shared: &[String]) -> Vec<Notice> {
+fn tell(
+    entries: &mut HashMap<SessionId, Entry>,
+    a: &str,
+    b: &str,
+    shared: &[String],
+) -> Vec<Notice> {
     let before = entries
         .get(a)
         .and_then(|e| e.told.get(b))
@@ -109,15 +115,15 @@ fn tell(entries: &mut HashMap<String, Entry>, a: &str, b: &str, shared: &[String
             if shared.is_empty() {
                 e.told.remove(other);
             } else {
-                e.told.insert(other.to_string(), shared.to_vec());
+                e.told.insert(other.into(), shared.to_vec());
             }
         }
     }
     [(a, b), (b, a)]
         .into_iter()
         .map(|(to, with)| Notice {
-            to: to.to_string(),
-            with: with.to_string(),
+            to: to.into(),
+            with: with.into(),
             paths: shared.to_vec(),
         })
         .collect()

@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use tandem_protocol::ids::SessionId;
 
 use serde_json::{json, Value};
 use tandem_actors::adapter::acp::wire::{Implementation, RpcError, PROTOCOL_VERSION};
@@ -27,7 +28,7 @@ use crate::client::conn::{ClientError, Target};
 #[derive(Debug)]
 struct Asked {
     /// The tandem session that asked (a Worker's, for its Driver's editor session).
-    session_id: String,
+    session_id: SessionId,
     request_id: String,
     ask: PermissionAsk,
 }
@@ -719,7 +720,7 @@ impl Agent {
             state.asked.insert(
                 id,
                 Asked {
-                    session_id: asker.to_string(),
+                    session_id: asker.into(),
                     request_id: request["requestId"]
                         .as_str()
                         .unwrap_or_default()

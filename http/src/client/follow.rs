@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::time::Duration;
+use tandem_protocol::ids::SessionId;
 
 use serde_json::Value;
 use tandem_protocol::client::{ChatSubscribeParams, SubscribeEntry};
@@ -17,7 +18,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(3);
 /// A subscription to one session that survives losing its connection.
 pub struct Follower {
     target: Target,
-    session_id: String,
+    session_id: SessionId,
     /// The newest `seq` handed out (or the position to start after).
     last: u64,
     socket: Option<Socket>,
@@ -29,7 +30,7 @@ pub struct Follower {
 
 impl Follower {
     /// Follows `session_id` from the event after `after`.
-    pub fn new(target: Target, session_id: String, after: u64) -> Follower {
+    pub fn new(target: Target, session_id: SessionId, after: u64) -> Follower {
         Follower {
             target,
             session_id,

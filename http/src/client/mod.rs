@@ -287,7 +287,7 @@ async fn send(
     wait: bool,
 ) -> Result<u8, ClientError> {
     let params = ChatSendParams {
-        session_id: session.clone(),
+        session_id: session.clone().into(),
         content: text.into(),
         options: None,
         queue: false,
@@ -300,7 +300,7 @@ async fn send(
         return Ok(0);
     }
     let info: SessionInfo = target.get(&format!("/sessions/{session}")).await?;
-    let mut follower = Follower::new(target, session, info.last_seq);
+    let mut follower = Follower::new(target, session.into(), info.last_seq);
     let reply = follower.call("chat.send", &params).await?;
     let turn = reply["turnId"].as_str().unwrap_or_default().to_string();
     let mut streamed = false;
@@ -361,7 +361,7 @@ async fn tail(target: Target, session: String, from: Option<u64>) -> Result<u8, 
             info.last_seq.saturating_sub(TAIL_BACKLOG)
         }
     };
-    let mut follower = Follower::new(target, session, after);
+    let mut follower = Follower::new(target, session.into(), after);
     let mut out = std::io::stdout();
     loop {
         let ev = follower.next_event().await?;
@@ -381,7 +381,7 @@ async fn answer(
     message: Option<String>,
 ) -> Result<u8, ClientError> {
     let info: SessionInfo = target.get(&format!("/sessions/{session}")).await?;
-    let mut follower = Follower::new(target, session.clone(), info.last_seq);
+    let mut follower = Follower::new(target, session.clone().into(), info.last_seq);
     follower.connect().await?;
     let pending: Vec<(String, String)> = follower
         .pending
@@ -420,8 +420,8 @@ async fn answer(
         },
     };
     let params = ChatPermissionResponseParams {
-        request_id: id.clone(),
-        session_id: Some(session),
+        request_id: id.clone().into(),
+        session_id: Some(session.into()),
         allow,
         updated_input: None,
         message,

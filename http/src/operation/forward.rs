@@ -141,7 +141,7 @@ pub async fn to_holder(
     request: &ClientRequest,
 ) -> Result<Answer, ApiError> {
     let missing: ApiError =
-        tandem_actors::RuntimeError::NoSuchPermission(permission_id.to_string()).into();
+        tandem_actors::RuntimeError::NoSuchPermission(permission_id.into()).into();
     let Some(cluster) = ctx.cluster.as_ref() else {
         return Err(missing);
     };

@@ -149,10 +149,10 @@ fn place(cluster: &Cluster, runtime: &Runtime, request: &ClientRequest) -> Place
         // The handler refuses a node the cluster does not know.
         Scope::Node(Some(_)) => return Place::Here,
         Scope::Permission(id) if runtime.permission_holder(id).is_some() => return Place::Here,
-        Scope::Permission(id) => return Place::AnyNode(id.into()),
+        Scope::Permission(id) => return Place::AnyNode(id.to_string()),
         Scope::Pair(id) if runtime.pair_addr(id).is_some() => return Place::Here,
-        Scope::Pair(id) => (cluster.pair_owner(id), id),
-        Scope::Session(id) => (cluster.owner(id), id),
+        Scope::Pair(id) => (cluster.pair_owner(id), id.as_str()),
+        Scope::Session(id) => (cluster.owner(id), id.as_str()),
     };
     match owner {
         (Owner::Local | Owner::Unknown, _) => Place::Here,

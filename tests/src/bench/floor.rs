@@ -221,10 +221,8 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Batch>, hub: &Arc<Hub>) {
             }
         }
         Some("chat.send") => {
-            let sid = request["sessionId"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
+            let sid: tandem_protocol::SessionId =
+                request["sessionId"].as_str().unwrap_or_default().into();
             let content = request["content"].as_str().unwrap_or_default().to_string();
             let reply = json!({"kind": "reply", "requestId": request_id});
             let _ = tx
@@ -233,7 +231,7 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Batch>, hub: &Arc<Hub>) {
             let subscribers = hub
                 .sessions
                 .lock()
-                .map(|map| map.get(&sid).cloned().unwrap_or_default())
+                .map(|map| map.get(sid.as_str()).cloned().unwrap_or_default())
                 .unwrap_or_default();
             tokio::task::spawn_local(produce(sid, content, subscribers, hub.clone()));
         }
@@ -249,7 +247,7 @@ async fn handle(request: &Value, tx: &mpsc::Sender<Batch>, hub: &Arc<Hub>) {
 /// Runs `/stream N` for a session: the turn's events, each serialized and framed once
 /// and handed to every subscriber (the durable floor commits each batch first).
 async fn produce(
-    sid: String,
+    sid: tandem_protocol::SessionId,
     content: String,
     subscribers: Vec<mpsc::Sender<Batch>>,
     hub: Arc<Hub>,
@@ -263,7 +261,7 @@ async fn produce(
         .strip_prefix("/stream ")
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0);
-    let turn = Some("turn_1".to_string());
+    let turn = Some(tandem_protocol::TurnId::nth(1));
     let mut seq = 0;
     let mut whole = String::new();
     let mut bodies = vec![

@@ -140,7 +140,7 @@ fn workload(
 /// One `text_delta` frame exactly as a session serializes it.
 fn frame(id: &str, seq: u64, i: usize) -> Result<String, String> {
     serde_json::to_string(&Event {
-        session_id: id.to_string(),
+        session_id: id.into(),
         seq,
         ts: 1_764_660_000_000 + i as u64,
         turn_id: Some("turn_1".into()),

@@ -13,6 +13,7 @@
 //! (bypass and remembered rules answer by themselves). The process is one more enum,
 //! [`Link`]: none, or a process in one [`Stage`] of its start.
 
+use crate::ids::{SessionId, TurnId};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -84,7 +85,7 @@ struct AcpApproval {
 /// The adapter actor for one session of an ACP agent.
 pub struct AcpAgent {
     /// Our session id; only used to tag log lines.
-    session_id: String,
+    session_id: SessionId,
     /// The configured agent.
     vendor: AcpVendor,
     /// The session's working directory (absolute).
@@ -183,7 +184,7 @@ impl AcpAgent {
 
     fn emit_events(&mut self, turn_id: &str, events: Vec<EventBody>) {
         for body in events {
-            self.emitter.event(Some(turn_id.to_string()), body);
+            self.emitter.event(Some(turn_id.into()), body);
         }
     }
 
@@ -338,7 +339,7 @@ impl AcpAgent {
 
     fn start_turn(
         &mut self,
-        turn_id: String,
+        turn_id: TurnId,
         text: String,
         images: Vec<ImageInput>,
         settings: TurnSettings,
@@ -663,7 +664,7 @@ impl AcpAgent {
         );
     }
 
-    fn interrupt(&mut self, turn_id: String, ctx: &mut Context<Self>) {
+    fn interrupt(&mut self, turn_id: TurnId, ctx: &mut Context<Self>) {
         if !self.slot.is(&turn_id) {
             return;
         }

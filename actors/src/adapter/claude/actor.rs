@@ -9,6 +9,7 @@
 //! What the CLI writes is handled in [`super::lines`] (turn accounting) and
 //! [`super::approvals`] (tool approvals).
 
+use crate::ids::{SessionId, TurnId};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -126,7 +127,7 @@ pub(super) struct ClaudeTurn {
 /// The adapter actor for one Claude session.
 pub struct ClaudeAgent {
     /// Our session id; only used to tag log lines.
-    pub(super) session_id: String,
+    pub(super) session_id: SessionId,
     /// The session's working directory; `claude` is started there.
     cwd: PathBuf,
     /// How to start the CLI.
@@ -227,7 +228,7 @@ impl ClaudeAgent {
     /// Our turn, if the CLI is working on it: its output belongs to the turn. Until the
     /// CLI picks our message up, output belongs to a turn it started by itself (after
     /// a background task finished).
-    pub(super) fn current_turn(&self) -> Option<String> {
+    pub(super) fn current_turn(&self) -> Option<TurnId> {
         let lifecycle = self.up().is_some_and(|u| u.lifecycle);
         let picked_up = !matches!(self.turn.phase(), Some(Phase::Starting));
         self.turn.turn_id().filter(|_| picked_up || !lifecycle)
@@ -483,7 +484,7 @@ impl ClaudeAgent {
 
     fn start_turn(
         &mut self,
-        turn_id: String,
+        turn_id: TurnId,
         text: String,
         images: Vec<ImageInput>,
         settings: TurnSettings,

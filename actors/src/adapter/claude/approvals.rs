@@ -2,6 +2,7 @@
 //! requests, with the choices the CLI supports: once, always for this session, deny;
 //! and for `ExitPlanMode`, approving the plan with or without accepting edits.
 
+use crate::ids::{RequestId, TurnId};
 use serde_json::Value;
 use tandem_protocol::{PermissionChoice, PermissionKind, PermissionMode, RememberScope};
 
@@ -34,9 +35,9 @@ pub struct PlanLookup {
     /// Our `get_plan` control request id.
     control_id: String,
     /// The pending approval's id.
-    request_id: String,
+    request_id: RequestId,
     /// The turn it belongs to.
-    turn_id: Option<String>,
+    turn_id: Option<TurnId>,
     /// `ExitPlanMode`'s input, to which the plan is added as `plan`.
     input: Value,
 }
@@ -135,8 +136,8 @@ impl ClaudeAgent {
     /// Shows a pending approval to the session.
     fn raise(
         &mut self,
-        request_id: String,
-        turn_id: Option<String>,
+        request_id: RequestId,
+        turn_id: Option<TurnId>,
         tool_name: String,
         input: Value,
     ) {
@@ -185,7 +186,7 @@ impl ClaudeAgent {
     /// A person answered `request_id`.
     pub(super) fn answer_permission(
         &mut self,
-        request_id: &str,
+        request_id: &RequestId,
         allow: bool,
         updated_input: Option<Value>,
         message: Option<String>,

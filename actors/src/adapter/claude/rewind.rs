@@ -7,6 +7,7 @@
 //! ([`Mark`]); a rewind that needs a turn from before (the server restarted since) is
 //! refused rather than guessed.
 
+use crate::ids::TurnId;
 use actix::prelude::*;
 
 use super::actor::ClaudeAgent;
@@ -17,7 +18,7 @@ use crate::adapter::messages::{CannotBranch, ForkOnOpen, VendorFork};
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Mark {
     /// Our turn id.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The CLI's id of that message (`uuid` of an `assistant` or `user` line).
     pub uuid: String,
 }
@@ -45,7 +46,7 @@ impl ClaudeAgent {
         match self.marks.last_mut().filter(|m| m.turn_id == turn_id) {
             Some(mark) => mark.uuid = uuid.to_string(),
             None => self.marks.push(Mark {
-                turn_id: turn_id.to_string(),
+                turn_id: turn_id.into(),
                 uuid: uuid.to_string(),
             }),
         }

@@ -2,6 +2,7 @@
 //! loading (starting or resuming) the thread into a process, and `turn/start` with only
 //! the settings that changed.
 
+use crate::ids::SessionId;
 use serde_json::Value;
 use tandem_protocol::PermissionMode;
 
@@ -66,7 +67,7 @@ pub(super) struct Applied {
 /// Everything needed to start a turn, detached from the actor (it may run twice).
 pub(super) struct TurnPlan {
     /// The session the turn is for (a process started for it is shown under it).
-    pub session_id: String,
+    pub session_id: SessionId,
     pub server: Addr<AppServer>,
     pub me: Recipient<ThreadInbound>,
     pub timeout: std::time::Duration,

@@ -12,6 +12,7 @@
 //! sessions is; idle, it may be asked to close to make room ([`Evict`]), and its
 //! sessions' threads are resumed in the next process, with a `resumed` note.
 
+use crate::ids::{SessionId, UserId};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -111,7 +112,7 @@ impl CodexHub {
         }
         let (fleet, vendor) = seat;
         let addr = AppServer {
-            owner_id: owner_id.to_string(),
+            owner_id: owner_id.into(),
             workdir,
             process: process.clone(),
             limits: self.limits,
@@ -131,7 +132,7 @@ impl CodexHub {
 
 /// The adapter actor for one owner's app-server process.
 pub struct AppServer {
-    owner_id: String,
+    owner_id: UserId,
     /// The working directory a confined process is started in (and allowed).
     workdir: Option<std::path::PathBuf>,
     process: VendorProcess,
@@ -141,7 +142,7 @@ pub struct AppServer {
     /// Processes started so far (a connection's generation).
     started: u64,
     /// Sessions with a turn, a pending approval or background work on the process.
-    busy: HashSet<String>,
+    busy: HashSet<SessionId>,
     /// Closes the process once nobody has been busy for `process.idle_close`.
     idle_timer: Option<SpawnHandle>,
     /// The agent processes of the server (`--max-live-processes`).
@@ -202,7 +203,7 @@ impl AppServer {
 #[rtype(result = "()")]
 pub struct Busy {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Whether it needs the process now.
     pub busy: bool,
 }
@@ -251,7 +252,7 @@ impl Actor for AppServer {
 #[rtype(result = "Result<Connection, RpcError>")]
 pub struct Connect {
     /// The session that needs it (a new process's seat is shown under it).
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 impl Handler<Connect> for AppServer {

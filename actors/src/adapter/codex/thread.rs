@@ -8,6 +8,7 @@
 //! [`super::plan`] (loading the thread, settings per turn), [`super::approvals`] and
 //! [`super::terminals`] (background terminals).
 
+use crate::ids::SessionId;
 use std::collections::{HashSet, VecDeque};
 
 use actix::prelude::*;
@@ -29,7 +30,7 @@ use crate::adapter::{AdapterContext, McpAccess};
 /// Adapter actor for one Codex session.
 pub struct CodexThread {
     /// Our session id; tags log lines.
-    pub(super) session_id: String,
+    pub(super) session_id: SessionId,
     /// The session's working directory (the thread's `cwd`).
     pub(super) cwd: String,
     /// Everything for the session goes through it.

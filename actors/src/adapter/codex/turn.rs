@@ -2,6 +2,7 @@
 //! it), following its notifications into history events, interrupting it, the guard
 //! against a model that cannot be reached, and ending it exactly once.
 
+use crate::ids::TurnId;
 use actix::prelude::*;
 use serde_json::Value;
 use tandem_protocol::{EventBody, TurnStatus};
@@ -51,7 +52,7 @@ impl CodexThread {
     /// register its route, then `turn/start`.
     pub(super) fn begin(
         &mut self,
-        turn_id: String,
+        turn_id: TurnId,
         text: String,
         images: Vec<ImageInput>,
         ctx: &mut Context<Self>,
@@ -124,7 +125,7 @@ impl CodexThread {
     }
 
     /// `turn/start` answered (or failed).
-    fn began(&mut self, turn_id: String, res: Result<Started, RpcError>, ctx: &mut Context<Self>) {
+    fn began(&mut self, turn_id: TurnId, res: Result<Started, RpcError>, ctx: &mut Context<Self>) {
         let current = self.turn.is(&turn_id);
         let started = match res {
             Ok(started) => started,

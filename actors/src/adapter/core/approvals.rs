@@ -1,6 +1,7 @@
 //! [`Approvals`]: tool approvals an adapter's vendor waits for, and the rules that
 //! answer them without asking.
 
+use crate::ids::RequestId;
 use std::collections::BTreeSet;
 
 use tandem_protocol::PermissionMode;
@@ -14,14 +15,14 @@ pub enum Asked<H> {
     /// the tool): answer the vendor now with this handle.
     Allowed(H),
     /// Waiting for a person: raise a `permission_request` with this id.
-    Pending(String),
+    Pending(RequestId),
 }
 
 /// One request waiting for an answer.
 #[derive(Debug)]
 struct Pending<H> {
     /// Our id (`perm_…`), unique across the server; clients answer by it.
-    request_id: String,
+    request_id: RequestId,
     /// The tool it is for (what "always allow" remembers).
     tool: String,
     /// What the adapter needs to answer the vendor (its request id, the input, ...).
@@ -58,8 +59,8 @@ impl<H> Approvals<H> {
 
     /// Waits for a person whatever the mode and rules (approving a plan is always a
     /// person's call); the new request's id.
-    pub fn hold(&mut self, tool: &str, handle: H) -> String {
-        let request_id = random_id("perm_", 12);
+    pub fn hold(&mut self, tool: &str, handle: H) -> RequestId {
+        let request_id = RequestId::new(random_id("perm_", 12));
         self.pending.push(Pending {
             request_id: request_id.clone(),
             tool: tool.to_string(),
@@ -84,7 +85,7 @@ impl<H> Approvals<H> {
 
     /// Removes the first pending request whose handle matches (the vendor withdrew it);
     /// returns its id and handle.
-    pub fn withdraw(&mut self, matches: impl Fn(&H) -> bool) -> Option<(String, H)> {
+    pub fn withdraw(&mut self, matches: impl Fn(&H) -> bool) -> Option<(RequestId, H)> {
         let pos = self.pending.iter().position(|p| matches(&p.handle))?;
         let p = self.pending.remove(pos);
         Some((p.request_id, p.handle))
@@ -92,7 +93,7 @@ impl<H> Approvals<H> {
 
     /// Removes every pending request (the turn or the process ended); their ids and
     /// handles, oldest first.
-    pub fn drain(&mut self) -> Vec<(String, H)> {
+    pub fn drain(&mut self) -> Vec<(RequestId, H)> {
         self.pending
             .drain(..)
             .map(|p| (p.request_id, p.handle))

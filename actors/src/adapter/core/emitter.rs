@@ -1,5 +1,6 @@
 //! [`Emitter`]: an adapter's way to its session.
 
+use crate::ids::TurnId;
 use actix::Recipient;
 use tandem_protocol::EventBody;
 
@@ -40,7 +41,7 @@ impl Emitter {
     }
 
     /// Appends a history event for `turn_id` (`None`: outside any turn).
-    pub fn event(&mut self, turn_id: Option<String>, body: EventBody) {
+    pub fn event(&mut self, turn_id: Option<TurnId>, body: EventBody) {
         self.emitted += 1;
         if self.emitted.is_multiple_of(AWAIT_EVERY) {
             self.due = true;
@@ -50,7 +51,7 @@ impl Emitter {
 
     /// Appends several history events for `turn_id` as one message (and one store
     /// write); pacing counts each of them.
-    pub fn events(&mut self, turn_id: Option<String>, bodies: Vec<EventBody>) {
+    pub fn events(&mut self, turn_id: Option<TurnId>, bodies: Vec<EventBody>) {
         if bodies.is_empty() {
             return;
         }
@@ -64,7 +65,7 @@ impl Emitter {
 
     /// Hands over an item that is not a history event (tasks, approvals, usage, the
     /// vendor's session id). Turn ends go through [`super::TurnSlot`] only.
-    pub fn send(&self, turn_id: Option<String>, item: AgentItem) {
+    pub fn send(&self, turn_id: Option<TurnId>, item: AgentItem) {
         debug_assert!(
             !matches!(item, AgentItem::TurnEnded { .. }),
             "turn ends go through TurnSlot"
@@ -73,7 +74,7 @@ impl Emitter {
     }
 
     /// Sends without the turn-end check; for [`super::TurnSlot`].
-    pub(super) fn deliver(&self, turn_id: Option<String>, item: AgentItem) {
+    pub(super) fn deliver(&self, turn_id: Option<TurnId>, item: AgentItem) {
         // The session's mailbox is unbounded by design: pacing (below) keeps it short.
         self.out.do_send(AgentOutput { turn_id, item });
     }

@@ -2,7 +2,7 @@
 //! `TurnEnded`.
 
 use actix::Recipient;
-use tandem_protocol::TurnStatus;
+use tandem_protocol::{TurnId, TurnStatus};
 
 use super::Emitter;
 use crate::adapter::messages::{AgentItem, AgentOutput};
@@ -34,7 +34,7 @@ pub enum Phase {
 #[derive(Debug)]
 pub struct Turn<T> {
     /// The session's turn id; every output of the turn carries it.
-    pub id: String,
+    pub id: TurnId,
     /// The adapter's own state for the turn.
     pub data: T,
 }
@@ -70,7 +70,7 @@ impl<T> TurnSlot<T> {
     /// Starts turn `id` in phase `Starting`. A turn still in the slot (the session never
     /// starts one while another runs, but an adapter must not rely on it) is reported
     /// `interrupted` and returned, so the adapter can stop the vendor's side of it.
-    pub fn begin(&mut self, id: String, data: T) -> Option<Turn<T>> {
+    pub fn begin(&mut self, id: TurnId, data: T) -> Option<Turn<T>> {
         let old = self.take();
         if let Some(old) = &old {
             self.report(
@@ -100,18 +100,18 @@ impl<T> TurnSlot<T> {
     }
 
     /// The id of the turn in flight.
-    pub fn id(&self) -> Option<&str> {
-        self.get().map(|t| t.id.as_str())
+    pub fn id(&self) -> Option<&TurnId> {
+        self.get().map(|t| &t.id)
     }
 
     /// The id of the turn in flight, owned (outputs carry it).
-    pub fn turn_id(&self) -> Option<String> {
-        self.id().map(str::to_string)
+    pub fn turn_id(&self) -> Option<TurnId> {
+        self.id().cloned()
     }
 
     /// True when `id` is the turn in flight.
     pub fn is(&self, id: &str) -> bool {
-        self.id() == Some(id)
+        self.id().is_some_and(|t| t == id)
     }
 
     /// True when no turn is in flight.
@@ -179,9 +179,9 @@ impl<T> TurnSlot<T> {
         }
     }
 
-    fn report(&self, turn_id: &str, status: TurnStatus, error: Option<String>) {
+    fn report(&self, turn_id: &TurnId, status: TurnStatus, error: Option<String>) {
         self.out.do_send(AgentOutput {
-            turn_id: Some(turn_id.to_string()),
+            turn_id: Some(turn_id.clone()),
             item: AgentItem::TurnEnded { status, error },
         });
     }
@@ -211,7 +211,7 @@ mod tests {
     /// Records every turn end it receives.
     #[derive(Default)]
     struct Sink {
-        ends: Vec<(String, TurnStatus, Option<String>)>,
+        ends: Vec<(TurnId, TurnStatus, Option<String>)>,
     }
 
     impl Actor for Sink {
@@ -234,7 +234,7 @@ mod tests {
     }
 
     #[derive(Message)]
-    #[rtype(result = "Vec<(String, TurnStatus, Option<String>)>")]
+    #[rtype(result = "Vec<(TurnId, TurnStatus, Option<String>)>")]
     struct Ends;
 
     impl Handler<Ends> for Sink {
@@ -284,18 +284,18 @@ mod tests {
             ends,
             vec![
                 (
-                    "t1".to_string(),
+                    TurnId::from("t1"),
                     TurnStatus::Interrupted,
                     Some("superseded by a new turn".to_string())
                 ),
-                ("t2".to_string(), TurnStatus::Interrupted, None),
+                (TurnId::from("t2"), TurnStatus::Interrupted, None),
                 (
-                    "t3".to_string(),
+                    TurnId::from("t3"),
                     TurnStatus::Failed,
                     Some("unreachable".to_string())
                 ),
                 (
-                    "t4".to_string(),
+                    TurnId::from("t4"),
                     TurnStatus::Failed,
                     Some("the vendor adapter stopped during the turn".to_string())
                 ),

@@ -193,7 +193,7 @@ fn a_drivers_further_workers_are_stored_beside_its_first() {
             role: Role::Driver,
             pair_node: None,
             driver_id: Some("d".into()),
-            worker_id: Some(format!("w_{pair}")),
+            worker_id: Some(format!("w_{pair}").into()),
             worker_name: Some(pair.into()),
         });
     }

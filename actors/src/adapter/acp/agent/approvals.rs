@@ -3,10 +3,11 @@
 //! back onto the agent's options by kind, and withdrawal when the turn ends.
 
 use super::*;
+use crate::ids::{RequestId, TurnId};
 
 impl AcpAgent {
     /// Answers every pending permission request `cancelled` and tells the session.
-    pub(super) fn withdraw_approvals(&mut self, turn_id: Option<&str>) {
+    pub(super) fn withdraw_approvals(&mut self, turn_id: Option<&TurnId>) {
         for (request_id, approval) in self.approvals.drain() {
             self.respond(
                 approval.rpc_id,
@@ -15,7 +16,7 @@ impl AcpAgent {
                 },
             );
             self.emitter.send(
-                turn_id.map(str::to_string),
+                turn_id.cloned(),
                 AgentItem::PermissionResolved { request_id },
             );
         }
@@ -23,7 +24,7 @@ impl AcpAgent {
 
     pub(super) fn answer_permission(
         &mut self,
-        request_id: String,
+        request_id: RequestId,
         allow: bool,
         remember: bool,
         permission_mode: Option<PermissionMode>,

@@ -5,6 +5,7 @@
 use super::*;
 use crate::adapter::acp::models::{self, OfferedEfforts, OfferedModels};
 use crate::adapter::mcp_servers::McpServerSpec;
+use crate::ids::TurnId;
 
 /// How many pages of `session/list` are read looking for the session to reopen.
 const MAX_LIST_PAGES: u32 = 20;
@@ -123,7 +124,7 @@ pub(super) enum Pending {
     /// `session/set_config_option` of the `thought_level` option to this level.
     SetEffort(String),
     /// `session/prompt` of this turn.
-    Prompt(String),
+    Prompt(TurnId),
 }
 
 impl AcpAgent {
