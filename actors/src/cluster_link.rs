@@ -37,22 +37,22 @@ pub trait NodeLink: Send + Sync {
     fn start_on_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         msg: StartOnWorker,
     ) -> LocalBoxFuture<'static, Result<TurnId, RuntimeError>>;
     /// The Worker's assistant text so far (empty when it cannot be asked).
-    fn worker_partial(&self, node: &str, worker_id: &str) -> LocalBoxFuture<'static, String>;
+    fn worker_partial(&self, node: &str, worker_id: &SessionId) -> LocalBoxFuture<'static, String>;
     /// Interrupts a Worker on `node`.
     fn abort_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
     ) -> LocalBoxFuture<'static, Result<(), RuntimeError>>;
     /// Appends an event to a Worker's history on `node` (best effort).
     fn record_on_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         event: EventBody,
     ) -> LocalBoxFuture<'static, ()>;
     /// Whether a Worker on `node` knows delegation `delegation_id` (runs it, or
@@ -60,14 +60,14 @@ pub trait NodeLink: Send + Sync {
     fn holds_delegation(
         &self,
         node: &str,
-        worker_id: &str,
-        delegation_id: &str,
+        worker_id: &SessionId,
+        delegation_id: &DelegationId,
     ) -> LocalBoxFuture<'static, Result<bool, RuntimeError>>;
     /// A Worker's status, title and last `count` turns on `node` (`read_partner`).
     fn read_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         count: usize,
     ) -> LocalBoxFuture<'static, Result<WorkerView, RuntimeError>>;
     /// Carries a Worker's question to its pair on `node`, which tells the Driver
@@ -82,7 +82,7 @@ pub trait NodeLink: Send + Sync {
     fn answer_on_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         answer: QuestionAnswer,
     ) -> LocalBoxFuture<'static, Result<(), RuntimeError>>;
     /// Carries a Worker's permission request to its pair on `node`, which asks the
@@ -96,15 +96,15 @@ pub trait NodeLink: Send + Sync {
     fn approve_on_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         answer: ApprovalAnswer,
     ) -> LocalBoxFuture<'static, Result<(), RuntimeError>>;
     /// Takes a Worker on `node` out of its pair (best effort).
     fn worker_leaves(
         &self,
         node: &str,
-        worker_id: &str,
-        pair_id: &str,
+        worker_id: &SessionId,
+        pair_id: &PairId,
     ) -> LocalBoxFuture<'static, ()>;
 }
 
@@ -229,7 +229,7 @@ pub struct PendingReport {
 
 impl Outbox {
     /// Queues (or replaces) a report.
-    pub fn put(&self, worker_id: &str, report: RemoteReport) {
+    pub fn put(&self, worker_id: &SessionId, report: RemoteReport) {
         self.pending.insert(
             report.delegation_id.clone(),
             PendingReport {
@@ -245,7 +245,7 @@ impl Outbox {
     }
 
     /// Drops a report (acknowledged, or its pair is gone).
-    pub fn remove(&self, delegation_id: &str) {
+    pub fn remove(&self, delegation_id: &DelegationId) {
         self.pending.remove(delegation_id);
     }
 }

@@ -244,7 +244,7 @@ pub struct QuestionRecord {
 
 impl QuestionRecord {
     /// Its `question` event, as both histories record it.
-    pub fn asked_event(&self, worker_id: &str) -> tandem_protocol::EventBody {
+    pub fn asked_event(&self, worker_id: &SessionId) -> tandem_protocol::EventBody {
         tandem_protocol::EventBody::Question {
             question_id: self.question_id.clone(),
             pair_id: self.pair_id.clone(),
@@ -449,7 +449,7 @@ pub struct ReportedEnd {
 
 impl SessionRecord {
     /// True when this session is in pair `pair_id`, in `role` if given.
-    pub fn in_pair(&self, pair_id: &str, role: Option<Role>) -> bool {
+    pub fn in_pair(&self, pair_id: &PairId, role: Option<Role>) -> bool {
         self.memberships()
             .any(|m| m.pair_id == pair_id && role.is_none_or(|r| m.role == r))
     }
@@ -470,7 +470,7 @@ impl SessionRecord {
 
     /// Removes the membership in pair `pair_id`; false when there was none. A Driver
     /// leaving its first Worker's pair keeps the next one's as its first.
-    pub fn leave(&mut self, pair_id: &str) -> bool {
+    pub fn leave(&mut self, pair_id: &PairId) -> bool {
         if self.pair.as_ref().is_some_and(|m| m.pair_id == pair_id) {
             self.pair = (!self.more_workers.is_empty()).then(|| self.more_workers.remove(0));
             return true;

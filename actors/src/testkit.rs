@@ -203,7 +203,7 @@ impl RuntimeFixture {
     }
 
     /// A client (that keeps up) subscribed to `session` from its start.
-    pub fn watch(&self, session: &str) -> Addr<Sink> {
+    pub fn watch(&self, session: &SessionId) -> Addr<Sink> {
         let id = self.runtime.next_client_id();
         let queue = self.runtime.new_client_queue();
         let sink = Sink::new(id, queue.clone(), Some(self.runtime.gateway())).start();
@@ -218,7 +218,7 @@ impl RuntimeFixture {
     /// Sends a message; panics when it is refused.
     pub async fn send(
         &self,
-        session: &str,
+        session: &SessionId,
         text: &str,
         queue: bool,
     ) -> crate::session::SendOutcome {
@@ -229,7 +229,7 @@ impl RuntimeFixture {
     }
 
     /// The session's stored history.
-    pub async fn history(&self, session: &str) -> Vec<Value> {
+    pub async fn history(&self, session: &SessionId) -> Vec<Value> {
         let (frames, _, _) = self
             .runtime
             .events(&self.who, session, 0, crate::runtime::MAX_EVENTS_PAGE)

@@ -7,6 +7,7 @@
 //! a `chat.unsubscribe` sent before it does not cancel it.
 
 use std::time::Duration;
+use tandem_protocol::ids::SessionId;
 
 use bytestring::ByteString;
 use tandem_actors::cluster::{Cluster, Owner};
@@ -26,7 +27,7 @@ pub fn subscribe(
     rt: &Runtime,
     who: &Principal,
     client_id: u64,
-    session_id: &str,
+    session_id: &SessionId,
     last_seq: u64,
 ) -> Result<(), RuntimeError> {
     let info = match cluster.remote_session(session_id) {
@@ -49,7 +50,11 @@ pub fn subscribe(
 const ACK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The owner's `chat_subscribed` for this caller, if it answers with one.
-async fn owner_ack(cluster: &Cluster, who: &Principal, session_id: &str) -> Option<ByteString> {
+async fn owner_ack(
+    cluster: &Cluster,
+    who: &Principal,
+    session_id: &SessionId,
+) -> Option<ByteString> {
     let Owner::Remote { node, .. } = cluster.owner(session_id) else {
         return None;
     };
@@ -69,7 +74,7 @@ async fn owner_ack(cluster: &Cluster, who: &Principal, session_id: &str) -> Opti
         }
     };
     let is_ack = serde_json::from_slice::<serde_json::Value>(&answer)
-        .is_ok_and(|v| v["kind"] == "chat_subscribed" && v["sessionId"] == session_id);
+        .is_ok_and(|v| v["kind"] == "chat_subscribed" && v["sessionId"] == session_id.as_str());
     if !is_ack {
         tracing::warn!(%node, session = %session_id, "the owner answered no chat_subscribed");
         return None;

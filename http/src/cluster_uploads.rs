@@ -21,6 +21,7 @@
 //! [`tandem_actors::uploads::transfer`]).
 
 use std::time::Duration;
+use tandem_protocol::ids::{SessionId, UploadId};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -75,15 +76,15 @@ fn part_size(cluster: &Cluster) -> usize {
 }
 
 /// The upload ids `json` names: every string value of an `uploadId` key in it.
-fn upload_ids(json: &str) -> Vec<String> {
-    fn walk(value: &serde_json::Value, out: &mut Vec<String>) {
+fn upload_ids(json: &str) -> Vec<UploadId> {
+    fn walk(value: &serde_json::Value, out: &mut Vec<UploadId>) {
         match value {
             serde_json::Value::Object(map) => {
                 for (key, v) in map {
                     match v {
                         serde_json::Value::String(id) if key == "uploadId" => {
-                            if !out.contains(id) {
-                                out.push(id.clone());
+                            if !out.iter().any(|known| known == id) {
+                                out.push(id.into());
                             }
                         }
                         _ => walk(v, out),
@@ -187,8 +188,8 @@ pub async fn fetch(
     cluster: &Cluster,
     who: &Principal,
     node: &str,
-    session_id: &str,
-    upload_id: &str,
+    session_id: &SessionId,
+    upload_id: &UploadId,
 ) -> Result<(String, Vec<u8>), Failure> {
     let size = part_size(cluster);
     let mut bytes = Vec::new();

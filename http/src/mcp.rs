@@ -23,6 +23,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine as _;
 use serde_json::Value;
 use tandem_protocol::client::ToolCallParams;
+use tandem_protocol::ids::SessionId;
 use tandem_protocol::mcp::{
     check_stateless, check_version, codes, describes_server, era_of, negotiate_version,
     stateless_status, supported_versions, Cacheable, CallToolParams, CallToolResult,
@@ -167,7 +168,7 @@ struct Call<'a> {
     /// The runtime, for the session's tools.
     state: &'a AppState,
     /// The session the bearer token is bound to: every call runs as it.
-    session_id: &'a str,
+    session_id: &'a SessionId,
     /// Who the calls act as: the session's owner.
     who: tandem_actors::Principal,
 }
@@ -198,7 +199,7 @@ impl Call<'_> {
         // The `tool.call` request of the table, as the session's owner: the one
         // operation path (its rules, durability and node) for MCP too.
         let request = ClientRequest::ToolCall(ToolCallParams {
-            session_id: self.session_id.into(),
+            session_id: self.session_id.clone(),
             name: params.name,
             arguments: params.arguments.unwrap_or(Value::Null),
         });

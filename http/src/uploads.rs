@@ -4,6 +4,7 @@
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
+use tandem_protocol::ids::{SessionId, UploadId};
 use tandem_protocol::rest::UploadQuery;
 use tandem_protocol::ErrorCode;
 
@@ -57,7 +58,7 @@ pub async fn upload(
 /// `GET /api/v1/uploads/{upload}`: the caller's own upload.
 pub async fn own_upload(
     who: Caller,
-    path: web::Path<String>,
+    path: web::Path<UploadId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (mime, bytes) = state.runtime.upload_bytes(&who, &path, None).await?;
@@ -68,7 +69,7 @@ pub async fn own_upload(
 /// caller may read.
 pub async fn session_upload(
     who: Caller,
-    path: web::Path<(String, String)>,
+    path: web::Path<(SessionId, UploadId)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (session, upload) = path.into_inner();

@@ -237,7 +237,7 @@ impl Cluster {
     pub(crate) async fn start_on_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         msg: StartOnWorker,
     ) -> Result<TurnId, RuntimeError> {
         let call = PairCall::Start {
@@ -259,7 +259,7 @@ impl Cluster {
     }
 
     /// The Worker's text so far (empty when it cannot be asked).
-    pub(crate) async fn worker_partial(&self, node: &str, worker_id: &str) -> String {
+    pub(crate) async fn worker_partial(&self, node: &str, worker_id: &SessionId) -> String {
         let call = PairCall::Partial {
             worker_id: worker_id.into(),
         };
@@ -273,7 +273,7 @@ impl Cluster {
     pub(crate) async fn abort_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
     ) -> Result<(), RuntimeError> {
         let call = PairCall::Abort {
             worker_id: worker_id.into(),
@@ -282,7 +282,12 @@ impl Cluster {
     }
 
     /// Appends an event to a Worker's history on `node` (logged when it fails).
-    pub(crate) async fn record_on_worker(&self, node: &str, worker_id: &str, event: EventBody) {
+    pub(crate) async fn record_on_worker(
+        &self,
+        node: &str,
+        worker_id: &SessionId,
+        event: EventBody,
+    ) {
         let call = PairCall::Record {
             worker_id: worker_id.into(),
             event,
@@ -296,7 +301,7 @@ impl Cluster {
     pub(crate) async fn read_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         count: usize,
     ) -> Result<WorkerView, RuntimeError> {
         let call = PairCall::Read {
@@ -309,7 +314,7 @@ impl Cluster {
     }
 
     /// Takes a Worker on `node` out of its pair (logged when it fails).
-    pub(crate) async fn worker_leaves(&self, node: &str, worker_id: &str, pair_id: &str) {
+    pub(crate) async fn worker_leaves(&self, node: &str, worker_id: &SessionId, pair_id: &PairId) {
         let call = PairCall::Leave {
             worker_id: worker_id.into(),
             pair_id: pair_id.into(),
@@ -345,48 +350,48 @@ impl NodeLink for Cluster {
     fn start_on_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         msg: StartOnWorker,
     ) -> LocalBoxFuture<'static, Result<TurnId, RuntimeError>> {
-        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.clone());
         Box::pin(async move { this.start_on_worker(&node, &worker, msg).await })
     }
 
-    fn worker_partial(&self, node: &str, worker_id: &str) -> LocalBoxFuture<'static, String> {
-        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+    fn worker_partial(&self, node: &str, worker_id: &SessionId) -> LocalBoxFuture<'static, String> {
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.clone());
         Box::pin(async move { this.worker_partial(&node, &worker).await })
     }
 
     fn abort_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
     ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
-        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.clone());
         Box::pin(async move { this.abort_worker(&node, &worker).await })
     }
 
     fn record_on_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         event: EventBody,
     ) -> LocalBoxFuture<'static, ()> {
-        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.clone());
         Box::pin(async move { this.record_on_worker(&node, &worker, event).await })
     }
 
     fn holds_delegation(
         &self,
         node: &str,
-        worker_id: &str,
-        delegation_id: &str,
+        worker_id: &SessionId,
+        delegation_id: &DelegationId,
     ) -> LocalBoxFuture<'static, Result<bool, RuntimeError>> {
         let call = PairCall::Holds {
             worker_id: worker_id.into(),
             delegation_id: delegation_id.into(),
         };
-        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.clone());
         Box::pin(async move {
             let value = this.pair_call(&node, &worker, &call).await?;
             Ok(value.as_bool().unwrap_or(false))
@@ -396,10 +401,10 @@ impl NodeLink for Cluster {
     fn read_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         count: usize,
     ) -> LocalBoxFuture<'static, Result<WorkerView, RuntimeError>> {
-        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.clone());
         Box::pin(async move { this.read_worker(&node, &worker, count).await })
     }
 
@@ -420,14 +425,14 @@ impl NodeLink for Cluster {
     fn answer_on_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         answer: crate::cluster_link::QuestionAnswer,
     ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
         let call = PairCall::Answer {
             worker_id: worker_id.into(),
             answer,
         };
-        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.clone());
         Box::pin(async move { this.pair_call(&node, &worker, &call).await.map(|_| ()) })
     }
 
@@ -448,28 +453,28 @@ impl NodeLink for Cluster {
     fn approve_on_worker(
         &self,
         node: &str,
-        worker_id: &str,
+        worker_id: &SessionId,
         answer: crate::cluster_link::ApprovalAnswer,
     ) -> LocalBoxFuture<'static, Result<(), RuntimeError>> {
         let call = PairCall::Approve {
             worker_id: worker_id.into(),
             answer,
         };
-        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.to_string());
+        let (this, node, worker) = (self.clone(), node.to_string(), worker_id.clone());
         Box::pin(async move { this.pair_call(&node, &worker, &call).await.map(|_| ()) })
     }
 
     fn worker_leaves(
         &self,
         node: &str,
-        worker_id: &str,
-        pair_id: &str,
+        worker_id: &SessionId,
+        pair_id: &PairId,
     ) -> LocalBoxFuture<'static, ()> {
         let (this, node, worker, pair) = (
             self.clone(),
             node.to_string(),
-            worker_id.to_string(),
-            pair_id.to_string(),
+            worker_id.clone(),
+            pair_id.clone(),
         );
         Box::pin(async move { this.worker_leaves(&node, &worker, &pair).await })
     }
@@ -511,7 +516,7 @@ pub(super) async fn serve(cluster: Cluster) -> Result<(), ClusterError> {
 /// Runs one pair message here.
 async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, RuntimeError> {
     let rt = &cluster.inner.runtime;
-    let worker = |id: &str| worker_addr(rt, id);
+    let worker = |id: &SessionId| worker_addr(rt, id);
     Ok(match call {
         PairCall::CreateWorker(spec) => serde_json::to_value(rt.create_remote_worker(spec).await?)
             .map_err(|e| RuntimeError::Internal(e.to_string()))?,
@@ -613,7 +618,7 @@ async fn forward_approval_need(
 /// once the Worker's record holding the delegation is on disk.
 async fn start_delegated(
     rt: &crate::runtime::Runtime,
-    worker_id: &str,
+    worker_id: &SessionId,
     start: crate::session::StartDelegated,
 ) -> Result<TurnId, RuntimeError> {
     let epoch = rt.write_epoch();
@@ -632,7 +637,7 @@ async fn start_delegated(
 /// as the answer's JSON.
 async fn worker_view(
     rt: &crate::runtime::Runtime,
-    worker_id: &str,
+    worker_id: &SessionId,
     count: usize,
 ) -> Result<serde_json::Value, RuntimeError> {
     let turns = worker_addr(rt, worker_id)?
@@ -682,7 +687,7 @@ fn driver_answer(answer: crate::cluster_link::QuestionAnswer) -> crate::session:
 /// once when the pair does not run here.
 async fn turn_ended(
     rt: &crate::runtime::Runtime,
-    pair_id: &str,
+    pair_id: &PairId,
     delegation_id: DelegationId,
     end: ReportedEnd,
     changes: Option<tandem_protocol::workspace::ChangeSummary>,
@@ -714,7 +719,7 @@ async fn turn_ended(
 /// Worker `id`'s session actor on this node.
 fn worker_addr(
     rt: &crate::runtime::Runtime,
-    id: &str,
+    id: &SessionId,
 ) -> Result<actix::Addr<crate::session::SessionActor>, RuntimeError> {
     rt.session_addr(id)
         .ok_or_else(|| RuntimeError::SessionNotFound(id.into()))

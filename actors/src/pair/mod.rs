@@ -244,7 +244,7 @@ impl PairActor {
 
     /// Answers the remote Worker's node's reports of delegation `id` once what this
     /// actor wrote so far is on disk (the outcome delivered, the token cleared).
-    fn acknowledge(&mut self, id: &str, ctx: &mut Context<Self>) {
+    fn acknowledge(&mut self, id: &DelegationId, ctx: &mut Context<Self>) {
         if !self.acks.iter().any(|(d, _)| d == id) {
             return;
         }
@@ -267,7 +267,7 @@ impl PairActor {
         }));
     }
 
-    fn current(&self, delegation_id: &str) -> bool {
+    fn current(&self, delegation_id: &DelegationId) -> bool {
         self.record
             .delegation
             .as_ref()
@@ -396,7 +396,7 @@ impl PairActor {
     }
 
     /// Drops the token of delegation `id` (if it is still the current one).
-    fn finish_delegation(&mut self, id: &str) {
+    fn finish_delegation(&mut self, id: &DelegationId) {
         self.token = Token::Free;
         if self.current(id) {
             self.record.delegation = None;

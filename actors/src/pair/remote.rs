@@ -39,7 +39,7 @@
 //! existing session, on any node), and a Worker's node that never returns keeps the
 //! delegation in flight until the pair is closed.
 
-use crate::ids::{PairId, SessionId, TurnId};
+use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -179,8 +179,11 @@ impl WorkerLink {
     /// For a Worker on another node: whether it knows delegation `delegation_id`;
     /// `None` while it cannot be asked (this node has not joined yet, or that node is
     /// away). A local Worker is never asked (`Some(true)`).
-    pub fn holds(&self, delegation_id: &str) -> impl Future<Output = Option<bool>> + 'static {
-        let (link, id) = (self.clone(), delegation_id.to_string());
+    pub fn holds(
+        &self,
+        delegation_id: &DelegationId,
+    ) -> impl Future<Output = Option<bool>> + 'static {
+        let (link, id) = (self.clone(), delegation_id.clone());
         async move {
             match link {
                 WorkerLink::Local(_) => Some(true),

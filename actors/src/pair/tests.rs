@@ -22,7 +22,7 @@ fn pushbacks(history: &[Value]) -> Vec<String> {
 /// Waits until the Driver `d` has at least `n` push-backs, then settles it: a message
 /// queued behind anything already delivered runs to its end, so a push-back that was
 /// on its way cannot be missed. Returns the push-backs.
-async fn settled_pushbacks(fx: &RuntimeFixture, d: &str, n: usize) -> Vec<String> {
+async fn settled_pushbacks(fx: &RuntimeFixture, d: &SessionId, n: usize) -> Vec<String> {
     wait_for(&format!("{n} push-backs in {d}"), || async {
         (pushbacks(&fx.history(d).await).len() >= n).then_some(())
     })
@@ -75,7 +75,7 @@ async fn pair(fx: &RuntimeFixture, d: &str) -> (PairId, SessionId) {
     (info.pair_id, info.worker_id)
 }
 
-async fn delegate(fx: &RuntimeFixture, d: &str, args: Value) -> Value {
+async fn delegate(fx: &RuntimeFixture, d: &SessionId, args: Value) -> Value {
     fx.runtime
         .call_tool(&fx.who, d, "send_to_partner", args)
         .await

@@ -1,6 +1,7 @@
 //! The agent-facing side: tools (for MCP, `tool.call` and scripts), MCP tokens,
 //! proposals and spawned sessions.
 
+use crate::ids::SessionId;
 use serde_json::Value;
 use tandem_protocol::SessionInfo;
 
@@ -80,7 +81,7 @@ impl Runtime {
     pub async fn call_tool(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
         name: &str,
         arguments: Value,
     ) -> Result<Result<Value, ToolError>, RuntimeError> {
@@ -89,7 +90,7 @@ impl Runtime {
     }
 
     /// A bearer token for `/mcp` bound to session `id` (the same one each time).
-    pub fn mcp_token(&self, who: &Principal, id: &str) -> Result<String, RuntimeError> {
+    pub fn mcp_token(&self, who: &Principal, id: &SessionId) -> Result<String, RuntimeError> {
         self.drivable(who, id)?;
         Ok(self.inner.services.mcp.token_for(id)?)
     }
@@ -101,15 +102,15 @@ impl Runtime {
 
     /// The session an MCP token is bound to; `None` (refused like an unknown token)
     /// also while the session's owner is revoked.
-    pub fn mcp_session(&self, token: &str) -> Option<String> {
-        let session = self.inner.services.mcp.session_of(token)?;
+    pub fn mcp_session(&self, token: &str) -> Option<SessionId> {
+        let session = SessionId::from(self.inner.services.mcp.session_of(token)?);
         self.owner_allowed(&session).ok()?;
         Some(session)
     }
 
     /// Who an MCP token's calls act as: the owner of the session it is bound to (the
     /// user it was issued to), never as an admin; `None` as for [`Runtime::mcp_session`].
-    pub fn mcp_caller(&self, token: &str) -> Option<(String, Principal)> {
+    pub fn mcp_caller(&self, token: &str) -> Option<(SessionId, Principal)> {
         let session = self.mcp_session(token)?;
         let handle = self.inner.services.sessions.get(&session)?;
         let user_id = handle.shared.peek(|i| i.owner_id.clone());

@@ -1,5 +1,6 @@
 //! `DELETE /api/v1/sessions/{id}`: archive a session and forget its actor.
 
+use crate::ids::SessionId;
 use std::path::Path;
 
 use tandem_protocol::workspace::WorktreeState;
@@ -15,7 +16,11 @@ impl Runtime {
     /// Archives a session `who` may drive: it must be idle, unpaired, with no
     /// background work, children, queue or pending schedule. It then leaves every
     /// list, frees its owner's slot, and is not loaded again after a restart.
-    pub async fn archive(&self, who: &Principal, id: &str) -> Result<SessionInfo, RuntimeError> {
+    pub async fn archive(
+        &self,
+        who: &Principal,
+        id: &SessionId,
+    ) -> Result<SessionInfo, RuntimeError> {
         let handle = self.drivable(who, id)?;
         let info = handle.ask(Archive).await??;
         // Out of the registry before anything else awaits: the actor has stopped.

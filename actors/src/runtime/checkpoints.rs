@@ -2,7 +2,7 @@
 //! events, and `session.restore`, which the session runs (the session actor records one after each turn that ends in a git
 //! working directory; see `crate::workspace::checkpoint`).
 
-use crate::ids::TurnId;
+use crate::ids::{SessionId, TurnId};
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -41,7 +41,7 @@ impl Runtime {
     pub async fn checkpoints(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<Vec<CheckpointInfo>, RuntimeError> {
         self.visible(who, session_id)?;
         let store = self.inner.store.clone();
@@ -56,7 +56,7 @@ impl Runtime {
     pub async fn restore(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         turn_id: TurnId,
     ) -> Result<SessionRestoreResult, RuntimeError> {
         let handle = self.drivable(who, session_id)?;
@@ -67,7 +67,7 @@ impl Runtime {
     /// working directory's, or a worktree's base checkout): when it is archived or its
     /// worktree discarded. Best effort: a failure is logged, not returned, since what
     /// it follows has happened.
-    pub(super) async fn drop_checkpoints(&self, dir: PathBuf, session_id: &str) {
+    pub(super) async fn drop_checkpoints(&self, dir: PathBuf, session_id: &SessionId) {
         let id = session_id.to_string();
         let done = actix_rt::task::spawn_blocking(move || checkpoint::remove_all(&dir, &id)).await;
         match done {

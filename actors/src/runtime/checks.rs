@@ -3,6 +3,7 @@
 //! each appended as a `check` event as it ends, the whole kept on the session for the
 //! merge gate (`merge_requires_checks`).
 
+use crate::ids::SessionId;
 use tandem_protocol::workspace::{CheckStatus, SessionCheckResult};
 use tandem_protocol::{EventBody, SessionInfo};
 
@@ -19,7 +20,7 @@ impl Runtime {
     pub async fn check_session(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<SessionCheckResult, RuntimeError> {
         let handle = self.drivable(who, session_id)?;
         let info = handle.shared.info();

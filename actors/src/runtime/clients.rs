@@ -74,14 +74,14 @@ impl Runtime {
         &self,
         who: &Principal,
         client_id: u64,
-        id: &str,
+        id: &SessionId,
         last_seq: u64,
     ) -> Result<(), RuntimeError> {
         let ack = self.subscription_ack(who, id)?;
         check_position(last_seq)?;
         self.inner.services.gateway.do_send(Subscribe {
             client_id,
-            session_id: id.into(),
+            session_id: id.as_str().into(),
             after: last_seq,
             ack: ack.to_json().into(),
         });
@@ -92,7 +92,11 @@ impl Runtime {
     /// its status, newest seq, pending permission requests, remembered rules, queue
     /// and background tasks. (A cluster node asks the owner for it when one of its
     /// clients subscribes to a session that lives here.)
-    pub fn subscription_ack(&self, who: &Principal, id: &str) -> Result<ServerFrame, RuntimeError> {
+    pub fn subscription_ack(
+        &self,
+        who: &Principal,
+        id: &SessionId,
+    ) -> Result<ServerFrame, RuntimeError> {
         let handle = self.visible(who, id)?;
         let info = handle.shared.info();
         Ok(ServerFrame::ChatSubscribed {
@@ -129,7 +133,7 @@ impl Runtime {
     pub async fn events(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
         after: u64,
         limit: usize,
     ) -> Result<(Vec<String>, u64, bool), RuntimeError> {

@@ -1,5 +1,6 @@
 //! `session.commands`: the slash commands a session's agent offers.
 
+use crate::ids::SessionId;
 use tandem_protocol::session::SessionCommandsResult;
 
 use super::Runtime;
@@ -11,7 +12,7 @@ impl Runtime {
     pub async fn session_commands(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<SessionCommandsResult, RuntimeError> {
         let commands = self
             .visible(who, session_id)?

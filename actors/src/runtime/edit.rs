@@ -1,6 +1,7 @@
 //! `chat.edit-send` on the runtime: access, the Driver's delegation check (the pair
 //! owns that state), then the session's own rewind.
 
+use crate::ids::SessionId;
 use tandem_protocol::client::TurnOptions;
 use tandem_protocol::content::MessageContent;
 
@@ -17,7 +18,7 @@ impl Runtime {
     pub async fn edit_send(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
         anchor_seq: u64,
         content: MessageContent,
         options: Option<TurnOptions>,

@@ -133,7 +133,7 @@ impl Runtime {
     pub async fn seen(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
         seq: u64,
     ) -> Result<tandem_protocol::Attention, RuntimeError> {
         self.drivable(who, id)?

@@ -2,7 +2,7 @@
 //! and files checked, stored as uploads and recorded as the session's uses, or taken
 //! back when the session refuses the message); uploads themselves.
 
-use crate::ids::{SessionId, UserId};
+use crate::ids::{SessionId, UploadId, UserId};
 use tandem_protocol::client::TurnOptions;
 use tandem_protocol::MessageContent;
 
@@ -17,7 +17,7 @@ impl Runtime {
     pub async fn send(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
         content: MessageContent,
         options: Option<TurnOptions>,
         queue: bool,
@@ -184,7 +184,7 @@ impl Runtime {
     pub async fn own_upload(
         &self,
         who: &Principal,
-        id: &str,
+        id: &UploadId,
     ) -> Result<(crate::uploads::Upload, Vec<u8>), RuntimeError> {
         let uploads = self.inner.uploads.clone();
         let (owner, id) = (who.user_id.clone(), id.to_string());
@@ -218,8 +218,8 @@ impl Runtime {
     pub async fn read_session_upload(
         &self,
         who: &Principal,
-        session_id: &str,
-        id: &str,
+        session_id: &SessionId,
+        id: &UploadId,
         offset: u64,
         len: usize,
     ) -> Result<(crate::uploads::Upload, Vec<u8>), RuntimeError> {
@@ -241,7 +241,7 @@ impl Runtime {
     pub async fn upload_bytes(
         &self,
         who: &Principal,
-        upload_id: &str,
+        upload_id: &UploadId,
         session: Option<&str>,
     ) -> Result<(String, Vec<u8>), RuntimeError> {
         if let Some(id) = session {

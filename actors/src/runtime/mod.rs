@@ -600,7 +600,7 @@ impl Runtime {
     }
 
     /// One session, if `who` may see it.
-    pub fn session(&self, who: &Principal, id: &str) -> Result<SessionInfo, RuntimeError> {
+    pub fn session(&self, who: &Principal, id: &SessionId) -> Result<SessionInfo, RuntimeError> {
         Ok(self.visible(who, id)?.shared.info())
     }
 
@@ -670,7 +670,7 @@ impl Runtime {
     }
 
     /// Interrupts the running turn.
-    pub async fn abort(&self, who: &Principal, id: &str) -> Result<(), RuntimeError> {
+    pub async fn abort(&self, who: &Principal, id: &SessionId) -> Result<(), RuntimeError> {
         self.drivable(who, id)?.ask(Abort).await?
     }
 
@@ -678,7 +678,7 @@ impl Runtime {
     pub async fn stop_task(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
         task_id: String,
     ) -> Result<(), RuntimeError> {
         self.drivable(who, id)?.ask(StopTask { task_id }).await?

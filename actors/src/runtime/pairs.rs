@@ -28,7 +28,7 @@ type WorkerNode = (Arc<dyn NodeLink>, String);
 
 impl Runtime {
     /// A live session actor's address; `None` for an unknown or archived id.
-    pub fn session_addr(&self, id: &str) -> Option<Addr<SessionActor>> {
+    pub fn session_addr(&self, id: &SessionId) -> Option<Addr<SessionActor>> {
         let handle = self.inner.services.sessions.get(id)?;
         match handle.addr() {
             Ok(addr) => Some(addr),
@@ -40,7 +40,7 @@ impl Runtime {
     }
 
     /// A live session's handle; `None` for an unknown or archived id.
-    pub fn session_handle(&self, id: &str) -> Option<crate::session::SessionHandle> {
+    pub fn session_handle(&self, id: &SessionId) -> Option<crate::session::SessionHandle> {
         self.inner.services.sessions.get(id)
     }
 
@@ -51,7 +51,7 @@ impl Runtime {
     }
 
     /// A live session's published metadata, read without messaging its actor.
-    pub fn session_info(&self, id: &str) -> Option<SessionInfo> {
+    pub fn session_info(&self, id: &SessionId) -> Option<SessionInfo> {
         self.inner
             .services
             .sessions
@@ -60,13 +60,13 @@ impl Runtime {
     }
 
     /// A running pair actor's address; `None` once the pair is closed.
-    pub fn pair_addr(&self, id: &str) -> Option<Addr<PairActor>> {
+    pub fn pair_addr(&self, id: &PairId) -> Option<Addr<PairActor>> {
         self.inner.pairs.get(id).map(|h| h.addr)
     }
 
     /// Whether pair `id` is being created or runs here (not closing, not gone): a
     /// Worker on another node asks it to find out whether it still belongs to it.
-    pub fn pair_open(&self, id: &str) -> Result<bool, RuntimeError> {
+    pub fn pair_open(&self, id: &PairId) -> Result<bool, RuntimeError> {
         if let Some(handle) = self.inner.pairs.get(id) {
             return Ok(handle
                 .shared
@@ -95,7 +95,7 @@ impl Runtime {
     }
 
     /// A pair's address and its Worker's id.
-    pub fn pair_parts(&self, id: &str) -> Option<(Addr<PairActor>, SessionId)> {
+    pub fn pair_parts(&self, id: &PairId) -> Option<(Addr<PairActor>, SessionId)> {
         let handle = self.inner.pairs.get(id)?;
         let worker = handle.shared.lock().ok()?.worker_id.clone();
         Some((handle.addr.clone(), worker))
@@ -103,7 +103,7 @@ impl Runtime {
 
     /// A running pair's actor and its Driver's id (a Worker's question goes there);
     /// `None` once the pair is closed, or when it runs on another node.
-    pub fn pair_driver(&self, id: &str) -> Option<(Addr<PairActor>, SessionId)> {
+    pub fn pair_driver(&self, id: &PairId) -> Option<(Addr<PairActor>, SessionId)> {
         let handle = self.inner.pairs.get(id)?;
         let driver = handle.shared.lock().ok()?.driver_id.clone();
         Some((handle.addr.clone(), driver))
@@ -111,7 +111,7 @@ impl Runtime {
 
     /// The node of pair `pair_id`'s Worker when it is another one than this (a
     /// question is answered there); `None` for a Worker here or an unknown pair.
-    pub(crate) fn remote_worker_node(&self, pair_id: &str) -> Option<String> {
+    pub(crate) fn remote_worker_node(&self, pair_id: &PairId) -> Option<String> {
         let handle = self.inner.pairs.get(pair_id)?;
         let node = handle.shared.lock().ok()?.worker_node.clone()?;
         (Some(&node) != self.inner.config.node.as_ref()).then_some(node)
@@ -126,7 +126,7 @@ impl Runtime {
     /// is on another node; `None` when it is on this one.
     pub(crate) async fn read_remote_worker(
         &self,
-        pair_id: &str,
+        pair_id: &PairId,
         count: usize,
     ) -> Option<Result<crate::cluster_link::WorkerView, RuntimeError>> {
         let (node, worker) = {
@@ -344,7 +344,7 @@ impl Runtime {
     /// a name taken or a Worker too many, so two concurrent calls cannot both pass.
     pub async fn pair_with_new_worker(
         &self,
-        driver_id: &str,
+        driver_id: &SessionId,
         choice: WorkerChoice,
         workspace: Option<WorkspaceMode>,
         worker_node: Option<String>,
@@ -574,7 +574,7 @@ impl Runtime {
         who: &Principal,
         params: PairCreateParams,
     ) -> Result<PairInfo, RuntimeError> {
-        let driver_id = params.driver_id.as_str();
+        let driver_id = &params.driver_id;
         self.drivable(who, driver_id)?;
         let info = self
             .session_info(driver_id)

@@ -2,7 +2,7 @@
 //! runtime: a tap on committed batches, the local sessions, and subscriptions to
 //! sessions that live on other nodes. A single node never calls any of it.
 
-use crate::ids::SessionId;
+use crate::ids::{RequestId, SessionId};
 use std::sync::Arc;
 
 use bytestring::ByteString;
@@ -29,7 +29,7 @@ impl Runtime {
     /// The local session where permission request `request_id` is pending, if any
     /// (`chat.permission-response` without `sessionId` asks the other nodes when
     /// none is).
-    pub fn permission_holder(&self, request_id: &str) -> Option<SessionId> {
+    pub fn permission_holder(&self, request_id: &RequestId) -> Option<SessionId> {
         let mut found = None;
         self.inner.services.sessions.for_each(|id, h| {
             if found.is_none() && h.shared.has_permission(request_id) {

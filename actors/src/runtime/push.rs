@@ -1,7 +1,7 @@
 //! Web Push requests: the server's public key, a user's devices, and which session a
 //! WebSocket client shows (so its owner is not pushed about what they look at).
 
-use crate::ids::SessionId;
+use crate::ids::{SessionId, UserId};
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
@@ -122,7 +122,7 @@ impl Runtime {
 
     /// What another node said its client `client` (`NODE:ID`) of `user_id` shows of
     /// this node's sessions; holds for a while unless said again.
-    pub fn set_visible_remote(&self, client: &str, user_id: &str, sessions: Vec<SessionId>) {
+    pub fn set_visible_remote(&self, client: &str, user_id: &UserId, sessions: Vec<SessionId>) {
         self.inner
             .services
             .push

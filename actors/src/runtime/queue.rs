@@ -1,5 +1,6 @@
 //! A session's queue of messages waiting to be sent: listed, cancelled, edited.
 
+use crate::ids::SessionId;
 use tandem_protocol::server::QueuedEntry;
 
 use super::Runtime;
@@ -9,7 +10,11 @@ use crate::session::{CancelQueued, EditQueued};
 
 impl Runtime {
     /// The messages queued in session `id`, oldest first, as last committed.
-    pub fn queued(&self, who: &Principal, id: &str) -> Result<Vec<QueuedEntry>, RuntimeError> {
+    pub fn queued(
+        &self,
+        who: &Principal,
+        id: &SessionId,
+    ) -> Result<Vec<QueuedEntry>, RuntimeError> {
         Ok(self.visible(who, id)?.shared.queued())
     }
 
@@ -17,7 +22,7 @@ impl Runtime {
     pub async fn cancel_queued(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
         queue_id: String,
     ) -> Result<Vec<QueuedEntry>, RuntimeError> {
         self.drivable(who, id)?
@@ -29,7 +34,7 @@ impl Runtime {
     pub async fn edit_queued(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
         queue_id: String,
         content: String,
     ) -> Result<Vec<QueuedEntry>, RuntimeError> {

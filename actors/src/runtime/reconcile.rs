@@ -155,7 +155,7 @@ fn plan_pairs<'a>(
     live: &HashMap<&str, &SessionRecord>,
     out: &mut Plan,
 ) -> (HashMap<&'a str, &'static str>, HashSet<&'a str>) {
-    let member = |id: &str, pair_id: &str, role: Role| {
+    let member = |id: &str, pair_id: &PairId, role: Role| {
         live.get(id).is_some_and(|s| s.in_pair(pair_id, Some(role)))
     };
     let mut reasons: HashMap<&str, &str> = HashMap::new();
@@ -166,7 +166,7 @@ fn plan_pairs<'a>(
     let mut workers: HashSet<&str> = HashSet::new();
     let mut drivers: HashSet<&str> = HashSet::new();
     for pair in pairs {
-        let id = pair.pair_id.as_str();
+        let id = &pair.pair_id;
         // A Worker on another node is that node's to check (its reports find out
         // when this pair is gone).
         let worker_here = pair.worker_node.is_some() || member(&pair.worker_id, id, Role::Worker);
@@ -464,8 +464,8 @@ fn unpair_session(
 fn proposal_running(
     session: &mut LoadedSession,
     proposal_id: &str,
-    pair_id: &str,
-    worker_id: &str,
+    pair_id: &PairId,
+    worker_id: &SessionId,
     ops: &mut Vec<WriteOp>,
 ) -> Result<bool, RuntimeError> {
     let Some(proposal) = session.record.proposal.as_mut() else {

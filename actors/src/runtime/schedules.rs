@@ -1,5 +1,6 @@
 //! Scheduling messages into a session.
 
+use crate::ids::SessionId;
 use tandem_protocol::schedule::ScheduleInfo;
 
 use super::Runtime;
@@ -44,7 +45,7 @@ impl Runtime {
     pub async fn cancel_schedule(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
         schedule_id: String,
     ) -> Result<ScheduleInfo, RuntimeError> {
         self.drivable(who, id)?
@@ -56,7 +57,7 @@ impl Runtime {
     pub async fn schedules(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
     ) -> Result<Vec<ScheduleInfo>, RuntimeError> {
         self.visible(who, id)?.ask(ListSchedules).await
     }

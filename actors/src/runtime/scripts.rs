@@ -4,6 +4,7 @@
 //! scripts service's ([`crate::scripts`]); each start, progress and end is a `script`
 //! event of the session.
 
+use crate::ids::SessionId;
 use std::path::PathBuf;
 
 use tandem_protocol::scripts::{
@@ -99,7 +100,7 @@ impl Runtime {
     pub async fn start_run(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<SessionRunResult, RuntimeError> {
         let handle = self.drivable(who, session_id)?;
         let info = handle.shared.info();
@@ -134,7 +135,7 @@ impl Runtime {
     pub async fn stop_run(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<SessionRunResult, RuntimeError> {
         let info = self.drivable(who, session_id)?.shared.info();
         let Some(slot) = self.inner.services.scripts.run_if(&info.id) else {
@@ -161,7 +162,7 @@ impl Runtime {
     pub fn run_log(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<SessionRunLogResult, RuntimeError> {
         let info = self.visible(who, session_id)?.shared.info();
         let slot = self

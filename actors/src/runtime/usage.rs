@@ -24,7 +24,7 @@ impl Runtime {
     pub async fn usage(
         &self,
         who: &Principal,
-        id: &str,
+        id: &SessionId,
         since: u64,
     ) -> Result<UsageSummary, RuntimeError> {
         self.visible(who, id)?;

@@ -47,7 +47,7 @@ impl Runtime {
     fn claim_for_workspace_op(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<(SessionInfo, WorkspaceInfo, OpClaim), RuntimeError> {
         let info = self.drivable(who, session_id)?.shared.info();
         let ws = active_worktree(&info)?;
@@ -63,7 +63,7 @@ impl Runtime {
     pub async fn merge_session(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         strategy: MergeStrategy,
         message: Option<String>,
         force: bool,
@@ -149,7 +149,7 @@ impl Runtime {
     pub async fn rebase_session(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<SessionRebaseResult, RuntimeError> {
         let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
         let message = format!("tandem: changes of {}", info.title.replace('\0', ""));
@@ -188,7 +188,7 @@ impl Runtime {
     pub async fn push_session(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         remote: Option<String>,
         branch: Option<String>,
     ) -> Result<SessionPushResult, RuntimeError> {
@@ -220,7 +220,7 @@ impl Runtime {
     pub async fn discard_session(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<SessionDiscardResult, RuntimeError> {
         let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
         let data_dir = self.inner.config.data_dir.clone();
@@ -286,7 +286,7 @@ impl Runtime {
     /// on disk.
     async fn record_workspace_change(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         event: EventBody,
         workspace: Option<WorkspaceInfo>,
     ) -> Result<(), RuntimeError> {
@@ -308,7 +308,7 @@ impl Runtime {
     pub async fn session_changes(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<GitState, RuntimeError> {
         let info = self.visible(who, session_id)?.shared.info();
         let (dir, ws) = working_dir(&info)?;
@@ -319,7 +319,7 @@ impl Runtime {
     pub async fn session_diff(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         path: Option<String>,
         cap: usize,
     ) -> Result<FileDiff, RuntimeError> {
@@ -332,7 +332,7 @@ impl Runtime {
     pub async fn list_files(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         path: String,
     ) -> Result<DirListing, RuntimeError> {
         let info = self.visible(who, session_id)?.shared.info();
@@ -344,7 +344,7 @@ impl Runtime {
     pub async fn read_file(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         path: String,
     ) -> Result<FileContent, RuntimeError> {
         let info = self.visible(who, session_id)?.shared.info();
@@ -356,7 +356,7 @@ impl Runtime {
     pub async fn write_file(
         &self,
         who: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         path: String,
         content: String,
         if_match: Option<String>,
@@ -492,7 +492,7 @@ pub(super) struct OpClaim {
 }
 
 impl OpClaim {
-    pub(super) fn take(runtime: &Runtime, session_id: &str) -> Result<OpClaim, RuntimeError> {
+    pub(super) fn take(runtime: &Runtime, session_id: &SessionId) -> Result<OpClaim, RuntimeError> {
         if runtime
             .inner
             .workspace_ops

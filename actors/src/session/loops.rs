@@ -6,6 +6,7 @@
 //! lives in the record, so a restart resumes it: a turn the restart cut off runs
 //! again, a check under way runs again, a cooldown keeps its deadline.
 
+use crate::ids::TurnId;
 use std::path::Path;
 use std::time::Duration;
 
@@ -132,7 +133,7 @@ impl SessionActor {
     /// not complete.
     pub(super) fn loop_turn_ended(
         &mut self,
-        turn_id: &str,
+        turn_id: &TurnId,
         status: TurnStatus,
         answer: &str,
         ctx: &mut Context<Self>,

@@ -302,7 +302,7 @@ impl SessionShared {
     }
 
     /// True when `request_id` is pending here.
-    pub fn has_permission(&self, request_id: &str) -> bool {
+    pub fn has_permission(&self, request_id: &RequestId) -> bool {
         self.permissions()
             .iter()
             .any(|p| p.request_id == request_id)

@@ -172,7 +172,7 @@ impl SessionActor {
     /// The pair of the waiting question closed: nobody will answer it. It ends with
     /// `question_answered {by: pairClosed}` in both histories, and the waiting call is
     /// dropped (its `ask_driver` is refused `NOT_PAIRED`); nothing is delivered later.
-    pub(super) fn close_question(&mut self, pair_id: &str, ctx: &mut Context<Self>) {
+    pub(super) fn close_question(&mut self, pair_id: &PairId, ctx: &mut Context<Self>) {
         let Some(question) = self.record.question.take_if(|q| q.pair_id == pair_id) else {
             return;
         };

@@ -347,7 +347,7 @@ impl Terminals {
     }
 
     /// The terminals of `session_id`, oldest first.
-    pub fn list(&self, session_id: &str) -> Vec<TerminalInfo> {
+    pub fn list(&self, session_id: &SessionId) -> Vec<TerminalInfo> {
         let mut all: Vec<TerminalInfo> = locked(&self.inner.open)
             .values()
             .filter(|t| t.session_id == session_id)
@@ -358,7 +358,7 @@ impl Terminals {
     }
 
     /// Ends terminal `id` of `session_id`; `None` when it has no such terminal.
-    pub async fn close(&self, session_id: &str, id: &str, why: &str) -> Option<TerminalInfo> {
+    pub async fn close(&self, session_id: &SessionId, id: &str, why: &str) -> Option<TerminalInfo> {
         let terminal = locked(&self.inner.open)
             .get(id)
             .filter(|t| t.session_id == session_id)
@@ -369,7 +369,7 @@ impl Terminals {
     }
 
     /// Ends every terminal of `session_id` (it was archived, or its worktree went).
-    pub async fn end_session(&self, session_id: &str, why: &str) {
+    pub async fn end_session(&self, session_id: &SessionId, why: &str) {
         let theirs: Vec<Arc<Terminal>> = locked(&self.inner.open)
             .values()
             .filter(|t| t.session_id == session_id)

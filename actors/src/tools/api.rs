@@ -3,6 +3,7 @@
 //! `send_to_partner` does). Written here, as `impl Runtime`, because they are built on
 //! the tools; the runtime itself does not depend on this module.
 
+use crate::ids::SessionId;
 use tandem_protocol::client::ProposalRespondParams;
 use tandem_protocol::mcp::ToolDef;
 use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
@@ -17,7 +18,7 @@ impl Runtime {
     /// The tools a session is offered, and the instruction for its role.
     pub async fn tools_for_session(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<(Vec<ToolDef>, Option<String>), RuntimeError> {
         let state = describe(self, session_id).await?;
         let instruction = match (state.info.role, &state.parent_id) {

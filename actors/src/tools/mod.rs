@@ -34,6 +34,7 @@ mod proposal;
 mod question;
 mod spawn;
 
+use crate::ids::SessionId;
 use serde_json::{Map, Value};
 use tandem_protocol::mcp::ToolDef;
 use tandem_protocol::Role;
@@ -76,7 +77,7 @@ impl crate::adapter::ToolHost for ToolRouter {
     /// Calls `name` with `arguments` on behalf of session `caller`.
     fn call(&self, caller: &str, name: &str, arguments: Value) -> ToolFuture {
         let runtime = self.runtime.clone();
-        let caller = caller.to_string();
+        let caller = SessionId::from(caller);
         let name = name.to_string();
         Box::pin(async move {
             let rt = runtime.upgrade().ok_or(ToolError::ShuttingDown)?;
@@ -166,7 +167,10 @@ fn to_value<T: serde::Serialize>(result: T) -> Result<Value, ToolError> {
 }
 
 /// The calling session's state, or why it cannot call tools.
-pub(crate) async fn describe(rt: &Runtime, session_id: &str) -> Result<SessionState, RuntimeError> {
+pub(crate) async fn describe(
+    rt: &Runtime,
+    session_id: &SessionId,
+) -> Result<SessionState, RuntimeError> {
     let addr = rt
         .session_addr(session_id)
         .ok_or_else(|| RuntimeError::SessionNotFound(session_id.into()))?;

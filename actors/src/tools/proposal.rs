@@ -118,7 +118,7 @@ fn validate_choice(rt: &Runtime, choice: WorkerChoice) -> Result<WorkerChoice, R
 /// and delegates the proposal's task (detached: the outcome is pushed back).
 pub async fn accept_proposal(
     rt: &Runtime,
-    driver_id: &str,
+    driver_id: &SessionId,
     proposal_id: &str,
     choice: WorkerChoice,
     auto: bool,
@@ -184,7 +184,7 @@ pub async fn accept_proposal(
 /// Declines a pending proposal; the Driver is resumed and told to continue itself.
 pub async fn decline_proposal(
     rt: &Runtime,
-    driver_id: &str,
+    driver_id: &SessionId,
     proposal_id: &str,
 ) -> Result<(), RuntimeError> {
     let driver = rt

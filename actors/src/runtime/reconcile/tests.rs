@@ -209,11 +209,11 @@ fn a_drivers_further_workers_are_stored_beside_its_first() {
         .map(|w| w.worker_name.as_str())
         .collect();
     assert_eq!(names, ["p", "q", "r"]);
-    assert!(d.leave("p"));
+    assert!(d.leave(&"p".into()));
     assert_eq!(d.pair.as_ref().map(|m| m.pair_id.as_str()), Some("q"));
-    assert!(d.leave("r") && !d.leave("r"));
-    assert!(d.in_pair("q", Some(Role::Driver)) && d.more_workers.is_empty());
-    assert!(d.leave("q"));
+    assert!(d.leave(&"r".into()) && !d.leave(&"r".into()));
+    assert!(d.in_pair(&"q".into(), Some(Role::Driver)) && d.more_workers.is_empty());
+    assert!(d.leave(&"q".into()));
     assert_eq!(d.memberships().count(), 0);
 }
 
