@@ -2,12 +2,19 @@
 
 use tandem_protocol::{ErrorCode, PairId, RequestId, SessionId, UserId};
 
+/// Longest id a session lookup accepts (ours are 28 bytes).
+pub const MAX_ID_BYTES: usize = 128;
+
 /// Why a runtime operation was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
     /// No session with that id.
     #[error("session {0} not found")]
     SessionNotFound(SessionId),
+    /// An id longer than any session's (`SESSION_NOT_FOUND`); not echoed: an error
+    /// must not be as large as the garbage it answers.
+    #[error("no session has an id of {0} bytes (ids have at most {max})", max = MAX_ID_BYTES)]
+    IdTooLong(usize),
     /// The caller may not act on the session.
     #[error("access denied to session {0}")]
     AccessDenied(String),
@@ -175,7 +182,9 @@ impl RuntimeError {
     /// The wire code for this error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            RuntimeError::SessionNotFound(_) => ErrorCode::SessionNotFound,
+            RuntimeError::SessionNotFound(_) | RuntimeError::IdTooLong(_) => {
+                ErrorCode::SessionNotFound
+            }
             RuntimeError::Missing(_) => ErrorCode::NotFound,
             RuntimeError::PairingRefused(_) => ErrorCode::Unauthorized,
             RuntimeError::AccessDenied(_) | RuntimeError::OwnerRevoked { .. } => {

@@ -54,7 +54,7 @@ use crate::adapter::model_cache::{CachedModels, ModelCache};
 use crate::adapter::{clamp_effort, VendorCatalog, VendorId};
 use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
-use crate::error::RuntimeError;
+use crate::error::{RuntimeError, MAX_ID_BYTES};
 use crate::gateway::{Gateway, SessionChanged};
 use crate::mcp_tokens::McpTokens;
 use crate::metrics::Metrics;
@@ -69,9 +69,6 @@ use crate::store::{Store, StoreFailure, StoreWriter, WriteOp, WriterHooks};
 
 pub use listing::{SessionPage, MAX_SESSIONS_PAGE};
 pub use peers::CommitTap;
-
-/// Longest id a session lookup accepts (ours are 28 bytes).
-const MAX_ID_BYTES: usize = 128;
 
 /// Most events one REST page returns.
 pub const MAX_EVENTS_PAGE: usize = 5000;
@@ -542,10 +539,7 @@ impl Runtime {
         if id.len() > MAX_ID_BYTES {
             // No session has such an id. Not echoed: an error must not be as large as
             // the garbage it answers.
-            return Err(RuntimeError::SessionNotFound(SessionId::new(format!(
-                "(an id of {} bytes; ids have at most {MAX_ID_BYTES})",
-                id.len()
-            ))));
+            return Err(RuntimeError::IdTooLong(id.len()));
         }
         let handle = self
             .inner
