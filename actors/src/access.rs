@@ -1,7 +1,8 @@
 //! Who is asking, and what they may do with a session.
 
-use crate::ids::UserId;
 use tandem_protocol::{SessionInfo, Visibility};
+
+use crate::ids::UserId;
 
 /// Who a request was authenticated as; every session access check takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

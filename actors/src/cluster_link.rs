@@ -7,7 +7,6 @@
 //! drop the report from its record too, so one a crash left goes out again after
 //! the restart. On a single node the slot stays empty and the outbox stays empty.
 
-use crate::ids::{DelegationId, PairId, RequestId, SessionId, TurnId, UserId};
 use std::sync::{Arc, OnceLock};
 
 use dashmap::DashMap;
@@ -17,6 +16,7 @@ use tandem_protocol::pair::PairInfo;
 use tandem_protocol::{EventBody, SessionInfo};
 
 use crate::error::RuntimeError;
+use crate::ids::{DelegationId, PairId, RequestId, SessionId, TurnId, UserId};
 use crate::record::RemoteReport;
 
 /// What this node asks of the other nodes for pairs; the cluster implements it.

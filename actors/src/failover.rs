@@ -2,10 +2,11 @@
 //! a turn (`onLimit: {handoff: VENDOR}`): the runtime runs the handoff
 //! (`runtime/handoff.rs`); sessions reach it through this hook in their services.
 
-use crate::ids::{SessionId, UserId};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+
+use crate::ids::{SessionId, UserId};
 
 /// A handoff to run: the session, its owner, the vendor to hand to.
 #[derive(Debug, Clone)]

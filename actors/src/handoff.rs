@@ -1,7 +1,6 @@
 //! Continuing a conversation in another session: the transcript read from a stored
 //! history, and the bounded snapshot that becomes the new session's first prompt.
 
-use crate::ids::TurnId;
 use serde_json::Value;
 
 /// Turns the snapshot keeps at most.
@@ -22,6 +21,8 @@ pub const FORK_CONTEXT_END: &str = "[End of the earlier conversation]";
 
 /// Who said a transcript entry (the wire type: `read_handoff_source` returns it).
 pub use tandem_protocol::tools::Speaker;
+
+use crate::ids::TurnId;
 
 /// One message of a conversation: user text or assistant text, nothing else (no
 /// tool output, no deltas).

@@ -2,10 +2,11 @@
 //! how its answer is read. The runtime runs the judge's turn (`runtime/judge.rs`);
 //! sessions reach it through the hook in their checks' environment.
 
-use crate::ids::SessionId;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+
+use crate::ids::SessionId;
 
 /// What a judge is asked to decide.
 #[derive(Debug, Clone)]

@@ -1,6 +1,5 @@
 //! The persisted form of a session's metadata.
 
-use crate::ids::{DelegationId, PairId, SessionId, TurnId, UserId, VendorId};
 use serde::{Deserialize, Serialize};
 use tandem_protocol::pair::{
     DelegationInfo, PairInfo, PairState, ProposalStatus, WorkerApprovals, WorkerChoice,
@@ -10,6 +9,7 @@ use tandem_protocol::{
 };
 
 use crate::attachments::Attachments;
+use crate::ids::{DelegationId, PairId, SessionId, TurnId, UserId, VendorId};
 
 /// Everything about a session that survives a restart, except its events. Stored as
 /// one JSON document per session so that adding a field needs no schema migration.

@@ -1,7 +1,6 @@
 //! What the actor unit tests share: a scratch directory, a stand-in for a WebSocket
 //! client's actor that records what the gateway delivers, and bounded waiting.
 
-use crate::ids::SessionId;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +9,7 @@ use actix::prelude::*;
 use serde_json::Value;
 
 use crate::gateway::{ClientQueue, Deliver, Drained, Gateway};
+use crate::ids::SessionId;
 
 /// A directory removed on drop.
 pub struct Scratch(PathBuf);

@@ -6,7 +6,6 @@
 //! turn holds a slot while it waits for that turn, so making it wait could keep both
 //! waiting forever; it takes a slot beyond the limit instead ([`TurnSlots::exempt`]).
 
-use crate::ids::SessionId;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -14,6 +13,7 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use crate::clock::now_ms;
+use crate::ids::SessionId;
 
 /// Tells a session its turn's new place in the line (1 is next).
 #[derive(Debug, Message)]

@@ -1,11 +1,11 @@
 //! Client → server WebSocket frames, and the parser that classifies bad ones.
 
-use crate::ids::{PairId, RequestId, SessionId, UserId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ErrorCode;
+use crate::ids::{PairId, RequestId, SessionId, UserId};
 pub use crate::operations::ClientRequest;
 use crate::operations::{Refusal, Validate};
 use crate::permission::RememberScope;

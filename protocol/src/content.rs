@@ -2,10 +2,11 @@
 //! as `chat.send` and `POST /sessions/{id}/messages` take it, and as a `user_message`
 //! event keeps it.
 
-use crate::ids::UploadId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+
+use crate::ids::UploadId;
 
 /// The characters `str::trim` removes (Unicode `White_Space`) as the inside of a
 /// JSON Schema character class. The server trims text before it checks it, so the

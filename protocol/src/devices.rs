@@ -3,10 +3,10 @@
 //! (`POST /api/v1/devices/pair`, no token needed) for a device token of the same user.
 //! The user lists and revokes devices (`devices.list`, `device.revoke`).
 
-use crate::ids::UserId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::ids::UserId;
 use crate::operations::{Refusal, Validate};
 
 /// JSON Schema `pattern` of a pairing code: 128 bits in lowercase hex.

@@ -1,10 +1,10 @@
 //! History events: one frame per event, each with the session's next `seq`.
 
-use crate::ids::{PairId, RequestId, SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ids::{PairId, RequestId, SessionId, TurnId};
 use crate::pair::{PairInfo, ProposalStatus, WorkerChoice};
 use crate::permission::{Decider, PermissionChoice, PermissionKind, PermissionRule};
 use crate::session::{BackgroundTask, PermissionMode};

@@ -2,9 +2,10 @@
 //! Codex's own transcripts, found where this server's CLIs keep them, for sessions
 //! whose working directory lies under the caller's workspace roots.
 
-use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::ids::SessionId;
 
 /// Fields of `external.list` (the query of `GET /external-sessions`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -3,9 +3,10 @@
 //! `--max-live-processes` are running, and the turns running and waiting under
 //! `--max-concurrent-turns`. Admins only.
 
-use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::ids::SessionId;
 
 /// Fields of `fleet.get`: none.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

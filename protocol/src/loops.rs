@@ -2,9 +2,10 @@
 //! after turn, each turn followed by a check (a command, or a judge's verdict), until
 //! the check passes, `maxIterations` turns ran, someone stops it or interrupts a turn.
 
-use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::ids::SessionId;
 
 /// Most iterations a loop may run.
 pub const MAX_ITERATIONS: u32 = 100;

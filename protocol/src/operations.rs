@@ -11,7 +11,6 @@
 //!
 //! Adding a request: a row here, its handler in `http/src/operation/`, its test.
 
-use crate::ids::{PairId, RequestId, SessionId};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -19,6 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::client::*;
 use crate::error::ErrorCode;
+use crate::ids::{PairId, RequestId, SessionId};
 use crate::queries::*;
 use crate::rest::{
     ChatQueueResult, PairsListResult, SessionSchedulesResult, SessionsListResult,

@@ -1,8 +1,9 @@
 //! Driver/Worker pairs and Worker proposals as clients see them.
 
-use crate::ids::{DelegationId, PairId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::ids::{DelegationId, PairId, SessionId};
 
 /// A Driver/Worker pair.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

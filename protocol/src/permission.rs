@@ -1,9 +1,9 @@
 //! Tool approvals: what a `permission_request` offers and what a remembered answer is.
 
-use crate::ids::{RequestId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{RequestId, SessionId};
 use crate::session::PermissionMode;
 
 /// What a permission request asks about.

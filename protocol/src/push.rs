@@ -3,10 +3,10 @@
 //! them of ([`Notify`]) and which session a client shows (`client.visible`, so a
 //! device is not told of what its user is looking at).
 
-use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::ids::SessionId;
 use crate::operations::{Refusal, Validate};
 
 /// JSON Schema `pattern` of a push endpoint: `https://`, or `http://` on a loopback

@@ -3,13 +3,13 @@
 //! in [`crate::operations`] (so a cluster forwards each as the typed request, and a
 //! WebSocket client may send them too).
 
-use crate::ids::{SessionId, TurnId, UserId};
 use std::borrow::Cow;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::ids::{SessionId, TurnId, UserId};
 use crate::operations::{Refusal, Validate};
 use crate::session::SessionInfo;
 use crate::workspace::{DirListing, FileContent, FileDiff, FileSaved, GitState};

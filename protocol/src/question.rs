@@ -2,9 +2,10 @@
 //! user's answer from a client (`question.answer`, `POST
 //! /sessions/{id}/questions/{questionId}/answer`).
 
-use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::ids::SessionId;
 
 /// What a Worker's `ask_driver` returns when nobody answered within its
 /// `timeoutSeconds`.

@@ -1,10 +1,10 @@
 //! REST bodies under `/api/v1`.
 
-use crate::ids::{SessionId, TurnId, UploadId, UserId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::event::Event;
+use crate::ids::{SessionId, TurnId, UploadId, UserId};
 use crate::pair::PairInfo;
 use crate::session::{BackgroundTask, SessionInfo};
 

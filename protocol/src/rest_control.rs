@@ -2,10 +2,11 @@
 //! schedules, permission answers); the path names the session and the item, so the
 //! bodies hold only the rest. Replies are the WebSocket replies' `*Result` types.
 
-use crate::ids::TurnId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::ids::TurnId;
 
 /// `POST /api/v1/sessions/{id}/handoff`: the fields of `session.handoff` but the id.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -2,12 +2,12 @@
 //! [`crate::client`]). A reply frame is `{kind: "reply", requestId?, ok: true,
 //! ...fields of the result}`: [`crate::ServerFrame::reply_with`] flattens one of these.
 
-use crate::ids::{PairId, RequestId, SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::ErrorCode;
+use crate::ids::{PairId, RequestId, SessionId, TurnId};
 use crate::pair::{PairInfo, ProposalStatus};
 use crate::schedule::ScheduleStatus;
 use crate::session::SessionInfo;

@@ -1,10 +1,10 @@
 //! `chat.review`: line comments on a session's diff, sent to its agent as one message;
 //! `session.review-by`: such a review written by an agent of another vendor.
 
-use crate::ids::{SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{SessionId, TurnId};
 use crate::operations::{Refusal, Validate};
 
 /// Comments one review holds at most.

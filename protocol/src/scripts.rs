@@ -3,9 +3,10 @@
 //! (`session.run` / `session.run-stop`, its output read with `session.run-log`),
 //! `archive` as the worktree goes. Each reports through `script` events.
 
-use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::ids::SessionId;
 
 /// Which script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -1,11 +1,11 @@
 //! Server → client frames other than history events.
 
-use crate::ids::{RequestId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ErrorCode;
+use crate::ids::{RequestId, SessionId};
 use crate::permission::{PermissionChoice, PermissionKind, PermissionRule};
 use crate::session::{BackgroundTask, SessionInfo, SessionStatus};
 

@@ -1,8 +1,9 @@
 //! Session metadata as clients see it.
 
-use crate::ids::{PairId, SessionId, UserId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::ids::{PairId, SessionId, UserId};
 
 /// Where a session's last turn stands. `interrupted` and `failed` are never "done".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

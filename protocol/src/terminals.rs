@@ -9,10 +9,10 @@
 //! - client → server: binary frames are typed input; a text frame is a
 //!   [`TerminalControl`] (`resize`).
 
-use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::ids::SessionId;
 use crate::operations::{Refusal, Validate};
 
 /// Output a terminal keeps for clients that connect later, in bytes.

@@ -11,12 +11,12 @@
 //! and an empty optional string counts as absent; numbers are floored and clamped to
 //! the range their description gives (the schema says `number`, which is what is read).
 
-use crate::ids::{PairId, RequestId, SessionId};
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ids::{PairId, RequestId, SessionId};
 use crate::mcp::ToolDef;
 
 /// Every tool, by name.

@@ -2,9 +2,10 @@
 //! or discarding its branch, and reading and saving the files of its working
 //! directory. docs/PROTOCOL.md "Workspaces" describes the rules.
 
-use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::ids::SessionId;
 
 /// Where a session works: in the directory it was given (`shared`, as every session
 /// did before workspaces), or in a git worktree of its own on a new branch.

@@ -1,7 +1,6 @@
 //! What a session hands a new adapter: who it works for, where, how to start its CLI,
 //! and where to report.
 
-use crate::ids::{SessionId, UserId};
 use std::path::PathBuf;
 
 use actix::Recipient;
@@ -10,6 +9,7 @@ use super::core::Emitter;
 use super::messages::{AgentOutput, TurnSettings};
 use super::Tools;
 use crate::adapter::messages::Pace;
+use crate::ids::{SessionId, UserId};
 
 /// The agent tools endpoint for one session: the `/mcp` URL and the bearer token bound
 /// to the session. Vendor CLIs are configured with it so their model can call

@@ -10,7 +10,6 @@
 //! any of its sessions is, and an idle one closed to make room resumes its threads in
 //! the next process (`adapter/codex/server.rs`).
 
-use crate::ids::SessionId;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -19,6 +18,8 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use super::VendorId;
+
+use crate::ids::SessionId;
 
 /// Asks an adapter to close its idle process to make room for another session's; an
 /// adapter whose process is busy again by then says so with [`Fleet::kept`].

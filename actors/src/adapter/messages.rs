@@ -1,6 +1,5 @@
 //! The messages between a session actor and its vendor adapter actor.
 
-use crate::ids::{RequestId, TurnId};
 use actix::Message;
 // Defined in leaves (the stored record keeps them, the upload store makes
 // `Attachments`) and re-exported so adapters keep naming them here.
@@ -9,6 +8,8 @@ pub use crate::record::ForkOnOpen;
 use tandem_protocol::{
     BackgroundTask, EventBody, PermissionChoice, PermissionKind, PermissionMode, TurnStatus,
 };
+
+use crate::ids::{RequestId, TurnId};
 
 /// Why an adapter cannot rewind or fork its vendor's conversation (a vendor without
 /// the feature, a conversation not started yet), in words for the person who asked.

@@ -35,7 +35,6 @@
 //! Messages the server writes (pushed-back results) are echoed line by line and never
 //! executed: they quote other sessions' scripts.
 
-use crate::ids::{SessionId, TurnId};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -53,6 +52,7 @@ use super::messages::{AdapterCommand, AgentItem};
 use super::{AdapterContext, AdapterFactory, Tools, VendorId, VendorSpec, CLI_CAPABILITIES};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
+use crate::ids::{SessionId, TurnId};
 
 /// One line of a script.
 #[derive(Debug, Clone, PartialEq)]

@@ -25,7 +25,6 @@
 //! wait at most [`PUBLISH_WAIT`] for NATS, so NATS being away does not hold answers
 //! back.
 
-use crate::ids::SessionId;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::kv::{Operation, Store};
@@ -35,6 +34,7 @@ use tandem_protocol::SessionInfo;
 
 use super::{Cluster, RemoteSession};
 use crate::clock::now_ms;
+use crate::ids::SessionId;
 
 /// How often the owner compares its sessions with what it last published.
 const SYNC: Duration = Duration::from_millis(250);

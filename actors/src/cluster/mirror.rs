@@ -10,7 +10,6 @@
 //! connection), so events that arrive early wait in a bounded buffer until the
 //! missing ones come; more than [`MAX_EARLY`] waiting restarts the consumer.
 
-use crate::ids::SessionId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +19,7 @@ use futures_util::StreamExt;
 use super::batch::{frames, RunHeader};
 use super::{events_subject, Cluster, EVENTS_STREAM};
 use crate::flow::FlowGate;
+use crate::ids::SessionId;
 use crate::store::{StoredEvent, WriteOp};
 
 /// Pause before the consumer is made again after an error.

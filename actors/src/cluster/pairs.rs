@@ -32,7 +32,6 @@
 //! as soon as that node is seen alive and every [`RECHECK`] after (e2e
 //! `cluster_pairs::the_workers_node_killed_mid_delegation_reports_it_once_when_back`).
 
-use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -44,6 +43,7 @@ use tokio::sync::oneshot;
 use super::{Cluster, ClusterError};
 use crate::cluster_link::{NodeLink, PendingReport, RemoteWorkerSpec, StartOnWorker, WorkerView};
 use crate::error::RuntimeError;
+use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use crate::pair::RemoteTurnEnded;
 use crate::record::ReportedEnd;
 use crate::session::{

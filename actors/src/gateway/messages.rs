@@ -1,6 +1,5 @@
 //! The messages the gateway takes.
 
-use crate::ids::SessionId;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -9,6 +8,7 @@ use tandem_protocol::SessionInfo;
 
 use super::{ClientQueue, Deliver};
 use crate::access::Principal;
+use crate::ids::SessionId;
 use crate::store::StoredEvent;
 
 /// A WebSocket client joins.

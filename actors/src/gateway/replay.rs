@@ -11,7 +11,6 @@
 //! page was being read is either in that page (skipped later as below `next`) or in
 //! the ring (sent next).
 
-use crate::ids::SessionId;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,6 +26,7 @@ use super::{
     PAGE_EVENTS,
 };
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 
 impl Gateway {
     /// Drops a subscription that could not keep up and tells the client where to

@@ -14,7 +14,6 @@ pub mod remote;
 mod tests;
 pub mod texts;
 
-use crate::ids::{DelegationId, PairId};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +25,7 @@ use tokio::sync::oneshot;
 use crate::clock::{now_ms, random_id};
 use crate::cluster_link::StartOnWorker;
 use crate::error::{PairError, RuntimeError};
+use crate::ids::{DelegationId, PairId};
 use crate::record::{DelegationRecord, PairRecord};
 use crate::registry::Registry;
 use crate::session::{

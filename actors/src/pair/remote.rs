@@ -39,7 +39,6 @@
 //! existing session, on any node), and a Worker's node that never returns keeps the
 //! delegation in flight until the pair is closed.
 
-use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -48,6 +47,7 @@ use tandem_protocol::EventBody;
 
 use crate::cluster_link::{NodeLink, NodeSlot, StartOnWorker};
 use crate::error::RuntimeError;
+use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use crate::session::{Abort, LeavePair, PartialText, RecordEvent, SessionActor};
 
 /// How a pair reaches its Worker.

@@ -2,12 +2,12 @@
 //! the Driver exactly once however its endings race (the Worker finishing, a person
 //! interrupting it, the pair being closed).
 
-use crate::ids::{PairId, SessionId};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tandem_protocol::client::{PairCreateParams, WorkerSpec};
 
+use crate::ids::{PairId, SessionId};
 use crate::testkit::{wait_for, Recorded, RuntimeFixture};
 
 /// Pushed-back results (internal user messages) in a stored history.

@@ -10,7 +10,6 @@ pub mod deliver;
 pub mod ece;
 pub mod vapid;
 
-use crate::ids::{RequestId, SessionId, UserId};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -21,6 +20,7 @@ use tandem_protocol::Attention;
 
 use crate::clock::{now_ms, random_id};
 use crate::error::RuntimeError;
+use crate::ids::{RequestId, SessionId, UserId};
 use crate::store::push::{PushTarget, MAX_PER_USER};
 use crate::store::{blocking, Store};
 

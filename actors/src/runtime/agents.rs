@@ -1,7 +1,6 @@
 //! The agent-facing side: tools (for MCP, `tool.call` and scripts), MCP tokens,
 //! proposals and spawned sessions.
 
-use crate::ids::SessionId;
 use serde_json::Value;
 use tandem_protocol::SessionInfo;
 
@@ -9,6 +8,7 @@ use super::{NewSession, Runtime};
 use crate::access::Principal;
 use crate::adapter::{VendorId, VendorSpec};
 use crate::error::{RuntimeError, ToolError};
+use crate::ids::SessionId;
 
 impl Runtime {
     /// Ids of the vendors sessions can be created for, in catalog order.

@@ -1,6 +1,5 @@
 //! `DELETE /api/v1/sessions/{id}`: archive a session and forget its actor.
 
-use crate::ids::SessionId;
 use std::path::Path;
 
 use tandem_protocol::workspace::WorktreeState;
@@ -9,6 +8,7 @@ use tandem_protocol::SessionInfo;
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 use crate::session::{Archive, OverlapNotice};
 use crate::workspace::worktree;
 

@@ -2,7 +2,6 @@
 //! events, and `session.restore`, which the session runs (the session actor records one after each turn that ends in a git
 //! working directory; see `crate::workspace::checkpoint`).
 
-use crate::ids::{SessionId, TurnId};
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -10,6 +9,7 @@ use tandem_protocol::queries::{CheckpointInfo, SessionRestoreResult};
 
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::{SessionId, TurnId};
 use crate::session::Restore;
 use crate::store::Store;
 use crate::workspace::checkpoint;

@@ -3,7 +3,6 @@
 //! each appended as a `check` event as it ends, the whole kept on the session for the
 //! merge gate (`merge_requires_checks`).
 
-use crate::ids::SessionId;
 use tandem_protocol::workspace::{CheckStatus, SessionCheckResult};
 use tandem_protocol::{EventBody, SessionInfo};
 
@@ -11,6 +10,7 @@ use super::workspaces::{blocking, working_dir, OpClaim};
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 use crate::session::{ChecksDone, RecordEvent};
 use crate::workspace::{project, WorkspaceError};
 

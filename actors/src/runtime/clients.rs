@@ -1,7 +1,6 @@
 //! WebSocket clients: registration with the gateway, subscriptions, and REST reads
 //! of stored events.
 
-use crate::ids::SessionId;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -14,6 +13,7 @@ use crate::error::RuntimeError;
 use crate::gateway::{
     ClientQueue, Connect, Deliver, Disconnect, Gateway, Subscribe, Unsubscribe, Watch,
 };
+use crate::ids::SessionId;
 
 impl Runtime {
     /// A new WebSocket client id.

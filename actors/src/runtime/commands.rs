@@ -1,11 +1,11 @@
 //! `session.commands`: the slash commands a session's agent offers.
 
-use crate::ids::SessionId;
 use tandem_protocol::session::SessionCommandsResult;
 
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 
 impl Runtime {
     /// `session.commands`: the slash commands the session's agent offers.

@@ -1,12 +1,12 @@
 //! Creating sessions: validation against the catalog and the owner's limit, the
 //! working directory check, the record committed before the actor starts.
 
-use crate::ids::{SessionId, UserId, VendorId};
 use std::path::PathBuf;
 
 use tandem_protocol::workspace::WorkspaceMode;
 
 use super::*;
+use crate::ids::{SessionId, UserId, VendorId};
 use crate::workspace::{checkpoint, worktree};
 
 /// What a new session is made of (validated by [`Runtime::new_session`]).

@@ -1,12 +1,12 @@
 //! Paired devices: pairing codes for a signed-in user, their exchange for a device
 //! token, and the user's list of devices (see `store::devices`).
 
-use crate::ids::UserId;
 use tandem_protocol::devices::DeviceInfo;
 
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::UserId;
 use crate::store::blocking;
 use crate::store::devices::{DeviceRow, PairingRefused};
 

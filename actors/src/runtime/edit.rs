@@ -1,13 +1,13 @@
 //! `chat.edit-send` on the runtime: access, the Driver's delegation check (the pair
 //! owns that state), then the session's own rewind.
 
-use crate::ids::SessionId;
 use tandem_protocol::client::TurnOptions;
 use tandem_protocol::content::MessageContent;
 
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 use crate::session::{EditOutcome, EditSend};
 
 impl Runtime {

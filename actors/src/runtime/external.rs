@@ -2,7 +2,6 @@
 //! whose working directory lies under the caller's roots (`crate::external`), and a
 //! tandem session that continues one.
 
-use crate::ids::SessionId;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +16,7 @@ use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::external::vendors::Item;
 use crate::external::{Found, MAX_IMPORT_BYTES};
+use crate::ids::SessionId;
 
 /// Longest title shown, in characters (a first prompt can be long).
 const TITLE_CHARS: usize = 120;

@@ -17,7 +17,6 @@
 //! from the source's base commit with the checkpoint's files as uncommitted changes
 //! (`checkpoint::materialize`).
 
-use crate::ids::{SessionId, TurnId};
 use tandem_protocol::client::SessionForkParams;
 use tandem_protocol::results::SessionForkResult;
 use tandem_protocol::workspace::{WorkspaceInfo, WorkspaceMode};
@@ -31,6 +30,7 @@ use crate::adapter::VendorId;
 use crate::adapter::FORK_CAPABILITY;
 use crate::error::RuntimeError;
 use crate::handoff::{fork_context, transcript};
+use crate::ids::{SessionId, TurnId};
 use crate::session::{ForkVendor, RecordEvent, Settle};
 use crate::store::Store;
 use crate::workspace::WorkspaceError;

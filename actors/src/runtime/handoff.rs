@@ -1,7 +1,6 @@
 //! `session.handoff`: a conversation continues in a new session of another (or the
 //! same) vendor, and the new session may page the old history.
 
-use crate::ids::SessionId;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -17,6 +16,7 @@ use crate::access::Principal;
 use crate::adapter::VendorId;
 use crate::error::RuntimeError;
 use crate::handoff::{latest_request, snapshot, transcript, Entry};
+use crate::ids::SessionId;
 use crate::session::{RecordEvent, Resume};
 
 /// Events read from the end of a history to build a transcript.

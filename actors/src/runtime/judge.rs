@@ -2,13 +2,13 @@
 //! working directory, made at the first iteration and asked again at each later one,
 //! answers PASS or FAIL ([`crate::judge`]).
 
-use crate::ids::SessionId;
 use tandem_protocol::{PermissionMode, TurnStatus};
 
 use super::create::NewSession;
 use super::{Runtime, RuntimeRef};
 use crate::adapter::VendorId;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 use crate::judge::{self, JudgeRequest, Judged, LoopJudge};
 use crate::session::{SendMessage, WhenTurnEnds};
 

@@ -8,7 +8,6 @@
 //! while a client pages moves to the front: it may be missed by that walk (the
 //! client learns of it from `session_upserted`) or, never, seen twice in one walk.
 
-use crate::ids::SessionId;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -17,6 +16,7 @@ use tandem_protocol::SessionInfo;
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 
 /// Largest page a client may ask for.
 pub const MAX_SESSIONS_PAGE: usize = 1000;

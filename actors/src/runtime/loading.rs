@@ -8,11 +8,11 @@
 //! never holds a million records. The rest (work of their own, or named by a pair
 //! that start-up reconciles) are kept whole for recovery and reconciliation.
 
-use crate::ids::{SessionId, UserId};
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::error::RuntimeError;
+use crate::ids::{SessionId, UserId};
 use crate::record::PairRecord;
 use crate::session::SessionShared;
 use crate::store::{LoadedSession, Store};

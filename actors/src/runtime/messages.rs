@@ -2,7 +2,6 @@
 //! and files checked, stored as uploads and recorded as the session's uses, or taken
 //! back when the session refuses the message); uploads themselves.
 
-use crate::ids::{SessionId, UploadId, UserId};
 use tandem_protocol::client::TurnOptions;
 use tandem_protocol::MessageContent;
 
@@ -10,6 +9,7 @@ use super::Runtime;
 use crate::access::Principal;
 use crate::adapter::VendorId;
 use crate::error::RuntimeError;
+use crate::ids::{SessionId, UploadId, UserId};
 use crate::session::{SendMessage, SendOutcome, SessionHandle};
 
 impl Runtime {

@@ -34,7 +34,6 @@ mod terminals;
 mod usage;
 mod workspaces;
 
-use crate::ids::{PairId, SessionId, UserId};
 use create::NewSession;
 
 use std::path::Path;
@@ -56,6 +55,7 @@ use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
 use crate::error::{RuntimeError, MAX_ID_BYTES};
 use crate::gateway::{Gateway, SessionChanged};
+use crate::ids::{PairId, SessionId, UserId};
 use crate::mcp_tokens::McpTokens;
 use crate::metrics::Metrics;
 use crate::pair::PairHandle;

@@ -1,6 +1,5 @@
 //! Finding, creating, restoring and closing pairs.
 
-use crate::ids::{PairId, SessionId};
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
@@ -17,6 +16,7 @@ use crate::clock::{now_ms, random_id};
 use crate::cluster_link::{NodeLink, Outbox, RemoteWorkerSpec};
 use crate::crash::crash_point;
 use crate::error::{PairError, RuntimeError};
+use crate::ids::{PairId, SessionId};
 use crate::pair::remote::{RemoteWorker, WorkerLink};
 use crate::pair::{pair_info, pushback_resume, ClosePair, Delegate, PairActor};
 use crate::record::{DelegationRecord, PairRecord};

@@ -2,7 +2,6 @@
 //! runtime: a tap on committed batches, the local sessions, and subscriptions to
 //! sessions that live on other nodes. A single node never calls any of it.
 
-use crate::ids::{RequestId, SessionId};
 use std::sync::Arc;
 
 use bytestring::ByteString;
@@ -13,6 +12,7 @@ use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::gateway::{SessionChanged, Subscribe};
+use crate::ids::{RequestId, SessionId};
 use crate::store::{Store, StoredEvent};
 
 /// Sees every committed batch on the writer's thread, after the commit and before

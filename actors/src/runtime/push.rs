@@ -1,7 +1,6 @@
 //! Web Push requests: the server's public key, a user's devices, and which session a
 //! WebSocket client shows (so its owner is not pushed about what they look at).
 
-use crate::ids::{SessionId, UserId};
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
@@ -10,6 +9,7 @@ use tandem_protocol::push::{PushSubscribeParams, PushSubscription};
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::{SessionId, UserId};
 use crate::push::ece;
 use crate::store::push::PushTarget;
 

@@ -1,11 +1,11 @@
 //! A session's queue of messages waiting to be sent: listed, cancelled, edited.
 
-use crate::ids::SessionId;
 use tandem_protocol::server::QueuedEntry;
 
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 use crate::session::{CancelQueued, EditQueued};
 
 impl Runtime {

@@ -32,7 +32,6 @@
 //! merges and discards from their journal (`Runtime::recover_workspaces`). The crash tests
 //! (`tests/e2e/crash_workflows.rs`) crash at each named step ([`crate::crash`]).
 
-use crate::ids::{PairId, SessionId};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -41,6 +40,7 @@ use tandem_protocol::{EventBody, Role};
 
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
+use crate::ids::{PairId, SessionId};
 use crate::pair::{DelegationStatus, Outcome};
 use crate::record::{DelegationRecord, PairRecord, SessionRecord};
 use crate::session::event_frame;

@@ -1,7 +1,6 @@
 //! `chat.review`: the session's diff read now, each comment anchored in it and
 //! quoted, and the whole sent to its agent as one turn with a `review` event.
 
-use crate::ids::SessionId;
 use tandem_protocol::review::{ChatReviewParams, ChatReviewResult, ReviewTarget};
 use tandem_protocol::workspace::DEFAULT_DIFF_CAP;
 use tandem_protocol::EventBody;
@@ -11,6 +10,7 @@ use super::workspaces::{blocking, working_dir};
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 use crate::review;
 use crate::session::{SendMessage, SendOutcome};
 use crate::workspace::diff;

@@ -1,11 +1,11 @@
 //! Scheduling messages into a session.
 
-use crate::ids::SessionId;
 use tandem_protocol::schedule::ScheduleInfo;
 
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 use crate::schedule::{parse_rfc3339, rrule, TimeError};
 use crate::session::{CancelSchedule, ListSchedules, ScheduleMessage};
 use tandem_protocol::client::SessionScheduleParams;

@@ -4,7 +4,6 @@
 //! scripts service's ([`crate::scripts`]); each start, progress and end is a `script`
 //! event of the session.
 
-use crate::ids::SessionId;
 use std::path::PathBuf;
 
 use tandem_protocol::scripts::{
@@ -16,6 +15,7 @@ use super::workspaces::{blocking, working_dir};
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 use crate::scripts::{self, Place};
 use crate::session::{Preparing, RecordEvent, SessionHandle};
 use crate::workspace::project::{self, Project};

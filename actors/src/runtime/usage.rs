@@ -2,7 +2,6 @@
 //! `usage` the adapters wrote in the neutral `TurnUsage` shape): per session, and per
 //! delegated Worker turn.
 
-use crate::ids::{SessionId, TurnId};
 use std::collections::{BTreeSet, HashMap};
 
 use serde::Deserialize;
@@ -12,6 +11,7 @@ use tandem_protocol::TurnUsage;
 use super::Runtime;
 use crate::access::Principal;
 use crate::error::RuntimeError;
+use crate::ids::{SessionId, TurnId};
 use crate::store::Store;
 
 /// Events read per store query while totalling a history.

@@ -3,7 +3,6 @@
 //! crash cut short. Git runs on the blocking pool; session actors only record the
 //! outcome.
 
-use crate::ids::SessionId;
 use std::path::{Path, PathBuf};
 
 use tandem_protocol::workspace::{
@@ -17,6 +16,7 @@ use crate::access::Principal;
 use crate::clock::now_ms;
 use crate::crash::crash_point;
 use crate::error::RuntimeError;
+use crate::ids::SessionId;
 use crate::session::WorkspaceChanged;
 use crate::workspace::journal::{self, Entry, Operation};
 use crate::workspace::{diff, files, merge, push, rebase, state, worktree, WorkspaceError};

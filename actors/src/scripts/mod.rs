@@ -14,7 +14,6 @@ pub mod ledger;
 pub mod run;
 pub mod shell;
 
-use crate::ids::SessionId;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
@@ -24,6 +23,7 @@ use std::time::Duration;
 use tandem_protocol::scripts::{ScriptName, ScriptReport, ScriptStatus};
 
 use crate::adapter::confine::Launcher;
+use crate::ids::SessionId;
 use crate::workspace::project::{Project, ScriptsFrom};
 use shell::{Ending, Shell};
 

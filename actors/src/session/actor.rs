@@ -2,7 +2,6 @@
 //! background tasks. A turn's life cycle is in `turn.rs`, approvals in
 //! `permissions.rs`, recovery from a failed commit in `store_failure.rs`.
 
-use crate::ids::{SessionId, TurnId};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
@@ -18,6 +17,7 @@ use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::flow::FlowGate;
 use crate::gateway::SessionChanged;
+use crate::ids::{SessionId, TurnId};
 use crate::metrics::Metrics;
 use crate::record::SessionRecord;
 use crate::store::{StoredEvent, WriteOp};

@@ -4,7 +4,6 @@
 //! cancellable); `{handoff: VENDOR}` hands the conversation to that vendor, whose
 //! session carries on with the request; `fail` (the default) leaves it.
 
-use crate::ids::SessionId;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -14,6 +13,7 @@ use tandem_protocol::EventBody;
 use super::SessionActor;
 use crate::clock::{now_ms, random_id};
 use crate::failover::FailoverRequest;
+use crate::ids::SessionId;
 use crate::schedule::{ScheduleRecord, ScheduleStatus};
 
 /// How long `wait` waits when the vendor did not say when its limit lifts.

@@ -6,7 +6,6 @@
 //! lives in the record, so a restart resumes it: a turn the restart cut off runs
 //! again, a check under way runs again, a cooldown keeps its deadline.
 
-use crate::ids::TurnId;
 use std::path::Path;
 use std::time::Duration;
 
@@ -21,6 +20,7 @@ use super::turn::tail;
 use super::SessionActor;
 use crate::clock::{now_ms, random_id};
 use crate::error::RuntimeError;
+use crate::ids::TurnId;
 use crate::judge::JudgeRequest;
 use crate::record::LoopRecord;
 use crate::workspace::project::CheckSpec;

@@ -25,7 +25,6 @@ mod turn;
 mod turns;
 mod workspace;
 
-use crate::ids::{RequestId, SessionId, TurnId, UserId};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
@@ -60,6 +59,7 @@ pub use workspace::{
 use crate::adapter::VendorCatalog;
 use crate::error::RuntimeError;
 use crate::gateway::Gateway;
+use crate::ids::{RequestId, SessionId, TurnId, UserId};
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 use crate::store::StoreWriter;

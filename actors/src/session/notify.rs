@@ -1,10 +1,10 @@
 //! When the session's attention changes to a moment its `notify` setting asks for,
 //! its owner's devices are told ([`crate::push`]), with what waits.
 
-use crate::ids::RequestId;
 use tandem_protocol::{Attention, PermissionKind};
 
 use super::SessionActor;
+use crate::ids::RequestId;
 use crate::push::{wanted, Moment};
 
 /// The longest tool input shown in a notification.

@@ -1,6 +1,5 @@
 //! Messages that tie a session to its pair, its Driver's results and its callers.
 
-use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use actix::prelude::*;
 use tandem_protocol::pair::{PairInfo, WorkerApprovals};
 use tandem_protocol::{EventBody, Role, SessionInfo, TurnStatus};
@@ -9,6 +8,7 @@ use super::turn::{tail, TurnDelegation, RESPONSE_TAIL_CHARS};
 use super::SessionActor;
 use crate::cluster_link::ApprovalNeed;
 use crate::error::{PairError, RuntimeError};
+use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use crate::record::{Membership, ProposalRecord};
 
 /// How many delivered-result ids a session remembers for de-duplication.

@@ -2,7 +2,6 @@
 //! `chat_subscribed`), answered once by `chat.permission-response`, and withdrawn when
 //! their turn ends.
 
-use crate::ids::{RequestId, SessionId};
 use actix::prelude::*;
 use tandem_protocol::pair::WorkerApprovals;
 use tandem_protocol::{ApprovalAsk, Decider, EventBody, PermissionRule};
@@ -13,6 +12,7 @@ use super::RespondPermission;
 use crate::adapter::messages::AdapterCommand;
 use crate::cluster_link::ApprovalNeed;
 use crate::error::RuntimeError;
+use crate::ids::{RequestId, SessionId};
 
 impl Handler<RespondPermission> for SessionActor {
     type Result = Result<(), RuntimeError>;

@@ -1,7 +1,6 @@
 //! Worker proposals on the Driver's side: the persisted state machine
 //! pending → starting → running → completed | interrupted | error, or pending → declined.
 
-use crate::ids::{PairId, SessionId};
 use actix::prelude::*;
 use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
 use tandem_protocol::{EventBody, PermissionMode};
@@ -9,6 +8,7 @@ use tandem_protocol::{EventBody, PermissionMode};
 use super::SessionActor;
 use crate::clock::random_id;
 use crate::error::{ProposalError, RuntimeError};
+use crate::ids::{PairId, SessionId};
 use crate::record::ProposalRecord;
 
 /// Record a new proposal (from the `propose_worker` tool).

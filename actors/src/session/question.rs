@@ -4,7 +4,6 @@
 //! and takes exactly one answer: the Driver's, a person's or the timeout's, whichever
 //! comes first. The question and its answer are recorded in both histories.
 
-use crate::ids::{PairId, SessionId};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -16,6 +15,7 @@ use super::pairing::DELIVERED_MEMORY;
 use super::{RecordEvent, SessionActor};
 use crate::clock::{now_ms, random_id};
 use crate::error::RuntimeError;
+use crate::ids::{PairId, SessionId};
 use crate::record::QuestionRecord;
 
 /// The answer a question got.

@@ -6,7 +6,6 @@
 //! turn to the last event is marked superseded by the `history_rewound` event and by
 //! the range kept in the session record (and so in `SessionInfo.superseded`).
 
-use crate::ids::{SessionId, TurnId};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -19,6 +18,7 @@ use super::{Configure, SendMessage};
 use crate::adapter::messages::{AdapterCommand, CannotBranch, VendorFork};
 use crate::adapter::REWIND_CAPABILITY;
 use crate::error::RuntimeError;
+use crate::ids::{SessionId, TurnId};
 
 /// How long the history's tail may take to reach the store before the rewind gives up.
 const COMMIT_WAIT: Duration = Duration::from_secs(2);

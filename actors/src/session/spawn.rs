@@ -1,10 +1,11 @@
 //! Spawned child sessions, scheduled by their parent: at most
 //! [`MAX_RUNNING_CHILDREN`] run at once, the rest wait their turn.
 
-use crate::ids::SessionId;
 use actix::prelude::*;
 
 use super::SessionActor;
+
+use crate::ids::SessionId;
 
 /// Children of one parent that may run at the same time.
 pub const MAX_RUNNING_CHILDREN: usize = 3;

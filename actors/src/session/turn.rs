@@ -3,7 +3,6 @@
 //! times out, and the turn ends with exactly one `turn_completed`, after which the
 //! next queued message runs.
 
-use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -18,6 +17,7 @@ use crate::adapter::messages::{
 use crate::adapter::AdapterContext;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
+use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use crate::record::QueuedMessage;
 use crate::turn_slots::{Admission, LinePlace};
 use tandem_protocol::server::PendingPermission;

@@ -15,7 +15,6 @@
 //! A restore (`Restore`) is an atomic response under the same lock, so no turn starts
 //! in the middle of it.
 
-use crate::ids::{SessionId, TurnId};
 use actix::prelude::*;
 use tandem_protocol::queries::SessionRestoreResult;
 use tandem_protocol::workspace::{GitState, WorkspaceInfo, WorktreeState};
@@ -23,6 +22,7 @@ use tandem_protocol::EventBody;
 
 use super::SessionActor;
 use crate::error::RuntimeError;
+use crate::ids::{SessionId, TurnId};
 use crate::workspace::checkpoint::{self, Checkpoint};
 use crate::workspace::WorkspaceError;
 use crate::workspace::{overlap, state};

@@ -3,13 +3,13 @@
 //! until the user revokes the device (or is revoked). Only digests of codes and tokens
 //! are kept. Written at once, as users are.
 
-use crate::ids::UserId;
 use rusqlite::{params, OptionalExtension};
 
 use super::tokens::{digest, new_token, to_hex};
 use super::Store;
 use crate::clock::{now_ms, random_id, random_token};
 use crate::error::RuntimeError;
+use crate::ids::UserId;
 
 /// How long a pairing code may be used.
 pub const CODE_LIFETIME_MS: u64 = 5 * 60 * 1000;

@@ -2,12 +2,12 @@
 //! or its push service says it is gone. Written at once (not through the group-commit
 //! writer): they are rare and the caller answers only after the row is on disk.
 
-use crate::ids::UserId;
 use rusqlite::{params, OptionalExtension};
 
 use super::Store;
 use crate::clock::{now_ms, random_id};
 use crate::error::RuntimeError;
+use crate::ids::UserId;
 
 /// At most this many devices per user: each costs a request per notification.
 pub const MAX_PER_USER: usize = 20;

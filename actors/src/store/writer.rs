@@ -2,7 +2,6 @@
 //! them in batches. An event becomes visible to clients only after the batch holding it
 //! has committed: the writer hands committed events to a callback (the gateway).
 
-use crate::ids::PairId;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -14,6 +13,7 @@ use tokio::sync::oneshot;
 
 use super::{connect, Store, StoredEvent};
 use crate::error::RuntimeError;
+use crate::ids::PairId;
 use crate::metrics::Metrics;
 use crate::record::{PairRecord, SessionRecord};
 

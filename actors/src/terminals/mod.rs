@@ -13,7 +13,6 @@
 pub mod procs;
 pub mod pty;
 
-use crate::ids::{SessionId, UserId};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
@@ -28,6 +27,7 @@ use tokio::sync::mpsc;
 
 use crate::adapter::confine::Launcher;
 use crate::error::RuntimeError;
+use crate::ids::{SessionId, UserId};
 
 /// Output chunks a client may fall behind before it is dropped.
 pub const CLIENT_QUEUE: usize = 256;

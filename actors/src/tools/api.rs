@@ -3,7 +3,6 @@
 //! `send_to_partner` does). Written here, as `impl Runtime`, because they are built on
 //! the tools; the runtime itself does not depend on this module.
 
-use crate::ids::SessionId;
 use tandem_protocol::client::ProposalRespondParams;
 use tandem_protocol::mcp::ToolDef;
 use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
@@ -12,6 +11,7 @@ use tandem_protocol::results::ProposalRespondResult;
 use super::{accept_proposal, decline_proposal, describe, tools_for};
 use crate::access::Principal;
 use crate::error::{ProposalError, RuntimeError};
+use crate::ids::SessionId;
 use crate::runtime::Runtime;
 
 impl Runtime {

@@ -4,7 +4,6 @@
 //! the Driver. A request a person answered first, or whose turn ended, is
 //! `NO_SUCH_PERMISSION`.
 
-use crate::ids::{PairId, RequestId};
 use tandem_protocol::tools::{ApproveWorkerParams, ApproveWorkerResult};
 use tandem_protocol::{Decider, ErrorCode, RememberScope};
 
@@ -13,6 +12,7 @@ use super::question::first_that_knows;
 use super::{optional, required};
 use crate::cluster_link::ApprovalAnswer;
 use crate::error::{PairError, RuntimeError, ToolError};
+use crate::ids::{PairId, RequestId};
 use crate::runtime::Runtime;
 use crate::session::{RespondPermission, SessionState};
 

@@ -34,7 +34,6 @@ mod proposal;
 mod question;
 mod spawn;
 
-use crate::ids::SessionId;
 use serde_json::{Map, Value};
 use tandem_protocol::mcp::ToolDef;
 use tandem_protocol::Role;
@@ -43,6 +42,7 @@ pub use partner::choose_worker_vendor;
 pub use proposal::{accept_proposal, decline_proposal};
 
 use crate::error::{RuntimeError, ToolError};
+use crate::ids::SessionId;
 use crate::runtime::{Runtime, RuntimeRef};
 use crate::session::{Describe, SessionState};
 use defs::*;

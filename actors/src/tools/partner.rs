@@ -1,6 +1,5 @@
 //! `send_to_partner`, `read_partner`, `interrupt_partner`, `close_partner`.
 
-use crate::ids::SessionId;
 use std::time::Duration;
 
 use tandem_protocol::pair::{PairedWorker, WorkerChoice};
@@ -14,6 +13,7 @@ use tandem_protocol::{Role, SessionStatus};
 use super::{clamped, optional, required};
 use crate::adapter::VendorId;
 use crate::error::{PairError, ToolError};
+use crate::ids::SessionId;
 use crate::pair::{ClosePair, Delegate, DelegateReply, DelegationStatus, InterruptWorker};
 use crate::runtime::Runtime;
 use crate::session::{RecentTurns, SessionState};

@@ -1,7 +1,6 @@
 //! `propose_worker`, and accepting or declining a proposal (from a person, or
 //! automatically when the Driver bypasses permissions).
 
-use crate::ids::{PairId, SessionId};
 use std::time::Duration;
 
 use tandem_protocol::pair::{ProposalStatus, WorkerChoice};
@@ -11,6 +10,7 @@ use super::partner::choose_worker_vendor;
 use super::{optional, required};
 use crate::adapter::{clamp_effort, VendorId};
 use crate::error::{PairError, ProposalError, RuntimeError, ToolError};
+use crate::ids::{PairId, SessionId};
 use crate::pair::Delegate;
 use crate::record::ProposalRecord;
 use crate::runtime::Runtime;

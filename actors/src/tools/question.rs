@@ -4,7 +4,6 @@
 //! (`crate::session::Ask`); the pair carries it to the Driver
 //! (`crate::pair::WorkerAsks`).
 
-use crate::ids::PairId;
 use tandem_protocol::pair::PairedWorker;
 use tandem_protocol::question::{Answerer, QuestionAnswerParams, QuestionAnswerResult};
 use tandem_protocol::tools::{
@@ -17,6 +16,7 @@ use super::{clamped, optional, required};
 use crate::access::Principal;
 use crate::cluster_link::QuestionAnswer;
 use crate::error::{PairError, RuntimeError, ToolError};
+use crate::ids::PairId;
 use crate::pair::WorkerAsks;
 use crate::runtime::Runtime;
 use crate::session::{AnswerQuestion, Ask, SessionState, WithdrawQuestion};

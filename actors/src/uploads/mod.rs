@@ -16,7 +16,6 @@ pub mod resolve;
 pub mod sniff;
 pub mod transfer;
 
-use crate::ids::UploadId;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,6 +24,7 @@ use rusqlite::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use crate::error::RuntimeError;
+use crate::ids::UploadId;
 use crate::store::Store;
 
 /// What an upload or a message's attachments may weigh.

@@ -9,7 +9,6 @@
 //! under the same id, and checks the bytes against it: a part lost, doubled or
 //! changed on the way cannot become a wrong file.
 
-use crate::ids::UploadId;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
@@ -17,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::{digest_of, hex, Upload, Uploads};
 use crate::error::RuntimeError;
+use crate::ids::UploadId;
 
 /// One part of an upload handed over by another node.
 #[derive(Debug, Clone)]

@@ -3,7 +3,6 @@
 //! before git is touched and removed once the operation's event is on disk. A file
 //! left by a crash tells start-up what to finish or undo.
 
-use crate::ids::SessionId;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -11,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use tandem_protocol::workspace::MergeStrategy;
 
 use super::WorkspaceError;
+
+use crate::ids::SessionId;
 
 /// Which operation a journal entry is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

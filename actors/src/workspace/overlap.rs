@@ -4,9 +4,10 @@
 //! while they work rather than at merge. In memory: a restart rebuilds it from the
 //! next `git_state` of each session.
 
-use crate::ids::{SessionId, UserId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
+
+use crate::ids::{SessionId, UserId};
 
 /// A session to tell that what it shares with another changed.
 #[derive(Debug, Clone, PartialEq, Eq)]

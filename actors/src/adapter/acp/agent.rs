@@ -13,7 +13,6 @@
 //! (bypass and remembered rules answer by themselves). The process is one more enum,
 //! [`Link`]: none, or a process in one [`Stage`] of its start.
 
-use crate::ids::{SessionId, TurnId};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,6 +43,7 @@ use crate::adapter::messages::{
 };
 use crate::adapter::supervisor::{Closing, Exited, LiveProcess, ProcessHub};
 use crate::adapter::{AdapterContext, McpAccess};
+use crate::ids::{SessionId, TurnId};
 
 /// How long a turn the agent answered waits for the results of tool calls still open.
 /// An agent may send a call's last `tool_call_update` just after its `session/prompt`

@@ -9,7 +9,6 @@
 //! What the CLI writes is handled in [`super::lines`] (turn accounting) and
 //! [`super::approvals`] (tool approvals).
 
-use crate::ids::{SessionId, TurnId};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -28,6 +27,7 @@ use crate::adapter::fleet::{Admission, Evict, Place, Seat};
 use crate::adapter::messages::{AdapterCommand, AgentItem, ImageInput, TurnSettings};
 use crate::adapter::supervisor::{Closing, Exited, LiveProcess, ProcessHub};
 use crate::adapter::{AdapterContext, McpAccess, VendorId, VendorProcess};
+use crate::ids::{SessionId, TurnId};
 use tandem_protocol::EventBody;
 
 /// How long Claude Code may keep retrying an API it cannot reach before the turn is

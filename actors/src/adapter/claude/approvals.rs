@@ -2,7 +2,6 @@
 //! requests, with the choices the CLI supports: once, always for this session, deny;
 //! and for `ExitPlanMode`, approving the plan with or without accepting edits.
 
-use crate::ids::{RequestId, TurnId};
 use serde_json::Value;
 use tandem_protocol::{PermissionChoice, PermissionKind, PermissionMode, RememberScope};
 
@@ -14,6 +13,7 @@ use super::wire::{
 };
 use crate::adapter::core::Asked;
 use crate::adapter::messages::AgentItem;
+use crate::ids::{RequestId, TurnId};
 
 /// The tool Claude Code asks to leave plan mode with; its input carries the plan.
 const EXIT_PLAN_MODE: &str = "ExitPlanMode";

@@ -7,12 +7,12 @@
 //! ([`Mark`]); a rewind that needs a turn from before (the server restarted since) is
 //! refused rather than guessed.
 
-use crate::ids::TurnId;
 use actix::prelude::*;
 
 use super::actor::ClaudeAgent;
 use super::wire::CliMessage;
 use crate::adapter::messages::{CannotBranch, ForkOnOpen, VendorFork};
+use crate::ids::TurnId;
 
 /// One turn this adapter ran and the newest top-level message it produced.
 #[derive(Debug, Clone, PartialEq)]

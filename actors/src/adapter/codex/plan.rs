@@ -2,7 +2,6 @@
 //! loading (starting or resuming) the thread into a process, and `turn/start` with only
 //! the settings that changed.
 
-use crate::ids::SessionId;
 use serde_json::Value;
 use tandem_protocol::PermissionMode;
 
@@ -13,6 +12,8 @@ use super::wire::{
     TurnStartParams, TurnStartResponse, UserInput,
 };
 use actix::{Addr, Recipient};
+
+use crate::ids::SessionId;
 
 /// Approval policy and sandbox for a permission mode. `confined`: the app-server runs
 /// under tandem's Landlock ruleset (`adapter::confine`), in which Codex's own sandbox

@@ -12,7 +12,6 @@
 //! sessions is; idle, it may be asked to close to make room ([`Evict`]), and its
 //! sessions' threads are resumed in the next process, with a `resumed` note.
 
-use crate::ids::{SessionId, UserId};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,6 +25,7 @@ use super::wire::{
 use crate::adapter::fleet::{Admission, Evict, Fleet, Seat};
 use crate::adapter::VendorId;
 use crate::adapter::VendorProcess;
+use crate::ids::{SessionId, UserId};
 
 /// Default limit for one request to app-server.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

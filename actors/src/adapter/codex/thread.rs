@@ -8,13 +8,13 @@
 //! [`super::plan`] (loading the thread, settings per turn), [`super::approvals`] and
 //! [`super::terminals`] (background terminals).
 
-use crate::ids::SessionId;
 use std::collections::{HashSet, VecDeque};
 
 use actix::prelude::*;
 use serde_json::Value;
 
 use crate::adapter::mcp_servers::McpServerSpec;
+use crate::ids::SessionId;
 
 use super::approvals::Approval;
 use super::plan::Applied;

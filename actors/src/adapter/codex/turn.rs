@@ -2,7 +2,6 @@
 //! it), following its notifications into history events, interrupting it, the guard
 //! against a model that cannot be reached, and ending it exactly once.
 
-use crate::ids::TurnId;
 use actix::prelude::*;
 use serde_json::Value;
 use tandem_protocol::{EventBody, TurnStatus};
@@ -18,6 +17,7 @@ use super::wire::{
 use crate::adapter::core::{Phase, Stop};
 use crate::adapter::messages::{AgentItem, ImageInput};
 use crate::clock::now_ms;
+use crate::ids::TurnId;
 
 /// Codex turn ids remembered after they ended, to drop their late notifications.
 const KEEP_FINISHED: usize = 16;

@@ -1,12 +1,12 @@
 //! [`Approvals`]: tool approvals an adapter's vendor waits for, and the rules that
 //! answer them without asking.
 
-use crate::ids::RequestId;
 use std::collections::BTreeSet;
 
 use tandem_protocol::PermissionMode;
 
 use crate::clock::random_id;
+use crate::ids::RequestId;
 
 /// What [`Approvals::ask`] decided.
 #[derive(Debug, PartialEq)]

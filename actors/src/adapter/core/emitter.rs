@@ -1,10 +1,10 @@
 //! [`Emitter`]: an adapter's way to its session.
 
-use crate::ids::TurnId;
 use actix::Recipient;
 use tandem_protocol::EventBody;
 
 use crate::adapter::messages::{AgentItem, AgentOutput, Pace};
+use crate::ids::TurnId;
 
 /// Events between two waits at the session's flow gate: the session's mailbox stays
 /// short (an interrupt behind it is handled promptly) and a fast vendor cannot outrun
