@@ -175,7 +175,7 @@ impl RuntimeFixture {
         let started = crate::start(config).unwrap_or_else(|e| panic!("{e}"));
         RuntimeFixture {
             runtime: started.runtime,
-            who: crate::Runtime::local_principal(),
+            who: crate::runtime::AuthService::local_principal(),
             _dir: dir,
         }
     }
@@ -204,12 +204,14 @@ impl RuntimeFixture {
 
     /// A client (that keeps up) subscribed to `session` from its start.
     pub fn watch(&self, session: &SessionId) -> Addr<Sink> {
-        let id = self.runtime.next_client_id();
-        let queue = self.runtime.new_client_queue();
-        let sink = Sink::new(id, queue.clone(), Some(self.runtime.gateway())).start();
+        let id = self.runtime.clients().next_id();
+        let queue = self.runtime.clients().new_queue();
+        let sink = Sink::new(id, queue.clone(), Some(self.runtime.clients().gateway())).start();
         self.runtime
-            .connect_client(id, sink.clone().recipient(), queue, self.who.clone());
+            .clients()
+            .connect(id, sink.clone().recipient(), queue, self.who.clone());
         self.runtime
+            .clients()
             .subscribe(&self.who, id, session, 0)
             .unwrap_or_else(|e| panic!("{e}"));
         sink
@@ -232,6 +234,7 @@ impl RuntimeFixture {
     pub async fn history(&self, session: &SessionId) -> Vec<Value> {
         let (frames, _, _) = self
             .runtime
+            .clients()
             .events(&self.who, session, 0, crate::runtime::MAX_EVENTS_PAGE)
             .await
             .unwrap_or_else(|e| panic!("{e}"));

@@ -18,10 +18,10 @@ pub enum AuthMode {
 /// The caller of `req`, or 401.
 pub fn caller(req: &HttpRequest, runtime: &Runtime, mode: AuthMode) -> Result<Principal, ApiError> {
     if mode == AuthMode::None {
-        return Ok(Runtime::local_principal());
+        return Ok(tandem_actors::runtime::AuthService::local_principal());
     }
     presented_token(req)
-        .and_then(|t| runtime.authenticate(&t))
+        .and_then(|t| runtime.auth().authenticate(&t))
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "a valid token is required"))
 }
 

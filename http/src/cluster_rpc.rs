@@ -69,11 +69,13 @@ async fn answer(ctx: &Context, payload: &[u8], max_answer: usize) -> String {
             client,
             session_ids,
         } => {
-            runtime.set_visible_remote(&client, &principal.user_id, session_ids);
+            runtime
+                .push()
+                .set_visible_remote(&client, &principal.user_id, session_ids);
             "{}".to_string()
         }
         Call::Subscription { session_id } => {
-            match runtime.subscription_ack(&principal, &session_id) {
+            match runtime.clients().subscription_ack(&principal, &session_id) {
                 Ok(ack) => ack.to_json(),
                 Err(e) => ServerFrame::ProtocolError {
                     code: e.code(),

@@ -1,6 +1,6 @@
 //! `chat.subscribe` to another cluster node's session (`--nats`): followed from this
 //! node's copy of its events, with the owner's `chat_subscribed` asked for over NATS
-//! (`Call::Subscription`, answered by `Runtime::subscription_ack` there): pending
+//! (`Call::Subscription`, answered by `ClientService::subscription_ack` there): pending
 //! permission requests, remembered rules and the queue live only on the owner. When
 //! the owner is away the ack is made from the directory, with those three empty.
 //! Not covered yet: the subscription starts once that answer came (at most 5 s), so
@@ -32,7 +32,7 @@ pub fn subscribe(
 ) -> Result<(), RuntimeError> {
     let info = match cluster.remote_session(session_id) {
         Some(info) if !rt.hosts(session_id) => info,
-        _ => return rt.subscribe(who, client_id, session_id, last_seq),
+        _ => return rt.clients().subscribe(who, client_id, session_id, last_seq),
     };
     rt.check_remote_subscription(who, &info, last_seq)?;
     cluster.follow(session_id);

@@ -149,7 +149,7 @@ pub async fn hand_over(
 ) -> Result<(), Failure> {
     let size = part_size(cluster);
     for id in upload_ids(json) {
-        let (upload, bytes) = match runtime.own_upload(who, &id).await {
+        let (upload, bytes) = match runtime.uploads().own(who, &id).await {
             Ok(found) => found,
             Err(RuntimeError::NoSuchUpload(_)) => continue,
             Err(e) => return Err((e.code(), e.to_string())),
@@ -262,7 +262,7 @@ pub async fn answer_part(runtime: &Runtime, who: &Principal, call: PartCall) -> 
         offset: call.offset,
         data,
     };
-    match runtime.receive_upload_part(who, part).await {
+    match runtime.uploads().receive_part(who, part).await {
         Ok(complete) => answer_json(&Answer::Ok(PartAnswer { complete })),
         Err(e) => error_json(&e),
     }
@@ -271,7 +271,8 @@ pub async fn answer_part(runtime: &Runtime, who: &Principal, call: PartCall) -> 
 /// The owner's side of [`ReadCall`].
 pub async fn answer_read(runtime: &Runtime, who: &Principal, call: ReadCall) -> String {
     match runtime
-        .read_session_upload(
+        .uploads()
+        .read_in_session(
             who,
             &call.session_id,
             &call.upload_id,

@@ -55,6 +55,7 @@ async fn pair(
         .map_err(|r| ApiError::new(r.code, r.message))?;
     let (user_id, device, token) = state
         .runtime
+        .auth()
         .pair_device(&body.code, body.label)
         .await
         .map_err(ApiError::from)?;

@@ -162,7 +162,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     state.runtime.set_base_url(&agents_base);
     // Pairing links name an address a phone can reach, not `0.0.0.0`.
     let (public, reachable) = crate::pairing::public_url(scheme, opts.bind, addr.port());
-    state.runtime.set_public_url(&public, reachable);
+    state.runtime.auth().set_public_url(&public, reachable);
     print_start(
         &opts,
         &base,
@@ -195,7 +195,7 @@ fn stop_terminals_on_signal(runtime: tandem_actors::Runtime) {
             _ = int.recv() => {}
         }
         tracing::info!("stopping: ending every terminal");
-        runtime.stop_terminals();
+        runtime.terminals().stop_all();
     });
 }
 

@@ -32,7 +32,7 @@ pub async fn upload(
             )
         })?
         .to_string();
-    let limit = state.runtime.max_upload_bytes();
+    let limit = state.runtime.uploads().max_file_bytes();
     let bytes = payload
         .to_bytes_limited(usize::try_from(limit).unwrap_or(usize::MAX))
         .await
@@ -50,7 +50,8 @@ pub async fn upload(
         })?;
     let info = state
         .runtime
-        .upload(&who, bytes, &mime_type, query.name)
+        .uploads()
+        .put(&who, bytes, &mime_type, query.name)
         .await?;
     Ok(HttpResponse::Created().json(info))
 }
@@ -61,7 +62,7 @@ pub async fn own_upload(
     path: web::Path<UploadId>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (mime, bytes) = state.runtime.upload_bytes(&who, &path, None).await?;
+    let (mime, bytes) = state.runtime.uploads().bytes(&who, &path, None).await?;
     Ok(serve(&mime, bytes))
 }
 
@@ -93,7 +94,8 @@ pub async fn session_upload(
         _ => {
             state
                 .runtime
-                .upload_bytes(&who, &upload, Some(&session))
+                .uploads()
+                .bytes(&who, &upload, Some(&session))
                 .await?
         }
     };

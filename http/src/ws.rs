@@ -89,12 +89,12 @@ pub async fn connect(
     // Checked before anything is set up: a bad handshake is an HTTP error.
     let accept = handshake(&req)?;
     let runtime = state.runtime.clone();
-    let queue = runtime.new_client_queue();
+    let queue = runtime.clients().new_queue();
     let outbox = Outbox::new(queue.clone());
     let socket = req.conn_data::<ConnSocket>().map(ConnSocket::shutdown);
     queue.set_shutdown(eviction(socket.clone(), &outbox));
-    let id = runtime.next_client_id();
-    let body = OutboxBody::new(outbox.clone(), runtime.gateway().recipient(), id);
+    let id = runtime.clients().next_id();
+    let body = OutboxBody::new(outbox.clone(), runtime.clients().gateway().recipient(), id);
     // Frames up to 16× the limit are read and refused with FRAME_TOO_LARGE so the
     // socket stays usable; anything larger is a protocol violation that closes it
     // (1009), refused at its header before any of its payload is buffered.
@@ -281,7 +281,7 @@ impl WsClient {
             return true;
         }
         self.auth_checked = Instant::now();
-        self.runtime.authenticate(token).is_some()
+        self.runtime.auth().authenticate(token).is_some()
     }
 
     /// Tells the client its token no longer authenticates, and closes.
@@ -406,7 +406,7 @@ impl Actor for WsClient {
 
     fn started(&mut self, ctx: &mut Ctx) {
         ctx.set_mailbox_capacity(MAILBOX);
-        self.runtime.connect_client(
+        self.runtime.clients().connect(
             self.id,
             ctx.address().recipient(),
             self.queue.clone(),
@@ -435,7 +435,7 @@ impl Actor for WsClient {
 
     fn stopped(&mut self, _: &mut Ctx) {
         self.queue.mark_closed();
-        self.runtime.disconnect_client(self.id);
+        self.runtime.clients().disconnect(self.id);
         if let Some(cluster) = &self.ctx.cluster {
             crate::cluster_visible::forget(cluster, &self.ctx.told, self.id);
         }

@@ -75,6 +75,7 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
         ClientRequest::ChatUnsubscribe(params) => {
             who.ctx
                 .runtime
+                .clients()
                 .unsubscribe(who.client_id, params.session_ids);
             let reply = request_id
                 .is_some()
@@ -92,6 +93,7 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
             let shown = who
                 .ctx
                 .runtime
+                .push()
                 .set_visible(who.client_id, who.principal, here);
             let result = tandem_protocol::push::ClientVisibleResult {
                 session_ids: p.session_ids,
@@ -125,7 +127,7 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
             };
             let frame = match crate::operation::list_page(who.ctx, who.principal, page) {
                 Ok(page) => {
-                    who.ctx.runtime.watch(who.client_id);
+                    who.ctx.runtime.clients().watch(who.client_id);
                     ServerFrame::reply_with(request_id, &page)
                 }
                 Err(e) => fail(&who.ctx.runtime, e.into(), request_id, None),
@@ -238,7 +240,10 @@ fn subscribe(
                 &entry.session_id,
                 last_seq,
             ),
-            None => rt.subscribe(who.principal, who.client_id, &entry.session_id, last_seq),
+            None => {
+                rt.clients()
+                    .subscribe(who.principal, who.client_id, &entry.session_id, last_seq)
+            }
         };
         match subscribed_here {
             Ok(()) => subscribed.push(entry.session_id),

@@ -56,7 +56,8 @@ pub async fn connect(
     let principal = caller(&req, &state.runtime, state.auth)?;
     let attachment = state
         .runtime
-        .attach_terminal(&principal, &id)
+        .terminals()
+        .attach(&principal, &id)
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no terminal {id}")))?;
     let slot = crate::ws::connection_slot(&state, &principal)?;
     let accept = crate::ws::handshake(&req)?;
@@ -190,7 +191,7 @@ impl Writer {
         if let Some(token) = &self.token {
             if self.auth_checked.elapsed() >= AUTH_RECHECK {
                 self.auth_checked = Instant::now();
-                if self.runtime.authenticate(token).is_none() {
+                if self.runtime.auth().authenticate(token).is_none() {
                     return self.close(CloseReason {
                         code: CloseCode::Policy,
                         description: Some("token revoked".into()),

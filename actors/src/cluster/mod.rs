@@ -258,7 +258,8 @@ impl Cluster {
         pairs::serve(cluster.clone()).await?;
         // Push devices: every node's, in one bucket (see [`devices`]).
         runtime
-            .share_push_devices(Arc::new(devices::KvDevices { kv: push_kv }))
+            .push()
+            .share_devices(Arc::new(devices::KvDevices { kv: push_kv }))
             .await
             .map_err(|e| setup("push devices")(&e))?;
         runtime.set_cluster(Arc::new(cluster.clone()));

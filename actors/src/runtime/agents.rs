@@ -85,13 +85,13 @@ impl Runtime {
         name: &str,
         arguments: Value,
     ) -> Result<Result<Value, ToolError>, RuntimeError> {
-        self.drivable(who, id)?;
+        self.access().drivable(who, id)?;
         Ok(self.inner.services.tools.call(id, name, arguments).await)
     }
 
     /// A bearer token for `/mcp` bound to session `id` (the same one each time).
     pub fn mcp_token(&self, who: &Principal, id: &SessionId) -> Result<String, RuntimeError> {
-        self.drivable(who, id)?;
+        self.access().drivable(who, id)?;
         Ok(self.inner.services.mcp.token_for(id)?)
     }
 

@@ -21,7 +21,7 @@ impl Runtime {
         who: &Principal,
         id: &SessionId,
     ) -> Result<SessionInfo, RuntimeError> {
-        let handle = self.drivable(who, id)?;
+        let handle = self.access().drivable(who, id)?;
         let info = handle.ask(Archive).await??;
         // Out of the registry before anything else awaits: the actor has stopped.
         if self.inner.services.sessions.remove(id) {
@@ -75,7 +75,7 @@ impl Runtime {
         };
         self.drop_checkpoints(repo.into(), id).await;
         // Its uploads go with it (those no other session uses).
-        let uploads = self.inner.uploads.clone();
+        let uploads = self.inner.uploads.store.clone();
         let session = id.to_string();
         match actix_rt::task::spawn_blocking(move || uploads.remove_session(&session)).await {
             Ok(Ok(())) => {}

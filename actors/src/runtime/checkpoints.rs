@@ -43,7 +43,7 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<Vec<CheckpointInfo>, RuntimeError> {
-        self.visible(who, session_id)?;
+        self.access().visible(who, session_id)?;
         let store = self.inner.store.clone();
         let id = session_id.to_string();
         actix_rt::task::spawn_blocking(move || read(&store, &id))
@@ -59,7 +59,7 @@ impl Runtime {
         session_id: &SessionId,
         turn_id: TurnId,
     ) -> Result<SessionRestoreResult, RuntimeError> {
-        let handle = self.drivable(who, session_id)?;
+        let handle = self.access().drivable(who, session_id)?;
         handle.ask(Restore { turn_id }).await?
     }
 

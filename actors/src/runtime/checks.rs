@@ -22,7 +22,7 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<SessionCheckResult, RuntimeError> {
-        let handle = self.drivable(who, session_id)?;
+        let handle = self.access().drivable(who, session_id)?;
         let info = handle.shared.info();
         if info.status.is_busy() {
             return Err(WorkspaceError::SessionBusy(info.id).into());

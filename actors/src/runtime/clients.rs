@@ -1,48 +1,77 @@
 //! WebSocket clients: registration with the gateway, subscriptions, and REST reads
 //! of stored events.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use actix::prelude::*;
 use tandem_protocol::ServerFrame;
 
-use super::{Runtime, MAX_EVENTS_PAGE};
+use super::{SessionAccess, MAX_EVENTS_PAGE};
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::gateway::{
     ClientQueue, Connect, Deliver, Disconnect, Gateway, Subscribe, Unsubscribe, Watch,
 };
 use crate::ids::SessionId;
+use crate::metrics::Metrics;
+use crate::push::Push;
+use crate::store::Store;
 
-impl Runtime {
+/// The clients service: WebSocket clients of the gateway and what they read.
+pub struct ClientService {
+    access: SessionAccess,
+    gateway: Addr<Gateway>,
+    store: Store,
+    metrics: Arc<Metrics>,
+    /// Told when a client goes, so its user's devices hear of everything again.
+    push: Push,
+    /// Each client's byte budget (`RuntimeConfig::client_queue_bytes`).
+    queue_bytes: usize,
+    next_client: AtomicU64,
+}
+
+impl ClientService {
+    /// Registers clients with `gateway`.
+    pub(super) fn new(
+        access: SessionAccess,
+        gateway: Addr<Gateway>,
+        store: Store,
+        metrics: Arc<Metrics>,
+        push: Push,
+        queue_bytes: usize,
+    ) -> Self {
+        ClientService {
+            access,
+            gateway,
+            store,
+            metrics,
+            push,
+            queue_bytes,
+            next_client: AtomicU64::new(1),
+        }
+    }
+
     /// A new WebSocket client id.
-    pub fn next_client_id(&self) -> u64 {
-        self.inner.next_client.fetch_add(1, Ordering::Relaxed)
+    pub fn next_id(&self) -> u64 {
+        self.next_client.fetch_add(1, Ordering::Relaxed)
     }
 
     /// A byte budget for a new client.
-    pub fn new_client_queue(&self) -> Arc<ClientQueue> {
-        Arc::new(ClientQueue::new(
-            self.inner.config.client_queue_bytes,
-            self.inner.services.metrics.clone(),
-        ))
+    pub fn new_queue(&self) -> Arc<ClientQueue> {
+        Arc::new(ClientQueue::new(self.queue_bytes, self.metrics.clone()))
     }
 
     /// Registers a WebSocket client with the gateway.
-    pub fn connect_client(
+    pub fn connect(
         &self,
         client_id: u64,
         sink: Recipient<Deliver>,
         queue: Arc<ClientQueue>,
         principal: Principal,
     ) {
-        self.inner
-            .services
-            .metrics
-            .ws_clients
-            .fetch_add(1, Ordering::Relaxed);
-        self.inner.services.gateway.do_send(Connect {
+        self.metrics.ws_clients.fetch_add(1, Ordering::Relaxed);
+        self.gateway.do_send(Connect {
             client_id,
             sink,
             queue,
@@ -51,21 +80,12 @@ impl Runtime {
     }
 
     /// Forgets a WebSocket client.
-    pub fn disconnect_client(&self, client_id: u64) {
-        self.inner
-            .services
-            .metrics
-            .ws_clients
-            .fetch_sub(1, Ordering::Relaxed);
+    pub fn disconnect(&self, client_id: u64) {
+        self.metrics.ws_clients.fetch_sub(1, Ordering::Relaxed);
         // A client that left shows nothing: its user's devices hear of everything.
-        self.inner
-            .services
-            .push
+        self.push
             .set_visible(&format!("local:{client_id}"), "", Vec::new());
-        self.inner
-            .services
-            .gateway
-            .do_send(Disconnect { client_id });
+        self.gateway.do_send(Disconnect { client_id });
     }
 
     /// Subscribes a client to a session: `chat_subscribed`, then every event after
@@ -79,7 +99,7 @@ impl Runtime {
     ) -> Result<(), RuntimeError> {
         let ack = self.subscription_ack(who, id)?;
         check_position(last_seq)?;
-        self.inner.services.gateway.do_send(Subscribe {
+        self.gateway.do_send(Subscribe {
             client_id,
             session_id: id.as_str().into(),
             after: last_seq,
@@ -97,7 +117,7 @@ impl Runtime {
         who: &Principal,
         id: &SessionId,
     ) -> Result<ServerFrame, RuntimeError> {
-        let handle = self.visible(who, id)?;
+        let handle = self.access.visible(who, id)?;
         let info = handle.shared.info();
         Ok(ServerFrame::ChatSubscribed {
             session_id: info.id.clone(),
@@ -112,7 +132,7 @@ impl Runtime {
 
     /// Stops delivering sessions to a client.
     pub fn unsubscribe(&self, client_id: u64, session_ids: Vec<SessionId>) {
-        self.inner.services.gateway.do_send(Unsubscribe {
+        self.gateway.do_send(Unsubscribe {
             client_id,
             session_ids,
         });
@@ -120,12 +140,12 @@ impl Runtime {
 
     /// Sends `session_upserted` to this client for every change it may see.
     pub fn watch(&self, client_id: u64) {
-        self.inner.services.gateway.do_send(Watch { client_id });
+        self.gateway.do_send(Watch { client_id });
     }
 
     /// The gateway's address (for clients that report a drained queue).
     pub fn gateway(&self) -> Addr<Gateway> {
-        self.inner.services.gateway.clone()
+        self.gateway.clone()
     }
 
     /// Stored events after `after` (at most `limit`), the newest `seq`, and whether
@@ -137,10 +157,10 @@ impl Runtime {
         after: u64,
         limit: usize,
     ) -> Result<(Vec<String>, u64, bool), RuntimeError> {
-        let handle = self.visible(who, id)?;
+        let handle = self.access.visible(who, id)?;
         check_position(after)?;
         let limit = limit.clamp(1, MAX_EVENTS_PAGE);
-        let store = self.inner.store.clone();
+        let store = self.store.clone();
         let sid = id.to_string();
         let mut rows =
             actix_rt::task::spawn_blocking(move || store.read_events(&sid, after, limit + 1))

@@ -15,6 +15,7 @@ impl Runtime {
         session_id: &SessionId,
     ) -> Result<SessionCommandsResult, RuntimeError> {
         let commands = self
+            .access()
             .visible(who, session_id)?
             .ask(crate::session::ListCommands)
             .await?;

@@ -3,7 +3,7 @@
 
 use tandem_protocol::devices::DeviceInfo;
 
-use super::Runtime;
+use super::AuthService;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::ids::UserId;
@@ -31,24 +31,22 @@ fn listed(row: DeviceRow) -> DeviceInfo {
     }
 }
 
-impl Runtime {
+impl AuthService {
     /// Sets where other devices reach this server: `scheme://HOST:PORT` with an
     /// address of this machine another device can use, and whether it is one (false
     /// for a loopback address). Set once, at start.
     pub fn set_public_url(&self, url: &str, reachable: bool) {
         let _ = self
-            .inner
             .public_url
             .set((url.trim_end_matches('/').to_string(), reachable));
     }
 
     /// A one-time pairing code for `who`, and the link that carries it.
     pub async fn pair_code(&self, who: &Principal) -> Result<PairingCode, RuntimeError> {
-        let store = self.inner.store.clone();
+        let store = self.store.clone();
         let user = who.user_id.clone();
         let (code, expires_at) = blocking(move || store.new_pairing_code(&user)).await?;
         let (base, reachable) = self
-            .inner
             .public_url
             .get()
             .cloned()
@@ -68,7 +66,7 @@ impl Runtime {
         code: &str,
         label: Option<String>,
     ) -> Result<(UserId, DeviceInfo, String), RuntimeError> {
-        let store = self.inner.store.clone();
+        let store = self.store.clone();
         let code = code.to_string();
         let label = label
             .map(|l| l.trim().to_string())
@@ -88,7 +86,7 @@ impl Runtime {
 
     /// The devices paired for `who`, oldest first.
     pub async fn devices(&self, who: &Principal) -> Result<Vec<DeviceInfo>, RuntimeError> {
-        let store = self.inner.store.clone();
+        let store = self.store.clone();
         let user = who.user_id.clone();
         let rows = blocking(move || store.devices(&user)).await?;
         Ok(rows.into_iter().map(listed).collect())
@@ -97,7 +95,7 @@ impl Runtime {
     /// Revokes a device of `who`: its token stops working within a second. Another
     /// user's or an unknown device is `NOT_FOUND`.
     pub async fn revoke_device(&self, who: &Principal, id: &str) -> Result<(), RuntimeError> {
-        let store = self.inner.store.clone();
+        let store = self.store.clone();
         let (user, device) = (who.user_id.clone(), id.to_string());
         if blocking(move || store.revoke_device(&user, &device)).await? {
             tracing::info!(user = %who.user_id, device = %id, "device revoked");

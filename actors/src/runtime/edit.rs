@@ -24,7 +24,7 @@ impl Runtime {
         options: Option<TurnOptions>,
         restore_files: bool,
     ) -> Result<EditOutcome, RuntimeError> {
-        let handle = self.drivable(who, id)?;
+        let handle = self.access().drivable(who, id)?;
         let info = handle.shared.info();
         // A Driver whose Worker (any of them) holds a delegation.
         let held = info.workers.iter().any(|w| {

@@ -115,7 +115,7 @@ impl Runtime {
         who: &Principal,
         params: SessionForkParams,
     ) -> Result<SessionForkResult, RuntimeError> {
-        let handle = self.drivable(who, &params.session_id)?;
+        let handle = self.access().drivable(who, &params.session_id)?;
         // The checkpoints of turns that ended are made and stored before the history
         // is read: a fork right after a turn starts from that turn's files.
         handle.ask(Settle).await?;

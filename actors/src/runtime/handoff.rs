@@ -105,7 +105,11 @@ impl Runtime {
         who: &Principal,
         params: SessionHandoffParams,
     ) -> Result<SessionHandoffResult, RuntimeError> {
-        let source = self.drivable(who, &params.session_id)?.shared.info();
+        let source = self
+            .access()
+            .drivable(who, &params.session_id)?
+            .shared
+            .info();
         let vendor = params
             .target_vendor
             .map(|v| v.trim().to_string())

@@ -136,7 +136,8 @@ impl Runtime {
         id: &SessionId,
         seq: u64,
     ) -> Result<tandem_protocol::Attention, RuntimeError> {
-        self.drivable(who, id)?
+        self.access()
+            .drivable(who, id)?
             .ask(crate::session::Seen { seq })
             .await
     }

@@ -36,7 +36,7 @@ impl Runtime {
         who: &Principal,
         params: LoopStartParams,
     ) -> Result<LoopStartResult, RuntimeError> {
-        let handle = self.drivable(who, &params.session_id)?;
+        let handle = self.access().drivable(who, &params.session_id)?;
         let goal = text("goal", &params.goal)?;
         if !(1..=MAX_ITERATIONS).contains(&params.max_iterations) {
             return Err(RuntimeError::unusable(format!(
@@ -71,6 +71,7 @@ impl Runtime {
         params: LoopStopParams,
     ) -> Result<LoopStopResult, RuntimeError> {
         let (loop_id, iterations) = self
+            .access()
             .drivable(who, &params.session_id)?
             .ask(StopLoop)
             .await??;

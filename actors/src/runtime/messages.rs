@@ -9,7 +9,7 @@ use super::Runtime;
 use crate::access::Principal;
 use crate::adapter::VendorId;
 use crate::error::RuntimeError;
-use crate::ids::{SessionId, UploadId, UserId};
+use crate::ids::{SessionId, UserId};
 use crate::session::{SendMessage, SendOutcome, SessionHandle};
 
 impl Runtime {
@@ -22,7 +22,7 @@ impl Runtime {
         options: Option<TurnOptions>,
         queue: bool,
     ) -> Result<SendOutcome, RuntimeError> {
-        let handle = self.drivable(who, id)?;
+        let handle = self.access().drivable(who, id)?;
         self.has_workspace(id, &handle)?;
         let mut prepared = self.prepare_content(who, &handle, content).await?;
         let answer = handle
@@ -80,7 +80,7 @@ impl Runtime {
         let info = handle.shared.info();
         // The block limit holds for every message, text-only ones included.
         if let MessageContent::Blocks(blocks) = &content {
-            let max = self.inner.uploads.limits.max_blocks;
+            let max = self.inner.uploads.store.limits.max_blocks;
             if blocks.len() > max {
                 return Err(RuntimeError::AttachmentTooLarge(format!(
                     "the message has {} blocks; at most {max} are taken",
@@ -102,7 +102,7 @@ impl Runtime {
             .catalog
             .get(&VendorId::from(info.vendor.as_str()))
             .is_some_and(|spec| spec.capabilities.iter().any(|c| c == "images"));
-        let uploads = self.inner.uploads.clone();
+        let uploads = self.inner.uploads.store.clone();
         let owner = who.user_id.clone();
         actix_rt::task::spawn_blocking(move || {
             let resolved = crate::uploads::resolve::resolve(
@@ -142,7 +142,7 @@ impl Runtime {
         {
             return;
         }
-        let uploads = self.inner.uploads.clone();
+        let uploads = self.inner.uploads.store.clone();
         let _ = actix_rt::task::spawn_blocking(move || {
             crate::uploads::resolve::undo_files(&prepared.saved);
             uploads.undo(
@@ -153,115 +153,6 @@ impl Runtime {
             );
         })
         .await;
-    }
-
-    /// `POST /api/v1/uploads`: stores `bytes` for `who`.
-    pub async fn upload(
-        &self,
-        who: &Principal,
-        bytes: bytes::Bytes,
-        mime_type: &str,
-        name: Option<String>,
-    ) -> Result<tandem_protocol::rest::UploadInfo, RuntimeError> {
-        let mime_type = crate::uploads::sniff::normalize(mime_type)?;
-        crate::uploads::sniff::check_declared(&mime_type, &bytes)?;
-        let uploads = self.inner.uploads.clone();
-        let owner = who.user_id.clone();
-        let (upload, _) = actix_rt::task::spawn_blocking(move || {
-            uploads.put(&owner, &bytes, &mime_type, name.as_deref())
-        })
-        .await
-        .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))??;
-        Ok(tandem_protocol::rest::UploadInfo {
-            upload_id: upload.id,
-            size: upload.size,
-            mime_type: upload.mime_type,
-        })
-    }
-
-    /// `who`'s own upload `id` with its bytes: what a cluster node hands over to the
-    /// owner of a session before forwarding a message that uses it.
-    pub async fn own_upload(
-        &self,
-        who: &Principal,
-        id: &UploadId,
-    ) -> Result<(crate::uploads::Upload, Vec<u8>), RuntimeError> {
-        let uploads = self.inner.uploads.clone();
-        let (owner, id) = (who.user_id.clone(), id.to_string());
-        actix_rt::task::spawn_blocking(move || {
-            let upload = uploads.get(&owner, &id)?;
-            let bytes = std::fs::read(uploads.blob(&upload.sha256))
-                .map_err(|_| RuntimeError::NoSuchUpload(id.clone()))?;
-            Ok((upload, bytes))
-        })
-        .await
-        .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))?
-    }
-
-    /// Takes one part of an upload another cluster node hands over for `who`; true
-    /// once it is here whole (see [`crate::uploads::transfer`]).
-    pub async fn receive_upload_part(
-        &self,
-        who: &Principal,
-        part: crate::uploads::transfer::Part,
-    ) -> Result<bool, RuntimeError> {
-        let uploads = self.inner.uploads.clone();
-        let owner = who.user_id.clone();
-        actix_rt::task::spawn_blocking(move || uploads.receive_part(&owner, &part))
-            .await
-            .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))?
-    }
-
-    /// At most `len` bytes at `offset` of upload `id` as used in session
-    /// `session_id`, which `who` may read: the upload and the bytes (another cluster
-    /// node serving the page's thumbnails of this node's session).
-    pub async fn read_session_upload(
-        &self,
-        who: &Principal,
-        session_id: &SessionId,
-        id: &UploadId,
-        offset: u64,
-        len: usize,
-    ) -> Result<(crate::uploads::Upload, Vec<u8>), RuntimeError> {
-        self.visible(who, session_id)?;
-        let uploads = self.inner.uploads.clone();
-        let (session, id) = (session_id.to_string(), id.to_string());
-        actix_rt::task::spawn_blocking(move || uploads.read_part(&session, &id, offset, len))
-            .await
-            .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))?
-    }
-
-    /// The largest file `POST /api/v1/uploads` takes.
-    pub fn max_upload_bytes(&self) -> u64 {
-        self.inner.uploads.limits.max_file_bytes
-    }
-
-    /// An upload's media type and bytes: `who`'s own, or (with `session`) one used in
-    /// a session `who` may read.
-    pub async fn upload_bytes(
-        &self,
-        who: &Principal,
-        upload_id: &UploadId,
-        session: Option<&str>,
-    ) -> Result<(String, Vec<u8>), RuntimeError> {
-        if let Some(id) = session {
-            self.visible(who, id)?;
-        }
-        let uploads = self.inner.uploads.clone();
-        let owner = who.user_id.clone();
-        let upload_id = upload_id.to_string();
-        let session = session.map(str::to_string);
-        actix_rt::task::spawn_blocking(move || {
-            let upload = match &session {
-                Some(s) => uploads.get_in_session(s, &upload_id)?,
-                None => uploads.get(&owner, &upload_id)?,
-            };
-            let bytes = std::fs::read(uploads.blob(&upload.sha256))
-                .map_err(|_| RuntimeError::NoSuchUpload(upload_id.clone()))?;
-            Ok((upload.mime_type, bytes))
-        })
-        .await
-        .map_err(|e| RuntimeError::Internal(format!("upload task failed: {e}")))?
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod agents;
 mod archive;
+mod auth;
 mod checkpoints;
 mod checks;
 mod clients;
@@ -30,14 +31,15 @@ mod review;
 mod review_by;
 mod schedules;
 mod scripts;
+mod session_access;
 mod terminals;
+mod uploads;
 mod usage;
 mod workspaces;
 
 use create::NewSession;
 
 use std::path::Path;
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
 
 use actix::prelude::*;
@@ -53,7 +55,7 @@ use crate::adapter::model_cache::{CachedModels, ModelCache};
 use crate::adapter::{clamp_effort, VendorCatalog, VendorId};
 use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
-use crate::error::{RuntimeError, MAX_ID_BYTES};
+use crate::error::RuntimeError;
 use crate::gateway::{Gateway, SessionChanged};
 use crate::ids::{PairId, SessionId, UserId};
 use crate::mcp_tokens::McpTokens;
@@ -67,8 +69,15 @@ use crate::session::{
 };
 use crate::store::{Store, StoreFailure, StoreWriter, WriteOp, WriterHooks};
 
+pub use auth::AuthService;
+pub use clients::ClientService;
+pub use devices::PairingCode;
 pub use listing::{SessionPage, MAX_SESSIONS_PAGE};
 pub use peers::CommitTap;
+pub use push::PushService;
+pub use session_access::SessionAccess;
+pub use terminals::TerminalService;
+pub use uploads::UploadService;
 
 /// Most events one REST page returns.
 pub const MAX_EVENTS_PAGE: usize = 5000;
@@ -95,11 +104,12 @@ struct Inner {
     config: RuntimeConfig,
     store: Store,
     services: Arc<Services>,
+    /// Live sessions (the registry in `services.sessions`) through the access rules.
+    access: SessionAccess,
     /// Live pairs (live sessions are in `services.sessions`).
     pairs: Registry<PairId, PairHandle>,
-    /// Token digest → user and when the store was last asked, so a revoked or
-    /// rotated token stops working within [`TOKEN_RECHECK`] on a running server.
-    tokens: DashMap<crate::store::tokens::TokenDigest, (Principal, std::time::Instant)>,
+    /// Tokens, pairing codes and devices.
+    auth: AuthService,
     /// Sessions per owner, for `max_sessions_per_user`.
     owned: DashMap<UserId, usize>,
     /// Sessions with a merge or discard in flight (one at a time per session; their
@@ -109,18 +119,17 @@ struct Inner {
     sessions_arbiter: Arbiter,
     /// Kept so the gateway's thread lives as long as the runtime.
     _gateway_arbiter: Arbiter,
-    next_client: AtomicU64,
+    /// WebSocket clients of the gateway.
+    clients: ClientService,
     /// Also sees every committed batch once set (the cluster's publisher, `--nats`);
     /// unset on a single node, where the writer's hook does nothing more.
     commit_tap: Arc<std::sync::OnceLock<CommitTap>>,
     /// Uploaded files and message attachments.
-    uploads: crate::uploads::Uploads,
-    /// Where other devices reach this server (`https://LAN-ADDRESS:PORT`), the base of
-    /// pairing links, and whether another device can (not a loopback address). Set
-    /// once the server listens.
-    public_url: std::sync::OnceLock<(String, bool)>,
+    uploads: UploadService,
+    /// Web Push devices.
+    push: PushService,
     /// Sessions' terminals.
-    terminals: crate::terminals::Terminals,
+    terminals: TerminalService,
     /// The CLI transcripts read so far (`external.list`).
     external: Arc<crate::external::ExternalSessions>,
 }
@@ -169,9 +178,6 @@ pub struct Started {
     /// when it already existed (`tandem token show` prints it).
     pub new_admin_token: Option<String>,
 }
-
-/// How long a token found in the store is trusted before it is looked up again.
-const TOKEN_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub use crate::access::ADMIN_USER;
 
@@ -286,8 +292,20 @@ impl Runtime {
             config.max_live_processes,
             config.max_process_rss_mib.map(|mib| mib << 20),
         );
+        let sessions = Registry::default();
+        let access = SessionAccess::new(sessions.clone());
+        let push_service = PushService::new(access.clone(), push.clone());
+        let clients = ClientService::new(
+            access.clone(),
+            gateway.clone(),
+            store.clone(),
+            metrics.clone(),
+            push.clone(),
+            config.client_queue_bytes,
+        );
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             config,
+            access: access.clone(),
             store: store.clone(),
             services: Arc::new(Services {
                 writer,
@@ -298,7 +316,7 @@ impl Runtime {
                 mcp,
                 mcp_servers,
                 tools: tools(RuntimeRef(weak.clone())),
-                sessions: Registry::default(),
+                sessions,
                 store: store.clone(),
                 owners: crate::owners::Owners::new(store.clone()),
                 outbox: Default::default(),
@@ -316,16 +334,16 @@ impl Runtime {
                 turns: crate::turn_slots::TurnSlots::new(max_concurrent_turns),
             }),
             pairs: Registry::default(),
-            tokens: DashMap::new(),
+            auth: AuthService::new(store.clone()),
             owned: DashMap::new(),
             workspace_ops: DashMap::new(),
             sessions_arbiter: Arbiter::new(),
             _gateway_arbiter: gateway_arbiter,
-            next_client: AtomicU64::new(1),
+            clients,
             commit_tap,
-            uploads,
-            public_url: std::sync::OnceLock::new(),
-            terminals,
+            uploads: UploadService::new(access.clone(), uploads),
+            push: push_service,
+            terminals: TerminalService::new(access.clone(), terminals),
             external: Arc::default(),
         });
         let runtime = Runtime { inner };
@@ -422,51 +440,34 @@ impl Runtime {
     /// when the server stops, so no CLI, script or shell outlives it.
     pub async fn stop_vendor_processes(&self) {
         self.inner.services.scripts.shutdown();
-        self.stop_terminals();
+        self.inner.terminals.stop_all();
         let limit = std::time::Duration::from_secs(5);
         self.inner.services.vendors.shutdown(limit).await;
     }
 
-    /// The principal used when authentication is off (`--auth none`, loopback only).
-    pub fn local_principal() -> Principal {
-        Principal {
-            user_id: ADMIN_USER.into(),
-            admin: true,
-        }
+    /// Tokens, pairing codes and devices.
+    pub fn auth(&self) -> &AuthService {
+        &self.inner.auth
     }
 
-    /// The user a token belongs to. Tokens are looked up by their SHA-256 digest and
-    /// remembered for a second, so users added, revoked or rotated with the CLI while
-    /// the server runs take effect within that second.
-    pub fn authenticate(&self, token: &str) -> Option<Principal> {
-        use crate::store::tokens::{digest, digests_equal};
-        let wanted = digest(token);
-        if let Some(entry) = self.inner.tokens.get(&wanted) {
-            let (principal, checked) = entry.value();
-            if digests_equal(entry.key(), &wanted) && checked.elapsed() < TOKEN_RECHECK {
-                return Some(principal.clone());
-            }
-        }
-        match self.inner.store.user_by_token(token) {
-            Ok(Some((user_id, admin))) => {
-                let principal = Principal {
-                    user_id: user_id.into(),
-                    admin,
-                };
-                self.inner
-                    .tokens
-                    .insert(wanted, (principal.clone(), std::time::Instant::now()));
-                Some(principal)
-            }
-            Ok(None) => {
-                self.inner.tokens.remove(&wanted);
-                None
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "token lookup failed");
-                None
-            }
-        }
+    /// WebSocket clients, their subscriptions, and stored events.
+    pub fn clients(&self) -> &ClientService {
+        &self.inner.clients
+    }
+
+    /// Web Push devices and what clients show.
+    pub fn push(&self) -> &PushService {
+        &self.inner.push
+    }
+
+    /// Uploaded files.
+    pub fn uploads(&self) -> &UploadService {
+        &self.inner.uploads
+    }
+
+    /// Sessions' terminals.
+    pub fn terminals(&self) -> &TerminalService {
+        &self.inner.terminals
     }
 
     /// Process-wide counters, read by `/metrics`.
@@ -535,50 +536,9 @@ impl Runtime {
         }
     }
 
-    fn lookup(&self, id: &str) -> Result<SessionHandle, RuntimeError> {
-        if id.len() > MAX_ID_BYTES {
-            // No session has such an id. Not echoed: an error must not be as large as
-            // the garbage it answers.
-            return Err(RuntimeError::IdTooLong(id.len()));
-        }
-        let handle = self
-            .inner
-            .services
-            .sessions
-            .get(id)
-            .ok_or_else(|| RuntimeError::SessionNotFound(id.into()))?;
-        // Archived and about to leave the registry: its actor has stopped, so a
-        // message sent to it would fail as an internal error.
-        if handle.shared.peek(|i| i.archived_at.is_some()) {
-            return Err(RuntimeError::SessionNotFound(id.into()));
-        }
-        Ok(handle)
-    }
-
-    fn visible(&self, who: &Principal, id: &str) -> Result<SessionHandle, RuntimeError> {
-        let handle = self.lookup(id)?;
-        if !who.can_see(&handle.shared.info()) {
-            // Someone else's private session is reported as missing, not as
-            // forbidden: its existence is not the caller's business.
-            return Err(RuntimeError::SessionNotFound(id.into()));
-        }
-        Ok(handle)
-    }
-
-    pub(crate) fn drivable(
-        &self,
-        who: &Principal,
-        id: &str,
-    ) -> Result<SessionHandle, RuntimeError> {
-        let handle = self.lookup(id)?;
-        let info = handle.shared.info();
-        if !who.can_see(&info) {
-            return Err(RuntimeError::SessionNotFound(id.into()));
-        }
-        if !who.can_drive(&info) {
-            return Err(RuntimeError::AccessDenied(id.to_string()));
-        }
-        Ok(handle)
+    /// The access check on live sessions, which every request makes first.
+    pub(crate) fn access(&self) -> &SessionAccess {
+        &self.inner.access
     }
 
     /// Number of sessions in each status, for metrics.
@@ -595,7 +555,7 @@ impl Runtime {
 
     /// One session, if `who` may see it.
     pub fn session(&self, who: &Principal, id: &SessionId) -> Result<SessionInfo, RuntimeError> {
-        Ok(self.visible(who, id)?.shared.info())
+        Ok(self.access().visible(who, id)?.shared.info())
     }
 
     /// Sessions with a turn or background work in flight.
@@ -665,7 +625,7 @@ impl Runtime {
 
     /// Interrupts the running turn.
     pub async fn abort(&self, who: &Principal, id: &SessionId) -> Result<(), RuntimeError> {
-        self.drivable(who, id)?.ask(Abort).await?
+        self.access().drivable(who, id)?.ask(Abort).await?
     }
 
     /// Stops one background task.
@@ -675,7 +635,10 @@ impl Runtime {
         id: &SessionId,
         task_id: String,
     ) -> Result<(), RuntimeError> {
-        self.drivable(who, id)?.ask(StopTask { task_id }).await?
+        self.access()
+            .drivable(who, id)?
+            .ask(StopTask { task_id })
+            .await?
     }
 
     /// `chat.permission-response`: answers a pending tool approval. Request ids are
@@ -691,7 +654,8 @@ impl Runtime {
                 .permission_holder(&params.request_id)
                 .ok_or_else(|| RuntimeError::NoSuchPermission(params.request_id.clone()))?,
         };
-        self.drivable(who, &id)?
+        self.access()
+            .drivable(who, &id)?
             .ask(RespondPermission {
                 request_id: params.request_id,
                 allow: params.allow,
@@ -712,7 +676,7 @@ impl Runtime {
         who: &Principal,
         params: SessionConfigureParams,
     ) -> Result<SessionInfo, RuntimeError> {
-        let handle = self.drivable(who, &params.session_id)?;
+        let handle = self.access().drivable(who, &params.session_id)?;
         let owner_id = match params.owner_id {
             Some(owner) => Some(self.reserve_new_owner(who, &handle, owner)?),
             None => None,

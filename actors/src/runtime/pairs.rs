@@ -575,7 +575,7 @@ impl Runtime {
         params: PairCreateParams,
     ) -> Result<PairInfo, RuntimeError> {
         let driver_id = &params.driver_id;
-        self.drivable(who, driver_id)?;
+        self.access().drivable(who, driver_id)?;
         let info = self
             .session_info(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
@@ -614,7 +614,7 @@ impl Runtime {
         let Some(driver_id) = driver_id else {
             return self.close_stray_pair(who, pair_id).await;
         };
-        self.drivable(who, &driver_id)?;
+        self.access().drivable(who, &driver_id)?;
         let addr = self
             .pair_addr(pair_id)
             .ok_or_else(|| PairError::NoSuchPair(pair_id.into()))?;
@@ -641,7 +641,7 @@ impl Runtime {
         });
         let mut left = false;
         for (id, addr) in members {
-            if self.drivable(who, &id).is_err() {
+            if self.access().drivable(who, &id).is_err() {
                 continue;
             }
             // A session still leaving a pair closed a moment ago answers false: the

@@ -6,11 +6,11 @@ use base64::engine::DecodePaddingMode;
 use base64::Engine;
 use tandem_protocol::push::{PushSubscribeParams, PushSubscription};
 
-use super::Runtime;
+use super::SessionAccess;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::ids::{SessionId, UserId};
-use crate::push::ece;
+use crate::push::{ece, Push};
 use crate::store::push::PushTarget;
 
 /// base64url as browsers write subscription keys: padding optional, and the unused
@@ -31,24 +31,35 @@ fn listed(target: PushTarget) -> PushSubscription {
     }
 }
 
-impl Runtime {
+/// The Web Push service: users' devices, and what each client shows.
+pub struct PushService {
+    access: SessionAccess,
+    push: Push,
+}
+
+impl PushService {
+    /// Registers devices with `push`, checking sessions through `access`.
+    pub(super) fn new(access: SessionAccess, push: Push) -> Self {
+        PushService { access, push }
+    }
+
     /// Keeps push devices in the cluster's `shared` store from now on (copying this
     /// node's there), so every node reaches every device.
-    pub async fn share_push_devices(
+    pub async fn share_devices(
         &self,
         shared: std::sync::Arc<dyn crate::push::SharedDevices>,
     ) -> Result<(), RuntimeError> {
-        self.inner.services.push.share(shared).await
+        self.push.share(shared).await
     }
 
     /// The VAPID public key.
-    pub fn push_key(&self) -> String {
-        self.inner.services.push.public_key().to_string()
+    pub fn public_key(&self) -> String {
+        self.push.public_key().to_string()
     }
 
     /// Registers a device of `who` (the fields' shapes were validated). A key that is
     /// not a point of P-256, or an endpoint that is not a URL, is unusable (422).
-    pub async fn push_subscribe(
+    pub async fn subscribe(
         &self,
         who: &Principal,
         params: PushSubscribeParams,
@@ -72,8 +83,6 @@ impl Runtime {
             .map(|l| l.trim().to_string())
             .filter(|l| !l.is_empty());
         let target = self
-            .inner
-            .services
             .push
             .add(&who.user_id, &params.endpoint, p256dh, auth, label)
             .await?;
@@ -81,17 +90,17 @@ impl Runtime {
     }
 
     /// The devices of `who`, oldest first.
-    pub async fn push_subscriptions(
+    pub async fn subscriptions(
         &self,
         who: &Principal,
     ) -> Result<Vec<PushSubscription>, RuntimeError> {
-        let targets = self.inner.services.push.devices(&who.user_id).await?;
+        let targets = self.push.devices(&who.user_id).await?;
         Ok(targets.into_iter().map(listed).collect())
     }
 
     /// Removes a device of `who`; another user's (or an unknown) id is `NOT_FOUND`.
-    pub async fn push_unsubscribe(&self, who: &Principal, id: &str) -> Result<(), RuntimeError> {
-        if self.inner.services.push.remove(&who.user_id, id).await? {
+    pub async fn unsubscribe(&self, who: &Principal, id: &str) -> Result<(), RuntimeError> {
+        if self.push.remove(&who.user_id, id).await? {
             Ok(())
         } else {
             Err(RuntimeError::Missing(format!(
@@ -110,9 +119,9 @@ impl Runtime {
         sessions: Vec<SessionId>,
     ) -> Result<Vec<SessionId>, RuntimeError> {
         for id in &sessions {
-            self.visible(who, id)?;
+            self.access.visible(who, id)?;
         }
-        self.inner.services.push.set_visible(
+        self.push.set_visible(
             &format!("local:{client_id}"),
             &who.user_id,
             sessions.clone(),
@@ -123,9 +132,6 @@ impl Runtime {
     /// What another node said its client `client` (`NODE:ID`) of `user_id` shows of
     /// this node's sessions; holds for a while unless said again.
     pub fn set_visible_remote(&self, client: &str, user_id: &UserId, sessions: Vec<SessionId>) {
-        self.inner
-            .services
-            .push
-            .set_visible(client, user_id, sessions);
+        self.push.set_visible(client, user_id, sessions);
     }
 }

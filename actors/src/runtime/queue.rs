@@ -15,7 +15,7 @@ impl Runtime {
         who: &Principal,
         id: &SessionId,
     ) -> Result<Vec<QueuedEntry>, RuntimeError> {
-        Ok(self.visible(who, id)?.shared.queued())
+        Ok(self.access().visible(who, id)?.shared.queued())
     }
 
     /// Takes `queue_id` out of the queue; returns the queue after the change.
@@ -25,7 +25,8 @@ impl Runtime {
         id: &SessionId,
         queue_id: String,
     ) -> Result<Vec<QueuedEntry>, RuntimeError> {
-        self.drivable(who, id)?
+        self.access()
+            .drivable(who, id)?
             .ask(CancelQueued { queue_id })
             .await?
     }
@@ -38,7 +39,8 @@ impl Runtime {
         queue_id: String,
         content: String,
     ) -> Result<Vec<QueuedEntry>, RuntimeError> {
-        self.drivable(who, id)?
+        self.access()
+            .drivable(who, id)?
             .ask(EditQueued { queue_id, content })
             .await?
     }

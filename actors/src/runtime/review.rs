@@ -47,7 +47,7 @@ impl Runtime {
         who: &Principal,
         params: ChatReviewParams,
     ) -> Result<ChatReviewResult, RuntimeError> {
-        let handle = self.drivable(who, &params.session_id)?;
+        let handle = self.access().drivable(who, &params.session_id)?;
         self.has_workspace(&params.session_id, &handle)?;
         let info = handle.shared.info();
         let (dir, ws) = working_dir(&info)?;
@@ -65,7 +65,7 @@ impl Runtime {
                      with send_to_partner",
                     info.id
                 );
-                (self.drivable(who, &driver)?, heading)
+                (self.access().drivable(who, &driver)?, heading)
             }
         };
         let diff = blocking(move || diff::diff(&dir, ws.as_ref(), None, REVIEW_DIFF_CAP)).await?;

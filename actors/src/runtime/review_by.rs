@@ -40,7 +40,7 @@ impl Runtime {
         who: &Principal,
         params: SessionReviewByParams,
     ) -> Result<SessionReviewByResult, RuntimeError> {
-        let handle = self.drivable(who, &params.session_id)?;
+        let handle = self.access().drivable(who, &params.session_id)?;
         self.has_workspace(&params.session_id, &handle)?;
         let info = handle.shared.info();
         let started = self

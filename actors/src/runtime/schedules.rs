@@ -32,7 +32,8 @@ impl Runtime {
                 Some((rule, time_zone, params.if_busy.unwrap_or_default()))
             }
         };
-        self.drivable(who, &params.session_id)?
+        self.access()
+            .drivable(who, &params.session_id)?
             .ask(ScheduleMessage {
                 content: params.content,
                 at,
@@ -48,7 +49,8 @@ impl Runtime {
         id: &SessionId,
         schedule_id: String,
     ) -> Result<ScheduleInfo, RuntimeError> {
-        self.drivable(who, id)?
+        self.access()
+            .drivable(who, id)?
             .ask(CancelSchedule { schedule_id })
             .await?
     }
@@ -59,6 +61,6 @@ impl Runtime {
         who: &Principal,
         id: &SessionId,
     ) -> Result<Vec<ScheduleInfo>, RuntimeError> {
-        self.visible(who, id)?.ask(ListSchedules).await
+        self.access().visible(who, id)?.ask(ListSchedules).await
     }
 }

@@ -102,7 +102,7 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<SessionRunResult, RuntimeError> {
-        let handle = self.drivable(who, session_id)?;
+        let handle = self.access().drivable(who, session_id)?;
         let info = handle.shared.info();
         let (place, project) = self.scripts_of(&info).await?;
         let Some(command) = project.run.as_deref() else {
@@ -137,7 +137,7 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<SessionRunResult, RuntimeError> {
-        let info = self.drivable(who, session_id)?.shared.info();
+        let info = self.access().drivable(who, session_id)?.shared.info();
         let Some(slot) = self.inner.services.scripts.run_if(&info.id) else {
             return Ok(SessionRunResult {
                 session_id: info.id,
@@ -164,7 +164,7 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<SessionRunLogResult, RuntimeError> {
-        let info = self.visible(who, session_id)?.shared.info();
+        let info = self.access().visible(who, session_id)?.shared.info();
         let slot = self
             .inner
             .services

@@ -7,31 +7,36 @@ use tandem_protocol::terminals::{
 };
 use tandem_protocol::SessionInfo;
 
-use super::Runtime;
+use super::SessionAccess;
 use crate::access::Principal;
 use crate::error::RuntimeError;
-use crate::terminals::{Attachment, Opening};
+use crate::terminals::{Attachment, Opening, Terminals};
 
-impl Runtime {
-    /// The session `id`, when `who` owns it. Someone else's session is missing for
-    /// terminals, whether or not they may see it.
-    fn owned_for_terminals(&self, who: &Principal, id: &str) -> Result<SessionInfo, RuntimeError> {
-        let info = self.visible(who, id)?.shared.info();
-        if info.owner_id != who.user_id {
-            return Err(RuntimeError::Missing(format!(
-                "session {id}'s terminals are its owner's only"
-            )));
-        }
-        Ok(info)
+/// The terminals service: sessions' shells, each reachable by its session's owner
+/// only.
+pub struct TerminalService {
+    access: SessionAccess,
+    terminals: Terminals,
+}
+
+impl TerminalService {
+    /// Serves `terminals` to the owners of the sessions `access` finds.
+    pub(super) fn new(access: SessionAccess, terminals: Terminals) -> Self {
+        TerminalService { access, terminals }
+    }
+
+    /// The session `id`, when `who` owns it.
+    fn owned(&self, who: &Principal, id: &str) -> Result<SessionInfo, RuntimeError> {
+        Ok(self.access.owned(who, id, "terminals")?.shared.info())
     }
 
     /// `terminal.open`: the owner's shell in the session's working directory.
-    pub fn open_terminal(
+    pub fn open(
         &self,
         who: &Principal,
         p: TerminalOpenParams,
     ) -> Result<TerminalInfo, RuntimeError> {
-        let info = self.owned_for_terminals(who, &p.session_id)?;
+        let info = self.owned(who, &p.session_id)?;
         let cwd = std::path::PathBuf::from(&info.cwd);
         if !cwd.is_dir() {
             return Err(RuntimeError::Conflict(format!(
@@ -39,7 +44,7 @@ impl Runtime {
                 info.id, info.cwd
             )));
         }
-        self.inner.terminals.open(Opening {
+        self.terminals.open(Opening {
             session_id: info.id,
             owner: info.owner_id,
             cwd,
@@ -49,27 +54,26 @@ impl Runtime {
     }
 
     /// `terminal.list`: the session's terminals, oldest first.
-    pub fn list_terminals(
+    pub fn list(
         &self,
         who: &Principal,
         p: TerminalListParams,
     ) -> Result<TerminalListResult, RuntimeError> {
-        let info = self.owned_for_terminals(who, &p.session_id)?;
+        let info = self.owned(who, &p.session_id)?;
         Ok(TerminalListResult {
-            terminals: self.inner.terminals.list(&info.id),
+            terminals: self.terminals.list(&info.id),
             session_id: info.id,
         })
     }
 
     /// `terminal.close`: ends the terminal and every process it started.
-    pub async fn close_terminal(
+    pub async fn close(
         &self,
         who: &Principal,
         p: TerminalCloseParams,
     ) -> Result<TerminalCloseResult, RuntimeError> {
-        let info = self.owned_for_terminals(who, &p.session_id)?;
-        self.inner
-            .terminals
+        let info = self.owned(who, &p.session_id)?;
+        self.terminals
             .close(&info.id, &p.terminal_id, "closed by a request")
             .await
             .ok_or_else(|| {
@@ -84,15 +88,21 @@ impl Runtime {
         })
     }
 
+    /// Ends session `id`'s terminals with all they started (`why`: what happened to
+    /// the session).
+    pub(super) async fn end_session(&self, id: &crate::ids::SessionId, why: &str) {
+        self.terminals.end_session(id, why).await;
+    }
+
     /// Ends every terminal with all it started: the server is stopping (again, harmless,
-    /// in [`Runtime::stop_vendor_processes`]).
-    pub fn stop_terminals(&self) {
-        self.inner.terminals.shutdown();
+    /// in [`super::Runtime::stop_vendor_processes`]).
+    pub fn stop_all(&self) {
+        self.terminals.shutdown();
     }
 
     /// A new client of terminal `terminal_id`, for its session's owner; `None` for
     /// anyone else, an unknown id or one that ended.
-    pub fn attach_terminal(&self, who: &Principal, terminal_id: &str) -> Option<Attachment> {
-        self.inner.terminals.attach(&who.user_id, terminal_id)
+    pub fn attach(&self, who: &Principal, terminal_id: &str) -> Option<Attachment> {
+        self.terminals.attach(&who.user_id, terminal_id)
     }
 }

@@ -27,7 +27,7 @@ impl Runtime {
         id: &SessionId,
         since: u64,
     ) -> Result<UsageSummary, RuntimeError> {
-        self.visible(who, id)?;
+        self.access().visible(who, id)?;
         let store = self.inner.store.clone();
         let sid = id.to_string();
         actix_rt::task::spawn_blocking(move || summarize(&store, &sid, since))

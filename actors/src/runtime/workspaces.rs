@@ -49,7 +49,7 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<(SessionInfo, WorkspaceInfo, OpClaim), RuntimeError> {
-        let info = self.drivable(who, session_id)?.shared.info();
+        let info = self.access().drivable(who, session_id)?.shared.info();
         let ws = active_worktree(&info)?;
         if info.status.is_busy() {
             return Err(WorkspaceError::SessionBusy(info.id.clone()).into());
@@ -310,7 +310,7 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<GitState, RuntimeError> {
-        let info = self.visible(who, session_id)?.shared.info();
+        let info = self.access().visible(who, session_id)?.shared.info();
         let (dir, ws) = working_dir(&info)?;
         blocking(move || state::compute(&dir, ws.as_ref())).await
     }
@@ -323,7 +323,7 @@ impl Runtime {
         path: Option<String>,
         cap: usize,
     ) -> Result<FileDiff, RuntimeError> {
-        let info = self.visible(who, session_id)?.shared.info();
+        let info = self.access().visible(who, session_id)?.shared.info();
         let (dir, ws) = working_dir(&info)?;
         blocking(move || diff::diff(&dir, ws.as_ref(), path.as_deref(), cap)).await
     }
@@ -335,7 +335,7 @@ impl Runtime {
         session_id: &SessionId,
         path: String,
     ) -> Result<DirListing, RuntimeError> {
-        let info = self.visible(who, session_id)?.shared.info();
+        let info = self.access().visible(who, session_id)?.shared.info();
         let jail = self.jail(&info)?;
         blocking(move || files::list(&jail()?, &path)).await
     }
@@ -347,7 +347,7 @@ impl Runtime {
         session_id: &SessionId,
         path: String,
     ) -> Result<FileContent, RuntimeError> {
-        let info = self.visible(who, session_id)?.shared.info();
+        let info = self.access().visible(who, session_id)?.shared.info();
         let jail = self.jail(&info)?;
         blocking(move || files::read(&jail()?, &path)).await
     }
@@ -361,7 +361,7 @@ impl Runtime {
         content: String,
         if_match: Option<String>,
     ) -> Result<FileSaved, RuntimeError> {
-        let info = self.drivable(who, session_id)?.shared.info();
+        let info = self.access().drivable(who, session_id)?.shared.info();
         let jail = self.jail(&info)?;
         blocking(move || files::write(&jail()?, &path, &content, if_match.as_deref())).await
     }

@@ -37,7 +37,7 @@ impl Runtime {
         who: &Principal,
         params: ProposalRespondParams,
     ) -> Result<ProposalRespondResult, RuntimeError> {
-        self.drivable(who, &params.session_id)?;
+        self.access().drivable(who, &params.session_id)?;
         if !params.accepted {
             decline_proposal(self, &params.session_id, &params.proposal_id).await?;
             return Ok(ProposalRespondResult {

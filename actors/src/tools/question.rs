@@ -218,7 +218,8 @@ impl Runtime {
         who: &Principal,
         params: QuestionAnswerParams,
     ) -> Result<QuestionAnswerResult, RuntimeError> {
-        self.drivable(who, &params.session_id)?
+        self.access()
+            .drivable(who, &params.session_id)?
             .ask(AnswerQuestion {
                 question_id: params.question_id.clone(),
                 answer: params.answer,

@@ -71,7 +71,7 @@ pub async fn run(
             vendors: rt.vendors(),
         }),
         R::DevicePairCode(_) => {
-            let code = rt.pair_code(who).await?;
+            let code = rt.auth().pair_code(who).await?;
             let qr = crate::pairing::qr(&code.url)
                 .map_err(|e| ApiError::new(ErrorCode::Internal, format!("no QR code: {e}")))?;
             json(tandem_protocol::devices::DevicePairCodeResult {
@@ -83,26 +83,26 @@ pub async fn run(
             })
         }
         R::DevicesList(_) => json(tandem_protocol::devices::DevicesListResult {
-            devices: rt.devices(who).await?,
+            devices: rt.auth().devices(who).await?,
         }),
         R::DeviceRevoke(p) => {
-            rt.revoke_device(who, &p.device_id).await?;
+            rt.auth().revoke_device(who, &p.device_id).await?;
             json(tandem_protocol::devices::DeviceRevokeResult {
                 device_id: p.device_id,
                 revoked: true,
             })
         }
         R::PushKey(_) => json(tandem_protocol::push::PushKeyResult {
-            public_key: rt.push_key(),
+            public_key: rt.push().public_key(),
         }),
         R::PushSubscribe(p) => json(tandem_protocol::push::PushSubscribeResult {
-            subscription: rt.push_subscribe(who, p).await?,
+            subscription: rt.push().subscribe(who, p).await?,
         }),
         R::PushSubscriptions(_) => json(tandem_protocol::push::PushSubscriptionsResult {
-            subscriptions: rt.push_subscriptions(who).await?,
+            subscriptions: rt.push().subscriptions(who).await?,
         }),
         R::PushUnsubscribe(p) => {
-            rt.push_unsubscribe(who, &p.subscription_id).await?;
+            rt.push().unsubscribe(who, &p.subscription_id).await?;
             json(tandem_protocol::push::PushUnsubscribeResult {
                 subscription_id: p.subscription_id,
                 removed: true,
@@ -229,9 +229,9 @@ async fn delegation(
         R::LoopStart(p) => json(rt.start_loop(who, p).await?),
         R::SessionCommands(p) => json(rt.session_commands(who, &p.session_id).await?),
         R::LoopStop(p) => json(rt.stop_loop(who, p).await?),
-        R::TerminalOpen(p) => json(rt.open_terminal(who, p)?),
-        R::TerminalList(p) => json(rt.list_terminals(who, p)?),
-        R::TerminalClose(p) => json(rt.close_terminal(who, p).await?),
+        R::TerminalOpen(p) => json(rt.terminals().open(who, p)?),
+        R::TerminalList(p) => json(rt.terminals().list(who, p)?),
+        R::TerminalClose(p) => json(rt.terminals().close(who, p).await?),
         other => Box::pin(workspace(rt, who, other)).await,
     }
 }
@@ -391,7 +391,10 @@ async fn tool_call(
 
 /// Stored frames are spliced in as they were sent, never re-encoded.
 async fn events(rt: &Runtime, who: &Principal, p: SessionEventsParams) -> Result<Answer, ApiError> {
-    let (frames, last_seq, has_more) = rt.events(who, &p.session_id, p.after, p.limit).await?;
+    let (frames, last_seq, has_more) = rt
+        .clients()
+        .events(who, &p.session_id, p.after, p.limit)
+        .await?;
     let size = frames.iter().map(|f| f.len() + 1).sum::<usize>() + 64;
     let mut out = String::with_capacity(size);
     out.push_str("{\"events\":[");
