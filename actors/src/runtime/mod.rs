@@ -12,6 +12,7 @@ mod create;
 mod devices;
 mod edit;
 mod external;
+mod files;
 mod fleet;
 mod fork;
 mod handoff;
@@ -72,6 +73,7 @@ use crate::store::{Store, StoreFailure, StoreWriter, WriteOp, WriterHooks};
 pub use auth::AuthService;
 pub use clients::ClientService;
 pub use devices::PairingCode;
+pub use files::FileService;
 pub use listing::{SessionPage, MAX_SESSIONS_PAGE};
 pub use peers::CommitTap;
 pub use push::PushService;
@@ -128,6 +130,8 @@ struct Inner {
     uploads: UploadService,
     /// Web Push devices.
     push: PushService,
+    /// Sessions' working directories: changes, diffs, files.
+    files: FileService,
     /// Sessions' terminals.
     terminals: TerminalService,
     /// The CLI transcripts read so far (`external.list`).
@@ -295,6 +299,7 @@ impl Runtime {
         let sessions = Registry::default();
         let access = SessionAccess::new(sessions.clone());
         let push_service = PushService::new(access.clone(), push.clone());
+        let files = FileService::new(access.clone(), config.private_paths());
         let clients = ClientService::new(
             access.clone(),
             gateway.clone(),
@@ -343,6 +348,7 @@ impl Runtime {
             commit_tap,
             uploads: UploadService::new(access.clone(), uploads),
             push: push_service,
+            files,
             terminals: TerminalService::new(access.clone(), terminals),
             external: Arc::default(),
         });
@@ -453,6 +459,11 @@ impl Runtime {
     /// WebSocket clients, their subscriptions, and stored events.
     pub fn clients(&self) -> &ClientService {
         &self.inner.clients
+    }
+
+    /// Sessions' working directories: changes, diffs, files.
+    pub fn files(&self) -> &FileService {
+        &self.inner.files
     }
 
     /// Web Push devices and what clients show.

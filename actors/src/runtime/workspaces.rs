@@ -1,14 +1,13 @@
-//! Runtime entry points of workspaces: `session.merge`, `session.discard`, the
-//! changes, diff and files routes, and start-up recovery of merges and discards a
+//! Runtime entry points of workspaces: `session.merge`, `session.discard`, `session.rebase`,
+//! `session.push`, and start-up recovery of merges and discards a
 //! crash cut short. Git runs on the blocking pool; session actors only record the
 //! outcome.
 
 use std::path::{Path, PathBuf};
 
 use tandem_protocol::workspace::{
-    DirListing, FileContent, FileDiff, FileSaved, GitState, MergeStrategy, PushedBranch,
-    SessionDiscardResult, SessionMergeResult, SessionPushResult, SessionRebaseResult,
-    WorkspaceInfo, WorktreeState,
+    MergeStrategy, PushedBranch, SessionDiscardResult, SessionMergeResult, SessionPushResult,
+    SessionRebaseResult, WorkspaceInfo, WorktreeState,
 };
 use tandem_protocol::{EventBody, SessionInfo};
 
@@ -19,7 +18,7 @@ use crate::error::RuntimeError;
 use crate::ids::SessionId;
 use crate::session::WorkspaceChanged;
 use crate::workspace::journal::{self, Entry, Operation};
-use crate::workspace::{diff, files, merge, push, rebase, state, worktree, WorkspaceError};
+use crate::workspace::{merge, push, rebase, worktree, WorkspaceError};
 
 use super::Runtime;
 
@@ -302,80 +301,6 @@ impl Runtime {
             )));
         }
         Ok(())
-    }
-
-    /// `GET /sessions/{id}/changes`: the working directory's state, computed now.
-    pub async fn session_changes(
-        &self,
-        who: &Principal,
-        session_id: &SessionId,
-    ) -> Result<GitState, RuntimeError> {
-        let info = self.access().visible(who, session_id)?.shared.info();
-        let (dir, ws) = working_dir(&info)?;
-        blocking(move || state::compute(&dir, ws.as_ref())).await
-    }
-
-    /// `GET /sessions/{id}/changes/diff`.
-    pub async fn session_diff(
-        &self,
-        who: &Principal,
-        session_id: &SessionId,
-        path: Option<String>,
-        cap: usize,
-    ) -> Result<FileDiff, RuntimeError> {
-        let info = self.access().visible(who, session_id)?.shared.info();
-        let (dir, ws) = working_dir(&info)?;
-        blocking(move || diff::diff(&dir, ws.as_ref(), path.as_deref(), cap)).await
-    }
-
-    /// `GET /sessions/{id}/files`.
-    pub async fn list_files(
-        &self,
-        who: &Principal,
-        session_id: &SessionId,
-        path: String,
-    ) -> Result<DirListing, RuntimeError> {
-        let info = self.access().visible(who, session_id)?.shared.info();
-        let jail = self.jail(&info)?;
-        blocking(move || files::list(&jail()?, &path)).await
-    }
-
-    /// `GET /sessions/{id}/files/content`.
-    pub async fn read_file(
-        &self,
-        who: &Principal,
-        session_id: &SessionId,
-        path: String,
-    ) -> Result<FileContent, RuntimeError> {
-        let info = self.access().visible(who, session_id)?.shared.info();
-        let jail = self.jail(&info)?;
-        blocking(move || files::read(&jail()?, &path)).await
-    }
-
-    /// `PUT /sessions/{id}/files/content` (owner only).
-    pub async fn write_file(
-        &self,
-        who: &Principal,
-        session_id: &SessionId,
-        path: String,
-        content: String,
-        if_match: Option<String>,
-    ) -> Result<FileSaved, RuntimeError> {
-        let info = self.access().drivable(who, session_id)?.shared.info();
-        let jail = self.jail(&info)?;
-        blocking(move || files::write(&jail()?, &path, &content, if_match.as_deref())).await
-    }
-
-    /// What the files API may reach of a session's working directory (made off the
-    /// actors' threads: it looks at the disk).
-    fn jail(
-        &self,
-        info: &SessionInfo,
-    ) -> Result<impl FnOnce() -> Result<files::Jail, WorkspaceError> + Send + 'static, RuntimeError>
-    {
-        let (dir, _) = working_dir(info)?;
-        let private = self.inner.config.private_paths();
-        Ok(move || files::Jail::new(&dir, &private))
     }
 
     /// Start-up: finishes or undoes the merges and discards a crash cut short (their

@@ -245,7 +245,7 @@ async fn workspace(
     use ClientRequest as R;
     match request {
         R::SessionChanges(p) => json(SessionChangesResult {
-            changes: rt.session_changes(who, &p.session_id).await?,
+            changes: rt.files().changes(who, &p.session_id).await?,
         }),
         R::SessionCheckpoints(p) => json(SessionCheckpointsResult {
             checkpoints: rt.checkpoints(who, &p.session_id).await?,
@@ -254,7 +254,8 @@ async fn workspace(
         R::SessionRestore(p) => json(rt.restore(who, &p.session_id, p.turn_id).await?),
         R::SessionDiff(p) => json(SessionDiffResult {
             diff: rt
-                .session_diff(who, &p.session_id, p.path, DEFAULT_DIFF_CAP)
+                .files()
+                .diff(who, &p.session_id, p.path, DEFAULT_DIFF_CAP)
                 .await?,
         }),
         R::SessionMerge(p) => json(
@@ -273,15 +274,17 @@ async fn workspace(
         ),
         R::SessionFiles(p) => json(SessionFilesResult {
             listing: rt
-                .list_files(who, &p.session_id, p.path.unwrap_or_default())
+                .files()
+                .list(who, &p.session_id, p.path.unwrap_or_default())
                 .await?,
         }),
         R::SessionFileRead(p) => json(SessionFileReadResult {
-            file: rt.read_file(who, &p.session_id, p.path).await?,
+            file: rt.files().read(who, &p.session_id, p.path).await?,
         }),
         R::SessionFileWrite(p) => json(SessionFileWriteResult {
             saved: rt
-                .write_file(who, &p.session_id, p.path, p.content, p.if_match)
+                .files()
+                .write(who, &p.session_id, p.path, p.content, p.if_match)
                 .await?,
         }),
         other => Err(ApiError::new(
