@@ -118,15 +118,17 @@ impl ClientService {
         id: &SessionId,
     ) -> Result<ServerFrame, RuntimeError> {
         let handle = self.access.visible(who, id)?;
-        let info = handle.shared.info();
+        // One snapshot: the status, permissions, rules and queue of one moment.
+        let published = handle.shared.snapshot();
+        let info = &published.info;
         Ok(ServerFrame::ChatSubscribed {
             session_id: info.id.clone(),
             status: info.status,
-            last_seq: info.last_seq,
-            pending_permissions: handle.shared.permissions(),
-            permission_rules: handle.shared.permission_rules(),
-            background_tasks: info.background_tasks,
-            queued: handle.shared.queued(),
+            last_seq: handle.shared.last_seq(),
+            pending_permissions: published.permissions.clone(),
+            permission_rules: published.rules.clone(),
+            background_tasks: info.background_tasks.clone(),
+            queued: published.queued.clone(),
         })
     }
 

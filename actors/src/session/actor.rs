@@ -197,6 +197,20 @@ impl SessionActor {
         self.dirty = true;
     }
 
+    /// Publishes the metadata and the queue (one snapshot, see [`Published`]) and
+    /// answers the metadata.
+    ///
+    /// [`Published`]: super::Published
+    pub(super) fn publish_metadata(&self) -> SessionInfo {
+        let info = self.info();
+        let queued = self.record.queued.iter().map(|q| q.entry()).collect();
+        self.shared.publish(|p| {
+            p.info = info.clone();
+            p.queued = queued;
+        });
+        info
+    }
+
     /// Hands this message's writes to the store as one atomic batch and publishes
     /// changed metadata. Every handler ends with it.
     pub(super) fn flush(&mut self) {
@@ -204,10 +218,7 @@ impl SessionActor {
         // this batch's events: a client that reads the session right after one of
         // them sees the state it describes.
         let changed = std::mem::take(&mut self.dirty).then(|| {
-            let info = self.info();
-            self.shared.set(info.clone());
-            self.shared
-                .set_queued(self.record.queued.iter().map(|q| q.entry()).collect());
+            let info = self.publish_metadata();
             self.pending
                 .push(WriteOp::Session(Box::new(self.record.clone())));
             info

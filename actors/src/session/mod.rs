@@ -17,6 +17,8 @@ mod question;
 mod queue;
 mod rewind;
 mod schedules;
+#[cfg(test)]
+mod shared_tests;
 mod spawn;
 mod store_failure;
 #[cfg(test)]
@@ -219,19 +221,33 @@ impl SessionHandle {
     }
 }
 
+/// What a session publishes for readers outside its actor, replaced as one piece so
+/// a reader never sees the metadata of one moment beside the permissions or queue
+/// of another.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// The session's metadata (its `last_seq` as of the last metadata change; the
+    /// newest is [`SessionShared::last_seq`]).
+    pub info: SessionInfo,
+    /// Pending permission requests as `permission_request` fields, for
+    /// `chat_subscribed`.
+    pub permissions: Vec<PendingPermission>,
+    /// Tools allowed for the rest of the session, for `chat_subscribed`.
+    pub rules: Vec<PermissionRule>,
+    /// The queue as last flushed, for `chat_subscribed` and `GET .../queue`.
+    pub queued: Vec<QueuedEntry>,
+}
+
 /// The read-only copy of a session's metadata that its actor publishes, so listing
 /// and access checks never wait on a session's mailbox.
 #[derive(Debug)]
 pub struct SessionShared {
-    info: Mutex<SessionInfo>,
+    /// The current [`Published`]; readers take the `Arc`, the actor replaces it
+    /// (in place when no reader holds it).
+    published: Mutex<Arc<Published>>,
+    /// Newest `seq` handed to the store: moves with every event, so it is kept
+    /// apart from the snapshot, which changes only with the metadata.
     last_seq: AtomicU64,
-    /// Pending permission requests as `permission_request` fields, for
-    /// `chat_subscribed`.
-    permissions: Mutex<Vec<PendingPermission>>,
-    /// Tools allowed for the rest of the session, for `chat_subscribed`.
-    rules: Mutex<Vec<PermissionRule>>,
-    /// The queue as last flushed, for `chat_subscribed` and `GET .../queue`.
-    queued: Mutex<Vec<QueuedEntry>>,
     /// The session's actor, once started (see [`SessionHandle`]).
     actor: OnceLock<Addr<SessionActor>>,
     /// Held while the actor is being started, so it is started once.
@@ -243,11 +259,13 @@ impl SessionShared {
     pub fn new(info: SessionInfo) -> Self {
         let last_seq = AtomicU64::new(info.last_seq);
         SessionShared {
-            info: Mutex::new(info),
+            published: Mutex::new(Arc::new(Published {
+                info,
+                permissions: Vec::new(),
+                rules: Vec::new(),
+                queued: Vec::new(),
+            })),
             last_seq,
-            permissions: Mutex::new(Vec::new()),
-            rules: Mutex::new(Vec::new()),
-            queued: Mutex::new(Vec::new()),
             actor: OnceLock::new(),
             starting: Mutex::new(()),
         }
@@ -257,17 +275,33 @@ impl SessionShared {
     /// what the actor would publish first).
     pub(crate) fn from_record(record: &crate::record::SessionRecord, last_seq: u64) -> Self {
         let shared = SessionShared::new(record.to_info(last_seq, &[]));
-        shared.set_permission_rules(record.permission_rules.clone());
-        shared.set_queued(record.queued.iter().map(|q| q.entry()).collect());
+        shared.publish(|p| {
+            p.rules = record.permission_rules.clone();
+            p.queued = record.queued.iter().map(|q| q.entry()).collect();
+        });
         shared
+    }
+
+    /// Everything the session published, as one snapshot.
+    pub fn snapshot(&self) -> Arc<Published> {
+        match self.published.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Changes the published snapshot in one step (the actor's side).
+    fn publish(&self, change: impl FnOnce(&mut Published)) {
+        let mut guard = match self.published.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        change(Arc::make_mut(&mut guard));
     }
 
     /// The session as last published, with its newest `seq`.
     pub fn info(&self) -> SessionInfo {
-        let mut info = match self.info.lock() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        };
+        let mut info = self.peek(SessionInfo::clone);
         info.last_seq = self.last_seq.load(Ordering::Acquire);
         info
     }
@@ -275,9 +309,9 @@ impl SessionShared {
     /// Runs `f` on the published metadata without copying it (listing many
     /// sessions looks at every one but copies only a page).
     pub fn peek<T>(&self, f: impl FnOnce(&SessionInfo) -> T) -> T {
-        match self.info.lock() {
-            Ok(guard) => f(&guard),
-            Err(poisoned) => f(&poisoned.into_inner()),
+        match self.published.lock() {
+            Ok(guard) => f(&guard.info),
+            Err(poisoned) => f(&poisoned.into_inner().info),
         }
     }
 
@@ -286,71 +320,31 @@ impl SessionShared {
         self.last_seq.load(Ordering::Acquire)
     }
 
-    fn set(&self, info: SessionInfo) {
-        match self.info.lock() {
-            Ok(mut guard) => *guard = info,
-            Err(poisoned) => *poisoned.into_inner() = info,
-        }
-    }
-
     /// Permission requests waiting for an answer.
     pub fn permissions(&self) -> Vec<PendingPermission> {
-        match self.permissions.lock() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.snapshot().permissions.clone()
     }
 
     /// True when `request_id` is pending here.
     pub fn has_permission(&self, request_id: &RequestId) -> bool {
-        self.permissions()
+        self.snapshot()
+            .permissions
             .iter()
             .any(|p| p.request_id == request_id)
     }
 
     /// Tools a person allowed for the rest of the session.
     pub fn permission_rules(&self) -> Vec<PermissionRule> {
-        read(&self.rules)
-    }
-
-    fn set_permission_rules(&self, list: Vec<PermissionRule>) {
-        write(&self.rules, list);
+        self.snapshot().rules.clone()
     }
 
     /// Messages waiting in the queue, oldest first.
     pub fn queued(&self) -> Vec<QueuedEntry> {
-        read(&self.queued)
-    }
-
-    fn set_queued(&self, list: Vec<QueuedEntry>) {
-        write(&self.queued, list);
-    }
-
-    fn set_permissions(&self, list: Vec<PendingPermission>) {
-        match self.permissions.lock() {
-            Ok(mut guard) => *guard = list,
-            Err(poisoned) => *poisoned.into_inner() = list,
-        }
+        self.snapshot().queued.clone()
     }
 
     fn set_last_seq(&self, seq: u64) {
         self.last_seq.store(seq, Ordering::Release);
-    }
-}
-
-/// A copy of what `published` holds (a poisoned lock still holds the last value set).
-fn read<T: Clone>(published: &Mutex<T>) -> T {
-    match published.lock() {
-        Ok(guard) => guard.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
-    }
-}
-
-/// Replaces what `published` holds.
-fn write<T>(published: &Mutex<T>, value: T) {
-    match published.lock() {
-        Ok(mut guard) => *guard = value,
-        Err(poisoned) => *poisoned.into_inner() = value,
     }
 }
 

@@ -28,9 +28,10 @@ impl SessionActor {
     /// Publishes the pending permission requests and the remembered rules for new
     /// subscribers.
     pub(super) fn publish_permissions(&self) {
-        self.shared.set_permissions(self.permissions.clone());
-        self.shared
-            .set_permission_rules(self.record.permission_rules.clone());
+        self.shared.publish(|p| {
+            p.permissions = self.permissions.clone();
+            p.rules = self.record.permission_rules.clone();
+        });
     }
 
     /// Withdraws every pending permission request (its turn is over).

@@ -66,8 +66,7 @@ impl SessionActor {
         self.shared.set_last_seq(stored.last_seq);
         self.permissions.clear();
         self.publish_permissions();
-        let info = self.info();
-        self.shared.set(info.clone());
+        let info = self.publish_metadata();
         self.services.gateway.do_send(SessionChanged(info));
         // From here on this session's writes are taken again.
         let _ = self.services.writer.write(WriteOp::Resume(self.id.clone()));
