@@ -68,25 +68,9 @@ pub struct SessionActor {
     pub(super) permissions: Vec<PendingPermission>,
     /// Set after a failed commit until the failure is recorded in the history.
     pub(super) store_error: Option<String>,
-    /// The last `git_state` this actor appended (`None` after a restart: the first
-    /// state computed is appended again).
-    pub(super) last_git_state: Option<tandem_protocol::workspace::GitState>,
-    /// Counts `git_state` computations asked for; only the latest one's answer is used.
-    pub(super) git_generation: u64,
-    /// The newest checkpoint commit this actor recorded, parent of the next one
-    /// (`None` after a restart: the next one's parent is the checkout's `HEAD`). The
-    /// lock is held by the checkpoint being made, so turns ending close together are
-    /// checkpointed one after the other, in order.
-    pub(super) last_checkpoint: Arc<tokio::sync::Mutex<Option<String>>>,
-    /// Checkpoints started and not yet ended.
-    pub(super) checkpoints_running: u32,
-    /// Asked to hear when no checkpoint is being made ([`super::workspace::Settle`]):
-    /// each gets the last `seq` then.
-    pub(super) settle_waiters: Vec<tokio::sync::oneshot::Sender<u64>>,
-    /// Whether the working directory was in a repository after the last turn (`None`
-    /// before the first): outside one no turn's start waits for the git work after
-    /// the previous turn.
-    pub(super) in_repository: Option<bool>,
+    /// Git work after turns: the current `git_state`, running checkpoints, who
+    /// waits for them.
+    pub(super) git: super::git_work::GitWork,
     /// A turn that waits for the previous turns' checkpoints before its agent starts
     /// (so its writes stay out of them): the adapter and its `StartTurn`.
     pub(super) deferred_start: Option<(Recipient<AdapterCommand>, AdapterCommand)>,
@@ -133,12 +117,7 @@ impl SessionActor {
             gate: Arc::new(FlowGate::new(last_seq)),
             permissions: Vec::new(),
             store_error: None,
-            last_git_state: None,
-            git_generation: 0,
-            last_checkpoint: Arc::default(),
-            checkpoints_running: 0,
-            settle_waiters: Vec::new(),
-            in_repository: None,
+            git: Default::default(),
             deferred_start: None,
             slot_wait: None,
             preparing: false,

@@ -6,6 +6,7 @@ mod actor;
 mod archive;
 mod attention;
 mod commands;
+mod git_work;
 mod limits;
 mod loops;
 mod notify;

@@ -7,11 +7,11 @@
 //! repository, the checkpoint, so a session outside git runs no more git than before.
 //! Its answers are tagged with a generation, so a late one never overwrites a newer
 //! state, and `git_state` is appended only when it changed. The task holds the
-//! session's `last_checkpoint` lock while git runs, so checkpoints of turns that end
+//! session's checkpoint lock (`GitWork`) while git runs, so checkpoints of turns that end
 //! close together are made in order, each the parent of the next. A turn that starts
 //! while checkpoints are still being made keeps its `StartTurn` in `deferred_start`
 //! and hands it to its adapter when the last one ends, so its agent's writes stay out
-//! of them; where the last turn found no repository (`in_repository`) no turn waits.
+//! of them; where the last turn found no repository no turn waits.
 //! A restore (`Restore`) is an atomic response under the same lock, so no turn starts
 //! in the middle of it.
 
@@ -83,16 +83,11 @@ impl SessionActor {
         {
             return;
         }
-        if self.in_repository == Some(false) && self.checkpoints_running > 0 {
-            // Outside a repository the one still to run will look again: turns that
-            // end faster than git starts queue no more of them.
+        let Some(generation) = self.git.begin() else {
             return;
-        }
-        self.git_generation += 1;
-        self.checkpoints_running += 1;
-        let generation = self.git_generation;
+        };
         let cwd = std::path::PathBuf::from(&self.record.cwd);
-        let (session_id, last) = (self.id.to_string(), self.last_checkpoint.clone());
+        let (session_id, last) = (self.id.to_string(), self.git.checkpoint_lock());
         let addr = ctx.address();
         actix_rt::spawn(async move {
             let mut previous = last.lock_owned().await;
@@ -143,7 +138,7 @@ impl SessionActor {
 
     /// True when a turn starting now must wait for checkpoints still being made.
     pub(super) fn start_waits_for_checkpoints(&self) -> bool {
-        self.preparing || (self.checkpoints_running > 0 && self.in_repository != Some(false))
+        self.preparing || self.git.holds_starts()
     }
 
     /// Starts the agent of a turn that waited, once nothing holds it back.
@@ -161,11 +156,9 @@ impl Handler<PublishGitState> for SessionActor {
     type Result = ();
 
     fn handle(&mut self, msg: PublishGitState, _: &mut Context<Self>) {
-        if msg.generation != self.git_generation || self.last_git_state.as_ref() == Some(&msg.state)
-        {
+        if !self.git.take_state(msg.generation, &msg.state) {
             return;
         }
-        self.last_git_state = Some(msg.state.clone());
         let notices = self.worktree_repo().map(|repo| {
             let paths = msg.state.files.iter().map(|f| f.path.clone()).collect();
             self.services
@@ -288,14 +281,18 @@ impl Handler<CheckpointEnded> for SessionActor {
     /// Appends the `checkpoint` event, and once no checkpoint runs, starts the agent
     /// of a turn that waited for them.
     fn handle(&mut self, msg: CheckpointEnded, _: &mut Context<Self>) {
-        self.checkpoints_running = self.checkpoints_running.saturating_sub(1);
+        let repository = match &msg.outcome {
+            CheckpointOutcome::Recorded(_) => Some(true),
+            CheckpointOutcome::NoRepository => Some(false),
+            CheckpointOutcome::Failed => None,
+        };
+        let settled = self.git.ended(repository);
         match msg.outcome {
             CheckpointOutcome::Recorded(Checkpoint {
                 commit,
                 files,
                 files_omitted,
             }) => {
-                self.in_repository = Some(true);
                 self.emit(
                     Some(msg.turn_id),
                     EventBody::Checkpoint {
@@ -306,15 +303,11 @@ impl Handler<CheckpointEnded> for SessionActor {
                 );
                 self.flush();
             }
-            CheckpointOutcome::NoRepository => self.in_repository = Some(false),
-            CheckpointOutcome::Failed => {}
+            CheckpointOutcome::NoRepository | CheckpointOutcome::Failed => {}
         }
         self.release_deferred_start();
-        if self.checkpoints_running == 0 {
-            let last = self.next_seq - 1;
-            for waiter in self.settle_waiters.drain(..) {
-                let _ = waiter.send(last);
-            }
+        for waiter in settled {
+            let _ = waiter.send(self.next_seq - 1);
         }
     }
 }
@@ -334,10 +327,8 @@ impl Handler<Settle> for SessionActor {
 
     fn handle(&mut self, _: Settle, _: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.checkpoints_running == 0 {
-            let _ = tx.send(self.next_seq - 1);
-        } else {
-            self.settle_waiters.push(tx);
+        if let Some(now) = self.git.settle(tx) {
+            let _ = now.send(self.next_seq - 1);
         }
         let gate = self.gate.clone();
         Box::pin(async move {
@@ -383,7 +374,7 @@ impl SessionActor {
         impl std::future::Future<Output = Result<checkpoint::Restored, RuntimeError>> + 'static,
     ) {
         let cwd = std::path::PathBuf::from(&self.record.cwd);
-        let (session_id, last) = (self.id.to_string(), self.last_checkpoint.clone());
+        let (session_id, last) = (self.id.to_string(), self.git.checkpoint_lock());
         let undo = TurnId::new(format!("restore_{}", self.next_seq));
         let undo_id = undo.clone();
         let work = async move {
