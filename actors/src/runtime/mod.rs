@@ -33,6 +33,7 @@ mod review_by;
 mod schedules;
 mod scripts;
 mod session_access;
+mod start;
 mod terminals;
 mod uploads;
 mod usage;
@@ -53,13 +54,12 @@ use tandem_protocol::{SessionInfo, SessionStatus};
 
 use crate::access::Principal;
 use crate::adapter::model_cache::{CachedModels, ModelCache};
-use crate::adapter::{clamp_effort, VendorCatalog, VendorId};
+use crate::adapter::{clamp_effort, VendorId};
 use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
-use crate::gateway::{Gateway, SessionChanged};
+use crate::gateway::SessionChanged;
 use crate::ids::{PairId, SessionId, UserId};
-use crate::mcp_tokens::McpTokens;
 use crate::metrics::Metrics;
 use crate::pair::PairHandle;
 use crate::record::SessionRecord;
@@ -68,7 +68,7 @@ use crate::session::{
     Abort, Configure, RespondPermission, Services, SessionActor, SessionHandle, SessionShared,
     StopTask, WakeSession,
 };
-use crate::store::{Store, StoreFailure, StoreWriter, WriteOp, WriterHooks};
+use crate::store::{Store, StoreFailure, WriteOp};
 
 pub use auth::AuthService;
 pub use clients::ClientService;
@@ -186,215 +186,6 @@ pub struct Started {
 pub use crate::access::ADMIN_USER;
 
 impl Runtime {
-    /// Opens the store, closes turns a previous process left open, and starts the
-    /// gateway, the store writer and one actor per stored session. Call inside an
-    /// actix `System`.
-    ///
-    /// `tools` makes the tool host sessions hand their adapters; the crate's
-    /// [`crate::start`] passes the agent tools built on this runtime.
-    pub fn start(
-        config: RuntimeConfig,
-        tools: impl FnOnce(RuntimeRef) -> crate::adapter::Tools,
-    ) -> Result<Started, RuntimeError> {
-        let metrics = Arc::new(Metrics::default());
-        let store = Store::open(&config.data_dir)?;
-        crate::adapter::old_history::upgrade(&store)?;
-        let new_admin_token = store.ensure_admin()?;
-        let pairs = store.load_pairs()?;
-        let loading::Loaded {
-            active: mut loaded,
-            dormant,
-        } = loading::load(&store, &pairs, config.node.as_ref())?;
-        recovery::recover_interrupted_turns(&store, &mut loaded)?;
-        let plan = {
-            let records: Vec<&SessionRecord> = loaded.iter().map(|s| &s.record).collect();
-            reconcile::plan(&pairs, &records)
-        };
-        let after_start = reconcile::apply(&store, &mut loaded, plan)?;
-
-        let gateway_arbiter = Arbiter::new();
-        let gw_store = store.clone();
-        let gw_metrics = metrics.clone();
-        let ring = config.ring_events;
-        let stall = config.client_stall;
-        let total_cap = config.total_queue_bytes;
-        let gateway = Gateway::start_in_arbiter(&gateway_arbiter.handle(), move |_| {
-            Gateway::new(gw_store, gw_metrics, ring, stall, total_cap)
-        });
-        let committed_to = gateway.clone();
-        let commit_tap: Arc<std::sync::OnceLock<CommitTap>> = Arc::default();
-        let tap = commit_tap.clone();
-        // The writer starts before the runtime exists; failures reach the sessions
-        // through this once it does.
-        let failures_to: Arc<std::sync::OnceLock<RuntimeRef>> = Arc::default();
-        let failures = failures_to.clone();
-        let db_path = store.path().to_path_buf();
-        let give_up_after = config.store_give_up;
-        let writer = StoreWriter::start(
-            &store,
-            config.commit_batch,
-            give_up_after,
-            metrics.clone(),
-            WriterHooks {
-                on_commit: Box::new(move |events| {
-                    if let Some(tap) = tap.get() {
-                        tap(&events);
-                    }
-                    committed_to.do_send(crate::gateway::Committed(events))
-                }),
-                on_failure: Box::new(move |failure| {
-                    if let Some(rt) = failures.get().and_then(RuntimeRef::upgrade) {
-                        rt.store_failed(failure);
-                    }
-                }),
-                on_give_up: Box::new(move |error| {
-                    tracing::error!(path = %db_path.display(), %error, "store keeps failing; stopping");
-                    eprintln!(
-                        "tandem: the database {} could not be written for {} s ({error}); stopping",
-                        db_path.display(),
-                        give_up_after.as_secs()
-                    );
-                    std::process::exit(1);
-                }),
-            },
-        )?;
-        let vendors = crate::adapter::Vendors::from_config(&config.vendors);
-        let catalog = Arc::new(VendorCatalog::new(vendors.specs()));
-        for (id, models) in &config.configured_models {
-            catalog.add_configured_models(&VendorId::from(id.as_str()), models);
-        }
-        let uploads =
-            crate::uploads::Uploads::open(&config.data_dir, store.clone(), config.uploads)?;
-        let checks = crate::checks::CheckEnv {
-            launcher: config.confinement.launcher.clone(),
-            private: config.private_paths(),
-            reviewer: None,
-            judge: None,
-        };
-        let scripts = crate::scripts::Scripts::new(
-            config.confinement.launcher.clone(),
-            config.worktree_ports.clone(),
-            &config.data_dir,
-        );
-        let push = crate::push::Push::open(&config.data_dir, store.clone())?;
-        let terminals = crate::terminals::Terminals::new(
-            config.terminals.clone(),
-            config.confinement.launcher.clone(),
-        );
-        terminals.start_sweeper();
-        let mcp = McpTokens::default();
-        let mcp_servers = crate::adapter::mcp_servers::registry::McpServers::new(
-            config.mcp_servers.clone(),
-            store
-                .mcp_servers()?
-                .into_iter()
-                .map(|(user, entry)| (user, entry.into()))
-                .collect(),
-        );
-        let max_concurrent_turns = config.max_concurrent_turns;
-        let fleet = crate::adapter::fleet::Fleet::new(
-            config.max_live_processes,
-            config.max_process_rss_mib.map(|mib| mib << 20),
-        );
-        let sessions = Registry::default();
-        let access = SessionAccess::new(sessions.clone());
-        let push_service = PushService::new(access.clone(), push.clone());
-        let files = FileService::new(access.clone(), config.private_paths());
-        let clients = ClientService::new(
-            access.clone(),
-            gateway.clone(),
-            store.clone(),
-            metrics.clone(),
-            push.clone(),
-            config.client_queue_bytes,
-        );
-        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
-            config,
-            access: access.clone(),
-            store: store.clone(),
-            services: Arc::new(Services {
-                writer,
-                gateway,
-                metrics,
-                catalog,
-                vendors,
-                mcp,
-                mcp_servers,
-                tools: tools(RuntimeRef(weak.clone())),
-                sessions,
-                store: store.clone(),
-                owners: crate::owners::Owners::new(store.clone()),
-                outbox: Default::default(),
-                cluster: Default::default(),
-                overlaps: Default::default(),
-                checks: crate::checks::CheckEnv {
-                    reviewer: Some(review_by::delegation_reviewer(RuntimeRef(weak.clone()))),
-                    judge: Some(judge::loop_judge(RuntimeRef(weak.clone()))),
-                    ..checks
-                },
-                scripts,
-                push,
-                failover: Some(handoff::failover(RuntimeRef(weak.clone()))),
-                fleet,
-                turns: crate::turn_slots::TurnSlots::new(max_concurrent_turns),
-            }),
-            pairs: Registry::default(),
-            auth: AuthService::new(store.clone()),
-            owned: DashMap::new(),
-            workspace_ops: DashMap::new(),
-            sessions_arbiter: Arbiter::new(),
-            _gateway_arbiter: gateway_arbiter,
-            clients,
-            commit_tap,
-            uploads: UploadService::new(access.clone(), uploads),
-            push: push_service,
-            files,
-            terminals: TerminalService::new(access.clone(), terminals),
-            external: Arc::default(),
-        });
-        let runtime = Runtime { inner };
-        let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
-        for session in dormant {
-            runtime.count_owned(session.owner_id);
-            runtime.register(session.id, session.shared, None);
-        }
-        let mut waiting_children: Vec<(SessionId, SessionId)> = Vec::new();
-        for session in loaded {
-            if let (Some(parent), true) = (
-                session.record.parent_id.clone(),
-                session.record.pending_prompt.is_some(),
-            ) {
-                waiting_children.push((parent, session.record.id.clone()));
-            }
-            runtime.count_owned(session.record.owner_id.clone());
-            runtime.spawn_session(session.record, session.last_seq);
-        }
-        let reconcile::AfterStart {
-            start,
-            cut_off,
-            proposals,
-        } = after_start;
-        for record in start {
-            runtime.restore_pair(record);
-        }
-        runtime.finish_after_start(cut_off, proposals);
-        runtime.recover_workspaces();
-        // Spawned sessions that were still waiting for a slot go back in their
-        // parent's queue.
-        for (parent, child) in waiting_children {
-            if let Some(addr) = runtime.session_addr(&parent) {
-                addr.do_send(crate::session::SpawnChildren {
-                    children: vec![child],
-                });
-            }
-        }
-        runtime.probe_vendor_versions();
-        Ok(Started {
-            runtime,
-            new_admin_token,
-        })
-    }
-
     /// Checks each installed vendor CLI in the background (version, supported range,
     /// login, models; no tokens spent); `GET /vendors` shows it once known. Until then
     /// it shows the models the CLIs reported last time (the model cache), and each new

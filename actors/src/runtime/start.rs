@@ -1,0 +1,330 @@
+//! [`Runtime::start`], in its steps: settle the store (what a previous process left),
+//! start the gateway and the store writer, build the services, then bring the stored
+//! sessions and pairs back.
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use actix::prelude::*;
+use dashmap::DashMap;
+
+use super::{
+    handoff, judge, loading, reconcile, recovery, review_by, AuthService, ClientService, CommitTap,
+    FileService, Inner, PushService, Runtime, RuntimeRef, SessionAccess, Started, TerminalService,
+    UploadService,
+};
+use crate::adapter::{VendorCatalog, VendorId};
+use crate::config::RuntimeConfig;
+use crate::error::RuntimeError;
+use crate::gateway::Gateway;
+use crate::ids::SessionId;
+use crate::mcp_tokens::McpTokens;
+use crate::metrics::Metrics;
+use crate::record::SessionRecord;
+use crate::registry::Registry;
+use crate::session::Services;
+use crate::store::{LoadedSession, Store, StoreWriter, WriterHooks};
+
+/// The store once what a previous process left is settled, and what start-up read.
+struct Settled {
+    store: Store,
+    new_admin_token: Option<String>,
+    /// Sessions that start their actor now.
+    active: Vec<LoadedSession>,
+    /// Sessions kept without an actor until a request needs one.
+    dormant: Vec<loading::Dormant>,
+    /// What the reconciliation leaves for after the actors started.
+    after_start: reconcile::AfterStart,
+}
+
+/// Opens the store, upgrades old histories, makes the admin, loads the sessions and
+/// pairs, closes turns a previous process left open, and settles half-done pairs.
+fn settle_store(config: &RuntimeConfig) -> Result<Settled, RuntimeError> {
+    let store = Store::open(&config.data_dir)?;
+    crate::adapter::old_history::upgrade(&store)?;
+    let new_admin_token = store.ensure_admin()?;
+    let pairs = store.load_pairs()?;
+    let loading::Loaded {
+        mut active,
+        dormant,
+    } = loading::load(&store, &pairs, config.node.as_ref())?;
+    recovery::recover_interrupted_turns(&store, &mut active)?;
+    let plan = {
+        let records: Vec<&SessionRecord> = active.iter().map(|s| &s.record).collect();
+        reconcile::plan(&pairs, &records)
+    };
+    let after_start = reconcile::apply(&store, &mut active, plan)?;
+    Ok(Settled {
+        store,
+        new_admin_token,
+        active,
+        dormant,
+        after_start,
+    })
+}
+
+/// Starts the gateway on a thread of its own (the arbiter must live as long as it).
+fn start_gateway(
+    config: &RuntimeConfig,
+    store: &Store,
+    metrics: &Arc<Metrics>,
+) -> (Arbiter, Addr<Gateway>) {
+    let arbiter = Arbiter::new();
+    let (store, metrics) = (store.clone(), metrics.clone());
+    let (ring, stall, total_cap) = (
+        config.ring_events,
+        config.client_stall,
+        config.total_queue_bytes,
+    );
+    let gateway = Gateway::start_in_arbiter(&arbiter.handle(), move |_| {
+        Gateway::new(store, metrics, ring, stall, total_cap)
+    });
+    (arbiter, gateway)
+}
+
+/// Starts the store writer: each commit goes to `tap` (once set) and the gateway; a
+/// failed commit to the runtime behind `failures` (once set; the writer starts before
+/// the runtime exists); a store that keeps failing stops the process.
+fn start_writer(
+    config: &RuntimeConfig,
+    store: &Store,
+    metrics: &Arc<Metrics>,
+    gateway: Addr<Gateway>,
+    tap: Arc<OnceLock<CommitTap>>,
+    failures: Arc<OnceLock<RuntimeRef>>,
+) -> Result<StoreWriter, RuntimeError> {
+    let db_path = store.path().to_path_buf();
+    let give_up_after = config.store_give_up;
+    StoreWriter::start(
+        store,
+        config.commit_batch,
+        give_up_after,
+        metrics.clone(),
+        WriterHooks {
+            on_commit: Box::new(move |events| {
+                if let Some(tap) = tap.get() {
+                    tap(&events);
+                }
+                gateway.do_send(crate::gateway::Committed(events))
+            }),
+            on_failure: Box::new(move |failure| {
+                if let Some(rt) = failures.get().and_then(RuntimeRef::upgrade) {
+                    rt.store_failed(failure);
+                }
+            }),
+            on_give_up: Box::new(move |error| {
+                tracing::error!(path = %db_path.display(), %error, "store keeps failing; stopping");
+                eprintln!(
+                    "tandem: the database {} could not be written for {} s ({error}); stopping",
+                    db_path.display(),
+                    give_up_after.as_secs()
+                );
+                std::process::exit(1);
+            }),
+        },
+    )
+}
+
+/// The vendors configured and their catalog, with the models the configuration
+/// adds.
+fn vendors(config: &RuntimeConfig) -> (crate::adapter::Vendors, Arc<VendorCatalog>) {
+    let vendors = crate::adapter::Vendors::from_config(&config.vendors);
+    let catalog = Arc::new(VendorCatalog::new(vendors.specs()));
+    for (id, models) in &config.configured_models {
+        catalog.add_configured_models(&VendorId::from(id.as_str()), models);
+    }
+    (vendors, catalog)
+}
+
+/// What every session and pair actor is built with; `weak` is the runtime being
+/// built, which the agent tools, reviews, loop judges and failover reach.
+fn actor_services(
+    config: &RuntimeConfig,
+    store: &Store,
+    parts: ActorParts,
+    tools: impl FnOnce(RuntimeRef) -> crate::adapter::Tools,
+    weak: &Weak<Inner>,
+) -> Services {
+    let runtime = || RuntimeRef(weak.clone());
+    let (vendors, catalog) = vendors(config);
+    Services {
+        writer: parts.writer,
+        gateway: parts.gateway,
+        metrics: parts.metrics,
+        catalog,
+        vendors,
+        mcp: McpTokens::default(),
+        mcp_servers: parts.mcp_servers,
+        tools: tools(runtime()),
+        sessions: parts.sessions,
+        store: store.clone(),
+        owners: crate::owners::Owners::new(store.clone()),
+        outbox: Default::default(),
+        cluster: Default::default(),
+        overlaps: Default::default(),
+        checks: crate::checks::CheckEnv {
+            launcher: config.confinement.launcher.clone(),
+            private: config.private_paths(),
+            reviewer: Some(review_by::delegation_reviewer(runtime())),
+            judge: Some(judge::loop_judge(runtime())),
+        },
+        scripts: crate::scripts::Scripts::new(
+            config.confinement.launcher.clone(),
+            config.worktree_ports.clone(),
+            &config.data_dir,
+        ),
+        push: parts.push,
+        failover: Some(handoff::failover(runtime())),
+        fleet: crate::adapter::fleet::Fleet::new(
+            config.max_live_processes,
+            config.max_process_rss_mib.map(|mib| mib << 20),
+        ),
+        turns: crate::turn_slots::TurnSlots::new(config.max_concurrent_turns),
+    }
+}
+
+/// The parts of [`Services`] made before the runtime is.
+struct ActorParts {
+    writer: StoreWriter,
+    gateway: Addr<Gateway>,
+    metrics: Arc<Metrics>,
+    sessions: Registry<SessionId, crate::session::SessionHandle>,
+    push: crate::push::Push,
+    /// The MCP servers the configuration and the users added.
+    mcp_servers: crate::adapter::mcp_servers::registry::McpServers,
+}
+
+impl Runtime {
+    /// Opens the store, closes turns a previous process left open, and starts the
+    /// gateway, the store writer and one actor per stored session. Call inside an
+    /// actix `System`.
+    ///
+    /// `tools` makes the tool host sessions hand their adapters; the crate's
+    /// [`crate::start`] passes the agent tools built on this runtime.
+    pub fn start(
+        config: RuntimeConfig,
+        tools: impl FnOnce(RuntimeRef) -> crate::adapter::Tools,
+    ) -> Result<Started, RuntimeError> {
+        let metrics = Arc::new(Metrics::default());
+        let settled = settle_store(&config)?;
+        let store = settled.store.clone();
+        let (gateway_arbiter, gateway) = start_gateway(&config, &store, &metrics);
+        let commit_tap: Arc<OnceLock<CommitTap>> = Arc::default();
+        let failures_to: Arc<OnceLock<RuntimeRef>> = Arc::default();
+        let writer = start_writer(
+            &config,
+            &store,
+            &metrics,
+            gateway.clone(),
+            commit_tap.clone(),
+            failures_to.clone(),
+        )?;
+        let uploads =
+            crate::uploads::Uploads::open(&config.data_dir, store.clone(), config.uploads)?;
+        let push = crate::push::Push::open(&config.data_dir, store.clone())?;
+        let terminals = crate::terminals::Terminals::new(
+            config.terminals.clone(),
+            config.confinement.launcher.clone(),
+        );
+        terminals.start_sweeper();
+        let sessions = Registry::default();
+        let access = SessionAccess::new(sessions.clone());
+        let clients = ClientService::new(
+            access.clone(),
+            gateway.clone(),
+            store.clone(),
+            metrics.clone(),
+            push.clone(),
+            config.client_queue_bytes,
+        );
+        let mcp_servers = crate::adapter::mcp_servers::registry::McpServers::new(
+            config.mcp_servers.clone(),
+            store
+                .mcp_servers()?
+                .into_iter()
+                .map(|(user, entry)| (user, entry.into()))
+                .collect(),
+        );
+        let parts = ActorParts {
+            writer,
+            gateway,
+            metrics,
+            sessions,
+            push: push.clone(),
+            mcp_servers,
+        };
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
+            let services = Arc::new(actor_services(&config, &store, parts, tools, weak));
+            Inner {
+                access: access.clone(),
+                store: store.clone(),
+                services,
+                pairs: Registry::default(),
+                auth: AuthService::new(store.clone()),
+                owned: DashMap::new(),
+                workspace_ops: DashMap::new(),
+                sessions_arbiter: Arbiter::new(),
+                _gateway_arbiter: gateway_arbiter,
+                clients,
+                commit_tap,
+                uploads: UploadService::new(access.clone(), uploads),
+                push: PushService::new(access.clone(), push),
+                files: FileService::new(access.clone(), config.private_paths()),
+                terminals: TerminalService::new(access.clone(), terminals),
+                external: Arc::default(),
+                config,
+            }
+        });
+        let runtime = Runtime { inner };
+        let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
+        runtime.bring_back(settled.active, settled.dormant, settled.after_start);
+        runtime.probe_vendor_versions();
+        Ok(Started {
+            runtime,
+            new_admin_token: settled.new_admin_token,
+        })
+    }
+
+    /// Lists the stored sessions (starting the actors of those with work), restores
+    /// live pairs, finishes what reconciliation left, recovers cut-short merges and
+    /// discards, and puts spawned sessions still waiting for a slot back in their
+    /// parent's queue.
+    fn bring_back(
+        &self,
+        active: Vec<LoadedSession>,
+        dormant: Vec<loading::Dormant>,
+        after_start: reconcile::AfterStart,
+    ) {
+        for session in dormant {
+            self.count_owned(session.owner_id);
+            self.register(session.id, session.shared, None);
+        }
+        let mut waiting_children: Vec<(SessionId, SessionId)> = Vec::new();
+        for session in active {
+            if let (Some(parent), true) = (
+                session.record.parent_id.clone(),
+                session.record.pending_prompt.is_some(),
+            ) {
+                waiting_children.push((parent, session.record.id.clone()));
+            }
+            self.count_owned(session.record.owner_id.clone());
+            self.spawn_session(session.record, session.last_seq);
+        }
+        let reconcile::AfterStart {
+            start,
+            cut_off,
+            proposals,
+        } = after_start;
+        for record in start {
+            self.restore_pair(record);
+        }
+        self.finish_after_start(cut_off, proposals);
+        self.recover_workspaces();
+        for (parent, child) in waiting_children {
+            if let Some(addr) = self.session_addr(&parent) {
+                addr.do_send(crate::session::SpawnChildren {
+                    children: vec![child],
+                });
+            }
+        }
+    }
+}
