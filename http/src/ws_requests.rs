@@ -73,10 +73,8 @@ pub fn dispatch(who: Requester<'_>, frame: ClientFrame) -> Dispatched {
     match request {
         ClientRequest::ChatSubscribe(params) => subscribe_when_known(who, request_id, params),
         ClientRequest::ChatUnsubscribe(params) => {
-            who.ctx
-                .runtime
-                .clients()
-                .unsubscribe(who.client_id, params.session_ids);
+            let clients = who.ctx.runtime.clients();
+            clients.unsubscribe(who.client_id, params.session_ids);
             let reply = request_id
                 .is_some()
                 .then(|| ServerFrame::reply_with(request_id, &ChatUnsubscribeResult {}));

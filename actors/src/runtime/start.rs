@@ -182,6 +182,21 @@ fn actor_services(
     }
 }
 
+/// The MCP servers the configuration names and those users added (stored).
+fn mcp_servers(
+    config: &RuntimeConfig,
+    store: &Store,
+) -> Result<crate::adapter::mcp_servers::registry::McpServers, RuntimeError> {
+    let added = store.mcp_servers()?;
+    Ok(crate::adapter::mcp_servers::registry::McpServers::new(
+        config.mcp_servers.clone(),
+        added
+            .into_iter()
+            .map(|(user, entry)| (user, entry.into()))
+            .collect(),
+    ))
+}
+
 /// The parts of [`Services`] made before the runtime is.
 struct ActorParts {
     writer: StoreWriter,
@@ -236,21 +251,13 @@ impl Runtime {
             push.clone(),
             config.client_queue_bytes,
         );
-        let mcp_servers = crate::adapter::mcp_servers::registry::McpServers::new(
-            config.mcp_servers.clone(),
-            store
-                .mcp_servers()?
-                .into_iter()
-                .map(|(user, entry)| (user, entry.into()))
-                .collect(),
-        );
         let parts = ActorParts {
             writer,
             gateway,
             metrics,
             sessions,
             push: push.clone(),
-            mcp_servers,
+            mcp_servers: mcp_servers(&config, &store)?,
         };
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
             let services = Arc::new(actor_services(&config, &store, parts, tools, weak));
