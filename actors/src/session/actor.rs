@@ -21,7 +21,6 @@ use crate::ids::{SessionId, TurnId};
 use crate::metrics::Metrics;
 use crate::record::SessionRecord;
 use crate::store::{StoredEvent, WriteOp};
-use tandem_protocol::server::PendingPermission;
 
 /// Longest title accepted, in characters.
 const MAX_TITLE_CHARS: usize = 200;
@@ -65,7 +64,7 @@ pub struct SessionActor {
     /// Advanced by the gateway as this session's events are fanned out.
     pub(super) gate: Arc<FlowGate>,
     /// Tool approvals the adapter asked for that no one has answered yet.
-    pub(super) permissions: Vec<PendingPermission>,
+    pub(super) permissions: super::pending::PendingPermissions,
     /// Set after a failed commit until the failure is recorded in the history.
     pub(super) store_error: Option<String>,
     /// Git work after turns: the current `git_state`, running checkpoints, who
@@ -115,7 +114,7 @@ impl SessionActor {
             recent: VecDeque::new(),
             spawn: SpawnState::default(),
             gate: Arc::new(FlowGate::new(last_seq)),
-            permissions: Vec::new(),
+            permissions: Default::default(),
             store_error: None,
             git: Default::default(),
             deferred_start: None,

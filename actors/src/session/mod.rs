@@ -11,6 +11,7 @@ mod limits;
 mod loops;
 mod notify;
 mod pairing;
+mod pending;
 mod permissions;
 pub mod prompts;
 mod proposal;

@@ -29,14 +29,14 @@ impl SessionActor {
     /// subscribers.
     pub(super) fn publish_permissions(&self) {
         self.shared.publish(|p| {
-            p.permissions = self.permissions.clone();
+            p.permissions = self.permissions.to_vec();
             p.rules = self.record.permission_rules.clone();
         });
     }
 
     /// Withdraws every pending permission request (its turn is over).
     pub(super) fn withdraw_permissions(&mut self) {
-        for pending in std::mem::take(&mut self.permissions) {
+        for pending in self.permissions.take_all() {
             self.emit(
                 None,
                 EventBody::PermissionResolved {
@@ -54,13 +54,9 @@ impl SessionActor {
         &mut self,
         msg: RespondPermission,
     ) -> Result<(), RuntimeError> {
-        let Some(pos) = self
-            .permissions
-            .iter()
-            .position(|p| p.request_id == msg.request_id)
-        else {
+        if self.permissions.get(&msg.request_id).is_none() {
             return Err(RuntimeError::NoSuchPermission(msg.request_id));
-        };
+        }
         let Some(adapter) = self.adapter.clone() else {
             return Err(RuntimeError::NoSuchPermission(msg.request_id));
         };
@@ -74,7 +70,9 @@ impl SessionActor {
         if msg.decided_by == Decider::Driver && !put_to_driver {
             return Err(RuntimeError::NoSuchPermission(msg.request_id));
         }
-        let pending = self.permissions.remove(pos);
+        let Some(pending) = self.permissions.take(&msg.request_id) else {
+            return Err(RuntimeError::NoSuchPermission(msg.request_id));
+        };
         self.touch();
         let allow = msg.allow;
         let remember = allow && msg.remember.is_some();
@@ -143,11 +141,7 @@ impl SessionActor {
                 }
             }
             WorkerApprovals::Driver => {
-                let Some(pending) = self
-                    .permissions
-                    .iter()
-                    .find(|p| p.request_id == *request_id)
-                else {
+                let Some(pending) = self.permissions.get(request_id) else {
                     return;
                 };
                 let need = ApprovalNeed {

@@ -64,7 +64,7 @@ impl SessionActor {
         self.record = stored.record;
         self.next_seq = stored.last_seq + 1;
         self.shared.set_last_seq(stored.last_seq);
-        self.permissions.clear();
+        self.permissions.take_all();
         self.publish_permissions();
         let info = self.publish_metadata();
         self.services.gateway.do_send(SessionChanged(info));

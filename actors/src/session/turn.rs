@@ -575,7 +575,7 @@ impl SessionActor {
                 choices,
             } => {
                 self.touch();
-                self.permissions.push(PendingPermission {
+                self.permissions.add(PendingPermission {
                     request_id: request_id.clone(),
                     tool_name: tool_name.clone(),
                     input: input.clone(),
@@ -598,10 +598,9 @@ impl SessionActor {
                 self.route_delegated_permission(&request_id);
             }
             AgentItem::PermissionResolved { request_id } => {
-                let before = self.permissions.len();
-                self.permissions.retain(|p| p.request_id != request_id);
+                let was_pending = self.permissions.take(&request_id).is_some();
                 self.touch();
-                if self.permissions.len() != before {
+                if was_pending {
                     self.publish_permissions();
                     self.emit(
                         msg.turn_id,
