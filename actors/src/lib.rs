@@ -25,6 +25,7 @@ pub mod judge;
 #[cfg(test)]
 mod layering;
 pub mod mcp_tokens;
+pub mod message_queue;
 pub mod metrics;
 pub mod owners;
 pub mod pair;

@@ -8,8 +8,8 @@ use tandem_protocol::{
     BackgroundTask, PermissionMode, PermissionRule, Role, SessionInfo, SessionStatus, Visibility,
 };
 
-use crate::attachments::Attachments;
 use crate::ids::{DelegationId, PairId, SessionId, TurnId, UserId, VendorId};
+pub use crate::message_queue::{MessageQueue, QueuedMessage};
 
 /// Everything about a session that survives a restart, except its events. Stored as
 /// one JSON document per session so that adding a field needs no schema migration.
@@ -69,7 +69,7 @@ pub struct SessionRecord {
     pub waiting_place: Option<u32>,
     /// Messages waiting for the session to be idle with no background work.
     #[serde(default)]
-    pub queued: Vec<QueuedMessage>,
+    pub queued: MessageQueue,
     /// Tools a person allowed for the rest of the session ("always allow"); handed to
     /// every adapter the session starts.
     #[serde(default)]
@@ -273,49 +273,6 @@ pub enum ForkOnOpen {
     At(String),
     /// ACP: `session/fork`, a copy of the whole session.
     Whole,
-}
-
-/// A message waiting for its session to be free.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct QueuedMessage {
-    /// Its id (`q_…`), named by `chat.queue-cancel` and `chat.queue-edit`. Records
-    /// written before ids existed get one when read (stored at the next write).
-    #[serde(default = "new_queue_id")]
-    pub id: String,
-    /// The user message of the turn it starts once the session is free.
-    pub text: String,
-    /// True when the server wrote it (a pushed-back result).
-    #[serde(default)]
-    pub internal: bool,
-    /// Its images and files, resolved when it was queued.
-    #[serde(default, skip_serializing_if = "Attachments::is_empty")]
-    pub attachments: Attachments,
-}
-
-fn new_queue_id() -> String {
-    crate::clock::random_id("q_", 8)
-}
-
-impl QueuedMessage {
-    /// A new entry with a fresh id.
-    pub fn new(text: String, internal: bool) -> Self {
-        QueuedMessage {
-            id: new_queue_id(),
-            text,
-            internal,
-            attachments: Default::default(),
-        }
-    }
-
-    /// The entry as the wire lists it.
-    pub fn entry(&self) -> tandem_protocol::server::QueuedEntry {
-        tandem_protocol::server::QueuedEntry {
-            queue_id: self.id.clone(),
-            text: self.text.clone(),
-            internal: self.internal,
-        }
-    }
 }
 
 /// A Worker proposal's persisted state.

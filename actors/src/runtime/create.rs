@@ -211,7 +211,7 @@ impl Runtime {
             pair: None,
             more_workers: Vec::new(),
             waiting_place: None,
-            queued: Vec::new(),
+            queued: Default::default(),
             permission_rules: Vec::new(),
             parent_id: spec.parent_id,
             handoff_from: spec.handoff_from,

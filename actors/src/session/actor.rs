@@ -181,7 +181,7 @@ impl SessionActor {
     /// [`Published`]: super::Published
     pub(super) fn publish_metadata(&self) -> SessionInfo {
         let info = self.info();
-        let queued = self.record.queued.iter().map(|q| q.entry()).collect();
+        let queued = self.record.queued.entries();
         self.shared.publish(|p| {
             p.info = info.clone();
             p.queued = queued;

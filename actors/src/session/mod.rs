@@ -279,7 +279,7 @@ impl SessionShared {
         let shared = SessionShared::new(record.to_info(last_seq, &[]));
         shared.publish(|p| {
             p.rules = record.permission_rules.clone();
-            p.queued = record.queued.iter().map(|q| q.entry()).collect();
+            p.queued = record.queued.entries();
         });
         shared
     }

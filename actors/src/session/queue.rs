@@ -1,6 +1,5 @@
-//! The session's queue as people change it: a queued message can be cancelled or
-//! its text replaced (it keeps its place) until it is sent. Messages the server
-//! queued (pushed-back results) are not the person's to change.
+//! The session's queue as people change it (the rules are
+//! [`crate::message_queue::MessageQueue`]'s).
 
 use actix::prelude::*;
 use tandem_protocol::server::QueuedEntry;
@@ -26,37 +25,14 @@ pub struct EditQueued {
     pub content: String,
 }
 
-impl SessionActor {
-    /// Where `queue_id` sits in the queue, if a person may change it.
-    fn changeable(&self, queue_id: &str) -> Result<usize, RuntimeError> {
-        let index = self
-            .record
-            .queued
-            .iter()
-            .position(|q| q.id == queue_id)
-            .ok_or_else(|| RuntimeError::NoSuchQueuedMessage(queue_id.to_string()))?;
-        if self.record.queued[index].internal {
-            return Err(RuntimeError::Conflict(
-                "a message the server queued (a pushed-back result) cannot be changed".into(),
-            ));
-        }
-        Ok(index)
-    }
-
-    fn queue_now(&self) -> Vec<QueuedEntry> {
-        self.record.queued.iter().map(|q| q.entry()).collect()
-    }
-}
-
 impl Handler<CancelQueued> for SessionActor {
     type Result = Result<Vec<QueuedEntry>, RuntimeError>;
 
     fn handle(&mut self, msg: CancelQueued, _: &mut Context<Self>) -> Self::Result {
-        let index = self.changeable(&msg.queue_id)?;
-        self.record.queued.remove(index);
+        self.record.queued.cancel(&msg.queue_id)?;
         self.touch();
         self.flush();
-        Ok(self.queue_now())
+        Ok(self.record.queued.entries())
     }
 }
 
@@ -64,15 +40,9 @@ impl Handler<EditQueued> for SessionActor {
     type Result = Result<Vec<QueuedEntry>, RuntimeError>;
 
     fn handle(&mut self, msg: EditQueued, _: &mut Context<Self>) -> Self::Result {
-        if msg.content.trim().is_empty() {
-            return Err(RuntimeError::InvalidArgument(
-                "content is empty; cancel the message instead".into(),
-            ));
-        }
-        let index = self.changeable(&msg.queue_id)?;
-        self.record.queued[index].text = msg.content;
+        self.record.queued.edit(&msg.queue_id, msg.content)?;
         self.touch();
         self.flush();
-        Ok(self.queue_now())
+        Ok(self.record.queued.entries())
     }
 }

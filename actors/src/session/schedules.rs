@@ -98,7 +98,7 @@ impl SessionActor {
             // It goes first in the queue and runs as soon as the turn has stopped.
             self.record
                 .queued
-                .insert(0, QueuedMessage::new(content, false));
+                .push_front(QueuedMessage::new(content, false));
             self.interrupt(ctx)
         } else {
             self.start_turn(content, false, None, ctx).map(|_| ())

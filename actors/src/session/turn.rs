@@ -26,9 +26,6 @@ use tandem_protocol::server::PendingPermission;
 /// turn itself: a stuck vendor must not leave a session running forever.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 
-/// Messages a person may queue in one session.
-const MAX_QUEUED: usize = 100;
-
 /// Events a producer may run ahead of fan-out before [`Pace`] makes it wait.
 const PACE_WINDOW: u64 = 32;
 
@@ -426,7 +423,9 @@ impl SessionActor {
             // Kept, not dropped: they run once an admin reassigns the session.
             return;
         }
-        let next = self.record.queued.remove(0);
+        let Some(next) = self.record.queued.take_next() else {
+            return;
+        };
         self.touch();
         if let Err(e) = self.start_turn_with(next.text, next.attachments, next.internal, None, ctx)
         {
@@ -469,22 +468,15 @@ impl SessionActor {
             })?;
         }
         if msg.queue && (busy || !self.record.queued.is_empty()) {
-            if self.record.queued.len() >= MAX_QUEUED {
-                return Err(RuntimeError::LimitExceeded(format!(
-                    "the queue already holds {MAX_QUEUED} messages"
-                )));
-            }
+            let mut queued = QueuedMessage::new(msg.content, false);
+            queued.attachments = msg.attachments;
+            let position = self.record.queued.offer(queued)?;
             // A review waiting its turn is shown now; its message runs later.
             if let Some(review) = msg.review {
                 self.emit(None, review);
             }
-            let mut queued = QueuedMessage::new(msg.content, false);
-            queued.attachments = msg.attachments;
-            self.record.queued.push(queued);
             self.touch();
-            return Ok(SendOutcome::Queued {
-                position: self.record.queued.len(),
-            });
+            return Ok(SendOutcome::Queued { position });
         }
         let turn_id = self.start_turn_with(msg.content, msg.attachments, false, None, ctx)?;
         if let Some(review) = msg.review {
