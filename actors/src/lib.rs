@@ -4,47 +4,47 @@
 //! The HTTP crate talks to this crate only through [`Runtime`], a cheap-to-clone handle.
 //! See ARCHITECTURE.md at the repository root for the bird's-eye view.
 
-pub mod access;
+pub(crate) mod access;
 pub mod adapter;
-pub mod attachments;
-pub mod checks;
+pub(crate) mod attachments;
+pub(crate) mod checks;
 pub mod clock;
 pub mod cluster;
-pub mod cluster_link;
-pub mod config;
+pub(crate) mod cluster_link;
+pub(crate) mod config;
 pub(crate) mod crash;
-pub mod error;
-pub mod external;
-pub mod failover;
+pub(crate) mod error;
+pub(crate) mod external;
+pub(crate) mod failover;
 pub mod flow;
 pub mod gateway;
-pub mod handoff;
+pub(crate) mod handoff;
 pub mod holds;
-pub mod ids;
-pub mod judge;
+pub(crate) mod ids;
+pub(crate) mod judge;
 #[cfg(test)]
 mod layering;
-pub mod mcp_tokens;
-pub mod message_queue;
+pub(crate) mod mcp_tokens;
+pub(crate) mod message_queue;
 pub mod metrics;
-pub mod owners;
-pub mod pair;
+pub(crate) mod owners;
+pub(crate) mod pair;
 pub mod push;
-pub mod record;
-pub mod registry;
-pub mod review;
-pub mod review_by;
+pub(crate) mod record;
+pub(crate) mod registry;
+pub(crate) mod review;
+pub(crate) mod review_by;
 pub mod runtime;
-pub mod schedule;
-pub mod scripts;
+pub(crate) mod schedule;
+pub(crate) mod scripts;
 pub mod session;
 pub mod store;
 pub mod terminals;
 #[cfg(test)]
 mod testkit;
-pub mod text;
-pub mod tools;
-pub mod turn_slots;
+pub(crate) mod text;
+pub(crate) mod tools;
+pub(crate) mod turn_slots;
 pub mod uploads;
 pub mod workspace;
 

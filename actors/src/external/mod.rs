@@ -10,7 +10,6 @@ pub mod vendors;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -83,8 +82,6 @@ pub struct Found {
 #[derive(Debug, Default)]
 pub struct ExternalSessions {
     tracked: Mutex<HashMap<PathBuf, Tracked>>,
-    /// Transcript bytes read since start (each byte once, unless a file is replaced).
-    bytes_read: AtomicU64,
 }
 
 impl ExternalSessions {
@@ -110,14 +107,9 @@ impl ExternalSessions {
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(&path)
                     .unwrap_or_default();
-                match tracked.refresh(&path, meta.len(), modified, fold) {
-                    Ok(n) => {
-                        self.bytes_read.fetch_add(n, Ordering::Relaxed);
-                    }
-                    Err(e) => {
-                        tracing::debug!(path = %path.display(), error = %e, "a transcript could not be read");
-                        continue;
-                    }
+                if let Err(e) = tracked.refresh(&path, meta.len(), modified, fold) {
+                    tracing::debug!(path = %path.display(), error = %e, "a transcript could not be read");
+                    continue;
                 }
                 found.push(Found {
                     vendor: source.vendor.clone(),
@@ -140,11 +132,6 @@ impl ExternalSessions {
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|p, _| seen.contains(p) || !sources.iter().any(|s| p.starts_with(&s.dir)));
         found
-    }
-
-    /// Transcript bytes read since start.
-    pub fn bytes_read(&self) -> u64 {
-        self.bytes_read.load(Ordering::Relaxed)
     }
 }
 

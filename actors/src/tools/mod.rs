@@ -38,7 +38,6 @@ use serde_json::{Map, Value};
 use tandem_protocol::mcp::ToolDef;
 use tandem_protocol::Role;
 
-pub use partner::choose_worker_vendor;
 pub use proposal::{accept_proposal, decline_proposal};
 
 use crate::error::{RuntimeError, ToolError};
