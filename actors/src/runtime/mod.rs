@@ -1,5 +1,7 @@
-//! [`Runtime`]: the handle the HTTP layer uses. It finds session actors, checks access
-//! against their published metadata, and forwards requests as actor messages.
+//! [`Runtime`]: the handle the HTTP layer uses. It holds the services with state of
+//! their own (auth, clients, uploads, push, files, terminals: each reached by an
+//! accessor) and forwards the rest of the requests to session and pair actors as
+//! messages, after the one access check ([`SessionAccess`]).
 
 mod agents;
 mod archive;
