@@ -9,7 +9,16 @@
 //! session's events out of order (a hole the publisher filled after a broken
 //! connection), so events that arrive early wait in a bounded buffer until the
 //! missing ones come; more than [`MAX_EARLY`] waiting restarts the consumer.
+//!
+//! Every [`SYNC_EVERY`] events, or when the consumer has had nothing for [`IDLE`],
+//! the mirror checks that what it wrote was committed (a failed commit restarts the
+//! consumer from what the store holds, so the hole is filled again); one check is in
+//! flight at a time and the consumer goes on reading meanwhile. As this node's
+//! gateway advances the copy's flow gate, the mirror reports how far it got to the
+//! session's node ([`super::delivered`]), which paces the session's producer by it.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +35,8 @@ use crate::store::{StoredEvent, WriteOp};
 const RESTART: Duration = Duration::from_secs(1);
 /// Events written between two checks that they were committed.
 const SYNC_EVERY: u64 = 256;
+/// A consumer with nothing more for this long checks what it wrote.
+const IDLE: Duration = Duration::from_millis(5);
 /// Events that arrived before an earlier one and wait for it, at most.
 const MAX_EARLY: usize = 100_000;
 
@@ -75,27 +86,48 @@ async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::E
     let writer = cluster.inner.runtime.writer().clone();
     let sid: Arc<str> = Arc::from(session_id);
     let gate = Arc::new(FlowGate::new(last));
+    // How far this node's clients got, told to the session's node as they go.
+    let _report = super::delivered::Stop(actix_rt::spawn(super::delivered::report(
+        cluster.clone(),
+        sid.clone(),
+        gate.clone(),
+    )));
     let mut next = last + 1;
     let mut epoch = writer.epoch();
     let mut unsynced = 0u64;
+    // The check in flight: answered once the writes before it are committed.
+    let mut check: Option<Pin<Box<dyn Future<Output = bool> + '_>>> = None;
     let mut early: std::collections::BTreeMap<u64, ByteString> = Default::default();
     loop {
-        // Check the commits when the consumer has nothing more at once, or every
-        // SYNC_EVERY events: a failed commit would leave a hole to fill again.
-        let msg = if unsynced > 0 {
-            match tokio::time::timeout(Duration::from_millis(5), messages.next()).await {
-                Ok(m) => m,
-                Err(_) => {
-                    if !writer.synced_since(epoch).await {
-                        return Err("a copied event was not committed".into());
-                    }
-                    unsynced = 0;
-                    epoch = writer.epoch();
-                    continue;
+        // Check the commits every SYNC_EVERY events, or when the consumer has nothing
+        // more at once: a failed commit would leave a hole to fill again. One check is
+        // in flight at a time, and the consumer goes on reading meanwhile.
+        if check.is_none() && unsynced >= SYNC_EVERY {
+            check = Some(Box::pin(writer.synced_since(epoch)));
+            epoch = writer.epoch();
+            unsynced = 0;
+        }
+        let idle = check.is_none() && unsynced > 0;
+        let msg = tokio::select! {
+            committed = async {
+                match check.as_mut() {
+                    Some(c) => c.await,
+                    None => std::future::pending().await,
                 }
+            } => {
+                if !committed {
+                    return Err("a copied event was not committed".into());
+                }
+                check = None;
+                continue;
             }
-        } else {
-            messages.next().await
+            m = messages.next() => m,
+            () = tokio::time::sleep(IDLE), if idle => {
+                check = Some(Box::pin(writer.synced_since(epoch)));
+                epoch = writer.epoch();
+                unsynced = 0;
+                continue;
+            }
         };
         let Some(msg) = msg else { return Ok(()) };
         let msg = msg?;
@@ -131,13 +163,6 @@ async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::E
                 next += 1;
                 unsynced += 1;
             }
-        }
-        if unsynced >= SYNC_EVERY {
-            if !writer.synced_since(epoch).await {
-                return Err("a copied event was not committed".into());
-            }
-            unsynced = 0;
-            epoch = writer.epoch();
         }
     }
 }

@@ -13,9 +13,10 @@
 //! - [`publish`]: every committed event of a local session is also published to
 //!   JetStream on `tandem.sessions.<id>.events`, in runs of consecutive events, one
 //!   message per run ([`batch`]: message id `<id>:<first seq>`, so JetStream's
-//!   duplicate window drops a resent run), in order, acknowledged; after any failure
-//!   (NATS down, restarted) the session is republished from SQLite: the holes the
-//!   stream has, then what follows the highest seq it holds (e2e
+//!   duplicate window drops a resent run), in order, acknowledged (a window of
+//!   messages awaits its acks, so a batch does not wait for the one before); after
+//!   any failure (NATS down, restarted) the session is republished from SQLite: the
+//!   holes the stream has, then what follows the highest seq it holds (e2e
 //!   `a_restarted_node_fills_the_holes_its_crash_left_in_the_stream`).
 //! - [`directory`]: a node's lease is a key in the KV bucket `tandem_nodes` that it
 //!   renews; which node owns which session (and the session as listed) is the KV
@@ -33,6 +34,10 @@
 //!   sessions), and it still serves a session whose node is down, up to what
 //!   JetStream holds. Not covered yet: its consumer reads the session's subject
 //!   from the start (skipping what the store holds) at every node start.
+//! - [`delivered`]: backpressure across nodes. A node that copies a session reports
+//!   how far its clients got; the session's node limits the session's flow gate to the
+//!   slowest such node that keeps up, plus a slack, so a producer waits for the
+//!   clients of other nodes as it does for its own.
 //! - `pairs`: pair messages on `tandem.nodes.<node>.pairs`, for a pair whose Worker
 //!   is on another node (`pair.create` with `workerNode`; see
 //!   [`crate::pair::remote`]), and the delegated turns' ends reported back.
@@ -42,6 +47,7 @@
 //! request handling and returns its answer unchanged.
 
 mod batch;
+mod delivered;
 mod devices;
 mod directory;
 mod mirror;
