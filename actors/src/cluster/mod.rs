@@ -30,6 +30,11 @@
 //!   JetStream in order; the gateway then replays and follows it exactly as a local
 //!   session (no gap, no duplicate, `lagged`: e2e
 //!   `cluster_lagged::a_client_of_another_node_that_stops_reading_is_told_it_lagged_and_resumes`).
+//!   The mirror writes the copy as a local producer writes its events, at most a
+//!   window past what this node's clients took (the copy's flow gate), so a
+//!   backlog it reads at once (after a NATS restart) does not lag a client that
+//!   keeps up (e2e
+//!   `a_backlog_reaches_a_client_of_another_node_that_reads_along_without_a_lag`).
 //!   The copy is never published again (the publisher takes only this node's
 //!   sessions), and it still serves a session whose node is down, up to what
 //!   JetStream holds. Not covered yet: its consumer reads the session's subject
