@@ -21,7 +21,10 @@
 //! Every [`SYNC_EVERY`] events, or when the consumer has had nothing for [`IDLE`],
 //! the mirror checks that what it wrote was committed (a failed commit restarts the
 //! consumer from what the store holds, so the hole is filled again); one check is in
-//! flight at a time and the consumer goes on reading meanwhile. As this node's
+//! flight at a time and the consumer goes on reading meanwhile. As for a local
+//! session, the writer drops the copy's writes from a failed commit on until they
+//! are resumed, which the mirror does as it restarts, before it reads what the store
+//! holds: no write queued after the failure is stored above the hole. As this node's
 //! gateway advances the copy's flow gate, the mirror reports how far it got to the
 //! session's node ([`super::delivered`]), which paces the session's producer by it.
 
@@ -88,6 +91,14 @@ async fn stored_last(cluster: &Cluster, session_id: &str) -> Result<u64, async_n
 /// One consumer's life: from what the store has to the end of the stream, then live.
 async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::Error> {
     use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
+    let writer = cluster.inner.runtime.writer().clone();
+    let sid: Arc<str> = Arc::from(session_id);
+    // After a failed commit the writer drops the copy's writes until they are resumed
+    // here (the runtime leaves that to the mirror): the previous consumer's writes,
+    // all queued before this, are stored or dropped by the time the marker after it
+    // comes back, so what the store holds is read after them.
+    writer.write(WriteOp::Resume(sid.clone()))?;
+    let _ = writer.synced_since(writer.epoch()).await;
     let last = stored_last(cluster, session_id).await?;
     let stream = cluster.inner.js.get_stream_no_info(EVENTS_STREAM).await?;
     let consumer = stream
@@ -98,8 +109,6 @@ async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::E
         })
         .await?;
     let mut messages = consumer.messages().await?;
-    let writer = cluster.inner.runtime.writer().clone();
-    let sid: Arc<str> = Arc::from(session_id);
     let gate = Arc::new(FlowGate::new(last));
     // How far this node's clients got, told to the session's node as they go.
     let _report = super::delivered::Stop(actix_rt::spawn(super::delivered::report(

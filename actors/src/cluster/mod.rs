@@ -462,6 +462,14 @@ impl Cluster {
         info
     }
 
+    /// Whether this node copies `session_id`'s events (see [`mirror`]).
+    pub fn copies(&self, session_id: &str) -> bool {
+        self.inner
+            .mirrors
+            .lock()
+            .is_ok_and(|set| set.contains(session_id))
+    }
+
     /// Makes sure this node copies a remote session's events into its store, so its
     /// gateway can serve subscribers; idempotent.
     pub fn follow(&self, session_id: &str) {
