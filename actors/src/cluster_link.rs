@@ -106,6 +106,10 @@ pub trait NodeLink: Send + Sync {
         worker_id: &SessionId,
         pair_id: &PairId,
     ) -> LocalBoxFuture<'static, ()>;
+    /// Whether this node keeps a copy of `session_id`, another node's session. After
+    /// a failed commit the copy's writes are taken again only once its copier has
+    /// restarted from what the store holds, so the runtime leaves that to it.
+    fn copies(&self, session_id: &str) -> bool;
 }
 
 /// This node's [`NodeLink`] once it joined a cluster; empty on a single node.

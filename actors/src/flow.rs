@@ -1,7 +1,10 @@
 //! Flow control from fan-out back to producers: each session has a gate that the
 //! gateway advances once it has fanned an event out. A producer that runs far ahead
 //! (a scripted `/stream`, a chatty vendor) waits at the gate, so queues between the
-//! session and the clients stay short and latency stays bounded under load.
+//! session and the clients stay short and latency stays bounded under load. In a
+//! cluster, other nodes that copy the session report how far they delivered it, and
+//! the cluster limits the gate by that too ([`FlowGate::limit_remote`]), so a producer
+//! also waits for the clients of other nodes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -9,10 +12,19 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// The newest `seq` of one session that the gateway has fanned out.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FlowGate {
     published: AtomicU64,
+    /// The highest `seq` a producer may pace past as far as other nodes' delivery
+    /// goes (`u64::MAX`: no limit); set by the cluster.
+    remote: AtomicU64,
     notify: Notify,
+}
+
+impl Default for FlowGate {
+    fn default() -> Self {
+        FlowGate::new(0)
+    }
 }
 
 impl FlowGate {
@@ -20,7 +32,25 @@ impl FlowGate {
     pub fn new(seq: u64) -> Self {
         FlowGate {
             published: AtomicU64::new(seq),
+            remote: AtomicU64::new(u64::MAX),
             notify: Notify::new(),
+        }
+    }
+
+    /// The newest `seq` fanned out.
+    pub fn published(&self) -> u64 {
+        self.published.load(Ordering::Acquire)
+    }
+
+    /// The limit other nodes' delivery sets (`u64::MAX`: none).
+    pub fn remote_limit(&self) -> u64 {
+        self.remote.load(Ordering::Acquire)
+    }
+
+    /// Limits [`FlowGate::pace`] to `seq` (`u64::MAX`: no limit) and wakes producers.
+    pub fn limit_remote(&self, seq: u64) {
+        if self.remote.swap(seq, Ordering::AcqRel) != seq {
+            self.notify.notify_waiters();
         }
     }
 
@@ -37,12 +67,25 @@ impl FlowGate {
     /// Waits until `seq` has been fanned out, or `limit` passed (a store failure
     /// loses events, and a producer must never wait on them forever).
     pub async fn wait_for(&self, seq: u64, limit: Duration) {
+        self.wait_until(limit, || self.published() >= seq).await;
+    }
+
+    /// What a producer waits for: [`FlowGate::wait_for`], and also other nodes'
+    /// delivery limit (see [`FlowGate::limit_remote`]), at most `limit` in all.
+    pub async fn pace(&self, seq: u64, limit: Duration) {
+        self.wait_until(limit, || {
+            self.published() >= seq && self.remote_limit() >= seq
+        })
+        .await;
+    }
+
+    async fn wait_until(&self, limit: Duration, ready: impl Fn() -> bool) {
         let wait = async {
             loop {
                 let notified = self.notify.notified();
                 tokio::pin!(notified);
                 notified.as_mut().enable();
-                if self.published.load(Ordering::Acquire) >= seq {
+                if ready() {
                     return;
                 }
                 notified.await;
@@ -80,6 +123,27 @@ mod tests {
         assert!(waited.is_ok(), "wait_for ignored its limit");
         // ...and not before it (timers never fire early).
         assert!(started.elapsed() >= limit, "gave up before the limit");
+    }
+
+    #[actix_rt::test]
+    async fn pace_waits_for_the_remote_limit_too() {
+        let gate = Arc::new(FlowGate::new(10));
+        gate.limit_remote(4);
+        let g = gate.clone();
+        let waiter = actix_rt::spawn(async move { g.pace(8, Duration::from_secs(5)).await });
+        actix_rt::time::sleep(Duration::from_millis(10)).await;
+        assert!(!waiter.is_finished());
+        gate.limit_remote(u64::MAX);
+        let done = tokio::time::timeout(Duration::from_secs(1), waiter).await;
+        assert!(done.is_ok());
+        // wait_for looks at this node's fan-out only.
+        gate.limit_remote(0);
+        let waited = tokio::time::timeout(
+            Duration::from_secs(20),
+            gate.wait_for(10, Duration::from_secs(3600)),
+        )
+        .await;
+        assert!(waited.is_ok());
     }
 
     #[actix_rt::test]

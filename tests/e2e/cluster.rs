@@ -401,6 +401,122 @@ async fn a_burst_of_events_reaches_other_nodes_and_the_lease_holds() {
     assert_eq!(sent["turnId"], "turn_3");
 }
 
+/// A backlog that reaches node B at once (NATS paused while A commits a long turn,
+/// then let go) goes into B's copy no faster than B's clients take it, as a local
+/// session's events do: a client of B that reads along is never told it lagged, even
+/// with the smallest byte budget, and gets every event once, in order. (B's mirror
+/// waits at its copy's flow gate, `actors/src/cluster/mirror.rs`; before it did, the
+/// backlog was written as fast as it was read, committed in batches of a thousand
+/// events and more, and the second such batch found the first still queued for the
+/// client and lagged it: `a_nats_restart_loses_no_committed_event` then waited for
+/// frames that never came.)
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_backlog_reaches_a_client_of_another_node_that_reads_along_without_a_lag() {
+    let nats = NatsServer::start();
+    let a = nats.node("a");
+    let b = nats.node_with(
+        "b",
+        &["--client-queue-bytes".into(), (64 << 10).to_string()],
+    );
+    let mut on_a = a.ws().await;
+    let id = on_a.create_session().await;
+    on_a.subscribe(&id, 0).await;
+    let mut on_b = b.ws().await;
+    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
+    on_b.subscribe(&id, 0).await;
+    on_b.recv_until(|v| v["kind"] == "chat_subscribed").await;
+    // Everything is committed on A while NATS is stopped, and reaches B together.
+    nats.pause();
+    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 4000\ndone"}))
+        .await;
+    let committed = on_a.events_until_turn_end(&id).await;
+    nats.resume();
+    let frames = on_b
+        .recv_until(|v| {
+            v["kind"] == "lagged"
+                || (v["kind"] == "turn_completed" && v["sessionId"] == id.as_str())
+        })
+        .await;
+    let lagged = frames.iter().find(|v| v["kind"] == "lagged");
+    assert!(lagged.is_none(), "B's client lagged: {lagged:?}");
+    let followed: Vec<Value> = frames
+        .into_iter()
+        .filter(|v| v["sessionId"] == id.as_str() && v.get("seq").is_some())
+        .collect();
+    let stored = a.all_events(&id).await;
+    assert_contiguous(&stored, 1);
+    assert_eq!(stored.last(), committed.last());
+    assert_eq!(
+        followed, stored,
+        "B's client saw other events than A stored"
+    );
+    assert_eq!(b.metric("tandem_lagged_notices_total").await, 0);
+}
+
+/// A commit that fails on node B while B copies a session of node A leaves no hole in
+/// B's copy. B's writer drops the copy's writes from the failed commit on until B's
+/// mirror has restarted from what B's store holds (as a local session reloads before
+/// it writes again), so the lost events are written again before any later one: B's
+/// client that follows along gets every event once, in order, without a lag, and a
+/// client that subscribes afterwards replays the same from B's store.
+#[actix_rt::test]
+#[cfg_attr(not(has_nats), ignore = "nats-server is not installed")]
+async fn a_failed_commit_on_the_copying_node_leaves_no_hole_in_its_copy() {
+    let nats = NatsServer::start();
+    let a = nats.node("a");
+    let b = nats.node("b");
+    let mut on_a = a.ws().await;
+    let id = on_a.create_session().await;
+    on_a.subscribe(&id, 0).await;
+    let mut on_b = b.ws().await;
+    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
+    on_b.subscribe(&id, 0).await;
+    on_b.recv_until(|v| v["kind"] == "chat_subscribed").await;
+    // B's next commit fails: the first of the copy's, while the turn streams.
+    b.failpoint("store.commit", "1*return").await;
+    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 3000\ndone"}))
+        .await;
+    let committed = on_a.events_until_turn_end(&id).await;
+    let stored = a.all_events(&id).await;
+    assert_contiguous(&stored, 1);
+    assert_eq!(stored.last(), committed.last());
+    let frames = on_b
+        .recv_until(|v| {
+            v["kind"] == "lagged"
+                || (v["kind"] == "turn_completed" && v["sessionId"] == id.as_str())
+        })
+        .await;
+    assert!(
+        b.metric("tandem_store_failed_events_total").await > 0,
+        "no commit of the copy failed on B"
+    );
+    let lagged = frames.iter().find(|v| v["kind"] == "lagged");
+    assert!(lagged.is_none(), "B's client lagged: {lagged:?}");
+    let followed: Vec<Value> = frames
+        .into_iter()
+        .filter(|v| v["sessionId"] == id.as_str() && v.get("seq").is_some())
+        .collect();
+    assert_eq!(
+        followed, stored,
+        "B's client saw other events than A stored"
+    );
+    // B's store holds the copy whole.
+    let mut late = b.ws().await;
+    late.subscribe(&id, 0).await;
+    let replayed = late
+        .recv_until(|v| {
+            v["kind"] == "lagged"
+                || (v["kind"] == "turn_completed" && v["sessionId"] == id.as_str())
+        })
+        .await;
+    let replayed: Vec<Value> = replayed
+        .into_iter()
+        .filter(|v| v["sessionId"] == id.as_str() && v.get("seq").is_some())
+        .collect();
+    assert_eq!(replayed, stored, "B's copy differs from what A stored");
+}
+
 /// Waits for the next `permission_request` of `session` on `ws`; returns its id.
 async fn next_permission(ws: &mut WsClient, session: &str) -> String {
     let frames = ws

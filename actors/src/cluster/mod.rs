@@ -13,9 +13,10 @@
 //! - [`publish`]: every committed event of a local session is also published to
 //!   JetStream on `tandem.sessions.<id>.events`, in runs of consecutive events, one
 //!   message per run ([`batch`]: message id `<id>:<first seq>`, so JetStream's
-//!   duplicate window drops a resent run), in order, acknowledged; after any failure
-//!   (NATS down, restarted) the session is republished from SQLite: the holes the
-//!   stream has, then what follows the highest seq it holds (e2e
+//!   duplicate window drops a resent run), in order, acknowledged (a window of
+//!   messages awaits its acks, so a batch does not wait for the one before); after
+//!   any failure (NATS down, restarted) the session is republished from SQLite: the
+//!   holes the stream has, then what follows the highest seq it holds (e2e
 //!   `a_restarted_node_fills_the_holes_its_crash_left_in_the_stream`).
 //! - [`directory`]: a node's lease is a key in the KV bucket `tandem_nodes` that it
 //!   renews; which node owns which session (and the session as listed) is the KV
@@ -29,10 +30,19 @@
 //!   JetStream in order; the gateway then replays and follows it exactly as a local
 //!   session (no gap, no duplicate, `lagged`: e2e
 //!   `cluster_lagged::a_client_of_another_node_that_stops_reading_is_told_it_lagged_and_resumes`).
+//!   The mirror writes the copy as a local producer writes its events, at most a
+//!   window past what this node's clients took (the copy's flow gate), so a
+//!   backlog it reads at once (after a NATS restart) does not lag a client that
+//!   keeps up (e2e
+//!   `a_backlog_reaches_a_client_of_another_node_that_reads_along_without_a_lag`).
 //!   The copy is never published again (the publisher takes only this node's
 //!   sessions), and it still serves a session whose node is down, up to what
 //!   JetStream holds. Not covered yet: its consumer reads the session's subject
 //!   from the start (skipping what the store holds) at every node start.
+//! - [`delivered`]: backpressure across nodes. A node that copies a session reports
+//!   how far its clients got; the session's node limits the session's flow gate to the
+//!   slowest such node that keeps up, plus a slack, so a producer waits for the
+//!   clients of other nodes as it does for its own.
 //! - `pairs`: pair messages on `tandem.nodes.<node>.pairs`, for a pair whose Worker
 //!   is on another node (`pair.create` with `workerNode`; see
 //!   [`crate::pair::remote`]), and the delegated turns' ends reported back.
@@ -42,6 +52,7 @@
 //! request handling and returns its answer unchanged.
 
 mod batch;
+mod delivered;
 mod devices;
 mod directory;
 mod mirror;
@@ -450,6 +461,14 @@ impl Cluster {
             info.node_unavailable = true;
         }
         info
+    }
+
+    /// Whether this node copies `session_id`'s events (see [`mirror`]).
+    pub fn copies(&self, session_id: &str) -> bool {
+        self.inner
+            .mirrors
+            .lock()
+            .is_ok_and(|set| set.contains(session_id))
     }
 
     /// Makes sure this node copies a remote session's events into its store, so its

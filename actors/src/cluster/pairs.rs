@@ -330,6 +330,10 @@ impl NodeLink for Cluster {
         Cluster::node(self)
     }
 
+    fn copies(&self, session_id: &str) -> bool {
+        Cluster::copies(self, session_id)
+    }
+
     fn known(&self, node: &str) -> bool {
         Cluster::known(self, node)
     }

@@ -2,13 +2,20 @@
 //!
 //! The publisher sees every committed batch (the runtime's commit tap). For each
 //! local session it knows what it has sent ([`Sent`]: the highest seq JetStream has
-//! acknowledged or that is in flight this round, and the subject's message count).
-//! Events next in line are gathered into runs ([`super::batch`]) straight from the
-//! batch, one message per run; anything else (the first event after start, a gap, a
-//! failed publish or ack, an ack that says JetStream took the message for a resend)
-//! marks the session *behind*: it is then caught up from SQLite, once a second until
-//! that succeeds, by asking the stream what it holds for the session's subject rather
-//! than remembering what failed.
+//! acknowledged or that is in flight, and the subject's message count). Events next
+//! in line are gathered into runs ([`super::batch`]) straight from the batch, one
+//! message per run; a session's first event ever (seq 1) starts it at nothing sent.
+//! Up to [`IN_FLIGHT`] messages await their acks while the next batches go out (in
+//! order, on one connection), so an event does not wait for the round trip of the
+//! batch before it. Anything else (a session's first event since start other than
+//! seq 1, a gap, a failed publish or ack, an ack that says JetStream took the message
+//! for a resend) marks the session *behind*: once no message is in flight it is
+//! caught up from SQLite, retried once a second until that succeeds, by asking the
+//! stream what it holds for the session's subject rather than remembering what
+//! failed.
+//!
+//! The publisher also hears other nodes' delivery reports for its sessions and limits
+//! their flow gates by them ([`super::delivered`]).
 //!
 //! When a connection breaks, the messages in flight on it are lost while later ones
 //! may go out on the next connection, so the stream can hold a hole below its last
@@ -29,12 +36,15 @@ use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::jetstream::context::PublishAckFuture;
+use async_nats::jetstream::context::{PublishAckFuture, PublishError};
+use async_nats::jetstream::publish::PublishAck;
 use bytes::Bytes;
-use futures_util::future::join_all;
+use futures_util::future::{join_all, LocalBoxFuture};
+use futures_util::stream::{FuturesOrdered, StreamExt};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::batch::{Run, RunHeader};
+use super::delivered::{self, Followers};
 use super::{events_subject, Cluster, EVENTS_STREAM};
 use crate::store::StoredEvent;
 
@@ -59,8 +69,9 @@ struct Sent {
     msgs: u64,
 }
 
-/// A published message awaiting its ack: the session and the run's last seq.
-type Pending = (Arc<str>, u64, PublishAckFuture);
+/// A live message's ack as it resolves: the session, the run's last seq and what
+/// JetStream answered.
+type Acked = (Arc<str>, u64, Result<PublishAck, PublishError>);
 
 /// The publisher's state.
 struct Publisher {
@@ -69,6 +80,10 @@ struct Publisher {
     sent: HashMap<Arc<str>, Sent>,
     /// Sessions to catch up from the store.
     behind: HashSet<Arc<str>>,
+    /// Live messages awaiting their ack, oldest first (at most [`IN_FLIGHT`]).
+    in_flight: FuturesOrdered<LocalBoxFuture<'static, Acked>>,
+    /// Other nodes' copies of local sessions and how far they delivered.
+    followers: Followers,
 }
 
 /// Runs until the runtime's writer stops.
@@ -85,19 +100,54 @@ pub(super) async fn run(cluster: Cluster, mut rx: UnboundedReceiver<Vec<StoredEv
         cluster,
         sent: HashMap::new(),
         behind,
+        in_flight: FuturesOrdered::new(),
+        followers: Followers::default(),
+    };
+    let reports = publisher
+        .cluster
+        .inner
+        .client
+        .subscribe(delivered::subject(publisher.cluster.node()))
+        .await;
+    let mut reports = match reports {
+        Ok(sub) => Some(sub),
+        Err(e) => {
+            tracing::warn!(error = %e, "delivery reports unavailable: other nodes' clients will not pace this node's sessions");
+            None
+        }
     };
     let mut retry = tokio::time::interval(RETRY);
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sweep = tokio::time::interval(delivered::SWEEP);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        // Committed batches are taken while earlier messages await their acks (a
+        // window of at most IN_FLIGHT messages), so a batch's events are not held
+        // back by the round trip of the one before.
         tokio::select! {
-            batch = rx.recv() => {
-                let Some(mut batch) = batch else { return };
+            batch = rx.recv(), if publisher.in_flight.len() < IN_FLIGHT => {
+                let Some(mut batch) = batch else {
+                    publisher.settle().await;
+                    return;
+                };
                 while let Ok(more) = rx.try_recv() {
                     batch.extend(more);
                 }
                 publisher.publish_committed(batch).await;
             }
-            _ = retry.tick() => publisher.catch_up().await,
+            Some(acked) = publisher.in_flight.next() => publisher.acked(acked),
+            Some(report) = async { reports.as_mut()?.next().await } => {
+                let sent = &publisher.sent;
+                publisher.followers.heard(&report.payload, |sid| sent.get(sid).map(|s| s.seq));
+            }
+            _ = sweep.tick() => {
+                let sent = &publisher.sent;
+                publisher.followers.sweep(|sid| sent.get(sid).map(|s| s.seq));
+            }
+            _ = retry.tick() => {}
+        }
+        if !publisher.behind.is_empty() {
+            publisher.catch_up().await;
         }
     }
 }
@@ -106,7 +156,6 @@ impl Publisher {
     /// Publishes the events that are next in line, in runs; marks the others'
     /// sessions behind.
     async fn publish_committed(&mut self, batch: Vec<StoredEvent>) {
-        let mut pending: Vec<Pending> = Vec::new();
         let mut runs: HashMap<Arc<str>, Run> = HashMap::new();
         let mut local: Option<(Arc<str>, bool)> = None;
         for ev in batch {
@@ -116,12 +165,21 @@ impl Publisher {
                 _ => {
                     let yes = self.cluster.inner.runtime.hosts(&ev.session_id);
                     local = Some((ev.session_id.clone(), yes));
+                    if yes {
+                        self.followers.gate(&ev.session_id, &ev.gate);
+                    }
                     yes
                 }
             };
             // A remote session's copy (the mirror's writes) is not ours to publish.
             if !is_local || self.behind.contains(&ev.session_id) {
                 continue;
+            }
+            if ev.seq == 1 && !self.sent.contains_key(&ev.session_id) {
+                // A session's first event ever: the stream holds nothing of it (a
+                // session with events at start is behind until caught up, and every
+                // commit since passed here), so it goes out live at once.
+                self.sent.insert(ev.session_id.clone(), Sent::default());
             }
             let Some(sent) = self.sent.get_mut(&ev.session_id) else {
                 // Not known yet (first event since start): from the store.
@@ -142,23 +200,20 @@ impl Publisher {
             if !run.push(ev.seq, ev.frame.as_bytes()) {
                 let full = std::mem::take(run);
                 run.push(ev.seq, ev.frame.as_bytes());
-                self.send_live(&ev.session_id, full, &mut pending).await;
+                self.send_live(&ev.session_id, full).await;
             }
         }
         for (sid, run) in runs {
             if !self.behind.contains(&sid) {
-                self.send_live(&sid, run, &mut pending).await;
+                self.send_live(&sid, run).await;
             }
-        }
-        self.await_acks(pending).await;
-        if !self.behind.is_empty() {
-            self.catch_up().await;
         }
     }
 
     /// Sends a run gathered from committed events (nothing when the session fell
-    /// behind meanwhile); awaits the acks in flight when there are enough of them.
-    async fn send_live(&mut self, sid: &Arc<str>, mut run: Run, pending: &mut Vec<Pending>) {
+    /// behind meanwhile); with [`IN_FLIGHT`] messages awaiting their ack, first awaits
+    /// the oldest.
+    async fn send_live(&mut self, sid: &Arc<str>, mut run: Run) {
         let Some(sent) = self.sent.get_mut(sid) else {
             return;
         };
@@ -175,31 +230,37 @@ impl Publisher {
         };
         match self.send(sid, &header, payload).await {
             Ok(ack) => {
-                pending.push((sid.clone(), last, ack));
-                if pending.len() >= IN_FLIGHT {
-                    self.await_acks(std::mem::take(pending)).await;
+                if self.in_flight.len() >= IN_FLIGHT {
+                    if let Some(acked) = self.in_flight.next().await {
+                        self.acked(acked);
+                    }
                 }
+                let sid = sid.clone();
+                self.in_flight.push_back(Box::pin(async move {
+                    let result = ack.into_future().await;
+                    (sid, last, result)
+                }));
             }
             Err(e) => self.fell_behind(sid, first, &e),
         }
     }
 
-    /// Awaits the acks of what was just published; a session whose ack failed, or
-    /// whose message JetStream took for a resend, falls behind. Awaited together:
-    /// each ack's timeout starts when it is first polled, so awaiting lost acks one by
-    /// one (NATS went away) would take 5 s each.
-    async fn await_acks(&mut self, pending: Vec<Pending>) {
-        let (keys, acks): (Vec<(Arc<str>, u64)>, Vec<PublishAckFuture>) = pending
-            .into_iter()
-            .map(|(sid, seq, ack)| ((sid, seq), ack))
-            .unzip();
-        let results = join_all(acks.into_iter().map(IntoFuture::into_future)).await;
-        for ((sid, seq), result) in keys.iter().zip(results) {
-            match result {
-                Ok(ack) if ack.duplicate => self.fell_behind(sid, *seq, &RESENT),
-                Ok(_) => {}
-                Err(e) => self.fell_behind(sid, *seq, &e),
-            }
+    /// Takes a live message's ack: a session whose ack failed, or whose message
+    /// JetStream took for a resend, falls behind. Acks in flight are polled together,
+    /// so their timeouts run at once: lost acks (NATS went away) cost one timeout, not
+    /// one each.
+    fn acked(&mut self, (sid, seq, result): Acked) {
+        match result {
+            Ok(ack) if ack.duplicate => self.fell_behind(&sid, seq, &RESENT),
+            Ok(_) => {}
+            Err(e) => self.fell_behind(&sid, seq, &e),
+        }
+    }
+
+    /// Awaits every live message still in flight.
+    async fn settle(&mut self) {
+        while let Some(acked) = self.in_flight.next().await {
+            self.acked(acked);
         }
     }
 
@@ -215,8 +276,11 @@ impl Publisher {
         self.sent.remove(sid);
     }
 
-    /// Catches up every session that is behind, from the store.
+    /// Catches up every session that is behind, from the store, once no live message
+    /// is in flight (a catch-up reads what the stream holds: a message still on its
+    /// way would look like a hole).
     async fn catch_up(&mut self) {
+        self.settle().await;
         let sessions: Vec<Arc<str>> = self.behind.iter().cloned().collect();
         for sid in sessions {
             match self.republish(&sid).await {

@@ -333,6 +333,17 @@ impl Runtime {
                 handle.do_send(crate::session::StoreFailed {
                     error: failure.error.clone(),
                 });
+            } else if self
+                .inner
+                .services
+                .cluster
+                .get()
+                .is_some_and(|cluster| cluster.copies(&id))
+            {
+                // Another node's session copied here: its mirror notices the failure,
+                // restarts from what the store holds and resumes its writes then.
+                // Resumed now, its writes queued after the failure would be stored
+                // above the hole the failure left.
             } else {
                 // A session whose creation failed has no actor: nothing to reload.
                 let _ = self.inner.services.writer.write(WriteOp::Resume(id));

@@ -147,7 +147,7 @@ impl Handler<Pace> for SessionActor {
     fn handle(&mut self, _: Pace, _: &mut Context<Self>) -> Self::Result {
         let target = (self.next_seq - 1).saturating_sub(PACE_WINDOW);
         let gate = self.gate.clone();
-        Box::pin(async move { gate.wait_for(target, PACE_LIMIT).await })
+        Box::pin(async move { gate.pace(target, PACE_LIMIT).await })
     }
 }
 

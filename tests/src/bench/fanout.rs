@@ -343,9 +343,9 @@ pub fn main(mut flags: Flags) -> Result<(), String> {
 #[derive(Debug, Default)]
 struct ThreadOut {
     latencies: Vec<u32>,
-    /// Client index, receipt time (µs since the epoch), latency (µs) and seq of every
-    /// delivery, kept only for `--dump-latency`.
-    samples: Vec<(usize, u64, u32, u64)>,
+    /// Client index, receipt time (µs since the epoch), latency (µs), seq and session
+    /// of every delivery, kept only for `--dump-latency`.
+    samples: Vec<(usize, u64, u32, u64, usize)>,
     delivered: u64,
     last_us: u64,
     lagged: u64,
@@ -499,10 +499,13 @@ fn run_against(
     let client_cpu_s = cpu_seconds(std::process::id())? - client_cpu0;
     total.latencies.sort_unstable();
     if let Some(path) = &cfg.dump {
-        let mut text = String::from("# client recv_ms_since_first_send latency_us seq\n");
-        for (client, at, latency, seq) in &total.samples {
+        let mut text = String::from(
+            "# client recv_ms_since_first_send latency_us seq session recv_us_since_epoch\n",
+        );
+        for (client, at, latency, seq, session) in &total.samples {
             let since = at.saturating_sub(t0) as f64 / 1e3;
-            text.push_str(&format!("{client} {since:.3} {latency} {seq}\n"));
+            let sid = &watched[*client][*session];
+            text.push_str(&format!("{client} {since:.3} {latency} {seq} {sid} {at}\n"));
         }
         std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))?;
     }
@@ -768,7 +771,7 @@ impl Reader {
                 let latency = at.saturating_sub(ts * 1000).min(u64::from(u32::MAX)) as u32;
                 out.latencies.push(latency);
                 if let Some(id) = self.sample_id {
-                    out.samples.push((id, at, latency, seq));
+                    out.samples.push((id, at, latency, seq, s));
                 }
             }
             if ended {
