@@ -46,6 +46,15 @@ async fn wait_listed(
     (found, start.elapsed())
 }
 
+/// A client of `node` subscribed from the start to session `id` of another node,
+/// once `node` lists it.
+async fn following(node: &Server, id: &str) -> WsClient {
+    let mut ws = node.ws().await;
+    wait_listed(&mut ws, id, Duration::from_secs(10), |_| true).await;
+    ws.subscribe(id, 0).await;
+    ws
+}
+
 /// Waits (at most 20 s) until JetStream holds `last` events for the session, the
 /// same in two reads in a row (a read is not a snapshot: a publisher mending the
 /// stream may change it meanwhile), and checks they are seqs 1..=`last`, each once,
@@ -285,9 +294,7 @@ async fn a_nats_restart_loses_no_committed_event() {
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
     // A client of B follows the session through JetStream all along.
-    let mut on_b = b.ws().await;
-    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
-    on_b.subscribe(&id, 0).await;
+    let mut on_b = following(&b, &id).await;
     ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 2000\n/hold nats-down\n/stream 2000\ndone"}))
         .await;
     ws.recv_until(|v| v["sessionId"] == id.as_str() && v["text"] == "chunk 1999 ")
@@ -422,9 +429,7 @@ async fn a_backlog_reaches_a_client_of_another_node_that_reads_along_without_a_l
     let mut on_a = a.ws().await;
     let id = on_a.create_session().await;
     on_a.subscribe(&id, 0).await;
-    let mut on_b = b.ws().await;
-    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
-    on_b.subscribe(&id, 0).await;
+    let mut on_b = following(&b, &id).await;
     on_b.recv_until(|v| v["kind"] == "chat_subscribed").await;
     // Everything is committed on A while NATS is stopped, and reaches B together.
     nats.pause();
@@ -469,9 +474,7 @@ async fn a_failed_commit_on_the_copying_node_leaves_no_hole_in_its_copy() {
     let mut on_a = a.ws().await;
     let id = on_a.create_session().await;
     on_a.subscribe(&id, 0).await;
-    let mut on_b = b.ws().await;
-    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
-    on_b.subscribe(&id, 0).await;
+    let mut on_b = following(&b, &id).await;
     on_b.recv_until(|v| v["kind"] == "chat_subscribed").await;
     // B's next commit fails: the first of the copy's, while the turn streams.
     b.failpoint("store.commit", "1*return").await;
@@ -770,9 +773,7 @@ async fn events_committed_while_nats_is_down_are_published_when_it_is_back() {
         .await;
     let before = ws.events_until_turn_end(&id).await;
     assert_published(&nats, &id, before.len() as u64).await;
-    let mut on_b = b.ws().await;
-    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
-    on_b.subscribe(&id, 0).await;
+    let mut on_b = following(&b, &id).await;
     let replayed = on_b.events_until_turn_end(&id).await;
     assert_eq!(replayed, before);
 
@@ -843,9 +844,7 @@ async fn uploads_on_one_node_reach_a_session_on_another() {
     let a = nats.node("a");
     let b = nats.node("b");
     let id = a.ws().await.create_session().await;
-    let mut on_b = b.ws().await;
-    wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
-    on_b.subscribe(&id, 0).await;
+    let mut on_b = following(&b, &id).await;
 
     // A PNG of 2.5 MB: the signature and header of a real one, then filler.
     let mut big = PNG.to_vec();
