@@ -13,6 +13,9 @@ use super::config;
 use super::link::Link;
 use super::rpc::{error, INVALID_PARAMS};
 
+/// How long the options told for a new pair wait for its Worker session to exist.
+const WORKER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Agent {
     /// The server's vendors (`vendors.list`), asked once; none when the server
     /// refuses (the options then offer only what the session has).
@@ -101,6 +104,41 @@ impl Agent {
                 tracing::warn!("the Worker {worker_id}: {e}");
                 None
             }
+        }
+    }
+
+    /// The Worker of pair `pair_id` its Driver `driver_id` was just told of
+    /// (`pair_created`). The Driver joins a new pair before its Worker session is
+    /// made (its actor is what refuses a second Worker of the same name), and the
+    /// pair is listed (`pairs.list`) once both joined: until then it is asked again,
+    /// pausing longer each time, for at most [`WORKER_WAIT`], unless the Driver no
+    /// longer names the pair among its Workers (refused, or closed meanwhile).
+    async fn new_worker(
+        &self,
+        link: &Link,
+        driver_id: &str,
+        pair_id: &str,
+        worker_id: &str,
+    ) -> Option<(String, String, String)> {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(10);
+        loop {
+            if pair_listed(link, pair_id).await {
+                return self.worker(link, pair_id, worker_id).await;
+            }
+            let driver = self.session(link, driver_id).await.ok()?;
+            let named = driver["workers"]
+                .as_array()
+                .is_some_and(|workers| workers.iter().any(|w| w["pairId"] == pair_id));
+            if !named {
+                return None;
+            }
+            if started.elapsed() >= WORKER_WAIT {
+                tracing::warn!("pair {pair_id}: its Worker was not made in {WORKER_WAIT:?}");
+                return None;
+            }
+            actix_rt::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_millis(250));
         }
     }
 
@@ -218,7 +256,7 @@ impl Agent {
                         if let (Some(pair_id), Some(worker_id)) =
                             (pair["pairId"].as_str(), pair["workerId"].as_str())
                         {
-                            pairing.worker = agent.worker(&link, pair_id, worker_id).await;
+                            pairing.worker = agent.new_worker(&link, &id, pair_id, worker_id).await;
                         }
                     }
                     Some("pair_closed") => pairing.worker = None,
@@ -244,5 +282,21 @@ impl Agent {
                 Err(e) => tracing::warn!("the settings of {id}: {}", e.message),
             }
         });
+    }
+}
+
+/// True once pair `pair_id` is listed and open (`pairs.list`: a pair is listed once
+/// both its sessions joined it).
+async fn pair_listed(link: &Link, pair_id: &str) -> bool {
+    match link.call("pairs.list", json!({})).await {
+        Ok(reply) => reply["pairs"].as_array().is_some_and(|pairs| {
+            pairs
+                .iter()
+                .any(|p| p["pairId"] == pair_id && p["state"] != "closed")
+        }),
+        Err(e) => {
+            tracing::warn!("pairs.list: {e}");
+            false
+        }
     }
 }
