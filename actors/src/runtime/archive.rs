@@ -51,7 +51,7 @@ impl Runtime {
             .clone()
             .filter(|w| w.state == WorktreeState::Active)
         {
-            self.worktree_leaving(&info, None).await;
+            self.inner.workspaces.worktree_leaving(&info, None).await;
             let dir = std::path::PathBuf::from(&info.cwd);
             let keep = ws.pushed.is_some() || ws.merged;
             let removed = actix_rt::task::spawn_blocking(move || {
@@ -73,7 +73,10 @@ impl Runtime {
             Some(ws) => ws.base_checkout.clone(),
             None => info.cwd.clone(),
         };
-        self.drop_checkpoints(repo.into(), id).await;
+        self.inner
+            .workspaces
+            .drop_checkpoints(repo.into(), id)
+            .await;
         // Its uploads go with it (those no other session uses).
         let uploads = self.inner.uploads.store.clone();
         let session = id.to_string();

@@ -14,7 +14,7 @@ use crate::session::Restore;
 use crate::store::Store;
 use crate::workspace::checkpoint;
 
-use super::Runtime;
+use super::WorkspaceService;
 
 /// Events read from the store at a time.
 const READ_PAGE: usize = 5000;
@@ -36,15 +36,15 @@ struct Stored {
     files_omitted: u64,
 }
 
-impl Runtime {
+impl WorkspaceService {
     /// `session.checkpoints`: oldest first.
     pub async fn checkpoints(
         &self,
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<Vec<CheckpointInfo>, RuntimeError> {
-        self.access().visible(who, session_id)?;
-        let store = self.inner.store.clone();
+        self.access.visible(who, session_id)?;
+        let store = self.store.clone();
         let id = session_id.to_string();
         actix_rt::task::spawn_blocking(move || read(&store, &id))
             .await
@@ -59,7 +59,7 @@ impl Runtime {
         session_id: &SessionId,
         turn_id: TurnId,
     ) -> Result<SessionRestoreResult, RuntimeError> {
-        let handle = self.access().drivable(who, session_id)?;
+        let handle = self.access.drivable(who, session_id)?;
         handle.ask(Restore { turn_id }).await?
     }
 

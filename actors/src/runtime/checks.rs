@@ -7,32 +7,32 @@ use tandem_protocol::workspace::{CheckStatus, SessionCheckResult};
 use tandem_protocol::{EventBody, SessionInfo};
 
 use super::workspaces::{blocking, working_dir, OpClaim};
-use super::Runtime;
+use super::WorkspaceService;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::ids::SessionId;
 use crate::session::{ChecksDone, RecordEvent};
 use crate::workspace::{project, WorkspaceError};
 
-impl Runtime {
+impl WorkspaceService {
     /// `session.check` (owner only): refused while a turn runs; no turn starts, and no
     /// merge or discard runs, until the checks end.
-    pub async fn check_session(
+    pub async fn check(
         &self,
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<SessionCheckResult, RuntimeError> {
-        let handle = self.access().drivable(who, session_id)?;
+        let handle = self.access.drivable(who, session_id)?;
         let info = handle.shared.info();
         if info.status.is_busy() {
             return Err(WorkspaceError::SessionBusy(info.id).into());
         }
         let (dir, _) = working_dir(&info)?;
-        let _claim = OpClaim::take(self, &info.id)?;
+        let _claim = OpClaim::take(&self.ops, &info.id)?;
         let project = self.project_of(&info).await?;
         let mut results = Vec::new();
         for spec in &project.checks {
-            let result = self.inner.services.checks.run_one(spec, &dir).await;
+            let result = self.services.checks.run_one(spec, &dir).await;
             handle
                 .ask(RecordEvent(EventBody::Check {
                     result: result.clone(),
@@ -55,7 +55,7 @@ impl Runtime {
     /// The settings of the repository `info` works in.
     async fn project_of(&self, info: &SessionInfo) -> Result<project::Project, RuntimeError> {
         let (dir, _) = working_dir(info)?;
-        let private = self.inner.config.private_paths();
+        let private = self.private.clone();
         blocking(move || project::read(&dir, &private)).await
     }
 

@@ -296,7 +296,7 @@ impl Runtime {
         let worktree = record.workspace.is_some();
         let handle = self.spawn_session(record, 0);
         if worktree {
-            self.prepare_worktree(&handle).await;
+            self.inner.workspaces.prepare_worktree(&handle).await;
         }
         let info = handle.shared.info();
         self.inner

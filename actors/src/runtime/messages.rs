@@ -49,7 +49,7 @@ impl Runtime {
         id: &str,
         handle: &SessionHandle,
     ) -> Result<(), RuntimeError> {
-        if self.inner.workspace_ops.contains_key(id) {
+        if self.inner.workspaces.busy(id) {
             return Err(RuntimeError::Conflict(format!(
                 "session {id}'s worktree is being merged or discarded; try again when that ends"
             )));

@@ -1,6 +1,6 @@
 //! [`Runtime`]: the handle the HTTP layer uses. It holds the services with state of
-//! their own (auth, clients, uploads, push, files, terminals: each reached by an
-//! accessor) and forwards the rest of the requests to session and pair actors as
+//! their own (auth, clients, uploads, push, files, terminals, workspaces: each
+//! reached by an accessor) and forwards the rest of the requests to session and pair actors as
 //! messages, after the one access check ([`SessionAccess`]).
 
 mod agents;
@@ -82,6 +82,7 @@ pub use push::PushService;
 pub use session_access::SessionAccess;
 pub use terminals::TerminalService;
 pub use uploads::UploadService;
+pub use workspaces::WorkspaceService;
 
 /// Most events one REST page returns.
 pub const MAX_EVENTS_PAGE: usize = 5000;
@@ -116,9 +117,6 @@ struct Inner {
     auth: AuthService,
     /// Sessions per owner, for `max_sessions_per_user`.
     owned: DashMap<UserId, usize>,
-    /// Sessions with a merge or discard in flight (one at a time per session; their
-    /// turns are refused meanwhile).
-    workspace_ops: DashMap<SessionId, ()>,
     /// The thread session actors (and their adapters) run on.
     sessions_arbiter: Arbiter,
     /// Kept so the gateway's thread lives as long as the runtime.
@@ -136,6 +134,9 @@ struct Inner {
     files: FileService,
     /// Sessions' terminals.
     terminals: TerminalService,
+    /// Sessions' working directories as a whole: merge, discard, rebase, push,
+    /// checks, checkpoints, scripts.
+    workspaces: WorkspaceService,
     /// The CLI transcripts read so far (`external.list`).
     external: Arc<crate::external::ExternalSessions>,
 }
@@ -272,6 +273,12 @@ impl Runtime {
     /// Sessions' terminals.
     pub fn terminals(&self) -> &TerminalService {
         &self.inner.terminals
+    }
+
+    /// Merges, discards, rebases and pushes of worktrees; checks, checkpoints and
+    /// scripts.
+    pub fn workspaces(&self) -> &WorkspaceService {
+        &self.inner.workspaces
     }
 
     /// Process-wide counters, read by `/metrics`.

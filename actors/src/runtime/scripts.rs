@@ -12,7 +12,7 @@ use tandem_protocol::scripts::{
 use tandem_protocol::{EventBody, SessionInfo};
 
 use super::workspaces::{blocking, working_dir};
-use super::Runtime;
+use super::WorkspaceService;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::ids::SessionId;
@@ -24,7 +24,7 @@ use crate::workspace::WorkspaceError;
 /// How long `session.run-stop` waits for the run to end before answering.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-impl Runtime {
+impl WorkspaceService {
     /// Where `info`'s scripts run, and the settings they come from: read in the
     /// checkout a worktree was made from (the user's own, so an agent's edits in the
     /// worktree never change what the server runs), else in the working directory's.
@@ -34,7 +34,7 @@ impl Runtime {
             Some(ws) => PathBuf::from(&ws.base_checkout),
             None => workdir.clone(),
         };
-        let (at, private) = (root.clone(), self.inner.config.private_paths());
+        let (at, private) = (root.clone(), self.private.clone());
         let (project, root) = blocking(move || {
             let project = project::read(&at, &private)?;
             Ok((project, scripts::top_of(&at)))
@@ -66,7 +66,7 @@ impl Runtime {
             return;
         }
         handle.do_send(Preparing(true));
-        let (runner, handle) = (self.inner.services.scripts.clone(), handle.clone());
+        let (runner, handle) = (self.services.scripts.clone(), handle.clone());
         actix_rt::spawn(async move {
             let (from, to, paths) = (
                 place.root.clone(),
@@ -102,7 +102,7 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<SessionRunResult, RuntimeError> {
-        let handle = self.access().drivable(who, session_id)?;
+        let handle = self.access.drivable(who, session_id)?;
         let info = handle.shared.info();
         let (place, project) = self.scripts_of(&info).await?;
         let Some(command) = project.run.as_deref() else {
@@ -116,13 +116,12 @@ impl Runtime {
             .into());
         };
         let to = handle.clone();
-        self.inner.services.scripts.start_run(
-            command,
-            &place,
-            project.scripts_from,
-            move |report| record(&to, report),
-        );
-        let running = self.inner.services.scripts.run_of(&info.id).state().running;
+        self.services
+            .scripts
+            .start_run(command, &place, project.scripts_from, move |report| {
+                record(&to, report)
+            });
+        let running = self.services.scripts.run_of(&info.id).state().running;
         Ok(SessionRunResult {
             session_id: info.id,
             running,
@@ -137,8 +136,8 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<SessionRunResult, RuntimeError> {
-        let info = self.access().drivable(who, session_id)?.shared.info();
-        let Some(slot) = self.inner.services.scripts.run_if(&info.id) else {
+        let info = self.access.drivable(who, session_id)?.shared.info();
+        let Some(slot) = self.services.scripts.run_if(&info.id) else {
             return Ok(SessionRunResult {
                 session_id: info.id,
                 running: false,
@@ -164,13 +163,8 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<SessionRunLogResult, RuntimeError> {
-        let info = self.access().visible(who, session_id)?.shared.info();
-        let slot = self
-            .inner
-            .services
-            .scripts
-            .run_if(&info.id)
-            .unwrap_or_default();
+        let info = self.access.visible(who, session_id)?.shared.info();
+        let slot = self.services.scripts.run_if(&info.id).unwrap_or_default();
         let state = slot.state();
         let (log, dropped_bytes) = state.log_text();
         Ok(SessionRunLogResult {
@@ -192,10 +186,9 @@ impl Runtime {
         info: &SessionInfo,
         handle: Option<&SessionHandle>,
     ) {
-        let scripts = &self.inner.services.scripts;
+        let scripts = &self.services.scripts;
         scripts.end_session(&info.id);
-        self.inner
-            .terminals
+        self.terminals
             .end_session(&info.id, "the session's worktree went")
             .await;
         match self.scripts_of(info).await {

@@ -10,7 +10,7 @@ use dashmap::DashMap;
 use super::{
     handoff, judge, loading, reconcile, recovery, review_by, AuthService, ClientService, CommitTap,
     FileService, Inner, PushService, Runtime, RuntimeRef, SessionAccess, Started, TerminalService,
-    UploadService,
+    UploadService, WorkspaceService,
 };
 use crate::adapter::{VendorCatalog, VendorId};
 use crate::config::RuntimeConfig;
@@ -264,11 +264,10 @@ impl Runtime {
             Inner {
                 access: access.clone(),
                 store: store.clone(),
-                services,
+                services: services.clone(),
                 pairs: Registry::default(),
                 auth: AuthService::new(store.clone()),
                 owned: DashMap::new(),
-                workspace_ops: DashMap::new(),
                 sessions_arbiter: Arbiter::new(),
                 _gateway_arbiter: gateway_arbiter,
                 clients,
@@ -276,6 +275,13 @@ impl Runtime {
                 uploads: UploadService::new(access.clone(), uploads),
                 push: PushService::new(access.clone(), push),
                 files: FileService::new(access.clone(), config.private_paths()),
+                workspaces: WorkspaceService::new(
+                    access.clone(),
+                    services.clone(),
+                    store.clone(),
+                    &config,
+                    terminals.clone(),
+                ),
                 terminals: TerminalService::new(access.clone(), terminals),
                 external: Arc::default(),
                 config,
@@ -325,7 +331,7 @@ impl Runtime {
             self.restore_pair(record);
         }
         self.finish_after_start(cut_off, proposals);
-        self.recover_workspaces();
+        self.inner.workspaces.recover();
         for (parent, child) in waiting_children {
             if let Some(addr) = self.session_addr(&parent) {
                 addr.do_send(crate::session::SpawnChildren {

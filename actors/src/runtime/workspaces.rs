@@ -1,9 +1,14 @@
-//! Runtime entry points of workspaces: `session.merge`, `session.discard`, `session.rebase`,
-//! `session.push`, and start-up recovery of merges and discards a
-//! crash cut short. Git runs on the blocking pool; session actors only record the
-//! outcome.
+//! [`WorkspaceService`]: what is done to a session's working directory as a whole:
+//! `session.merge`, `session.discard`, `session.rebase`, `session.push` and start-up
+//! recovery of merges and discards a crash cut short (here); its checks
+//! (`checks.rs`), checkpoints (`checkpoints.rs`) and scripts (`scripts.rs`). One such
+//! operation runs at a time per session ([`OpClaim`]), and no turn starts meanwhile.
+//! Git runs on the blocking pool; session actors only record the outcome.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dashmap::DashMap;
 
 use tandem_protocol::workspace::{
     MergeStrategy, PushedBranch, SessionDiscardResult, SessionMergeResult, SessionPushResult,
@@ -16,11 +21,32 @@ use crate::clock::now_ms;
 use crate::crash::crash_point;
 use crate::error::RuntimeError;
 use crate::ids::SessionId;
-use crate::session::WorkspaceChanged;
+use crate::session::{Services, WorkspaceChanged};
+use crate::store::Store;
+use crate::terminals::Terminals;
 use crate::workspace::journal::{self, Entry, Operation};
 use crate::workspace::{merge, push, rebase, worktree, WorkspaceError};
 
-use super::Runtime;
+use super::SessionAccess;
+
+/// The workspaces service; cheap to clone (start-up recovery hands a clone to each
+/// task it spawns).
+#[derive(Clone)]
+pub struct WorkspaceService {
+    pub(super) access: SessionAccess,
+    /// The sessions' shared services: the writer, the scripts and checks runners.
+    pub(super) services: Arc<Services>,
+    /// Read for a merge's outcome at start-up, and for checkpoints.
+    pub(super) store: Store,
+    /// Where the journal of merges and discards in flight lives.
+    pub(super) data_dir: PathBuf,
+    /// Paths no repository setting may name (the server's data, secrets).
+    pub(super) private: Vec<PathBuf>,
+    /// Ended with a worktree as it goes.
+    pub(super) terminals: Terminals,
+    /// Sessions with a merge, discard, rebase, push or checks run in flight.
+    pub(super) ops: Arc<DashMap<SessionId, ()>>,
+}
 
 /// Runs blocking workspace work on the blocking pool.
 pub(super) async fn blocking<T: Send + 'static>(
@@ -40,7 +66,31 @@ fn active_worktree(info: &SessionInfo) -> Result<WorkspaceInfo, RuntimeError> {
         .ok_or_else(|| WorkspaceError::NotAWorktree(info.id.clone()).into())
 }
 
-impl Runtime {
+impl WorkspaceService {
+    /// Serves the sessions `access` finds, with the services their actors share.
+    pub(super) fn new(
+        access: SessionAccess,
+        services: Arc<Services>,
+        store: Store,
+        config: &crate::config::RuntimeConfig,
+        terminals: Terminals,
+    ) -> Self {
+        WorkspaceService {
+            access,
+            services,
+            store,
+            data_dir: config.data_dir.clone(),
+            private: config.private_paths(),
+            terminals,
+            ops: Arc::default(),
+        }
+    }
+
+    /// True while a workspace operation runs on session `id` (its turns wait).
+    pub(super) fn busy(&self, id: &str) -> bool {
+        self.ops.contains_key(id)
+    }
+
     /// A session the caller owns, idle, with an active worktree; and a claim on it so
     /// no second merge or discard runs at the same time.
     fn claim_for_workspace_op(
@@ -48,18 +98,18 @@ impl Runtime {
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<(SessionInfo, WorkspaceInfo, OpClaim), RuntimeError> {
-        let info = self.access().drivable(who, session_id)?.shared.info();
+        let info = self.access.drivable(who, session_id)?.shared.info();
         let ws = active_worktree(&info)?;
         if info.status.is_busy() {
             return Err(WorkspaceError::SessionBusy(info.id.clone()).into());
         }
-        let claim = OpClaim::take(self, &info.id)?;
+        let claim = OpClaim::take(&self.ops, &info.id)?;
         Ok((info, ws, claim))
     }
 
     /// `session.merge`: commits the worktree's changes and merges its branch into the
     /// base branch in the base checkout.
-    pub async fn merge_session(
+    pub async fn merge(
         &self,
         who: &Principal,
         session_id: &SessionId,
@@ -86,7 +136,7 @@ impl Runtime {
             let (wt, ws, msg) = (worktree.clone(), ws.clone(), message.clone());
             blocking(move || merge::prepare(&wt, &ws, &msg)).await?
         };
-        let data_dir = self.inner.config.data_dir.clone();
+        let data_dir = self.data_dir.clone();
         let entry = Entry {
             op: Operation::Merge,
             session_id: info.id.clone(),
@@ -103,7 +153,7 @@ impl Runtime {
             let (dir, entry) = (data_dir.clone(), entry.clone());
             blocking(move || journal::write(&dir, &entry)).await?;
         }
-        let writer = self.writer().clone();
+        let writer = self.services.writer.clone();
         crash_point(&writer, "workspace.merge.journaled").await;
         let commit = {
             let (wt, ws, msg) = (worktree.clone(), ws.clone(), message.clone());
@@ -145,7 +195,7 @@ impl Runtime {
 
     /// `session.rebase`: the worktree's branch onto its base's head; a `rebased`
     /// event and the new `baseCommit` when it moved.
-    pub async fn rebase_session(
+    pub async fn rebase(
         &self,
         who: &Principal,
         session_id: &SessionId,
@@ -184,7 +234,7 @@ impl Runtime {
     /// `session.push`: the worktree's branch, its uncommitted changes committed, to a
     /// remote of its base repository; a `pushed` event, and the branch is kept when
     /// the worktree is discarded.
-    pub async fn push_session(
+    pub async fn push(
         &self,
         who: &Principal,
         session_id: &SessionId,
@@ -216,13 +266,13 @@ impl Runtime {
     }
 
     /// `session.discard`: removes the worktree and its branch.
-    pub async fn discard_session(
+    pub async fn discard(
         &self,
         who: &Principal,
         session_id: &SessionId,
     ) -> Result<SessionDiscardResult, RuntimeError> {
         let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
-        let data_dir = self.inner.config.data_dir.clone();
+        let data_dir = self.data_dir.clone();
         let base_head = {
             let base = PathBuf::from(&ws.base_checkout);
             blocking(move || crate::workspace::git::line(&base, &["rev-parse", "HEAD"]))
@@ -245,8 +295,8 @@ impl Runtime {
             let (dir, entry) = (data_dir.clone(), entry.clone());
             blocking(move || journal::write(&dir, &entry)).await?;
         }
-        crash_point(self.writer(), "workspace.discard.journaled").await;
-        let live = self.inner.services.sessions.get(&info.id);
+        crash_point(&self.services.writer, "workspace.discard.journaled").await;
+        let live = self.services.sessions.get(&info.id);
         self.worktree_leaving(&info, live.as_ref()).await;
         {
             let entry = entry.clone();
@@ -260,7 +310,7 @@ impl Runtime {
             })
             .await?;
         }
-        crash_point(self.writer(), "workspace.discard.removed").await;
+        crash_point(&self.services.writer, "workspace.discard.removed").await;
         self.drop_checkpoints(PathBuf::from(&ws.base_checkout), &info.id)
             .await;
         let mut gone = ws.clone();
@@ -289,12 +339,14 @@ impl Runtime {
         event: EventBody,
         workspace: Option<WorkspaceInfo>,
     ) -> Result<(), RuntimeError> {
-        let addr = self
-            .session_addr(session_id)
+        let handle = self
+            .services
+            .sessions
+            .get(session_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(session_id.into()))?;
-        let writer = self.writer().clone();
+        let writer = self.services.writer.clone();
         let epoch = writer.epoch();
-        addr.send(WorkspaceChanged { event, workspace }).await?;
+        handle.ask(WorkspaceChanged { event, workspace }).await?;
         if !writer.synced_since(epoch).await {
             return Err(RuntimeError::NotCommitted(format!(
                 "the outcome for session {session_id} was not stored"
@@ -306,8 +358,8 @@ impl Runtime {
     /// Start-up: finishes or undoes the merges and discards a crash cut short (their
     /// journal entries), then records what was done in each session. Git runs here,
     /// before the server takes requests.
-    pub(super) fn recover_workspaces(&self) {
-        let data_dir = self.inner.config.data_dir.clone();
+    pub(super) fn recover(&self) {
+        let data_dir = self.data_dir.clone();
         for entry in journal::pending(&data_dir) {
             let recorded = match entry.op {
                 Operation::Merge => self.merged_since(&entry),
@@ -340,10 +392,14 @@ impl Runtime {
                 }
             };
             tracing::warn!(session = %entry.session_id, op = ?entry.op, "workspace operation recovered");
-            let rt = self.clone();
+            let service = self.clone();
             actix::spawn(async move {
                 if let Some(text) = note {
-                    let workspace = rt.session_info(&entry.session_id).and_then(|i| i.workspace);
+                    let workspace = service
+                        .services
+                        .sessions
+                        .get(&entry.session_id)
+                        .and_then(|h| h.shared.info().workspace);
                     let workspace = match entry.op {
                         Operation::Discard => workspace.map(|mut w| {
                             w.state = WorktreeState::Discarded;
@@ -361,7 +417,7 @@ impl Runtime {
                         );
                     }
                     for event in events {
-                        if let Err(e) = rt
+                        if let Err(e) = service
                             .record_workspace_change(&entry.session_id, event, workspace.clone())
                             .await
                         {
@@ -370,7 +426,7 @@ impl Runtime {
                         }
                     }
                 }
-                if let Err(e) = journal::clear(&rt.inner.config.data_dir, &entry.session_id) {
+                if let Err(e) = journal::clear(&service.data_dir, &entry.session_id) {
                     tracing::error!(session = %entry.session_id, error = %e, "journal not cleared");
                 }
             });
@@ -380,11 +436,16 @@ impl Runtime {
     /// True when the session's history has a `merged` event of the entry's branch
     /// written after the entry started: the merge completed before the crash.
     fn merged_since(&self, entry: &Entry) -> bool {
-        let Some(info) = self.session_info(&entry.session_id) else {
+        let Some(info) = self
+            .services
+            .sessions
+            .get(&entry.session_id)
+            .map(|h| h.shared.info())
+        else {
             return false;
         };
         let after = info.last_seq.saturating_sub(64);
-        let Ok(rows) = self.inner.store.read_events(&entry.session_id, after, 64) else {
+        let Ok(rows) = self.store.read_events(&entry.session_id, after, 64) else {
             return false;
         };
         rows.iter().any(|(_, frame)| {
@@ -410,24 +471,23 @@ pub(super) fn working_dir(
     }
 }
 
-/// A session with a merge or discard in flight; released when dropped.
+/// A session with a workspace operation in flight; released when dropped.
 pub(super) struct OpClaim {
-    runtime: Runtime,
+    ops: Arc<DashMap<SessionId, ()>>,
     session_id: SessionId,
 }
 
 impl OpClaim {
-    pub(super) fn take(runtime: &Runtime, session_id: &SessionId) -> Result<OpClaim, RuntimeError> {
-        if runtime
-            .inner
-            .workspace_ops
-            .insert(session_id.into(), ())
-            .is_some()
-        {
+    /// Claims session `session_id` in `ops`; refused while another claim holds it.
+    pub(super) fn take(
+        ops: &Arc<DashMap<SessionId, ()>>,
+        session_id: &SessionId,
+    ) -> Result<OpClaim, RuntimeError> {
+        if ops.insert(session_id.into(), ()).is_some() {
             return Err(WorkspaceError::SessionBusy(session_id.into()).into());
         }
         Ok(OpClaim {
-            runtime: runtime.clone(),
+            ops: ops.clone(),
             session_id: session_id.into(),
         })
     }
@@ -435,6 +495,6 @@ impl OpClaim {
 
 impl Drop for OpClaim {
     fn drop(&mut self) {
-        self.runtime.inner.workspace_ops.remove(&self.session_id);
+        self.ops.remove(&self.session_id);
     }
 }

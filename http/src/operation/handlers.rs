@@ -248,10 +248,14 @@ async fn workspace(
             changes: rt.files().changes(who, &p.session_id).await?,
         }),
         R::SessionCheckpoints(p) => json(SessionCheckpointsResult {
-            checkpoints: rt.checkpoints(who, &p.session_id).await?,
+            checkpoints: rt.workspaces().checkpoints(who, &p.session_id).await?,
             session_id: p.session_id,
         }),
-        R::SessionRestore(p) => json(rt.restore(who, &p.session_id, p.turn_id).await?),
+        R::SessionRestore(p) => json(
+            rt.workspaces()
+                .restore(who, &p.session_id, p.turn_id)
+                .await?,
+        ),
         R::SessionDiff(p) => json(SessionDiffResult {
             diff: rt
                 .files()
@@ -259,17 +263,19 @@ async fn workspace(
                 .await?,
         }),
         R::SessionMerge(p) => json(
-            rt.merge_session(who, &p.session_id, p.strategy, p.message, p.force)
+            rt.workspaces()
+                .merge(who, &p.session_id, p.strategy, p.message, p.force)
                 .await?,
         ),
-        R::SessionDiscard(p) => json(rt.discard_session(who, &p.session_id).await?),
-        R::SessionRebase(p) => json(rt.rebase_session(who, &p.session_id).await?),
-        R::SessionCheck(p) => json(rt.check_session(who, &p.session_id).await?),
-        R::SessionRun(p) => json(rt.start_run(who, &p.session_id).await?),
-        R::SessionRunStop(p) => json(rt.stop_run(who, &p.session_id).await?),
-        R::SessionRunLog(p) => json(rt.run_log(who, &p.session_id)?),
+        R::SessionDiscard(p) => json(rt.workspaces().discard(who, &p.session_id).await?),
+        R::SessionRebase(p) => json(rt.workspaces().rebase(who, &p.session_id).await?),
+        R::SessionCheck(p) => json(rt.workspaces().check(who, &p.session_id).await?),
+        R::SessionRun(p) => json(rt.workspaces().start_run(who, &p.session_id).await?),
+        R::SessionRunStop(p) => json(rt.workspaces().stop_run(who, &p.session_id).await?),
+        R::SessionRunLog(p) => json(rt.workspaces().run_log(who, &p.session_id)?),
         R::SessionPush(p) => json(
-            rt.push_session(who, &p.session_id, p.remote, p.branch)
+            rt.workspaces()
+                .push(who, &p.session_id, p.remote, p.branch)
                 .await?,
         ),
         R::SessionFiles(p) => json(SessionFilesResult {
