@@ -7,7 +7,7 @@ use tandem_protocol::loops::{
     MAX_COOLDOWN_SECONDS, MAX_ITERATIONS, MAX_TEXT_CHARS,
 };
 
-use super::Runtime;
+use super::ScheduleService;
 use crate::access::Principal;
 use crate::adapter::VendorId;
 use crate::error::RuntimeError;
@@ -27,7 +27,7 @@ fn text(field: &str, text: &str) -> Result<String, RuntimeError> {
     Ok(text.to_string())
 }
 
-impl Runtime {
+impl ScheduleService {
     /// `loop.start`: refused unless the check is exactly one of a command and a
     /// judge (of an installed vendor), the numbers are in range, and the session is
     /// idle with no loop running.
@@ -36,7 +36,7 @@ impl Runtime {
         who: &Principal,
         params: LoopStartParams,
     ) -> Result<LoopStartResult, RuntimeError> {
-        let handle = self.access().drivable(who, &params.session_id)?;
+        let handle = self.access.drivable(who, &params.session_id)?;
         let goal = text("goal", &params.goal)?;
         if !(1..=MAX_ITERATIONS).contains(&params.max_iterations) {
             return Err(RuntimeError::unusable(format!(
@@ -71,7 +71,7 @@ impl Runtime {
         params: LoopStopParams,
     ) -> Result<LoopStopResult, RuntimeError> {
         let (loop_id, iterations) = self
-            .access()
+            .access
             .drivable(who, &params.session_id)?
             .ask(StopLoop)
             .await??;
@@ -110,14 +110,9 @@ impl Runtime {
                     .map(str::trim)
                     .filter(|v| !v.is_empty());
                 if let Some(vendor) = vendor {
-                    let spec = self
-                        .inner
-                        .services
-                        .catalog
-                        .get(&VendorId::from(vendor))
-                        .ok_or_else(|| {
-                            RuntimeError::unusable(format!("unknown vendor `{vendor:.64}`"))
-                        })?;
+                    let spec = self.catalog.get(&VendorId::from(vendor)).ok_or_else(|| {
+                        RuntimeError::unusable(format!("unknown vendor `{vendor:.64}`"))
+                    })?;
                     if !spec.installed {
                         return Err(RuntimeError::VendorNotInstalled(vendor.to_string()));
                     }

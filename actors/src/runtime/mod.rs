@@ -1,5 +1,5 @@
 //! [`Runtime`]: the handle the HTTP layer uses. It holds the services with state of
-//! their own (auth, clients, uploads, push, files, terminals, workspaces: each
+//! their own (auth, clients, uploads, push, files, terminals, workspaces, schedules: each
 //! reached by an accessor) and forwards the rest of the requests to session and pair actors as
 //! messages, after the one access check ([`SessionAccess`]).
 
@@ -79,6 +79,7 @@ pub use files::FileService;
 pub use listing::{SessionPage, MAX_SESSIONS_PAGE};
 pub use peers::CommitTap;
 pub use push::PushService;
+pub use schedules::ScheduleService;
 pub use session_access::SessionAccess;
 pub use terminals::TerminalService;
 pub use uploads::UploadService;
@@ -134,6 +135,8 @@ struct Inner {
     files: FileService,
     /// Sessions' terminals.
     terminals: TerminalService,
+    /// Scheduled messages and loops.
+    schedules: ScheduleService,
     /// Sessions' working directories as a whole: merge, discard, rebase, push,
     /// checks, checkpoints, scripts.
     workspaces: WorkspaceService,
@@ -273,6 +276,11 @@ impl Runtime {
     /// Sessions' terminals.
     pub fn terminals(&self) -> &TerminalService {
         &self.inner.terminals
+    }
+
+    /// Scheduled messages and loops.
+    pub fn schedules(&self) -> &ScheduleService {
+        &self.inner.schedules
     }
 
     /// Merges, discards, rebases and pushes of worktrees; checks, checkpoints and

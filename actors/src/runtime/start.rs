@@ -9,8 +9,8 @@ use dashmap::DashMap;
 
 use super::{
     handoff, judge, loading, reconcile, recovery, review_by, AuthService, ClientService, CommitTap,
-    FileService, Inner, PushService, Runtime, RuntimeRef, SessionAccess, Started, TerminalService,
-    UploadService, WorkspaceService,
+    FileService, Inner, PushService, Runtime, RuntimeRef, ScheduleService, SessionAccess, Started,
+    TerminalService, UploadService, WorkspaceService,
 };
 use crate::adapter::{VendorCatalog, VendorId};
 use crate::config::RuntimeConfig;
@@ -275,6 +275,7 @@ impl Runtime {
                 uploads: UploadService::new(access.clone(), uploads),
                 push: PushService::new(access.clone(), push),
                 files: FileService::new(access.clone(), config.private_paths()),
+                schedules: ScheduleService::new(access.clone(), services.catalog.clone()),
                 workspaces: WorkspaceService::new(
                     access.clone(),
                     services.clone(),

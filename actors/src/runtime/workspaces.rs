@@ -33,6 +33,7 @@ use super::SessionAccess;
 /// task it spawns).
 #[derive(Clone)]
 pub struct WorkspaceService {
+    /// Who may see or drive which session.
     pub(super) access: SessionAccess,
     /// The sessions' shared services: the writer, the scripts and checks runners.
     pub(super) services: Arc<Services>,

@@ -207,7 +207,7 @@ async fn delegation(
         R::SessionHandoff(p) => json(rt.handoff(who, p).await?),
         R::SessionFork(p) => json(rt.fork(who, p).await?),
         R::SessionSchedule(p) => {
-            let s = rt.schedule(who, p).await?;
+            let s = rt.schedules().add(who, p).await?;
             json(SessionScheduleResult {
                 schedule_id: s.schedule_id,
                 at: s.at,
@@ -216,7 +216,8 @@ async fn delegation(
         }
         R::SessionScheduleCancel(p) => {
             let s = rt
-                .cancel_schedule(who, &p.session_id, p.schedule_id)
+                .schedules()
+                .cancel(who, &p.session_id, p.schedule_id)
                 .await?;
             json(SessionScheduleCancelResult {
                 schedule_id: s.schedule_id,
@@ -224,11 +225,11 @@ async fn delegation(
             })
         }
         R::SessionSchedules(p) => json(SessionSchedulesResult {
-            schedules: rt.schedules(who, &p.session_id).await?,
+            schedules: rt.schedules().list(who, &p.session_id).await?,
         }),
-        R::LoopStart(p) => json(rt.start_loop(who, p).await?),
+        R::LoopStart(p) => json(rt.schedules().start_loop(who, p).await?),
         R::SessionCommands(p) => json(rt.session_commands(who, &p.session_id).await?),
-        R::LoopStop(p) => json(rt.stop_loop(who, p).await?),
+        R::LoopStop(p) => json(rt.schedules().stop_loop(who, p).await?),
         R::TerminalOpen(p) => json(rt.terminals().open(who, p)?),
         R::TerminalList(p) => json(rt.terminals().list(who, p)?),
         R::TerminalClose(p) => json(rt.terminals().close(who, p).await?),
