@@ -566,7 +566,7 @@ async fn answer(cluster: &Cluster, call: PairCall) -> Result<serde_json::Value, 
         PairCall::Leave { worker_id, pair_id } => {
             serde_json::Value::Bool(worker(&worker_id)?.send(LeavePair { pair_id }).await?)
         }
-        PairCall::Open { pair_id } => serde_json::Value::Bool(rt.pair_open(&pair_id)?),
+        PairCall::Open { pair_id } => serde_json::Value::Bool(rt.pairs().open(&pair_id)?),
         PairCall::Ask { question } => {
             forward_question(rt, question).await?;
             serde_json::Value::Null
@@ -599,7 +599,8 @@ async fn forward_question(
     question: crate::record::QuestionRecord,
 ) -> Result<(), RuntimeError> {
     let pair = rt
-        .pair_addr(&question.pair_id)
+        .pairs()
+        .addr(&question.pair_id)
         .ok_or(crate::error::PairError::DriverGone)?;
     pair.send(crate::pair::WorkerAsks { question }).await??;
     Ok(())
@@ -612,7 +613,8 @@ async fn forward_approval_need(
     need: crate::cluster_link::ApprovalNeed,
 ) -> Result<(), RuntimeError> {
     let pair = rt
-        .pair_addr(&need.pair_id)
+        .pairs()
+        .addr(&need.pair_id)
         .ok_or(crate::error::PairError::DriverGone)?;
     pair.send(crate::session::WorkerNeedsApproval(need)).await?;
     Ok(())
@@ -696,7 +698,7 @@ async fn turn_ended(
     end: ReportedEnd,
     changes: Option<tandem_protocol::workspace::ChangeSummary>,
 ) -> Result<serde_json::Value, RuntimeError> {
-    let Some(pair) = rt.pair_addr(pair_id) else {
+    let Some(pair) = rt.pairs().addr(pair_id) else {
         return taken(Taken::NoPair);
     };
     let (done, delivered) = oneshot::channel();
@@ -758,7 +760,7 @@ pub(super) async fn recheck(cluster: Cluster) {
         if due.is_empty() {
             continue;
         }
-        for worker in cluster.inner.runtime.workers() {
+        for worker in cluster.inner.runtime.pairs().workers() {
             let Ok(Some((pair_id, node))) = worker.send(IdleRemoteWorker).await else {
                 continue;
             };

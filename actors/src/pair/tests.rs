@@ -30,7 +30,8 @@ async fn settled_pushbacks(fx: &RuntimeFixture, d: &SessionId, n: usize) -> Vec<
     wait_for("the pair's token to clear", || async {
         let busy = fx
             .runtime
-            .list_pairs(&fx.who)
+            .pairs()
+            .list(&fx.who)
             .iter()
             .any(|p| p.driver_id == d && p.delegation.is_some());
         (!busy).then_some(())
@@ -103,7 +104,7 @@ async fn racing_endings_resolve_a_detached_delegation_once() {
         actix_rt::time::sleep(Duration::from_millis(round % 3)).await;
         let (abort, close) = tokio::join!(
             fx.runtime.abort(&fx.who, &w),
-            fx.runtime.close_pair(&fx.who, &pair_id)
+            fx.runtime.pairs().close(&fx.who, &pair_id)
         );
         // Either may find nothing left to stop; neither may fail otherwise.
         if let Err(e) = abort {
@@ -188,7 +189,11 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
         fx.runtime.session_info(&d).and_then(|i| i.pair_id),
         Some("pair_stray".into())
     );
-    let closed = fx.runtime.close_pair(&fx.who, &"pair_stray".into()).await;
+    let closed = fx
+        .runtime
+        .pairs()
+        .close(&fx.who, &"pair_stray".into())
+        .await;
     assert_eq!(closed.ok(), Some(false));
     assert_eq!(fx.runtime.session_info(&d).and_then(|i| i.pair_id), None);
     // The event is stored (and so readable) once its commit lands.
@@ -203,7 +208,8 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
     // Nothing names it any more: a second close is refused.
     assert!(fx
         .runtime
-        .close_pair(&fx.who, &"pair_stray".into())
+        .pairs()
+        .close(&fx.who, &"pair_stray".into())
         .await
         .is_err());
     let (pair_id, _) = pair(&fx, &d).await;

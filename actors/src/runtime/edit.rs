@@ -27,14 +27,10 @@ impl Runtime {
         let handle = self.access().drivable(who, id)?;
         let info = handle.shared.info();
         // A Driver whose Worker (any of them) holds a delegation.
-        let held = info.workers.iter().any(|w| {
-            self.inner.pairs.get(&w.pair_id).is_some_and(|pair| {
-                pair.shared
-                    .lock()
-                    .map(|record| record.delegation.is_some())
-                    .unwrap_or(false)
-            })
-        });
+        let held = info
+            .workers
+            .iter()
+            .any(|w| self.inner.pairs.holds_delegation(&w.pair_id));
         if held {
             return Err(RuntimeError::DelegationInFlight(id.to_string()));
         }

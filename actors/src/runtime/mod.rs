@@ -24,6 +24,7 @@ mod loading;
 mod loops;
 mod mcp_servers;
 mod messages;
+mod pair_creation;
 mod pairs;
 mod peers;
 mod push;
@@ -61,11 +62,9 @@ use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
 use crate::gateway::SessionChanged;
-use crate::ids::{PairId, SessionId, UserId};
+use crate::ids::{SessionId, UserId};
 use crate::metrics::Metrics;
-use crate::pair::PairHandle;
 use crate::record::SessionRecord;
-use crate::registry::Registry;
 use crate::session::{
     Abort, Configure, RespondPermission, Services, SessionActor, SessionHandle, SessionShared,
     StopTask, WakeSession,
@@ -77,6 +76,7 @@ pub use clients::ClientService;
 pub use devices::PairingCode;
 pub use files::FileService;
 pub use listing::{SessionPage, MAX_SESSIONS_PAGE};
+pub use pairs::PairService;
 pub use peers::CommitTap;
 pub use push::PushService;
 pub use schedules::ScheduleService;
@@ -113,7 +113,7 @@ struct Inner {
     /// Live sessions (the registry in `services.sessions`) through the access rules.
     access: SessionAccess,
     /// Live pairs (live sessions are in `services.sessions`).
-    pairs: Registry<PairId, PairHandle>,
+    pairs: PairService,
     /// Tokens, pairing codes and devices.
     auth: AuthService,
     /// Sessions per owner, for `max_sessions_per_user`.
@@ -192,6 +192,43 @@ pub struct Started {
 pub use crate::access::ADMIN_USER;
 
 impl Runtime {
+    /// A live session actor's address; `None` for an unknown or archived id.
+    pub fn session_addr(&self, id: &SessionId) -> Option<Addr<SessionActor>> {
+        let handle = self.inner.services.sessions.get(id)?;
+        match handle.addr() {
+            Ok(addr) => Some(addr),
+            Err(e) => {
+                tracing::error!(session = %id, error = %e, "the session's actor could not start");
+                None
+            }
+        }
+    }
+
+    /// A live session's handle; `None` for an unknown or archived id.
+    pub fn session_handle(&self, id: &SessionId) -> Option<crate::session::SessionHandle> {
+        self.inner.services.sessions.get(id)
+    }
+
+    /// What running a repository's checks needs (a Worker's delegation end on this
+    /// node).
+    pub fn check_env(&self) -> &crate::checks::CheckEnv {
+        &self.inner.services.checks
+    }
+
+    /// A live session's published metadata, read without messaging its actor.
+    pub fn session_info(&self, id: &SessionId) -> Option<SessionInfo> {
+        self.inner
+            .services
+            .sessions
+            .get(id)
+            .map(|h| h.shared.info())
+    }
+
+    /// The store writer (for crash points).
+    pub(crate) fn writer(&self) -> &crate::store::StoreWriter {
+        &self.inner.services.writer
+    }
+
     /// Checks each installed vendor CLI in the background (version, supported range,
     /// login, models; no tokens spent); `GET /vendors` shows it once known. Until then
     /// it shows the models the CLIs reported last time (the model cache), and each new
@@ -276,6 +313,11 @@ impl Runtime {
     /// Sessions' terminals.
     pub fn terminals(&self) -> &TerminalService {
         &self.inner.terminals
+    }
+
+    /// The pairs running here: found, listed, closed.
+    pub fn pairs(&self) -> &PairService {
+        &self.inner.pairs
     }
 
     /// Scheduled messages and loops.

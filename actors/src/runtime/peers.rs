@@ -10,6 +10,7 @@ use tandem_protocol::{ServerFrame, SessionInfo};
 use super::clients::check_position;
 use super::Runtime;
 use crate::access::Principal;
+use crate::cluster_link::{NodeLink, Outbox};
 use crate::error::RuntimeError;
 use crate::gateway::{SessionChanged, Subscribe};
 use crate::ids::{RequestId, SessionId};
@@ -20,6 +21,23 @@ use crate::store::{Store, StoredEvent};
 pub type CommitTap = Box<dyn Fn(&[StoredEvent]) + Send + Sync>;
 
 impl Runtime {
+    /// This node's cluster, once it joined one.
+    pub(crate) fn cluster_link(&self) -> Option<std::sync::Arc<dyn crate::cluster_link::NodeLink>> {
+        self.inner.services.cluster.get().cloned()
+    }
+
+    /// The ends of delegated turns this node's Workers ran for pairs on other nodes,
+    /// until acknowledged.
+    pub(crate) fn outbox(&self) -> &Outbox {
+        &self.inner.services.outbox
+    }
+
+    /// Records this node's cluster membership (once it joined), so pairs reach
+    /// Workers on other nodes.
+    pub(crate) fn set_cluster(&self, cluster: std::sync::Arc<dyn NodeLink>) {
+        let _ = self.inner.services.cluster.set(cluster);
+    }
+
     /// Installs the commit tap; only the first call takes effect (one cluster per
     /// runtime). Batches committed before it was set are not shown to it.
     pub fn set_commit_tap(&self, tap: CommitTap) -> bool {

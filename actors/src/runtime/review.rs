@@ -34,8 +34,8 @@ impl Runtime {
         };
         self.inner
             .pairs
-            .get(pair)
-            .and_then(|p| p.shared.lock().ok().map(|r| r.driver_id.clone()))
+            .driver(pair)
+            .map(|(_, driver)| driver)
             .ok_or_else(|| RuntimeError::Conflict(format!("session {}'s pair is closed", info.id)))
     }
 

@@ -9,8 +9,8 @@ use dashmap::DashMap;
 
 use super::{
     handoff, judge, loading, reconcile, recovery, review_by, AuthService, ClientService, CommitTap,
-    FileService, Inner, PushService, Runtime, RuntimeRef, ScheduleService, SessionAccess, Started,
-    TerminalService, UploadService, WorkspaceService,
+    FileService, Inner, PairService, PushService, Runtime, RuntimeRef, ScheduleService,
+    SessionAccess, Started, TerminalService, UploadService, WorkspaceService,
 };
 use crate::adapter::{VendorCatalog, VendorId};
 use crate::config::RuntimeConfig;
@@ -19,10 +19,15 @@ use crate::gateway::Gateway;
 use crate::ids::SessionId;
 use crate::mcp_tokens::McpTokens;
 use crate::metrics::Metrics;
+use crate::pair::{pushback_resume, Delegate};
 use crate::record::SessionRecord;
+use crate::record::{DelegationRecord, PairRecord};
 use crate::registry::Registry;
 use crate::session::Services;
+use crate::session::{ProposalProgress, Resume};
 use crate::store::{LoadedSession, Store, StoreWriter, WriterHooks};
+use reconcile::ProposalFix;
+use tandem_protocol::pair::ProposalStatus;
 
 /// The store once what a previous process left is settled, and what start-up read.
 struct Settled {
@@ -259,16 +264,22 @@ impl Runtime {
             push: push.clone(),
             mcp_servers: mcp_servers(&config, &store)?,
         };
+        let sessions_arbiter = Arbiter::new();
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
             let services = Arc::new(actor_services(&config, &store, parts, tools, weak));
             Inner {
                 access: access.clone(),
                 store: store.clone(),
                 services: services.clone(),
-                pairs: Registry::default(),
+                pairs: PairService::new(
+                    access.clone(),
+                    services.clone(),
+                    config.node.clone(),
+                    sessions_arbiter.handle(),
+                ),
                 auth: AuthService::new(store.clone()),
                 owned: DashMap::new(),
-                sessions_arbiter: Arbiter::new(),
+                sessions_arbiter,
                 _gateway_arbiter: gateway_arbiter,
                 clients,
                 commit_tap,
@@ -329,7 +340,7 @@ impl Runtime {
             proposals,
         } = after_start;
         for record in start {
-            self.restore_pair(record);
+            self.inner.pairs.restore(record);
         }
         self.finish_after_start(cut_off, proposals);
         self.inner.workspaces.recover();
@@ -338,6 +349,82 @@ impl Runtime {
                 addr.do_send(crate::session::SpawnChildren {
                     children: vec![child],
                 });
+            }
+        }
+    }
+
+    /// Start-up, once actors run: reports delegations cut off by a removed pair to
+    /// their Drivers (once: keyed by the delegation id), and finishes accepted
+    /// proposals that never reached their Worker.
+    pub(super) fn finish_after_start(
+        &self,
+        cut_off: Vec<(PairRecord, DelegationRecord)>,
+        proposals: Vec<ProposalFix>,
+    ) {
+        for (pair, delegation) in cut_off {
+            if let Some(driver) = self.session_addr(&pair.driver_id) {
+                crate::metrics::Metrics::inc(&self.inner.services.metrics.pushbacks);
+                driver.do_send(pushback_resume(
+                    &pair,
+                    &delegation,
+                    &reconcile::cut_off_outcome(&pair),
+                ));
+            }
+        }
+        for fix in proposals {
+            match fix {
+                ProposalFix::Running { .. } => {}
+                ProposalFix::Fail {
+                    driver_id,
+                    proposal_id,
+                    reason,
+                } => {
+                    if let Some(driver) = self.session_addr(&driver_id) {
+                        driver.do_send(Resume::proposal_failed(&proposal_id, &reason));
+                    }
+                }
+                ProposalFix::Delegate {
+                    driver_id,
+                    proposal_id,
+                    pair_id,
+                    message,
+                } => {
+                    let (Some(driver), Some((pair, worker_id))) = (
+                        self.session_addr(&driver_id),
+                        self.inner.pairs.parts(&pair_id),
+                    ) else {
+                        continue;
+                    };
+                    tracing::info!(proposal = %proposal_id, "delivering an accepted proposal's task after a restart");
+                    // Running first, as on acceptance: a crash before the delegation
+                    // is stored leaves `running` with no delegation, which the next
+                    // start delegates again.
+                    driver.do_send(ProposalProgress {
+                        proposal_id: proposal_id.clone(),
+                        status: ProposalStatus::Running,
+                        worker_id: Some(worker_id),
+                        pair_id: Some(pair_id),
+                        error: None,
+                    });
+                    actix::spawn(async move {
+                        let sent = pair
+                            .send(Delegate {
+                                message,
+                                wait: false,
+                                timeout: std::time::Duration::from_secs(1),
+                                proposal_id: Some(proposal_id.clone()),
+                            })
+                            .await;
+                        let error = match sent {
+                            Ok(Ok(_)) => return,
+                            Ok(Err(e)) => e.to_string(),
+                            Err(e) => e.to_string(),
+                        };
+                        let _ = driver
+                            .send(Resume::proposal_failed(&proposal_id, &error))
+                            .await;
+                    });
+                }
             }
         }
     }

@@ -47,8 +47,8 @@ async fn approve_on(
     pair_id: PairId,
     answer: ApprovalAnswer,
 ) -> Result<(), ToolError> {
-    let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
-    match rt.remote_worker_node(&pair_id) {
+    let (_, worker_id) = rt.pairs().parts(&pair_id).ok_or(PairError::Gone)?;
+    match rt.pairs().remote_worker_node(&pair_id) {
         // A Worker on another node: its node answers the request there.
         Some(node) => {
             let cluster = rt

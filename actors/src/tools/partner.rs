@@ -135,7 +135,7 @@ pub(super) async fn send_to_partner(
             (pair.pair_id, pair.worker_name)
         }
     };
-    let (pair, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
+    let (pair, worker_id) = rt.pairs().parts(&pair_id).ok_or(PairError::Gone)?;
     let reply = pair
         .send(Delegate {
             message,
@@ -327,8 +327,8 @@ pub(super) async fn read_partner(
     let count = clamped(args.last_turns, 1, 1, 5) as usize;
     let picked = pick_worker(state, optional(args.worker).as_deref())?;
     let pair_id = picked.pair_id;
-    let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
-    let (status, title, turns) = match rt.read_remote_worker(&pair_id, count).await {
+    let (_, worker_id) = rt.pairs().parts(&pair_id).ok_or(PairError::Gone)?;
+    let (status, title, turns) = match rt.pairs().read_remote_worker(&pair_id, count).await {
         // A Worker on another node: its node reads it.
         Some(view) => {
             let view = view?;
@@ -362,7 +362,7 @@ pub(super) async fn interrupt_partner(
     args: PartnerParams,
 ) -> Result<InterruptPartnerResult, ToolError> {
     let picked = pick_worker(state, optional(args.worker).as_deref())?;
-    let (pair, worker_id) = rt.pair_parts(&picked.pair_id).ok_or(PairError::Gone)?;
+    let (pair, worker_id) = rt.pairs().parts(&picked.pair_id).ok_or(PairError::Gone)?;
     let was_running = pair
         .send(InterruptWorker)
         .await
@@ -389,7 +389,7 @@ pub(super) async fn close_partner(
     args: PartnerParams,
 ) -> Result<ClosePartnerResult, ToolError> {
     let picked = pick_worker(state, optional(args.worker).as_deref())?;
-    let (pair, worker_id) = rt.pair_parts(&picked.pair_id).ok_or(PairError::Gone)?;
+    let (pair, worker_id) = rt.pairs().parts(&picked.pair_id).ok_or(PairError::Gone)?;
     let interrupted = pair.send(ClosePair).await.map_err(PairError::from)??;
     Ok(ClosePartnerResult {
         status: ClosedState::Closed,

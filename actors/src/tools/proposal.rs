@@ -160,7 +160,7 @@ pub async fn accept_proposal(
         error: None,
     });
     crate::crash::crash_point(rt.writer(), "proposal.accept.running").await;
-    let Some((pair_addr, _)) = rt.pair_parts(&pair.pair_id) else {
+    let Some((pair_addr, _)) = rt.pairs().parts(&pair.pair_id) else {
         return Err(fail(PairError::Gone.into()).await);
     };
     let delegated = pair_addr

@@ -60,7 +60,7 @@ pub(super) async fn ask_driver(
     // they are looked up; on the pair's node, that node refuses.
     let (local, driver_id) = match &membership.pair_node {
         None => {
-            let (pair, driver_id) = rt.pair_driver(&pair_id).ok_or(PairError::DriverGone)?;
+            let (pair, driver_id) = rt.pairs().driver(&pair_id).ok_or(PairError::DriverGone)?;
             rt.session_addr(&driver_id).ok_or(PairError::DriverGone)?;
             (Some(pair), driver_id)
         }
@@ -179,13 +179,13 @@ async fn answer_on(
     question_id: String,
     answer: String,
 ) -> Result<(), ToolError> {
-    let (_, worker_id) = rt.pair_parts(&pair_id).ok_or(PairError::Gone)?;
+    let (_, worker_id) = rt.pairs().parts(&pair_id).ok_or(PairError::Gone)?;
     let answer = QuestionAnswer {
         question_id,
         answer,
         by: Answerer::Driver,
     };
-    match rt.remote_worker_node(&pair_id) {
+    match rt.pairs().remote_worker_node(&pair_id) {
         // A Worker on another node: its node answers the question there.
         Some(node) => {
             let cluster = rt

@@ -198,11 +198,11 @@ async fn delegation(
             pair: rt.create_pair(who, p).await?,
         }),
         R::PairClose(p) => json(PairCloseResult {
-            interrupted: rt.close_pair(who, &p.pair_id).await?,
+            interrupted: rt.pairs().close(who, &p.pair_id).await?,
             pair_id: p.pair_id,
         }),
         R::PairsList(_) => json(PairsListResult {
-            pairs: rt.list_pairs(who),
+            pairs: rt.pairs().list(who),
         }),
         R::SessionHandoff(p) => json(rt.handoff(who, p).await?),
         R::SessionFork(p) => json(rt.fork(who, p).await?),
