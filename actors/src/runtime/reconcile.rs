@@ -29,7 +29,7 @@
 //!
 //! Beside this plan, start-up (`runtime/mod.rs`) queues `spawn_sessions` children
 //! still holding their first prompt in their parent again, and finishes or undoes
-//! merges and discards from their journal (`Runtime::recover_workspaces`). The crash tests
+//! merges and discards from their journal (`WorkspaceService::recover`). The crash tests
 //! (`tests/e2e/crash_workflows.rs`) crash at each named step ([`crate::crash`]).
 
 use std::collections::{HashMap, HashSet};
