@@ -1,15 +1,18 @@
-//! `mcp-servers.list`, `.add`, `.remove` and `.probe`: the MCP servers a user's
-//! sessions may get (`crate::adapter::mcp_servers`).
+//! [`McpServerService`]: `mcp-servers.list`, `.add`, `.remove` and `.probe`: the MCP
+//! servers a user's sessions may get (`crate::adapter::mcp_servers`).
+
+use std::sync::Arc;
 
 use tandem_protocol::mcp_servers::{
     McpServerEntry, McpServerInfo, McpServerProbeParams, McpServerProbeResult,
     McpServerRemoveParams, McpServerRemoveResult, McpServerScope, McpServersListResult,
 };
 
-use super::Runtime;
-use crate::adapter::mcp_servers::registry::RegistryError;
+use crate::adapter::mcp_servers::registry::{McpServers, RegistryError};
 use crate::adapter::mcp_servers::NamedServer;
+use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
+use crate::store::Store;
 use crate::Principal;
 
 impl From<RegistryError> for RuntimeError {
@@ -24,15 +27,32 @@ impl From<RegistryError> for RuntimeError {
     }
 }
 
-impl Runtime {
+/// The MCP servers service.
+pub struct McpServerService {
+    /// The config's servers and each user's own (what sessions are given).
+    servers: McpServers,
+    /// Where a user's own are kept.
+    store: Store,
+    /// How a user's own stdio server is confined, and where it works.
+    config: Arc<RuntimeConfig>,
+}
+
+impl McpServerService {
+    /// Serves `servers`, keeping users' own in `store`.
+    pub(super) fn new(servers: McpServers, store: Store, config: Arc<RuntimeConfig>) -> Self {
+        McpServerService {
+            servers,
+            store,
+            config,
+        }
+    }
+
     /// `mcp-servers.list`: the config's servers and the caller's own, secrets shown as
     /// set or not.
-    pub fn list_mcp_servers(&self, who: &Principal) -> McpServersListResult {
+    pub fn list(&self, who: &Principal) -> McpServersListResult {
         McpServersListResult {
             servers: self
-                .inner
-                .services
-                .mcp_servers
+                .servers
                 .listed(&who.user_id)
                 .iter()
                 .map(|(s, scope)| s.info(*scope))
@@ -41,7 +61,7 @@ impl Runtime {
     }
 
     /// `mcp-servers.add`: one of the caller's own, on disk before it is answered.
-    pub async fn add_mcp_server(
+    pub async fn add(
         &self,
         who: &Principal,
         entry: McpServerEntry,
@@ -49,8 +69,8 @@ impl Runtime {
         let server = NamedServer::from(entry.clone());
         let info = server.info(McpServerScope::User);
         let (registry, store, user) = (
-            self.inner.services.mcp_servers.clone(),
-            self.inner.store.clone(),
+            self.servers.clone(),
+            self.store.clone(),
             who.user_id.clone(),
         );
         // The store writes at once: off the actor threads.
@@ -64,14 +84,14 @@ impl Runtime {
 
     /// `mcp-servers.remove`: one of the caller's own; sessions whose agent starts
     /// after no longer get it.
-    pub async fn remove_mcp_server(
+    pub async fn remove(
         &self,
         who: &Principal,
         p: McpServerRemoveParams,
     ) -> Result<McpServerRemoveResult, RuntimeError> {
         let (registry, store, user, name) = (
-            self.inner.services.mcp_servers.clone(),
-            self.inner.store.clone(),
+            self.servers.clone(),
+            self.store.clone(),
             who.user_id.clone(),
             p.name.clone(),
         );
@@ -89,20 +109,22 @@ impl Runtime {
     /// user's own stdio server starts as that user's agents would start it: confined
     /// where they are, working in the user's first workspace root, reading nothing
     /// else of theirs; the config's runs as declared.
-    pub async fn probe_mcp_server(
+    pub async fn probe(
         &self,
         who: &Principal,
         p: McpServerProbeParams,
     ) -> Result<McpServerProbeResult, RuntimeError> {
         let (server, scope) = self
-            .inner
-            .services
-            .mcp_servers
+            .servers
             .find(&who.user_id, &p.name)
             .ok_or_else(|| RuntimeError::Missing(format!("no MCP server `{:.64}`", p.name)))?;
-        let confined = match (scope, &self.inner.config.confinement.launcher) {
+        let confined = match (scope, &self.config.confinement.launcher) {
             (McpServerScope::User, Some(launcher)) => {
-                Some((launcher.clone(), self.resolve_cwd(who, None)?))
+                let root = self.config.roots_of(&who.user_id, who.admin).first();
+                let root = root.cloned().ok_or_else(|| {
+                    RuntimeError::InvalidArgument("no workspace root configured".into())
+                })?;
+                Some((launcher.clone(), root))
             }
             _ => None,
         };

@@ -1,5 +1,6 @@
 //! [`Runtime`]: the handle the HTTP layer uses. It holds the services with state of
-//! their own (auth, clients, uploads, push, files, terminals, workspaces, schedules: each
+//! their own (auth, clients, uploads, push, files, terminals, workspaces, schedules,
+//! pairs, MCP servers: each
 //! reached by an accessor) and forwards the rest of the requests to session and pair actors as
 //! messages, after the one access check ([`SessionAccess`]).
 
@@ -76,6 +77,7 @@ pub use clients::ClientService;
 pub use devices::PairingCode;
 pub use files::FileService;
 pub use listing::{SessionPage, MAX_SESSIONS_PAGE};
+pub use mcp_servers::McpServerService;
 pub use pairs::PairService;
 pub use peers::CommitTap;
 pub use push::PushService;
@@ -107,7 +109,7 @@ pub struct Runtime {
 }
 
 struct Inner {
-    config: RuntimeConfig,
+    config: Arc<RuntimeConfig>,
     store: Store,
     services: Arc<Services>,
     /// Live sessions (the registry in `services.sessions`) through the access rules.
@@ -137,6 +139,8 @@ struct Inner {
     terminals: TerminalService,
     /// Scheduled messages and loops.
     schedules: ScheduleService,
+    /// The MCP servers sessions may get.
+    mcp_servers: McpServerService,
     /// Sessions' working directories as a whole: merge, discard, rebase, push,
     /// checks, checkpoints, scripts.
     workspaces: WorkspaceService,
@@ -318,6 +322,11 @@ impl Runtime {
     /// The pairs running here: found, listed, closed.
     pub fn pairs(&self) -> &PairService {
         &self.inner.pairs
+    }
+
+    /// The MCP servers a user's sessions may get.
+    pub fn mcp_servers(&self) -> &McpServerService {
+        &self.inner.mcp_servers
     }
 
     /// Scheduled messages and loops.

@@ -9,8 +9,8 @@ use dashmap::DashMap;
 
 use super::{
     handoff, judge, loading, reconcile, recovery, review_by, AuthService, ClientService, CommitTap,
-    FileService, Inner, PairService, PushService, Runtime, RuntimeRef, ScheduleService,
-    SessionAccess, Started, TerminalService, UploadService, WorkspaceService,
+    FileService, Inner, McpServerService, PairService, PushService, Runtime, RuntimeRef,
+    ScheduleService, SessionAccess, Started, TerminalService, UploadService, WorkspaceService,
 };
 use crate::adapter::{VendorCatalog, VendorId};
 use crate::config::RuntimeConfig;
@@ -213,6 +213,70 @@ struct ActorParts {
     mcp_servers: crate::adapter::mcp_servers::registry::McpServers,
 }
 
+/// What [`Runtime::start`] opened before the services are built.
+struct Opened {
+    access: SessionAccess,
+    store: Store,
+    uploads: crate::uploads::Uploads,
+    push: crate::push::Push,
+    terminals: crate::terminals::Terminals,
+    clients: ClientService,
+    commit_tap: Arc<OnceLock<CommitTap>>,
+    gateway_arbiter: Arbiter,
+}
+
+/// The runtime's state: the services with state of their own, built on the actors'
+/// shared `services` and what start-up `opened`.
+fn inner(config: Arc<RuntimeConfig>, services: Arc<Services>, opened: Opened) -> Inner {
+    let Opened {
+        access,
+        store,
+        uploads,
+        push,
+        terminals,
+        clients,
+        commit_tap,
+        gateway_arbiter,
+    } = opened;
+    let sessions_arbiter = Arbiter::new();
+    Inner {
+        access: access.clone(),
+        store: store.clone(),
+        services: services.clone(),
+        pairs: PairService::new(
+            access.clone(),
+            services.clone(),
+            config.node.clone(),
+            sessions_arbiter.handle(),
+        ),
+        auth: AuthService::new(store.clone()),
+        owned: DashMap::new(),
+        sessions_arbiter,
+        _gateway_arbiter: gateway_arbiter,
+        clients,
+        commit_tap,
+        uploads: UploadService::new(access.clone(), uploads),
+        push: PushService::new(access.clone(), push),
+        files: FileService::new(access.clone(), config.private_paths()),
+        mcp_servers: McpServerService::new(
+            services.mcp_servers.clone(),
+            store.clone(),
+            config.clone(),
+        ),
+        schedules: ScheduleService::new(access.clone(), services.catalog.clone()),
+        workspaces: WorkspaceService::new(
+            access.clone(),
+            services.clone(),
+            store.clone(),
+            &config,
+            terminals.clone(),
+        ),
+        terminals: TerminalService::new(access.clone(), terminals),
+        external: Arc::default(),
+        config,
+    }
+}
+
 impl Runtime {
     /// Opens the store, closes turns a previous process left open, and starts the
     /// gateway, the store writer and one actor per stored session. Call inside an
@@ -264,40 +328,20 @@ impl Runtime {
             push: push.clone(),
             mcp_servers: mcp_servers(&config, &store)?,
         };
-        let sessions_arbiter = Arbiter::new();
+        let config = Arc::new(config);
+        let opened = Opened {
+            access,
+            store,
+            uploads,
+            push,
+            terminals,
+            clients,
+            commit_tap,
+            gateway_arbiter,
+        };
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
-            let services = Arc::new(actor_services(&config, &store, parts, tools, weak));
-            Inner {
-                access: access.clone(),
-                store: store.clone(),
-                services: services.clone(),
-                pairs: PairService::new(
-                    access.clone(),
-                    services.clone(),
-                    config.node.clone(),
-                    sessions_arbiter.handle(),
-                ),
-                auth: AuthService::new(store.clone()),
-                owned: DashMap::new(),
-                sessions_arbiter,
-                _gateway_arbiter: gateway_arbiter,
-                clients,
-                commit_tap,
-                uploads: UploadService::new(access.clone(), uploads),
-                push: PushService::new(access.clone(), push),
-                files: FileService::new(access.clone(), config.private_paths()),
-                schedules: ScheduleService::new(access.clone(), services.catalog.clone()),
-                workspaces: WorkspaceService::new(
-                    access.clone(),
-                    services.clone(),
-                    store.clone(),
-                    &config,
-                    terminals.clone(),
-                ),
-                terminals: TerminalService::new(access.clone(), terminals),
-                external: Arc::default(),
-                config,
-            }
+            let services = Arc::new(actor_services(&config, &opened.store, parts, tools, weak));
+            inner(config, services, opened)
         });
         let runtime = Runtime { inner };
         let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
