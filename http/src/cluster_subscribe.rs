@@ -31,15 +31,18 @@ pub fn subscribe(
     last_seq: u64,
 ) -> Result<(), RuntimeError> {
     let info = match cluster.remote_session(session_id) {
-        Some(info) if !rt.hosts(session_id) => info,
+        Some(info) if !rt.peers().hosts(session_id) => info,
         _ => return rt.clients().subscribe(who, client_id, session_id, last_seq),
     };
-    rt.check_remote_subscription(who, &info, last_seq)?;
+    rt.peers().check_remote_subscription(who, &info, last_seq)?;
     cluster.follow(session_id);
     let (cluster, rt, who) = (cluster.clone(), rt.clone(), who.clone());
     actix::spawn(async move {
         let ack = owner_ack(&cluster, &who, &info.id).await;
-        if let Err(e) = rt.subscribe_remote(&who, client_id, &info, last_seq, ack) {
+        if let Err(e) = rt
+            .peers()
+            .subscribe_remote(&who, client_id, &info, last_seq, ack)
+        {
             tracing::warn!(session = %info.id, error = %e, "remote subscription failed");
         }
     });

@@ -186,13 +186,13 @@ fn on_session(cluster: &Cluster, entry: async_nats::jetstream::kv::Entry) {
                     info: parsed.info,
                 },
             );
-            inner.runtime.announce(listed);
+            inner.runtime.peers().announce(listed);
         }
         Operation::Delete | Operation::Purge => {
             // Archived on its node: announced once with `archivedAt`, then gone.
             if let Some((_, mut gone)) = inner.remote.remove(entry.key.as_str()) {
                 gone.info.archived_at.get_or_insert_with(now_ms);
-                inner.runtime.announce(gone.info);
+                inner.runtime.peers().announce(gone.info);
             }
         }
     }
@@ -208,7 +208,7 @@ fn announce_node(cluster: &Cluster, node: &str) {
         .map(|r| cluster.listed(&r.node, &r.info))
         .collect();
     for info in infos {
-        inner.runtime.announce(info);
+        inner.runtime.peers().announce(info);
     }
 }
 
@@ -264,7 +264,7 @@ impl Cluster {
     async fn sync_directory(&self) {
         let sessions = &self.inner.directory;
         let mut published = self.inner.published.lock().await;
-        let now = self.inner.runtime.local_sessions();
+        let now = self.inner.runtime.peers().local_sessions();
         let mut present = std::collections::HashSet::with_capacity(now.len());
         for info in now {
             present.insert(info.id.clone());
@@ -311,6 +311,7 @@ impl Cluster {
             let fresh: Vec<SessionInfo> = self
                 .inner
                 .runtime
+                .peers()
                 .local_sessions()
                 .into_iter()
                 .filter(|info| !published.contains_key(&info.id))
@@ -382,6 +383,6 @@ impl Cluster {
                 info,
             },
         );
-        self.inner.runtime.announce(listed);
+        self.inner.runtime.peers().announce(listed);
     }
 }

@@ -257,7 +257,7 @@ impl Cluster {
             }),
         };
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        runtime.set_commit_tap(Box::new(move |events| {
+        runtime.peers().set_commit_tap(Box::new(move |events| {
             let _ = tx.send(events.to_vec());
         }));
         actix::spawn(publish::run(cluster.clone(), rx));
@@ -273,7 +273,7 @@ impl Cluster {
             .share_devices(Arc::new(devices::KvDevices { kv: push_kv }))
             .await
             .map_err(|e| setup("push devices")(&e))?;
-        runtime.set_cluster(Arc::new(cluster.clone()));
+        runtime.peers().set_cluster(Arc::new(cluster.clone()));
         actix::spawn(pairs::report(cluster.clone()));
         actix::spawn(pairs::recheck(cluster.clone()));
         tracing::info!(node = %cluster.node(), url = %cluster.inner.config.url, "joined the cluster");
@@ -292,7 +292,7 @@ impl Cluster {
 
     /// Where a session lives.
     pub fn owner(&self, session_id: &str) -> Owner {
-        if self.inner.runtime.hosts(session_id) {
+        if self.inner.runtime.peers().hosts(session_id) {
             return Owner::Local;
         }
         let Some(remote) = self.inner.remote.get(session_id) else {

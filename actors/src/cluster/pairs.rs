@@ -792,7 +792,7 @@ pub(super) async fn report(cluster: Cluster) {
     let mut tick = tokio::time::interval(RETRY);
     loop {
         tick.tick().await;
-        for pending in cluster.inner.runtime.outbox().waiting() {
+        for pending in cluster.inner.runtime.peers().outbox().waiting() {
             if cluster.alive(&pending.report.pair_node) {
                 send_report(&cluster, pending).await;
             }
@@ -828,7 +828,7 @@ async fn send_report(cluster: &Cluster, pending: PendingReport) {
         .map(serde_json::from_value::<Taken>);
     match answer {
         Ok(Ok(taken)) => {
-            rt.outbox().remove(&report.delegation_id);
+            rt.peers().outbox().remove(&report.delegation_id);
             let Some(session) = rt.session_addr(&worker_id) else {
                 return;
             };

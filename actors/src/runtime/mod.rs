@@ -79,7 +79,7 @@ pub use files::FileService;
 pub use listing::{SessionPage, MAX_SESSIONS_PAGE};
 pub use mcp_servers::McpServerService;
 pub use pairs::PairService;
-pub use peers::CommitTap;
+pub use peers::{CommitTap, PeerService};
 pub use push::PushService;
 pub use schedules::ScheduleService;
 pub use session_access::SessionAccess;
@@ -126,9 +126,9 @@ struct Inner {
     _gateway_arbiter: Arbiter,
     /// WebSocket clients of the gateway.
     clients: ClientService,
-    /// Also sees every committed batch once set (the cluster's publisher, `--nats`);
-    /// unset on a single node, where the writer's hook does nothing more.
-    commit_tap: Arc<std::sync::OnceLock<CommitTap>>,
+    /// What the cluster (`--nats`) reaches: the commit tap, local sessions, remote
+    /// subscriptions.
+    peers: PeerService,
     /// Uploaded files and message attachments.
     uploads: UploadService,
     /// Web Push devices.
@@ -324,6 +324,17 @@ impl Runtime {
         &self.inner.pairs
     }
 
+    /// The store (histories read back by the cluster, users counted at start).
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// What the cluster reaches: the commit tap, local sessions, remote
+    /// subscriptions.
+    pub fn peers(&self) -> &PeerService {
+        &self.inner.peers
+    }
+
     /// The MCP servers a user's sessions may get.
     pub fn mcp_servers(&self) -> &McpServerService {
         &self.inner.mcp_servers
@@ -457,7 +468,7 @@ impl Runtime {
         });
         let remote = others
             .iter()
-            .filter(|info| who.can_see(info) && !self.hosts(&info.id))
+            .filter(|info| who.can_see(info) && !self.inner.peers.hosts(&info.id))
             .cloned();
         let mut out: Vec<RunningSession> = visible
             .iter()
@@ -532,6 +543,8 @@ impl Runtime {
         let id = match params.session_id.filter(|s| !s.is_empty()) {
             Some(id) => id,
             None => self
+                .inner
+                .peers
                 .permission_holder(&params.request_id)
                 .ok_or_else(|| RuntimeError::NoSuchPermission(params.request_id.clone()))?,
         };

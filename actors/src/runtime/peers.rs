@@ -2,46 +2,63 @@
 //! runtime: a tap on committed batches, the local sessions, and subscriptions to
 //! sessions that live on other nodes. A single node never calls any of it.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytestring::ByteString;
 use tandem_protocol::{ServerFrame, SessionInfo};
 
 use super::clients::check_position;
-use super::Runtime;
 use crate::access::Principal;
 use crate::cluster_link::{NodeLink, Outbox};
 use crate::error::RuntimeError;
 use crate::gateway::{SessionChanged, Subscribe};
 use crate::ids::{RequestId, SessionId};
-use crate::store::{Store, StoredEvent};
+use crate::session::Services;
+use crate::store::StoredEvent;
 
 /// Sees every committed batch on the writer's thread, after the commit and before
 /// the gateway gets it. Must not block.
 pub type CommitTap = Box<dyn Fn(&[StoredEvent]) + Send + Sync>;
 
-impl Runtime {
+/// The peers service: the runtime as the cluster sees it.
+pub struct PeerService {
+    /// The live sessions, the gateway, the cluster link and the outbox.
+    services: Arc<Services>,
+    /// Set once the node joins a cluster (`--nats`).
+    commit_tap: Arc<OnceLock<CommitTap>>,
+}
+
+impl PeerService {
+    /// Serves the cluster this node's sessions (`services`); batches reach
+    /// `commit_tap` once it is set.
+    pub(super) fn new(services: Arc<Services>, commit_tap: Arc<OnceLock<CommitTap>>) -> Self {
+        PeerService {
+            services,
+            commit_tap,
+        }
+    }
+
     /// This node's cluster, once it joined one.
     pub(crate) fn cluster_link(&self) -> Option<std::sync::Arc<dyn crate::cluster_link::NodeLink>> {
-        self.inner.services.cluster.get().cloned()
+        self.services.cluster.get().cloned()
     }
 
     /// The ends of delegated turns this node's Workers ran for pairs on other nodes,
     /// until acknowledged.
     pub(crate) fn outbox(&self) -> &Outbox {
-        &self.inner.services.outbox
+        &self.services.outbox
     }
 
     /// Records this node's cluster membership (once it joined), so pairs reach
     /// Workers on other nodes.
     pub(crate) fn set_cluster(&self, cluster: std::sync::Arc<dyn NodeLink>) {
-        let _ = self.inner.services.cluster.set(cluster);
+        let _ = self.services.cluster.set(cluster);
     }
 
     /// Installs the commit tap; only the first call takes effect (one cluster per
     /// runtime). Batches committed before it was set are not shown to it.
     pub fn set_commit_tap(&self, tap: CommitTap) -> bool {
-        self.inner.commit_tap.set(tap).is_ok()
+        self.commit_tap.set(tap).is_ok()
     }
 
     /// The local session where permission request `request_id` is pending, if any
@@ -49,7 +66,7 @@ impl Runtime {
     /// none is).
     pub fn permission_holder(&self, request_id: &RequestId) -> Option<SessionId> {
         let mut found = None;
-        self.inner.services.sessions.for_each(|id, h| {
+        self.services.sessions.for_each(|id, h| {
             if found.is_none() && h.shared.has_permission(request_id) {
                 found = Some(id.clone());
             }
@@ -59,27 +76,21 @@ impl Runtime {
 
     /// True when the session has an actor here (it is this node's).
     pub fn hosts(&self, id: &str) -> bool {
-        self.inner.services.sessions.get(id).is_some()
+        self.services.sessions.get(id).is_some()
     }
 
     /// Every live (not archived) session of this node, as listed.
     pub fn local_sessions(&self) -> Vec<SessionInfo> {
         let mut out = Vec::new();
-        self.inner
-            .services
+        self.services
             .sessions
             .for_each(|_, h| out.push(h.shared.info()));
         out
     }
 
-    /// The store, for reading histories back (republishing after a NATS outage).
-    pub fn store(&self) -> &Store {
-        &self.inner.store
-    }
-
     /// Tells `sessions.watch` clients that a session changed (a remote one).
     pub fn announce(&self, info: SessionInfo) {
-        self.inner.services.gateway.do_send(SessionChanged(info));
+        self.services.gateway.do_send(SessionChanged(info));
     }
 
     /// Subscribes a client to a session of another node, described by `info`. Its
@@ -111,7 +122,7 @@ impl Runtime {
             .to_json()
             .into()
         });
-        self.inner.services.gateway.do_send(Subscribe {
+        self.services.gateway.do_send(Subscribe {
             client_id,
             session_id: Arc::from(info.id.as_str()),
             after: last_seq,

@@ -9,8 +9,9 @@ use dashmap::DashMap;
 
 use super::{
     handoff, judge, loading, reconcile, recovery, review_by, AuthService, ClientService, CommitTap,
-    FileService, Inner, McpServerService, PairService, PushService, Runtime, RuntimeRef,
-    ScheduleService, SessionAccess, Started, TerminalService, UploadService, WorkspaceService,
+    FileService, Inner, McpServerService, PairService, PeerService, PushService, Runtime,
+    RuntimeRef, ScheduleService, SessionAccess, Started, TerminalService, UploadService,
+    WorkspaceService,
 };
 use crate::adapter::{VendorCatalog, VendorId};
 use crate::config::RuntimeConfig;
@@ -254,7 +255,7 @@ fn inner(config: Arc<RuntimeConfig>, services: Arc<Services>, opened: Opened) ->
         sessions_arbiter,
         _gateway_arbiter: gateway_arbiter,
         clients,
-        commit_tap,
+        peers: PeerService::new(services.clone(), commit_tap),
         uploads: UploadService::new(access.clone(), uploads),
         push: PushService::new(access.clone(), push),
         files: FileService::new(access.clone(), config.private_paths()),

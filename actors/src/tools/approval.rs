@@ -51,12 +51,13 @@ async fn approve_on(
     match rt.pairs().remote_worker_node(&pair_id) {
         // A Worker on another node: its node answers the request there.
         Some(node) => {
-            let cluster = rt
-                .cluster_link()
-                .ok_or_else(|| RuntimeError::NodeUnavailable {
-                    session: worker_id.clone(),
-                    node: node.clone(),
-                })?;
+            let cluster =
+                rt.peers()
+                    .cluster_link()
+                    .ok_or_else(|| RuntimeError::NodeUnavailable {
+                        session: worker_id.clone(),
+                        node: node.clone(),
+                    })?;
             cluster.approve_on_worker(&node, &worker_id, answer).await?;
         }
         None => {

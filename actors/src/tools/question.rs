@@ -87,7 +87,7 @@ pub(super) async fn ask_driver(
             Ok(Err(e)) => Err(RuntimeError::from(e)),
             Err(e) => Err(RuntimeError::from(e)),
         },
-        (None, Some(node)) => match rt.cluster_link() {
+        (None, Some(node)) => match rt.peers().cluster_link() {
             Some(cluster) => cluster.ask_driver(node, record).await,
             None => Err(RuntimeError::NodeUnavailable {
                 session: state.info.id.clone(),
@@ -188,12 +188,13 @@ async fn answer_on(
     match rt.pairs().remote_worker_node(&pair_id) {
         // A Worker on another node: its node answers the question there.
         Some(node) => {
-            let cluster = rt
-                .cluster_link()
-                .ok_or_else(|| RuntimeError::NodeUnavailable {
-                    session: worker_id.clone(),
-                    node: node.clone(),
-                })?;
+            let cluster =
+                rt.peers()
+                    .cluster_link()
+                    .ok_or_else(|| RuntimeError::NodeUnavailable {
+                        session: worker_id.clone(),
+                        node: node.clone(),
+                    })?;
             cluster.answer_on_worker(&node, &worker_id, answer).await?;
         }
         None => {

@@ -148,7 +148,9 @@ fn place(cluster: &Cluster, runtime: &Runtime, request: &ClientRequest) -> Place
         }
         // The handler refuses a node the cluster does not know.
         Scope::Node(Some(_)) => return Place::Here,
-        Scope::Permission(id) if runtime.permission_holder(id).is_some() => return Place::Here,
+        Scope::Permission(id) if runtime.peers().permission_holder(id).is_some() => {
+            return Place::Here
+        }
         Scope::Permission(id) => return Place::AnyNode(id.to_string()),
         Scope::Pair(id) if runtime.pairs().addr(id).is_some() => return Place::Here,
         Scope::Pair(id) => (cluster.pair_owner(id), id.as_str()),
