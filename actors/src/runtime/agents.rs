@@ -6,21 +6,11 @@ use tandem_protocol::SessionInfo;
 
 use super::{NewSession, Runtime};
 use crate::access::Principal;
-use crate::adapter::{VendorId, VendorSpec};
+use crate::adapter::VendorId;
 use crate::error::{RuntimeError, ToolError};
 use crate::ids::SessionId;
 
 impl Runtime {
-    /// Ids of the vendors sessions can be created for, in catalog order.
-    pub fn installed_vendors(&self) -> Vec<VendorId> {
-        self.inner.services.catalog.installed()
-    }
-
-    /// One vendor's facts from the catalog; `None` for an unknown id.
-    pub fn vendor(&self, id: &VendorId) -> Option<std::sync::Arc<VendorSpec>> {
-        self.inner.services.catalog.get(id)
-    }
-
     /// Sessions spawned by `parent`, oldest first.
     pub fn children_of(&self, parent: &str) -> Vec<SessionInfo> {
         let mut children: Vec<SessionInfo> = Vec::new();

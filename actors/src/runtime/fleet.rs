@@ -4,12 +4,12 @@
 
 use tandem_protocol::fleet::{FleetInfo, FleetProcess, FleetWaiting, FleetWaitingTurn};
 
-use super::Runtime;
+use super::VendorService;
 use crate::adapter::fleet::ProcessTable;
 use crate::error::RuntimeError;
 use crate::Principal;
 
-impl Runtime {
+impl VendorService {
     /// `fleet.get`, for admins: every process with its session, vendor, memory and
     /// CPU, and the waiting turns.
     pub fn fleet(&self, who: &Principal) -> Result<FleetInfo, RuntimeError> {
@@ -18,7 +18,7 @@ impl Runtime {
                 "the fleet is for admins: it shows every user's sessions".into(),
             ));
         }
-        let fleet = &self.inner.services.fleet;
+        let fleet = &self.services.fleet;
         let (seats, waiting) = fleet.view();
         let table = ProcessTable::read();
         let processes = seats
@@ -45,7 +45,7 @@ impl Runtime {
                 since: w.since_ms,
             })
             .collect();
-        let turns = &self.inner.services.turns;
+        let turns = &self.services.turns;
         let (running, waiting_turns) = turns.view();
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         Ok(FleetInfo {

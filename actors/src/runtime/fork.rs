@@ -136,7 +136,9 @@ impl Runtime {
             .filter(|(seq, _)| !source.superseded.iter().any(|r| r.covers(*seq)))
             .collect();
         let source_vendor = self
-            .vendor(&VendorId::from(source.vendor.as_str()))
+            .inner
+            .vendors
+            .get(&VendorId::from(source.vendor.as_str()))
             .map(|v| v.display_name.to_string())
             .unwrap_or_else(|| source.vendor.clone());
         // The vendor's own fork where it has one, else the turns as a transcript.
@@ -316,7 +318,7 @@ impl Runtime {
         vendor: &str,
         drop: u64,
     ) -> Option<VendorFork> {
-        let spec = self.vendor(&VendorId::from(vendor))?;
+        let spec = self.inner.vendors.get(&VendorId::from(vendor))?;
         let forks = spec.capabilities.iter().any(|c| c == FORK_CAPABILITY);
         if vendor != source.vendor || !forks {
             return None;

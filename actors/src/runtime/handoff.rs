@@ -118,7 +118,9 @@ impl Runtime {
                 RuntimeError::InvalidArgument("choose a targetVendor for the handoff".into())
             })?;
         let spec = self
-            .vendor(&VendorId::from(vendor.as_str()))
+            .inner
+            .vendors
+            .get(&VendorId::from(vendor.as_str()))
             .ok_or_else(|| RuntimeError::unusable(format!("unknown vendor `{:.64}`", vendor)))?;
         if !spec.installed {
             return Err(RuntimeError::VendorNotInstalled(vendor));
@@ -139,7 +141,9 @@ impl Runtime {
         let cwd = source.cwd.clone();
         let git = git_status(Path::new(&cwd)).await;
         let source_vendor = self
-            .vendor(&VendorId::from(source.vendor.as_str()))
+            .inner
+            .vendors
+            .get(&VendorId::from(source.vendor.as_str()))
             .map(|v| v.display_name.to_string())
             .unwrap_or_else(|| source.vendor.clone());
         let prompt = snapshot(&source.title, &source_vendor, &request, &git, &entries);

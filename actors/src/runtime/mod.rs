@@ -41,6 +41,7 @@ mod start;
 mod terminals;
 mod uploads;
 mod usage;
+mod vendors;
 mod workspaces;
 
 use create::NewSession;
@@ -53,11 +54,10 @@ use dashmap::DashMap;
 use tandem_protocol::client::{
     ChatPermissionResponseParams, SessionConfigureParams, SessionCreateParams,
 };
-use tandem_protocol::rest::{RunningSession, VendorInfo};
+use tandem_protocol::rest::RunningSession;
 use tandem_protocol::{SessionInfo, SessionStatus};
 
 use crate::access::Principal;
-use crate::adapter::model_cache::{CachedModels, ModelCache};
 use crate::adapter::{clamp_effort, VendorId};
 use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
@@ -85,6 +85,7 @@ pub use schedules::ScheduleService;
 pub use session_access::SessionAccess;
 pub use terminals::TerminalService;
 pub use uploads::UploadService;
+pub use vendors::VendorService;
 pub use workspaces::WorkspaceService;
 
 /// Most events one REST page returns.
@@ -129,6 +130,8 @@ struct Inner {
     /// What the cluster (`--nats`) reaches: the commit tap, local sessions, remote
     /// subscriptions.
     peers: PeerService,
+    /// The agent CLIs: installed, checked, their processes.
+    vendors: VendorService,
     /// Uploaded files and message attachments.
     uploads: UploadService,
     /// Web Push devices.
@@ -233,46 +236,6 @@ impl Runtime {
         &self.inner.services.writer
     }
 
-    /// Checks each installed vendor CLI in the background (version, supported range,
-    /// login, models; no tokens spent); `GET /vendors` shows it once known. Until then
-    /// it shows the models the CLIs reported last time (the model cache), and each new
-    /// report replaces them there too.
-    fn probe_vendor_versions(&self) {
-        let catalog = self.inner.services.catalog.clone();
-        let cache = Arc::new(ModelCache::new(&self.inner.config.data_dir));
-        let installed = catalog.installed();
-        for (id, cached) in cache.load() {
-            let id = VendorId::from(id);
-            if installed.contains(&id) {
-                catalog.set_models(&id, cached);
-            }
-        }
-        for (id, probe) in self.inner.services.vendors.probes() {
-            let catalog = catalog.clone();
-            let cache = cache.clone();
-            actix::spawn(async move {
-                let health = probe.await;
-                if let Some(problem) = &health.problem {
-                    tracing::warn!(vendor = %id, %problem, "vendor check");
-                }
-                let models = health.models.clone().unwrap_or_default();
-                let effort_levels = health.effort_levels.clone().unwrap_or_default();
-                if !models.is_empty() || !effort_levels.is_empty() {
-                    let default_model = health.default_model.clone();
-                    cache.store(
-                        &id,
-                        CachedModels {
-                            models,
-                            default_model,
-                            effort_levels,
-                        },
-                    );
-                }
-                catalog.set_health(&id, health);
-            });
-        }
-    }
-
     /// Tells the runtime where it is served (`http://HOST:PORT`), once bound: vendor
     /// CLIs reach the agent tools at `/mcp` under it.
     pub fn set_base_url(&self, base: &str) {
@@ -333,6 +296,11 @@ impl Runtime {
     /// subscriptions.
     pub fn peers(&self) -> &PeerService {
         &self.inner.peers
+    }
+
+    /// The agent CLIs: installed, checked, their processes (the fleet).
+    pub fn vendors(&self) -> &VendorService {
+        &self.inner.vendors
     }
 
     /// The MCP servers a user's sessions may get.
@@ -646,15 +614,6 @@ impl Runtime {
             });
         }
         Ok(())
-    }
-
-    /// Every vendor and whether it can be used here.
-    pub fn vendors(&self) -> Vec<VendorInfo> {
-        let mut infos = self.inner.services.catalog.infos();
-        infos
-            .iter_mut()
-            .for_each(|info| self.inner.config.confinement.describe(info));
-        infos
     }
 }
 

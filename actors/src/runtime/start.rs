@@ -11,7 +11,7 @@ use super::{
     handoff, judge, loading, reconcile, recovery, review_by, AuthService, ClientService, CommitTap,
     FileService, Inner, McpServerService, PairService, PeerService, PushService, Runtime,
     RuntimeRef, ScheduleService, SessionAccess, Started, TerminalService, UploadService,
-    WorkspaceService,
+    VendorService, WorkspaceService,
 };
 use crate::adapter::{VendorCatalog, VendorId};
 use crate::config::RuntimeConfig;
@@ -256,6 +256,7 @@ fn inner(config: Arc<RuntimeConfig>, services: Arc<Services>, opened: Opened) ->
         _gateway_arbiter: gateway_arbiter,
         clients,
         peers: PeerService::new(services.clone(), commit_tap),
+        vendors: VendorService::new(services.clone(), config.clone()),
         uploads: UploadService::new(access.clone(), uploads),
         push: PushService::new(access.clone(), push),
         files: FileService::new(access.clone(), config.private_paths()),
@@ -347,7 +348,7 @@ impl Runtime {
         let runtime = Runtime { inner };
         let _ = failures_to.set(RuntimeRef(Arc::downgrade(&runtime.inner)));
         runtime.bring_back(settled.active, settled.dormant, settled.after_start);
-        runtime.probe_vendor_versions();
+        runtime.inner.vendors.probe_versions();
         Ok(Started {
             runtime,
             new_admin_token: settled.new_admin_token,

@@ -199,7 +199,7 @@ fn choose_new_worker_vendor(
     state: &SessionState,
     requested: Option<String>,
 ) -> Result<VendorId, ToolError> {
-    let installed = rt.installed_vendors();
+    let installed = rt.vendors().installed();
     choose_worker_vendor(
         optional(requested).map(VendorId::from).as_ref(),
         &VendorId::from(state.info.vendor.as_str()),

@@ -27,7 +27,7 @@ pub(super) async fn propose_worker(
     if state.info.pair_id.is_some() || state.parent_id.is_some() || state.delegated_turn {
         return Err(ProposalError::NotAlone.into());
     }
-    let installed = rt.installed_vendors();
+    let installed = rt.vendors().installed();
     let requested = optional(args.recommended_vendor)
         .map(VendorId::from)
         .filter(|v| installed.contains(v));
@@ -37,7 +37,8 @@ pub(super) async fn propose_worker(
         &installed,
     )?;
     let spec = rt
-        .vendor(&vendor)
+        .vendors()
+        .get(&vendor)
         .ok_or_else(|| ToolError::VendorNotInstalled(vendor.to_string()))?;
     let model = optional(args.recommended_model)
         .filter(|m| spec.knows_model(m))
@@ -99,7 +100,8 @@ pub struct StartedWorker {
 /// model must be one the vendor lists, the effort is clamped.
 fn validate_choice(rt: &Runtime, choice: WorkerChoice) -> Result<WorkerChoice, RuntimeError> {
     let spec = rt
-        .vendor(&VendorId::from(choice.vendor.as_str()))
+        .vendors()
+        .get(&VendorId::from(choice.vendor.as_str()))
         .ok_or_else(|| RuntimeError::unusable(format!("unknown vendor `{:.64}`", choice.vendor)))?;
     if !spec.installed {
         return Err(RuntimeError::VendorNotInstalled(choice.vendor));

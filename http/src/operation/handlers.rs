@@ -62,13 +62,13 @@ pub async fn run(
         R::SessionsRunning(_) => json(SessionsRunningResult {
             sessions: rt.running_with(who, &others(ctx)),
         }),
-        R::FleetGet(_) => json(rt.fleet(who)?),
+        R::FleetGet(_) => json(rt.vendors().fleet(who)?),
         R::UserGet(_) => json(UserGetResult {
             user_id: who.user_id.clone(),
             admin: who.admin,
         }),
         R::VendorsList(_) => json(VendorsListResult {
-            vendors: rt.vendors(),
+            vendors: rt.vendors().list(),
         }),
         R::DevicePairCode(_) => {
             let code = rt.auth().pair_code(who).await?;
