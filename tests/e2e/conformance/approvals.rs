@@ -41,7 +41,17 @@ async fn asked(v: Vendor, ws: &mut WsClient, id: &str, file: &Path) -> Value {
     if let Some(tool) = v.guarded_tool() {
         assert_eq!(request["toolName"], tool, "{request}");
     }
-    assert!(request["input"].to_string().contains("touch"), "{request}");
+    let input = request["input"].to_string();
+    assert!(input.contains("touch"), "{request}");
+    if let Some(name) = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|_| v != Vendor::FakeAcp)
+    {
+        // The request names what it would touch (the fake agent asks in its own
+        // words).
+        assert!(input.contains(name), "{request}");
+    }
     request
 }
 
@@ -185,6 +195,10 @@ async fn always_allowed(v: Vendor) {
     let events = turn_end(&mut ws, &id).await;
     assert_eq!(status(&events), "completed", "{events:?}");
     assert!(ran(v, &file, &events), "{events:?}");
+    if v == Vendor::FakeAcp {
+        // The agent heard which of its options was picked.
+        assert_eq!(all_text(&events), "answer: yes-forever", "{events:?}");
+    }
     let stored = rig.server().all_events(&id).await;
     let rules = of_kind(&stored, "permission_remembered");
     if let Some(tool) = v

@@ -187,6 +187,12 @@ async fn driver_delegates_through_the_tools(v: Vendor) {
         _ => {}
     }
     if matches!(v, Vendor::Codex | Vendor::Claude | Vendor::Scripted) {
+        assert_eq!(
+            tool["input"]["message"], "from the scripted worker",
+            "{tool}"
+        );
+    }
+    if matches!(v, Vendor::Codex | Vendor::Claude | Vendor::Scripted) {
         // The output, as an object or as its JSON text.
         let output = match &result["output"] {
             Value::String(s) => serde_json::from_str(s).unwrap_or(Value::Null),
@@ -194,6 +200,7 @@ async fn driver_delegates_through_the_tools(v: Vendor) {
         };
         assert_eq!(output["status"], "complete", "{result}");
         assert_eq!(output["response"], "from the scripted worker", "{result}");
+        assert_eq!(output["workerCreated"], true, "{result}");
         let worker = output["partnerId"].as_str().unwrap().to_string();
         let worker_info = rig.info(&worker).await;
         assert_eq!(worker_info["vendor"], "scripted", "{worker_info}");
