@@ -1,11 +1,12 @@
-//! The Claude Code adapter against the real `claude` binary (pinned in `.vendor-clis`)
-//! and a mock Messages API: text turns, approvals, interrupts, resume, a dying CLI, a
-//! Driver delegating over MCP, background tasks, and the running view.
+//! What is Claude Code's own, against the real `claude` binary (pinned in
+//! `.vendor-clis`) and a mock Messages API: commands and thinking, model and mode
+//! changes, a lost session, background tasks, the running view, idle processes,
+//! forks, limits, transcripts, MCP servers. What every vendor does (turns, approvals,
+//! resume, faults, images, a Driver) is in `conformance`, whose `vendors::claude`
+//! holds the setup used here.
 //!
-//! Each test gets its own server, mock and private HOME for the CLI. Without the binary
-//! a test prints why and returns (under CI it fails instead).
+//! Each test gets its own server, mock and private HOME for the CLI.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -13,139 +14,21 @@ use tandem_tests::events::{of_kind, status, texts};
 use tandem_tests::mock_anthropic::{claude_config, MockAnthropic};
 use tandem_tests::procs::is_alive;
 use tandem_tests::vendor_clis::{claude_bin, require};
-use tandem_tests::{eventually, ConfiguredServer, Server, ServerOptions, TempDir, WsClient};
+use tandem_tests::{eventually, ConfiguredServer, TempDir, WsClient};
 
-/// One test's world: a mock model server, a server configured to run `claude`
-/// against it, and the CLI's private HOME.
-struct World {
-    /// First, so it stops before the mock does.
-    server: ConfiguredServer,
-    mock: MockAnthropic,
-    home: PathBuf,
-}
+use crate::conformance::vendors::claude::{fake_claude, World};
 
-impl World {
-    /// Starts the mock model server and a server configured to run `claude` against it.
-    fn start(label: &str) -> World {
-        World::start_idle(label, 600)
-    }
-
-    fn start_idle(label: &str, idle_secs: u64) -> World {
-        World::start_with(label, idle_secs, Vec::new())
-    }
-
-    /// With more `tandem serve` flags.
-    fn start_with(label: &str, idle_secs: u64, args: Vec<String>) -> World {
-        let bin = require(claude_bin(), "the claude CLI");
-        let mock = MockAnthropic::start();
-        let dir = Arc::new(TempDir::new(label));
-        let home = dir.path().join("home");
-        let config = claude_config(dir.path(), &bin, &mock, &home, idle_secs);
-        World {
-            server: ConfiguredServer::start_with(dir, config, args),
-            mock,
-            home,
-        }
-    }
-
-    fn server(&self) -> &Server {
-        self.server.server()
-    }
-
-    /// Kills the server (SIGKILL) and starts it again on the same data.
-    fn restart(&mut self) {
-        self.server.restart();
-    }
-
-    /// Creates a Claude session in `mode` and returns its id.
-    async fn session(&self, ws: &mut WsClient, mode: &str) -> String {
-        let reply = ws
-            .ok(
-                json!({"type": "session.create", "vendor": "claude", "title": "claude test",
-                       "permissionMode": mode}),
-            )
-            .await;
-        match reply["session"]["id"].as_str() {
-            Some(id) => id.to_string(),
-            None => panic!("no session id in {reply}"),
-        }
-    }
-
-    /// Pids in the CLI's process registry whose process is alive (ours included).
-    fn registry_pids(&self) -> Vec<u32> {
-        let dir = self.home.join(".claude").join("sessions");
-        let mut pids: Vec<u32> = std::fs::read_dir(dir)
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .filter_map(|e| std::fs::read(e.path()).ok())
-                    .filter_map(|b| serde_json::from_slice::<Value>(&b).ok())
-                    .filter_map(|v| v["pid"].as_u64().map(|p| p as u32))
-                    .filter(|pid| is_alive(*pid))
-                    .collect()
-            })
-            .unwrap();
-        pids.sort_unstable();
-        pids
-    }
-
-    /// Writes a registry file as an outside Claude Code process would.
-    fn write_registry(&self, name: &str, body: &str) {
-        let dir = self.home.join(".claude").join("sessions");
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(dir.join(name), body).unwrap_or_else(|e| panic!("{e}"));
-    }
-
-    async fn running(&self) -> Vec<Value> {
-        let (status, body) = self.server().get("/api/v1/sessions/running").await;
-        assert_eq!(status, 200, "{body}");
-        body["sessions"].as_array().cloned().unwrap()
-    }
-
-    /// Waits until REST lists the session as idle: a client can see a turn's
-    /// `turn_completed` a moment before the session's listed status changes.
-    async fn idle(&self, id: &str) {
-        eventually("the session to be listed idle", || async {
-            (self.info(id).await["status"] == "idle").then_some(())
-        })
-        .await;
-    }
-
-    async fn info(&self, id: &str) -> Value {
-        let (status, body) = self.server().get(&format!("/api/v1/sessions/{id}")).await;
-        assert_eq!(status, 200, "{body}");
-        body
-    }
-}
-
+/// The CLI's slash commands and version, and thinking streamed as `thinking`.
+/// (Deltas and usage: `conformance::turns`.)
 #[actix_rt::test]
 #[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn text_turn_streams_deltas_and_keeps_usage() {
+async fn commands_version_and_thinking() {
     let w = World::start("claude-text");
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "default").await;
     ws.subscribe(&id, 0).await;
     let events = ws.turn(&id, "say hello from claude").await;
-    assert_eq!(
-        texts(&events, "text_delta").concat(),
-        "hello from claude",
-        "{events:?}"
-    );
-    assert!(texts(&events, "text_delta").len() > 1, "streamed in pieces");
-    assert_eq!(texts(&events, "assistant_message"), ["hello from claude"]);
-    let end = events.last().cloned().unwrap();
-    assert_eq!(end["status"], "completed", "{end}");
-    assert!(end["usage"]["outputTokens"].is_u64(), "usage kept: {end}");
-    let first_cost = end["usage"]["costUsd"].as_f64().unwrap_or(0.0);
-    assert!(first_cost > 0.0, "cost kept: {end}");
-
-    let info = w.info(&id).await;
-    assert!(
-        info["vendorSessionId"]
-            .as_str()
-            .is_some_and(|s| !s.is_empty()),
-        "the Claude session id is recorded: {info}"
-    );
+    assert_eq!(status(&events), "completed", "{events:?}");
     // The CLI's slash commands (its `init` line's) are the session's.
     let listed = ws
         .ok(json!({"type": "session.commands", "sessionId": id}))
@@ -170,41 +53,6 @@ async fn text_turn_streams_deltas_and_keeps_usage() {
     let events = ws.turn(&id, "think pondering deeply").await;
     assert_eq!(texts(&events, "thinking").concat(), "pondering deeply");
     assert_eq!(texts(&events, "assistant_message"), ["thought"]);
-    // Claude Code reports the process's cost so far; a turn keeps its own: the same
-    // turn again, in the same process, costs what it cost the first time.
-    let again = ws.turn(&id, "say hello from claude").await;
-    let cost = again.last().and_then(|e| e["usage"]["costUsd"].as_f64());
-    assert!(
-        cost.is_some_and(|c| (c - first_cost).abs() < 1e-9),
-        "{first_cost} then {cost:?}"
-    );
-}
-
-/// The next `permission_request` among the session's frames.
-async fn next_permission(ws: &mut WsClient) -> Value {
-    let frames = ws.recv_until(|v| v["kind"] == "permission_request").await;
-    frames.last().cloned().unwrap()
-}
-
-/// Answers a permission request. Its `requestId` doubles as the request's own id, so
-/// the reply carries it too.
-async fn answer(ws: &mut WsClient, request: &Value, allow: bool, message: Option<&str>) {
-    let id = request["requestId"].clone();
-    let mut body = json!({"type": "chat.permission-response", "requestId": id, "allow": allow});
-    if let Some(m) = message {
-        body["message"] = json!(m);
-    }
-    ws.send(&body).await;
-    let frames = ws
-        .recv_until(|v| {
-            v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error")
-        })
-        .await;
-    assert_eq!(
-        frames.last().map(|v| v["kind"].clone()),
-        Some(json!("reply")),
-        "{frames:?}"
-    );
 }
 
 /// Every stored event of the turn that `end` (frames up to its `turn_completed`)
@@ -217,110 +65,6 @@ async fn turn_events(w: &World, id: &str, end: &[Value]) -> Vec<Value> {
         .into_iter()
         .filter(|e| e["turnId"] == turn)
         .collect()
-}
-
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn bash_tool_asks_and_obeys_allow_and_deny() {
-    let w = World::start("claude-approval");
-    let mut ws = w.server().ws().await;
-    let id = w.session(&mut ws, "default").await;
-    let work = PathBuf::from(w.info(&id).await["cwd"].as_str().unwrap());
-    ws.subscribe(&id, 0).await;
-
-    ws.chat(&id, "bash touch made.txt && echo made").await;
-    let request = next_permission(&mut ws).await;
-    assert_eq!(request["toolName"], "Bash", "{request}");
-    assert_eq!(request["input"]["command"], "touch made.txt && echo made");
-    answer(&mut ws, &request, true, None).await;
-    let end = ws.events_until_turn_end(&id).await;
-    let events = turn_events(&w, &id, &end).await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    let call = of_kind(&events, "tool_call");
-    assert_eq!(call.len(), 1, "{events:?}");
-    assert_eq!(call[0]["name"], "Bash");
-    let result = of_kind(&events, "tool_result");
-    assert_eq!(result[0]["output"], "made", "{events:?}");
-    assert_eq!(result[0]["isError"], false);
-    assert_eq!(texts(&events, "assistant_message"), ["result: made"]);
-    assert!(work.join("made.txt").exists());
-
-    ws.chat(&id, "bash touch denied.txt").await;
-    let request = next_permission(&mut ws).await;
-    answer(&mut ws, &request, false, Some("not today")).await;
-    let end = ws.events_until_turn_end(&id).await;
-    let events = turn_events(&w, &id, &end).await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    let result = of_kind(&events, "tool_result");
-    assert_eq!(result[0]["isError"], true, "{events:?}");
-    assert!(result[0]["output"]
-        .as_str()
-        .is_some_and(|o| o.contains("not today")));
-    assert_eq!(texts(&events, "assistant_message"), ["result: not today"]);
-    assert!(
-        !work.join("denied.txt").exists(),
-        "a denied command never ran"
-    );
-    let all = w.server().all_events(&id).await;
-    assert_eq!(of_kind(&all, "permission_resolved").len(), 2);
-}
-
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn bypass_mode_answers_approvals_itself() {
-    let w = World::start("claude-bypass");
-    let mut ws = w.server().ws().await;
-    let id = w.session(&mut ws, "bypassPermissions").await;
-    ws.subscribe(&id, 0).await;
-    let events = ws.turn(&id, "bash touch free.txt && echo free").await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    assert!(of_kind(&events, "permission_request").is_empty());
-    assert_eq!(texts(&events, "assistant_message"), ["result: free"]);
-}
-
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn interrupt_mid_stream_then_the_same_process_takes_the_next_turn() {
-    let w = World::start("claude-interrupt");
-    let mut ws = w.server().ws().await;
-    let id = w.session(&mut ws, "default").await;
-    ws.subscribe(&id, 0).await;
-    ws.chat(&id, "hold").await;
-    ws.recv_until(|v| v["kind"] == "text_delta").await;
-    let pids = w.registry_pids();
-    assert_eq!(pids.len(), 1, "one CLI process: {pids:?}");
-    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
-    let events = ws.events_until_turn_end(&id).await;
-    assert_eq!(status(&events), "interrupted", "{events:?}");
-    let all = w.server().all_events(&id).await;
-    assert!(
-        texts(&all, "assistant_message").contains(&"holding ".to_string()),
-        "partial text stays: {all:?}"
-    );
-
-    let events = ws.turn(&id, "say after the interrupt").await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    assert_eq!(texts(&events, "assistant_message"), ["after the interrupt"]);
-    assert_eq!(
-        w.registry_pids(),
-        pids,
-        "the same process took the next turn"
-    );
-
-    // An interrupt while an approval is pending withdraws it.
-    ws.chat(&id, "bash touch never.txt").await;
-    let request = next_permission(&mut ws).await;
-    ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
-    let events = ws.events_until_turn_end(&id).await;
-    assert_eq!(status(&events), "interrupted", "{events:?}");
-    let all = w.server().all_events(&id).await;
-    assert!(
-        all.iter()
-            .any(|e| e["kind"] == "permission_resolved" && e["requestId"] == request["requestId"]),
-        "the pending approval is withdrawn"
-    );
-    let events = ws.turn(&id, "say still fine").await;
-    assert_eq!(status(&events), "completed", "{events:?}");
 }
 
 #[actix_rt::test]
@@ -354,42 +98,6 @@ async fn model_and_mode_changes_reach_the_live_process() {
         .unwrap();
     assert_eq!(last, "claude-haiku-4-5");
     assert_eq!(w.registry_pids(), pids, "no restart for model or mode");
-}
-
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn a_restarted_server_resumes_the_claude_session() {
-    let mut w = World::start("claude-resume");
-    let id = {
-        let mut ws = w.server().ws().await;
-        let id = w.session(&mut ws, "default").await;
-        ws.subscribe(&id, 0).await;
-        let events = ws.turn(&id, "say remember the blue door").await;
-        assert_eq!(status(&events), "completed");
-        id
-    };
-    let before = w.info(&id).await["vendorSessionId"].clone();
-    assert!(before.is_string());
-    w.restart();
-    let mut ws = w.server().ws().await;
-    let info = w.info(&id).await;
-    ws.subscribe(&id, info["lastSeq"].as_u64().unwrap_or(0))
-        .await;
-    let events = ws.turn(&id, "say second turn").await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    assert_eq!(w.info(&id).await["vendorSessionId"], before);
-    let request = w
-        .mock
-        .requests()
-        .into_iter()
-        .rev()
-        .find(|r| r.user_text == "say second turn")
-        .map(|r| r.body.to_string())
-        .unwrap();
-    assert!(
-        request.contains("remember the blue door"),
-        "the model saw the earlier conversation"
-    );
 }
 
 #[actix_rt::test]
@@ -435,36 +143,6 @@ async fn a_lost_claude_session_continues_in_a_new_one() {
 
 #[actix_rt::test]
 #[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn a_cli_killed_mid_turn_fails_the_turn_and_the_next_one_works() {
-    let w = World::start("claude-killed");
-    let mut ws = w.server().ws().await;
-    let id = w.session(&mut ws, "default").await;
-    ws.subscribe(&id, 0).await;
-    ws.chat(&id, "hold").await;
-    ws.recv_until(|v| v["kind"] == "text_delta").await;
-    let pids = w.registry_pids();
-    assert_eq!(pids.len(), 1, "{pids:?}");
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &pids[0].to_string()])
-        .status()
-        .map(|s| s.success());
-    assert_eq!(killed.ok(), Some(true));
-    let events = ws.events_until_turn_end(&id).await;
-    let end = events.last().cloned().unwrap();
-    assert_eq!(end["status"], "failed", "{end}");
-    assert!(
-        end["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("exited") && e.contains("signal")),
-        "{end}"
-    );
-    let events = ws.turn(&id, "say back again").await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    assert_eq!(texts(&events, "assistant_message"), ["back again"]);
-}
-
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
 async fn stopping_the_server_leaves_no_cli_behind() {
     let mut w = World::start("claude-stop");
     let mut ws = w.server().ws().await;
@@ -482,57 +160,6 @@ async fn stopping_the_server_leaves_no_cli_behind() {
         (!is_alive(pid)).then_some(())
     })
     .await;
-}
-
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn a_claude_driver_delegates_through_mcp() {
-    let w = World::start("claude-driver");
-    let mut ws = w.server().ws().await;
-    let id = w.session(&mut ws, "default").await;
-    ws.subscribe(&id, 0).await;
-    let call = json!({"message": "from the scripted worker", "workerVendor": "scripted"});
-    let events = ws
-        .turn(&id, &format!("tool mcp__tandem__send_to_partner {call}"))
-        .await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    let calls = of_kind(&events, "tool_call");
-    assert_eq!(
-        calls[0]["name"], "mcp__tandem__send_to_partner",
-        "{events:?}"
-    );
-    let results = of_kind(&events, "tool_result");
-    let output: Value = serde_json::from_str(results[0]["output"].as_str().unwrap()).unwrap();
-    assert_eq!(output["status"], "complete", "{results:?}");
-    assert_eq!(output["workerCreated"], true);
-    assert_eq!(output["response"], "from the scripted worker");
-    let worker = output["partnerId"].as_str().unwrap().to_string();
-    let worker_events = w.server().all_events(&worker).await;
-    assert_eq!(
-        texts(&worker_events, "assistant_message"),
-        ["from the scripted worker"]
-    );
-    assert!(
-        texts(&events, "assistant_message")[0].contains("from the scripted worker"),
-        "the Driver's model saw the result: {events:?}"
-    );
-    // Now a Driver, the session's next turn runs with the Driver's instruction.
-    let events = ws.turn(&id, "say next").await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    let system = |text: &str| {
-        w.mock
-            .requests()
-            .into_iter()
-            .rev()
-            .find(|r| r.user_text == text)
-            .map(|r| r.body["system"].to_string())
-            .unwrap()
-    };
-    assert!(system("say next").contains("You direct a Worker"));
-    assert!(
-        !system(&format!("tool mcp__tandem__send_to_partner {call}"))
-            .contains("You direct a Worker")
-    );
 }
 
 #[actix_rt::test]
@@ -830,54 +457,6 @@ async fn a_full_fleet_closes_an_idle_claude_and_its_session_resumes_it() {
     assert_eq!(sessions, [&json!(a)], "{fleet}");
 }
 
-/// A server whose `claude` is the shell script `script`, and a session on it.
-async fn fake_claude(script: &str) -> (Server, WsClient, String) {
-    let dir = Arc::new(TempDir::new("claude-fake"));
-    let bin = dir.path().join("fake-claude");
-    std::fs::write(&bin, script).unwrap_or_else(|e| panic!("{e}"));
-    let chmod = std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&bin)
-        .status();
-    assert!(chmod.is_ok_and(|s| s.success()));
-    let config = dir.path().join("tandem.toml");
-    std::fs::write(
-        &config,
-        format!("[vendors.claude]\nbin = {:?}\n", bin.display().to_string()),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let server = Server::start_in(dir.clone(), ServerOptions::with_config(&config));
-    let mut ws = server.ws().await;
-    let reply = ws
-        .ok(json!({"type": "session.create", "vendor": "claude"}))
-        .await;
-    let id = reply["session"]["id"].as_str().unwrap().to_string();
-    ws.subscribe(&id, 0).await;
-    (server, ws, id)
-}
-
-/// A stand-in `claude` that writes one malformed line among valid ones.
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn a_malformed_line_is_skipped() {
-    let (server, mut ws, id) = fake_claude(
-        r#"#!/bin/sh
-read line
-echo 'this is not json {'
-echo '{"type":"system","subtype":"init","session_id":"fake-session"}'
-echo '{"type":"assistant","message":{"content":[{"type":"text","text":"still fine"}]},"parent_tool_use_id":null}'
-echo '{"type":"result","subtype":"success","is_error":false,"session_id":"fake-session"}'
-cat > /dev/null
-"#,
-    )
-    .await;
-    let events = ws.turn(&id, "anything").await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    assert_eq!(texts(&events, "assistant_message"), ["still fine"]);
-    let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
-    assert_eq!(info["vendorSessionId"], "fake-session");
-}
-
 /// A stand-in `claude` that dies mid-turn after complaining on stderr.
 #[actix_rt::test]
 #[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
@@ -899,167 +478,6 @@ exit 3
         error.contains("exit code 3") && error.contains("the model backend exploded"),
         "{end}"
     );
-}
-
-/// Answers `request` with `fields` (`allow`, `remember`, `permissionMode`).
-async fn answer_with(ws: &mut WsClient, request: &Value, fields: Value) {
-    let id = request["requestId"].clone();
-    let mut body = json!({"type": "chat.permission-response", "requestId": id});
-    if let (Some(body), Some(fields)) = (body.as_object_mut(), fields.as_object()) {
-        body.extend(fields.clone());
-    }
-    ws.send(&body).await;
-    let mut frames = ws
-        .recv_until(|v| {
-            v["requestId"] == id && (v["kind"] == "reply" || v["kind"] == "protocol_error")
-        })
-        .await;
-    let reply = frames.pop().unwrap_or_else(|| panic!("no answer"));
-    assert_eq!(reply["kind"], "reply", "{reply}");
-    ws.requeue(frames);
-}
-
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn always_allow_is_remembered_and_sent_to_the_cli() {
-    let w = World::start("claude-always");
-    let mut ws = w.server().ws().await;
-    let id = w.session(&mut ws, "default").await;
-    let work = PathBuf::from(
-        w.info(&id).await["cwd"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no cwd")),
-    );
-    ws.subscribe(&id, 0).await;
-
-    ws.chat(&id, "bash touch first.txt && echo first").await;
-    let request = next_permission(&mut ws).await;
-    let remember: Vec<&Value> = request["choices"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no choices in {request}"))
-        .iter()
-        .filter(|c| c["remember"] == "session")
-        .collect();
-    assert_eq!(remember.len(), 1, "{request}");
-    assert_eq!(remember[0]["allow"], true);
-    answer_with(
-        &mut ws,
-        &request,
-        json!({"allow": true, "remember": "session"}),
-    )
-    .await;
-    let end = ws.events_until_turn_end(&id).await;
-    let events = turn_events(&w, &id, &end).await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    assert!(work.join("first.txt").exists());
-    let all = w.server().all_events(&id).await;
-    let rules = of_kind(&all, "permission_remembered");
-    assert_eq!(rules.len(), 1, "{all:?}");
-    assert_eq!(rules[0]["rule"]["toolName"], "Bash");
-
-    // The next Bash call runs without asking anyone.
-    let end = ws.turn(&id, "bash touch second.txt && echo second").await;
-    let events = turn_events(&w, &id, &end).await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    assert!(
-        of_kind(&events, "permission_request").is_empty(),
-        "{events:?}"
-    );
-    assert_eq!(texts(&events, "assistant_message"), ["result: second"]);
-    assert!(work.join("second.txt").exists());
-}
-
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn a_plan_is_approved_with_accept_edits() {
-    let w = World::start("claude-plan");
-    let mut ws = w.server().ws().await;
-    let id = w.session(&mut ws, "plan").await;
-    ws.subscribe(&id, 0).await;
-
-    // The model writes its plan to the plan file, then asks to leave plan mode.
-    ws.chat(&id, "plan 1. Write the file\ntool ExitPlanMode {}")
-        .await;
-    let request = next_permission(&mut ws).await;
-    assert_eq!(request["toolName"], "ExitPlanMode", "{request}");
-    assert_eq!(request["permissionKind"], "plan", "{request}");
-    assert_eq!(request["input"]["plan"], "1. Write the file", "{request}");
-    let accept = request["choices"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no choices in {request}"))
-        .iter()
-        .find(|c| c["permissionMode"] == "acceptEdits")
-        .cloned()
-        .unwrap_or_else(|| panic!("no accept-edits choice in {request}"));
-    assert_eq!(accept["allow"], true);
-    answer_with(
-        &mut ws,
-        &request,
-        json!({"allow": true, "permissionMode": "acceptEdits"}),
-    )
-    .await;
-    let end = ws.events_until_turn_end(&id).await;
-    let events = turn_events(&w, &id, &end).await;
-    assert_eq!(status(&events), "completed", "{events:?}");
-    assert_eq!(w.info(&id).await["permissionMode"], "acceptEdits");
-    let all = w.server().all_events(&id).await;
-    let changed = of_kind(&all, "config_changed");
-    assert_eq!(
-        changed.last().map(|c| c["permissionMode"].clone()),
-        Some(json!("acceptEdits")),
-        "{all:?}"
-    );
-}
-
-/// `chat.edit-send` on Claude Code: the next process resumes at the last message
-/// before the anchor in a forked Claude session, so the model's next request holds
-/// the turn before the anchor and none of the superseded ones; the session records
-/// the fork's id, and the old Claude session is left as it was.
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn edit_send_forks_the_claude_session_before_the_anchor() {
-    let w = World::start("claude-rewind");
-    let mut ws = w.server().ws().await;
-    let id = w.session(&mut ws, "default").await;
-    ws.subscribe(&id, 0).await;
-    for word in ["heron", "walrus", "ferret"] {
-        let events = ws.turn(&id, &format!("say remember the word {word}")).await;
-        assert_eq!(status(&events), "completed", "{events:?}");
-    }
-    let before = w.info(&id).await["vendorSessionId"].clone();
-    let stored = w.server().all_events(&id).await;
-    let anchor = stored
-        .iter()
-        .find(|e| e["kind"] == "user_message" && e["text"] == "say remember the word walrus")
-        .and_then(|e| e["seq"].as_u64())
-        .unwrap();
-    let reply = ws
-        .ok(
-            json!({"type": "chat.edit-send", "sessionId": id, "anchorSeq": anchor,
-            "content": "say remember the word otter"}),
-        )
-        .await;
-    assert_eq!(reply["superseded"]["turns"], 2, "{reply}");
-    let events = ws.events_until_turn_end(&id).await;
-    assert_eq!(events[0]["kind"], "history_rewound");
-    assert_eq!(status(&events), "completed", "{events:?}");
-    let request = w
-        .mock
-        .requests()
-        .into_iter()
-        .rev()
-        .find(|r| r.user_text == "say remember the word otter")
-        .map(|r| r.body.to_string())
-        .unwrap();
-    assert!(request.contains("remember the word heron"), "{request}");
-    assert!(!request.contains("walrus"), "{request}");
-    assert!(!request.contains("ferret"), "{request}");
-    let after = eventually("the fork's session id", || async {
-        let id = w.info(&id).await["vendorSessionId"].clone();
-        (id.is_string() && id != before).then_some(id)
-    })
-    .await;
-    assert_ne!(after, before);
 }
 
 /// `session.fork` on Claude Code: the fork's first process resumes the source's
@@ -1128,64 +546,6 @@ async fn a_fork_continues_a_claude_fork_of_the_turns_up_to_its_anchor() {
         "{request}"
     );
     assert_eq!(w.info(&id).await["vendorSessionId"], source_claude);
-}
-
-/// Every `image` block of the user messages the mock model received.
-fn images_seen(mock: &MockAnthropic) -> Vec<Value> {
-    mock.requests()
-        .iter()
-        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
-        .filter(|m| m["role"] == "user")
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .filter(|b| b["type"] == "image")
-        .collect()
-}
-
-#[actix_rt::test]
-#[cfg_attr(not(has_claude), ignore = "the pinned claude CLI is not installed")]
-async fn images_reach_the_model_as_image_blocks() {
-    use tandem_tests::images::{base64, GIF, PNG};
-    let w = World::start("claude-images");
-    let mut ws = w.server().ws().await;
-    let id = w.session(&mut ws, "default").await;
-    ws.subscribe(&id, 0).await;
-    let (status, gif) = w
-        .server()
-        .post_bytes("/api/v1/uploads?name=g.gif", "image/gif", GIF)
-        .await;
-    assert_eq!(status, 201, "{gif}");
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": [
-        {"type": "text", "text": "say I see them"},
-        {"type": "image", "mimeType": "image/png", "data": base64(PNG)},
-        {"type": "image", "uploadId": gif["uploadId"]},
-    ]}))
-    .await;
-    let events = ws.events_until_turn_end(&id).await;
-    assert_eq!(status_of(&events), "completed", "{events:?}");
-    // (The CLI adds a text block of its own after images, `[Image: source: PATH]`, so
-    // the mock's reply is not the scripted one: only the bytes are checked.)
-    let seen = images_seen(&w.mock);
-    let sources: Vec<(String, String)> = seen
-        .iter()
-        .map(|b| {
-            (
-                b["source"]["media_type"].as_str().unwrap_or("").to_string(),
-                b["source"]["data"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect();
-    assert!(
-        sources.contains(&("image/png".into(), base64(PNG))),
-        "the PNG's bytes reached the model: {seen:?}"
-    );
-    assert!(
-        sources.contains(&("image/gif".into(), base64(GIF))),
-        "the uploaded GIF's bytes reached the model: {seen:?}"
-    );
-}
-
-fn status_of(events: &[Value]) -> String {
-    status(events).as_str().unwrap_or("").to_string()
 }
 
 /// The API's rate limit as the real CLI reports it (a 429 `rate_limit_error`, not

@@ -27,6 +27,7 @@ mod cluster_workspaces;
 mod codex;
 mod configure;
 mod confinement;
+mod conformance;
 mod crash_workflows;
 mod devices;
 mod durability;
