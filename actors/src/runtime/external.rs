@@ -68,24 +68,7 @@ impl Runtime {
                     p.vendor, p.vendor_session_id
                 ))
             })?;
-        if found.size > MAX_IMPORT_BYTES {
-            return Err(RuntimeError::Unusable {
-                code: ErrorCode::FileTooLarge,
-                message: format!(
-                    "its transcript is {} MiB; an import reads at most {} MiB",
-                    found.size >> 20,
-                    MAX_IMPORT_BYTES >> 20
-                ),
-            });
-        }
-        let path = found.path.clone();
-        let claude = found.claude;
-        let (items, skipped) =
-            actix_rt::task::spawn_blocking(move || crate::external::conversation(&path, claude))
-                .await
-                .map_err(|e| {
-                    RuntimeError::Internal(format!("reading the transcript failed: {e}"))
-                })??;
+        let (items, skipped) = read_transcript(&found).await?;
         let info = self
             .new_session(NewSession {
                 mcp_servers: None,
@@ -106,23 +89,7 @@ impl Runtime {
                 resume: Some(p.vendor_session_id.clone()),
             })
             .await?;
-        let messages = items
-            .iter()
-            .filter(|i| !matches!(i, Item::Result { .. }))
-            .count();
-        let from = items.len().saturating_sub(MAX_IMPORTED);
-        let shown = items[from..]
-            .iter()
-            .filter(|i| !matches!(i, Item::Result { .. }))
-            .count();
-        let mut events = vec![EventBody::Imported {
-            vendor: p.vendor,
-            vendor_session_id: p.vendor_session_id,
-            messages: messages as u64,
-            shown: shown as u64,
-            skipped_lines: skipped,
-        }];
-        events.extend(items.into_iter().skip(from).map(event_of));
+        let events = imported(p.vendor, p.vendor_session_id, items, skipped);
         self.session_addr(&info.id)
             .ok_or_else(|| RuntimeError::SessionNotFound(info.id.clone()))?
             .send(crate::session::RecordEvents(events))
@@ -238,4 +205,51 @@ fn event_of(item: Item) -> EventBody {
             is_error,
         },
     }
+}
+
+/// The conversation of transcript `found` and how many lines were skipped; refused
+/// when it is larger than an import reads.
+async fn read_transcript(found: &Found) -> Result<(Vec<Item>, u64), RuntimeError> {
+    if found.size > MAX_IMPORT_BYTES {
+        return Err(RuntimeError::Unusable {
+            code: ErrorCode::FileTooLarge,
+            message: format!(
+                "its transcript is {} MiB; an import reads at most {} MiB",
+                found.size >> 20,
+                MAX_IMPORT_BYTES >> 20
+            ),
+        });
+    }
+    let (path, claude) = (found.path.clone(), found.claude);
+    let read =
+        actix_rt::task::spawn_blocking(move || crate::external::conversation(&path, claude)).await;
+    Ok(read.map_err(|e| RuntimeError::Internal(format!("reading the transcript failed: {e}")))??)
+}
+
+/// The events an imported session's history starts with: `imported` (how many
+/// messages there were, how many are shown), then the last [`MAX_IMPORTED`] items.
+fn imported(
+    vendor: String,
+    vendor_session_id: String,
+    items: Vec<Item>,
+    skipped: u64,
+) -> Vec<EventBody> {
+    let messages = items
+        .iter()
+        .filter(|i| !matches!(i, Item::Result { .. }))
+        .count();
+    let from = items.len().saturating_sub(MAX_IMPORTED);
+    let shown = items[from..]
+        .iter()
+        .filter(|i| !matches!(i, Item::Result { .. }))
+        .count();
+    let mut events = vec![EventBody::Imported {
+        vendor,
+        vendor_session_id,
+        messages: messages as u64,
+        shown: shown as u64,
+        skipped_lines: skipped,
+    }];
+    events.extend(items.into_iter().skip(from).map(event_of));
+    events
 }

@@ -110,21 +110,7 @@ impl Runtime {
             .drivable(who, &params.session_id)?
             .shared
             .info();
-        let vendor = params
-            .target_vendor
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| {
-                RuntimeError::InvalidArgument("choose a targetVendor for the handoff".into())
-            })?;
-        let spec = self
-            .inner
-            .vendors
-            .get(&VendorId::from(vendor.as_str()))
-            .ok_or_else(|| RuntimeError::unusable(format!("unknown vendor `{:.64}`", vendor)))?;
-        if !spec.installed {
-            return Err(RuntimeError::VendorNotInstalled(vendor));
-        }
+        let (vendor, spec) = self.handoff_vendor(params.target_vendor)?;
         if source.pair_id.is_some() {
             return Err(RuntimeError::Conflict(
                 "a session in a pair cannot be handed off; close the pair first".into(),
@@ -171,6 +157,50 @@ impl Runtime {
                 fork: None,
             })
             .await?;
+        self.tell_handoff(&source, &target, &vendor, title, request, prompt)
+            .await?;
+        Ok(SessionHandoffResult {
+            source_session_id: source.id,
+            target_session_id: target.id,
+            target_vendor: vendor,
+        })
+    }
+
+    /// The installed vendor a handoff goes to (`targetVendor`, trimmed), with its
+    /// facts.
+    fn handoff_vendor(
+        &self,
+        target: Option<String>,
+    ) -> Result<(String, std::sync::Arc<crate::adapter::VendorSpec>), RuntimeError> {
+        let vendor = target
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                RuntimeError::InvalidArgument("choose a targetVendor for the handoff".into())
+            })?;
+        let spec = self
+            .inner
+            .vendors
+            .get(&VendorId::from(vendor.as_str()))
+            .ok_or_else(|| RuntimeError::unusable(format!("unknown vendor `{:.64}`", vendor)))?;
+        if !spec.installed {
+            return Err(RuntimeError::VendorNotInstalled(vendor));
+        }
+        Ok((vendor, spec))
+    }
+
+    /// Records the handoff in both sessions (`handoff_created` in the source,
+    /// `handoff_context` in the target) and starts the target's first turn with
+    /// `prompt`.
+    async fn tell_handoff(
+        &self,
+        source: &SessionInfo,
+        target: &SessionInfo,
+        vendor: &str,
+        title: String,
+        request: String,
+        prompt: String,
+    ) -> Result<(), RuntimeError> {
         let (Some(source_addr), Some(target_addr)) =
             (self.session_addr(&source.id), self.session_addr(&target.id))
         else {
@@ -181,7 +211,7 @@ impl Runtime {
         source_addr
             .send(RecordEvent(EventBody::HandoffCreated {
                 target_session_id: target.id.clone(),
-                target_vendor: vendor.clone(),
+                target_vendor: vendor.to_string(),
                 target_title: title,
             }))
             .await?;
@@ -201,11 +231,7 @@ impl Runtime {
                 proposal: None,
             })
             .await??;
-        Ok(SessionHandoffResult {
-            source_session_id: source.id,
-            target_session_id: target.id,
-            target_vendor: vendor,
-        })
+        Ok(())
     }
 
     /// The conversation behind a handoff target: its source's user and assistant

@@ -137,7 +137,6 @@ impl WorkspaceService {
             let (wt, ws, msg) = (worktree.clone(), ws.clone(), message.clone());
             blocking(move || merge::prepare(&wt, &ws, &msg)).await?
         };
-        let data_dir = self.data_dir.clone();
         let entry = Entry {
             op: Operation::Merge,
             session_id: info.id.clone(),
@@ -150,10 +149,7 @@ impl WorkspaceService {
             keep_branch: false,
             started_at: now_ms(),
         };
-        {
-            let (dir, entry) = (data_dir.clone(), entry.clone());
-            blocking(move || journal::write(&dir, &entry)).await?;
-        }
+        self.journal(&entry).await?;
         let writer = self.services.writer.clone();
         crash_point(&writer, "workspace.merge.journaled").await;
         let commit = {
@@ -163,9 +159,7 @@ impl WorkspaceService {
         let commit = match commit {
             Ok(c) => c,
             Err(e) => {
-                let dir = data_dir.clone();
-                let id = info.id.clone();
-                let _ = blocking(move || journal::clear(&dir, &id)).await;
+                let _ = self.clear_journal(&info.id).await;
                 return Err(e);
             }
         };
@@ -183,8 +177,7 @@ impl WorkspaceService {
             Some(merged),
         )
         .await?;
-        let id = info.id.clone();
-        blocking(move || journal::clear(&data_dir, &id)).await?;
+        self.clear_journal(&info.id).await?;
         Ok(SessionMergeResult {
             session_id: info.id,
             branch: ws.branch,
@@ -273,7 +266,6 @@ impl WorkspaceService {
         session_id: &SessionId,
     ) -> Result<SessionDiscardResult, RuntimeError> {
         let (info, ws, _claim) = self.claim_for_workspace_op(who, session_id)?;
-        let data_dir = self.data_dir.clone();
         let base_head = {
             let base = PathBuf::from(&ws.base_checkout);
             blocking(move || crate::workspace::git::line(&base, &["rev-parse", "HEAD"]))
@@ -292,10 +284,7 @@ impl WorkspaceService {
             keep_branch: ws.pushed.is_some() || ws.merged,
             started_at: now_ms(),
         };
-        {
-            let (dir, entry) = (data_dir.clone(), entry.clone());
-            blocking(move || journal::write(&dir, &entry)).await?;
-        }
+        self.journal(&entry).await?;
         crash_point(&self.services.writer, "workspace.discard.journaled").await;
         let live = self.services.sessions.get(&info.id);
         self.worktree_leaving(&info, live.as_ref()).await;
@@ -324,12 +313,24 @@ impl WorkspaceService {
             Some(gone),
         )
         .await?;
-        let id = info.id.clone();
-        blocking(move || journal::clear(&data_dir, &id)).await?;
+        self.clear_journal(&info.id).await?;
         Ok(SessionDiscardResult {
             session_id: info.id,
             branch: ws.branch,
         })
+    }
+
+    /// Writes `entry` to the journal of operations in flight (start-up finishes or
+    /// undoes what it finds there).
+    async fn journal(&self, entry: &Entry) -> Result<(), RuntimeError> {
+        let (dir, entry) = (self.data_dir.clone(), entry.clone());
+        blocking(move || journal::write(&dir, &entry)).await
+    }
+
+    /// Removes session `id`'s entry from the journal: its operation is over.
+    async fn clear_journal(&self, id: &SessionId) -> Result<(), RuntimeError> {
+        let (dir, id) = (self.data_dir.clone(), id.clone());
+        blocking(move || journal::clear(&dir, &id)).await
     }
 
     /// Has the session record `event` and its new workspace, and waits until both are
@@ -360,8 +361,7 @@ impl WorkspaceService {
     /// journal entries), then records what was done in each session. Git runs here,
     /// before the server takes requests.
     pub(super) fn recover(&self) {
-        let data_dir = self.data_dir.clone();
-        for entry in journal::pending(&data_dir) {
+        for entry in journal::pending(&self.data_dir) {
             let recorded = match entry.op {
                 Operation::Merge => self.merged_since(&entry),
                 Operation::Discard => false,

@@ -54,14 +54,27 @@ pub async fn run(
         }),
         R::SessionsList(p) => json(list_page(ctx, who, p)?),
         R::ExternalList(p) => json(rt.external_sessions(who, p).await?),
-        R::McpServersList(_) => json(rt.mcp_servers().list(who)),
-        R::McpServerProbe(p) => json(rt.mcp_servers().probe(who, p).await?),
-        R::McpServerAdd(p) => json(rt.mcp_servers().add(who, p).await?),
-        R::McpServerRemove(p) => json(rt.mcp_servers().remove(who, p).await?),
         R::ExternalImport(p) => json(rt.import_external(who, p).await?),
         R::SessionsRunning(_) => json(SessionsRunningResult {
             sessions: rt.running_with(who, &others(ctx)),
         }),
+        other => Box::pin(account(rt, who, other)).await,
+    }
+}
+
+/// The requests about the server and the caller's own things: vendors, the fleet,
+/// MCP servers, devices, push.
+async fn account(
+    rt: &Runtime,
+    who: &Principal,
+    request: ClientRequest,
+) -> Result<Answer, ApiError> {
+    use ClientRequest as R;
+    match request {
+        R::McpServersList(_) => json(rt.mcp_servers().list(who)),
+        R::McpServerProbe(p) => json(rt.mcp_servers().probe(who, p).await?),
+        R::McpServerAdd(p) => json(rt.mcp_servers().add(who, p).await?),
+        R::McpServerRemove(p) => json(rt.mcp_servers().remove(who, p).await?),
         R::FleetGet(_) => json(rt.vendors().fleet(who)?),
         R::UserGet(_) => json(UserGetResult {
             user_id: who.user_id.clone(),
