@@ -212,37 +212,8 @@ impl Terminals {
     /// Opens a terminal: the shell starts in `at.cwd`. `LIMIT_EXCEEDED` when the owner
     /// has all they may.
     pub fn open(&self, at: Opening) -> Result<TerminalInfo, RuntimeError> {
-        let config = &self.inner.config;
-        let helper = config.helper.as_deref().ok_or_else(|| {
-            RuntimeError::Internal(
-                "this server cannot start terminals: its binary is not known".into(),
-            )
-        })?;
-        let mine = locked(&self.inner.open)
-            .values()
-            .filter(|t| t.owner == at.owner)
-            .count();
-        if mine >= config.max_per_user {
-            return Err(RuntimeError::LimitExceeded(format!(
-                "user `{}` already has {} terminals open (--max-terminals)",
-                at.owner, config.max_per_user
-            )));
-        }
-        let mut env = crate::adapter::process::inherited(std::env::vars_os());
-        env.insert("TERM".into(), "xterm-256color".into());
-        env.insert("COLORTERM".into(), "truecolor".into());
-        let shell = pty::user_shell(&env);
-        let spawned = pty::Pty::open(at.cols, at.rows).and_then(|p| {
-            p.spawn(&pty::Spawn {
-                helper,
-                launcher: self.inner.launcher.as_ref(),
-                shell: &shell,
-                cwd: &at.cwd,
-                env: &env,
-            })
-        });
-        let (master, mut child) =
-            spawned.map_err(|e| RuntimeError::Internal(format!("cannot start a terminal: {e}")))?;
+        self.check_room(&at.owner)?;
+        let (shell, master, mut child) = self.spawn_shell(&at)?;
         let pid = i32::try_from(child.id())
             .map_err(|_| RuntimeError::Internal("the terminal's shell has no usable pid".into()))?;
         let reading = master.try_clone()?;
@@ -310,6 +281,51 @@ impl Terminals {
             return Err(e.into());
         }
         Ok(info)
+    }
+
+    /// Refuses a terminal when `owner` has all they may (`LIMIT_EXCEEDED`).
+    fn check_room(&self, owner: &str) -> Result<(), RuntimeError> {
+        let config = &self.inner.config;
+        let mine = locked(&self.inner.open)
+            .values()
+            .filter(|t| t.owner == owner)
+            .count();
+        if mine >= config.max_per_user {
+            return Err(RuntimeError::LimitExceeded(format!(
+                "user `{owner}` already has {} terminals open (--max-terminals)",
+                config.max_per_user
+            )));
+        }
+        Ok(())
+    }
+
+    /// Starts the user's shell in a new pseudo-terminal at `at`: the shell's path,
+    /// the pseudo-terminal's master side and the child.
+    fn spawn_shell(
+        &self,
+        at: &Opening,
+    ) -> Result<(PathBuf, OwnedFd, std::process::Child), RuntimeError> {
+        let helper = self.inner.config.helper.as_deref().ok_or_else(|| {
+            RuntimeError::Internal(
+                "this server cannot start terminals: its binary is not known".into(),
+            )
+        })?;
+        let mut env = crate::adapter::process::inherited(std::env::vars_os());
+        env.insert("TERM".into(), "xterm-256color".into());
+        env.insert("COLORTERM".into(), "truecolor".into());
+        let shell = pty::user_shell(&env);
+        let spawned = pty::Pty::open(at.cols, at.rows).and_then(|p| {
+            p.spawn(&pty::Spawn {
+                helper,
+                launcher: self.inner.launcher.as_ref(),
+                shell: &shell,
+                cwd: &at.cwd,
+                env: &env,
+            })
+        });
+        let (master, child) =
+            spawned.map_err(|e| RuntimeError::Internal(format!("cannot start a terminal: {e}")))?;
+        Ok((shell, master, child))
     }
 
     /// The terminal `id`, if `user` owns it.

@@ -188,7 +188,30 @@ pub fn options(session: &Value, vendors: &[Value], pairing: &Pairing) -> Vec<Val
         current_vendor,
         installed.clone(),
     )];
-    let spec = vendor(vendors, current_vendor);
+    out.extend(model_and_effort(session, vendor(vendors, current_vendor)));
+    out.push(select(
+        MODE,
+        "Permission mode",
+        "When the agent asks before using a tool",
+        Some("mode"),
+        current_mode(session),
+        MODES
+            .iter()
+            .map(|(id, name, _)| (id.to_string(), name.to_string()))
+            .collect(),
+    ));
+    // A Worker delegates to no one.
+    if session["role"] == "worker" {
+        return out;
+    }
+    out.extend(worker_options(installed, pairing));
+    out
+}
+
+/// The model and (when the vendor offers levels) effort options of `session`, whose
+/// vendor's entry in `GET /vendors` is `spec`.
+fn model_and_effort(session: &Value, spec: Option<&Value>) -> Vec<Value> {
+    let mut out = Vec::new();
     let default_model = spec.and_then(|v| v["defaultModel"].as_str());
     let mut models = vec![(
         String::new(),
@@ -226,21 +249,13 @@ pub fn options(session: &Value, vendors: &[Value], pairing: &Pairing) -> Vec<Val
             efforts,
         ));
     }
-    out.push(select(
-        MODE,
-        "Permission mode",
-        "When the agent asks before using a tool",
-        Some("mode"),
-        current_mode(session),
-        MODES
-            .iter()
-            .map(|(id, name, _)| (id.to_string(), name.to_string()))
-            .collect(),
-    ));
-    // A Worker delegates to no one.
-    if session["role"] == "worker" {
-        return out;
-    }
+    out
+}
+
+/// The Worker options of a Driver: which vendor's Worker it has (or none), and
+/// where a new one works.
+fn worker_options(installed: Vec<(String, String)>, pairing: &Pairing) -> Vec<Value> {
+    let mut out = Vec::new();
     let mut workers = vec![(NO_WORKER.to_string(), "No Worker".to_string())];
     workers.extend(installed);
     let (worker, workspace) = match &pairing.worker {
