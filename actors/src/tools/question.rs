@@ -34,18 +34,7 @@ pub(super) async fn ask_driver(
     args: AskDriverParams,
 ) -> Result<AskDriverResult, ToolError> {
     let question = required("question", args.question)?;
-    let choices: Vec<String> = args
-        .choices
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|c| optional(Some(c)))
-        .collect();
-    if choices.len() > MAX_CHOICES {
-        return Err(ToolError::InvalidArguments {
-            tool: tandem_protocol::tools::ASK_DRIVER,
-            reason: format!("at most {MAX_CHOICES} choices"),
-        });
-    }
+    let choices = choices_of(args.choices)?;
     let timeout_seconds = clamped(args.timeout_seconds, DEFAULT_TIMEOUT, 1, MAX_TIMEOUT);
     let membership = match (&state.info.role, &state.membership) {
         (Some(Role::Worker), Some(m)) => m.clone(),
@@ -81,22 +70,7 @@ pub(super) async fn ask_driver(
         .await
         .map_err(RuntimeError::from)??;
     let question_id = record.question_id.clone();
-    let told = match (local, &membership.pair_node) {
-        (Some(pair), _) => match pair.send(WorkerAsks { question: record }).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(RuntimeError::from(e)),
-            Err(e) => Err(RuntimeError::from(e)),
-        },
-        (None, Some(node)) => match rt.peers().cluster_link() {
-            Some(cluster) => cluster.ask_driver(node, record).await,
-            None => Err(RuntimeError::NodeUnavailable {
-                session: state.info.id.clone(),
-                node: node.clone(),
-            }),
-        },
-        (None, None) => Err(PairError::DriverGone.into()),
-    };
-    match told {
+    match tell_driver(rt, local, membership.pair_node.as_ref(), record).await {
         Ok(()) => {}
         // Sent, and no answer came back: the pair's node may have it, so the question
         // waits on (answered, or timed out, once).
@@ -122,6 +96,47 @@ pub(super) async fn ask_driver(
         answer: answered.answer,
         answered_by: answered.by,
     })
+}
+
+/// A question's choices, blank ones dropped; refused beyond [`MAX_CHOICES`].
+fn choices_of(choices: Option<Vec<String>>) -> Result<Vec<String>, ToolError> {
+    let choices: Vec<String> = choices
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| optional(Some(c)))
+        .collect();
+    if choices.len() > MAX_CHOICES {
+        return Err(ToolError::InvalidArguments {
+            tool: tandem_protocol::tools::ASK_DRIVER,
+            reason: format!("at most {MAX_CHOICES} choices"),
+        });
+    }
+    Ok(choices)
+}
+
+/// Carries a Worker's question to its Driver: through the pair actor `local` here,
+/// or to the pair's node `pair_node`.
+async fn tell_driver(
+    rt: &Runtime,
+    local: Option<actix::Addr<crate::pair::PairActor>>,
+    pair_node: Option<&String>,
+    record: crate::record::QuestionRecord,
+) -> Result<(), RuntimeError> {
+    match (local, pair_node) {
+        (Some(pair), _) => match pair.send(WorkerAsks { question: record }).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(RuntimeError::from(e)),
+            Err(e) => Err(RuntimeError::from(e)),
+        },
+        (None, Some(node)) => match rt.peers().cluster_link() {
+            Some(cluster) => cluster.ask_driver(node, record).await,
+            None => Err(RuntimeError::NodeUnavailable {
+                session: record.worker_id.clone(),
+                node: node.clone(),
+            }),
+        },
+        (None, None) => Err(PairError::DriverGone.into()),
+    }
 }
 
 pub(super) async fn answer_worker(
