@@ -89,20 +89,7 @@ pub enum ServeError {
 /// Starts the runtime and serves until the process is stopped. Prints the start line
 /// (`tandem listening on http://HOST:PORT`, `https://` with TLS) once the port is bound.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
-    if opts.auth == AuthMode::None && !opts.bind.is_loopback() {
-        return Err(ServeError::AuthNoneOffLoopback(opts.bind));
-    }
-    if opts.tls.is_none() && !opts.bind.is_loopback() {
-        if !opts.insecure_http {
-            return Err(ServeError::PlainOffLoopback(opts.bind));
-        }
-        tracing::warn!(
-            bind = %opts.bind,
-            "serving plain HTTP on a non-loopback address (--insecure-http): tokens, \
-             prompts and everything agents do cross the network unencrypted, readable and \
-             changeable by anyone on the way; use --tls-cert/--tls-key or --tls self-signed"
-        );
-    }
+    check_exposure(&opts)?;
     // Bind before anything touches the data directory: a port in use must not leave a
     // fresh database behind, and its error must say which address.
     let listener = bind(&opts)?;
@@ -141,19 +128,9 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     // Agents reach `/mcp` at the loopback listener under TLS (see `bind_agents_mcp`).
     let agents_base = match agents_mcp {
         Some(listener) => {
-            let mcp_addr = listener.local_addr()?;
-            let mcp = Shared {
-                guard: web::Data::from(crate::guard::Guard::new(
-                    mcp_addr.ip(),
-                    &opts.allowed_hosts,
-                    &opts.allowed_origins,
-                )),
-                addr: mcp_addr,
-                routes: Routes::McpOnly,
-                ..shared
-            };
-            builder = listen_plain(builder, "tandem-mcp", listener, mcp)?;
-            format!("http://{mcp_addr}")
+            let (next, url) = listen_agents_mcp(builder, listener, &opts, shared)?;
+            builder = next;
+            url
         }
         None => base.clone(),
     };
@@ -173,6 +150,49 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     server.await?;
     state.runtime.stop_vendor_processes().await;
     Ok(())
+}
+
+/// Refuses what would expose the server off loopback without protection: no
+/// authentication, or plain HTTP without `--insecure-http` (which is warned about).
+fn check_exposure(opts: &ServeOptions) -> Result<(), ServeError> {
+    if opts.auth == AuthMode::None && !opts.bind.is_loopback() {
+        return Err(ServeError::AuthNoneOffLoopback(opts.bind));
+    }
+    if opts.tls.is_none() && !opts.bind.is_loopback() {
+        if !opts.insecure_http {
+            return Err(ServeError::PlainOffLoopback(opts.bind));
+        }
+        tracing::warn!(
+            bind = %opts.bind,
+            "serving plain HTTP on a non-loopback address (--insecure-http): tokens, \
+             prompts and everything agents do cross the network unencrypted, readable and \
+             changeable by anyone on the way; use --tls-cert/--tls-key or --tls self-signed"
+        );
+    }
+    Ok(())
+}
+
+/// Adds the agents' plain loopback listener for `/mcp` (under TLS) to `builder`;
+/// the builder and the URL agents reach it at.
+fn listen_agents_mcp(
+    builder: actix_server::ServerBuilder,
+    listener: std::net::TcpListener,
+    opts: &ServeOptions,
+    shared: Shared,
+) -> Result<(actix_server::ServerBuilder, String), ServeError> {
+    let mcp_addr = listener.local_addr()?;
+    let mcp = Shared {
+        guard: web::Data::from(crate::guard::Guard::new(
+            mcp_addr.ip(),
+            &opts.allowed_hosts,
+            &opts.allowed_origins,
+        )),
+        addr: mcp_addr,
+        routes: Routes::McpOnly,
+        ..shared
+    };
+    let builder = listen_plain(builder, "tandem-mcp", listener, mcp)?;
+    Ok((builder, format!("http://{mcp_addr}")))
 }
 
 /// Ends every terminal as soon as the server is told to stop (SIGTERM, SIGINT; the
