@@ -193,17 +193,64 @@ struct Inner {
     published: tokio::sync::Mutex<std::collections::HashMap<SessionId, SessionInfo>>,
 }
 
+/// True for a usable node name: 1 to 64 ASCII letters, digits, `-` or `_` (it is
+/// part of NATS subjects and keys).
+fn valid_node_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// What setting up `what` on the NATS server at `url` failed with.
+fn setup_error(url: &str, what: &'static str, e: &dyn std::fmt::Display) -> ClusterError {
+    ClusterError::Setup {
+        url: url.to_string(),
+        what,
+        reason: e.to_string(),
+    }
+}
+
+/// Makes sure the events stream and the buckets exist: the nodes', the sessions'
+/// (the directory) and the push devices'.
+async fn provision(
+    js: &jetstream::Context,
+    url: &str,
+) -> Result<
+    (
+        jetstream::kv::Store,
+        jetstream::kv::Store,
+        jetstream::kv::Store,
+    ),
+    ClusterError,
+> {
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: EVENTS_STREAM.into(),
+        subjects: vec!["tandem.sessions.*.events".into()],
+        storage: jetstream::stream::StorageType::File,
+        duplicate_window: DUPLICATE_WINDOW,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| setup_error(url, "stream TANDEM_EVENTS", &e))?;
+    let nodes = bucket(js, NODES_BUCKET)
+        .await
+        .map_err(|e| setup_error(url, "bucket tandem_nodes", &e))?;
+    let sessions = bucket(js, SESSIONS_BUCKET)
+        .await
+        .map_err(|e| setup_error(url, "bucket tandem_sessions", &e))?;
+    let push = bucket(js, devices::BUCKET)
+        .await
+        .map_err(|e| setup_error(url, "bucket tandem_push", &e))?;
+    Ok((nodes, sessions, push))
+}
+
 impl Cluster {
     /// Connects, makes sure the stream and buckets exist, takes this node's lease,
     /// loads the directory and starts publishing. Call inside the actix system.
     pub async fn join(config: ClusterConfig, runtime: Runtime) -> Result<Cluster, ClusterError> {
-        let valid = !config.node.is_empty()
-            && config.node.len() <= 64
-            && config
-                .node
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !valid {
+        if !valid_node_name(&config.node) {
             return Err(ClusterError::BadNodeName(config.node));
         }
         let client = async_nats::ConnectOptions::new()
@@ -216,32 +263,7 @@ impl Cluster {
             })?;
         let js = jetstream::new(client.clone());
         let url = config.url.clone();
-        let setup = |what: &'static str| {
-            let url = url.clone();
-            move |e: &dyn std::fmt::Display| ClusterError::Setup {
-                url,
-                what,
-                reason: e.to_string(),
-            }
-        };
-        js.get_or_create_stream(jetstream::stream::Config {
-            name: EVENTS_STREAM.into(),
-            subjects: vec!["tandem.sessions.*.events".into()],
-            storage: jetstream::stream::StorageType::File,
-            duplicate_window: DUPLICATE_WINDOW,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| setup("stream TANDEM_EVENTS")(&e))?;
-        let nodes_kv = bucket(&js, NODES_BUCKET)
-            .await
-            .map_err(|e| setup("bucket tandem_nodes")(&e))?;
-        let sessions_kv = bucket(&js, SESSIONS_BUCKET)
-            .await
-            .map_err(|e| setup("bucket tandem_sessions")(&e))?;
-        let push_kv = bucket(&js, devices::BUCKET)
-            .await
-            .map_err(|e| setup("bucket tandem_push")(&e))?;
+        let (nodes_kv, sessions_kv, push_kv) = provision(&js, &config.url).await?;
         let cluster = Cluster {
             inner: Arc::new(Inner {
                 config,
@@ -263,7 +285,7 @@ impl Cluster {
         actix::spawn(publish::run(cluster.clone(), rx));
         directory::start(cluster.clone(), nodes_kv, sessions_kv)
             .await
-            .map_err(|e| setup("directory")(&e))?;
+            .map_err(|e| setup_error(&url, "directory", &e))?;
         // Pairs with a Worker on another node: their messages, and the reports of
         // delegated turns this node's Workers ran for pairs elsewhere.
         pairs::serve(cluster.clone()).await?;
@@ -272,7 +294,7 @@ impl Cluster {
             .push()
             .share_devices(Arc::new(devices::KvDevices { kv: push_kv }))
             .await
-            .map_err(|e| setup("push devices")(&e))?;
+            .map_err(|e| setup_error(&url, "push devices", &e))?;
         runtime.peers().set_cluster(Arc::new(cluster.clone()));
         actix::spawn(pairs::report(cluster.clone()));
         actix::spawn(pairs::recheck(cluster.clone()));
