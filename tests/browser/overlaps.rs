@@ -236,10 +236,12 @@ async fn rebase_by_keyboard_moves_onto_the_base_and_shows_a_conflict() {
             chat(&id)
         )
     };
-    page.send(&id, "/write a.txt from the session\n/sleep 1500")
+    page.send(&id, "/write a.txt from the session\n/hold rebase-turn")
         .await;
+    page.server.wait_held("rebase-turn").await;
     b.wait("Rebase to be off during the turn", &rebase_off(true))
         .await;
+    page.server.release("rebase-turn").await;
     wait_turns(&page, &id, 2).await;
     b.wait("Rebase to be on after the turn", &rebase_off(false))
         .await;

@@ -103,6 +103,8 @@ async fn registration_id(b: &Browser, base: &str) -> String {
         for candidate in 0..4 {
             let probe = json!({"title": "probe", "body": candidate.to_string(), "tag": "probe"});
             push(b, base, &candidate.to_string(), &probe.to_string()).await;
+            // Pacing of this wait-for-state loop (probes go again until one shows or
+            // the deadline passes), not a window: a late probe is found next round.
             actix_rt::time::sleep(std::time::Duration::from_millis(300)).await;
         }
         let found = b
@@ -351,7 +353,6 @@ async fn a_page_opened_for_an_answer_sends_it_and_a_forged_address_answers_nothi
         "!location.search.includes('notice')",
     )
     .await;
-    actix_rt::time::sleep(std::time::Duration::from_millis(1500)).await;
     assert_eq!(answers(b).await, json!([]));
     page.wait_text(&id, ".card.permission:not(.done) .card-state", "waiting")
         .await;
@@ -360,6 +361,13 @@ async fn a_page_opened_for_an_answer_sends_it_and_a_forged_address_answers_nothi
     ))
     .await;
     page.wait_text(&id, ".msg.assistant", "denied Bash").await;
+    // Not a pause to see that nothing comes: once the turn took the click's answer,
+    // the page had sent that one alone (a forged answer would be here too, or would
+    // have answered the card first).
+    assert_eq!(
+        answers(b).await,
+        json!([{"type": "chat.permission-response", "sessionId": id, "requestId": forged, "allow": false}])
+    );
 
     // "Deny" clicked with no page open: the worker keeps the answer under a one-time
     // key and opens the deep link with it; the page sends the answer, then drops the

@@ -350,6 +350,8 @@ async fn uploads_go_with_their_session_and_unused_ones_expire() {
 
     // Never used: removed at the next upload once older than the limit (0 s here).
     let unused = upload(&server, "text/plain", "u.txt", b"unused").await;
+    // An age is the subject: a few milliseconds make the upload older than the 0 s
+    // limit (the server has no clock the test could move instead).
     std::thread::sleep(std::time::Duration::from_millis(5));
     upload(&server, "text/plain", "v.txt", b"trigger").await;
     let (status, _, _) = server

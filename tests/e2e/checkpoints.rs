@@ -428,9 +428,10 @@ async fn a_restore_is_refused_during_a_turn_for_an_unknown_turn_and_to_others() 
     );
 }
 
-/// A turn that starts while the previous turn's checkpoint is still being made (git
-/// slowed down by a failpoint) waits for it before its agent runs, so each
-/// checkpoint holds its own turn's files; interrupted while it waits, it never runs.
+/// A turn that starts while the previous turn's checkpoint is still being made (held
+/// at a failpoint that pauses until the test sets it again) waits for it before its
+/// agent runs, so each checkpoint holds its own turn's files; interrupted while it
+/// waits, it never runs.
 #[actix_rt::test]
 async fn a_turn_started_during_a_checkpoint_waits_for_it() {
     let server = Server::start();
@@ -442,12 +443,25 @@ async fn a_turn_started_during_a_checkpoint_waits_for_it() {
         .to_string();
     ws.subscribe(&sid, 0).await;
     turn_checkpoint(&mut ws, &sid, "/write zero.txt known to be a repository").await;
-    server.failpoint("workspace.checkpoint", "sleep(700)").await;
+    // `pause`: a checkpoint reaching the failpoint stays there until the failpoint is
+    // set again (`off` lets it, and every later one, pass). So "still being made" is
+    // a state the test ends, not a delay it races.
+    server.failpoint("workspace.checkpoint", "pause").await;
 
     let send = |content: &str| json!({"type": "chat.send", "sessionId": sid, "content": content});
     let one = ws.ok(send("/write one.txt first")).await["turnId"].clone();
     ws.events_until_turn_end(&sid).await;
-    let two = ws.ok(send("/write two.txt second")).await["turnId"].clone();
+    // Turn one's checkpoint cannot be done: sent now, turn two waits for it.
+    let two = ws
+        .ok(send("/write two.txt second\n/hold checkpoint-two"))
+        .await["turnId"]
+        .clone();
+    server.failpoint("workspace.checkpoint", "off").await;
+    // Turn two's agent ran (after turn one's checkpoint, if it waited) and stands at
+    // its hold; its own checkpoint will wait at the failpoint, set again.
+    server.wait_held("checkpoint-two").await;
+    server.failpoint("workspace.checkpoint", "pause").await;
+    server.release("checkpoint-two").await;
     let frames = ws
         .recv_until(|v| v["kind"] == "turn_completed" && v["turnId"] == two)
         .await;
@@ -458,18 +472,26 @@ async fn a_turn_started_during_a_checkpoint_waits_for_it() {
     let first = first.expect("turn one's checkpoint before turn two's end");
     assert_eq!(first["files"], json!(["one.txt"]), "{first}");
 
-    // Interrupted while it waits for turn two's checkpoint: its agent never runs.
+    // Interrupted while it waits for turn two's checkpoint (held): its agent never
+    // runs.
     let three = ws.ok(send("/write three.txt never")).await["turnId"].clone();
     ws.ok(json!({"type": "chat.abort", "sessionId": sid})).await;
-    let frames = ws
-        .recv_until(|v| v["kind"] == "checkpoint" && v["turnId"] == three)
+    let mut frames = ws
+        .recv_until(|v| v["kind"] == "turn_completed" && v["turnId"] == three)
         .await;
-    let ended = frames
-        .iter()
-        .find(|v| v["kind"] == "turn_completed" && v["turnId"] == three)
-        .cloned()
-        .expect("turn three ended");
+    let ended = frames.last().cloned().expect("turn three ended");
     assert_eq!(ended["status"], "interrupted", "{ended}");
+    assert!(
+        !frames
+            .iter()
+            .any(|v| v["kind"] == "checkpoint" && v["turnId"] == two),
+        "turn two's checkpoint was held: {frames:?}"
+    );
+    server.failpoint("workspace.checkpoint", "off").await;
+    frames.extend(
+        ws.recv_until(|v| v["kind"] == "checkpoint" && v["turnId"] == three)
+            .await,
+    );
     let second = frames
         .iter()
         .find(|v| v["kind"] == "checkpoint" && v["turnId"] == two)
@@ -478,5 +500,4 @@ async fn a_turn_started_during_a_checkpoint_waits_for_it() {
     assert_eq!(second["files"], json!(["two.txt"]), "{second}");
     assert_eq!(frames.last().unwrap()["files"], json!([]));
     assert!(!dir.join("three.txt").exists());
-    server.failpoint("workspace.checkpoint", "off").await;
 }

@@ -230,15 +230,29 @@ async fn what_claude_says_after_a_task_ends_stays_out_of_the_next_turn() {
     let mut ws = w.server().ws().await;
     let id = w.session(&mut ws, "bypassPermissions").await;
     ws.subscribe(&id, 0).await;
-    let events = ws.turn(&id, "bgbash sleep 1").await;
+    // The task runs until the test makes the file it waits for (not for a second the
+    // queued message below would race).
+    let go = w.home.join("go");
+    let events = ws
+        .turn(
+            &id,
+            &format!(
+                "bgbash while [ ! -f {} ]; do sleep 0.05; done",
+                go.display()
+            ),
+        )
+        .await;
     assert_eq!(status(&events), "completed", "{events:?}");
     // Queued behind the task: sent the moment the task ends, which is also when the
     // CLI starts a turn of its own to tell the model about it.
-    ws.ok(
-        json!({"type": "chat.send", "sessionId": id, "content": "say queued reply",
+    let queued = ws
+        .ok(
+            json!({"type": "chat.send", "sessionId": id, "content": "say queued reply",
                  "queue": true}),
-    )
-    .await;
+        )
+        .await;
+    assert!(queued.to_string().contains("queued"), "{queued}");
+    std::fs::write(&go, "").unwrap();
     let end = ws
         .recv_until(|v| v["kind"] == "turn_completed" && v["sessionId"] == json!(id))
         .await;

@@ -479,7 +479,14 @@ async fn a_background_command_that_ends_by_itself_leaves_the_set() {
     let codex = start(&[]);
     let mut ws = codex.ws().await;
     let id = codex_session(&mut ws, json!({"permissionMode": "bypassPermissions"})).await;
-    ws.chat(&id, "shell sleep 1.5").await;
+    // Runs until the test makes the file it waits for (not for a time the abort below
+    // would race), then ends by itself.
+    let go = codex.home.join("go");
+    ws.chat(
+        &id,
+        &format!("shell while [ ! -f {} ]; do sleep 0.05; done", go.display()),
+    )
+    .await;
     ws.recv_until(|v| v["kind"] == "tool_call" && v["sessionId"] == json!(id))
         .await;
     ws.ok(json!({"type": "chat.abort", "sessionId": id})).await;
@@ -489,6 +496,7 @@ async fn a_background_command_that_ends_by_itself_leaves_the_set() {
     let tasks = frames.last().cloned().unwrap()["tasks"].clone();
     assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
     // Nobody stops it: when it exits, the set is reported empty.
+    std::fs::write(&go, "").unwrap();
     let frames = ws
         .recv_until(|v| v["kind"] == "background_tasks" && v["sessionId"] == json!(id))
         .await;

@@ -159,6 +159,9 @@ async fn interrupt_ends_a_sleep_at_once_over_rest() {
         .await;
     assert_eq!(status, 201);
     let sid = session["id"].as_str().unwrap().to_string();
+    // The `/sleep` step itself is the subject here (a hold's interrupt is tested in
+    // holds.rs): a minute's sleep that the interrupt must end at once, so the turn
+    // surely still runs when the test acts.
     let (status, accepted) = server
         .post(
             &format!("/api/v1/sessions/{sid}/messages"),
@@ -175,6 +178,7 @@ async fn interrupt_ends_a_sleep_at_once_over_rest() {
     assert!(info["turnStartedAt"]
         .as_u64()
         .is_some_and(|t| t >= session["createdAt"].as_u64().unwrap_or(0)));
+    let interrupted = std::time::Instant::now();
     let (status, _) = server
         .post(&format!("/api/v1/sessions/{sid}/interrupt"), &json!({}))
         .await;
@@ -182,6 +186,11 @@ async fn interrupt_ends_a_sleep_at_once_over_rest() {
     let mut ws = server.ws().await;
     ws.subscribe(&sid, 0).await;
     let events = ws.events_until_turn_end(&sid).await;
+    assert!(
+        interrupted.elapsed() < std::time::Duration::from_secs(20),
+        "the interrupt took {:?}",
+        interrupted.elapsed()
+    );
     let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "interrupted");
     // The agent confirmed the interrupt itself: the session's fallback (which says

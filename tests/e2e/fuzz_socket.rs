@@ -278,6 +278,8 @@ async fn generated_rest_bodies_get_json_answers() {
         json!(1.5e300),
         json!(""),
         json!("low"),
+        // A script step as a generated value (a 1 ms turn if it lands as content),
+        // not a window: nothing here waits on it.
         json!("/sleep 1"),
         json!(["a", 1]),
         json!({"model": {"deep": [[[]]]}}),

@@ -1,8 +1,6 @@
 //! Driver/Worker pairs, end to end: scripted Drivers call the agent tools through the
 //! same path real agents use (`/tool`), and over real HTTP MCP.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
 use tandem_tests::{eventually, Server, ServerOptions, WsClient};
 
@@ -718,20 +716,32 @@ async fn racing_endings_push_back_exactly_once() {
             .await;
         let w = pair["pair"]["workerId"].as_str().unwrap().to_string();
         let pair_id = pair["pair"]["pairId"].clone();
-        let sleep = 10 + round % 4 * 5;
+        let hold = format!("race-{round}");
         tool(
             &mut ws,
             &d,
             "send_to_partner",
-            json!({"message": format!("/sleep {sleep}\nfinished"), "wait": false}),
+            json!({"message": format!("/hold {hold}\nfinished"), "wait": false}),
         )
         .await;
-        actix_rt::time::sleep(Duration::from_millis(sleep.saturating_sub(round % 3 * 5))).await;
-        // Fire both without waiting for answers.
+        // The Worker is busy (a state, not a window); then its completion (the release),
+        // the interrupt and the close go out back to back, the release first, between or
+        // last by round, none waiting for the others' answers.
+        server.wait_held(&hold).await;
+        let finish_at = round % 3;
+        if finish_at == 0 {
+            server.release(&hold).await;
+        }
         ws.send(&json!({"type": "chat.abort", "sessionId": w}))
             .await;
+        if finish_at == 1 {
+            server.release(&hold).await;
+        }
         ws.send(&json!({"type": "pair.close", "pairId": pair_id}))
             .await;
+        if finish_at == 2 {
+            server.release(&hold).await;
+        }
         drivers.push(d);
     }
     for d in drivers {

@@ -314,13 +314,19 @@ async fn a_queued_message_of_a_revoked_users_session_waits_for_the_reassignment(
     let (status, info) = carol.post("/api/v1/sessions", &json!({})).await;
     assert_eq!(status, 201, "{info}");
     let sid = info["id"].as_str().unwrap().to_string();
+    let (status, tok) = carol
+        .post(&format!("/api/v1/sessions/{sid}/mcp-token"), &json!({}))
+        .await;
+    assert_eq!(status, 200, "{tok}");
+    let token = tok["token"].as_str().unwrap().to_string();
     let (status, body) = carol
         .post(
             &format!("/api/v1/sessions/{sid}/messages"),
-            &json!({"content": "/sleep 5000"}),
+            &json!({"content": "/hold revoked-owner"}),
         )
         .await;
     assert_eq!(status, 202, "{body}");
+    server.wait_held("revoked-owner").await;
     let (status, body) = carol
         .post(
             &format!("/api/v1/sessions/{sid}/messages"),
@@ -333,13 +339,23 @@ async fn a_queued_message_of_a_revoked_users_session_waits_for_the_reassignment(
         "{body}"
     );
     server.cli(&["user", "revoke", "carol", "--data-dir"]);
+    // The server knows carol is revoked (her session's MCP token is refused: the same
+    // owner check a queued message passes) while the turn still runs; then it ends.
+    eventually(
+        "the MCP token of carol's session to be refused",
+        async || (mcp(&carol, &token, tools_list()).await.0 == 401).then_some(()),
+    )
+    .await;
+    assert_eq!(server.release("revoked-owner").await, 1);
     // The running turn ends; the queued message does not start, and stays queued.
     eventually("the running turn to end", async || {
         let events = server.all_events(&sid).await;
         (count(&events, "turn_completed") == 1).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // No pause needed: the turn's end and the decision about the queue are one step of
+    // the session (its events and its queue are published together), so the queue read
+    // now already says whether the queued message was taken.
     let events = server.all_events(&sid).await;
     assert_eq!(count(&events, "turn_started"), 1, "{events:?}");
     let (_, queue) = server.get(&format!("/api/v1/sessions/{sid}/queue")).await;

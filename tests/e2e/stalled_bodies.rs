@@ -147,6 +147,8 @@ async fn a_quiet_websocket_is_not_timed_out() {
     let server = server();
     let mut ws = server.ws().await;
     assert_eq!(ws.request(json!({"type": "ping"})).await["pong"], true);
+    // The duration is the subject: quiet for twice the 2 s request timeout (the server
+    // has no clock the test could move instead).
     actix_rt::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(ws.request(json!({"type": "ping"})).await["pong"], true);
 }

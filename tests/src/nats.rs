@@ -161,6 +161,8 @@ impl NatsServer {
         js.update_stream(&config)
             .await
             .unwrap_or_else(|e| panic!("shorter duplicate window: {e}"));
+        // A duration on purpose: JetStream forgets message ids only by age, and says
+        // nothing when it has.
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let subject = format!("tandem.sessions.{session_id}.events");
         let mut messages = Self::read_subject(&stream, session_id).await;
