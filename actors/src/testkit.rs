@@ -258,3 +258,41 @@ pub async fn turns_done(sink: &Addr<Sink>, session: &str, n: usize) -> Vec<Value
     })
     .await
 }
+
+/// History events for the tests that read a session's turns (fork, rewind).
+pub mod events {
+    use tandem_protocol::{Event, EventBody, TurnStatus};
+
+    use crate::ids::TurnId;
+
+    /// Event `seq` of session `s`, in turn `turn`.
+    pub fn ev(seq: u64, turn: Option<&str>, body: EventBody) -> Event {
+        Event {
+            session_id: "s".into(),
+            seq,
+            ts: 0,
+            turn_id: turn.map(TurnId::from),
+            body,
+        }
+    }
+
+    /// A person's message.
+    pub fn user(text: &str) -> EventBody {
+        EventBody::UserMessage {
+            text: text.into(),
+            internal: false,
+            delegated_by: None,
+            content: Vec::new(),
+        }
+    }
+
+    /// A turn's successful end.
+    pub fn done() -> EventBody {
+        EventBody::TurnCompleted {
+            status: TurnStatus::Completed,
+            error: None,
+            usage: None,
+            resets_at: None,
+        }
+    }
+}

@@ -355,35 +355,8 @@ fn read_all(store: &Store, id: &str) -> Result<Vec<(u64, String)>, RuntimeError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tandem_protocol::TurnStatus;
 
-    fn ev(seq: u64, turn: Option<&str>, body: EventBody) -> Event {
-        Event {
-            session_id: "s".into(),
-            seq,
-            ts: 0,
-            turn_id: turn.map(TurnId::from),
-            body,
-        }
-    }
-
-    fn user(text: &str) -> EventBody {
-        EventBody::UserMessage {
-            text: text.into(),
-            internal: false,
-            delegated_by: None,
-            content: Vec::new(),
-        }
-    }
-
-    fn done() -> EventBody {
-        EventBody::TurnCompleted {
-            status: TurnStatus::Completed,
-            error: None,
-            usage: None,
-            resets_at: None,
-        }
-    }
+    use crate::testkit::events::{done, ev, user};
 
     fn checkpoint(commit: &str) -> EventBody {
         EventBody::Checkpoint {
