@@ -338,13 +338,7 @@ impl ConfigFile {
                 tracing::info!(vendor = name, bin = %wanted.display(), "vendor CLI not found; not installed");
                 return None;
             };
-            Some(VendorProcess {
-                bin,
-                args: section.args.clone(),
-                env: section.env.clone(),
-                idle_close: section.idle_secs.map(std::time::Duration::from_secs),
-                confine: None,
-            })
+            Some(process_of(section, bin))
         };
         let builtins = [
             (
@@ -360,32 +354,11 @@ impl ConfigFile {
                 self.vendors.claude.as_ref(),
             ),
         ];
-        let acp = self.vendors.others.iter().filter_map(|(id, section)| {
-            let wanted = section.bin.clone()?;
-            let Some(bin) = find_executable(&wanted, path_var) else {
-                tracing::warn!(vendor = %id, bin = %wanted.display(), "ACP agent not found; not installed");
-                return None;
-            };
-            Some(ConfiguredVendor {
-                id: VendorId::new(id.clone()),
-                protocol: VendorProtocol::Acp {
-                    startup_timeout: section
-                        .startup_secs
-                        .map_or(DEFAULT_STARTUP, std::time::Duration::from_secs),
-                },
-                display_name: section
-                    .display_name
-                    .clone()
-                    .filter(|n| !n.trim().is_empty()),
-                process: VendorProcess {
-                    bin,
-                    args: section.args.clone(),
-                    env: section.env.clone(),
-                    idle_close: section.idle_secs.map(std::time::Duration::from_secs),
-                    confine: None,
-                },
-            })
-        });
+        let acp = self
+            .vendors
+            .others
+            .iter()
+            .filter_map(|(id, section)| acp_vendor(id, section, path_var));
         VendorsConfig {
             vendors: builtins
                 .into_iter()
@@ -402,6 +375,44 @@ impl ConfigFile {
                 .collect(),
         }
     }
+}
+
+/// How vendor `section`'s CLI, found at `bin`, is started.
+fn process_of(section: &VendorSection, bin: PathBuf) -> VendorProcess {
+    VendorProcess {
+        bin,
+        args: section.args.clone(),
+        env: section.env.clone(),
+        idle_close: section.idle_secs.map(std::time::Duration::from_secs),
+        confine: None,
+    }
+}
+
+/// The ACP agent `[vendors.ID]` declares, unless its `bin` is missing or not found
+/// (then it is not installed).
+fn acp_vendor(
+    id: &str,
+    section: &VendorSection,
+    path_var: Option<&std::ffi::OsStr>,
+) -> Option<ConfiguredVendor> {
+    let wanted = section.bin.clone()?;
+    let Some(bin) = find_executable(&wanted, path_var) else {
+        tracing::warn!(vendor = %id, bin = %wanted.display(), "ACP agent not found; not installed");
+        return None;
+    };
+    Some(ConfiguredVendor {
+        id: VendorId::new(id.to_string()),
+        protocol: VendorProtocol::Acp {
+            startup_timeout: section
+                .startup_secs
+                .map_or(DEFAULT_STARTUP, std::time::Duration::from_secs),
+        },
+        display_name: section
+            .display_name
+            .clone()
+            .filter(|n| !n.trim().is_empty()),
+        process: process_of(section, bin),
+    })
 }
 
 impl ConfigFile {

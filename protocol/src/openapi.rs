@@ -190,10 +190,18 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         // A body too large, one that stops arriving, or not declared JSON.
         statuses.extend([408, 413, 415]);
     }
+    statuses.extend(own_statuses(r.method, r.path));
+    statuses.sort_unstable();
+    statuses.dedup();
+    statuses
+}
+
+/// The error statuses of route `method` `path`'s own rules, beyond those of its kind.
+fn own_statuses(method: &str, path: &str) -> &'static [u16] {
     // 422: a request the document allows, refused for a fact of this server the
     // document cannot know (its vendors, users, nodes, disk, clock, a history's
     // turns, the bytes of a file); the code and message say which.
-    let own: &[u16] = match (r.method, r.path) {
+    match (method, path) {
         ("post", "/sessions") => &[404, 409, 422, 429, 503],
         ("patch", "/sessions/{id}") => &[409, 422],
         ("delete", "/sessions/{id}") => &[409],
@@ -250,11 +258,7 @@ fn error_statuses(r: &Route) -> Vec<u16> {
         // 409: one the config declares.
         ("delete", "/mcp-servers/{name}") => &[409],
         _ => &[],
-    };
-    statuses.extend(own);
-    statuses.sort_unstable();
-    statuses.dedup();
-    statuses
+    }
 }
 
 /// What an error status means here (the codes are in docs/PROTOCOL.md).

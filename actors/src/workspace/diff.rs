@@ -43,21 +43,43 @@ pub fn diff(
     let (tracked, cut) = git::capped(&top, &args, cap)?;
     text.extend_from_slice(&tracked);
     truncated |= cut;
-    // Untracked files are new files: shown as diffs from nothing.
+    if !truncated {
+        truncated = untracked(&top, path, cap, &mut text)?;
+    }
+    let mut diff = String::from_utf8_lossy(&text).into_owned();
+    if truncated {
+        diff.push_str(FileDiff::TRUNCATION_MARKER);
+    }
+    let binary_files = binary_files(&diff);
+    Ok(FileDiff {
+        path: path.map(str::to_string),
+        against: label,
+        diff,
+        truncated,
+        binary_files,
+    })
+}
+
+/// Appends the diffs of the untracked files at `top` (new files: diffs from nothing;
+/// only `path` when one is named) to `text` while it is under `cap` bytes; true when
+/// it was cut.
+fn untracked(
+    top: &Path,
+    path: Option<&str>,
+    cap: usize,
+    text: &mut Vec<u8>,
+) -> Result<bool, WorkspaceError> {
     let untracked = git::run(
-        &top,
+        top,
         &["ls-files", "--others", "--exclude-standard", "-z", "--"],
     )?;
     for file in untracked.split('\0').filter(|f| !f.is_empty()) {
-        if truncated {
-            break;
-        }
         if path.is_some_and(|p| p != file) {
             continue;
         }
         let left = cap.saturating_sub(text.len());
         let (piece, cut) = git::capped(
-            &top,
+            top,
             &[
                 "diff",
                 "--no-index",
@@ -71,24 +93,19 @@ pub fn diff(
             left,
         )?;
         text.extend_from_slice(&piece);
-        truncated |= cut;
+        if cut {
+            return Ok(true);
+        }
     }
-    let mut diff = String::from_utf8_lossy(&text).into_owned();
-    if truncated {
-        diff.push_str(FileDiff::TRUNCATION_MARKER);
-    }
-    let binary_files = diff
-        .lines()
+    Ok(false)
+}
+
+/// The files a diff reports as binary (`Binary files a/x and b/x differ`).
+fn binary_files(diff: &str) -> Vec<String> {
+    diff.lines()
         .filter_map(|l| l.strip_prefix("Binary files "))
         .filter_map(|rest| rest.strip_suffix(" differ"))
         .filter_map(|rest| rest.rsplit(" and ").next())
         .map(|b| b.strip_prefix("b/").unwrap_or(b).to_string())
-        .collect();
-    Ok(FileDiff {
-        path: path.map(str::to_string),
-        against: label,
-        diff,
-        truncated,
-        binary_files,
-    })
+        .collect()
 }
