@@ -65,15 +65,7 @@ impl Gateway {
                     written,
                     at: VecDeque::new(),
                 });
-            strikes.at.push_back(now);
-            while strikes
-                .at
-                .front()
-                .is_some_and(|t| now.duration_since(*t) > LAG_WINDOW)
-            {
-                strikes.at.pop_front();
-            }
-            struck_out |= strikes.at.len() >= LAG_STRIKES;
+            struck_out |= strikes.strike(now);
         }
         if struck_out {
             self.metrics.clients_closed_slow.fetch_add(1, Relaxed);
@@ -96,17 +88,7 @@ impl Gateway {
         self.metrics
             .lagged_notices
             .fetch_add(lags.len() as u64, Relaxed);
-        let notices: Vec<ByteString> = lags
-            .into_iter()
-            .map(|(sid, resume_from, _)| {
-                ServerFrame::Lagged {
-                    session_id: SessionId::from(&*sid),
-                    resume_from,
-                }
-                .to_json()
-                .into()
-            })
-            .collect();
+        let notices = lagged_notices(lags);
         let len = notices.iter().map(|n| n.len()).sum();
         match Self::enqueue(
             client.target(),
@@ -286,4 +268,35 @@ fn park(client: &mut Client, client_id: u64, sid: &Arc<str>, ctx: &mut Context<G
     if client.queue.drained_already() {
         ctx.notify(Drained { client_id });
     }
+}
+
+impl Strikes {
+    /// Counts a lag at `now`, forgetting those older than [`LAG_WINDOW`]; true once
+    /// the subscription has [`LAG_STRIKES`] in the window.
+    fn strike(&mut self, now: Instant) -> bool {
+        self.at.push_back(now);
+        while self
+            .at
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > LAG_WINDOW)
+        {
+            self.at.pop_front();
+        }
+        self.at.len() >= LAG_STRIKES
+    }
+}
+
+/// The `lagged {resumeFrom}` frames telling a client where to resume each session
+/// of `lags` (session, `seq` to resume from, events dropped).
+fn lagged_notices(lags: Vec<(Arc<str>, u64, u64)>) -> Vec<ByteString> {
+    lags.into_iter()
+        .map(|(sid, resume_from, _)| {
+            ServerFrame::Lagged {
+                session_id: SessionId::from(&*sid),
+                resume_from,
+            }
+            .to_json()
+            .into()
+        })
+        .collect()
 }

@@ -366,22 +366,7 @@ impl SessionActor {
                 resets_at: turn.resets_at.filter(|_| status == TurnStatus::Limited),
             },
         );
-        self.record.turn_end_seq = self.next_seq - 1;
-        if let Some(last) = self
-            .recent
-            .back_mut()
-            .filter(|t| Some(t.number) == turn_number(&turn.id))
-        {
-            last.response = response.clone();
-        }
-        self.record.status = match status {
-            TurnStatus::Completed => SessionStatus::Idle,
-            TurnStatus::Interrupted => SessionStatus::Interrupted,
-            TurnStatus::Failed | TurnStatus::Limited => SessionStatus::Failed,
-        };
-        self.record.current_turn_id = None;
-        self.record.turn_started_at = None;
-        self.touch();
+        self.record_turn_end(&turn.id, status, &response);
         // A delegated turn's limit is its Driver's to handle: its outcome goes back
         // as an error.
         let limited = (status == TurnStatus::Limited && turn.delegation.is_none())
@@ -411,6 +396,28 @@ impl SessionActor {
         self.after_turn_git(turn.id, ctx);
         self.dispatch_queued(ctx);
         self.loop_poke(ctx);
+    }
+
+    /// The record once turn `turn_id` ended with `status`: the session's status, no
+    /// current turn, where the turn's events end, and its response among the recent
+    /// turns.
+    fn record_turn_end(&mut self, turn_id: &TurnId, status: TurnStatus, response: &str) {
+        self.record.turn_end_seq = self.next_seq - 1;
+        if let Some(last) = self
+            .recent
+            .back_mut()
+            .filter(|t| Some(t.number) == turn_number(turn_id))
+        {
+            last.response = response.to_string();
+        }
+        self.record.status = match status {
+            TurnStatus::Completed => SessionStatus::Idle,
+            TurnStatus::Interrupted => SessionStatus::Interrupted,
+            TurnStatus::Failed | TurnStatus::Limited => SessionStatus::Failed,
+        };
+        self.record.current_turn_id = None;
+        self.record.turn_started_at = None;
+        self.touch();
     }
 
     /// Sends the oldest queued message when nothing runs: no turn and no background
