@@ -435,25 +435,11 @@ pub fn write(
         )),
         None => None,
     };
-    match (&current, if_match) {
-        (Some((bytes, _)), Some(tag)) if tag.trim() == etag(bytes) || tag.trim() == "*" => {}
-        (Some(_), Some(_)) => {
-            return Err(WorkspaceError::PreconditionFailed(format!(
-                "{path} changed since it was read; read it again"
-            )))
-        }
-        (Some(_), None) => {
-            return Err(WorkspaceError::PreconditionFailed(format!(
-                "{path} exists; send If-Match with its ETag to replace it"
-            )))
-        }
-        (None, Some(tag)) if tag.trim() != "*" => {
-            return Err(WorkspaceError::PreconditionFailed(format!(
-                "{path} was removed since it was read"
-            )))
-        }
-        (None, _) => {}
-    }
+    check_precondition(
+        path,
+        current.as_ref().map(|(bytes, _)| bytes.as_slice()),
+        if_match,
+    )?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(&name);
     tmp_name.push(".tandem-save");
@@ -490,6 +476,24 @@ pub fn write(
         size: content.len() as u64,
         etag: etag(content.as_bytes()),
     })
+}
+
+/// Refuses a save unless `if_match` names the file's current content `current` (or
+/// is `*`), or there is no file and no `if_match` (or `*`): `PRECONDITION_FAILED`
+/// says which.
+fn check_precondition(
+    path: &str,
+    current: Option<&[u8]>,
+    if_match: Option<&str>,
+) -> Result<(), WorkspaceError> {
+    let refused = |why: &str| Err(WorkspaceError::PreconditionFailed(format!("{path} {why}")));
+    match (current, if_match) {
+        (Some(bytes), Some(tag)) if tag.trim() == etag(bytes) || tag.trim() == "*" => Ok(()),
+        (Some(_), Some(_)) => refused("changed since it was read; read it again"),
+        (Some(_), None) => refused("exists; send If-Match with its ETag to replace it"),
+        (None, Some(tag)) if tag.trim() != "*" => refused("was removed since it was read"),
+        (None, _) => Ok(()),
+    }
 }
 
 #[cfg(test)]
