@@ -1,8 +1,9 @@
 //! [`Runtime`]: the handle the HTTP layer uses. It holds the services with state of
 //! their own (auth, clients, uploads, push, files, terminals, workspaces, schedules,
-//! pairs, MCP servers: each
-//! reached by an accessor) and forwards the rest of the requests to session and pair actors as
-//! messages, after the one access check ([`SessionAccess`]).
+//! pairs, MCP servers, vendors, peers: each reached by an accessor), and runs the
+//! session requests and the workflows that span services (creating a session, a
+//! pair with its Worker, a fork, a handoff), after the one access check
+//! ([`SessionAccess`]).
 
 mod agents;
 mod archive;
