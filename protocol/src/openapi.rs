@@ -280,6 +280,44 @@ fn error_description(status: u16) -> &'static str {
     }
 }
 
+/// The path, query and header parameters of route `r`.
+fn parameters(r: &Route) -> Vec<Value> {
+    let mut parameters: Vec<Value> = r
+        .path
+        .split('/')
+        .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
+        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": parse(NAME)}))
+        .collect();
+    parameters.extend(r.query.iter().map(|(name, what, schema, required)| {
+        json!({"name": name, "in": "query", "required": required, "description": what,
+               "schema": parse(schema)})
+    }));
+    parameters.extend(r.headers.iter().map(|(name, what, schema, required)| {
+        json!({"name": name, "in": "header", "required": required, "description": what,
+               "schema": parse(schema)})
+    }));
+    parameters
+}
+
+/// Route `r`'s responses: its success, and each error status with the `error` body.
+fn responses(r: &Route, error: &Schema, generator: &mut SchemaGenerator) -> Map<String, Value> {
+    let mut responses = Map::new();
+    responses.insert(
+        r.status.to_string(),
+        json!({"description": "success", "content": content(&r.answer, generator)}),
+    );
+    for status in error_statuses(r) {
+        responses.insert(
+            status.to_string(),
+            json!({
+                "description": error_description(status),
+                "content": {"application/json": {"schema": error}}
+            }),
+        );
+    }
+    responses
+}
+
 /// The OpenAPI 3.1 document.
 pub fn document() -> Value {
     let mut generator = SchemaSettings::draft2020_12()
@@ -291,36 +329,8 @@ pub fn document() -> Value {
     let error = generator.subschema_for::<ErrorBody>();
     let mut paths: Map<String, Value> = Map::new();
     for r in routes() {
-        let mut parameters: Vec<Value> = r
-            .path
-            .split('/')
-            .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
-            .map(
-                |name| json!({"name": name, "in": "path", "required": true, "schema": parse(NAME)}),
-            )
-            .collect();
-        parameters.extend(r.query.iter().map(|(name, what, schema, required)| {
-            json!({"name": name, "in": "query", "required": required, "description": what,
-                   "schema": parse(schema)})
-        }));
-        parameters.extend(r.headers.iter().map(|(name, what, schema, required)| {
-            json!({"name": name, "in": "header", "required": required, "description": what,
-                   "schema": parse(schema)})
-        }));
-        let mut responses = Map::new();
-        responses.insert(
-            r.status.to_string(),
-            json!({"description": "success", "content": content(&r.answer, &mut generator)}),
-        );
-        for status in error_statuses(&r) {
-            responses.insert(
-                status.to_string(),
-                json!({
-                    "description": error_description(status),
-                    "content": {"application/json": {"schema": error.clone()}}
-                }),
-            );
-        }
+        let parameters = parameters(&r);
+        let responses = responses(&r, &error, &mut generator);
         let mut op = json!({
             "summary": r.summary,
             "operationId": format!("{}{}", r.method, r.path.replace(['/', '{', '}', '.', '-'], "_")),

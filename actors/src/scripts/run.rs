@@ -71,6 +71,24 @@ impl Run {
     }
 }
 
+/// Keeps what the run writes to `out` in its log, its last [`LOG_BYTES`] (up to
+/// twice that before it is cut), until the pipe closes.
+async fn keep_output(run: &Run, out: &mut (impl tokio::io::AsyncRead + Unpin)) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = out.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut state = run.state();
+        state.log.extend_from_slice(&buf[..n]);
+        if state.log.len() > 2 * LOG_BYTES {
+            let cut = state.log.len() - LOG_BYTES;
+            state.log.drain(..cut);
+            state.dropped += cut as u64;
+        }
+    }
+}
+
 /// Starts `command` in `workdir` for `run` (which must not be running), reporting its
 /// start and end to `report`. The process is killed if its task is dropped.
 pub fn start(
@@ -121,19 +139,7 @@ pub fn start(
     let mut out = child.stdout.take();
     actix_rt::spawn(async move {
         if let Some(out) = out.as_mut() {
-            let mut buf = vec![0u8; 16 * 1024];
-            while let Ok(n) = out.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                let mut state = run.state();
-                state.log.extend_from_slice(&buf[..n]);
-                if state.log.len() > 2 * LOG_BYTES {
-                    let cut = state.log.len() - LOG_BYTES;
-                    state.log.drain(..cut);
-                    state.dropped += cut as u64;
-                }
-            }
+            keep_output(&run, out).await;
         }
         let waited = child.wait().await;
         // What the shell started may still hold the pipe's other end: it goes too.

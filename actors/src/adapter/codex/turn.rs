@@ -348,33 +348,7 @@ impl CodexThread {
                     turn.data.codex_id.get_or_insert(id);
                 }
             }
-            method::TURN_COMPLETED => {
-                let Ok(n) = serde_json::from_value::<TurnNotification>(params) else {
-                    return;
-                };
-                if let Some(turn) = self.turn.get_mut() {
-                    turn.data.codex_id.get_or_insert(n.turn.id.clone());
-                }
-                let error = n.turn.error.as_ref().map(wire::TurnError::describe);
-                let limited = n.turn.error.as_ref().is_some_and(wire::TurnError::is_limit);
-                let (status, error) = match n.turn.status {
-                    wire::TurnStatus::Interrupted => (TurnStatus::Interrupted, error),
-                    wire::TurnStatus::Failed if limited => {
-                        let resets = self.conn.as_ref().and_then(|c| c.exhausted_until());
-                        if let (Some(at), Some(turn)) = (resets, self.turn.get()) {
-                            self.emitter
-                                .send(Some(turn.id.clone()), AgentItem::LimitResets(at));
-                        }
-                        (TurnStatus::Limited, error)
-                    }
-                    wire::TurnStatus::Failed => (
-                        TurnStatus::Failed,
-                        Some(error.unwrap_or_else(|| "the Codex turn failed".into())),
-                    ),
-                    _ => (TurnStatus::Completed, None),
-                };
-                self.end_turn(status, error, ctx);
-            }
+            method::TURN_COMPLETED => self.on_turn_completed(params, ctx),
             method::ERROR => {
                 let Ok(n) = serde_json::from_value::<ErrorNotification>(params) else {
                     return;
@@ -390,6 +364,36 @@ impl CodexThread {
             }
             _ => self.on_progress(method_name, params, ctx),
         }
+    }
+
+    /// `turn/completed`: the turn ends with Codex's status; a limit says when it
+    /// resets.
+    fn on_turn_completed(&mut self, params: Value, ctx: &mut Context<Self>) {
+        let Ok(n) = serde_json::from_value::<TurnNotification>(params) else {
+            return;
+        };
+        if let Some(turn) = self.turn.get_mut() {
+            turn.data.codex_id.get_or_insert(n.turn.id.clone());
+        }
+        let error = n.turn.error.as_ref().map(wire::TurnError::describe);
+        let limited = n.turn.error.as_ref().is_some_and(wire::TurnError::is_limit);
+        let (status, error) = match n.turn.status {
+            wire::TurnStatus::Interrupted => (TurnStatus::Interrupted, error),
+            wire::TurnStatus::Failed if limited => {
+                let resets = self.conn.as_ref().and_then(|c| c.exhausted_until());
+                if let (Some(at), Some(turn)) = (resets, self.turn.get()) {
+                    self.emitter
+                        .send(Some(turn.id.clone()), AgentItem::LimitResets(at));
+                }
+                (TurnStatus::Limited, error)
+            }
+            wire::TurnStatus::Failed => (
+                TurnStatus::Failed,
+                Some(error.unwrap_or_else(|| "the Codex turn failed".into())),
+            ),
+            _ => (TurnStatus::Completed, None),
+        };
+        self.end_turn(status, error, ctx);
     }
 
     /// A notification the mapper turns into history events.

@@ -470,19 +470,9 @@ impl AcpAgent {
         let models = models::offered(&opened).map(Box::new);
         let efforts = models::offered_efforts(&opened.config_options).map(EffortChoice::boxed);
         let model = models.as_ref().and_then(|m| m.current.clone());
-        let session = match (how, opened.session_id, self.vendor_session_id.clone()) {
-            (Open::New | Open::Fork, Some(id), _) => {
-                // A fork's own session from now on.
-                self.fork_on_open = false;
-                id
-            }
-            (Open::New | Open::Fork, None, _) => {
-                let error = format!("{} opened a session without an id", self.name());
-                return self.fail_start(error, ctx);
-            }
-            (_, _, Some(id)) => id,
-            (_, Some(id), None) => id,
-            (_, None, None) => return self.fail_start("no session to reopen".into(), ctx),
+        let session = match self.opened_session(how, opened.session_id) {
+            Ok(session) => session,
+            Err(error) => return self.fail_start(error, ctx),
         };
         if self.vendor_session_id.as_deref() != Some(session.as_str()) {
             self.vendor_session_id = Some(session.clone());
@@ -518,5 +508,23 @@ impl AcpAgent {
             self.arm_idle(ctx);
         }
         self.prompt_if_ready();
+    }
+
+    /// The agent's session once `how` opened one (`id`: what it answered): a new or
+    /// forked session's own, else the one reopened; what is wrong when there is none.
+    fn opened_session(&mut self, how: Open, id: Option<String>) -> Result<String, String> {
+        match (how, id, self.vendor_session_id.clone()) {
+            (Open::New | Open::Fork, Some(id), _) => {
+                // A fork's own session from now on.
+                self.fork_on_open = false;
+                Ok(id)
+            }
+            (Open::New | Open::Fork, None, _) => {
+                Err(format!("{} opened a session without an id", self.name()))
+            }
+            (_, _, Some(id)) => Ok(id),
+            (_, Some(id), None) => Ok(id),
+            (_, None, None) => Err("no session to reopen".into()),
+        }
     }
 }
