@@ -43,6 +43,20 @@ impl PeerService {
         self.services.cluster.get().cloned()
     }
 
+    /// The cluster, to reach `node` about `session`; `NODE_UNAVAILABLE` when this
+    /// server has not joined one.
+    pub(crate) fn link_to(
+        &self,
+        node: &str,
+        session: &SessionId,
+    ) -> Result<std::sync::Arc<dyn crate::cluster_link::NodeLink>, RuntimeError> {
+        self.cluster_link()
+            .ok_or_else(|| RuntimeError::NodeUnavailable {
+                session: session.clone(),
+                node: node.to_string(),
+            })
+    }
+
     /// The ends of delegated turns this node's Workers ran for pairs on other nodes,
     /// until acknowledged.
     pub(crate) fn outbox(&self) -> &Outbox {

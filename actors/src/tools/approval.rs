@@ -11,7 +11,7 @@ use super::partner::workers_to_try;
 use super::question::first_that_knows;
 use super::{optional, required};
 use crate::cluster_link::ApprovalAnswer;
-use crate::error::{PairError, RuntimeError, ToolError};
+use crate::error::{PairError, ToolError};
 use crate::ids::{PairId, RequestId};
 use crate::runtime::Runtime;
 use crate::session::{RespondPermission, SessionState};
@@ -51,13 +51,7 @@ async fn approve_on(
     match rt.pairs().remote_worker_node(&pair_id) {
         // A Worker on another node: its node answers the request there.
         Some(node) => {
-            let cluster =
-                rt.peers()
-                    .cluster_link()
-                    .ok_or_else(|| RuntimeError::NodeUnavailable {
-                        session: worker_id.clone(),
-                        node: node.clone(),
-                    })?;
+            let cluster = rt.peers().link_to(&node, &worker_id)?;
             cluster.approve_on_worker(&node, &worker_id, answer).await?;
         }
         None => {

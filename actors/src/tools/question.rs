@@ -128,13 +128,10 @@ async fn tell_driver(
             Ok(Err(e)) => Err(RuntimeError::from(e)),
             Err(e) => Err(RuntimeError::from(e)),
         },
-        (None, Some(node)) => match rt.peers().cluster_link() {
-            Some(cluster) => cluster.ask_driver(node, record).await,
-            None => Err(RuntimeError::NodeUnavailable {
-                session: record.worker_id.clone(),
-                node: node.clone(),
-            }),
-        },
+        (None, Some(node)) => {
+            let cluster = rt.peers().link_to(node, &record.worker_id)?;
+            cluster.ask_driver(node, record).await
+        }
         (None, None) => Err(PairError::DriverGone.into()),
     }
 }
@@ -203,13 +200,7 @@ async fn answer_on(
     match rt.pairs().remote_worker_node(&pair_id) {
         // A Worker on another node: its node answers the question there.
         Some(node) => {
-            let cluster =
-                rt.peers()
-                    .cluster_link()
-                    .ok_or_else(|| RuntimeError::NodeUnavailable {
-                        session: worker_id.clone(),
-                        node: node.clone(),
-                    })?;
+            let cluster = rt.peers().link_to(&node, &worker_id)?;
             cluster.answer_on_worker(&node, &worker_id, answer).await?;
         }
         None => {
