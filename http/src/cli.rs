@@ -1,7 +1,7 @@
 //! The `tandem` command line.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -425,9 +425,23 @@ fn token(command: TokenCommand) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The options `tandem serve ARGS` runs with (`args` without the program name and
+/// `serve`), `program` standing in for the `tandem` binary that confines agents and
+/// runs terminals: how the tests start a server inside their own process.
+pub fn serve_options(args: &[String], program: PathBuf) -> Result<ServeOptions, CliError> {
+    let argv = ["tandem", "serve"].into_iter().map(String::from);
+    match Cli::try_parse_from(argv.chain(args.iter().cloned())) {
+        Ok(Cli {
+            command: Command::Serve(args),
+        }) => options(*args, Some(program)),
+        Ok(_) => Err("not `tandem serve`".into()),
+        Err(e) => Err(e.to_string().into()),
+    }
+}
+
 /// Runs `tandem serve` with parsed flags.
 fn run_serve(args: ServeArgs) -> ExitCode {
-    let opts = match options(args) {
+    let opts = match options(args, None) {
         Ok(opts) => opts,
         Err(e) => {
             eprintln!("tandem: {e}");
@@ -463,8 +477,8 @@ fn workspace_roots(file: &ConfigFile, extra: Vec<PathBuf>) -> Result<Vec<PathBuf
 
 /// Agent confinement as the kernel allows (`--confine-agents`), given to every
 /// vendor's process.
-fn confine(runtime: &mut RuntimeConfig, wanted: bool) {
-    runtime.confinement = crate::confine::detect(wanted, runtime.private_paths());
+fn confine(runtime: &mut RuntimeConfig, wanted: bool, program: Option<&Path>) {
+    runtime.confinement = crate::confine::detect(wanted, runtime.private_paths(), program);
     for vendor in &mut runtime.vendors.vendors {
         vendor.process.confine = runtime.confinement.launcher.clone();
     }
@@ -486,7 +500,9 @@ fn add_user_roots(file: &ConfigFile, runtime: &mut RuntimeConfig) -> Result<(), 
     Ok(())
 }
 
-fn options(args: ServeArgs) -> Result<ServeOptions, CliError> {
+/// The options of `tandem serve` with `args`; `program` is the `tandem` binary
+/// (`None`: this one).
+fn options(args: ServeArgs, program: Option<PathBuf>) -> Result<ServeOptions, CliError> {
     let file = match &args.config {
         Some(path) => ConfigFile::load(path).map_err(|e| e.to_string())?,
         None => ConfigFile::default(),
@@ -534,7 +550,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, CliError> {
     }
     runtime.terminals.max_per_user = args.max_terminals;
     runtime.terminals.idle = std::time::Duration::from_secs(args.terminal_idle_secs.max(1));
-    runtime.terminals.helper = std::env::current_exe().ok();
+    runtime.terminals.helper = program.clone().or_else(|| std::env::current_exe().ok());
     runtime.commit_batch = args.commit_batch.max(1);
     runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
     runtime.total_queue_bytes = args.total_queue_bytes.max(runtime.client_queue_bytes);
@@ -557,7 +573,11 @@ fn options(args: ServeArgs) -> Result<ServeOptions, CliError> {
         |key| std::env::var(key).ok(),
         std::env::var_os("PATH").as_deref(),
     );
-    confine(&mut runtime, args.confine_agents == OnOff::On);
+    confine(
+        &mut runtime,
+        args.confine_agents == OnOff::On,
+        program.as_deref(),
+    );
     let tls = match (args.tls_cert, args.tls_key, args.tls) {
         (Some(cert), Some(key), _) => Some(crate::tls::TlsSource::Files { cert, key }),
         (_, _, Some(TlsArg::SelfSigned)) => Some(crate::tls::TlsSource::SelfSigned),
@@ -613,10 +633,16 @@ fn bind_address(bind: &str) -> Result<(IpAddr, Option<String>), String> {
 /// Logs go to stderr; `TANDEM_LOG` sets the level (error, warn, info, debug, trace).
 /// Colour codes only when stderr is a terminal.
 fn init_tracing() {
+    init_tracing_at(tracing::Level::INFO);
+}
+
+/// [`init_tracing`] with `default` as the level when `TANDEM_LOG` sets none; public
+/// for the tests' in-process servers. A second call does nothing.
+pub fn init_tracing_at(default: tracing::Level) {
     let level = std::env::var("TANDEM_LOG")
         .ok()
         .and_then(|l| l.parse::<tracing::Level>().ok())
-        .unwrap_or(tracing::Level::INFO);
+        .unwrap_or(default);
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)

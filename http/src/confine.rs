@@ -249,15 +249,16 @@ impl Probe {
 }
 
 /// Whether vendor processes can be confined here: `enabled` is `--confine-agents`,
-/// `denied` the paths no vendor process may reach (data directory, config file). Runs
-/// `tandem confine --probe` (this very binary) to see what the kernel enforces.
-pub fn detect(enabled: bool, denied: Vec<PathBuf>) -> Confinement {
+/// `denied` the paths no vendor process may reach (data directory, config file),
+/// `program` the `tandem` binary (`None`: this very one). Runs `tandem confine
+/// --probe` to see what the kernel enforces.
+pub fn detect(enabled: bool, denied: Vec<PathBuf>, program: Option<&Path>) -> Confinement {
     if !enabled {
         return Confinement::off(
             "switched off (--confine-agents off): agents can read and write whatever the server can",
         );
     }
-    let helper = match std::env::current_exe() {
+    let helper = match program.map_or_else(std::env::current_exe, |p| Ok(p.to_path_buf())) {
         Ok(path) => path,
         Err(e) => {
             return Confinement::off(format!(

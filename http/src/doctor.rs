@@ -41,7 +41,7 @@ pub fn run(config: Option<PathBuf>, confine: bool) -> ExitCode {
     // What `tandem serve` with the default data directory and this config denies.
     let mut denied: Vec<PathBuf> = crate::server::default_data_dir().into_iter().collect();
     denied.extend(config.iter().filter_map(|c| c.canonicalize().ok()));
-    let confinement = crate::confine::detect(confine, denied);
+    let confinement = crate::confine::detect(confine, denied, None);
     for vendor in &mut vendors.vendors {
         vendor.process.confine = confinement.launcher.clone();
     }

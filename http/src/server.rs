@@ -86,9 +86,28 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
+/// Stops a server started by [`serve_reporting`].
+pub use actix_server::ServerHandle;
+
 /// Starts the runtime and serves until the process is stopped. Prints the start line
 /// (`tandem listening on http://HOST:PORT`, `https://` with TLS) once the port is bound.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
+    serve_reporting(opts, |lines, _| {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(lines)?;
+        stdout.flush()
+    })
+    .await
+}
+
+/// [`serve`], handing the start lines and a handle that stops the server to `started`
+/// instead of printing them: how the tests run a server inside their own process.
+/// Once the handle stopped the HTTP server, the vendor processes are stopped and this
+/// returns.
+pub async fn serve_reporting(
+    opts: ServeOptions,
+    started: impl FnOnce(&[u8], ServerHandle) -> std::io::Result<()>,
+) -> Result<(), ServeError> {
     check_exposure(&opts)?;
     // Bind before anything touches the data directory: a port in use must not leave a
     // fresh database behind, and its error must say which address.
@@ -101,11 +120,11 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
         Some(source) => Some(crate::tls::load(source, &opts.runtime.data_dir, opts.bind)?),
         None => None,
     };
-    let started = tandem_actors::start(opts.runtime.clone())?;
-    let users = started.runtime.store().list_users().map_or(0, |u| u.len());
+    let opened = tandem_actors::start(opts.runtime.clone())?;
+    let users = opened.runtime.store().list_users().map_or(0, |u| u.len());
     crate::confine::log_at_start(&opts.runtime.confinement, users);
-    let cluster = join_cluster(&opts, &started.runtime).await?;
-    let state = app_state(&opts, started.runtime, cluster);
+    let cluster = join_cluster(&opts, &opened.runtime).await?;
+    let state = app_state(&opts, opened.runtime, cluster);
     let guard = web::Data::from(crate::guard::Guard::new(
         addr.ip(),
         &opts.allowed_hosts,
@@ -140,14 +159,19 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServeError> {
     // Pairing links name an address a phone can reach, not `0.0.0.0`.
     let (public, reachable) = crate::pairing::public_url(scheme, opts.bind, addr.port());
     state.runtime.auth().set_public_url(&public, reachable);
+    let mut lines = Vec::new();
     print_start(
+        &mut lines,
         &opts,
         &base,
-        started.new_admin_token.as_deref(),
+        opened.new_admin_token.as_deref(),
         tls.as_ref(),
     )?;
+    started(&lines, server.handle())?;
     tracing::info!(%addr, data_dir = %opts.runtime.data_dir.display(), "serving");
     server.await?;
+    // Stopped by its handle, no signal ended them (see `stop_terminals_on_signal`).
+    state.runtime.terminals().stop_all();
     state.runtime.stop_vendor_processes().await;
     Ok(())
 }
@@ -289,12 +313,12 @@ async fn join_cluster(
 /// token's URL (once, when it was just made) or how to print it, then `tandem
 /// listening on URL`.
 fn print_start(
+    stdout: &mut impl Write,
     opts: &ServeOptions,
     base: &str,
     new_admin_token: Option<&str>,
     tls: Option<&crate::tls::Tls>,
 ) -> Result<(), ServeError> {
-    let mut stdout = std::io::stdout().lock();
     if let Some(tls) = tls {
         // To compare with what a browser or phone shows before trusting it.
         writeln!(
@@ -316,7 +340,6 @@ fn print_start(
         }
     }
     writeln!(stdout, "tandem listening on {base}")?;
-    stdout.flush()?;
     Ok(())
 }
 

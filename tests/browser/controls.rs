@@ -714,7 +714,7 @@ impl Drop for Resume {
     ignore = "chromium, chromedriver or axe-core is not installed"
 )]
 async fn a_request_without_an_answer_times_out_visibly() {
-    let page = Page::open(&[]).await;
+    let page = Page::open_process().await;
     let b = &page.browser;
     let id = create_session(&page, "slow").await;
     page.open_session(&id).await;
@@ -815,7 +815,7 @@ async fn a_failed_schedule_shows_in_the_history_with_its_reason() {
         token_auth: true,
         args: vec!["--config".into(), config.display().to_string()],
     };
-    let server = Server::start_in(dir.clone(), with_vendor);
+    let server = Server::start_process_in(dir.clone(), with_vendor);
     let mut ws = server.ws().await;
     let reply = ws
         .ok(json!({"type": "session.create", "vendor": "fake", "title": "vendor gone"}))

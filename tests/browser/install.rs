@@ -78,7 +78,7 @@ const done = arguments[arguments.length - 1];
     ignore = "chromium, chromedriver or axe-core is not installed"
 )]
 async fn the_page_installs_and_opens_offline_saying_it_retries() {
-    let page = Page::open(&[]).await;
+    let page = Page::open_process().await;
     let b = &page.browser;
 
     // The manifest: linked, served as a manifest, with the fields an install needs.

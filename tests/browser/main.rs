@@ -61,6 +61,16 @@ impl Page {
         Page::log_in_to(server, browser_args).await
     }
 
+    /// Like [`Page::open`], with the server a process of its own: for a test that
+    /// kills or stops it.
+    pub async fn open_process() -> Page {
+        let server = Server::start_process(ServerOptions {
+            token_auth: true,
+            args: Vec::new(),
+        });
+        Page::log_in_to(server, &[]).await
+    }
+
     /// Like [`Page::open`], for a server in `dir` (where the test has put a config
     /// file or the files its server must find).
     pub async fn open_in(dir: std::sync::Arc<tandem_tests::TempDir>, args: &[&str]) -> Page {

@@ -13,7 +13,7 @@ use crate::{assert_no_duplicate_items, create_session, Page};
     ignore = "chromium, chromedriver or axe-core is not installed"
 )]
 async fn a_server_restart_loses_and_repeats_nothing() {
-    let page = Page::open(&[]).await;
+    let page = Page::open_process().await;
     let id = create_session(&page, "resilient").await;
     page.open_session(&id).await;
     page.send(&id, "alpha").await;

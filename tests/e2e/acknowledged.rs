@@ -40,13 +40,13 @@ async fn create(server: &Server, transport: Transport, title: &str) -> String {
 
 #[actix_rt::test]
 async fn an_acknowledged_session_survives_a_kill_on_every_transport() {
-    let mut server = Server::start();
+    let mut server = Server::start_process(Default::default());
     for round in 0..12 {
         let transport = TRANSPORTS[round % 2];
         let title = format!("round {round}");
         let id = create(&server, transport, &title).await;
         let dir = server.kill();
-        server = Server::start_in(dir, Default::default());
+        server = Server::start_process_in(dir, Default::default());
         let (status, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
         assert_eq!(status, 200, "{transport:?} round {round}: {info}");
         assert_eq!(info["title"], json!(title), "{transport:?} round {round}");
@@ -111,7 +111,7 @@ fn positions(events: &[Value]) -> Vec<(u64, String)> {
 #[actix_rt::test]
 async fn an_acknowledged_stop_and_interrupt_lose_nothing_on_every_transport() {
     for transport in TRANSPORTS {
-        let server = Server::start();
+        let server = Server::start_process(Default::default());
         let id = held_turn(
             &server,
             "/background t1 600000 a long task\n/hold stop",

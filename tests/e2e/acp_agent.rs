@@ -778,7 +778,7 @@ async fn a_restarted_server_is_connected_to_again_and_the_session_goes_on() {
         token_auth: true,
         args,
     };
-    let server = Server::start_in(
+    let server = Server::start_process_in(
         std::sync::Arc::new(TempDir::new("acp")),
         options(Vec::new()),
     );

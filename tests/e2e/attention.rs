@@ -37,7 +37,7 @@ async fn seen(server: &Server, sid: &str) -> Value {
 
 #[actix_rt::test]
 async fn a_turn_asks_for_attention_until_it_is_seen_and_it_survives_a_restart() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
@@ -65,7 +65,7 @@ async fn a_turn_asks_for_attention_until_it_is_seen_and_it_survives_a_restart() 
     attention_is(&server, &sid, "failed").await;
     // Kept across a restart.
     let dir = server.kill();
-    let server = Server::start_in(dir, ServerOptions::default());
+    let server = Server::start_process_in(dir, Default::default());
     assert_eq!(info(&server, &sid).await["attention"], "failed");
     assert_eq!(seen(&server, &sid).await, "none");
     let dir = server.kill();

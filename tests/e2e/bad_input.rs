@@ -174,7 +174,7 @@ async fn rest_bad_bodies_and_unknown_ids() {
 
 #[actix_rt::test]
 async fn token_auth_guards_everything_but_health() {
-    let server = Server::start_with(ServerOptions {
+    let server = Server::start_process(ServerOptions {
         token_auth: true,
         ..ServerOptions::default()
     });

@@ -98,7 +98,7 @@ async fn vendors_lists_what_can_run() {
 
 #[actix_rt::test]
 async fn on_limit_is_kept_listed_and_survives_a_restart() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let mut ws = server.ws().await;
     let id = ws.create_session().await;
     ws.ok(json!({"type": "session.configure", "sessionId": id, "onLimit": "wait"}))

@@ -49,7 +49,7 @@ impl World {
         .unwrap();
         let mut opts = ServerOptions::with_config(&config);
         opts.args.extend(args.iter().map(|a| (*a).to_string()));
-        let server = Server::start_in(dir, opts);
+        let server = Server::start_process_in(dir, opts);
         World {
             server,
             work,

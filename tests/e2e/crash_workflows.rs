@@ -5,13 +5,13 @@
 //! or proposal ended in its documented state.
 
 use serde_json::{json, Value};
-use tandem_tests::{eventually, Server, ServerOptions, WsClient};
+use tandem_tests::{eventually, Server, WsClient};
 
 /// Waits for the server to die at its crash point and starts it again on its data.
 async fn restart_after_crash(server: Server) -> Server {
     let (status, dir) = server.exited().await;
     assert!(!status.success(), "the server exited cleanly: {status}");
-    Server::start_in(dir, ServerOptions::default())
+    Server::start_process_in(dir, Default::default())
 }
 
 /// A connected client subscribed to a fresh session.
@@ -119,7 +119,7 @@ fn count(events: &[Value], kind: &str) -> usize {
 
 /// Crashes `pair.create` at `point`; returns the restarted server and the Driver.
 async fn crash_pair_create(point: &str) -> (Server, String) {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (mut ws, d) = driver(&server).await;
     server.failpoint(point, "return").await;
     ws.send(&json!({"type": "pair.create", "requestId": "c1", "driverId": d, "worker": {"vendor": "scripted"}}))
@@ -217,7 +217,7 @@ async fn pair_create_cut_after_the_worker_joined_is_rolled_forward() {
 /// ends interrupted, the half-made pair is undone, and the next call makes a Worker.
 #[actix_rt::test]
 async fn send_to_partner_cut_mid_creation_leaves_a_driver_that_can_delegate() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (mut ws, d) = driver(&server).await;
     server.failpoint("pair.create.driver", "return").await;
     start_tool(
@@ -240,7 +240,7 @@ async fn send_to_partner_cut_mid_creation_leaves_a_driver_that_can_delegate() {
 
 #[actix_rt::test]
 async fn pair_close_cut_after_the_closed_row_is_finished_and_reports_once() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (mut ws, d) = driver(&server).await;
     let (out, _) = tool(
         &server,
@@ -276,7 +276,7 @@ async fn pair_close_cut_after_the_closed_row_is_finished_and_reports_once() {
     driver_can_pair_again(&server, &d).await;
     // A second restart reports nothing more.
     let dir = server.kill();
-    let server = Server::start_in(dir, ServerOptions::default());
+    let server = Server::start_process_in(dir, Default::default());
     assert_eq!(settled_pushbacks(&server, &d, 1).await.len(), 1);
 }
 
@@ -304,7 +304,7 @@ fn proposal_statuses(hist: &[Value]) -> Vec<String> {
 
 #[actix_rt::test]
 async fn an_accepted_proposal_cut_before_its_worker_fails_once_and_unblocks() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (mut ws, d, pid) = proposal(&server).await;
     server.failpoint("proposal.accept.starting", "return").await;
     ws.send(&json!({"type": "proposal.respond", "requestId": "r1", "sessionId": d, "proposalId": pid, "accepted": true}))
@@ -327,13 +327,13 @@ async fn an_accepted_proposal_cut_before_its_worker_fails_once_and_unblocks() {
     assert!(!err && out["status"] == "posted", "{out}");
     // A second restart tells nothing more.
     let dir = server.kill();
-    let server = Server::start_in(dir, ServerOptions::default());
+    let server = Server::start_process_in(dir, Default::default());
     assert_eq!(settled_pushbacks(&server, &d, 1).await.len(), 1);
 }
 
 #[actix_rt::test]
 async fn an_accepted_proposal_cut_before_its_delegation_is_rolled_forward() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (mut ws, d, pid) = proposal(&server).await;
     server.failpoint("proposal.accept.running", "return").await;
     ws.send(&json!({"type": "proposal.respond", "requestId": "r1", "sessionId": d, "proposalId": pid, "accepted": true}))
@@ -353,7 +353,7 @@ async fn an_accepted_proposal_cut_before_its_delegation_is_rolled_forward() {
     let w = ps[0]["workerId"].as_str().unwrap().to_string();
     usable(&server, &w).await;
     let dir = server.kill();
-    let server = Server::start_in(dir, ServerOptions::default());
+    let server = Server::start_process_in(dir, Default::default());
     assert_eq!(settled_pushbacks(&server, &d, 1).await.len(), 1);
 }
 
@@ -372,7 +372,7 @@ async fn turns_done(server: &Server, sid: &str, n: u64) -> Value {
 
 #[actix_rt::test]
 async fn spawn_cut_after_the_first_child_starts_it_after_restart() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (mut ws, p) = driver(&server).await;
     server.failpoint("spawn.child", "return").await;
     let three: Vec<Value> = (0..3)
@@ -398,7 +398,7 @@ async fn spawn_cut_after_the_first_child_starts_it_after_restart() {
 
 #[actix_rt::test]
 async fn a_spawn_failing_at_child_two_starts_the_first() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (_ws, p) = driver(&server).await;
     server
         .failpoint("spawn.create_child", "1*off->return(boom)")

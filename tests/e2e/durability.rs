@@ -196,7 +196,7 @@ async fn a_full_database_fails_the_turn_and_loses_no_seq() {
 
 #[actix_rt::test]
 async fn every_accepted_rest_message_survives_a_kill() {
-    let mut server = Server::start();
+    let mut server = Server::start_process(Default::default());
     let (_, created) = server.post("/api/v1/sessions", &json!({})).await;
     let id = created["id"].as_str().unwrap().to_string();
     for round in 0..20 {
@@ -206,7 +206,7 @@ async fn every_accepted_rest_message_survives_a_kill() {
         assert_eq!(status, 202, "{body}");
         // kill -9 right after the answer, then restart on the same data.
         let dir = server.kill();
-        server = Server::start_in(dir, Default::default());
+        server = Server::start_process_in(dir, Default::default());
         let events = server.all_events(&id).await;
         assert!(
             events

@@ -9,7 +9,7 @@ use tandem_tests::Server;
 
 #[actix_rt::test]
 async fn a_frame_announcing_a_terabyte_is_refused_at_its_header() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let baseline = rss_kib(server.pid());
     let mut stream = upgrade(&server.base, None);
     // A masked text frame header announcing 2^40 bytes.

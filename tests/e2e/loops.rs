@@ -249,7 +249,7 @@ async fn stop_and_an_interrupt_end_a_loop() {
 
 #[actix_rt::test]
 async fn a_loop_resumes_after_a_restart_mid_turn_and_mid_cooldown() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (mut ws, cut) = session(&server).await;
     start(
         &mut ws,

@@ -39,6 +39,7 @@ mod flow;
 mod forks;
 mod fuzz_socket;
 mod handoff;
+mod harness;
 mod holds;
 mod huge_frames;
 mod limits;

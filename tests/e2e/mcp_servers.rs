@@ -247,7 +247,7 @@ async fn users_add_probe_and_remove_their_own_servers() {
         token_auth: true,
         ..ServerOptions::with_config(&config)
     };
-    let server = Server::start_in(dir.clone(), options());
+    let server = Server::start_process_in(dir.clone(), options());
     let bob = server.add_user("bob");
     let everything = HttpEverything::start(dir.path());
 

@@ -657,7 +657,7 @@ async fn spawn_limits_and_statuses() {
 
 #[actix_rt::test]
 async fn restart_mid_delegation_tells_the_driver_once() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (mut ws, d) = driver(&server).await;
     tool(
         &mut ws,
@@ -672,7 +672,7 @@ async fn restart_mid_delegation_tells_the_driver_once() {
     wws.recv_until(|v| v["kind"] == "assistant_message" && v["text"] == "started")
         .await;
     let dir = server.kill();
-    let server = Server::start_in(dir, ServerOptions::default());
+    let server = Server::start_process_in(dir, Default::default());
     let got = await_pushbacks(&server, &d, 1).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(

@@ -313,7 +313,7 @@ async fn an_unanswered_question_times_out_and_the_worker_decides() {
 /// further restarts.
 #[actix_rt::test]
 async fn a_question_survives_a_restart_and_is_answered_once() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (mut ws, d) = driver(&server).await;
     let (_, qid, w) = delegate_asking(
         &mut ws,
@@ -325,7 +325,7 @@ async fn a_question_survives_a_restart_and_is_answered_once() {
     stored_question(&server, &w).await;
     ws.close().await;
     let dir = server.kill();
-    let server = Server::start_in(dir, ServerOptions::default());
+    let server = Server::start_process_in(dir, Default::default());
     // The Worker's turn was cut off, the delegation reported interrupted once; the
     // question still waits.
     let got = await_pushbacks(&server, &d, 1).await;

@@ -2,6 +2,13 @@
 //! `chat_subscribed.queued`) and usage totals (`GET .../usage`).
 
 use serde_json::{json, Value};
+use tandem_protocol::client::{
+    ChatQueueCancelParams, ChatQueueEditParams, ChatSendParams, SessionCreateParams,
+};
+use tandem_protocol::rest::ChatQueueResult;
+use tandem_protocol::results::ChatSendResult;
+use tandem_protocol::server::{QueuedEntry, ServerFrame};
+use tandem_protocol::{Event, EventBody, SessionId};
 use tandem_tests::{eventually, Server, ServerOptions};
 
 fn texts(queued: &Value) -> Vec<String> {
@@ -15,54 +22,74 @@ fn texts(queued: &Value) -> Vec<String> {
         .unwrap()
 }
 
+/// `chat.send` of `text` to `session`, queued behind a running turn when `queue`.
+fn send(session: &SessionId, text: &str, queue: bool) -> ChatSendParams {
+    ChatSendParams {
+        session_id: session.clone(),
+        content: text.to_string().into(),
+        options: None,
+        queue,
+    }
+}
+
+/// The texts of a queue, in order.
+fn queued_texts(queued: &[QueuedEntry]) -> Vec<&str> {
+    queued.iter().map(|q| q.text.as_str()).collect()
+}
+
 #[actix_rt::test]
 async fn queued_messages_are_listed_edited_cancelled_and_survive_a_restart() {
     let dir = std::sync::Arc::new(tandem_tests::TempDir::new("queue"));
     let server = Server::start_in(dir.clone(), ServerOptions::default());
     let mut ws = server.ws().await;
-    let sid = ws.create_session().await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold busy"}))
-        .await;
-    for text in ["first", "second", "third"] {
-        let r = ws
-            .ok(json!({"type": "chat.send", "sessionId": sid, "content": text, "queue": true}))
-            .await;
-        assert_eq!(r["queued"], true);
+    let created = ws.call_ok(SessionCreateParams::default()).await;
+    let sid = created.session.id;
+    ws.call_ok(send(&sid, "/hold busy", false)).await;
+    for (text, place) in [("first", 1), ("second", 2), ("third", 3)] {
+        let answer = ws.call_ok(send(&sid, text, true)).await;
+        assert!(
+            matches!(answer, ChatSendResult::Queued { queued: true, position, .. } if position == place),
+            "{answer:?}"
+        );
     }
     let (status, list) = server.get(&format!("/api/v1/sessions/{sid}/queue")).await;
     assert_eq!(status, 200);
-    assert_eq!(list["sessionId"], sid.as_str());
-    assert_eq!(texts(&list["queued"]), ["first", "second", "third"]);
-    let ids: Vec<String> = list["queued"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|q| q["queueId"].as_str().map(String::from))
-                .collect()
-        })
-        .unwrap();
-    assert!(ids.iter().all(|id| id.starts_with("q_")), "{list}");
+    let list: ChatQueueResult = serde_json::from_value(list).unwrap();
+    assert_eq!(list.session_id, sid);
+    assert_eq!(queued_texts(&list.queued), ["first", "second", "third"]);
+    let ids: Vec<String> = list.queued.iter().map(|q| q.queue_id.clone()).collect();
+    assert!(ids.iter().all(|id| id.starts_with("q_")), "{ids:?}");
 
     // Edit keeps the place; cancel takes it out; both answer with the queue.
     let edited = ws
-        .ok(json!({"type": "chat.queue-edit", "sessionId": sid, "queueId": ids[1], "content": "second, edited"}))
+        .call_ok(ChatQueueEditParams {
+            session_id: sid.clone(),
+            queue_id: ids[1].clone(),
+            content: "second, edited".into(),
+        })
         .await;
-    assert_eq!(edited["queueId"], ids[1].as_str());
+    assert_eq!(edited.queue_id, ids[1]);
     assert_eq!(
-        texts(&edited["queued"]),
+        queued_texts(&edited.queued),
         ["first", "second, edited", "third"]
     );
     let cancelled = ws
-        .ok(json!({"type": "chat.queue-cancel", "sessionId": sid, "queueId": ids[0]}))
+        .call_ok(ChatQueueCancelParams {
+            session_id: sid.clone(),
+            queue_id: ids[0].clone(),
+        })
         .await;
-    assert_eq!(texts(&cancelled["queued"]), ["second, edited", "third"]);
+    assert_eq!(queued_texts(&cancelled.queued), ["second, edited", "third"]);
 
     // chat_subscribed lists the queue.
     let mut other = server.ws().await;
     other.subscribe(&sid, 0).await;
-    let ack = other.recv().await;
-    assert_eq!(ack["kind"], "chat_subscribed");
-    assert_eq!(texts(&ack["queued"]), ["second, edited", "third"]);
+    match serde_json::from_value(other.recv().await) {
+        Ok(ServerFrame::ChatSubscribed { queued, .. }) => {
+            assert_eq!(queued_texts(&queued), ["second, edited", "third"])
+        }
+        other => panic!("not chat_subscribed: {other:?}"),
+    }
 
     // A restart keeps the queue as edited: the turn in flight is closed, and the
     // session, free again, sends what is queued, in order.
@@ -74,17 +101,19 @@ async fn queued_messages_are_listed_edited_cancelled_and_survive_a_restart() {
     ws.subscribe(&sid, 0).await;
     ws.recv_until(|v| v["kind"] == "user_message" && v["text"] == "third")
         .await;
-    let users: Vec<Value> = server
+    let users: Vec<String> = server
         .all_events(&sid)
         .await
         .into_iter()
-        .filter(|e| e["kind"] == "user_message")
-        .map(|e| e["text"].clone())
+        .filter_map(|e| match serde_json::from_value::<Event>(e) {
+            Ok(Event {
+                body: EventBody::UserMessage { text, .. },
+                ..
+            }) => Some(text),
+            _ => None,
+        })
         .collect();
-    assert_eq!(
-        users,
-        [json!("/hold busy"), json!("second, edited"), json!("third")]
-    );
+    assert_eq!(users, ["/hold busy", "second, edited", "third"]);
 }
 
 #[actix_rt::test]

@@ -47,7 +47,7 @@ async fn messages_queue_over_rest() {
 
 #[actix_rt::test]
 async fn sessions_are_renamed_configured_and_archived() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let mut watcher = server.ws().await;
     watcher.ok(json!({"type": "sessions.watch"})).await;
     let (_, session) = server.post("/api/v1/sessions", &json!({})).await;

@@ -8,7 +8,7 @@ use crate::assert_contiguous;
 
 #[actix_rt::test]
 async fn kill_mid_turn_then_restart() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let mut ws = server.ws().await;
     let done = ws.create_session().await;
     let busy = ws.create_session().await;
@@ -30,7 +30,7 @@ async fn kill_mid_turn_then_restart() {
     let seen_last = seen.last().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
     let dir = server.kill();
 
-    let server = Server::start_in(dir, ServerOptions::default());
+    let server = Server::start_process_in(dir, Default::default());
     let (_, list) = server.get("/api/v1/sessions").await;
     let sessions = list["sessions"].as_array().cloned().unwrap();
     assert_eq!(sessions.len(), 2);
@@ -78,7 +78,7 @@ async fn kill_mid_turn_then_restart() {
 
 #[actix_rt::test]
 async fn queued_messages_survive_a_kill_and_run_once() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
@@ -91,7 +91,7 @@ async fn queued_messages_survive_a_kill_and_run_once() {
     ws.recv_until(|v| v["kind"] == "user_message" && v["text"] == "/hold never")
         .await;
     let dir = server.kill();
-    let server = Server::start_in(dir, ServerOptions::default());
+    let server = Server::start_process_in(dir, Default::default());
     let mut ws = server.ws().await;
     ws.subscribe(&sid, 0).await;
     let events = ws
@@ -129,7 +129,7 @@ async fn actors_started(server: &Server) -> u64 {
 /// once even when requests come together, and carries on where its history ended.
 #[actix_rt::test]
 async fn idle_sessions_start_their_actor_at_first_use() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let mut ws = server.ws().await;
     let talked = ws.create_session().await;
     let renamed = ws.create_session().await;

@@ -139,7 +139,7 @@ async fn past_times_fire_at_once_and_pending_ones_can_be_cancelled() {
 /// the kill), so it cannot pass by the message firing before the kill.
 #[actix_rt::test]
 async fn a_pending_schedule_survives_a_kill_and_fires_once() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     let at = now_ms() + 1500;
@@ -149,7 +149,7 @@ async fn a_pending_schedule_survives_a_kill_and_fires_once() {
     let schedule_id = reply["scheduleId"].as_str().unwrap().to_string();
     let dir = server.kill();
     let killed_at = now_ms();
-    let server = Server::start_in(dir, ServerOptions::default());
+    let server = Server::start_process_in(dir, Default::default());
     let mut ws = server.ws().await;
     ws.subscribe(&sid, 0).await;
     let turn = ws.events_until_turn_end(&sid).await;
@@ -309,7 +309,7 @@ async fn a_recurring_schedule_runs_lists_what_comes_and_skips_or_queues_while_bu
 /// missed occurrence, and the next one is in the future.
 #[actix_rt::test]
 async fn missed_occurrences_run_once_at_start() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     // Every second would be every minute's worth of burst if missed ones all ran.

@@ -389,7 +389,7 @@ async fn what_a_killed_servers_scripts_left_is_killed_when_it_starts_again() {
         args: vec!["--worktree-ports".into(), "27360-27361".into()],
         ..ServerOptions::default()
     };
-    let server = Server::start_in(std::sync::Arc::new(TempDir::new("scripts")), options());
+    let server = Server::start_process_in(std::sync::Arc::new(TempDir::new("scripts")), options());
     let (_ws, pid) = running_sleep(&server).await;
     let data = server.kill();
     // Nothing of the killed server could stop it.

@@ -91,7 +91,7 @@ fn assert_disconnected(mut stream: TcpStream) {
 
 #[actix_rt::test]
 async fn a_client_that_never_reads_is_disconnected_and_released() {
-    let server = Server::start_with(options());
+    let server = Server::start_process(options());
     let id = new_session(&server).await;
     let stream = never_reading_client(&server, &id);
     // Enough output to fill the socket's buffers several times over.
@@ -128,7 +128,7 @@ async fn round_of_two_hundred(server: &Server, id: &str) -> u64 {
 
 #[actix_rt::test]
 async fn two_hundred_clients_that_never_read_are_all_released() {
-    let server = Server::start_with(options());
+    let server = Server::start_process(options());
     let id = new_session(&server).await;
     let baseline = rss_kib(server.pid());
     let first = round_of_two_hundred(&server, &id).await;

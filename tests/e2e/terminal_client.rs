@@ -47,7 +47,7 @@ fn token_server(dir: Arc<TempDir>, port: Option<u16>) -> Server {
     if let Some(port) = port {
         args.extend(["--port".to_string(), port.to_string()]);
     }
-    Server::start_in(
+    Server::start_process_in(
         dir,
         ServerOptions {
             token_auth: true,

@@ -284,7 +284,7 @@ async fn https_and_wss_with_a_given_certificate() {
 
 #[actix_rt::test]
 async fn self_signed_is_made_once_private_and_its_fingerprint_printed() {
-    let server = Server::start_with(ServerOptions {
+    let server = Server::start_process(ServerOptions {
         args: vec!["--tls".into(), "self-signed".into()],
         ..ServerOptions::default()
     });
@@ -310,7 +310,7 @@ async fn self_signed_is_made_once_private_and_its_fingerprint_printed() {
 
     // Restarted on the same data: the same certificate, not a new one.
     let dir = server.kill();
-    let again = Server::start_in(
+    let again = Server::start_process_in(
         dir,
         ServerOptions {
             args: vec!["--tls".into(), "self-signed".into()],

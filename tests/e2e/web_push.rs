@@ -202,7 +202,7 @@ async fn a_push_service_that_never_answers_holds_up_nothing() {
 #[actix_rt::test]
 async fn bad_subscriptions_are_refused_and_each_user_has_their_own() {
     let service = PushService::start(&["phone"]);
-    let server = Server::start_with(ServerOptions {
+    let server = Server::start_process(ServerOptions {
         token_auth: true,
         ..ServerOptions::default()
     });

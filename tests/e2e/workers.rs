@@ -247,7 +247,7 @@ async fn a_driver_gets_several_named_workers_and_delegates_to_them_at_once() {
 
 #[actix_rt::test]
 async fn a_drivers_workers_survive_a_restart_and_answers_find_their_worker() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let (mut ws, d) = driver(&server).await;
     for name in ["alpha", "beta"] {
         let (status, made) = add_worker(&server, &d, json!({"workerName": name})).await;

@@ -372,7 +372,7 @@ async fn merge_refuses_a_dirty_base_and_squashes() {
 
 #[actix_rt::test]
 async fn kill_during_a_merge_or_a_discard_is_clean_after_restart() {
-    let server = Server::start();
+    let server = Server::start_process(Default::default());
     let base = repo(&server, "proj");
     let mut ws = server.ws().await;
     let info = create(&mut ws, json!({"cwd": base, "workspace": "worktree"})).await;
@@ -389,7 +389,7 @@ async fn kill_during_a_merge_or_a_discard_is_clean_after_restart() {
         .await;
     let (status, dir) = server.exited().await;
     assert!(!status.success(), "the server exited cleanly: {status}");
-    let server = Server::start_in(dir, ServerOptions::default());
+    let server = Server::start_process_in(dir, Default::default());
     assert!(
         snapshot(&base) == before_base,
         "the base checkout was not rolled back"

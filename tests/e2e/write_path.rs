@@ -22,7 +22,7 @@ const BUDGET: u64 = 64 << 10;
 /// the client was never disconnected.
 #[actix_rt::test]
 async fn session_list_pages_are_held_to_the_client_budget() {
-    let server = Server::start_with(ServerOptions {
+    let server = Server::start_process(ServerOptions {
         args: [
             "--client-stall-secs",
             "2",

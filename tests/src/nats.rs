@@ -69,12 +69,12 @@ impl NatsServer {
 
     /// [`NatsServer::node`] with more `tandem serve` flags.
     pub fn node_with(&self, name: &str, extra: &[String]) -> crate::Server {
-        crate::Server::start_with(self.node_options(name, extra))
+        crate::Server::start_process(self.node_options(name, extra))
     }
 
     /// A node that was killed or stopped, started again on its data directory.
     pub fn restart_node(&self, dir: Arc<TempDir>, name: &str) -> crate::Server {
-        crate::Server::start_in(dir, self.node_options(name, &[]))
+        crate::Server::start_process_in(dir, self.node_options(name, &[]))
     }
 
     fn node_options(&self, name: &str, extra: &[String]) -> crate::ServerOptions {

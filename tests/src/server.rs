@@ -1,4 +1,4 @@
-//! Starting and stopping server processes.
+//! Starting and stopping servers: in the test process, or as `tandem serve` processes.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -102,7 +102,7 @@ impl ConfiguredServer {
             config,
             args,
         };
-        this.server = Some(Server::start_in(this.dir.clone(), this.options()));
+        this.server = Some(Server::start_process_in(this.dir.clone(), this.options()));
         this
     }
 
@@ -125,7 +125,7 @@ impl ConfiguredServer {
         if let Some(old) = self.server.take() {
             old.kill();
         }
-        self.server = Some(Server::start_in(self.dir.clone(), self.options()));
+        self.server = Some(Server::start_process_in(self.dir.clone(), self.options()));
     }
 
     /// Stops the server cleanly (SIGTERM) and waits for it to exit.
@@ -148,8 +148,11 @@ impl Drop for ConfiguredServer {
     }
 }
 
-/// A running server process. It derefs to an [`Api`] client holding the admin token
-/// (when token auth is on); [`Server::as_user`] gives one for another token.
+/// A running server: by default inside the test process ([`Server::start`]), or a
+/// `tandem serve` process where the process itself is what a test looks at (killed,
+/// crashed, its memory, its children: [`Server::start_process`]). It derefs to an
+/// [`Api`] client holding the admin token (when token auth is on);
+/// [`Server::as_user`] gives one for another token.
 #[derive(Debug)]
 pub struct Server {
     api: Api,
@@ -157,8 +160,31 @@ pub struct Server {
     pub dir: std::sync::Arc<TempDir>,
     /// What the server printed on stdout up to and including its start line.
     pub start_lines: Vec<String>,
-    child: Child,
+    running: Running,
 }
+
+/// Where a server runs.
+#[derive(Debug)]
+enum Running {
+    /// A `tandem serve` child process.
+    Process(Child),
+    /// On a thread of the test process, with its own actix system.
+    InProcess(InProcess),
+}
+
+/// A server on a thread of the test process.
+#[derive(Debug)]
+struct InProcess {
+    /// Stops its HTTP server; the thread then stops the vendor processes and ends.
+    handle: tandem_http::server::ServerHandle,
+    /// Says when the thread ended (dropped with it).
+    ended: mpsc::Receiver<()>,
+}
+
+/// How many servers run inside this process. Failpoints, holds and crash points are
+/// per process, so only one server runs in-process at a time: a second one started
+/// while it runs (a cluster's other nodes) is a process of its own.
+static IN_PROCESS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl std::ops::Deref for Server {
     type Target = Api;
@@ -191,22 +217,83 @@ pub fn server_binary() -> PathBuf {
 }
 
 impl Server {
-    /// Starts a server with `--auth none` in a fresh directory.
+    /// Starts a server with `--auth none` in a fresh directory, in this process.
     pub fn start() -> Server {
         Server::start_with(ServerOptions::default())
     }
 
-    /// Starts a server with options in a fresh directory.
+    /// Starts a server with options in a fresh directory, in this process.
     pub fn start_with(opts: ServerOptions) -> Server {
         Server::start_in(std::sync::Arc::new(TempDir::new("srv")), opts)
     }
 
-    /// Starts a server on an existing directory (to test restarts).
+    /// Starts a server on an existing directory (to test restarts), in this process
+    /// unless another server already runs in it.
     pub fn start_in(dir: std::sync::Arc<TempDir>, opts: ServerOptions) -> Server {
-        Server::start_in_env(dir, opts, &[])
+        let args = serve_args(&dir, &opts);
+        let taken = IN_PROCESS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0;
+        if taken {
+            IN_PROCESS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            return Server::start_program(&server_binary(), dir, opts, &[]);
+        }
+        tandem_http::cli::init_tracing_at(tracing::Level::WARN);
+        let options = tandem_http::cli::serve_options(&args, server_binary())
+            .unwrap_or_else(|e| panic!("tandem serve {args:?}: {e}"));
+        let (started, start_rx) = mpsc::channel();
+        let (ended_tx, ended) = mpsc::channel::<()>();
+        let spawned = std::thread::Builder::new()
+            .name("tandem-server".into())
+            .spawn(move || {
+                let system = actix_rt::System::new();
+                let served = system.block_on(tandem_http::server::serve_reporting(
+                    options,
+                    move |lines, handle| {
+                        let _ = started.send((lines.to_vec(), handle));
+                        Ok(())
+                    },
+                ));
+                if let Err(e) = served {
+                    eprintln!("tandem serve {args:?}: {e}");
+                }
+                // The runtime's arbiters end with the system.
+                actix_rt::System::current().stop();
+                let _ = system.run();
+                IN_PROCESS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                drop(ended_tx);
+            });
+        if let Err(e) = spawned {
+            panic!("cannot start the server thread: {e}");
+        }
+        let (lines, handle) = match start_rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(started) => started,
+            Err(e) => panic!("the server did not start: {e}"),
+        };
+        let start_lines: Vec<String> = String::from_utf8_lossy(&lines)
+            .lines()
+            .map(String::from)
+            .collect();
+        Server::started(
+            dir,
+            &opts,
+            start_lines,
+            Running::InProcess(InProcess { handle, ended }),
+        )
     }
 
-    /// [`Server::start_in`] with extra environment variables for the server process.
+    /// Starts a `tandem serve` process with options in a fresh directory: for a test
+    /// of the process itself (killed, crashed, its memory or children).
+    pub fn start_process(opts: ServerOptions) -> Server {
+        let dir = std::sync::Arc::new(TempDir::new("srv"));
+        Server::start_program(&server_binary(), dir, opts, &[])
+    }
+
+    /// [`Server::start_process`] on an existing directory.
+    pub fn start_process_in(dir: std::sync::Arc<TempDir>, opts: ServerOptions) -> Server {
+        Server::start_program(&server_binary(), dir, opts, &[])
+    }
+
+    /// [`Server::start_process_in`] with extra environment variables for the server
+    /// process.
     pub fn start_in_env(
         dir: std::sync::Arc<TempDir>,
         opts: ServerOptions,
@@ -223,19 +310,9 @@ impl Server {
         opts: ServerOptions,
         env: &[(String, String)],
     ) -> Server {
-        let data = dir.path().join("data");
         let mut cmd = Command::new(binary);
-        cmd.arg("serve");
-        // A restart that must keep its address passes its own `--port`.
-        if !opts.args.iter().any(|a| a == "--port") {
-            cmd.args(["--port", "0"]);
-        }
-        cmd.arg("--data-dir")
-            .arg(&data)
-            .arg("--workspace-root")
-            .arg(dir.path())
-            .args(["--auth", if opts.token_auth { "token" } else { "none" }])
-            .args(&opts.args)
+        cmd.arg("serve")
+            .args(serve_args(&dir, &opts))
             .envs(env.iter().map(|(k, v)| (k, v)))
             .env(
                 "TANDEM_LOG",
@@ -261,35 +338,49 @@ impl Server {
         });
         // With token auth the first start prints `open URL?token=T` (once, before the
         // start line); later starts do not, and `tandem token show` prints it.
-        let mut base = None;
-        let mut token = None;
         let mut start_lines = Vec::new();
-        while base.is_none() {
-            let line = match rx.recv_timeout(Duration::from_secs(30)) {
-                Ok(line) => line,
+        while !start_lines
+            .last()
+            .is_some_and(|l: &String| l.starts_with(LISTENING))
+        {
+            match rx.recv_timeout(Duration::from_secs(30)) {
+                Ok(line) => start_lines.push(line),
                 Err(e) => {
                     let _ = child.kill();
                     panic!("server did not print its start line: {e}");
                 }
-            };
-            if let Some(url) = line.strip_prefix("tandem listening on ") {
-                base = Some(url.trim().to_string());
-            } else if let Some((_, t)) = line.split_once("?token=") {
-                token = Some(t.trim().to_string());
             }
-            start_lines.push(line);
         }
+        Server::started(dir, &opts, start_lines, Running::Process(child))
+    }
+
+    /// The server whose start lines were read: its address and admin token.
+    fn started(
+        dir: std::sync::Arc<TempDir>,
+        opts: &ServerOptions,
+        start_lines: Vec<String>,
+        running: Running,
+    ) -> Server {
+        let base = start_lines
+            .iter()
+            .find_map(|l| l.strip_prefix(LISTENING))
+            .map(|url| url.trim().to_string())
+            .unwrap_or_else(|| panic!("no start line in {start_lines:?}"));
+        let mut token = start_lines
+            .iter()
+            .find_map(|l| l.split_once("?token="))
+            .map(|(_, t)| t.trim().to_string());
         if opts.token_auth && token.is_none() {
-            token = Some(cli(&["token", "show", "--data-dir"], &data));
+            token = Some(cli(
+                &["token", "show", "--data-dir"],
+                &dir.path().join("data"),
+            ));
         }
         Server {
-            api: Api {
-                base: base.unwrap_or_default(),
-                token,
-            },
+            api: Api { base, token },
             dir,
             start_lines,
-            child,
+            running,
         }
     }
 
@@ -313,9 +404,21 @@ impl Server {
         }
     }
 
-    /// The server's process id.
+    /// The server's process id; a test that looks at the process starts one with
+    /// [`Server::start_process`].
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        match &self.running {
+            Running::Process(child) => child.id(),
+            Running::InProcess(_) => in_process_has_no(),
+        }
+    }
+
+    /// The server's process; panics for a server in this process.
+    fn child(&mut self) -> &mut Child {
+        match &mut self.running {
+            Running::Process(child) => child,
+            Running::InProcess(_) => in_process_has_no(),
+        }
     }
 
     /// Waits (polling, for at most 30 s) for the process to end by itself, e.g. at a
@@ -323,7 +426,7 @@ impl Server {
     /// Panics (and the drop kills the process) if it keeps running.
     pub async fn exited(mut self) -> (std::process::ExitStatus, std::sync::Arc<TempDir>) {
         for _ in 0..600 {
-            match self.child.try_wait() {
+            match self.child().try_wait() {
                 Ok(Some(status)) => return (status, self.dir.clone()),
                 Ok(None) => actix_rt::time::sleep(Duration::from_millis(50)).await,
                 Err(e) => panic!("waiting for the server: {e}"),
@@ -332,10 +435,18 @@ impl Server {
         panic!("the server did not exit");
     }
 
-    /// Stops the process with SIGTERM (a clean shutdown) and waits for it to exit;
-    /// panics if it is still running after 30 s (it is then killed).
+    /// Stops the server cleanly (a process by SIGTERM) and waits for it to end;
+    /// panics if it is still running after 30 s (a process is then killed).
     pub fn terminate(mut self) -> std::sync::Arc<TempDir> {
-        let pid = self.child.id().to_string();
+        let child = match &mut self.running {
+            Running::Process(child) => child,
+            Running::InProcess(server) => {
+                let stopped = server.stop(true);
+                assert!(stopped, "the server did not stop within 30 s");
+                return self.dir.clone();
+            }
+        };
+        let pid = child.id().to_string();
         let _ = Command::new("kill").args(["-TERM", &pid]).status();
         // A clean stop that hangs must fail the test, not hang it: a watchdog kills the
         // server after 30 s.
@@ -347,7 +458,7 @@ impl Server {
             }
             false
         });
-        let status = self.child.wait();
+        let status = child.wait();
         let _ = done.send(());
         let hung = watchdog.join().unwrap_or(true);
         assert!(
@@ -359,10 +470,52 @@ impl Server {
 
     /// Kills the process with SIGKILL (no clean shutdown) and waits for it.
     pub fn kill(mut self) -> std::sync::Arc<TempDir> {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let child = self.child();
+        let _ = child.kill();
+        let _ = child.wait();
         self.dir.clone()
     }
+}
+
+/// What asking a server in the test process for its process does.
+fn in_process_has_no() -> ! {
+    panic!("this server runs in the test process: start it with Server::start_process")
+}
+
+impl InProcess {
+    /// Stops the server (`graceful`: waits for open requests, as SIGTERM does) and
+    /// waits up to 30 s for its thread to end; whether it ended.
+    fn stop(&mut self, graceful: bool) -> bool {
+        // The command is sent when called; the returned future only waits for it.
+        drop(self.handle.stop(graceful));
+        matches!(
+            self.ended.recv_timeout(Duration::from_secs(30)),
+            Err(mpsc::RecvTimeoutError::Disconnected)
+        )
+    }
+}
+
+/// What `tandem serve` prints once it listens, before its URL.
+const LISTENING: &str = "tandem listening on ";
+
+/// The flags after `tandem serve` for a server in `dir` with `opts`.
+fn serve_args(dir: &TempDir, opts: &ServerOptions) -> Vec<String> {
+    let mut args = Vec::new();
+    // A restart that must keep its address passes its own `--port`.
+    if !opts.args.iter().any(|a| a == "--port") {
+        args.extend(["--port".to_string(), "0".to_string()]);
+    }
+    let data = dir.path().join("data");
+    args.extend([
+        "--data-dir".to_string(),
+        data.display().to_string(),
+        "--workspace-root".to_string(),
+        dir.path().display().to_string(),
+        "--auth".to_string(),
+        if opts.token_auth { "token" } else { "none" }.to_string(),
+    ]);
+    args.extend(opts.args.iter().cloned());
+    args
 }
 
 /// Runs the `tandem` command line with `args` followed by `data`.
@@ -620,7 +773,16 @@ impl Api {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        match &mut self.running {
+            Running::Process(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Running::InProcess(server) => {
+                if !server.stop(false) {
+                    eprintln!("the in-process server did not stop within 30 s");
+                }
+            }
+        }
     }
 }
