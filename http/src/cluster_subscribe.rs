@@ -31,7 +31,7 @@ pub fn subscribe(
     last_seq: u64,
 ) -> Result<(), RuntimeError> {
     let info = match cluster.remote_session(session_id) {
-        Some(info) if !rt.peers().hosts(session_id) => info,
+        Some(info) if !rt.sessions().hosts(session_id) => info,
         _ => return rt.clients().subscribe(who, client_id, session_id, last_seq),
     };
     rt.peers().check_remote_subscription(who, &info, last_seq)?;

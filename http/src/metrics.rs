@@ -137,7 +137,7 @@ pub fn render(runtime: &Runtime) -> String {
         out,
         "# HELP tandem_sessions Sessions by status.\n# TYPE tandem_sessions gauge"
     );
-    for (status, count) in runtime.status_counts() {
+    for (status, count) in runtime.sessions().status_counts() {
         let _ = writeln!(
             out,
             "tandem_sessions{{status=\"{}\"}} {count}",

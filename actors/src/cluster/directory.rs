@@ -264,7 +264,7 @@ impl Cluster {
     async fn sync_directory(&self) {
         let sessions = &self.inner.directory;
         let mut published = self.inner.published.lock().await;
-        let now = self.inner.runtime.peers().local_sessions();
+        let now = self.inner.runtime.sessions().local_sessions();
         let mut present = std::collections::HashSet::with_capacity(now.len());
         for info in now {
             present.insert(info.id.clone());
@@ -311,7 +311,7 @@ impl Cluster {
             let fresh: Vec<SessionInfo> = self
                 .inner
                 .runtime
-                .peers()
+                .sessions()
                 .local_sessions()
                 .into_iter()
                 .filter(|info| !published.contains_key(&info.id))

@@ -314,7 +314,7 @@ impl Cluster {
 
     /// Where a session lives.
     pub fn owner(&self, session_id: &str) -> Owner {
-        if self.inner.runtime.peers().hosts(session_id) {
+        if self.inner.runtime.sessions().hosts(session_id) {
             return Owner::Local;
         }
         let Some(remote) = self.inner.remote.get(session_id) else {

@@ -650,6 +650,7 @@ async fn worker_view(
         .send(crate::session::RecentTurns { count })
         .await??;
     let info = rt
+        .sessions()
         .session_info(worker_id)
         .ok_or_else(|| RuntimeError::SessionNotFound(worker_id.into()))?;
     serde_json::to_value(WorkerView {
@@ -727,7 +728,8 @@ fn worker_addr(
     rt: &crate::runtime::Runtime,
     id: &SessionId,
 ) -> Result<actix::Addr<crate::session::SessionActor>, RuntimeError> {
-    rt.session_addr(id)
+    rt.sessions()
+        .session_addr(id)
         .ok_or_else(|| RuntimeError::SessionNotFound(id.into()))
 }
 
@@ -808,10 +810,13 @@ async fn send_report(cluster: &Cluster, pending: PendingReport) {
     let rt = &cluster.inner.runtime;
     // Summed up at each try: a report waits for the pair's node only while that node
     // is away, and the Worker takes no other delegation meanwhile.
-    let changes = match rt.session_info(&worker_id) {
+    let changes = match rt.sessions().session_info(&worker_id) {
         Some(info) => {
             let summary = rt.check_env().delegation_summary(&info).await;
-            crate::pair::record_checks(rt.session_handle(&worker_id).as_ref(), summary.as_ref());
+            crate::pair::record_checks(
+                rt.sessions().session_handle(&worker_id).as_ref(),
+                summary.as_ref(),
+            );
             summary
         }
         None => None,
@@ -829,7 +834,7 @@ async fn send_report(cluster: &Cluster, pending: PendingReport) {
     match answer {
         Ok(Ok(taken)) => {
             rt.peers().outbox().remove(&report.delegation_id);
-            let Some(session) = rt.session_addr(&worker_id) else {
+            let Some(session) = rt.sessions().session_addr(&worker_id) else {
                 return;
             };
             if taken == Taken::NoPair {

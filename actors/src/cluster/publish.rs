@@ -91,7 +91,7 @@ pub(super) async fn run(cluster: Cluster, mut rx: UnboundedReceiver<Vec<StoredEv
     let behind = cluster
         .inner
         .runtime
-        .peers()
+        .sessions()
         .local_sessions()
         .into_iter()
         .filter(|s| s.last_seq > 0)
@@ -164,7 +164,7 @@ impl Publisher {
             let is_local = match &local {
                 Some((sid, yes)) if *sid == ev.session_id => *yes,
                 _ => {
-                    let yes = self.cluster.inner.runtime.peers().hosts(&ev.session_id);
+                    let yes = self.cluster.inner.runtime.sessions().hosts(&ev.session_id);
                     local = Some((ev.session_id.clone(), yes));
                     if yes {
                         self.followers.gate(&ev.session_id, &ev.gate);

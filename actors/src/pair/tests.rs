@@ -103,7 +103,7 @@ async fn racing_endings_resolve_a_detached_delegation_once() {
         assert_eq!(out["status"], "running", "{out}");
         actix_rt::time::sleep(Duration::from_millis(round % 3)).await;
         let (abort, close) = tokio::join!(
-            fx.runtime.abort(&fx.who, &w),
+            fx.runtime.sessions().abort(&fx.who, &w),
             fx.runtime.pairs().close(&fx.who, &pair_id)
         );
         // Either may find nothing left to stop; neither may fail otherwise.
@@ -137,7 +137,7 @@ async fn a_waiting_delegation_racing_an_interrupt_is_told_once() {
         );
         let stop = async {
             actix_rt::time::sleep(Duration::from_millis(round % 3)).await;
-            fx.runtime.abort(&fx.who, &w).await
+            fx.runtime.sessions().abort(&fx.who, &w).await
         };
         let (out, _) = tokio::join!(call, stop);
         let status = out["status"].as_str().unwrap().to_string();
@@ -165,6 +165,7 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
     let d = fx.session().await;
     let addr = fx
         .runtime
+        .sessions()
         .session_addr(&d)
         .unwrap_or_else(|| panic!("no actor"));
     let stray = PairInfo {
@@ -186,7 +187,10 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
     .unwrap_or_else(|e| panic!("{e}"))
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
-        fx.runtime.session_info(&d).and_then(|i| i.pair_id),
+        fx.runtime
+            .sessions()
+            .session_info(&d)
+            .and_then(|i| i.pair_id),
         Some("pair_stray".into())
     );
     let closed = fx
@@ -195,7 +199,13 @@ async fn closing_a_pair_with_no_actor_frees_its_driver() {
         .close(&fx.who, &"pair_stray".into())
         .await;
     assert_eq!(closed.ok(), Some(false));
-    assert_eq!(fx.runtime.session_info(&d).and_then(|i| i.pair_id), None);
+    assert_eq!(
+        fx.runtime
+            .sessions()
+            .session_info(&d)
+            .and_then(|i| i.pair_id),
+        None
+    );
     // The event is stored (and so readable) once its commit lands.
     wait_for("pair_closed in the Driver's history", || async {
         fx.history(&d)

@@ -94,7 +94,7 @@ impl Runtime {
     /// also while the session's owner is revoked.
     pub fn mcp_session(&self, token: &str) -> Option<SessionId> {
         let session = SessionId::from(self.inner.services.mcp.session_of(token)?);
-        self.owner_allowed(&session).ok()?;
+        self.sessions().owner_allowed(&session).ok()?;
         Some(session)
     }
 

@@ -25,13 +25,11 @@ impl Runtime {
         let info = handle.ask(Archive).await??;
         // Out of the registry before anything else awaits: the actor has stopped.
         if self.inner.services.sessions.remove(id) {
-            if let Some(mut owned) = self.inner.owned.get_mut(&info.owner_id) {
-                *owned = owned.saturating_sub(1);
-            }
+            self.inner.sessions.free_slot(&info.owner_id);
         }
         // Sibling worktrees that shared files with it share none now.
         for notice in self.inner.services.overlaps.remove(id) {
-            if let Some(addr) = self.session_addr(&notice.to) {
+            if let Some(addr) = self.sessions().session_addr(&notice.to) {
                 addr.do_send(OverlapNotice {
                     with: notice.with,
                     paths: notice.paths,

@@ -2,12 +2,12 @@
 
 use tandem_protocol::session::SessionCommandsResult;
 
-use super::Runtime;
+use super::SessionService;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::ids::SessionId;
 
-impl Runtime {
+impl SessionService {
     /// `session.commands`: the slash commands the session's agent offers.
     pub async fn session_commands(
         &self,
@@ -15,7 +15,7 @@ impl Runtime {
         session_id: &SessionId,
     ) -> Result<SessionCommandsResult, RuntimeError> {
         let commands = self
-            .access()
+            .access
             .visible(who, session_id)?
             .ask(crate::session::ListCommands)
             .await?;

@@ -142,23 +142,11 @@ impl Runtime {
             None => "New session".to_string(),
         };
         // Reserve the owner's slot before anything is written; given back on failure.
-        let max = self.inner.config.max_sessions_per_user;
-        {
-            let mut owned = self.inner.owned.entry(spec.owner_id.clone()).or_insert(0);
-            if *owned >= max {
-                return Err(RuntimeError::LimitExceeded(format!(
-                    "user `{}` already has {max} sessions (--max-sessions-per-user)",
-                    spec.owner_id
-                )));
-            }
-            *owned += 1;
-        }
+        self.inner.sessions.take_slot(&spec.owner_id, false)?;
         let owner = spec.owner_id.clone();
         let created = self.create_record(spec, effort, title).await;
         if created.is_err() {
-            if let Some(mut owned) = self.inner.owned.get_mut(&owner) {
-                *owned = owned.saturating_sub(1);
-            }
+            self.inner.sessions.free_slot(&owner);
         }
         created
     }

@@ -51,7 +51,7 @@ impl Runtime {
     ) -> Result<SessionInfo, RuntimeError> {
         let key = (p.vendor.clone(), p.vendor_session_id.clone());
         if let Some(id) = self.continued_by(who).get(&key) {
-            return self.session(who, id);
+            return self.sessions().session(who, id);
         }
         let filter = ExternalListParams {
             vendor: Some(p.vendor.clone()),
@@ -90,11 +90,12 @@ impl Runtime {
             })
             .await?;
         let events = imported(p.vendor, p.vendor_session_id, items, skipped);
-        self.session_addr(&info.id)
+        self.sessions()
+            .session_addr(&info.id)
             .ok_or_else(|| RuntimeError::SessionNotFound(info.id.clone()))?
             .send(crate::session::RecordEvents(events))
             .await?;
-        self.session(who, &info.id)
+        self.sessions().session(who, &info.id)
     }
 
     /// The transcripts `who` may see, as listed and as found.

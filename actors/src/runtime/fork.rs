@@ -173,6 +173,7 @@ impl Runtime {
             .new_session(self.fork_session(&source, &vendor, title, place, start))
             .await?;
         let addr = self
+            .sessions()
             .session_addr(&fork.id)
             .ok_or_else(|| RuntimeError::Internal("the fork vanished".into()))?;
         addr.send(RecordEvent(EventBody::Forked {
@@ -183,7 +184,7 @@ impl Runtime {
             conversation,
         }))
         .await?;
-        let session = self.session_info(&fork.id).unwrap_or(fork);
+        let session = self.sessions().session_info(&fork.id).unwrap_or(fork);
         Ok(SessionForkResult {
             session,
             conversation,

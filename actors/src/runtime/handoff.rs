@@ -201,9 +201,10 @@ impl Runtime {
         request: String,
         prompt: String,
     ) -> Result<(), RuntimeError> {
-        let (Some(source_addr), Some(target_addr)) =
-            (self.session_addr(&source.id), self.session_addr(&target.id))
-        else {
+        let (Some(source_addr), Some(target_addr)) = (
+            self.sessions().session_addr(&source.id),
+            self.sessions().session_addr(&target.id),
+        ) else {
             return Err(RuntimeError::Internal("a handoff session vanished".into()));
         };
         // Awaited, so the event is queued before the request's writes are waited
@@ -247,7 +248,7 @@ impl Runtime {
             if chain.len() >= MAX_HANDOFF_DEPTH {
                 break;
             }
-            let Some(info) = self.session_info(&id) else {
+            let Some(info) = self.sessions().session_info(&id) else {
                 break;
             };
             if info.owner_id != target.owner_id {

@@ -13,7 +13,7 @@ use std::collections::BinaryHeap;
 
 use tandem_protocol::SessionInfo;
 
-use super::Runtime;
+use super::SessionService;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::ids::SessionId;
@@ -48,7 +48,7 @@ fn decode(cursor: &str) -> Result<Key, RuntimeError> {
     Ok((Reverse(at), SessionId::from(id)))
 }
 
-impl Runtime {
+impl SessionService {
     /// Sessions `who` may see after `cursor` (from the start when `None`), at most
     /// `limit` (1..=[`MAX_SESSIONS_PAGE`]).
     pub fn session_page(
@@ -60,7 +60,7 @@ impl Runtime {
         self.session_page_with(who, limit, cursor, &[])
     }
 
-    /// [`Runtime::session_page`] over this node's sessions and `others` (the other
+    /// [`SessionService::session_page`] over this node's sessions and `others` (the other
     /// cluster nodes' sessions), in one order.
     pub fn session_page_with(
         &self,
@@ -101,8 +101,7 @@ impl Runtime {
             }
             best.push((key.0, info.id.clone()));
         };
-        self.inner
-            .services
+        self.services
             .sessions
             .for_each(|_, handle| handle.shared.peek(&mut offer));
         others.iter().for_each(&mut offer);
@@ -113,8 +112,7 @@ impl Runtime {
         let sessions = keys
             .iter()
             .filter_map(|(_, id)| {
-                self.inner
-                    .services
+                self.services
                     .sessions
                     .get(id)
                     .map(|h| h.shared.info())
@@ -128,7 +126,7 @@ impl Runtime {
     }
 }
 
-impl Runtime {
+impl SessionService {
     /// `client.seen` (owner only): a client shows session `id` up to `seq`.
     pub async fn seen(
         &self,
@@ -136,7 +134,7 @@ impl Runtime {
         id: &SessionId,
         seq: u64,
     ) -> Result<tandem_protocol::Attention, RuntimeError> {
-        self.access()
+        self.access
             .drivable(who, id)?
             .ask(crate::session::Seen { seq })
             .await

@@ -1,9 +1,9 @@
 //! [`Runtime`]: the handle the HTTP layer uses. It holds the services with state of
-//! their own (auth, clients, uploads, push, files, terminals, workspaces, schedules,
-//! pairs, MCP servers, vendors, peers: each reached by an accessor), and runs the
-//! session requests and the workflows that span services (creating a session, a
-//! pair with its Worker, a fork, a handoff), after the one access check
-//! ([`SessionAccess`]).
+//! their own (sessions, auth, clients, uploads, push, files, terminals, workspaces,
+//! schedules, pairs, MCP servers, vendors, peers: each reached by an accessor), and
+//! runs the workflows that span services (creating a session, sending a message with
+//! its attachments, a pair with its Worker, a fork, a handoff, edit & resend, a
+//! review, archiving), after the one access check ([`SessionAccess`]).
 
 mod agents;
 mod archive;
@@ -38,6 +38,7 @@ mod review_by;
 mod schedules;
 mod scripts;
 mod session_access;
+mod sessions;
 mod start;
 mod terminals;
 mod uploads;
@@ -51,26 +52,19 @@ use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use actix::prelude::*;
-use dashmap::DashMap;
-use tandem_protocol::client::{
-    ChatPermissionResponseParams, SessionConfigureParams, SessionCreateParams,
-};
-use tandem_protocol::rest::RunningSession;
+use tandem_protocol::client::SessionCreateParams;
 use tandem_protocol::{SessionInfo, SessionStatus};
 
 use crate::access::Principal;
-use crate::adapter::{clamp_effort, VendorId};
+use crate::adapter::clamp_effort;
 use crate::clock::{now_ms, random_id};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
 use crate::gateway::SessionChanged;
-use crate::ids::{SessionId, UserId};
+use crate::ids::SessionId;
 use crate::metrics::Metrics;
 use crate::record::SessionRecord;
-use crate::session::{
-    Abort, Configure, RespondPermission, Services, SessionActor, SessionHandle, SessionShared,
-    StopTask, WakeSession,
-};
+use crate::session::{Services, SessionActor, SessionHandle, SessionShared, WakeSession};
 use crate::store::{Store, StoreFailure, WriteOp};
 
 pub use auth::AuthService;
@@ -84,6 +78,7 @@ pub use peers::{CommitTap, PeerService};
 pub use push::PushService;
 pub use schedules::ScheduleService;
 pub use session_access::SessionAccess;
+pub use sessions::SessionService;
 pub use terminals::TerminalService;
 pub use uploads::UploadService;
 pub use vendors::VendorService;
@@ -120,8 +115,8 @@ struct Inner {
     pairs: PairService,
     /// Tokens, pairing codes and devices.
     auth: AuthService,
-    /// Sessions per owner, for `max_sessions_per_user`.
-    owned: DashMap<UserId, usize>,
+    /// This node's sessions: found, read, listed, driven; owners' session counts.
+    sessions: SessionService,
     /// The thread session actors (and their adapters) run on.
     sessions_arbiter: Arbiter,
     /// Kept so the gateway's thread lives as long as the runtime.
@@ -200,36 +195,10 @@ pub struct Started {
 pub use crate::access::ADMIN_USER;
 
 impl Runtime {
-    /// A live session actor's address; `None` for an unknown or archived id.
-    pub fn session_addr(&self, id: &SessionId) -> Option<Addr<SessionActor>> {
-        let handle = self.inner.services.sessions.get(id)?;
-        match handle.addr() {
-            Ok(addr) => Some(addr),
-            Err(e) => {
-                tracing::error!(session = %id, error = %e, "the session's actor could not start");
-                None
-            }
-        }
-    }
-
-    /// A live session's handle; `None` for an unknown or archived id.
-    pub fn session_handle(&self, id: &SessionId) -> Option<crate::session::SessionHandle> {
-        self.inner.services.sessions.get(id)
-    }
-
     /// What running a repository's checks needs (a Worker's delegation end on this
     /// node).
     pub fn check_env(&self) -> &crate::checks::CheckEnv {
         &self.inner.services.checks
-    }
-
-    /// A live session's published metadata, read without messaging its actor.
-    pub fn session_info(&self, id: &SessionId) -> Option<SessionInfo> {
-        self.inner
-            .services
-            .sessions
-            .get(id)
-            .map(|h| h.shared.info())
     }
 
     /// The store writer (for crash points).
@@ -251,6 +220,11 @@ impl Runtime {
         self.inner.terminals.stop_all();
         let limit = std::time::Duration::from_secs(5);
         self.inner.services.vendors.shutdown(limit).await;
+    }
+
+    /// This node's sessions: found, read, listed and driven.
+    pub fn sessions(&self) -> &SessionService {
+        &self.inner.sessions
     }
 
     /// Tokens, pairing codes and devices.
@@ -367,11 +341,6 @@ impl Runtime {
         handle
     }
 
-    /// Counts a session loaded at start against its owner's limit.
-    fn count_owned(&self, owner_id: UserId) {
-        *self.inner.owned.entry(owner_id).or_insert(0) += 1;
-    }
-
     /// A commit failed: each session whose writes were in it reloads from disk.
     fn store_failed(&self, failure: StoreFailure) {
         for id in failure.sessions {
@@ -400,221 +369,6 @@ impl Runtime {
     /// The access check on live sessions, which every request makes first.
     pub(crate) fn access(&self) -> &SessionAccess {
         &self.inner.access
-    }
-
-    /// Number of sessions in each status, for metrics.
-    pub fn status_counts(&self) -> Vec<(SessionStatus, usize)> {
-        let mut counts = [0usize; 5];
-        self.inner.services.sessions.for_each(|_, h| {
-            let status = h.shared.info().status;
-            if let Some(i) = SessionStatus::ALL.iter().position(|s| *s == status) {
-                counts[i] += 1;
-            }
-        });
-        SessionStatus::ALL.into_iter().zip(counts).collect()
-    }
-
-    /// One session, if `who` may see it.
-    pub fn session(&self, who: &Principal, id: &SessionId) -> Result<SessionInfo, RuntimeError> {
-        Ok(self.access().visible(who, id)?.shared.info())
-    }
-
-    /// Sessions with a turn or background work in flight.
-    pub fn running(&self, who: &Principal) -> Vec<RunningSession> {
-        self.running_with(who, &[])
-    }
-
-    /// [`Runtime::running`] with `others` too: other cluster nodes' sessions as their
-    /// directory lists them (Claude Code processes outside tandem are looked for
-    /// on this machine only, so for this node's sessions).
-    pub fn running_with(&self, who: &Principal, others: &[SessionInfo]) -> Vec<RunningSession> {
-        let mut visible: Vec<SessionInfo> = Vec::new();
-        self.inner.services.sessions.for_each(|_, h| {
-            let info = h.shared.info();
-            if who.can_see(&info) {
-                visible.push(info);
-            }
-        });
-        let remote = others
-            .iter()
-            .filter(|info| who.can_see(info) && !self.inner.peers.hosts(&info.id))
-            .cloned();
-        let mut out: Vec<RunningSession> = visible
-            .iter()
-            .cloned()
-            .chain(remote)
-            .filter_map(|info| {
-                if info.status.is_busy() {
-                    Some(RunningSession {
-                        session_id: info.id,
-                        vendor: info.vendor,
-                        started_at: info.turn_started_at.unwrap_or(info.last_activity),
-                        last_seq: info.last_seq,
-                        background: None,
-                        can_interrupt: Some(true),
-                        status_text: None,
-                        tasks: (!info.background_tasks.is_empty()).then_some(info.background_tasks),
-                    })
-                } else if !info.background_tasks.is_empty() {
-                    let started = info
-                        .background_tasks
-                        .iter()
-                        .filter_map(|t| t.started_at)
-                        .min()
-                        .unwrap_or(info.last_activity);
-                    Some(RunningSession {
-                        session_id: info.id,
-                        vendor: info.vendor,
-                        started_at: started,
-                        last_seq: info.last_seq,
-                        background: Some(true),
-                        can_interrupt: Some(false),
-                        status_text: None,
-                        tasks: Some(info.background_tasks),
-                    })
-                } else {
-                    None
-                }
-            })
-            .collect();
-        // Claude Code processes outside tandem working on one of these sessions.
-        let external = self.inner.services.vendors.external_runs(&visible, &out);
-        out.extend(external);
-        out.sort_by_key(|s| s.started_at);
-        out
-    }
-
-    /// Interrupts the running turn.
-    pub async fn abort(&self, who: &Principal, id: &SessionId) -> Result<(), RuntimeError> {
-        self.access().drivable(who, id)?.ask(Abort).await?
-    }
-
-    /// Stops one background task.
-    pub async fn stop_task(
-        &self,
-        who: &Principal,
-        id: &SessionId,
-        task_id: String,
-    ) -> Result<(), RuntimeError> {
-        self.access()
-            .drivable(who, id)?
-            .ask(StopTask { task_id })
-            .await?
-    }
-
-    /// `chat.permission-response`: answers a pending tool approval. Request ids are
-    /// unique across the server, so `session_id` is only a shortcut.
-    pub async fn respond_permission(
-        &self,
-        who: &Principal,
-        params: ChatPermissionResponseParams,
-    ) -> Result<(), RuntimeError> {
-        let id = match params.session_id.filter(|s| !s.is_empty()) {
-            Some(id) => id,
-            None => self
-                .inner
-                .peers
-                .permission_holder(&params.request_id)
-                .ok_or_else(|| RuntimeError::NoSuchPermission(params.request_id.clone()))?,
-        };
-        self.access()
-            .drivable(who, &id)?
-            .ask(RespondPermission {
-                request_id: params.request_id,
-                allow: params.allow,
-                updated_input: params.updated_input,
-                message: params.message,
-                remember: params.remember,
-                permission_mode: params.permission_mode,
-                decided_by: tandem_protocol::Decider::User,
-            })
-            .await?
-    }
-
-    /// Changes a session's settings. `ownerId` (an admin's only) reassigns it to
-    /// another existing user, e.g. a revoked user's session, which takes commands
-    /// again once reassigned.
-    pub async fn configure(
-        &self,
-        who: &Principal,
-        params: SessionConfigureParams,
-    ) -> Result<SessionInfo, RuntimeError> {
-        let handle = self.access().drivable(who, &params.session_id)?;
-        let owner_id = match params.owner_id {
-            Some(owner) => Some(self.reserve_new_owner(who, &handle, owner)?),
-            None => None,
-        };
-        let configured = handle
-            .ask(Configure {
-                model: params.model,
-                effort: params.effort,
-                vendor: params.vendor.map(VendorId::from),
-                permission_mode: params.permission_mode,
-                title: params.title,
-                owner_id: owner_id.as_ref().map(|(new, _)| new.clone()),
-                notify: params.notify,
-                on_limit: params.on_limit,
-            })
-            .await
-            .and_then(|answer| answer);
-        if let Some((new, old)) = owner_id {
-            // The slot moves to the new owner, or goes back if nothing changed.
-            let freed = if configured.is_ok() { old } else { new };
-            if let Some(mut owned) = self.inner.owned.get_mut(&freed) {
-                *owned = owned.saturating_sub(1);
-            }
-        }
-        configured
-    }
-
-    /// Checks that `who` may reassign `handle`'s session to `owner` (an admin may, to
-    /// an existing user) and takes one of the new owner's session slots; returns the
-    /// new and the old owner. The caller gives back the old owner's slot once the
-    /// session moved, or the new owner's if it did not.
-    fn reserve_new_owner(
-        &self,
-        who: &Principal,
-        handle: &SessionHandle,
-        owner: UserId,
-    ) -> Result<(UserId, UserId), RuntimeError> {
-        if !who.admin {
-            return Err(RuntimeError::AccessDenied(format!(
-                "{} (only an admin may reassign a session)",
-                handle.shared.peek(|i| i.id.clone())
-            )));
-        }
-        let owner = UserId::new(owner.trim());
-        if !self.inner.store.user_exists(&owner)? {
-            return Err(RuntimeError::unusable(format!(
-                "ownerId: no user `{owner:.64}` (tandem user list shows them)"
-            )));
-        }
-        let old = handle.shared.peek(|i| i.owner_id.clone());
-        let max = self.inner.config.max_sessions_per_user;
-        let mut owned = self.inner.owned.entry(owner.clone()).or_insert(0);
-        if owner != old && *owned >= max {
-            return Err(RuntimeError::LimitExceeded(format!(
-                "user `{owner}` already has {max} sessions (--max-sessions-per-user)"
-            )));
-        }
-        *owned += 1;
-        Ok((owner, old))
-    }
-
-    /// Refuses work for session `id` when its owner was revoked (see
-    /// [`crate::owners`]); sessions this node does not run pass.
-    pub(crate) fn owner_allowed(&self, id: &str) -> Result<(), RuntimeError> {
-        let Some(handle) = self.inner.services.sessions.get(id) else {
-            return Ok(());
-        };
-        let owner = handle.shared.peek(|i| i.owner_id.clone());
-        if self.inner.services.owners.revoked(&owner) {
-            return Err(RuntimeError::OwnerRevoked {
-                session: id.into(),
-                owner,
-            });
-        }
-        Ok(())
     }
 }
 

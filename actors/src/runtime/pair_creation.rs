@@ -67,6 +67,7 @@ impl Runtime {
         })
         .await?;
         let worker = self
+            .sessions()
             .session_addr(&id)
             .ok_or_else(|| RuntimeError::Internal("the Worker session vanished".into()))?;
         worker
@@ -76,7 +77,8 @@ impl Runtime {
                 pair_node: Some(spec.pair_node),
             })
             .await??;
-        self.session_info(&id)
+        self.sessions()
+            .session_info(&id)
             .ok_or_else(|| RuntimeError::Internal("the Worker session vanished".into()))
     }
 
@@ -98,9 +100,11 @@ impl Runtime {
         let worker_node = worker_node.filter(|n| Some(n) != self.inner.config.node.as_ref());
         let remote = self.worker_node_link(worker_node.as_ref())?;
         let driver_info = self
+            .sessions()
             .session_info(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
         let driver = self
+            .sessions()
             .session_addr(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
         let worker_name = new_worker_name(&driver_info, &choice, worker_name)?;
@@ -260,7 +264,7 @@ impl Runtime {
             })
             .await;
         match created {
-            Ok(_) => match self.session_addr(&record.worker_id) {
+            Ok(_) => match self.sessions().session_addr(&record.worker_id) {
                 Some(worker) => worker
                     .send(JoinPair {
                         pair: info,
@@ -319,6 +323,7 @@ impl Runtime {
         let driver_id = &params.driver_id;
         self.access().drivable(who, driver_id)?;
         let info = self
+            .sessions()
             .session_info(driver_id)
             .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
         if info.parent_id.is_some() {

@@ -52,14 +52,7 @@ impl PairService {
 
     /// A live session actor's address; `None` for an unknown or archived id.
     fn session_addr(&self, id: &SessionId) -> Option<Addr<SessionActor>> {
-        let handle = self.services.sessions.get(id)?;
-        match handle.addr() {
-            Ok(addr) => Some(addr),
-            Err(e) => {
-                tracing::error!(session = %id, error = %e, "the session's actor could not start");
-                None
-            }
-        }
+        self.access.addr(id)
     }
 
     /// True while pair `id` runs here with a delegation in flight.

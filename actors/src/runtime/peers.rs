@@ -12,7 +12,7 @@ use crate::access::Principal;
 use crate::cluster_link::{NodeLink, Outbox};
 use crate::error::RuntimeError;
 use crate::gateway::{SessionChanged, Subscribe};
-use crate::ids::{RequestId, SessionId};
+use crate::ids::SessionId;
 use crate::session::Services;
 use crate::store::StoredEvent;
 
@@ -73,33 +73,6 @@ impl PeerService {
     /// runtime). Batches committed before it was set are not shown to it.
     pub fn set_commit_tap(&self, tap: CommitTap) -> bool {
         self.commit_tap.set(tap).is_ok()
-    }
-
-    /// The local session where permission request `request_id` is pending, if any
-    /// (`chat.permission-response` without `sessionId` asks the other nodes when
-    /// none is).
-    pub fn permission_holder(&self, request_id: &RequestId) -> Option<SessionId> {
-        let mut found = None;
-        self.services.sessions.for_each(|id, h| {
-            if found.is_none() && h.shared.has_permission(request_id) {
-                found = Some(id.clone());
-            }
-        });
-        found
-    }
-
-    /// True when the session has an actor here (it is this node's).
-    pub fn hosts(&self, id: &str) -> bool {
-        self.services.sessions.get(id).is_some()
-    }
-
-    /// Every live (not archived) session of this node, as listed.
-    pub fn local_sessions(&self) -> Vec<SessionInfo> {
-        let mut out = Vec::new();
-        self.services
-            .sessions
-            .for_each(|_, h| out.push(h.shared.info()));
-        out
     }
 
     /// Tells `sessions.watch` clients that a session changed (a remote one).

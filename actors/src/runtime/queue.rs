@@ -2,20 +2,20 @@
 
 use tandem_protocol::server::QueuedEntry;
 
-use super::Runtime;
+use super::SessionService;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::ids::SessionId;
 use crate::session::{CancelQueued, EditQueued};
 
-impl Runtime {
+impl SessionService {
     /// The messages queued in session `id`, oldest first, as last committed.
     pub fn queued(
         &self,
         who: &Principal,
         id: &SessionId,
     ) -> Result<Vec<QueuedEntry>, RuntimeError> {
-        Ok(self.access().visible(who, id)?.shared.queued())
+        Ok(self.access.visible(who, id)?.shared.queued())
     }
 
     /// Takes `queue_id` out of the queue; returns the queue after the change.
@@ -25,7 +25,7 @@ impl Runtime {
         id: &SessionId,
         queue_id: String,
     ) -> Result<Vec<QueuedEntry>, RuntimeError> {
-        self.access()
+        self.access
             .drivable(who, id)?
             .ask(CancelQueued { queue_id })
             .await?
@@ -39,7 +39,7 @@ impl Runtime {
         queue_id: String,
         content: String,
     ) -> Result<Vec<QueuedEntry>, RuntimeError> {
-        self.access()
+        self.access
             .drivable(who, id)?
             .ask(EditQueued { queue_id, content })
             .await?

@@ -5,7 +5,7 @@ use crate::access::Principal;
 use crate::error::{RuntimeError, MAX_ID_BYTES};
 use crate::ids::SessionId;
 use crate::registry::Registry;
-use crate::session::SessionHandle;
+use crate::session::{SessionActor, SessionHandle};
 
 /// Live sessions by id, seen through the access rules; cheap to clone (clones share
 /// the registry the runtime adds sessions to).
@@ -18,6 +18,19 @@ impl SessionAccess {
     /// Checks access to the sessions of `sessions`.
     pub(crate) fn new(sessions: Registry<SessionId, SessionHandle>) -> Self {
         SessionAccess { sessions }
+    }
+
+    /// A live session actor's address, whoever asks; `None` for an unknown or
+    /// archived id, or an actor that could not start (logged).
+    pub(crate) fn addr(&self, id: &SessionId) -> Option<actix::Addr<SessionActor>> {
+        let handle = self.sessions.get(id)?;
+        match handle.addr() {
+            Ok(addr) => Some(addr),
+            Err(e) => {
+                tracing::error!(session = %id, error = %e, "the session's actor could not start");
+                None
+            }
+        }
     }
 
     /// The live session `id`, whoever asks.

@@ -5,13 +5,12 @@
 use std::sync::{Arc, OnceLock, Weak};
 
 use actix::prelude::*;
-use dashmap::DashMap;
 
 use super::{
     handoff, judge, loading, reconcile, recovery, review_by, AuthService, ClientService, CommitTap,
     FileService, Inner, McpServerService, PairService, PeerService, PushService, Runtime,
-    RuntimeRef, ScheduleService, SessionAccess, Started, TerminalService, UploadService,
-    VendorService, WorkspaceService,
+    RuntimeRef, ScheduleService, SessionAccess, SessionService, Started, TerminalService,
+    UploadService, VendorService, WorkspaceService,
 };
 use crate::adapter::{VendorCatalog, VendorId};
 use crate::config::RuntimeConfig;
@@ -251,7 +250,12 @@ fn inner(config: Arc<RuntimeConfig>, services: Arc<Services>, opened: Opened) ->
             sessions_arbiter.handle(),
         ),
         auth: AuthService::new(store.clone()),
-        owned: DashMap::new(),
+        sessions: SessionService::new(
+            access.clone(),
+            services.clone(),
+            store.clone(),
+            config.max_sessions_per_user,
+        ),
         sessions_arbiter,
         _gateway_arbiter: gateway_arbiter,
         clients,
@@ -366,7 +370,7 @@ impl Runtime {
         after_start: reconcile::AfterStart,
     ) {
         for session in dormant {
-            self.count_owned(session.owner_id);
+            self.inner.sessions.count_owned(session.owner_id);
             self.register(session.id, session.shared, None);
         }
         let mut waiting_children: Vec<(SessionId, SessionId)> = Vec::new();
@@ -377,7 +381,9 @@ impl Runtime {
             ) {
                 waiting_children.push((parent, session.record.id.clone()));
             }
-            self.count_owned(session.record.owner_id.clone());
+            self.inner
+                .sessions
+                .count_owned(session.record.owner_id.clone());
             self.spawn_session(session.record, session.last_seq);
         }
         let reconcile::AfterStart {
@@ -391,7 +397,7 @@ impl Runtime {
         self.finish_after_start(cut_off, proposals);
         self.inner.workspaces.recover();
         for (parent, child) in waiting_children {
-            if let Some(addr) = self.session_addr(&parent) {
+            if let Some(addr) = self.sessions().session_addr(&parent) {
                 addr.do_send(crate::session::SpawnChildren {
                     children: vec![child],
                 });
@@ -408,7 +414,7 @@ impl Runtime {
         proposals: Vec<ProposalFix>,
     ) {
         for (pair, delegation) in cut_off {
-            if let Some(driver) = self.session_addr(&pair.driver_id) {
+            if let Some(driver) = self.sessions().session_addr(&pair.driver_id) {
                 crate::metrics::Metrics::inc(&self.inner.services.metrics.pushbacks);
                 driver.do_send(pushback_resume(
                     &pair,
@@ -425,7 +431,7 @@ impl Runtime {
                     proposal_id,
                     reason,
                 } => {
-                    if let Some(driver) = self.session_addr(&driver_id) {
+                    if let Some(driver) = self.sessions().session_addr(&driver_id) {
                         driver.do_send(Resume::proposal_failed(&proposal_id, &reason));
                     }
                 }
@@ -436,7 +442,7 @@ impl Runtime {
                     message,
                 } => {
                     let (Some(driver), Some((pair, worker_id))) = (
-                        self.session_addr(&driver_id),
+                        self.sessions().session_addr(&driver_id),
                         self.inner.pairs.parts(&pair_id),
                     ) else {
                         continue;

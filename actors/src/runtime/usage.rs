@@ -8,7 +8,7 @@ use serde::Deserialize;
 use tandem_protocol::rest::{DelegationUsage, UsageSummary, UsageTotals};
 use tandem_protocol::TurnUsage;
 
-use super::Runtime;
+use super::SessionService;
 use crate::access::Principal;
 use crate::error::RuntimeError;
 use crate::ids::{SessionId, TurnId};
@@ -17,7 +17,7 @@ use crate::store::Store;
 /// Events read per store query while totalling a history.
 const READ_PAGE: usize = 5000;
 
-impl Runtime {
+impl SessionService {
     /// Usage of session `id`: its own turns, and the delegated Worker turns that it
     /// delegated (a Driver) or ran (a Worker); only turns that ended at or after
     /// `since` (epoch ms) count.
@@ -27,8 +27,8 @@ impl Runtime {
         id: &SessionId,
         since: u64,
     ) -> Result<UsageSummary, RuntimeError> {
-        self.access().visible(who, id)?;
-        let store = self.inner.store.clone();
+        self.access.visible(who, id)?;
+        let store = self.store.clone();
         let sid = id.to_string();
         actix_rt::task::spawn_blocking(move || summarize(&store, &sid, since))
             .await

@@ -92,6 +92,7 @@ async fn one_turn_at_a_time_queue_in_order_and_seq_without_gaps() {
     assert!(statuses.iter().all(|s| **s == "completed"), "{statuses:?}");
     let info = fx
         .runtime
+        .sessions()
         .session(&fx.who, &sid)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(info.turn_count, 3);
@@ -156,6 +157,7 @@ async fn an_unconfirmed_interrupt_is_closed_by_the_session() {
     })
     .await;
     fx.runtime
+        .sessions()
         .abort(&fx.who, &sid)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -177,7 +179,7 @@ async fn an_unconfirmed_interrupt_is_closed_by_the_session() {
         "the stubborn turn's later output was kept"
     );
     // Interrupting an idle session is refused.
-    let idle = fx.runtime.abort(&fx.who, &sid).await;
+    let idle = fx.runtime.sessions().abort(&fx.who, &sid).await;
     assert!(
         matches!(idle, Err(RuntimeError::NoActiveRun(_))),
         "{idle:?}"

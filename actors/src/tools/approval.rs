@@ -55,7 +55,10 @@ async fn approve_on(
             cluster.approve_on_worker(&node, &worker_id, answer).await?;
         }
         None => {
-            let worker = rt.session_handle(&worker_id).ok_or(PairError::WorkerGone)?;
+            let worker = rt
+                .sessions()
+                .session_handle(&worker_id)
+                .ok_or(PairError::WorkerGone)?;
             worker
                 .ask(RespondPermission {
                     request_id: answer.request_id,

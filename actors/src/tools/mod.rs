@@ -82,7 +82,7 @@ impl crate::adapter::ToolHost for ToolRouter {
             let rt = runtime.upgrade().ok_or(ToolError::ShuttingDown)?;
             // A revoked owner's session acts for no one (MCP refuses it earlier; this
             // covers `tool.call` and the scripted `/tool`).
-            rt.owner_allowed(&caller)?;
+            rt.sessions().owner_allowed(&caller)?;
             let args = match arguments {
                 Value::Object(map) => Value::Object(map),
                 Value::Null => Value::Object(Map::new()),
@@ -171,6 +171,7 @@ pub(crate) async fn describe(
     session_id: &SessionId,
 ) -> Result<SessionState, RuntimeError> {
     let addr = rt
+        .sessions()
         .session_addr(session_id)
         .ok_or_else(|| RuntimeError::SessionNotFound(session_id.into()))?;
     Ok(addr.send(Describe).await?)

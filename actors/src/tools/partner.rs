@@ -335,8 +335,14 @@ pub(super) async fn read_partner(
             (view.status, view.title, view.turns)
         }
         None => {
-            let worker = rt.session_addr(&worker_id).ok_or(PairError::WorkerGone)?;
-            let info = rt.session_info(&worker_id).ok_or(PairError::WorkerGone)?;
+            let worker = rt
+                .sessions()
+                .session_addr(&worker_id)
+                .ok_or(PairError::WorkerGone)?;
+            let info = rt
+                .sessions()
+                .session_info(&worker_id)
+                .ok_or(PairError::WorkerGone)?;
             let turns = worker.send(RecentTurns { count }).await??;
             let turns = turns.iter().map(|t| t.to_partner_turn()).collect();
             (info.status, info.title, turns)
@@ -368,6 +374,7 @@ pub(super) async fn interrupt_partner(
         .await
         .map_err(PairError::from)??;
     let title = rt
+        .sessions()
         .session_info(&worker_id)
         .map(|i| i.title)
         .unwrap_or_default();

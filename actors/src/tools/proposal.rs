@@ -49,6 +49,7 @@ pub(super) async fn propose_worker(
     )
     .unwrap_or_default();
     let driver = rt
+        .sessions()
         .session_addr(&state.info.id)
         .ok_or_else(|| RuntimeError::SessionNotFound(state.info.id.clone()))?;
     let record = driver
@@ -127,6 +128,7 @@ pub async fn accept_proposal(
 ) -> Result<StartedWorker, RuntimeError> {
     let choice = validate_choice(rt, choice)?;
     let driver = rt
+        .sessions()
         .session_addr(driver_id)
         .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
     let record: ProposalRecord = driver
@@ -190,6 +192,7 @@ pub async fn decline_proposal(
     proposal_id: &str,
 ) -> Result<(), RuntimeError> {
     let driver = rt
+        .sessions()
         .session_addr(driver_id)
         .ok_or_else(|| RuntimeError::SessionNotFound(driver_id.into()))?;
     driver

@@ -50,12 +50,15 @@ pub(super) async fn ask_driver(
     let (local, driver_id) = match &membership.pair_node {
         None => {
             let (pair, driver_id) = rt.pairs().driver(&pair_id).ok_or(PairError::DriverGone)?;
-            rt.session_addr(&driver_id).ok_or(PairError::DriverGone)?;
+            rt.sessions()
+                .session_addr(&driver_id)
+                .ok_or(PairError::DriverGone)?;
             (Some(pair), driver_id)
         }
         Some(_) => (None, membership.driver_id.clone().unwrap_or_default()),
     };
     let me = rt
+        .sessions()
         .session_addr(&state.info.id)
         .ok_or_else(|| RuntimeError::SessionNotFound(state.info.id.clone()))?;
     let (record, answer) = me
@@ -204,7 +207,10 @@ async fn answer_on(
             cluster.answer_on_worker(&node, &worker_id, answer).await?;
         }
         None => {
-            let worker = rt.session_handle(&worker_id).ok_or(PairError::WorkerGone)?;
+            let worker = rt
+                .sessions()
+                .session_handle(&worker_id)
+                .ok_or(PairError::WorkerGone)?;
             worker
                 .ask(AnswerQuestion {
                     question_id: answer.question_id,

@@ -46,6 +46,7 @@ pub(super) async fn spawn_sessions(
     }
     let vendor = optional(args.vendor).unwrap_or_else(|| state.info.vendor.clone());
     let parent = rt
+        .sessions()
         .session_addr(&state.info.id)
         .ok_or_else(|| RuntimeError::SessionNotFound(state.info.id.clone()))?;
     let mut created: Vec<tandem_protocol::SessionInfo> = Vec::with_capacity(tasks.len());

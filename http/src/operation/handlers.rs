@@ -32,10 +32,10 @@ pub async fn run(
         R::Ping(_) => json(PingResult { pong: true }),
         R::SessionCreate(p) => json(create(rt, who, p).await?),
         R::SessionGet(p) => json(SessionGetResult {
-            session: rt.session(who, &p.session_id)?,
+            session: rt.sessions().session(who, &p.session_id)?,
         }),
         R::SessionConfigure(p) => json(SessionConfigureResult {
-            session: rt.configure(who, p).await?,
+            session: rt.sessions().configure(who, p).await?,
         }),
         R::SessionArchive(p) => {
             rt.archive(who, &p.session_id).await?;
@@ -50,13 +50,13 @@ pub async fn run(
             url: rt.mcp_url(),
         }),
         R::SessionUsage(p) => json(SessionUsageResult {
-            usage: rt.usage(who, &p.session_id, p.since).await?,
+            usage: rt.sessions().usage(who, &p.session_id, p.since).await?,
         }),
         R::SessionsList(p) => json(list_page(ctx, who, p)?),
         R::ExternalList(p) => json(rt.external_sessions(who, p).await?),
         R::ExternalImport(p) => json(rt.import_external(who, p).await?),
         R::SessionsRunning(_) => json(SessionsRunningResult {
-            sessions: rt.running_with(who, &others(ctx)),
+            sessions: rt.sessions().running_with(who, &others(ctx)),
         }),
         other => Box::pin(account(rt, who, other)).await,
     }
@@ -151,18 +151,20 @@ async fn chat(rt: &Runtime, who: &Principal, request: ClientRequest) -> Result<A
         R::ChatReview(p) => json(rt.review(who, p).await?),
         R::SessionReviewBy(p) => json(rt.review_by(who, p).await?),
         R::ClientSeen(p) => json(tandem_protocol::session::ClientSeenResult {
-            attention: rt.seen(who, &p.session_id, p.seq).await?,
+            attention: rt.sessions().seen(who, &p.session_id, p.seq).await?,
             session_id: p.session_id,
         }),
         R::ChatAbort(p) => {
-            rt.abort(who, &p.session_id).await?;
+            rt.sessions().abort(who, &p.session_id).await?;
             json(ChatAbortResult {
                 session_id: p.session_id,
             })
         }
         R::ChatStopTask(p) => {
             let task_id = p.task_id.unwrap_or_default();
-            rt.stop_task(who, &p.session_id, task_id.clone()).await?;
+            rt.sessions()
+                .stop_task(who, &p.session_id, task_id.clone())
+                .await?;
             json(ChatStopTaskResult {
                 session_id: p.session_id,
                 task_id,
@@ -170,15 +172,16 @@ async fn chat(rt: &Runtime, who: &Principal, request: ClientRequest) -> Result<A
         }
         R::ChatPermissionResponse(p) => {
             let permission_id = p.request_id.clone();
-            rt.respond_permission(who, p).await?;
+            rt.sessions().respond_permission(who, p).await?;
             json(ChatPermissionResponseResult { permission_id })
         }
         R::ChatQueue(p) => json(ChatQueueResult {
-            queued: rt.queued(who, &p.session_id)?,
+            queued: rt.sessions().queued(who, &p.session_id)?,
             session_id: p.session_id,
         }),
         R::ChatQueueCancel(p) => json(ChatQueueChangeResult {
             queued: rt
+                .sessions()
                 .cancel_queued(who, &p.session_id, p.queue_id.clone())
                 .await?,
             session_id: p.session_id,
@@ -186,6 +189,7 @@ async fn chat(rt: &Runtime, who: &Principal, request: ClientRequest) -> Result<A
         }),
         R::ChatQueueEdit(p) => json(ChatQueueChangeResult {
             queued: rt
+                .sessions()
                 .edit_queued(who, &p.session_id, p.queue_id.clone(), p.content)
                 .await?,
             session_id: p.session_id,
@@ -241,7 +245,7 @@ async fn delegation(
             schedules: rt.schedules().list(who, &p.session_id).await?,
         }),
         R::LoopStart(p) => json(rt.schedules().start_loop(who, p).await?),
-        R::SessionCommands(p) => json(rt.session_commands(who, &p.session_id).await?),
+        R::SessionCommands(p) => json(rt.sessions().session_commands(who, &p.session_id).await?),
         R::LoopStop(p) => json(rt.schedules().stop_loop(who, p).await?),
         R::TerminalOpen(p) => json(rt.terminals().open(who, p)?),
         R::TerminalList(p) => json(rt.terminals().list(who, p)?),
@@ -355,9 +359,10 @@ pub fn list_page(
     p: SessionsListParams,
 ) -> Result<SessionsListResult, RuntimeError> {
     let limit = p.limit.unwrap_or(SessionsListParams::DEFAULT_LIMIT);
-    let page = ctx
-        .runtime
-        .session_page_with(who, limit, p.cursor.as_deref(), &others(ctx))?;
+    let page =
+        ctx.runtime
+            .sessions()
+            .session_page_with(who, limit, p.cursor.as_deref(), &others(ctx))?;
     Ok(SessionsListResult {
         sessions: page.sessions,
         next_cursor: page.next_cursor,

@@ -148,7 +148,7 @@ fn place(cluster: &Cluster, runtime: &Runtime, request: &ClientRequest) -> Place
         }
         // The handler refuses a node the cluster does not know.
         Scope::Node(Some(_)) => return Place::Here,
-        Scope::Permission(id) if runtime.peers().permission_holder(id).is_some() => {
+        Scope::Permission(id) if runtime.sessions().permission_holder(id).is_some() => {
             return Place::Here
         }
         Scope::Permission(id) => return Place::AnyNode(id.to_string()),
