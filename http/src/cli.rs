@@ -486,15 +486,16 @@ fn add_user_roots(file: &ConfigFile, runtime: &mut RuntimeConfig) -> Result<(), 
     Ok(())
 }
 
-fn options(args: ServeArgs) -> Result<ServeOptions, CliError> {
+/// What `tandem serve` runs with: its flags over the config file's settings.
+fn options(mut args: ServeArgs) -> Result<ServeOptions, CliError> {
     let file = match &args.config {
         Some(path) => ConfigFile::load(path).map_err(|e| e.to_string())?,
         None => ConfigFile::default(),
     };
-    let roots = workspace_roots(&file, args.workspace_roots)?;
-    let data_dir = args.data_dir.map_or_else(default_data_dir, Ok)?;
+    let roots = workspace_roots(&file, std::mem::take(&mut args.workspace_roots))?;
+    let data_dir = args.data_dir.take().map_or_else(default_data_dir, Ok)?;
     let (bind, bind_name) = bind_address(&args.bind)?;
-    let mut allowed_hosts = args.allowed_hosts;
+    let mut allowed_hosts = std::mem::take(&mut args.allowed_hosts);
     allowed_hosts.extend(bind_name);
     let mut runtime = RuntimeConfig::new(data_dir, roots);
     add_user_roots(&file, &mut runtime)?;
@@ -505,13 +506,7 @@ fn options(args: ServeArgs) -> Result<ServeOptions, CliError> {
         ),
         None => None,
     };
-    runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
-    runtime.max_live_processes = args.max_live_processes.map(|n| n as usize);
-    runtime.max_concurrent_turns = args.max_concurrent_turns.map(|n| n as usize);
-    runtime.max_process_rss_mib = args.max_process_rss;
-    runtime.uploads.max_file_bytes = args.max_upload_bytes.max(1);
-    runtime.uploads.max_message_bytes = args.max_message_attachment_bytes.max(1);
-    runtime.uploads.unused_ttl = std::time::Duration::from_secs(args.upload_unused_secs);
+    apply_limits(&mut runtime, &args);
     runtime.worker_workspace = args
         .worker_workspace
         .as_deref()
@@ -532,39 +527,18 @@ fn options(args: ServeArgs) -> Result<ServeOptions, CliError> {
         launcher.also_read =
             tandem_actors::adapter::mcp_servers::program_paths(&runtime.mcp_servers);
     }
-    runtime.terminals.max_per_user = args.max_terminals;
-    runtime.terminals.idle = std::time::Duration::from_secs(args.terminal_idle_secs.max(1));
-    runtime.terminals.helper = std::env::current_exe().ok();
-    runtime.commit_batch = args.commit_batch.max(1);
-    runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
-    runtime.total_queue_bytes = args.total_queue_bytes.max(runtime.client_queue_bytes);
-    runtime.ring_events = args.ring_events.max(1);
-    runtime.client_stall = std::time::Duration::from_secs(args.client_stall_secs.max(1));
-    runtime.store_give_up = std::time::Duration::from_secs(args.store_give_up_secs.max(1));
-    let cluster = match (args.nats, args.node) {
-        (Some(url), Some(node)) => {
-            runtime.node = Some(node.clone());
-            Some(tandem_actors::cluster::ClusterConfig {
-                url,
-                node,
-                lease: std::time::Duration::from_secs(args.lease_secs.clamp(2, 60)),
-            })
-        }
-        _ => None,
-    };
+    let cluster = cluster_config(args.nats, args.node, args.lease_secs);
+    if let Some(cluster) = &cluster {
+        runtime.node = Some(cluster.node.clone());
+    }
     runtime.configured_models = file.configured_models();
     runtime.vendors = file.vendors(
         |key| std::env::var(key).ok(),
         std::env::var_os("PATH").as_deref(),
     );
     confine(&mut runtime, args.confine_agents == OnOff::On);
-    let tls = match (args.tls_cert, args.tls_key, args.tls) {
-        (Some(cert), Some(key), _) => Some(crate::tls::TlsSource::Files { cert, key }),
-        (_, _, Some(TlsArg::SelfSigned)) => Some(crate::tls::TlsSource::SelfSigned),
-        _ => None,
-    };
     Ok(ServeOptions {
-        tls,
+        tls: tls_source(args.tls_cert, args.tls_key, args.tls),
         insecure_http: args.insecure_http,
         bind,
         allowed_hosts,
@@ -590,6 +564,56 @@ fn options(args: ServeArgs) -> Result<ServeOptions, CliError> {
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
     })
+}
+
+/// `--nats` with `--node`: the cluster this node joins (neither: it runs alone).
+fn cluster_config(
+    nats: Option<String>,
+    node: Option<String>,
+    lease_secs: u64,
+) -> Option<tandem_actors::cluster::ClusterConfig> {
+    match (nats, node) {
+        (Some(url), Some(node)) => Some(tandem_actors::cluster::ClusterConfig {
+            url,
+            node,
+            lease: std::time::Duration::from_secs(lease_secs.clamp(2, 60)),
+        }),
+        _ => None,
+    }
+}
+
+/// The server's certificate: `--tls-cert` with `--tls-key`, else `--tls self-signed`.
+fn tls_source(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    tls: Option<TlsArg>,
+) -> Option<crate::tls::TlsSource> {
+    match (cert, key, tls) {
+        (Some(cert), Some(key), _) => Some(crate::tls::TlsSource::Files { cert, key }),
+        (_, _, Some(TlsArg::SelfSigned)) => Some(crate::tls::TlsSource::SelfSigned),
+        _ => None,
+    }
+}
+
+/// The runtime's limits from the flags (sessions, processes, uploads, terminals, the
+/// store's batches, clients' queues), each at least its floor.
+fn apply_limits(runtime: &mut RuntimeConfig, args: &ServeArgs) {
+    runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
+    runtime.max_live_processes = args.max_live_processes.map(|n| n as usize);
+    runtime.max_concurrent_turns = args.max_concurrent_turns.map(|n| n as usize);
+    runtime.max_process_rss_mib = args.max_process_rss;
+    runtime.uploads.max_file_bytes = args.max_upload_bytes.max(1);
+    runtime.uploads.max_message_bytes = args.max_message_attachment_bytes.max(1);
+    runtime.uploads.unused_ttl = std::time::Duration::from_secs(args.upload_unused_secs);
+    runtime.terminals.max_per_user = args.max_terminals;
+    runtime.terminals.idle = std::time::Duration::from_secs(args.terminal_idle_secs.max(1));
+    runtime.terminals.helper = std::env::current_exe().ok();
+    runtime.commit_batch = args.commit_batch.max(1);
+    runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
+    runtime.total_queue_bytes = args.total_queue_bytes.max(runtime.client_queue_bytes);
+    runtime.ring_events = args.ring_events.max(1);
+    runtime.client_stall = std::time::Duration::from_secs(args.client_stall_secs.max(1));
+    runtime.store_give_up = std::time::Duration::from_secs(args.store_give_up_secs.max(1));
 }
 
 /// `--bind`: an IP address, or a name that resolves to one (`localhost`). A name is
