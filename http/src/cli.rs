@@ -479,6 +479,12 @@ fn workspace_roots(file: &ConfigFile, extra: Vec<PathBuf>) -> Result<Vec<PathBuf
 /// vendor's process.
 fn confine(runtime: &mut RuntimeConfig, wanted: bool, program: Option<&Path>) {
     runtime.confinement = crate::confine::detect(wanted, runtime.private_paths(), program);
+    // A confined CLI starts the config's stdio servers itself: their programs and the
+    // files their arguments name must be readable to it (a user's own open nothing).
+    if let Some(launcher) = runtime.confinement.launcher.as_mut() {
+        launcher.also_read =
+            tandem_actors::adapter::mcp_servers::program_paths(&runtime.mcp_servers);
+    }
     for vendor in &mut runtime.vendors.vendors {
         vendor.process.confine = runtime.confinement.launcher.clone();
     }
@@ -500,17 +506,17 @@ fn add_user_roots(file: &ConfigFile, runtime: &mut RuntimeConfig) -> Result<(), 
     Ok(())
 }
 
-/// The options of `tandem serve` with `args`; `program` is the `tandem` binary
-/// (`None`: this one).
-fn options(args: ServeArgs, program: Option<PathBuf>) -> Result<ServeOptions, CliError> {
+/// What `tandem serve` runs with: its flags over the config file's settings;
+/// `program` is the `tandem` binary (`None`: this one).
+fn options(mut args: ServeArgs, program: Option<PathBuf>) -> Result<ServeOptions, CliError> {
     let file = match &args.config {
         Some(path) => ConfigFile::load(path).map_err(|e| e.to_string())?,
         None => ConfigFile::default(),
     };
-    let roots = workspace_roots(&file, args.workspace_roots)?;
-    let data_dir = args.data_dir.map_or_else(default_data_dir, Ok)?;
+    let roots = workspace_roots(&file, std::mem::take(&mut args.workspace_roots))?;
+    let data_dir = args.data_dir.take().map_or_else(default_data_dir, Ok)?;
     let (bind, bind_name) = bind_address(&args.bind)?;
-    let mut allowed_hosts = args.allowed_hosts;
+    let mut allowed_hosts = std::mem::take(&mut args.allowed_hosts);
     allowed_hosts.extend(bind_name);
     let mut runtime = RuntimeConfig::new(data_dir, roots);
     add_user_roots(&file, &mut runtime)?;
@@ -521,53 +527,14 @@ fn options(args: ServeArgs, program: Option<PathBuf>) -> Result<ServeOptions, Cl
         ),
         None => None,
     };
-    runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
-    runtime.max_live_processes = args.max_live_processes.map(|n| n as usize);
-    runtime.max_concurrent_turns = args.max_concurrent_turns.map(|n| n as usize);
-    runtime.max_process_rss_mib = args.max_process_rss;
-    runtime.uploads.max_file_bytes = args.max_upload_bytes.max(1);
-    runtime.uploads.max_message_bytes = args.max_message_attachment_bytes.max(1);
-    runtime.uploads.unused_ttl = std::time::Duration::from_secs(args.upload_unused_secs);
-    runtime.worker_workspace = args
-        .worker_workspace
-        .as_deref()
-        .and_then(tandem_protocol::workspace::WorkspaceMode::parse)
-        .or(file.workspace.worker_workspace)
-        .unwrap_or_default();
-    if let Some(ports) = args
-        .worktree_ports
-        .as_deref()
-        .or(file.workspace.ports.as_deref())
-    {
-        runtime.worktree_ports = port_range(ports)?;
-    }
-    runtime.mcp_servers = file.mcp_servers()?;
-    // A confined CLI starts the config's stdio servers itself: their programs and the
-    // files their arguments name must be readable to it (a user's own open nothing).
-    if let Some(launcher) = runtime.confinement.launcher.as_mut() {
-        launcher.also_read =
-            tandem_actors::adapter::mcp_servers::program_paths(&runtime.mcp_servers);
-    }
-    runtime.terminals.max_per_user = args.max_terminals;
-    runtime.terminals.idle = std::time::Duration::from_secs(args.terminal_idle_secs.max(1));
+    apply_limits(&mut runtime, &args);
     runtime.terminals.helper = program.clone().or_else(|| std::env::current_exe().ok());
-    runtime.commit_batch = args.commit_batch.max(1);
-    runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
-    runtime.total_queue_bytes = args.total_queue_bytes.max(runtime.client_queue_bytes);
-    runtime.ring_events = args.ring_events.max(1);
-    runtime.client_stall = std::time::Duration::from_secs(args.client_stall_secs.max(1));
-    runtime.store_give_up = std::time::Duration::from_secs(args.store_give_up_secs.max(1));
-    let cluster = match (args.nats, args.node) {
-        (Some(url), Some(node)) => {
-            runtime.node = Some(node.clone());
-            Some(tandem_actors::cluster::ClusterConfig {
-                url,
-                node,
-                lease: std::time::Duration::from_secs(args.lease_secs.clamp(2, 60)),
-            })
-        }
-        _ => None,
-    };
+    apply_worktrees(&mut runtime, &args, &file)?;
+    runtime.mcp_servers = file.mcp_servers()?;
+    let cluster = cluster_config(args.nats, args.node, args.lease_secs);
+    if let Some(cluster) = &cluster {
+        runtime.node = Some(cluster.node.clone());
+    }
     runtime.configured_models = file.configured_models();
     runtime.vendors = file.vendors(
         |key| std::env::var(key).ok(),
@@ -578,13 +545,8 @@ fn options(args: ServeArgs, program: Option<PathBuf>) -> Result<ServeOptions, Cl
         args.confine_agents == OnOff::On,
         program.as_deref(),
     );
-    let tls = match (args.tls_cert, args.tls_key, args.tls) {
-        (Some(cert), Some(key), _) => Some(crate::tls::TlsSource::Files { cert, key }),
-        (_, _, Some(TlsArg::SelfSigned)) => Some(crate::tls::TlsSource::SelfSigned),
-        _ => None,
-    };
     Ok(ServeOptions {
-        tls,
+        tls: tls_source(args.tls_cert, args.tls_key, args.tls),
         insecure_http: args.insecure_http,
         bind,
         allowed_hosts,
@@ -610,6 +572,78 @@ fn options(args: ServeArgs, program: Option<PathBuf>) -> Result<ServeOptions, Cl
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
     })
+}
+
+/// How worktrees are made: the Worker's workspace mode and the ports handed out, the
+/// flags' over the config file's.
+fn apply_worktrees(
+    runtime: &mut RuntimeConfig,
+    args: &ServeArgs,
+    file: &ConfigFile,
+) -> Result<(), CliError> {
+    runtime.worker_workspace = args
+        .worker_workspace
+        .as_deref()
+        .and_then(tandem_protocol::workspace::WorkspaceMode::parse)
+        .or(file.workspace.worker_workspace)
+        .unwrap_or_default();
+    if let Some(ports) = args
+        .worktree_ports
+        .as_deref()
+        .or(file.workspace.ports.as_deref())
+    {
+        runtime.worktree_ports = port_range(ports)?;
+    }
+    Ok(())
+}
+
+/// `--nats` with `--node`: the cluster this node joins (neither: it runs alone).
+fn cluster_config(
+    nats: Option<String>,
+    node: Option<String>,
+    lease_secs: u64,
+) -> Option<tandem_actors::cluster::ClusterConfig> {
+    match (nats, node) {
+        (Some(url), Some(node)) => Some(tandem_actors::cluster::ClusterConfig {
+            url,
+            node,
+            lease: std::time::Duration::from_secs(lease_secs.clamp(2, 60)),
+        }),
+        _ => None,
+    }
+}
+
+/// The server's certificate: `--tls-cert` with `--tls-key`, else `--tls self-signed`.
+fn tls_source(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    tls: Option<TlsArg>,
+) -> Option<crate::tls::TlsSource> {
+    match (cert, key, tls) {
+        (Some(cert), Some(key), _) => Some(crate::tls::TlsSource::Files { cert, key }),
+        (_, _, Some(TlsArg::SelfSigned)) => Some(crate::tls::TlsSource::SelfSigned),
+        _ => None,
+    }
+}
+
+/// The runtime's limits from the flags (sessions, processes, uploads, terminals, the
+/// store's batches, clients' queues), each at least its floor.
+fn apply_limits(runtime: &mut RuntimeConfig, args: &ServeArgs) {
+    runtime.max_sessions_per_user = args.max_sessions_per_user.max(1);
+    runtime.max_live_processes = args.max_live_processes.map(|n| n as usize);
+    runtime.max_concurrent_turns = args.max_concurrent_turns.map(|n| n as usize);
+    runtime.max_process_rss_mib = args.max_process_rss;
+    runtime.uploads.max_file_bytes = args.max_upload_bytes.max(1);
+    runtime.uploads.max_message_bytes = args.max_message_attachment_bytes.max(1);
+    runtime.uploads.unused_ttl = std::time::Duration::from_secs(args.upload_unused_secs);
+    runtime.terminals.max_per_user = args.max_terminals;
+    runtime.terminals.idle = std::time::Duration::from_secs(args.terminal_idle_secs.max(1));
+    runtime.commit_batch = args.commit_batch.max(1);
+    runtime.client_queue_bytes = args.client_queue_bytes.max(64 << 10);
+    runtime.total_queue_bytes = args.total_queue_bytes.max(runtime.client_queue_bytes);
+    runtime.ring_events = args.ring_events.max(1);
+    runtime.client_stall = std::time::Duration::from_secs(args.client_stall_secs.max(1));
+    runtime.store_give_up = std::time::Duration::from_secs(args.store_give_up_secs.max(1));
 }
 
 /// `--bind`: an IP address, or a name that resolves to one (`localhost`). A name is

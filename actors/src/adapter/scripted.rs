@@ -35,6 +35,7 @@
 //! Messages the server writes (pushed-back results) are echoed line by line and never
 //! executed: they quote other sessions' scripts.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -48,7 +49,7 @@ use tokio::sync::oneshot;
 use super::catalog::strings;
 use super::core::{Approvals, Asked, Emitter, TurnSlot, AWAIT_EVERY};
 use super::health::VendorStatus;
-use super::messages::{AdapterCommand, AgentItem};
+use super::messages::{AdapterCommand, AgentItem, ImageInput};
 use super::{AdapterContext, AdapterFactory, Tools, VendorId, VendorSpec, CLI_CAPABILITIES};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
@@ -356,6 +357,82 @@ impl ScriptedAgent {
         }
         self.approvals.drain();
     }
+
+    /// Starts a turn running the message's script (`internal`: the server wrote it)
+    /// in its own future, which ends the turn when the script does.
+    fn start_turn(
+        &mut self,
+        turn_id: TurnId,
+        text: &str,
+        images: &[ImageInput],
+        internal: bool,
+        ctx: &mut Context<Self>,
+    ) {
+        let run = Run {
+            turn_id: turn_id.clone(),
+            session_id: self.session_id.clone(),
+            emitter: self.emitter.clone(),
+            tools: self.tools.clone(),
+            me: ctx.address(),
+            cwd: self.cwd.clone(),
+        };
+        let steps = self.script(text, internal, images);
+        let finished = turn_id.clone();
+        let handle = ctx.spawn(run.execute(steps).into_actor(self).map(
+            move |outcome, act, ctx| {
+                if !act.turn.is(&finished) {
+                    return; // already ended (interrupted, superseded)
+                }
+                // A script that stopped early (its session stopped taking
+                // events, or an answer can no longer come) still ends its turn.
+                let (status, error) = outcome.unwrap_or_else(|| {
+                    (TurnStatus::Failed, Some("the script stopped early".into()))
+                });
+                act.end_turn(status, error, ctx);
+            },
+        ));
+        if let Some(old) = self.turn.begin(turn_id, handle) {
+            ctx.cancel_future(old.data);
+        }
+        self.turn.go_live();
+    }
+
+    /// The steps a message runs, remembering it: a server-written message's lines as
+    /// text, else its script after any fork preface; then a line per image.
+    fn script(&mut self, text: &str, internal: bool, images: &[ImageInput]) -> Vec<Step> {
+        // A server-written message (a pushed-back result) quotes other
+        // sessions' scripts: it is echoed as text, never executed.
+        let mut steps: Vec<Step> = if internal {
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| Step::Text(l.trim_end().to_string()))
+                .collect()
+        } else {
+            // A fork's first message carries the source's turns: this agent
+            // remembers their user messages and runs only the message itself.
+            let (remembered, script) = fork_preface(text);
+            self.memory.extend(remembered);
+            let history = format!("history: {}", self.memory.join(" | "));
+            parse_script(script)
+                .into_iter()
+                .map(|step| match step {
+                    Step::History => Step::Text(history.clone()),
+                    other => other,
+                })
+                .collect()
+        };
+        self.memory.push(fork_preface(text).1.to_string());
+        // The scripted agent cannot look at images; it says what it got, so
+        // tests see exactly which bytes reached the adapter.
+        steps.extend(images.iter().map(|img| {
+            let size = std::fs::metadata(&img.path).map_or(0, |m| m.len());
+            Step::Text(format!(
+                "received image {} ({}, {size} bytes)",
+                img.upload_id, img.mime_type
+            ))
+        }));
+        steps
+    }
 }
 
 impl Actor for ScriptedAgent {
@@ -411,64 +488,7 @@ impl Handler<AdapterCommand> for ScriptedAgent {
             } => {
                 self.stubborn = false;
                 self.mode = settings.permission_mode;
-                let run = Run {
-                    turn_id: turn_id.clone(),
-                    session_id: self.session_id.clone(),
-                    emitter: self.emitter.clone(),
-                    tools: self.tools.clone(),
-                    me: ctx.address(),
-                    cwd: self.cwd.clone(),
-                };
-                // A server-written message (a pushed-back result) quotes other
-                // sessions' scripts: it is echoed as text, never executed.
-                let steps: Vec<Step> = if internal {
-                    text.lines()
-                        .filter(|l| !l.trim().is_empty())
-                        .map(|l| Step::Text(l.trim_end().to_string()))
-                        .collect()
-                } else {
-                    // A fork's first message carries the source's turns: this agent
-                    // remembers their user messages and runs only the message itself.
-                    let (remembered, script) = fork_preface(&text);
-                    self.memory.extend(remembered);
-                    let history = format!("history: {}", self.memory.join(" | "));
-                    parse_script(script)
-                        .into_iter()
-                        .map(|step| match step {
-                            Step::History => Step::Text(history.clone()),
-                            other => other,
-                        })
-                        .collect()
-                };
-                self.memory.push(fork_preface(&text).1.to_string());
-                // The scripted agent cannot look at images; it says what it got, so
-                // tests see exactly which bytes reached the adapter.
-                let mut steps = steps;
-                steps.extend(images.iter().map(|img| {
-                    let size = std::fs::metadata(&img.path).map_or(0, |m| m.len());
-                    Step::Text(format!(
-                        "received image {} ({}, {size} bytes)",
-                        img.upload_id, img.mime_type
-                    ))
-                }));
-                let finished = turn_id.clone();
-                let handle = ctx.spawn(run.execute(steps).into_actor(self).map(
-                    move |outcome, act, ctx| {
-                        if !act.turn.is(&finished) {
-                            return; // already ended (interrupted, superseded)
-                        }
-                        // A script that stopped early (its session stopped taking
-                        // events, or an answer can no longer come) still ends its turn.
-                        let (status, error) = outcome.unwrap_or_else(|| {
-                            (TurnStatus::Failed, Some("the script stopped early".into()))
-                        });
-                        act.end_turn(status, error, ctx);
-                    },
-                ));
-                if let Some(old) = self.turn.begin(turn_id, handle) {
-                    ctx.cancel_future(old.data);
-                }
-                self.turn.go_live();
+                self.start_turn(turn_id, &text, &images, internal, ctx);
             }
             AdapterCommand::Interrupt { turn_id } => {
                 if self.stubborn {
@@ -540,6 +560,19 @@ struct Run {
 /// How a script ended: `None` when it stopped because its session or actor is gone.
 type Outcome = Option<(TurnStatus, Option<String>)>;
 
+/// The `tool_result` of call `call_id`: its output, or its error as text.
+fn tool_result(call_id: String, output: Result<Value, String>) -> EventBody {
+    let (output, is_error) = match output {
+        Ok(v) => (v, false),
+        Err(e) => (Value::String(e), true),
+    };
+    EventBody::ToolResult {
+        call_id,
+        output,
+        is_error,
+    }
+}
+
 impl Run {
     /// Emits one event, waiting at the session's flow gate when a pacing window filled,
     /// so no script can flood the session, the store or the clients. False when the
@@ -579,180 +612,193 @@ impl Run {
         answer.await.ok()
     }
 
+    /// Emits each event in turn like [`Run::emit`]; false (emitting no more) once the
+    /// session is gone.
+    async fn emit_each(&mut self, bodies: impl IntoIterator<Item = EventBody>) -> bool {
+        for body in bodies {
+            if !self.emit(body).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Runs the steps in order: how the script ended.
     async fn execute(mut self, steps: Vec<Step>) -> Outcome {
         for (index, step) in steps.into_iter().enumerate() {
-            match step {
-                Step::Text(line) => {
-                    for piece in deltas(&line) {
-                        if !self.emit(EventBody::TextDelta { text: piece }).await {
-                            return None;
-                        }
-                    }
-                    if !self.emit(EventBody::AssistantMessage { text: line }).await {
-                        return None;
-                    }
-                }
-                Step::Sleep(ms) => actix_rt::time::sleep(Duration::from_millis(ms)).await,
-                // Awaited in the script's own future, like `/sleep`: the actor keeps
-                // handling its mailbox, and an interrupt cancels the future (and so
-                // the wait) at once.
-                #[cfg(feature = "test-hooks")]
-                Step::Hold(name) => crate::holds::wait(&name).await,
-                #[cfg(not(feature = "test-hooks"))]
-                Step::Hold(name) => return Some(hold_refused(&name)),
-                Step::Stubborn(ms) => {
-                    self.me.send(Stubborn(true)).await.ok()?;
-                    actix_rt::time::sleep(Duration::from_millis(ms)).await;
-                    self.me.send(Stubborn(false)).await.ok()?;
-                }
-                Step::Stream(n) => {
-                    // A pacing window of deltas at a time, as one message: the
-                    // session appends them as one write.
-                    let mut all = String::new();
-                    let mut window = Vec::new();
-                    for i in 0..n {
-                        let text = format!("chunk {i} ");
-                        all.push_str(&text);
-                        window.push(EventBody::TextDelta { text });
-                        if window.len() as u64 >= AWAIT_EVERY
-                            && !self.emit_many(std::mem::take(&mut window)).await
-                        {
-                            return None;
-                        }
-                    }
-                    window.push(EventBody::AssistantMessage { text: all });
-                    if !self.emit_many(window).await {
-                        return None;
-                    }
-                }
-                Step::Tool { name, args } => {
-                    let call_id = format!("{}_call_{index}", self.turn_id);
-                    let parsed = serde_json::from_str::<Value>(&args);
-                    let call = EventBody::ToolCall {
-                        call_id: call_id.clone(),
-                        name: name.clone(),
-                        input: match &parsed {
-                            Ok(input) => input.clone(),
-                            Err(_) => Value::String(args),
-                        },
-                        changes: Vec::new(),
-                    };
-                    if !self.emit(call).await {
-                        return None;
-                    }
-                    let result = match parsed {
-                        Ok(input) => self
-                            .tools
-                            .call(&self.session_id, &name, input)
-                            .await
-                            .map_err(|e| e.to_string()),
-                        Err(e) => Err(format!("tool arguments are not JSON: {e}")),
-                    };
-                    let (output, is_error) = match result {
-                        Ok(v) => (v, false),
-                        Err(e) => (Value::String(e), true),
-                    };
-                    let result = EventBody::ToolResult {
-                        call_id,
-                        output,
-                        is_error,
-                    };
-                    if !self.emit(result).await {
-                        return None;
-                    }
-                }
-                Step::Usage(usage) => {
-                    self.emitter
-                        .send(Some(self.turn_id.clone()), AgentItem::Usage(usage));
-                }
-                Step::Show { name, input } => {
-                    let call_id = format!("{}_call_{index}", self.turn_id);
-                    // Shown as the vendor whose shape the input has shows it.
-                    let changes = crate::adapter::edits::any(&name, &input);
-                    let call = EventBody::ToolCall {
-                        call_id: call_id.clone(),
-                        name,
-                        input,
-                        changes,
-                    };
-                    let result = EventBody::ToolResult {
-                        call_id,
-                        output: Value::String("ok".into()),
-                        is_error: false,
-                    };
-                    if !self.emit(call).await || !self.emit(result).await {
-                        return None;
-                    }
-                }
-                Step::Think(text) => {
-                    if !self.emit(EventBody::Thinking { text }).await {
-                        return None;
-                    }
-                }
-                Step::Plan(entries) => {
-                    if !self.emit(EventBody::Plan { entries }).await {
-                        return None;
-                    }
-                }
-                // Replaced by its text when the turn starts; nothing left to run.
-                Step::History => {}
-                Step::Write { path, text } => {
-                    let call_id = format!("{}_call_{index}", self.turn_id);
-                    let call = EventBody::ToolCall {
-                        call_id: call_id.clone(),
-                        name: "write".into(),
-                        input: serde_json::json!({"path": path, "text": text}),
-                        changes: Vec::new(),
-                    };
-                    let written = crate::workspace::files::check_relative(&path)
-                        .map_err(|e| e.to_string())
-                        .and_then(|()| {
-                            std::fs::write(self.cwd.join(&path), format!("{text}\n"))
-                                .map_err(|e| e.to_string())
-                        });
-                    let result = EventBody::ToolResult {
-                        call_id,
-                        output: Value::String(match &written {
-                            Ok(()) => "ok".into(),
-                            Err(e) => e.clone(),
-                        }),
-                        is_error: written.is_err(),
-                    };
-                    if !self.emit(call).await || !self.emit(result).await {
-                        return None;
-                    }
-                }
-                Step::Fail(message) => return Some((TurnStatus::Failed, Some(message))),
-                Step::Ask { tool, input } => {
-                    let line = match self.ask(&tool, &input).await? {
-                        Answer::Allowed => format!("allowed {tool}"),
-                        Answer::Denied(message) => format!("denied {tool}: {message}"),
-                    };
-                    if !self.emit(EventBody::AssistantMessage { text: line }).await {
-                        return None;
-                    }
-                }
-                Step::Background {
-                    id,
-                    ms,
-                    description,
-                } => {
-                    // Awaited so the task set is reported before later steps' events.
-                    let started = self
-                        .me
-                        .send(StartBackground {
-                            id,
-                            ms,
-                            description,
-                        })
-                        .await;
-                    if started.is_err() {
-                        return Some((TurnStatus::Failed, Some("agent stopped".into())));
-                    }
-                }
+            if let ControlFlow::Break(outcome) = self.run_step(index, step).await {
+                return outcome;
             }
         }
         Some((TurnStatus::Completed, None))
+    }
+
+    /// Runs step `index`; `Break` with the script's outcome when it ends the script.
+    async fn run_step(&mut self, index: usize, step: Step) -> ControlFlow<Outcome> {
+        let going = match step {
+            Step::Text(line) => {
+                let pieces = deltas(&line).into_iter();
+                let pieces = pieces.map(|text| EventBody::TextDelta { text });
+                self.emit_each(pieces.chain([EventBody::AssistantMessage { text: line }]))
+                    .await
+            }
+            Step::Sleep(ms) => {
+                actix_rt::time::sleep(Duration::from_millis(ms)).await;
+                true
+            }
+            // Awaited in the script's own future, like `/sleep`: the actor keeps
+            // handling its mailbox, and an interrupt cancels the future (and so
+            // the wait) at once.
+            #[cfg(feature = "test-hooks")]
+            Step::Hold(name) => {
+                crate::holds::wait(&name).await;
+                true
+            }
+            #[cfg(not(feature = "test-hooks"))]
+            Step::Hold(name) => return ControlFlow::Break(Some(hold_refused(&name))),
+            Step::Stubborn(ms) => self.stubborn(ms).await,
+            Step::Stream(n) => self.stream(n).await,
+            Step::Tool { name, args } => self.call_tool(index, name, args).await,
+            Step::Usage(usage) => {
+                self.emitter
+                    .send(Some(self.turn_id.clone()), AgentItem::Usage(usage));
+                true
+            }
+            Step::Show { name, input } => self.show(index, name, input).await,
+            Step::Think(text) => self.emit(EventBody::Thinking { text }).await,
+            Step::Plan(entries) => self.emit(EventBody::Plan { entries }).await,
+            // Replaced by its text when the turn starts; nothing left to run.
+            Step::History => true,
+            Step::Write { path, text } => self.write(index, path, text).await,
+            Step::Fail(message) => {
+                return ControlFlow::Break(Some((TurnStatus::Failed, Some(message))))
+            }
+            Step::Ask { tool, input } => self.ask_and_say(&tool, &input).await,
+            Step::Background {
+                id,
+                ms,
+                description,
+            } => {
+                // Awaited so the task set is reported before later steps' events.
+                let start = StartBackground {
+                    id,
+                    ms,
+                    description,
+                };
+                if self.me.send(start).await.is_err() {
+                    let stopped = (TurnStatus::Failed, Some("agent stopped".into()));
+                    return ControlFlow::Break(Some(stopped));
+                }
+                true
+            }
+        };
+        if going {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(None)
+        }
+    }
+
+    /// `/stubborn MS`: waits MS with interrupts ignored; false when the actor is gone.
+    async fn stubborn(&self, ms: u64) -> bool {
+        if self.me.send(Stubborn(true)).await.is_err() {
+            return false;
+        }
+        actix_rt::time::sleep(Duration::from_millis(ms)).await;
+        self.me.send(Stubborn(false)).await.is_ok()
+    }
+
+    /// `/stream N`: a pacing window of deltas at a time, as one message (the session
+    /// appends them as one write), then the whole text.
+    async fn stream(&mut self, n: u64) -> bool {
+        let mut all = String::new();
+        let mut window = Vec::new();
+        for i in 0..n {
+            let text = format!("chunk {i} ");
+            all.push_str(&text);
+            window.push(EventBody::TextDelta { text });
+            if window.len() as u64 >= AWAIT_EVERY
+                && !self.emit_many(std::mem::take(&mut window)).await
+            {
+                return false;
+            }
+        }
+        window.push(EventBody::AssistantMessage { text: all });
+        self.emit_many(window).await
+    }
+
+    /// `/tool NAME {json}` as step `index`: the call, the tool run through the router,
+    /// its result.
+    async fn call_tool(&mut self, index: usize, name: String, args: String) -> bool {
+        let call_id = format!("{}_call_{index}", self.turn_id);
+        let parsed = serde_json::from_str::<Value>(&args);
+        let call = EventBody::ToolCall {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            input: match &parsed {
+                Ok(input) => input.clone(),
+                Err(_) => Value::String(args),
+            },
+            changes: Vec::new(),
+        };
+        if !self.emit(call).await {
+            return false;
+        }
+        let output = match parsed {
+            Ok(input) => self
+                .tools
+                .call(&self.session_id, &name, input)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(format!("tool arguments are not JSON: {e}")),
+        };
+        self.emit(tool_result(call_id, output)).await
+    }
+
+    /// `/show NAME {json}` as step `index`: the call and an `ok` result, running
+    /// nothing.
+    async fn show(&mut self, index: usize, name: String, input: Value) -> bool {
+        let call_id = format!("{}_call_{index}", self.turn_id);
+        // Shown as the vendor whose shape the input has shows it.
+        let changes = crate::adapter::edits::any(&name, &input);
+        let call = EventBody::ToolCall {
+            call_id: call_id.clone(),
+            name,
+            input,
+            changes,
+        };
+        let ok = tool_result(call_id, Ok(Value::String("ok".into())));
+        self.emit_each([call, ok]).await
+    }
+
+    /// `/write PATH TEXT` as step `index`: writes the file, then shows the call and
+    /// its result.
+    async fn write(&mut self, index: usize, path: String, text: String) -> bool {
+        let call_id = format!("{}_call_{index}", self.turn_id);
+        let call = EventBody::ToolCall {
+            call_id: call_id.clone(),
+            name: "write".into(),
+            input: serde_json::json!({"path": path, "text": text}),
+            changes: Vec::new(),
+        };
+        let written = crate::workspace::files::check_relative(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                std::fs::write(self.cwd.join(&path), format!("{text}\n")).map_err(|e| e.to_string())
+            });
+        let output = written.map(|()| Value::String("ok".into()));
+        self.emit_each([call, tool_result(call_id, output)]).await
+    }
+
+    /// `/ask TOOL {json}`: asks, then says the answer; false when the agent stopped
+    /// first or the session is gone.
+    async fn ask_and_say(&mut self, tool: &str, input: &str) -> bool {
+        let line = match self.ask(tool, input).await {
+            Some(Answer::Allowed) => format!("allowed {tool}"),
+            Some(Answer::Denied(message)) => format!("denied {tool}: {message}"),
+            None => return false,
+        };
+        self.emit(EventBody::AssistantMessage { text: line }).await
     }
 }
 

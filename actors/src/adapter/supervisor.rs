@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use actix::WeakAddr;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::fleet::Seat;
@@ -211,89 +211,30 @@ where
         hub: hub.clone(),
         _seat: seat,
     };
-    let (stdin_tx, mut stdin_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let (kill_tx, kill_rx) = oneshot::channel::<()>();
+    let (stdin_tx, stdin_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (kill_tx, mut kill_rx) = oneshot::channel::<()>();
     let stdin = child.child.stdin.take();
     let stdout = child.child.stdout.take();
     let stderr = child.child.stderr.take();
 
-    if let Some(mut stdin) = stdin {
-        actix::spawn(async move {
-            while let Some(line) = stdin_rx.recv().await {
-                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
-                    break;
-                }
-            }
-            // Dropping stdin closes it: the CLI finishes and exits.
-        });
+    if let Some(stdin) = stdin {
+        actix::spawn(feed_stdin(stdin, stdin_rx));
     }
 
     let tail = Arc::new(Mutex::new(VecDeque::<String>::new()));
-    let stderr_task = stderr.map(|stderr| {
-        let tail = tail.clone();
-        actix::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!(pid, line = %line, "{name} stderr");
-                if let Ok(mut t) = tail.lock() {
-                    if t.len() == STDERR_LINES {
-                        t.pop_front();
-                    }
-                    t.push_back(line);
-                }
-            }
-        })
-    });
+    let stderr_task =
+        stderr.map(|stderr| actix::spawn(keep_stderr_tail(stderr, tail.clone(), pid, name)));
 
     let mut shutdown = hub.inner.shutdown.subscribe();
     actix::spawn(async move {
-        let mut kill_rx = kill_rx;
         if let Some(stdout) = stdout {
             let mut lines = BufReader::new(stdout).lines();
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = &mut kill_rx => {
-                        let _ = child.child.start_kill();
-                        break;
-                    }
-                    _ = shutdown_requested(&mut shutdown) => {
-                        let _ = child.child.start_kill();
-                        break;
-                    }
-                    line = lines.next_line() => match line {
-                        Ok(Some(line)) => {
-                            let Some(msg) = decode(line) else {
-                                continue;
-                            };
-                            // A gone adapter (its session stopped) ends the process.
-                            let delivered = match to.upgrade() {
-                                Some(addr) => addr.send(msg).await.is_ok(),
-                                None => false,
-                            };
-                            if !delivered {
-                                let _ = child.child.start_kill();
-                                break;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            // Not UTF-8, or the pipe broke: nothing more can be read.
-                            tracing::warn!(pid, error = %e, "{name} stdout unreadable");
-                            let _ = child.child.start_kill();
-                            break;
-                        }
-                    }
-                }
+            let (kill, shutdown) = (&mut kill_rx, &mut shutdown);
+            if relay_stdout(&mut lines, kill, shutdown, &to, &mut decode, pid, name).await {
+                let _ = child.child.start_kill();
             }
         }
-        let status = match tokio::time::timeout(EXIT_GRACE, child.child.wait()).await {
-            Ok(status) => describe(status),
-            Err(_) => {
-                let _ = child.child.start_kill();
-                describe(child.child.wait().await)
-            }
-        };
+        let status = exit_status(&mut child.child).await;
         if let Some(task) = stderr_task {
             let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
         }
@@ -317,6 +258,96 @@ where
         stdin: stdin_tx,
         kill: kill_tx,
     })
+}
+
+/// Writes each line sent on `lines` to the process's stdin until the channel or the
+/// pipe closes; dropping stdin then closes it, and the CLI finishes and exits.
+async fn feed_stdin(
+    mut stdin: tokio::process::ChildStdin,
+    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+) {
+    while let Some(line) = lines.recv().await {
+        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Logs process `pid`'s stderr, keeping its last [`STDERR_LINES`] lines in `tail`.
+async fn keep_stderr_tail(
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    pid: u32,
+    name: &'static str,
+) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(pid, line = %line, "{name} stderr");
+        if let Ok(mut t) = tail.lock() {
+            if t.len() == STDERR_LINES {
+                t.pop_front();
+            }
+            t.push_back(line);
+        }
+    }
+}
+
+/// Hands each stdout line `decode` makes a message of to `to`, awaiting each, until
+/// stdout ends (false) or the process must be killed (true): on `kill`, at shutdown,
+/// when `to` is gone or stdout cannot be read.
+async fn relay_stdout<A, M, D>(
+    lines: &mut Lines<BufReader<tokio::process::ChildStdout>>,
+    kill: &mut oneshot::Receiver<()>,
+    shutdown: &mut watch::Receiver<bool>,
+    to: &WeakAddr<A>,
+    decode: &mut D,
+    pid: u32,
+    name: &'static str,
+) -> bool
+where
+    A: Actor<Context = Context<A>> + Handler<M>,
+    M: Message<Result = ()> + Send + 'static,
+    D: FnMut(String) -> Option<M>,
+{
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut *kill => return true,
+            _ = shutdown_requested(shutdown) => return true,
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => {
+                    let Some(msg) = decode(line) else {
+                        continue;
+                    };
+                    // A gone adapter (its session stopped) ends the process.
+                    let delivered = match to.upgrade() {
+                        Some(addr) => addr.send(msg).await.is_ok(),
+                        None => false,
+                    };
+                    if !delivered {
+                        return true;
+                    }
+                }
+                Ok(None) => return false,
+                Err(e) => {
+                    // Not UTF-8, or the pipe broke: nothing more can be read.
+                    tracing::warn!(pid, error = %e, "{name} stdout unreadable");
+                    return true;
+                }
+            }
+        }
+    }
+}
+
+/// How the process exited, killed if it takes longer than [`EXIT_GRACE`].
+async fn exit_status(child: &mut tokio::process::Child) -> String {
+    match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+        Ok(status) => describe(status),
+        Err(_) => {
+            let _ = child.start_kill();
+            describe(child.wait().await)
+        }
+    }
 }
 
 /// The child as its supervisor task holds it. However the task ends (it finishes, or

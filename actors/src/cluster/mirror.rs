@@ -40,7 +40,7 @@ use super::batch::{frames, RunHeader};
 use super::{events_subject, Cluster, EVENTS_STREAM};
 use crate::flow::FlowGate;
 use crate::ids::SessionId;
-use crate::store::{StoredEvent, WriteOp};
+use crate::store::{StoreWriter, StoredEvent, WriteOp};
 
 /// Pause before the consumer is made again after an error.
 const RESTART: Duration = Duration::from_secs(1);
@@ -90,7 +90,6 @@ async fn stored_last(cluster: &Cluster, session_id: &str) -> Result<u64, async_n
 
 /// One consumer's life: from what the store has to the end of the stream, then live.
 async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::Error> {
-    use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
     let writer = cluster.inner.runtime.writer().clone();
     let sid: Arc<str> = Arc::from(session_id);
     // After a failed commit the writer drops the copy's writes until they are resumed
@@ -100,15 +99,7 @@ async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::E
     writer.write(WriteOp::Resume(sid.clone()))?;
     let _ = writer.synced_since(writer.epoch()).await;
     let last = stored_last(cluster, session_id).await?;
-    let stream = cluster.inner.js.get_stream_no_info(EVENTS_STREAM).await?;
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            filter_subject: events_subject(session_id),
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await?;
-    let mut messages = consumer.messages().await?;
+    let mut messages = ordered_events(cluster, session_id).await?;
     let gate = Arc::new(FlowGate::new(last));
     // How far this node's clients got, told to the session's node as they go.
     let _report = super::delivered::Stop(actix_rt::spawn(super::delivered::report(
@@ -124,22 +115,9 @@ async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::E
     let mut check: Option<Pin<Box<dyn Future<Output = bool> + '_>>> = None;
     // Frames read and not written yet, by seq: the next ones in line, waiting for the
     // window, and those that came early, waiting for an earlier one.
-    let mut unwritten: std::collections::BTreeMap<u64, ByteString> = Default::default();
+    let mut unwritten = Unwritten::new();
     loop {
-        // Write what is next in line, as far as the window goes.
-        while window.open(next) {
-            let Some(frame) = unwritten.remove(&next) else {
-                break;
-            };
-            writer.write(WriteOp::Event(StoredEvent {
-                session_id: sid.clone(),
-                seq: next,
-                frame,
-                gate: window.gate.clone(),
-            }))?;
-            next += 1;
-            unsynced += 1;
-        }
+        unsynced += write_in_line(&writer, &sid, &window, &mut next, &mut unwritten)?;
         // The next event is here but the window is full: wait at the gate, and read
         // nothing more meanwhile.
         let paced = unwritten.contains_key(&next);
@@ -183,19 +161,75 @@ async fn follow(cluster: &Cluster, session_id: &str) -> Result<(), async_nats::E
         if run.last < next {
             continue;
         }
-        for (seq, frame) in frames(&run, &msg.payload)? {
-            if seq < next || unwritten.contains_key(&seq) {
-                continue;
-            }
-            if seq > next && unwritten.len() >= MAX_EARLY {
-                return Err(
-                    format!("seq {next} still missing after {MAX_EARLY} later ones").into(),
-                );
-            }
-            let frame = ByteString::try_from(frame).map_err(|_| "an event frame is not UTF-8")?;
-            unwritten.insert(seq, frame);
-        }
+        keep_frames(&run, &msg.payload, next, &mut unwritten)?;
     }
+}
+
+/// Frames read and not written yet, by seq.
+type Unwritten = std::collections::BTreeMap<u64, ByteString>;
+
+/// An ordered consumer's messages: the session's events from the stream's start.
+async fn ordered_events(
+    cluster: &Cluster,
+    session_id: &str,
+) -> Result<async_nats::jetstream::consumer::pull::Ordered, async_nats::Error> {
+    use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
+    let stream = cluster.inner.js.get_stream_no_info(EVENTS_STREAM).await?;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            filter_subject: events_subject(session_id),
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await?;
+    Ok(consumer.messages().await?)
+}
+
+/// Writes the frames next in line from `next` on, as far as `window` goes, moving
+/// `next` past them: how many it wrote.
+fn write_in_line(
+    writer: &StoreWriter,
+    sid: &Arc<str>,
+    window: &Window,
+    next: &mut u64,
+    unwritten: &mut Unwritten,
+) -> Result<u64, async_nats::Error> {
+    let mut written = 0;
+    while window.open(*next) {
+        let Some(frame) = unwritten.remove(next) else {
+            break;
+        };
+        writer.write(WriteOp::Event(StoredEvent {
+            session_id: sid.clone(),
+            seq: *next,
+            frame,
+            gate: window.gate.clone(),
+        }))?;
+        *next += 1;
+        written += 1;
+    }
+    Ok(written)
+}
+
+/// Keeps the frames of `run` (in `payload`) that are neither written (below `next`)
+/// nor kept yet; too many waiting for a missing `next` is an error.
+fn keep_frames(
+    run: &RunHeader,
+    payload: &bytes::Bytes,
+    next: u64,
+    unwritten: &mut Unwritten,
+) -> Result<(), async_nats::Error> {
+    for (seq, frame) in frames(run, payload)? {
+        if seq < next || unwritten.contains_key(&seq) {
+            continue;
+        }
+        if seq > next && unwritten.len() >= MAX_EARLY {
+            return Err(format!("seq {next} still missing after {MAX_EARLY} later ones").into());
+        }
+        let frame = ByteString::try_from(frame).map_err(|_| "an event frame is not UTF-8")?;
+        unwritten.insert(seq, frame);
+    }
+    Ok(())
 }
 
 /// How far the copy may be written: [`WINDOW`] events past its flow gate, or as far

@@ -25,7 +25,7 @@ use tokio::sync::oneshot;
 use crate::clock::{now_ms, random_id};
 use crate::cluster_link::StartOnWorker;
 use crate::error::{PairError, RuntimeError};
-use crate::ids::{DelegationId, PairId};
+use crate::ids::{DelegationId, PairId, TurnId};
 use crate::record::{DelegationRecord, PairRecord};
 use crate::registry::Registry;
 use crate::session::{
@@ -395,6 +395,79 @@ impl PairActor {
         );
     }
 
+    /// The Worker's answer `res` to the start of delegation `delegation_id`: a refusal
+    /// ends it and tells the Driver why; a detached one answers at once, a waited one
+    /// waits at most `timeout`.
+    fn worker_started(
+        &mut self,
+        delegation_id: DelegationId,
+        res: Result<Result<TurnId, RuntimeError>, String>,
+        wait: bool,
+        timeout: Duration,
+        ctx: &mut Context<Self>,
+    ) {
+        if !self.current(&delegation_id) || self.resolving() {
+            return;
+        }
+        if let Ok(Err(RuntimeError::NoAnswer { .. })) = &res {
+            self.start_in_doubt(delegation_id, ctx);
+            return;
+        }
+        let refused = match res {
+            Ok(Ok(_turn_id)) => None,
+            Ok(Err(RuntimeError::RunInProgress(_))) => Some(PairError::WorkerBusy),
+            Ok(Err(e)) => Some(PairError::WorkerRefused(Box::new(e))),
+            Err(e) => Some(PairError::Unavailable(e)),
+        };
+        if let Some(reason) = refused {
+            self.delegation_event(false, None);
+            self.record.delegation = None;
+            self.save();
+            if let Some(waiter) = self.take_waiter() {
+                let _ = waiter.send(Err(reason));
+            }
+            self.token = Token::Free;
+            return;
+        }
+        if !wait {
+            if let Some(waiter) = self.take_waiter() {
+                let _ = waiter.send(Ok(DelegateReply::Detached));
+            }
+            return;
+        }
+        let timer = ctx.run_later(timeout, move |act, ctx| {
+            act.wait_timed_out(&delegation_id, ctx)
+        });
+        if let Token::Held { timeout, .. } = &mut self.token {
+            *timeout = Some(timer);
+        }
+    }
+
+    /// A waited delegation `delegation_id` ran out of time: the Driver gets the
+    /// Worker's text so far, and the result is pushed back when it comes.
+    fn wait_timed_out(&mut self, delegation_id: &DelegationId, ctx: &mut Context<Self>) {
+        if !self.current(delegation_id) {
+            return;
+        }
+        let Token::Held { waiter, timeout } = &mut self.token else {
+            return;
+        };
+        *timeout = None;
+        let Some(waiter) = waiter.take() else {
+            return;
+        };
+        // From now on the result is pushed back when it comes.
+        if let Some(d) = self.record.delegation.as_mut() {
+            d.detached = true;
+        }
+        self.save();
+        ctx.spawn(
+            actix::fut::wrap_future(self.worker.partial()).map(move |partial, _, _| {
+                let _ = waiter.send(Ok(DelegateReply::TimedOut { partial }));
+            }),
+        );
+    }
+
     /// Drops the token of delegation `id` (if it is still the current one).
     fn finish_delegation(&mut self, id: &DelegationId) {
         self.token = Token::Free;
@@ -489,60 +562,7 @@ impl Handler<Delegate> for PairActor {
         let (wait, timeout) = (msg.wait, msg.timeout);
         ctx.spawn(
             actix::fut::wrap_future(start).map(move |res, act: &mut PairActor, ctx| {
-                if !act.current(&delegation_id) || act.resolving() {
-                    return;
-                }
-                if let Ok(Err(RuntimeError::NoAnswer { .. })) = &res {
-                    act.start_in_doubt(delegation_id, ctx);
-                    return;
-                }
-                let refused = match res {
-                    Ok(Ok(_turn_id)) => None,
-                    Ok(Err(RuntimeError::RunInProgress(_))) => Some(PairError::WorkerBusy),
-                    Ok(Err(e)) => Some(PairError::WorkerRefused(Box::new(e))),
-                    Err(e) => Some(PairError::Unavailable(e)),
-                };
-                if let Some(reason) = refused {
-                    act.delegation_event(false, None);
-                    act.record.delegation = None;
-                    act.save();
-                    if let Some(waiter) = act.take_waiter() {
-                        let _ = waiter.send(Err(reason));
-                    }
-                    act.token = Token::Free;
-                    return;
-                }
-                if !wait {
-                    if let Some(waiter) = act.take_waiter() {
-                        let _ = waiter.send(Ok(DelegateReply::Detached));
-                    }
-                    return;
-                }
-                let timer = ctx.run_later(timeout, move |act, ctx| {
-                    if !act.current(&delegation_id) {
-                        return;
-                    }
-                    let Token::Held { waiter, timeout } = &mut act.token else {
-                        return;
-                    };
-                    *timeout = None;
-                    let Some(waiter) = waiter.take() else {
-                        return;
-                    };
-                    // From now on the result is pushed back when it comes.
-                    if let Some(d) = act.record.delegation.as_mut() {
-                        d.detached = true;
-                    }
-                    act.save();
-                    ctx.spawn(actix::fut::wrap_future(act.worker.partial()).map(
-                        move |partial, _, _| {
-                            let _ = waiter.send(Ok(DelegateReply::TimedOut { partial }));
-                        },
-                    ));
-                });
-                if let Token::Held { timeout, .. } = &mut act.token {
-                    *timeout = Some(timer);
-                }
+                act.worker_started(delegation_id, res, wait, timeout, ctx)
             }),
         );
         Box::pin(async move { rx.await.unwrap_or(Err(PairError::ClosedBeforeAnswer)) })

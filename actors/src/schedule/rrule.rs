@@ -296,88 +296,99 @@ impl Recurrence {
 
     /// The candidate instants of period `k` (unsorted); `None` past the calendar's end.
     fn period(&self, k: u64) -> Option<Vec<Timestamp>> {
+        let steps = i64::try_from(k)
+            .ok()?
+            .checked_mul(i64::from(self.rule.interval))?;
+        match self.rule.freq {
+            Freq::Minutely | Freq::Hourly => self.clock_period(steps),
+            Freq::Daily | Freq::Weekly => self.calendar_period(steps),
+        }
+    }
+
+    /// A MINUTELY or HOURLY rule's candidates `steps` units after the start: the
+    /// instant itself, or its hour's BYMINUTE minutes, that pass the filters.
+    fn clock_period(&self, steps: i64) -> Option<Vec<Timestamp>> {
         let r = &self.rule;
-        let steps = i64::try_from(k).ok()?.checked_mul(i64::from(r.interval))?;
         let zone = self.start.time_zone().clone();
+        let unit = if r.freq == Freq::Minutely {
+            Span::new().try_minutes(steps).ok()?
+        } else {
+            Span::new().try_hours(steps).ok()?
+        };
+        let at = self.start.timestamp().checked_add(unit).ok()?;
+        let local = at.to_zoned(zone.clone());
+        let minutes: Vec<i8> = if r.freq == Freq::Hourly && !r.by_minute.is_empty() {
+            r.by_minute.clone()
+        } else {
+            vec![local.minute()]
+        };
         let mut out = Vec::new();
-        match r.freq {
-            Freq::Minutely | Freq::Hourly => {
-                let unit = if r.freq == Freq::Minutely {
-                    Span::new().try_minutes(steps).ok()?
-                } else {
-                    Span::new().try_hours(steps).ok()?
-                };
-                let at = self.start.timestamp().checked_add(unit).ok()?;
-                let local = at.to_zoned(zone.clone());
-                let minutes: Vec<i8> = if r.freq == Freq::Hourly && !r.by_minute.is_empty() {
-                    r.by_minute.clone()
-                } else {
-                    vec![local.minute()]
-                };
-                for minute in minutes {
-                    let shifted = at
-                        .checked_add(Span::new().minutes(i64::from(minute - local.minute())))
-                        .ok()?;
-                    let here = shifted.to_zoned(zone.clone());
-                    if self.filters(&here, r.freq == Freq::Minutely) {
-                        out.push(shifted);
-                    }
-                }
+        for minute in minutes {
+            let shifted = at
+                .checked_add(Span::new().minutes(i64::from(minute - local.minute())))
+                .ok()?;
+            let here = shifted.to_zoned(zone.clone());
+            if self.filters(&here, r.freq == Freq::Minutely) {
+                out.push(shifted);
             }
-            Freq::Daily | Freq::Weekly => {
-                let base = self.start.datetime();
-                let days = if r.freq == Freq::Weekly {
-                    steps.checked_mul(7)?
-                } else {
-                    steps
-                };
-                let day = base
-                    .date()
-                    .checked_add(Span::new().try_days(days).ok()?)
-                    .ok()?;
-                let dates = if r.freq == Freq::Weekly && !r.by_day.is_empty() {
-                    // The week (Monday first) that holds `day`.
-                    let monday = day
-                        .checked_sub(
-                            Span::new().days(i64::from(day.weekday().to_monday_zero_offset())),
-                        )
-                        .ok()?;
-                    r.by_day
-                        .iter()
-                        .filter_map(|w| {
-                            monday
-                                .checked_add(Span::new().days(i64::from(w.to_monday_zero_offset())))
-                                .ok()
-                        })
-                        .collect()
-                } else {
-                    vec![day]
-                };
-                let hours = if r.by_hour.is_empty() {
-                    vec![base.hour()]
-                } else {
-                    r.by_hour.clone()
-                };
-                let minutes = if r.by_minute.is_empty() {
-                    vec![base.minute()]
-                } else {
-                    r.by_minute.clone()
-                };
-                for date in dates {
-                    if r.freq == Freq::Daily
-                        && !r.by_day.is_empty()
-                        && !r.by_day.contains(&date.weekday())
-                    {
-                        continue;
-                    }
-                    for &h in &hours {
-                        for &m in &minutes {
-                            let wall = date.at(h, m, base.second(), 0);
-                            // `compatible`: after a gap, the earlier of a repeat.
-                            if let Ok(z) = wall.to_zoned(zone.clone()) {
-                                out.push(z.timestamp());
-                            }
-                        }
+        }
+        Some(out)
+    }
+
+    /// A DAILY or WEEKLY rule's candidates `steps` days or weeks after the start: the
+    /// wall-clock times of its BYHOUR and BYMINUTE on the day (or the week's BYDAY
+    /// days), in the start's zone.
+    fn calendar_period(&self, steps: i64) -> Option<Vec<Timestamp>> {
+        let r = &self.rule;
+        let zone = self.start.time_zone().clone();
+        let base = self.start.datetime();
+        let days = if r.freq == Freq::Weekly {
+            steps.checked_mul(7)?
+        } else {
+            steps
+        };
+        let day = base
+            .date()
+            .checked_add(Span::new().try_days(days).ok()?)
+            .ok()?;
+        let dates = if r.freq == Freq::Weekly && !r.by_day.is_empty() {
+            // The week (Monday first) that holds `day`.
+            let monday = day
+                .checked_sub(Span::new().days(i64::from(day.weekday().to_monday_zero_offset())))
+                .ok()?;
+            r.by_day
+                .iter()
+                .filter_map(|w| {
+                    monday
+                        .checked_add(Span::new().days(i64::from(w.to_monday_zero_offset())))
+                        .ok()
+                })
+                .collect()
+        } else {
+            vec![day]
+        };
+        let hours = if r.by_hour.is_empty() {
+            vec![base.hour()]
+        } else {
+            r.by_hour.clone()
+        };
+        let minutes = if r.by_minute.is_empty() {
+            vec![base.minute()]
+        } else {
+            r.by_minute.clone()
+        };
+        let mut out = Vec::new();
+        for date in dates {
+            if r.freq == Freq::Daily && !r.by_day.is_empty() && !r.by_day.contains(&date.weekday())
+            {
+                continue;
+            }
+            for &h in &hours {
+                for &m in &minutes {
+                    let wall = date.at(h, m, base.second(), 0);
+                    // `compatible`: after a gap, the earlier of a repeat.
+                    if let Ok(z) = wall.to_zoned(zone.clone()) {
+                        out.push(z.timestamp());
                     }
                 }
             }

@@ -11,13 +11,13 @@ use tandem_protocol::{BackgroundTask, EventBody, SessionInfo};
 use super::turn::ActiveTurn;
 use super::turns::{turn_number, TurnSummary};
 use super::{event_frame, Configure, Services, SessionShared, StopTask};
-use crate::adapter::clamp_effort;
 use crate::adapter::messages::AdapterCommand;
+use crate::adapter::{clamp_effort, VendorCatalog, VendorId, VendorSpec};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::flow::FlowGate;
 use crate::gateway::SessionChanged;
-use crate::ids::{SessionId, TurnId};
+use crate::ids::{SessionId, TurnId, UserId};
 use crate::metrics::Metrics;
 use crate::record::SessionRecord;
 use crate::store::{StoredEvent, WriteOp};
@@ -230,6 +230,8 @@ impl SessionActor {
         Ok(())
     }
 
+    /// Applies a configure request: every part is checked on a copy of the record,
+    /// which then replaces it (touched, reassigned and announced as it changed).
     pub(super) fn apply_config(&mut self, change: Configure) -> Result<(), RuntimeError> {
         let catalog = self.services.catalog.clone();
         let mut record = self.record.clone();
@@ -242,36 +244,13 @@ impl SessionActor {
             record.owner_id = owner.clone();
         }
         if let Some(vendor) = change.vendor.filter(|v| *v != record.vendor) {
-            if record.vendor_session_id.is_some() {
-                return Err(RuntimeError::Conflict(format!(
-                    "the vendor cannot change once the {} conversation has started; hand the session off instead",
-                    record.vendor
-                )));
-            }
-            if self.turn.is_some() {
-                return Err(RuntimeError::RunInProgress(record.id.clone()));
-            }
-            let spec = catalog.get(&vendor).ok_or_else(|| {
-                RuntimeError::unusable(format!("unknown vendor `{:.64}`", vendor.as_str()))
-            })?;
-            if !spec.installed {
-                return Err(RuntimeError::VendorNotInstalled(vendor.to_string()));
-            }
-            // A model named for the old vendor means nothing to the new one.
-            if !spec.knows_model(&record.model) {
-                record.model.clear();
-            }
-            record.effort = clamp_effort(&record.effort, &spec.effort_levels)?;
-            record.vendor = vendor;
-            self.adapter = None;
+            self.switch_vendor(&catalog, &mut record, vendor)?;
         }
         if let Some(model) = change.model {
             record.model = model.trim().to_string();
         }
         if let Some(effort) = change.effort {
-            let spec = catalog.get(&record.vendor).ok_or_else(|| {
-                RuntimeError::unusable(format!("unknown vendor `{:.64}`", record.vendor.as_str()))
-            })?;
+            let spec = known_vendor(&catalog, &record.vendor)?;
             record.effort = clamp_effort(effort.trim(), &spec.effort_levels)?;
         }
         if let Some(mode) = change.permission_mode {
@@ -296,6 +275,46 @@ impl SessionActor {
         if let Some(notify) = change.notify {
             record.notify = notify;
         }
+        self.adopt_config(record, new_owner);
+        Ok(())
+    }
+
+    /// Moves `record` to `vendor`, which must be installed, before the vendor's
+    /// conversation started and between turns: a model the new vendor does not know
+    /// is cleared, the effort moved to its levels, the old adapter dropped.
+    fn switch_vendor(
+        &mut self,
+        catalog: &VendorCatalog,
+        record: &mut SessionRecord,
+        vendor: VendorId,
+    ) -> Result<(), RuntimeError> {
+        if record.vendor_session_id.is_some() {
+            return Err(RuntimeError::Conflict(format!(
+                "the vendor cannot change once the {} conversation has started; hand the session off instead",
+                record.vendor
+            )));
+        }
+        if self.turn.is_some() {
+            return Err(RuntimeError::RunInProgress(record.id.clone()));
+        }
+        let spec = known_vendor(catalog, &vendor)?;
+        if !spec.installed {
+            return Err(RuntimeError::VendorNotInstalled(vendor.to_string()));
+        }
+        // A model named for the old vendor means nothing to the new one.
+        if !spec.knows_model(&record.model) {
+            record.model.clear();
+        }
+        record.effort = clamp_effort(&record.effort, &spec.effort_levels)?;
+        record.vendor = vendor;
+        self.adapter = None;
+        Ok(())
+    }
+
+    /// Makes the configured `record` the session's: touched if anything changed; a
+    /// new owner gets a new MCP token and adapter, and the change is said; a changed
+    /// configuration goes to the adapter and is said.
+    fn adopt_config(&mut self, record: SessionRecord, new_owner: Option<UserId>) {
         let config_changed = record.model != self.record.model
             || record.effort != self.record.effort
             || record.vendor != self.record.vendor
@@ -338,8 +357,17 @@ impl SessionActor {
                 },
             );
         }
-        Ok(())
     }
+}
+
+/// The catalog's spec of `vendor`; an unknown one is an unusable value.
+fn known_vendor(
+    catalog: &VendorCatalog,
+    vendor: &VendorId,
+) -> Result<Arc<VendorSpec>, RuntimeError> {
+    catalog
+        .get(vendor)
+        .ok_or_else(|| RuntimeError::unusable(format!("unknown vendor `{:.64}`", vendor.as_str())))
 }
 
 /// Trims a title and checks its length.

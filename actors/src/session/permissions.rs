@@ -4,6 +4,7 @@
 
 use actix::prelude::*;
 use tandem_protocol::pair::WorkerApprovals;
+use tandem_protocol::server::PendingPermission;
 use tandem_protocol::{ApprovalAsk, Decider, EventBody, PermissionRule};
 
 use super::actor::SessionActor;
@@ -12,7 +13,7 @@ use super::RespondPermission;
 use crate::adapter::messages::AdapterCommand;
 use crate::cluster_link::ApprovalNeed;
 use crate::error::RuntimeError;
-use crate::ids::{RequestId, SessionId};
+use crate::ids::{RequestId, SessionId, TurnId};
 
 impl Handler<RespondPermission> for SessionActor {
     type Result = Result<(), RuntimeError>;
@@ -32,6 +33,55 @@ impl SessionActor {
             p.permissions = self.permissions.to_vec();
             p.rules = self.record.permission_rules.clone();
         });
+    }
+
+    /// The agent asks for a permission (in turn `turn_id`): pending and published
+    /// until answered, and put to the Driver of a delegated turn that approves.
+    pub(super) fn permission_requested(
+        &mut self,
+        turn_id: Option<TurnId>,
+        request: PendingPermission,
+    ) {
+        self.touch();
+        self.permissions.add(request.clone());
+        self.publish_permissions();
+        let PendingPermission {
+            request_id,
+            tool_name,
+            input,
+            changes,
+            permission_kind,
+            choices,
+        } = request;
+        self.emit(
+            turn_id,
+            EventBody::PermissionRequest {
+                request_id: request_id.clone(),
+                tool_name,
+                input,
+                changes,
+                permission_kind,
+                choices,
+            },
+        );
+        self.route_delegated_permission(&request_id);
+    }
+
+    /// The agent withdrew request `request_id` unanswered (in turn `turn_id`): resolved
+    /// by no one, if it was still pending.
+    pub(super) fn permission_withdrawn(&mut self, turn_id: Option<TurnId>, request_id: RequestId) {
+        let was_pending = self.permissions.take(&request_id).is_some();
+        self.touch();
+        if was_pending {
+            self.publish_permissions();
+            self.emit(
+                turn_id,
+                EventBody::PermissionResolved {
+                    request_id,
+                    decided_by: None,
+                },
+            );
+        }
     }
 
     /// Withdraws every pending permission request (its turn is over).

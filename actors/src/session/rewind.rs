@@ -197,25 +197,7 @@ impl Handler<EditSend> for SessionActor {
             read_tail(store, id, after, last).await
         };
         let fut = fut::wrap_future::<_, Self>(read)
-            .map(
-                move |events, act: &mut Self, _ctx| -> Result<Planned, RuntimeError> {
-                    let events = events?;
-                    let branch = branch(msg.anchor_seq, &events, &act.record.superseded)?;
-                    let restore = if msg.restore_files {
-                        let turn = files_before(msg.anchor_seq, &events).ok_or_else(|| {
-                            crate::workspace::WorkspaceError::NoSuchCheckpoint(format!(
-                                "no checkpoint was recorded before the turn of seq {}: \
-                                 its files cannot be restored",
-                                msg.anchor_seq
-                            ))
-                        })?;
-                        Some(turn)
-                    } else {
-                        None
-                    };
-                    Ok((msg, branch, last, restore))
-                },
-            )
+            .map(move |events, act: &mut Self, _ctx| act.plan_edit(msg, last, events))
             .then(
                 |planned: Result<Planned, RuntimeError>, act: &mut Self, _ctx| {
                     // The files first: a restore git refuses leaves the conversation as it was.
@@ -255,22 +237,7 @@ impl Handler<EditSend> for SessionActor {
                 },
             )
             .then(|prepared: Result<Prepared, RuntimeError>, _act, _ctx| {
-                fut::wrap_future(async move {
-                    let (msg, branch, last, restored, answer) = prepared?;
-                    match tokio::time::timeout(REWIND_WAIT, answer).await {
-                        Ok(Ok(Ok(()))) => Ok((msg, branch, last, restored)),
-                        Ok(Ok(Err(why))) => Err(RuntimeError::RewindNotSupported(format!(
-                            "the vendor could not rewind: {why}"
-                        ))),
-                        Ok(Err(_)) => Err(RuntimeError::Internal(
-                            "the adapter stopped during the rewind".into(),
-                        )),
-                        Err(_) => Err(RuntimeError::RewindNotSupported(format!(
-                            "the vendor did not rewind within {}s",
-                            REWIND_WAIT.as_secs()
-                        ))),
-                    }
-                })
+                fut::wrap_future(rewound(prepared))
             })
             .map(|rewound, act: &mut Self, ctx| {
                 let (msg, branch, last, restored) = rewound?;
@@ -279,6 +246,27 @@ impl Handler<EditSend> for SessionActor {
                 outcome
             });
         AtomicResponse::new(Box::pin(fut))
+    }
+}
+
+/// Waits for the adapter's answer to a prepared edit's rewind: the edit once its
+/// vendor forgot the branch, else why not.
+async fn rewound(
+    prepared: Result<Prepared, RuntimeError>,
+) -> Result<(EditSend, Branch, u64, Option<SessionRestoreResult>), RuntimeError> {
+    let (msg, branch, last, restored, answer) = prepared?;
+    match tokio::time::timeout(REWIND_WAIT, answer).await {
+        Ok(Ok(Ok(()))) => Ok((msg, branch, last, restored)),
+        Ok(Ok(Err(why))) => Err(RuntimeError::RewindNotSupported(format!(
+            "the vendor could not rewind: {why}"
+        ))),
+        Ok(Err(_)) => Err(RuntimeError::Internal(
+            "the adapter stopped during the rewind".into(),
+        )),
+        Err(_) => Err(RuntimeError::RewindNotSupported(format!(
+            "the vendor did not rewind within {}s",
+            REWIND_WAIT.as_secs()
+        ))),
     }
 }
 
@@ -372,6 +360,31 @@ impl SessionActor {
             )));
         }
         Ok(())
+    }
+
+    /// An edit's branch in the history's tail `events` (read up to `last`), and the
+    /// turn whose checkpoint a restore puts back.
+    fn plan_edit(
+        &self,
+        msg: EditSend,
+        last: u64,
+        events: Result<Vec<Event>, RuntimeError>,
+    ) -> Result<Planned, RuntimeError> {
+        let events = events?;
+        let branch = branch(msg.anchor_seq, &events, &self.record.superseded)?;
+        let restore = if msg.restore_files {
+            let turn = files_before(msg.anchor_seq, &events).ok_or_else(|| {
+                crate::workspace::WorkspaceError::NoSuchCheckpoint(format!(
+                    "no checkpoint was recorded before the turn of seq {}: \
+                     its files cannot be restored",
+                    msg.anchor_seq
+                ))
+            })?;
+            Some(turn)
+        } else {
+            None
+        };
+        Ok((msg, branch, last, restore))
     }
 
     /// The vendor forgot the branch: record `history_rewound` and the range, then

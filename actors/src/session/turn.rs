@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use tandem_protocol::{EventBody, SessionStatus, TurnStatus};
+use tandem_protocol::{BackgroundTask, EventBody, SessionStatus, TurnStatus};
 
 use super::actor::SessionActor;
 use super::turns::{turn_number, TurnSummary, KEEP_TURNS};
@@ -230,36 +230,12 @@ impl SessionActor {
     ) -> Result<TurnId, RuntimeError> {
         self.owner_allowed()?;
         let adapter = self.adapter(ctx)?;
-        self.record.turn_count += 1;
-        let turn_id = TurnId::nth(self.record.turn_count);
-        self.record.status = SessionStatus::Running;
-        self.record.current_turn_id = Some(turn_id.clone());
-        self.record.turn_started_at = Some(now_ms());
         let (delegation, delegated_by) = match delegation {
             Some((d, by)) => (Some(d), Some(by)),
             None => (None, None),
         };
         let delegated = delegated_by.is_some();
-        self.recent.push_back(TurnSummary {
-            number: self.record.turn_count,
-            user: text.clone(),
-            delegated: delegated_by.is_some(),
-            response: String::new(),
-        });
-        while self.recent.len() > KEEP_TURNS {
-            self.recent.pop_front();
-        }
-        self.turn = Some(Box::new(ActiveTurn {
-            id: turn_id.clone(),
-            partial: String::new(),
-            text: String::new(),
-            interrupt_requested: false,
-            delegation,
-            usage: None,
-            message: text.clone(),
-            resets_at: None,
-            slot: None,
-        }));
+        let turn_id = self.open_turn(&text, delegation);
         self.emit(Some(turn_id.clone()), EventBody::TurnStarted {});
         self.emit(
             Some(turn_id.clone()),
@@ -283,20 +259,9 @@ impl SessionActor {
             });
             return Ok(turn_id);
         }
-        let text = match attachments.prompt_text.as_str() {
-            "" => text,
-            extra if text.is_empty() => extra.to_string(),
-            extra => format!("{text}\n\n{extra}"),
-        };
-        // A fork's agent reads the source's conversation once, ahead of the first
-        // message; history keeps the message as written.
-        let text = match self.record.fork_context.take() {
-            Some(context) => format!("{context}{text}"),
-            None => text,
-        };
         let start = AdapterCommand::StartTurn {
             turn_id: turn_id.clone(),
-            text,
+            text: self.vendor_text(text, &attachments.prompt_text),
             images: attachments.images,
             internal,
             settings: self.turn_settings(),
@@ -310,6 +275,53 @@ impl SessionActor {
             adapter.do_send(start);
         }
         Ok(turn_id)
+    }
+
+    /// Opens the session's next turn, for message `text` (`delegation`: a Driver
+    /// delegated it): numbered, running, and the newest of the recent turns.
+    fn open_turn(&mut self, text: &str, delegation: Option<TurnDelegation>) -> TurnId {
+        self.record.turn_count += 1;
+        let turn_id = TurnId::nth(self.record.turn_count);
+        self.record.status = SessionStatus::Running;
+        self.record.current_turn_id = Some(turn_id.clone());
+        self.record.turn_started_at = Some(now_ms());
+        self.recent.push_back(TurnSummary {
+            number: self.record.turn_count,
+            user: text.to_string(),
+            delegated: delegation.is_some(),
+            response: String::new(),
+        });
+        while self.recent.len() > KEEP_TURNS {
+            self.recent.pop_front();
+        }
+        self.turn = Some(Box::new(ActiveTurn {
+            id: turn_id.clone(),
+            partial: String::new(),
+            text: String::new(),
+            interrupt_requested: false,
+            delegation,
+            usage: None,
+            message: text.to_string(),
+            resets_at: None,
+            slot: None,
+        }));
+        turn_id
+    }
+
+    /// What the vendor reads for message `text`: the attachments' `extra` text after
+    /// it, and the source's conversation ahead of a fork's first message.
+    fn vendor_text(&mut self, text: String, extra: &str) -> String {
+        let text = match extra {
+            "" => text,
+            extra if text.is_empty() => extra.to_string(),
+            extra => format!("{text}\n\n{extra}"),
+        };
+        // A fork's agent reads the source's conversation once, ahead of the first
+        // message; history keeps the message as written.
+        match self.record.fork_context.take() {
+            Some(context) => format!("{context}{text}"),
+            None => text,
+        }
     }
 
     /// The problem of this session's vendor CLI when its version is unsupported.
@@ -510,6 +522,7 @@ impl SessionActor {
         self.emit(turn_id, body);
     }
 
+    /// Takes an adapter's output: what belongs to a finished turn is ignored.
     pub(super) fn on_output(&mut self, msg: AgentOutput, ctx: &mut Context<Self>) {
         let current = self.turn.as_ref().map(|t| t.id.as_str());
         if msg.turn_id.is_some() && msg.turn_id.as_deref() != current {
@@ -547,16 +560,7 @@ impl SessionActor {
                     self.touch();
                 }
             }
-            AgentItem::BackgroundTasks(tasks) => {
-                if tasks != self.background {
-                    self.background = tasks.clone();
-                    self.emit(None, EventBody::BackgroundTasks { tasks });
-                    self.touch();
-                    self.dispatch_queued(ctx);
-                    // A loop's next iteration waits for background work too.
-                    self.loop_poke(ctx);
-                }
-            }
+            AgentItem::BackgroundTasks(tasks) => self.background_tasks(tasks, ctx),
             AgentItem::VendorSessionId(id) => {
                 if self.record.vendor_session_id.as_deref() != Some(id.as_str()) {
                     self.record.vendor_session_id = Some(id);
@@ -573,48 +577,37 @@ impl SessionActor {
                 permission_kind,
                 choices,
             } => {
-                self.touch();
-                self.permissions.add(PendingPermission {
-                    request_id: request_id.clone(),
-                    tool_name: tool_name.clone(),
-                    input: input.clone(),
-                    changes: changes.clone(),
+                let request = PendingPermission {
+                    request_id,
+                    tool_name,
+                    input,
+                    changes,
                     permission_kind,
-                    choices: choices.clone(),
-                });
-                self.publish_permissions();
-                self.emit(
-                    msg.turn_id,
-                    EventBody::PermissionRequest {
-                        request_id: request_id.clone(),
-                        tool_name,
-                        input,
-                        changes,
-                        permission_kind,
-                        choices,
-                    },
-                );
-                self.route_delegated_permission(&request_id);
+                    choices,
+                };
+                self.permission_requested(msg.turn_id, request);
             }
             AgentItem::PermissionResolved { request_id } => {
-                let was_pending = self.permissions.take(&request_id).is_some();
-                self.touch();
-                if was_pending {
-                    self.publish_permissions();
-                    self.emit(
-                        msg.turn_id,
-                        EventBody::PermissionResolved {
-                            request_id,
-                            decided_by: None,
-                        },
-                    );
-                }
+                self.permission_withdrawn(msg.turn_id, request_id);
             }
             AgentItem::Usage(usage) => {
                 if let Some(turn) = self.turn.as_mut() {
                     turn.usage = Some(usage);
                 }
             }
+        }
+    }
+
+    /// The agent's background tasks are `tasks`: a change is recorded and said, and
+    /// queued messages and a loop's next iteration, which wait for them, may go on.
+    fn background_tasks(&mut self, tasks: Vec<BackgroundTask>, ctx: &mut Context<Self>) {
+        if tasks != self.background {
+            self.background = tasks.clone();
+            self.emit(None, EventBody::BackgroundTasks { tasks });
+            self.touch();
+            self.dispatch_queued(ctx);
+            // A loop's next iteration waits for background work too.
+            self.loop_poke(ctx);
         }
     }
 

@@ -9,7 +9,7 @@ use tandem_protocol::content::{ContentBlock, HistoryBlock, StoredAttachment, Tex
 use tandem_protocol::MessageContent;
 
 use super::sniff::{self, IMAGE_TYPES};
-use super::{Upload, Uploads};
+use super::{Upload, UploadLimits, Uploads};
 use crate::attachments::{Attachments, ImageInput};
 use crate::error::RuntimeError;
 
@@ -37,6 +37,17 @@ enum Checked {
     InlineImage { mime_type: String, bytes: Vec<u8> },
     Image(Upload),
     File(Upload),
+}
+
+impl Checked {
+    /// The bytes it counts towards the message's limit.
+    fn size(&self) -> u64 {
+        match self {
+            Checked::Text(_) => 0,
+            Checked::InlineImage { bytes, .. } => bytes.len() as u64,
+            Checked::Image(upload) | Checked::File(upload) => upload.size,
+        }
+    }
 }
 
 /// `owner`'s upload `id`, named inside a message. One it does not have is still
@@ -82,75 +93,8 @@ pub fn resolve(
     let mut checked = Vec::with_capacity(blocks.len());
     let mut total: u64 = 0;
     for (i, block) in blocks.into_iter().enumerate() {
-        let bad =
-            |why: String| RuntimeError::InvalidAttachment(format!("content block {i}: {why}"));
-        let c = match block {
-            ContentBlock::Text(t) => Checked::Text(t.text),
-            ContentBlock::Image(img) => match (img.data, img.upload_id) {
-                (Some(data), None) => {
-                    let mime_type = img
-                        .mime_type
-                        .ok_or_else(|| bad("an inline image needs `mimeType`".into()))?;
-                    let mime_type = sniff::normalize(&mime_type).map_err(|e| bad(e.to_string()))?;
-                    if !IMAGE_TYPES.contains(&mime_type.as_str()) {
-                        return Err(bad(format!(
-                            "{mime_type} is not an image type taken here ({})",
-                            IMAGE_TYPES.join(", ")
-                        )));
-                    }
-                    // Base64 takes 4 characters for 3 bytes: a string far over the
-                    // limit is refused before it is decoded.
-                    if (data.len() as u64 / 4) * 3 > limits.max_file_bytes + 3 {
-                        return Err(RuntimeError::AttachmentTooLarge(format!(
-                            "content block {i}: the image is larger than {} bytes",
-                            limits.max_file_bytes
-                        )));
-                    }
-                    let bytes = base64::engine::general_purpose::STANDARD
-                        .decode(data.trim())
-                        .map_err(|e| bad(format!("`data` is not base64: {e}")))?;
-                    if bytes.is_empty() {
-                        return Err(bad("the image is empty".into()));
-                    }
-                    if bytes.len() as u64 > limits.max_file_bytes {
-                        return Err(RuntimeError::AttachmentTooLarge(format!(
-                            "content block {i}: the image has {} bytes; at most {} are taken",
-                            bytes.len(),
-                            limits.max_file_bytes
-                        )));
-                    }
-                    sniff::check_declared(&mime_type, &bytes).map_err(|e| bad(e.to_string()))?;
-                    total += bytes.len() as u64;
-                    Checked::InlineImage { mime_type, bytes }
-                }
-                (None, Some(id)) => {
-                    if img.mime_type.is_some() {
-                        return Err(bad(
-                            "`mimeType` goes with `data`, not with `uploadId`".into()
-                        ));
-                    }
-                    let upload = named_upload(uploads, owner, &id)?;
-                    if !IMAGE_TYPES.contains(&upload.mime_type.as_str()) {
-                        return Err(bad(format!(
-                            "upload {id} is {}, not an image ({}); send it as a file",
-                            upload.mime_type,
-                            IMAGE_TYPES.join(", ")
-                        )));
-                    }
-                    total += upload.size;
-                    Checked::Image(upload)
-                }
-                (Some(_), Some(_)) => {
-                    return Err(bad("give `data` or `uploadId`, not both".into()))
-                }
-                (None, None) => return Err(bad("an image needs `data` or `uploadId`".into())),
-            },
-            ContentBlock::File(f) => {
-                let upload = named_upload(uploads, owner, &f.upload_id)?;
-                total += upload.size;
-                Checked::File(upload)
-            }
-        };
+        let c = check_block(uploads, owner, i, block)?;
+        total += c.size();
         checked.push(c);
     }
     if total > limits.max_message_bytes {
@@ -177,6 +121,88 @@ pub fn resolve(
             Err(e)
         }
     }
+}
+
+/// Checks content block `i` sent by `owner`: an inline image is decoded, an
+/// upload's id looked up.
+fn check_block(
+    uploads: &Uploads,
+    owner: &str,
+    i: usize,
+    block: ContentBlock,
+) -> Result<Checked, RuntimeError> {
+    let bad = |why: String| RuntimeError::InvalidAttachment(format!("content block {i}: {why}"));
+    Ok(match block {
+        ContentBlock::Text(t) => Checked::Text(t.text),
+        ContentBlock::Image(img) => match (img.data, img.upload_id) {
+            (Some(data), None) => {
+                let mime_type = img
+                    .mime_type
+                    .ok_or_else(|| bad("an inline image needs `mimeType`".into()))?;
+                inline_image(uploads.limits, i, &mime_type, &data, bad)?
+            }
+            (None, Some(id)) => {
+                if img.mime_type.is_some() {
+                    return Err(bad(
+                        "`mimeType` goes with `data`, not with `uploadId`".into()
+                    ));
+                }
+                let upload = named_upload(uploads, owner, &id)?;
+                if !IMAGE_TYPES.contains(&upload.mime_type.as_str()) {
+                    return Err(bad(format!(
+                        "upload {id} is {}, not an image ({}); send it as a file",
+                        upload.mime_type,
+                        IMAGE_TYPES.join(", ")
+                    )));
+                }
+                Checked::Image(upload)
+            }
+            (Some(_), Some(_)) => return Err(bad("give `data` or `uploadId`, not both".into())),
+            (None, None) => return Err(bad("an image needs `data` or `uploadId`".into())),
+        },
+        ContentBlock::File(f) => Checked::File(named_upload(uploads, owner, &f.upload_id)?),
+    })
+}
+
+/// Block `i`'s inline image, `data` in base64 declared as `mime_type`: decoded and
+/// checked against `limits` and its declared type (`bad` says what is wrong).
+fn inline_image(
+    limits: UploadLimits,
+    i: usize,
+    mime_type: &str,
+    data: &str,
+    bad: impl Fn(String) -> RuntimeError,
+) -> Result<Checked, RuntimeError> {
+    let mime_type = sniff::normalize(mime_type).map_err(|e| bad(e.to_string()))?;
+    if !IMAGE_TYPES.contains(&mime_type.as_str()) {
+        return Err(bad(format!(
+            "{mime_type} is not an image type taken here ({})",
+            IMAGE_TYPES.join(", ")
+        )));
+    }
+    // Base64 takes 4 characters for 3 bytes: a string far over the
+    // limit is refused before it is decoded.
+    if (data.len() as u64 / 4) * 3 > limits.max_file_bytes + 3 {
+        return Err(RuntimeError::AttachmentTooLarge(format!(
+            "content block {i}: the image is larger than {} bytes",
+            limits.max_file_bytes
+        )));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| bad(format!("`data` is not base64: {e}")))?;
+    if bytes.is_empty() {
+        return Err(bad("the image is empty".into()));
+    }
+    if bytes.len() as u64 > limits.max_file_bytes {
+        return Err(RuntimeError::AttachmentTooLarge(format!(
+            "content block {i}: the image has {} bytes; at most {} are taken",
+            bytes.len(),
+            limits.max_file_bytes
+        )));
+    }
+    sniff::check_declared(&mime_type, &bytes).map_err(|e| bad(e.to_string()))?;
+    Ok(Checked::InlineImage { mime_type, bytes })
 }
 
 /// Stores inline images, reads text files, saves other files; fills `out` as it goes

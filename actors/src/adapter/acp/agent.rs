@@ -779,49 +779,58 @@ impl AcpAgent {
                 }
                 Ok(answer) => self.reread_efforts(&answer),
             },
-            Pending::Prompt(turn_id) => {
-                if !self.slot.is(&turn_id) {
+            Pending::Prompt(turn_id) => self.on_prompted(turn_id, outcome, ctx),
+        }
+    }
+
+    /// The agent answered turn `turn_id`'s prompt: the turn ends as it says, once its
+    /// open tool calls settled (for at most [`SETTLE_GRACE`]) if it completed.
+    fn on_prompted(
+        &mut self,
+        turn_id: TurnId,
+        outcome: Result<Value, RpcError>,
+        ctx: &mut Context<Self>,
+    ) {
+        if !self.slot.is(&turn_id) {
+            return;
+        }
+        // An error after an interrupt counts as interrupted (the slot says so).
+        let (status, error, usage) = match outcome {
+            Ok(value) => match serde_json::from_value::<PromptResult>(value) {
+                Ok(result) => {
+                    let (status, error) = mapping::turn_outcome(&result.stop_reason);
+                    (status, error, result.usage)
+                }
+                Err(e) => (
+                    TurnStatus::Failed,
+                    Some(format!(
+                        "{} answered the prompt unreadably: {e}",
+                        self.name()
+                    )),
+                    None,
+                ),
+            },
+            Err(e) => {
+                let error = format!("{} failed the turn: {e}", self.name());
+                // ACP has no code for a vendor limit: the agents' words say it.
+                let status = match mapping::is_limit_error(&error) {
+                    true => TurnStatus::Limited,
+                    false => TurnStatus::Failed,
+                };
+                (status, Some(error), None)
+            }
+        };
+        if status == TurnStatus::Completed {
+            if let Some(turn) = self.slot.get_mut() {
+                if turn.data.mapper.calls_open() {
+                    turn.data.answered = Some((status, error, usage));
+                    ctx.run_later(SETTLE_GRACE, move |act, ctx| act.settle(&turn_id, ctx));
                     return;
                 }
-                // An error after an interrupt counts as interrupted (the slot says so).
-                let (status, error, usage) = match outcome {
-                    Ok(value) => match serde_json::from_value::<PromptResult>(value) {
-                        Ok(result) => {
-                            let (status, error) = mapping::turn_outcome(&result.stop_reason);
-                            (status, error, result.usage)
-                        }
-                        Err(e) => (
-                            TurnStatus::Failed,
-                            Some(format!(
-                                "{} answered the prompt unreadably: {e}",
-                                self.name()
-                            )),
-                            None,
-                        ),
-                    },
-                    Err(e) => {
-                        let error = format!("{} failed the turn: {e}", self.name());
-                        // ACP has no code for a vendor limit: the agents' words say it.
-                        let status = match mapping::is_limit_error(&error) {
-                            true => TurnStatus::Limited,
-                            false => TurnStatus::Failed,
-                        };
-                        (status, Some(error), None)
-                    }
-                };
-                if status == TurnStatus::Completed {
-                    if let Some(turn) = self.slot.get_mut() {
-                        if turn.data.mapper.calls_open() {
-                            turn.data.answered = Some((status, error, usage));
-                            ctx.run_later(SETTLE_GRACE, move |act, ctx| act.settle(&turn_id, ctx));
-                            return;
-                        }
-                    }
-                }
-                self.finish_turn(status, error, usage);
-                self.arm_idle(ctx);
             }
         }
+        self.finish_turn(status, error, usage);
+        self.arm_idle(ctx);
     }
 
     /// Ends the answered turn `turn_id` if it is still held for open tool calls.

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 
 use super::wire::{RawMessage, RequestId, ThreadRef};
@@ -199,102 +199,16 @@ impl Connection {
         else {
             return Err(RpcError::Spawn("stdio not piped".into()));
         };
-        let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-        let inner = Arc::new(Inner {
-            generation,
-            next_id: AtomicU64::new(1),
-            pending: Mutex::new(HashMap::new()),
-            routes: Mutex::new(HashMap::new()),
-            out: out_tx,
-            stderr: Mutex::new(VecDeque::new()),
-            closed: AtomicBool::new(false),
-            unrouted: Mutex::new(HashSet::new()),
-            rate_limits: Mutex::new(None),
-            evicted: Mutex::new(None),
-        });
+        let (out_tx, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let inner = Arc::new(Inner::new(generation, out_tx));
         let (kill_tx, kill_rx) = oneshot::channel::<()>();
         let (exit_tx, exit_rx) = oneshot::channel::<String>();
 
-        // Writer: one write per line.
-        let mut stdin = stdin;
-        actix_rt::spawn(async move {
-            while let Some(line) = out_rx.recv().await {
-                if tracing::enabled!(tracing::Level::TRACE) {
-                    // Thread config carries the session's MCP token: never log it.
-                    let text = String::from_utf8_lossy(&line);
-                    if text.contains("Authorization") {
-                        tracing::trace!(target: "codex", generation, "> ({} bytes, holds a token)", line.len());
-                    } else {
-                        tracing::trace!(target: "codex", generation, "> {}", text.trim_end());
-                    }
-                }
-                if stdin.write_all(&line).await.is_err() {
-                    break;
-                }
-            }
-        });
-
-        // Stderr: keep a tail.
-        let for_stderr = inner.clone();
-        actix_rt::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!(target: "codex", generation, "stderr: {line}");
-                if let Ok(mut tail) = for_stderr.stderr.lock() {
-                    if tail.len() == STDERR_TAIL_LINES {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
-                }
-            }
-        });
-
+        actix_rt::spawn(write_lines(stdin, out_rx, generation));
+        actix_rt::spawn(inner.clone().keep_stderr_tail(stderr));
         // Reaper: waits for exit, or kills on request.
         actix_rt::spawn(reap(child, kill_rx, exit_tx));
-
-        // Reader.
-        let for_reader = inner.clone();
-        actix_rt::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                for_reader.dispatch(&line);
-            }
-            for_reader.closed.store(true, Ordering::SeqCst);
-            // The process normally exits right after closing stdout.
-            let status = tokio::time::timeout(Duration::from_secs(2), exit_rx)
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_else(|| "still running after closing stdout".into());
-            let detail = for_reader.describe_exit(&status);
-            tracing::info!(target: "codex", generation, "app-server ended: {detail}");
-            let waiters: Vec<Waiter> = match for_reader.pending.lock() {
-                Ok(mut p) => p.drain().map(|(_, w)| w).collect(),
-                Err(_) => Vec::new(),
-            };
-            for w in waiters {
-                let _ = w.send(Err(RpcError::Closed(detail.clone())));
-            }
-            let routes: Vec<Recipient<ThreadInbound>> = match for_reader.routes.lock() {
-                Ok(mut r) => r.drain().map(|(_, to)| to).collect(),
-                Err(_) => Vec::new(),
-            };
-            let evicted = for_reader
-                .evicted
-                .lock()
-                .map(|note| note.clone())
-                .unwrap_or_default();
-            for to in routes {
-                to.do_send(ThreadInbound::Exited {
-                    generation,
-                    detail: detail.clone(),
-                    evicted: evicted.clone(),
-                });
-            }
-            if let Some(to) = on_close {
-                to.do_send(ConnectionClosed { generation });
-            }
-        });
+        actix_rt::spawn(inner.clone().read(stdout, exit_rx, on_close));
 
         Ok(Connection {
             inner,
@@ -480,6 +394,89 @@ impl Connection {
 }
 
 impl Inner {
+    /// The state of process `generation`, whose lines go to `out`.
+    fn new(generation: u64, out: mpsc::UnboundedSender<Vec<u8>>) -> Inner {
+        Inner {
+            generation,
+            next_id: AtomicU64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            routes: Mutex::new(HashMap::new()),
+            out,
+            stderr: Mutex::new(VecDeque::new()),
+            closed: AtomicBool::new(false),
+            unrouted: Mutex::new(HashSet::new()),
+            rate_limits: Mutex::new(None),
+            evicted: Mutex::new(None),
+        }
+    }
+
+    /// Logs stderr, keeping its last [`STDERR_TAIL_LINES`] lines (each cut to
+    /// [`STDERR_LINE_CHARS`]) to explain a crash.
+    async fn keep_stderr_tail(self: Arc<Self>, stderr: ChildStderr) {
+        let generation = self.generation;
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(target: "codex", generation, "stderr: {line}");
+            if let Ok(mut tail) = self.stderr.lock() {
+                if tail.len() == STDERR_TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
+            }
+        }
+    }
+
+    /// Dispatches each stdout line until stdout closes, then waits briefly for the
+    /// exit status (`exit`) and tells every waiting request, routed session and
+    /// `on_close` that the process ended.
+    async fn read(
+        self: Arc<Self>,
+        stdout: ChildStdout,
+        exit: oneshot::Receiver<String>,
+        on_close: Option<Recipient<ConnectionClosed>>,
+    ) {
+        let generation = self.generation;
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            self.dispatch(&line);
+        }
+        self.closed.store(true, Ordering::SeqCst);
+        // The process normally exits right after closing stdout.
+        let status = tokio::time::timeout(Duration::from_secs(2), exit)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_else(|| "still running after closing stdout".into());
+        let detail = self.describe_exit(&status);
+        tracing::info!(target: "codex", generation, "app-server ended: {detail}");
+        let waiters: Vec<Waiter> = match self.pending.lock() {
+            Ok(mut p) => p.drain().map(|(_, w)| w).collect(),
+            Err(_) => Vec::new(),
+        };
+        for w in waiters {
+            let _ = w.send(Err(RpcError::Closed(detail.clone())));
+        }
+        let routes: Vec<Recipient<ThreadInbound>> = match self.routes.lock() {
+            Ok(mut r) => r.drain().map(|(_, to)| to).collect(),
+            Err(_) => Vec::new(),
+        };
+        let evicted = self
+            .evicted
+            .lock()
+            .map(|note| note.clone())
+            .unwrap_or_default();
+        for to in routes {
+            to.do_send(ThreadInbound::Exited {
+                generation,
+                detail: detail.clone(),
+                evicted: evicted.clone(),
+            });
+        }
+        if let Some(to) = on_close {
+            to.do_send(ConnectionClosed { generation });
+        }
+    }
+
     fn stderr_tail(&self) -> String {
         self.stderr
             .lock()
@@ -644,6 +641,29 @@ fn error_frame(id: &RequestId, code: i64, message: &str) -> Option<Vec<u8>> {
         tracing::error!(target: "codex", ?id, error = %e, "cannot serialize a refusal; not sent");
     })
     .ok()
+}
+
+/// Writes each line sent on `lines` to app-server's stdin, one write per line, until
+/// the channel or the pipe closes.
+async fn write_lines(
+    mut stdin: ChildStdin,
+    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    generation: u64,
+) {
+    while let Some(line) = lines.recv().await {
+        if tracing::enabled!(tracing::Level::TRACE) {
+            // Thread config carries the session's MCP token: never log it.
+            let text = String::from_utf8_lossy(&line);
+            if text.contains("Authorization") {
+                tracing::trace!(target: "codex", generation, "> ({} bytes, holds a token)", line.len());
+            } else {
+                tracing::trace!(target: "codex", generation, "> {}", text.trim_end());
+            }
+        }
+        if stdin.write_all(&line).await.is_err() {
+            break;
+        }
+    }
 }
 
 /// Waits for the child to exit or for a kill request; reports the exit status.
