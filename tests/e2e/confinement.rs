@@ -209,3 +209,49 @@ async fn with_confinement_off_the_agent_reads_the_admin_token() {
         "{fake}"
     );
 }
+
+/// A confined CLI starts the config's stdio MCP servers itself, so the launcher every
+/// vendor process gets lets it read their programs (here one outside every allowed
+/// path). Checked on the options `tandem serve` would run with.
+#[test]
+#[cfg_attr(not(has_landlock), ignore = "the kernel does not enforce Landlock")]
+fn the_configs_mcp_server_programs_are_readable_to_confined_agents() {
+    let dir = TempDir::new("confine-mcp");
+    let program = dir.path().join("tools/server.sh");
+    std::fs::create_dir_all(program.parent().unwrap()).unwrap();
+    std::fs::write(&program, "#!/bin/sh\n").unwrap();
+    let config = dir.path().join("tandem.toml");
+    std::fs::write(
+        &config,
+        format!("[mcp_servers.tool]\ncommand = {}\n", json!(program)),
+    )
+    .unwrap();
+    let args: Vec<String> = [
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--data-dir".as_ref(),
+        dir.path().join("data").as_os_str(),
+        "--workspace-root".as_ref(),
+        dir.path().as_os_str(),
+        "--confine-agents".as_ref(),
+        "on".as_ref(),
+    ]
+    .iter()
+    .map(|a| a.to_string_lossy().into_owned())
+    .collect();
+    let opts = tandem_http::cli::serve_options(&args, tandem_tests::server::server_binary())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let confinement = &opts.runtime.confinement;
+    let Some(launcher) = &confinement.launcher else {
+        panic!("not confined: {:?}", confinement.problem);
+    };
+    assert!(
+        launcher.also_read.contains(&program),
+        "{:?}",
+        launcher.also_read
+    );
+    for vendor in &opts.runtime.vendors.vendors {
+        let given = vendor.process.confine.as_ref().map(|l| &l.also_read);
+        assert_eq!(given, Some(&launcher.also_read), "{}", vendor.id);
+    }
+}
