@@ -217,15 +217,14 @@ impl WsClient {
         answer
     }
 
-    /// Creates a scripted session and returns its id.
+    /// Creates a scripted session and returns its id (a typed call: every test that
+    /// creates one also checks the reply's shape).
     pub async fn create_session(&mut self) -> String {
-        let reply = self
-            .ok(json!({"type": "session.create", "title": "test"}))
-            .await;
-        match reply["session"]["id"].as_str() {
-            Some(id) => id.to_string(),
-            None => panic!("no session id in {reply}"),
-        }
+        let params = tandem_protocol::client::SessionCreateParams {
+            title: Some("test".into()),
+            ..Default::default()
+        };
+        self.call_ok(params).await.session.id.to_string()
     }
 
     /// Subscribes to a session after `last_seq`.
@@ -271,12 +270,19 @@ impl WsClient {
         Self::events_of(frames, session_id)
     }
 
-    /// The numbered events of `session_id` among `frames`.
+    /// The numbered events of `session_id` among `frames`; each must read as a
+    /// `tandem_protocol::Event` (a contract check on every turn a test reads).
     fn events_of(frames: Vec<Value>, session_id: &str) -> Vec<Value> {
-        frames
+        let events: Vec<Value> = frames
             .into_iter()
             .filter(|v| v["sessionId"] == session_id && v.get("seq").is_some())
-            .collect()
+            .collect();
+        for event in &events {
+            if let Err(e) = serde_json::from_value::<tandem_protocol::Event>(event.clone()) {
+                panic!("not a history event ({e}): {event}");
+            }
+        }
+        events
     }
 
     /// Runs one scripted turn that calls agent tool `tool` with `args` (`/tool NAME
