@@ -18,9 +18,7 @@ async fn users_see_and_drive_only_what_they_may() {
         .as_str()
         .unwrap()
         .to_string();
-    admin
-        .ok(json!({"type": "chat.send", "sessionId": shared, "content": "hello team"}))
-        .await;
+    admin.chat(&shared, "hello team").await;
 
     // Listing and reading.
     let (_, list) = bob.get("/api/v1/sessions").await;

@@ -322,8 +322,7 @@ async fn bad_attachments_are_refused_with_their_own_codes_and_leave_nothing() {
     assert_eq!(blobs(&server), before);
     // A message refused by its session (a turn runs) takes back the inline image it
     // stored.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never"}))
-        .await;
+    ws.chat(&sid, "/hold never").await;
     let answer = ws
         .request(refused(
             json!([{"type": "image", "mimeType": "image/gif", "data": base64(GIF)}]),
@@ -381,8 +380,7 @@ async fn a_queued_message_keeps_its_attachments_across_a_restart() {
     let sid = ws.create_session().await;
     let png = upload(&server, "image/png", "a.png", PNG).await;
     let png_id = png["uploadId"].as_str().unwrap().to_string();
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never"}))
-        .await;
+    ws.chat(&sid, "/hold never").await;
     let queued = ws
         .ok(
             json!({"type": "chat.send", "sessionId": sid, "queue": true, "content": [

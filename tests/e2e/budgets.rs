@@ -68,8 +68,7 @@ async fn a_replay_catches_up_through_a_ring_larger_than_the_budget() {
     let server = Server::start_with(options(&["--client-queue-bytes", "65536"]));
     let mut ws = server.ws().await;
     let id = ws.create_session().await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 5000"}))
-        .await;
+    ws.chat(&id, "/stream 5000").await;
     // Wait for the turn to end (through REST: nothing is subscribed yet).
     eventually_within("the turn to end", Duration::from_secs(30), async || {
         let (_, info) = server.get(&format!("/api/v1/sessions/{id}")).await;
@@ -91,8 +90,7 @@ async fn a_replay_catches_up_through_a_ring_larger_than_the_budget() {
     );
     assert_contiguous(&events, 1);
     // And it is live afterwards.
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "again"}))
-        .await;
+    ws.chat(&id, "again").await;
     let more = ws.events_until_turn_end(&id).await;
     assert_contiguous(&more, events.len() as u64 + 1);
 }

@@ -212,8 +212,7 @@ async fn outside_a_repository_there_are_no_checkpoints_and_an_unknown_session_is
         .unwrap()
         .to_string();
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "hello"}))
-        .await;
+    ws.chat(&sid, "hello").await;
     ws.events_until_turn_end(&sid).await;
     let (status, listed) = server
         .get(&format!("/api/v1/sessions/{sid}/checkpoints"))
@@ -240,15 +239,13 @@ async fn a_directory_that_becomes_a_repository_gets_checkpoints() {
         .unwrap()
         .to_string();
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "hello"}))
-        .await;
+    ws.chat(&sid, "hello").await;
     ws.events_until_turn_end(&sid).await;
     git(&dir, &["init", "-q", "-b", "main"]);
     std::fs::write(dir.join("a.txt"), "one\n").unwrap();
     git(&dir, &["add", "a.txt"]);
     git(&dir, &["commit", "-q", "-m", "first"]);
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/write b.txt two"}))
-        .await;
+    ws.chat(&sid, "/write b.txt two").await;
     ws.recv_until(|v| v["kind"] == "git_state" && v["sessionId"] == sid.as_str())
         .await;
     let third = turn_checkpoint(&mut ws, &sid, "/write c.txt three").await;

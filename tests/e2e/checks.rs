@@ -136,8 +136,7 @@ async fn a_merge_waits_for_passing_checks_where_the_repository_requires_them() {
     );
     let mut ws = server.ws().await;
     let sid = session(&mut ws, json!({"cwd": dir, "workspace": "worktree"})).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/write c.txt c"}))
-        .await;
+    ws.chat(&sid, "/write c.txt c").await;
     ws.events_until_turn_end(&sid).await;
     let merge = format!("/api/v1/sessions/{sid}/merge");
 
@@ -162,8 +161,7 @@ async fn a_merge_waits_for_passing_checks_where_the_repository_requires_them() {
         "{body}"
     );
 
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/write b.txt b"}))
-        .await;
+    ws.chat(&sid, "/write b.txt b").await;
     ws.events_until_turn_end(&sid).await;
     let passed = ws
         .ok(json!({"type": "session.check", "sessionId": sid}))
@@ -184,8 +182,7 @@ async fn force_merges_past_failed_checks() {
     );
     let mut ws = server.ws().await;
     let sid = session(&mut ws, json!({"cwd": dir, "workspace": "worktree"})).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/write c.txt c"}))
-        .await;
+    ws.chat(&sid, "/write c.txt c").await;
     ws.events_until_turn_end(&sid).await;
     ws.ok(json!({"type": "session.check", "sessionId": sid}))
         .await;

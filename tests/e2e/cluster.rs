@@ -106,8 +106,7 @@ async fn committed_events_are_published_once_and_sessions_are_pinned() {
     assert_eq!(reply["session"]["node"], "a");
     let id = reply["session"]["id"].as_str().unwrap().to_string();
     ws.subscribe(&id, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 300\ndone"}))
-        .await;
+    ws.chat(&id, "/stream 300\ndone").await;
     let events = ws.events_until_turn_end(&id).await;
     assert_contiguous(&events, 1);
     let last = events.len() as u64;
@@ -125,8 +124,7 @@ async fn committed_events_are_published_once_and_sessions_are_pinned() {
     let a = nats.restart_node(dir, "a");
     let mut ws = a.ws().await;
     ws.subscribe(&id, last).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "again"}))
-        .await;
+    ws.chat(&id, "again").await;
     let more = ws.events_until_turn_end(&id).await;
     assert_contiguous(&more, last + 1);
     assert_published(&nats, &id, last + more.len() as u64).await;
@@ -152,8 +150,7 @@ async fn any_node_serves_any_client() {
     // A session of A with some history, and one created through A on C.
     let id = on_a.create_session().await;
     on_a.subscribe(&id, 0).await;
-    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 50\nfirst"}))
-        .await;
+    on_a.chat(&id, "/stream 50\nfirst").await;
     let first = on_a.events_until_turn_end(&id).await;
     let made = on_a
         .ok(json!({"type": "session.create", "title": "made on c", "node": "c"}))
@@ -239,8 +236,7 @@ async fn a_killed_node_is_unavailable_within_its_lease_and_comes_back() {
     on_a.subscribe(&id, 0).await;
     // Killed mid-turn: events committed but maybe not yet published are published
     // after the restart, each once.
-    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 400\n/hold never"}))
-        .await;
+    on_a.chat(&id, "/stream 400\n/hold never").await;
     on_a.recv_until(|v| v["sessionId"] == id.as_str() && v["text"] == "chunk 399 ")
         .await;
     wait_listed(&mut on_b, &id, Duration::from_secs(10), |s| {
@@ -295,7 +291,7 @@ async fn a_nats_restart_loses_no_committed_event() {
     ws.subscribe(&id, 0).await;
     // A client of B follows the session through JetStream all along.
     let mut on_b = following(&b, &id).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 2000\n/hold nats-down\n/stream 2000\ndone"}))
+    ws.chat(&id, "/stream 2000\n/hold nats-down\n/stream 2000\ndone")
         .await;
     ws.recv_until(|v| v["sessionId"] == id.as_str() && v["text"] == "chunk 1999 ")
         .await;
@@ -342,8 +338,7 @@ async fn a_burst_of_events_reaches_other_nodes_and_the_lease_holds() {
     }
     // A first turn each, published, so the publisher follows each session live.
     for id in &ids {
-        on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "warm up"}))
-            .await;
+        on_a.chat(id, "warm up").await;
     }
     let mut first = Vec::new();
     for id in &ids {
@@ -364,8 +359,7 @@ async fn a_burst_of_events_reaches_other_nodes_and_the_lease_holds() {
     }
     nats.pause();
     for id in &ids {
-        on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 1000\ndone"}))
-            .await;
+        on_a.chat(id, "/stream 1000\ndone").await;
     }
     let mut ended = std::collections::HashSet::new();
     on_a.recv_until(|v| {
@@ -433,8 +427,7 @@ async fn a_backlog_reaches_a_client_of_another_node_that_reads_along_without_a_l
     on_b.recv_until(|v| v["kind"] == "chat_subscribed").await;
     // Everything is committed on A while NATS is stopped, and reaches B together.
     nats.pause();
-    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 4000\ndone"}))
-        .await;
+    on_a.chat(&id, "/stream 4000\ndone").await;
     let committed = on_a.events_until_turn_end(&id).await;
     nats.resume();
     let frames = on_b
@@ -478,8 +471,7 @@ async fn a_failed_commit_on_the_copying_node_leaves_no_hole_in_its_copy() {
     on_b.recv_until(|v| v["kind"] == "chat_subscribed").await;
     // B's next commit fails: the first of the copy's, while the turn streams.
     b.failpoint("store.commit", "1*return").await;
-    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 3000\ndone"}))
-        .await;
+    on_a.chat(&id, "/stream 3000\ndone").await;
     let committed = on_a.events_until_turn_end(&id).await;
     let stored = a.all_events(&id).await;
     assert_contiguous(&stored, 1);
@@ -567,8 +559,7 @@ async fn a_remote_subscription_starts_as_a_local_one() {
     assert_eq!(answer["kind"], "reply", "{answer}");
     on_a.events_until_turn_end(&id).await;
     // A request left pending, and a message queued behind it.
-    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/ask Edit {\"file\":\"a\"}"}))
-        .await;
+    on_a.chat(&id, "/ask Edit {\"file\":\"a\"}").await;
     let pending = next_permission(&mut on_a, &id).await;
     let queued = on_a
         .ok(json!({"type": "chat.send", "sessionId": id, "content": "later", "queue": true}))
@@ -625,8 +616,7 @@ async fn rest_for_a_remote_session_runs_on_its_owner() {
     let mut on_a = a.ws().await;
     let id = on_a.create_session().await;
     on_a.subscribe(&id, 0).await;
-    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 30\nfirst"}))
-        .await;
+    on_a.chat(&id, "/stream 30\nfirst").await;
     let first = on_a.events_until_turn_end(&id).await;
     let mut on_b = b.ws().await;
     wait_listed(&mut on_b, &id, Duration::from_secs(10), |s| {
@@ -769,8 +759,7 @@ async fn events_committed_while_nats_is_down_are_published_when_it_is_back() {
     let mut ws = a.ws().await;
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 100\nbefore"}))
-        .await;
+    ws.chat(&id, "/stream 100\nbefore").await;
     let before = ws.events_until_turn_end(&id).await;
     assert_published(&nats, &id, before.len() as u64).await;
     let mut on_b = following(&b, &id).await;
@@ -778,8 +767,7 @@ async fn events_committed_while_nats_is_down_are_published_when_it_is_back() {
     assert_eq!(replayed, before);
 
     nats.kill();
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 500\nwhile down"}))
-        .await;
+    ws.chat(&id, "/stream 500\nwhile down").await;
     let during = ws.events_until_turn_end(&id).await;
     assert_contiguous(&during, before.len() as u64 + 1);
     let nats = nats.start_again();
@@ -807,8 +795,7 @@ async fn a_restarted_node_fills_the_holes_its_crash_left_in_the_stream() {
     let mut ws = a.ws().await;
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "/stream 50\ndone"}))
-        .await;
+    ws.chat(&id, "/stream 50\ndone").await;
     ws.events_until_turn_end(&id).await;
     let stored = a.all_events(&id).await;
     let last = stored.len() as u64;
@@ -926,8 +913,7 @@ async fn the_queue_of_a_remote_session_is_steered_from_any_node() {
     let id = a.ws().await.create_session().await;
     let mut on_b = b.ws().await;
     wait_listed(&mut on_b, &id, Duration::from_secs(10), |_| true).await;
-    on_b.ok(json!({"type": "chat.send", "sessionId": id, "content": "/hold never"}))
-        .await;
+    on_b.chat(&id, "/hold never").await;
     for text in ["first", "second"] {
         let r = on_b
             .ok(json!({"type": "chat.send", "sessionId": id, "content": text, "queue": true}))
@@ -973,8 +959,7 @@ async fn every_node_lists_the_running_sessions_of_all() {
     let id = on_a.create_session().await;
     let idle = on_a.create_session().await;
     on_a.subscribe(&id, 0).await;
-    on_a.ok(json!({"type": "chat.send", "sessionId": id, "content": "/hold never"}))
-        .await;
+    on_a.chat(&id, "/hold never").await;
     let listed = tandem_tests::eventually("B lists A's running session", async || {
         let (status, body) = b.get("/api/v1/sessions/running").await;
         assert_eq!(status, 200, "{body}");

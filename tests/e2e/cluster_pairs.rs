@@ -345,8 +345,7 @@ async fn a_driver_delegates_to_a_worker_on_another_node() {
 
     // Busy with a turn of its own: refused as locally.
     let mut on_b = b.ws().await;
-    on_b.ok(json!({"type": "chat.send", "sessionId": w, "content": "/hold never"}))
-        .await;
+    on_b.chat(&w, "/hold never").await;
     eventually("the Worker to run", async || {
         (status_on(&b, &w).await == "running").then_some(())
     })

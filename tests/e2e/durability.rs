@@ -31,8 +31,7 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
     let busy = ws.create_session().await;
     let idle = ws.create_session().await;
     ws.subscribe(&busy, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": busy, "content": "first\n/hold never"}))
-        .await;
+    ws.chat(&busy, "first\n/hold never").await;
     ws.recv_until(|v| v["kind"] == "assistant_message" && v["text"] == "first")
         .await;
 
@@ -112,8 +111,7 @@ async fn a_failed_commit_is_never_acknowledged_listed_or_numbered() {
         "{idle_events:?}"
     );
     // And everything works again, continuing the same histories.
-    ws.ok(json!({"type": "chat.send", "sessionId": idle, "content": "again"}))
-        .await;
+    ws.chat(&idle, "again").await;
     let (status, _) = server.post("/api/v1/sessions", &json!({})).await;
     assert_eq!(status, 201);
     eventually("the new turn to end", async || {
@@ -133,8 +131,7 @@ async fn a_full_database_fails_the_turn_and_loses_no_seq() {
     let mut ws = server.ws().await;
     let id = ws.create_session().await;
     ws.subscribe(&id, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "warm up"}))
-        .await;
+    ws.chat(&id, "warm up").await;
     ws.events_until_turn_end(&id).await;
     // SQLite's own SQLITE_FULL: the database may not grow past its current pages.
     // Which write hits the limit first depends on the free space left in existing
@@ -179,8 +176,7 @@ async fn a_full_database_fails_the_turn_and_loses_no_seq() {
     if acknowledged {
         assert_eq!(ends[1]["status"], "failed", "{:?}", ends[1]);
     }
-    ws.ok(json!({"type": "chat.send", "sessionId": id, "content": "after"}))
-        .await;
+    ws.chat(&id, "after").await;
     let before = ends.len();
     eventually("the next turn", async || {
         let events = server.all_events(&id).await;

@@ -56,8 +56,7 @@ async fn create_send_stream_complete() {
     assert_eq!(info["lastSeq"], events.len() as u64);
 
     // A second turn continues the sequence.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "again"}))
-        .await;
+    ws.chat(&sid, "again").await;
     let second = ws.events_until_turn_end(&sid).await;
     assert_contiguous(&second, events.len() as u64 + 1);
     assert!(second.iter().all(|e| e["turnId"] == "turn_2"));
@@ -69,8 +68,7 @@ async fn second_send_during_a_turn_is_refused_then_queue_runs_after() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold first\ndone"}))
-        .await;
+    ws.chat(&sid, "/hold first\ndone").await;
     let refused = ws
         .request(json!({"type": "chat.send", "sessionId": sid, "content": "too soon"}))
         .await;
@@ -93,8 +91,7 @@ async fn second_send_during_a_turn_is_refused_then_queue_runs_after() {
     assert_eq!(second[0]["turnId"], "turn_2");
     assert_eq!(second[1]["text"], "later");
     // REST refuses the same way.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never"}))
-        .await;
+    ws.chat(&sid, "/hold never").await;
     let (status, body) = server
         .post(
             &format!("/api/v1/sessions/{sid}/messages"),
@@ -111,8 +108,7 @@ async fn interrupt_mid_stream_keeps_partial_text() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/stream 3\n/stream 50000000"}))
-        .await;
+    ws.chat(&sid, "/stream 3\n/stream 50000000").await;
     // Wait until the long stream is under way, then interrupt.
     ws.recv_until(|v| v["kind"] == "text_delta" && v["text"] == "chunk 100 ")
         .await;
@@ -206,8 +202,7 @@ async fn fail_directive_fails_the_turn_and_the_session_recovers() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "before\n/fail the disk is full\nnever"}))
-        .await;
+    ws.chat(&sid, "before\n/fail the disk is full\nnever").await;
     let events = ws.events_until_turn_end(&sid).await;
     let end = events.last().cloned().unwrap();
     assert_eq!(end["status"], "failed");
@@ -216,8 +211,7 @@ async fn fail_directive_fails_the_turn_and_the_session_recovers() {
     let (_, info) = server.get(&format!("/api/v1/sessions/{sid}")).await;
     assert_eq!(info["status"], "failed");
     // A failed session takes the next turn normally.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "fine"}))
-        .await;
+    ws.chat(&sid, "fine").await;
     let next = ws.events_until_turn_end(&sid).await;
     assert_eq!(
         next.last().map(|e| e["status"].clone()),
@@ -231,8 +225,11 @@ async fn background_tasks_are_reported_and_stoppable() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/background build 60000 cargo build\n/background lint 100 clippy"}))
-        .await;
+    ws.chat(
+        &sid,
+        "/background build 60000 cargo build\n/background lint 100 clippy",
+    )
+    .await;
     ws.events_until_turn_end(&sid).await;
     // The session is idle but listed as running in the background.
     let (_, running) = server.get("/api/v1/sessions/running").await;
@@ -292,8 +289,7 @@ async fn sessions_watch_sees_creations_and_changes() {
         upsert.last().map(|v| v["session"]["id"].clone()),
         Some(json!(sid))
     );
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "hi"}))
-        .await;
+    ws.chat(&sid, "hi").await;
     watcher
         .recv_until(|v| v["kind"] == "session_upserted" && v["session"]["status"] == "running")
         .await;
@@ -307,8 +303,7 @@ async fn the_queue_is_bounded() {
     let server = Server::start();
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never"}))
-        .await;
+    ws.chat(&sid, "/hold never").await;
     for i in 0..100 {
         let r = ws
             .ok(json!({"type": "chat.send", "sessionId": sid, "content": format!("q{i}"), "queue": true}))
@@ -352,8 +347,7 @@ async fn an_interrupt_the_agent_ignores_is_closed_by_the_session() {
 
     // The session is free: the next message runs (and the stubborn script, still
     // sleeping, is superseded without a word in the history).
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "next"}))
-        .await;
+    ws.chat(&sid, "next").await;
     let next = ws.events_until_turn_end(&sid).await;
     assert_eq!(
         next.last()

@@ -272,8 +272,7 @@ async fn a_fork_is_refused_for_a_bad_anchor_no_checkpoint_and_to_others() {
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["error"]["code"], "NO_SUCH_CHECKPOINT", "{body}");
     // A turn still running cannot be forked.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold fork-running"}))
-        .await;
+    ws.chat(&sid, "/hold fork-running").await;
     server.wait_held("fork-running").await;
     let running = server
         .all_events(&sid)

@@ -182,8 +182,7 @@ async fn handoff_refusals() {
         assert_eq!(answer["code"], code, "{body}: {answer}");
     }
     // Running, paired, someone else's.
-    ws.ok(json!({"type": "chat.send", "sessionId": empty, "content": "/hold never"}))
-        .await;
+    ws.chat(&empty, "/hold never").await;
     let busy = ws
         .request(json!({"type": "session.handoff", "sessionId": empty, "targetVendor": "scripted"}))
         .await;

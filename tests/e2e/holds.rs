@@ -15,8 +15,7 @@ async fn a_turn_waits_at_a_hold_until_released() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "before\n/hold h1\nafter"}))
-        .await;
+    ws.chat(&sid, "before\n/hold h1\nafter").await;
     server.wait_held("h1").await;
     let (_, list) = server.get("/debug/holds").await;
     assert_eq!(list, json!({"holds": [{"name": "h1", "waiting": 1}]}));
@@ -70,8 +69,7 @@ async fn an_interrupt_ends_a_held_turn_at_once() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never\nnot said"}))
-        .await;
+    ws.chat(&sid, "/hold never\nnot said").await;
     server.wait_held("never").await;
     let started = Instant::now();
     ws.ok(json!({"type": "chat.abort", "sessionId": sid})).await;
@@ -109,8 +107,7 @@ async fn holds_are_for_admins_with_url_safe_names() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold a b"}))
-        .await;
+    ws.chat(&sid, "/hold a b").await;
     let events = ws.events_until_turn_end(&sid).await;
     assert_eq!(events.last().unwrap()["status"], "completed");
     assert!(events

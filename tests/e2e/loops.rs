@@ -349,8 +349,7 @@ async fn refusals_have_codes() {
     assert_eq!(status, 409, "{body}");
 
     // A busy session, and a second loop while one runs.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold loop-busy"}))
-        .await;
+    ws.chat(&sid, "/hold loop-busy").await;
     server.wait_held("loop-busy").await;
     let busy = start(
         &mut ws,

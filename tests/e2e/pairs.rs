@@ -253,7 +253,7 @@ async fn a_human_stopping_the_worker_ends_a_waiting_delegation_as_interrupted() 
     )
     .await;
     let w = worker_of(&server, &d).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": d, "content": "/tool send_to_partner {\"message\": \"/hold never\"}"}))
+    ws.chat(&d, "/tool send_to_partner {\"message\": \"/hold never\"}")
         .await;
     let mut human = server.ws().await;
     human.subscribe(&w, 0).await;
@@ -279,9 +279,7 @@ async fn a_human_stopping_the_worker_ends_a_waiting_delegation_as_interrupted() 
     // The waiting call got the outcome: nothing is pushed back.
     assert!(await_pushbacks(&server, &d, 0).await.is_empty());
     // A human may also message the Worker directly.
-    human
-        .ok(json!({"type": "chat.send", "sessionId": w, "content": "human here"}))
-        .await;
+    human.chat(&w, "human here").await;
     let turn = human.events_until_turn_end(&w).await;
     assert_eq!(
         turn.last().map(|e| e["status"].clone()),

@@ -88,8 +88,7 @@ async fn a_branch_is_pushed_to_a_remote_and_kept_when_discarded() {
     git(&other, &["commit", "-q", "-m", "theirs"]);
     git(&other, &["push", "-q", "origin", "review/one"]);
     let theirs = git(&remote, &["rev-parse", "refs/heads/review/one"]);
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/write more.txt more"}))
-        .await;
+    ws.chat(&sid, "/write more.txt more").await;
     ws.events_until_turn_end(&sid).await;
     let (status, body) = server.post(&path, &json!({"branch": "review/one"})).await;
     assert_eq!(status, 409, "{body}");

@@ -124,8 +124,7 @@ async fn queue_requests_refuse_wrong_ids_malformed_frames_and_other_users() {
     });
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold busy"}))
-        .await;
+    ws.chat(&sid, "/hold busy").await;
     let queued = ws
         .ok(json!({"type": "chat.send", "sessionId": sid, "content": "keep me", "queue": true}))
         .await;
@@ -193,8 +192,7 @@ async fn queue_requests_refuse_wrong_ids_malformed_frames_and_other_users() {
         .as_str()
         .unwrap()
         .to_string();
-    ws.ok(json!({"type": "chat.send", "sessionId": shared, "content": "/hold busy"}))
-        .await;
+    ws.chat(&shared, "/hold busy").await;
     ws.ok(json!({"type": "chat.send", "sessionId": shared, "content": "shared queued", "queue": true}))
         .await;
     let (status, list) = bob.get(&format!("/api/v1/sessions/{shared}/queue")).await;
@@ -224,8 +222,7 @@ async fn a_queued_message_leaves_the_queue_when_it_is_sent() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold first"}))
-        .await;
+    ws.chat(&sid, "/hold first").await;
     let queued = ws
         .ok(json!({"type": "chat.send", "sessionId": sid, "content": "next", "queue": true}))
         .await;
@@ -253,8 +250,7 @@ async fn usage_totals_per_session_and_per_delegation() {
         "content": "/usage {\"inputTokens\": 10, \"cachedInputTokens\": 1, \"outputTokens\": 5}\nagain"}))
         .await;
     ws.events_until_turn_end(&driver).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": driver, "content": "no usage here"}))
-        .await;
+    ws.chat(&driver, "no usage here").await;
     ws.events_until_turn_end(&driver).await;
 
     // A Worker turn delegated by the Driver, with its own usage.

@@ -14,11 +14,9 @@ async fn kill_mid_turn_then_restart() {
     let busy = ws.create_session().await;
     ws.subscribe(&done, 0).await;
     ws.subscribe(&busy, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": done, "content": "/stream 500\nfinished"}))
-        .await;
+    ws.chat(&done, "/stream 500\nfinished").await;
     let finished = ws.events_until_turn_end(&done).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": busy, "content": "/stream 200\n/hold never"}))
-        .await;
+    ws.chat(&busy, "/stream 200\n/hold never").await;
     // Everything a client has seen must survive the kill.
     let seen = ws
         .recv_until(|v| v["sessionId"] == busy.as_str() && v["text"] == "chunk 199 ")
@@ -82,8 +80,7 @@ async fn queued_messages_survive_a_kill_and_run_once() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never"}))
-        .await;
+    ws.chat(&sid, "/hold never").await;
     let queued = ws
         .ok(json!({"type": "chat.send", "sessionId": sid, "content": "queued before the crash", "queue": true}))
         .await;
@@ -135,8 +132,7 @@ async fn idle_sessions_start_their_actor_at_first_use() {
     let renamed = ws.create_session().await;
     let scheduled = ws.create_session().await;
     ws.subscribe(&talked, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": talked, "content": "before"}))
-        .await;
+    ws.chat(&talked, "before").await;
     let before = ws.events_until_turn_end(&talked).await;
     let in_a_day = crate::schedule::now_ms() + 86_400_000;
     ws.ok(json!({"type": "session.schedule", "sessionId": scheduled, "content": "later", "at": crate::schedule::rfc3339(in_a_day)}))

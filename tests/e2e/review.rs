@@ -144,8 +144,7 @@ async fn a_review_the_diff_cannot_anchor_is_refused_and_sends_nothing() {
     }
 
     // Busy: refused like a message without `queue`.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold review-busy"}))
-        .await;
+    ws.chat(&sid, "/hold review-busy").await;
     server.wait_held("review-busy").await;
     let during = ws
         .request(json!({"type": "chat.review", "sessionId": sid,

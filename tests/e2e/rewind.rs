@@ -136,8 +136,7 @@ async fn edit_send_refusals_have_their_own_codes() {
     refuse(&mut ws, json!(0), "INVALID_ARGUMENT").await;
     refuse(&mut ws, json!("2"), "INVALID_ARGUMENT").await;
     // A running turn.
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold slow\nslow"}))
-        .await;
+    ws.chat(&sid, "/hold slow\nslow").await;
     refuse(&mut ws, json!(anchor), "RUN_IN_PROGRESS").await;
     // The same over REST, with its status.
     let (status, body) = server

@@ -23,8 +23,7 @@ async fn a_due_message_interrupts_the_running_turn_and_runs_next() {
     let mut ws = server.ws().await;
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/hold never"}))
-        .await;
+    ws.chat(&sid, "/hold never").await;
     let reply = ws
         .ok(json!({"type": "session.schedule", "sessionId": sid, "content": "wake up", "at": rfc3339(now_ms() + 300)}))
         .await;
@@ -178,8 +177,7 @@ async fn a_pending_schedule_survives_a_kill_and_fires_once() {
     let server = Server::start_in(dir, ServerOptions::default());
     let mut ws = server.ws().await;
     ws.subscribe(&sid, 0).await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "after the second restart"}))
-        .await;
+    ws.chat(&sid, "after the second restart").await;
     ws.recv_until(|e| e["kind"] == "user_message" && e["text"] == "after the second restart")
         .await;
     let turn = ws.events_until_turn_end(&sid).await;

@@ -15,8 +15,7 @@ async fn two_clients_see_identical_sequences() {
     b.subscribe(&sid, 0).await;
     assert_eq!(a.recv().await["kind"], "chat_subscribed");
     assert_eq!(b.recv().await["kind"], "chat_subscribed");
-    a.ok(json!({"type": "chat.send", "sessionId": sid, "content": "/stream 2000\nend"}))
-        .await;
+    a.chat(&sid, "/stream 2000\nend").await;
     let seen_a = a.events_until_turn_end(&sid).await;
     let seen_b = b.events_until_turn_end(&sid).await;
     // turn_started, user_message, 2000 deltas + message, 3 deltas + message, turn_completed
@@ -36,7 +35,7 @@ async fn reconnect_with_last_seq_mid_turn_and_after() {
     first.subscribe(&sid, 0).await;
     assert_eq!(first.recv().await["kind"], "chat_subscribed");
     driver
-        .ok(json!({"type": "chat.send", "sessionId": sid, "content": "/stream 300\n/hold mid\n/stream 300"}))
+        .chat(&sid, "/stream 300\n/hold mid\n/stream 300")
         .await;
     // Read part of the turn, then drop the connection mid-turn.
     let mut got: Vec<Value> = Vec::new();
@@ -84,8 +83,7 @@ async fn reconnect_with_last_seq_mid_turn_and_after() {
             replay.push(late.recv().await);
         }
         assert_eq!(replay, got[from as usize..].to_vec());
-        late.ok(json!({"type": "chat.send", "sessionId": sid, "content": "next"}))
-            .await;
+        late.chat(&sid, "next").await;
         let live = late.events_until_turn_end(&sid).await;
         assert_contiguous(&live, total + 1);
         got.extend(live);
@@ -107,8 +105,7 @@ async fn unsubscribe_stops_delivery_and_unknown_sessions_are_refused() {
     assert_eq!(witness.recv().await["kind"], "chat_subscribed");
     ws.ok(json!({"type": "chat.unsubscribe", "sessionIds": [sid]}))
         .await;
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "quiet"}))
-        .await;
+    ws.chat(&sid, "quiet").await;
     let turn = witness.events_until_turn_end(&sid).await;
     assert_eq!(
         turn.last().map(|e| e["kind"].clone()),
@@ -147,8 +144,7 @@ async fn positions_past_the_store_are_refused_never_wrapped() {
     let sid = ws.create_session().await;
     ws.subscribe(&sid, 0).await;
     assert_eq!(ws.recv().await["kind"], "chat_subscribed");
-    ws.ok(json!({"type": "chat.send", "sessionId": sid, "content": "one\ntwo"}))
-        .await;
+    ws.chat(&sid, "one\ntwo").await;
     let history = ws.events_until_turn_end(&sid).await;
     let total = history.len() as u64;
     assert_eq!(server.all_events(&sid).await, history);

@@ -233,10 +233,20 @@ impl WsClient {
             .await;
     }
 
-    /// Sends `content` to `session_id` (`chat.send`) and panics unless it is accepted.
-    pub async fn chat(&mut self, session_id: &str, content: &str) -> Value {
-        self.ok(json!({"type": "chat.send", "sessionId": session_id, "content": content}))
-            .await
+    /// Sends `content` to `session_id` (`chat.send`, a typed call) and panics unless
+    /// it is accepted.
+    pub async fn chat(
+        &mut self,
+        session_id: &str,
+        content: &str,
+    ) -> tandem_protocol::results::ChatSendResult {
+        let params = tandem_protocol::client::ChatSendParams {
+            session_id: session_id.into(),
+            content: content.to_string().into(),
+            options: None,
+            queue: false,
+        };
+        self.call_ok(params).await
     }
 
     /// [`WsClient::chat`], then the turn's events through its `turn_completed` (the
