@@ -2,7 +2,8 @@
 //! a process, and two servers at once keep their failpoints apart.
 
 use serde_json::json;
-use tandem_protocol::client::SessionCreateParams;
+use tandem_protocol::client::{ChatSendParams, SessionCreateParams};
+use tandem_protocol::{ErrorCode, EventBody};
 use tandem_tests::{Server, ServerOptions};
 
 /// The first server of a test runs in the test process (it has no process id of its
@@ -41,5 +42,43 @@ async fn a_second_server_at_once_is_a_process_with_its_own_failpoints() {
     assert!(
         in_process.is_err(),
         "the next server is in the test process again"
+    );
+}
+
+/// The typed client: a refusal is its code, and a turn's events read back as
+/// protocol events, in order, ending with the turn.
+#[actix_rt::test]
+async fn typed_calls_read_refusals_and_a_turns_events() {
+    let server = Server::start();
+    let mut ws = server.ws().await;
+    let refused = ws
+        .call(ChatSendParams {
+            session_id: "ses_missing".into(),
+            content: "hello".to_string().into(),
+            options: None,
+            queue: false,
+        })
+        .await;
+    assert_eq!(refused.map_err(|r| r.code), Err(ErrorCode::SessionNotFound));
+    let id = ws.create_session().await;
+    ws.subscribe(&id, 0).await;
+    ws.chat(&id, "one\ntwo").await;
+    let events = ws.turn_events(&id).await;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    let said: String = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(said.contains("one") && said.contains("two"), "{said:?}");
+    assert!(
+        matches!(
+            events.last().map(|e| &e.body),
+            Some(EventBody::TurnCompleted { .. })
+        ),
+        "{events:?}"
     );
 }
