@@ -2,7 +2,6 @@
 //! byte budget, and the session's flow gate opens again once the subscribers that keep
 //! up have room.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,7 +10,7 @@ use bytestring::ByteString;
 
 use super::framed::{Framed, FramedRun};
 use super::topic::Topic;
-use super::{Deliver, Gateway, Refused, Target, SLOW_AFTER};
+use super::{Deliver, Gateway, Map, Refused, Target, SLOW_AFTER};
 use crate::metrics::Metrics;
 use crate::store::StoredEvent;
 
@@ -90,7 +89,7 @@ impl Gateway {
             sessions: Vec<(Arc<str>, u64, u64)>,
         }
         let cap = self.ring_events;
-        let mut out: HashMap<u64, ToClient> = HashMap::new();
+        let mut out: Map<u64, ToClient> = Map::default();
         let mut gaps: Vec<(u64, Arc<str>, u64)> = Vec::new();
         let mut released: Vec<Arc<str>> = Vec::new();
         // A batch is made of runs of one session's events (in seq order). Handling a
@@ -109,6 +108,7 @@ impl Gateway {
             for ev in run {
                 topic.push(ev, cap);
             }
+            topic.touched = Instant::now();
             let mut framed: Option<FramedRun> = None;
             for &cid in &topic.live {
                 let Some(sub) = self.clients.get_mut(&cid).and_then(|c| c.subs.get_mut(sid)) else {
@@ -164,6 +164,11 @@ impl Gateway {
     /// Opens a topic's held flow gate unless a subscriber that keeps up still has more
     /// than its soft limit queued; then it re-checks when that client drains (or when
     /// the client has been behind long enough to count as slow and be ignored).
+    ///
+    /// Only one of the clients holding the gate is asked to report its drain: the one
+    /// with the most queued, likely the last to drain. Asking every one of them made
+    /// each commit cost a report and a scan of all subscribers per subscriber (with
+    /// 100 clients, 100 `Drained` messages and 10,000 checks per commit).
     pub(super) fn try_release(&mut self, sid: &Arc<str>, ctx: &mut Context<Self>) {
         let Some(topic) = self.topics.get_mut(sid) else {
             return;
@@ -172,27 +177,40 @@ impl Gateway {
             return;
         };
         let now = Instant::now();
-        let mut wait: Option<Duration> = None;
-        for cid in &topic.live {
-            let Some(client) = self.clients.get_mut(cid) else {
-                continue;
+        let wait = loop {
+            let mut wait: Option<Duration> = None;
+            // The holder to ask: its id and what it had queued.
+            let mut holder: Option<(u64, usize)> = None;
+            for cid in &topic.live {
+                let Some(client) = self.clients.get_mut(cid) else {
+                    continue;
+                };
+                let queued = client.queue.queued();
+                if queued <= client.queue.soft_limit() {
+                    client.over_soft_since = None;
+                    continue;
+                }
+                let since = *client.over_soft_since.get_or_insert(now);
+                let left = SLOW_AFTER.saturating_sub(now.duration_since(since));
+                if left.is_zero() {
+                    continue;
+                }
+                wait = Some(wait.map_or(left, |w| w.min(left)));
+                if holder.is_none_or(|(_, most)| queued > most) {
+                    holder = Some((*cid, queued));
+                }
+            }
+            let Some(queue) = holder.and_then(|(cid, _)| self.clients.get(&cid)) else {
+                break wait;
             };
-            if client.queue.queued() <= client.queue.soft_limit() {
-                client.over_soft_since = None;
-                continue;
+            let queue = &queue.queue;
+            queue.want_soft_drain();
+            if queue.queued() > queue.soft_limit() {
+                break wait;
             }
-            let since = *client.over_soft_since.get_or_insert(now);
-            let left = SLOW_AFTER.saturating_sub(now.duration_since(since));
-            if left.is_zero() {
-                continue;
-            }
-            client.queue.want_soft_drain();
-            if client.queue.queued() <= client.queue.soft_limit() {
-                // It drained between the check and the flag: it will not report.
-                continue;
-            }
-            wait = Some(wait.map_or(left, |w| w.min(left)));
-        }
+            // It drained between the check and the flag, so it will not report: look
+            // again.
+        };
         match wait {
             None => {
                 topic.held = None;

@@ -42,6 +42,11 @@ use crate::access::Principal;
 use crate::metrics::Metrics;
 use crate::store::Store;
 
+/// The gateway's maps: looked up for every subscriber of every commit, keyed by ids the
+/// server made (client ids, session ids of sessions the client may see), so a fast
+/// hasher instead of SipHash.
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// Events read from the store per replay page.
 const PAGE_EVENTS: usize = 4096;
 /// Strikes of one subscription within [`LAG_WINDOW`] after which its client is closed
@@ -88,14 +93,14 @@ struct Client {
     /// Who the client is; subscriptions and the session list are checked against it.
     principal: Principal,
     /// The client's subscriptions, by session id.
-    subs: HashMap<Arc<str>, Sub>,
+    subs: Map<Arc<str>, Sub>,
     /// Replays waiting for the queue to drain.
     parked: Vec<Arc<str>>,
     /// Gets `session_upserted` frames (it sent `sessions.watch`).
     watching: bool,
     /// Strikes per subscribed session; only sessions that lagged since the client
     /// last wrote anything are kept.
-    strikes: HashMap<Arc<str>, Strikes>,
+    strikes: Map<Arc<str>, Strikes>,
     /// Since when its queue has been above the soft limit.
     over_soft_since: Option<Instant>,
 }
@@ -158,9 +163,9 @@ pub struct Gateway {
     /// Clients sent a 1008 close, and when: shut if still open after [`CLOSE_GRACE`].
     closing: Vec<(Arc<ClientQueue>, Instant)>,
     /// Each session's ring and live subscribers; dropped when idle.
-    topics: HashMap<Arc<str>, Topic>,
+    topics: Map<Arc<str>, Topic>,
     /// Connected clients, by the id the runtime gave them.
-    clients: HashMap<u64, Client>,
+    clients: Map<u64, Client>,
     /// Counter that tells a subscription from an earlier one to the same session, so
     /// a store page read for the old one is not delivered to the new one.
     generation: u64,
@@ -182,8 +187,8 @@ impl Gateway {
             stall_limit,
             total_cap,
             closing: Vec::new(),
-            topics: HashMap::new(),
-            clients: HashMap::new(),
+            topics: Map::default(),
+            clients: Map::default(),
             generation: 0,
         }
     }
@@ -211,10 +216,10 @@ impl Handler<Connect> for Gateway {
                 sink: msg.sink,
                 queue: msg.queue,
                 principal: msg.principal,
-                subs: HashMap::new(),
+                subs: Map::default(),
                 parked: Vec::new(),
                 watching: false,
-                strikes: HashMap::new(),
+                strikes: Map::default(),
                 over_soft_since: None,
             },
         );

@@ -367,3 +367,40 @@ async fn replays_drained_from_another_thread_all_finish() {
     }
     writer.stop();
 }
+
+/// A commit held back for subscribers over their soft limit asks one of them, the one
+/// with the most queued, to report its drain, not every one: with a hundred clients
+/// each commit used to cost a hundred `Drained` reports, each re-checking all hundred.
+/// The gate still opens as soon as the last of them has drained.
+#[actix_rt::test]
+async fn a_held_commit_asks_only_the_fullest_subscriber_to_report() {
+    let fx = Fixture::new(1024);
+    let sid = "ses_held";
+    let mut queues = Vec::new();
+    for id in [1, 2] {
+        // Stalled sinks: the test drains their queues itself, as sockets would.
+        let queue = Arc::new(ClientQueue::new(1 << 20, fx.metrics.clone()));
+        let sink = Sink::new(id, queue.clone(), None).start();
+        fx.connect(id, &sink, queue.clone()).await;
+        fx.subscribe(id, sid, 0).await;
+        queues.push(queue);
+    }
+    let (fullest, other) = (&queues[0], &queues[1]);
+    // Client 1 also has 5 KB of its own replies waiting: it has the most queued.
+    fullest.add(5000);
+    fx.commit(sid, 1..=10, 1000).await;
+    assert!(other.queued() > other.soft_limit());
+    assert!(
+        !other.delivered(other.queued()),
+        "the other subscriber was not asked to report"
+    );
+    assert!(
+        fullest.delivered(fullest.queued()),
+        "the fullest subscriber reports its drain"
+    );
+    fx.gateway
+        .send(Drained { client_id: 1 })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(fx.gate.published(), 10, "both drained: the gate is open");
+}

@@ -46,7 +46,8 @@ impl Topic {
     }
 
     /// Records a committed event, keeping at most `cap` events and [`RING_BYTES`]
-    /// bytes in the ring (a few huge frames must not pin megabytes per session).
+    /// bytes in the ring (a few huge frames must not pin megabytes per session). The
+    /// caller marks the topic `touched`, once per run of events.
     pub fn push(&mut self, ev: &StoredEvent, cap: usize) {
         if self.ring.back().is_some_and(|last| last.seq + 1 != ev.seq) {
             // A gap (a batch the store failed to write): the ring must stay contiguous.
@@ -61,7 +62,6 @@ impl Topic {
             }
         }
         self.last_committed = self.last_committed.max(ev.seq);
-        self.touched = Instant::now();
     }
 
     /// Events from `next` on, if the ring still holds `next` (or nothing is newer).
