@@ -82,3 +82,36 @@ async fn typed_calls_read_refusals_and_a_turns_events() {
         "{events:?}"
     );
 }
+
+/// The gateway's and the sessions' arbiters carry names of their own, so `top -H` and
+/// the benchmarks' per-thread CPU tell them from the HTTP workers.
+#[actix_rt::test]
+async fn the_gateway_and_sessions_threads_are_named() {
+    let server = Server::start_process(ServerOptions::default());
+    let tasks = format!("/proc/{}/task", server.pid());
+    let names = || -> Vec<String> {
+        std::fs::read_dir(&tasks)
+            .unwrap_or_else(|e| panic!("{tasks}: {e}"))
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_string())
+            .collect()
+    };
+    let wanted = ["tandem-gateway", "tandem-sessions"];
+    // Each arbiter names itself as the first thing it runs; the server does not wait
+    // for that before it reports ready.
+    let started = std::time::Instant::now();
+    let mut seen = names();
+    while !wanted.iter().all(|w| seen.iter().any(|n| n == w))
+        && started.elapsed() < std::time::Duration::from_secs(10)
+    {
+        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
+        seen = names();
+    }
+    for name in wanted {
+        assert_eq!(
+            seen.iter().filter(|n| *n == name).count(),
+            1,
+            "{name} in {seen:?}"
+        );
+    }
+}

@@ -67,13 +67,25 @@ fn settle_store(config: &RuntimeConfig) -> Result<Settled, RuntimeError> {
     })
 }
 
+/// A new arbiter whose thread carries `name` (at most 15 bytes), so that `top -H`,
+/// `/proc/<pid>/task/*/comm` and the benchmarks tell it from the HTTP workers.
+fn named_arbiter(name: &'static std::ffi::CStr) -> Arbiter {
+    let arbiter = Arbiter::new();
+    arbiter.spawn_fn(move || {
+        if let Err(e) = rustix::thread::set_name(name) {
+            tracing::debug!(error = %e, "naming a thread");
+        }
+    });
+    arbiter
+}
+
 /// Starts the gateway on a thread of its own (the arbiter must live as long as it).
 fn start_gateway(
     config: &RuntimeConfig,
     store: &Store,
     metrics: &Arc<Metrics>,
 ) -> (Arbiter, Addr<Gateway>) {
-    let arbiter = Arbiter::new();
+    let arbiter = named_arbiter(c"tandem-gateway");
     let (store, metrics) = (store.clone(), metrics.clone());
     let (ring, stall, total_cap) = (
         config.ring_events,
@@ -238,7 +250,7 @@ fn inner(config: Arc<RuntimeConfig>, services: Arc<Services>, opened: Opened) ->
         commit_tap,
         gateway_arbiter,
     } = opened;
-    let sessions_arbiter = Arbiter::new();
+    let sessions_arbiter = named_arbiter(c"tandem-sessions");
     Inner {
         access: access.clone(),
         store: store.clone(),
