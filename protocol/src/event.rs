@@ -559,6 +559,20 @@ impl EventBody {
     }
 }
 
+impl From<crate::server::PendingPermission> for EventBody {
+    /// The `permission_request` event that shows a pending request: the same fields.
+    fn from(p: crate::server::PendingPermission) -> Self {
+        EventBody::PermissionRequest {
+            request_id: p.request_id,
+            tool_name: p.tool_name,
+            input: p.input,
+            changes: p.changes,
+            permission_kind: p.permission_kind,
+            choices: p.choices,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,9 +5,8 @@ use actix::Message;
 // `Attachments`) and re-exported so adapters keep naming them here.
 pub use crate::attachments::{Attachments, ImageInput};
 pub use crate::record::ForkOnOpen;
-use tandem_protocol::{
-    BackgroundTask, EventBody, PermissionChoice, PermissionKind, PermissionMode, TurnStatus,
-};
+use tandem_protocol::server::PendingPermission;
+use tandem_protocol::{BackgroundTask, EventBody, PermissionMode, TurnStatus};
 
 use crate::ids::{RequestId, TurnId};
 
@@ -175,22 +174,9 @@ pub enum AgentItem {
     /// The vendor asks to run a tool. The session records `permission_request` and keeps
     /// it pending until a person answers (forwarded as
     /// [`AdapterCommand::PermissionResponse`]). Adapters answer by themselves in
-    /// `bypassPermissions` mode and never raise this then.
-    PermissionRequest {
-        /// Unique across the server (`random_id("perm_", 12)`): clients answer by it
-        /// alone.
-        request_id: RequestId,
-        /// The tool the vendor wants to run.
-        tool_name: String,
-        /// Its input, as the vendor gave it.
-        input: serde_json::Value,
-        /// The files it would change (see `super::edits`).
-        changes: Vec<tandem_protocol::FileChange>,
-        /// A tool call or a plan to approve.
-        permission_kind: PermissionKind,
-        /// The answers the vendor offers; empty: allow or deny.
-        choices: Vec<PermissionChoice>,
-    },
+    /// `bypassPermissions` mode and never raise this then. Its id is unique across the
+    /// server (`random_id("perm_", 12)`): clients answer by it alone.
+    PermissionRequest(PendingPermission),
     /// A pending request ended without an answer (the turn was interrupted, the process
     /// died); the session records `permission_resolved`.
     PermissionResolved {

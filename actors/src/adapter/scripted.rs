@@ -294,7 +294,7 @@ impl Handler<Ask> for ScriptedAgent {
             }
             Asked::Pending(request_id) => self.emitter.send(
                 Some(msg.turn_id),
-                AgentItem::PermissionRequest {
+                AgentItem::PermissionRequest(tandem_protocol::server::PendingPermission {
                     request_id,
                     // Shown as the vendor whose shape the input has shows it.
                     changes: crate::adapter::edits::any(&msg.tool, &msg.input),
@@ -302,7 +302,7 @@ impl Handler<Ask> for ScriptedAgent {
                     input: msg.input,
                     permission_kind: PermissionKind::Tool,
                     choices: choices(),
-                },
+                }),
             ),
         }
     }

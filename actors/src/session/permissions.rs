@@ -45,25 +45,8 @@ impl SessionActor {
         self.touch();
         self.permissions.add(request.clone());
         self.publish_permissions();
-        let PendingPermission {
-            request_id,
-            tool_name,
-            input,
-            changes,
-            permission_kind,
-            choices,
-        } = request;
-        self.emit(
-            turn_id,
-            EventBody::PermissionRequest {
-                request_id: request_id.clone(),
-                tool_name,
-                input,
-                changes,
-                permission_kind,
-                choices,
-            },
-        );
+        let request_id = request.request_id.clone();
+        self.emit(turn_id, request.into());
         self.route_delegated_permission(&request_id);
     }
 

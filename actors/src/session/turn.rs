@@ -20,7 +20,6 @@ use crate::error::RuntimeError;
 use crate::ids::{DelegationId, PairId, SessionId, TurnId};
 use crate::record::QueuedMessage;
 use crate::turn_slots::{Admission, LinePlace};
-use tandem_protocol::server::PendingPermission;
 
 /// How long an adapter may take to confirm an interrupt before the session closes the
 /// turn itself: a stuck vendor must not leave a session running forever.
@@ -569,22 +568,7 @@ impl SessionActor {
                     self.touch();
                 }
             }
-            AgentItem::PermissionRequest {
-                request_id,
-                tool_name,
-                input,
-                changes,
-                permission_kind,
-                choices,
-            } => {
-                let request = PendingPermission {
-                    request_id,
-                    tool_name,
-                    input,
-                    changes,
-                    permission_kind,
-                    choices,
-                };
+            AgentItem::PermissionRequest(request) => {
                 self.permission_requested(msg.turn_id, request);
             }
             AgentItem::PermissionResolved { request_id } => {

@@ -144,14 +144,14 @@ impl ClaudeAgent {
         let (permission_kind, choices) = kind_and_choices(&tool_name);
         self.emitter.send(
             turn_id,
-            AgentItem::PermissionRequest {
+            AgentItem::PermissionRequest(tandem_protocol::server::PendingPermission {
                 request_id,
                 changes: crate::adapter::edits::claude(&tool_name, &input),
                 tool_name,
                 input,
                 permission_kind,
                 choices,
-            },
+            }),
         );
     }
 

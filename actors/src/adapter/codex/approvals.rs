@@ -229,14 +229,14 @@ impl CodexThread {
             Asked::Pending(request_id) => {
                 self.emitter.send(
                     Some(turn_id),
-                    AgentItem::PermissionRequest {
+                    AgentItem::PermissionRequest(tandem_protocol::server::PendingPermission {
                         request_id,
                         tool_name,
                         input,
                         changes,
                         permission_kind: PermissionKind::Tool,
                         choices,
-                    },
+                    }),
                 );
                 self.report_busy();
             }

@@ -81,14 +81,14 @@ impl AcpAgent {
             Asked::Pending(request_id) => {
                 self.emitter.send(
                     Some(turn_id),
-                    AgentItem::PermissionRequest {
+                    AgentItem::PermissionRequest(tandem_protocol::server::PendingPermission {
                         request_id,
                         tool_name,
                         input,
                         changes,
                         permission_kind: PermissionKind::Tool,
                         choices,
-                    },
+                    }),
                 );
             }
         }
