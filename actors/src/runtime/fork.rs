@@ -61,32 +61,8 @@ pub(crate) fn fork_point(
     events: &[Event],
     superseded: &[SupersededRange],
 ) -> Result<ForkPoint, RuntimeError> {
-    let bad = |what: String| RuntimeError::InvalidAnchor(format!("seq {anchor} {what}"));
-    let Some(at) = events.iter().position(|e| e.seq == anchor) else {
-        return Err(bad("is not in this session's history".into()));
-    };
-    let event = &events[at];
-    let EventBody::UserMessage { .. } = event.body else {
-        return Err(bad(format!(
-            "is a `{}` event, not a user message",
-            event.body.kind()
-        )));
-    };
-    let Some(turn) = event.turn_id.as_deref() else {
-        return Err(bad("is a user message outside any turn".into()));
-    };
-    if superseded.iter().any(|r| r.covers(anchor)) {
-        return Err(bad("was superseded by an edit".into()));
-    }
-    let mine = |e: &&Event| e.turn_id.as_deref() == Some(turn);
-    let Some(end) = events[at..]
-        .iter()
-        .filter(mine)
-        .find(|e| matches!(e.body, EventBody::TurnCompleted { .. }))
-        .map(|e| e.seq)
-    else {
-        return Err(bad(format!("belongs to turn {turn}, which has not ended")));
-    };
+    let (at, turn, end) = crate::session::anchored_turn(anchor, events, superseded)?;
+    let mine = |e: &&Event| e.turn_id.as_ref() == Some(turn);
     let live = events
         .iter()
         .filter(|e| matches!(e.body, EventBody::TurnStarted {}))
@@ -100,7 +76,7 @@ pub(crate) fn fork_point(
             _ => None,
         });
     Ok(ForkPoint {
-        turn_id: turn.into(),
+        turn_id: turn.clone(),
         end,
         turns: kept.len() as u64,
         after: after.len() as u64,

@@ -51,6 +51,7 @@ pub use pairing::{
 pub use proposal::{ProposalDecision, ProposalProgress, Propose};
 pub use question::{AnswerQuestion, Answered, Ask, WithdrawQuestion};
 pub use queue::{CancelQueued, EditQueued};
+pub(crate) use rewind::anchored_turn;
 pub use rewind::{EditOutcome, EditSend, ForkVendor};
 pub use schedules::{CancelSchedule, ListSchedules, ScheduleMessage};
 pub use spawn::{ChildTurnEnded, Kick, SpawnChildren, MAX_RUNNING_CHILDREN};

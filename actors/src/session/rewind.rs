@@ -62,14 +62,15 @@ pub(crate) struct Branch {
     pub turns: u64,
 }
 
-/// Finds the branch that starts at the `user_message` `anchor` in `events` (the stored
-/// events from just before the anchor to the end, oldest first), skipping turns that
-/// an earlier rewind in `superseded` already covers. Pure, so it is unit-tested.
-pub(crate) fn branch(
+/// The `user_message` `anchor` in `events` (oldest first) when a branch may start at
+/// it, for a rewind or a fork: a user message of a turn that has ended and that no
+/// earlier edit in `superseded` replaced. Its index in `events`, its turn, and the
+/// `seq` of that turn's `turn_completed`.
+pub(crate) fn anchored_turn<'e>(
     anchor: u64,
-    events: &[Event],
+    events: &'e [Event],
     superseded: &[SupersededRange],
-) -> Result<Branch, RuntimeError> {
+) -> Result<(usize, &'e TurnId, u64), RuntimeError> {
     let bad = |what: String| RuntimeError::InvalidAnchor(format!("seq {anchor} {what}"));
     let Some(at) = events.iter().position(|e| e.seq == anchor) else {
         return Err(bad("is not in this session's history".into()));
@@ -87,12 +88,24 @@ pub(crate) fn branch(
     if superseded.iter().any(|r| r.covers(anchor)) {
         return Err(bad("was already superseded by an earlier edit".into()));
     }
-    let ended = events[at..].iter().any(|e| {
+    let ended = events[at..].iter().find(|e| {
         e.turn_id.as_ref() == Some(turn) && matches!(e.body, EventBody::TurnCompleted { .. })
     });
-    if !ended {
+    let Some(ended) = ended else {
         return Err(bad(format!("belongs to turn {turn}, which has not ended")));
-    }
+    };
+    Ok((at, turn, ended.seq))
+}
+
+/// Finds the branch that starts at the `user_message` `anchor` in `events` (the stored
+/// events from just before the anchor to the end, oldest first), skipping turns that
+/// an earlier rewind in `superseded` already covers. Pure, so it is unit-tested.
+pub(crate) fn branch(
+    anchor: u64,
+    events: &[Event],
+    superseded: &[SupersededRange],
+) -> Result<Branch, RuntimeError> {
+    let (at, turn, _) = anchored_turn(anchor, events, superseded)?;
     let from = events[..at]
         .iter()
         .rev()
