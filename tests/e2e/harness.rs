@@ -96,22 +96,14 @@ async fn the_gateway_and_sessions_threads_are_named() {
             .map(|n| n.trim().to_string())
             .collect()
     };
-    let wanted = ["tandem-gateway", "tandem-sessions"];
     // Each arbiter names itself as the first thing it runs; the server does not wait
     // for that before it reports ready.
-    let started = std::time::Instant::now();
-    let mut seen = names();
-    while !wanted.iter().all(|w| seen.iter().any(|n| n == w))
-        && started.elapsed() < std::time::Duration::from_secs(10)
-    {
-        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-        seen = names();
-    }
-    for name in wanted {
-        assert_eq!(
-            seen.iter().filter(|n| *n == name).count(),
-            1,
-            "{name} in {seen:?}"
-        );
-    }
+    tandem_tests::eventually("both named threads", async || {
+        let seen = names();
+        ["tandem-gateway", "tandem-sessions"]
+            .iter()
+            .all(|w| seen.iter().filter(|n| n == w).count() == 1)
+            .then_some(())
+    })
+    .await;
 }

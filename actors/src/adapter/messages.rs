@@ -5,7 +5,7 @@ use actix::Message;
 // `Attachments`) and re-exported so adapters keep naming them here.
 pub use crate::attachments::{Attachments, ImageInput};
 pub use crate::record::ForkOnOpen;
-use tandem_protocol::server::PendingPermission;
+pub use tandem_protocol::server::PendingPermission;
 use tandem_protocol::{BackgroundTask, EventBody, PermissionMode, TurnStatus};
 
 use crate::ids::{RequestId, TurnId};

@@ -49,7 +49,7 @@ use tokio::sync::oneshot;
 use super::catalog::strings;
 use super::core::{Approvals, Asked, Emitter, TurnSlot, AWAIT_EVERY};
 use super::health::VendorStatus;
-use super::messages::{AdapterCommand, AgentItem, ImageInput};
+use super::messages::{AdapterCommand, AgentItem, ImageInput, PendingPermission};
 use super::{AdapterContext, AdapterFactory, Tools, VendorId, VendorSpec, CLI_CAPABILITIES};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
@@ -294,7 +294,7 @@ impl Handler<Ask> for ScriptedAgent {
             }
             Asked::Pending(request_id) => self.emitter.send(
                 Some(msg.turn_id),
-                AgentItem::PermissionRequest(tandem_protocol::server::PendingPermission {
+                AgentItem::PermissionRequest(PendingPermission {
                     request_id,
                     // Shown as the vendor whose shape the input has shows it.
                     changes: crate::adapter::edits::any(&msg.tool, &msg.input),

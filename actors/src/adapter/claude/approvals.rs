@@ -12,7 +12,7 @@ use super::wire::{
     PermissionDecision, PermissionUpdate,
 };
 use crate::adapter::core::Asked;
-use crate::adapter::messages::AgentItem;
+use crate::adapter::messages::{AgentItem, PendingPermission};
 use crate::ids::{RequestId, TurnId};
 
 /// The tool Claude Code asks to leave plan mode with; its input carries the plan.
@@ -144,7 +144,7 @@ impl ClaudeAgent {
         let (permission_kind, choices) = kind_and_choices(&tool_name);
         self.emitter.send(
             turn_id,
-            AgentItem::PermissionRequest(tandem_protocol::server::PendingPermission {
+            AgentItem::PermissionRequest(PendingPermission {
                 request_id,
                 changes: crate::adapter::edits::claude(&tool_name, &input),
                 tool_name,

@@ -14,7 +14,7 @@ use super::wire::{
     PermissionsApprovalResponse, RequestId,
 };
 use crate::adapter::core::Asked;
-use crate::adapter::messages::AgentItem;
+use crate::adapter::messages::{AgentItem, PendingPermission};
 
 /// What kind of answer an approval takes.
 #[derive(Debug, Clone)]
@@ -229,7 +229,7 @@ impl CodexThread {
             Asked::Pending(request_id) => {
                 self.emitter.send(
                     Some(turn_id),
-                    AgentItem::PermissionRequest(tandem_protocol::server::PendingPermission {
+                    AgentItem::PermissionRequest(PendingPermission {
                         request_id,
                         tool_name,
                         input,

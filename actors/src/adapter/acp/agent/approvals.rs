@@ -81,7 +81,7 @@ impl AcpAgent {
             Asked::Pending(request_id) => {
                 self.emitter.send(
                     Some(turn_id),
-                    AgentItem::PermissionRequest(tandem_protocol::server::PendingPermission {
+                    AgentItem::PermissionRequest(crate::adapter::messages::PendingPermission {
                         request_id,
                         tool_name,
                         input,
